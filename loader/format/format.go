@@ -1,0 +1,80 @@
+// Package format holds the vocabulary the three model formats share: the
+// FormatError type, the sentinel errors, the element types (DType) and the
+// places a tensor's bytes can live (Location).
+//
+// It sits below the format packages (loader/pte, loader/ptd, loader/rten) so
+// that each of them, and loader above them, can speak the same language
+// without importing one another.
+package format
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/edgeload/edgeload/mmapfile"
+)
+
+// Sentinel errors, usable with errors.Is on any error the loaders return.
+var (
+	// ErrUnknownFormat: the bytes are not a file of a format edgeload reads.
+	ErrUnknownFormat = errors.New("unknown file format")
+	// ErrUnsupportedVersion: the file is of a known format, but of a version
+	// (file identifier, header or schema version) this loader cannot read.
+	ErrUnsupportedVersion = errors.New("unsupported format version")
+	// ErrTruncated: the file is shorter than its headers say, or it shrank
+	// while it was mapped.
+	ErrTruncated = mmapfile.ErrTruncated
+	// ErrNotFound: a lookup by name, key or index found nothing.
+	ErrNotFound = errors.New("not found")
+	// ErrClosed: the model (and its mapping) was closed.
+	ErrClosed = mmapfile.ErrClosed
+	// ErrMalformed: the file's structure is inconsistent (an offset outside
+	// its region, an index out of range, a bad FlatBuffer). Every
+	// *FormatError without a more specific sentinel wraps it.
+	ErrMalformed = errors.New("malformed file")
+)
+
+// FormatError describes a problem with a file's content: which format, which
+// field, where in the file, and what was wrong. It mirrors debug/elf's
+// FormatError, with the field named as a path into the file's tables
+// (for example "Program.execution_plan[0].values[7].val").
+type FormatError struct {
+	Format string // "pte", "ptd" or "rten"
+	Field  string // the header field or table path; may be empty
+	Offset int64  // absolute file offset of the offending bytes; -1 if unknown
+	Msg    string // what was wrong, including what was expected
+	Err    error  // the sentinel this error wraps (ErrMalformed when nil)
+}
+
+// Error formats the error as "pte: Program.segments[2].offset at offset 0x1c8: msg".
+func (e *FormatError) Error() string {
+	s := e.Format + ": "
+	if e.Field != "" {
+		s += e.Field + " "
+	}
+	if e.Offset >= 0 {
+		s += fmt.Sprintf("at offset %#x", e.Offset)
+	}
+	if e.Field != "" || e.Offset >= 0 {
+		s += ": "
+	}
+	return s + e.Msg
+}
+
+// Unwrap returns the sentinel the error belongs to, so that errors.Is works.
+func (e *FormatError) Unwrap() error {
+	if e.Err == nil {
+		return ErrMalformed
+	}
+	return e.Err
+}
+
+// Errorf builds a *FormatError wrapping ErrMalformed.
+func Errorf(fmtName, field string, off int64, msg string, args ...any) *FormatError {
+	return &FormatError{Format: fmtName, Field: field, Offset: off, Msg: fmt.Sprintf(msg, args...)}
+}
+
+// Wrapf builds a *FormatError wrapping the given sentinel.
+func Wrapf(sentinel error, fmtName, field string, off int64, msg string, args ...any) *FormatError {
+	return &FormatError{Format: fmtName, Field: field, Offset: off, Msg: fmt.Sprintf(msg, args...), Err: sentinel}
+}

@@ -1,0 +1,89 @@
+package format
+
+import (
+	"errors"
+	"math"
+	"testing"
+)
+
+func TestDTypeNamesRoundTrip(t *testing.T) {
+	seen := map[string]bool{}
+	for d := Invalid + 1; d < numDTypes; d++ {
+		name := d.String()
+		if seen[name] {
+			t.Fatalf("duplicate name %q", name)
+		}
+		seen[name] = true
+		if got, ok := ParseDType(name); !ok || got != d {
+			t.Errorf("ParseDType(%q) = %v, %v; want %v", name, got, ok, d)
+		}
+		if d.Size() == 0 || !d.Valid() {
+			t.Errorf("%v: size %d valid %v", d, d.Size(), d.Valid())
+		}
+	}
+	if _, ok := ParseDType("complex64"); ok {
+		t.Error("ParseDType accepted complex64")
+	}
+	if Invalid.Valid() || DType(200).Valid() || DType(200).Size() != 0 {
+		t.Error("invalid dtypes reported valid")
+	}
+	// The sizes the JSON output relies on.
+	for d, want := range map[DType]int{Float16: 2, BFloat16: 2, Float32: 4, Float64: 8, Int64: 8, Bool: 1, QUInt4x2: 1, QInt32: 4, Bits16: 2, Float8E4M3FN: 1} {
+		if d.Size() != want {
+			t.Errorf("%v.Size() = %d, want %d", d, d.Size(), want)
+		}
+	}
+}
+
+func TestNumel(t *testing.T) {
+	cases := []struct {
+		dims          []int64
+		d             DType
+		max           int64
+		numel, nbytes int64
+		ok            bool
+	}{
+		{nil, Float32, math.MaxInt64, 1, 4, true},
+		{[]int64{2, 3}, Float32, math.MaxInt64, 6, 24, true},
+		{[]int64{0, 1 << 62}, Float32, math.MaxInt64, 0, 0, true},
+		{[]int64{-1, 2}, Float32, math.MaxInt64, 0, 0, false},
+		{[]int64{1 << 32, 1 << 32}, Int8, math.MaxInt64, 0, 0, false}, // numel overflows
+		{[]int64{1 << 62}, Float32, math.MaxInt64, 0, 0, false},       // nbytes overflows
+		{[]int64{1024}, Float32, 4095, 0, 0, false},                   // larger than the bound
+		{[]int64{1024}, Float32, 4096, 1024, 4096, true},
+		{[]int64{4}, Invalid, math.MaxInt64, 0, 0, false},
+	}
+	for _, c := range cases {
+		n, b, ok := Numel(c.dims, c.d, c.max)
+		if ok != c.ok || (ok && (n != c.numel || b != c.nbytes)) {
+			t.Errorf("Numel(%v, %v, %d) = %d, %d, %v; want %d, %d, %v", c.dims, c.d, c.max, n, b, ok, c.numel, c.nbytes, c.ok)
+		}
+	}
+}
+
+func TestFormatError(t *testing.T) {
+	e := Errorf("pte", "Program.segments[2].offset", 0x1c8, "segment ends at %d, past the end of the file (%d bytes)", 900, 800)
+	want := "pte: Program.segments[2].offset at offset 0x1c8: segment ends at 900, past the end of the file (800 bytes)"
+	if e.Error() != want {
+		t.Errorf("got %q\nwant %q", e.Error(), want)
+	}
+	if !errors.Is(e, ErrMalformed) || errors.Is(e, ErrTruncated) {
+		t.Error("Errorf should wrap ErrMalformed only")
+	}
+	w := Wrapf(ErrTruncated, "ptd", "", -1, "file is %d bytes, header says %d", 10, 20)
+	if w.Error() != "ptd: file is 10 bytes, header says 20" || !errors.Is(w, ErrTruncated) {
+		t.Errorf("Wrapf: %q", w.Error())
+	}
+	var fe *FormatError
+	if !errors.As(error(w), &fe) || fe.Format != "ptd" {
+		t.Error("errors.As failed")
+	}
+}
+
+func TestLocationStrings(t *testing.T) {
+	for l, s := range map[Location]string{LocSegment: "segment", LocInline: "inline", LocMutable: "mutable", LocExternal: "external", LocNone: "none"} {
+		if l.String() != s {
+			t.Errorf("%d: %q want %q", l, l.String(), s)
+		}
+	}
+}

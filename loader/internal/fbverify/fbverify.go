@@ -1,0 +1,403 @@
+// Package fbverify checks that a FlatBuffer is safe to read with the
+// generated Go accessors, which have no bounds checks of their own and panic
+// (or read garbage) on a bad offset.
+//
+// A schema is described once as a graph of *Table values (cycles allowed,
+// e.g. an RTen Graph inside an If operator inside a Graph). Verify walks
+// every table, vector, string and union reachable from the root through the
+// described fields and checks, with 64-bit arithmetic:
+//
+//   - every offset lands inside the buffer, and every object fits in it;
+//   - vtables are well formed (even size >= 4, inside the buffer), and every
+//     described field lies inside its table's inline size;
+//   - vector lengths fit the remaining buffer (so a claimed 2^31 elements is
+//     an error before anything is allocated or looped over);
+//   - strings are NUL-terminated;
+//   - union tags are known (or explicitly allowed) and carry a value;
+//   - required fields are present;
+//   - nesting depth is bounded, and so is the total number of objects
+//     visited (a DAG of shared tables cannot make verification exponential).
+//
+// What it does not check is meaning: indices, sizes and offsets into the
+// file's segments are the format packages' business.
+package fbverify
+
+import (
+	"encoding/binary"
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+
+	"github.com/edgeload/edgeload/loader/format"
+)
+
+// Kind is the wire shape of a field.
+type Kind uint8
+
+// The field kinds.
+const (
+	Scalar       Kind = iota + 1 // a fixed-size scalar of Size bytes, stored inline
+	String                       // an offset to a string
+	TableRef                     // an offset to a table described by Table
+	ScalarVector                 // an offset to a vector of Size-byte scalars
+	TableVector                  // an offset to a vector of offsets to Table tables
+	StringVector                 // an offset to a vector of offsets to strings
+	Union                        // a u8 tag at ID and an offset at ID+1; tag k selects Union[k]
+)
+
+// Field describes one field of a table. ID is the field's id (its position
+// in the schema); a union occupies ID (its tag) and ID+1 (its value).
+type Field struct {
+	Name     string
+	ID       int
+	Kind     Kind
+	Size     int      // Scalar and ScalarVector: element size in bytes
+	Table    *Table   // TableRef and TableVector: the target table
+	Union    []*Table // Union: the table for each tag; index 0 (NONE) unused; nil = unknown tag
+	Required bool     // absent is an error
+	// AllowUnknown accepts union tags past the known ones (or whose entry is
+	// nil), verifying their value only as a table with no described fields.
+	// Use it where a format appends union members (RTen operator attributes).
+	AllowUnknown bool
+}
+
+// Table describes a table: its name (for error paths) and the fields the
+// loaders read. Fields that are not described are never read, so they are
+// not verified beyond the vtable.
+type Table struct {
+	Name   string
+	Fields []Field
+}
+
+// Options tune a verification.
+type Options struct {
+	// Format names the format in errors ("pte", "ptd", "rten").
+	Format string
+	// Base is the file offset of buf[0]; errors report Base+position.
+	Base int64
+	// MaxDepth bounds table nesting; 0 means DefaultMaxDepth.
+	MaxDepth int
+	// MaxObjects bounds the number of tables, vectors and strings visited;
+	// 0 means len(buf)/2 + 1024, which no tree-shaped buffer reaches (every
+	// object takes at least 4 bytes of its own plus a 4-byte reference).
+	MaxObjects int
+}
+
+// DefaultMaxDepth is the nesting limit when Options.MaxDepth is 0.
+const DefaultMaxDepth = 128
+
+// MaxSize is the largest FlatBuffer: offsets are 32-bit, and the Go runtime
+// converts positions to int32 when it follows a vtable.
+const MaxSize = math.MaxInt32
+
+var bare = &Table{Name: "table"}
+
+// Verify checks the buffer whose root table (offset at buf[0:4]) is
+// described by root. It returns nil or a *format.FormatError naming the
+// path of the bad field, e.g. "Program.execution_plan[0].values[3].val".
+func Verify(buf []byte, root *Table, opt Options) error {
+	v := newVerifier(buf, opt)
+	if int64(len(buf)) > MaxSize {
+		return v.fail(0, "FlatBuffer of %d bytes exceeds the 2 GiB FlatBuffer limit", len(buf))
+	}
+	if len(buf) < 8 {
+		return v.fail(0, "FlatBuffer of %d bytes is shorter than its 8-byte prefix", len(buf))
+	}
+	v.push(root.Name, -1)
+	pos, err := v.deref(0)
+	if err != nil {
+		return err
+	}
+	return v.table(pos, root)
+}
+
+// RootFieldSlots returns the number of field slots in the root table's
+// vtable (how many field ids its writer knew of, less trailing absent
+// ones). Format packages use it to tell schema generations apart. It
+// checks only what it reads.
+func RootFieldSlots(buf []byte, opt Options) (int, error) {
+	v := newVerifier(buf, opt)
+	if len(buf) < 8 || int64(len(buf)) > MaxSize {
+		return 0, v.fail(0, "FlatBuffer of %d bytes is not of a valid size", len(buf))
+	}
+	pos, err := v.deref(0)
+	if err != nil {
+		return 0, err
+	}
+	vt, vtsize, _, err := v.vtable(pos)
+	if err != nil {
+		return 0, err
+	}
+	_ = vt
+	return int((vtsize - 4) / 2), nil
+}
+
+type frame struct {
+	name string
+	idx  int // -1: not an element
+}
+
+type verifier struct {
+	buf     []byte
+	n       int64
+	opt     Options
+	depth   int
+	objects int
+	path    []frame
+}
+
+func newVerifier(buf []byte, opt Options) *verifier {
+	if opt.MaxDepth <= 0 {
+		opt.MaxDepth = DefaultMaxDepth
+	}
+	if opt.MaxObjects <= 0 {
+		opt.MaxObjects = len(buf)/2 + 1024
+	}
+	return &verifier{buf: buf, n: int64(len(buf)), opt: opt, path: make([]frame, 0, 16)}
+}
+
+func (v *verifier) push(name string, idx int) { v.path = append(v.path, frame{name, idx}) }
+func (v *verifier) pop()                      { v.path = v.path[:len(v.path)-1] }
+
+func (v *verifier) pathString() string {
+	var b strings.Builder
+	for i, f := range v.path {
+		if i > 0 && f.idx < 0 {
+			b.WriteByte('.')
+		}
+		if f.idx < 0 {
+			b.WriteString(f.name)
+		} else {
+			b.WriteByte('[')
+			b.WriteString(strconv.Itoa(f.idx))
+			b.WriteByte(']')
+		}
+	}
+	return b.String()
+}
+
+func (v *verifier) fail(pos int64, msg string, args ...any) error {
+	return &format.FormatError{
+		Format: v.opt.Format,
+		Field:  v.pathString(),
+		Offset: v.opt.Base + pos,
+		Msg:    fmt.Sprintf(msg, args...),
+	}
+}
+
+// in reports whether [pos, pos+size) lies inside the buffer.
+func (v *verifier) in(pos, size int64) bool {
+	return pos >= 0 && size >= 0 && pos <= v.n && size <= v.n-pos
+}
+
+func (v *verifier) u32(pos int64) uint32 { return binary.LittleEndian.Uint32(v.buf[pos:]) }
+func (v *verifier) u16(pos int64) int64  { return int64(binary.LittleEndian.Uint16(v.buf[pos:])) }
+
+// deref follows the unsigned offset stored at pos.
+func (v *verifier) deref(pos int64) (int64, error) {
+	if !v.in(pos, 4) {
+		return 0, v.fail(pos, "offset field runs past the end of the FlatBuffer (%d bytes)", v.n)
+	}
+	off := int64(v.u32(pos))
+	if off == 0 {
+		return 0, v.fail(pos, "offset 0 points at itself")
+	}
+	t := pos + off
+	if t >= v.n {
+		return 0, v.fail(pos, "offset %d points to %#x, past the end of the FlatBuffer (%d bytes)", off, v.opt.Base+t, v.n)
+	}
+	return t, nil
+}
+
+func (v *verifier) enter(pos int64) error {
+	v.objects++
+	if v.objects > v.opt.MaxObjects {
+		return v.fail(pos, "more than %d objects: shared or looping references", v.opt.MaxObjects)
+	}
+	return nil
+}
+
+// vtable checks the table header at pos and its vtable.
+func (v *verifier) vtable(pos int64) (vt, vtsize, tsize int64, err error) {
+	if !v.in(pos, 4) {
+		return 0, 0, 0, v.fail(pos, "table runs past the end of the FlatBuffer")
+	}
+	vt = pos - int64(int32(v.u32(pos)))
+	if !v.in(vt, 4) {
+		return 0, 0, 0, v.fail(pos, "vtable offset points to %#x, outside the FlatBuffer", v.opt.Base+vt)
+	}
+	vtsize, tsize = v.u16(vt), v.u16(vt+2)
+	if vtsize < 4 || vtsize%2 != 0 || !v.in(vt, vtsize) {
+		return 0, 0, 0, v.fail(vt, "bad vtable size %d (want an even size >= 4 inside the FlatBuffer)", vtsize)
+	}
+	if tsize < 4 || !v.in(pos, tsize) {
+		return 0, 0, 0, v.fail(pos, "table size %d runs past the end of the FlatBuffer", tsize)
+	}
+	return vt, vtsize, tsize, nil
+}
+
+func (v *verifier) table(pos int64, t *Table) error {
+	if err := v.enter(pos); err != nil {
+		return err
+	}
+	v.depth++
+	defer func() { v.depth-- }()
+	if v.depth > v.opt.MaxDepth {
+		return v.fail(pos, "tables nested more than %d deep", v.opt.MaxDepth)
+	}
+	vt, vtsize, tsize, err := v.vtable(pos)
+	if err != nil {
+		return err
+	}
+	slot := func(id int) int64 {
+		e := 4 + 2*int64(id)
+		if e+2 > vtsize {
+			return 0
+		}
+		return v.u16(vt + e)
+	}
+	for i := range t.Fields {
+		f := &t.Fields[i]
+		v.push(f.Name, -1)
+		if err := v.field(pos, tsize, f, slot); err != nil {
+			return err
+		}
+		v.pop()
+	}
+	return nil
+}
+
+func (v *verifier) field(pos, tsize int64, f *Field, slot func(int) int64) error {
+	if f.Kind == Union {
+		return v.union(pos, tsize, f, slot)
+	}
+	fo := slot(f.ID)
+	if fo == 0 {
+		if f.Required {
+			return v.fail(pos, "required field is missing")
+		}
+		return nil
+	}
+	size := int64(4)
+	if f.Kind == Scalar {
+		size = int64(f.Size)
+	}
+	if fo+size > tsize {
+		return v.fail(pos+fo, "field at table offset %d (%d bytes) lies outside the table's %d bytes", fo, size, tsize)
+	}
+	p := pos + fo
+	switch f.Kind {
+	case Scalar:
+		return nil
+	case String:
+		t, err := v.deref(p)
+		if err != nil {
+			return err
+		}
+		return v.str(t)
+	case TableRef:
+		t, err := v.deref(p)
+		if err != nil {
+			return err
+		}
+		return v.table(t, f.Table)
+	case ScalarVector:
+		t, err := v.deref(p)
+		if err != nil {
+			return err
+		}
+		_, _, err = v.vector(t, int64(f.Size))
+		return err
+	case TableVector, StringVector:
+		t, err := v.deref(p)
+		if err != nil {
+			return err
+		}
+		start, n, err := v.vector(t, 4)
+		if err != nil {
+			return err
+		}
+		for i := int64(0); i < n; i++ {
+			v.push("", int(i))
+			e, err := v.deref(start + 4*i)
+			if err != nil {
+				return err
+			}
+			if f.Kind == TableVector {
+				err = v.table(e, f.Table)
+			} else {
+				err = v.str(e)
+			}
+			if err != nil {
+				return err
+			}
+			v.pop()
+		}
+		return nil
+	}
+	return v.fail(pos, "fbverify: field kind %d not handled", f.Kind)
+}
+
+func (v *verifier) union(pos, tsize int64, f *Field, slot func(int) int64) error {
+	to, vo := slot(f.ID), slot(f.ID+1)
+	tag := 0
+	if to != 0 {
+		if to+1 > tsize {
+			return v.fail(pos+to, "union tag lies outside its table")
+		}
+		tag = int(v.buf[pos+to])
+	}
+	if tag == 0 {
+		return nil // NONE: the value is never read
+	}
+	if vo == 0 {
+		return v.fail(pos, "union tag %d has no value", tag)
+	}
+	if vo+4 > tsize {
+		return v.fail(pos+vo, "union value lies outside its table")
+	}
+	t, err := v.deref(pos + vo)
+	if err != nil {
+		return err
+	}
+	var target *Table
+	if tag < len(f.Union) {
+		target = f.Union[tag]
+	}
+	if target == nil {
+		if !f.AllowUnknown {
+			return v.fail(pos+to, "unknown union tag %d (known: 1..%d)", tag, len(f.Union)-1)
+		}
+		target = bare
+	}
+	return v.table(t, target)
+}
+
+// vector checks a vector header at pos with elements of size elem and
+// returns the position of its first element and its length.
+func (v *verifier) vector(pos, elem int64) (start, n int64, err error) {
+	if err := v.enter(pos); err != nil {
+		return 0, 0, err
+	}
+	if !v.in(pos, 4) {
+		return 0, 0, v.fail(pos, "vector length runs past the end of the FlatBuffer")
+	}
+	n = int64(v.u32(pos))
+	start = pos + 4
+	if elem > 0 && n > (v.n-start)/elem {
+		return 0, 0, v.fail(pos, "vector of %d elements of %d bytes runs past the end of the FlatBuffer (%d bytes left)", n, elem, v.n-start)
+	}
+	return start, n, nil
+}
+
+func (v *verifier) str(pos int64) error {
+	start, n, err := v.vector(pos, 1)
+	if err != nil {
+		return err
+	}
+	if start+n >= v.n || v.buf[start+n] != 0 {
+		return v.fail(pos, "string of %d bytes has no NUL terminator", n)
+	}
+	return nil
+}

@@ -1,0 +1,308 @@
+package fbverify
+
+import (
+	"encoding/binary"
+	"errors"
+	"strings"
+	"testing"
+
+	flatbuffers "github.com/google/flatbuffers/go"
+
+	"github.com/edgeload/edgeload/loader/format"
+)
+
+// The test schema:
+//
+//	table Leaf { x: int; name: string; }
+//	union U { Leaf }
+//	table Node { id: uint; leaves: [Leaf]; data: [float]; child: Node; u: U; names: [string]; }
+var (
+	leaf = &Table{Name: "Leaf", Fields: []Field{
+		{Name: "x", ID: 0, Kind: Scalar, Size: 4},
+		{Name: "name", ID: 1, Kind: String},
+	}}
+	node = &Table{Name: "Node"}
+)
+
+func init() {
+	node.Fields = []Field{
+		{Name: "id", ID: 0, Kind: Scalar, Size: 4},
+		{Name: "leaves", ID: 1, Kind: TableVector, Table: leaf},
+		{Name: "data", ID: 2, Kind: ScalarVector, Size: 4},
+		{Name: "child", ID: 3, Kind: TableRef, Table: node},
+		{Name: "u", ID: 4, Kind: Union, Union: []*Table{nil, leaf}},
+		{Name: "names", ID: 6, Kind: StringVector},
+	}
+}
+
+func buildLeaf(b *flatbuffers.Builder, x int32, name string) flatbuffers.UOffsetT {
+	s := b.CreateString(name)
+	b.StartObject(2)
+	b.PrependInt32Slot(0, x, 0)
+	b.PrependUOffsetTSlot(1, s, 0)
+	return b.EndObject()
+}
+
+// buildNode writes a Node with two leaves, three floats, a union leaf, and
+// `depth` nested children.
+func buildNode(b *flatbuffers.Builder, depth int) flatbuffers.UOffsetT {
+	var child flatbuffers.UOffsetT
+	if depth > 0 {
+		child = buildNode(b, depth-1)
+	}
+	l1, l2 := buildLeaf(b, 1, "one"), buildLeaf(b, 2, "two")
+	b.StartVector(4, 2, 4)
+	b.PrependUOffsetT(l2)
+	b.PrependUOffsetT(l1)
+	leaves := b.EndVector(2)
+	b.StartVector(4, 3, 4)
+	for i := 0; i < 3; i++ {
+		b.PrependFloat32(float32(i))
+	}
+	data := b.EndVector(3)
+	ul := buildLeaf(b, 3, "union")
+	n1 := b.CreateString("a")
+	b.StartVector(4, 1, 4)
+	b.PrependUOffsetT(n1)
+	names := b.EndVector(1)
+	b.StartObject(7)
+	b.PrependUint32Slot(0, 7, 0)
+	b.PrependUOffsetTSlot(1, leaves, 0)
+	b.PrependUOffsetTSlot(2, data, 0)
+	if depth > 0 {
+		b.PrependUOffsetTSlot(3, child, 0)
+	}
+	b.PrependByteSlot(4, 1, 0)
+	b.PrependUOffsetTSlot(5, ul, 0)
+	b.PrependUOffsetTSlot(6, names, 0)
+	return b.EndObject()
+}
+
+func valid(depth int) []byte {
+	b := flatbuffers.NewBuilder(256)
+	b.Finish(buildNode(b, depth))
+	return b.FinishedBytes()
+}
+
+func TestValid(t *testing.T) {
+	for _, d := range []int{0, 1, 5} {
+		if err := Verify(valid(d), node, Options{Format: "test"}); err != nil {
+			t.Fatalf("depth %d: valid buffer rejected: %v", d, err)
+		}
+	}
+}
+
+func mustFail(t *testing.T, buf []byte, opt Options, want string) *format.FormatError {
+	t.Helper()
+	if opt.Format == "" {
+		opt.Format = "test"
+	}
+	err := Verify(buf, node, opt)
+	if err == nil {
+		t.Fatalf("accepted a bad buffer, want error containing %q", want)
+	}
+	var fe *format.FormatError
+	if !errors.As(err, &fe) || !errors.Is(err, format.ErrMalformed) {
+		t.Fatalf("error %v is not a *FormatError wrapping ErrMalformed", err)
+	}
+	if !strings.Contains(err.Error(), want) {
+		t.Fatalf("error %q does not contain %q", err, want)
+	}
+	return fe
+}
+
+// find returns the position of the first occurrence of pat in buf.
+func find(t *testing.T, buf []byte, pat []byte) int {
+	t.Helper()
+	i := strings.Index(string(buf), string(pat))
+	if i < 0 {
+		t.Fatalf("pattern %q not found", pat)
+	}
+	return i
+}
+
+func TestRootOutside(t *testing.T) {
+	buf := valid(0)
+	binary.LittleEndian.PutUint32(buf, uint32(len(buf)))
+	mustFail(t, buf, Options{}, "past the end")
+	mustFail(t, buf[:6], Options{}, "shorter than its 8-byte prefix")
+}
+
+func TestStringWithoutTerminator(t *testing.T) {
+	buf := valid(0)
+	i := find(t, buf, []byte("union\x00"))
+	buf[i+5] = 'X'
+	fe := mustFail(t, buf, Options{}, "NUL terminator")
+	if fe.Field != "Node.u.name" {
+		t.Errorf("field path %q, want Node.u.name", fe.Field)
+	}
+}
+
+func TestVectorLengthTooLarge(t *testing.T) {
+	buf := valid(0)
+	// The float vector: length 3 followed by 0.0, 1.0, 2.0.
+	pat := make([]byte, 8)
+	binary.LittleEndian.PutUint32(pat, 3)
+	binary.LittleEndian.PutUint32(pat[4:], 0x40000000) // 2.0 comes first: prepended in reverse
+	i := find(t, buf, pat)
+	binary.LittleEndian.PutUint32(buf[i:], 1<<31)
+	fe := mustFail(t, buf, Options{Base: 1000}, "2147483648 elements")
+	if fe.Field != "Node.data" || fe.Offset != int64(1000+i) {
+		t.Errorf("got field %q offset %d, want Node.data at %d", fe.Field, fe.Offset, 1000+i)
+	}
+}
+
+func TestUnknownUnionTag(t *testing.T) {
+	for _, tag := range []byte{2, 0xff} {
+		buf := valid(0)
+		setUnionTag(t, buf, tag)
+		mustFail(t, buf, Options{}, "unknown union tag")
+	}
+	// AllowUnknown accepts it and verifies the value as a bare table.
+	buf := valid(0)
+	setUnionTag(t, buf, 9)
+	saved := node.Fields[4].AllowUnknown
+	node.Fields[4].AllowUnknown = true
+	defer func() { node.Fields[4].AllowUnknown = saved }()
+	if err := Verify(buf, node, Options{}); err != nil {
+		t.Fatalf("AllowUnknown: %v", err)
+	}
+}
+
+// setUnionTag rewrites the root Node's union tag.
+func setUnionTag(t *testing.T, buf []byte, tag byte) {
+	t.Helper()
+	root := int(binary.LittleEndian.Uint32(buf))
+	vt := root - int(int32(binary.LittleEndian.Uint32(buf[root:])))
+	fo := int(binary.LittleEndian.Uint16(buf[vt+4+2*4:]))
+	if fo == 0 || buf[root+fo] != 1 {
+		t.Fatal("union tag not where expected")
+	}
+	buf[root+fo] = tag
+}
+
+func TestUnionWithoutValue(t *testing.T) {
+	buf := valid(0)
+	root := int(binary.LittleEndian.Uint32(buf))
+	vt := root - int(int32(binary.LittleEndian.Uint32(buf[root:])))
+	binary.LittleEndian.PutUint16(buf[vt+4+2*5:], 0)
+	mustFail(t, buf, Options{}, "has no value")
+}
+
+func TestBadVTable(t *testing.T) {
+	buf := valid(0)
+	root := int(binary.LittleEndian.Uint32(buf))
+	vt := root - int(int32(binary.LittleEndian.Uint32(buf[root:])))
+	b2 := append([]byte(nil), buf...)
+	binary.LittleEndian.PutUint16(b2[vt:], 7) // odd size
+	mustFail(t, b2, Options{}, "bad vtable size")
+	b3 := append([]byte(nil), buf...)
+	binary.LittleEndian.PutUint32(b3[root:], uint32(int32(-len(buf)))) // vtable past the end
+	mustFail(t, b3, Options{}, "vtable offset")
+	b4 := append([]byte(nil), buf...)
+	binary.LittleEndian.PutUint16(b4[vt+2:], 4) // table too small for its fields
+	mustFail(t, b4, Options{}, "outside the table")
+}
+
+func TestRequired(t *testing.T) {
+	req := &Table{Name: "Req", Fields: []Field{{Name: "must", ID: 9, Kind: String, Required: true}}}
+	if err := Verify(valid(0), req, Options{}); err == nil || !strings.Contains(err.Error(), "required field") {
+		t.Fatalf("missing required field: got %v", err)
+	}
+}
+
+func TestDepthLimit(t *testing.T) {
+	buf := valid(20)
+	if err := Verify(buf, node, Options{MaxDepth: 50}); err != nil {
+		t.Fatalf("depth 20 under limit 50: %v", err)
+	}
+	mustFail(t, buf, Options{MaxDepth: 10}, "nested more than 10 deep")
+
+	// 10,000 nested tables: rejected by the default limit, quickly.
+	b := flatbuffers.NewBuilder(1 << 20)
+	var prev flatbuffers.UOffsetT
+	for i := 0; i < 10000; i++ {
+		b.StartObject(4)
+		if i > 0 {
+			b.PrependUOffsetTSlot(3, prev, 0)
+		}
+		prev = b.EndObject()
+	}
+	b.Finish(prev)
+	mustFail(t, b.FinishedBytes(), Options{}, "nested more than")
+}
+
+// A DAG of shared tables: each level's vector points N times at the same
+// next level. A naive walk visits N^levels tables; the object budget stops
+// it after a number of visits proportional to the buffer size.
+func TestSharedTablesBudget(t *testing.T) {
+	b := flatbuffers.NewBuilder(1 << 16)
+	const n, levels = 64, 8
+	var prev flatbuffers.UOffsetT
+	for l := 0; l < levels; l++ {
+		var vec flatbuffers.UOffsetT
+		if l > 0 {
+			b.StartVector(4, n, 4)
+			for i := 0; i < n; i++ {
+				b.PrependUOffsetT(prev)
+			}
+			vec = b.EndVector(n)
+		}
+		b.StartObject(2)
+		if l > 0 {
+			b.PrependUOffsetTSlot(1, vec, 0)
+		}
+		prev = b.EndObject()
+	}
+	b.Finish(prev)
+	fan := &Table{Name: "Fan"}
+	fan.Fields = []Field{{Name: "kids", ID: 1, Kind: TableVector, Table: fan}}
+	err := Verify(b.FinishedBytes(), fan, Options{Format: "test"})
+	if err == nil || !strings.Contains(err.Error(), "objects") {
+		t.Fatalf("shared-table DAG: got %v, want the object budget error", err)
+	}
+}
+
+func TestOffsetOverflow(t *testing.T) {
+	buf := valid(0)
+	root := int(binary.LittleEndian.Uint32(buf))
+	vt := root - int(int32(binary.LittleEndian.Uint32(buf[root:])))
+	fo := int(binary.LittleEndian.Uint16(buf[vt+4+2*1:])) // leaves
+	binary.LittleEndian.PutUint32(buf[root+fo:], 0xFFFFFFF0) // would wrap in uint32
+	mustFail(t, buf, Options{}, "past the end")
+}
+
+func TestRootFieldSlots(t *testing.T) {
+	n, err := RootFieldSlots(valid(0), Options{})
+	if err != nil || n != 7 {
+		t.Fatalf("RootFieldSlots = %d, %v; want 7", n, err)
+	}
+	if _, err := RootFieldSlots([]byte{1, 2}, Options{}); err == nil {
+		t.Fatal("RootFieldSlots accepted a 2-byte buffer")
+	}
+}
+
+// Every truncation of a valid buffer is rejected or verified without panic,
+// and so is every single-byte corruption.
+func TestMutations(t *testing.T) {
+	buf := valid(2)
+	for i := 0; i <= len(buf); i++ {
+		_ = Verify(buf[:i], node, Options{})
+	}
+	for i := range buf {
+		for _, x := range []byte{0, 0xff, buf[i] ^ 0x55} {
+			b := append([]byte(nil), buf...)
+			b[i] = x
+			_ = Verify(b, node, Options{})
+		}
+	}
+}
+
+func FuzzVerify(f *testing.F) {
+	f.Add(valid(0))
+	f.Add(valid(3))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		_ = Verify(b, node, Options{Format: "test"})
+		_, _ = RootFieldSlots(b, Options{})
+	})
+}

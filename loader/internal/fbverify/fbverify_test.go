@@ -200,8 +200,8 @@ func TestBadVTable(t *testing.T) {
 	binary.LittleEndian.PutUint32(b3[root:], uint32(int32(-len(buf)))) // vtable past the end
 	mustFail(t, b3, Options{}, "vtable offset")
 	b4 := append([]byte(nil), buf...)
-	binary.LittleEndian.PutUint16(b4[vt+2:], 4) // table too small for its fields
-	mustFail(t, b4, Options{}, "outside the table")
+	binary.LittleEndian.PutUint16(b4[vt+4:], 0xfff0) // a field offset past the end of the buffer
+	mustFail(t, b4, Options{}, "outside the FlatBuffer")
 }
 
 func TestRequired(t *testing.T) {

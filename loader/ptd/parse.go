@@ -1,0 +1,576 @@
+package ptd
+
+import (
+	"encoding/binary"
+	"fmt"
+	"math"
+	"strconv"
+
+	flatbuffers "github.com/google/flatbuffers/go"
+
+	"github.com/edgeload/edgeload/internal/schema/ptdfb"
+	"github.com/edgeload/edgeload/loader/format"
+	"github.com/edgeload/edgeload/loader/internal/fbverify"
+	"github.com/edgeload/edgeload/mmapfile"
+	"github.com/edgeload/edgeload/segment"
+)
+
+// Header field offsets (absolute, in the file).
+const (
+	offIdentifier = 4
+	offMagic      = 8
+	offLength     = 12
+	offFBOffset   = 16
+	offFBSize     = 24
+	offSegBase    = 32
+	offSegSize    = 40
+	headerEnd     = 48 // 8 + MinHeaderLength
+)
+
+// The schema descriptors: every field parse reads through the generated
+// accessors is described here, so that fbverify has checked it first.
+var (
+	dataSegmentT = &fbverify.Table{Name: "DataSegment", Fields: []fbverify.Field{
+		{Name: "offset", ID: 0, Kind: fbverify.Scalar, Size: 8},
+		{Name: "size", ID: 1, Kind: fbverify.Scalar, Size: 8},
+	}}
+	tensorLayoutT = &fbverify.Table{Name: "TensorLayout", Fields: []fbverify.Field{
+		{Name: "scalar_type", ID: 0, Kind: fbverify.Scalar, Size: 1},
+		{Name: "sizes", ID: 1, Kind: fbverify.ScalarVector, Size: 4},
+		{Name: "dim_order", ID: 2, Kind: fbverify.ScalarVector, Size: 1},
+	}}
+	namedDataT = &fbverify.Table{Name: "NamedData", Fields: []fbverify.Field{
+		{Name: "key", ID: 0, Kind: fbverify.String, Required: true},
+		{Name: "segment_index", ID: 1, Kind: fbverify.Scalar, Size: 4},
+		{Name: "tensor_layout", ID: 2, Kind: fbverify.TableRef, Table: tensorLayoutT},
+	}}
+	flatTensorT = &fbverify.Table{Name: "FlatTensor", Fields: []fbverify.Field{
+		{Name: "version", ID: 0, Kind: fbverify.Scalar, Size: 4},
+		{Name: "segments", ID: 1, Kind: fbverify.TableVector, Table: dataSegmentT},
+		{Name: "named_data", ID: 2, Kind: fbverify.TableVector, Table: namedDataT},
+	}}
+
+	legacyTensorT = &fbverify.Table{Name: "TensorMetadata", Fields: []fbverify.Field{
+		{Name: "fully_qualified_name", ID: 0, Kind: fbverify.String, Required: true},
+		{Name: "scalar_type", ID: 1, Kind: fbverify.Scalar, Size: 1},
+		{Name: "sizes", ID: 2, Kind: fbverify.ScalarVector, Size: 4},
+		{Name: "dim_order", ID: 3, Kind: fbverify.ScalarVector, Size: 1},
+		{Name: "segment_index", ID: 4, Kind: fbverify.Scalar, Size: 4},
+		{Name: "offset", ID: 5, Kind: fbverify.Scalar, Size: 8},
+	}}
+	legacyNamedDataT = &fbverify.Table{Name: "NamedData", Fields: []fbverify.Field{
+		{Name: "key", ID: 0, Kind: fbverify.String, Required: true},
+		{Name: "segment_index", ID: 1, Kind: fbverify.Scalar, Size: 4},
+	}}
+	legacyFlatTensorT = &fbverify.Table{Name: "FlatTensor", Fields: []fbverify.Field{
+		{Name: "version", ID: 0, Kind: fbverify.Scalar, Size: 4},
+		{Name: "tensor_alignment", ID: 1, Kind: fbverify.Scalar, Size: 4},
+		{Name: "tensors", ID: 2, Kind: fbverify.TableVector, Table: legacyTensorT},
+		{Name: "segments", ID: 3, Kind: fbverify.TableVector, Table: dataSegmentT},
+		{Name: "named_data", ID: 4, Kind: fbverify.TableVector, Table: legacyNamedDataT},
+	}}
+)
+
+// currentRootFields is the number of fields of the current FlatTensor.
+const currentRootFields = 3
+
+func errorf(field string, off int64, msg string, args ...any) error {
+	return format.Errorf(formatName, field, off, msg, args...)
+}
+
+func wrapf(sentinel error, field string, off int64, msg string, args ...any) error {
+	return format.Wrapf(sentinel, formatName, field, off, msg, args...)
+}
+
+func isDigit(c byte) bool { return c >= '0' && c <= '9' }
+
+// checkIdentifier classifies the 4 bytes at offset 4.
+func checkIdentifier(id []byte) error {
+	if string(id) == Identifier {
+		return nil
+	}
+	if id[0] == 'F' && id[1] == 'T' && isDigit(id[2]) && isDigit(id[3]) {
+		return wrapf(format.ErrUnsupportedVersion, "identifier", offIdentifier,
+			"file identifier %q (% x) is a FlatTensor version this loader cannot read; want %q", id, id, Identifier)
+	}
+	return wrapf(format.ErrUnknownFormat, "identifier", offIdentifier,
+		"file identifier %q (% x) is not %q: not a .ptd file", id, id, Identifier)
+}
+
+// parseHeader reads and checks the FH01 header against the file size.
+func parseHeader(mf *mmapfile.File, size int64) (Header, error) {
+	var h Header
+	var buf [headerEnd]byte
+	n := int64(len(buf))
+	if size < n {
+		n = size
+	}
+	if _, err := mf.ReadAt(buf[:n], 0); err != nil {
+		return h, fmt.Errorf("ptd: reading header: %w", err)
+	}
+	if n < 8 {
+		return h, wrapf(format.ErrUnknownFormat, "identifier", 0,
+			"file of %d bytes is too short for a FlatBuffer identifier", size)
+	}
+	if err := checkIdentifier(buf[4:8]); err != nil {
+		return h, err
+	}
+	if n < offLength {
+		return h, wrapf(format.ErrTruncated, "header", offMagic,
+			"file of %d bytes ends inside the FH01 header (needs %d)", size, headerEnd)
+	}
+	if m := buf[8:12]; string(m) != HeaderMagic {
+		if m[0] == 'F' && m[1] == 'H' && isDigit(m[2]) && isDigit(m[3]) {
+			return h, wrapf(format.ErrUnsupportedVersion, "header.magic", offMagic,
+				"header magic %q is a header version this loader cannot read; want %q", m, HeaderMagic)
+		}
+		return h, errorf("header.magic", offMagic, "header magic %q (% x), want %q", m, m, HeaderMagic)
+	}
+	if n < headerEnd {
+		return h, wrapf(format.ErrTruncated, "header", offMagic,
+			"file of %d bytes ends inside the FH01 header (needs %d)", size, headerEnd)
+	}
+	le := binary.LittleEndian
+	h.Length = le.Uint32(buf[offLength:])
+	h.FlatBufferOffset = le.Uint64(buf[offFBOffset:])
+	h.FlatBufferSize = le.Uint64(buf[offFBSize:])
+	h.SegmentBaseOffset = le.Uint64(buf[offSegBase:])
+	h.SegmentDataSize = le.Uint64(buf[offSegSize:])
+
+	if h.Length < MinHeaderLength {
+		return h, errorf("header.length", offLength, "header length %d, want at least %d", h.Length, MinHeaderLength)
+	}
+	// flatbuffer_offset is the padded header length, so the header lies
+	// inside [8, flatbuffer_offset).
+	if h.FlatBufferOffset < 8+uint64(h.Length) {
+		return h, errorf("header.flatbuffer_offset", offFBOffset,
+			"flatbuffer_offset %d is less than the header's end (8 + length %d)", h.FlatBufferOffset, h.Length)
+	}
+	fbEnd := h.FlatBufferOffset + h.FlatBufferSize
+	if fbEnd < h.FlatBufferOffset || fbEnd > fbverify.MaxSize {
+		return h, errorf("header.flatbuffer_size", offFBSize,
+			"flatbuffer_offset %d + flatbuffer_size %d exceeds the 2 GiB FlatBuffer limit", h.FlatBufferOffset, h.FlatBufferSize)
+	}
+	if int64(fbEnd) > size {
+		return h, wrapf(format.ErrTruncated, "header.flatbuffer_size", offFBSize,
+			"FlatBuffer ends at %d (flatbuffer_offset %d + flatbuffer_size %d) but the file has %d bytes",
+			fbEnd, h.FlatBufferOffset, h.FlatBufferSize, size)
+	}
+	segEnd := h.SegmentBaseOffset + h.SegmentDataSize
+	if segEnd < h.SegmentBaseOffset || segEnd > math.MaxInt64 {
+		return h, errorf("header.segment_data_size", offSegSize,
+			"segment_base_offset %d + segment_data_size %d overflows", h.SegmentBaseOffset, h.SegmentDataSize)
+	}
+	if int64(segEnd) > size {
+		return h, wrapf(format.ErrTruncated, "header.segment_data_size", offSegSize,
+			"file of %d bytes is too small: segment data ends at %d (segment_base_offset %d + segment_data_size %d)",
+			size, segEnd, h.SegmentBaseOffset, h.SegmentDataSize)
+	}
+	if h.SegmentDataSize > 0 && h.SegmentBaseOffset < fbEnd {
+		return h, errorf("header.segment_base_offset", offSegBase,
+			"segment data at %d overlaps the FlatBuffer, which ends at %d", h.SegmentBaseOffset, fbEnd)
+	}
+	return h, nil
+}
+
+// effectiveRootSlots returns the number of field slots of the root
+// table's vtable up to the last present one. RootFieldSlots has checked
+// that the vtable lies inside fb.
+func effectiveRootSlots(fb []byte) (int, error) {
+	n, err := fbverify.RootFieldSlots(fb, fbverify.Options{Format: formatName})
+	if err != nil {
+		return 0, err
+	}
+	le := binary.LittleEndian
+	pos := int64(le.Uint32(fb))
+	if pos < 0 || pos+4 > int64(len(fb)) {
+		return 0, errorf("FlatTensor", 0, "root offset %d outside the FlatBuffer", pos)
+	}
+	vt := pos - int64(int32(le.Uint32(fb[pos:])))
+	for ; n > 0; n-- {
+		e := vt + 4 + 2*int64(n-1)
+		if e < 0 || e+2 > int64(len(fb)) {
+			return 0, errorf("FlatTensor", vt, "root vtable outside the FlatBuffer")
+		}
+		if le.Uint16(fb[e:]) != 0 {
+			break
+		}
+	}
+	return n, nil
+}
+
+// fieldPos returns the absolute position of field id of a verified table
+// (the table's own position when the field is absent).
+func fieldPos(t flatbuffers.Table, id int) int64 {
+	o := t.Offset(flatbuffers.VOffsetT(4 + 2*id))
+	return int64(t.Pos) + int64(o)
+}
+
+func parse(mf *mmapfile.File, c config) (*File, error) {
+	size := mf.Len()
+	h, err := parseHeader(mf, size)
+	if err != nil {
+		return nil, err
+	}
+	fb, err := mf.View(0, h.FlatBufferLen())
+	if err != nil {
+		return nil, fmt.Errorf("ptd: mapping the FlatBuffer: %w", err)
+	}
+	slots, err := effectiveRootSlots(fb)
+	if err != nil {
+		return nil, err
+	}
+	f := &File{mf: mf, name: c.name, size: size, hdr: h, legacy: slots > currentRootFields}
+	opt := fbverify.Options{Format: formatName}
+	if f.legacy {
+		if err := fbverify.Verify(fb, legacyFlatTensorT, opt); err != nil {
+			return nil, err
+		}
+		err = f.readLegacy(fb)
+	} else {
+		if err := fbverify.Verify(fb, flatTensorT, opt); err != nil {
+			return nil, err
+		}
+		err = f.readCurrent(fb)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return f, nil
+}
+
+func checkVersion(v uint32, pos int64) error {
+	if v > MaxVersion {
+		return wrapf(format.ErrUnsupportedVersion, "FlatTensor.version", pos,
+			"FlatTensor version %d; this loader reads versions up to %d", v, MaxVersion)
+	}
+	return nil
+}
+
+// segmentAt builds segment i from a verified DataSegment.
+func (f *File) segmentAt(ds *ptdfb.DataSegment, i int) (segment.Segment, error) {
+	off, sz := ds.Offset(), ds.Size()
+	field := "FlatTensor.segments[" + strconv.Itoa(i) + "]"
+	base, dataEnd := f.hdr.SegmentBaseOffset, f.hdr.SegmentBaseOffset+f.hdr.SegmentDataSize
+	abs := base + off
+	if abs < base || abs > dataEnd {
+		return segment.Segment{}, errorf(field+".offset", fieldPos(ds.Table(), 0),
+			"segment offset %d (absolute %d) lies outside the segment data [%d, %d)", off, base+off, base, dataEnd)
+	}
+	if sz > dataEnd-abs {
+		return segment.Segment{}, errorf(field+".size", fieldPos(ds.Table(), 1),
+			"segment [%d, +%d) runs past the end of the segment data at %d (file %d bytes)", abs, sz, dataEnd, f.size)
+	}
+	s, err := segment.New(f.mf, int64(abs), int64(sz))
+	if err != nil {
+		return segment.Segment{}, fmt.Errorf("ptd: %s: %w", field, err)
+	}
+	return s, nil
+}
+
+// scalarTypes maps ExecuTorch ScalarType codes to DTypes (Invalid: reserved
+// or unknown).
+var scalarTypes = [...]format.DType{
+	0: format.Uint8, 1: format.Int8, 2: format.Int16, 3: format.Int32, 4: format.Int64,
+	5: format.Float16, 6: format.Float32, 7: format.Float64,
+	11: format.Bool, 12: format.QInt8, 13: format.QUInt8, 14: format.QInt32,
+	15: format.BFloat16, 16: format.QUInt4x2, 17: format.QUInt2x4,
+	22: format.Bits16, 23: format.Float8E5M2, 24: format.Float8E4M3FN,
+	25: format.Float8E5M2FNUZ, 26: format.Float8E4M3FNUZ,
+	27: format.Uint16, 28: format.Uint32, 29: format.Uint64,
+}
+
+func dtypeOf(st int8) (format.DType, bool) {
+	if st < 0 || int(st) >= len(scalarTypes) || scalarTypes[st] == format.Invalid {
+		return format.Invalid, false
+	}
+	return scalarTypes[st], true
+}
+
+// layoutSource is the part of TensorLayout and TensorMetadata a layout is
+// read from.
+type layoutSource interface {
+	ScalarType() int8
+	Sizes(int) int32
+	SizesLength() int
+	DimOrderBytes() []byte
+	Table() flatbuffers.Table
+}
+
+// at locates an entry for error messages: element i of a root list. The
+// path string is built only when an error needs it.
+type at struct {
+	list string // "named_data" or "tensors"
+	i    int
+	sub  string // ".tensor_layout" for a current layout
+}
+
+func (a at) field(name string) string {
+	return "FlatTensor." + a.list + "[" + strconv.Itoa(a.i) + "]" + name
+}
+
+// arena hands out the Layouts and their dimension slices of one file from
+// a few allocations.
+//
+// budget bounds the dimensions read over all layouts: a file whose layouts
+// all have their own sizes vectors spends at least 4 bytes of FlatBuffer on
+// each dimension, so more dimensions than len(FlatBuffer)/4 means shared
+// vectors, which could otherwise make a small file allocate without bound.
+type arena struct {
+	budget  int
+	layouts []Layout
+	dims    []int64
+	orders  []uint8
+}
+
+func (a *arena) layout() *Layout {
+	if len(a.layouts) == cap(a.layouts) {
+		a.layouts = make([]Layout, 0, 16)
+	}
+	a.layouts = a.layouts[:len(a.layouts)+1]
+	return &a.layouts[len(a.layouts)-1]
+}
+
+func (a *arena) int64s(n int) []int64 {
+	if n > cap(a.dims)-len(a.dims) {
+		a.dims = make([]int64, 0, max(n, 64))
+	}
+	s := a.dims[len(a.dims) : len(a.dims)+n : len(a.dims)+n]
+	a.dims = a.dims[:len(a.dims)+n]
+	return s
+}
+
+func (a *arena) uint8s(src []uint8) []uint8 {
+	n := len(src)
+	if n > cap(a.orders)-len(a.orders) {
+		a.orders = make([]uint8, 0, max(n, 256))
+	}
+	s := a.orders[len(a.orders) : len(a.orders)+n : len(a.orders)+n]
+	a.orders = a.orders[:len(a.orders)+n]
+	copy(s, src)
+	return s
+}
+
+// readLayout reads a verified layout; ids are the field ids of scalar_type,
+// sizes and dim_order in the table, for error offsets. The data has room
+// bytes: all of segment si (off < 0), or what follows offset off in it.
+func (f *File) readLayout(src layoutSource, loc at, key string, ids [3]int, si int, off int64, ar *arena) (*Layout, int64, error) {
+	t := src.Table()
+	st := src.ScalarType()
+	dt, ok := dtypeOf(st)
+	if !ok {
+		return nil, 0, errorf(loc.field(loc.sub+".scalar_type"), fieldPos(t, ids[0]),
+			"key %q: scalar type %d is reserved or unknown", key, st)
+	}
+	n := src.SizesLength()
+	if ar.budget -= n; ar.budget < 0 {
+		return nil, 0, errorf(loc.field(loc.sub+".sizes"), fieldPos(t, ids[1]),
+			"key %q: the layouts hold more dimensions than the FlatBuffer has room for (shared sizes vectors)", key)
+	}
+	l := ar.layout()
+	*l = Layout{DType: dt, Sizes: ar.int64s(n)}
+	for i := range n {
+		s := src.Sizes(i)
+		if s < 0 {
+			return nil, 0, errorf(loc.field(loc.sub+".sizes"), fieldPos(t, ids[1]),
+				"key %q: dimension %d has negative size %d", key, i, s)
+		}
+		l.Sizes[i] = int64(s)
+	}
+	if d := src.DimOrderBytes(); len(d) > 0 {
+		if len(d) != n {
+			return nil, 0, errorf(loc.field(loc.sub+".dim_order"), fieldPos(t, ids[2]),
+				"key %q: dim_order has %d entries for %d dimensions", key, len(d), n)
+		}
+		var seen [256]bool
+		for _, x := range d {
+			if int(x) >= n || seen[x] {
+				return nil, 0, errorf(loc.field(loc.sub+".dim_order"), fieldPos(t, ids[2]),
+					"key %q: dim_order %v is not a permutation of 0..%d", key, d, n-1)
+			}
+			seen[x] = true
+		}
+		l.DimOrder = ar.uint8s(d)
+	}
+	seg := f.segs[si]
+	room := seg.Len() - max(off, 0)
+	_, nbytes, ok := format.Numel(l.Sizes, dt, math.MaxInt64)
+	if !ok || nbytes > room {
+		need := "more than 2^63"
+		if ok {
+			need = strconv.FormatInt(nbytes, 10)
+		}
+		has := fmt.Sprintf("segment %d holds %d", si, seg.Len())
+		if off >= 0 {
+			has = fmt.Sprintf("segment %d (%d bytes) holds %d past offset %d", si, seg.Len(), room, off)
+		}
+		return nil, 0, errorf(loc.field(loc.sub+".sizes"), fieldPos(t, ids[1]),
+			"key %q: layout %s%v needs %s bytes, but %s", key, dt, l.Sizes, need, has)
+	}
+	return l, nbytes, nil
+}
+
+// addEntry indexes e by key; a key listed twice is an error at loc.
+func (f *File) addEntry(e NamedData, loc at, keyField string, pos int64, locs *[]at) error {
+	if j, dup := f.index[e.Key]; dup {
+		return errorf(loc.field(keyField), pos, "key %q listed twice (first in %s)", e.Key, (*locs)[j].field(""))
+	}
+	f.index[e.Key] = int32(len(f.entries))
+	f.entries = append(f.entries, e)
+	*locs = append(*locs, loc)
+	return nil
+}
+
+func tensorOf(nd *NamedData) format.Tensor {
+	return format.Tensor{
+		Name:         nd.Key,
+		NameExplicit: true,
+		DType:        nd.Layout.DType,
+		Shape:        nd.Layout.Sizes,
+		DimOrder:     nd.Layout.DimOrder,
+		Location:     format.LocSegment,
+		Offset:       nd.Data.Offset(),
+		NBytes:       nd.Data.Len(),
+		Data:         nd.Data,
+	}
+}
+
+func (f *File) readSegments(nseg int, get func(*ptdfb.DataSegment, int) bool) error {
+	f.segs = make([]segment.Segment, nseg)
+	var ds ptdfb.DataSegment
+	for i := range nseg {
+		get(&ds, i)
+		s, err := f.segmentAt(&ds, i)
+		if err != nil {
+			return err
+		}
+		f.segs[i] = s
+	}
+	return nil
+}
+
+func (f *File) segmentIndex(idx uint32, loc at, pos int64, key string) (int, error) {
+	if uint64(idx) >= uint64(len(f.segs)) {
+		return 0, errorf(loc.field(".segment_index"), pos, "key %q: segment_index %d out of range (%d segments)", key, idx, len(f.segs))
+	}
+	return int(idx), nil
+}
+
+func (f *File) readCurrent(fb []byte) error {
+	ft := ptdfb.GetRootAsFlatTensor(fb, 0)
+	f.version = ft.Version()
+	if err := checkVersion(f.version, fieldPos(ft.Table(), 0)); err != nil {
+		return err
+	}
+	if err := f.readSegments(ft.SegmentsLength(), ft.Segments); err != nil {
+		return err
+	}
+	n := ft.NamedDataLength()
+	f.named = make([]NamedData, 0, n)
+	f.entries = make([]NamedData, 0, n)
+	f.index = make(map[string]int32, n)
+	locs := make([]at, 0, n)
+	ar := arena{budget: len(fb) / 4}
+	var nd ptdfb.NamedData
+	var tl ptdfb.TensorLayout
+	for i := range n {
+		ft.NamedData(&nd, i)
+		loc := at{list: "named_data", i: i, sub: ".tensor_layout"}
+		key := string(nd.Key())
+		si, err := f.segmentIndex(nd.SegmentIndex(), loc, fieldPos(nd.Table(), 1), key)
+		if err != nil {
+			return err
+		}
+		e := NamedData{NamedData: format.NamedData{Key: key, Segment: si, Data: f.segs[si]}}
+		if nd.TensorLayout(&tl) != nil {
+			if ar.layouts == nil {
+				ar.layouts = make([]Layout, 0, n)
+			}
+			l, nbytes, err := f.readLayout(&tl, loc, key, [3]int{0, 1, 2}, si, -1, &ar)
+			if err != nil {
+				return err
+			}
+			e.Layout = l
+			if f.tensors == nil {
+				f.tensors = make([]format.Tensor, 0, n)
+			}
+			te := e
+			if te.Data, err = f.segs[si].Sub(0, nbytes); err != nil {
+				return fmt.Errorf("ptd: %s: %w", loc.field(""), err) // unreachable: readLayout checked the size
+			}
+			f.tensors = append(f.tensors, tensorOf(&te))
+		}
+		if err := f.addEntry(e, loc, ".key", fieldPos(nd.Table(), 0), &locs); err != nil {
+			return err
+		}
+		f.named = append(f.named, e)
+	}
+	return nil
+}
+
+func (f *File) readLegacy(fb []byte) error {
+	ft := ptdfb.GetRootAsLegacyFlatTensor(fb, 0)
+	f.version = ft.Version()
+	if err := checkVersion(f.version, fieldPos(ft.Table(), 0)); err != nil {
+		return err
+	}
+	f.talign = ft.TensorAlignment()
+	if err := f.readSegments(ft.SegmentsLength(), ft.Segments); err != nil {
+		return err
+	}
+	nt, nn := ft.TensorsLength(), ft.NamedDataLength()
+	f.named = make([]NamedData, 0, nn)
+	f.tensors = make([]format.Tensor, 0, nt)
+	f.entries = make([]NamedData, 0, nt+nn)
+	f.index = make(map[string]int32, nt+nn)
+	locs := make([]at, 0, nt+nn)
+
+	var nd ptdfb.LegacyNamedData
+	for i := range nn {
+		ft.NamedData(&nd, i)
+		loc := at{list: "named_data", i: i}
+		key := string(nd.Key())
+		si, err := f.segmentIndex(nd.SegmentIndex(), loc, fieldPos(nd.Table(), 1), key)
+		if err != nil {
+			return err
+		}
+		e := NamedData{NamedData: format.NamedData{Key: key, Segment: si, Data: f.segs[si]}}
+		if err := f.addEntry(e, loc, ".key", fieldPos(nd.Table(), 0), &locs); err != nil {
+			return err
+		}
+		f.named = append(f.named, e)
+	}
+
+	ar := arena{budget: len(fb) / 4, layouts: make([]Layout, 0, nt)}
+	var tm ptdfb.LegacyTensorMetadata
+	for i := range nt {
+		ft.Tensors(&tm, i)
+		loc := at{list: "tensors", i: i}
+		key := string(tm.FullyQualifiedName())
+		t := tm.Table()
+		si, err := f.segmentIndex(tm.SegmentIndex(), loc, fieldPos(t, 4), key)
+		if err != nil {
+			return err
+		}
+		seg := f.segs[si]
+		off := tm.Offset()
+		if off > uint64(seg.Len()) {
+			return errorf(loc.field(".offset"), fieldPos(t, 5),
+				"key %q: offset %d lies past the end of segment %d (%d bytes)", key, off, si, seg.Len())
+		}
+		l, nbytes, err := f.readLayout(&tm, loc, key, [3]int{1, 2, 3}, si, int64(off), &ar)
+		if err != nil {
+			return err
+		}
+		data, err := seg.Sub(int64(off), nbytes)
+		if err != nil {
+			return fmt.Errorf("ptd: %s: %w", loc.field(""), err) // unreachable: readLayout checked the size
+		}
+		e := NamedData{NamedData: format.NamedData{Key: key, Segment: si, Data: data}, Layout: l}
+		if err := f.addEntry(e, loc, ".fully_qualified_name", fieldPos(t, 0), &locs); err != nil {
+			return err
+		}
+		f.tensors = append(f.tensors, tensorOf(&e))
+	}
+	return nil
+}

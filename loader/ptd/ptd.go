@@ -1,0 +1,294 @@
+// Package ptd reads ExecuTorch named-data files (.ptd, the "FlatTensor"
+// format): a FlatBuffer of keys, tensor layouts and segment offsets behind
+// an FH01 header, followed by the segments that hold the bytes.
+//
+// The file is memory-mapped once; Open reads only the header and the
+// FlatBuffer and touches no segment page. Every NamedData, Tensor and
+// Segment it hands out is a zero-copy view into that one mapping, so one
+// .ptd can serve the weights of several programs (.pte files) at the cost
+// of one mapping, and Lookup by key allocates nothing.
+//
+// Two layouts carry the same "FT01" identifier: the current one (root
+// FlatTensor: version, segments, named_data with optional TensorLayout)
+// and the January-June 2025 one (root: version, tensor_alignment, tensors
+// of TensorMetadata, segments, named_data). Open tells them apart by the
+// root table's vtable (see [File.Legacy]) and reads both.
+//
+// Which accessor lists what:
+//   - [File.NamedData] is the file's named_data list (key, segment, whole
+//     segment view; with its Layout when it has one): the "named_data" of
+//     `edgeload inspect --json`. It is empty for the real legacy file.
+//   - [File.Tensors] is every entry with a layout as a [format.Tensor]: the
+//     named data with a TensorLayout, or a legacy file's tensors list
+//     (each a sub-range of its segment): the JSON's "tensors".
+//   - [File.Lookup] finds both, by key or fully-qualified name.
+//
+// Every error about the file's content is a *format.FormatError naming the
+// field path (e.g. "FlatTensor.named_data[3].tensor_layout.sizes"), the
+// absolute file offset and the key concerned; errors.Is matches the
+// sentinels of package format (ErrUnknownFormat, ErrUnsupportedVersion,
+// ErrTruncated, ErrMalformed).
+package ptd
+
+import (
+	"io"
+	"os"
+	"sync/atomic"
+
+	"github.com/edgeload/edgeload/loader/format"
+	"github.com/edgeload/edgeload/mmapfile"
+	"github.com/edgeload/edgeload/segment"
+)
+
+// formatName is the Format of every *format.FormatError this package returns.
+const formatName = "ptd"
+
+// MaxVersion is the highest FlatTensor.version this package reads. Every
+// known file, current or legacy, has version 0.
+const MaxVersion = 0
+
+// Identifier is the FlatBuffer file identifier of a .ptd file.
+const Identifier = "FT01"
+
+// HeaderMagic is the magic of the header that follows the identifier.
+const HeaderMagic = "FH01"
+
+// MinHeaderLength is the smallest valid header length field: the magic,
+// the length itself and four u64 fields.
+const MinHeaderLength = 40
+
+// Header is the FH01 header at offset 8 of a .ptd file.
+type Header struct {
+	// Length is the header length field (>= 40; bytes past the known
+	// fields are ignored).
+	Length uint32
+	// FlatBufferOffset is the padded header length (8 + Length, rounded up
+	// to 16 by the writer): NOT where the FlatBuffer starts, which is byte
+	// 0. The FlatBuffer is FlatBufferOffset + FlatBufferSize bytes long.
+	FlatBufferOffset uint64
+	// FlatBufferSize is the FlatBuffer's length past FlatBufferOffset.
+	FlatBufferSize uint64
+	// SegmentBaseOffset is the file offset segment offsets count from.
+	SegmentBaseOffset uint64
+	// SegmentDataSize is the length of the segment data region; the file
+	// is at least SegmentBaseOffset + SegmentDataSize bytes.
+	SegmentDataSize uint64
+}
+
+// FlatBufferLen returns the length of the FlatBuffer region [0, n) of the
+// file (FlatBufferOffset + FlatBufferSize; Open checked it does not overflow).
+func (h Header) FlatBufferLen() int64 { return int64(h.FlatBufferOffset + h.FlatBufferSize) }
+
+// Layout is the tensor layout of a named-data entry.
+type Layout struct {
+	DType format.DType
+	// Sizes are the dimensions (non-negative).
+	Sizes []int64
+	// DimOrder is the order of the dimensions in memory, outer to inner: a
+	// permutation of 0..len(Sizes)-1, or nil when the file gives none.
+	DimOrder []uint8
+}
+
+// NBytes returns numel × element size (Open checked it fits the entry).
+func (l *Layout) NBytes() int64 {
+	_, n, _ := format.Numel(l.Sizes, l.DType, 1<<62)
+	return n
+}
+
+// NamedData is a key-addressed entry of a .ptd file. Data is a zero-copy
+// view of its bytes: the whole segment for a named_data entry, the
+// tensor's sub-range for a legacy tensor. Layout is nil for an opaque blob.
+//
+// The Layout and its slices are shared by every copy of the entry: treat
+// them as read-only.
+type NamedData struct {
+	format.NamedData
+	Layout *Layout
+}
+
+// File is an open .ptd file. Its methods are safe for concurrent use.
+// Views (NamedData.Data, Tensor.Data, segments) stay valid until Close.
+type File struct {
+	mf      *mmapfile.File
+	owns    bool // Close closes mf
+	closed  atomic.Bool
+	name    string
+	size    int64
+	hdr     Header
+	legacy  bool
+	version uint32
+	talign  uint32 // legacy tensor_alignment
+
+	segs    []segment.Segment
+	named   []NamedData // FlatTensor.named_data, in file order
+	tensors []format.Tensor
+	entries []NamedData      // every lookup target: named data, then legacy tensors
+	index   map[string]int32 // key -> entries index
+}
+
+// Option configures Open and the New functions.
+type Option func(*config)
+
+type config struct {
+	name    string
+	mapOpts []mmapfile.Option
+}
+
+// WithName sets the name File.Name reports (and errors may mention) for a
+// file not opened by path.
+func WithName(name string) Option { return func(c *config) { c.name = name } }
+
+// WithMapOptions passes options (mode, budget, page size) to mmapfile.Open
+// when Open maps the file. The New functions ignore it.
+func WithMapOptions(opts ...mmapfile.Option) Option {
+	return func(c *config) { c.mapOpts = append(c.mapOpts, opts...) }
+}
+
+func newConfig(opts []Option) config {
+	var c config
+	for _, o := range opts {
+		if o != nil {
+			o(&c)
+		}
+	}
+	return c
+}
+
+// Open maps the file at path and parses it. Close unmaps it.
+func Open(path string, opts ...Option) (*File, error) {
+	c := newConfig(opts)
+	mf, err := mmapfile.Open(path, c.mapOpts...)
+	if err != nil {
+		return nil, err
+	}
+	if c.name == "" {
+		c.name = path
+	}
+	f, err := parse(mf, c)
+	if err != nil {
+		mf.Close()
+		return nil, err
+	}
+	f.owns = true
+	return f, nil
+}
+
+// NewFile parses a file the caller has already mapped (for instance one
+// mapping shared with other readers). Close does not close mf: the caller
+// does, after the File and every view from it are no longer used.
+func NewFile(mf *mmapfile.File, opts ...Option) (*File, error) {
+	if mf == nil {
+		return nil, os.ErrInvalid
+	}
+	c := newConfig(opts)
+	if c.name == "" {
+		c.name = mf.Name()
+	}
+	return parse(mf, c)
+}
+
+// NewBytes parses a .ptd held in memory. Views point into b, which must not
+// change while the File is in use.
+func NewBytes(b []byte, opts ...Option) (*File, error) {
+	mf := mmapfile.NewBytes(b)
+	f, err := parse(mf, newConfig(opts))
+	if err != nil {
+		mf.Close()
+		return nil, err
+	}
+	f.owns = true
+	return f, nil
+}
+
+// NewReaderAt parses a .ptd read through r (size bytes). Nothing is mapped:
+// every view is a copy read from r on demand (mmapfile's ModeCopy), so use
+// Open where mapping is possible.
+func NewReaderAt(r io.ReaderAt, size int64, opts ...Option) (*File, error) {
+	if r == nil {
+		return nil, os.ErrInvalid
+	}
+	mf := mmapfile.NewReaderAt(r, size)
+	f, err := parse(mf, newConfig(opts))
+	if err != nil {
+		mf.Close()
+		return nil, err
+	}
+	f.owns = true
+	return f, nil
+}
+
+// Lookup returns the entry with the given key: a named_data entry or, in a
+// legacy file, a tensor by fully-qualified name. It allocates nothing.
+func (f *File) Lookup(key string) (NamedData, bool) {
+	i, ok := f.index[key]
+	if !ok {
+		return NamedData{}, false
+	}
+	return f.entries[i], true
+}
+
+// NamedData returns the file's named_data entries in file order, opaque
+// blobs and tensors alike; this is the "named_data" list of
+// `edgeload inspect --json`. A legacy file's tensors are not in it (they are
+// in Tensors, and Lookup finds them); its own named_data list is.
+// The slice is shared: do not modify it.
+func (f *File) NamedData() []NamedData { return f.named[:len(f.named):len(f.named)] }
+
+// Tensors returns every entry that has a tensor layout, in file order:
+// named data with a layout (current layout) or the tensors list (legacy).
+// Each has Name = key, Location segment, an absolute Offset, NBytes =
+// numel × element size and a zero-copy Data view of exactly those bytes.
+// The slice is shared: do not modify it.
+func (f *File) Tensors() []format.Tensor { return f.tensors[:len(f.tensors):len(f.tensors)] }
+
+// Segments returns the file's segments; Offset() of each is absolute
+// (segment_base_offset + DataSegment.offset). Open checked that each lies
+// inside the segment data region [SegmentBaseOffset, +SegmentDataSize),
+// which itself lies inside the file. The slice is shared: do not modify it.
+func (f *File) Segments() []segment.Segment { return f.segs[:len(f.segs):len(f.segs)] }
+
+// Header returns the FH01 header.
+func (f *File) Header() Header { return f.hdr }
+
+// Legacy reports whether the file uses the January-June 2025 layout.
+//
+// The rule: a file is legacy when its root table's vtable has more than
+// three field slots, counting up to the last present (non-zero) slot. The
+// current FlatTensor has three fields, so a current file never has a
+// fourth slot; trailing zero slots, which a non-trimming writer may leave,
+// are not counted. The legacy root (version, tensor_alignment, tensors,
+// segments, named_data) has a fourth slot whenever its segments list is
+// present, and the upstream writer always wrote that list (empty or not).
+// A legacy file without segments and named_data would hold no data, and is
+// read as the current layout (where it fails verification or shows no
+// data).
+func (f *File) Legacy() bool { return f.legacy }
+
+// Version returns FlatTensor.version.
+func (f *File) Version() uint32 { return f.version }
+
+// TensorAlignment returns a legacy file's tensor_alignment (0 for the
+// current layout, which has none).
+func (f *File) TensorAlignment() uint32 { return f.talign }
+
+// Size returns the file's size in bytes.
+func (f *File) Size() int64 { return f.size }
+
+// Name returns the path given to Open, or the WithName option's value.
+func (f *File) Name() string { return f.name }
+
+// MappedFile returns the mapping the views point into. It stays owned by
+// the File (or by the caller of NewFile).
+func (f *File) MappedFile() *mmapfile.File { return f.mf }
+
+// Close releases the mapping (unless the File came from NewFile). Views
+// obtained from the File must not be used afterwards. Close is idempotent.
+func (f *File) Close() error {
+	if f.closed.Swap(true) {
+		return nil
+	}
+	if f.owns {
+		return f.mf.Close()
+	}
+	return nil
+}

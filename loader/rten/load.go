@@ -1,0 +1,449 @@
+package rten
+
+import (
+	"fmt"
+	"math"
+	"strconv"
+
+	flatbuffers "github.com/google/flatbuffers/go"
+
+	"github.com/edgeload/edgeload/internal/schema/rtenfb"
+	"github.com/edgeload/edgeload/loader/format"
+	"github.com/edgeload/edgeload/segment"
+)
+
+// loader builds a Model's graphs and constants from a verified FlatBuffer.
+// It reads only what fbverify checked (see schema.go).
+type loader struct {
+	buf      []byte // the model FlatBuffer
+	base     int64  // file offset of buf[0]
+	size     int64  // file size
+	hdr      Header
+	maxDepth int
+	newData  func(off, n int64) (segment.Segment, error)
+
+	consts   []Constant
+	owners   []*Node // owners[i] is the node of consts[i]
+	graphs   map[flatbuffers.UOffsetT]*built
+	warnings []string
+}
+
+// built is a graph table already turned into a Graph (or being built).
+type built struct {
+	g    *Graph
+	done bool
+}
+
+// pos returns the file offset of FlatBuffer position p.
+func (l *loader) pos(p flatbuffers.UOffsetT) int64 { return l.base + int64(p) }
+
+func (l *loader) warnf(msg string, args ...any) {
+	// bounded: at most a few warnings per node, and nodes are bounded by
+	// the verified FlatBuffer's size
+	l.warnings = append(l.warnings, fmt.Sprintf(msg, args...))
+}
+
+// fieldPos returns the position of field id of a table, or 0 if absent.
+func fieldPos(t *flatbuffers.Table, id int) flatbuffers.UOffsetT {
+	o := t.Offset(flatbuffers.VOffsetT(4 + 2*id))
+	if o == 0 {
+		return 0
+	}
+	return t.Pos + flatbuffers.UOffsetT(o)
+}
+
+// vec returns the position of the first element and the length of the
+// vector field id of t; ok is false when the field is absent.
+func vec(t *flatbuffers.Table, id int) (start flatbuffers.UOffsetT, n int, ok bool) {
+	o := flatbuffers.UOffsetT(t.Offset(flatbuffers.VOffsetT(4 + 2*id)))
+	if o == 0 {
+		return 0, 0, false
+	}
+	return t.Vector(o), t.VectorLen(o), true
+}
+
+// nodeDesc names a node in error messages: `node 12 ("conv1")`.
+func nodeDesc(i int, name string) string {
+	if name == "" {
+		return "node " + strconv.Itoa(i)
+	}
+	return "node " + strconv.Itoa(i) + " (" + strconv.Quote(name) + ")"
+}
+
+// indices reads a [uint] vector of node indices and checks each against n.
+func (l *loader) indices(t *flatbuffers.Table, id int, n int, field, what string) ([]uint32, error) {
+	start, cnt, ok := vec(t, id)
+	if !ok {
+		return nil, nil
+	}
+	out := make([]uint32, cnt)
+	for j := range out {
+		p := start + flatbuffers.UOffsetT(4*j)
+		v := t.GetUint32(p)
+		if uint64(v) >= uint64(n) {
+			return nil, format.Errorf(fmtName, field+"["+strconv.Itoa(j)+"]", l.pos(p),
+				"%s %d refers to node %d; the graph has %d nodes", what, j, v, n)
+		}
+		out[j] = v
+	}
+	return out, nil
+}
+
+// refs reads an operator's [int] input or output vector: negative entries
+// mean absent, others must be node indices below n.
+func (l *loader) refs(t *flatbuffers.Table, id int, n int, field, node, what string) ([]int32, error) {
+	start, cnt, ok := vec(t, id)
+	if !ok {
+		return nil, nil
+	}
+	out := make([]int32, cnt)
+	for j := range out {
+		p := start + flatbuffers.UOffsetT(4*j)
+		v := t.GetInt32(p)
+		if v >= 0 && int64(v) >= int64(n) {
+			return nil, format.Errorf(fmtName, field+"["+strconv.Itoa(j)+"]", l.pos(p),
+				"%s: %s %d refers to node %d; the graph has %d nodes", node, what, j, v, n)
+		}
+		out[j] = v
+	}
+	return out, nil
+}
+
+// graph builds the graph table at g. path names it for made-up constant
+// names, field is its path in the file for errors. A graph table reached
+// twice (a shared subgraph) is built once.
+func (l *loader) graph(g *rtenfb.Graph, path, field string, depth int) (*Graph, error) {
+	tab := g.Table()
+	if depth > l.maxDepth {
+		return nil, format.Errorf(fmtName, field, l.pos(tab.Pos),
+			"subgraphs nested more than %d deep", l.maxDepth)
+	}
+	if b, ok := l.graphs[tab.Pos]; ok {
+		if !b.done { // fbverify's depth limit rejects cycles first; be sure
+			return nil, format.Errorf(fmtName, field, l.pos(tab.Pos),
+				"subgraph refers back to an enclosing graph (%s)", b.g.Path)
+		}
+		return b.g, nil
+	}
+	n := g.NodesLength()
+	out := &Graph{Path: path, Nodes: make([]Node, n)}
+	b := &built{g: out}
+	l.graphs[tab.Pos] = b
+	var err error
+	if out.Inputs, err = l.indices(&tab, idGraphInputs, n, field+".inputs", "graph input"); err != nil {
+		return nil, err
+	}
+	if out.Outputs, err = l.indices(&tab, idGraphOutputs, n, field+".outputs", "graph output"); err != nil {
+		return nil, err
+	}
+	if out.Captures, err = l.indices(&tab, idGraphCaptures, n, field+".captures", "graph capture"); err != nil {
+		return nil, err
+	}
+	var nd rtenfb.Node
+	for i := 0; i < n; i++ {
+		g.Nodes(&nd, i)
+		if err := l.node(&nd, out, i, field, depth); err != nil {
+			return nil, err
+		}
+	}
+	if len(out.Outputs) == 0 {
+		l.warnf("graph %s has no outputs", path)
+	}
+	b.done = true
+	return out, nil
+}
+
+func (l *loader) node(nd *rtenfb.Node, g *Graph, i int, gfield string, depth int) error {
+	node := &g.Nodes[i]
+	node.Name = string(nd.Name())
+	field := gfield + ".nodes[" + strconv.Itoa(i) + "]"
+	desc := nodeDesc(i, node.Name)
+	var u flatbuffers.Table
+	switch kind := nd.DataType(); kind {
+	case rtenfb.NodeKindOperatorNode:
+		nd.Data(&u)
+		var op rtenfb.OperatorNode
+		op.Init(u.Bytes, u.Pos)
+		node.Kind = KindOperator
+		o, err := l.operator(&op, g, i, field+".data", desc, depth)
+		if err != nil {
+			return err
+		}
+		node.Op = o
+	case rtenfb.NodeKindConstantNode:
+		nd.Data(&u)
+		var c rtenfb.ConstantNode
+		c.Init(u.Bytes, u.Pos)
+		node.Kind = KindConstant
+		if err := l.constant(&c, g, i, node, field+".data", desc); err != nil {
+			return err
+		}
+	case rtenfb.NodeKindValueNode:
+		nd.Data(&u)
+		var v rtenfb.ValueNode
+		v.Init(u.Bytes, u.Pos)
+		node.Kind = KindValue
+		node.Value = l.value(&v)
+	default: // NONE: fbverify rejects unknown tags
+		ndt := nd.Table()
+		return format.Errorf(fmtName, field+".data", l.pos(ndt.Pos),
+			"%s has no data (NodeKind NONE); want an operator, constant or value", desc)
+	}
+	return nil
+}
+
+func (l *loader) operator(op *rtenfb.OperatorNode, g *Graph, i int, field, desc string, depth int) (*Operator, error) {
+	tab := op.Table()
+	n := len(g.Nodes)
+	o := &Operator{Type: OperatorType(op.Type()), AttrsType: uint8(op.AttrsType())}
+	var err error
+	if o.Inputs, err = l.refs(&tab, idOpInputs, n, field+".inputs", desc, "input"); err != nil {
+		return nil, err
+	}
+	if o.Outputs, err = l.refs(&tab, idOpOutputs, n, field+".outputs", desc, "output"); err != nil {
+		return nil, err
+	}
+	var u flatbuffers.Table
+	sub := func(at *flatbuffers.Table, id int, attr string) error {
+		p := fieldPos(at, id)
+		if p == 0 {
+			if o.Type == OpIf || o.Type == OpLoop {
+				l.warnf("%s in graph %s: %s operator without %s", desc, g.Path, o.Type, attr)
+			}
+			return nil
+		}
+		var sg rtenfb.Graph
+		sg.Init(at.Bytes, at.Indirect(p))
+		path := g.Path + "/nodes/" + strconv.Itoa(i) + "/" + attr
+		gr, err := l.graph(&sg, path, field+".attrs."+attr, depth+1)
+		if err != nil {
+			return err
+		}
+		o.Subgraphs = append(o.Subgraphs, Subgraph{Attr: attr, Graph: gr})
+		return nil
+	}
+	switch op.AttrsType() {
+	case rtenfb.OperatorAttrsIfAttrs:
+		op.Attrs(&u)
+		if err := sub(&u, idIfThen, "then_branch"); err != nil {
+			return nil, err
+		}
+		if err := sub(&u, idIfElse, "else_branch"); err != nil {
+			return nil, err
+		}
+	case rtenfb.OperatorAttrsLoopAttrs:
+		op.Attrs(&u)
+		if err := sub(&u, idLoop, "body"); err != nil {
+			return nil, err
+		}
+	default:
+		if o.Type == OpIf || o.Type == OpLoop {
+			l.warnf("%s in graph %s: %s operator without subgraph attributes", desc, g.Path, o.Type)
+		}
+	}
+	return o, nil
+}
+
+// dtypes of ConstantNode.dtype (ConstantDataType, u16) and of the inline
+// ConstantData union tags.
+func constDType(v rtenfb.ConstantDataType) format.DType {
+	switch v {
+	case rtenfb.ConstantDataTypeInt32:
+		return format.Int32
+	case rtenfb.ConstantDataTypeFloat32:
+		return format.Float32
+	case rtenfb.ConstantDataTypeInt8:
+		return format.Int8
+	case rtenfb.ConstantDataTypeUInt8:
+		return format.Uint8
+	}
+	return format.Invalid
+}
+
+func inlineDType(tag rtenfb.ConstantData) format.DType {
+	switch tag {
+	case rtenfb.ConstantDataFloatData:
+		return format.Float32
+	case rtenfb.ConstantDataInt32Data:
+		return format.Int32
+	case rtenfb.ConstantDataInt8Data:
+		return format.Int8
+	case rtenfb.ConstantDataUInt8Data:
+		return format.Uint8
+	}
+	return format.Invalid
+}
+
+// valueDType maps ValueNode.dtype (DataType, u8).
+func valueDType(v rtenfb.DataType) format.DType {
+	switch v {
+	case rtenfb.DataTypeInt32:
+		return format.Int32
+	case rtenfb.DataTypeFloat:
+		return format.Float32
+	case rtenfb.DataTypeInt8:
+		return format.Int8
+	case rtenfb.DataTypeUInt8:
+		return format.Uint8
+	}
+	return format.Invalid
+}
+
+func (l *loader) constant(c *rtenfb.ConstantNode, g *Graph, i int, node *Node, field, desc string) error {
+	tab := c.Table()
+	k := Constant{Graph: g.Path, Node: i, DataOffset: -1}
+	k.Offset = -1
+	k.Name, k.NameExplicit = node.Name, node.Name != ""
+	if !k.NameExplicit {
+		k.Name = g.Path + "/nodes/" + strconv.Itoa(i)
+	}
+	start, rank, _ := vec(&tab, idConstShape) // required: verified present
+	k.Shape = make([]int64, rank)
+	for j := range k.Shape {
+		k.Shape[j] = int64(tab.GetUint32(start + flatbuffers.UOffsetT(4*j)))
+	}
+	// Optional scalars: presence is the vtable slot, never the value
+	// (data_offset 0 is the first tensor of the section).
+	dtypePos := fieldPos(&tab, idConstDType)
+	offPos := fieldPos(&tab, idConstDataOffset)
+	tag := c.DataType()
+	var declared format.DType
+	if dtypePos != 0 {
+		raw := rtenfb.ConstantDataType(tab.GetUint16(dtypePos))
+		if declared = constDType(raw); declared == format.Invalid {
+			return format.Errorf(fmtName, field+".dtype", l.pos(dtypePos),
+				"%s: unknown constant dtype %d (want Int32 0, Float32 1, Int8 2 or UInt8 3)", desc, raw)
+		}
+	}
+	switch {
+	case offPos != 0:
+		if tag != rtenfb.ConstantDataNONE {
+			l.warnf("%s in graph %s has both inline data and a data_offset; the data_offset is used", desc, g.Path)
+		}
+		if err := l.external(&k, tab.GetUint64(offPos), declared, dtypePos != 0, field, desc, offPos); err != nil {
+			return err
+		}
+	case tag != rtenfb.ConstantDataNONE:
+		if err := l.inline(&k, c, tag, declared, field, desc, g.Path); err != nil {
+			return err
+		}
+	default:
+		l.warnf("constant %s has no data", k.Name)
+		k.DType = declared
+		k.Location = format.LocNone
+		if declared != format.Invalid {
+			if _, nb, ok := format.Numel(k.Shape, declared, math.MaxInt64); ok {
+				k.NBytes = nb
+			}
+		}
+	}
+	l.consts = append(l.consts, k)
+	l.owners = append(l.owners, node)
+	return nil
+}
+
+func (l *loader) external(k *Constant, off uint64, dt format.DType, hasDType bool, field, desc string, offPos flatbuffers.UOffsetT) error {
+	if l.hdr.Version < 2 {
+		return format.Errorf(fmtName, field+".data_offset", l.pos(offPos),
+			"%s has a data_offset, but a V1 file has no tensor data section", desc)
+	}
+	if !hasDType {
+		return format.Errorf(fmtName, field+".dtype", l.pos(offPos),
+			"%s: external constant (data_offset %d) has no dtype", desc, off)
+	}
+	section := l.size - l.hdr.TensorDataOffset
+	if off > uint64(section) {
+		return format.Wrapf(format.ErrTruncated, fmtName, field+".data_offset", l.pos(offPos),
+			"%s: data_offset %d is past the end of the tensor data section (%d bytes at %d)",
+			desc, off, section, l.hdr.TensorDataOffset)
+	}
+	_, nb, ok := format.Numel(k.Shape, dt, math.MaxInt64)
+	if !ok {
+		return format.Errorf(fmtName, field+".shape", l.pos(offPos),
+			"%s: shape %v of %s overflows a 64-bit byte count", desc, k.Shape, dt)
+	}
+	if nb > section-int64(off) {
+		return format.Wrapf(format.ErrTruncated, fmtName, field+".data_offset", l.pos(offPos),
+			"%s: %d bytes at data_offset %d run past the end of the tensor data section (%d bytes at %d)",
+			desc, nb, off, section, l.hdr.TensorDataOffset)
+	}
+	abs := l.hdr.TensorDataOffset + int64(off)
+	d, err := l.newData(abs, nb)
+	if err != nil {
+		return err
+	}
+	k.DType, k.Location, k.Offset, k.NBytes, k.DataOffset = dt, format.LocSegment, abs, nb, int64(off)
+	k.Data = d
+	return nil
+}
+
+func (l *loader) inline(k *Constant, c *rtenfb.ConstantNode, tag rtenfb.ConstantData, declared format.DType, field, desc, gpath string) error {
+	dt := inlineDType(tag)
+	if declared != format.Invalid && declared != dt {
+		l.warnf("%s in graph %s: dtype says %s but the inline data is %s; using %s", desc, gpath, declared, dt, dt)
+	}
+	var u flatbuffers.Table
+	c.Data(&u)
+	start, cnt, _ := vec(&u, idDataData) // required: verified present
+	numel, _, ok := format.Numel(k.Shape, dt, math.MaxInt64)
+	if !ok {
+		return format.Errorf(fmtName, field+".shape", l.pos(u.Pos),
+			"%s: shape %v of %s overflows a 64-bit byte count", desc, k.Shape, dt)
+	}
+	if numel != int64(cnt) {
+		return format.Errorf(fmtName, field+".data.data", l.pos(start),
+			"%s: inline data has %d elements; shape %v needs %d", desc, cnt, k.Shape, numel)
+	}
+	nb := numel * int64(dt.Size())
+	abs := l.pos(start)
+	d, err := l.newData(abs, nb)
+	if err != nil {
+		return err
+	}
+	k.DType, k.Location, k.Offset, k.NBytes = dt, format.LocInline, abs, nb
+	k.Data = d
+	return nil
+}
+
+func (l *loader) value(v *rtenfb.ValueNode) *Value {
+	tab := v.Table()
+	out := &Value{}
+	if n := v.ShapeLength(); fieldPos(&tab, idValueShape) != 0 {
+		out.HasShape = true
+		out.Shape = make([]Dim, n)
+		var d rtenfb.Dim
+		for j := range out.Shape {
+			v.Shape(&d, j)
+			dt := d.Table()
+			out.Shape[j].Value = d.Value()
+			if fieldPos(&dt, idDimName) != 0 {
+				out.Shape[j].Name = string(d.Name())
+				out.Shape[j].Symbolic = true
+			}
+		}
+	}
+	if p := fieldPos(&tab, idValueDType); p != 0 {
+		raw := tab.GetByte(p)
+		out.HasDType, out.RawDType = true, raw
+		out.DType = valueDType(rtenfb.DataType(raw))
+	}
+	return out
+}
+
+// metadata reads the Metadata table (all eight strings optional).
+func (l *loader) metadata(m *rtenfb.Model) Metadata {
+	md := m.Metadata(nil)
+	if md == nil {
+		return Metadata{}
+	}
+	return Metadata{
+		ONNXHash:        string(md.OnnxHash()),
+		Description:     string(md.Description()),
+		License:         string(md.License()),
+		Commit:          string(md.Commit()),
+		CodeRepository:  string(md.CodeRepository()),
+		ModelRepository: string(md.ModelRepository()),
+		RunID:           string(md.RunId()),
+		RunURL:          string(md.RunUrl()),
+	}
+}

@@ -1,0 +1,268 @@
+// Package rten reads RTen model files (.rten) without copying their weights.
+//
+// A file is either V2 (a 32-byte "RTEN" header, the Model FlatBuffer, then a
+// tensor data section) or V1 (no header: the whole file is the FlatBuffer,
+// every constant inline). Open validates the header, verifies the FlatBuffer
+// (loader/internal/fbverify) and the graph the way the reference runtime
+// does (every node reference in range, every constant's data inside the
+// file), and builds the graph, subgraphs included. It reads the header and
+// the FlatBuffer region only: no page of the tensor data section is touched.
+//
+// Every constant is a [Constant]: a [format.Tensor] whose Data is a
+// zero-copy view of the mapped file, either in the tensor data section
+// (external, Location "segment") or inside the FlatBuffer (inline). Typed
+// views through segment.As reinterpret the bytes when they are aligned for
+// the element type and copy (reporting copied = true) when they are not, as
+// in files whose writer aligned tensors to less than their element size.
+//
+// The API follows debug/elf: [Open] and [Model.Close], or [NewFile],
+// [NewBytes] and [NewReaderAt] over data the caller already has. After a
+// successful Open no accessor can panic, whatever the file held.
+package rten
+
+import (
+	"io"
+
+	flatbuffers "github.com/google/flatbuffers/go"
+
+	"github.com/edgeload/edgeload/internal/schema/rtenfb"
+	"github.com/edgeload/edgeload/loader/format"
+	"github.com/edgeload/edgeload/loader/internal/fbverify"
+	"github.com/edgeload/edgeload/mmapfile"
+	"github.com/edgeload/edgeload/segment"
+)
+
+// SchemaVersion is the only Model.schema_version this loader reads.
+const SchemaVersion = 1
+
+// DefaultMaxSubgraphDepth bounds how deeply If/Loop subgraphs may nest.
+const DefaultMaxSubgraphDepth = 32
+
+// Metadata is the model's Metadata table; every string may be empty.
+type Metadata struct {
+	ONNXHash        string // SHA-256 of the ONNX model the file was converted from
+	Description     string
+	License         string // an SPDX identifier for openly licensed models
+	Commit          string // commit of the code that produced the model
+	CodeRepository  string
+	ModelRepository string
+	RunID           string // training run identifier
+	RunURL          string
+}
+
+// Option tunes Open and the New functions.
+type Option func(*config)
+
+type config struct {
+	maxDepth int
+	fileOpts []mmapfile.Option
+}
+
+// WithMaxSubgraphDepth sets how deeply If/Loop subgraphs may nest before the
+// file is rejected (DefaultMaxSubgraphDepth when n <= 0).
+func WithMaxSubgraphDepth(n int) Option { return func(c *config) { c.maxDepth = n } }
+
+// WithFileOptions passes options to mmapfile.Open (Open only), e.g.
+// mmapfile.WithMode(mmapfile.ModeWindowed).
+func WithFileOptions(opts ...mmapfile.Option) Option {
+	return func(c *config) { c.fileOpts = append(c.fileOpts, opts...) }
+}
+
+// Model is an opened RTen file. Its accessors return the values read at Open
+// and may be called concurrently; the slices they return are shared and must
+// not be modified. Data views are valid until Close.
+type Model struct {
+	f        *mmapfile.File
+	own      bool
+	hdr      Header
+	meta     Metadata
+	graph    *Graph
+	consts   []Constant
+	byName   map[string]int
+	tensors  []format.Tensor
+	segs     []segment.Segment
+	warnings []string
+}
+
+// Open maps the named file and reads it as an RTen model.
+func Open(path string, opts ...Option) (*Model, error) {
+	var c config
+	for _, o := range opts {
+		o(&c)
+	}
+	f, err := mmapfile.Open(path, c.fileOpts...)
+	if err != nil {
+		return nil, err
+	}
+	m, err := load(f, c)
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	m.own = true
+	return m, nil
+}
+
+// NewFile reads an RTen model from an opened mmapfile. The Model does not
+// own f: its Close leaves f open, and f must stay open while the Model and
+// its views are in use.
+func NewFile(f *mmapfile.File, opts ...Option) (*Model, error) {
+	var c config
+	for _, o := range opts {
+		o(&c)
+	}
+	return load(f, c)
+}
+
+// NewBytes reads an RTen model held in b (views are sub-slices of b, which
+// must not be modified while the Model is in use).
+func NewBytes(b []byte, opts ...Option) (*Model, error) {
+	m, err := NewFile(mmapfile.NewBytes(b), opts...)
+	if err == nil {
+		m.own = true
+	}
+	return m, err
+}
+
+// NewReaderAt reads an RTen model of the given size from r. Nothing is
+// mapped: the FlatBuffer is read into memory at Open and every Data view
+// is a copy read on demand.
+func NewReaderAt(r io.ReaderAt, size int64, opts ...Option) (*Model, error) {
+	m, err := NewFile(mmapfile.NewReaderAt(r, size), opts...)
+	if err == nil {
+		m.own = true
+	}
+	return m, err
+}
+
+// load reads the header and the FlatBuffer of f and builds the Model. It
+// runs under mmapfile.Guard: a file truncated under the mapping gives an
+// error, not a SIGBUS.
+func load(f *mmapfile.File, c config) (m *Model, err error) {
+	if c.maxDepth <= 0 {
+		c.maxDepth = DefaultMaxSubgraphDepth
+	}
+	gerr := mmapfile.Guard(func() { m, err = parse(f, c) })
+	if gerr != nil {
+		return nil, format.Wrapf(format.ErrTruncated, fmtName, "", -1, "reading the model: %v", gerr)
+	}
+	return m, err
+}
+
+func parse(f *mmapfile.File, c config) (*Model, error) {
+	size := f.Len()
+	hb, err := f.View(0, min(size, HeaderSize))
+	if err != nil {
+		return nil, err
+	}
+	hdr, err := parseHeader(hb, size)
+	if err != nil {
+		return nil, err
+	}
+	buf, err := f.View(hdr.ModelOffset, hdr.ModelLen)
+	if err != nil {
+		return nil, err
+	}
+	// Table nesting per subgraph level: Graph > Node > OperatorNode >
+	// IfAttrs; plus Model, and Node > ValueNode > Dim below the deepest.
+	vopt := fbverify.Options{Format: fmtName, Base: hdr.ModelOffset, MaxDepth: 4*(c.maxDepth+1) + 8}
+	if err := fbverify.Verify(buf, vModel, vopt); err != nil {
+		if fe, ok := err.(*format.FormatError); ok && hdr.Version == 1 {
+			fe.Msg += " (the file has no " + Magic + " header and was read as a V1 model)"
+		}
+		return nil, err
+	}
+	root := rtenfb.GetRootAsModel(buf, 0)
+	rt := root.Table()
+	if v := root.SchemaVersion(); v != SchemaVersion {
+		off := int64(-1)
+		if p := fieldPos(&rt, idModelSchemaVersion); p != 0 {
+			off = hdr.ModelOffset + int64(p)
+		}
+		return nil, format.Wrapf(format.ErrUnsupportedVersion, fmtName, "Model.schema_version", off,
+			"schema version %d; this loader reads schema version %d", v, SchemaVersion)
+	}
+	l := &loader{
+		buf: buf, base: hdr.ModelOffset, size: size, hdr: hdr, maxDepth: c.maxDepth,
+		newData: func(off, n int64) (segment.Segment, error) { return segment.New(f, off, n) },
+		graphs:  make(map[flatbuffers.UOffsetT]*built),
+	}
+	m := &Model{f: f, hdr: hdr, meta: l.metadata(root)}
+	g, err := l.graph(root.Graph(nil), "graph", "Model.graph", 0)
+	if err != nil {
+		return nil, err
+	}
+	m.graph = g
+	m.consts = l.consts
+	for i, n := range l.owners {
+		n.Constant = &m.consts[i]
+	}
+	m.byName = make(map[string]int, len(m.consts))
+	m.tensors = make([]format.Tensor, len(m.consts))
+	for i := range m.consts {
+		if _, dup := m.byName[m.consts[i].Name]; !dup {
+			m.byName[m.consts[i].Name] = i
+		}
+		m.tensors[i] = m.consts[i].Tensor
+	}
+	if hdr.Version >= 2 {
+		s, err := segment.New(f, hdr.TensorDataOffset, size-hdr.TensorDataOffset)
+		if err != nil {
+			return nil, err
+		}
+		m.segs = []segment.Segment{s}
+	}
+	m.warnings = l.warnings
+	return m, nil
+}
+
+// Close releases the mapping when the Model owns it (Open, NewBytes,
+// NewReaderAt); a Model from NewFile leaves its file open. Views obtained
+// from the Model must not be used afterwards.
+func (m *Model) Close() error {
+	if m.own {
+		return m.f.Close()
+	}
+	return nil
+}
+
+// File returns the mapped file the Model reads.
+func (m *Model) File() *mmapfile.File { return m.f }
+
+// Header returns the file's header (Version 1 for a headerless file).
+func (m *Model) Header() Header { return m.hdr }
+
+// Metadata returns the model's metadata strings.
+func (m *Model) Metadata() Metadata { return m.meta }
+
+// Graph returns the main graph.
+func (m *Model) Graph() *Graph { return m.graph }
+
+// Constants returns every constant of every graph: depth first in node
+// order, a subgraph's constants right after the operator that holds it. A
+// subgraph shared by several operators is listed once.
+func (m *Model) Constants() []Constant { return m.consts }
+
+// Constant returns the first constant named name (a node name, or for an
+// unnamed node its made-up path such as "graph/nodes/3"). It allocates
+// nothing.
+func (m *Model) Constant(name string) (*Constant, bool) {
+	i, ok := m.byName[name]
+	if !ok {
+		return nil, false
+	}
+	return &m.consts[i], true
+}
+
+// Tensors returns the constants as format-neutral tensors, in the order of
+// Constants.
+func (m *Model) Tensors() []format.Tensor { return m.tensors }
+
+// Segments returns the file's segments: for V2 one, index 0, the tensor
+// data section [TensorDataOffset, end of file); for V1 none.
+func (m *Model) Segments() []segment.Segment { return m.segs }
+
+// Warnings returns sanity problems that do not stop the model from loading:
+// a graph without outputs, a constant without data, an If or Loop without
+// its subgraphs, a constant whose dtype disagrees with its inline data.
+func (m *Model) Warnings() []string { return m.warnings }

@@ -1,0 +1,871 @@
+// Package mmapfile maps a file read-only into memory, page-aligned, and hands
+// out zero-copy views of arbitrary byte ranges of it.
+//
+// # Modes
+//
+// A [File] works in one of several modes, with the same API in each:
+//
+//   - ModeWhole maps the entire file once, at Open. A view is a sub-slice of
+//     that mapping; View allocates nothing. This is the default on 64-bit
+//     systems.
+//   - ModeWindowed maps ranges on demand: the first View of a range maps the
+//     pages that cover it (a "window") and caches it by range, so a repeated
+//     View of the same range neither maps again nor allocates. This is for
+//     32-bit address spaces (the default there for files larger than the
+//     budget, 1 GiB; see [WithBudget]) and for callers who want munmap-level
+//     release ([File.Evict]).
+//   - ModeMemory serves views of a byte slice ([NewBytes]).
+//   - ModeCopy copies each view out of an [io.ReaderAt] ([NewReaderAt]); Open
+//     uses it on systems where [platform.ZeroCopy] is false. [File.ZeroCopy]
+//     reports it.
+//
+// Opening costs O(1) in the size of the file: nothing is read and no page is
+// touched until a view is used.
+//
+// # Pages and alignment
+//
+// Ranges need not be page-aligned (real model files align tensors to 128
+// bytes). Underneath, every mapping starts and ends on a page boundary of
+// the run-time page size (4 KiB, 16 KiB and 64 KiB all occur on ARM) and a
+// view is an offset into it. Advice, locking and residency act on the pages
+// that cover a range; Release and DONTNEED act only on the pages wholly
+// inside it, so that a neighbouring range that shares a page is never
+// disturbed (a range that ends at the end of the file owns its last page).
+//
+// # Release
+//
+// [File.Release] drops pages from the process (madvise MADV_DONTNEED) and
+// optionally from the page cache (posix_fadvise POSIX_FADV_DONTNEED). The
+// mapping itself stays: views remain valid and fault their pages back in from
+// the file when touched. Only [File.Evict] in windowed mode and [File.Close]
+// unmap, and they invalidate the views they cover.
+//
+// # Truncation and SIGBUS
+//
+// If the file is truncated while mapped, touching a page past the new end
+// raises SIGBUS, which normally kills the process. [File.ReadAt] and the
+// helpers built on [File.Guard] run with [runtime/debug.SetPanicOnFault] and turn
+// the fault into an error wrapping [ErrTruncated]. Views handed to callers
+// are plain slices and cannot be protected: code that reads them directly
+// while another process may truncate the file should use [File.Guard].
+//
+// # Concurrency
+//
+// A File is safe for concurrent use by multiple goroutines: View, ReadAt,
+// Advise, Release, Lock and Resident may run at the same time. As with
+// [os.File], calling Close while other calls are still using the File, or
+// touching a view after Close, is a bug in the caller.
+package mmapfile
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"runtime"
+	"runtime/debug"
+	"sync"
+	"sync/atomic"
+	"unsafe"
+
+	"github.com/edgeload/edgeload/platform"
+)
+
+// Sentinel errors, for errors.Is. Errors returned by this package wrap them
+// with the details (offsets, sizes, file name).
+var (
+	// ErrClosed is returned by every method of a File after Close.
+	ErrClosed = errors.New("mmapfile: file closed")
+	// ErrRange is returned for a negative, overflowing or out-of-bounds range.
+	ErrRange = errors.New("mmapfile: range out of bounds")
+	// ErrTruncated is returned when the file shrank under the mapping and a
+	// read hit a page past its new end (SIGBUS turned into an error).
+	ErrTruncated = errors.New("mmapfile: file truncated under the mapping")
+)
+
+// Mode is the way a File maps its contents.
+type Mode int
+
+// The modes of a File. ModeAuto is only an Open option; a File reports the
+// mode that was chosen.
+const (
+	// ModeAuto lets Open choose: ModeCopy where the platform cannot map,
+	// ModeWindowed when the file is larger than the budget (or than the
+	// address space), ModeWhole otherwise.
+	ModeAuto Mode = iota
+	// ModeWhole maps the whole file at Open.
+	ModeWhole
+	// ModeWindowed maps page-aligned windows on demand and caches them.
+	ModeWindowed
+	// ModeMemory serves views of a byte slice (NewBytes, or Open with
+	// WithMode(ModeMemory), which reads the whole file into memory).
+	ModeMemory
+	// ModeCopy copies every view out of an io.ReaderAt (NewReaderAt, or Open
+	// on a platform without zero-copy mapping).
+	ModeCopy
+)
+
+// String returns the lower-case name of the mode, such as "whole".
+func (m Mode) String() string {
+	switch m {
+	case ModeAuto:
+		return "auto"
+	case ModeWhole:
+		return "whole"
+	case ModeWindowed:
+		return "windowed"
+	case ModeMemory:
+		return "memory"
+	case ModeCopy:
+		return "copy"
+	}
+	return fmt.Sprintf("Mode(%d)", int(m))
+}
+
+// Advice is a hint about how a range will be used; see [platform.Advice].
+type Advice = platform.Advice
+
+// The advice values, re-exported from package platform.
+const (
+	AdviceNormal       = platform.AdviceNormal
+	AdviceRandom       = platform.AdviceRandom
+	AdviceSequential   = platform.AdviceSequential
+	AdviceWillNeed     = platform.AdviceWillNeed
+	AdviceDontNeed     = platform.AdviceDontNeed
+	AdviceHugePage     = platform.AdviceHugePage
+	AdvicePopulateRead = platform.AdvicePopulateRead
+)
+
+// is32bit reports whether pointers are 32 bits wide.
+const is32bit = unsafe.Sizeof(uintptr(0)) == 4
+
+// DefaultBudget is the file size above which ModeAuto picks ModeWindowed:
+// 1 GiB on 32-bit systems, unlimited (math.MaxInt64) on 64-bit ones.
+var DefaultBudget int64 = defaultBudget()
+
+func defaultBudget() int64 {
+	if is32bit {
+		return 1 << 30
+	}
+	return math.MaxInt64
+}
+
+type config struct {
+	mode     Mode
+	budget   int64
+	pageSize int
+}
+
+// Option configures Open.
+type Option func(*config)
+
+// WithMode selects the mapping mode (default ModeAuto).
+func WithMode(m Mode) Option { return func(c *config) { c.mode = m } }
+
+// WithBudget sets the file size above which ModeAuto picks ModeWindowed.
+// The default is [DefaultBudget].
+func WithBudget(n int64) Option { return func(c *config) { c.budget = n } }
+
+// WithPageSize sets the page size used for all page arithmetic (alignment of
+// windows, covering and inner pages, residency totals). It must be a power
+// of two and a multiple of [platform.PageSize]; it exists so that tests can
+// exercise 16 KiB and 64 KiB pages on a 4 KiB host. The default is the OS
+// page size.
+func WithPageSize(n int) Option { return func(c *config) { c.pageSize = n } }
+
+// window is one mapping of the file range [start, end) in windowed mode.
+type window struct {
+	start, end int64
+	data       []byte // len == end-start
+	unmapped   bool
+}
+
+// span is a page-aligned file range, the key of the window cache.
+type span struct{ start, end int64 }
+
+// File is a read-only mapped file (or byte slice, or ReaderAt) that hands out
+// views of byte ranges. Create it with [Open], [NewBytes] or [NewReaderAt].
+type File struct {
+	name   string
+	osf    *os.File
+	size   int64
+	mode   Mode
+	ps     int64 // page size for page arithmetic
+	ops    int64 // OS page size, for system calls
+	limit  int64 // end of the addressable mapping: size rounded up to ops
+	closed atomic.Bool
+
+	data   []byte // ModeWhole: the mapping of [0,size); ModeMemory: the bytes
+	mapped []byte // ModeWhole: the mapping of [0,limit), for system calls
+	ra     io.ReaderAt
+
+	mu   sync.Mutex
+	wins map[span]*window // ModeWindowed; several keys may share a window
+}
+
+// Open opens the named file read-only and maps it according to opts. The
+// file descriptor stays open until Close.
+//
+// Open costs O(1) in the file size: in whole mode it maps but does not touch
+// the file, in windowed mode it maps nothing. A zero-length file has no
+// mapping and Len 0.
+func Open(path string, opts ...Option) (*File, error) {
+	cfg := config{mode: ModeAuto, budget: DefaultBudget}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	ops := int64(platform.PageSize())
+	ps := ops
+	if cfg.pageSize != 0 {
+		ps = int64(cfg.pageSize)
+		if !isPow2(ps) || ps%ops != 0 {
+			return nil, fmt.Errorf("mmapfile: page size %d is not a power-of-two multiple of the OS page size %d", ps, ops)
+		}
+	}
+	switch cfg.mode {
+	case ModeAuto, ModeWhole, ModeWindowed, ModeMemory, ModeCopy:
+	default:
+		return nil, fmt.Errorf("mmapfile: invalid mode %v", cfg.mode)
+	}
+
+	osf, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	fi, err := osf.Stat()
+	if err != nil {
+		osf.Close()
+		return nil, err
+	}
+	if !fi.Mode().IsRegular() {
+		osf.Close()
+		return nil, fmt.Errorf("mmapfile: %s is not a regular file", path)
+	}
+	size := fi.Size()
+	f := &File{name: path, osf: osf, size: size, ps: ps, ops: ops, limit: pageCeil(size, ops)}
+
+	fitsWhole := f.limit <= math.MaxInt && !(is32bit && size > 1<<31-ops)
+	mode := cfg.mode
+	if !platform.ZeroCopy && (mode == ModeAuto || mode == ModeWhole || mode == ModeWindowed) {
+		mode = ModeCopy
+	}
+	if mode == ModeAuto {
+		if size > cfg.budget || !fitsWhole {
+			mode = ModeWindowed
+		} else {
+			mode = ModeWhole
+		}
+	}
+	f.mode = mode
+
+	switch mode {
+	case ModeWhole:
+		if !fitsWhole {
+			osf.Close()
+			return nil, fmt.Errorf("mmapfile: %s: %w: %d bytes do not fit in the address space; use ModeWindowed", path, ErrRange, size)
+		}
+		if size > 0 {
+			b, err := platform.Map(osf, 0, int(size))
+			if err != nil {
+				osf.Close()
+				return nil, err
+			}
+			f.data = b
+			f.mapped = unsafe.Slice(unsafe.SliceData(b), int(f.limit))
+		}
+	case ModeWindowed:
+		f.wins = make(map[span]*window)
+	case ModeMemory:
+		if size > math.MaxInt {
+			osf.Close()
+			return nil, fmt.Errorf("mmapfile: %s: %w: %d bytes do not fit in memory", path, ErrRange, size)
+		}
+		b := make([]byte, size)
+		if _, err := io.ReadFull(io.NewSectionReader(osf, 0, size), b); err != nil {
+			osf.Close()
+			return nil, fmt.Errorf("mmapfile: read %s: %w", path, err)
+		}
+		f.data = b
+	case ModeCopy:
+		f.ra = osf
+	}
+	return f, nil
+}
+
+// NewBytes returns a File whose views are sub-slices of b (ModeMemory): zero
+// copy, no file behind it. Advise, Release, Evict and Lock are no-ops and
+// Resident reports every page resident. b must not be modified while the
+// File is in use.
+func NewBytes(b []byte) *File {
+	ops := int64(platform.PageSize())
+	return &File{mode: ModeMemory, data: b, size: int64(len(b)), ps: ops, ops: ops, limit: pageCeil(int64(len(b)), ops)}
+}
+
+// NewReaderAt returns a File that reads r, of the given size, on demand
+// (ModeCopy): every View allocates and copies, and ZeroCopy reports false.
+// Advise, Release, Evict and Lock are no-ops and Resident reports no page
+// resident. A negative size is treated as 0.
+func NewReaderAt(r io.ReaderAt, size int64) *File {
+	size = max(size, 0)
+	ops := int64(platform.PageSize())
+	return &File{mode: ModeCopy, ra: r, size: size, ps: ops, ops: ops, limit: pageCeil(size, ops)}
+}
+
+// Len returns the size of the file in bytes, as it was at Open.
+func (f *File) Len() int64 { return f.size }
+
+// Mode returns the mode the File works in (never ModeAuto).
+func (f *File) Mode() Mode { return f.mode }
+
+// PageSize returns the page size used for the File's page arithmetic.
+func (f *File) PageSize() int { return int(f.ps) }
+
+// ZeroCopy reports whether views point into the mapping or the caller's
+// bytes (true), or are fresh copies (false, ModeCopy).
+func (f *File) ZeroCopy() bool { return f.mode != ModeCopy }
+
+// Name returns the path the File was opened with ("" for NewBytes and
+// NewReaderAt).
+func (f *File) Name() string { return f.name }
+
+// OSFile returns the underlying open file, or nil for NewBytes and
+// NewReaderAt. It must not be closed by the caller.
+func (f *File) OSFile() *os.File { return f.osf }
+
+// Fd returns the underlying file descriptor, or ^uintptr(0) when there is no
+// file (NewBytes, NewReaderAt) or it is closed.
+func (f *File) Fd() uintptr {
+	if f.osf == nil || f.closed.Load() {
+		return ^uintptr(0)
+	}
+	return f.osf.Fd()
+}
+
+func (f *File) rangeErr(op string, off, n int64) error {
+	if f.name != "" {
+		return fmt.Errorf("%w: %s %s [off=%d n=%d) len=%d", ErrRange, op, f.name, off, n, f.size)
+	}
+	return fmt.Errorf("%w: %s [off=%d n=%d) len=%d", ErrRange, op, off, n, f.size)
+}
+
+func (f *File) closedErr(op string) error {
+	if f.name != "" {
+		return fmt.Errorf("%s %s: %w", op, f.name, ErrClosed)
+	}
+	return fmt.Errorf("%s: %w", op, ErrClosed)
+}
+
+// check validates [off, off+n) against the file; it allocates only on error.
+func (f *File) check(op string, off, n int64) error {
+	if f.closed.Load() {
+		return f.closedErr(op)
+	}
+	if !checkRange(off, n, f.size) {
+		return f.rangeErr(op, off, n)
+	}
+	return nil
+}
+
+// View returns the bytes [off, off+n) of the file.
+//
+// In ModeWhole and ModeMemory the result is a sub-slice of the mapping (or
+// of the NewBytes slice) and View allocates nothing. In ModeWindowed the
+// first View of a range maps the pages that cover it and caches the window;
+// later Views of the same range, or of a range inside an already mapped
+// window, return slices of it without mapping or allocating. In ModeCopy the
+// result is a fresh copy.
+//
+// The view is read-only (writing to it faults) and stays valid until Close,
+// or until an Evict that covers it in windowed mode; Release does not
+// invalidate it. Its capacity equals its length. n == 0 returns an empty
+// slice when off <= Len. Errors wrap ErrRange or ErrClosed.
+func (f *File) View(off, n int64) ([]byte, error) {
+	if err := f.check("view", off, n); err != nil {
+		return nil, err
+	}
+	if n > math.MaxInt {
+		return nil, f.rangeErr("view (larger than the address space)", off, n)
+	}
+	switch f.mode {
+	case ModeWhole, ModeMemory:
+		return f.data[off : off+n : off+n], nil
+	case ModeWindowed:
+		if n == 0 {
+			return nil, nil
+		}
+		w, err := f.window(off, n)
+		if err != nil {
+			return nil, err
+		}
+		i := off - w.start
+		return w.data[i : i+n : i+n], nil
+	default:
+		b := make([]byte, n)
+		if _, err := f.readCopy(b, off); err != nil {
+			return nil, err
+		}
+		return b, nil
+	}
+}
+
+// window returns a window that contains [off, off+n), mapping it if needed.
+func (f *File) window(off, n int64) (*window, error) {
+	start, end := coverPages(off, n, f.ps)
+	end = min(end, f.limit)
+	key := span{start, end}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.closed.Load() {
+		return nil, f.closedErr("view")
+	}
+	if w := f.wins[key]; w != nil {
+		return w, nil
+	}
+	for _, w := range f.wins {
+		if w.start <= start && end <= w.end {
+			f.wins[key] = w // remember the alias: the next lookup is O(1)
+			return w, nil
+		}
+	}
+	if end-start > math.MaxInt {
+		return nil, f.rangeErr("view (window larger than the address space)", off, n)
+	}
+	b, err := platform.Map(f.osf, start, int(end-start))
+	if err != nil {
+		return nil, fmt.Errorf("mmapfile: map window [%d,%d) of %s: %w", start, end, f.name, err)
+	}
+	w := &window{start: start, end: end, data: b}
+	f.wins[key] = w
+	return w, nil
+}
+
+// forWindows calls fn for every distinct mapped window that intersects the
+// file range [start, end), with the intersection as a slice of the window.
+// It holds the window lock.
+func (f *File) forWindows(start, end int64, fn func(b []byte) error) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.closed.Load() {
+		return f.closedErr("window")
+	}
+	seen := make(map[*window]bool)
+	var firstErr error
+	for _, w := range f.wins {
+		if seen[w] {
+			continue
+		}
+		seen[w] = true
+		s, e := max(start, w.start), min(end, w.end)
+		if s >= e {
+			continue
+		}
+		if err := fn(w.data[s-w.start : e-w.start]); err != nil && firstErr == nil {
+			firstErr = err
+		}
+	}
+	return firstErr
+}
+
+// ReadAt implements io.ReaderAt: it copies len(p) bytes starting at off into
+// p, returning io.EOF when fewer are available. It is fault-safe: if the file
+// was truncated under the mapping, it returns an error wrapping ErrTruncated
+// instead of crashing. A negative off returns an error wrapping ErrRange.
+func (f *File) ReadAt(p []byte, off int64) (int, error) {
+	if f.closed.Load() {
+		return 0, f.closedErr("read")
+	}
+	if off < 0 {
+		return 0, f.rangeErr("read", off, int64(len(p)))
+	}
+	if len(p) == 0 {
+		return 0, nil
+	}
+	if off >= f.size {
+		return 0, io.EOF
+	}
+	m := int(min(int64(len(p)), f.size-off))
+	var n int
+	var err error
+	switch f.mode {
+	case ModeWhole:
+		err = f.Guard(func() { n = copy(p[:m], f.data[off:]) })
+		if fe, ok := err.(*FaultError); ok {
+			if o := fe.Offset(f.data); o >= 0 {
+				err = fmt.Errorf("mmapfile: read %s [%d,+%d): at file offset %d: %w", f.name, off, m, o, err)
+			} else {
+				err = fmt.Errorf("mmapfile: read %s [%d,+%d): %w", f.name, off, m, err)
+			}
+		}
+	case ModeMemory:
+		n = copy(p[:m], f.data[off:])
+	default:
+		// Windowed and copy modes read through the file (pread): no window
+		// is created and a shrunken file shows as a short read, not SIGBUS.
+		n, err = f.readCopy(p[:m], off)
+	}
+	if err != nil {
+		return n, err
+	}
+	if m < len(p) {
+		return n, io.EOF
+	}
+	return n, nil
+}
+
+// readCopy fills p from the ReaderAt or the file descriptor; a short read
+// inside Len means the file shrank and is reported as ErrTruncated.
+func (f *File) readCopy(p []byte, off int64) (int, error) {
+	r := f.ra
+	if r == nil {
+		r = f.osf
+	}
+	n, err := r.ReadAt(p, off)
+	if n == len(p) {
+		return n, nil
+	}
+	if err == nil || err == io.EOF || errors.Is(err, io.ErrUnexpectedEOF) {
+		return n, fmt.Errorf("mmapfile: read %s at %d: %w (got %d of %d bytes)", f.name, off, ErrTruncated, n, len(p))
+	}
+	return n, err
+}
+
+// FaultError is the error Guard returns for a memory fault: Addr is the
+// faulting address (0 when the system did not report it). It wraps ErrTruncated, the only cause of a fault when
+// reading a valid view (SIGBUS past the end of a truncated file).
+type FaultError struct {
+	Addr uintptr
+}
+
+// Error implements error.
+func (e *FaultError) Error() string {
+	if e.Addr == 0 {
+		return fmt.Sprintf("%v (memory fault at an unreported address)", ErrTruncated)
+	}
+	return fmt.Sprintf("%v (memory fault at %#x)", ErrTruncated, e.Addr)
+}
+
+// Unwrap returns ErrTruncated.
+func (e *FaultError) Unwrap() error { return ErrTruncated }
+
+// Offset returns the offset of the faulting address within view, or -1
+// when the fault lies outside it.
+func (e *FaultError) Offset(view []byte) int64 {
+	if len(view) == 0 || e.Addr == 0 {
+		return -1
+	}
+	base := uintptr(unsafe.Pointer(unsafe.SliceData(view)))
+	if e.Addr < base || e.Addr-base >= uintptr(len(view)) {
+		return -1
+	}
+	return int64(e.Addr - base)
+}
+
+// Guard runs fn with [runtime/debug.SetPanicOnFault] enabled on the calling
+// goroutine, so that a memory fault in fn (SIGBUS from touching a page of a
+// mapping past the end of a truncated file) becomes a *FaultError, which
+// wraps ErrTruncated, instead of killing the process. Other panics
+// propagate.
+//
+// Use it around any code that reads views of a file that another process
+// may truncate. The setting is restored before Guard returns. Prefer
+// [File.Guard] when the file is known: it also recognises faults reported
+// without an address.
+func Guard(fn func()) error {
+	return guard(nil, fn)
+}
+
+// Guard is like the package-level [Guard] for views of f. In addition, a
+// fault the system reports without an address (the runtime then panics with
+// a nil-dereference error; qemu-user does this for SIGBUS) is turned into a
+// *FaultError with Addr 0 when f's file is now shorter than at Open, and
+// propagates as a panic otherwise.
+func (f *File) Guard(fn func()) error {
+	return guard(f, fn)
+}
+
+func guard(f *File, fn func()) (err error) {
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
+	defer func() {
+		if r := recover(); r != nil {
+			if fe, ok := r.(interface{ Addr() uintptr }); ok {
+				err = &FaultError{Addr: fe.Addr()}
+				return
+			}
+			if _, ok := r.(runtime.Error); ok && f != nil && f.shrank() {
+				err = &FaultError{}
+				return
+			}
+			panic(r)
+		}
+	}()
+	fn()
+	return nil
+}
+
+// shrank reports whether the file behind f is now shorter than at Open.
+func (f *File) shrank() bool {
+	if f.osf == nil {
+		return false
+	}
+	fi, err := f.osf.Stat()
+	return err == nil && fi.Size() < f.size
+}
+
+// sysRange clamps a page-aligned file span to the addressable mapping.
+func (f *File) sysRange(start, end int64) (int64, int64) {
+	end = min(end, f.limit)
+	if end < start {
+		end = start
+	}
+	return start, end
+}
+
+// Advise gives advice a about the pages covering [off, off+n); for
+// AdviceDontNeed only about the pages wholly inside it, so that neighbours
+// sharing a page are untouched. In windowed mode AdviceWillNeed and
+// AdvicePopulateRead map the window (as View would) so that the advice can
+// take effect; other advice applies to the windows already mapped. In
+// ModeMemory and ModeCopy it is a no-op.
+func (f *File) Advise(off, n int64, a Advice) error {
+	if err := f.check("advise", off, n); err != nil {
+		return err
+	}
+	if n == 0 {
+		return nil
+	}
+	var start, end int64
+	if a == AdviceDontNeed {
+		start, end = innerPages(off, n, f.size, f.ps)
+	} else {
+		start, end = coverPages(off, n, f.ps)
+	}
+	start, end = f.sysRange(start, end)
+	if start == end {
+		return nil
+	}
+	switch f.mode {
+	case ModeWhole:
+		return platform.Madvise(f.mapped[start:end], a)
+	case ModeWindowed:
+		if a == AdviceWillNeed || a == AdvicePopulateRead {
+			if _, err := f.window(off, n); err != nil {
+				return err
+			}
+		}
+		return f.forWindows(start, end, func(b []byte) error { return platform.Madvise(b, a) })
+	}
+	return nil
+}
+
+// Release drops the pages wholly inside [off, off+n) from the process
+// (madvise DONTNEED); with dropCache it also asks the kernel to drop them from
+// the page cache (fadvise DONTNEED), which then re-reads them from storage
+// when touched. Views stay valid: touching them faults the pages back in.
+// Pages shared with a neighbouring range are kept.
+func (f *File) Release(off, n int64, dropCache bool) error {
+	if err := f.Advise(off, n, AdviceDontNeed); err != nil {
+		return err
+	}
+	if !dropCache || f.osf == nil || n == 0 {
+		return nil
+	}
+	start, end := innerPages(off, n, f.size, f.ps)
+	if start == end {
+		return nil
+	}
+	return platform.FadviseDontNeed(f.osf, start, end-start)
+}
+
+// Evict unmaps, in windowed mode, the cached windows that lie wholly inside
+// the pages covering [off, off+n). Views of those windows become invalid:
+// touching them afterwards crashes the process, so only evict ranges whose
+// views are no longer used. In whole mode it is Release(off, n, false), which
+// keeps views valid; in ModeMemory and ModeCopy it is a no-op.
+func (f *File) Evict(off, n int64) error {
+	if err := f.check("evict", off, n); err != nil {
+		return err
+	}
+	switch f.mode {
+	case ModeWhole:
+		return f.Release(off, n, false)
+	case ModeWindowed:
+	default:
+		return nil
+	}
+	start, end := coverPages(off, n, f.ps)
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.closed.Load() {
+		return f.closedErr("evict")
+	}
+	var firstErr error
+	for k, w := range f.wins {
+		if w.start < start || w.end > end {
+			continue
+		}
+		delete(f.wins, k)
+		if !w.unmapped {
+			w.unmapped = true
+			if err := platform.Unmap(w.data); err != nil && firstErr == nil {
+				firstErr = err
+			}
+		}
+	}
+	return firstErr
+}
+
+// Lock locks the pages covering [off, off+n) into RAM (mlock), mapping the
+// window first in windowed mode. It commonly fails with EPERM, ENOMEM or
+// EAGAIN under RLIMIT_MEMLOCK; package segment offers a best-effort variant.
+// In ModeMemory and ModeCopy it is a no-op.
+func (f *File) Lock(off, n int64) error {
+	if err := f.check("lock", off, n); err != nil {
+		return err
+	}
+	if n == 0 {
+		return nil
+	}
+	start, end := f.sysRange(coverPages(off, n, f.ps))
+	switch f.mode {
+	case ModeWhole:
+		return platform.Mlock(f.mapped[start:end])
+	case ModeWindowed:
+		w, err := f.window(off, n)
+		if err != nil {
+			return err
+		}
+		return platform.Mlock(w.data[start-w.start : end-w.start])
+	}
+	return nil
+}
+
+// Unlock unlocks the pages covering [off, off+n) (munlock). In ModeMemory
+// and ModeCopy it is a no-op.
+func (f *File) Unlock(off, n int64) error {
+	if err := f.check("unlock", off, n); err != nil {
+		return err
+	}
+	if n == 0 {
+		return nil
+	}
+	start, end := f.sysRange(coverPages(off, n, f.ps))
+	switch f.mode {
+	case ModeWhole:
+		return platform.Munlock(f.mapped[start:end])
+	case ModeWindowed:
+		return f.forWindows(start, end, platform.Munlock)
+	}
+	return nil
+}
+
+// residentChunk bounds the span given to one mincore call (and, in windowed
+// mode, one temporary mapping), so that Resident of a huge range needs
+// neither a huge vector nor a huge mapping.
+const residentChunk = 64 << 20
+
+// Resident reports how many of the pages covering [off, off+n) are resident
+// in memory, and how many pages cover it, in units of PageSize. It uses
+// mincore: on Linux, for a file mapping, that reports page-cache residency,
+// which after Release without dropCache may still include the released
+// pages (they left the process, not the cache). In windowed mode the range
+// is queried through a temporary mapping, so unmapped windows count too. In
+// ModeMemory every page is resident; in ModeCopy none is.
+func (f *File) Resident(off, n int64) (resident, total int, err error) {
+	if err := f.check("resident", off, n); err != nil {
+		return 0, 0, err
+	}
+	cs, ce := coverPages(off, n, f.ps)
+	total = pageCount(cs, ce, f.ps)
+	switch f.mode {
+	case ModeMemory:
+		return total, total, nil
+	case ModeCopy:
+		return 0, total, nil
+	}
+	_, ce = f.sysRange(cs, ce)
+	var vec []byte
+	for s := cs; s < ce; {
+		e := min(s+max(residentChunk, f.ps), ce)
+		var b []byte
+		if f.mode == ModeWhole {
+			b = f.mapped[s:e]
+		} else {
+			if b, err = platform.Map(f.osf, s, int(e-s)); err != nil {
+				return 0, 0, err
+			}
+		}
+		need := int((e - s + f.ops - 1) / f.ops)
+		if cap(vec) < need {
+			vec = make([]byte, need)
+		}
+		vec = vec[:need]
+		err = platform.Mincore(b, vec)
+		if f.mode != ModeWhole {
+			if uerr := platform.Unmap(b); err == nil {
+				err = uerr
+			}
+		}
+		if err != nil {
+			return 0, 0, err
+		}
+		resident += countResident(vec, int(f.ps/f.ops))
+		s = e
+	}
+	return resident, total, nil
+}
+
+// countResident counts the pages of per OS pages each (the last may be
+// shorter) whose OS pages are all resident according to the mincore vector.
+func countResident(vec []byte, per int) int {
+	r := 0
+	for i := 0; i < len(vec); i += per {
+		all := true
+		for _, v := range vec[i:min(i+per, len(vec))] {
+			if v&1 == 0 {
+				all = false
+				break
+			}
+		}
+		if all {
+			r++
+		}
+	}
+	return r
+}
+
+// Close unmaps everything and closes the file. It is idempotent: a second
+// Close returns nil. Afterwards every method returns an error wrapping
+// ErrClosed, and views obtained earlier must not be touched.
+func (f *File) Close() error {
+	if f.closed.Swap(true) {
+		return nil
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var firstErr error
+	keep := func(err error) {
+		if err != nil && firstErr == nil {
+			firstErr = err
+		}
+	}
+	switch f.mode {
+	case ModeWhole:
+		keep(platform.Unmap(f.data))
+	case ModeWindowed:
+		for k, w := range f.wins {
+			delete(f.wins, k)
+			if !w.unmapped {
+				w.unmapped = true
+				keep(platform.Unmap(w.data))
+			}
+		}
+	}
+	// f.data and f.mapped keep their (now dangling) headers: methods check
+	// the closed flag first, and clearing them would race with a caller that
+	// misuses a File concurrently with Close.
+	if f.osf != nil {
+		keep(f.osf.Close())
+	}
+	return firstErr
+}

@@ -1,0 +1,298 @@
+package pte_test
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/edgeload/edgeload/internal/testmodels"
+	"github.com/edgeload/edgeload/internal/writer"
+	"github.com/edgeload/edgeload/loader/format"
+	"github.com/edgeload/edgeload/loader/ptd"
+	"github.com/edgeload/edgeload/loader/pte"
+)
+
+// realSeeds returns the real files in ../shared/models/<sub>, or nothing
+// when the folder is absent (fuzz seeds are best effort; the conformance
+// tests report absence).
+func realSeeds(tb testing.TB, sub string) [][]byte {
+	m, _ := filepath.Glob(filepath.Join(testmodels.Root(), "..", "shared", "models", sub, "*"))
+	var out [][]byte
+	for _, p := range m {
+		if b, err := os.ReadFile(p); err == nil {
+			out = append(out, b)
+		}
+	}
+	return out
+}
+
+// genSeeds are writer-generated programs covering what the real files
+// lack.
+func genSeeds(tb testing.TB) [][]byte {
+	ws := []*writer.PTE{
+		richProgram(),
+		{HeaderLength: 24, Methods: []writer.PTEMethod{{Name: "forward", Tensors: []writer.PTETensor{{ScalarType: writer.PTEFloat32, Sizes: []int32{2}, Data: f32(1, 2)}}}}},
+		{Legacy: true, Methods: []writer.PTEMethod{{Name: "forward", Tensors: []writer.PTETensor{{ScalarType: writer.PTEInt8, Sizes: []int32{3}, Data: []byte{1, 2, 3}}}}}},
+		{NoHeader: true, Methods: []writer.PTEMethod{{Name: "forward", Values: []writer.PTEValue{{Kind: writer.PTEInt, Int: 1}}}}},
+		{SegmentAlignment: 16, TensorAlignment: 4, Methods: []writer.PTEMethod{{Name: "m", Tensors: []writer.PTETensor{
+			{Kind: writer.PTEMutable, ScalarType: writer.PTEInt32, Sizes: []int32{1}, Data: []byte{1, 0, 0, 0}}}}}},
+	}
+	var out [][]byte
+	for _, w := range ws {
+		b, err := w.Bytes()
+		if err != nil {
+			tb.Fatal(err)
+		}
+		out = append(out, b)
+	}
+	return out
+}
+
+// exercise calls every accessor of an opened program and checks the
+// invariants a successful Open promises.
+func exercise(t *testing.T, p *pte.Program, size int64) {
+	h := p.Header()
+	if h.ProgramSize <= 0 || h.ProgramSize > size || p.FileSize() != size {
+		t.Fatalf("header %+v for a %d-byte file", h, size)
+	}
+	if b, err := p.ProgramData().Bytes(); err != nil || int64(len(b)) != h.ProgramSize {
+		t.Fatalf("program data: %d bytes, %v", len(b), err)
+	}
+	for i, s := range p.Segments() {
+		if s.Offset() < 0 || s.Offset()+s.Len() > size {
+			t.Fatalf("segment %d %v outside the file", i, s)
+		}
+		if _, err := s.Bytes(); err != nil {
+			t.Fatalf("segment %d: %v", i, err)
+		}
+	}
+	for _, m := range p.Methods() {
+		if mm, ok := p.Method(m.Name); !ok || mm.Name != m.Name {
+			t.Fatalf("Method(%q) not found", m.Name)
+		}
+		for v := range m.Values {
+			val := &m.Values[v]
+			tt, ok := p.TensorAt(m.Name, v)
+			if ok != (val.Tensor != nil && val.Tensor.Tensor >= 0) {
+				t.Fatalf("TensorAt(%q, %d) = %v, value %+v", m.Name, v, ok, val)
+			}
+			if ok && (tt.Method != m.Name || tt.Value != v) {
+				t.Fatalf("TensorAt(%q, %d) returned %s/%d", m.Name, v, tt.Method, tt.Value)
+			}
+			for _, it := range val.Items {
+				if int(it) >= len(m.Values) || it < -1 {
+					t.Fatalf("list item %d out of range", it)
+				}
+			}
+		}
+		for _, x := range append(append([]int32(nil), m.Inputs...), m.Outputs...) {
+			if x < 0 || int(x) >= len(m.Values) {
+				t.Fatalf("input/output %d out of range", x)
+			}
+		}
+		for _, d := range m.Delegates {
+			if d < 0 || d >= len(p.Delegates()) {
+				t.Fatalf("delegate index %d out of range", d)
+			}
+		}
+	}
+	for i := range p.Tensors() {
+		tt := &p.Tensors()[i]
+		if g, ok := p.Tensor(tt.Name); !ok || g.Name != tt.Name {
+			t.Fatalf("Tensor(%q) not found", tt.Name)
+		}
+		if !tt.DType.Valid() || tt.NBytes < 0 || tt.Shape == nil {
+			t.Fatalf("tensor %q: %s nbytes %d shape %v", tt.Name, tt.DType, tt.NBytes, tt.Shape)
+		}
+		if tt.Location == format.LocExternal && !tt.Resolved() {
+			if tt.Data.Len() != 0 {
+				t.Fatalf("unresolved tensor %q has data", tt.Name)
+			}
+			continue
+		}
+		if tt.Offset < 0 || tt.Offset+tt.NBytes > size || tt.Data.Len() != tt.NBytes || tt.Data.Offset() != tt.Offset {
+			t.Fatalf("tensor %q: offset %d nbytes %d view %v in a %d-byte file", tt.Name, tt.Offset, tt.NBytes, tt.Data, size)
+		}
+		if _, err := tt.Data.SHA256(); err != nil {
+			t.Fatalf("tensor %q: %v", tt.Name, err)
+		}
+	}
+	for _, nd := range p.NamedData() {
+		e, ok := p.NamedDataByKey(nd.Key)
+		if !ok || e.Key != nd.Key || nd.Segment < 0 || nd.Segment >= len(p.Segments()) {
+			t.Fatalf("named data %q: %+v %v", nd.Key, e, ok)
+		}
+	}
+	for _, d := range p.Delegates() {
+		if _, err := d.Data.Bytes(); err != nil {
+			t.Fatalf("delegate %s: %v", d.ID, err)
+		}
+		if d.Location == pte.DelegateSegment && (d.SegmentIndex < 0 || d.SegmentIndex >= len(p.Segments())) {
+			t.Fatalf("delegate %s: segment %d", d.ID, d.SegmentIndex)
+		}
+	}
+	p.External()
+}
+
+// shrinkSeed returns a copy of a large real program with its segments cut
+// to at most 64 bytes each (sizes patched in the FlatBuffer and the
+// header), so that the fuzzer mutates the program's tables rather than
+// megabytes of weights; nil when that cannot be done.
+func shrinkSeed(b []byte) []byte {
+	p, err := pte.NewBytes(b)
+	if err != nil {
+		return nil
+	}
+	defer p.Close()
+	h := p.Header()
+	if !h.Extended || h.SegmentBase == 0 {
+		return nil
+	}
+	out := bytes.Clone(b[:h.ProgramSize])
+	var end int64
+	for _, s := range p.Segments() {
+		n := min(s.Len(), 64)
+		if s.Len() > 64 {
+			var old, repl [8]byte
+			binary.LittleEndian.PutUint64(old[:], uint64(s.Len()))
+			binary.LittleEndian.PutUint64(repl[:], uint64(n))
+			i := bytes.Index(out[40:], old[:])
+			if i < 0 {
+				return nil
+			}
+			copy(out[40+i:], repl[:])
+		}
+		end = max(end, s.Offset()-h.SegmentBase+n)
+	}
+	if h.SegmentDataSizeKnown {
+		binary.LittleEndian.PutUint64(out[32:], uint64(end))
+	}
+	out = append(out, make([]byte, h.SegmentBase-h.ProgramSize)...)
+	out = append(out, b[h.SegmentBase:h.SegmentBase+end]...)
+	q, err := pte.NewBytes(out)
+	if err != nil {
+		return nil
+	}
+	defer q.Close()
+	if len(q.Methods()) != len(p.Methods()) {
+		return nil
+	}
+	return out
+}
+
+func FuzzOpen(f *testing.F) {
+	for _, b := range realSeeds(f, "pte") {
+		if len(b) > 256<<10 {
+			// Megabytes of segment data make every mutation and
+			// minimisation slow: fuzz a shrunk copy instead.
+			if b = shrinkSeed(b); b == nil {
+				continue
+			}
+		}
+		f.Add(b)
+	}
+	for _, b := range genSeeds(f) {
+		f.Add(b)
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		p, err := pte.NewBytes(b, pte.WithName("fuzz.pte"))
+		if err != nil {
+			var fe *format.FormatError
+			if !errors.As(err, &fe) {
+				t.Fatalf("error %v (%T) is not a *format.FormatError", err, err)
+			}
+			if fe.Format != "pte" {
+				t.Fatalf("error %v has format %q", err, fe.Format)
+			}
+			return
+		}
+		defer p.Close()
+		exercise(t, p, int64(len(b)))
+		// The same bytes through the ReaderAt form must agree.
+		q, err := pte.NewReaderAt(bytes.NewReader(b), int64(len(b)))
+		if err != nil {
+			t.Fatalf("NewBytes accepted what NewReaderAt refused: %v", err)
+		}
+		defer q.Close()
+		if len(q.Tensors()) != len(p.Tensors()) || len(q.Segments()) != len(p.Segments()) {
+			t.Fatal("NewReaderAt and NewBytes disagree")
+		}
+	})
+}
+
+func FuzzLink(f *testing.F) {
+	progs := realSeeds(f, "pte")
+	datas := realSeeds(f, "ptd")
+	for _, p := range progs {
+		if len(p) > 256<<10 {
+			if p = shrinkSeed(p); p == nil {
+				continue
+			}
+		}
+		for _, d := range datas {
+			f.Add(p, d)
+		}
+	}
+	gp := &writer.PTE{Methods: []writer.PTEMethod{{Name: "forward", Tensors: []writer.PTETensor{
+		{Kind: writer.PTEExternal, ScalarType: writer.PTEFloat32, Sizes: []int32{2}, Name: "w"},
+		{Kind: writer.PTEExternal, ScalarType: writer.PTEInt8, Sizes: []int32{3}, Name: "v", DimOrder: []uint8{0}},
+	}}}}
+	gd := &writer.PTD{Entries: []writer.PTDEntry{
+		{Key: "w", Layout: &writer.PTDLayout{ScalarType: writer.PTDScalarFloat32, Sizes: []int32{2}}, Data: f32(1, 2)},
+		{Key: "v", Layout: &writer.PTDLayout{ScalarType: writer.PTDScalarInt8, Sizes: []int32{3}}, Data: []byte{1, 2, 3}},
+	}}
+	pb, err := gp.Bytes()
+	if err != nil {
+		f.Fatal(err)
+	}
+	db, err := gd.Bytes()
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(pb, db)
+	f.Fuzz(func(t *testing.T, pbytes, dbytes []byte) {
+		p, err := pte.NewBytes(pbytes)
+		if err != nil {
+			return
+		}
+		defer p.Close()
+		d, err := ptd.NewBytes(dbytes)
+		if err != nil {
+			return
+		}
+		defer d.Close()
+		before := make([]int64, len(p.Tensors()))
+		for i := range p.Tensors() {
+			before[i] = p.Tensors()[i].Offset
+		}
+		err = p.Link(d)
+		for i := range p.Tensors() {
+			tt := &p.Tensors()[i]
+			if err != nil {
+				if tt.Offset != before[i] {
+					t.Fatalf("failed Link changed tensor %q", tt.Name)
+				}
+				continue
+			}
+			if tt.Location != format.LocExternal {
+				continue
+			}
+			nd, ok := d.Lookup(tt.Name)
+			if !ok || !tt.Resolved() || tt.Data.Len() != tt.NBytes || tt.Data.Offset() != nd.Data.Offset() || tt.DataFile != d.Name() {
+				t.Fatalf("linked tensor %q: %+v", tt.Name, tt)
+			}
+			if nd.Layout == nil || nd.Layout.DType != tt.DType {
+				t.Fatalf("linked tensor %q to a mismatching entry", tt.Name)
+			}
+			if _, err := tt.Data.SHA256(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err != nil && !errors.Is(err, format.ErrNotFound) && !errors.Is(err, pte.ErrMismatch) {
+			t.Fatalf("Link error %v wraps neither ErrNotFound nor ErrMismatch", err)
+		}
+	})
+}

@@ -1,0 +1,177 @@
+package pte_test
+
+import (
+	"path/filepath"
+	"runtime"
+	"testing"
+
+	"github.com/edgeload/edgeload/internal/memstat"
+	"github.com/edgeload/edgeload/internal/testmodels"
+	"github.com/edgeload/edgeload/internal/writer"
+	"github.com/edgeload/edgeload/loader/pte"
+)
+
+// TestOpenTouchesNoSegmentPage opens a program whose constant segment is
+// 1 GiB (a sparse file) and checks that Open faulted in none of it: no
+// page of the segment is resident (mincore), and the process's resident
+// file-backed memory grew by at most the program region plus 1 MiB.
+func TestOpenTouchesNoSegmentPage(t *testing.T) {
+	if testing.Short() {
+		t.Skip("short")
+	}
+	const gib = 1 << 30
+	w := &writer.PTE{Methods: []writer.PTEMethod{{Name: "forward", Tensors: []writer.PTETensor{
+		{ScalarType: writer.PTEFloat32, Sizes: []int32{gib / 4}, Name: "big.a"}, // a 1 GiB hole
+		{ScalarType: writer.PTEFloat32, Sizes: []int32{1 << 18}, Name: "big.b"}, // 1 MiB of bytes after it
+
+	}}}}
+	w.Methods[0].Tensors[1].Fill = func(p []byte, off int64) {
+		for i := range p {
+			p[i] = byte(off + int64(i))
+		}
+	}
+	path := filepath.Join(t.TempDir(), "big.pte")
+	info, err := w.WriteFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info.Segments[0][1] < gib {
+		t.Fatalf("constant segment of %d bytes, want 1 GiB", info.Segments[0][1])
+	}
+	runtime.GC()
+	before, rssErr := memstat.Read()
+	p, err := pte.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	after, rssErr2 := memstat.Read()
+
+	// mincore reports the page cache: big.b's pages are there because the
+	// writer just wrote them. Look at big.a (a hole nobody has read), less
+	// its first page, which also holds the end of the program region
+	// (segments are 128-aligned, not page-aligned), and its last.
+	seg := p.Tensors()[0].Data
+	ps := int64(p.MappedFile().PageSize())
+	skip := (ps - seg.Offset()%ps) % ps
+	end := (seg.Offset() + seg.Len()) / ps * ps // its last page is shared with big.b
+	inner, err := seg.Sub(skip, end-seg.Offset()-skip)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, total, err := inner.Resident()
+	if err != nil {
+		t.Fatalf("Resident: %v", err)
+	}
+	if int64(total) < gib/ps-2 || res != 0 {
+		t.Errorf("%d of big.a's %d pages are resident after Open, want 0", res, total)
+	}
+	// The program region itself was read (verified), so some of it is
+	// resident: show that Resident measures something.
+	pres, ptotal, err := p.ProgramData().Resident()
+	if err != nil || pres == 0 {
+		t.Errorf("program region: %d/%d pages resident (%v), want > 0", pres, ptotal, err)
+	}
+	if rssErr == nil && rssErr2 == nil {
+		grew := (after.RssFile + after.RssShm) - (before.RssFile + before.RssShm)
+		limit := info.ProgramSize + 1<<20
+		t.Logf("file-backed RSS grew by %d bytes at Open (program region %d bytes, file %d bytes)", grew, info.ProgramSize, info.FileSize)
+		if grew > limit {
+			t.Errorf("file-backed RSS grew by %d bytes at Open, more than the program region + 1 MiB (%d)", grew, limit)
+		}
+	} else {
+		t.Logf("no RSS measurement here: %v / %v", rssErr, rssErr2)
+	}
+	// Reading one tensor faults in its pages only.
+	tt, _ := p.Tensor("big.b")
+	if err := tt.Data.Touch(); err != nil {
+		t.Fatal(err)
+	}
+	// (Kernel read-ahead may bring in a few MiB around big.b's start.)
+	if r, n, _ := p.Tensors()[0].Data.Resident(); r > n/16 {
+		t.Errorf("touching big.b made %d of big.a's %d pages resident", r, n)
+	}
+	if r, n, _ := tt.Data.Resident(); r != n {
+		t.Errorf("big.b: %d of %d pages resident after Touch", r, n)
+	}
+	if b, err := tt.Data.Bytes(); err != nil || b[12345] != byte(12345%256) {
+		t.Errorf("big.b's bytes were not written by the filler: %v", err)
+	}
+}
+
+// TestLookupsAllocateNothing proves Tensor, TensorAt, Method and
+// NamedDataByKey allocate nothing.
+func TestLookupsAllocateNothing(t *testing.T) {
+	p, _ := openGen(t, richProgram())
+	name := "forward/values/2"
+	var sink int64
+	allocs := testing.AllocsPerRun(200, func() {
+		a, _ := p.Tensor(name)
+		b, _ := p.Tensor("layer.weight")
+		c, _ := p.TensorAt("forward", 3)
+		d, _ := p.NamedDataByKey("sha-abc")
+		m, _ := p.Method("second")
+		_, miss := p.Tensor("no such tensor")
+		if miss {
+			sink++
+		}
+		sink += a.NBytes + b.NBytes + c.NBytes + d.Data.Len() + int64(m.Index)
+	})
+	if allocs != 0 {
+		t.Errorf("lookups allocate %.1f times per run, want 0", allocs)
+	}
+	if sink == 0 {
+		t.Error("lookups found nothing")
+	}
+}
+
+func BenchmarkTensorLookup(b *testing.B) {
+	p, _ := openGen(b, richProgram())
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, ok := p.Tensor("layer.weight"); !ok {
+			b.Fatal("not found")
+		}
+		if _, ok := p.TensorAt("forward", 2); !ok {
+			b.Fatal("not found")
+		}
+		if _, ok := p.NamedDataByKey("sha-abc"); !ok {
+			b.Fatal("not found")
+		}
+	}
+}
+
+func BenchmarkOpenRealSized(b *testing.B) {
+	w := richProgram()
+	raw, err := w.Bytes()
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		p, err := pte.NewBytes(raw)
+		if err != nil {
+			b.Fatal(err)
+		}
+		p.Close()
+	}
+}
+
+// BenchmarkOpenReal opens each real program (mapped, verified, indexed).
+func BenchmarkOpenReal(b *testing.B) {
+	for _, path := range testmodels.Files(b, "pte") {
+		if filepath.Ext(path) != ".pte" {
+			continue
+		}
+		b.Run(filepath.Base(path), func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				p, err := pte.Open(path)
+				if err != nil {
+					b.Fatal(err)
+				}
+				p.Close()
+			}
+		})
+	}
+}

@@ -1,0 +1,88 @@
+package pte_test
+
+import (
+	"bytes"
+	"encoding/binary"
+	"testing"
+
+	flatbuffers "github.com/google/flatbuffers/go"
+
+	"github.com/edgeload/edgeload/internal/schema/ptefb"
+	"github.com/edgeload/edgeload/loader/pte"
+)
+
+// TestUnionNoneValueNotFollowed: a union whose tag is NONE is not
+// verified beyond its tag, so its value offset, however wild, must never
+// be followed. The EValue here has no tag and a value slot pointing past
+// the end of the buffer; Open must report a None value, not panic. The
+// same holds for an Instruction.
+func TestUnionNoneValueNotFollowed(t *testing.T) {
+	for _, which := range []string{"EValue", "Instruction"} {
+		b := flatbuffers.NewBuilder(256)
+		ptefb.NullStart(b)
+		null := ptefb.NullEnd(b)
+		var values, chains flatbuffers.UOffsetT
+		if which == "EValue" {
+			ptefb.EValueStart(b)
+			ptefb.EValueAddVal(b, null) // a value without a tag
+			ev := ptefb.EValueEnd(b)
+			b.StartVector(4, 1, 4)
+			b.PrependUOffsetT(ev)
+			values = b.EndVector(1)
+		} else {
+			ptefb.InstructionStart(b)
+			ptefb.InstructionAddInstrArgs(b, null)
+			in := ptefb.InstructionEnd(b)
+			b.StartVector(4, 1, 4)
+			b.PrependUOffsetT(in)
+			ins := b.EndVector(1)
+			ptefb.ChainStart(b)
+			ptefb.ChainAddInstructions(b, ins)
+			ch := ptefb.ChainEnd(b)
+			b.StartVector(4, 1, 4)
+			b.PrependUOffsetT(ch)
+			chains = b.EndVector(1)
+		}
+		name := b.CreateString("m")
+		ptefb.ExecutionPlanStart(b)
+		ptefb.ExecutionPlanAddName(b, name)
+		if values != 0 {
+			ptefb.ExecutionPlanAddValues(b, values)
+		}
+		if chains != 0 {
+			ptefb.ExecutionPlanAddChains(b, chains)
+		}
+		plan := ptefb.ExecutionPlanEnd(b)
+		b.StartVector(4, 1, 4)
+		b.PrependUOffsetT(plan)
+		plans := b.EndVector(1)
+		b.StartVector(4, 0, 4)
+		segs := b.EndVector(0)
+		ptefb.ProgramStart(b)
+		ptefb.ProgramAddExecutionPlan(b, plans)
+		ptefb.ProgramAddSegments(b, segs) // so the root's vtable differs from the union's
+		b.FinishWithFileIdentifier(ptefb.ProgramEnd(b), []byte("ET12"))
+		raw := bytes.Clone(b.FinishedBytes())
+		if _, err := pte.NewBytes(raw); err != nil {
+			t.Fatalf("%s: the well-formed program does not open: %v", which, err)
+		}
+		// The union's vtable: 8 bytes, table of 8 bytes, no tag slot, the
+		// value at 4. Point the value slot far past the buffer's end.
+		vt := bytes.Index(raw, []byte{8, 0, 8, 0, 0, 0, 4, 0})
+		if vt < 0 {
+			t.Fatalf("%s: vtable not found", which)
+		}
+		binary.LittleEndian.PutUint16(raw[vt+6:], 0xfff0)
+		p, err := pte.NewBytes(raw)
+		if err != nil {
+			t.Fatalf("%s: %v", which, err)
+		}
+		m := p.Methods()[0]
+		if which == "EValue" && (len(m.Values) != 1 || m.Values[0].Kind != pte.KindNone) {
+			t.Errorf("values %+v, want one None value", m.Values)
+		}
+		if which == "Instruction" && (len(m.Chains) != 1 || m.Chains[0].Instructions != 1) {
+			t.Errorf("chains %+v, want one chain of one instruction", m.Chains)
+		}
+	}
+}

@@ -1,0 +1,492 @@
+// Package pte reads ExecuTorch program files (.pte) without copying them.
+//
+// A program is opened over a memory mapping ([Open], [NewFile]) or over
+// bytes already in memory ([NewBytes], [NewReaderAt]), in the manner of
+// debug/elf. Opening reads the 8-byte prefix, the optional "eh00" extended
+// header and the FlatBuffer region [0, program_size) and nothing else: no
+// page of segment data (weights, delegate blobs, named data) is touched
+// until a caller reads a view.
+//
+// Verification always runs before any accessor can: every table, vector,
+// string and union the package reads is checked to lie inside the
+// FlatBuffer region (loader/internal/fbverify, with the descriptor in
+// schema.go), then every index (segment_index, data_buffer_idx, delegate
+// and operator indices, value indices of inputs, outputs, lists and
+// instructions) is checked to be in range, and every segment and tensor
+// byte range is checked against the file with overflow-safe 64-bit
+// arithmetic. After Open succeeds no accessor can panic.
+//
+// Tensors whose data lives in the file (constant segment, legacy inline
+// constant_buffer, mutable data segment) carry a zero-copy view of their
+// bytes. External tensors (data in a .ptd file, found by fully-qualified
+// name) have Offset -1 and no data until the program is linked to its data
+// files with [WithData] or [Program.Link].
+//
+// Views are valid until Close of the file that holds the bytes (the
+// program's, or a linked .ptd's).
+package pte
+
+import (
+	"fmt"
+	"io"
+	"sync/atomic"
+
+	"github.com/edgeload/edgeload/loader/format"
+	"github.com/edgeload/edgeload/loader/internal/fbverify"
+	"github.com/edgeload/edgeload/loader/ptd"
+	"github.com/edgeload/edgeload/mmapfile"
+	"github.com/edgeload/edgeload/segment"
+)
+
+const formatName = "pte"
+
+// Identifier is the FlatBuffer file identifier of the program schema this
+// package reads.
+const Identifier = "ET12"
+
+// Option configures Open, NewFile, NewBytes and NewReaderAt.
+type Option func(*options)
+
+type options struct {
+	data     []*ptd.File
+	maxDepth int
+	mmap     []mmapfile.Option
+	name     string
+}
+
+// WithData links the program to the given .ptd files as it is opened (see
+// [Program.Link]); Open fails if an external tensor cannot be resolved.
+func WithData(files ...*ptd.File) Option {
+	return func(o *options) { o.data = append(o.data, files...) }
+}
+
+// WithMaxDepth bounds the nesting depth of FlatBuffer tables accepted by
+// verification (default fbverify.DefaultMaxDepth). Programs nest at most 6
+// tables deep; a smaller limit only rejects hostile files sooner.
+func WithMaxDepth(n int) Option {
+	return func(o *options) { o.maxDepth = n }
+}
+
+// WithMmapOptions passes options to mmapfile.Open (used by Open only; NewFile
+// takes an already opened file).
+func WithMmapOptions(opts ...mmapfile.Option) Option {
+	return func(o *options) { o.mmap = append(o.mmap, opts...) }
+}
+
+// WithName sets the name reported by [Program.Name] for NewBytes and
+// NewReaderAt (Open uses the path).
+func WithName(name string) Option {
+	return func(o *options) { o.name = name }
+}
+
+// Header is what the 8-byte prefix and the optional extended header say.
+type Header struct {
+	// RootOffset is the u32 at [0,4): the FlatBuffer root table's offset.
+	RootOffset uint32
+	// Identifier is the file identifier at [4,8), "ET12".
+	Identifier string
+	// Extended reports whether the "eh00" extended header is present.
+	Extended bool
+	// Length is the extended header's length field (24, 32 or more); 0
+	// without an extended header.
+	Length uint32
+	// ProgramSize is the size of the FlatBuffer region [0, ProgramSize),
+	// headers included (the file size when there is no extended header).
+	ProgramSize int64
+	// SegmentBase is the absolute offset of segment data; 0 when the file
+	// has none.
+	SegmentBase int64
+	// SegmentDataSize is the size of the segment data, when
+	// SegmentDataSizeKnown (a header of 32 bytes or more).
+	SegmentDataSize      int64
+	SegmentDataSizeKnown bool
+}
+
+// ValueKind is the type of an execution plan value (the KernelTypes union
+// tag).
+type ValueKind uint8
+
+// The value kinds, numbered as the KernelTypes union tags.
+const (
+	KindNone ValueKind = iota
+	KindNull
+	KindInt
+	KindBool
+	KindDouble
+	KindTensor
+	KindString
+	KindIntList
+	KindDoubleList
+	KindBoolList
+	KindTensorList
+	KindOptionalTensorList
+)
+
+var kindNames = [...]string{"None", "Null", "Int", "Bool", "Double", "Tensor", "String", "IntList", "DoubleList", "BoolList", "TensorList", "OptionalTensorList"}
+
+// String returns the kind's schema name, e.g. "Tensor".
+func (k ValueKind) String() string {
+	if int(k) < len(kindNames) {
+		return kindNames[k]
+	}
+	return fmt.Sprintf("ValueKind(%d)", uint8(k))
+}
+
+// Value is one entry of an execution plan's values. Only the fields of its
+// Kind are set.
+type Value struct {
+	Kind    ValueKind
+	Int     int64     // KindInt
+	Bool    bool      // KindBool
+	Double  float64   // KindDouble
+	String  string    // KindString
+	Ints    []int64   // KindIntList
+	Doubles []float64 // KindDoubleList
+	Bools   []bool    // KindBoolList
+	// Items are value indices (KindTensorList, KindOptionalTensorList;
+	// -1 = none in the optional list).
+	Items []int32
+	// Tensor describes a KindTensor value.
+	Tensor *TensorValue
+}
+
+// TensorValue is a tensor value of an execution plan, whether or not the
+// file holds its data.
+type TensorValue struct {
+	ScalarType   int8
+	DType        format.DType
+	Sizes        []int64
+	DimOrder     []uint8 // nil: contiguous
+	RequiresGrad bool
+	// DataBufferIndex is data_buffer_idx: 0 for a tensor without initial
+	// data, else an index into the constant (or mutable) offsets.
+	DataBufferIndex uint32
+	// Planned reports allocation_info (memory planned); MemoryID and
+	// MemoryOffset say where.
+	Planned       bool
+	MemoryID      uint32
+	MemoryOffset  uint64
+	ShapeDynamism int8
+	// FullyQualifiedName is extra_tensor_info.fully_qualified_name.
+	FullyQualifiedName string
+	// Location is where the data lives; LocNone for a tensor without data
+	// in the file (an activation or input).
+	Location format.Location
+	// Tensor is the index of the tensor in Program.Tensors, or -1.
+	Tensor int
+}
+
+// Operator is an entry of an execution plan's operator table.
+type Operator struct {
+	Name     string
+	Overload string
+}
+
+// Chain summarises a chain of instructions.
+type Chain struct {
+	Inputs       []int32
+	Outputs      []int32
+	Instructions int // number of instructions (each verified)
+}
+
+// Method is an execution plan.
+type Method struct {
+	Name  string
+	Index int // position in Program.execution_plan
+	// Inputs and Outputs are value indices.
+	Inputs  []int32
+	Outputs []int32
+	Values  []Value
+	Chains  []Chain
+	// Operators is the plan's operator table.
+	Operators []Operator
+	// Delegates are indices into Program.Delegates of this plan's
+	// delegates, in plan order.
+	Delegates []int
+	// NonConstBufferSizes are the planned memory buffer sizes.
+	NonConstBufferSizes []int64
+	// EncodedInputs and EncodedOutputs are the container metadata strings
+	// (pytree specs); empty when absent.
+	EncodedInputs  string
+	EncodedOutputs string
+}
+
+// Tensor is a tensor whose bytes the program holds (constant, mutable) or
+// names (external). The embedded format.Tensor carries the name, dtype,
+// shape, location, absolute offset, byte size and a zero-copy view.
+type Tensor struct {
+	format.Tensor
+	// Method is the execution plan the tensor value belongs to, Value its
+	// index in the plan's values.
+	Method string
+	Value  int
+	// ScalarType is the file's ScalarType (DType is its meaning).
+	ScalarType   int8
+	RequiresGrad bool
+	// DataBufferIndex is data_buffer_idx (0 for an external tensor).
+	DataBufferIndex uint32
+	// Segment is the index of the segment holding the bytes (constant or
+	// mutable); -1 for inline and external tensors.
+	Segment int
+}
+
+// DelegateLocation says where a delegate's processed blob lives.
+type DelegateLocation uint8
+
+// Delegate blob locations.
+const (
+	// DelegateInline: in Program.backend_delegate_data, inside the
+	// FlatBuffer region.
+	DelegateInline DelegateLocation = 0
+	// DelegateSegment: a whole segment.
+	DelegateSegment DelegateLocation = 1
+)
+
+// String returns "inline" or "segment".
+func (l DelegateLocation) String() string {
+	if l == DelegateSegment {
+		return "segment"
+	}
+	return "inline"
+}
+
+// CompileSpec is a key/value pair a backend was compiled with.
+type CompileSpec struct {
+	Key   string
+	Value []byte
+}
+
+// Delegate is a backend delegate of an execution plan.
+type Delegate struct {
+	Method string // the plan's name
+	Index  int    // index in the plan's delegates
+	ID     string // the backend id, e.g. "QnnBackend"
+	// CompileSpecs are copies of the file's compile specs.
+	CompileSpecs []CompileSpec
+	Location     DelegateLocation
+	// DataIndex is the index into backend_delegate_data (inline) or
+	// segments (segment).
+	DataIndex int
+	// SegmentIndex is DataIndex for a segment blob, -1 for an inline one.
+	SegmentIndex int
+	// Data is a zero-copy view of the processed blob. A backend consumes
+	// it once at initialisation; Data.Release() then drops its pages (the
+	// view stays valid: touching it again faults them back in). Two
+	// delegates may share a segment.
+	Data segment.Segment
+}
+
+// Program is an opened ExecuTorch program. Its accessors are safe for
+// concurrent use; Link and Close are not safe beside other calls.
+type Program struct {
+	mf     *mmapfile.File
+	owns   bool
+	name   string
+	closed atomic.Bool
+
+	hdr     Header
+	version uint32
+
+	methods     []Method
+	methodIdx   map[string]int
+	tensors     []Tensor
+	tensorIdx   map[string]int
+	valueTensor [][]int32 // per method, per value: index into tensors or -1
+	segments    []segment.Segment
+	named       []format.NamedData
+	namedIdx    map[string]int
+	delegates   []Delegate
+	legacy      bool
+	external    int // number of external tensors
+}
+
+// Open maps the file at path and opens the program in it. The mapping is
+// closed by Close.
+func Open(path string, opts ...Option) (*Program, error) {
+	o := collect(opts)
+	mf, err := mmapfile.Open(path, o.mmap...)
+	if err != nil {
+		return nil, err
+	}
+	if o.name == "" {
+		o.name = path
+	}
+	p, err := newProgram(mf, true, o)
+	if err != nil {
+		mf.Close()
+		return nil, err
+	}
+	return p, nil
+}
+
+// NewFile opens the program in an already opened file (any mapping mode).
+// Close does not close mf; mf must stay open while the program is used.
+func NewFile(mf *mmapfile.File, opts ...Option) (*Program, error) {
+	o := collect(opts)
+	if o.name == "" {
+		o.name = mf.Name()
+	}
+	return newProgram(mf, false, o)
+}
+
+// NewBytes opens the program held in b. The views handed out alias b,
+// which must not be modified while the program is used.
+func NewBytes(b []byte, opts ...Option) (*Program, error) {
+	o := collect(opts)
+	mf := mmapfile.NewBytes(b)
+	p, err := newProgram(mf, true, o)
+	if err != nil {
+		mf.Close()
+		return nil, err
+	}
+	return p, nil
+}
+
+// NewReaderAt opens the program read from r, of the given size, through
+// mmapfile.NewReaderAt: the FlatBuffer region is read into memory at open,
+// and every view's bytes are read (copied) from r when asked for.
+func NewReaderAt(r io.ReaderAt, size int64, opts ...Option) (*Program, error) {
+	o := collect(opts)
+	mf := mmapfile.NewReaderAt(r, size)
+	p, err := newProgram(mf, true, o)
+	if err != nil {
+		mf.Close()
+		return nil, err
+	}
+	return p, nil
+}
+
+func collect(opts []Option) options {
+	var o options
+	for _, f := range opts {
+		if f != nil {
+			f(&o)
+		}
+	}
+	return o
+}
+
+// Close releases the program. It closes the underlying file when the
+// program opened it (Open, NewBytes, NewReaderAt), not when it was given
+// one (NewFile); linked .ptd files are never closed. Views handed out
+// become invalid. Close is idempotent.
+func (p *Program) Close() error {
+	if p == nil || p.closed.Swap(true) {
+		return nil
+	}
+	if p.owns {
+		return p.mf.Close()
+	}
+	return nil
+}
+
+// Name returns the path the program was opened from, or the name given
+// with WithName.
+func (p *Program) Name() string { return p.name }
+
+// MappedFile returns the file the program's views point into.
+func (p *Program) MappedFile() *mmapfile.File { return p.mf }
+
+// Header returns what the file's headers say.
+func (p *Program) Header() Header { return p.hdr }
+
+// Version returns Program.version (always 0: later versions are rejected).
+func (p *Program) Version() uint32 { return p.version }
+
+// Legacy reports whether the program keeps its constants inline in the
+// legacy constant_buffer rather than in a constant segment.
+func (p *Program) Legacy() bool { return p.legacy }
+
+// Methods returns the execution plans in file order. The slice is the
+// program's own: do not modify it.
+func (p *Program) Methods() []Method { return p.methods }
+
+// Method returns the execution plan with the given name.
+func (p *Program) Method(name string) (*Method, bool) {
+	i, ok := p.methodIdx[name]
+	if !ok {
+		return nil, false
+	}
+	return &p.methods[i], true
+}
+
+// Tensors returns every tensor with data in (or named by) the program: for
+// each method in order, each constant, mutable or external tensor value in
+// value order. Do not modify the slice.
+func (p *Program) Tensors() []Tensor { return p.tensors }
+
+// Tensor returns the tensor with the given name (its fully-qualified name,
+// or "<method>/values/<i>" when it has none). When several values share a
+// name, the first in Tensors order is returned. It allocates nothing.
+func (p *Program) Tensor(name string) (*Tensor, bool) {
+	i, ok := p.tensorIdx[name]
+	if !ok {
+		return nil, false
+	}
+	return &p.tensors[i], true
+}
+
+// TensorAt returns the tensor of value index value of the named method;
+// false when that value is not a constant, mutable or external tensor. It
+// allocates nothing.
+func (p *Program) TensorAt(method string, value int) (*Tensor, bool) {
+	m, ok := p.methodIdx[method]
+	if !ok || value < 0 || value >= len(p.valueTensor[m]) {
+		return nil, false
+	}
+	i := p.valueTensor[m][value]
+	if i < 0 {
+		return nil, false
+	}
+	return &p.tensors[i], true
+}
+
+// Segments returns views of the program's segments, in file order, with
+// absolute offsets (segment_base_offset + segments[i].offset).
+func (p *Program) Segments() []segment.Segment { return p.segments }
+
+// NamedData returns Program.named_data in file order: each key's blob is a
+// whole segment.
+func (p *Program) NamedData() []format.NamedData { return p.named }
+
+// NamedDataByKey returns the named data entry with the given key (the
+// first one when a key repeats). It allocates nothing.
+func (p *Program) NamedDataByKey(key string) (format.NamedData, bool) {
+	i, ok := p.namedIdx[key]
+	if !ok {
+		return format.NamedData{}, false
+	}
+	return p.named[i], true
+}
+
+// Delegates returns every backend delegate of every method, in method
+// order.
+func (p *Program) Delegates() []Delegate { return p.delegates }
+
+// ProgramData returns a view of the FlatBuffer region [0, program_size).
+func (p *Program) ProgramData() segment.Segment {
+	s, _ := segment.New(p.mf, 0, p.hdr.ProgramSize)
+	return s
+}
+
+// FileSize returns the size of the program file in bytes.
+func (p *Program) FileSize() int64 { return p.mf.Len() }
+
+// External returns the number of external tensors, and how many of them
+// are still unresolved (not linked to a .ptd).
+func (p *Program) External() (total, unresolved int) {
+	for i := range p.tensors {
+		if p.tensors[i].Location == format.LocExternal {
+			total++
+			if p.tensors[i].Offset < 0 {
+				unresolved++
+			}
+		}
+	}
+	return total, unresolved
+}
+
+// verifyOptions are the fbverify options for the FlatBuffer region.
+func (o *options) verifyOptions() fbverify.Options {
+	return fbverify.Options{Format: formatName, Base: 0, MaxDepth: o.maxDepth}
+}

@@ -1,0 +1,165 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/edgeload/edgeload/loader"
+	"github.com/edgeload/edgeload/segment"
+)
+
+const verifyAbout = `Verify each file fully: the headers and FlatBuffer metadata (as every open
+does), every segment, tensor and named-data range against the file and each
+other, and a read of every byte of every tensor and segment, fault-safe (a
+file truncated while it is read gives an error, not a crash). Prints one line
+per file; the exit status is 1 if any file fails.`
+
+func runVerify(c *cli, args []string) int {
+	fs := newFlags(lookup("verify"), verifyAbout)
+	var data stringList
+	fs.Var(&data, "data", "a `FILE.ptd` holding external tensors of the .pte files (repeatable)")
+	pos, code, ok := parse(c, fs, args)
+	if !ok {
+		return code
+	}
+	if len(pos) == 0 {
+		return usageError(c, fs, "want at least one FILE")
+	}
+	failed := 0
+	for _, path := range pos {
+		line, err := verifyFile(path, data)
+		if err != nil {
+			failed++
+			fmt.Fprintf(c.stdout, "FAIL  %s: %s\n", path, oneLine(err.Error()))
+			continue
+		}
+		fmt.Fprintf(c.stdout, "ok    %s: %s\n", path, line)
+	}
+	if failed > 0 {
+		if len(pos) == 1 {
+			c.errorf("%s failed verification", pos[0])
+		} else {
+			c.errorf("%d of %d files failed verification", failed, len(pos))
+		}
+		return exitInvalid
+	}
+	return exitOK
+}
+
+// verifyFile opens and verifies one file and describes the result.
+func verifyFile(path string, data []string) (string, error) {
+	var opts []loader.Option
+	if len(data) > 0 {
+		// Data files apply to programs only: sniff first so that a .ptd
+		// or .rten verified beside .pte files is not refused.
+		if f, err := loader.SniffFile(path); err == nil && f == loader.PTE {
+			opts = append(opts, loader.WithData(data...))
+		}
+	}
+	m, err := loader.Open(path, opts...)
+	if err != nil {
+		return "", err
+	}
+	defer m.Close()
+	r, err := m.Verify()
+	if err != nil {
+		return "", err
+	}
+	s := fmt.Sprintf("%s, %d tensors, %d segments", m.Format(), r.Tensors, r.Segments)
+	if r.Named > 0 {
+		s += fmt.Sprintf(", %d named data", r.Named)
+	}
+	s += fmt.Sprintf(", %s read", sizeName(r.BytesRead))
+	if r.Unresolved > 0 {
+		s += fmt.Sprintf(" (%d external tensors unresolved: see --data)", r.Unresolved)
+	}
+	return s, nil
+}
+
+const residentAbout = `Map the file and show, per segment, how much of it is in the page cache
+(mincore): what the model costs in RAM right now. Reading a model's weights
+brings them in; the kernel may drop them again under memory pressure.`
+
+func runResident(c *cli, args []string) int {
+	fs := newFlags(lookup("resident"), residentAbout)
+	width := fs.Int("width", 30, "width of each bar in characters")
+	pos, code, ok := parse(c, fs, args)
+	if !ok {
+		return code
+	}
+	if len(pos) != 1 {
+		return usageError(c, fs, fmt.Sprintf("want one FILE, got %d arguments", len(pos)))
+	}
+	if *width < 1 || *width > 200 {
+		return usageError(c, fs, fmt.Sprintf("--width %d: want 1 to 200", *width))
+	}
+	path := pos[0]
+	m, err := loader.Open(path)
+	if err != nil {
+		c.fileError(path, err)
+		return exitInvalid
+	}
+	defer m.Close()
+	var b strings.Builder
+	if err := printResident(&b, m, *width); err != nil {
+		c.fileError(path, err)
+		return exitInvalid
+	}
+	io.WriteString(c.stdout, b.String())
+	return exitOK
+}
+
+// printResident writes one bar per segment, and one for the whole file.
+func printResident(w io.Writer, m *loader.Model, width int) error {
+	fmt.Fprintf(w, "%s: %s, %s, %s pages, %s mapping\n", m.Name(), m.Format(), sizeName(m.Size()), sizeName(int64(m.PageSize())), m.Mode())
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	whole, err := segment.New(m.File(), 0, m.Size())
+	if err != nil {
+		return err
+	}
+	if err := residentLine(tw, "file", whole, m.PageSize(), width); err != nil {
+		return err
+	}
+	for i, s := range m.Segments() {
+		if err := residentLine(tw, fmt.Sprintf("segment %d", i), s, m.PageSize(), width); err != nil {
+			return err
+		}
+	}
+	return tw.Flush()
+}
+
+// residentLine writes "name  [#####.....]  42%  1.3 MiB / 3.1 MiB".
+func residentLine(w io.Writer, name string, s segment.Segment, pageSize, width int) error {
+	res, total, err := s.Resident()
+	if err != nil {
+		return fmt.Errorf("%s: %w", name, err)
+	}
+	bytes := min(int64(res)*int64(pageSize), s.Len())
+	fmt.Fprintf(w, "%s\t%s\t%s / %s\n", name, barFor(res, total, width), sizeName(bytes), sizeName(s.Len()))
+	return nil
+}
+
+// barFor draws "[#####.....]   50%" for res of total pages: the bar is
+// full, and the percentage 100, only when every page is resident, and the
+// bar is not empty (nor the percentage 0) when any page is.
+func barFor(res, total, width int) string {
+	frac, pct := 0.0, 0
+	if total > 0 {
+		frac = float64(res) / float64(total)
+		pct = res * 100 / total
+	}
+	filled := int(frac*float64(width) + 0.5)
+	if res > 0 && filled == 0 {
+		filled = 1
+	}
+	if res < total && filled == width {
+		filled = width - 1
+	}
+	p := fmt.Sprintf("%3d%%", pct)
+	if res > 0 && pct == 0 {
+		p = " <1%"
+	}
+	return fmt.Sprintf("[%s%s]  %s", strings.Repeat("#", filled), strings.Repeat(".", width-filled), p)
+}

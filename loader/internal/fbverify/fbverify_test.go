@@ -267,7 +267,7 @@ func TestOffsetOverflow(t *testing.T) {
 	buf := valid(0)
 	root := int(binary.LittleEndian.Uint32(buf))
 	vt := root - int(int32(binary.LittleEndian.Uint32(buf[root:])))
-	fo := int(binary.LittleEndian.Uint16(buf[vt+4+2*1:])) // leaves
+	fo := int(binary.LittleEndian.Uint16(buf[vt+4+2*1:]))    // leaves
 	binary.LittleEndian.PutUint32(buf[root+fo:], 0xFFFFFFF0) // would wrap in uint32
 	mustFail(t, buf, Options{}, "past the end")
 }

@@ -138,9 +138,9 @@ type config struct {
 // file not opened by path.
 func WithName(name string) Option { return func(c *config) { c.name = name } }
 
-// WithMapOptions passes options (mode, budget, page size) to mmapfile.Open
+// WithMmapOptions passes options (mode, budget, page size) to mmapfile.Open
 // when Open maps the file. The New functions ignore it.
-func WithMapOptions(opts ...mmapfile.Option) Option {
+func WithMmapOptions(opts ...mmapfile.Option) Option {
 	return func(c *config) { c.mapOpts = append(c.mapOpts, opts...) }
 }
 

@@ -650,12 +650,12 @@ func TestOpenClose(t *testing.T) {
 	if _, err := p.WriteFile(path); err != nil {
 		t.Fatal(err)
 	}
-	f, err := ptd.Open(path, ptd.WithMapOptions(mmapfile.WithMode(mmapfile.ModeWindowed)))
+	f, err := ptd.Open(path, ptd.WithMmapOptions(mmapfile.WithMode(mmapfile.ModeWindowed)))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if f.MappedFile().Mode() != mmapfile.ModeWindowed {
-		t.Errorf("mode %v, want windowed (WithMapOptions ignored)", f.MappedFile().Mode())
+		t.Errorf("mode %v, want windowed (WithMmapOptions ignored)", f.MappedFile().Mode())
 	}
 	e, _ := f.Lookup("k")
 	if b, err := e.Data.Bytes(); err != nil || string(b) != "v" {

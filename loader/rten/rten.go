@@ -62,9 +62,9 @@ type config struct {
 // file is rejected (DefaultMaxSubgraphDepth when n <= 0).
 func WithMaxSubgraphDepth(n int) Option { return func(c *config) { c.maxDepth = n } }
 
-// WithFileOptions passes options to mmapfile.Open (Open only), e.g.
+// WithMmapOptions passes options to mmapfile.Open (Open only), e.g.
 // mmapfile.WithMode(mmapfile.ModeWindowed).
-func WithFileOptions(opts ...mmapfile.Option) Option {
+func WithMmapOptions(opts ...mmapfile.Option) Option {
 	return func(c *config) { c.fileOpts = append(c.fileOpts, opts...) }
 }
 

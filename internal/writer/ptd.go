@@ -10,6 +10,7 @@ import (
 	flatbuffers "github.com/google/flatbuffers/go"
 
 	"github.com/edgeload/edgeload/internal/schema/ptdfb"
+	"github.com/edgeload/edgeload/loader/format"
 )
 
 // PTD describes an ExecuTorch named-data file (.ptd) to write: the current
@@ -112,35 +113,19 @@ type PTDLayout struct {
 
 // PTDScalarFloat32 and friends are the ExecuTorch ScalarType codes tests use most.
 const (
-	PTDScalarUint8   int8 = 0
-	PTDScalarInt8    int8 = 1
-	PTDScalarInt32   int8 = 3
-	PTDScalarInt64   int8 = 4
-	PTDScalarFloat16 int8 = 5
-	PTDScalarFloat32 int8 = 6
-	PTDScalarFloat64 int8 = 7
+	PTDScalarUint8   int8 = format.ScalarByte
+	PTDScalarInt8    int8 = format.ScalarChar
+	PTDScalarInt32   int8 = format.ScalarInt
+	PTDScalarInt64   int8 = format.ScalarLong
+	PTDScalarFloat16 int8 = format.ScalarHalf
+	PTDScalarFloat32 int8 = format.ScalarFloat
+	PTDScalarFloat64 int8 = format.ScalarDouble
 )
-
-// ptdElemSize returns the element size for the scalar types the writer
-// can size by itself (0 for others: give PTDEntry.Size explicitly).
-func ptdElemSize(st int8) int64 {
-	switch st {
-	case 0, 1, 11, 12, 13, 16, 17, 23, 24, 25, 26:
-		return 1
-	case 2, 5, 15, 22, 27:
-		return 2
-	case 3, 6, 14, 28:
-		return 4
-	case 4, 7, 29:
-		return 8
-	}
-	return 0
-}
 
 // NBytes returns numel × element size of the layout (0 when the scalar
 // type is unknown to the writer or a size is negative).
 func (l *PTDLayout) NBytes() int64 {
-	n := ptdElemSize(l.ScalarType)
+	n := etElemSize(l.ScalarType)
 	for _, s := range l.Sizes {
 		if s < 0 {
 			return 0

@@ -10,6 +10,7 @@ import (
 	flatbuffers "github.com/google/flatbuffers/go"
 
 	"github.com/edgeload/edgeload/internal/schema/ptefb"
+	"github.com/edgeload/edgeload/loader/format"
 )
 
 // PTE describes an ExecuTorch program (.pte) to write, with the layout
@@ -201,33 +202,17 @@ type PTEBlob struct {
 
 // ExecuTorch ScalarType codes for PTETensor.ScalarType.
 const (
-	PTEUint8   int8 = 0
-	PTEInt8    int8 = 1
-	PTEInt16   int8 = 2
-	PTEInt32   int8 = 3
-	PTEInt64   int8 = 4
-	PTEFloat16 int8 = 5
-	PTEFloat32 int8 = 6
-	PTEFloat64 int8 = 7
-	PTEBool8   int8 = 11
-	PTEBF16    int8 = 15
+	PTEUint8   int8 = format.ScalarByte
+	PTEInt8    int8 = format.ScalarChar
+	PTEInt16   int8 = format.ScalarShort
+	PTEInt32   int8 = format.ScalarInt
+	PTEInt64   int8 = format.ScalarLong
+	PTEFloat16 int8 = format.ScalarHalf
+	PTEFloat32 int8 = format.ScalarFloat
+	PTEFloat64 int8 = format.ScalarDouble
+	PTEBool8   int8 = format.ScalarBool
+	PTEBF16    int8 = format.ScalarBFloat16
 )
-
-// pteElemSize returns the element size of a ScalarType (0 when unknown or
-// reserved).
-func pteElemSize(st int8) int64 {
-	switch st {
-	case 0, 1, 11, 12, 13, 16, 17, 23, 24, 25, 26:
-		return 1
-	case 2, 5, 15, 22, 27:
-		return 2
-	case 3, 6, 14, 28:
-		return 4
-	case 4, 7, 29:
-		return 8
-	}
-	return 0
-}
 
 // NBytes returns the bytes reserved for the tensor's data.
 func (t *PTETensor) NBytes() int64 {
@@ -237,7 +222,7 @@ func (t *PTETensor) NBytes() int64 {
 	case t.Data != nil:
 		return int64(len(t.Data))
 	}
-	n := pteElemSize(t.ScalarType)
+	n := etElemSize(t.ScalarType)
 	for _, s := range t.Sizes {
 		if s < 0 {
 			return 0

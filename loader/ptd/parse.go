@@ -254,8 +254,10 @@ func (f *File) segmentAt(ds *ptdfb.DataSegment, i int) (segment.Segment, error) 
 	base, dataEnd := f.hdr.SegmentBaseOffset, f.hdr.SegmentBaseOffset+f.hdr.SegmentDataSize
 	abs := base + off
 	if abs < base || abs > dataEnd {
+		// abs may have wrapped: say "base + offset", not a wrapped sum
 		return segment.Segment{}, errorf(field+".offset", fieldPos(ds.Table(), 0),
-			"segment offset %d (absolute %d) lies outside the segment data [%d, %d)", off, base+off, base, dataEnd)
+			"segment offset %d (from segment_base_offset %d) lies outside the segment data [%d, %d): want at most %d",
+			off, base, base, dataEnd, dataEnd-base)
 	}
 	if sz > dataEnd-abs {
 		return segment.Segment{}, errorf(field+".size", fieldPos(ds.Table(), 1),
@@ -268,23 +270,9 @@ func (f *File) segmentAt(ds *ptdfb.DataSegment, i int) (segment.Segment, error) 
 	return s, nil
 }
 
-// scalarTypes maps ExecuTorch ScalarType codes to DTypes (Invalid: reserved
-// or unknown).
-var scalarTypes = [...]format.DType{
-	0: format.Uint8, 1: format.Int8, 2: format.Int16, 3: format.Int32, 4: format.Int64,
-	5: format.Float16, 6: format.Float32, 7: format.Float64,
-	11: format.Bool, 12: format.QInt8, 13: format.QUInt8, 14: format.QInt32,
-	15: format.BFloat16, 16: format.QUInt4x2, 17: format.QUInt2x4,
-	22: format.Bits16, 23: format.Float8E5M2, 24: format.Float8E4M3FN,
-	25: format.Float8E5M2FNUZ, 26: format.Float8E4M3FNUZ,
-	27: format.Uint16, 28: format.Uint32, 29: format.Uint64,
-}
-
 func dtypeOf(st int8) (format.DType, bool) {
-	if st < 0 || int(st) >= len(scalarTypes) || scalarTypes[st] == format.Invalid {
-		return format.Invalid, false
-	}
-	return scalarTypes[st], true
+	d, msg := format.ScalarTypeDType(st)
+	return d, msg == ""
 }
 
 // layoutSource is the part of TensorLayout and TensorMetadata a layout is
@@ -332,6 +320,11 @@ func (a *arena) layout() *Layout {
 }
 
 func (a *arena) int64s(n int) []int64 {
+	if n == 0 {
+		// a scalar's shape is empty, never nil (nil would depend on
+		// whether an earlier layout had dims, and marshal as null)
+		return []int64{}
+	}
 	if n > cap(a.dims)-len(a.dims) {
 		a.dims = make([]int64, 0, max(n, 64))
 	}

@@ -1,0 +1,316 @@
+//go:build linux
+
+package memlimit
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// errNoCgroup marks the reasons a memory cgroup cannot be used here; the
+// test skips on them.
+var errNoCgroup = errors.New("no writable memory cgroup")
+
+// cgroupParent is the memory cgroup directory this process lives in, under
+// which the test creates its child groups.
+type cgroupParent struct {
+	dir string
+	v2  bool
+}
+
+// findMemoryCgroup locates this process's memory cgroup: the v1 memory
+// controller's hierarchy when there is one, else the unified (v2)
+// hierarchy when it has the memory controller. It uses /proc/self/cgroup
+// for the path and /proc/self/mountinfo for where the hierarchy is mounted.
+func findMemoryCgroup() (cgroupParent, error) {
+	cg, err := os.ReadFile("/proc/self/cgroup")
+	if err != nil {
+		return cgroupParent{}, fmt.Errorf("%w: %v", errNoCgroup, err)
+	}
+	mi, err := os.ReadFile("/proc/self/mountinfo")
+	if err != nil {
+		return cgroupParent{}, fmt.Errorf("%w: %v", errNoCgroup, err)
+	}
+	p, err := locateMemoryCgroup(cg, mi)
+	if err != nil || !p.v2 {
+		return p, err
+	}
+	ctl, err := os.ReadFile(filepath.Join(p.dir, "cgroup.controllers"))
+	if err != nil || !hasWord(string(ctl), "memory") {
+		return cgroupParent{}, fmt.Errorf("%w: cgroup v2 group %s has no memory controller", errNoCgroup, p.dir)
+	}
+	return p, nil
+}
+
+// locateMemoryCgroup finds the memory cgroup directory from the contents of
+// /proc/self/cgroup and /proc/self/mountinfo, preferring a v1 memory
+// hierarchy to the unified one.
+func locateMemoryCgroup(cg, mi []byte) (cgroupParent, error) {
+	var v1Path, v2Path string
+	hasV2 := false
+	for _, line := range strings.Split(string(cg), "\n") {
+		f := strings.SplitN(line, ":", 3)
+		if len(f) != 3 {
+			continue
+		}
+		if f[0] == "0" && f[1] == "" {
+			v2Path, hasV2 = f[2], true
+			continue
+		}
+		if hasOpt(f[1], "memory") {
+			v1Path = f[2]
+		}
+	}
+	if v1Path != "" {
+		dir, err := cgroupDir(mi, func(fstype, opts string) bool {
+			return fstype == "cgroup" && hasOpt(opts, "memory")
+		}, v1Path)
+		return cgroupParent{dir: dir}, err
+	}
+	if !hasV2 {
+		return cgroupParent{}, fmt.Errorf("%w: /proc/self/cgroup names no memory controller", errNoCgroup)
+	}
+	dir, err := cgroupDir(mi, func(fstype, _ string) bool { return fstype == "cgroup2" }, v2Path)
+	return cgroupParent{dir: dir, v2: true}, err
+}
+
+func hasOpt(opts, o string) bool {
+	for _, x := range strings.Split(opts, ",") {
+		if x == o {
+			return true
+		}
+	}
+	return false
+}
+
+func hasWord(s, w string) bool {
+	for _, x := range strings.Fields(s) {
+		if x == w {
+			return true
+		}
+	}
+	return false
+}
+
+// cgroupDir finds the mount of the hierarchy that match accepts and
+// returns the directory of cgroup path p in it. A mount's root (field 4 of
+// mountinfo) may be a sub-tree of the hierarchy (cgroup namespaces, bind
+// mounts); p is relative to the hierarchy's root.
+func cgroupDir(mountinfo []byte, match func(fstype, superOpts string) bool, p string) (string, error) {
+	sc := bufio.NewScanner(bytes.NewReader(mountinfo))
+	for sc.Scan() {
+		line := sc.Text()
+		pre, post, ok := strings.Cut(line, " - ")
+		if !ok {
+			continue
+		}
+		f, g := strings.Fields(pre), strings.Fields(post)
+		if len(f) < 5 || len(g) < 3 || !match(g[0], g[2]) {
+			continue
+		}
+		root, mnt := unescapeMount(f[3]), unescapeMount(f[4])
+		rel := p
+		if root != "/" {
+			if p != root && !strings.HasPrefix(p, root+"/") {
+				continue
+			}
+			rel = strings.TrimPrefix(p, root)
+		}
+		return filepath.Join(mnt, rel), nil
+	}
+	return "", fmt.Errorf("%w: the cgroup hierarchy holding %q is not mounted", errNoCgroup, p)
+}
+
+// unescapeMount undoes mountinfo's octal escapes (\040 for a space).
+func unescapeMount(s string) string {
+	if !strings.Contains(s, `\`) {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if s[i] == '\\' && i+3 < len(s) {
+			if v, err := strconv.ParseUint(s[i+1:i+4], 8, 8); err == nil {
+				b.WriteByte(byte(v))
+				i += 3
+				continue
+			}
+		}
+		b.WriteByte(s[i])
+	}
+	return b.String()
+}
+
+// cgroup is a memory cgroup the test created, with a hard limit.
+type cgroup struct {
+	dir string
+	v2  bool
+}
+
+// groupPrefix names the test's groups; a group left behind by a killed
+// run (no processes in it) is removed by the next run.
+const groupPrefix = "edgeload-memlimit-"
+
+// removeStale removes empty groups left behind by earlier runs: those
+// named after a test process (groupPrefix + pid + "-" + n) that has exited.
+func (p cgroupParent) removeStale() {
+	ents, err := os.ReadDir(p.dir)
+	if err != nil {
+		return
+	}
+	for _, e := range ents {
+		rest, ok := strings.CutPrefix(e.Name(), groupPrefix)
+		pid, _, _ := strings.Cut(rest, "-")
+		if !e.IsDir() || !ok || pid == "" {
+			continue
+		}
+		if _, err := os.Stat("/proc/" + pid); err == nil {
+			continue // its test process is still running
+		}
+		d := filepath.Join(p.dir, e.Name())
+		if b, err := os.ReadFile(filepath.Join(d, "cgroup.procs")); err == nil && len(bytes.TrimSpace(b)) == 0 {
+			os.Remove(d)
+		}
+	}
+}
+
+// create makes a child group named name with a hard memory limit (and no
+// swap, where the group's swap can be limited), with the OOM killer enabled.
+// Permission and read-only errors wrap errNoCgroup.
+func (p cgroupParent) create(name string, limit int64) (*cgroup, error) {
+	dir := filepath.Join(p.dir, name)
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		if errors.Is(err, os.ErrPermission) || errors.Is(err, syscall.EROFS) || errors.Is(err, syscall.EACCES) {
+			return nil, fmt.Errorf("%w: %v", errNoCgroup, err)
+		}
+		return nil, err
+	}
+	c := &cgroup{dir: dir, v2: p.v2}
+	fail := func(err error) (*cgroup, error) {
+		c.remove()
+		if errors.Is(err, os.ErrPermission) || errors.Is(err, syscall.EROFS) {
+			err = fmt.Errorf("%w: %v", errNoCgroup, err)
+		}
+		return nil, err
+	}
+	lim := strconv.FormatInt(limit, 10)
+	if p.v2 {
+		if err := c.write("memory.max", lim); err != nil {
+			return fail(err)
+		}
+		// Without swap the numbers match a phone without swap; a
+		// kernel without swap accounting has no memory.swap.max.
+		if err := c.write("memory.swap.max", "0"); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return fail(err)
+		}
+		return c, nil
+	}
+	if err := c.write("memory.limit_in_bytes", lim); err != nil {
+		return fail(err)
+	}
+	if err := c.write("memory.memsw.limit_in_bytes", lim); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return fail(err)
+	}
+	// oom_kill_disable 1 would freeze the child at the limit instead of
+	// killing it: make sure it is 0.
+	if err := c.write("memory.oom_control", "0"); err != nil {
+		return fail(err)
+	}
+	if s, _ := c.read("memory.oom_control"); !strings.Contains(s, "oom_kill_disable 0") {
+		return fail(fmt.Errorf("%s: oom_kill_disable is not 0: %q", dir, s))
+	}
+	return c, nil
+}
+
+func (c *cgroup) write(file, v string) error {
+	return os.WriteFile(filepath.Join(c.dir, file), []byte(v), 0)
+}
+
+func (c *cgroup) read(file string) (string, error) {
+	b, err := os.ReadFile(filepath.Join(c.dir, file))
+	return strings.TrimSpace(string(b)), err
+}
+
+// addProc moves process pid (all its threads) into the group and checks
+// that /proc/pid/cgroup agrees.
+func (c *cgroup) addProc(pid int) error {
+	if err := c.write("cgroup.procs", strconv.Itoa(pid)); err != nil {
+		return err
+	}
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/cgroup", pid))
+	if err != nil {
+		return err
+	}
+	if !strings.Contains(string(b), filepath.Base(c.dir)+"\n") {
+		return fmt.Errorf("process %d is not in %s after the move: %s", pid, c.dir, b)
+	}
+	return nil
+}
+
+// limit returns the group's hard limit in bytes.
+func (c *cgroup) limit() (int64, error) {
+	if c.v2 {
+		return c.readInt("memory.max")
+	}
+	return c.readInt("memory.limit_in_bytes")
+}
+
+// peak returns the group's peak charged memory: memory.max_usage_in_bytes
+// (v1) or memory.peak (v2, Linux 5.19+). It counts the page cache the
+// group's processes brought in as well as their anonymous memory.
+func (c *cgroup) peak() (int64, error) {
+	if c.v2 {
+		return c.readInt("memory.peak")
+	}
+	return c.readInt("memory.max_usage_in_bytes")
+}
+
+func (c *cgroup) readInt(file string) (int64, error) {
+	s, err := c.read(file)
+	if err != nil {
+		return 0, err
+	}
+	return strconv.ParseInt(s, 10, 64)
+}
+
+// oomKills returns how many of the group's processes the OOM killer
+// killed (v1 memory.oom_control, v2 memory.events: "oom_kill N"); -1 when
+// the kernel does not say.
+func (c *cgroup) oomKills() int64 {
+	file := "memory.oom_control"
+	if c.v2 {
+		file = "memory.events"
+	}
+	s, _ := c.read(file)
+	for _, line := range strings.Split(s, "\n") {
+		if v, ok := strings.CutPrefix(line, "oom_kill "); ok {
+			if n, err := strconv.ParseInt(v, 10, 64); err == nil {
+				return n
+			}
+		}
+	}
+	return -1
+}
+
+// remove deletes the group, retrying while the kernel still counts an
+// exiting process in it. Charges left (page cache) move to the parent.
+func (c *cgroup) remove() error {
+	var err error
+	for range 50 {
+		if err = syscall.Rmdir(c.dir); err == nil || errors.Is(err, syscall.ENOENT) {
+			return nil
+		}
+		if !errors.Is(err, syscall.EBUSY) {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	return fmt.Errorf("rmdir %s: %w", c.dir, err)
+}

@@ -24,6 +24,15 @@
 // pages back in from the file. Prefetch is the opposite (MADV_POPULATE_READ,
 // or MADV_WILLNEED where the kernel lacks it).
 //
+// Dropping the page cache is coarser than dropping the process's pages: a
+// file system that caches in large folios (ext4 and xfs use folios of up to
+// 2 MiB on recent kernels) drops only folios the range covers wholly, so
+// releasing tensor after tensor with [DropPageCache] can leave a folio that
+// straddles two tensors cached. Streaming readers release "behind" over the
+// range from the previous tensor's start to the current one's end (see
+// bench/memlimit, which measured 49% of a 4 GiB file left cached per-tensor,
+// and 26 pages with the release-behind range).
+//
 // # SIGBUS
 //
 // Reading a view of a file that was truncated after it was mapped raises

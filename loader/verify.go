@@ -103,6 +103,15 @@ func (m *Model) Verify() (VerifyReport, error) {
 
 // verifyTensor checks one tensor's description against its view.
 func (m *Model) verifyTensor(t *format.Tensor, inline segment.Segment) error {
+	if t.Location == format.LocNone {
+		// declared without data (an RTen constant with neither inline data
+		// nor a data_offset, which rten.Open warns about); its dtype may be
+		// unknown too
+		if t.Data.Len() != 0 || t.Data.File() != nil {
+			return fmt.Errorf("tensor without data has a %d-byte view", t.Data.Len())
+		}
+		return nil
+	}
 	if !t.DType.Valid() {
 		return fmt.Errorf("invalid dtype %v", t.DType)
 	}

@@ -49,14 +49,13 @@ type FormatError struct {
 // Error formats the error as "pte: Program.segments[2].offset at offset 0x1c8: msg".
 func (e *FormatError) Error() string {
 	s := e.Format + ": "
-	if e.Field != "" {
-		s += e.Field + " "
-	}
-	if e.Offset >= 0 {
-		s += fmt.Sprintf("at offset %#x", e.Offset)
-	}
-	if e.Field != "" || e.Offset >= 0 {
-		s += ": "
+	switch {
+	case e.Field != "" && e.Offset >= 0:
+		s += fmt.Sprintf("%s at offset %#x: ", e.Field, e.Offset)
+	case e.Field != "":
+		s += e.Field + ": "
+	case e.Offset >= 0:
+		s += fmt.Sprintf("at offset %#x: ", e.Offset)
 	}
 	return s + e.Msg
 }

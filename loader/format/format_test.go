@@ -74,6 +74,12 @@ func TestFormatError(t *testing.T) {
 	if w.Error() != "ptd: file is 10 bytes, header says 20" || !errors.Is(w, ErrTruncated) {
 		t.Errorf("Wrapf: %q", w.Error())
 	}
+	if got := Errorf("rten", "graph", -1, "x").Error(); got != "rten: graph: x" {
+		t.Errorf("field without offset: %q", got)
+	}
+	if got := Errorf("rten", "", 16, "x").Error(); got != "rten: at offset 0x10: x" {
+		t.Errorf("offset without field: %q", got)
+	}
 	var fe *FormatError
 	if !errors.As(error(w), &fe) || fe.Format != "ptd" {
 		t.Error("errors.As failed")

@@ -131,13 +131,23 @@ func (l Location) String() string {
 // Numel returns the product of dims and the tensor's byte size for element
 // type d, with overflow and negative dims rejected. maxBytes bounds the
 // result (pass the file size, or math.MaxInt64).
+//
+// A shape with a zero dimension has no elements, whatever its other
+// dimensions (their product is not checked against maxBytes).
 func Numel(dims []int64, d DType, maxBytes int64) (numel, nbytes int64, ok bool) {
-	numel = 1
+	empty := false
 	for _, x := range dims {
 		if x < 0 {
 			return 0, 0, false
 		}
-		if x != 0 && numel > maxBytes/x {
+		empty = empty || x == 0
+	}
+	if empty {
+		return 0, 0, d.Size() > 0
+	}
+	numel = 1
+	for _, x := range dims {
+		if numel > maxBytes/x {
 			// the product already exceeds any size that fits the file
 			return 0, 0, false
 		}

@@ -76,7 +76,7 @@ func ScalarTypeDType(st int8) (DType, string) {
 		return scalarTypes[st], ""
 	}
 	if n, ok := scalarReserved[st]; ok {
-		return Invalid, fmt.Sprintf("scalar type %d (%s) is reserved: complex and sub-byte bit types are not supported", st, n)
+		return Invalid, fmt.Sprintf("scalar type %d (%s) is reserved: complex and sub-byte bit types are not supported (want one of 0-7, 11-17, 22-29)", st, n)
 	}
 	return Invalid, fmt.Sprintf("scalar type %d is not an ExecuTorch ScalarType (known: 0-7, 11-17, 22-29)", st)
 }

@@ -100,5 +100,5 @@ func ExampleNewBytes_error() {
 	_, err = rten.NewBytes(b)
 	fmt.Println(err)
 	// Output:
-	// rten: header.version at offset 0x4: version 3; this loader reads version 2 (and headerless version 1 files)
+	// rten: header.version at offset 0x4: version 3; want 2 (this loader reads version 2, and headerless version 1 files)
 }

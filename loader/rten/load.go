@@ -22,8 +22,14 @@ type loader struct {
 	maxDepth int
 	newData  func(off, n int64) (segment.Segment, error)
 
-	consts   []Constant
-	owners   []*Node // owners[i] is the node of consts[i]
+	consts []Constant
+	owners []*Node // owners[i] is the node of consts[i]
+	// budget bounds what Open copies out of the FlatBuffer (vector
+	// elements, string bytes, nodes), in units of about 8 bytes: a
+	// FlatBuffer may point many tables at one vector, string or table, and
+	// without a bound a file of kilobytes could make Open allocate
+	// gigabytes (see charge).
+	budget   int64
 	graphs   map[flatbuffers.UOffsetT]*built
 	warnings []string
 }
@@ -38,9 +44,32 @@ type built struct {
 func (l *loader) pos(p flatbuffers.UOffsetT) int64 { return l.base + int64(p) }
 
 func (l *loader) warnf(msg string, args ...any) {
-	// bounded: at most a few warnings per node, and nodes are bounded by
-	// the verified FlatBuffer's size
-	l.warnings = append(l.warnings, fmt.Sprintf(msg, args...))
+	// bounded: at most a few warnings per node, and nodes by the budget,
+	// which the warning's length is charged to (the next charge fails)
+	w := fmt.Sprintf(msg, args...)
+	l.budget -= int64(len(w))/8 + 4
+	l.warnings = append(l.warnings, w)
+}
+
+// budgetPerByte and budgetSlack size the work budget: budgetPerByte units
+// per FlatBuffer byte plus budgetSlack. A file whose tables are not shared
+// spends at most about one unit per byte.
+const (
+	budgetPerByte = 4
+	budgetSlack   = 1 << 16
+)
+
+// charge spends n units of the work budget before Open copies n elements
+// (or 8n bytes) out of the FlatBuffer at p, and fails when the file's
+// tables copy out more than its size can hold without sharing.
+func (l *loader) charge(n int, field string, p flatbuffers.UOffsetT) error {
+	l.budget -= int64(n)
+	if l.budget < 0 {
+		return format.Errorf(fmtName, field, l.pos(p),
+			"the graph copies out more than %d elements, more than a %d-byte model can hold unless many tables share the same vectors, strings or nodes (want at most %d elements per FlatBuffer byte)",
+			budgetPerByte*int64(len(l.buf))+budgetSlack, len(l.buf), budgetPerByte)
+	}
+	return nil
 }
 
 // fieldPos returns the position of field id of a table, or 0 if absent.
@@ -76,13 +105,16 @@ func (l *loader) indices(t *flatbuffers.Table, id int, n int, field, what string
 	if !ok {
 		return nil, nil
 	}
+	if err := l.charge(cnt, field, start); err != nil {
+		return nil, err
+	}
 	out := make([]uint32, cnt)
 	for j := range out {
 		p := start + flatbuffers.UOffsetT(4*j)
 		v := t.GetUint32(p)
 		if uint64(v) >= uint64(n) {
 			return nil, format.Errorf(fmtName, field+"["+strconv.Itoa(j)+"]", l.pos(p),
-				"%s %d refers to node %d; the graph has %d nodes", what, j, v, n)
+				"%s %d refers to node %d; the graph has %d nodes (want below %[4]d)", what, j, v, n)
 		}
 		out[j] = v
 	}
@@ -96,13 +128,16 @@ func (l *loader) refs(t *flatbuffers.Table, id int, n int, field, node, what str
 	if !ok {
 		return nil, nil
 	}
+	if err := l.charge(cnt, field, start); err != nil {
+		return nil, err
+	}
 	out := make([]int32, cnt)
 	for j := range out {
 		p := start + flatbuffers.UOffsetT(4*j)
 		v := t.GetInt32(p)
 		if v >= 0 && int64(v) >= int64(n) {
 			return nil, format.Errorf(fmtName, field+"["+strconv.Itoa(j)+"]", l.pos(p),
-				"%s: %s %d refers to node %d; the graph has %d nodes", node, what, j, v, n)
+				"%s: %s %d refers to node %d; the graph has %d nodes (want below %[5]d, or negative for none)", node, what, j, v, n)
 		}
 		out[j] = v
 	}
@@ -116,16 +151,19 @@ func (l *loader) graph(g *rtenfb.Graph, path, field string, depth int) (*Graph, 
 	tab := g.Table()
 	if depth > l.maxDepth {
 		return nil, format.Errorf(fmtName, field, l.pos(tab.Pos),
-			"subgraphs nested more than %d deep", l.maxDepth)
+			"subgraphs nested more than %d deep (want at most %[1]d levels)", l.maxDepth)
 	}
 	if b, ok := l.graphs[tab.Pos]; ok {
 		if !b.done { // fbverify's depth limit rejects cycles first; be sure
 			return nil, format.Errorf(fmtName, field, l.pos(tab.Pos),
-				"subgraph refers back to an enclosing graph (%s)", b.g.Path)
+				"subgraph refers back to an enclosing graph (%s); a graph must not contain itself", b.g.Path)
 		}
 		return b.g, nil
 	}
 	n := g.NodesLength()
+	if err := l.charge(8*n+len(path)/8+8, field+".nodes", tab.Pos); err != nil {
+		return nil, err
+	}
 	out := &Graph{Path: path, Nodes: make([]Node, n)}
 	b := &built{g: out}
 	l.graphs[tab.Pos] = b
@@ -155,8 +193,13 @@ func (l *loader) graph(g *rtenfb.Graph, path, field string, depth int) (*Graph, 
 
 func (l *loader) node(nd *rtenfb.Node, g *Graph, i int, gfield string, depth int) error {
 	node := &g.Nodes[i]
-	node.Name = string(nd.Name())
 	field := gfield + ".nodes[" + strconv.Itoa(i) + "]"
+	ndt := nd.Table()
+	name := nd.Name()
+	if err := l.charge(len(name)/8+1, field+".name", ndt.Pos); err != nil {
+		return err
+	}
+	node.Name = string(name)
 	desc := nodeDesc(i, node.Name)
 	var u flatbuffers.Table
 	switch kind := nd.DataType(); kind {
@@ -183,9 +226,12 @@ func (l *loader) node(nd *rtenfb.Node, g *Graph, i int, gfield string, depth int
 		var v rtenfb.ValueNode
 		v.Init(u.Bytes, u.Pos)
 		node.Kind = KindValue
-		node.Value = l.value(&v)
+		val, err := l.value(&v, field+".data")
+		if err != nil {
+			return err
+		}
+		node.Value = val
 	default: // NONE: fbverify rejects unknown tags
-		ndt := nd.Table()
 		return format.Errorf(fmtName, field+".data", l.pos(ndt.Pos),
 			"%s has no data (NodeKind NONE); want an operator, constant or value", desc)
 	}
@@ -195,6 +241,9 @@ func (l *loader) node(nd *rtenfb.Node, g *Graph, i int, gfield string, depth int
 func (l *loader) operator(op *rtenfb.OperatorNode, g *Graph, i int, field, desc string, depth int) (*Operator, error) {
 	tab := op.Table()
 	n := len(g.Nodes)
+	if err := l.charge(16, field, tab.Pos); err != nil {
+		return nil, err
+	}
 	o := &Operator{Type: OperatorType(op.Type()), AttrsType: uint8(op.AttrsType())}
 	var err error
 	if o.Inputs, err = l.refs(&tab, idOpInputs, n, field+".inputs", desc, "input"); err != nil {
@@ -294,10 +343,15 @@ func (l *loader) constant(c *rtenfb.ConstantNode, g *Graph, i int, node *Node, f
 	k := Constant{Graph: g.Path, Node: i, DataOffset: -1}
 	k.Offset = -1
 	k.Name, k.NameExplicit = node.Name, node.Name != ""
+	start, rank, _ := vec(&tab, idConstShape) // required: verified present
+	// the Constant, its Tensor copy and index entry, a made-up name, the
+	// shape
+	if err := l.charge(64+len(g.Path)/8+rank, field, tab.Pos); err != nil {
+		return err
+	}
 	if !k.NameExplicit {
 		k.Name = g.Path + "/nodes/" + strconv.Itoa(i)
 	}
-	start, rank, _ := vec(&tab, idConstShape) // required: verified present
 	k.Shape = make([]int64, rank)
 	for j := range k.Shape {
 		k.Shape[j] = int64(tab.GetUint32(start + flatbuffers.UOffsetT(4*j)))
@@ -345,26 +399,26 @@ func (l *loader) constant(c *rtenfb.ConstantNode, g *Graph, i int, node *Node, f
 func (l *loader) external(k *Constant, off uint64, dt format.DType, hasDType bool, field, desc string, offPos flatbuffers.UOffsetT) error {
 	if l.hdr.Version < 2 {
 		return format.Errorf(fmtName, field+".data_offset", l.pos(offPos),
-			"%s has a data_offset, but a V1 file has no tensor data section", desc)
+			"%s has a data_offset, but a V1 file has no tensor data section (want inline data)", desc)
 	}
 	if !hasDType {
 		return format.Errorf(fmtName, field+".dtype", l.pos(offPos),
-			"%s: external constant (data_offset %d) has no dtype", desc, off)
+			"%s: external constant (data_offset %d) has no dtype; an external constant must have one", desc, off)
 	}
 	section := l.size - l.hdr.TensorDataOffset
 	if off > uint64(section) {
 		return format.Wrapf(format.ErrTruncated, fmtName, field+".data_offset", l.pos(offPos),
-			"%s: data_offset %d is past the end of the tensor data section (%d bytes at %d)",
+			"%s: data_offset %d is past the end of the tensor data section (%d bytes at %d): want at most %[3]d",
 			desc, off, section, l.hdr.TensorDataOffset)
 	}
 	_, nb, ok := format.Numel(k.Shape, dt, math.MaxInt64)
 	if !ok {
 		return format.Errorf(fmtName, field+".shape", l.pos(offPos),
-			"%s: shape %v of %s overflows a 64-bit byte count", desc, k.Shape, dt)
+			"%s: shape %v of %s overflows a 64-bit byte count (want numel × element size below 2^63)", desc, k.Shape, dt)
 	}
 	if nb > section-int64(off) {
 		return format.Wrapf(format.ErrTruncated, fmtName, field+".data_offset", l.pos(offPos),
-			"%s: %d bytes at data_offset %d run past the end of the tensor data section (%d bytes at %d)",
+			"%s: %d bytes at data_offset %d run past the end of the tensor data section (%d bytes at %d): want data_offset + size at most %[4]d",
 			desc, nb, off, section, l.hdr.TensorDataOffset)
 	}
 	abs := l.hdr.TensorDataOffset + int64(off)
@@ -388,11 +442,11 @@ func (l *loader) inline(k *Constant, c *rtenfb.ConstantNode, tag rtenfb.Constant
 	numel, _, ok := format.Numel(k.Shape, dt, math.MaxInt64)
 	if !ok {
 		return format.Errorf(fmtName, field+".shape", l.pos(u.Pos),
-			"%s: shape %v of %s overflows a 64-bit byte count", desc, k.Shape, dt)
+			"%s: shape %v of %s overflows a 64-bit byte count (want numel × element size below 2^63)", desc, k.Shape, dt)
 	}
 	if numel != int64(cnt) {
 		return format.Errorf(fmtName, field+".data.data", l.pos(start),
-			"%s: inline data has %d elements; shape %v needs %d", desc, cnt, k.Shape, numel)
+			"%s: inline data has %d elements; shape %v needs %d (want exactly that many)", desc, cnt, k.Shape, numel)
 	}
 	nb := numel * int64(dt.Size())
 	abs := l.pos(start)
@@ -405,10 +459,16 @@ func (l *loader) inline(k *Constant, c *rtenfb.ConstantNode, tag rtenfb.Constant
 	return nil
 }
 
-func (l *loader) value(v *rtenfb.ValueNode) *Value {
+func (l *loader) value(v *rtenfb.ValueNode, field string) (*Value, error) {
 	tab := v.Table()
+	if err := l.charge(4, field, tab.Pos); err != nil {
+		return nil, err
+	}
 	out := &Value{}
 	if n := v.ShapeLength(); fieldPos(&tab, idValueShape) != 0 {
+		if err := l.charge(4*n, field+".shape", tab.Pos); err != nil {
+			return nil, err
+		}
 		out.HasShape = true
 		out.Shape = make([]Dim, n)
 		var d rtenfb.Dim
@@ -417,7 +477,11 @@ func (l *loader) value(v *rtenfb.ValueNode) *Value {
 			dt := d.Table()
 			out.Shape[j].Value = d.Value()
 			if fieldPos(&dt, idDimName) != 0 {
-				out.Shape[j].Name = string(d.Name())
+				name := d.Name()
+				if err := l.charge(len(name)/8+1, field+".shape["+strconv.Itoa(j)+"].name", dt.Pos); err != nil {
+					return nil, err
+				}
+				out.Shape[j].Name = string(name)
 				out.Shape[j].Symbolic = true
 			}
 		}
@@ -427,7 +491,7 @@ func (l *loader) value(v *rtenfb.ValueNode) *Value {
 		out.HasDType, out.RawDType = true, raw
 		out.DType = valueDType(rtenfb.DataType(raw))
 	}
-	return out
+	return out, nil
 }
 
 // metadata reads the Metadata table (all eight strings optional).

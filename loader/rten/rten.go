@@ -144,7 +144,7 @@ func load(f *mmapfile.File, c config) (m *Model, err error) {
 	}
 	gerr := mmapfile.Guard(func() { m, err = parse(f, c) })
 	if gerr != nil {
-		return nil, format.Wrapf(format.ErrTruncated, fmtName, "", -1, "reading the model: %v", gerr)
+		return nil, format.Wrapf(format.ErrTruncated, fmtName, "", -1, "reading the model: %v (the file must keep its size while it is open)", gerr)
 	}
 	return m, err
 }
@@ -180,12 +180,13 @@ func parse(f *mmapfile.File, c config) (*Model, error) {
 			off = hdr.ModelOffset + int64(p)
 		}
 		return nil, format.Wrapf(format.ErrUnsupportedVersion, fmtName, "Model.schema_version", off,
-			"schema version %d; this loader reads schema version %d", v, SchemaVersion)
+			"schema version %d; want %d, the schema version this loader reads", v, SchemaVersion)
 	}
 	l := &loader{
 		buf: buf, base: hdr.ModelOffset, size: size, hdr: hdr, maxDepth: c.maxDepth,
 		newData: func(off, n int64) (segment.Segment, error) { return segment.New(f, off, n) },
 		graphs:  make(map[flatbuffers.UOffsetT]*built),
+		budget:  budgetPerByte*int64(len(buf)) + budgetSlack,
 	}
 	m := &Model{f: f, hdr: hdr, meta: l.metadata(root)}
 	g, err := l.graph(root.Graph(nil), "graph", "Model.graph", 0)

@@ -163,7 +163,7 @@ func parseHeader(mf *mmapfile.File, size int64) (Header, error) {
 	}
 	if int64(segEnd) > size {
 		return h, wrapf(format.ErrTruncated, "header.segment_data_size", offSegSize,
-			"file of %d bytes is too small: segment data ends at %d (segment_base_offset %d + segment_data_size %d)",
+			"file of %d bytes is too small: segment data ends at %d (segment_base_offset %d + segment_data_size %d); want at least %[2]d bytes",
 			size, segEnd, h.SegmentBaseOffset, h.SegmentDataSize)
 	}
 	if h.SegmentDataSize > 0 && h.SegmentBaseOffset < fbEnd {
@@ -242,7 +242,7 @@ func parse(mf *mmapfile.File, c config) (*File, error) {
 func checkVersion(v uint32, pos int64) error {
 	if v > MaxVersion {
 		return wrapf(format.ErrUnsupportedVersion, "FlatTensor.version", pos,
-			"FlatTensor version %d; this loader reads versions up to %d", v, MaxVersion)
+			"FlatTensor version %d; want at most %d, the latest this loader reads", v, MaxVersion)
 	}
 	return nil
 }
@@ -353,7 +353,7 @@ func (f *File) readLayout(src layoutSource, loc at, key string, ids [3]int, si i
 	dt, ok := dtypeOf(st)
 	if !ok {
 		return nil, 0, errorf(loc.field(loc.sub+".scalar_type"), fieldPos(t, ids[0]),
-			"key %q: scalar type %d is reserved or unknown", key, st)
+			"key %q: scalar type %d is reserved or unknown (want a known ExecuTorch ScalarType: 0-7, 11-17, 22-29)", key, st)
 	}
 	n := src.SizesLength()
 	if ar.budget -= n; ar.budget < 0 {
@@ -398,7 +398,7 @@ func (f *File) readLayout(src layoutSource, loc at, key string, ids [3]int, si i
 			has = fmt.Sprintf("segment %d (%d bytes) holds %d past offset %d", si, seg.Len(), room, off)
 		}
 		return nil, 0, errorf(loc.field(loc.sub+".sizes"), fieldPos(t, ids[1]),
-			"key %q: layout %s%v needs %s bytes, but %s", key, dt, l.Sizes, need, has)
+			"key %q: layout %s%v needs %s bytes, but %s; want at least %[4]s", key, dt, l.Sizes, need, has)
 	}
 	return l, nbytes, nil
 }
@@ -406,7 +406,7 @@ func (f *File) readLayout(src layoutSource, loc at, key string, ids [3]int, si i
 // addEntry indexes e by key; a key listed twice is an error at loc.
 func (f *File) addEntry(e NamedData, loc at, keyField string, pos int64, locs *[]at) error {
 	if j, dup := f.index[e.Key]; dup {
-		return errorf(loc.field(keyField), pos, "key %q listed twice (first in %s)", e.Key, (*locs)[j].field(""))
+		return errorf(loc.field(keyField), pos, "key %q listed twice (first in %s); keys must be unique", e.Key, (*locs)[j].field(""))
 	}
 	f.index[e.Key] = int32(len(f.entries))
 	f.entries = append(f.entries, e)
@@ -444,7 +444,7 @@ func (f *File) readSegments(nseg int, get func(*ptdfb.DataSegment, int) bool) er
 
 func (f *File) segmentIndex(idx uint32, loc at, pos int64, key string) (int, error) {
 	if uint64(idx) >= uint64(len(f.segs)) {
-		return 0, errorf(loc.field(".segment_index"), pos, "key %q: segment_index %d out of range (%d segments)", key, idx, len(f.segs))
+		return 0, errorf(loc.field(".segment_index"), pos, "key %q: segment_index %d out of range (%d segments): want below %[3]d", key, idx, len(f.segs))
 	}
 	return int(idx), nil
 }

@@ -58,7 +58,7 @@ func parseHeader(head []byte, size int64) (Header, error) {
 	h.Length = binary.LittleEndian.Uint32(head[12:16])
 	if h.Length < ehMinLength {
 		return h, format.Errorf(formatName, "extended_header.length", 12,
-			"extended header length %d is shorter than the minimum of %d bytes", h.Length, ehMinLength)
+			"extended header length %d is shorter than the minimum of %d bytes (want at least %[2]d)", h.Length, ehMinLength)
 	}
 	hdrEnd := int64(ehStart) + int64(h.Length)
 	if hdrEnd > size {
@@ -73,7 +73,7 @@ func parseHeader(head []byte, size int64) (Header, error) {
 			"program_size %d is smaller than the headers it must include (%d bytes)", ps, hdrEnd)
 	case ps > uint64(size):
 		return h, format.Wrapf(format.ErrTruncated, formatName, "extended_header.program_size", 16,
-			"program_size %d exceeds the file's %d bytes: file truncated", ps, size)
+			"program_size %d exceeds the file's %d bytes: file truncated (want at most %[2]d)", ps, size)
 	case ps > fbverify.MaxSize:
 		return h, format.Errorf(formatName, "extended_header.program_size", 16,
 			"program_size %d exceeds the 2 GiB FlatBuffer limit", ps)
@@ -82,7 +82,7 @@ func parseHeader(head []byte, size int64) (Header, error) {
 	if base != 0 {
 		if base < ps {
 			return h, format.Errorf(formatName, "extended_header.segment_base_offset", 24,
-				"segment_base_offset %d lies inside the program (program_size %d)", base, ps)
+				"segment_base_offset %d lies inside the program (program_size %d): want at least %[2]d", base, ps)
 		}
 		if base > uint64(size) {
 			return h, format.Wrapf(format.ErrTruncated, formatName, "extended_header.segment_base_offset", 24,
@@ -104,7 +104,7 @@ func parseHeader(head []byte, size int64) (Header, error) {
 			}
 			if end := h.SegmentBase + h.SegmentDataSize; end > size {
 				return h, format.Wrapf(format.ErrTruncated, formatName, "extended_header.segment_data_size", 32,
-					"file is %d bytes but its header says segment data ends at %d (segment_base_offset %d + segment_data_size %d): file truncated",
+					"file is %d bytes but its header says segment data ends at %d (segment_base_offset %d + segment_data_size %d): file truncated (want at least %[2]d bytes)",
 					size, end, base, ds)
 			}
 		}

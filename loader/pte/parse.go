@@ -51,8 +51,12 @@ func newProgram(mf *mmapfile.File, owns bool, o options) (*Program, error) {
 	}
 	root := ptefb.GetRootAsProgram(fb, 0)
 	if v := root.Version(); v != 0 {
-		return nil, format.Wrapf(format.ErrUnsupportedVersion, formatName, "Program.version", -1,
-			"program schema version %d is newer than this loader reads (0)", v)
+		off := int64(-1)
+		if t := root.Table(); t.Offset(4) != 0 {
+			off = int64(t.Pos) + int64(t.Offset(4))
+		}
+		return nil, format.Wrapf(format.ErrUnsupportedVersion, formatName, "Program.version", off,
+			"program schema version %d is newer than this loader reads (want 0)", v)
 	}
 	if err := fbverify.Verify(fb, descProgram, vo); err != nil {
 		return nil, err
@@ -175,8 +179,8 @@ func (b *builder) segments() error {
 		}
 		end := abs + int64(sz)
 		if p.hdr.SegmentDataSizeKnown && base != 0 && end > base+p.hdr.SegmentDataSize {
-			return b.fail(field, pos, "segment [%d, %d) ends past the segment data the header declares (segment_base_offset %d + segment_data_size %d)",
-				abs, end, base, p.hdr.SegmentDataSize)
+			return b.fail(field, pos, "segment [%d, %d) ends past the segment data the header declares (segment_base_offset %d + segment_data_size %d): want it to end by %d",
+				abs, end, base, p.hdr.SegmentDataSize, base+p.hdr.SegmentDataSize)
 		}
 		if end > b.size {
 			return format.Wrapf(format.ErrTruncated, formatName, field, pos,
@@ -206,7 +210,7 @@ func (b *builder) constants() error {
 		si := cs.SegmentIndex()
 		if int64(si) >= int64(len(p.segments)) {
 			return b.fail("Program.constant_segment.segment_index", pos,
-				"segment_index %d out of range (the program has %d segments)", si, len(p.segments))
+				"segment_index %d out of range (the program has %d segments: want below %[2]d)", si, len(p.segments))
 		}
 		b.constSeg = int(si)
 		var err error
@@ -223,7 +227,7 @@ func (b *builder) constants() error {
 		si := ms.SegmentIndex()
 		if int64(si) >= int64(len(p.segments)) {
 			return b.fail(field+".segment_index", int64(ms.Table().Pos),
-				"segment_index %d out of range (the program has %d segments)", si, len(p.segments))
+				"segment_index %d out of range (the program has %d segments: want below %[2]d)", si, len(p.segments))
 		}
 		if i == 0 {
 			b.mutSeg = int(si)
@@ -269,7 +273,7 @@ func (b *builder) namedData() error {
 		si := nd.SegmentIndex()
 		if int64(si) >= int64(len(p.segments)) {
 			return b.fail(field+".segment_index", int64(nd.Table().Pos),
-				"segment_index %d out of range (the program has %d segments)", si, len(p.segments))
+				"segment_index %d out of range (the program has %d segments: want below %[2]d)", si, len(p.segments))
 		}
 		k := string(key)
 		p.named[i] = format.NamedData{Key: k, Segment: int(si), Data: p.segments[si]}
@@ -668,7 +672,7 @@ func (b *builder) tensor(m *Method, v int, val *Value, x *ptefb.Tensor, field st
 	for k := range tv.Sizes {
 		s := x.Sizes(k)
 		if s < 0 {
-			return b.fail(idx(field+".sizes", k), pos, "negative size %d", s)
+			return b.fail(idx(field+".sizes", k), pos, "negative size %d (want >= 0)", s)
 		}
 		tv.Sizes[k] = int64(s)
 	}
@@ -764,7 +768,7 @@ func (b *builder) tensor(m *Method, v int, val *Value, x *ptefb.Tensor, field st
 			if cb == 0 {
 				return b.fail(bf, pos, "tensor %q has data_buffer_idx %d but the program has no constant data (no constant_segment, empty constant_buffer)", t.Name, tv.DataBufferIndex)
 			}
-			return b.fail(bf, pos, "tensor %q: data_buffer_idx %d out of range (constant_buffer has %d entries)", t.Name, tv.DataBufferIndex, cb)
+			return b.fail(bf, pos, "tensor %q: data_buffer_idx %d out of range (constant_buffer has %d entries: want below %[3]d)", t.Name, tv.DataBufferIndex, cb)
 		}
 		var buf ptefb.Buffer
 		b.root.ConstantBuffer(&buf, int(tv.DataBufferIndex))
@@ -787,7 +791,7 @@ func (b *builder) tensor(m *Method, v int, val *Value, x *ptefb.Tensor, field st
 			}
 		}
 		if int64(tv.DataBufferIndex) >= int64(len(offs)) {
-			return b.fail(bf, pos, "tensor %q: data_buffer_idx %d out of range (%s has %d offsets)", t.Name, tv.DataBufferIndex, what, len(offs))
+			return b.fail(bf, pos, "tensor %q: data_buffer_idx %d out of range (%s has %d offsets: want below %[4]d)", t.Name, tv.DataBufferIndex, what, len(offs))
 		}
 		off := offs[tv.DataBufferIndex]
 		ss := p.segments[seg]

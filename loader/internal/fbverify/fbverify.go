@@ -102,7 +102,7 @@ func Verify(buf []byte, root *Table, opt Options) error {
 		return v.fail(0, "FlatBuffer of %d bytes exceeds the 2 GiB FlatBuffer limit", len(buf))
 	}
 	if len(buf) < 8 {
-		return v.fail(0, "FlatBuffer of %d bytes is shorter than its 8-byte prefix", len(buf))
+		return v.fail(0, "FlatBuffer of %d bytes is shorter than its 8-byte prefix (want at least 8 bytes)", len(buf))
 	}
 	v.push(root.Name, -1)
 	pos, err := v.deref(0)
@@ -197,15 +197,15 @@ func (v *verifier) u16(pos int64) int64  { return int64(binary.LittleEndian.Uint
 // deref follows the unsigned offset stored at pos.
 func (v *verifier) deref(pos int64) (int64, error) {
 	if !v.in(pos, 4) {
-		return 0, v.fail(pos, "offset field runs past the end of the FlatBuffer (%d bytes)", v.n)
+		return 0, v.fail(pos, "offset field runs past the end of the FlatBuffer (%d bytes); want 4 bytes inside it", v.n)
 	}
 	off := int64(v.u32(pos))
 	if off == 0 {
-		return 0, v.fail(pos, "offset 0 points at itself")
+		return 0, v.fail(pos, "offset 0 points at itself (want a positive offset)")
 	}
 	t := pos + off
 	if t >= v.n {
-		return 0, v.fail(pos, "offset %d points to %#x, past the end of the FlatBuffer (%d bytes)", off, v.opt.Base+t, v.n)
+		return 0, v.fail(pos, "offset %d points to %#x, past the end of the FlatBuffer (%d bytes); want a target below %#x", off, v.opt.Base+t, v.n, v.opt.Base+v.n)
 	}
 	return t, nil
 }
@@ -213,7 +213,7 @@ func (v *verifier) deref(pos int64) (int64, error) {
 func (v *verifier) enter(pos int64) error {
 	v.objects++
 	if v.objects > v.opt.MaxObjects {
-		return v.fail(pos, "more than %d objects: shared or looping references", v.opt.MaxObjects)
+		return v.fail(pos, "more than %d objects: shared or looping references (want at most %d, one per 2 bytes of FlatBuffer)", v.opt.MaxObjects, v.opt.MaxObjects)
 	}
 	return nil
 }
@@ -221,18 +221,18 @@ func (v *verifier) enter(pos int64) error {
 // vtable checks the table header at pos and its vtable.
 func (v *verifier) vtable(pos int64) (vt, vtsize, tsize int64, err error) {
 	if !v.in(pos, 4) {
-		return 0, 0, 0, v.fail(pos, "table runs past the end of the FlatBuffer")
+		return 0, 0, 0, v.fail(pos, "table runs past the end of the FlatBuffer (want 4 bytes before %#x)", v.opt.Base+v.n)
 	}
 	vt = pos - int64(int32(v.u32(pos)))
 	if !v.in(vt, 4) {
-		return 0, 0, 0, v.fail(pos, "vtable offset points to %#x, outside the FlatBuffer", v.opt.Base+vt)
+		return 0, 0, 0, v.fail(pos, "vtable offset points to %#x, outside the FlatBuffer (want [%#x, %#x))", v.opt.Base+vt, v.opt.Base, v.opt.Base+v.n)
 	}
 	vtsize, tsize = v.u16(vt), v.u16(vt+2)
 	if vtsize < 4 || vtsize%2 != 0 || !v.in(vt, vtsize) {
 		return 0, 0, 0, v.fail(vt, "bad vtable size %d (want an even size >= 4 inside the FlatBuffer)", vtsize)
 	}
 	if tsize < 4 || !v.in(pos, tsize) {
-		return 0, 0, 0, v.fail(pos, "table size %d runs past the end of the FlatBuffer", tsize)
+		return 0, 0, 0, v.fail(pos, "table size %d runs past the end of the FlatBuffer (want at least 4 and at most %d)", tsize, v.n-pos)
 	}
 	return vt, vtsize, tsize, nil
 }
@@ -244,7 +244,7 @@ func (v *verifier) table(pos int64, t *Table) error {
 	v.depth++
 	defer func() { v.depth-- }()
 	if v.depth > v.opt.MaxDepth {
-		return v.fail(pos, "tables nested more than %d deep", v.opt.MaxDepth)
+		return v.fail(pos, "tables nested more than %d deep (want at most %d levels)", v.opt.MaxDepth, v.opt.MaxDepth)
 	}
 	vt, vtsize, tsize, err := v.vtable(pos)
 	if err != nil {
@@ -275,7 +275,7 @@ func (v *verifier) field(pos, tsize int64, f *Field, slot func(int) int64) error
 	fo := slot(f.ID)
 	if fo == 0 {
 		if f.Required {
-			return v.fail(pos, "required field is missing")
+			return v.fail(pos, "required field is missing (the schema says it must be present)")
 		}
 		return nil
 	}
@@ -289,7 +289,7 @@ func (v *verifier) field(pos, tsize int64, f *Field, slot func(int) int64) error
 	// DataSegment, Int, Double tables), and the accessors only need the
 	// bytes to be in the buffer.
 	if !v.in(pos+fo, size) {
-		return v.fail(pos+fo, "field at table offset %d (%d bytes) lies outside the FlatBuffer (table of %d bytes)", fo, size, tsize)
+		return v.fail(pos+fo, "field at table offset %d (%d bytes) lies outside the FlatBuffer (table of %d bytes); want it to end by %#x", fo, size, tsize, v.opt.Base+v.n)
 	}
 	p := pos + fo
 	switch f.Kind {
@@ -349,7 +349,7 @@ func (v *verifier) union(pos, tsize int64, f *Field, slot func(int) int64) error
 	tag := 0
 	if to != 0 {
 		if !v.in(pos+to, 1) {
-			return v.fail(pos+to, "union tag lies outside the FlatBuffer")
+			return v.fail(pos+to, "union tag lies outside the FlatBuffer (want it before %#x)", v.opt.Base+v.n)
 		}
 		tag = int(v.buf[pos+to])
 	}
@@ -357,10 +357,10 @@ func (v *verifier) union(pos, tsize int64, f *Field, slot func(int) int64) error
 		return nil // NONE: the value is never read
 	}
 	if vo == 0 {
-		return v.fail(pos, "union tag %d has no value", tag)
+		return v.fail(pos, "union tag %d has no value (want a value offset with any tag but NONE)", tag)
 	}
 	if !v.in(pos+vo, 4) {
-		return v.fail(pos+vo, "union value lies outside the FlatBuffer")
+		return v.fail(pos+vo, "union value lies outside the FlatBuffer (want it before %#x)", v.opt.Base+v.n)
 	}
 	t, err := v.deref(pos + vo)
 	if err != nil {
@@ -386,12 +386,12 @@ func (v *verifier) vector(pos, elem int64) (start, n int64, err error) {
 		return 0, 0, err
 	}
 	if !v.in(pos, 4) {
-		return 0, 0, v.fail(pos, "vector length runs past the end of the FlatBuffer")
+		return 0, 0, v.fail(pos, "vector length runs past the end of the FlatBuffer (want 4 bytes before %#x)", v.opt.Base+v.n)
 	}
 	n = int64(v.u32(pos))
 	start = pos + 4
 	if elem > 0 && n > (v.n-start)/elem {
-		return 0, 0, v.fail(pos, "vector of %d elements of %d bytes runs past the end of the FlatBuffer (%d bytes left)", n, elem, v.n-start)
+		return 0, 0, v.fail(pos, "vector of %d elements of %d bytes runs past the end of the FlatBuffer (%d bytes left: want at most %d elements)", n, elem, v.n-start, (v.n-start)/elem)
 	}
 	return start, n, nil
 }
@@ -402,7 +402,7 @@ func (v *verifier) str(pos int64) error {
 		return err
 	}
 	if start+n >= v.n || v.buf[start+n] != 0 {
-		return v.fail(pos, "string of %d bytes has no NUL terminator", n)
+		return v.fail(pos, "string of %d bytes has no NUL terminator (want a 0 byte at %#x)", n, v.opt.Base+start+n)
 	}
 	return nil
 }

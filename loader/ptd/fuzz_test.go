@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/edgeload/edgeload/internal/hostile"
 	"github.com/edgeload/edgeload/internal/testmodels"
 	"github.com/edgeload/edgeload/internal/writer"
 	"github.com/edgeload/edgeload/loader/format"
@@ -111,6 +112,13 @@ func FuzzOpen(f *testing.F) {
 	for _, b := range fuzzSeeds(f) {
 		f.Add(b)
 	}
+	gen, err := hostile.GeneratedPTD()
+	if err != nil {
+		f.Fatal(err)
+	}
+	for _, s := range gen {
+		f.Add(s.Data)
+	}
 	// The real files, when they are there (testmodels.Files would skip the
 	// whole target otherwise, losing the generated seeds).
 	real, _ := filepath.Glob(filepath.Join(testmodels.Root(), "..", "shared", "models", "ptd", "*.ptd"))
@@ -131,12 +139,20 @@ func FuzzOpen(f *testing.F) {
 			return
 		}
 		exercise(t, file, int64(len(b)))
+		// Every accessor and view, through every read path (typed views,
+		// checksums, copies).
+		if err := hostile.PTD(file); err != nil {
+			t.Fatal(err)
+		}
 		// The copying reader must agree with the in-memory one.
 		r, err := ptd.NewReaderAt(bytes.NewReader(b), int64(len(b)))
 		if err != nil {
 			t.Fatalf("NewBytes accepted, NewReaderAt rejected: %v", err)
 		}
 		exercise(t, r, int64(len(b)))
+		if err := hostile.PTD(r); err != nil {
+			t.Fatalf("NewReaderAt: %v", err)
+		}
 		if len(r.NamedData()) != len(file.NamedData()) || len(r.Tensors()) != len(file.Tensors()) {
 			t.Fatal("NewReaderAt and NewBytes disagree")
 		}

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/edgeload/edgeload/internal/hostile"
 	"github.com/edgeload/edgeload/internal/testmodels"
 	"github.com/edgeload/edgeload/internal/writer"
 	"github.com/edgeload/edgeload/loader/format"
@@ -197,6 +198,13 @@ func FuzzOpen(f *testing.F) {
 	for _, b := range genSeeds(f) {
 		f.Add(b)
 	}
+	gen, err := hostile.GeneratedPTE()
+	if err != nil {
+		f.Fatal(err)
+	}
+	for _, s := range gen {
+		f.Add(s.Data)
+	}
 	f.Fuzz(func(t *testing.T, b []byte) {
 		p, err := pte.NewBytes(b, pte.WithName("fuzz.pte"))
 		if err != nil {
@@ -211,6 +219,11 @@ func FuzzOpen(f *testing.F) {
 		}
 		defer p.Close()
 		exercise(t, p, int64(len(b)))
+		// Every accessor and view through every read path (typed views,
+		// checksums, copies, Touch).
+		if err := hostile.PTE(p); err != nil {
+			t.Fatal(err)
+		}
 		// The same bytes through the ReaderAt form must agree.
 		q, err := pte.NewReaderAt(bytes.NewReader(b), int64(len(b)))
 		if err != nil {
@@ -290,6 +303,11 @@ func FuzzLink(f *testing.F) {
 			if _, err := tt.Data.SHA256(); err != nil {
 				t.Fatal(err)
 			}
+		}
+		// A linked program still passes every accessor and view (linked
+		// tensors now view the .ptd).
+		if perr := hostile.PTE(p); perr != nil {
+			t.Fatalf("after Link (Link error: %v): %v", err, perr)
 		}
 		if err != nil && !errors.Is(err, format.ErrNotFound) && !errors.Is(err, pte.ErrMismatch) {
 			t.Fatalf("Link error %v wraps neither ErrNotFound nor ErrMismatch", err)

@@ -1,11 +1,13 @@
 package rten_test
 
 import (
+	"bytes"
 	"errors"
 	"os"
 	"path/filepath"
 	"testing"
 
+	"github.com/edgeload/edgeload/internal/hostile"
 	"github.com/edgeload/edgeload/internal/testmodels"
 	"github.com/edgeload/edgeload/internal/writer"
 	"github.com/edgeload/edgeload/loader/format"
@@ -63,6 +65,13 @@ func FuzzOpen(f *testing.F) {
 	for _, b := range fuzzSeeds(f) {
 		f.Add(b)
 	}
+	gen, err := hostile.GeneratedRTen()
+	if err != nil {
+		f.Fatal(err)
+	}
+	for _, s := range gen {
+		f.Add(s.Data)
+	}
 	f.Fuzz(func(t *testing.T, b []byte) {
 		m, err := rten.NewBytes(b)
 		if err != nil {
@@ -78,6 +87,27 @@ func FuzzOpen(f *testing.F) {
 		if bad := checkModel(m, int64(len(b))); bad != "" {
 			t.Fatal(bad)
 		}
+		// Every view through every read path (checksums, copies, Touch).
+		if err := hostile.RTen(m); err != nil {
+			t.Fatal(err)
+		}
+		// The copying reader must agree (on small inputs: the copies of a
+		// multi-megabyte real file would slow the campaign down tenfold).
+		if len(b) > 256<<10 {
+			m.Close()
+			return
+		}
+		r, err := rten.NewReaderAt(bytes.NewReader(b), int64(len(b)))
+		if err != nil {
+			t.Fatalf("NewBytes accepted, NewReaderAt rejected: %v", err)
+		}
+		if err := hostile.RTen(r); err != nil {
+			t.Fatalf("NewReaderAt: %v", err)
+		}
+		if len(r.Constants()) != len(m.Constants()) {
+			t.Fatal("NewReaderAt and NewBytes disagree")
+		}
+		r.Close()
 		if err := m.Close(); err != nil {
 			t.Fatal(err)
 		}

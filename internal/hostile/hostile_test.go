@@ -1,0 +1,59 @@
+package hostile_test
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/edgeload/edgeload/internal/hostile"
+	"github.com/edgeload/edgeload/loader"
+	"github.com/edgeload/edgeload/loader/format"
+)
+
+// Every generated file opens through loader.NewBytes as the format its
+// name says, and passes the exercise.
+func TestGeneratedFilesOpen(t *testing.T) {
+	for _, gen := range []func() ([]hostile.Seed, error){hostile.GeneratedPTE, hostile.GeneratedPTD, hostile.GeneratedRTen} {
+		seeds, err := gen()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, s := range seeds {
+			m, err := loader.NewBytes(s.Data)
+			if err != nil {
+				t.Errorf("%s: %v", s.Name, err)
+				continue
+			}
+			if !strings.HasSuffix(s.Name, "."+m.Format().String()) {
+				t.Errorf("%s opened as %v", s.Name, m.Format())
+			}
+			if err := hostile.Model(m); err != nil {
+				t.Errorf("%s: %v", s.Name, err)
+			}
+			end, err := hostile.FlatBufferEnd(s.Data)
+			if err != nil || end <= 8 || end > int64(len(s.Data)) {
+				t.Errorf("%s: FlatBufferEnd = %d, %v", s.Name, end, err)
+			}
+			t.Logf("%s: %d bytes, FlatBuffer region %d, %d tensors, %d segments", s.Name, len(s.Data), end, len(m.Tensors()), len(m.Segments()))
+			m.Close()
+		}
+	}
+}
+
+func TestCheckError(t *testing.T) {
+	good := format.Errorf("pte", "Program.version", 0x20, "version 3, want 0")
+	if err := hostile.CheckError("pte", good); err != nil {
+		t.Errorf("rejected a good error: %v", err)
+	}
+	if err := hostile.CheckError("ptd", good); err == nil {
+		t.Error("accepted a pte error for ptd")
+	}
+	if err := hostile.CheckError("pte", format.ErrMalformed); err == nil {
+		t.Error("accepted a bare sentinel from a format package")
+	}
+	if err := hostile.CheckError("", format.ErrMalformed); err != nil {
+		t.Errorf("loader-level sentinel: %v", err)
+	}
+	if err := hostile.CheckError("pte", strings.NewReader("").UnreadByte()); err == nil {
+		t.Error("accepted an error without a sentinel")
+	}
+}

@@ -1,0 +1,98 @@
+package loader_test
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/edgeload/edgeload/internal/hostile"
+	"github.com/edgeload/edgeload/internal/testmodels"
+	"github.com/edgeload/edgeload/loader"
+)
+
+// fuzzSeeds returns every real file of the three formats (read from
+// ../shared/models at test time, when it is there), the committed fixtures
+// of testdata/ and the writer-made files of internal/hostile.
+func fuzzSeeds(tb testing.TB) [][]byte {
+	var out [][]byte
+	for _, sub := range []string{"pte", "ptd", "rten"} {
+		for _, s := range hostile.Real(sub) {
+			out = append(out, s.Data)
+		}
+	}
+	paths, _ := filepath.Glob(filepath.Join(testmodels.Root(), "testdata", "*"))
+	for _, p := range paths {
+		if !testmodels.IsModel(p) {
+			continue
+		}
+		if b, err := os.ReadFile(p); err == nil {
+			out = append(out, b)
+		}
+	}
+	for _, gen := range []func() ([]hostile.Seed, error){hostile.GeneratedPTE, hostile.GeneratedPTD, hostile.GeneratedRTen} {
+		seeds, err := gen()
+		if err != nil {
+			tb.Fatal(err)
+		}
+		for _, s := range seeds {
+			out = append(out, s.Data)
+		}
+	}
+	return out
+}
+
+// FuzzOpen opens arbitrary bytes with format sniffing. It must never
+// panic; an error wraps a sentinel and names the format (or, for bytes of
+// no format, the formats tried); when Open succeeds the sniffed format is
+// the one opened, every accessor and view of the model and of its format's
+// own value works (hostile.Model), Verify (which re-checks every range and
+// reads every byte) accepts it, and the copying ReaderAt form agrees.
+func FuzzOpen(f *testing.F) {
+	for _, b := range fuzzSeeds(f) {
+		f.Add(b)
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		m, err := loader.NewBytes(data)
+		if err != nil {
+			if m != nil {
+				t.Fatal("non-nil model with an error")
+			}
+			want := ""
+			if s := loader.Sniff(data); s != loader.Unknown {
+				want = s.String()
+			}
+			if bad := hostile.CheckError(want, err); bad != nil {
+				t.Fatal(bad)
+			}
+			return
+		}
+		defer m.Close()
+		switch s := loader.Sniff(data); {
+		case s == loader.Unknown && m.Format() != loader.RTen:
+			t.Fatalf("unknown bytes opened as %s", m.Format())
+		case s != loader.Unknown && s != m.Format():
+			t.Fatalf("sniffed %s, opened as %s", s, m.Format())
+		}
+		if m.Size() != int64(len(data)) {
+			t.Fatalf("size %d, want %d", m.Size(), len(data))
+		}
+		if err := hostile.Model(m); err != nil {
+			t.Fatal(err)
+		}
+		if len(data) > 256<<10 {
+			return // the copies of a multi-megabyte real file would slow the campaign tenfold
+		}
+		r, err := loader.NewReaderAt(bytes.NewReader(data), int64(len(data)))
+		if err != nil {
+			t.Fatalf("NewBytes accepted what NewReaderAt refused: %v", err)
+		}
+		defer r.Close()
+		if r.Format() != m.Format() || len(r.Tensors()) != len(m.Tensors()) || len(r.Segments()) != len(m.Segments()) {
+			t.Fatal("NewReaderAt and NewBytes disagree")
+		}
+		if err := hostile.Model(r); err != nil {
+			t.Fatalf("NewReaderAt: %v", err)
+		}
+	})
+}

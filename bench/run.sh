@@ -62,7 +62,7 @@ echo "# load average after: $(cut -d' ' -f1-3 /proc/loadavg)" | tee -a "$OUT/mac
 
 # benchstat tables: modes side by side, edgeload whole-file as the base.
 for b in Open OpenReal Touch Release TouchCold Lookup; do
-  $benchstat -filter ".name:$b" -col "/mode@(whole readfile xmmap windowed whole-pkg whole-random whole-file floor)" \
+  $benchstat -confidence 0.9 -filter ".name:$b" -col "/mode@(whole readfile xmmap windowed whole-pkg whole-random whole-file floor)" \
     "$OUT/bench.txt" >"$OUT/benchstat-$b.txt" 2>&1 || true
 done
 # Markdown tables (medians) for BENCHMARKS.md.

@@ -26,6 +26,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -60,6 +61,11 @@ type Field struct {
 	// nil), verifying their value only as a table with no described fields.
 	// Use it where a format appends union members (RTen operator attributes).
 	AllowUnknown bool
+	// Deferred (TableVector only) verifies the vector but not its
+	// elements: the caller verifies each element itself, with [Walk.Table]
+	// or its own code that checks the same things (and counts the same
+	// objects with [Walk.Count]).
+	Deferred bool
 }
 
 // Table describes a table: its name (for error paths) and the fields the
@@ -97,19 +103,68 @@ var bare = &Table{Name: "table"}
 // described by root. It returns nil or a *format.FormatError naming the
 // path of the bad field, e.g. "Program.execution_plan[0].values[3].val".
 func Verify(buf []byte, root *Table, opt Options) error {
-	v := newVerifier(buf, opt)
-	if int64(len(buf)) > MaxSize {
-		return v.fail(0, "FlatBuffer of %d bytes exceeds the 2 GiB FlatBuffer limit", len(buf))
-	}
-	if len(buf) < 8 {
-		return v.fail(0, "FlatBuffer of %d bytes is shorter than its 8-byte prefix (want at least 8 bytes)", len(buf))
-	}
-	v.push(root.Name, -1)
-	pos, err := v.deref(0)
-	if err != nil {
+	return NewWalk(buf, opt).Root(root)
+}
+
+// finish completes the error that stopped a walk: the path of the bad
+// field was collected frame by frame as the error travelled up (nothing is
+// recorded on the way down, so a good buffer costs no bookkeeping).
+func (v *verifier) finish(err error, root string) error {
+	if err == nil || v.err == nil {
 		return err
 	}
-	return v.table(pos, root)
+	v.path = append(v.path, frame{root, -1})
+	slices.Reverse(v.path)
+	v.err.Field = v.pathString()
+	return err
+}
+
+// A Walk is a verification that a caller continues itself: it verifies
+// from the root with [Walk.Root] (skipping Deferred fields), then the
+// caller verifies the deferred elements with [Walk.Table] or with its own
+// checks, charging every object it visits with [Walk.Count], so that the
+// object limit applies to the whole buffer exactly as in [Verify].
+type Walk struct {
+	v *verifier
+}
+
+// NewWalk starts a verification of buf.
+func NewWalk(buf []byte, opt Options) *Walk {
+	return &Walk{v: newVerifier(buf, opt)}
+}
+
+// Root verifies the buffer from its root table, as [Verify] does.
+func (w *Walk) Root(root *Table) error {
+	v := w.v
+	if int64(len(v.buf)) > MaxSize {
+		return v.fail(0, "FlatBuffer of %d bytes exceeds the 2 GiB FlatBuffer limit", len(v.buf))
+	}
+	if len(v.buf) < 8 {
+		return v.fail(0, "FlatBuffer of %d bytes is shorter than its 8-byte prefix (want at least 8 bytes)", len(v.buf))
+	}
+	pos, err := v.deref(0)
+	if err == nil {
+		err = v.table(pos, root)
+	}
+	return v.finish(err, root.Name)
+}
+
+// Table verifies the table at pos described by t, as if reached at the
+// given nesting depth (the root table is at depth 1). Its errors name the
+// field path from t.
+func (w *Walk) Table(pos int64, t *Table, depth int) error {
+	v := w.v
+	v.depth = depth - 1
+	err := v.table(pos, t)
+	v.depth = 0
+	return v.finish(err, t.Name)
+}
+
+// Count charges n objects the caller verified itself; it reports false
+// when the walk has now visited more objects than Options.MaxObjects.
+func (w *Walk) Count(n int) bool {
+	w.v.objects += n
+	return w.v.objects <= w.v.opt.MaxObjects
 }
 
 // RootFieldSlots returns the number of field slots in the root table's
@@ -144,7 +199,10 @@ type verifier struct {
 	opt     Options
 	depth   int
 	objects int
-	path    []frame
+	// path is filled only on failure, innermost frame first, as the error
+	// returns through the walk; err is the error it belongs to.
+	path []frame
+	err  *format.FormatError
 }
 
 func newVerifier(buf []byte, opt Options) *verifier {
@@ -154,11 +212,15 @@ func newVerifier(buf []byte, opt Options) *verifier {
 	if opt.MaxObjects <= 0 {
 		opt.MaxObjects = len(buf)/2 + 1024
 	}
-	return &verifier{buf: buf, n: int64(len(buf)), opt: opt, path: make([]frame, 0, 16)}
+	return &verifier{buf: buf, n: int64(len(buf)), opt: opt}
 }
 
-func (v *verifier) push(name string, idx int) { v.path = append(v.path, frame{name, idx}) }
-func (v *verifier) pop()                      { v.path = v.path[:len(v.path)-1] }
+// at records, on the way up, that the failing object was field name (idx
+// < 0) or element idx of its parent, and passes err on.
+func (v *verifier) at(err error, name string, idx int) error {
+	v.path = append(v.path, frame{name, idx})
+	return err
+}
 
 func (v *verifier) pathString() string {
 	var b strings.Builder
@@ -178,12 +240,13 @@ func (v *verifier) pathString() string {
 }
 
 func (v *verifier) fail(pos int64, msg string, args ...any) error {
-	return &format.FormatError{
+	v.err = &format.FormatError{
 		Format: v.opt.Format,
-		Field:  v.pathString(),
 		Offset: v.opt.Base + pos,
 		Msg:    fmt.Sprintf(msg, args...),
 	}
+	v.path = v.path[:0]
+	return v.err
 }
 
 // in reports whether [pos, pos+size) lies inside the buffer.
@@ -241,38 +304,40 @@ func (v *verifier) table(pos int64, t *Table) error {
 	if err := v.enter(pos); err != nil {
 		return err
 	}
-	v.depth++
-	defer func() { v.depth-- }()
-	if v.depth > v.opt.MaxDepth {
+	if v.depth >= v.opt.MaxDepth {
 		return v.fail(pos, "tables nested more than %d deep (want at most %d levels)", v.opt.MaxDepth, v.opt.MaxDepth)
 	}
 	vt, vtsize, tsize, err := v.vtable(pos)
 	if err != nil {
 		return err
 	}
-	slot := func(id int) int64 {
-		e := 4 + 2*int64(id)
-		if e+2 > vtsize {
-			return 0
-		}
-		return v.u16(vt + e)
-	}
+	v.depth++
 	for i := range t.Fields {
 		f := &t.Fields[i]
-		v.push(f.Name, -1)
-		if err := v.field(pos, tsize, f, slot); err != nil {
-			return err
+		if err := v.field(pos, tsize, vt, vtsize, f); err != nil {
+			v.depth--
+			return v.at(err, f.Name, -1)
 		}
-		v.pop()
 	}
+	v.depth--
 	return nil
 }
 
-func (v *verifier) field(pos, tsize int64, f *Field, slot func(int) int64) error {
-	if f.Kind == Union {
-		return v.union(pos, tsize, f, slot)
+// slot returns the table offset of field id from the vtable at vt of
+// vtsize bytes; 0 when absent.
+func (v *verifier) slot(vt, vtsize int64, id int) int64 {
+	e := 4 + 2*int64(id)
+	if e+2 > vtsize {
+		return 0
 	}
-	fo := slot(f.ID)
+	return v.u16(vt + e)
+}
+
+func (v *verifier) field(pos, tsize, vt, vtsize int64, f *Field) error {
+	if f.Kind == Union {
+		return v.union(pos, vt, vtsize, f)
+	}
+	fo := v.slot(vt, vtsize, f.ID)
 	if fo == 0 {
 		if f.Required {
 			return v.fail(pos, "required field is missing (the schema says it must be present)")
@@ -320,32 +385,29 @@ func (v *verifier) field(pos, tsize int64, f *Field, slot func(int) int64) error
 			return err
 		}
 		start, n, err := v.vector(t, 4)
-		if err != nil {
+		if err != nil || f.Deferred {
 			return err
 		}
 		for i := int64(0); i < n; i++ {
-			v.push("", int(i))
 			e, err := v.deref(start + 4*i)
+			if err == nil {
+				if f.Kind == TableVector {
+					err = v.table(e, f.Table)
+				} else {
+					err = v.str(e)
+				}
+			}
 			if err != nil {
-				return err
+				return v.at(err, "", int(i))
 			}
-			if f.Kind == TableVector {
-				err = v.table(e, f.Table)
-			} else {
-				err = v.str(e)
-			}
-			if err != nil {
-				return err
-			}
-			v.pop()
 		}
 		return nil
 	}
 	return v.fail(pos, "fbverify: field kind %d not handled", f.Kind)
 }
 
-func (v *verifier) union(pos, tsize int64, f *Field, slot func(int) int64) error {
-	to, vo := slot(f.ID), slot(f.ID+1)
+func (v *verifier) union(pos, vt, vtsize int64, f *Field) error {
+	to, vo := v.slot(vt, vtsize, f.ID), v.slot(vt, vtsize, f.ID+1)
 	tag := 0
 	if to != 0 {
 		if !v.in(pos+to, 1) {

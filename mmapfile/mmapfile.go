@@ -58,6 +58,7 @@
 package mmapfile
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"io"
@@ -65,6 +66,7 @@ import (
 	"os"
 	"runtime"
 	"runtime/debug"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"unsafe"
@@ -202,6 +204,29 @@ type File struct {
 
 	mu   sync.Mutex
 	wins map[span]*window // ModeWindowed; several keys may share a window
+	// byStart holds every mapped window once, sorted by (start, end), and
+	// maxWin is the longest window's length: the windows that can contain
+	// or meet a range starting at s start in [s-maxWin, s], a binary
+	// search away, so lookups do not scan every window.
+	byStart []*window
+	maxWin  int64
+}
+
+// windowsFrom returns the index in byStart of the first window that
+// starts at or after s.
+func (f *File) windowsFrom(s int64) int {
+	i, _ := slices.BinarySearchFunc(f.byStart, s, func(w *window, s int64) int { return cmp.Compare(w.start, s) })
+	return i
+}
+
+// addWindow records a newly mapped window.
+func (f *File) addWindow(key span, w *window) {
+	f.wins[key] = w
+	i, _ := slices.BinarySearchFunc(f.byStart, w, func(a, b *window) int {
+		return cmp.Or(cmp.Compare(a.start, b.start), cmp.Compare(a.end, b.end))
+	})
+	f.byStart = slices.Insert(f.byStart, i, w)
+	f.maxWin = max(f.maxWin, w.end-w.start)
 }
 
 // Open opens the named file read-only and maps it according to opts. The
@@ -422,8 +447,8 @@ func (f *File) window(off, n int64) (*window, error) {
 	if w := f.wins[key]; w != nil {
 		return w, nil
 	}
-	for _, w := range f.wins {
-		if w.start <= start && end <= w.end {
+	for i := f.windowsFrom(start - f.maxWin); i < len(f.byStart) && f.byStart[i].start <= start; i++ {
+		if w := f.byStart[i]; end <= w.end {
 			f.wins[key] = w // remember the alias: the next lookup is O(1)
 			return w, nil
 		}
@@ -436,7 +461,7 @@ func (f *File) window(off, n int64) (*window, error) {
 		return nil, fmt.Errorf("mmapfile: map window [%d,%d) of %s: %w", start, end, f.name, err)
 	}
 	w := &window{start: start, end: end, data: b}
-	f.wins[key] = w
+	f.addWindow(key, w)
 	return w, nil
 }
 
@@ -449,13 +474,9 @@ func (f *File) forWindows(start, end int64, fn func(b []byte) error) error {
 	if f.closed.Load() {
 		return f.closedErr("window")
 	}
-	seen := make(map[*window]bool)
 	var firstErr error
-	for _, w := range f.wins {
-		if seen[w] {
-			continue
-		}
-		seen[w] = true
+	for i := f.windowsFrom(start - f.maxWin); i < len(f.byStart) && f.byStart[i].start < end; i++ {
+		w := f.byStart[i]
 		s, e := max(start, w.start), min(end, w.end)
 		if s >= e {
 			continue
@@ -712,6 +733,7 @@ func (f *File) Evict(off, n int64) error {
 			}
 		}
 	}
+	f.byStart = slices.DeleteFunc(f.byStart, func(w *window) bool { return w.unmapped })
 	return firstErr
 }
 
@@ -860,6 +882,7 @@ func (f *File) Close() error {
 				keep(platform.Unmap(w.data))
 			}
 		}
+		f.byStart = nil
 	}
 	// f.data and f.mapped keep their (now dangling) headers: methods check
 	// the closed flag first, and clearing them would race with a caller that

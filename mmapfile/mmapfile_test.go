@@ -2,12 +2,14 @@ package mmapfile
 
 import (
 	"bytes"
+	"cmp"
 	"errors"
 	"fmt"
 	"io"
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 	"time"
 	"unsafe"
@@ -645,5 +647,73 @@ func TestSparse4GiB(t *testing.T) {
 	}
 	if big > limit {
 		t.Errorf("opening 4 GiB took %v, 4 KiB %v: not O(1)", big, smallT)
+	}
+}
+
+// TestWindowIndex checks the sorted window index that replaced a scan of
+// every window: views inside a mapped window reuse it whatever the order
+// of mapping, ranges across windows map anew, forWindows visits exactly
+// the windows that meet a range, and Evict drops windows from the index.
+func TestWindowIndex(t *testing.T) {
+	if !platform.ZeroCopy {
+		t.Skip("no mappings on this platform")
+	}
+	ps := int64(platform.PageSize())
+	const pages = 64
+	path, want := writeFile(t, pattern(int(pages*ps)))
+	f, err := Open(path, WithMode(ModeWindowed))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	count := func() int {
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		if !slices.IsSortedFunc(f.byStart, func(a, b *window) int { return cmp.Compare(a.start, b.start) }) {
+			t.Fatal("window index out of order")
+		}
+		return len(f.byStart)
+	}
+	// Two-page windows at even pages, mapped in a scrambled order.
+	for i := int64(0); i < pages/2; i++ {
+		p := (i * 7) % (pages / 2) * 2
+		if _, err := f.View(p*ps, 2*ps); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := count(); n != pages/2 {
+		t.Fatalf("%d windows after %d distinct views", n, pages/2)
+	}
+	// Views inside a window: no new mapping, right bytes.
+	for p := int64(0); p < pages; p++ {
+		b, err := f.View(p*ps+5, ps-10)
+		if err != nil || !bytes.Equal(b, want[p*ps+5:(p+1)*ps-5]) {
+			t.Fatalf("view in page %d: %v", p, err)
+		}
+	}
+	if n := count(); n != pages/2 {
+		t.Fatalf("%d windows after views inside them, want %d", n, pages/2)
+	}
+	// Across two windows: one new window.
+	if b, err := f.View(3*ps, 2*ps); err != nil || !bytes.Equal(b, want[3*ps:5*ps]) {
+		t.Fatalf("view across windows: %v", err)
+	}
+	if n := count(); n != pages/2+1 {
+		t.Fatalf("%d windows after a view across two, want %d", n, pages/2+1)
+	}
+	// forWindows over pages [3, 5): windows [2,4), [3,5), [4,6).
+	met := 0
+	if err := f.forWindows(3*ps, 5*ps, func([]byte) error { met++; return nil }); err != nil || met != 3 {
+		t.Fatalf("forWindows met %d windows (%v), want 3", met, err)
+	}
+	// Evict pages [0, 8): windows [0,2), [2,4), [4,6), [6,8), [3,5) go.
+	if err := f.Evict(0, 8*ps); err != nil {
+		t.Fatal(err)
+	}
+	if n := count(); n != pages/2+1-5 {
+		t.Fatalf("%d windows after Evict, want %d", n, pages/2+1-5)
+	}
+	if b, err := f.View(ps, 10); err != nil || !bytes.Equal(b, want[ps:ps+10]) {
+		t.Fatalf("view after Evict: %v", err)
 	}
 }

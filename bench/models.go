@@ -320,6 +320,17 @@ func (m *Model) Views(dst [][]byte) ([][]byte, error) {
 		}
 		return dst, nil
 	}
+	if m.lm != nil {
+		// The zero-copy path (Tensors copies a program's list once).
+		for i := 0; i < m.lm.NumTensors(); i++ {
+			b, err := view(m.lm.TensorAt(i))
+			if err != nil {
+				return dst, err
+			}
+			dst = append(dst, b)
+		}
+		return dst, nil
+	}
 	ts := m.tensors()
 	for i := range ts {
 		b, err := view(&ts[i])

@@ -20,6 +20,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"sync"
 	"sync/atomic"
 
 	"github.com/edgeload/edgeload/loader/format"
@@ -152,10 +153,14 @@ type Model struct {
 	data    []*ptd.File // every linked .ptd, in option order
 	ownData []*ptd.File // the ones Close closes
 
-	tensors  []format.Tensor
-	index    map[string]int
-	segments []segment.Segment
-	named    []format.NamedData
+	// tensors is the file's tensor list (built on first use for a
+	// program); index maps names to it, built by the first Tensor call.
+	tensorsOnce sync.Once
+	tensors     []format.Tensor
+	indexOnce   sync.Once
+	index       map[string]int
+	segments    []segment.Segment
+	named       []format.NamedData
 }
 
 // Open maps the file at path, sniffs its format (see [Sniff]), and opens it
@@ -304,11 +309,8 @@ func (m *Model) closeData() {
 func (m *Model) build() {
 	switch {
 	case m.prog != nil:
-		pts := m.prog.Tensors()
-		m.tensors = make([]format.Tensor, len(pts))
-		for i := range pts {
-			m.tensors[i] = pts[i].Tensor
-		}
+		// Tensors are the program's own (TensorAt); the []format.Tensor
+		// copy is made by the first Tensors call.
 		m.segments = m.prog.Segments()
 		m.named = m.prog.NamedData()
 	case m.ptd != nil:
@@ -323,12 +325,21 @@ func (m *Model) build() {
 		m.tensors = m.rt.Tensors()
 		m.segments = m.rt.Segments()
 	}
-	m.index = make(map[string]int, len(m.tensors))
-	for i := range m.tensors {
-		if _, dup := m.index[m.tensors[i].Name]; !dup {
-			m.index[m.tensors[i].Name] = i
-		}
+}
+
+// allTensors returns the tensor list, building it on first use for a
+// program.
+func (m *Model) allTensors() []format.Tensor {
+	if m.prog != nil {
+		m.tensorsOnce.Do(func() {
+			pts := m.prog.Tensors()
+			m.tensors = make([]format.Tensor, len(pts))
+			for i := range pts {
+				m.tensors[i] = pts[i].Tensor
+			}
+		})
 	}
+	return m.tensors
 }
 
 // Close unmaps the file and closes the data files WithData opened. Views
@@ -370,11 +381,48 @@ func (m *Model) File() *mmapfile.File { return m.mf }
 // Tensors returns the tensors the file holds or names, in the format's
 // order: for a program each constant, mutable or external tensor value of
 // each method; for a .ptd each entry with a tensor layout; for an RTen model
-// every constant of every graph, subgraphs included.
-func (m *Model) Tensors() []format.Tensor { return m.tensors }
+// every constant of every graph, subgraphs included. Do not modify the
+// slice. For a program, the first call copies the program's tensors into
+// it; [Model.NumTensors] and [Model.TensorAt] give the same tensors without
+// the copy.
+func (m *Model) Tensors() []format.Tensor { return m.allTensors() }
 
-// Tensor returns the first tensor with the given name. It allocates nothing.
+// NumTensors returns the number of tensors (len of Tensors).
+func (m *Model) NumTensors() int {
+	if m.prog != nil {
+		return len(m.prog.Tensors())
+	}
+	return len(m.tensors)
+}
+
+// TensorAt returns tensor i of Tensors, 0 <= i < NumTensors, without
+// copying or allocating: for a program it points into the program's own
+// tensor (the one pte.Program.Tensors holds).
+func (m *Model) TensorAt(i int) *format.Tensor {
+	if m.prog != nil {
+		return &m.prog.Tensors()[i].Tensor
+	}
+	return &m.tensors[i]
+}
+
+// Tensor returns the first tensor with the given name. The first call
+// builds the name index; later calls allocate nothing.
 func (m *Model) Tensor(name string) (*format.Tensor, bool) {
+	if m.prog != nil {
+		t, ok := m.prog.Tensor(name)
+		if !ok {
+			return nil, false
+		}
+		return &t.Tensor, true
+	}
+	m.indexOnce.Do(func() {
+		m.index = make(map[string]int, len(m.tensors))
+		for i := range m.tensors {
+			if _, dup := m.index[m.tensors[i].Name]; !dup {
+				m.index[m.tensors[i].Name] = i
+			}
+		}
+	})
 	i, ok := m.index[name]
 	if !ok {
 		return nil, false

@@ -102,7 +102,7 @@ func checkModel(t *testing.T, m *loader.Model, exp testmodels.Expected) {
 		// Lookup by name finds the first tensor of that name.
 		if p, ok := m.Tensor(g.Name); !ok || p.Name != g.Name {
 			t.Errorf("Tensor(%q) = %v, %v", g.Name, p, ok)
-		} else if first := firstIndex(ts, g.Name); p != &ts[first] {
+		} else if first := firstIndex(ts, g.Name); p != m.TensorAt(first) || !reflect.DeepEqual(*p, ts[first]) {
 			t.Errorf("Tensor(%q) is not the first tensor of that name", g.Name)
 		}
 	}

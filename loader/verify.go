@@ -82,8 +82,8 @@ func (m *Model) Verify() (VerifyReport, error) {
 	}
 
 	inline := m.flatBufferRegion()
-	for i := range m.tensors {
-		t := &m.tensors[i]
+	for i := 0; i < m.NumTensors(); i++ {
+		t := m.TensorAt(i)
 		r.Tensors++
 		if err := m.verifyTensor(t, inline); err != nil {
 			fail("tensor %q: %w", t.Name, err)

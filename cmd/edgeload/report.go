@@ -331,7 +331,7 @@ func describePTE(r *report, p *pte.Program) {
 		field{"version", p.Version()},
 		field{"legacy_constant_buffer", p.Legacy()})
 	for _, me := range p.Methods() {
-		mr := methodRep{Name: me.Name, Values: len(me.Values), Inputs: len(me.Inputs), Outputs: len(me.Outputs),
+		mr := methodRep{Name: me.Name, Values: me.NumValues(), Inputs: len(me.Inputs), Outputs: len(me.Outputs),
 			Operators: len(me.Operators), Chains: len(me.Chains), Delegates: len(me.Delegates)}
 		for _, c := range me.Chains {
 			mr.Instructions += c.Instructions

@@ -251,21 +251,33 @@ func PTE(p *pte.Program) error {
 		if mm, ok := p.Method(m.Name); !ok || mm.Name != m.Name {
 			return fmt.Errorf("pte: Method(%q) not found", m.Name)
 		}
+		nv := m.NumValues()
 		for _, x := range m.Inputs {
-			if x < 0 || int(x) >= len(m.Values) {
-				return fmt.Errorf("pte: method %q input %d of %d values", m.Name, x, len(m.Values))
+			if x < 0 || int(x) >= nv {
+				return fmt.Errorf("pte: method %q input %d of %d values", m.Name, x, nv)
 			}
 		}
 		for _, x := range m.Outputs {
-			if x < 0 || int(x) >= len(m.Values) {
-				return fmt.Errorf("pte: method %q output %d of %d values", m.Name, x, len(m.Values))
+			if x < 0 || int(x) >= nv {
+				return fmt.Errorf("pte: method %q output %d of %d values", m.Name, x, nv)
 			}
 		}
-		for v := range m.Values {
-			val := &m.Values[v]
+		if _, err := m.Value(nv); err == nil {
+			return fmt.Errorf("pte: method %q: Value(%d) of %d values did not fail", m.Name, nv, nv)
+		}
+		for v := 0; v < nv; v++ {
+			val, err := m.Value(v)
+			if err != nil {
+				return fmt.Errorf("pte: method %q value %d: %w", m.Name, v, err)
+			}
 			_ = val.Kind.String()
+			if val.Tensor != nil {
+				if _, _, ok := format.Numel(val.Tensor.Sizes, val.Tensor.DType, 1<<62); !ok && val.Tensor.Location != format.LocExternal && val.Tensor.Location != format.LocNone {
+					return fmt.Errorf("pte: method %q value %d: sizes %v", m.Name, v, val.Tensor.Sizes)
+				}
+			}
 			for _, it := range val.Items {
-				if it < -1 || int(it) >= len(m.Values) {
+				if it < -1 || int(it) >= nv {
 					return fmt.Errorf("pte: method %q value %d list item %d out of range", m.Name, v, it)
 				}
 			}
@@ -286,7 +298,7 @@ func PTE(p *pte.Program) error {
 				}
 			}
 		}
-		if _, ok := p.TensorAt(m.Name, len(m.Values)); ok {
+		if _, ok := p.TensorAt(m.Name, nv); ok {
 			return fmt.Errorf("pte: TensorAt past the values of %q", m.Name)
 		}
 		for _, d := range m.Delegates {
@@ -300,7 +312,7 @@ func PTE(p *pte.Program) error {
 		if g, ok := p.Tensor(tt.Name); !ok || g.Name != tt.Name {
 			return fmt.Errorf("pte: Tensor(%q) not found", tt.Name)
 		}
-		if mm, ok := p.Method(tt.Method); !ok || tt.Value < 0 || tt.Value >= len(mm.Values) {
+		if mm, ok := p.Method(tt.Method); !ok || tt.Value < 0 || tt.Value >= mm.NumValues() {
 			return fmt.Errorf("pte: tensor %q of method %q value %d", tt.Name, tt.Method, tt.Value)
 		}
 		if tt.Segment >= len(p.Segments()) {

@@ -185,14 +185,18 @@ func realPTE(t *testing.T, p *pte.Program) *writer.PTE {
 	w.SegmentAlignment = realAlign(16384, segOffs...)
 	bufIdx := map[uint32]uint32{} // file data_buffer_idx -> rewritten index
 	for mi, m := range p.Methods() {
+		mvals, err := m.Values()
+		if err != nil {
+			t.Fatal(err)
+		}
 		wm := writer.PTEMethod{Name: m.Name, NonConstBufferSizes: m.NonConstBufferSizes,
 			EncodedInputs: m.EncodedInputs, EncodedOutputs: m.EncodedOutputs}
 		// Tensor values first, then the others (the writer's order):
 		// remap every value index.
-		remap := make([]int32, len(m.Values))
+		remap := make([]int32, len(mvals))
 		var tensors []writer.PTETensor
 		var others []writer.PTEValue
-		for vi, v := range m.Values {
+		for vi, v := range mvals {
 			if v.Kind == pte.KindTensor {
 				remap[vi] = int32(len(tensors))
 				tensors = append(tensors, realPTETensor(t, p, mi, vi, v.Tensor, bufIdx, &tensOffs))
@@ -332,12 +336,20 @@ func realSameMethods(t *testing.T, a, b *pte.Program) {
 	}
 	for i := range am {
 		x, y := am[i], bm[i]
-		if x.Name != y.Name || len(x.Values) != len(y.Values) || len(x.Inputs) != len(y.Inputs) || len(x.Outputs) != len(y.Outputs) ||
+		xv, err := x.Values()
+		if err != nil {
+			t.Fatal(err)
+		}
+		yv, err := y.Values()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if x.Name != y.Name || len(xv) != len(yv) || len(x.Inputs) != len(y.Inputs) || len(x.Outputs) != len(y.Outputs) ||
 			len(x.Operators) != len(y.Operators) || len(x.Delegates) != len(y.Delegates) || !reflect.DeepEqual(x.NonConstBufferSizes, y.NonConstBufferSizes) ||
 			x.EncodedInputs != y.EncodedInputs || x.EncodedOutputs != y.EncodedOutputs {
 			t.Errorf("method %d: %s %d values %d/%d in/out %d ops %d delegates, want %s %d %d/%d %d %d",
-				i, y.Name, len(y.Values), len(y.Inputs), len(y.Outputs), len(y.Operators), len(y.Delegates),
-				x.Name, len(x.Values), len(x.Inputs), len(x.Outputs), len(x.Operators), len(x.Delegates))
+				i, y.Name, len(yv), len(y.Inputs), len(y.Outputs), len(y.Operators), len(y.Delegates),
+				x.Name, len(xv), len(x.Inputs), len(x.Outputs), len(x.Operators), len(x.Delegates))
 		}
 		// The values are the same, kind by kind, in the writer's order
 		// (tensors first): compare the multisets of kinds.
@@ -348,8 +360,8 @@ func realSameMethods(t *testing.T, a, b *pte.Program) {
 			}
 			return c
 		}
-		if !reflect.DeepEqual(count(x.Values), count(y.Values)) {
-			t.Errorf("method %s: value kinds %v, want %v", x.Name, count(y.Values), count(x.Values))
+		if !reflect.DeepEqual(count(xv), count(yv)) {
+			t.Errorf("method %s: value kinds %v, want %v", x.Name, count(yv), count(xv))
 		}
 	}
 	ad, bd := a.Delegates(), b.Delegates()

@@ -74,8 +74,12 @@ func exercise(t *testing.T, p *pte.Program, size int64) {
 		if mm, ok := p.Method(m.Name); !ok || mm.Name != m.Name {
 			t.Fatalf("Method(%q) not found", m.Name)
 		}
-		for v := range m.Values {
-			val := &m.Values[v]
+		vals, err := m.Values()
+		if err != nil {
+			t.Fatalf("Values of %q: %v", m.Name, err)
+		}
+		for v := range vals {
+			val := &vals[v]
 			tt, ok := p.TensorAt(m.Name, v)
 			if ok != (val.Tensor != nil && val.Tensor.Tensor >= 0) {
 				t.Fatalf("TensorAt(%q, %d) = %v, value %+v", m.Name, v, ok, val)
@@ -84,13 +88,13 @@ func exercise(t *testing.T, p *pte.Program, size int64) {
 				t.Fatalf("TensorAt(%q, %d) returned %s/%d", m.Name, v, tt.Method, tt.Value)
 			}
 			for _, it := range val.Items {
-				if int(it) >= len(m.Values) || it < -1 {
+				if int(it) >= len(vals) || it < -1 {
 					t.Fatalf("list item %d out of range", it)
 				}
 			}
 		}
 		for _, x := range append(append([]int32(nil), m.Inputs...), m.Outputs...) {
-			if x < 0 || int(x) >= len(m.Values) {
+			if x < 0 || int(x) >= len(vals) {
 				t.Fatalf("input/output %d out of range", x)
 			}
 		}
@@ -207,6 +211,9 @@ func FuzzOpen(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {
 		p, err := pte.NewBytes(b, pte.WithName("fuzz.pte"))
+		if cerr := pte.CheckFastPath(b, err); cerr != nil {
+			t.Fatal(cerr)
+		}
 		if err != nil {
 			var fe *format.FormatError
 			if !errors.As(err, &fe) {

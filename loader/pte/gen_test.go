@@ -194,15 +194,21 @@ func TestGeneratedRich(t *testing.T) {
 	kinds := []pte.ValueKind{pte.KindTensor, pte.KindTensor, pte.KindTensor, pte.KindTensor, pte.KindTensor, pte.KindTensor,
 		pte.KindNull, pte.KindInt, pte.KindBool, pte.KindDouble, pte.KindString, pte.KindIntList, pte.KindDoubleList,
 		pte.KindBoolList, pte.KindTensorList, pte.KindOptionalTensorList}
-	if len(m.Values) != len(kinds) {
-		t.Fatalf("%d values, want %d", len(m.Values), len(kinds))
+	v, err := m.Values()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(v) != len(kinds) || m.NumValues() != len(kinds) {
+		t.Fatalf("%d values (NumValues %d), want %d", len(v), m.NumValues(), len(kinds))
 	}
 	for i, k := range kinds {
-		if m.Values[i].Kind != k {
-			t.Errorf("value %d: kind %s, want %s", i, m.Values[i].Kind, k)
+		if v[i].Kind != k {
+			t.Errorf("value %d: kind %s, want %s", i, v[i].Kind, k)
 		}
 	}
-	v := m.Values
+	if _, err := m.Value(len(kinds)); err == nil {
+		t.Errorf("Value(%d) of %d values: no error", len(kinds), len(kinds))
+	}
 	if v[7].Int != -7 || !v[8].Bool || v[9].Double != 2.5 || v[10].String != "hello" || len(v[11].Ints) != 3 || v[11].Ints[2] != 3 ||
 		v[12].Doubles[0] != 0.5 || !v[13].Bools[0] || v[13].Bools[1] || v[14].Items[1] != 1 || v[15].Items[0] != -1 {
 		t.Errorf("scalar values read back wrong: %+v", v[6:])

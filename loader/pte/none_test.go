@@ -78,8 +78,12 @@ func TestUnionNoneValueNotFollowed(t *testing.T) {
 			t.Fatalf("%s: %v", which, err)
 		}
 		m := p.Methods()[0]
-		if which == "EValue" && (len(m.Values) != 1 || m.Values[0].Kind != pte.KindNone) {
-			t.Errorf("values %+v, want one None value", m.Values)
+		vals, err := m.Values()
+		if err != nil {
+			t.Fatalf("%s: Values: %v", which, err)
+		}
+		if which == "EValue" && (len(vals) != 1 || vals[0].Kind != pte.KindNone) {
+			t.Errorf("values %+v, want one None value", vals)
 		}
 		if which == "Instruction" && (len(m.Chains) != 1 || m.Chains[0].Instructions != 1) {
 			t.Errorf("chains %+v, want one chain of one instruction", m.Chains)

@@ -1,8 +1,10 @@
 package pte
 
 import (
+	"errors"
 	"math"
 	"strconv"
+	"unsafe"
 
 	flatbuffers "github.com/google/flatbuffers/go"
 
@@ -21,6 +23,8 @@ const (
 	// vtFirstField is the vtable offset (4 + 2*id) of field 0: the
 	// storage and data vectors of Buffer and BackendDelegateInlineData.
 	vtFirstField = 4
+	// vtValues is the vtable offset of ExecutionPlan.values (id 2).
+	vtValues = 4 + 2*2
 )
 
 // newProgram reads the headers and the FlatBuffer region of mf, verifies
@@ -58,13 +62,29 @@ func newProgram(mf *mmapfile.File, owns bool, o options) (*Program, error) {
 		return nil, format.Wrapf(format.ErrUnsupportedVersion, formatName, "Program.version", off,
 			"program schema version %d is newer than this loader reads (want 0)", v)
 	}
-	if err := fbverify.Verify(fb, descProgram, vo); err != nil {
-		return nil, err
+	// The generic walk verifies everything but the plans' values, which
+	// the builder verifies as it reads them (fastvalue.go). On any failure
+	// the whole program is walked again, generically, so that the error
+	// reported is the first one a full verification finds.
+	fast := o.maxDepth <= 0 || o.maxDepth >= fastMinDepth
+	desc := descProgramFast
+	if !fast {
+		desc = descProgram
 	}
-	p := &Program{mf: mf, owns: owns, name: o.name, hdr: hdr, version: 0}
-	b := &builder{p: p, root: root, fb: fb, size: size, budget: 4*int64(len(fb)) + 1<<16}
+	walk := fbverify.NewWalk(fb, vo)
+	if err := walk.Root(desc); err != nil {
+		return nil, fullError(fb, vo, err)
+	}
+	if !fast {
+		// Everything is verified: the builder's checks cannot fail, and
+		// its object count must not count twice.
+		walk = fbverify.NewWalk(fb, fbverify.Options{Format: formatName, MaxObjects: math.MaxInt})
+	}
+	p := &Program{mf: mf, owns: owns, name: o.name, hdr: hdr, version: 0, fb: fb}
+	b := &builder{p: p, root: root, fb: fb, size: size, budget: 4*int64(len(fb)) + 1<<16,
+		r: fbr{b: fb, n: int64(len(fb)), w: walk}}
 	if err := b.build(); err != nil {
-		return nil, err
+		return nil, fullError(fb, vo, err)
 	}
 	if len(o.data) > 0 {
 		if err := p.Link(o.data...); err != nil {
@@ -72,6 +92,20 @@ func newProgram(mf *mmapfile.File, owns bool, o options) (*Program, error) {
 		}
 	}
 	return p, nil
+}
+
+// fullError returns the error of a full, generic verification of the
+// program when it finds one (the error a reader expects: the first problem
+// in the file's order), else err. errFast becomes a FormatError: it means
+// the fast path and the generic walk disagree, which tests rule out.
+func fullError(fb []byte, vo fbverify.Options, err error) error {
+	if ferr := fbverify.Verify(fb, descProgram, vo); ferr != nil {
+		return ferr
+	}
+	if errors.Is(err, errFast) {
+		return format.Errorf(formatName, "Program.execution_plan", -1, "malformed value (the generic verifier disagrees: please report this file)")
+	}
+	return err
 }
 
 // builder turns the verified FlatBuffer into the Program's tables and runs
@@ -82,6 +116,7 @@ type builder struct {
 	root *ptefb.Program
 	fb   []byte
 	size int64 // file size
+	r    fbr   // verifies and reads the plans' values
 
 	// budget bounds the work (elements copied or checked) done on behalf
 	// of the FlatBuffer, so that shared references cannot make the parse
@@ -93,6 +128,59 @@ type builder struct {
 	constOffsets []uint64 // constant_segment.offsets (nil: legacy)
 	mutSeg       int      // segment index of mutable_data_segments[0]; -1 none
 	mutOffsets   []uint64
+
+	// Arenas: the Go values handed out (strings, shapes, dim orders) are
+	// slices of a few shared backing arrays, not one allocation each. An
+	// arena only ever grows at its end, so what was handed out is never
+	// written again (a grown arena moves on to a new array and leaves the
+	// old one to the slices that point into it).
+	strs   []byte
+	shapes []int64
+	dims   []uint8
+}
+
+// arenaChunk is the least an arena grows by, in elements.
+const arenaChunk = 4096
+
+// room returns a with room for need more elements: a itself, or a new
+// empty chunk (what was handed out of a stays in the old one). Chunks do
+// not double, so an arena holds at most one chunk more than it hands out.
+func room[T any](a []T, need int) []T {
+	if cap(a)-len(a) >= need {
+		return a
+	}
+	return make([]T, 0, max(need, arenaChunk))
+}
+
+// str returns a copy of s, held in the string arena.
+func (b *builder) str(s []byte) string {
+	if len(s) == 0 {
+		return ""
+	}
+	b.strs = room(b.strs, len(s))
+	n := len(b.strs)
+	b.strs = append(b.strs, s...)
+	return unsafe.String(&b.strs[n], len(s))
+}
+
+// madeUpName returns "<method>/values/<v>", held in the string arena.
+func (b *builder) madeUpName(method string, v int) string {
+	const infix = "/values/"
+	var digits [20]byte
+	d := len(digits)
+	for x := uint64(v); ; x /= 10 {
+		d--
+		digits[d] = byte('0' + x%10)
+		if x < 10 {
+			break
+		}
+	}
+	b.strs = room(b.strs, len(method)+len(infix)+len(digits)-d)
+	n := len(b.strs)
+	b.strs = append(b.strs, method...)
+	b.strs = append(b.strs, infix...)
+	b.strs = append(b.strs, digits[d:]...)
+	return unsafe.String(&b.strs[n], len(b.strs)-n)
 }
 
 func (b *builder) fail(field string, off int64, msg string, args ...any) error {
@@ -101,11 +189,21 @@ func (b *builder) fail(field string, off int64, msg string, args ...any) error {
 
 // charge spends n units of the work budget.
 func (b *builder) charge(n int, field string) error {
-	b.budget -= int64(n)
-	if b.budget < 0 {
-		return b.fail(field, -1, "the program's references are shared so much that reading it would take work out of proportion to its %d bytes", len(b.fb))
+	if !b.spend(n) {
+		return b.overBudget(field)
 	}
 	return nil
+}
+
+// spend spends n units of the work budget and reports whether any is left.
+// The hot paths use it to build their field path only on failure.
+func (b *builder) spend(n int) bool {
+	b.budget -= int64(n)
+	return b.budget >= 0
+}
+
+func (b *builder) overBudget(field string) error {
+	return b.fail(field, -1, "the program's references are shared so much that reading it would take work out of proportion to its %d bytes", len(b.fb))
 }
 
 // vecPos returns the file position of the first element of the vector at
@@ -135,7 +233,7 @@ func (b *builder) build() error {
 	p.methods = make([]Method, n)
 	p.valueTensor = make([][]int32, n)
 	p.methodIdx = make(map[string]int, n)
-	p.tensorIdx = make(map[string]int)
+	p.inlineConsts = b.constOffsets == nil
 	var plan ptefb.ExecutionPlan
 	for i := 0; i < n; i++ {
 		root.ExecutionPlan(&plan, i)
@@ -143,10 +241,9 @@ func (b *builder) build() error {
 			return err
 		}
 	}
-	for i := range p.tensors {
-		if _, dup := p.tensorIdx[p.tensors[i].Name]; !dup {
-			p.tensorIdx[p.tensors[i].Name] = i
-		}
+	if cap(p.tensors) > 2*len(p.tensors)+64 {
+		// Mostly activations: do not keep the room guessed for tensors.
+		p.tensors = append([]Tensor(nil), p.tensors...)
 	}
 	return nil
 }
@@ -164,31 +261,30 @@ func (b *builder) segments() error {
 	var ds ptefb.DataSegment
 	for i := 0; i < n; i++ {
 		root.Segments(&ds, i)
-		field := idx("Program.segments", i)
 		pos := int64(ds.Table().Pos)
 		off, sz := ds.Offset(), ds.Size()
 		if off > math.MaxInt64 || sz > math.MaxInt64 {
-			return b.fail(field, pos, "segment offset %d / size %d overflows a 64-bit file offset", off, sz)
+			return b.fail(idx("Program.segments", i), pos, "segment offset %d / size %d overflows a 64-bit file offset", off, sz)
 		}
 		if sz > 0 && base == 0 {
-			return b.fail(field, pos, "segment of %d bytes, but the file declares no segment data (no extended header or segment_base_offset 0)", sz)
+			return b.fail(idx("Program.segments", i), pos, "segment of %d bytes, but the file declares no segment data (no extended header or segment_base_offset 0)", sz)
 		}
 		abs := base + int64(off)
 		if int64(off) > math.MaxInt64-base || int64(sz) > math.MaxInt64-abs {
-			return b.fail(field, pos, "segment_base_offset %d + offset %d + size %d overflows", base, off, sz)
+			return b.fail(idx("Program.segments", i), pos, "segment_base_offset %d + offset %d + size %d overflows", base, off, sz)
 		}
 		end := abs + int64(sz)
 		if p.hdr.SegmentDataSizeKnown && base != 0 && end > base+p.hdr.SegmentDataSize {
-			return b.fail(field, pos, "segment [%d, %d) ends past the segment data the header declares (segment_base_offset %d + segment_data_size %d): want it to end by %d",
+			return b.fail(idx("Program.segments", i), pos, "segment [%d, %d) ends past the segment data the header declares (segment_base_offset %d + segment_data_size %d): want it to end by %d",
 				abs, end, base, p.hdr.SegmentDataSize, base+p.hdr.SegmentDataSize)
 		}
 		if end > b.size {
-			return format.Wrapf(format.ErrTruncated, formatName, field, pos,
+			return format.Wrapf(format.ErrTruncated, formatName, idx("Program.segments", i), pos,
 				"segment [%d, %d) ends past the end of the %d-byte file: file truncated", abs, end, b.size)
 		}
 		s, err := segment.New(p.mf, abs, int64(sz))
 		if err != nil {
-			return b.fail(field, pos, "segment [%d, %d): %v", abs, end, err)
+			return b.fail(idx("Program.segments", i), pos, "segment [%d, %d): %v", abs, end, err)
 		}
 		p.segments[i] = s
 	}
@@ -261,27 +357,31 @@ func (b *builder) namedData() error {
 		return err
 	}
 	p.named = make([]format.NamedData, n)
-	p.namedIdx = make(map[string]int, n)
 	var nd ptefb.NamedData
 	for i := 0; i < n; i++ {
 		root.NamedData(&nd, i)
-		field := idx("Program.named_data", i)
 		key := nd.Key()
-		if err := b.charge(len(key), field+".key"); err != nil {
-			return err
+		if !b.spend(len(key)) {
+			return b.overBudget(idx("Program.named_data", i) + ".key")
 		}
 		si := nd.SegmentIndex()
 		if int64(si) >= int64(len(p.segments)) {
-			return b.fail(field+".segment_index", int64(nd.Table().Pos),
+			return b.fail(idx("Program.named_data", i)+".segment_index", int64(nd.Table().Pos),
 				"segment_index %d out of range (the program has %d segments: want below %[2]d)", si, len(p.segments))
 		}
-		k := string(key)
+		k := b.str(key)
 		p.named[i] = format.NamedData{Key: k, Segment: int(si), Data: p.segments[si]}
-		if _, dup := p.namedIdx[k]; !dup {
-			p.namedIdx[k] = i
-		}
 	}
 	return nil
+}
+
+// planField is the field path of execution plan i, for errors.
+func planField(i int) string { return idx("Program.execution_plan", i) }
+
+// valueField is the field path of value v of plan i plus suffix, for
+// errors.
+func valueField(i, v int, suffix string) string {
+	return idx(planField(i)+".values", v) + ".val" + suffix
 }
 
 // method reads execution plan i.
@@ -289,12 +389,14 @@ func (b *builder) method(i int, plan *ptefb.ExecutionPlan) error {
 	p := b.p
 	m := &p.methods[i]
 	m.Index = i
-	planField := idx("Program.execution_plan", i)
+	m.p = p
+	m.pos = plan.Table().Pos
+	planField := planField(i)
 	name := plan.Name()
 	if err := b.charge(len(name), planField+".name"); err != nil {
 		return err
 	}
-	m.Name = string(name)
+	m.Name = b.str(name)
 	if _, dup := p.methodIdx[m.Name]; dup {
 		return b.fail(planField+".name", int64(plan.Table().Pos), "execution plan name %q repeats an earlier plan's", m.Name)
 	}
@@ -305,26 +407,34 @@ func (b *builder) method(i int, plan *ptefb.ExecutionPlan) error {
 		if err := b.charge(len(in)+len(out), planField+".container_meta_type"); err != nil {
 			return err
 		}
-		m.EncodedInputs, m.EncodedOutputs = string(in), string(out)
+		m.EncodedInputs, m.EncodedOutputs = b.str(in), b.str(out)
 	}
 
 	nv := plan.ValuesLength()
 	if err := b.charge(nv, planField+".values"); err != nil {
 		return err
 	}
-	m.Values = make([]Value, nv)
+	m.nv = nv
 	vt := make([]int32, nv)
 	p.valueTensor[i] = vt
-	var ev ptefb.EValue
+	if p.tensors == nil {
+		// Most values of a weights-heavy program are its tensors: start
+		// with room for all of them (a guess, not a bound).
+		p.tensors = make([]Tensor, 0, nv)
+		b.shapes = make([]int64, 0, 2*nv+8)
+		b.dims = make([]uint8, 0, 2*nv+8)
+	}
+	vstart, _, _ := vecPos(plan.Table(), vtValues)
 	for v := 0; v < nv; v++ {
-		plan.Values(&ev, v)
-		vt[v] = -1
-		if err := b.value(m, v, &ev, planField); err != nil {
+		e, ok := b.r.deref(vstart + 4*int64(v))
+		if !ok {
+			return errFast
+		}
+		t, err := b.value(i, m, v, nv, e)
+		if err != nil {
 			return err
 		}
-		if tv := m.Values[v].Tensor; tv != nil && tv.Tensor >= 0 {
-			vt[v] = int32(tv.Tensor)
-		}
+		vt[v] = t
 	}
 
 	var err error
@@ -344,10 +454,10 @@ func (b *builder) method(i int, plan *ptefb.ExecutionPlan) error {
 	for k := 0; k < no; k++ {
 		plan.Operators(&op, k)
 		nm, ov := op.Name(), op.Overload()
-		if err := b.charge(len(nm)+len(ov), idx(planField+".operators", k)); err != nil {
-			return err
+		if !b.spend(len(nm) + len(ov)) {
+			return b.overBudget(idx(planField+".operators", k))
 		}
-		m.Operators[k] = Operator{Name: string(nm), Overload: string(ov)}
+		m.Operators[k] = Operator{Name: b.str(nm), Overload: b.str(ov)}
 	}
 
 	nb := plan.NonConstBufferSizesLength()
@@ -372,7 +482,7 @@ func (b *builder) method(i int, plan *ptefb.ExecutionPlan) error {
 	var ch ptefb.Chain
 	for c := 0; c < nc; c++ {
 		plan.Chains(&ch, c)
-		if err := b.chain(&m.Chains[c], &ch, nv, no, nd, idx(planField+".chains", c)); err != nil {
+		if err := b.chain(&m.Chains[c], &ch, nv, no, nd, i, c); err != nil {
 			return err
 		}
 	}
@@ -396,81 +506,100 @@ func (b *builder) valueIndices(n int, at func(int) int32, nv int, field string, 
 	return out, nil
 }
 
-// chain checks a chain's inputs, outputs and instructions.
-func (b *builder) chain(c *Chain, ch *ptefb.Chain, nv, nops, ndel int, field string) error {
+// badIndex returns the position of the first entry of the n-entry vector
+// read by at that is outside [lo, hi), or -1.
+func badIndex(n int, at func(int) int32, lo, hi int) int {
+	for k := 0; k < n; k++ {
+		if x := int(at(k)); x < lo || x >= hi {
+			return k
+		}
+	}
+	return -1
+}
+
+// chain checks chain c of plan i: its inputs, outputs and instructions.
+// Field paths are built only on failure.
+func (b *builder) chain(c *Chain, ch *ptefb.Chain, nv, nops, ndel int, i, ci int) error {
+	field := func() string { return idx(planField(i)+".chains", ci) }
 	pos := int64(ch.Table().Pos)
 	var err error
-	if c.Inputs, err = b.valueIndices(ch.InputsLength(), ch.Inputs, nv, field+".inputs", pos); err != nil {
+	if c.Inputs, err = b.valueIndices(ch.InputsLength(), ch.Inputs, nv, field()+".inputs", pos); err != nil {
 		return err
 	}
-	if c.Outputs, err = b.valueIndices(ch.OutputsLength(), ch.Outputs, nv, field+".outputs", pos); err != nil {
+	if c.Outputs, err = b.valueIndices(ch.OutputsLength(), ch.Outputs, nv, field()+".outputs", pos); err != nil {
 		return err
 	}
 	ni := ch.InstructionsLength()
-	if err := b.charge(ni, field+".instructions"); err != nil {
-		return err
+	if !b.spend(ni) {
+		return b.overBudget(field() + ".instructions")
 	}
 	c.Instructions = ni
 	var in ptefb.Instruction
 	var tab flatbuffers.Table
-	inRange := func(x int32, n int, what, f string, p int64) error {
-		if x < 0 || int(x) >= n {
-			return b.fail(f, p, "%s %d out of range (%d)", what, x, n)
-		}
-		return nil
-	}
 	for k := 0; k < ni; k++ {
 		ch.Instructions(&in, k)
-		f := idx(field+".instructions", k) + ".instr_args"
 		// The tag first: with tag NONE the value offset was not verified
 		// and must not be followed.
 		if in.InstrArgsType() == ptefb.InstructionArgumentsNONE || !in.InstrArgs(&tab) {
 			continue // NONE: nothing to check
 		}
 		p := int64(tab.Pos)
+		f := func(suffix string) string { return idx(field()+".instructions", k) + ".instr_args" + suffix }
+		outOfRange := func(what, suffix string, x int32, n int) error {
+			return b.fail(f(suffix), p, "%s %d out of range (%d)", what, x, n)
+		}
+		args := func(n int, at func(int) int32) error {
+			if !b.spend(n) {
+				return b.overBudget(f(".args"))
+			}
+			if bad := badIndex(n, at, 0, nv); bad >= 0 {
+				return b.fail(idx(f(".args"), bad), p, "value index %d out of range (the plan has %d values)", at(bad), nv)
+			}
+			return nil
+		}
 		switch in.InstrArgsType() {
 		case ptefb.InstructionArgumentsKernelCall:
 			var kc ptefb.KernelCall
 			kc.Init(tab.Bytes, tab.Pos)
-			if err := inRange(kc.OpIndex(), nops, "op_index", f+".op_index", p); err != nil {
-				return err
+			if x := kc.OpIndex(); x < 0 || int(x) >= nops {
+				return outOfRange("op_index", ".op_index", x, nops)
 			}
-			if _, err := b.valueIndices(kc.ArgsLength(), kc.Args, nv, f+".args", p); err != nil {
+			if err := args(kc.ArgsLength(), kc.Args); err != nil {
 				return err
 			}
 		case ptefb.InstructionArgumentsDelegateCall:
 			var dc ptefb.DelegateCall
 			dc.Init(tab.Bytes, tab.Pos)
-			if err := inRange(dc.DelegateIndex(), ndel, "delegate_index", f+".delegate_index", p); err != nil {
-				return err
+			if x := dc.DelegateIndex(); x < 0 || int(x) >= ndel {
+				return outOfRange("delegate_index", ".delegate_index", x, ndel)
 			}
-			if _, err := b.valueIndices(dc.ArgsLength(), dc.Args, nv, f+".args", p); err != nil {
+			if err := args(dc.ArgsLength(), dc.Args); err != nil {
 				return err
 			}
 		case ptefb.InstructionArgumentsMoveCall:
 			var mc ptefb.MoveCall
 			mc.Init(tab.Bytes, tab.Pos)
-			if err := inRange(mc.MoveFrom(), nv, "value index", f+".move_from", p); err != nil {
-				return err
+			if x := mc.MoveFrom(); x < 0 || int(x) >= nv {
+				return outOfRange("value index", ".move_from", x, nv)
 			}
-			if err := inRange(mc.MoveTo(), nv, "value index", f+".move_to", p); err != nil {
-				return err
+			if x := mc.MoveTo(); x < 0 || int(x) >= nv {
+				return outOfRange("value index", ".move_to", x, nv)
 			}
 		case ptefb.InstructionArgumentsJumpFalseCall:
 			var jc ptefb.JumpFalseCall
 			jc.Init(tab.Bytes, tab.Pos)
-			if err := inRange(jc.CondValueIndex(), nv, "value index", f+".cond_value_index", p); err != nil {
-				return err
+			if x := jc.CondValueIndex(); x < 0 || int(x) >= nv {
+				return outOfRange("value index", ".cond_value_index", x, nv)
 			}
 			// Jumping to ni ends the chain.
-			if err := inRange(jc.DestinationInstruction(), ni+1, "destination_instruction", f+".destination_instruction", p); err != nil {
-				return err
+			if x := jc.DestinationInstruction(); x < 0 || int(x) >= ni+1 {
+				return outOfRange("destination_instruction", ".destination_instruction", x, ni+1)
 			}
 		case ptefb.InstructionArgumentsFreeCall:
 			var fc ptefb.FreeCall
 			fc.Init(tab.Bytes, tab.Pos)
-			if err := inRange(fc.ValueIndex(), nv, "value index", f+".value_index", p); err != nil {
-				return err
+			if x := fc.ValueIndex(); x < 0 || int(x) >= nv {
+				return outOfRange("value index", ".value_index", x, nv)
 			}
 		}
 	}
@@ -551,261 +680,221 @@ func (b *builder) delegates(m *Method, plan *ptefb.ExecutionPlan, planField stri
 	return nil
 }
 
-// value reads value v of method m.
-func (b *builder) value(m *Method, v int, ev *ptefb.EValue, planField string) error {
-	val := &m.Values[v]
-	var tab flatbuffers.Table
-	// The tag first: with tag NONE the value offset was not verified and
-	// must not be followed.
-	tag := ev.ValType()
-	if tag == ptefb.KernelTypesNONE || !ev.Val(&tab) {
-		return nil // NONE
+// value verifies and checks value v of plan i (method m, nv values), the
+// EValue table at pos, and, when it is a tensor whose data the file holds
+// or names, adds it to Program.tensors. It returns the tensor's index in
+// Program.tensors, or -1. Nothing is decoded beyond what the checks need:
+// Method.Value decodes on demand.
+func (b *builder) value(i int, m *Method, v, nv int, pos int64) (int32, error) {
+	tag, val, ok := b.r.evalue(pos)
+	if !ok {
+		return -1, errFast
 	}
-	val.Kind = ValueKind(tag)
-	field := idx(planField+".values", v) + ".val"
-	pos := int64(tab.Pos)
 	switch tag {
-	case ptefb.KernelTypesNull:
-	case ptefb.KernelTypesInt:
-		var x ptefb.Int
-		x.Init(tab.Bytes, tab.Pos)
-		val.Int = x.IntVal()
-	case ptefb.KernelTypesBool:
-		var x ptefb.Bool
-		x.Init(tab.Bytes, tab.Pos)
-		val.Bool = x.BoolVal()
-	case ptefb.KernelTypesDouble:
-		var x ptefb.Double
-		x.Init(tab.Bytes, tab.Pos)
-		val.Double = x.DoubleVal()
-	case ptefb.KernelTypesString:
-		var x ptefb.String
-		x.Init(tab.Bytes, tab.Pos)
-		s := x.StringVal()
-		if err := b.charge(len(s), field); err != nil {
-			return err
+	case tagTensor:
+		x, ok := b.r.tensor(val)
+		if !ok {
+			return -1, errFast
 		}
-		val.String = string(s)
-	case ptefb.KernelTypesIntList:
-		var x ptefb.IntList
-		x.Init(tab.Bytes, tab.Pos)
-		n := x.ItemsLength()
-		if err := b.charge(n, field); err != nil {
-			return err
-		}
-		val.Ints = make([]int64, n)
-		for k := range val.Ints {
-			val.Ints[k] = x.Items(k)
-		}
-	case ptefb.KernelTypesDoubleList:
-		var x ptefb.DoubleList
-		x.Init(tab.Bytes, tab.Pos)
-		n := x.ItemsLength()
-		if err := b.charge(n, field); err != nil {
-			return err
-		}
-		val.Doubles = make([]float64, n)
-		for k := range val.Doubles {
-			val.Doubles[k] = x.Items(k)
-		}
-	case ptefb.KernelTypesBoolList:
-		var x ptefb.BoolList
-		x.Init(tab.Bytes, tab.Pos)
-		n := x.ItemsLength()
-		if err := b.charge(n, field); err != nil {
-			return err
-		}
-		val.Bools = make([]bool, n)
-		for k := range val.Bools {
-			val.Bools[k] = x.Items(k)
-		}
-	case ptefb.KernelTypesTensorList:
+		return b.tensor(i, m, v, &x)
+	case uint8(ptefb.KernelTypesTensorList):
 		var x ptefb.TensorList
-		x.Init(tab.Bytes, tab.Pos)
-		items, err := b.valueIndices(x.ItemsLength(), x.Items, len(m.Values), field+".items", pos)
-		if err != nil {
-			return err
-		}
-		val.Items = items
-	case ptefb.KernelTypesOptionalTensorList:
-		var x ptefb.OptionalTensorList
-		x.Init(tab.Bytes, tab.Pos)
+		x.Init(b.fb, flatbuffers.UOffsetT(val))
 		n := x.ItemsLength()
-		if err := b.charge(n, field); err != nil {
-			return err
+		if !b.spend(n) {
+			return -1, b.overBudget(valueField(i, v, ".items"))
 		}
-		val.Items = make([]int32, n)
-		for k := range val.Items {
-			it := x.Items(k)
-			if it < -1 || int(it) >= len(m.Values) {
-				return b.fail(idx(field+".items", k), pos, "value index %d out of range (-1 or 0..%d)", it, len(m.Values)-1)
+		for k := 0; k < n; k++ {
+			if it := x.Items(k); it < 0 || int(it) >= nv {
+				return -1, b.fail(idx(valueField(i, v, ".items"), k), val, "value index %d out of range (the plan has %d values)", it, nv)
 			}
-			val.Items[k] = it
 		}
-	case ptefb.KernelTypesTensor:
-		var x ptefb.Tensor
-		x.Init(tab.Bytes, tab.Pos)
-		return b.tensor(m, v, val, &x, field)
+	case uint8(ptefb.KernelTypesOptionalTensorList):
+		var x ptefb.OptionalTensorList
+		x.Init(b.fb, flatbuffers.UOffsetT(val))
+		n := x.ItemsLength()
+		if !b.spend(n) {
+			return -1, b.overBudget(valueField(i, v, ""))
+		}
+		for k := 0; k < n; k++ {
+			if it := x.Items(k); it < -1 || int(it) >= nv {
+				return -1, b.fail(idx(valueField(i, v, ".items"), k), val, "value index %d out of range (-1 or 0..%d)", it, nv-1)
+			}
+		}
 	}
-	return nil
+	return -1, nil
 }
 
-// tensor reads a tensor value and, when the file holds (or names) its
-// data, adds it to Program.tensors.
-func (b *builder) tensor(m *Method, v int, val *Value, x *ptefb.Tensor, field string) error {
+// tensor checks a tensor value (value v of plan i, method m) and, when the
+// file holds or names its data, adds it to Program.tensors and returns its
+// index there; -1 otherwise. Field paths for errors are built only on
+// failure.
+func (b *builder) tensor(i int, m *Method, v int, x *rawTensor) (int32, error) {
 	p := b.p
-	pos := int64(x.Table().Pos)
-	tv := &TensorValue{Tensor: -1}
-	val.Tensor = tv
-	tv.ScalarType = x.ScalarType()
-	dt, msg := dtypeOf(tv.ScalarType)
+	pos := x.pos
+	st := x.scalarType
+	dt, msg := dtypeOf(st)
 	if msg != "" {
-		return b.fail(field+".scalar_type", pos, "%s", msg)
+		return -1, b.fail(valueField(i, v, ".scalar_type"), pos, "%s", msg)
 	}
-	tv.DType = dt
-	ns := x.SizesLength()
-	nd := x.DimOrderLength()
-	if err := b.charge(ns+nd, field+".sizes"); err != nil {
-		return err
+	ns := x.nsizes
+	nd := len(x.dimOrder)
+	if !b.spend(ns + nd) {
+		return -1, b.overBudget(valueField(i, v, ".sizes"))
 	}
-	tv.Sizes = make([]int64, ns)
-	for k := range tv.Sizes {
-		s := x.Sizes(k)
+	b.shapes = room(b.shapes, ns)
+	s0 := len(b.shapes)
+	for k := 0; k < ns; k++ {
+		s := x.size(&b.r, k)
 		if s < 0 {
-			return b.fail(idx(field+".sizes", k), pos, "negative size %d (want >= 0)", s)
+			b.shapes = b.shapes[:s0]
+			return -1, b.fail(idx(valueField(i, v, ".sizes"), k), pos, "negative size %d (want >= 0)", s)
 		}
-		tv.Sizes[k] = int64(s)
+		b.shapes = append(b.shapes, int64(s))
 	}
+	sizes := b.shapes[s0:len(b.shapes):len(b.shapes)]
+	if ns == 0 {
+		sizes = []int64{} // a scalar: empty, not nil
+	}
+	var dimOrder []uint8
 	if nd > 0 {
 		if nd != ns {
-			return b.fail(field+".dim_order", pos, "dim_order has %d entries for %d sizes", nd, ns)
+			return -1, b.fail(valueField(i, v, ".dim_order"), pos, "dim_order has %d entries for %d sizes", nd, ns)
 		}
-		tv.DimOrder = make([]uint8, nd)
-		var seen [256]bool
-		for k := range tv.DimOrder {
-			d := x.DimOrder(k)
-			if int(d) >= nd || seen[d] {
-				return b.fail(idx(field+".dim_order", k), pos, "dim_order entry %d is not a permutation of 0..%d", d, nd-1)
+		b.dims = room(b.dims, nd)
+		d0 := len(b.dims)
+		var seen [4]uint64 // a bit per dimension (entries are bytes)
+		for k := 0; k < nd; k++ {
+			d := x.dimOrder[k]
+			if int(d) >= nd || seen[d>>6]&(1<<(d&63)) != 0 {
+				b.dims = b.dims[:d0]
+				return -1, b.fail(idx(valueField(i, v, ".dim_order"), k), pos, "dim_order entry %d is not a permutation of 0..%d", d, nd-1)
 			}
-			seen[d] = true
-			tv.DimOrder[k] = d
+			seen[d>>6] |= 1 << (d & 63)
+			b.dims = append(b.dims, d)
 		}
+		dimOrder = b.dims[d0:len(b.dims):len(b.dims)]
 	}
-	tv.RequiresGrad = x.RequiresGrad()
-	tv.DataBufferIndex = x.DataBufferIdx()
-	tv.ShapeDynamism = x.ShapeDynamism()
-	var ai ptefb.AllocationDetails
-	if x.AllocationInfo(&ai) != nil {
-		tv.Planned = true
-		tv.MemoryID = ai.MemoryId()
-		tv.MemoryOffset = uint64(ai.MemoryOffsetHigh())<<32 | uint64(ai.MemoryOffsetLow())
-	}
+	dbi := x.dbi
+	planned := x.planned
 	external := false
-	var eti ptefb.ExtraTensorInfo
-	if x.ExtraTensorInfo(&eti) != nil {
-		fqn := eti.FullyQualifiedName()
-		if err := b.charge(len(fqn), field+".extra_tensor_info.fully_qualified_name"); err != nil {
-			return err
+	fqn := x.fqn
+	if x.hasETI {
+		if !b.spend(len(fqn)) {
+			return -1, b.overBudget(valueField(i, v, ".extra_tensor_info.fully_qualified_name"))
 		}
-		tv.FullyQualifiedName = string(fqn)
-		switch loc := eti.Location(); loc {
+		switch loc := x.location; loc {
 		case locSegment:
 		case locExternal:
 			external = true
 		default:
-			return b.fail(field+".extra_tensor_info.location", int64(eti.Table().Pos),
+			return -1, b.fail(valueField(i, v, ".extra_tensor_info.location"), x.etiPos,
 				"unknown tensor data location %d (want 0 SEGMENT or 1 EXTERNAL)", loc)
 		}
 	}
-	switch {
-	case external:
-		tv.Location = format.LocExternal
-	case tv.DataBufferIndex > 0 && tv.Planned:
-		tv.Location = format.LocMutable
-	case tv.DataBufferIndex > 0 && b.constOffsets == nil:
-		tv.Location = format.LocInline
-	case tv.DataBufferIndex > 0:
-		tv.Location = format.LocSegment
-	default:
-		return nil // no data in the file
+	loc := location(external, dbi, planned, p.inlineConsts)
+	if loc == format.LocNone {
+		// No data in the file: nothing of it is kept.
+		b.shapes, b.dims = b.shapes[:s0], b.dims[:len(b.dims)-len(dimOrder)]
+		return -1, nil
 	}
 
-	t := Tensor{
-		Method:          m.Name,
-		Value:           v,
-		ScalarType:      tv.ScalarType,
-		RequiresGrad:    tv.RequiresGrad,
-		DataBufferIndex: tv.DataBufferIndex,
-		Segment:         -1,
-	}
-	t.DType, t.Shape, t.DimOrder, t.Location = dt, tv.Sizes, tv.DimOrder, tv.Location
-	if tv.FullyQualifiedName != "" {
-		t.Name, t.NameExplicit = tv.FullyQualifiedName, true
+	// Fill the next element in place (every field: the slot may hold a
+	// tensor that failed its checks), not through a temporary.
+	if len(p.tensors) == cap(p.tensors) {
+		p.tensors = append(p.tensors, Tensor{})
 	} else {
-		t.Name = m.Name + "/values/" + strconv.Itoa(v)
+		p.tensors = p.tensors[:len(p.tensors)+1]
+	}
+	t := &p.tensors[len(p.tensors)-1]
+	if len(fqn) > 0 {
+		t.Name, t.NameExplicit = b.str(fqn), true
+	} else {
+		t.Name, t.NameExplicit = b.madeUpName(m.Name, v), false
+	}
+	t.DType, t.Shape, t.DimOrder, t.Location = dt, sizes, dimOrder, loc
+	t.Offset, t.NBytes, t.Data, t.DataFile = -1, 0, segment.Segment{}, ""
+	t.Method, t.Value, t.ScalarType, t.RequiresGrad = m.Name, v, st, x.requiresGrad
+	t.DataBufferIndex, t.Segment = dbi, -1
+	fail := func(field string, off int64, msg string, args ...any) (int32, error) {
+		p.tensors = p.tensors[:len(p.tensors)-1]
+		return -1, b.fail(field, off, msg, args...)
 	}
 	maxBytes := b.size
 	if external {
 		maxBytes = math.MaxInt64
 	}
-	_, nbytes, ok := format.Numel(tv.Sizes, dt, maxBytes)
+	_, nbytes, ok := format.Numel(sizes, dt, maxBytes)
 	if !ok {
-		return b.fail(field+".sizes", pos, "tensor %q: numel × %d-byte elements overflows or exceeds the %d-byte file", t.Name, dt.Size(), b.size)
+		return fail(valueField(i, v, ".sizes"), pos, "tensor %q: numel × %d-byte elements overflows or exceeds the %d-byte file", t.Name, dt.Size(), b.size)
 	}
 	t.NBytes = nbytes
-	t.Offset = -1
-	bf := field + ".data_buffer_idx"
-	switch tv.Location {
+	switch loc {
 	case format.LocExternal:
-		if tv.FullyQualifiedName == "" {
-			return b.fail(field+".extra_tensor_info.fully_qualified_name", pos, "external tensor has no fully-qualified name to find its data by")
+		if len(fqn) == 0 {
+			return fail(valueField(i, v, ".extra_tensor_info.fully_qualified_name"), pos, "external tensor has no fully-qualified name to find its data by")
 		}
 		t.DataBufferIndex = 0
 		p.external++
 	case format.LocInline:
 		cb := b.root.ConstantBufferLength()
-		if int64(tv.DataBufferIndex) >= int64(cb) {
+		if int64(dbi) >= int64(cb) {
 			if cb == 0 {
-				return b.fail(bf, pos, "tensor %q has data_buffer_idx %d but the program has no constant data (no constant_segment, empty constant_buffer)", t.Name, tv.DataBufferIndex)
+				return fail(valueField(i, v, ".data_buffer_idx"), pos, "tensor %q has data_buffer_idx %d but the program has no constant data (no constant_segment, empty constant_buffer)", t.Name, dbi)
 			}
-			return b.fail(bf, pos, "tensor %q: data_buffer_idx %d out of range (constant_buffer has %d entries: want below %[3]d)", t.Name, tv.DataBufferIndex, cb)
+			return fail(valueField(i, v, ".data_buffer_idx"), pos, "tensor %q: data_buffer_idx %d out of range (constant_buffer has %d entries: want below %[3]d)", t.Name, dbi, cb)
 		}
 		var buf ptefb.Buffer
-		b.root.ConstantBuffer(&buf, int(tv.DataBufferIndex))
+		b.root.ConstantBuffer(&buf, int(dbi))
 		spos, sn, _ := vecPos(buf.Table(), vtFirstField)
 		if int64(sn) < nbytes {
-			return b.fail(idx("Program.constant_buffer", int(tv.DataBufferIndex))+".storage", spos,
+			return fail(idx("Program.constant_buffer", int(dbi))+".storage", spos,
 				"tensor %q needs %d bytes but its constant_buffer storage holds %d", t.Name, nbytes, sn)
 		}
 		s, err := segment.New(p.mf, spos, nbytes)
 		if err != nil {
-			return b.fail(bf, pos, "tensor %q: %v", t.Name, err)
+			return fail(valueField(i, v, ".data_buffer_idx"), pos, "tensor %q: %v", t.Name, err)
 		}
 		t.Offset, t.Data = spos, s
 	case format.LocSegment, format.LocMutable:
 		seg, offs, what := b.constSeg, b.constOffsets, "constant_segment"
-		if tv.Location == format.LocMutable {
+		if loc == format.LocMutable {
 			seg, offs, what = b.mutSeg, b.mutOffsets, "mutable_data_segments[0]"
 			if seg < 0 {
-				return b.fail(bf, pos, "mutable tensor %q has data_buffer_idx %d but the program has no mutable_data_segments", t.Name, tv.DataBufferIndex)
+				return fail(valueField(i, v, ".data_buffer_idx"), pos, "mutable tensor %q has data_buffer_idx %d but the program has no mutable_data_segments", t.Name, dbi)
 			}
 		}
-		if int64(tv.DataBufferIndex) >= int64(len(offs)) {
-			return b.fail(bf, pos, "tensor %q: data_buffer_idx %d out of range (%s has %d offsets: want below %[4]d)", t.Name, tv.DataBufferIndex, what, len(offs))
+		if int64(dbi) >= int64(len(offs)) {
+			return fail(valueField(i, v, ".data_buffer_idx"), pos, "tensor %q: data_buffer_idx %d out of range (%s has %d offsets: want below %[4]d)", t.Name, dbi, what, len(offs))
 		}
-		off := offs[tv.DataBufferIndex]
+		off := offs[dbi]
 		ss := p.segments[seg]
 		if off > uint64(ss.Len()) || uint64(nbytes) > uint64(ss.Len())-off {
-			return b.fail(bf, pos, "tensor %q: bytes [%d, %d+%d) lie outside its %d-byte segment %d (%s)",
+			return fail(valueField(i, v, ".data_buffer_idx"), pos, "tensor %q: bytes [%d, %d+%d) lie outside its %d-byte segment %d (%s)",
 				t.Name, off, off, nbytes, ss.Len(), seg, what)
 		}
 		s, err := ss.Sub(int64(off), nbytes)
 		if err != nil {
-			return b.fail(bf, pos, "tensor %q: %v", t.Name, err)
+			return fail(valueField(i, v, ".data_buffer_idx"), pos, "tensor %q: %v", t.Name, err)
 		}
 		t.Offset, t.Data, t.Segment = s.Offset(), s, seg
 	}
-	tv.Tensor = len(p.tensors)
-	p.tensors = append(p.tensors, t)
-	return nil
+	return int32(len(p.tensors) - 1), nil
+}
+
+// location says where a tensor's data lives: external (by name), the
+// mutable data segment (planned, with initial data), inline in the legacy
+// constant_buffer, the constant segment, or nowhere in the file.
+func location(external bool, dbi uint32, planned, inlineConsts bool) format.Location {
+	switch {
+	case external:
+		return format.LocExternal
+	case dbi > 0 && planned:
+		return format.LocMutable
+	case dbi > 0 && inlineConsts:
+		return format.LocInline
+	case dbi > 0:
+		return format.LocSegment
+	}
+	return format.LocNone
 }

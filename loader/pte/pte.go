@@ -29,7 +29,10 @@ package pte
 import (
 	"fmt"
 	"io"
+	"sync"
 	"sync/atomic"
+
+	flatbuffers "github.com/google/flatbuffers/go"
 
 	"github.com/edgeload/edgeload/loader/format"
 	"github.com/edgeload/edgeload/loader/internal/fbverify"
@@ -189,14 +192,14 @@ type Chain struct {
 	Instructions int // number of instructions (each verified)
 }
 
-// Method is an execution plan.
+// Method is an execution plan. Its values are decoded on demand from the
+// verified FlatBuffer ([Method.Value]); the rest is read at Open.
 type Method struct {
 	Name  string
 	Index int // position in Program.execution_plan
 	// Inputs and Outputs are value indices.
 	Inputs  []int32
 	Outputs []int32
-	Values  []Value
 	Chains  []Chain
 	// Operators is the plan's operator table.
 	Operators []Operator
@@ -209,6 +212,10 @@ type Method struct {
 	// (pytree specs); empty when absent.
 	EncodedInputs  string
 	EncodedOutputs string
+
+	p   *Program
+	pos flatbuffers.UOffsetT // the ExecutionPlan table
+	nv  int                  // len(values)
 }
 
 // Tensor is a tensor whose bytes the program holds (constant, mutable) or
@@ -287,17 +294,25 @@ type Program struct {
 	hdr     Header
 	version uint32
 
-	methods     []Method
-	methodIdx   map[string]int
-	tensors     []Tensor
-	tensorIdx   map[string]int
-	valueTensor [][]int32 // per method, per value: index into tensors or -1
-	segments    []segment.Segment
-	named       []format.NamedData
-	namedIdx    map[string]int
-	delegates   []Delegate
-	legacy      bool
-	external    int // number of external tensors
+	fb []byte // the FlatBuffer region, verified
+
+	methods      []Method
+	methodIdx    map[string]int
+	tensors      []Tensor
+	valueTensor  [][]int32 // per method, per value: index into tensors or -1
+	inlineConsts bool      // constants are in the legacy constant_buffer (or there are none)
+
+	// The name index is built by the first Tensor call: a program used by
+	// index or by value (TensorAt) never pays for it.
+	indexOnce sync.Once
+	tensorIdx map[string]int32
+	segments  []segment.Segment
+	named     []format.NamedData
+	namedOnce sync.Once
+	namedIdx  map[string]int
+	delegates []Delegate
+	legacy    bool
+	external  int // number of external tensors
 }
 
 // Open maps the file at path and opens the program in it. The mapping is
@@ -417,13 +432,24 @@ func (p *Program) Tensors() []Tensor { return p.tensors }
 
 // Tensor returns the tensor with the given name (its fully-qualified name,
 // or "<method>/values/<i>" when it has none). When several values share a
-// name, the first in Tensors order is returned. It allocates nothing.
+// name, the first in Tensors order is returned. The first call builds the
+// name index (one map of every tensor); later calls allocate nothing.
 func (p *Program) Tensor(name string) (*Tensor, bool) {
+	p.indexOnce.Do(p.buildIndex)
 	i, ok := p.tensorIdx[name]
 	if !ok {
 		return nil, false
 	}
 	return &p.tensors[i], true
+}
+
+func (p *Program) buildIndex() {
+	p.tensorIdx = make(map[string]int32, len(p.tensors))
+	for i := range p.tensors {
+		if _, dup := p.tensorIdx[p.tensors[i].Name]; !dup {
+			p.tensorIdx[p.tensors[i].Name] = int32(i)
+		}
+	}
 }
 
 // TensorAt returns the tensor of value index value of the named method;
@@ -450,8 +476,17 @@ func (p *Program) Segments() []segment.Segment { return p.segments }
 func (p *Program) NamedData() []format.NamedData { return p.named }
 
 // NamedDataByKey returns the named data entry with the given key (the
-// first one when a key repeats). It allocates nothing.
+// first one when a key repeats). The first call builds the key index;
+// later calls allocate nothing.
 func (p *Program) NamedDataByKey(key string) (format.NamedData, bool) {
+	p.namedOnce.Do(func() {
+		p.namedIdx = make(map[string]int, len(p.named))
+		for i := range p.named {
+			if _, dup := p.namedIdx[p.named[i].Key]; !dup {
+				p.namedIdx[p.named[i].Key] = i
+			}
+		}
+	})
 	i, ok := p.namedIdx[key]
 	if !ok {
 		return format.NamedData{}, false

@@ -166,6 +166,10 @@ var (
 		{Name: "named_data", ID: 7, Kind: fbverify.TableVector, Table: descNamedData},
 	}}
 
+	// descProgramFast is descProgram with the plans' values Deferred: the
+	// builder verifies them as it reads them (fastvalue.go).
+	descProgramFast = deferValues(descProgram)
+
 	// descProgramVersion verifies only what the version gate reads, so that
 	// a program of a newer schema generation is reported as a version
 	// problem rather than as a malformed file.
@@ -173,3 +177,23 @@ var (
 		{Name: "version", ID: 0, Kind: fbverify.Scalar, Size: sz4},
 	}}
 )
+
+// deferValues returns a copy of the Program descriptor whose
+// ExecutionPlan.values vector is Deferred.
+func deferValues(prog *fbverify.Table) *fbverify.Table {
+	plan := *descExecutionPlan
+	plan.Fields = append([]fbverify.Field(nil), plan.Fields...)
+	for i := range plan.Fields {
+		if plan.Fields[i].Name == "values" {
+			plan.Fields[i].Deferred = true
+		}
+	}
+	root := *prog
+	root.Fields = append([]fbverify.Field(nil), root.Fields...)
+	for i := range root.Fields {
+		if root.Fields[i].Name == "execution_plan" {
+			root.Fields[i].Table = &plan
+		}
+	}
+	return &root
+}

@@ -14,7 +14,8 @@ import (
 // (sampled for regions over hostile.MaxRegionOffsets bytes). Each must give
 // a Program that passes hostile.PTE (every accessor and view) or a pte
 // *FormatError; no panic, no case over hostile.Timeout, no allocation over
-// hostile.AllocFactor × size. Under qemu or -short it samples every 7th
+// hostile.AllocFactor × size; and every case must agree with a full
+// generic verification (pte.CheckFastPath). Under qemu or -short it samples every 7th
 // offset.
 func TestSweep(t *testing.T) {
 	gen, err := hostile.GeneratedPTE()
@@ -23,6 +24,9 @@ func TestSweep(t *testing.T) {
 	}
 	hostile.Sweep(t, hostile.Target{Format: "pte", Open: func(b []byte) (func() error, error) {
 		p, err := pte.NewBytes(b)
+		if cerr := pte.CheckFastPath(b, err); cerr != nil {
+			t.Errorf("fast path: %v", cerr)
+		}
 		if err != nil {
 			return nil, err
 		}

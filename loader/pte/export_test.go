@@ -1,0 +1,37 @@
+package pte
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/edgeload/edgeload/internal/schema/ptefb"
+	"github.com/edgeload/edgeload/loader/internal/fbverify"
+)
+
+// CheckFastPath checks that opening data (which gave openErr) agreed with
+// a full generic verification of its FlatBuffer: the fast values path
+// (fastvalue.go) must accept nothing the generic walk rejects, never
+// reject what it accepts, and every structural error must be the one the
+// generic walk reports.
+func CheckFastPath(data []byte, openErr error) error {
+	head := data[:min(len(data), headerPeek)]
+	hdr, err := parseHeader(head, int64(len(data)))
+	if err != nil || hdr.ProgramSize > int64(len(data)) {
+		return nil // not as far as the FlatBuffer
+	}
+	fb := data[:hdr.ProgramSize]
+	vo := fbverify.Options{Format: formatName}
+	if fbverify.Verify(fb, descProgramVersion, vo) != nil || ptefb.GetRootAsProgram(fb, 0).Version() != 0 {
+		return nil
+	}
+	full := fbverify.Verify(fb, descProgram, vo)
+	switch {
+	case openErr != nil && strings.Contains(openErr.Error(), "disagrees"):
+		return fmt.Errorf("the fast path rejected what the generic walk accepts: %v", openErr)
+	case full != nil && openErr == nil:
+		return fmt.Errorf("opened a program the generic walk rejects: %v", full)
+	case full != nil && openErr.Error() != full.Error():
+		return fmt.Errorf("error %q, want the generic walk's %q", openErr, full)
+	}
+	return nil
+}

@@ -1,0 +1,50 @@
+package pte_test
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/edgeload/edgeload/internal/writer"
+	"github.com/edgeload/edgeload/loader/pte"
+)
+
+// constProgram returns a program of n float32 [16,16] constants in one
+// constant segment, the layout of the bench package's files.
+func constProgram(tb testing.TB, n int) []byte {
+	tb.Helper()
+	m := writer.PTEMethod{Name: "forward", Tensors: make([]writer.PTETensor, n)}
+	for i := range m.Tensors {
+		m.Tensors[i] = writer.PTETensor{Kind: writer.PTEConstant, ScalarType: writer.PTEFloat32, Sizes: []int32{16, 16}}
+	}
+	p := writer.PTE{Methods: []writer.PTEMethod{m}, SegmentAlignment: 128, TensorAlignment: 128}
+	b, err := p.Bytes()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return b
+}
+
+// BenchmarkParse measures what Open does beyond the system calls: headers,
+// verification of the whole FlatBuffer, the semantic checks and a view of
+// every tensor, over a program already in memory (NewBytes).
+func BenchmarkParse(b *testing.B) {
+	for _, n := range []int{64, 1024, 10000} {
+		b.Run(fmt.Sprintf("tensors=%d", n), func(b *testing.B) {
+			data := constProgram(b, n)
+			b.ReportAllocs()
+			for b.Loop() {
+				p, err := pte.NewBytes(data)
+				if err != nil {
+					b.Fatal(err)
+				}
+				for i := range p.Tensors() {
+					if _, err := p.Tensors()[i].Data.Bytes(); err != nil {
+						b.Fatal(err)
+					}
+				}
+				p.Close()
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(n), "ns/tensor")
+		})
+	}
+}

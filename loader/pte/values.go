@@ -1,0 +1,145 @@
+package pte
+
+import (
+	"fmt"
+
+	flatbuffers "github.com/google/flatbuffers/go"
+
+	"github.com/edgeload/edgeload/internal/schema/ptefb"
+	"github.com/edgeload/edgeload/loader/format"
+)
+
+// NumValues returns the number of values of the plan.
+func (m *Method) NumValues() int { return m.nv }
+
+// Value decodes value i of the plan from the verified FlatBuffer. Lists
+// and tensor values allocate; the result is the caller's. It fails for an
+// index out of range or a closed program.
+func (m *Method) Value(i int) (Value, error) {
+	p := m.p
+	if i < 0 || i >= m.nv {
+		return Value{}, fmt.Errorf("pte: method %q: value %d out of range (%d values)", m.Name, i, m.nv)
+	}
+	if p.closed.Load() {
+		return Value{}, fmt.Errorf("pte: method %q: %w", m.Name, format.ErrClosed)
+	}
+	var plan ptefb.ExecutionPlan
+	plan.Init(p.fb, m.pos)
+	var ev ptefb.EValue
+	plan.Values(&ev, i)
+	var val Value
+	var tab flatbuffers.Table
+	// Every value was checked at Open; the tag still comes first, since
+	// with tag NONE the value offset was never verified.
+	tag := ev.ValType()
+	if tag == ptefb.KernelTypesNONE || !ev.Val(&tab) {
+		return val, nil
+	}
+	val.Kind = ValueKind(tag)
+	switch tag {
+	case ptefb.KernelTypesInt:
+		var x ptefb.Int
+		x.Init(tab.Bytes, tab.Pos)
+		val.Int = x.IntVal()
+	case ptefb.KernelTypesBool:
+		var x ptefb.Bool
+		x.Init(tab.Bytes, tab.Pos)
+		val.Bool = x.BoolVal()
+	case ptefb.KernelTypesDouble:
+		var x ptefb.Double
+		x.Init(tab.Bytes, tab.Pos)
+		val.Double = x.DoubleVal()
+	case ptefb.KernelTypesString:
+		var x ptefb.String
+		x.Init(tab.Bytes, tab.Pos)
+		val.String = string(x.StringVal())
+	case ptefb.KernelTypesIntList:
+		var x ptefb.IntList
+		x.Init(tab.Bytes, tab.Pos)
+		val.Ints = make([]int64, x.ItemsLength())
+		for k := range val.Ints {
+			val.Ints[k] = x.Items(k)
+		}
+	case ptefb.KernelTypesDoubleList:
+		var x ptefb.DoubleList
+		x.Init(tab.Bytes, tab.Pos)
+		val.Doubles = make([]float64, x.ItemsLength())
+		for k := range val.Doubles {
+			val.Doubles[k] = x.Items(k)
+		}
+	case ptefb.KernelTypesBoolList:
+		var x ptefb.BoolList
+		x.Init(tab.Bytes, tab.Pos)
+		val.Bools = make([]bool, x.ItemsLength())
+		for k := range val.Bools {
+			val.Bools[k] = x.Items(k)
+		}
+	case ptefb.KernelTypesTensorList:
+		var x ptefb.TensorList
+		x.Init(tab.Bytes, tab.Pos)
+		val.Items = make([]int32, x.ItemsLength())
+		for k := range val.Items {
+			val.Items[k] = x.Items(k)
+		}
+	case ptefb.KernelTypesOptionalTensorList:
+		var x ptefb.OptionalTensorList
+		x.Init(tab.Bytes, tab.Pos)
+		val.Items = make([]int32, x.ItemsLength())
+		for k := range val.Items {
+			val.Items[k] = x.Items(k)
+		}
+	case ptefb.KernelTypesTensor:
+		var x ptefb.Tensor
+		x.Init(tab.Bytes, tab.Pos)
+		val.Tensor = m.tensorValue(&x, i)
+	}
+	return val, nil
+}
+
+// tensorValue decodes a tensor value that Open checked.
+func (m *Method) tensorValue(x *ptefb.Tensor, v int) *TensorValue {
+	p := m.p
+	tv := &TensorValue{Tensor: int(p.valueTensor[m.Index][v])}
+	tv.ScalarType = x.ScalarType()
+	tv.DType, _ = dtypeOf(tv.ScalarType)
+	tv.Sizes = make([]int64, x.SizesLength())
+	for k := range tv.Sizes {
+		tv.Sizes[k] = int64(x.Sizes(k))
+	}
+	if nd := x.DimOrderLength(); nd > 0 {
+		tv.DimOrder = make([]uint8, nd)
+		for k := range tv.DimOrder {
+			tv.DimOrder[k] = x.DimOrder(k)
+		}
+	}
+	tv.RequiresGrad = x.RequiresGrad()
+	tv.DataBufferIndex = x.DataBufferIdx()
+	tv.ShapeDynamism = x.ShapeDynamism()
+	var ai ptefb.AllocationDetails
+	if x.AllocationInfo(&ai) != nil {
+		tv.Planned = true
+		tv.MemoryID = ai.MemoryId()
+		tv.MemoryOffset = uint64(ai.MemoryOffsetHigh())<<32 | uint64(ai.MemoryOffsetLow())
+	}
+	external := false
+	var eti ptefb.ExtraTensorInfo
+	if x.ExtraTensorInfo(&eti) != nil {
+		tv.FullyQualifiedName = string(eti.FullyQualifiedName())
+		external = eti.Location() == locExternal
+	}
+	tv.Location = location(external, tv.DataBufferIndex, tv.Planned, p.inlineConsts)
+	return tv
+}
+
+// Values decodes every value of the plan (see [Method.Value]).
+func (m *Method) Values() ([]Value, error) {
+	vals := make([]Value, m.nv)
+	for i := range vals {
+		v, err := m.Value(i)
+		if err != nil {
+			return nil, err
+		}
+		vals[i] = v
+	}
+	return vals, nil
+}

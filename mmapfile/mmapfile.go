@@ -254,20 +254,14 @@ func Open(path string, opts ...Option) (*File, error) {
 		return nil, fmt.Errorf("mmapfile: invalid mode %v", cfg.mode)
 	}
 
-	osf, err := os.Open(path)
+	osf, size, regular, err := platform.OpenFile(path)
 	if err != nil {
 		return nil, err
 	}
-	fi, err := osf.Stat()
-	if err != nil {
-		osf.Close()
-		return nil, err
-	}
-	if !fi.Mode().IsRegular() {
+	if !regular {
 		osf.Close()
 		return nil, fmt.Errorf("mmapfile: %s is not a regular file", path)
 	}
-	size := fi.Size()
 	f := &File{name: path, osf: osf, size: size, ps: ps, ops: ops, limit: pageCeil(size, ops)}
 
 	fitsWhole := f.limit <= math.MaxInt && !(is32bit && size > 1<<31-ops)

@@ -151,3 +151,25 @@ func TestAdviceLockMincore(t *testing.T) {
 		t.Fatal("contents changed after DontNeed")
 	}
 }
+
+func TestOpenFile(t *testing.T) {
+	f, want := tempFile(t, 5000)
+	g, size, regular, err := OpenFile(f.Name())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g.Close()
+	if size != int64(len(want)) || !regular || g.Name() != f.Name() {
+		t.Fatalf("OpenFile = size %d, regular %v, name %q; want %d, true, %q", size, regular, g.Name(), len(want), f.Name())
+	}
+	got := make([]byte, len(want))
+	if _, err := g.ReadAt(got, 0); err != nil || string(got) != string(want) {
+		t.Fatalf("ReadAt through the opened file: %v", err)
+	}
+	if _, _, regular, err := OpenFile(t.TempDir()); err != nil || regular {
+		t.Fatalf("a directory: regular %v, err %v; want false, nil", regular, err)
+	}
+	if _, _, _, err := OpenFile(f.Name() + ".missing"); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("a missing file: %v, want ErrNotExist", err)
+	}
+}

@@ -10,11 +10,19 @@
 // Verification always runs before any accessor can: every table, vector,
 // string and union the package reads is checked to lie inside the
 // FlatBuffer region (loader/internal/fbverify, with the descriptor in
-// schema.go), then every index (segment_index, data_buffer_idx, delegate
-// and operator indices, value indices of inputs, outputs, lists and
-// instructions) is checked to be in range, and every segment and tensor
-// byte range is checked against the file with overflow-safe 64-bit
-// arithmetic. After Open succeeds no accessor can panic.
+// schema.go; the plans' values, most of a program, are verified by
+// fastvalue.go as they are read, with the same checks), then every index
+// (segment_index, data_buffer_idx, delegate and operator indices, value
+// indices of inputs, outputs, lists and instructions) is checked to be in
+// range, and every segment and tensor byte range is checked against the
+// file with overflow-safe 64-bit arithmetic. After Open succeeds no
+// accessor can panic.
+//
+// Open keeps what it hands out compact: tensor names, shapes and dim
+// orders share a few backing arrays, a plan's values are decoded only when
+// asked for ([Method.Value]), and the name indexes are built by the first
+// lookup. Its cost is a few allocations in all and one pass over the
+// FlatBuffer region, whatever the size of the weights.
 //
 // Tensors whose data lives in the file (constant segment, legacy inline
 // constant_buffer, mutable data segment) carry a zero-copy view of their

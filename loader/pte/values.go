@@ -56,38 +56,23 @@ func (m *Method) Value(i int) (Value, error) {
 	case ptefb.KernelTypesIntList:
 		var x ptefb.IntList
 		x.Init(tab.Bytes, tab.Pos)
-		val.Ints = make([]int64, x.ItemsLength())
-		for k := range val.Ints {
-			val.Ints[k] = x.Items(k)
-		}
+		val.Ints = items(x.ItemsLength(), x.Items)
 	case ptefb.KernelTypesDoubleList:
 		var x ptefb.DoubleList
 		x.Init(tab.Bytes, tab.Pos)
-		val.Doubles = make([]float64, x.ItemsLength())
-		for k := range val.Doubles {
-			val.Doubles[k] = x.Items(k)
-		}
+		val.Doubles = items(x.ItemsLength(), x.Items)
 	case ptefb.KernelTypesBoolList:
 		var x ptefb.BoolList
 		x.Init(tab.Bytes, tab.Pos)
-		val.Bools = make([]bool, x.ItemsLength())
-		for k := range val.Bools {
-			val.Bools[k] = x.Items(k)
-		}
+		val.Bools = items(x.ItemsLength(), x.Items)
 	case ptefb.KernelTypesTensorList:
 		var x ptefb.TensorList
 		x.Init(tab.Bytes, tab.Pos)
-		val.Items = make([]int32, x.ItemsLength())
-		for k := range val.Items {
-			val.Items[k] = x.Items(k)
-		}
+		val.Items = items(x.ItemsLength(), x.Items)
 	case ptefb.KernelTypesOptionalTensorList:
 		var x ptefb.OptionalTensorList
 		x.Init(tab.Bytes, tab.Pos)
-		val.Items = make([]int32, x.ItemsLength())
-		for k := range val.Items {
-			val.Items[k] = x.Items(k)
-		}
+		val.Items = items(x.ItemsLength(), x.Items)
 	case ptefb.KernelTypesTensor:
 		var x ptefb.Tensor
 		x.Init(tab.Bytes, tab.Pos)
@@ -102,15 +87,9 @@ func (m *Method) tensorValue(x *ptefb.Tensor, v int) *TensorValue {
 	tv := &TensorValue{Tensor: int(p.valueTensor[m.Index][v])}
 	tv.ScalarType = x.ScalarType()
 	tv.DType, _ = dtypeOf(tv.ScalarType)
-	tv.Sizes = make([]int64, x.SizesLength())
-	for k := range tv.Sizes {
-		tv.Sizes[k] = int64(x.Sizes(k))
-	}
+	tv.Sizes = items(x.SizesLength(), func(k int) int64 { return int64(x.Sizes(k)) })
 	if nd := x.DimOrderLength(); nd > 0 {
-		tv.DimOrder = make([]uint8, nd)
-		for k := range tv.DimOrder {
-			tv.DimOrder[k] = x.DimOrder(k)
-		}
+		tv.DimOrder = items(nd, x.DimOrder)
 	}
 	tv.RequiresGrad = x.RequiresGrad()
 	tv.DataBufferIndex = x.DataBufferIdx()
@@ -142,4 +121,13 @@ func (m *Method) Values() ([]Value, error) {
 		vals[i] = v
 	}
 	return vals, nil
+}
+
+// items copies the n elements of a verified FlatBuffer vector read by at.
+func items[T any](n int, at func(int) T) []T {
+	out := make([]T, n)
+	for k := range out {
+		out[k] = at(k)
+	}
+	return out
 }

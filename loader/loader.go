@@ -416,12 +416,7 @@ func (m *Model) Tensor(name string) (*format.Tensor, bool) {
 		return &t.Tensor, true
 	}
 	m.indexOnce.Do(func() {
-		m.index = make(map[string]int, len(m.tensors))
-		for i := range m.tensors {
-			if _, dup := m.index[m.tensors[i].Name]; !dup {
-				m.index[m.tensors[i].Name] = i
-			}
-		}
+		m.index = format.FirstIndex(len(m.tensors), func(i int) string { return m.tensors[i].Name })
 	})
 	i, ok := m.index[name]
 	if !ok {

@@ -12,8 +12,8 @@ import (
 // The generic walk (fbverify) leaves them to this file (descExecutionPlan
 // marks values Deferred), which verifies each EValue and Tensor exactly as
 // the walk would (the same checks in the same units, the same objects
-// counted against the same limit: see TestFastValuesAgree and
-// FuzzFastValues) while decoding the fields Open needs, in one pass over
+// counted against the same limit: TestSweep and FuzzOpen check every case
+// with CheckFastPath, export_test.go) while decoding the fields Open needs, in one pass over
 // each table's vtable. It reports only that something is wrong
 // (errFast); newProgram then runs the generic walk over the whole program
 // for the error message, so that every error is the one a full

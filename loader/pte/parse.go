@@ -495,15 +495,10 @@ func (b *builder) valueIndices(n int, at func(int) int32, nv int, field string, 
 	if err := b.charge(n, field); err != nil {
 		return nil, err
 	}
-	out := make([]int32, n)
-	for k := range out {
-		x := at(k)
-		if x < 0 || int(x) >= nv {
-			return nil, b.fail(idx(field, k), pos, "value index %d out of range (the plan has %d values)", x, nv)
-		}
-		out[k] = x
+	if k := badIndex(n, at, 0, nv); k >= 0 {
+		return nil, b.fail(idx(field, k), pos, "value index %d out of range (the plan has %d values)", at(k), nv)
 	}
-	return out, nil
+	return items(n, at), nil
 }
 
 // badIndex returns the position of the first entry of the n-entry vector
@@ -704,10 +699,8 @@ func (b *builder) value(i int, m *Method, v, nv int, pos int64) (int32, error) {
 		if !b.spend(n) {
 			return -1, b.overBudget(valueField(i, v, ".items"))
 		}
-		for k := 0; k < n; k++ {
-			if it := x.Items(k); it < 0 || int(it) >= nv {
-				return -1, b.fail(idx(valueField(i, v, ".items"), k), val, "value index %d out of range (the plan has %d values)", it, nv)
-			}
+		if k := badIndex(n, x.Items, 0, nv); k >= 0 {
+			return -1, b.fail(idx(valueField(i, v, ".items"), k), val, "value index %d out of range (the plan has %d values)", x.Items(k), nv)
 		}
 	case uint8(ptefb.KernelTypesOptionalTensorList):
 		var x ptefb.OptionalTensorList
@@ -716,10 +709,8 @@ func (b *builder) value(i int, m *Method, v, nv int, pos int64) (int32, error) {
 		if !b.spend(n) {
 			return -1, b.overBudget(valueField(i, v, ""))
 		}
-		for k := 0; k < n; k++ {
-			if it := x.Items(k); it < -1 || int(it) >= nv {
-				return -1, b.fail(idx(valueField(i, v, ".items"), k), val, "value index %d out of range (-1 or 0..%d)", it, nv-1)
-			}
+		if k := badIndex(n, x.Items, -1, nv); k >= 0 {
+			return -1, b.fail(idx(valueField(i, v, ".items"), k), val, "value index %d out of range (-1 or 0..%d)", x.Items(k), nv-1)
 		}
 	}
 	return -1, nil

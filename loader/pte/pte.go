@@ -21,8 +21,9 @@
 // Open keeps what it hands out compact: tensor names, shapes and dim
 // orders share a few backing arrays, a plan's values are decoded only when
 // asked for ([Method.Value]), and the name indexes are built by the first
-// lookup. Its cost is a few allocations in all and one pass over the
-// FlatBuffer region, whatever the size of the weights.
+// lookup. Its cost is one pass over the FlatBuffer region and a few
+// allocations (plus a few per thousand tensors), whatever the size of the
+// weights.
 //
 // Tensors whose data lives in the file (constant segment, legacy inline
 // constant_buffer, mutable data segment) carry a zero-copy view of their
@@ -313,7 +314,7 @@ type Program struct {
 	// The name index is built by the first Tensor call: a program used by
 	// index or by value (TensorAt) never pays for it.
 	indexOnce sync.Once
-	tensorIdx map[string]int32
+	tensorIdx map[string]int
 	segments  []segment.Segment
 	named     []format.NamedData
 	namedOnce sync.Once
@@ -452,12 +453,7 @@ func (p *Program) Tensor(name string) (*Tensor, bool) {
 }
 
 func (p *Program) buildIndex() {
-	p.tensorIdx = make(map[string]int32, len(p.tensors))
-	for i := range p.tensors {
-		if _, dup := p.tensorIdx[p.tensors[i].Name]; !dup {
-			p.tensorIdx[p.tensors[i].Name] = int32(i)
-		}
-	}
+	p.tensorIdx = format.FirstIndex(len(p.tensors), func(i int) string { return p.tensors[i].Name })
 }
 
 // TensorAt returns the tensor of value index value of the named method;
@@ -488,12 +484,7 @@ func (p *Program) NamedData() []format.NamedData { return p.named }
 // later calls allocate nothing.
 func (p *Program) NamedDataByKey(key string) (format.NamedData, bool) {
 	p.namedOnce.Do(func() {
-		p.namedIdx = make(map[string]int, len(p.named))
-		for i := range p.named {
-			if _, dup := p.namedIdx[p.named[i].Key]; !dup {
-				p.namedIdx[p.named[i].Key] = i
-			}
-		}
+		p.namedIdx = format.FirstIndex(len(p.named), func(i int) string { return p.named[i].Key })
 	})
 	i, ok := p.namedIdx[key]
 	if !ok {

@@ -17,9 +17,7 @@ import (
 func fuzzSeeds(tb testing.TB) [][]byte {
 	var out [][]byte
 	for _, sub := range []string{"pte", "ptd", "rten"} {
-		for _, s := range hostile.Real(sub) {
-			out = append(out, s.Data)
-		}
+		out = append(out, hostile.RealSeeds(sub)...)
 	}
 	paths, _ := filepath.Glob(filepath.Join(testmodels.Root(), "testdata", "*"))
 	for _, p := range paths {

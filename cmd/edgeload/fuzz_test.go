@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/edgeload/edgeload/internal/hostile"
 	"github.com/edgeload/edgeload/internal/testmodels"
 )
 
@@ -16,15 +17,16 @@ import (
 // never panics (run has no recover: a panic fails the target).
 func FuzzCommand(f *testing.F) {
 	paths, _ := filepath.Glob(filepath.Join(testmodels.Root(), "testdata", "*"))
-	for _, sub := range []string{"pte", "ptd", "rten"} {
-		more, _ := filepath.Glob(filepath.Join(testmodels.Root(), "..", "shared", "models", sub, "*"))
-		paths = append(paths, more...)
-	}
 	for _, p := range paths {
-		if fi, err := os.Stat(p); err == nil && fi.Size() <= 256<<10 && testmodels.IsModel(p) {
+		if fi, err := os.Stat(p); err == nil && fi.Size() <= hostile.MaxFuzzSeed && testmodels.IsModel(p) {
 			if b, err := os.ReadFile(p); err == nil {
 				f.Add(b)
 			}
+		}
+	}
+	for _, sub := range []string{"pte", "ptd", "rten"} {
+		for _, b := range hostile.RealSeeds(sub) {
+			f.Add(b)
 		}
 	}
 	dir := f.TempDir()

@@ -2,6 +2,7 @@ package hostile
 
 import (
 	"encoding/binary"
+	"flag"
 	"fmt"
 	"math"
 	"os"
@@ -37,6 +38,37 @@ func Real(sub string) []Seed {
 		if b, err := os.ReadFile(p); err == nil {
 			out = append(out, Seed{Name: sub + "/" + filepath.Base(p), Data: b})
 		}
+	}
+	return out
+}
+
+// MaxFuzzSeed is the largest real file a fuzz target hands the fuzzing
+// engine as a seed. A mutation of a multi-megabyte file costs milliseconds
+// (copy, coverage, every view checked), and minimising one that finds new
+// coverage runs the worker for many seconds without a report: the real
+// ocrs (2.5 MB) and stories260k (1.3 MB) files turned a 15-second CI run
+// into a few hundred executions. The plain test run (no -fuzz) still runs
+// every real file through the fuzz invariants, and TestRealFiles checks
+// them against their expected values.
+const MaxFuzzSeed = 256 << 10
+
+// Fuzzing reports whether the test binary runs the fuzzing engine (-fuzz
+// given), as opposed to running the seed corpus as tests.
+func Fuzzing() bool {
+	f := flag.Lookup("test.fuzz")
+	return f != nil && f.Value.String() != ""
+}
+
+// RealSeeds returns the contents of Real(sub) for a fuzz target's seed
+// corpus: under the fuzzing engine, without the files larger than
+// MaxFuzzSeed; run as tests, all of them.
+func RealSeeds(sub string) [][]byte {
+	var out [][]byte
+	for _, s := range Real(sub) {
+		if Fuzzing() && len(s.Data) > MaxFuzzSeed {
+			continue
+		}
+		out = append(out, s.Data)
 	}
 	return out
 }

@@ -3,12 +3,9 @@ package ptd_test
 import (
 	"bytes"
 	"errors"
-	"os"
-	"path/filepath"
 	"testing"
 
 	"github.com/edgeload/edgeload/internal/hostile"
-	"github.com/edgeload/edgeload/internal/testmodels"
 	"github.com/edgeload/edgeload/internal/writer"
 	"github.com/edgeload/edgeload/loader/format"
 	"github.com/edgeload/edgeload/loader/ptd"
@@ -121,12 +118,7 @@ func FuzzOpen(f *testing.F) {
 	}
 	// The real files, when they are there (testmodels.Files would skip the
 	// whole target otherwise, losing the generated seeds).
-	real, _ := filepath.Glob(filepath.Join(testmodels.Root(), "..", "shared", "models", "ptd", "*.ptd"))
-	for _, p := range real {
-		b, err := os.ReadFile(p)
-		if err != nil {
-			f.Fatal(err)
-		}
+	for _, b := range hostile.RealSeeds("ptd") {
 		f.Add(b)
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {

@@ -4,12 +4,9 @@ import (
 	"bytes"
 	"encoding/binary"
 	"errors"
-	"os"
-	"path/filepath"
 	"testing"
 
 	"github.com/edgeload/edgeload/internal/hostile"
-	"github.com/edgeload/edgeload/internal/testmodels"
 	"github.com/edgeload/edgeload/internal/writer"
 	"github.com/edgeload/edgeload/loader/format"
 	"github.com/edgeload/edgeload/loader/ptd"
@@ -18,14 +15,12 @@ import (
 
 // realSeeds returns the real files in ../shared/models/<sub>, or nothing
 // when the folder is absent (fuzz seeds are best effort; the conformance
-// tests report absence).
-func realSeeds(tb testing.TB, sub string) [][]byte {
-	m, _ := filepath.Glob(filepath.Join(testmodels.Root(), "..", "shared", "models", sub, "*"))
+// tests report absence). Large programs are shrunk by the callers rather
+// than dropped (hostile.MaxFuzzSeed).
+func realSeeds(sub string) [][]byte {
 	var out [][]byte
-	for _, p := range m {
-		if b, err := os.ReadFile(p); err == nil {
-			out = append(out, b)
-		}
+	for _, s := range hostile.Real(sub) {
+		out = append(out, s.Data)
 	}
 	return out
 }
@@ -189,8 +184,8 @@ func shrinkSeed(b []byte) []byte {
 }
 
 func FuzzOpen(f *testing.F) {
-	for _, b := range realSeeds(f, "pte") {
-		if len(b) > 256<<10 {
+	for _, b := range realSeeds("pte") {
+		if len(b) > hostile.MaxFuzzSeed {
 			// Megabytes of segment data make every mutation and
 			// minimisation slow: fuzz a shrunk copy instead.
 			if b = shrinkSeed(b); b == nil {
@@ -244,10 +239,10 @@ func FuzzOpen(f *testing.F) {
 }
 
 func FuzzLink(f *testing.F) {
-	progs := realSeeds(f, "pte")
-	datas := realSeeds(f, "ptd")
+	progs := realSeeds("pte")
+	datas := realSeeds("ptd")
 	for _, p := range progs {
-		if len(p) > 256<<10 {
+		if len(p) > hostile.MaxFuzzSeed {
 			if p = shrinkSeed(p); p == nil {
 				continue
 			}

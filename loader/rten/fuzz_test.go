@@ -3,12 +3,9 @@ package rten_test
 import (
 	"bytes"
 	"errors"
-	"os"
-	"path/filepath"
 	"testing"
 
 	"github.com/edgeload/edgeload/internal/hostile"
-	"github.com/edgeload/edgeload/internal/testmodels"
 	"github.com/edgeload/edgeload/internal/writer"
 	"github.com/edgeload/edgeload/loader/format"
 	"github.com/edgeload/edgeload/loader/rten"
@@ -56,11 +53,8 @@ func fuzzSeeds(tb testing.TB) [][]byte {
 // checkModel, which touches every accessor and every constant's views.
 func FuzzOpen(f *testing.F) {
 	// the real files, when they are there (TestRealFiles enforces them)
-	real, _ := filepath.Glob(filepath.Join(testmodels.Root(), "..", "shared", "models", "rten", "*.rten"))
-	for _, p := range real {
-		if b, err := os.ReadFile(p); err == nil {
-			f.Add(b)
-		}
+	for _, b := range hostile.RealSeeds("rten") {
+		f.Add(b)
 	}
 	for _, b := range fuzzSeeds(f) {
 		f.Add(b)

@@ -309,23 +309,22 @@ func (m *Model) tensors() []format.Tensor {
 // for xmmap.
 func (m *Model) Views(dst [][]byte) ([][]byte, error) {
 	dst = dst[:0]
-	if m.prog != nil {
-		ts := m.prog.Tensors()
-		for i := range ts {
-			b, err := view(&ts[i].Tensor)
-			if err != nil {
-				return dst, err
-			}
-			dst = append(dst, b)
-		}
-		return dst, nil
+	// The views alone, as ExecuTorch's data pointers: TensorData builds no
+	// tensor list (names, shapes), TensorAt would.
+	var n int
+	var data func(int) segment.Segment
+	switch {
+	case m.prog != nil:
+		n, data = m.prog.NumTensors(), m.prog.TensorData
+	case m.lm != nil:
+		n, data = m.lm.NumTensors(), m.lm.TensorData
 	}
-	if m.lm != nil {
-		// The zero-copy path (Tensors copies a program's list once).
-		for i := 0; i < m.lm.NumTensors(); i++ {
-			b, err := view(m.lm.TensorAt(i))
-			if err != nil {
-				return dst, err
+	if data != nil {
+		for i := 0; i < n; i++ {
+			s := data(i)
+			b, err := s.Bytes()
+			if err != nil || int64(len(b)) != s.Len() {
+				return dst, fmt.Errorf("bench: tensor %d: %d bytes, %v", i, len(b), err)
 			}
 			dst = append(dst, b)
 		}

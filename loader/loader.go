@@ -384,15 +384,27 @@ func (m *Model) File() *mmapfile.File { return m.mf }
 // every constant of every graph, subgraphs included. Do not modify the
 // slice. For a program, the first call copies the program's tensors into
 // it; [Model.NumTensors] and [Model.TensorAt] give the same tensors without
-// the copy.
+// the copy, and [Model.TensorData] their bytes without building them.
 func (m *Model) Tensors() []format.Tensor { return m.allTensors() }
 
-// NumTensors returns the number of tensors (len of Tensors).
+// NumTensors returns the number of tensors (len of Tensors). It builds
+// nothing.
 func (m *Model) NumTensors() int {
 	if m.prog != nil {
-		return len(m.prog.Tensors())
+		return m.prog.NumTensors()
 	}
 	return len(m.tensors)
+}
+
+// TensorData returns the bytes of tensor i, 0 <= i < NumTensors: the same
+// view as TensorAt(i).Data. For a program it does not build the tensor list
+// (names, shapes; pte.Program.TensorData): a runtime that wants a data
+// pointer for every weight pays for nothing else. It allocates nothing.
+func (m *Model) TensorData(i int) segment.Segment {
+	if m.prog != nil {
+		return m.prog.TensorData(i)
+	}
+	return m.tensors[i].Data
 }
 
 // TensorAt returns tensor i of Tensors, 0 <= i < NumTensors, without

@@ -232,6 +232,15 @@ func PTE(p *pte.Program) error {
 	if p.MappedFile() == nil || p.MappedFile().Len() != size {
 		return errors.New("pte: MappedFile")
 	}
+	// The views from the records, before anything else can build the
+	// tensor list; checked against the list below.
+	data := make([]segment.Segment, p.NumTensors())
+	for i := range data {
+		data[i] = p.TensorData(i)
+		if err := Segment("tensor data", data[i]); err != nil {
+			return err
+		}
+	}
 	if err := Segment("program data", p.ProgramData()); err != nil {
 		return err
 	}
@@ -307,10 +316,17 @@ func PTE(p *pte.Program) error {
 			}
 		}
 	}
+	if len(p.Tensors()) != len(data) {
+		return fmt.Errorf("pte: %d tensors, NumTensors %d", len(p.Tensors()), len(data))
+	}
 	for i := range p.Tensors() {
 		tt := &p.Tensors()[i]
 		if g, ok := p.Tensor(tt.Name); !ok || g.Name != tt.Name {
 			return fmt.Errorf("pte: Tensor(%q) not found", tt.Name)
+		}
+		if d := p.TensorData(i); !sameView(d, tt.Data) || !sameView(data[i], tt.Data) && tt.Location != format.LocExternal {
+			return fmt.Errorf("pte: tensor %q: TensorData [%d, +%d), before the list [%d, +%d), Data [%d, +%d)",
+				tt.Name, d.Offset(), d.Len(), data[i].Offset(), data[i].Len(), tt.Data.Offset(), tt.Data.Len())
 		}
 		if mm, ok := p.Method(tt.Method); !ok || tt.Value < 0 || tt.Value >= mm.NumValues() {
 			return fmt.Errorf("pte: tensor %q of method %q value %d", tt.Name, tt.Method, tt.Value)
@@ -583,10 +599,16 @@ func Model(m *loader.Model) error {
 	if err != nil {
 		return err
 	}
+	if m.NumTensors() != len(m.Tensors()) {
+		return fmt.Errorf("loader: NumTensors %d, %d tensors", m.NumTensors(), len(m.Tensors()))
+	}
 	for i := range m.Tensors() {
 		t := &m.Tensors()[i]
 		if g, ok := m.Tensor(t.Name); !ok || g.Name != t.Name {
 			return fmt.Errorf("loader: Tensor(%q) not found", t.Name)
+		}
+		if d := m.TensorData(i); !sameView(d, t.Data) || !sameView(d, m.TensorAt(i).Data) {
+			return fmt.Errorf("loader: tensor %q: TensorData [%d, +%d), Data [%d, +%d)", t.Name, d.Offset(), d.Len(), t.Data.Offset(), t.Data.Len())
 		}
 		if err := Tensor(t); err != nil {
 			return fmt.Errorf("loader: %w", err)
@@ -617,4 +639,9 @@ func Model(m *loader.Model) error {
 		return fmt.Errorf("loader: Resident: %w", err)
 	}
 	return nil
+}
+
+// sameView reports whether a and b are the same range of the same file.
+func sameView(a, b segment.Segment) bool {
+	return a.File() == b.File() && a.Offset() == b.Offset() && a.Len() == b.Len()
 }

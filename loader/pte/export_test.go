@@ -35,3 +35,6 @@ func CheckFastPath(data []byte, openErr error) error {
 	}
 	return nil
 }
+
+// TensorListBuilt reports whether p's tensor list has been built.
+func TensorListBuilt(p *Program) bool { return p.list.tensors != nil }

@@ -140,12 +140,14 @@ type rawTensor struct {
 	sizes        int64 // position of the first int32 size
 	nsizes       int
 	dimOrder     []byte
+	dimPos       int64 // position of dimOrder
 	requiresGrad bool
 	dbi          uint32
 	planned      bool
 	hasETI       bool
 	etiPos       int64
 	fqn          []byte
+	fqnPos       int64 // position of fqn
 	location     int8
 }
 
@@ -195,7 +197,7 @@ func (r *fbr) tensor(pos int64) (rawTensor, bool) {
 	if !ok {
 		return x, false
 	}
-	x.dimOrder = r.b[start : start+n]
+	x.dimOrder, x.dimPos = r.b[start:start+n], start
 	if p, ok = r.scalar(t, tRequiresGrad, 1); !ok {
 		return x, false
 	}
@@ -247,6 +249,7 @@ func (r *fbr) tensor(pos int64) (rawTensor, bool) {
 			if x.fqn, ok = r.str(s); !ok {
 				return x, false
 			}
+			x.fqnPos = s + 4
 		}
 		if p, ok = r.scalar(e, 2, 1); !ok { // location
 			return x, false

@@ -175,3 +175,63 @@ func BenchmarkOpenReal(b *testing.B) {
 		})
 	}
 }
+
+// TestTensorDataBuildsNothing proves that TensorData hands out every
+// tensor's bytes without building the tensor list and without allocating,
+// and that the list built afterwards has the same views, names and shapes
+// the file says.
+func TestTensorDataBuildsNothing(t *testing.T) {
+	// The rich program without its external tensors (the view of a linked
+	// external tensor is the list's).
+	w := richProgram()
+	for i := range w.Methods {
+		var keep []writer.PTETensor
+		for _, x := range w.Methods[i].Tensors {
+			if x.Kind != writer.PTEExternal {
+				keep = append(keep, x)
+			}
+		}
+		w.Methods[i].Tensors = keep
+	}
+	p, _ := openGen(t, w)
+	if pte.TensorListBuilt(p) {
+		t.Fatal("Open built the tensor list")
+	}
+	n := p.NumTensors()
+	if n == 0 {
+		t.Fatal("no tensors")
+	}
+	var total int64
+	allocs := testing.AllocsPerRun(100, func() {
+		total = 0
+		for i := range n {
+			b, err := p.TensorData(i).Bytes()
+			if err != nil {
+				t.Fatal(err)
+			}
+			total += int64(len(b))
+		}
+	})
+	if allocs != 0 {
+		t.Errorf("TensorData allocates %.1f times per pass, want 0", allocs)
+	}
+	if pte.TensorListBuilt(p) {
+		t.Fatal("TensorData built the tensor list")
+	}
+	ts := p.Tensors()
+	if !pte.TensorListBuilt(p) || len(ts) != n {
+		t.Fatalf("Tensors: %d tensors (built %v), NumTensors %d", len(ts), pte.TensorListBuilt(p), n)
+	}
+	var want int64
+	for i := range ts {
+		d := p.TensorData(i)
+		if d.Offset() != ts[i].Data.Offset() || d.Len() != ts[i].Data.Len() || d.Len() != ts[i].NBytes {
+			t.Errorf("tensor %q: TensorData [%d,+%d), Data [%d,+%d), NBytes %d", ts[i].Name,
+				d.Offset(), d.Len(), ts[i].Data.Offset(), ts[i].Data.Len(), ts[i].NBytes)
+		}
+		want += ts[i].Data.Len()
+	}
+	if total != want || total == 0 {
+		t.Errorf("TensorData covered %d bytes, the list %d", total, want)
+	}
+}

@@ -47,8 +47,9 @@ func (p *Program) Link(files ...*ptd.File) error {
 	}
 	var done []res
 	var errs []error
-	for i := range p.tensors {
-		t := &p.tensors[i]
+	ts := p.all()
+	for i := range ts {
+		t := &ts[i]
 		if t.Location != format.LocExternal || t.Offset >= 0 {
 			continue
 		}
@@ -63,7 +64,7 @@ func (p *Program) Link(files ...*ptd.File) error {
 		return errors.Join(errs...)
 	}
 	for _, r := range done {
-		t := &p.tensors[r.i]
+		t := &ts[r.i]
 		t.Offset, t.Data, t.DataFile = r.off, r.data, r.file
 	}
 	return nil

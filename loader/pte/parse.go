@@ -129,14 +129,14 @@ type builder struct {
 	mutSeg       int      // segment index of mutable_data_segments[0]; -1 none
 	mutOffsets   []uint64
 
-	// Arenas: the Go values handed out (strings, shapes, dim orders) are
-	// slices of a few shared backing arrays, not one allocation each. An
-	// arena only ever grows at its end, so what was handed out is never
-	// written again (a grown arena moves on to a new array and leaves the
-	// old one to the slices that point into it).
-	strs   []byte
-	shapes []int64
-	dims   []uint8
+	// strs is an arena: the strings handed out (method, operator and
+	// delegate names, ...) are slices of a few shared backing arrays, not
+	// one allocation each. It only ever grows at its end, so what was
+	// handed out is never written again (a grown arena moves on to a new
+	// array and leaves the old one to the strings that point into it).
+	// Tensor names, shapes and dim orders are built later, with the
+	// tensor list (tensors.go).
+	strs []byte
 }
 
 // arenaChunk is the least an arena grows by, in elements.
@@ -161,26 +161,6 @@ func (b *builder) str(s []byte) string {
 	n := len(b.strs)
 	b.strs = append(b.strs, s...)
 	return unsafe.String(&b.strs[n], len(s))
-}
-
-// madeUpName returns "<method>/values/<v>", held in the string arena.
-func (b *builder) madeUpName(method string, v int) string {
-	const infix = "/values/"
-	var digits [20]byte
-	d := len(digits)
-	for x := uint64(v); ; x /= 10 {
-		d--
-		digits[d] = byte('0' + x%10)
-		if x < 10 {
-			break
-		}
-	}
-	b.strs = room(b.strs, len(method)+len(infix)+len(digits)-d)
-	n := len(b.strs)
-	b.strs = append(b.strs, method...)
-	b.strs = append(b.strs, infix...)
-	b.strs = append(b.strs, digits[d:]...)
-	return unsafe.String(&b.strs[n], len(b.strs)-n)
 }
 
 func (b *builder) fail(field string, off int64, msg string, args ...any) error {
@@ -241,9 +221,9 @@ func (b *builder) build() error {
 			return err
 		}
 	}
-	if cap(p.tensors) > 2*len(p.tensors)+64 {
+	if cap(p.recs) > 2*len(p.recs)+64 {
 		// Mostly activations: do not keep the room guessed for tensors.
-		p.tensors = append([]Tensor(nil), p.tensors...)
+		p.recs = append([]tensorRec(nil), p.recs...)
 	}
 	return nil
 }
@@ -417,12 +397,10 @@ func (b *builder) method(i int, plan *ptefb.ExecutionPlan) error {
 	m.nv = nv
 	vt := make([]int32, nv)
 	p.valueTensor[i] = vt
-	if p.tensors == nil {
+	if p.recs == nil {
 		// Most values of a weights-heavy program are its tensors: start
 		// with room for all of them (a guess, not a bound).
-		p.tensors = make([]Tensor, 0, nv)
-		b.shapes = make([]int64, 0, 2*nv+8)
-		b.dims = make([]uint8, 0, 2*nv+8)
+		p.recs = make([]tensorRec, 0, nv)
 	}
 	vstart, _, _ := vecPos(plan.Table(), vtValues)
 	for v := 0; v < nv; v++ {
@@ -717,9 +695,11 @@ func (b *builder) value(i int, m *Method, v, nv int, pos int64) (int32, error) {
 }
 
 // tensor checks a tensor value (value v of plan i, method m) and, when the
-// file holds or names its data, adds it to Program.tensors and returns its
-// index there; -1 otherwise. Field paths for errors are built only on
-// failure.
+// file holds or names its data, records it (Program.recs) and returns its
+// index in the tensor list; -1 otherwise. The Tensor values themselves are
+// built by the first call that needs them (Program.all): Open keeps one
+// pointer-free record per tensor. Field paths and names for errors are
+// built only on failure.
 func (b *builder) tensor(i int, m *Method, v int, x *rawTensor) (int32, error) {
 	p := b.p
 	pos := x.pos
@@ -733,144 +713,135 @@ func (b *builder) tensor(i int, m *Method, v int, x *rawTensor) (int32, error) {
 	if !b.spend(ns + nd) {
 		return -1, b.overBudget(valueField(i, v, ".sizes"))
 	}
-	b.shapes = room(b.shapes, ns)
-	s0 := len(b.shapes)
+	// The element count, checking each size as it goes: a negative size is
+	// reported before an overflow, whatever its position.
+	maxBytes := b.size
+	external := x.hasETI && x.location == locExternal
+	if external {
+		maxBytes = math.MaxInt64
+	}
+	numel, zero, over := int64(1), false, false
 	for k := 0; k < ns; k++ {
-		s := x.size(&b.r, k)
-		if s < 0 {
-			b.shapes = b.shapes[:s0]
+		s := int64(x.size(&b.r, k))
+		switch {
+		case s < 0:
 			return -1, b.fail(idx(valueField(i, v, ".sizes"), k), pos, "negative size %d (want >= 0)", s)
+		case s == 0:
+			zero = true
+		case over:
+		case numel > maxBytes/s:
+			over = true // the product already exceeds any size that fits
+		default:
+			numel *= s
 		}
-		b.shapes = append(b.shapes, int64(s))
 	}
-	sizes := b.shapes[s0:len(b.shapes):len(b.shapes)]
-	if ns == 0 {
-		sizes = []int64{} // a scalar: empty, not nil
-	}
-	var dimOrder []uint8
 	if nd > 0 {
 		if nd != ns {
 			return -1, b.fail(valueField(i, v, ".dim_order"), pos, "dim_order has %d entries for %d sizes", nd, ns)
 		}
-		b.dims = room(b.dims, nd)
-		d0 := len(b.dims)
 		var seen [4]uint64 // a bit per dimension (entries are bytes)
-		for k := 0; k < nd; k++ {
-			d := x.dimOrder[k]
+		for k, d := range x.dimOrder {
 			if int(d) >= nd || seen[d>>6]&(1<<(d&63)) != 0 {
-				b.dims = b.dims[:d0]
 				return -1, b.fail(idx(valueField(i, v, ".dim_order"), k), pos, "dim_order entry %d is not a permutation of 0..%d", d, nd-1)
 			}
 			seen[d>>6] |= 1 << (d & 63)
-			b.dims = append(b.dims, d)
 		}
-		dimOrder = b.dims[d0:len(b.dims):len(b.dims)]
 	}
 	dbi := x.dbi
-	planned := x.planned
-	external := false
 	fqn := x.fqn
 	if x.hasETI {
 		if !b.spend(len(fqn)) {
 			return -1, b.overBudget(valueField(i, v, ".extra_tensor_info.fully_qualified_name"))
 		}
-		switch loc := x.location; loc {
-		case locSegment:
-		case locExternal:
-			external = true
-		default:
+		if loc := x.location; loc != locSegment && loc != locExternal {
 			return -1, b.fail(valueField(i, v, ".extra_tensor_info.location"), x.etiPos,
 				"unknown tensor data location %d (want 0 SEGMENT or 1 EXTERNAL)", loc)
 		}
 	}
-	loc := location(external, dbi, planned, p.inlineConsts)
+	loc := location(external, dbi, x.planned, p.inlineConsts)
 	if loc == format.LocNone {
-		// No data in the file: nothing of it is kept.
-		b.shapes, b.dims = b.shapes[:s0], b.dims[:len(b.dims)-len(dimOrder)]
-		return -1, nil
+		return -1, nil // no data in the file: nothing of it is kept
 	}
-
-	// Fill the next element in place (every field: the slot may hold a
-	// tensor that failed its checks), not through a temporary.
-	if len(p.tensors) == cap(p.tensors) {
-		p.tensors = append(p.tensors, Tensor{})
-	} else {
-		p.tensors = p.tensors[:len(p.tensors)+1]
+	name := func() string { // for errors only
+		if len(fqn) > 0 {
+			return string(fqn)
+		}
+		return m.Name + "/values/" + strconv.Itoa(v)
 	}
-	t := &p.tensors[len(p.tensors)-1]
-	if len(fqn) > 0 {
-		t.Name, t.NameExplicit = b.str(fqn), true
-	} else {
-		t.Name, t.NameExplicit = b.madeUpName(m.Name, v), false
+	// As format.Numel: a zero dimension means no elements whatever the
+	// others; a dtype without a size (none here) is never valid.
+	var nbytes int64
+	switch sz := int64(dt.Size()); {
+	case zero:
+		over = sz == 0
+	case over || sz == 0 || numel > maxBytes/sz:
+		over = true
+	default:
+		nbytes = numel * sz
 	}
-	t.DType, t.Shape, t.DimOrder, t.Location = dt, sizes, dimOrder, loc
-	t.Offset, t.NBytes, t.Data, t.DataFile = -1, 0, segment.Segment{}, ""
-	t.Method, t.Value, t.ScalarType, t.RequiresGrad = m.Name, v, st, x.requiresGrad
-	t.DataBufferIndex, t.Segment = dbi, -1
-	fail := func(field string, off int64, msg string, args ...any) (int32, error) {
-		p.tensors = p.tensors[:len(p.tensors)-1]
-		return -1, b.fail(field, off, msg, args...)
+	if over {
+		return -1, b.fail(valueField(i, v, ".sizes"), pos, "tensor %q: numel × %d-byte elements overflows or exceeds the %d-byte file", name(), dt.Size(), b.size)
 	}
-	maxBytes := b.size
-	if external {
-		maxBytes = math.MaxInt64
+	r := tensorRec{
+		pos: pos, sizes: x.sizes, ns: int32(ns), dims: x.dimPos, nd: int32(nd),
+		fqn: x.fqnPos, nfqn: int32(len(fqn)),
+		off: -1, nbytes: nbytes, seg: -1, method: int32(i), value: int32(v),
+		dbi: dbi, loc: loc, dt: dt, st: st, grad: x.requiresGrad,
 	}
-	_, nbytes, ok := format.Numel(sizes, dt, maxBytes)
-	if !ok {
-		return fail(valueField(i, v, ".sizes"), pos, "tensor %q: numel × %d-byte elements overflows or exceeds the %d-byte file", t.Name, dt.Size(), b.size)
-	}
-	t.NBytes = nbytes
 	switch loc {
 	case format.LocExternal:
 		if len(fqn) == 0 {
-			return fail(valueField(i, v, ".extra_tensor_info.fully_qualified_name"), pos, "external tensor has no fully-qualified name to find its data by")
+			return -1, b.fail(valueField(i, v, ".extra_tensor_info.fully_qualified_name"), pos, "external tensor has no fully-qualified name to find its data by")
 		}
-		t.DataBufferIndex = 0
+		r.dbi = 0
 		p.external++
 	case format.LocInline:
 		cb := b.root.ConstantBufferLength()
 		if int64(dbi) >= int64(cb) {
 			if cb == 0 {
-				return fail(valueField(i, v, ".data_buffer_idx"), pos, "tensor %q has data_buffer_idx %d but the program has no constant data (no constant_segment, empty constant_buffer)", t.Name, dbi)
+				return -1, b.fail(valueField(i, v, ".data_buffer_idx"), pos, "tensor %q has data_buffer_idx %d but the program has no constant data (no constant_segment, empty constant_buffer)", name(), dbi)
 			}
-			return fail(valueField(i, v, ".data_buffer_idx"), pos, "tensor %q: data_buffer_idx %d out of range (constant_buffer has %d entries: want below %[3]d)", t.Name, dbi, cb)
+			return -1, b.fail(valueField(i, v, ".data_buffer_idx"), pos, "tensor %q: data_buffer_idx %d out of range (constant_buffer has %d entries: want below %[3]d)", name(), dbi, cb)
 		}
 		var buf ptefb.Buffer
 		b.root.ConstantBuffer(&buf, int(dbi))
 		spos, sn, _ := vecPos(buf.Table(), vtFirstField)
 		if int64(sn) < nbytes {
-			return fail(idx("Program.constant_buffer", int(dbi))+".storage", spos,
-				"tensor %q needs %d bytes but its constant_buffer storage holds %d", t.Name, nbytes, sn)
+			return -1, b.fail(idx("Program.constant_buffer", int(dbi))+".storage", spos,
+				"tensor %q needs %d bytes but its constant_buffer storage holds %d", name(), nbytes, sn)
 		}
-		s, err := segment.New(p.mf, spos, nbytes)
-		if err != nil {
-			return fail(valueField(i, v, ".data_buffer_idx"), pos, "tensor %q: %v", t.Name, err)
+		if _, err := segment.New(p.mf, spos, nbytes); err != nil {
+			return -1, b.fail(valueField(i, v, ".data_buffer_idx"), pos, "tensor %q: %v", name(), err)
 		}
-		t.Offset, t.Data = spos, s
+		r.off = spos
 	case format.LocSegment, format.LocMutable:
 		seg, offs, what := b.constSeg, b.constOffsets, "constant_segment"
 		if loc == format.LocMutable {
 			seg, offs, what = b.mutSeg, b.mutOffsets, "mutable_data_segments[0]"
 			if seg < 0 {
-				return fail(valueField(i, v, ".data_buffer_idx"), pos, "mutable tensor %q has data_buffer_idx %d but the program has no mutable_data_segments", t.Name, dbi)
+				return -1, b.fail(valueField(i, v, ".data_buffer_idx"), pos, "mutable tensor %q has data_buffer_idx %d but the program has no mutable_data_segments", name(), dbi)
 			}
 		}
 		if int64(dbi) >= int64(len(offs)) {
-			return fail(valueField(i, v, ".data_buffer_idx"), pos, "tensor %q: data_buffer_idx %d out of range (%s has %d offsets: want below %[4]d)", t.Name, dbi, what, len(offs))
+			return -1, b.fail(valueField(i, v, ".data_buffer_idx"), pos, "tensor %q: data_buffer_idx %d out of range (%s has %d offsets: want below %[4]d)", name(), dbi, what, len(offs))
 		}
 		off := offs[dbi]
 		ss := p.segments[seg]
 		if off > uint64(ss.Len()) || uint64(nbytes) > uint64(ss.Len())-off {
-			return fail(valueField(i, v, ".data_buffer_idx"), pos, "tensor %q: bytes [%d, %d+%d) lie outside its %d-byte segment %d (%s)",
-				t.Name, off, off, nbytes, ss.Len(), seg, what)
+			return -1, b.fail(valueField(i, v, ".data_buffer_idx"), pos, "tensor %q: bytes [%d, %d+%d) lie outside its %d-byte segment %d (%s)",
+				name(), off, off, nbytes, ss.Len(), seg, what)
 		}
-		s, err := ss.Sub(int64(off), nbytes)
-		if err != nil {
-			return fail(valueField(i, v, ".data_buffer_idx"), pos, "tensor %q: %v", t.Name, err)
-		}
-		t.Offset, t.Data, t.Segment = s.Offset(), s, seg
+		r.off, r.seg = ss.Offset()+int64(off), int32(seg)
 	}
-	return int32(len(p.tensors) - 1), nil
+	p.recs = append(p.recs, r)
+	p.list.shapeLen += ns
+	p.list.dimLen += nd
+	if len(fqn) > 0 {
+		p.list.nameLen += len(fqn)
+	} else {
+		p.list.nameLen += len(m.Name) + len("/values/") + 10
+	}
+	return int32(len(p.recs) - 1), nil
 }
 
 // location says where a tensor's data lives: external (by name), the

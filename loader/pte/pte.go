@@ -18,12 +18,14 @@
 // file with overflow-safe 64-bit arithmetic. After Open succeeds no
 // accessor can panic.
 //
-// Open keeps what it hands out compact: tensor names, shapes and dim
-// orders share a few backing arrays, a plan's values are decoded only when
-// asked for ([Method.Value]), and the name indexes are built by the first
-// lookup. Its cost is one pass over the FlatBuffer region and a few
-// allocations (plus a few per thousand tensors), whatever the size of the
-// weights.
+// Open verifies everything but builds little: one pointer-free record per
+// tensor (tensors.go), from which [Program.TensorData] hands out a tensor's
+// bytes. The tensor list ([Program.Tensors]: names, shapes, dim orders, in
+// three shared arrays) is built from the records by the first call that
+// needs it, a plan's values are decoded only when asked for
+// ([Method.Value]), and the name indexes are built by the first lookup.
+// Open's cost is one pass over the FlatBuffer region and a few dozen
+// allocations, whatever the size of the weights.
 //
 // Tensors whose data lives in the file (constant segment, legacy inline
 // constant_buffer, mutable data segment) carry a zero-copy view of their
@@ -307,9 +309,10 @@ type Program struct {
 
 	methods      []Method
 	methodIdx    map[string]int
-	tensors      []Tensor
-	valueTensor  [][]int32 // per method, per value: index into tensors or -1
-	inlineConsts bool      // constants are in the legacy constant_buffer (or there are none)
+	recs         []tensorRec // one per tensor (tensors.go)
+	list         tensorList  // the Tensor values, built on first use
+	valueTensor  [][]int32   // per method, per value: index into recs or -1
+	inlineConsts bool        // constants are in the legacy constant_buffer (or there are none)
 
 	// The name index is built by the first Tensor call: a program used by
 	// index or by value (TensorAt) never pays for it.
@@ -436,8 +439,10 @@ func (p *Program) Method(name string) (*Method, bool) {
 
 // Tensors returns every tensor with data in (or named by) the program: for
 // each method in order, each constant, mutable or external tensor value in
-// value order. Do not modify the slice.
-func (p *Program) Tensors() []Tensor { return p.tensors }
+// value order. Do not modify the slice. The first call (or the first of
+// Tensor, TensorAt, External, Link) builds the list; Open verified every
+// tensor already, and TensorData hands out their bytes without it.
+func (p *Program) Tensors() []Tensor { return p.all() }
 
 // Tensor returns the tensor with the given name (its fully-qualified name,
 // or "<method>/values/<i>" when it has none). When several values share a
@@ -449,11 +454,12 @@ func (p *Program) Tensor(name string) (*Tensor, bool) {
 	if !ok {
 		return nil, false
 	}
-	return &p.tensors[i], true
+	return &p.all()[i], true
 }
 
 func (p *Program) buildIndex() {
-	p.tensorIdx = format.FirstIndex(len(p.tensors), func(i int) string { return p.tensors[i].Name })
+	ts := p.all()
+	p.tensorIdx = format.FirstIndex(len(ts), func(i int) string { return ts[i].Name })
 }
 
 // TensorAt returns the tensor of value index value of the named method;
@@ -468,7 +474,7 @@ func (p *Program) TensorAt(method string, value int) (*Tensor, bool) {
 	if i < 0 {
 		return nil, false
 	}
-	return &p.tensors[i], true
+	return &p.all()[i], true
 }
 
 // Segments returns views of the program's segments, in file order, with
@@ -509,10 +515,11 @@ func (p *Program) FileSize() int64 { return p.mf.Len() }
 // External returns the number of external tensors, and how many of them
 // are still unresolved (not linked to a .ptd).
 func (p *Program) External() (total, unresolved int) {
-	for i := range p.tensors {
-		if p.tensors[i].Location == format.LocExternal {
+	ts := p.all()
+	for i := range ts {
+		if ts[i].Location == format.LocExternal {
 			total++
-			if p.tensors[i].Offset < 0 {
+			if ts[i].Offset < 0 {
 				unresolved++
 			}
 		}

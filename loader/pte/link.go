@@ -85,26 +85,26 @@ func resolve(t *Tensor, files []*ptd.File) (resolved, error) {
 		if !ok {
 			continue
 		}
-		where := fmt.Sprintf("key %q of %s", t.Name, f.Name())
+		where := func() string { return fmt.Sprintf("key %q of %s", t.Name, f.Name()) } // errors only
 		l := nd.Layout
 		if l == nil {
-			return resolved{}, mismatch(t, "%s is an opaque blob without a tensor layout", where)
+			return resolved{}, mismatch(t, "%s is an opaque blob without a tensor layout", where())
 		}
 		if l.DType != t.DType {
-			return resolved{}, mismatch(t, "dtype %s in the program, %s in %s", t.DType, l.DType, where)
+			return resolved{}, mismatch(t, "dtype %s in the program, %s in %s", t.DType, l.DType, where())
 		}
 		if !equalSizes(t.Shape, l.Sizes) {
-			return resolved{}, mismatch(t, "sizes %v in the program, %v in %s", t.Shape, l.Sizes, where)
+			return resolved{}, mismatch(t, "sizes %v in the program, %v in %s", t.Shape, l.Sizes, where())
 		}
 		if !equalDimOrder(t.DimOrder, l.DimOrder, len(t.Shape)) {
-			return resolved{}, mismatch(t, "dim order %v in the program, %v in %s", t.DimOrder, l.DimOrder, where)
+			return resolved{}, mismatch(t, "dim order %v in the program, %v in %s", t.DimOrder, l.DimOrder, where())
 		}
 		if nd.Data.Len() < t.NBytes {
-			return resolved{}, mismatch(t, "needs %d bytes (numel × %d) but %s holds %d", t.NBytes, t.DType.Size(), where, nd.Data.Len())
+			return resolved{}, mismatch(t, "needs %d bytes (numel × %d) but %s holds %d", t.NBytes, t.DType.Size(), where(), nd.Data.Len())
 		}
 		d, err := nd.Data.Sub(0, t.NBytes)
 		if err != nil {
-			return resolved{}, mismatch(t, "%s: %v", where, err)
+			return resolved{}, mismatch(t, "%s: %v", where(), err)
 		}
 		return resolved{Data: d, name: f.Name()}, nil
 	}

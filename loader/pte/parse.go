@@ -373,8 +373,8 @@ func (b *builder) method(i int, plan *ptefb.ExecutionPlan) error {
 	m.pos = plan.Table().Pos
 	planField := planField(i)
 	name := plan.Name()
-	if err := b.charge(len(name), planField+".name"); err != nil {
-		return err
+	if !b.spend(len(name)) {
+		return b.overBudget(planField + ".name")
 	}
 	m.Name = b.str(name)
 	if _, dup := p.methodIdx[m.Name]; dup {
@@ -384,15 +384,15 @@ func (b *builder) method(i int, plan *ptefb.ExecutionPlan) error {
 	var cm ptefb.ContainerMetadata
 	if plan.ContainerMetaType(&cm) != nil {
 		in, out := cm.EncodedInpStr(), cm.EncodedOutStr()
-		if err := b.charge(len(in)+len(out), planField+".container_meta_type"); err != nil {
-			return err
+		if !b.spend(len(in) + len(out)) {
+			return b.overBudget(planField + ".container_meta_type")
 		}
 		m.EncodedInputs, m.EncodedOutputs = b.str(in), b.str(out)
 	}
 
 	nv := plan.ValuesLength()
-	if err := b.charge(nv, planField+".values"); err != nil {
-		return err
+	if !b.spend(nv) {
+		return b.overBudget(planField + ".values")
 	}
 	m.nv = nv
 	vt := make([]int32, nv)
@@ -415,17 +415,18 @@ func (b *builder) method(i int, plan *ptefb.ExecutionPlan) error {
 		vt[v] = t
 	}
 
+	pf := func() string { return planField }
 	var err error
-	if m.Inputs, err = b.valueIndices(plan.InputsLength(), plan.Inputs, nv, planField+".inputs", int64(plan.Table().Pos)); err != nil {
+	if m.Inputs, err = b.valueIndices(plan.InputsLength(), plan.Inputs, nv, pf, ".inputs", int64(plan.Table().Pos)); err != nil {
 		return err
 	}
-	if m.Outputs, err = b.valueIndices(plan.OutputsLength(), plan.Outputs, nv, planField+".outputs", int64(plan.Table().Pos)); err != nil {
+	if m.Outputs, err = b.valueIndices(plan.OutputsLength(), plan.Outputs, nv, pf, ".outputs", int64(plan.Table().Pos)); err != nil {
 		return err
 	}
 
 	no := plan.OperatorsLength()
-	if err := b.charge(no, planField+".operators"); err != nil {
-		return err
+	if !b.spend(no) {
+		return b.overBudget(planField + ".operators")
 	}
 	m.Operators = make([]Operator, no)
 	var op ptefb.Operator
@@ -439,8 +440,8 @@ func (b *builder) method(i int, plan *ptefb.ExecutionPlan) error {
 	}
 
 	nb := plan.NonConstBufferSizesLength()
-	if err := b.charge(nb, planField+".non_const_buffer_sizes"); err != nil {
-		return err
+	if !b.spend(nb) {
+		return b.overBudget(planField + ".non_const_buffer_sizes")
 	}
 	m.NonConstBufferSizes = make([]int64, nb)
 	for k := range m.NonConstBufferSizes {
@@ -453,8 +454,8 @@ func (b *builder) method(i int, plan *ptefb.ExecutionPlan) error {
 	}
 
 	nc := plan.ChainsLength()
-	if err := b.charge(nc, planField+".chains"); err != nil {
-		return err
+	if !b.spend(nc) {
+		return b.overBudget(planField + ".chains")
 	}
 	m.Chains = make([]Chain, nc)
 	var ch ptefb.Chain
@@ -469,12 +470,13 @@ func (b *builder) method(i int, plan *ptefb.ExecutionPlan) error {
 
 // valueIndices copies a vector of value indices, checking each is in
 // [0, nv).
-func (b *builder) valueIndices(n int, at func(int) int32, nv int, field string, pos int64) ([]int32, error) {
-	if err := b.charge(n, field); err != nil {
-		return nil, err
+// The error names field()+suffix (built only on failure).
+func (b *builder) valueIndices(n int, at func(int) int32, nv int, field func() string, suffix string, pos int64) ([]int32, error) {
+	if !b.spend(n) {
+		return nil, b.overBudget(field() + suffix)
 	}
 	if k := badIndex(n, at, 0, nv); k >= 0 {
-		return nil, b.fail(idx(field, k), pos, "value index %d out of range (the plan has %d values)", at(k), nv)
+		return nil, b.fail(idx(field()+suffix, k), pos, "value index %d out of range (the plan has %d values)", at(k), nv)
 	}
 	return items(n, at), nil
 }
@@ -496,10 +498,10 @@ func (b *builder) chain(c *Chain, ch *ptefb.Chain, nv, nops, ndel int, i, ci int
 	field := func() string { return idx(planField(i)+".chains", ci) }
 	pos := int64(ch.Table().Pos)
 	var err error
-	if c.Inputs, err = b.valueIndices(ch.InputsLength(), ch.Inputs, nv, field()+".inputs", pos); err != nil {
+	if c.Inputs, err = b.valueIndices(ch.InputsLength(), ch.Inputs, nv, field, ".inputs", pos); err != nil {
 		return err
 	}
-	if c.Outputs, err = b.valueIndices(ch.OutputsLength(), ch.Outputs, nv, field()+".outputs", pos); err != nil {
+	if c.Outputs, err = b.valueIndices(ch.OutputsLength(), ch.Outputs, nv, field, ".outputs", pos); err != nil {
 		return err
 	}
 	ni := ch.InstructionsLength()
@@ -583,8 +585,8 @@ func (b *builder) chain(c *Chain, ch *ptefb.Chain, nv, nops, ndel int, i, ci int
 func (b *builder) delegates(m *Method, plan *ptefb.ExecutionPlan, planField string) error {
 	p, root := b.p, b.root
 	nd := plan.DelegatesLength()
-	if err := b.charge(nd, planField+".delegates"); err != nil {
-		return err
+	if !b.spend(nd) {
+		return b.overBudget(planField + ".delegates")
 	}
 	m.Delegates = make([]int, nd)
 	var bd ptefb.BackendDelegate
@@ -597,20 +599,20 @@ func (b *builder) delegates(m *Method, plan *ptefb.ExecutionPlan, planField stri
 		pos := int64(bd.Table().Pos)
 		d := Delegate{Method: m.Name, Index: k, SegmentIndex: -1}
 		id := bd.Id()
-		if err := b.charge(len(id), field+".id"); err != nil {
-			return err
+		if !b.spend(len(id)) {
+			return b.overBudget(field + ".id")
 		}
 		d.ID = string(id)
 		ncs := bd.CompileSpecsLength()
-		if err := b.charge(ncs, field+".compile_specs"); err != nil {
-			return err
+		if !b.spend(ncs) {
+			return b.overBudget(field + ".compile_specs")
 		}
 		d.CompileSpecs = make([]CompileSpec, ncs)
 		for c := 0; c < ncs; c++ {
 			bd.CompileSpecs(&cs, c)
 			key, val := cs.Key(), cs.ValueBytes()
-			if err := b.charge(len(key)+len(val), idx(field+".compile_specs", c)); err != nil {
-				return err
+			if !b.spend(len(key) + len(val)) {
+				return b.overBudget(idx(field+".compile_specs", c))
 			}
 			d.CompileSpecs[c] = CompileSpec{Key: string(key), Value: append([]byte(nil), val...)}
 		}

@@ -64,14 +64,14 @@ func (p *Program) TensorData(i int) segment.Segment {
 
 // all returns the tensor list, building it on first use.
 func (p *Program) all() []Tensor {
-	p.list.once.Do(p.build)
+	p.list.once.Do(p.buildList)
 	return p.list.tensors
 }
 
-// build makes the Tensor values from the records: names, shapes and dim
+// buildList makes the Tensor values from the records: names, shapes and dim
 // orders are copied out of the verified FlatBuffer into three arrays sized
 // exactly, one allocation each.
-func (p *Program) build() {
+func (p *Program) buildList() {
 	l := &p.list
 	ts := make([]Tensor, len(p.recs))
 	shapes := make([]int64, 0, l.shapeLen)

@@ -785,7 +785,7 @@ func (b *builder) tensor(i int, m *Method, v int, x *rawTensor) (int32, error) {
 		return -1, b.fail(valueField(i, v, ".sizes"), pos, "tensor %q: numel × %d-byte elements overflows or exceeds the %d-byte file", name(), dt.Size(), b.size)
 	}
 	r := tensorRec{
-		pos: pos, sizes: x.sizes, ns: int32(ns), dims: x.dimPos, nd: int32(nd),
+		sizes: x.sizes, ns: int32(ns), dims: x.dimPos, nd: int32(nd),
 		fqn: x.fqnPos, nfqn: int32(len(fqn)),
 		off: -1, nbytes: nbytes, seg: -1, method: int32(i), value: int32(v),
 		dbi: dbi, loc: loc, dt: dt, st: st, grad: x.requiresGrad,

@@ -18,7 +18,6 @@ import (
 
 // tensorRec is what Open keeps of a tensor.
 type tensorRec struct {
-	pos    int64 // the Tensor table
 	sizes  int64 // position of the first int32 of sizes
 	dims   int64 // position of dim_order
 	fqn    int64 // position of the fully-qualified name's bytes

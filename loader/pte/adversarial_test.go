@@ -211,13 +211,23 @@ func TestAdversarial(t *testing.T) {
 // bytes for a file of some kilobytes. Open must stay within
 // hostile.AllocFactor × the file size (here: reject it).
 func TestAdversarialSharedValues(t *testing.T) {
-	const rank, values = 2000, 2000
+	var fe *format.FormatError
+	if err := sharedValues(t, 2000, 2000, strings.Repeat("n", 1000)); !errors.As(err, &fe) || fe.Format != "pte" {
+		t.Errorf("error %v is not a pte *FormatError", err)
+	}
+	// The other extreme: a scalar without a name shared 20,000 times, a
+	// 4-byte offset for each tensor of the list (hostile.Case checks the
+	// allocation, list included, whether Open accepts it or not).
+	sharedValues(t, 0, 20000, "")
+}
+
+func sharedValues(t *testing.T, rank, values int, name string) error {
 	sizes := make([]int32, rank)
 	for i := range sizes {
 		sizes[i] = 1
 	}
 	m := writer.PTEMethod{Name: "forward", Tensors: []writer.PTETensor{
-		{Kind: writer.PTEConstant, ScalarType: writer.PTEFloat32, Sizes: sizes, NoDimOrder: true, Name: strings.Repeat("n", 1000), Data: make([]byte, 4)},
+		{Kind: writer.PTEConstant, ScalarType: writer.PTEFloat32, Sizes: sizes, NoDimOrder: true, Name: name, Data: make([]byte, 4)},
 	}}
 	for i := 1; i < values; i++ {
 		m.Values = append(m.Values, writer.PTEValue{Kind: writer.PTENull})
@@ -242,8 +252,5 @@ func TestAdversarialSharedValues(t *testing.T) {
 	t.Logf("%d values sharing one tensor value (sizes of %d dims): %d-byte file", patched+1, rank, len(b))
 	err = hostile.Case(t, pteTarget, "shared value", b)
 	t.Logf("Open: %v", err)
-	var fe *format.FormatError
-	if !errors.As(err, &fe) || fe.Format != "pte" {
-		t.Errorf("error %v is not a pte *FormatError", err)
-	}
+	return err
 }

@@ -835,6 +835,12 @@ func (b *builder) tensor(i int, m *Method, v int, x *rawTensor) (int32, error) {
 		}
 		r.off, r.seg = ss.Offset()+int64(off), int32(seg)
 	}
+	// A record and, later, a Tensor in the list (~270 bytes with its name)
+	// per tensor: charged to the budget, so that values sharing one tensor
+	// table cannot make the list out of proportion to the file.
+	if !b.spend(tensorCost) {
+		return -1, b.overBudget(valueField(i, v, ""))
+	}
 	p.recs = append(p.recs, r)
 	p.list.shapeLen += ns
 	p.list.dimLen += nd
@@ -845,6 +851,12 @@ func (b *builder) tensor(i int, m *Method, v int, x *rawTensor) (int32, error) {
 	}
 	return int32(len(p.recs) - 1), nil
 }
+
+// tensorCost is the work budget charged per tensor kept: the budget is
+// 4 units a FlatBuffer byte, so tensors stay under 1/6 of the FlatBuffer's
+// size (a real tensor takes 40 bytes or more of it) and their records and
+// list under ~50× (hostile.AllocFactor is 64×).
+const tensorCost = 24
 
 // location says where a tensor's data lives: external (by name), the
 // mutable data segment (planned, with initial data), inline in the legacy

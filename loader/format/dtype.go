@@ -135,8 +135,15 @@ func (l Location) String() string {
 // A shape with a zero dimension has no elements, whatever its other
 // dimensions (their product is not checked against maxBytes).
 func Numel(dims []int64, d DType, maxBytes int64) (numel, nbytes int64, ok bool) {
+	return NumelAt(len(dims), func(k int) int64 { return dims[k] }, d, maxBytes)
+}
+
+// NumelAt is Numel over the n dims dim(0), ..., dim(n-1), for a shape not
+// held in a slice (read from a file as it goes).
+func NumelAt(n int, dim func(int) int64, d DType, maxBytes int64) (numel, nbytes int64, ok bool) {
 	empty := false
-	for _, x := range dims {
+	for k := 0; k < n; k++ {
+		x := dim(k)
 		if x < 0 {
 			return 0, 0, false
 		}
@@ -146,7 +153,8 @@ func Numel(dims []int64, d DType, maxBytes int64) (numel, nbytes int64, ok bool)
 		return 0, 0, d.Size() > 0
 	}
 	numel = 1
-	for _, x := range dims {
+	for k := 0; k < n; k++ {
+		x := dim(k)
 		if numel > maxBytes/x {
 			// the product already exceeds any size that fits the file
 			return 0, 0, false

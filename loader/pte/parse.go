@@ -715,26 +715,9 @@ func (b *builder) tensor(i int, m *Method, v int, x *rawTensor) (int32, error) {
 	if !b.spend(ns + nd) {
 		return -1, b.overBudget(valueField(i, v, ".sizes"))
 	}
-	// The element count, checking each size as it goes: a negative size is
-	// reported before an overflow, whatever its position.
-	maxBytes := b.size
-	external := x.hasETI && x.location == locExternal
-	if external {
-		maxBytes = math.MaxInt64
-	}
-	numel, zero, over := int64(1), false, false
 	for k := 0; k < ns; k++ {
-		s := int64(x.size(&b.r, k))
-		switch {
-		case s < 0:
+		if s := x.size(&b.r, k); s < 0 {
 			return -1, b.fail(idx(valueField(i, v, ".sizes"), k), pos, "negative size %d (want >= 0)", s)
-		case s == 0:
-			zero = true
-		case over:
-		case numel > maxBytes/s:
-			over = true // the product already exceeds any size that fits
-		default:
-			numel *= s
 		}
 	}
 	if nd > 0 {
@@ -749,6 +732,7 @@ func (b *builder) tensor(i int, m *Method, v int, x *rawTensor) (int32, error) {
 			seen[d>>6] |= 1 << (d & 63)
 		}
 	}
+	external := x.hasETI && x.location == locExternal
 	dbi := x.dbi
 	fqn := x.fqn
 	if x.hasETI {
@@ -770,18 +754,12 @@ func (b *builder) tensor(i int, m *Method, v int, x *rawTensor) (int32, error) {
 		}
 		return m.Name + "/values/" + strconv.Itoa(v)
 	}
-	// As format.Numel: a zero dimension means no elements whatever the
-	// others; a dtype without a size (none here) is never valid.
-	var nbytes int64
-	switch sz := int64(dt.Size()); {
-	case zero:
-		over = sz == 0
-	case over || sz == 0 || numel > maxBytes/sz:
-		over = true
-	default:
-		nbytes = numel * sz
+	maxBytes := b.size
+	if external {
+		maxBytes = math.MaxInt64
 	}
-	if over {
+	_, nbytes, ok := format.NumelAt(ns, func(k int) int64 { return int64(x.size(&b.r, k)) }, dt, maxBytes)
+	if !ok {
 		return -1, b.fail(valueField(i, v, ".sizes"), pos, "tensor %q: numel × %d-byte elements overflows or exceeds the %d-byte file", name(), dt.Size(), b.size)
 	}
 	r := tensorRec{
@@ -842,13 +820,6 @@ func (b *builder) tensor(i int, m *Method, v int, x *rawTensor) (int32, error) {
 		return -1, b.overBudget(valueField(i, v, ""))
 	}
 	p.recs = append(p.recs, r)
-	p.list.shapeLen += ns
-	p.list.dimLen += nd
-	if len(fqn) > 0 {
-		p.list.nameLen += len(fqn)
-	} else {
-		p.list.nameLen += len(m.Name) + len("/values/") + 10
-	}
 	return int32(len(p.recs) - 1), nil
 }
 

@@ -39,8 +39,6 @@ type tensorRec struct {
 type tensorList struct {
 	once    sync.Once
 	tensors []Tensor
-	// Arena sizes, counted by Open: the values built share three arrays.
-	shapeLen, dimLen, nameLen int
 }
 
 // NumTensors returns the number of tensors (len(Tensors())) without
@@ -71,11 +69,20 @@ func (p *Program) all() []Tensor {
 // orders are copied out of the verified FlatBuffer into three arrays sized
 // exactly, one allocation each.
 func (p *Program) buildList() {
-	l := &p.list
+	var shapeLen, dimLen, nameLen int
+	for i := range p.recs {
+		r := &p.recs[i]
+		shapeLen += int(r.ns)
+		dimLen += int(r.nd)
+		nameLen += int(r.nfqn)
+		if r.nfqn == 0 {
+			nameLen += len(p.methods[r.method].Name) + len("/values/") + 10
+		}
+	}
 	ts := make([]Tensor, len(p.recs))
-	shapes := make([]int64, 0, l.shapeLen)
-	dims := make([]uint8, 0, l.dimLen)
-	names := make([]byte, 0, l.nameLen)
+	shapes := make([]int64, 0, shapeLen)
+	dims := make([]uint8, 0, dimLen)
+	names := make([]byte, 0, nameLen)
 	fb := p.fb
 	for i := range p.recs {
 		r := &p.recs[i]
@@ -114,5 +121,5 @@ func (p *Program) buildList() {
 		t.Method, t.Value, t.ScalarType, t.RequiresGrad = m.Name, int(r.value), r.st, r.grad
 		t.DataBufferIndex, t.Segment = r.dbi, int(r.seg)
 	}
-	l.tensors = ts
+	p.list.tensors = ts
 }

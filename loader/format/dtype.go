@@ -1,6 +1,9 @@
 package format
 
-import "strconv"
+import (
+	"math/bits"
+	"strconv"
+)
 
 // DType is a tensor element type. Its names follow the edgeload JSON output
 // ("float32", "int8", ...). The zero value is Invalid.
@@ -135,15 +138,8 @@ func (l Location) String() string {
 // A shape with a zero dimension has no elements, whatever its other
 // dimensions (their product is not checked against maxBytes).
 func Numel(dims []int64, d DType, maxBytes int64) (numel, nbytes int64, ok bool) {
-	return NumelAt(len(dims), func(k int) int64 { return dims[k] }, d, maxBytes)
-}
-
-// NumelAt is Numel over the n dims dim(0), ..., dim(n-1), for a shape not
-// held in a slice (read from a file as it goes).
-func NumelAt(n int, dim func(int) int64, d DType, maxBytes int64) (numel, nbytes int64, ok bool) {
 	empty := false
-	for k := 0; k < n; k++ {
-		x := dim(k)
+	for _, x := range dims {
 		if x < 0 {
 			return 0, 0, false
 		}
@@ -152,21 +148,24 @@ func NumelAt(n int, dim func(int) int64, d DType, maxBytes int64) (numel, nbytes
 	if empty {
 		return 0, 0, d.Size() > 0
 	}
-	numel = 1
-	for k := 0; k < n; k++ {
-		x := dim(k)
-		if numel > maxBytes/x {
+	// The running product is checked against maxBytes with a full 128-bit
+	// multiply (no division: a tensor's check costs a few cycles a dim).
+	limit := uint64(max(maxBytes, 0))
+	n := uint64(1)
+	for _, x := range dims {
+		hi, lo := bits.Mul64(n, uint64(x))
+		if hi != 0 || lo > limit {
 			// the product already exceeds any size that fits the file
 			return 0, 0, false
 		}
-		numel *= x
+		n = lo
 	}
-	sz := int64(d.Size())
+	sz := uint64(d.Size())
 	if sz == 0 {
 		return 0, 0, false
 	}
-	if numel > maxBytes/sz {
+	if hi, lo := bits.Mul64(n, sz); hi != 0 || lo > limit {
 		return 0, 0, false
 	}
-	return numel, numel * sz, true
+	return int64(n), int64(n * sz), true
 }

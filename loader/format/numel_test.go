@@ -2,6 +2,7 @@ package format
 
 import (
 	"math"
+	"math/big"
 	"testing"
 )
 
@@ -33,4 +34,48 @@ func TestNumelZeroDim(t *testing.T) {
 			t.Errorf("Numel(%v, %v, %d) = %d, %d, %v; want %d, %d, %v", c.dims, c.d, c.max, numel, n, ok, c.numel, c.n, c.ok)
 		}
 	}
+}
+
+// Numel agrees with exact big-integer arithmetic on shapes around the
+// overflow and maxBytes edges.
+func TestNumelExact(t *testing.T) {
+	edges := []int64{0, 1, 2, 3, 7, 1 << 20, 1<<31 - 1, 1 << 31, 1<<32 + 1, 1 << 62, math.MaxInt64 / 3, math.MaxInt64, -1}
+	maxes := []int64{0, 1, 4, 1282, 1 << 32, math.MaxInt64 / 4, math.MaxInt64 - 1, math.MaxInt64}
+	for _, d := range []DType{Uint8, Int16, Float32, Float64, Invalid} {
+		for _, m := range maxes {
+			for _, a := range edges {
+				for _, b := range edges {
+					for _, dims := range [][]int64{{}, {a}, {a, b}, {b, a, 3}} {
+						numel, n, ok := Numel(dims, d, m)
+						wn, wb, wok := bigNumel(dims, d, m)
+						if numel != wn || n != wb || ok != wok {
+							t.Fatalf("Numel(%v, %v, %d) = %d, %d, %v; want %d, %d, %v", dims, d, m, numel, n, ok, wn, wb, wok)
+						}
+					}
+				}
+			}
+		}
+	}
+}
+
+// bigNumel is Numel's contract in exact arithmetic.
+func bigNumel(dims []int64, d DType, maxBytes int64) (numel, nbytes int64, ok bool) {
+	p := big.NewInt(1)
+	for _, x := range dims {
+		if x < 0 {
+			return 0, 0, false
+		}
+		p.Mul(p, big.NewInt(x))
+	}
+	if p.Sign() == 0 && len(dims) > 0 {
+		return 0, 0, d.Size() > 0
+	}
+	if d.Size() == 0 {
+		return 0, 0, false
+	}
+	nb := new(big.Int).Mul(p, big.NewInt(int64(d.Size())))
+	if nb.Cmp(big.NewInt(maxBytes)) > 0 {
+		return 0, 0, false
+	}
+	return p.Int64(), nb.Int64(), true
 }

@@ -32,6 +32,21 @@ type fbr struct {
 	b []byte
 	n int64
 	w *fbverify.Walk
+	// left is how many more objects the reader may visit; synced is what
+	// w had left when they last agreed (count and syncWalk).
+	left, synced int
+
+	// The vtable last seen for each table type the values repeat.
+	evalueVT, tensorVT, allocVT, etiVT vcache
+}
+
+// newFBR returns a reader of fb whose objects count against w.
+func newFBR(fb []byte, w *fbverify.Walk) fbr {
+	r := fbr{b: fb, n: int64(len(fb)), w: w, left: w.Left(), synced: w.Left()}
+	for _, c := range []*vcache{&r.evalueVT, &r.tensorVT, &r.allocVT, &r.etiVT} {
+		c.vt = noVT
+	}
+	return r
 }
 
 // in reports whether [pos, pos+size) lies inside the buffer.
@@ -41,6 +56,23 @@ func (r *fbr) in(pos, size int64) bool {
 
 func (r *fbr) u16(pos int64) int64  { return int64(binary.LittleEndian.Uint16(r.b[pos:])) }
 func (r *fbr) u32(pos int64) uint32 { return binary.LittleEndian.Uint32(r.b[pos:]) }
+
+// count charges one object to the walk's limit; it reports false when the
+// walk has now visited more objects than it may. The count is kept here
+// (the hot path) and handed to the walk by syncWalk.
+func (r *fbr) count() bool {
+	r.left--
+	return r.left >= 0
+}
+
+// syncWalk hands the objects counted since the last call to the walk, so
+// that it can go on verifying with the right count, and takes back what
+// it has left afterwards (call it again once it has).
+func (r *fbr) syncWalk() {
+	r.w.Count(r.synced - r.left)
+	r.left = r.w.Left()
+	r.synced = r.left
+}
 
 // deref follows the offset stored at pos.
 func (r *fbr) deref(pos int64) (int64, bool) {
@@ -59,19 +91,79 @@ type tbl struct {
 
 // table checks the table at pos (one object).
 func (r *fbr) table(pos int64) (tbl, bool) {
-	if !r.w.Count(1) || !r.in(pos, 4) {
+	if !r.count() || !r.in(pos, 4) {
 		return tbl{}, false
 	}
 	vt := pos - int64(int32(r.u32(pos)))
-	if !r.in(vt, 4) {
-		return tbl{}, false
-	}
-	vtsize, tsize := r.u16(vt), r.u16(vt+2)
-	if vtsize < 4 || vtsize%2 != 0 || !r.in(vt, vtsize) || tsize < 4 || !r.in(pos, tsize) {
+	vtsize, tsize, ok := r.vtable(vt)
+	if !ok || !r.in(pos, tsize) {
 		return tbl{}, false
 	}
 	return tbl{pos, vt, vtsize}, true
 }
+
+// vtable checks the vtable at vt and returns its size and the inline size
+// of the tables that use it.
+func (r *fbr) vtable(vt int64) (vtsize, tsize int64, ok bool) {
+	if !r.in(vt, 4) {
+		return 0, 0, false
+	}
+	vtsize, tsize = r.u16(vt), r.u16(vt+2)
+	return vtsize, tsize, vtsize >= 4 && vtsize%2 == 0 && r.in(vt, vtsize) && tsize >= 4
+}
+
+// FlatBuffers writers share one vtable among the tables of a type that
+// have the same fields, so a program's thousands of Tensor tables use one
+// or two vtables. A vcache holds the one a table type used last, decoded:
+// a table using it is then checked with a single range test, which covers
+// its inline size and every scalar and offset field the fast path checks.
+type vcache struct {
+	vt   int64            // position of the vtable; noVT when empty
+	need int64            // the table at pos and its fields lie in the buffer iff in(pos, need)
+	fo   [maxCached]int64 // field offsets by id; 0 when absent
+}
+
+// noVT marks an empty vcache: no vtable lies there (positions are within
+// 2^31 of the buffer).
+const noVT = -1 << 62
+
+// maxCached is the most fields a vcache decodes (Tensor's ten).
+const maxCached = 10
+
+// cachedTable checks the table at pos (one object) as table does, and
+// that each field id < len(sizes) that is present lies in the buffer with
+// sizes[id] bytes (0: not checked). On success c describes its vtable.
+func (r *fbr) cachedTable(pos int64, c *vcache, sizes []int64) bool {
+	if !r.count() || !r.in(pos, 4) {
+		return false
+	}
+	if vt := pos - int64(int32(r.u32(pos))); vt != c.vt {
+		vtsize, tsize, ok := r.vtable(vt)
+		if !ok {
+			return false
+		}
+		t := tbl{pos, vt, vtsize}
+		need := tsize
+		for id, size := range sizes {
+			fo := r.slot(t, int64(id))
+			c.fo[id] = fo
+			if fo != 0 && size > 0 {
+				need = max(need, fo+size)
+			}
+		}
+		c.vt, c.need = vt, need
+	}
+	return r.in(pos, c.need)
+}
+
+// Field sizes for cachedTable, by id: what the fast path checks of each
+// table type (an offset field is 4 bytes).
+var (
+	evalueSizes = []int64{1, 0} // val_type; val is checked only for a non-NONE tag
+	tensorSizes = []int64{1, 4, 4, 4, 1, 4, 4, 1, 1, 4}
+	allocSizes  = []int64{4, 4, 4}       // memory_id, memory_offset_low, memory_offset_high
+	etiSizes    = []int64{8, 4, 1, 1, 1} // mutable_data_segments_idx, fully_qualified_name, location, device_type, device_index
+)
 
 // slot returns the table offset of field id, 0 when absent.
 func (r *fbr) slot(t tbl, id int64) int64 {
@@ -92,34 +184,23 @@ func (r *fbr) scalar(t tbl, id, size int64) (int64, bool) {
 	return t.pos + fo, r.in(t.pos+fo, size)
 }
 
-// ref checks an offset field and returns its target, 0 when absent.
-func (r *fbr) ref(t tbl, id int64) (int64, bool) {
-	fo := r.slot(t, id)
-	if fo == 0 {
-		return 0, true
-	}
-	if !r.in(t.pos+fo, 4) {
-		return 0, false
-	}
-	return r.deref(t.pos + fo)
-}
-
 // vector checks the vector at pos of elem-byte elements (one object) and
 // returns the position of its first element and its length.
 func (r *fbr) vector(pos, elem int64) (start, n int64, ok bool) {
-	if !r.w.Count(1) || !r.in(pos, 4) {
+	if !r.count() || !r.in(pos, 4) {
 		return 0, 0, false
 	}
 	n = int64(r.u32(pos))
 	start = pos + 4
-	return start, n, n <= (r.n-start)/elem
+	return start, n, n*elem <= r.n-start // n < 2^32: no overflow
 }
 
-// vectorField checks an optional vector field.
-func (r *fbr) vectorField(t tbl, id, elem int64) (start, n int64, ok bool) {
-	p, ok := r.ref(t, id)
-	if !ok || p == 0 {
-		return 0, 0, ok
+// vectorAt checks the vector that the offset at pos (in the buffer)
+// refers to.
+func (r *fbr) vectorAt(pos, elem int64) (start, n int64, ok bool) {
+	p, ok := r.deref(pos)
+	if !ok {
+		return 0, 0, false
 	}
 	return r.vector(p, elem)
 }
@@ -169,101 +250,69 @@ const (
 	tExtraInfo      = 9
 )
 
-// tensor verifies the Tensor table at pos (descTensor) and decodes it.
-func (r *fbr) tensor(pos int64) (rawTensor, bool) {
-	x := rawTensor{pos: pos}
-	t, ok := r.table(pos)
-	if !ok {
-		return x, false
+// tensor verifies the Tensor table at pos (descTensor) and decodes it
+// into x.
+func (r *fbr) tensor(pos int64, x *rawTensor) bool {
+	*x = rawTensor{pos: pos}
+	if !r.cachedTable(pos, &r.tensorVT, tensorSizes) {
+		return false
 	}
-	// Scalars: verified in the order of descTensor; each read only if
-	// present (defaults are 0 / false).
-	p, ok := r.scalar(t, tScalarType, 1)
-	if !ok {
-		return x, false
+	// Every field lies in the buffer; scalars are read only if present
+	// (defaults are 0 / false). storage_offset, layout and shape_dynamism
+	// are only checked.
+	b, fo := r.b, &r.tensorVT.fo
+	if f := fo[tScalarType]; f != 0 {
+		x.scalarType = int8(b[pos+f])
 	}
-	if p != 0 {
-		x.scalarType = int8(r.b[p])
-	}
-	if _, ok := r.scalar(t, tStorageOffset, 4); !ok {
-		return x, false
-	}
-	start, n, ok := r.vectorField(t, tSizes, 4)
-	if !ok {
-		return x, false
-	}
-	x.sizes, x.nsizes = start, int(n)
-	start, n, ok = r.vectorField(t, tDimOrder, 1)
-	if !ok {
-		return x, false
-	}
-	x.dimOrder, x.dimPos = r.b[start:start+n], start
-	if p, ok = r.scalar(t, tRequiresGrad, 1); !ok {
-		return x, false
-	}
-	x.requiresGrad = p != 0 && r.b[p] != 0
-	if p, ok = r.scalar(t, tDataBufferIdx, 4); !ok {
-		return x, false
-	}
-	if p != 0 {
-		x.dbi = r.u32(p)
-	}
-	if p, ok = r.ref(t, tAllocationInfo); !ok {
-		return x, false
-	}
-	if p != 0 {
-		a, ok := r.table(p)
+	if f := fo[tSizes]; f != 0 {
+		start, n, ok := r.vectorAt(pos+f, 4)
 		if !ok {
-			return x, false
+			return false
 		}
-		for id := int64(0); id < 3; id++ { // memory_id, memory_offset_low, memory_offset_high
-			if _, ok := r.scalar(a, id, 4); !ok {
-				return x, false
-			}
+		x.sizes, x.nsizes = start, int(n)
+	}
+	if f := fo[tDimOrder]; f != 0 {
+		start, n, ok := r.vectorAt(pos+f, 1)
+		if !ok {
+			return false
+		}
+		x.dimOrder, x.dimPos = b[start:start+n], start
+	}
+	if f := fo[tRequiresGrad]; f != 0 {
+		x.requiresGrad = b[pos+f] != 0
+	}
+	if f := fo[tDataBufferIdx]; f != 0 {
+		x.dbi = r.u32(pos + f)
+	}
+	if f := fo[tAllocationInfo]; f != 0 {
+		p, ok := r.deref(pos + f)
+		if !ok || !r.cachedTable(p, &r.allocVT, allocSizes) {
+			return false
 		}
 		x.planned = true
 	}
-	if _, ok := r.scalar(t, tLayout, 1); !ok {
-		return x, false
-	}
-	if _, ok := r.scalar(t, tShapeDynamism, 1); !ok {
-		return x, false
-	}
-	if p, ok = r.ref(t, tExtraInfo); !ok {
-		return x, false
-	}
-	if p != 0 {
-		e, ok := r.table(p)
-		if !ok {
-			return x, false
+	if f := fo[tExtraInfo]; f != 0 {
+		p, ok := r.deref(pos + f)
+		if !ok || !r.cachedTable(p, &r.etiVT, etiSizes) {
+			return false
 		}
 		x.hasETI, x.etiPos = true, p
-		if _, ok := r.scalar(e, 0, 8); !ok { // mutable_data_segments_idx
-			return x, false
-		}
-		s, ok := r.ref(e, 1) // fully_qualified_name
-		if !ok {
-			return x, false
-		}
-		if s != 0 {
+		e := &r.etiVT.fo
+		if f := e[1]; f != 0 { // fully_qualified_name
+			s, ok := r.deref(p + f)
+			if !ok {
+				return false
+			}
 			if x.fqn, ok = r.str(s); !ok {
-				return x, false
+				return false
 			}
 			x.fqnPos = s + 4
 		}
-		if p, ok = r.scalar(e, 2, 1); !ok { // location
-			return x, false
-		}
-		if p != 0 {
-			x.location = int8(r.b[p])
-		}
-		for id := int64(3); id < 5; id++ { // device_type, device_index
-			if _, ok := r.scalar(e, id, 1); !ok {
-				return x, false
-			}
+		if f := e[2]; f != 0 { // location
+			x.location = int8(b[p+f])
 		}
 	}
-	return x, true
+	return true
 }
 
 // The KernelTypes union tags the fast path handles itself.
@@ -281,15 +330,11 @@ const (
 // Tensor values are left to the caller (r.tensor); the other members are
 // verified here.
 func (r *fbr) evalue(pos int64) (tag uint8, val int64, ok bool) {
-	t, ok := r.table(pos)
-	if !ok {
+	if !r.cachedTable(pos, &r.evalueVT, evalueSizes) {
 		return 0, 0, false
 	}
-	to, vo := r.slot(t, 0), r.slot(t, 1)
+	to, vo := r.evalueVT.fo[0], r.evalueVT.fo[1]
 	if to != 0 {
-		if !r.in(pos+to, 1) {
-			return 0, 0, false
-		}
 		tag = r.b[pos+to]
 	}
 	if tag == 0 {
@@ -316,7 +361,9 @@ func (r *fbr) evalue(pos int64) (tag uint8, val int64, ok bool) {
 			_, ok = r.scalar(vt, 0, size)
 		}
 	default:
+		r.syncWalk()
 		ok = r.w.Table(val, descEValue.Fields[0].Union[tag], 4) == nil
+		r.syncWalk()
 	}
 	return tag, val, ok
 }

@@ -1,6 +1,7 @@
 package pte
 
 import (
+	"encoding/binary"
 	"errors"
 	"math"
 	"strconv"
@@ -25,6 +26,8 @@ const (
 	vtFirstField = 4
 	// vtValues is the vtable offset of ExecutionPlan.values (id 2).
 	vtValues = 4 + 2*2
+	// vtOffsets is the vtable offset of SubsegmentOffsets.offsets (id 1).
+	vtOffsets = 4 + 2*1
 )
 
 // newProgram reads the headers and the FlatBuffer region of mf, verifies
@@ -82,7 +85,7 @@ func newProgram(mf *mmapfile.File, owns bool, o options) (*Program, error) {
 	}
 	p := &Program{mf: mf, owns: owns, name: o.name, hdr: hdr, version: 0, fb: fb}
 	b := &builder{p: p, root: root, fb: fb, size: size, budget: 4*int64(len(fb)) + 1<<16,
-		r: fbr{b: fb, n: int64(len(fb)), w: walk}}
+		r: newFBR(fb, walk)}
 	if err := b.build(); err != nil {
 		return nil, fullError(fb, vo, err)
 	}
@@ -115,8 +118,9 @@ type builder struct {
 	p    *Program
 	root *ptefb.Program
 	fb   []byte
-	size int64 // file size
-	r    fbr   // verifies and reads the plans' values
+	size int64     // file size
+	r    fbr       // verifies and reads the plans' values
+	x    rawTensor // the tensor value being read
 
 	// budget bounds the work (elements copied or checked) done on behalf
 	// of the FlatBuffer, so that shared references cannot make the parse
@@ -124,10 +128,8 @@ type builder struct {
 	// and no tree of len(fb) bytes has more than len(fb) elements.
 	budget int64
 
-	constSeg     int      // segment index of the constant segment; -1 legacy
-	constOffsets []uint64 // constant_segment.offsets (nil: legacy)
-	mutSeg       int      // segment index of mutable_data_segments[0]; -1 none
-	mutOffsets   []uint64
+	constOffsets offsets // constant_segment.offsets (empty: legacy)
+	mutOffsets   offsets
 
 	// strs is an arena: the strings handed out (method, operator and
 	// delegate names, ...) are slices of a few shared backing arrays, not
@@ -213,7 +215,7 @@ func (b *builder) build() error {
 	p.methods = make([]Method, n)
 	p.valueTensor = make([][]int32, n)
 	p.methodIdx = make(map[string]int, n)
-	p.inlineConsts = b.constOffsets == nil
+	p.inlineConsts = b.constOffsets.n == 0
 	var plan ptefb.ExecutionPlan
 	for i := 0; i < n; i++ {
 		root.ExecutionPlan(&plan, i)
@@ -275,7 +277,7 @@ func (b *builder) segments() error {
 // and the first mutable data segment.
 func (b *builder) constants() error {
 	p, root := b.p, b.root
-	b.constSeg, b.mutSeg = -1, -1
+	p.constSeg, p.mutSeg = -1, -1
 	var cs ptefb.SubsegmentOffsets
 	if root.ConstantSegment(&cs) != nil && cs.OffsetsLength() > 0 {
 		pos := int64(cs.Table().Pos)
@@ -288,11 +290,8 @@ func (b *builder) constants() error {
 			return b.fail("Program.constant_segment.segment_index", pos,
 				"segment_index %d out of range (the program has %d segments: want below %[2]d)", si, len(p.segments))
 		}
-		b.constSeg = int(si)
-		var err error
-		if b.constOffsets, err = b.offsets(&cs, "Program.constant_segment.offsets"); err != nil {
-			return err
-		}
+		p.constSeg = int(si)
+		b.constOffsets = b.offsets(&cs)
 	} else {
 		p.legacy = root.ConstantBufferLength() > 0
 	}
@@ -306,27 +305,30 @@ func (b *builder) constants() error {
 				"segment_index %d out of range (the program has %d segments: want below %[2]d)", si, len(p.segments))
 		}
 		if i == 0 {
-			b.mutSeg = int(si)
-			var err error
-			if b.mutOffsets, err = b.offsets(&ms, field+".offsets"); err != nil {
-				return err
-			}
+			p.mutSeg = int(si)
+			b.mutOffsets = b.offsets(&ms)
 		}
 	}
 	return nil
 }
 
-// offsets copies a SubsegmentOffsets' offsets.
-func (b *builder) offsets(s *ptefb.SubsegmentOffsets, field string) ([]uint64, error) {
-	n := s.OffsetsLength()
-	if err := b.charge(n, field); err != nil {
-		return nil, err
-	}
-	out := make([]uint64, n)
-	for i := range out {
-		out[i] = s.Offsets(i)
-	}
-	return out, nil
+// offsets is a verified vector of little-endian uint64 offsets, read in
+// place.
+type offsets struct {
+	pos int64 // position of the first element
+	n   int
+	fb  []byte
+}
+
+// at returns element i < n.
+func (o *offsets) at(i uint32) uint64 {
+	return binary.LittleEndian.Uint64(o.fb[o.pos+8*int64(i):])
+}
+
+// offsets returns s's offsets vector (verified by the walk).
+func (b *builder) offsets(s *ptefb.SubsegmentOffsets) offsets {
+	pos, n, _ := vecPos(s.Table(), vtOffsets)
+	return offsets{pos: pos, n: n, fb: b.fb}
 }
 
 // namedData builds the named data table and its index.
@@ -667,11 +669,11 @@ func (b *builder) value(i int, m *Method, v, nv int, pos int64) (int32, error) {
 	}
 	switch tag {
 	case tagTensor:
-		x, ok := b.r.tensor(val)
-		if !ok {
+		x := &b.x
+		if !b.r.tensor(val, x) {
 			return -1, errFast
 		}
-		return b.tensor(i, m, v, &x)
+		return b.tensor(i, m, v, x)
 	case uint8(ptefb.KernelTypesTensorList):
 		var x ptefb.TensorList
 		x.Init(b.fb, flatbuffers.UOffsetT(val))
@@ -715,10 +717,19 @@ func (b *builder) tensor(i int, m *Method, v int, x *rawTensor) (int32, error) {
 	if !b.spend(ns + nd) {
 		return -1, b.overBudget(valueField(i, v, ".sizes"))
 	}
+	// The sizes, for the checks here and Numel's: on the stack unless
+	// there are more than a tensor of any real model has.
+	var stack [8]int64
+	dims := stack[:0]
+	if ns > len(stack) {
+		dims = make([]int64, 0, ns)
+	}
 	for k := 0; k < ns; k++ {
-		if s := x.size(&b.r, k); s < 0 {
+		s := x.size(&b.r, k)
+		if s < 0 {
 			return -1, b.fail(idx(valueField(i, v, ".sizes"), k), pos, "negative size %d (want >= 0)", s)
 		}
+		dims = append(dims, int64(s))
 	}
 	if nd > 0 {
 		if nd != ns {
@@ -758,14 +769,14 @@ func (b *builder) tensor(i int, m *Method, v int, x *rawTensor) (int32, error) {
 	if external {
 		maxBytes = math.MaxInt64
 	}
-	_, nbytes, ok := format.NumelAt(ns, func(k int) int64 { return int64(x.size(&b.r, k)) }, dt, maxBytes)
+	_, nbytes, ok := format.Numel(dims, dt, maxBytes)
 	if !ok {
 		return -1, b.fail(valueField(i, v, ".sizes"), pos, "tensor %q: numel × %d-byte elements overflows or exceeds the %d-byte file", name(), dt.Size(), b.size)
 	}
 	r := tensorRec{
-		sizes: x.sizes, ns: int32(ns), dims: x.dimPos, nd: int32(nd),
-		fqn: x.fqnPos, nfqn: int32(len(fqn)),
-		off: -1, nbytes: nbytes, seg: -1, method: int32(i), value: int32(v),
+		sizes: uint32(x.sizes), ns: int32(ns), dims: uint32(x.dimPos), nd: int32(nd),
+		fqn: uint32(x.fqnPos), nfqn: int32(len(fqn)),
+		off: -1, nbytes: nbytes, method: int32(i), value: int32(v),
 		dbi: dbi, loc: loc, dt: dt, st: st, grad: x.requiresGrad,
 	}
 	switch loc {
@@ -795,23 +806,23 @@ func (b *builder) tensor(i int, m *Method, v int, x *rawTensor) (int32, error) {
 		}
 		r.off = spos
 	case format.LocSegment, format.LocMutable:
-		seg, offs, what := b.constSeg, b.constOffsets, "constant_segment"
+		seg, offs, what := p.constSeg, b.constOffsets, "constant_segment"
 		if loc == format.LocMutable {
-			seg, offs, what = b.mutSeg, b.mutOffsets, "mutable_data_segments[0]"
+			seg, offs, what = p.mutSeg, b.mutOffsets, "mutable_data_segments[0]"
 			if seg < 0 {
 				return -1, b.fail(valueField(i, v, ".data_buffer_idx"), pos, "mutable tensor %q has data_buffer_idx %d but the program has no mutable_data_segments", name(), dbi)
 			}
 		}
-		if int64(dbi) >= int64(len(offs)) {
-			return -1, b.fail(valueField(i, v, ".data_buffer_idx"), pos, "tensor %q: data_buffer_idx %d out of range (%s has %d offsets: want below %[4]d)", name(), dbi, what, len(offs))
+		if int64(dbi) >= int64(offs.n) {
+			return -1, b.fail(valueField(i, v, ".data_buffer_idx"), pos, "tensor %q: data_buffer_idx %d out of range (%s has %d offsets: want below %[4]d)", name(), dbi, what, offs.n)
 		}
-		off := offs[dbi]
+		off := offs.at(dbi)
 		ss := p.segments[seg]
 		if off > uint64(ss.Len()) || uint64(nbytes) > uint64(ss.Len())-off {
 			return -1, b.fail(valueField(i, v, ".data_buffer_idx"), pos, "tensor %q: bytes [%d, %d+%d) lie outside its %d-byte segment %d (%s)",
 				name(), off, off, nbytes, ss.Len(), seg, what)
 		}
-		r.off, r.seg = ss.Offset()+int64(off), int32(seg)
+		r.off = ss.Offset() + int64(off)
 	}
 	// A record and, later, a Tensor in the list (~270 bytes with its name)
 	// per tensor: charged to the budget, so that values sharing one tensor

@@ -310,6 +310,8 @@ type Program struct {
 	methods      []Method
 	methodIdx    map[string]int
 	recs         []tensorRec // one per tensor (tensors.go)
+	constSeg     int         // segment index of the constant segment; -1 legacy
+	mutSeg       int         // segment index of mutable_data_segments[0]; -1 none
 	list         tensorList  // the Tensor values, built on first use
 	valueTensor  [][]int32   // per method, per value: index into recs or -1
 	inlineConsts bool        // constants are in the legacy constant_buffer (or there are none)

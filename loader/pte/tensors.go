@@ -18,14 +18,13 @@ import (
 
 // tensorRec is what Open keeps of a tensor.
 type tensorRec struct {
-	sizes  int64 // position of the first int32 of sizes
-	dims   int64 // position of dim_order
-	fqn    int64 // position of the fully-qualified name's bytes
-	off    int64 // absolute offset of the data; -1 for an external tensor
-	nbytes int64
-	ns, nd int32 // len(sizes), len(dim_order)
-	nfqn   int32 // len of the fully-qualified name; 0 for a made-up name
-	seg    int32 // segment index (constant, mutable); -1 otherwise
+	off    int64  // absolute offset of the data; -1 for an external tensor
+	nbytes int64  //
+	sizes  uint32 // position of the first int32 of sizes (a FlatBuffer is under 2 GiB)
+	dims   uint32 // position of dim_order
+	fqn    uint32 // position of the fully-qualified name's bytes
+	ns, nd int32  // len(sizes), len(dim_order)
+	nfqn   int32  // len of the fully-qualified name; 0 for a made-up name
 	method int32
 	value  int32
 	dbi    uint32
@@ -33,6 +32,18 @@ type tensorRec struct {
 	dt     format.DType
 	st     int8
 	grad   bool
+}
+
+// segmentOf returns the index of the segment that holds the data of
+// tensors at loc; -1 when not a segment.
+func (p *Program) segmentOf(loc format.Location) int {
+	switch loc {
+	case format.LocSegment:
+		return p.constSeg
+	case format.LocMutable:
+		return p.mutSeg
+	}
+	return -1
 }
 
 // tensorList holds the Tensor values, built once from the records.
@@ -89,7 +100,7 @@ func (p *Program) buildList() {
 		t := &ts[i]
 		s0 := len(shapes)
 		for k := int64(0); k < int64(r.ns); k++ {
-			q := r.sizes + 4*k
+			q := int64(r.sizes) + 4*k
 			shapes = append(shapes, int64(int32(uint32(fb[q])|uint32(fb[q+1])<<8|uint32(fb[q+2])<<16|uint32(fb[q+3])<<24)))
 		}
 		t.Shape = shapes[s0:len(shapes):len(shapes)]
@@ -98,13 +109,13 @@ func (p *Program) buildList() {
 		}
 		if r.nd > 0 {
 			d0 := len(dims)
-			dims = append(dims, fb[r.dims:r.dims+int64(r.nd)]...)
+			dims = append(dims, fb[r.dims:int64(r.dims)+int64(r.nd)]...)
 			t.DimOrder = dims[d0:len(dims):len(dims)]
 		}
 		n0 := len(names)
 		m := &p.methods[r.method]
 		if r.nfqn > 0 {
-			names = append(names, fb[r.fqn:r.fqn+int64(r.nfqn)]...)
+			names = append(names, fb[r.fqn:int64(r.fqn)+int64(r.nfqn)]...)
 			t.NameExplicit = true
 		} else {
 			names = append(names, m.Name...)
@@ -119,7 +130,7 @@ func (p *Program) buildList() {
 			t.Data, _ = segment.New(p.mf, r.off, r.nbytes) // checked by Open
 		}
 		t.Method, t.Value, t.ScalarType, t.RequiresGrad = m.Name, int(r.value), r.st, r.grad
-		t.DataBufferIndex, t.Segment = r.dbi, int(r.seg)
+		t.DataBufferIndex, t.Segment = r.dbi, p.segmentOf(r.loc)
 	}
 	p.list.tensors = ts
 }

@@ -167,6 +167,10 @@ func (w *Walk) Count(n int) bool {
 	return w.v.objects <= w.v.opt.MaxObjects
 }
 
+// Left returns how many more objects the walk may visit within
+// Options.MaxObjects (negative once it has visited more).
+func (w *Walk) Left() int { return w.v.opt.MaxObjects - w.v.objects }
+
 // RootFieldSlots returns the number of field slots in the root table's
 // vtable (how many field ids its writer knew of, less trailing absent
 // ones). Format packages use it to tell schema generations apart. It

@@ -38,3 +38,12 @@ func CheckFastPath(data []byte, openErr error) error {
 
 // TensorListBuilt reports whether p's tensor list has been built.
 func TensorListBuilt(p *Program) bool { return p.list.tensors != nil }
+
+// WithPerWorker sets the least number of values a worker of Open takes
+// (parallel.go), so that tests read small plans in parallel.
+func WithPerWorker(n int) Option {
+	return func(o *options) { o.perWorker = n }
+}
+
+// ParallelReads returns the number of plans Open has read in parallel.
+func ParallelReads() int64 { return parallelReads.Load() }

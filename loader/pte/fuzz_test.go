@@ -209,6 +209,10 @@ func FuzzOpen(f *testing.F) {
 		if cerr := pte.CheckFastPath(b, err); cerr != nil {
 			t.Fatal(cerr)
 		}
+		// Values read on several goroutines must give what in order does.
+		if perr := openParallel(b, 3); perr != nil {
+			t.Fatal(perr)
+		}
 		if err != nil {
 			var fe *format.FormatError
 			if !errors.As(err, &fe) {

@@ -78,14 +78,16 @@ func newProgram(mf *mmapfile.File, owns bool, o options) (*Program, error) {
 	if err := walk.Root(desc); err != nil {
 		return nil, fullError(fb, vo, err)
 	}
+	wo := vo
 	if !fast {
 		// Everything is verified: the builder's checks cannot fail, and
 		// its object count must not count twice.
-		walk = fbverify.NewWalk(fb, fbverify.Options{Format: formatName, MaxObjects: math.MaxInt})
+		wo = fbverify.Options{Format: formatName, MaxObjects: math.MaxInt}
+		walk = fbverify.NewWalk(fb, wo)
 	}
 	p := &Program{mf: mf, owns: owns, name: o.name, hdr: hdr, version: 0, fb: fb}
 	b := &builder{p: p, root: root, fb: fb, size: size, budget: 4*int64(len(fb)) + 1<<16,
-		r: newFBR(fb, walk)}
+		r: newFBR(fb, walk), vo: wo, workers: o.workers, perWorker: o.perWorker}
 	if err := b.build(); err != nil {
 		return nil, fullError(fb, vo, err)
 	}
@@ -118,9 +120,19 @@ type builder struct {
 	p    *Program
 	root *ptefb.Program
 	fb   []byte
-	size int64     // file size
-	r    fbr       // verifies and reads the plans' values
-	x    rawTensor // the tensor value being read
+	size int64            // file size
+	r    fbr              // verifies and reads the plans' values
+	x    rawTensor        // the tensor value being read
+	vo   fbverify.Options // r's walk's options
+
+	// The tensors read so far (Program.recs once built); a worker's
+	// records are numbered from recBase (parallel.go).
+	recs      []tensorRec
+	recBase   int32
+	external  int     // external tensors among recs
+	dims      []int64 // scratch: a tensor's sizes
+	workers   int     // options.workers
+	perWorker int     // options.perWorker
 
 	// budget bounds the work (elements copied or checked) done on behalf
 	// of the FlatBuffer, so that shared references cannot make the parse
@@ -223,6 +235,7 @@ func (b *builder) build() error {
 			return err
 		}
 	}
+	p.recs, p.external = b.recs, b.external
 	if cap(p.recs) > 2*len(p.recs)+64 {
 		// Mostly activations: do not keep the room guessed for tensors.
 		p.recs = append([]tensorRec(nil), p.recs...)
@@ -399,22 +412,16 @@ func (b *builder) method(i int, plan *ptefb.ExecutionPlan) error {
 	m.nv = nv
 	vt := make([]int32, nv)
 	p.valueTensor[i] = vt
-	if p.recs == nil {
+	if b.recs == nil {
 		// Most values of a weights-heavy program are its tensors: start
 		// with room for all of them (a guess, not a bound).
-		p.recs = make([]tensorRec, 0, nv)
+		b.recs = make([]tensorRec, 0, nv)
 	}
 	vstart, _, _ := vecPos(plan.Table(), vtValues)
-	for v := 0; v < nv; v++ {
-		e, ok := b.r.deref(vstart + 4*int64(v))
-		if !ok {
-			return errFast
-		}
-		t, err := b.value(i, m, v, nv, e)
-		if err != nil {
+	if !b.valuesParallel(i, m, vt, vstart) {
+		if err := b.values(i, m, vt, vstart, 0, nv); err != nil {
 			return err
 		}
-		vt[v] = t
 	}
 
 	pf := func() string { return planField }
@@ -717,13 +724,9 @@ func (b *builder) tensor(i int, m *Method, v int, x *rawTensor) (int32, error) {
 	if !b.spend(ns + nd) {
 		return -1, b.overBudget(valueField(i, v, ".sizes"))
 	}
-	// The sizes, for the checks here and Numel's: on the stack unless
-	// there are more than a tensor of any real model has.
-	var stack [8]int64
-	dims := stack[:0]
-	if ns > len(stack) {
-		dims = make([]int64, 0, ns)
-	}
+	// The sizes, for the checks here and Numel's, in a buffer reused from
+	// tensor to tensor.
+	dims := b.dims[:0]
 	for k := 0; k < ns; k++ {
 		s := x.size(&b.r, k)
 		if s < 0 {
@@ -731,6 +734,7 @@ func (b *builder) tensor(i int, m *Method, v int, x *rawTensor) (int32, error) {
 		}
 		dims = append(dims, int64(s))
 	}
+	b.dims = dims
 	if nd > 0 {
 		if nd != ns {
 			return -1, b.fail(valueField(i, v, ".dim_order"), pos, "dim_order has %d entries for %d sizes", nd, ns)
@@ -785,7 +789,7 @@ func (b *builder) tensor(i int, m *Method, v int, x *rawTensor) (int32, error) {
 			return -1, b.fail(valueField(i, v, ".extra_tensor_info.fully_qualified_name"), pos, "external tensor has no fully-qualified name to find its data by")
 		}
 		r.dbi = 0
-		p.external++
+		b.external++
 	case format.LocInline:
 		cb := b.root.ConstantBufferLength()
 		if int64(dbi) >= int64(cb) {
@@ -830,8 +834,8 @@ func (b *builder) tensor(i int, m *Method, v int, x *rawTensor) (int32, error) {
 	if !b.spend(tensorCost) {
 		return -1, b.overBudget(valueField(i, v, ""))
 	}
-	p.recs = append(p.recs, r)
-	return int32(len(p.recs) - 1), nil
+	b.recs = append(b.recs, r)
+	return b.recBase + int32(len(b.recs)-1), nil
 }
 
 // tensorCost is the work budget charged per tensor kept: the budget is

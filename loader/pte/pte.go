@@ -62,10 +62,21 @@ const Identifier = "ET12"
 type Option func(*options)
 
 type options struct {
-	data     []*ptd.File
-	maxDepth int
-	mmap     []mmapfile.Option
-	name     string
+	data      []*ptd.File
+	maxDepth  int
+	mmap      []mmapfile.Option
+	name      string
+	workers   int // WithWorkers; 0: GOMAXPROCS
+	perWorker int // the least values a worker takes; 0: defaultPerWorker (tests set it)
+}
+
+// WithWorkers bounds the goroutines Open reads a large execution plan's
+// values on (default runtime.GOMAXPROCS(0)): a plan of thousands of
+// tensors is verified in parallel chunks, with the same result and the
+// same error as one goroutine reading it in order. 1 keeps Open on the
+// calling goroutine.
+func WithWorkers(n int) Option {
+	return func(o *options) { o.workers = n }
 }
 
 // WithData links the program to the given .ptd files as it is opened (see

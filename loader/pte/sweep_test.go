@@ -15,7 +15,8 @@ import (
 // a Program that passes hostile.PTE (every accessor and view) or a pte
 // *FormatError; no panic, no case over hostile.Timeout, no allocation over
 // hostile.AllocFactor × size; and every case must agree with a full
-// generic verification (pte.CheckFastPath). Under qemu or -short it samples every 7th
+// generic verification (pte.CheckFastPath). The values are read on three
+// goroutines, however small the plan. Under qemu or -short it samples every 7th
 // offset.
 func TestSweep(t *testing.T) {
 	gen, err := hostile.GeneratedPTE()
@@ -23,7 +24,11 @@ func TestSweep(t *testing.T) {
 		t.Fatal(err)
 	}
 	hostile.Sweep(t, hostile.Target{Format: "pte", Open: func(b []byte) (func() error, error) {
-		p, err := pte.NewBytes(b)
+		// Every case on three workers (however small its plan), so that
+		// the parallel reading meets every bound too; that it matches the
+		// in-order reading is TestParallelMutationsSameAsInOrder's and
+		// FuzzOpen's to check.
+		p, err := pte.NewBytes(b, pte.WithWorkers(3), pte.WithPerWorker(1))
 		if cerr := pte.CheckFastPath(b, err); cerr != nil {
 			t.Errorf("fast path: %v", cerr)
 		}

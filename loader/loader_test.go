@@ -517,14 +517,7 @@ func TestWriterLayouts(t *testing.T) {
 // A program large enough to be read on several goroutines opens to the
 // same tensors whatever WithWorkers says.
 func TestWithWorkers(t *testing.T) {
-	m := writer.PTEMethod{Name: "forward"}
-	for i := range 9000 {
-		kind := writer.PTEConstant
-		if i%5 == 0 {
-			kind = writer.PTEPlanned
-		}
-		m.Tensors = append(m.Tensors, writer.PTETensor{Kind: kind, ScalarType: writer.PTEFloat32, Sizes: []int32{int32(i%3 + 1)}})
-	}
+	m := writer.MixedMethod("forward", 9000, 5)
 	path := filepath.Join(t.TempDir(), "big.pte")
 	if _, err := (&writer.PTE{Methods: []writer.PTEMethod{m}, SegmentAlignment: 128, TensorAlignment: 16}).WriteFile(path); err != nil {
 		t.Fatal(err)

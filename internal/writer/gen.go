@@ -152,3 +152,19 @@ func TinyRTen(v1 bool) *RTen {
 		Metadata: &RTenMetadata{Description: "edgeload test fixture: a linear layer", License: "CC0-1.0"},
 	}
 }
+
+// MixedMethod is a method of n float32 tensor values of small, varied
+// shapes: constants in the constant segment, except every plannedEvery-th
+// value (counting from 1), a memory-planned activation with no data. The
+// large plans of the parallel-reading tests.
+func MixedMethod(name string, n, plannedEvery int) PTEMethod {
+	m := PTEMethod{Name: name, Tensors: make([]PTETensor, n)}
+	for i := range m.Tensors {
+		kind := PTEConstant
+		if plannedEvery > 0 && i%plannedEvery == 1 {
+			kind = PTEPlanned
+		}
+		m.Tensors[i] = PTETensor{Kind: kind, ScalarType: PTEFloat32, Sizes: []int32{int32(i%7 + 1), 2}}
+	}
+	return m
+}

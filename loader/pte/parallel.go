@@ -61,11 +61,15 @@ func (b *builder) valuesParallel(i int, m *Method, vt []int32, vstart int64) boo
 	if per <= 0 {
 		per = defaultPerWorker
 	}
-	k := b.workers
-	if k <= 0 {
-		k = runtime.GOMAXPROCS(0)
+	k := min(maxWorkers, nv/per)
+	if k < 2 {
+		return false // a small plan: no need to ask the runtime
 	}
-	k = min(k, maxWorkers, nv/per)
+	if b.workers > 0 {
+		k = min(k, b.workers)
+	} else {
+		k = min(k, runtime.GOMAXPROCS(0))
+	}
 	if k < 2 {
 		return false
 	}
@@ -91,7 +95,7 @@ func (b *builder) valuesParallel(i int, m *Method, vt []int32, vstart int64) boo
 		wo.MaxObjects = wleft
 		wb.r = newFBR(b.fb, fbverify.NewWalk(b.fb, wo))
 		wb.budget = wbudget
-		wb.dims = nil
+		wb.dims = nil // its own scratch: the workers run at once
 		wb.recs = all[base+lo : base+lo : base+hi]
 		wb.recBase = int32(base + lo)
 		wb.external = 0

@@ -93,16 +93,7 @@ func TestParallelSameAsInOrder(t *testing.T) {
 // so the workers' records move when joined) reads the same in parallel,
 // with its records in value order.
 func TestParallelJoinsInOrder(t *testing.T) {
-	m := writer.PTEMethod{Name: "forward"}
-	for i := range 3000 {
-		kind := writer.PTEConstant
-		if i%3 == 1 {
-			kind = writer.PTEPlanned
-		}
-		m.Tensors = append(m.Tensors, writer.PTETensor{Kind: kind, ScalarType: writer.PTEFloat32, Sizes: []int32{int32(i%7 + 1), 2}})
-	}
-	m2 := m
-	m2.Name = "other"
+	m, m2 := writer.MixedMethod("forward", 3000, 3), writer.MixedMethod("other", 3000, 3)
 	p := writer.PTE{Methods: []writer.PTEMethod{m, m2}, SegmentAlignment: 128, TensorAlignment: 16}
 	b, err := p.Bytes()
 	if err != nil {

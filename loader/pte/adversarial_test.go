@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -215,9 +216,53 @@ func TestAdversarialSharedValues(t *testing.T) {
 	if err := sharedValues(t, 2000, 2000, strings.Repeat("n", 1000)); !errors.As(err, &fe) || fe.Format != "pte" {
 		t.Errorf("error %v is not a pte *FormatError", err)
 	}
+	// The other extreme: a scalar without a name shared 20,000 times. Each
+	// value is a tensor of its own (records, list entry, made-up name) for
+	// 20 bytes of file. hostile.Case bounds Open and the exerciser
+	// together; the loader's own share, Open plus the tensor list and the
+	// name index, is measured alone below.
+	if err := sharedValues(t, 0, 20000, ""); err != nil {
+		t.Fatalf("20,000 values sharing a scalar: %v (a valid program)", err)
+	}
+}
+
+// TestAdversarialSharedScalarAlloc measures the heap bytes the loader
+// itself allocates for the 20,000 values sharing one scalar tensor: Open,
+// the tensor list and a name lookup (which builds the index). It must stay
+// under hostile.AllocFactor × the file size.
+func TestAdversarialSharedScalarAlloc(t *testing.T) {
+	b := sharedFile(t, 0, 20000, "")
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	p, err := pte.NewBytes(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := p.Tensors()
+	_, ok := p.Tensor(ts[len(ts)-1].Name)
+	runtime.ReadMemStats(&after)
+	if !ok || len(ts) != 20000 {
+		t.Fatalf("%d tensors, last found %v; want 20000, true", len(ts), ok)
+	}
+	used := after.TotalAlloc - before.TotalAlloc
+	ratio := float64(used) / float64(len(b))
+	t.Logf("%d bytes for %d tensors from a %d-byte file: %.1f× the file, %.0f bytes a tensor", used, len(ts), len(b), ratio, float64(used)/float64(len(ts)))
+	if ratio > hostile.AllocFactor {
+		t.Errorf("the loader allocated %.1f× the file; the bound is %d×", ratio, hostile.AllocFactor)
+	}
 }
 
 func sharedValues(t *testing.T, rank, values int, name string) error {
+	b := sharedFile(t, rank, values, name)
+	err := hostile.Case(t, pteTarget, "shared value", b)
+	t.Logf("Open: %v", err)
+	return err
+}
+
+// sharedFile builds a program whose values all point at value 0, a tensor
+// of the given rank (every dimension 1) and name.
+func sharedFile(t *testing.T, rank, values int, name string) []byte {
 	sizes := make([]int32, rank)
 	for i := range sizes {
 		sizes[i] = 1
@@ -246,7 +291,5 @@ func sharedValues(t *testing.T, rank, values int, name string) error {
 		t.Fatalf("only %d values point at value 0", patched)
 	}
 	t.Logf("%d values sharing one tensor value (sizes of %d dims): %d-byte file", patched+1, rank, len(b))
-	err = hostile.Case(t, pteTarget, "shared value", b)
-	t.Logf("Open: %v", err)
-	return err
+	return b
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/edgeload/edgeload/internal/schema/ptdfb"
 	"github.com/edgeload/edgeload/loader/format"
+	"github.com/edgeload/edgeload/loader/internal/arena"
 	"github.com/edgeload/edgeload/loader/internal/fbverify"
 	"github.com/edgeload/edgeload/mmapfile"
 	"github.com/edgeload/edgeload/segment"
@@ -250,22 +251,22 @@ func checkVersion(v uint32, pos int64) error {
 // segmentAt builds segment i from a verified DataSegment.
 func (f *File) segmentAt(ds *ptdfb.DataSegment, i int) (segment.Segment, error) {
 	off, sz := ds.Offset(), ds.Size()
-	field := "FlatTensor.segments[" + strconv.Itoa(i) + "]"
+	field := func() string { return "FlatTensor.segments[" + strconv.Itoa(i) + "]" } // for errors only
 	base, dataEnd := f.hdr.SegmentBaseOffset, f.hdr.SegmentBaseOffset+f.hdr.SegmentDataSize
 	abs := base + off
 	if abs < base || abs > dataEnd {
 		// abs may have wrapped: say "base + offset", not a wrapped sum
-		return segment.Segment{}, errorf(field+".offset", fieldPos(ds.Table(), 0),
+		return segment.Segment{}, errorf(field()+".offset", fieldPos(ds.Table(), 0),
 			"segment offset %d (from segment_base_offset %d) lies outside the segment data [%d, %d): want at most %d",
 			off, base, base, dataEnd, dataEnd-base)
 	}
 	if sz > dataEnd-abs {
-		return segment.Segment{}, errorf(field+".size", fieldPos(ds.Table(), 1),
+		return segment.Segment{}, errorf(field()+".size", fieldPos(ds.Table(), 1),
 			"segment [%d, +%d) runs past the end of the segment data at %d (file %d bytes)", abs, sz, dataEnd, f.size)
 	}
 	s, err := segment.New(f.mf, int64(abs), int64(sz))
 	if err != nil {
-		return segment.Segment{}, fmt.Errorf("ptd: %s: %w", field, err)
+		return segment.Segment{}, fmt.Errorf("ptd: %s: %w", field(), err)
 	}
 	return s, nil
 }
@@ -297,21 +298,22 @@ func (a at) field(name string) string {
 	return "FlatTensor." + a.list + "[" + strconv.Itoa(a.i) + "]" + name
 }
 
-// arena hands out the Layouts and their dimension slices of one file from
-// a few allocations.
+// store hands out the Layouts, their dimension slices and the keys of one
+// file from a few allocations.
 //
 // budget bounds the dimensions read over all layouts: a file whose layouts
 // all have their own sizes vectors spends at least 4 bytes of FlatBuffer on
 // each dimension, so more dimensions than len(FlatBuffer)/4 means shared
 // vectors, which could otherwise make a small file allocate without bound.
-type arena struct {
+type store struct {
 	budget  int
 	layouts []Layout
-	dims    []int64
-	orders  []uint8
+	dims    arena.Slices[int64]
+	orders  arena.Slices[uint8]
+	keys    arena.Strings
 }
 
-func (a *arena) layout() *Layout {
+func (a *store) layout() *Layout {
 	if len(a.layouts) == cap(a.layouts) {
 		a.layouts = make([]Layout, 0, 16)
 	}
@@ -319,35 +321,10 @@ func (a *arena) layout() *Layout {
 	return &a.layouts[len(a.layouts)-1]
 }
 
-func (a *arena) int64s(n int) []int64 {
-	if n == 0 {
-		// a scalar's shape is empty, never nil (nil would depend on
-		// whether an earlier layout had dims, and marshal as null)
-		return []int64{}
-	}
-	if n > cap(a.dims)-len(a.dims) {
-		a.dims = make([]int64, 0, max(n, 64))
-	}
-	s := a.dims[len(a.dims) : len(a.dims)+n : len(a.dims)+n]
-	a.dims = a.dims[:len(a.dims)+n]
-	return s
-}
-
-func (a *arena) uint8s(src []uint8) []uint8 {
-	n := len(src)
-	if n > cap(a.orders)-len(a.orders) {
-		a.orders = make([]uint8, 0, max(n, 256))
-	}
-	s := a.orders[len(a.orders) : len(a.orders)+n : len(a.orders)+n]
-	a.orders = a.orders[:len(a.orders)+n]
-	copy(s, src)
-	return s
-}
-
 // readLayout reads a verified layout; ids are the field ids of scalar_type,
 // sizes and dim_order in the table, for error offsets. The data has room
 // bytes: all of segment si (off < 0), or what follows offset off in it.
-func (f *File) readLayout(src layoutSource, loc at, key string, ids [3]int, si int, off int64, ar *arena) (*Layout, int64, error) {
+func (f *File) readLayout(src layoutSource, loc at, key string, ids [3]int, si int, off int64, ar *store) (*Layout, int64, error) {
 	t := src.Table()
 	st := src.ScalarType()
 	dt, ok := dtypeOf(st)
@@ -361,7 +338,7 @@ func (f *File) readLayout(src layoutSource, loc at, key string, ids [3]int, si i
 			"key %q: the layouts hold more dimensions than the FlatBuffer has room for (shared sizes vectors)", key)
 	}
 	l := ar.layout()
-	*l = Layout{DType: dt, Sizes: ar.int64s(n)}
+	*l = Layout{DType: dt, Sizes: ar.dims.Make(n)} // a scalar: empty, never nil
 	for i := range n {
 		s := src.Sizes(i)
 		if s < 0 {
@@ -375,15 +352,15 @@ func (f *File) readLayout(src layoutSource, loc at, key string, ids [3]int, si i
 			return nil, 0, errorf(loc.field(loc.sub+".dim_order"), fieldPos(t, ids[2]),
 				"key %q: dim_order has %d entries for %d dimensions", key, len(d), n)
 		}
-		var seen [256]bool
+		var seen [4]uint64 // a bit per dimension
 		for _, x := range d {
-			if int(x) >= n || seen[x] {
+			if int(x) >= n || seen[x>>6]&(1<<(x&63)) != 0 {
 				return nil, 0, errorf(loc.field(loc.sub+".dim_order"), fieldPos(t, ids[2]),
 					"key %q: dim_order %v is not a permutation of 0..%d", key, d, n-1)
 			}
-			seen[x] = true
+			seen[x>>6] |= 1 << (x & 63)
 		}
-		l.DimOrder = ar.uint8s(d)
+		l.DimOrder = ar.orders.Copy(d)
 	}
 	seg := f.segs[si]
 	room := seg.Len() - max(off, 0)
@@ -459,17 +436,17 @@ func (f *File) readCurrent(fb []byte) error {
 		return err
 	}
 	n := ft.NamedDataLength()
-	f.named = make([]NamedData, 0, n)
+	// named_data is the whole lookup list: f.named shares f.entries
 	f.entries = make([]NamedData, 0, n)
 	f.index = make(map[string]int32, n)
 	locs := make([]at, 0, n)
-	ar := arena{budget: len(fb) / 4}
+	ar := store{budget: len(fb) / 4}
 	var nd ptdfb.NamedData
 	var tl ptdfb.TensorLayout
 	for i := range n {
 		ft.NamedData(&nd, i)
 		loc := at{list: "named_data", i: i, sub: ".tensor_layout"}
-		key := string(nd.Key())
+		key := ar.keys.Copy(nd.Key())
 		si, err := f.segmentIndex(nd.SegmentIndex(), loc, fieldPos(nd.Table(), 1), key)
 		if err != nil {
 			return err
@@ -496,8 +473,8 @@ func (f *File) readCurrent(fb []byte) error {
 		if err := f.addEntry(e, loc, ".key", fieldPos(nd.Table(), 0), &locs); err != nil {
 			return err
 		}
-		f.named = append(f.named, e)
 	}
+	f.named = f.entries
 	return nil
 }
 
@@ -517,12 +494,13 @@ func (f *File) readLegacy(fb []byte) error {
 	f.entries = make([]NamedData, 0, nt+nn)
 	f.index = make(map[string]int32, nt+nn)
 	locs := make([]at, 0, nt+nn)
+	ar := store{budget: len(fb) / 4}
 
 	var nd ptdfb.LegacyNamedData
 	for i := range nn {
 		ft.NamedData(&nd, i)
 		loc := at{list: "named_data", i: i}
-		key := string(nd.Key())
+		key := ar.keys.Copy(nd.Key())
 		si, err := f.segmentIndex(nd.SegmentIndex(), loc, fieldPos(nd.Table(), 1), key)
 		if err != nil {
 			return err
@@ -534,12 +512,12 @@ func (f *File) readLegacy(fb []byte) error {
 		f.named = append(f.named, e)
 	}
 
-	ar := arena{budget: len(fb) / 4, layouts: make([]Layout, 0, nt)}
+	ar.layouts = make([]Layout, 0, nt)
 	var tm ptdfb.LegacyTensorMetadata
 	for i := range nt {
 		ft.Tensors(&tm, i)
 		loc := at{list: "tensors", i: i}
-		key := string(tm.FullyQualifiedName())
+		key := ar.keys.Copy(tm.FullyQualifiedName())
 		t := tm.Table()
 		si, err := f.segmentIndex(tm.SegmentIndex(), loc, fieldPos(t, 4), key)
 		if err != nil {

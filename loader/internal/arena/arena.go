@@ -1,0 +1,65 @@
+// Package arena hands out the many small strings and slices a loader copies
+// out of a FlatBuffer (keys, node names, shapes) from a few large
+// allocations instead of one each.
+//
+// What an arena hands out stays valid for as long as anything refers to it;
+// an arena never writes to memory it has handed out. The waste is bounded:
+// a chunk is abandoned only when the next request does not fit in what is
+// left of it, so at most half of the memory allocated is unused (requests
+// larger than a chunk get a chunk of their own size).
+package arena
+
+import "unsafe"
+
+// Chunk is the minimum size of a chunk, in elements.
+const Chunk = 1024
+
+// Strings copies byte strings into shared chunks.
+// The zero value is ready to use.
+type Strings struct {
+	buf []byte
+}
+
+// Copy returns a string with the bytes of b, which b may later change
+// without affecting it.
+func (a *Strings) Copy(b []byte) string {
+	if len(b) == 0 {
+		return ""
+	}
+	if len(b) > cap(a.buf)-len(a.buf) {
+		a.buf = make([]byte, 0, max(len(b), 4*Chunk))
+	}
+	n := len(a.buf)
+	a.buf = append(a.buf, b...)
+	// a.buf[n:] is never written again: the string owns those bytes
+	return unsafe.String(&a.buf[n], len(b))
+}
+
+// Slices hands out zeroed slices of T from shared chunks.
+// The zero value is ready to use.
+type Slices[T any] struct {
+	buf []T
+}
+
+// Make returns a zeroed slice of n elements whose capacity is n, so that
+// appending to it cannot reach into another slice. Make(0) returns an
+// empty, non-nil slice.
+func (a *Slices[T]) Make(n int) []T {
+	if n == 0 {
+		return []T{}
+	}
+	if n > cap(a.buf)-len(a.buf) {
+		a.buf = make([]T, 0, max(n, Chunk))
+	}
+	k := len(a.buf)
+	a.buf = a.buf[:k+n]
+	return a.buf[k : k+n : k+n]
+}
+
+// Copy returns a copy of src from the arena (an empty, non-nil slice when
+// src is empty).
+func (a *Slices[T]) Copy(src []T) []T {
+	s := a.Make(len(src))
+	copy(s, src)
+	return s
+}

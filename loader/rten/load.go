@@ -3,12 +3,14 @@ package rten
 import (
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 
 	flatbuffers "github.com/google/flatbuffers/go"
 
 	"github.com/edgeload/edgeload/internal/schema/rtenfb"
 	"github.com/edgeload/edgeload/loader/format"
+	"github.com/edgeload/edgeload/loader/internal/arena"
 	"github.com/edgeload/edgeload/segment"
 )
 
@@ -23,7 +25,10 @@ type loader struct {
 	newData  func(off, n int64) (segment.Segment, error)
 
 	consts []Constant
-	owners []*Node // owners[i] is the node of consts[i]
+	owners []*Node             // owners[i] is the node of consts[i]
+	names  arena.Strings       // node names and made-up constant names
+	shapes arena.Slices[int64] // constant shapes
+	name   []byte              // scratch: a made-up name
 	// budget bounds what Open copies out of the FlatBuffer (vector
 	// elements, string bytes, nodes), in units of about 8 bytes: a
 	// FlatBuffer may point many tables at one vector, string or table, and
@@ -63,14 +68,42 @@ const (
 // (or 8n bytes) out of the FlatBuffer at p, and fails when the file's
 // tables copy out more than its size can hold without sharing.
 func (l *loader) charge(n int, field string, p flatbuffers.UOffsetT) error {
-	l.budget -= int64(n)
-	if l.budget < 0 {
-		return format.Errorf(fmtName, field, l.pos(p),
-			"the graph copies out more than %d elements, more than a %d-byte model can hold unless many tables share the same vectors, strings or nodes (want at most %d elements per FlatBuffer byte)",
-			budgetPerByte*int64(len(l.buf))+budgetSlack, len(l.buf), budgetPerByte)
+	if !l.spend(n) {
+		return l.overBudget(field, p)
 	}
 	return nil
 }
+
+// spend is charge for callers that build the field's name only on failure
+// (l.overBudget).
+func (l *loader) spend(n int) bool {
+	l.budget -= int64(n)
+	return l.budget >= 0
+}
+
+func (l *loader) overBudget(field string, p flatbuffers.UOffsetT) error {
+	return format.Errorf(fmtName, field, l.pos(p),
+		"the graph copies out more than %d elements, more than a %d-byte model can hold unless many tables share the same vectors, strings or nodes (want at most %d elements per FlatBuffer byte)",
+		budgetPerByte*int64(len(l.buf))+budgetSlack, len(l.buf), budgetPerByte)
+}
+
+// where locates a node's data for error messages and warnings. Its strings
+// are built only when one is needed: a graph of thousands of nodes builds
+// none while it loads.
+type where struct {
+	graph string // the graph's field path, "Model.graph"
+	node  int
+	name  string // the node's name, for desc
+}
+
+// field returns the path of the node's data field sub, as in
+// "Model.graph.nodes[3].data.shape".
+func (w where) field(sub string) string {
+	return w.graph + ".nodes[" + strconv.Itoa(w.node) + "].data" + sub
+}
+
+// desc names the node: `node 12 ("conv1")`.
+func (w where) desc() string { return nodeDesc(w.node, w.name) }
 
 // fieldPos returns the position of field id of a table, or 0 if absent.
 func fieldPos(t *flatbuffers.Table, id int) flatbuffers.UOffsetT {
@@ -121,23 +154,24 @@ func (l *loader) indices(t *flatbuffers.Table, id int, n int, field, what string
 	return out, nil
 }
 
-// refs reads an operator's [int] input or output vector: negative entries
-// mean absent, others must be node indices below n.
-func (l *loader) refs(t *flatbuffers.Table, id int, n int, field, node, what string) ([]int32, error) {
+// refs reads an operator's [int] input or output vector (field sub of the
+// operator at w): negative entries mean absent, others must be node indices
+// below n.
+func (l *loader) refs(t *flatbuffers.Table, id int, n int, w where, sub, what string) ([]int32, error) {
 	start, cnt, ok := vec(t, id)
 	if !ok {
 		return nil, nil
 	}
-	if err := l.charge(cnt, field, start); err != nil {
-		return nil, err
+	if !l.spend(cnt) {
+		return nil, l.overBudget(w.field(sub), start)
 	}
 	out := make([]int32, cnt)
 	for j := range out {
 		p := start + flatbuffers.UOffsetT(4*j)
 		v := t.GetInt32(p)
 		if v >= 0 && int64(v) >= int64(n) {
-			return nil, format.Errorf(fmtName, field+"["+strconv.Itoa(j)+"]", l.pos(p),
-				"%s: %s %d refers to node %d; the graph has %d nodes (want below %[5]d, or negative for none)", node, what, j, v, n)
+			return nil, format.Errorf(fmtName, w.field(sub+"["+strconv.Itoa(j)+"]"), l.pos(p),
+				"%s: %s %d refers to node %d; the graph has %d nodes (want below %[5]d, or negative for none)", w.desc(), what, j, v, n)
 		}
 		out[j] = v
 	}
@@ -178,6 +212,16 @@ func (l *loader) graph(g *rtenfb.Graph, path, field string, depth int) (*Graph, 
 		return nil, err
 	}
 	var nd rtenfb.Node
+	// room for the graph's constants, so that appending them does not
+	// copy the list again and again
+	k := 0
+	for i := 0; i < n; i++ {
+		g.Nodes(&nd, i)
+		if nd.DataType() == rtenfb.NodeKindConstantNode {
+			k++
+		}
+	}
+	l.consts, l.owners = slices.Grow(l.consts, k), slices.Grow(l.owners, k)
 	for i := 0; i < n; i++ {
 		g.Nodes(&nd, i)
 		if err := l.node(&nd, out, i, field, depth); err != nil {
@@ -193,14 +237,13 @@ func (l *loader) graph(g *rtenfb.Graph, path, field string, depth int) (*Graph, 
 
 func (l *loader) node(nd *rtenfb.Node, g *Graph, i int, gfield string, depth int) error {
 	node := &g.Nodes[i]
-	field := gfield + ".nodes[" + strconv.Itoa(i) + "]"
 	ndt := nd.Table()
 	name := nd.Name()
-	if err := l.charge(len(name)/8+1, field+".name", ndt.Pos); err != nil {
-		return err
+	if !l.spend(len(name)/8 + 1) {
+		return l.overBudget(gfield+".nodes["+strconv.Itoa(i)+"].name", ndt.Pos)
 	}
-	node.Name = string(name)
-	desc := nodeDesc(i, node.Name)
+	node.Name = l.names.Copy(name)
+	w := where{graph: gfield, node: i, name: node.Name}
 	var u flatbuffers.Table
 	switch kind := nd.DataType(); kind {
 	case rtenfb.NodeKindOperatorNode:
@@ -208,7 +251,7 @@ func (l *loader) node(nd *rtenfb.Node, g *Graph, i int, gfield string, depth int
 		var op rtenfb.OperatorNode
 		op.Init(u.Bytes, u.Pos)
 		node.Kind = KindOperator
-		o, err := l.operator(&op, g, i, field+".data", desc, depth)
+		o, err := l.operator(&op, g, w, depth)
 		if err != nil {
 			return err
 		}
@@ -218,7 +261,7 @@ func (l *loader) node(nd *rtenfb.Node, g *Graph, i int, gfield string, depth int
 		var c rtenfb.ConstantNode
 		c.Init(u.Bytes, u.Pos)
 		node.Kind = KindConstant
-		if err := l.constant(&c, g, i, node, field+".data", desc); err != nil {
+		if err := l.constant(&c, g, node, w); err != nil {
 			return err
 		}
 	case rtenfb.NodeKindValueNode:
@@ -226,30 +269,30 @@ func (l *loader) node(nd *rtenfb.Node, g *Graph, i int, gfield string, depth int
 		var v rtenfb.ValueNode
 		v.Init(u.Bytes, u.Pos)
 		node.Kind = KindValue
-		val, err := l.value(&v, field+".data")
+		val, err := l.value(&v, w)
 		if err != nil {
 			return err
 		}
 		node.Value = val
 	default: // NONE: fbverify rejects unknown tags
-		return format.Errorf(fmtName, field+".data", l.pos(ndt.Pos),
-			"%s has no data (NodeKind NONE); want an operator, constant or value", desc)
+		return format.Errorf(fmtName, w.field(""), l.pos(ndt.Pos),
+			"%s has no data (NodeKind NONE); want an operator, constant or value", w.desc())
 	}
 	return nil
 }
 
-func (l *loader) operator(op *rtenfb.OperatorNode, g *Graph, i int, field, desc string, depth int) (*Operator, error) {
+func (l *loader) operator(op *rtenfb.OperatorNode, g *Graph, w where, depth int) (*Operator, error) {
 	tab := op.Table()
 	n := len(g.Nodes)
-	if err := l.charge(16, field, tab.Pos); err != nil {
-		return nil, err
+	if !l.spend(16) {
+		return nil, l.overBudget(w.field(""), tab.Pos)
 	}
 	o := &Operator{Type: OperatorType(op.Type()), AttrsType: uint8(op.AttrsType())}
 	var err error
-	if o.Inputs, err = l.refs(&tab, idOpInputs, n, field+".inputs", desc, "input"); err != nil {
+	if o.Inputs, err = l.refs(&tab, idOpInputs, n, w, ".inputs", "input"); err != nil {
 		return nil, err
 	}
-	if o.Outputs, err = l.refs(&tab, idOpOutputs, n, field+".outputs", desc, "output"); err != nil {
+	if o.Outputs, err = l.refs(&tab, idOpOutputs, n, w, ".outputs", "output"); err != nil {
 		return nil, err
 	}
 	var u flatbuffers.Table
@@ -257,14 +300,14 @@ func (l *loader) operator(op *rtenfb.OperatorNode, g *Graph, i int, field, desc 
 		p := fieldPos(at, id)
 		if p == 0 {
 			if o.Type == OpIf || o.Type == OpLoop {
-				l.warnf("%s in graph %s: %s operator without %s", desc, g.Path, o.Type, attr)
+				l.warnf("%s in graph %s: %s operator without %s", w.desc(), g.Path, o.Type, attr)
 			}
 			return nil
 		}
 		var sg rtenfb.Graph
 		sg.Init(at.Bytes, at.Indirect(p))
-		path := g.Path + "/nodes/" + strconv.Itoa(i) + "/" + attr
-		gr, err := l.graph(&sg, path, field+".attrs."+attr, depth+1)
+		path := g.Path + "/nodes/" + strconv.Itoa(w.node) + "/" + attr
+		gr, err := l.graph(&sg, path, w.field(".attrs."+attr), depth+1)
 		if err != nil {
 			return err
 		}
@@ -287,7 +330,7 @@ func (l *loader) operator(op *rtenfb.OperatorNode, g *Graph, i int, field, desc 
 		}
 	default:
 		if o.Type == OpIf || o.Type == OpLoop {
-			l.warnf("%s in graph %s: %s operator without subgraph attributes", desc, g.Path, o.Type)
+			l.warnf("%s in graph %s: %s operator without subgraph attributes", w.desc(), g.Path, o.Type)
 		}
 	}
 	return o, nil
@@ -338,21 +381,23 @@ func valueDType(v rtenfb.DataType) format.DType {
 	return format.Invalid
 }
 
-func (l *loader) constant(c *rtenfb.ConstantNode, g *Graph, i int, node *Node, field, desc string) error {
+func (l *loader) constant(c *rtenfb.ConstantNode, g *Graph, node *Node, w where) error {
 	tab := c.Table()
+	i := w.node
 	k := Constant{Graph: g.Path, Node: i, DataOffset: -1}
 	k.Offset = -1
 	k.Name, k.NameExplicit = node.Name, node.Name != ""
 	start, rank, _ := vec(&tab, idConstShape) // required: verified present
 	// the Constant, its Tensor copy and index entry, a made-up name, the
 	// shape
-	if err := l.charge(64+len(g.Path)/8+rank, field, tab.Pos); err != nil {
-		return err
+	if !l.spend(64 + len(g.Path)/8 + rank) {
+		return l.overBudget(w.field(""), tab.Pos)
 	}
 	if !k.NameExplicit {
-		k.Name = g.Path + "/nodes/" + strconv.Itoa(i)
+		l.name = strconv.AppendInt(append(append(l.name[:0], g.Path...), "/nodes/"...), int64(i), 10)
+		k.Name = l.names.Copy(l.name)
 	}
-	k.Shape = make([]int64, rank)
+	k.Shape = l.shapes.Make(rank) // a scalar: empty, never nil
 	for j := range k.Shape {
 		k.Shape[j] = int64(tab.GetUint32(start + flatbuffers.UOffsetT(4*j)))
 	}
@@ -365,20 +410,20 @@ func (l *loader) constant(c *rtenfb.ConstantNode, g *Graph, i int, node *Node, f
 	if dtypePos != 0 {
 		raw := rtenfb.ConstantDataType(tab.GetUint16(dtypePos))
 		if declared = constDType(raw); declared == format.Invalid {
-			return format.Errorf(fmtName, field+".dtype", l.pos(dtypePos),
-				"%s: unknown constant dtype %d (want Int32 0, Float32 1, Int8 2 or UInt8 3)", desc, raw)
+			return format.Errorf(fmtName, w.field(".dtype"), l.pos(dtypePos),
+				"%s: unknown constant dtype %d (want Int32 0, Float32 1, Int8 2 or UInt8 3)", w.desc(), raw)
 		}
 	}
 	switch {
 	case offPos != 0:
 		if tag != rtenfb.ConstantDataNONE {
-			l.warnf("%s in graph %s has both inline data and a data_offset; the data_offset is used", desc, g.Path)
+			l.warnf("%s in graph %s has both inline data and a data_offset; the data_offset is used", w.desc(), g.Path)
 		}
-		if err := l.external(&k, tab.GetUint64(offPos), declared, dtypePos != 0, field, desc, offPos); err != nil {
+		if err := l.external(&k, tab.GetUint64(offPos), declared, dtypePos != 0, w, offPos); err != nil {
 			return err
 		}
 	case tag != rtenfb.ConstantDataNONE:
-		if err := l.inline(&k, c, tag, declared, field, desc, g.Path); err != nil {
+		if err := l.inline(&k, c, tag, declared, w, g.Path); err != nil {
 			return err
 		}
 	default:
@@ -396,30 +441,30 @@ func (l *loader) constant(c *rtenfb.ConstantNode, g *Graph, i int, node *Node, f
 	return nil
 }
 
-func (l *loader) external(k *Constant, off uint64, dt format.DType, hasDType bool, field, desc string, offPos flatbuffers.UOffsetT) error {
+func (l *loader) external(k *Constant, off uint64, dt format.DType, hasDType bool, w where, offPos flatbuffers.UOffsetT) error {
 	if l.hdr.Version < 2 {
-		return format.Errorf(fmtName, field+".data_offset", l.pos(offPos),
-			"%s has a data_offset, but a V1 file has no tensor data section (want inline data)", desc)
+		return format.Errorf(fmtName, w.field(".data_offset"), l.pos(offPos),
+			"%s has a data_offset, but a V1 file has no tensor data section (want inline data)", w.desc())
 	}
 	if !hasDType {
-		return format.Errorf(fmtName, field+".dtype", l.pos(offPos),
-			"%s: external constant (data_offset %d) has no dtype; an external constant must have one", desc, off)
+		return format.Errorf(fmtName, w.field(".dtype"), l.pos(offPos),
+			"%s: external constant (data_offset %d) has no dtype; an external constant must have one", w.desc(), off)
 	}
 	section := l.size - l.hdr.TensorDataOffset
 	if off > uint64(section) {
-		return format.Wrapf(format.ErrTruncated, fmtName, field+".data_offset", l.pos(offPos),
+		return format.Wrapf(format.ErrTruncated, fmtName, w.field(".data_offset"), l.pos(offPos),
 			"%s: data_offset %d is past the end of the tensor data section (%d bytes at %d): want at most %[3]d",
-			desc, off, section, l.hdr.TensorDataOffset)
+			w.desc(), off, section, l.hdr.TensorDataOffset)
 	}
 	_, nb, ok := format.Numel(k.Shape, dt, math.MaxInt64)
 	if !ok {
-		return format.Errorf(fmtName, field+".shape", l.pos(offPos),
-			"%s: shape %v of %s overflows a 64-bit byte count (want numel × element size below 2^63)", desc, k.Shape, dt)
+		return format.Errorf(fmtName, w.field(".shape"), l.pos(offPos),
+			"%s: shape %v of %s overflows a 64-bit byte count (want numel × element size below 2^63)", w.desc(), k.Shape, dt)
 	}
 	if nb > section-int64(off) {
-		return format.Wrapf(format.ErrTruncated, fmtName, field+".data_offset", l.pos(offPos),
+		return format.Wrapf(format.ErrTruncated, fmtName, w.field(".data_offset"), l.pos(offPos),
 			"%s: %d bytes at data_offset %d run past the end of the tensor data section (%d bytes at %d): want data_offset + size at most %[4]d",
-			desc, nb, off, section, l.hdr.TensorDataOffset)
+			w.desc(), nb, off, section, l.hdr.TensorDataOffset)
 	}
 	abs := l.hdr.TensorDataOffset + int64(off)
 	d, err := l.newData(abs, nb)
@@ -431,22 +476,22 @@ func (l *loader) external(k *Constant, off uint64, dt format.DType, hasDType boo
 	return nil
 }
 
-func (l *loader) inline(k *Constant, c *rtenfb.ConstantNode, tag rtenfb.ConstantData, declared format.DType, field, desc, gpath string) error {
+func (l *loader) inline(k *Constant, c *rtenfb.ConstantNode, tag rtenfb.ConstantData, declared format.DType, w where, gpath string) error {
 	dt := inlineDType(tag)
 	if declared != format.Invalid && declared != dt {
-		l.warnf("%s in graph %s: dtype says %s but the inline data is %s; using %s", desc, gpath, declared, dt, dt)
+		l.warnf("%s in graph %s: dtype says %s but the inline data is %s; using %s", w.desc(), gpath, declared, dt, dt)
 	}
 	var u flatbuffers.Table
 	c.Data(&u)
 	start, cnt, _ := vec(&u, idDataData) // required: verified present
 	numel, _, ok := format.Numel(k.Shape, dt, math.MaxInt64)
 	if !ok {
-		return format.Errorf(fmtName, field+".shape", l.pos(u.Pos),
-			"%s: shape %v of %s overflows a 64-bit byte count (want numel × element size below 2^63)", desc, k.Shape, dt)
+		return format.Errorf(fmtName, w.field(".shape"), l.pos(u.Pos),
+			"%s: shape %v of %s overflows a 64-bit byte count (want numel × element size below 2^63)", w.desc(), k.Shape, dt)
 	}
 	if numel != int64(cnt) {
-		return format.Errorf(fmtName, field+".data.data", l.pos(start),
-			"%s: inline data has %d elements; shape %v needs %d (want exactly that many)", desc, cnt, k.Shape, numel)
+		return format.Errorf(fmtName, w.field(".data.data"), l.pos(start),
+			"%s: inline data has %d elements; shape %v needs %d (want exactly that many)", w.desc(), cnt, k.Shape, numel)
 	}
 	nb := numel * int64(dt.Size())
 	abs := l.pos(start)
@@ -459,15 +504,15 @@ func (l *loader) inline(k *Constant, c *rtenfb.ConstantNode, tag rtenfb.Constant
 	return nil
 }
 
-func (l *loader) value(v *rtenfb.ValueNode, field string) (*Value, error) {
+func (l *loader) value(v *rtenfb.ValueNode, w where) (*Value, error) {
 	tab := v.Table()
-	if err := l.charge(4, field, tab.Pos); err != nil {
-		return nil, err
+	if !l.spend(4) {
+		return nil, l.overBudget(w.field(""), tab.Pos)
 	}
 	out := &Value{}
 	if n := v.ShapeLength(); fieldPos(&tab, idValueShape) != 0 {
-		if err := l.charge(4*n, field+".shape", tab.Pos); err != nil {
-			return nil, err
+		if !l.spend(4 * n) {
+			return nil, l.overBudget(w.field(".shape"), tab.Pos)
 		}
 		out.HasShape = true
 		out.Shape = make([]Dim, n)
@@ -478,10 +523,10 @@ func (l *loader) value(v *rtenfb.ValueNode, field string) (*Value, error) {
 			out.Shape[j].Value = d.Value()
 			if fieldPos(&dt, idDimName) != 0 {
 				name := d.Name()
-				if err := l.charge(len(name)/8+1, field+".shape["+strconv.Itoa(j)+"].name", dt.Pos); err != nil {
-					return nil, err
+				if !l.spend(len(name)/8 + 1) {
+					return nil, l.overBudget(w.field(".shape["+strconv.Itoa(j)+"].name"), dt.Pos)
 				}
-				out.Shape[j].Name = string(name)
+				out.Shape[j].Name = l.names.Copy(name)
 				out.Shape[j].Symbolic = true
 			}
 		}

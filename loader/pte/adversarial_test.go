@@ -213,8 +213,13 @@ func TestAdversarial(t *testing.T) {
 // hostile.AllocFactor × the file size (here: reject it).
 func TestAdversarialSharedValues(t *testing.T) {
 	var fe *format.FormatError
-	if err := sharedValues(t, 2000, 2000, strings.Repeat("n", 1000)); !errors.As(err, &fe) || fe.Format != "pte" {
-		t.Errorf("error %v is not a pte *FormatError", err)
+	err := sharedValues(t, 2000, 2000, strings.Repeat("n", 1000))
+	if !errors.As(err, &fe) || fe.Format != "pte" {
+		t.Fatalf("error %v is not a pte *FormatError", err)
+	}
+	// the work budget's error names the table it stopped at
+	if fe.Offset <= 0 || !strings.HasSuffix(fe.Field, ".val.sizes") {
+		t.Errorf("error at field %q, offset %d: want a tensor's sizes at its table's offset", fe.Field, fe.Offset)
 	}
 	// The other extreme: a scalar without a name shared 20,000 times. Each
 	// value is a tensor of its own (records, list entry, made-up name) for

@@ -181,10 +181,10 @@ func (b *builder) fail(field string, off int64, msg string, args ...any) error {
 	return format.Errorf(formatName, field, off, msg, args...)
 }
 
-// charge spends n units of the work budget.
-func (b *builder) charge(n int, field string) error {
+// charge spends n units of the work budget on field, at offset off.
+func (b *builder) charge(n int, field string, off int64) error {
 	if !b.spend(n) {
-		return b.overBudget(field)
+		return b.overBudget(field, off)
 	}
 	return nil
 }
@@ -196,8 +196,10 @@ func (b *builder) spend(n int) bool {
 	return b.budget >= 0
 }
 
-func (b *builder) overBudget(field string) error {
-	return b.fail(field, -1, "the program's references are shared so much that reading it would take work out of proportion to its %d bytes", len(b.fb))
+// overBudget is the error of a field, at offset off (its table), that the
+// work budget does not cover.
+func (b *builder) overBudget(field string, off int64) error {
+	return b.fail(field, off, "the program's references are shared so much that reading it would take work out of proportion to its %d bytes", len(b.fb))
 }
 
 // vecPos returns the file position of the first element of the vector at
@@ -248,7 +250,7 @@ func (b *builder) build() error {
 func (b *builder) segments() error {
 	p, root := b.p, b.root
 	n := root.SegmentsLength()
-	if err := b.charge(n, "Program.segments"); err != nil {
+	if err := b.charge(n, "Program.segments", int64(root.Table().Pos)); err != nil {
 		return err
 	}
 	p.segments = make([]segment.Segment, n)
@@ -348,7 +350,7 @@ func (b *builder) offsets(s *ptefb.SubsegmentOffsets) offsets {
 func (b *builder) namedData() error {
 	p, root := b.p, b.root
 	n := root.NamedDataLength()
-	if err := b.charge(n, "Program.named_data"); err != nil {
+	if err := b.charge(n, "Program.named_data", int64(root.Table().Pos)); err != nil {
 		return err
 	}
 	p.named = make([]format.NamedData, n)
@@ -357,7 +359,7 @@ func (b *builder) namedData() error {
 		root.NamedData(&nd, i)
 		key := nd.Key()
 		if !b.spend(len(key)) {
-			return b.overBudget(idx("Program.named_data", i) + ".key")
+			return b.overBudget(idx("Program.named_data", i)+".key", int64(nd.Table().Pos))
 		}
 		si := nd.SegmentIndex()
 		if int64(si) >= int64(len(p.segments)) {
@@ -389,7 +391,7 @@ func (b *builder) method(i int, plan *ptefb.ExecutionPlan) error {
 	planField := planField(i)
 	name := plan.Name()
 	if !b.spend(len(name)) {
-		return b.overBudget(planField + ".name")
+		return b.overBudget(planField+".name", int64(m.pos))
 	}
 	m.Name = b.str(name)
 	if _, dup := p.methodIdx[m.Name]; dup {
@@ -400,14 +402,14 @@ func (b *builder) method(i int, plan *ptefb.ExecutionPlan) error {
 	if plan.ContainerMetaType(&cm) != nil {
 		in, out := cm.EncodedInpStr(), cm.EncodedOutStr()
 		if !b.spend(len(in) + len(out)) {
-			return b.overBudget(planField + ".container_meta_type")
+			return b.overBudget(planField+".container_meta_type", int64(m.pos))
 		}
 		m.EncodedInputs, m.EncodedOutputs = b.str(in), b.str(out)
 	}
 
 	nv := plan.ValuesLength()
 	if !b.spend(nv) {
-		return b.overBudget(planField + ".values")
+		return b.overBudget(planField+".values", int64(m.pos))
 	}
 	m.nv = nv
 	vt := make([]int32, nv)
@@ -435,7 +437,7 @@ func (b *builder) method(i int, plan *ptefb.ExecutionPlan) error {
 
 	no := plan.OperatorsLength()
 	if !b.spend(no) {
-		return b.overBudget(planField + ".operators")
+		return b.overBudget(planField+".operators", int64(m.pos))
 	}
 	m.Operators = make([]Operator, no)
 	var op ptefb.Operator
@@ -443,14 +445,14 @@ func (b *builder) method(i int, plan *ptefb.ExecutionPlan) error {
 		plan.Operators(&op, k)
 		nm, ov := op.Name(), op.Overload()
 		if !b.spend(len(nm) + len(ov)) {
-			return b.overBudget(idx(planField+".operators", k))
+			return b.overBudget(idx(planField+".operators", k), int64(op.Table().Pos))
 		}
 		m.Operators[k] = Operator{Name: b.str(nm), Overload: b.str(ov)}
 	}
 
 	nb := plan.NonConstBufferSizesLength()
 	if !b.spend(nb) {
-		return b.overBudget(planField + ".non_const_buffer_sizes")
+		return b.overBudget(planField+".non_const_buffer_sizes", int64(m.pos))
 	}
 	m.NonConstBufferSizes = make([]int64, nb)
 	for k := range m.NonConstBufferSizes {
@@ -464,7 +466,7 @@ func (b *builder) method(i int, plan *ptefb.ExecutionPlan) error {
 
 	nc := plan.ChainsLength()
 	if !b.spend(nc) {
-		return b.overBudget(planField + ".chains")
+		return b.overBudget(planField+".chains", int64(m.pos))
 	}
 	m.Chains = make([]Chain, nc)
 	var ch ptefb.Chain
@@ -482,7 +484,7 @@ func (b *builder) method(i int, plan *ptefb.ExecutionPlan) error {
 // The error names field()+suffix (built only on failure).
 func (b *builder) valueIndices(n int, at func(int) int32, nv int, field func() string, suffix string, pos int64) ([]int32, error) {
 	if !b.spend(n) {
-		return nil, b.overBudget(field() + suffix)
+		return nil, b.overBudget(field()+suffix, pos)
 	}
 	if k := badIndex(n, at, 0, nv); k >= 0 {
 		return nil, b.fail(idx(field()+suffix, k), pos, "value index %d out of range (the plan has %d values)", at(k), nv)
@@ -515,7 +517,7 @@ func (b *builder) chain(c *Chain, ch *ptefb.Chain, nv, nops, ndel int, i, ci int
 	}
 	ni := ch.InstructionsLength()
 	if !b.spend(ni) {
-		return b.overBudget(field() + ".instructions")
+		return b.overBudget(field()+".instructions", pos)
 	}
 	c.Instructions = ni
 	var in ptefb.Instruction
@@ -534,7 +536,7 @@ func (b *builder) chain(c *Chain, ch *ptefb.Chain, nv, nops, ndel int, i, ci int
 		}
 		args := func(n int, at func(int) int32) error {
 			if !b.spend(n) {
-				return b.overBudget(f(".args"))
+				return b.overBudget(f(".args"), p)
 			}
 			if bad := badIndex(n, at, 0, nv); bad >= 0 {
 				return b.fail(idx(f(".args"), bad), p, "value index %d out of range (the plan has %d values)", at(bad), nv)
@@ -595,7 +597,7 @@ func (b *builder) delegates(m *Method, plan *ptefb.ExecutionPlan, planField stri
 	p, root := b.p, b.root
 	nd := plan.DelegatesLength()
 	if !b.spend(nd) {
-		return b.overBudget(planField + ".delegates")
+		return b.overBudget(planField+".delegates", int64(m.pos))
 	}
 	m.Delegates = make([]int, nd)
 	var bd ptefb.BackendDelegate
@@ -609,19 +611,19 @@ func (b *builder) delegates(m *Method, plan *ptefb.ExecutionPlan, planField stri
 		d := Delegate{Method: m.Name, Index: k, SegmentIndex: -1}
 		id := bd.Id()
 		if !b.spend(len(id)) {
-			return b.overBudget(field + ".id")
+			return b.overBudget(field+".id", pos)
 		}
 		d.ID = string(id)
 		ncs := bd.CompileSpecsLength()
 		if !b.spend(ncs) {
-			return b.overBudget(field + ".compile_specs")
+			return b.overBudget(field+".compile_specs", pos)
 		}
 		d.CompileSpecs = make([]CompileSpec, ncs)
 		for c := 0; c < ncs; c++ {
 			bd.CompileSpecs(&cs, c)
 			key, val := cs.Key(), cs.ValueBytes()
 			if !b.spend(len(key) + len(val)) {
-				return b.overBudget(idx(field+".compile_specs", c))
+				return b.overBudget(idx(field+".compile_specs", c), int64(cs.Table().Pos))
 			}
 			d.CompileSpecs[c] = CompileSpec{Key: string(key), Value: append([]byte(nil), val...)}
 		}
@@ -686,7 +688,7 @@ func (b *builder) value(i int, m *Method, v, nv int, pos int64) (int32, error) {
 		x.Init(b.fb, flatbuffers.UOffsetT(val))
 		n := x.ItemsLength()
 		if !b.spend(n) {
-			return -1, b.overBudget(valueField(i, v, ".items"))
+			return -1, b.overBudget(valueField(i, v, ".items"), val)
 		}
 		if k := badIndex(n, x.Items, 0, nv); k >= 0 {
 			return -1, b.fail(idx(valueField(i, v, ".items"), k), val, "value index %d out of range (the plan has %d values)", x.Items(k), nv)
@@ -696,7 +698,7 @@ func (b *builder) value(i int, m *Method, v, nv int, pos int64) (int32, error) {
 		x.Init(b.fb, flatbuffers.UOffsetT(val))
 		n := x.ItemsLength()
 		if !b.spend(n) {
-			return -1, b.overBudget(valueField(i, v, ""))
+			return -1, b.overBudget(valueField(i, v, ".items"), val)
 		}
 		if k := badIndex(n, x.Items, -1, nv); k >= 0 {
 			return -1, b.fail(idx(valueField(i, v, ".items"), k), val, "value index %d out of range (-1 or 0..%d)", x.Items(k), nv-1)
@@ -722,7 +724,7 @@ func (b *builder) tensor(i int, m *Method, v int, x *rawTensor) (int32, error) {
 	ns := x.nsizes
 	nd := len(x.dimOrder)
 	if !b.spend(ns + nd) {
-		return -1, b.overBudget(valueField(i, v, ".sizes"))
+		return -1, b.overBudget(valueField(i, v, ".sizes"), pos)
 	}
 	// The sizes, for the checks here and Numel's, in a buffer reused from
 	// tensor to tensor.
@@ -752,7 +754,7 @@ func (b *builder) tensor(i int, m *Method, v int, x *rawTensor) (int32, error) {
 	fqn := x.fqn
 	if x.hasETI {
 		if !b.spend(len(fqn)) {
-			return -1, b.overBudget(valueField(i, v, ".extra_tensor_info.fully_qualified_name"))
+			return -1, b.overBudget(valueField(i, v, ".extra_tensor_info.fully_qualified_name"), pos)
 		}
 		if loc := x.location; loc != locSegment && loc != locExternal {
 			return -1, b.fail(valueField(i, v, ".extra_tensor_info.location"), x.etiPos,
@@ -833,7 +835,7 @@ func (b *builder) tensor(i int, m *Method, v int, x *rawTensor) (int32, error) {
 	// tensor: charged to the budget, so that values sharing one tensor
 	// table cannot make the list out of proportion to the file.
 	if !b.spend(tensorCost) {
-		return -1, b.overBudget(valueField(i, v, ""))
+		return -1, b.overBudget(valueField(i, v, ""), pos)
 	}
 	b.recs = append(b.recs, r)
 	return b.recBase + int32(len(b.recs)-1), nil

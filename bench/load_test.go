@@ -293,18 +293,41 @@ func BenchmarkTouchCold(b *testing.B) {
 			for _, mode := range c.modes {
 				b.Run(name("mode", string(mode)), func(b *testing.B) {
 					path, data := file(b, c.file, true)
-					benchTouchCold(b, path, mode, data, false)
+					benchTouchCold(b, path, mode, data, false, bench.TouchFirst)
 				})
 			}
 			b.Run(name("mode", "whole-random"), func(b *testing.B) {
 				path, data := file(b, c.file, true)
-				benchTouchCold(b, path, bench.ModeWhole, data, true)
+				benchTouchCold(b, path, bench.ModeWhole, data, true, bench.TouchFirst)
 			})
 		})
 	}
 }
 
-func benchTouchCold(b *testing.B, path string, mode bench.Mode, data string, random bool) {
+// BenchmarkReadCold is BenchmarkTouchCold reading every page of every
+// tensor instead of its first byte: what initialising a backend from
+// weights that are not in the page cache costs, with the kernel's
+// read-ahead (mode whole, edgeload's default) and without it
+// (whole-random: AdviceRandom on every segment after Open). BenchmarkTouchCold
+// shows what MADV_RANDOM saves when only a few pages of each tensor are
+// read; this shows what it costs when all of them are.
+func BenchmarkReadCold(b *testing.B) {
+	all := func(v [][]byte) { bench.TouchPages(v, 0) }
+	b.Run(name("file", "pte-64M"), func(b *testing.B) {
+		for _, random := range []bool{false, true} {
+			mode := "whole"
+			if random {
+				mode = "whole-random"
+			}
+			b.Run(name("mode", mode), func(b *testing.B) {
+				path, data := file(b, "pte-64M", true)
+				benchTouchCold(b, path, bench.ModeWhole, data, random, all)
+			})
+		}
+	})
+}
+
+func benchTouchCold(b *testing.B, path string, mode bench.Mode, data string, random bool, touch func([][]byte)) {
 	paths := []string{path}
 	if data != "" {
 		paths = append(paths, data)
@@ -359,7 +382,7 @@ func benchTouchCold(b *testing.B, path string, mode bench.Mode, data string, ran
 			}
 		}
 		v = views(b, m, v)
-		bench.TouchFirst(v)
+		touch(v)
 		if err := m.Close(); err != nil {
 			b.Fatal(err)
 		}

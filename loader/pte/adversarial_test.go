@@ -210,7 +210,9 @@ func TestAdversarial(t *testing.T) {
 // value with a 2,000-dimension sizes vector, as a FlatBuffer allows: a
 // loader copying sizes per reference would allocate 2,000 × 2,000 × 8
 // bytes for a file of some kilobytes. Open must stay within
-// hostile.AllocFactor × the file size (here: reject it).
+// hostile.AllocFactor × the file size (here: reject it, naming where). Then
+// 20,000 values sharing one unnamed scalar, which Open must accept within
+// the same bound.
 func TestAdversarialSharedValues(t *testing.T) {
 	var fe *format.FormatError
 	err := sharedValues(t, 2000, 2000, strings.Repeat("n", 1000))

@@ -5,12 +5,12 @@ import (
 	"errors"
 	"math"
 	"strconv"
-	"unsafe"
 
 	flatbuffers "github.com/google/flatbuffers/go"
 
 	"github.com/edgeload/edgeload/internal/schema/ptefb"
 	"github.com/edgeload/edgeload/loader/format"
+	"github.com/edgeload/edgeload/loader/internal/arena"
 	"github.com/edgeload/edgeload/loader/internal/fbverify"
 	"github.com/edgeload/edgeload/mmapfile"
 	"github.com/edgeload/edgeload/segment"
@@ -143,38 +143,11 @@ type builder struct {
 	constOffsets offsets // constant_segment.offsets (empty: legacy)
 	mutOffsets   offsets
 
-	// strs is an arena: the strings handed out (method, operator and
-	// delegate names, ...) are slices of a few shared backing arrays, not
-	// one allocation each. It only ever grows at its end, so what was
-	// handed out is never written again (a grown arena moves on to a new
-	// array and leaves the old one to the strings that point into it).
-	// Tensor names, shapes and dim orders are built later, with the
-	// tensor list (tensors.go).
-	strs []byte
-}
-
-// arenaChunk is the least an arena grows by, in elements.
-const arenaChunk = 4096
-
-// room returns a with room for need more elements: a itself, or a new
-// empty chunk (what was handed out of a stays in the old one). Chunks do
-// not double, so an arena holds at most one chunk more than it hands out.
-func room[T any](a []T, need int) []T {
-	if cap(a)-len(a) >= need {
-		return a
-	}
-	return make([]T, 0, max(need, arenaChunk))
-}
-
-// str returns a copy of s, held in the string arena.
-func (b *builder) str(s []byte) string {
-	if len(s) == 0 {
-		return ""
-	}
-	b.strs = room(b.strs, len(s))
-	n := len(b.strs)
-	b.strs = append(b.strs, s...)
-	return unsafe.String(&b.strs[n], len(s))
+	// strs holds the strings handed out (method, operator and delegate
+	// names, ...) in a few shared chunks, not one allocation each. Tensor
+	// names, shapes and dim orders are built later, with the tensor list
+	// (tensors.go).
+	strs arena.Strings
 }
 
 func (b *builder) fail(field string, off int64, msg string, args ...any) error {
@@ -366,7 +339,7 @@ func (b *builder) namedData() error {
 			return b.fail(idx("Program.named_data", i)+".segment_index", int64(nd.Table().Pos),
 				"segment_index %d out of range (the program has %d segments: want below %[2]d)", si, len(p.segments))
 		}
-		k := b.str(key)
+		k := b.strs.Copy(key)
 		p.named[i] = format.NamedData{Key: k, Segment: int(si), Data: p.segments[si]}
 	}
 	return nil
@@ -393,7 +366,7 @@ func (b *builder) method(i int, plan *ptefb.ExecutionPlan) error {
 	if !b.spend(len(name)) {
 		return b.overBudget(planField+".name", int64(m.pos))
 	}
-	m.Name = b.str(name)
+	m.Name = b.strs.Copy(name)
 	if _, dup := p.methodIdx[m.Name]; dup {
 		return b.fail(planField+".name", int64(plan.Table().Pos), "execution plan name %q repeats an earlier plan's", m.Name)
 	}
@@ -404,7 +377,7 @@ func (b *builder) method(i int, plan *ptefb.ExecutionPlan) error {
 		if !b.spend(len(in) + len(out)) {
 			return b.overBudget(planField+".container_meta_type", int64(m.pos))
 		}
-		m.EncodedInputs, m.EncodedOutputs = b.str(in), b.str(out)
+		m.EncodedInputs, m.EncodedOutputs = b.strs.Copy(in), b.strs.Copy(out)
 	}
 
 	nv := plan.ValuesLength()
@@ -447,7 +420,7 @@ func (b *builder) method(i int, plan *ptefb.ExecutionPlan) error {
 		if !b.spend(len(nm) + len(ov)) {
 			return b.overBudget(idx(planField+".operators", k), int64(op.Table().Pos))
 		}
-		m.Operators[k] = Operator{Name: b.str(nm), Overload: b.str(ov)}
+		m.Operators[k] = Operator{Name: b.strs.Copy(nm), Overload: b.strs.Copy(ov)}
 	}
 
 	nb := plan.NonConstBufferSizesLength()

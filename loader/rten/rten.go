@@ -198,12 +198,9 @@ func parse(f *mmapfile.File, c config) (*Model, error) {
 	for i, n := range l.owners {
 		n.Constant = &m.consts[i]
 	}
-	m.byName = make(map[string]int, len(m.consts))
+	m.byName = format.FirstIndex(len(m.consts), func(i int) string { return m.consts[i].Name })
 	m.tensors = make([]format.Tensor, len(m.consts))
 	for i := range m.consts {
-		if _, dup := m.byName[m.consts[i].Name]; !dup {
-			m.byName[m.consts[i].Name] = i
-		}
 		m.tensors[i] = m.consts[i].Tensor
 	}
 	if hdr.Version >= 2 {

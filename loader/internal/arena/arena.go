@@ -5,8 +5,10 @@
 // What an arena hands out stays valid for as long as anything refers to it;
 // an arena never writes to memory it has handed out. The waste is bounded:
 // a chunk is abandoned only when the next request does not fit in what is
-// left of it, so at most half of the memory allocated is unused (requests
-// larger than a chunk get a chunk of their own size).
+// left of it, so what it leaves unused is less than that request; apart
+// from the free end of the last chunk, at most half of the memory
+// allocated is unused (requests larger than a chunk get a chunk of their
+// own size).
 package arena
 
 import "unsafe"

@@ -2,6 +2,7 @@ package arena
 
 import (
 	"fmt"
+	"math/rand/v2"
 	"strings"
 	"testing"
 )
@@ -90,5 +91,32 @@ func TestSlicesAllocs(t *testing.T) {
 	})
 	if n > 1 {
 		t.Errorf("%v allocations for 512 two-element slices, want 1", n)
+	}
+}
+
+// TestWasteBound checks the package's bound on waste: over any sequence of
+// requests, the chunks allocated hold at most twice what was handed out,
+// plus the last chunk.
+func TestWasteBound(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	for round := range 200 {
+		var a Strings
+		var used, allocated, last int
+		var chunk *byte
+		for range 300 {
+			n := 1 + rng.IntN(4*Chunk+10) // some larger than a chunk
+			if round%2 == 0 {
+				n = 1 + rng.IntN(64)
+			}
+			a.Copy(make([]byte, n))
+			used += n
+			if c := &a.buf[:1][0]; c != chunk {
+				chunk, last = c, cap(a.buf)
+				allocated += last
+			}
+		}
+		if allocated-last > 2*used {
+			t.Fatalf("round %d: %d bytes in chunks (last %d) for %d handed out", round, allocated, last, used)
+		}
 	}
 }

@@ -160,12 +160,9 @@ func (w *Walk) Table(pos int64, t *Table, depth int) error {
 	return v.finish(err, t.Name)
 }
 
-// Count charges n objects the caller verified itself; it reports false
-// when the walk has now visited more objects than Options.MaxObjects.
-func (w *Walk) Count(n int) bool {
-	w.v.objects += n
-	return w.v.objects <= w.v.opt.MaxObjects
-}
+// Count charges n objects the caller verified itself; [Walk.Left] then
+// says whether the walk is still within Options.MaxObjects.
+func (w *Walk) Count(n int) { w.v.objects += n }
 
 // Left returns how many more objects the walk may visit within
 // Options.MaxObjects (negative once it has visited more).

@@ -231,6 +231,12 @@ func TestAdversarialSharedValues(t *testing.T) {
 	if err := sharedValues(t, 0, 20000, ""); err != nil {
 		t.Fatalf("20,000 values sharing a scalar: %v (a valid program)", err)
 	}
+	// The same with a method name of 10,000 bytes: every unnamed tensor's
+	// made-up name ("<method>/values/<i>") repeats it, 200 MB of names for
+	// a file of 420 KB unless Open charges them.
+	b := sharedFile(t, 0, 20000, "", strings.Repeat("m", 10000))
+	err = hostile.Case(t, pteTarget, "shared value, long method name", b)
+	t.Logf("long method name: Open: %v", err)
 }
 
 // TestAdversarialSharedScalarAlloc measures the heap bytes the loader
@@ -238,7 +244,7 @@ func TestAdversarialSharedValues(t *testing.T) {
 // the tensor list and a name lookup (which builds the index). It must stay
 // under hostile.AllocFactor × the file size.
 func TestAdversarialSharedScalarAlloc(t *testing.T) {
-	b := sharedFile(t, 0, 20000, "")
+	b := sharedFile(t, 0, 20000, "", "forward")
 	var before, after runtime.MemStats
 	runtime.GC()
 	runtime.ReadMemStats(&before)
@@ -261,20 +267,21 @@ func TestAdversarialSharedScalarAlloc(t *testing.T) {
 }
 
 func sharedValues(t *testing.T, rank, values int, name string) error {
-	b := sharedFile(t, rank, values, name)
+	b := sharedFile(t, rank, values, name, "forward")
 	err := hostile.Case(t, pteTarget, "shared value", b)
 	t.Logf("Open: %v", err)
 	return err
 }
 
 // sharedFile builds a program whose values all point at value 0, a tensor
-// of the given rank (every dimension 1) and name.
-func sharedFile(t *testing.T, rank, values int, name string) []byte {
+// of the given rank (every dimension 1) and name, in a method of the given
+// name.
+func sharedFile(t *testing.T, rank, values int, name, method string) []byte {
 	sizes := make([]int32, rank)
 	for i := range sizes {
 		sizes[i] = 1
 	}
-	m := writer.PTEMethod{Name: "forward", Tensors: []writer.PTETensor{
+	m := writer.PTEMethod{Name: method, Tensors: []writer.PTETensor{
 		{Kind: writer.PTEConstant, ScalarType: writer.PTEFloat32, Sizes: sizes, NoDimOrder: true, Name: name, Data: make([]byte, 4)},
 	}}
 	for i := 1; i < values; i++ {

@@ -804,10 +804,17 @@ func (b *builder) tensor(i int, m *Method, v int, x *rawTensor) (int32, error) {
 		r.off = ss.Offset() + int64(off)
 	}
 	// A record and, later, a Tensor in the list and an index entry (306
-	// bytes with its made-up name, TestAdversarialSharedScalarAlloc) per
-	// tensor: charged to the budget, so that values sharing one tensor
-	// table cannot make the list out of proportion to the file.
-	if !b.spend(tensorCost) {
+	// bytes with a short made-up name, TestAdversarialSharedScalarAlloc)
+	// per tensor: charged to the budget, so that values sharing one tensor
+	// table cannot make the list out of proportion to the file. A made-up
+	// name repeats the method's name, which the file holds once: it is
+	// charged for every tensor that gets one (a file-given name was
+	// charged above).
+	cost := tensorCost
+	if len(fqn) == 0 {
+		cost += len(m.Name) + len("/values/") + 10
+	}
+	if !b.spend(cost) {
 		return -1, b.overBudget(valueField(i, v, ""), pos)
 	}
 	b.recs = append(b.recs, r)

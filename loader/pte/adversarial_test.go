@@ -39,6 +39,7 @@ const (
 	evalVal           = 1
 	tensorScalarType  = 0
 	tensorSizes       = 2
+	tensorDimOrder    = 3
 	tensorDataBuffer  = 5
 	segOffset         = 0
 	segSize           = 1

@@ -45,5 +45,21 @@ func WithPerWorker(n int) Option {
 	return func(o *options) { o.perWorker = n }
 }
 
+// WithoutLane makes Open read every value the general way, not the lane
+// way (lane.go), so that tests can compare the two.
+func WithoutLane() Option {
+	return func(o *options) { o.noLane = true }
+}
+
+// WithLimits sets the object limit, the work budget and where the values'
+// reader sees the FlatBuffer end (each 0: the default), so that tests can
+// put each bound anywhere.
+func WithLimits(maxObjects int, budget int64, cut int) Option {
+	return func(o *options) { o.maxObjects, o.budget, o.cut = maxObjects, budget, cut }
+}
+
+// LaneValues returns the number of values Open has read the lane way.
+func LaneValues() int64 { return laneValues.Load() }
+
 // ParallelReads returns the number of plans Open has read in parallel.
 func ParallelReads() int64 { return parallelReads.Load() }

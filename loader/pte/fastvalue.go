@@ -216,20 +216,17 @@ func (r *fbr) str(pos int64) ([]byte, bool) {
 
 // rawTensor is what Open needs of a Tensor table.
 type rawTensor struct {
-	pos          int64
-	scalarType   int8
-	sizes        int64 // position of the first int32 size
-	nsizes       int
-	dimOrder     []byte
-	dimPos       int64 // position of dimOrder
-	requiresGrad bool
-	dbi          uint32
-	planned      bool
-	hasETI       bool
-	etiPos       int64
-	fqn          []byte
-	fqnPos       int64 // position of fqn
-	location     int8
+	pos        int64
+	scalarType int8
+	sizes      int64 // position of the first int32 size
+	nsizes     int
+	dimOrder   []byte
+	dbi        uint32
+	planned    bool
+	hasETI     bool
+	etiPos     int64
+	fqn        []byte
+	location   int8
 }
 
 func (t *rawTensor) size(r *fbr, k int) int32 {
@@ -276,10 +273,7 @@ func (r *fbr) tensor(pos int64, x *rawTensor) bool {
 		if !ok {
 			return false
 		}
-		x.dimOrder, x.dimPos = b[start:start+n], start
-	}
-	if f := fo[tRequiresGrad]; f != 0 {
-		x.requiresGrad = b[pos+f] != 0
+		x.dimOrder = b[start : start+n]
 	}
 	if f := fo[tDataBufferIdx]; f != 0 {
 		x.dbi = r.u32(pos + f)
@@ -306,7 +300,6 @@ func (r *fbr) tensor(pos int64, x *rawTensor) bool {
 			if x.fqn, ok = r.str(s); !ok {
 				return false
 			}
-			x.fqnPos = s + 4
 		}
 		if f := e[2]; f != 0 { // location
 			x.location = int8(b[p+f])

@@ -209,9 +209,13 @@ func FuzzOpen(f *testing.F) {
 		if cerr := pte.CheckFastPath(b, err); cerr != nil {
 			t.Fatal(cerr)
 		}
-		// Values read on several goroutines must give what in order does.
+		// Values read on several goroutines must give what in order does,
+		// and the lane (lane.go) what the general way does.
 		if perr := openParallel(b, 3); perr != nil {
 			t.Fatal(perr)
+		}
+		if lerr := laneAgrees(b); lerr != nil {
+			t.Fatal(lerr)
 		}
 		if err != nil {
 			var fe *format.FormatError

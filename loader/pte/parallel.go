@@ -38,6 +38,9 @@ const maxWorkers = 16
 func (b *builder) values(i int, m *Method, vt []int32, vstart int64, lo, hi int) error {
 	nv := len(vt)
 	for v := lo; v < hi; v++ {
+		if v = b.lane(i, m, vt, vstart, v, hi); v == hi {
+			break
+		}
 		e, ok := b.r.deref(vstart + 4*int64(v))
 		if !ok {
 			return errFast
@@ -93,7 +96,7 @@ func (b *builder) valuesParallel(i int, m *Method, vt []int32, vstart int64) boo
 		*wb = *b
 		wo := b.vo
 		wo.MaxObjects = wleft
-		wb.r = newFBR(b.fb, fbverify.NewWalk(b.fb, wo))
+		wb.r = newFBR(b.r.b, fbverify.NewWalk(b.fb, wo))
 		wb.budget = wbudget
 		wb.dims = nil // its own scratch: the workers run at once
 		wb.recs = all[base+lo : base+lo : base+hi]

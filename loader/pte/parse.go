@@ -86,8 +86,15 @@ func newProgram(mf *mmapfile.File, owns bool, o options) (*Program, error) {
 		walk = fbverify.NewWalk(fb, wo)
 	}
 	p := &Program{mf: mf, owns: owns, name: o.name, hdr: hdr, version: 0, fb: fb}
-	b := &builder{p: p, root: root, fb: fb, size: size, budget: 4*int64(len(fb)) + 1<<16,
-		r: newFBR(fb, walk), vo: wo, workers: o.workers, perWorker: o.perWorker}
+	budget, rfb := 4*int64(len(fb))+1<<16, fb
+	if o.budget > 0 {
+		budget = o.budget
+	}
+	if o.cut > 0 && o.cut < len(fb) {
+		rfb = fb[:o.cut]
+	}
+	b := &builder{p: p, root: root, fb: fb, size: size, budget: budget,
+		r: newFBR(rfb, walk), vo: wo, workers: o.workers, perWorker: o.perWorker, noLane: o.noLane}
 	if err := b.build(); err != nil {
 		return nil, fullError(fb, vo, err)
 	}
@@ -122,6 +129,7 @@ type builder struct {
 	fb   []byte
 	size int64            // file size
 	r    fbr              // verifies and reads the plans' values
+	ln   lane             // reads the common ones faster (lane.go)
 	x    rawTensor        // the tensor value being read
 	vo   fbverify.Options // r's walk's options
 
@@ -133,6 +141,7 @@ type builder struct {
 	dims      []int64 // scratch: a tensor's sizes
 	workers   int     // options.workers
 	perWorker int     // options.perWorker
+	noLane    bool    // options.noLane
 
 	// budget bounds the work (elements copied or checked) done on behalf
 	// of the FlatBuffer, so that shared references cannot make the parse
@@ -753,17 +762,14 @@ func (b *builder) tensor(i int, m *Method, v int, x *rawTensor) (int32, error) {
 		return -1, b.fail(valueField(i, v, ".sizes"), pos, "tensor %q: numel × %d-byte elements overflows or exceeds the %d-byte file", name(), dt.Size(), b.size)
 	}
 	r := tensorRec{
-		sizes: uint32(x.sizes), ns: int32(ns), dims: uint32(x.dimPos), nd: int32(nd),
-		fqn: uint32(x.fqnPos), nfqn: int32(len(fqn)),
-		off: -1, nbytes: nbytes, method: int32(i), value: int32(v),
-		dbi: dbi, loc: loc, dt: dt, st: st, grad: x.requiresGrad,
+		off: -1, nbytes: nbytes, tensor: uint32(pos), method: int32(i), value: int32(v),
+		loc: loc, dt: dt,
 	}
 	switch loc {
 	case format.LocExternal:
 		if len(fqn) == 0 {
 			return -1, b.fail(valueField(i, v, ".extra_tensor_info.fully_qualified_name"), pos, "external tensor has no fully-qualified name to find its data by")
 		}
-		r.dbi = 0
 		b.external++
 	case format.LocInline:
 		cb := b.root.ConstantBufferLength()

@@ -66,8 +66,17 @@ type options struct {
 	maxDepth  int
 	mmap      []mmapfile.Option
 	name      string
-	workers   int // WithWorkers; 0: GOMAXPROCS
-	perWorker int // the least values a worker takes; 0: defaultPerWorker (tests set it)
+	workers   int  // WithWorkers; 0: GOMAXPROCS
+	perWorker int  // the least values a worker takes; 0: defaultPerWorker (tests set it)
+	noLane    bool // read every value the general way (tests compare)
+
+	// Limits that tests set to check each bound where it falls: the
+	// object limit (0: fbverify's default), the work budget (0: the
+	// default) and where the values' reader sees the FlatBuffer end (0:
+	// where it ends).
+	maxObjects int
+	budget     int64
+	cut        int
 }
 
 // WithWorkers bounds the goroutines Open reads a large execution plan's
@@ -542,5 +551,5 @@ func (p *Program) External() (total, unresolved int) {
 
 // verifyOptions are the fbverify options for the FlatBuffer region.
 func (o *options) verifyOptions() fbverify.Options {
-	return fbverify.Options{Format: formatName, Base: 0, MaxDepth: o.maxDepth}
+	return fbverify.Options{Format: formatName, Base: 0, MaxDepth: o.maxDepth, MaxObjects: o.maxObjects}
 }

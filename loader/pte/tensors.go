@@ -5,6 +5,9 @@ import (
 	"sync"
 	"unsafe"
 
+	flatbuffers "github.com/google/flatbuffers/go"
+
+	"github.com/edgeload/edgeload/internal/schema/ptefb"
 	"github.com/edgeload/edgeload/loader/format"
 	"github.com/edgeload/edgeload/segment"
 )
@@ -16,22 +19,17 @@ import (
 // orders, are built from the records (and the verified FlatBuffer) by the
 // first call that needs them: Tensors, Tensor, TensorAt, External or Link.
 
-// tensorRec is what Open keeps of a tensor.
+// tensorRec is what Open keeps of a tensor: 32 bytes, enough for its data
+// (TensorData); the rest is read again from its verified Tensor table when
+// the list is built.
 type tensorRec struct {
 	off    int64  // absolute offset of the data; -1 for an external tensor
 	nbytes int64  //
-	sizes  uint32 // position of the first int32 of sizes (a FlatBuffer is under 2 GiB)
-	dims   uint32 // position of dim_order
-	fqn    uint32 // position of the fully-qualified name's bytes
-	ns, nd int32  // len(sizes), len(dim_order)
-	nfqn   int32  // len of the fully-qualified name; 0 for a made-up name
+	tensor uint32 // position of the Tensor table (a FlatBuffer is under 2 GiB)
 	method int32
 	value  int32
-	dbi    uint32
 	loc    format.Location
 	dt     format.DType
-	st     int8
-	grad   bool
 }
 
 // segmentOf returns the index of the segment that holds the data of
@@ -76,17 +74,27 @@ func (p *Program) all() []Tensor {
 	return p.list.tensors
 }
 
-// buildList makes the Tensor values from the records: names, shapes and dim
-// orders are copied out of the verified FlatBuffer into three arrays sized
-// exactly, one allocation each.
+// buildList makes the Tensor values from the records and their verified
+// Tensor tables: names, shapes and dim orders are copied out of the
+// FlatBuffer into three arrays sized exactly, one allocation each.
 func (p *Program) buildList() {
 	var shapeLen, dimLen, nameLen int
+	var x ptefb.Tensor
+	var eti ptefb.ExtraTensorInfo
+	fqn := func(x *ptefb.Tensor) []byte {
+		if x.ExtraTensorInfo(&eti) == nil {
+			return nil
+		}
+		return eti.FullyQualifiedName()
+	}
 	for i := range p.recs {
 		r := &p.recs[i]
-		shapeLen += int(r.ns)
-		dimLen += int(r.nd)
-		nameLen += int(r.nfqn)
-		if r.nfqn == 0 {
+		x.Init(p.fb, flatbuffers.UOffsetT(r.tensor))
+		shapeLen += x.SizesLength()
+		dimLen += x.DimOrderLength()
+		if n := len(fqn(&x)); n > 0 {
+			nameLen += n
+		} else {
 			nameLen += len(p.methods[r.method].Name) + len("/values/") + 10
 		}
 	}
@@ -94,28 +102,27 @@ func (p *Program) buildList() {
 	shapes := make([]int64, 0, shapeLen)
 	dims := make([]uint8, 0, dimLen)
 	names := make([]byte, 0, nameLen)
-	fb := p.fb
 	for i := range p.recs {
 		r := &p.recs[i]
 		t := &ts[i]
+		x.Init(p.fb, flatbuffers.UOffsetT(r.tensor))
 		s0 := len(shapes)
-		for k := int64(0); k < int64(r.ns); k++ {
-			q := int64(r.sizes) + 4*k
-			shapes = append(shapes, int64(int32(uint32(fb[q])|uint32(fb[q+1])<<8|uint32(fb[q+2])<<16|uint32(fb[q+3])<<24)))
+		for k := range x.SizesLength() {
+			shapes = append(shapes, int64(x.Sizes(k)))
 		}
 		t.Shape = shapes[s0:len(shapes):len(shapes)]
-		if r.ns == 0 {
+		if len(t.Shape) == 0 {
 			t.Shape = []int64{} // a scalar: empty, not nil
 		}
-		if r.nd > 0 {
+		if d := x.DimOrderBytes(); len(d) > 0 {
 			d0 := len(dims)
-			dims = append(dims, fb[r.dims:int64(r.dims)+int64(r.nd)]...)
+			dims = append(dims, d...)
 			t.DimOrder = dims[d0:len(dims):len(dims)]
 		}
 		n0 := len(names)
 		m := &p.methods[r.method]
-		if r.nfqn > 0 {
-			names = append(names, fb[r.fqn:int64(r.fqn)+int64(r.nfqn)]...)
+		if f := fqn(&x); len(f) > 0 {
+			names = append(names, f...)
 			t.NameExplicit = true
 		} else {
 			names = append(names, m.Name...)
@@ -128,9 +135,10 @@ func (p *Program) buildList() {
 		t.DType, t.Location, t.NBytes, t.Offset = r.dt, r.loc, r.nbytes, r.off
 		if r.loc != format.LocExternal {
 			t.Data, _ = segment.New(p.mf, r.off, r.nbytes) // checked by Open
+			t.DataBufferIndex = x.DataBufferIdx()
 		}
-		t.Method, t.Value, t.ScalarType, t.RequiresGrad = m.Name, int(r.value), r.st, r.grad
-		t.DataBufferIndex, t.Segment = r.dbi, p.segmentOf(r.loc)
+		t.Method, t.Value, t.ScalarType, t.RequiresGrad = m.Name, int(r.value), x.ScalarType(), x.RequiresGrad()
+		t.Segment = p.segmentOf(r.loc)
 	}
 	p.list.tensors = ts
 }

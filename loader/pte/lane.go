@@ -1,0 +1,242 @@
+package pte
+
+import (
+	"encoding/binary"
+	"math/bits"
+	"slices"
+	"sync/atomic"
+
+	"github.com/edgeload/edgeload/loader/format"
+)
+
+// The lane reads the values most of a weights-heavy program consists of:
+// tensors in the constant segment (or with no data), one after another,
+// their EValue and Tensor tables sharing the vtables the previous value
+// used, with no allocation_info and no extra_tensor_info. For such a value
+// it makes exactly the checks and the record that fastvalue.go and
+// builder.tensor make, in one straight pass over the table bytes, and
+// changes nothing until every check has passed. At the first value it is
+// not sure of (another vtable, another kind of value, any check failing)
+// it stops, and that value goes the general way, which reports the error
+// if there is one. So the lane decides nothing on its own: it only skips
+// work whose outcome is known. TestLaneAgrees (lane_test.go) opens every
+// generated, swept and fuzzed program with and without it and compares
+// the results.
+
+// laneMaxDims is the most dimensions a tensor the lane reads may have.
+const laneMaxDims = 8
+
+// lane is what the lane needs of the vtables it reads through: the
+// positions of the EValue and Tensor vtables and, from them, where each
+// field lies in a table that uses them (0: absent) and how many bytes the
+// table must have in the buffer for all of them to lie in it.
+type lane struct {
+	evt, tvt     int64 // the vtables it was armed for
+	ok           bool  // whether the lane reads tables that use them
+	eneed, tneed int64
+	objects      int   // what a value counts against the object limit
+	etag, eval   int64 // EValue.val_type, EValue.val
+	st, sizes    int64 // Tensor.scalar_type, Tensor.sizes
+	dims, dbi    int64 // Tensor.dim_order, Tensor.data_buffer_idx
+}
+
+// arm makes the lane read through the vtables the reader cached last, and
+// reports whether it can.
+func (l *lane) arm(r *fbr) bool {
+	e, t := &r.evalueVT, &r.tensorVT
+	if l.evt == e.vt && l.tvt == t.vt {
+		return l.ok
+	}
+	*l = lane{evt: e.vt, tvt: t.vt}
+	// The EValue's val must lie where its table is checked to (as it
+	// does in every table a FlatBuffers builder writes).
+	if e.vt == noVT || t.vt == noVT || e.fo[0] == 0 || e.fo[1] == 0 || e.fo[1]+4 > e.need ||
+		t.fo[tAllocationInfo] != 0 || t.fo[tExtraInfo] != 0 {
+		return false
+	}
+	// The EValue and the Tensor count, and each vector present.
+	objects := 2
+	if t.fo[tSizes] != 0 {
+		objects++
+	}
+	if t.fo[tDimOrder] != 0 {
+		objects++
+	}
+	*l = lane{
+		evt: e.vt, tvt: t.vt, ok: true, objects: objects,
+		eneed: e.need, tneed: t.need,
+		etag: e.fo[0], eval: e.fo[1],
+		st: t.fo[tScalarType], sizes: t.fo[tSizes], dims: t.fo[tDimOrder],
+		dbi: t.fo[tDataBufferIdx],
+	}
+	return true
+}
+
+// laneDTypes maps a scalar type byte to its DType (Invalid: not one the
+// lane reads; the general way reports it).
+var laneDTypes = func() (t [256]format.DType) {
+	for i := range t {
+		t[i], _ = format.ScalarTypeDType(int8(uint8(i)))
+	}
+	return t
+}()
+
+func le32(b []byte, pos int64) int64 { return int64(binary.LittleEndian.Uint32(b[pos:])) }
+
+// lane reads values v, v+1, ... < hi of plan i (method m) the lane way and
+// returns the first it did not read (hi when it read them all). vt and
+// vstart are as for values.
+func (b *builder) lane(i int, m *Method, vt []int32, vstart int64, v, hi int) int {
+	r, p := &b.r, b.p
+	if b.noLane || !b.ln.arm(r) || v >= hi {
+		return v
+	}
+	l := b.ln
+	fb, n := r.b, r.n
+	if vstart < 0 || vstart+4*int64(hi) > n {
+		return v
+	}
+	// The constant segment; with none (or legacy inline constants) only
+	// tensors without data take the lane.
+	var offs offsets
+	var segOff, segLen uint64
+	if !p.inlineConsts && p.constSeg >= 0 {
+		offs = b.constOffsets
+		ss := p.segments[p.constSeg]
+		segOff, segLen = uint64(ss.Offset()), uint64(ss.Len())
+	}
+	limit := uint64(max(b.size, 0))
+	cost := int64(tensorCost + len(m.Name) + len("/values/") + 10)
+	recs, left, budget := b.recs, r.left, b.budget
+	v0 := v
+	for ; v < hi; v++ {
+		if left < l.objects {
+			break
+		}
+		// The EValue: values[v] refers to it.
+		ep := vstart + 4*int64(v)
+		eo := le32(fb, ep)
+		e := ep + eo
+		if eo == 0 || e > n-l.eneed || e-int64(int32(le32(fb, e))) != l.evt || fb[e+l.etag] != tagTensor {
+			break
+		}
+		// Its Tensor.
+		vp := e + l.eval
+		to := le32(fb, vp)
+		t := vp + to
+		if to == 0 || t > n-l.tneed || t-int64(int32(le32(fb, t))) != l.tvt {
+			break
+		}
+		var st uint8
+		if l.st != 0 {
+			st = fb[t+l.st]
+		}
+		dt := laneDTypes[st]
+		size := uint64(dt.Size())
+		if size == 0 {
+			break // Invalid
+		}
+		var sp, ns, dp, nd int64
+		if l.sizes != 0 {
+			q := t + l.sizes
+			o := le32(fb, q)
+			s := q + o
+			if o == 0 || s > n-4 {
+				break
+			}
+			ns, sp = le32(fb, s), s+4
+			if ns > laneMaxDims || 4*ns > n-sp {
+				break
+			}
+		}
+		if l.dims != 0 {
+			q := t + l.dims
+			o := le32(fb, q)
+			s := q + o
+			if o == 0 || s > n-4 {
+				break
+			}
+			nd, dp = le32(fb, s), s+4
+			if nd > n-dp || nd != 0 && nd != ns {
+				break
+			}
+		}
+		// numel × size within the file, every size >= 0 (format.Numel).
+		// An overflow goes the general way, which first looks for a 0
+		// further on.
+		num, ok := uint64(1), true
+		for k := int64(0); k < ns; k++ {
+			x := int32(le32(fb, sp+4*k))
+			h, lo := bits.Mul64(num, uint64(x))
+			if x < 0 || h != 0 || lo > limit {
+				ok = false
+				break
+			}
+			num = lo
+		}
+		if !ok {
+			break
+		}
+		h, nbytes := bits.Mul64(num, size)
+		if h != 0 || nbytes > limit {
+			break
+		}
+		// dim_order a permutation of 0..nd-1 (nd <= laneMaxDims).
+		var seen uint
+		for k := int64(0); k < nd; k++ {
+			d := uint(fb[dp+k])
+			if d >= uint(nd) || seen&(1<<d) != 0 {
+				ok = false
+				break
+			}
+			seen |= 1 << d
+		}
+		if !ok {
+			break
+		}
+		var dbi uint32
+		if l.dbi != 0 {
+			dbi = uint32(le32(fb, t+l.dbi))
+		}
+		spent := ns + nd
+		if dbi == 0 {
+			// No data in the file: checked, not kept.
+			if budget < spent {
+				break
+			}
+			left -= l.objects
+			budget -= spent
+			vt[v] = -1
+			continue
+		}
+		if int64(dbi) >= int64(offs.n) {
+			break
+		}
+		off := offs.at(dbi)
+		if off > segLen || nbytes > segLen-off {
+			break
+		}
+		spent += cost
+		if budget < spent {
+			break
+		}
+		left -= l.objects
+		budget -= spent
+		vt[v] = b.recBase + int32(len(recs))
+		// Field by field into place: a record built whole and copied
+		// stalls on its own stores (store-to-load forwarding).
+		if len(recs) == cap(recs) {
+			recs = slices.Grow(recs, 1)
+		}
+		recs = recs[:len(recs)+1]
+		rec := &recs[len(recs)-1]
+		rec.off, rec.nbytes, rec.tensor = int64(segOff+off), int64(nbytes), uint32(t)
+		rec.method, rec.value, rec.loc, rec.dt = int32(i), int32(v), format.LocSegment, dt
+	}
+	b.recs, r.left, b.budget = recs, left, budget
+	laneValues.Add(int64(v - v0))
+	return v
+}
+
+// laneValues counts the values read the lane way (for tests).
+var laneValues atomic.Int64

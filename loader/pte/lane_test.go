@@ -1,0 +1,254 @@
+package pte_test
+
+import (
+	"bytes"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/edgeload/edgeload/internal/hostile"
+	"github.com/edgeload/edgeload/internal/writer"
+	"github.com/edgeload/edgeload/loader/pte"
+)
+
+// laneAgrees opens b with the lane (lane.go) and without it, in order on
+// one goroutine, and compares: the same error, or the same program.
+func laneAgrees(b []byte) error {
+	with, werr := pte.NewBytes(b, pte.WithWorkers(1))
+	without, oerr := pte.NewBytes(b, pte.WithWorkers(1), pte.WithoutLane())
+	if werr != nil || oerr != nil {
+		if werr == nil || oerr == nil || werr.Error() != oerr.Error() {
+			return fmt.Errorf("with the lane: %v; without: %v", werr, oerr)
+		}
+		return nil
+	}
+	defer with.Close()
+	defer without.Close()
+	return samePrograms(without, with)
+}
+
+// laneProgram is a plan whose values take the lane and leave it in every
+// way: constants of several ranks and types (a scalar, an empty tensor, a
+// permuted dim order, a type whose code is the default 0 and so absent),
+// tables with other vtables (requires_grad set, no dim_order), values that
+// are not tensors, planned and external tensors, a tensor sharing another's
+// data, and a second method with a longer name.
+func laneProgram() *writer.PTE {
+	c := func(st int8, sizes ...int32) writer.PTETensor {
+		return writer.PTETensor{Kind: writer.PTEConstant, ScalarType: st, Sizes: sizes}
+	}
+	perm := c(writer.PTEFloat32, 1, 2, 3, 4)
+	perm.DimOrder = []uint8{0, 2, 3, 1}
+	grad := c(writer.PTEFloat32, 3)
+	grad.RequiresGrad = true
+	nodims := c(writer.PTEInt8, 2, 2)
+	nodims.NoDimOrder = true
+	shared := c(writer.PTEFloat32, 2, 3)
+	shared.BufferRef = 1
+	fwd := writer.PTEMethod{Name: "forward", Tensors: []writer.PTETensor{
+		c(writer.PTEFloat32, 2, 3), c(writer.PTEFloat32), c(writer.PTEFloat32, 0, 4), perm,
+		c(0, 5), c(writer.PTEInt8, 7), c(writer.PTEFloat16, 2, 2),
+		grad, c(writer.PTEFloat32, 4), nodims, c(writer.PTEInt8, 3),
+		{Kind: writer.PTEPlanned, ScalarType: writer.PTEFloat32, Sizes: []int32{2}},
+		c(writer.PTEFloat32, 8), shared, c(writer.PTEInt32, 1, 1),
+		{Kind: writer.PTEExternal, ScalarType: writer.PTEFloat32, Sizes: []int32{2}, Name: "ext"},
+		c(writer.PTEFloat32, 6), c(writer.PTEFloat32, 2),
+	}, Values: []writer.PTEValue{{Kind: writer.PTEInt, Int: 3}, {Kind: writer.PTENull}}}
+	enc := writer.PTEMethod{Name: "a_longer_method_name", Tensors: []writer.PTETensor{
+		c(writer.PTEFloat32, 3, 3), c(writer.PTEInt8, 9), c(writer.PTEFloat32, 1),
+	}}
+	return &writer.PTE{Methods: []writer.PTEMethod{fwd, enc}, SegmentAlignment: 64, TensorAlignment: 16}
+}
+
+// The lane reads most of laneProgram's values and every program reads the
+// same with it as without it: laneProgram and each of its single-byte
+// changes (0x00, 0xFF, low bit flipped) in the FlatBuffer, the generated
+// programs, and plans that share one tensor table until the work budget
+// runs out (with a short and a 10,000-byte method name).
+func TestLaneAgrees(t *testing.T) {
+	b, err := laneProgram().Bytes()
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := pte.LaneValues()
+	if err := laneAgrees(b); err != nil {
+		t.Fatal(err)
+	}
+	// 10 of its 23 values take the lane: each constant whose vtables the
+	// value before it used (the others arm it).
+	if got := pte.LaneValues() - before; got < 8 {
+		t.Fatalf("the lane read %d values of laneProgram, want at least 8", got)
+	}
+	end, err := hostile.FlatBufferEnd(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	step, why := hostile.Sampling()
+	if step > 1 {
+		t.Logf("every %dth offset (%s)", step, why)
+	}
+	cases, failed := 0, 0
+	m := bytes.Clone(b)
+	for off := int64(0); off < end; off += int64(step) {
+		old := m[off]
+		for _, x := range []byte{0, 0xff, old ^ 1} {
+			if x == old {
+				continue
+			}
+			m[off] = x
+			if err := laneAgrees(m); err != nil {
+				t.Errorf("byte %d = %#x: %v", off, x, err)
+			}
+			if _, err := pte.NewBytes(m); err != nil {
+				failed++
+			}
+			cases++
+		}
+		m[off] = old
+	}
+	t.Logf("%d mutations (%d rejected)", cases, failed)
+
+	gen, err := hostile.GeneratedPTE()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range gen {
+		if err := laneAgrees(s.Data); err != nil {
+			t.Errorf("%s: %v", s.Name, err)
+		}
+	}
+	for _, method := range []string{"forward", strings.Repeat("m", 10000)} {
+		if err := laneAgrees(sharedFile(t, 0, 20000, "", method)); err != nil {
+			t.Errorf("shared scalar, method name of %d bytes: %v", len(method), err)
+		}
+	}
+	if err := laneAgrees(sharedFile(t, 3, 20000, "", "forward")); err != nil {
+		t.Errorf("shared rank-3 tensor: %v", err)
+	}
+}
+
+// laneAgreesWith is laneAgrees with options for both opens.
+func laneAgreesWith(b []byte, opts ...pte.Option) error {
+	with, werr := pte.NewBytes(b, append(opts, pte.WithWorkers(1))...)
+	without, oerr := pte.NewBytes(b, append(opts, pte.WithWorkers(1), pte.WithoutLane())...)
+	if werr != nil || oerr != nil {
+		if werr == nil || oerr == nil || werr.Error() != oerr.Error() {
+			return fmt.Errorf("with the lane: %v; without: %v", werr, oerr)
+		}
+		return nil
+	}
+	defer with.Close()
+	defer without.Close()
+	return samePrograms(without, with)
+}
+
+// The lane counts what the general way counts, and stops where it stops:
+// laneProgram reads the same with and without it under every object limit
+// and every work budget up to what it needs, and with its values' reader
+// seeing the FlatBuffer end at every byte (so that each table, vector and
+// field the lane reads is, in some case, cut short by the end).
+func TestLaneBounds(t *testing.T) {
+	b, err := laneProgram().Bytes()
+	if err != nil {
+		t.Fatal(err)
+	}
+	end, err := hostile.FlatBufferEnd(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Each limit from 1 up to past what the program needs (found as the
+	// first that opens it).
+	for _, limit := range []struct {
+		name string
+		opt  func(n int) pte.Option
+	}{
+		{"objects", func(n int) pte.Option { return pte.WithLimits(n, 0, 0) }},
+		{"budget", func(n int) pte.Option { return pte.WithLimits(0, int64(n), 0) }},
+	} {
+		need := 0
+		for n := 1; n < 1<<20 && need == 0; n++ {
+			if err := laneAgreesWith(b, limit.opt(n)); err != nil {
+				t.Fatalf("%s limit %d: %v", limit.name, n, err)
+			}
+			if p, err := pte.NewBytes(b, limit.opt(n)); err == nil {
+				p.Close()
+				need = n
+			}
+		}
+		if need == 0 {
+			t.Fatalf("no %s limit opens the program", limit.name)
+		}
+		t.Logf("%s: opens from %d", limit.name, need)
+	}
+	// A FlatBuffers builder writes each tensor's vectors after (above) its
+	// table and the tables of later values below, so that a cut that ends
+	// a value's vector also ends every value before it, and the lane
+	// stops before it gets there. With the values in reverse order it
+	// meets each cut vector, table and field first.
+	for _, prog := range []struct {
+		name string
+		b    []byte
+	}{
+		{"in order", b},
+		{"values reversed", reverseValues(t, b, false)},
+		{"values reversed, a dim order shared", reverseValues(t, b, true)},
+	} {
+		for cut := 1; cut < int(end); cut++ {
+			if err := laneAgreesWith(prog.b, pte.WithLimits(0, 0, cut)); err != nil {
+				t.Fatalf("%s, values read up to byte %d: %v", prog.name, cut, err)
+			}
+		}
+	}
+}
+
+// reverseValues returns b with the values of its first plan in reverse
+// order. With shareDims, a tensor of value 0's rank takes value 0's
+// dim_order vector, which then lies above (after) its sizes vector.
+func reverseValues(t *testing.T, b []byte, shareDims bool) []byte {
+	fb := hostile.FB{B: bytes.Clone(b)}
+	vec, n := fb.Vector(fb.Path([2]int{progExecutionPlan, 0}), planValues)
+	targets := make([]int, n)
+	for i := range targets {
+		targets[i] = fb.Deref(vec + 4 + 4*i)
+	}
+	if shareDims {
+		// The first tensor of value 0's rank that the lane reads (the
+		// value before it is a tensor with the same vtable) takes value
+		// 0's dim_order: the lane, not the general way, meets its end.
+		tensor := func(ev int) int {
+			if f := fb.Field(ev, evalType); f < 0 || fb.B[f] != 5 {
+				return -1
+			}
+			return fb.Table(ev, evalVal)
+		}
+		_, rank := fb.Vector(tensor(targets[0]), tensorSizes)
+		dims := fb.Table(tensor(targets[0]), tensorDimOrder)
+		shared := false
+		for i := n - 2; i > 0 && !shared; i-- { // in reading order
+			x, prev := tensor(targets[i]), tensor(targets[i+1])
+			if x < 0 || prev < 0 || fb.VTable(x) != fb.VTable(prev) {
+				continue
+			}
+			if f := fb.Field(x, tensorDimOrder); f > 0 && f < dims {
+				if _, r := fb.Vector(x, tensorSizes); r == rank {
+					fb.PutU32(f, uint32(dims-f))
+					shared = true
+				}
+			}
+		}
+		if !shared {
+			t.Fatal("no tensor the lane reads has value 0's rank")
+		}
+	}
+	for i := range targets {
+		slot, target := vec+4+4*i, targets[n-1-i]
+		if target <= slot {
+			t.Fatalf("value %d lies before the values vector", n-1-i)
+		}
+		fb.PutU32(slot, uint32(target-slot))
+	}
+	if err := laneAgrees(fb.B); err != nil {
+		t.Fatalf("values reversed: %v", err)
+	}
+	return fb.B
+}

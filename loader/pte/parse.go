@@ -91,7 +91,7 @@ func newProgram(mf *mmapfile.File, owns bool, o options) (*Program, error) {
 		budget = o.budget
 	}
 	if o.cut > 0 && o.cut < len(fb) {
-		rfb = fb[:o.cut]
+		rfb = fb[:o.cut:o.cut]
 	}
 	b := &builder{p: p, root: root, fb: fb, size: size, budget: budget,
 		r: newFBR(rfb, walk), vo: wo, workers: o.workers, perWorker: o.perWorker, noLane: o.noLane}
@@ -319,7 +319,8 @@ type offsets struct {
 
 // at returns element i < n.
 func (o *offsets) at(i uint32) uint64 {
-	return binary.LittleEndian.Uint64(o.fb[o.pos+8*int64(i):])
+	p := o.pos + 8*int64(i)
+	return binary.LittleEndian.Uint64(o.fb[p : p+8])
 }
 
 // offsets returns s's offsets vector (verified by the walk).

@@ -85,10 +85,10 @@ var laneDTypes = func() (t [256]format.DType) {
 // than b[pos:]; the FlatBuffer's capacity is its length.)
 func le32(b []byte, pos int64) int64 { return int64(binary.LittleEndian.Uint32(b[pos : pos+4])) }
 
-// lane reads values v, v+1, ... < hi of plan i (method m) the lane way and
+// lane reads values v, v+1, ... < hi of method m's plan the lane way and
 // returns the first it did not read (hi when it read them all). vt and
 // vstart are as for values.
-func (b *builder) lane(i int, m *Method, vt []int32, vstart int64, v, hi int) int {
+func (b *builder) lane(m *Method, vt []int32, vstart int64, v, hi int) int {
 	r, p := &b.r, b.p
 	if b.noLane || !b.ln.arm(r) || v >= hi {
 		return v
@@ -233,7 +233,7 @@ func (b *builder) lane(i int, m *Method, vt []int32, vstart int64, v, hi int) in
 		recs = recs[:len(recs)+1]
 		rec := &recs[len(recs)-1]
 		rec.off, rec.nbytes, rec.tensor = int64(segOff+off), int64(nbytes), uint32(t)
-		rec.method, rec.value, rec.loc, rec.dt = int32(i), int32(v), format.LocSegment, dt
+		rec.loc, rec.dt = format.LocSegment, dt
 	}
 	b.recs, r.left, b.budget = recs, left, budget
 	laneValues.Add(int64(v - v0))

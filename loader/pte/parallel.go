@@ -38,7 +38,7 @@ const maxWorkers = 16
 func (b *builder) values(i int, m *Method, vt []int32, vstart int64, lo, hi int) error {
 	nv := len(vt)
 	for v := lo; v < hi; v++ {
-		if v = b.lane(i, m, vt, vstart, v, hi); v == hi {
+		if v = b.lane(m, vt, vstart, v, hi); v == hi {
 			break
 		}
 		e, ok := b.r.deref(vstart + 4*int64(v))

@@ -763,8 +763,7 @@ func (b *builder) tensor(i int, m *Method, v int, x *rawTensor) (int32, error) {
 		return -1, b.fail(valueField(i, v, ".sizes"), pos, "tensor %q: numel × %d-byte elements overflows or exceeds the %d-byte file", name(), dt.Size(), b.size)
 	}
 	r := tensorRec{
-		off: -1, nbytes: nbytes, tensor: uint32(pos), method: int32(i), value: int32(v),
-		loc: loc, dt: dt,
+		off: -1, nbytes: nbytes, tensor: uint32(pos), loc: loc, dt: dt,
 	}
 	switch loc {
 	case format.LocExternal:

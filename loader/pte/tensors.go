@@ -19,15 +19,14 @@ import (
 // orders, are built from the records (and the verified FlatBuffer) by the
 // first call that needs them: Tensors, Tensor, TensorAt, External or Link.
 
-// tensorRec is what Open keeps of a tensor: 32 bytes, enough for its data
-// (TensorData); the rest is read again from its verified Tensor table when
-// the list is built.
+// tensorRec is what Open keeps of a tensor: 24 bytes (1024 of them stay
+// under the runtime's 32 KiB large-object size), enough for its data
+// (TensorData). The rest is read again from its verified Tensor table when
+// the list is built, and its method and value from Program.valueTensor.
 type tensorRec struct {
 	off    int64  // absolute offset of the data; -1 for an external tensor
 	nbytes int64  //
 	tensor uint32 // position of the Tensor table (a FlatBuffer is under 2 GiB)
-	method int32
-	value  int32
 	loc    format.Location
 	dt     format.DType
 }
@@ -87,6 +86,17 @@ func (p *Program) buildList() {
 		}
 		return eti.FullyQualifiedName()
 	}
+	// Each record's method and value: every value that made a record
+	// names it.
+	type methodValue struct{ m, v int32 }
+	of := make([]methodValue, len(p.recs))
+	for m, vt := range p.valueTensor {
+		for v, k := range vt {
+			if k >= 0 {
+				of[k] = methodValue{int32(m), int32(v)}
+			}
+		}
+	}
 	for i := range p.recs {
 		r := &p.recs[i]
 		x.Init(p.fb, flatbuffers.UOffsetT(r.tensor))
@@ -95,7 +105,7 @@ func (p *Program) buildList() {
 		if n := len(fqn(&x)); n > 0 {
 			nameLen += n
 		} else {
-			nameLen += len(p.methods[r.method].Name) + len("/values/") + 10
+			nameLen += len(p.methods[of[i].m].Name) + len("/values/") + 10
 		}
 	}
 	ts := make([]Tensor, len(p.recs))
@@ -120,14 +130,14 @@ func (p *Program) buildList() {
 			t.DimOrder = dims[d0:len(dims):len(dims)]
 		}
 		n0 := len(names)
-		m := &p.methods[r.method]
+		m, value := &p.methods[of[i].m], of[i].v
 		if f := fqn(&x); len(f) > 0 {
 			names = append(names, f...)
 			t.NameExplicit = true
 		} else {
 			names = append(names, m.Name...)
 			names = append(names, "/values/"...)
-			names = strconv.AppendInt(names, int64(r.value), 10)
+			names = strconv.AppendInt(names, int64(value), 10)
 		}
 		if len(names) > n0 {
 			t.Name = unsafe.String(&names[n0], len(names)-n0)
@@ -137,7 +147,7 @@ func (p *Program) buildList() {
 			t.Data, _ = segment.New(p.mf, r.off, r.nbytes) // checked by Open
 			t.DataBufferIndex = x.DataBufferIdx()
 		}
-		t.Method, t.Value, t.ScalarType, t.RequiresGrad = m.Name, int(r.value), x.ScalarType(), x.RequiresGrad()
+		t.Method, t.Value, t.ScalarType, t.RequiresGrad = m.Name, int(value), x.ScalarType(), x.RequiresGrad()
 		t.Segment = p.segmentOf(r.loc)
 	}
 	p.list.tensors = ts

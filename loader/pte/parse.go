@@ -809,7 +809,7 @@ func (b *builder) tensor(i int, m *Method, v int, x *rawTensor) (int32, error) {
 		}
 		r.off = ss.Offset() + int64(off)
 	}
-	// A record and, later, a Tensor in the list and an index entry (306
+	// A record and, later, a Tensor in the list and an index entry (282
 	// bytes with a short made-up name, TestAdversarialSharedScalarAlloc)
 	// per tensor: charged to the budget, so that values sharing one tensor
 	// table cannot make the list out of proportion to the file. A made-up

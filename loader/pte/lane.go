@@ -19,9 +19,10 @@ import (
 // not sure of (another vtable, another kind of value, any check failing)
 // it stops, and that value goes the general way, which reports the error
 // if there is one. So the lane decides nothing on its own: it only skips
-// work whose outcome is known. TestLaneAgrees (lane_test.go) opens every
-// generated, swept and fuzzed program with and without it and compares
-// the results.
+// work whose outcome is known. TestLaneAgrees and TestLaneBounds
+// (lane_test.go) and FuzzOpen open programs with and without it (every
+// single-byte change, every object limit and budget, every end of the
+// buffer) and compare the results.
 
 // laneMaxDims is the most dimensions a tensor the lane reads may have.
 const laneMaxDims = 8
@@ -85,6 +86,18 @@ var laneDTypes = func() (t [256]format.DType) {
 // than b[pos:]; the FlatBuffer's capacity is its length.)
 func le32(b []byte, pos int64) int64 { return int64(binary.LittleEndian.Uint32(b[pos : pos+4])) }
 
+// laneVector follows the offset at q to a vector whose length word lies in
+// the buffer (n bytes) and returns the position of its first element and
+// its length; the caller checks that the elements lie in the buffer.
+func laneVector(fb []byte, n, q int64) (start, length int64, ok bool) {
+	o := le32(fb, q)
+	s := q + o
+	if o == 0 || s > n-4 {
+		return 0, 0, false
+	}
+	return s + 4, le32(fb, s), true
+}
+
 // lane reads values v, v+1, ... < hi of method m's plan the lane way and
 // returns the first it did not read (hi when it read them all). vt and
 // vstart are as for values.
@@ -140,26 +153,14 @@ func (b *builder) lane(m *Method, vt []int32, vstart int64, v, hi int) int {
 		}
 		var sp, ns, dp, nd int64
 		if l.sizes != 0 {
-			q := t + l.sizes
-			o := le32(fb, q)
-			s := q + o
-			if o == 0 || s > n-4 {
-				break
-			}
-			ns, sp = le32(fb, s), s+4
-			if ns > laneMaxDims || 4*ns > n-sp {
+			var ok bool
+			if sp, ns, ok = laneVector(fb, n, t+l.sizes); !ok || ns > laneMaxDims || 4*ns > n-sp {
 				break
 			}
 		}
 		if l.dims != 0 {
-			q := t + l.dims
-			o := le32(fb, q)
-			s := q + o
-			if o == 0 || s > n-4 {
-				break
-			}
-			nd, dp = le32(fb, s), s+4
-			if nd > n-dp || nd != 0 && nd != ns {
+			var ok bool
+			if dp, nd, ok = laneVector(fb, n, t+l.dims); !ok || nd > n-dp || nd != 0 && nd != ns {
 				break
 			}
 		}

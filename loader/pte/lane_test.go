@@ -12,10 +12,11 @@ import (
 )
 
 // laneAgrees opens b with the lane (lane.go) and without it, in order on
-// one goroutine, and compares: the same error, or the same program.
-func laneAgrees(b []byte) error {
-	with, werr := pte.NewBytes(b, pte.WithWorkers(1))
-	without, oerr := pte.NewBytes(b, pte.WithWorkers(1), pte.WithoutLane())
+// one goroutine, with opts for both, and compares: the same error, or the
+// same program.
+func laneAgrees(b []byte, opts ...pte.Option) error {
+	with, werr := pte.NewBytes(b, append(opts, pte.WithWorkers(1))...)
+	without, oerr := pte.NewBytes(b, append(opts, pte.WithWorkers(1), pte.WithoutLane())...)
 	if werr != nil || oerr != nil {
 		if werr == nil || oerr == nil || werr.Error() != oerr.Error() {
 			return fmt.Errorf("with the lane: %v; without: %v", werr, oerr)
@@ -127,21 +128,6 @@ func TestLaneAgrees(t *testing.T) {
 	}
 }
 
-// laneAgreesWith is laneAgrees with options for both opens.
-func laneAgreesWith(b []byte, opts ...pte.Option) error {
-	with, werr := pte.NewBytes(b, append(opts, pte.WithWorkers(1))...)
-	without, oerr := pte.NewBytes(b, append(opts, pte.WithWorkers(1), pte.WithoutLane())...)
-	if werr != nil || oerr != nil {
-		if werr == nil || oerr == nil || werr.Error() != oerr.Error() {
-			return fmt.Errorf("with the lane: %v; without: %v", werr, oerr)
-		}
-		return nil
-	}
-	defer with.Close()
-	defer without.Close()
-	return samePrograms(without, with)
-}
-
 // The lane counts what the general way counts, and stops where it stops:
 // laneProgram reads the same with and without it under every object limit
 // and every work budget up to what it needs, and with its values' reader
@@ -167,7 +153,7 @@ func TestLaneBounds(t *testing.T) {
 	} {
 		need := 0
 		for n := 1; n < 1<<20 && need == 0; n++ {
-			if err := laneAgreesWith(b, limit.opt(n)); err != nil {
+			if err := laneAgrees(b, limit.opt(n)); err != nil {
 				t.Fatalf("%s limit %d: %v", limit.name, n, err)
 			}
 			if p, err := pte.NewBytes(b, limit.opt(n)); err == nil {
@@ -194,7 +180,7 @@ func TestLaneBounds(t *testing.T) {
 		{"values reversed, a dim order shared", reverseValues(t, b, true)},
 	} {
 		for cut := 1; cut < int(end); cut++ {
-			if err := laneAgreesWith(prog.b, pte.WithLimits(0, 0, cut)); err != nil {
+			if err := laneAgrees(prog.b, pte.WithLimits(0, 0, cut)); err != nil {
 				t.Fatalf("%s, values read up to byte %d: %v", prog.name, cut, err)
 			}
 		}

@@ -237,7 +237,9 @@ func (b *builder) lane(m *Method, vt []int32, vstart int64, v, hi int) int {
 		rec.loc, rec.dt = format.LocSegment, dt
 	}
 	b.recs, r.left, b.budget = recs, left, budget
-	laneValues.Add(int64(v - v0))
+	if v > v0 {
+		laneValues.Add(int64(v - v0))
+	}
 	return v
 }
 

@@ -121,6 +121,25 @@ type Stats struct {
 	Elapsed      time.Duration
 }
 
+// Mutations changes b, one byte at a time, at every step-th offset below
+// end to each of the sweep's replacement values (variants: 0x00, 0xFF, the
+// low bit flipped), calls f with the offset and the value after each
+// change, and restores the byte. It returns the number of calls.
+func Mutations(b []byte, end int64, step int, f func(off int64, x byte)) int {
+	n := 0
+	var vbuf [4]byte
+	for off := int64(0); off < min(end, int64(len(b))); off += int64(max(step, 1)) {
+		orig := b[off]
+		for _, v := range variants(orig, &vbuf) {
+			b[off] = v
+			f(off, v)
+			n++
+		}
+		b[off] = orig
+	}
+	return n
+}
+
 // variants returns the replacement values for byte b: 0x00, 0xFF and b
 // with its low bit flipped (an offset or size off by one, a tag or count
 // changed by one), without b itself and without repeats.

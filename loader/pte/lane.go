@@ -111,12 +111,11 @@ func (b *builder) lane(m *Method, vt []int32, vstart int64, v, hi int) int {
 	if vstart < 0 || vstart+4*int64(hi) > n {
 		return v
 	}
-	// The constant segment; with none (or legacy inline constants) only
-	// tensors without data take the lane.
-	var offs offsets
+	// The constant segment's offsets; with none (legacy inline
+	// constants, or no constants) only tensors without data take the lane.
+	offs := b.constOffsets
 	var segOff, segLen uint64
-	if !p.inlineConsts && p.constSeg >= 0 {
-		offs = b.constOffsets
+	if offs.n > 0 {
 		ss := p.segments[p.constSeg]
 		segOff, segLen = uint64(ss.Offset()), uint64(ss.Len())
 	}

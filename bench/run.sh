@@ -109,3 +109,21 @@ if [ "${BIG:-0}" = 1 ]; then P4G="$DIR/pte-4G.pte"; fi
   $LB -procs 2 -mode whole -data "$DIR/ptd-1G.ptd" "$DIR/pte-ext.pte"
   $LB -procs 2 -mode readfile "$DIR/pte-1G.pte"
 } | tee "$OUT/loadbench.jsonl"
+
+# The same steps in C on this machine, to calibrate against the reference
+# measurements: the bare floor (open, fstat, mmap, one byte, munmap, close)
+# and, with the 4 GiB file's real bytes, one byte of every tensor.
+if command -v gcc >/dev/null; then
+  gcc -O2 -o "$OUT/cfloor" bench/cfloor/floor.c
+  {
+    for f in "$DIR/pte-64M.pte" "$DIR/pte-1G.pte" "$P4G"; do "${nice[@]}" "$OUT/cfloor" "$f" 3000; done
+    if [ "${BIG:-0}" = 1 ]; then
+      # The first tensor's offset and the distance between tensors.
+      read -r base stride count < <(go run ./cmd/edgeload inspect --json "$P4G" | python3 -c '
+import json, sys
+t = json.load(sys.stdin)["tensors"]
+print(t[0]["offset"], t[1]["offset"] - t[0]["offset"], len(t))')
+      "${nice[@]}" "$OUT/cfloor" "$P4G" 20 "$base" "$stride" "$count"
+    fi
+  } | tee "$OUT/cfloor.jsonl"
+fi

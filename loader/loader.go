@@ -24,6 +24,7 @@ import (
 	"sync/atomic"
 
 	"github.com/edgeload/edgeload/loader/format"
+	"github.com/edgeload/edgeload/loader/internal/nameindex"
 	"github.com/edgeload/edgeload/loader/ptd"
 	"github.com/edgeload/edgeload/loader/pte"
 	"github.com/edgeload/edgeload/loader/rten"
@@ -162,11 +163,13 @@ type Model struct {
 	ownData []*ptd.File // the ones Close closes
 
 	// tensors is the file's tensor list (built on first use for a
-	// program); index maps names to it, built by the first Tensor call.
+	// program); index (of a .ptd's tensors) maps names to it, built by
+	// the first Tensor call. A program and an RTen model look names up in
+	// their own indexes.
 	tensorsOnce sync.Once
 	tensors     []format.Tensor
 	indexOnce   sync.Once
-	index       map[string]int
+	index       nameindex.Index
 	segments    []segment.Segment
 	named       []format.NamedData
 }
@@ -435,10 +438,13 @@ func (m *Model) Tensor(name string) (*format.Tensor, bool) {
 		}
 		return &t.Tensor, true
 	}
+	if m.rt != nil {
+		return m.rt.Tensor(name)
+	}
 	m.indexOnce.Do(func() {
-		m.index = format.FirstIndex(len(m.tensors), func(i int) string { return m.tensors[i].Name })
+		m.index = nameindex.New(len(m.tensors), func(i int) string { return m.tensors[i].Name })
 	})
-	i, ok := m.index[name]
+	i, ok := m.index.Lookup(name)
 	if !ok {
 		return nil, false
 	}

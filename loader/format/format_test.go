@@ -93,17 +93,3 @@ func TestLocationStrings(t *testing.T) {
 		}
 	}
 }
-
-func TestFirstIndex(t *testing.T) {
-	keys := []string{"a", "b", "a", "c", "b"}
-	got := FirstIndex(len(keys), func(i int) string { return keys[i] })
-	want := map[string]int{"a": 0, "b": 1, "c": 3}
-	if len(got) != len(want) {
-		t.Fatalf("FirstIndex = %v, want %v", got, want)
-	}
-	for k, v := range want {
-		if got[k] != v {
-			t.Errorf("FirstIndex[%q] = %d, want %d (the first occurrence)", k, got[k], v)
-		}
-	}
-}

@@ -42,16 +42,3 @@ type NamedData struct {
 	Segment int             // index of the segment holding the blob
 	Data    segment.Segment // the blob's bytes (Offset() is absolute)
 }
-
-// FirstIndex maps each of the n keys key(0), ..., key(n-1) to the position
-// of its first occurrence: the name index of a tensor or named-data list,
-// where a repeated name resolves to the first entry.
-func FirstIndex(n int, key func(int) string) map[string]int {
-	m := make(map[string]int, n)
-	for i := 0; i < n; i++ {
-		if _, dup := m[key(i)]; !dup {
-			m[key(i)] = i
-		}
-	}
-	return m
-}

@@ -47,6 +47,7 @@ import (
 
 	"github.com/edgeload/edgeload/loader/format"
 	"github.com/edgeload/edgeload/loader/internal/fbverify"
+	"github.com/edgeload/edgeload/loader/internal/nameindex"
 	"github.com/edgeload/edgeload/loader/ptd"
 	"github.com/edgeload/edgeload/mmapfile"
 	"github.com/edgeload/edgeload/segment"
@@ -339,11 +340,11 @@ type Program struct {
 	// The name index is built by the first Tensor call: a program used by
 	// index or by value (TensorAt) never pays for it.
 	indexOnce sync.Once
-	tensorIdx map[string]int
+	tensorIdx nameindex.Index
 	segments  []segment.Segment
 	named     []format.NamedData
 	namedOnce sync.Once
-	namedIdx  map[string]int
+	namedIdx  nameindex.Index
 	delegates []Delegate
 	legacy    bool
 	external  int // number of external tensors
@@ -469,10 +470,11 @@ func (p *Program) Tensors() []Tensor { return p.all() }
 // Tensor returns the tensor with the given name (its fully-qualified name,
 // or "<method>/values/<i>" when it has none). When several values share a
 // name, the first in Tensors order is returned. The first call builds the
-// name index (one map of every tensor); later calls allocate nothing.
+// tensor list and the name index (a hash table of positions, 16-32 bytes a
+// tensor); later calls allocate nothing.
 func (p *Program) Tensor(name string) (*Tensor, bool) {
 	p.indexOnce.Do(p.buildIndex)
-	i, ok := p.tensorIdx[name]
+	i, ok := p.tensorIdx.Lookup(name)
 	if !ok {
 		return nil, false
 	}
@@ -481,7 +483,7 @@ func (p *Program) Tensor(name string) (*Tensor, bool) {
 
 func (p *Program) buildIndex() {
 	ts := p.all()
-	p.tensorIdx = format.FirstIndex(len(ts), func(i int) string { return ts[i].Name })
+	p.tensorIdx = nameindex.New(len(ts), func(i int) string { return ts[i].Name })
 }
 
 // TensorAt returns the tensor of value index value of the named method;
@@ -512,9 +514,9 @@ func (p *Program) NamedData() []format.NamedData { return p.named }
 // later calls allocate nothing.
 func (p *Program) NamedDataByKey(key string) (format.NamedData, bool) {
 	p.namedOnce.Do(func() {
-		p.namedIdx = format.FirstIndex(len(p.named), func(i int) string { return p.named[i].Key })
+		p.namedIdx = nameindex.New(len(p.named), func(i int) string { return p.named[i].Key })
 	})
-	i, ok := p.namedIdx[key]
+	i, ok := p.namedIdx.Lookup(key)
 	if !ok {
 		return format.NamedData{}, false
 	}

@@ -253,6 +253,9 @@ func checkModel(m *rten.Model, size int64) string {
 		if got, ok := m.Constant(c.Name); !ok || got.Name != c.Name {
 			return fmt.Sprintf("Constant(%q) = %v, %v", c.Name, got, ok)
 		}
+		if got, ok := m.Tensor(c.Name); !ok || got.Name != c.Name {
+			return fmt.Sprintf("Tensor(%q) = %v, %v", c.Name, got, ok)
+		}
 		if c.Name == "" || !c.NameExplicit && !strings.HasPrefix(c.Name, c.Graph+"/nodes/") {
 			return fmt.Sprintf("constant %d name %q explicit %v", i, c.Name, c.NameExplicit)
 		}

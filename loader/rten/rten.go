@@ -28,6 +28,7 @@ import (
 	"github.com/edgeload/edgeload/internal/schema/rtenfb"
 	"github.com/edgeload/edgeload/loader/format"
 	"github.com/edgeload/edgeload/loader/internal/fbverify"
+	"github.com/edgeload/edgeload/loader/internal/nameindex"
 	"github.com/edgeload/edgeload/mmapfile"
 	"github.com/edgeload/edgeload/segment"
 )
@@ -78,7 +79,7 @@ type Model struct {
 	meta     Metadata
 	graph    *Graph
 	consts   []Constant
-	byName   map[string]int
+	byName   nameindex.Index // of consts (and tensors: the same names)
 	tensors  []format.Tensor
 	segs     []segment.Segment
 	warnings []string
@@ -198,7 +199,7 @@ func parse(f *mmapfile.File, c config) (*Model, error) {
 	for i, n := range l.owners {
 		n.Constant = &m.consts[i]
 	}
-	m.byName = format.FirstIndex(len(m.consts), func(i int) string { return m.consts[i].Name })
+	m.byName = nameindex.New(len(m.consts), func(i int) string { return m.consts[i].Name })
 	m.tensors = make([]format.Tensor, len(m.consts))
 	for i := range m.consts {
 		m.tensors[i] = m.consts[i].Tensor
@@ -245,11 +246,22 @@ func (m *Model) Constants() []Constant { return m.consts }
 // unnamed node its made-up path such as "graph/nodes/3"). It allocates
 // nothing.
 func (m *Model) Constant(name string) (*Constant, bool) {
-	i, ok := m.byName[name]
+	i, ok := m.byName.Lookup(name)
 	if !ok {
 		return nil, false
 	}
 	return &m.consts[i], true
+}
+
+// Tensor returns the first constant named name as a format-neutral tensor
+// (the element of Tensors that Constant(name).Tensor equals). It allocates
+// nothing.
+func (m *Model) Tensor(name string) (*format.Tensor, bool) {
+	i, ok := m.byName.Lookup(name)
+	if !ok {
+		return nil, false
+	}
+	return &m.tensors[i], true
 }
 
 // Tensors returns the constants as format-neutral tensors, in the order of

@@ -121,13 +121,19 @@ func compareExpected(t *testing.T, how string, m *rten.Model, exp testmodels.Exp
 		if got, ok := m.Constant(e.Name); !ok || got != c {
 			t.Errorf("%s: Constant(%q) = %p, %v; want %p", how, e.Name, got, ok, c)
 		}
-		tn := m.Tensors()[i]
+		tn := &m.Tensors()[i]
 		if tn.Name != e.Name || tn.Offset != c.Offset || tn.Data != c.Data {
 			t.Errorf("%s: Tensors()[%d] = %+v, differs from the constant", how, i, tn)
+		}
+		if got, ok := m.Tensor(e.Name); !ok || got != tn {
+			t.Errorf("%s: Tensor(%q) = %p, %v; want %p", how, e.Name, got, ok, tn)
 		}
 	}
 	if _, ok := m.Constant("no such constant"); ok {
 		t.Errorf("%s: Constant found a name that is not there", how)
+	}
+	if _, ok := m.Tensor("no such constant"); ok {
+		t.Errorf("%s: Tensor found a name that is not there", how)
 	}
 }
 

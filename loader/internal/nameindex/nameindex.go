@@ -1,0 +1,82 @@
+// Package nameindex finds an entry of a list by its name: the name index of
+// a tensor or named-data list, where a repeated name resolves to its first
+// entry.
+//
+// An Index is an open-addressing hash table of positions: 8 bytes a slot
+// and two to four slots an entry, no pointers for the garbage collector to
+// scan, built in one pass without copying a name, and looked up without
+// allocating. The names stay in the list; the table keeps a hash tag beside
+// each position and compares a name only when the tags match. The hash is
+// seeded per index (hash/maphash), so a file cannot be crafted to make its
+// names collide.
+package nameindex
+
+import (
+	"hash/maphash"
+	"math"
+)
+
+// Index maps names to the position of their first occurrence in a list of
+// n names. The zero Index is empty.
+type Index struct {
+	slots []uint64 // tag<<32 | position+1; 0: empty
+	seed  maphash.Seed
+	key   func(int) string
+}
+
+// New indexes the n names key(0), ..., key(n-1): Lookup(key(i)) returns
+// the smallest j with key(j) == key(i). key must return the same names for
+// as long as the index is used. New panics if n is negative or not below
+// math.MaxUint32 (no list of a file's names comes near: a FlatBuffer is
+// under 2 GiB).
+func New(n int, key func(int) string) Index {
+	if n < 0 || uint64(n) >= math.MaxUint32 {
+		panic("nameindex: list length out of range")
+	}
+	if n == 0 {
+		return Index{}
+	}
+	size := 8
+	for size < 2*n {
+		size <<= 1
+	}
+	x := Index{slots: make([]uint64, size), seed: maphash.MakeSeed(), key: key}
+	mask := uint64(size - 1)
+	for i := 0; i < n; i++ {
+		name := key(i)
+		h := maphash.String(x.seed, name)
+		tag := h >> 32
+		for j := h & mask; ; j = (j + 1) & mask {
+			e := x.slots[j]
+			if e == 0 {
+				x.slots[j] = tag<<32 | uint64(i+1)
+				break
+			}
+			if e>>32 == tag && key(int(uint32(e))-1) == name {
+				break // a repeat: the first keeps the name
+			}
+		}
+	}
+	return x
+}
+
+// Lookup returns the position of the first name in the list equal to name.
+// It allocates nothing.
+func (x *Index) Lookup(name string) (int, bool) {
+	if len(x.slots) == 0 {
+		return 0, false
+	}
+	h := maphash.String(x.seed, name)
+	tag, mask := h>>32, uint64(len(x.slots)-1)
+	for j := h & mask; ; j = (j + 1) & mask {
+		e := x.slots[j]
+		if e == 0 {
+			return 0, false
+		}
+		if e>>32 == tag {
+			if i := int(uint32(e)) - 1; x.key(i) == name {
+				return i, true
+			}
+		}
+	}
+}

@@ -1,10 +1,15 @@
 package pte
 
 import (
+	"bytes"
 	"fmt"
+	"slices"
 	"strings"
 
+	flatbuffers "github.com/google/flatbuffers/go"
+
 	"github.com/edgeload/edgeload/internal/schema/ptefb"
+	"github.com/edgeload/edgeload/loader/format"
 	"github.com/edgeload/edgeload/loader/internal/fbverify"
 )
 
@@ -63,3 +68,49 @@ func LaneValues() int64 { return laneValues.Load() }
 
 // ParallelReads returns the number of plans Open has read in parallel.
 func ParallelReads() int64 { return parallelReads.Load() }
+
+// ListMatchesAccessors checks p's tensor list, which buildList reads with
+// its own vtable cache (tensors.go), against the FlatBuffers generated
+// accessors reading every record's Tensor table: shape, dim order, name,
+// scalar type, requires_grad and data_buffer_idx.
+func ListMatchesAccessors(p *Program) error {
+	ts := p.Tensors()
+	if len(ts) != len(p.recs) {
+		return fmt.Errorf("%d tensors, %d records", len(ts), len(p.recs))
+	}
+	var x ptefb.Tensor
+	var eti ptefb.ExtraTensorInfo
+	for i := range ts {
+		t := &ts[i]
+		x.Init(p.fb, flatbuffers.UOffsetT(p.recs[i].tensor))
+		shape := make([]int64, x.SizesLength())
+		for k := range shape {
+			shape[k] = int64(x.Sizes(k))
+		}
+		var name []byte
+		if x.ExtraTensorInfo(&eti) != nil {
+			name = eti.FullyQualifiedName()
+		}
+		var dbi uint32
+		if t.Location != format.LocExternal {
+			dbi = x.DataBufferIdx()
+		}
+		switch {
+		case !slices.Equal(t.Shape, shape) || t.Shape == nil:
+			return fmt.Errorf("tensor %d: shape %v, the accessors read %v", i, t.Shape, shape)
+		case !bytes.Equal(t.DimOrder, x.DimOrderBytes()) || len(t.DimOrder) == 0 && t.DimOrder != nil:
+			return fmt.Errorf("tensor %d: dim order %v, the accessors read %v", i, t.DimOrder, x.DimOrderBytes())
+		case len(name) > 0 && (t.Name != string(name) || !t.NameExplicit):
+			return fmt.Errorf("tensor %d: name %q (explicit %v), the accessors read %q", i, t.Name, t.NameExplicit, name)
+		case len(name) == 0 && (t.Name != fmt.Sprintf("%s/values/%d", t.Method, t.Value) || t.NameExplicit):
+			return fmt.Errorf("tensor %d: name %q (explicit %v) for value %d of %s without a name", i, t.Name, t.NameExplicit, t.Value, t.Method)
+		case t.ScalarType != x.ScalarType() || t.RequiresGrad != x.RequiresGrad() || t.DataBufferIndex != dbi:
+			return fmt.Errorf("tensor %d: scalar type %d, requires_grad %v, data_buffer_idx %d; the accessors read %d, %v, %d",
+				i, t.ScalarType, t.RequiresGrad, t.DataBufferIndex, x.ScalarType(), x.RequiresGrad(), dbi)
+		}
+		if k, ok := p.TensorAt(t.Method, t.Value); !ok || k != t {
+			return fmt.Errorf("tensor %d: TensorAt(%q, %d) is not it", i, t.Method, t.Value)
+		}
+	}
+	return nil
+}

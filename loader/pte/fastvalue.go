@@ -245,6 +245,9 @@ const (
 	tLayout         = 7
 	tShapeDynamism  = 8
 	tExtraInfo      = 9
+
+	// etiFQN is the field id of ExtraTensorInfo.fully_qualified_name.
+	etiFQN = 1
 )
 
 // tensor verifies the Tensor table at pos (descTensor) and decodes it
@@ -292,7 +295,7 @@ func (r *fbr) tensor(pos int64, x *rawTensor) bool {
 		}
 		x.hasETI, x.etiPos = true, p
 		e := &r.etiVT.fo
-		if f := e[1]; f != 0 { // fully_qualified_name
+		if f := e[etiFQN]; f != 0 { // fully_qualified_name
 			s, ok := r.deref(p + f)
 			if !ok {
 				return false

@@ -1,13 +1,11 @@
 package pte
 
 import (
+	"encoding/binary"
 	"strconv"
 	"sync"
 	"unsafe"
 
-	flatbuffers "github.com/google/flatbuffers/go"
-
-	"github.com/edgeload/edgeload/internal/schema/ptefb"
 	"github.com/edgeload/edgeload/loader/format"
 	"github.com/edgeload/edgeload/segment"
 )
@@ -77,15 +75,7 @@ func (p *Program) all() []Tensor {
 // Tensor tables: names, shapes and dim orders are copied out of the
 // FlatBuffer into three arrays sized exactly, one allocation each.
 func (p *Program) buildList() {
-	var shapeLen, dimLen, nameLen int
-	var x ptefb.Tensor
-	var eti ptefb.ExtraTensorInfo
-	fqn := func(x *ptefb.Tensor) []byte {
-		if x.ExtraTensorInfo(&eti) == nil {
-			return nil
-		}
-		return eti.FullyQualifiedName()
-	}
+	fb := p.fb
 	// Each record's method and value: every value that made a record
 	// names it.
 	type methodValue struct{ m, v int32 }
@@ -97,15 +87,22 @@ func (p *Program) buildList() {
 			}
 		}
 	}
+	// Open verified every table and field read here: the reads follow
+	// its offsets without checking them again (and a slip would panic on
+	// a bounds check, not read outside the buffer).
+	tf, ef := newFields(), newFields()
+	var shapeLen, dimLen, nameLen int64
 	for i := range p.recs {
-		r := &p.recs[i]
-		x.Init(p.fb, flatbuffers.UOffsetT(r.tensor))
-		shapeLen += x.SizesLength()
-		dimLen += x.DimOrderLength()
-		if n := len(fqn(&x)); n > 0 {
+		t := int64(p.recs[i].tensor)
+		fo := tf.of(fb, t)
+		_, ns := vecAt(fb, t, fo[tSizes])
+		_, nd := vecAt(fb, t, fo[tDimOrder])
+		shapeLen += ns
+		dimLen += nd
+		if n := int64(len(fqn(fb, t, fo, &ef))); n > 0 {
 			nameLen += n
 		} else {
-			nameLen += len(p.methods[of[i].m].Name) + len("/values/") + 10
+			nameLen += int64(len(p.methods[of[i].m].Name) + len("/values/") + 10)
 		}
 	}
 	ts := make([]Tensor, len(p.recs))
@@ -115,23 +112,25 @@ func (p *Program) buildList() {
 	for i := range p.recs {
 		r := &p.recs[i]
 		t := &ts[i]
-		x.Init(p.fb, flatbuffers.UOffsetT(r.tensor))
+		tp := int64(r.tensor)
+		fo := tf.of(fb, tp)
 		s0 := len(shapes)
-		for k := range x.SizesLength() {
-			shapes = append(shapes, int64(x.Sizes(k)))
+		sp, ns := vecAt(fb, tp, fo[tSizes])
+		for k := range ns {
+			shapes = append(shapes, int64(int32(le32(fb, sp+4*k))))
 		}
 		t.Shape = shapes[s0:len(shapes):len(shapes)]
 		if len(t.Shape) == 0 {
 			t.Shape = []int64{} // a scalar: empty, not nil
 		}
-		if d := x.DimOrderBytes(); len(d) > 0 {
+		if dp, nd := vecAt(fb, tp, fo[tDimOrder]); nd > 0 {
 			d0 := len(dims)
-			dims = append(dims, d...)
+			dims = append(dims, fb[dp:dp+nd]...)
 			t.DimOrder = dims[d0:len(dims):len(dims)]
 		}
 		n0 := len(names)
 		m, value := &p.methods[of[i].m], of[i].v
-		if f := fqn(&x); len(f) > 0 {
+		if f := fqn(fb, tp, fo, &ef); len(f) > 0 {
 			names = append(names, f...)
 			t.NameExplicit = true
 		} else {
@@ -145,10 +144,67 @@ func (p *Program) buildList() {
 		t.DType, t.Location, t.NBytes, t.Offset = r.dt, r.loc, r.nbytes, r.off
 		if r.loc != format.LocExternal {
 			t.Data, _ = segment.New(p.mf, r.off, r.nbytes) // checked by Open
-			t.DataBufferIndex = x.DataBufferIdx()
+			if f := fo[tDataBufferIdx]; f != 0 {
+				t.DataBufferIndex = uint32(le32(fb, tp+f))
+			}
 		}
-		t.Method, t.Value, t.ScalarType, t.RequiresGrad = m.Name, int(value), x.ScalarType(), x.RequiresGrad()
+		if f := fo[tScalarType]; f != 0 {
+			t.ScalarType = int8(fb[tp+f])
+		}
+		if f := fo[tRequiresGrad]; f != 0 {
+			t.RequiresGrad = fb[tp+f] != 0
+		}
+		t.Method, t.Value = m.Name, int(value)
 		t.Segment = p.segmentOf(r.loc)
 	}
 	p.list.tensors = ts
+}
+
+// fields reads the field offsets of verified tables of one type, decoding
+// a vtable only when a table's differs from the previous one's (writers
+// share one vtable among tables with the same fields).
+type fields struct {
+	vt int64
+	fo [maxCached]int64 // by field id; 0 when absent
+}
+
+func newFields() fields { return fields{vt: noVT} }
+
+// of returns the field offsets of the table at t.
+func (f *fields) of(fb []byte, t int64) *[maxCached]int64 {
+	if vt := t - int64(int32(le32(fb, t))); vt != f.vt {
+		f.vt = vt
+		vtsize := int64(binary.LittleEndian.Uint16(fb[vt : vt+2]))
+		for id := range f.fo {
+			f.fo[id] = 0
+			if e := 4 + 2*int64(id); e+2 <= vtsize {
+				f.fo[id] = int64(binary.LittleEndian.Uint16(fb[vt+e : vt+e+2]))
+			}
+		}
+	}
+	return &f.fo
+}
+
+// vecAt returns the position of the first element and the length of the
+// vector that the offset field at t+fo refers to; 0, 0 when fo is 0
+// (absent).
+func vecAt(fb []byte, t, fo int64) (start, n int64) {
+	if fo == 0 {
+		return 0, 0
+	}
+	q := t + fo
+	v := q + le32(fb, q)
+	return v + 4, le32(fb, v)
+}
+
+// fqn returns the fully-qualified name of the Tensor table at t (fields
+// fo): its extra_tensor_info's string, nil when it has none.
+func fqn(fb []byte, t int64, fo *[maxCached]int64, ef *fields) []byte {
+	if fo[tExtraInfo] == 0 {
+		return nil
+	}
+	q := t + fo[tExtraInfo]
+	e := q + le32(fb, q)
+	s, n := vecAt(fb, e, ef.of(fb, e)[etiFQN])
+	return fb[s : s+n]
 }

@@ -448,6 +448,45 @@ func BenchmarkLookup(b *testing.B) {
 	}
 }
 
+// BenchmarkFirstLookup measures what a program that wants one tensor by
+// name pays: Open (full verification), the lookup of the last tensor, which
+// builds the name index (and, for a .pte, the tensor list it indexes), a
+// typed []float32 view of it (one page fault), Close. BenchmarkOpen leaves
+// the index out: Open builds it on first use, not before.
+func BenchmarkFirstLookup(b *testing.B) {
+	for _, f := range lookupFiles {
+		b.Run(name("file", f), func(b *testing.B) {
+			for _, mode := range bench.Modes {
+				b.Run(name("mode", string(mode)), func(b *testing.B) {
+					if f == "pte-100k" && mode == bench.ModeWindowed && !slow {
+						b.Skip("maps 25,000 windows, over a minute per op: set EDGELOAD_BENCH_SLOW=1")
+					}
+					path, data := file(b, f, !mode.Mapped())
+					m := open(b, path, mode, data)
+					names := m.Names()
+					last := names[len(names)-1]
+					m.Close()
+					b.ReportAllocs()
+					for b.Loop() {
+						m := open(b, path, mode, data)
+						s, ok := m.Tensor(last)
+						if !ok {
+							b.Fatalf("no tensor %q", last)
+						}
+						if v, _, err := s.Float32(); err != nil || len(v) == 0 {
+							b.Fatalf("tensor %q: %d values, %v", last, len(v), err)
+						}
+						if err := m.Close(); err != nil {
+							b.Fatal(err)
+						}
+					}
+					b.ReportMetric(float64(len(names)), "tensors")
+				})
+			}
+		})
+	}
+}
+
 // realFiles are real models written by the upstream tools (from
 // ../shared/models, see internal/testmodels); arduino-keyword-spotting.pte
 // is the 54 KB model of the reference measurements.

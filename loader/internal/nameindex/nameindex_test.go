@@ -2,6 +2,7 @@ package nameindex
 
 import (
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"strconv"
 	"testing"
@@ -86,7 +87,7 @@ func TestEmpty(t *testing.T) {
 }
 
 func TestNewPanics(t *testing.T) {
-	for _, n := range []int{-1, -1 << 40} {
+	for _, n := range []int{-1, math.MinInt} {
 		func() {
 			defer func() {
 				if recover() == nil {

@@ -61,7 +61,7 @@ go test -c -o "$OUT/bench.test" ./bench/
 echo "# load average after: $(cut -d' ' -f1-3 /proc/loadavg)" | tee -a "$OUT/machine.txt"
 
 # benchstat tables: modes side by side, edgeload whole-file as the base.
-for b in Open OpenReal Touch Release TouchCold Lookup; do
+for b in Open OpenReal Touch Release TouchCold Lookup FirstLookup; do
   $benchstat -confidence 0.9 -filter ".name:$b" -col "/mode@(whole readfile xmmap windowed whole-pkg whole-random whole-file floor)" \
     "$OUT/bench.txt" >"$OUT/benchstat-$b.txt" 2>&1 || true
 done
@@ -74,6 +74,7 @@ bt() { go run ./bench/cmd/benchtable "$@" "$OUT/bench.txt"; echo; }
   for u in ns/op release-ns rss-touched-B rss-released-B rss-ratio model-rss-B; do bt -bench Release -unit $u; done
   for u in ns/op disk-read-B; do bt -bench TouchCold -unit $u -ratio whole; done
   for u in ns/op allocs/op B/op; do bt -bench Lookup -unit $u; done
+  for u in ns/op B/op allocs/op; do bt -bench FirstLookup -unit $u -ratio whole; done
 } >"$OUT/tables.md"
 
 # The process-level tool: N loads in one process, one JSON line each.

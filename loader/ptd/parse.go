@@ -12,6 +12,7 @@ import (
 	"github.com/edgeload/edgeload/loader/format"
 	"github.com/edgeload/edgeload/loader/internal/arena"
 	"github.com/edgeload/edgeload/loader/internal/fbverify"
+	"github.com/edgeload/edgeload/loader/internal/nameindex"
 	"github.com/edgeload/edgeload/mmapfile"
 	"github.com/edgeload/edgeload/segment"
 )
@@ -382,11 +383,10 @@ func (f *File) readLayout(src layoutSource, loc at, key string, ids [3]int, si i
 
 // addEntry indexes e by key; a key listed twice is an error at loc.
 func (f *File) addEntry(e NamedData, loc at, keyField string, pos int64, locs *[]at) error {
-	if j, dup := f.index[e.Key]; dup {
+	f.entries = append(f.entries, e)
+	if j, dup := f.index.Insert(len(f.entries) - 1); dup {
 		return errorf(loc.field(keyField), pos, "key %q listed twice (first in %s); keys must be unique", e.Key, (*locs)[j].field(""))
 	}
-	f.index[e.Key] = int32(len(f.entries))
-	f.entries = append(f.entries, e)
 	*locs = append(*locs, loc)
 	return nil
 }
@@ -438,7 +438,7 @@ func (f *File) readCurrent(fb []byte) error {
 	n := ft.NamedDataLength()
 	// named_data is the whole lookup list: f.named shares f.entries
 	f.entries = make([]NamedData, 0, n)
-	f.index = make(map[string]int32, n)
+	f.index = nameindex.Make(n, f.entryKey)
 	locs := make([]at, 0, n)
 	ar := store{budget: len(fb) / 4}
 	var nd ptdfb.NamedData
@@ -492,7 +492,7 @@ func (f *File) readLegacy(fb []byte) error {
 	f.named = make([]NamedData, 0, nn)
 	f.tensors = make([]format.Tensor, 0, nt)
 	f.entries = make([]NamedData, 0, nt+nn)
-	f.index = make(map[string]int32, nt+nn)
+	f.index = nameindex.Make(nt+nn, f.entryKey)
 	locs := make([]at, 0, nt+nn)
 	ar := store{budget: len(fb) / 4}
 

@@ -36,6 +36,7 @@ import (
 	"sync/atomic"
 
 	"github.com/edgeload/edgeload/loader/format"
+	"github.com/edgeload/edgeload/loader/internal/nameindex"
 	"github.com/edgeload/edgeload/mmapfile"
 	"github.com/edgeload/edgeload/segment"
 )
@@ -122,9 +123,12 @@ type File struct {
 	segs    []segment.Segment
 	named   []NamedData // FlatTensor.named_data, in file order
 	tensors []format.Tensor
-	entries []NamedData      // every lookup target: named data, then legacy tensors
-	index   map[string]int32 // key -> entries index
+	entries []NamedData     // every lookup target: named data, then legacy tensors
+	index   nameindex.Index // of entries, by key
 }
+
+// entryKey is the key of entry i (the name index's names).
+func (f *File) entryKey(i int) string { return f.entries[i].Key }
 
 // Option configures Open and the New functions.
 type Option func(*config)
@@ -220,7 +224,7 @@ func NewReaderAt(r io.ReaderAt, size int64, opts ...Option) (*File, error) {
 // Lookup returns the entry with the given key: a named_data entry or, in a
 // legacy file, a tensor by fully-qualified name. It allocates nothing.
 func (f *File) Lookup(key string) (NamedData, bool) {
-	i, ok := f.index[key]
+	i, ok := f.index.Lookup(key)
 	if !ok {
 		return NamedData{}, false
 	}

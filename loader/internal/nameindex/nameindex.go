@@ -22,6 +22,8 @@ type Index struct {
 	slots []uint64 // tag<<32 | position+1; 0: empty
 	seed  maphash.Seed
 	key   func(int) string
+	room  int // positions Make made room for
+	n     int // positions inserted (at most room: over half the slots stay empty)
 }
 
 // New indexes the n names key(0), ..., key(n-1): Lookup(key(i)) returns
@@ -30,6 +32,17 @@ type Index struct {
 // math.MaxUint32 (no list of a file's names comes near: a FlatBuffer is
 // under 2 GiB).
 func New(n int, key func(int) string) Index {
+	x := Make(n, key)
+	for i := 0; i < n; i++ {
+		x.Insert(i)
+	}
+	return x
+}
+
+// Make returns an empty index with room for the names of positions 0 to
+// n-1, which Insert adds one at a time (a reader that must report a
+// repeated name where it first meets it). It panics as New does.
+func Make(n int, key func(int) string) Index {
 	if n < 0 || uint64(n) >= math.MaxUint32 {
 		panic("nameindex: list length out of range")
 	}
@@ -40,24 +53,33 @@ func New(n int, key func(int) string) Index {
 	for size < 2*n {
 		size <<= 1
 	}
-	x := Index{slots: make([]uint64, size), seed: maphash.MakeSeed(), key: key}
-	mask := uint64(size - 1)
-	for i := 0; i < n; i++ {
-		name := key(i)
-		h := maphash.String(x.seed, name)
-		tag := h >> 32
-		for j := h & mask; ; j = (j + 1) & mask {
-			e := x.slots[j]
-			if e == 0 {
-				x.slots[j] = tag<<32 | uint64(i+1)
-				break
-			}
-			if e>>32 == tag && key(int(uint32(e))-1) == name {
-				break // a repeat: the first keeps the name
+	return Index{slots: make([]uint64, size), seed: maphash.MakeSeed(), key: key, room: n}
+}
+
+// Insert adds position i, with the name key(i), unless a position already
+// added has the same name: then it adds nothing and returns that position
+// and true. It panics when i is outside the room Make gave or the index
+// is full.
+func (x *Index) Insert(i int) (first int, repeat bool) {
+	if i < 0 || i >= x.room || x.n == x.room {
+		panic("nameindex: Insert beyond the index's room")
+	}
+	name := x.key(i)
+	h := maphash.String(x.seed, name)
+	tag, mask := h>>32, uint64(len(x.slots)-1)
+	for j := h & mask; ; j = (j + 1) & mask {
+		e := x.slots[j]
+		if e == 0 {
+			x.slots[j] = tag<<32 | uint64(i+1)
+			x.n++
+			return 0, false
+		}
+		if e>>32 == tag {
+			if k := int(uint32(e)) - 1; x.key(k) == name {
+				return k, true // the first keeps the name
 			}
 		}
 	}
-	return x
 }
 
 // Lookup returns the position of the first name in the list equal to name.

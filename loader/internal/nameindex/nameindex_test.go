@@ -74,6 +74,43 @@ func TestAllSame(t *testing.T) {
 	check(t, names, "", "ww")
 }
 
+func TestInsert(t *testing.T) {
+	names := []string{"a", "b", "a", "", "c", "b", "", "a"}
+	x := Make(len(names), func(i int) string { return names[i] })
+	first := map[string]int{}
+	for i, s := range names {
+		j, repeat := x.Insert(i)
+		f, seen := first[s]
+		if repeat != seen || seen && j != f {
+			t.Fatalf("Insert(%d) (%q) = %d, %v; want %d, %v", i, s, j, repeat, f, seen)
+		}
+		if !seen {
+			first[s] = i
+		}
+		// What is inserted is found at once; what is not yet, is not.
+		if k, ok := x.Lookup(s); !ok || k != first[s] {
+			t.Fatalf("after Insert(%d): Lookup(%q) = %d, %v", i, s, k, ok)
+		}
+		if _, ok := x.Lookup("d"); ok {
+			t.Fatal("found a name never inserted")
+		}
+	}
+	for _, bad := range []func(){
+		func() { x.Insert(len(names)) },
+		func() { x.Insert(-1) },
+		func() { y := Make(1, func(int) string { return "z" }); y.Insert(0); y.Insert(0) },
+	} {
+		func() {
+			defer func() {
+				if recover() == nil {
+					t.Error("Insert outside the room did not panic")
+				}
+			}()
+			bad()
+		}()
+	}
+}
+
 func TestEmpty(t *testing.T) {
 	var zero Index
 	if _, ok := zero.Lookup(""); ok {

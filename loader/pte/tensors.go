@@ -192,9 +192,8 @@ func vecAt(fb []byte, t, fo int64) (start, n int64) {
 	if fo == 0 {
 		return 0, 0
 	}
-	q := t + fo
-	v := q + le32(fb, q)
-	return v + 4, le32(fb, v)
+	start, n, _ = laneVector(fb, int64(len(fb)), t+fo) // ok: verified
+	return start, n
 }
 
 // fqn returns the fully-qualified name of the Tensor table at t (fields

@@ -22,8 +22,7 @@ type Index struct {
 	slots []uint64 // tag<<32 | position+1; 0: empty
 	seed  maphash.Seed
 	key   func(int) string
-	room  int // positions Make made room for
-	n     int // positions inserted (at most room: over half the slots stay empty)
+	room  int // positions Make made room for (at most half the slots)
 }
 
 // New indexes the n names key(0), ..., key(n-1): Lookup(key(i)) returns
@@ -58,28 +57,19 @@ func Make(n int, key func(int) string) Index {
 
 // Insert adds position i, with the name key(i), unless a position already
 // added has the same name: then it adds nothing and returns that position
-// and true. It panics when i is outside the room Make gave or the index
-// is full.
+// and true. It panics when i is outside the room Make gave. (A position
+// added again finds its own name, so the table never holds more than room
+// positions: over half its slots stay empty and every probe ends.)
 func (x *Index) Insert(i int) (first int, repeat bool) {
-	if i < 0 || i >= x.room || x.n == x.room {
+	if i < 0 || i >= x.room {
 		panic("nameindex: Insert beyond the index's room")
 	}
-	name := x.key(i)
-	h := maphash.String(x.seed, name)
-	tag, mask := h>>32, uint64(len(x.slots)-1)
-	for j := h & mask; ; j = (j + 1) & mask {
-		e := x.slots[j]
-		if e == 0 {
-			x.slots[j] = tag<<32 | uint64(i+1)
-			x.n++
-			return 0, false
-		}
-		if e>>32 == tag {
-			if k := int(uint32(e)) - 1; x.key(k) == name {
-				return k, true // the first keeps the name
-			}
-		}
+	k, slot, tag := x.find(x.key(i))
+	if k >= 0 {
+		return k, true // the first keeps the name
 	}
+	x.slots[slot] = tag<<32 | uint64(i+1)
+	return 0, false
 }
 
 // Lookup returns the position of the first name in the list equal to name.
@@ -88,16 +78,23 @@ func (x *Index) Lookup(name string) (int, bool) {
 	if len(x.slots) == 0 {
 		return 0, false
 	}
+	k, _, _ := x.find(name)
+	return k, k >= 0
+}
+
+// find returns the position holding name, or -1 and the empty slot where
+// it would go, with its hash tag.
+func (x *Index) find(name string) (pos int, slot, tag uint64) {
 	h := maphash.String(x.seed, name)
 	tag, mask := h>>32, uint64(len(x.slots)-1)
 	for j := h & mask; ; j = (j + 1) & mask {
 		e := x.slots[j]
 		if e == 0 {
-			return 0, false
+			return -1, j, tag
 		}
 		if e>>32 == tag {
-			if i := int(uint32(e)) - 1; x.key(i) == name {
-				return i, true
+			if k := int(uint32(e)) - 1; x.key(k) == name {
+				return k, j, tag
 			}
 		}
 	}

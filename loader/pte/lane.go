@@ -73,11 +73,15 @@ func (l *lane) arm(r *fbr) bool {
 	return true
 }
 
-// laneDTypes maps a scalar type byte to its DType (Invalid: not one the
-// lane reads; the general way reports it).
-var laneDTypes = func() (t [256]format.DType) {
+// laneDTypes maps a scalar type byte to its DType and element size (size
+// 0: not one the lane reads; the general way reports it).
+var laneDTypes = func() (t [256]struct {
+	dt   format.DType
+	size uint8
+}) {
 	for i := range t {
-		t[i], _ = format.ScalarTypeDType(int8(uint8(i)))
+		t[i].dt, _ = format.ScalarTypeDType(int8(uint8(i)))
+		t[i].size = uint8(t[i].dt.Size())
 	}
 	return t
 }()
@@ -111,17 +115,27 @@ func (b *builder) lane(m *Method, vt []int32, vstart int64, v, hi int) int {
 	if vstart < 0 || vstart+4*int64(hi) > n {
 		return v
 	}
-	// The constant segment's offsets; with none (legacy inline
-	// constants, or no constants) only tensors without data take the lane.
+	// Every read below lies in the buffer by a check made before it (a
+	// table's range covers its fields, a vector's its elements; the
+	// constant offsets are checked here), so the reads skip Go's bounds
+	// checks (loads.go). The constant segment's offsets: with none (legacy
+	// inline constants, or no constants) only tensors without data take
+	// the lane.
 	offs := b.constOffsets
 	var segOff, segLen uint64
 	if offs.n > 0 {
 		ss := p.segments[p.constSeg]
 		segOff, segLen = uint64(ss.Offset()), uint64(ss.Len())
+		if offs.pos < 0 || offs.pos+8*int64(offs.n) > n {
+			return v // (the walk verified the vector: only a cut buffer, in tests)
+		}
 	}
 	limit := uint64(max(b.size, 0))
 	cost := int64(tensorCost + len(m.Name) + len("/values/") + 10)
 	recs, left, budget := b.recs, r.left, b.budget
+	if room := hi - v; cap(recs)-len(recs) < room {
+		recs = slices.Grow(recs, room)
+	}
 	v0 := v
 	for ; v < hi; v++ {
 		if left < l.objects {
@@ -129,37 +143,48 @@ func (b *builder) lane(m *Method, vt []int32, vstart int64, v, hi int) int {
 		}
 		// The EValue: values[v] refers to it.
 		ep := vstart + 4*int64(v)
-		eo := le32(fb, ep)
+		eo := ld32(fb, ep)
 		e := ep + eo
-		if eo == 0 || e > n-l.eneed || e-int64(int32(le32(fb, e))) != l.evt || fb[e+l.etag] != tagTensor {
+		if eo == 0 || e > n-l.eneed || e-int64(int32(ld32(fb, e))) != l.evt || ld8(fb, e+l.etag) != tagTensor {
 			break
 		}
 		// Its Tensor.
 		vp := e + l.eval
-		to := le32(fb, vp)
+		to := ld32(fb, vp)
 		t := vp + to
-		if to == 0 || t > n-l.tneed || t-int64(int32(le32(fb, t))) != l.tvt {
+		if to == 0 || t > n-l.tneed || t-int64(int32(ld32(fb, t))) != l.tvt {
 			break
 		}
 		var st uint8
 		if l.st != 0 {
-			st = fb[t+l.st]
+			st = ld8(fb, t+l.st)
 		}
-		dt := laneDTypes[st]
-		size := uint64(dt.Size())
+		dt, size := laneDTypes[st].dt, uint64(laneDTypes[st].size)
 		if size == 0 {
 			break // Invalid
 		}
 		var sp, ns, dp, nd int64
 		if l.sizes != 0 {
-			var ok bool
-			if sp, ns, ok = laneVector(fb, n, t+l.sizes); !ok || ns > laneMaxDims || 4*ns > n-sp {
+			q := t + l.sizes
+			o := ld32(fb, q)
+			s := q + o
+			if o == 0 || s > n-4 {
+				break
+			}
+			sp, ns = s+4, ld32(fb, s)
+			if ns > laneMaxDims || 4*ns > n-sp {
 				break
 			}
 		}
 		if l.dims != 0 {
-			var ok bool
-			if dp, nd, ok = laneVector(fb, n, t+l.dims); !ok || nd > n-dp || nd != 0 && nd != ns {
+			q := t + l.dims
+			o := ld32(fb, q)
+			s := q + o
+			if o == 0 || s > n-4 {
+				break
+			}
+			dp, nd = s+4, ld32(fb, s)
+			if nd > n-dp || nd != 0 && nd != ns {
 				break
 			}
 		}
@@ -168,7 +193,7 @@ func (b *builder) lane(m *Method, vt []int32, vstart int64, v, hi int) int {
 		// further on.
 		num, ok := uint64(1), true
 		for k := int64(0); k < ns; k++ {
-			x := int32(le32(fb, sp+4*k))
+			x := int32(ld32(fb, sp+4*k))
 			h, lo := bits.Mul64(num, uint64(x))
 			if x < 0 || h != 0 || lo > limit {
 				ok = false
@@ -186,7 +211,7 @@ func (b *builder) lane(m *Method, vt []int32, vstart int64, v, hi int) int {
 		// dim_order a permutation of 0..nd-1 (nd <= laneMaxDims).
 		var seen uint
 		for k := int64(0); k < nd; k++ {
-			d := uint(fb[dp+k])
+			d := uint(ld8(fb, dp+k))
 			if d >= uint(nd) || seen&(1<<d) != 0 {
 				ok = false
 				break
@@ -198,7 +223,7 @@ func (b *builder) lane(m *Method, vt []int32, vstart int64, v, hi int) int {
 		}
 		var dbi uint32
 		if l.dbi != 0 {
-			dbi = uint32(le32(fb, t+l.dbi))
+			dbi = uint32(ld32(fb, t+l.dbi))
 		}
 		spent := ns + nd
 		if dbi == 0 {
@@ -214,7 +239,7 @@ func (b *builder) lane(m *Method, vt []int32, vstart int64, v, hi int) int {
 		if int64(dbi) >= int64(offs.n) {
 			break
 		}
-		off := offs.at(dbi)
+		off := ld64(fb, offs.pos+8*int64(dbi))
 		if off > segLen || nbytes > segLen-off {
 			break
 		}
@@ -227,9 +252,6 @@ func (b *builder) lane(m *Method, vt []int32, vstart int64, v, hi int) int {
 		vt[v] = b.recBase + int32(len(recs))
 		// Field by field into place: a record built whole and copied
 		// stalls on its own stores (store-to-load forwarding).
-		if len(recs) == cap(recs) {
-			recs = slices.Grow(recs, 1)
-		}
 		recs = recs[:len(recs)+1]
 		rec := &recs[len(recs)-1]
 		rec.off, rec.nbytes, rec.tensor = int64(segOff+off), int64(nbytes), uint32(t)

@@ -1,0 +1,6 @@
+//go:build edgeload_checked
+
+package pte
+
+// checkedLoads: see loads.go.
+const checkedLoads = true

@@ -493,9 +493,12 @@ func (f *File) forWindows(start, end int64, fn func(b []byte) error) error {
 }
 
 // ReadAt implements io.ReaderAt: it copies len(p) bytes starting at off into
-// p, returning io.EOF when fewer are available. It is fault-safe: if the file
-// was truncated under the mapping, it returns an error wrapping ErrTruncated
-// instead of crashing. A negative off returns an error wrapping ErrRange.
+// p, returning io.EOF when fewer are available. A File opened from a path
+// reads through its descriptor (pread) in every mode, not through the
+// mapping, so ReadAt faults in no page of the process: use it for bytes read
+// once (headers, metadata) and views for the rest. It is fault-safe: if the
+// file was truncated, it returns an error wrapping ErrTruncated instead of
+// crashing. A negative off returns an error wrapping ErrRange.
 func (f *File) ReadAt(p []byte, off int64) (int, error) {
 	if f.closed.Load() {
 		return 0, f.closedErr("read")
@@ -512,21 +515,14 @@ func (f *File) ReadAt(p []byte, off int64) (int, error) {
 	m := int(min(int64(len(p)), f.size-off))
 	var n int
 	var err error
-	switch f.mode {
-	case ModeWhole:
-		err = f.Guard(func() { n = copy(p[:m], f.data[off:]) })
-		if fe, ok := err.(*FaultError); ok {
-			if o := fe.Offset(f.data); o >= 0 {
-				err = fmt.Errorf("mmapfile: read %s [%d,+%d): at file offset %d: %w", f.name, off, m, o, err)
-			} else {
-				err = fmt.Errorf("mmapfile: read %s [%d,+%d): %w", f.name, off, m, err)
-			}
-		}
-	case ModeMemory:
+	if f.mode == ModeMemory {
 		n = copy(p[:m], f.data[off:])
-	default:
-		// Windowed and copy modes read through the file (pread): no window
-		// is created and a shrunken file shows as a short read, not SIGBUS.
+	} else {
+		// Every mode with a file reads through it (pread): no page is
+		// faulted into the mapping (nor left for munmap to tear down at
+		// Close, with a TLB flush on every CPU the process ran on), no
+		// window is created, and a shrunken file shows as a short read,
+		// not SIGBUS.
 		n, err = f.readCopy(p[:m], off)
 	}
 	if err != nil {

@@ -70,3 +70,61 @@ func TestOpenRSS(t *testing.T) {
 		})
 	}
 }
+
+// ReadAt reads through the descriptor: the pages it reads are not mapped
+// into the process afterwards (pagemap), while reading the same bytes
+// through a view maps them. The second half shows the probe sees a mapped
+// page at all.
+func TestReadAtMapsNoPage(t *testing.T) {
+	if !platform.ZeroCopy {
+		t.Skip("no mappings on this platform")
+	}
+	if e := memstat.Emulator(); e != "" {
+		t.Skipf("pagemap shows host pages, not the guest's, under %s", e)
+	}
+	const size = 1 << 20
+	path, want := writeFile(t, pattern(size))
+	f, err := Open(path, WithMode(ModeWhole))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	ps := int64(f.PageSize())
+	got := make([]byte, 3*ps)
+	if _, err := f.ReadAt(got, 5*ps); err != nil {
+		t.Fatal(err)
+	}
+	if string(got) != string(want[5*ps:8*ps]) {
+		t.Fatal("ReadAt read the wrong bytes")
+	}
+	v, err := f.View(5*ps, 3*ps)
+	if err != nil {
+		t.Fatal(err)
+	}
+	present := func() int {
+		t.Helper()
+		p, err := memstat.Present(v)
+		if errors.Is(err, errors.ErrUnsupported) {
+			t.Skip(err)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := 0
+		for _, ok := range p {
+			if ok {
+				n++
+			}
+		}
+		return n
+	}
+	if n := present(); n != 0 {
+		t.Fatalf("%d of the 3 pages ReadAt read are mapped into the process, want 0", n)
+	}
+	if string(v) != string(got) { // reads through the mapping
+		t.Fatal("the view differs from ReadAt")
+	}
+	if n := present(); n == 0 {
+		t.Fatal("no page is mapped after reading the view: the probe sees nothing")
+	}
+}

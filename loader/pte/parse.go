@@ -38,17 +38,30 @@ func newProgram(mf *mmapfile.File, owns bool, o options) (*Program, error) {
 	if size < peek {
 		peek = size
 	}
-	head, err := mf.View(0, peek)
+	// The headers, then the region they describe (region.go).
+	head, buf, err := readRegion(mf, peek)
 	if err != nil {
 		return nil, err
 	}
 	hdr, err := parseHeader(head, size)
 	if err != nil {
+		putRegion(buf)
 		return nil, err
 	}
-	fb, err := mf.View(0, hdr.ProgramSize)
-	if err != nil {
-		return nil, err
+	var fb []byte
+	if buf != nil && int64(len(*buf)) >= hdr.ProgramSize {
+		fb = (*buf)[:hdr.ProgramSize:hdr.ProgramSize]
+		if int64(len(fb)) > peek {
+			if _, err := mf.ReadAt(fb[peek:], peek); err != nil {
+				putRegion(buf)
+				return nil, err
+			}
+		}
+	} else {
+		putRegion(buf)
+		if fb, buf, err = readRegion(mf, hdr.ProgramSize); err != nil {
+			return nil, err
+		}
 	}
 	vo := o.verifyOptions()
 	// Version gate first, verifying only the field it reads: a newer
@@ -85,7 +98,7 @@ func newProgram(mf *mmapfile.File, owns bool, o options) (*Program, error) {
 		wo = fbverify.Options{Format: formatName, MaxObjects: math.MaxInt}
 		walk = fbverify.NewWalk(fb, wo)
 	}
-	p := &Program{mf: mf, owns: owns, name: o.name, hdr: hdr, version: 0, fb: fb}
+	p := &Program{mf: mf, owns: owns, name: o.name, hdr: hdr, version: 0, fb: fb, region: buf}
 	budget, rfb := 4*int64(len(fb))+1<<16, fb
 	if o.budget > 0 {
 		budget = o.budget

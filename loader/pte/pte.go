@@ -326,7 +326,8 @@ type Program struct {
 	hdr     Header
 	version uint32
 
-	fb []byte // the FlatBuffer region, verified
+	fb     []byte  // the FlatBuffer region, verified
+	region *[]byte // the buffer fb was read into, if it was (region.go)
 
 	methods      []Method
 	methodIdx    map[string]int
@@ -419,10 +420,17 @@ func collect(opts []Option) options {
 // Close releases the program. It closes the underlying file when the
 // program opened it (Open, NewBytes, NewReaderAt), not when it was given
 // one (NewFile); linked .ptd files are never closed. Views handed out
-// become invalid. Close is idempotent.
+// become invalid. Close is idempotent. After Close the tensor list is
+// empty unless it was built before.
 func (p *Program) Close() error {
 	if p == nil || p.closed.Swap(true) {
 		return nil
+	}
+	if p.region != nil {
+		// Nothing reads fb once closed (Value and buildList check).
+		p.fb = nil
+		putRegion(p.region)
+		p.region = nil
 	}
 	if p.owns {
 		return p.mf.Close()
@@ -475,10 +483,10 @@ func (p *Program) Tensors() []Tensor { return p.all() }
 func (p *Program) Tensor(name string) (*Tensor, bool) {
 	p.indexOnce.Do(p.buildIndex)
 	i, ok := p.tensorIdx.Lookup(name)
-	if !ok {
-		return nil, false
+	if ts := p.all(); ok && i < len(ts) {
+		return &ts[i], true
 	}
-	return &p.all()[i], true
+	return nil, false
 }
 
 func (p *Program) buildIndex() {
@@ -495,10 +503,10 @@ func (p *Program) TensorAt(method string, value int) (*Tensor, bool) {
 		return nil, false
 	}
 	i := p.valueTensor[m][value]
-	if i < 0 {
-		return nil, false
+	if ts := p.all(); i >= 0 && int(i) < len(ts) {
+		return &ts[i], true
 	}
-	return &p.all()[i], true
+	return nil, false
 }
 
 // Segments returns views of the program's segments, in file order, with

@@ -59,7 +59,10 @@ func (p *Program) NumTensors() int { return len(p.recs) }
 func (p *Program) TensorData(i int) segment.Segment {
 	r := &p.recs[i]
 	if r.loc == format.LocExternal {
-		return p.all()[i].Data
+		if ts := p.all(); i < len(ts) {
+			return ts[i].Data
+		}
+		return segment.Segment{} // closed before the list was built
 	}
 	s, _ := segment.New(p.mf, r.off, r.nbytes) // checked by Open
 	return s
@@ -75,6 +78,9 @@ func (p *Program) all() []Tensor {
 // Tensor tables: names, shapes and dim orders are copied out of the
 // FlatBuffer into three arrays sized exactly, one allocation each.
 func (p *Program) buildList() {
+	if p.closed.Load() {
+		return // fb is gone (region.go)
+	}
 	fb := p.fb
 	// Each record's method and value: every value that made a record
 	// names it.

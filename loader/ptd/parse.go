@@ -13,6 +13,7 @@ import (
 	"github.com/edgeload/edgeload/loader/internal/arena"
 	"github.com/edgeload/edgeload/loader/internal/fbverify"
 	"github.com/edgeload/edgeload/loader/internal/nameindex"
+	"github.com/edgeload/edgeload/loader/internal/region"
 	"github.com/edgeload/edgeload/mmapfile"
 	"github.com/edgeload/edgeload/segment"
 )
@@ -214,10 +215,13 @@ func parse(mf *mmapfile.File, c config) (*File, error) {
 	if err != nil {
 		return nil, err
 	}
-	fb, err := mf.View(0, h.FlatBufferLen())
+	// Read into a pooled buffer when small (package region): what Open
+	// keeps is copied out of it, so it goes back when Open returns.
+	fb, buf, err := region.Read(mf, 0, h.FlatBufferLen())
 	if err != nil {
-		return nil, fmt.Errorf("ptd: mapping the FlatBuffer: %w", err)
+		return nil, fmt.Errorf("ptd: reading the FlatBuffer: %w", err)
 	}
+	defer region.Put(buf)
 	slots, err := effectiveRootSlots(fb)
 	if err != nil {
 		return nil, err

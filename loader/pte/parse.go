@@ -12,6 +12,7 @@ import (
 	"github.com/edgeload/edgeload/loader/format"
 	"github.com/edgeload/edgeload/loader/internal/arena"
 	"github.com/edgeload/edgeload/loader/internal/fbverify"
+	"github.com/edgeload/edgeload/loader/internal/region"
 	"github.com/edgeload/edgeload/mmapfile"
 	"github.com/edgeload/edgeload/segment"
 )
@@ -38,14 +39,15 @@ func newProgram(mf *mmapfile.File, owns bool, o options) (*Program, error) {
 	if size < peek {
 		peek = size
 	}
-	// The headers, then the region they describe (region.go).
-	head, buf, err := readRegion(mf, peek)
+	// The headers, then the region they describe, read into a pooled
+	// buffer when small (package region): Close hands it back.
+	head, buf, err := region.Read(mf, 0, peek)
 	if err != nil {
 		return nil, err
 	}
 	hdr, err := parseHeader(head, size)
 	if err != nil {
-		putRegion(buf)
+		region.Put(buf)
 		return nil, err
 	}
 	var fb []byte
@@ -53,13 +55,13 @@ func newProgram(mf *mmapfile.File, owns bool, o options) (*Program, error) {
 		fb = (*buf)[:hdr.ProgramSize:hdr.ProgramSize]
 		if int64(len(fb)) > peek {
 			if _, err := mf.ReadAt(fb[peek:], peek); err != nil {
-				putRegion(buf)
+				region.Put(buf)
 				return nil, err
 			}
 		}
 	} else {
-		putRegion(buf)
-		if fb, buf, err = readRegion(mf, hdr.ProgramSize); err != nil {
+		region.Put(buf)
+		if fb, buf, err = region.Read(mf, 0, hdr.ProgramSize); err != nil {
 			return nil, err
 		}
 	}

@@ -48,6 +48,7 @@ import (
 	"github.com/edgeload/edgeload/loader/format"
 	"github.com/edgeload/edgeload/loader/internal/fbverify"
 	"github.com/edgeload/edgeload/loader/internal/nameindex"
+	"github.com/edgeload/edgeload/loader/internal/region"
 	"github.com/edgeload/edgeload/loader/ptd"
 	"github.com/edgeload/edgeload/mmapfile"
 	"github.com/edgeload/edgeload/segment"
@@ -327,7 +328,7 @@ type Program struct {
 	version uint32
 
 	fb     []byte  // the FlatBuffer region, verified
-	region *[]byte // the buffer fb was read into, if it was (region.go)
+	region *[]byte // the pooled buffer fb was read into, if it was (package region)
 
 	methods      []Method
 	methodIdx    map[string]int
@@ -429,7 +430,7 @@ func (p *Program) Close() error {
 	if p.region != nil {
 		// Nothing reads fb once closed (Value and buildList check).
 		p.fb = nil
-		putRegion(p.region)
+		region.Put(p.region)
 		p.region = nil
 	}
 	if p.owns {

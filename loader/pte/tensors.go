@@ -79,7 +79,7 @@ func (p *Program) all() []Tensor {
 // FlatBuffer into three arrays sized exactly, one allocation each.
 func (p *Program) buildList() {
 	if p.closed.Load() {
-		return // fb is gone (region.go)
+		return // fb is gone (Close)
 	}
 	fb := p.fb
 	// Each record's method and value: every value that made a record

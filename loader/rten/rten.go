@@ -29,6 +29,7 @@ import (
 	"github.com/edgeload/edgeload/loader/format"
 	"github.com/edgeload/edgeload/loader/internal/fbverify"
 	"github.com/edgeload/edgeload/loader/internal/nameindex"
+	"github.com/edgeload/edgeload/loader/internal/region"
 	"github.com/edgeload/edgeload/mmapfile"
 	"github.com/edgeload/edgeload/segment"
 )
@@ -152,18 +153,22 @@ func load(f *mmapfile.File, c config) (m *Model, err error) {
 
 func parse(f *mmapfile.File, c config) (*Model, error) {
 	size := f.Len()
-	hb, err := f.View(0, min(size, HeaderSize))
+	var hb [HeaderSize]byte
+	n := min(size, HeaderSize)
+	if _, err := f.ReadAt(hb[:n], 0); err != nil {
+		return nil, err
+	}
+	hdr, err := parseHeader(hb[:n], size)
 	if err != nil {
 		return nil, err
 	}
-	hdr, err := parseHeader(hb, size)
+	// Read into a pooled buffer when small (package region): what the
+	// Model keeps is copied out of it, so it goes back when parse returns.
+	buf, rbuf, err := region.Read(f, hdr.ModelOffset, hdr.ModelLen)
 	if err != nil {
 		return nil, err
 	}
-	buf, err := f.View(hdr.ModelOffset, hdr.ModelLen)
-	if err != nil {
-		return nil, err
-	}
+	defer region.Put(rbuf)
 	// Table nesting per subgraph level: Graph > Node > OperatorNode >
 	// IfAttrs; plus Model, and Node > ValueNode > Dim below the deepest.
 	vopt := fbverify.Options{Format: fmtName, Base: hdr.ModelOffset, MaxDepth: 4*(c.maxDepth+1) + 8}

@@ -398,18 +398,27 @@ func (f *File) check(op string, off, n int64) error {
 // The view is read-only (writing to it faults) and stays valid until Close,
 // or until an Evict that covers it in windowed mode; Release does not
 // invalidate it. Its capacity equals its length. n == 0 returns an empty
-// slice when off <= Len. Errors wrap ErrRange or ErrClosed.
+// slice when off <= Len. A nil *File views only the empty range at 0 (nil,
+// as the zero segment.Segment does). Errors wrap ErrRange or ErrClosed.
 func (f *File) View(off, n int64) ([]byte, error) {
 	// ModeWhole and ModeMemory, open and in range: a sub-slice, with no
 	// further call (Open resolves a view per tensor).
-	if d := f.data; d != nil && !f.closed.Load() && uint64(off) <= uint64(len(d)) && uint64(n) <= uint64(len(d))-uint64(off) {
-		return d[off:][:n:n], nil
+	if f != nil {
+		if d := f.data; d != nil && !f.closed.Load() && uint64(off) <= uint64(len(d)) && uint64(n) <= uint64(len(d))-uint64(off) {
+			return d[off:][:n:n], nil
+		}
 	}
 	return f.view(off, n)
 }
 
 // view is View's general case.
 func (f *File) view(off, n int64) ([]byte, error) {
+	if f == nil {
+		if off == 0 && n == 0 {
+			return nil, nil
+		}
+		return nil, fmt.Errorf("mmapfile: view [%d,+%d) of a nil File: %w", off, n, ErrRange)
+	}
 	if err := f.check("view", off, n); err != nil {
 		return nil, err
 	}

@@ -717,3 +717,17 @@ func TestWindowIndex(t *testing.T) {
 		t.Fatalf("view after Evict: %v", err)
 	}
 }
+
+// A nil *File has the empty view only: the zero segment.Segment's Bytes
+// goes through it.
+func TestNilFileView(t *testing.T) {
+	var f *File
+	if b, err := f.View(0, 0); b != nil || err != nil {
+		t.Errorf("nil File View(0, 0) = %v, %v; want nil, nil", b, err)
+	}
+	for _, r := range [][2]int64{{0, 1}, {1, 0}, {-1, 0}} {
+		if _, err := f.View(r[0], r[1]); !errors.Is(err, ErrRange) {
+			t.Errorf("nil File View(%d, %d) = %v, want ErrRange", r[0], r[1], err)
+		}
+	}
+}

@@ -79,18 +79,34 @@ type Segment struct {
 // New returns the segment [off, off+n) of f, checking the range against
 // f.Len() with overflow-safe arithmetic. Errors wrap ErrRange or ErrClosed.
 func New(f *mmapfile.File, off, n int64) (Segment, error) {
+	// Small enough for Go to inline (a view per tensor starts here): the
+	// error is built without a call.
 	if f == nil {
 		if off == 0 && n == 0 {
 			return Segment{}, nil
 		}
-		return Segment{}, fmt.Errorf("%w: segment [off=%d n=%d) of a nil file", ErrRange, off, n)
+		return Segment{}, &rangeError{off: off, n: n}
 	}
-	size := f.Len()
-	if off < 0 || n < 0 || off > size || n > size-off {
-		return Segment{}, fmt.Errorf("%w: segment [off=%d n=%d) of %q, len=%d", ErrRange, off, n, f.Name(), size)
+	if size := f.Len(); off < 0 || n < 0 || off > size || n > size-off {
+		return Segment{}, &rangeError{f: f, off: off, n: n}
 	}
 	return Segment{f: f, off: off, n: n}, nil
 }
+
+// rangeError is New's error: it wraps ErrRange.
+type rangeError struct {
+	f      *mmapfile.File
+	off, n int64
+}
+
+func (e *rangeError) Error() string {
+	if e.f == nil {
+		return fmt.Sprintf("%v: segment [off=%d n=%d) of a nil file", ErrRange, e.off, e.n)
+	}
+	return fmt.Sprintf("%v: segment [off=%d n=%d) of %q, len=%d", ErrRange, e.off, e.n, e.f.Name(), e.f.Len())
+}
+
+func (e *rangeError) Unwrap() error { return ErrRange }
 
 // File returns the file the segment belongs to (nil for the zero Segment).
 func (s Segment) File() *mmapfile.File { return s.f }
@@ -126,10 +142,7 @@ func (s Segment) String() string {
 // (allocation-free in whole-file mode), read-only and valid until the file
 // is closed. Release does not invalidate it. See [mmapfile.File.View].
 func (s Segment) Bytes() ([]byte, error) {
-	if s.f == nil {
-		return nil, nil
-	}
-	return s.f.View(s.off, s.n)
+	return s.f.View(s.off, s.n) // the zero Segment: a nil File's empty view
 }
 
 // Prefetch asks the kernel to read the segment's pages in now

@@ -158,3 +158,16 @@ func Present(b []byte) ([]bool, error) {
 	}
 	return out, nil
 }
+
+// PresentPages returns how many of the pages b spans are present in the
+// process's page tables (Present).
+func PresentPages(b []byte) (int, error) {
+	present, err := Present(b)
+	n := 0
+	for _, ok := range present {
+		if ok {
+			n++
+		}
+	}
+	return n, err
+}

@@ -71,5 +71,8 @@ func TestPresent(t *testing.T) {
 			t.Errorf("page %d of a touched buffer not present", i)
 		}
 	}
+	if n, err := PresentPages(b[ps : 3*ps]); err != nil || n != len(p) {
+		t.Errorf("PresentPages = %d, %v; want %d", n, err, len(p))
+	}
 	runtime.KeepAlive(b)
 }

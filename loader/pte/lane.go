@@ -90,16 +90,18 @@ var laneDTypes = func() (t [256]struct {
 // than b[pos:]; the FlatBuffer's capacity is its length.)
 func le32(b []byte, pos int64) int64 { return int64(binary.LittleEndian.Uint32(b[pos : pos+4])) }
 
-// laneVector follows the offset at q to a vector whose length word lies in
-// the buffer (n bytes) and returns the position of its first element and
-// its length; the caller checks that the elements lie in the buffer.
-func laneVector(fb []byte, n, q int64) (start, length int64, ok bool) {
-	o := le32(fb, q)
+// laneVector follows the offset at q (which the caller checked lies in
+// the buffer) to a vector whose length word lies in the buffer (n bytes)
+// and returns the position of its first element and its length, or start
+// 0 when there is none; the caller checks that the elements lie in the
+// buffer.
+func laneVector(fb []byte, n, q int64) (start, length int64) {
+	o := ld32(fb, q)
 	s := q + o
 	if o == 0 || s > n-4 {
-		return 0, 0, false
+		return 0, 0
 	}
-	return s + 4, le32(fb, s), true
+	return s + 4, ld32(fb, s)
 }
 
 // lane reads values v, v+1, ... < hi of method m's plan the lane way and
@@ -165,26 +167,12 @@ func (b *builder) lane(m *Method, vt []int32, vstart int64, v, hi int) int {
 		}
 		var sp, ns, dp, nd int64
 		if l.sizes != 0 {
-			q := t + l.sizes
-			o := ld32(fb, q)
-			s := q + o
-			if o == 0 || s > n-4 {
-				break
-			}
-			sp, ns = s+4, ld32(fb, s)
-			if ns > laneMaxDims || 4*ns > n-sp {
+			if sp, ns = laneVector(fb, n, t+l.sizes); sp == 0 || ns > laneMaxDims || 4*ns > n-sp {
 				break
 			}
 		}
 		if l.dims != 0 {
-			q := t + l.dims
-			o := ld32(fb, q)
-			s := q + o
-			if o == 0 || s > n-4 {
-				break
-			}
-			dp, nd = s+4, ld32(fb, s)
-			if nd > n-dp || nd != 0 && nd != ns {
+			if dp, nd = laneVector(fb, n, t+l.dims); dp == 0 || nd > n-dp || nd != 0 && nd != ns {
 				break
 			}
 		}

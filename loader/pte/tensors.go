@@ -198,8 +198,7 @@ func vecAt(fb []byte, t, fo int64) (start, n int64) {
 	if fo == 0 {
 		return 0, 0
 	}
-	start, n, _ = laneVector(fb, int64(len(fb)), t+fo) // ok: verified
-	return start, n
+	return laneVector(fb, int64(len(fb)), t+fo) // verified at Open
 }
 
 // fqn returns the fully-qualified name of the Tensor table at t (fields

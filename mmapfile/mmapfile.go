@@ -43,9 +43,11 @@
 // # Truncation and SIGBUS
 //
 // If the file is truncated while mapped, touching a page past the new end
-// raises SIGBUS, which normally kills the process. [File.ReadAt] and the
-// helpers built on [File.Guard] run with [runtime/debug.SetPanicOnFault] and turn
-// the fault into an error wrapping [ErrTruncated]. Views handed to callers
+// raises SIGBUS, which normally kills the process. [File.ReadAt] reads
+// through the descriptor, so a truncated file is a short read reported as
+// [ErrTruncated]; the helpers built on [File.Guard] run with
+// [runtime/debug.SetPanicOnFault] and turn the fault into an error wrapping
+// [ErrTruncated]. Views handed to callers
 // are plain slices and cannot be protected: code that reads them directly
 // while another process may truncate the file should use [File.Guard].
 //

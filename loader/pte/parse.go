@@ -39,31 +39,20 @@ func newProgram(mf *mmapfile.File, owns bool, o options) (*Program, error) {
 	if size < peek {
 		peek = size
 	}
-	// The headers, then the region they describe, read into a pooled
-	// buffer when small (package region): Close hands it back.
-	head, buf, err := region.Read(mf, 0, peek)
+	// The headers (read, not viewed: nothing faults a page into the
+	// mapping), then the region they describe, read into a pooled buffer
+	// when small (package region): Close hands it back.
+	var head [headerPeek]byte
+	if _, err := mf.ReadAt(head[:peek], 0); err != nil {
+		return nil, err
+	}
+	hdr, err := parseHeader(head[:peek], size)
 	if err != nil {
 		return nil, err
 	}
-	hdr, err := parseHeader(head, size)
+	fb, buf, err := region.Read(mf, 0, hdr.ProgramSize)
 	if err != nil {
-		region.Put(buf)
 		return nil, err
-	}
-	var fb []byte
-	if buf != nil && int64(len(*buf)) >= hdr.ProgramSize {
-		fb = (*buf)[:hdr.ProgramSize:hdr.ProgramSize]
-		if int64(len(fb)) > peek {
-			if _, err := mf.ReadAt(fb[peek:], peek); err != nil {
-				region.Put(buf)
-				return nil, err
-			}
-		}
-	} else {
-		region.Put(buf)
-		if fb, buf, err = region.Read(mf, 0, hdr.ProgramSize); err != nil {
-			return nil, err
-		}
 	}
 	vo := o.verifyOptions()
 	// Version gate first, verifying only the field it reads: a newer

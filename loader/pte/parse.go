@@ -39,14 +39,15 @@ func newProgram(mf *mmapfile.File, owns bool, o options) (*Program, error) {
 	if size < peek {
 		peek = size
 	}
-	// The headers (read, not viewed: nothing faults a page into the
-	// mapping), then the region they describe, read into a pooled buffer
-	// when small (package region): Close hands it back.
-	var head [headerPeek]byte
-	if _, err := mf.ReadAt(head[:peek], 0); err != nil {
+	// The headers, then the region they describe, each read into a pooled
+	// buffer when small (package region): the first goes back at once,
+	// the second at Close.
+	head, hbuf, err := region.Read(mf, 0, peek)
+	if err != nil {
 		return nil, err
 	}
-	hdr, err := parseHeader(head[:peek], size)
+	hdr, err := parseHeader(head, size)
+	region.Put(hbuf)
 	if err != nil {
 		return nil, err
 	}

@@ -15,7 +15,9 @@
 //
 //	{"file":..., "mode":..., "touch":..., "iters":N, "tensors":T,
 //	 "median_us":..., "min_us":..., "rss_before_kib":..., "rss_after_open_kib":...,
-//	 "rss_after_touch_kib":..., "model_rss_kib":..., "maps":..., "peak_rss_kib":...}
+//	 "rss_after_touch_kib":..., "model_rss_kib":..., "maps":..., "peak_rss_kib":...,
+//	 "phase_median_us": {"open":..., "views":..., "touch":..., "close":...},
+//	 "phase_min_us": {...}}
 //
 // where rss_* are the process's Rss from /proc/self/smaps_rollup before
 // Open, after the views were resolved and after the touch; model_rss_kib and
@@ -59,20 +61,24 @@ import (
 )
 
 type result struct {
-	File             string  `json:"file"`
-	Data             string  `json:"data,omitempty"`
-	Mode             string  `json:"mode"`
-	Touch            string  `json:"touch"`
-	Iters            int     `json:"iters"`
-	Tensors          int     `json:"tensors"`
-	MedianUS         float64 `json:"median_us"`
-	MinUS            float64 `json:"min_us"`
-	RSSBeforeKiB     int64   `json:"rss_before_kib"`
-	RSSAfterOpenKiB  int64   `json:"rss_after_open_kib"`
-	RSSAfterTouchKiB int64   `json:"rss_after_touch_kib"`
-	ModelRSSKiB      int64   `json:"model_rss_kib"`
-	Maps             int     `json:"maps"`
-	PeakRSSKiB       int64   `json:"peak_rss_kib"`
+	File     string  `json:"file"`
+	Data     string  `json:"data,omitempty"`
+	Mode     string  `json:"mode"`
+	Touch    string  `json:"touch"`
+	Iters    int     `json:"iters"`
+	Tensors  int     `json:"tensors"`
+	MedianUS float64 `json:"median_us"`
+	MinUS    float64 `json:"min_us"`
+	// The same for each phase of a load: open (with full verification),
+	// views (one per tensor), touch (with -release, Release too), close.
+	PhaseMedianUS    map[string]float64 `json:"phase_median_us"`
+	PhaseMinUS       map[string]float64 `json:"phase_min_us"`
+	RSSBeforeKiB     int64              `json:"rss_before_kib"`
+	RSSAfterOpenKiB  int64              `json:"rss_after_open_kib"`
+	RSSAfterTouchKiB int64              `json:"rss_after_touch_kib"`
+	ModelRSSKiB      int64              `json:"model_rss_kib"`
+	Maps             int                `json:"maps"`
+	PeakRSSKiB       int64              `json:"peak_rss_kib"`
 	// AnonAfterOpenKiB is the anonymous part of rss_after_open_kib (heap,
 	// stacks: the loader's own structures, or the readfile copy).
 	AnonAfterOpenKiB int64 `json:"anon_after_open_kib"`
@@ -222,6 +228,8 @@ func run(n int, touch, modeName, data string, procs int, child, release bool, ge
 		return err
 	}
 
+	// Each load's phases: Open, the views, the touch (and Release), Close.
+	phases := make([][4]time.Duration, n)
 	times := make([]time.Duration, n)
 	for i := range times {
 		t0 := time.Now()
@@ -229,10 +237,12 @@ func run(n int, touch, modeName, data string, procs int, child, release bool, ge
 		if err != nil {
 			return err
 		}
+		t1 := time.Now()
 		if views, err = m.Views(views); err != nil {
 			m.Close()
 			return err
 		}
+		t2 := time.Now()
 		if touchFn != nil {
 			touchFn(views)
 		}
@@ -242,18 +252,23 @@ func run(n int, touch, modeName, data string, procs int, child, release bool, ge
 				return err
 			}
 		}
+		t3 := time.Now()
 		if err := m.Close(); err != nil {
 			return err
 		}
-		times[i] = time.Since(t0)
+		t4 := time.Now()
+		times[i] = t4.Sub(t0)
+		phases[i] = [4]time.Duration{t1.Sub(t0), t2.Sub(t1), t3.Sub(t2), t4.Sub(t3)}
 		clear(views) // let a heap copy (readfile, xmmap) go before the next load
 	}
-	slices.Sort(times)
-	res.MedianUS = us(times[n/2])
-	if n%2 == 0 {
-		res.MedianUS = (us(times[n/2-1]) + us(times[n/2])) / 2
+	res.MedianUS, res.MinUS = stats(times)
+	res.PhaseMedianUS, res.PhaseMinUS = map[string]float64{}, map[string]float64{}
+	for k, name := range []string{"open", "views", "touch", "close"} {
+		for i := range times {
+			times[i] = phases[i][k]
+		}
+		res.PhaseMedianUS[name], res.PhaseMinUS[name] = stats(times)
 	}
-	res.MinUS = us(times[0])
 	if r, err := bench.ReadRollup(0); err == nil {
 		res.PeakRSSKiB = r.PeakRss >> 10
 	}
@@ -261,6 +276,17 @@ func run(n int, touch, modeName, data string, procs int, child, release bool, ge
 }
 
 func us(d time.Duration) float64 { return float64(d.Nanoseconds()) / 1e3 }
+
+// stats sorts ds and returns their median and minimum in microseconds.
+func stats(ds []time.Duration) (median, least float64) {
+	slices.Sort(ds)
+	n := len(ds)
+	median = us(ds[n/2])
+	if n%2 == 0 {
+		median = (us(ds[n/2-1]) + us(ds[n/2])) / 2
+	}
+	return median, us(ds[0])
+}
 
 // hold opens the model, touches every page and returns it.
 func hold(file string, mode bench.Mode, data string) (*bench.Model, error) {

@@ -6,9 +6,9 @@
 // it is small it is read with ReadAt (pread) into a pooled buffer instead of
 // through the mapping: from the page cache the copy costs less than the page
 // faults would, and the mapping is then never touched, so munmap at Close
-// has no page to tear down and no other CPU's TLB to flush (a .pte of 1024
-// tensors, minima over 5,000 loads: pte.NewFile 32.5 -> 27.4 us, Close
-// 15.2 -> 4.6-7.0 us). A larger region is read in place: copying it would
+// has no page to tear down and no other CPU's TLB to flush (BENCHMARKS.md,
+// session 8: Open and Close of a 1024-tensor .pte both faster). A larger
+// region is read in place: copying it would
 // cost more than its faults, and keep a heap copy of it. A File that holds
 // its bytes in memory (mmapfile.NewBytes) is always read in place.
 //

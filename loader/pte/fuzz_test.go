@@ -239,7 +239,7 @@ func FuzzOpen(f *testing.F) {
 			t.Fatal(err)
 		}
 		// The same bytes through the ReaderAt form (its program region
-		// read into a pooled buffer that earlier inputs used: region.go)
+		// read into a pooled buffer that earlier inputs used: loader/internal/region)
 		// must agree.
 		q, err := pte.NewReaderAt(bytes.NewReader(b), int64(len(b)))
 		if err != nil {

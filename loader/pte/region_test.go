@@ -65,7 +65,7 @@ func mappedPages(t *testing.T, p *pte.Program) int {
 	return n
 }
 
-// A small program region is read into a pooled buffer (region.go): Open
+// A small program region is read into a pooled buffer (loader/internal/region): Open
 // maps none of its pages, programs opened one after another through the
 // same buffers read as they do from memory, and after Close the tensor
 // list, never built, stays empty instead of reading the returned buffer.

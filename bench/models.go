@@ -309,26 +309,13 @@ func (m *Model) tensors() []format.Tensor {
 // for xmmap.
 func (m *Model) Views(dst [][]byte) ([][]byte, error) {
 	dst = dst[:0]
-	// The views alone, as ExecuTorch's data pointers: TensorData builds no
-	// tensor list (names, shapes), TensorAt would.
-	var n int
-	var data func(int) segment.Segment
+	// The views alone, as ExecuTorch's data pointers: AppendTensorBytes
+	// builds no tensor list (names, shapes), TensorAt would.
 	switch {
 	case m.prog != nil:
-		n, data = m.prog.NumTensors(), m.prog.TensorData
+		return m.prog.AppendTensorBytes(dst)
 	case m.lm != nil:
-		n, data = m.lm.NumTensors(), m.lm.TensorData
-	}
-	if data != nil {
-		for i := 0; i < n; i++ {
-			s := data(i)
-			b, err := s.Bytes()
-			if err != nil || int64(len(b)) != s.Len() {
-				return dst, fmt.Errorf("bench: tensor %d: %d bytes, %v", i, len(b), err)
-			}
-			dst = append(dst, b)
-		}
-		return dst, nil
+		return m.lm.AppendTensorBytes(dst)
 	}
 	ts := m.tensors()
 	for i := range ts {

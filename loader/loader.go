@@ -418,6 +418,26 @@ func (m *Model) TensorData(i int) segment.Segment {
 	return m.tensors[i].Data
 }
 
+// AppendTensorBytes appends the bytes of every tensor, in order, to dst and
+// returns it: element i is TensorData(i).Bytes(). For a program mapped
+// whole the views come from one loop over one mapping
+// (pte.Program.AppendTensorBytes): the cheapest way to a data pointer for
+// every weight. It allocates only when dst has too little room; on error it
+// returns the views taken so far.
+func (m *Model) AppendTensorBytes(dst [][]byte) ([][]byte, error) {
+	if m.prog != nil {
+		return m.prog.AppendTensorBytes(dst)
+	}
+	for i := range m.tensors {
+		b, err := m.tensors[i].Data.Bytes()
+		if err != nil {
+			return dst, err
+		}
+		dst = append(dst, b)
+	}
+	return dst, nil
+}
+
 // TensorAt returns tensor i of Tensors, 0 <= i < NumTensors, without
 // copying or allocating: for a program it points into the program's own
 // tensor (the one pte.Program.Tensors holds).

@@ -2,6 +2,7 @@ package loader_test
 
 import (
 	"bytes"
+	"crypto/sha256"
 	"encoding/hex"
 	"errors"
 	"os"
@@ -77,8 +78,15 @@ func checkModel(t *testing.T, m *loader.Model, exp testmodels.Expected) {
 	if len(ts) != len(exp.Tensors) {
 		t.Fatalf("%d tensors, want %d", len(ts), len(exp.Tensors))
 	}
+	views, err := m.AppendTensorBytes(nil)
+	if err != nil || len(views) != len(exp.Tensors) {
+		t.Fatalf("AppendTensorBytes: %d views, %v; want %d", len(views), err, len(exp.Tensors))
+	}
 	for i, e := range exp.Tensors {
 		g := &ts[i]
+		if e.Offset == nil && views[i] != nil || e.Offset != nil && hex.EncodeToString(sha256Of(views[i])) != e.SHA256 {
+			t.Errorf("AppendTensorBytes: tensor %d (%q): %d bytes, not its data", i, e.Name, len(views[i]))
+		}
 		shape := g.Shape
 		if shape == nil {
 			shape = []int64{}
@@ -110,6 +118,11 @@ func checkModel(t *testing.T, m *loader.Model, exp testmodels.Expected) {
 	if _, ok := m.Tensor("no such tensor"); ok {
 		t.Error("Tensor found a missing name")
 	}
+}
+
+func sha256Of(b []byte) []byte {
+	sum := sha256.Sum256(b)
+	return sum[:]
 }
 
 func firstIndex(ts []format.Tensor, name string) int {

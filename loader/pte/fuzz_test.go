@@ -103,6 +103,9 @@ func exercise(t *testing.T, p *pte.Program, size int64) {
 	if err := pte.ListMatchesAccessors(p); err != nil {
 		t.Fatal(err)
 	}
+	if err := appendMatchesTensorData(p); err != nil {
+		t.Fatal(err)
+	}
 	for i := range p.Tensors() {
 		tt := &p.Tensors()[i]
 		if g, ok := p.Tensor(tt.Name); !ok || g.Name != tt.Name {

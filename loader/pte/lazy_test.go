@@ -1,6 +1,10 @@
 package pte_test
 
 import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
 	"path/filepath"
 	"runtime"
 	"testing"
@@ -8,7 +12,9 @@ import (
 	"github.com/edgeload/edgeload/internal/memstat"
 	"github.com/edgeload/edgeload/internal/testmodels"
 	"github.com/edgeload/edgeload/internal/writer"
+	"github.com/edgeload/edgeload/loader/format"
 	"github.com/edgeload/edgeload/loader/pte"
+	"github.com/edgeload/edgeload/mmapfile"
 )
 
 // TestOpenTouchesNoSegmentPage opens a program whose constant segment is
@@ -233,5 +239,99 @@ func TestTensorDataBuildsNothing(t *testing.T) {
 	}
 	if total != want || total == 0 {
 		t.Errorf("TensorData covered %d bytes, the list %d", total, want)
+	}
+}
+
+// appendMatchesTensorData checks that AppendTensorBytes hands out, after a
+// prefix it leaves alone, TensorData(i).Bytes() for every i: the same
+// length and bytes, at the same address (so a zero-copy view in whole
+// and memory mode stays one).
+func appendMatchesTensorData(p *pte.Program) error {
+	prefix := []byte("kept")
+	got, err := p.AppendTensorBytes([][]byte{prefix})
+	if err != nil {
+		return fmt.Errorf("AppendTensorBytes: %v", err)
+	}
+	if len(got) != 1+p.NumTensors() || &got[0][0] != &prefix[0] {
+		return fmt.Errorf("AppendTensorBytes: %d views after the prefix, NumTensors %d", len(got)-1, p.NumTensors())
+	}
+	for i, b := range got[1:] {
+		want, err := p.TensorData(i).Bytes()
+		if err != nil {
+			return fmt.Errorf("TensorData(%d): %v", i, err)
+		}
+		if len(b) != len(want) || cap(b) != len(b) || !bytes.Equal(b, want) {
+			return fmt.Errorf("tensor %d: AppendTensorBytes %d bytes (cap %d), TensorData %d", i, len(b), cap(b), len(want))
+		}
+		if len(b) > 0 && p.MappedFile().Mode() != mmapfile.ModeCopy && &b[0] != &want[0] {
+			return fmt.Errorf("tensor %d: AppendTensorBytes and TensorData views at different addresses", i)
+		}
+	}
+	return nil
+}
+
+// AppendTensorBytes gives every tensor's view in each mapping mode, nil
+// for an external tensor with no data, allocates nothing when dst has room,
+// and fails once the file is closed.
+func TestAppendTensorBytes(t *testing.T) {
+	w := richProgram()
+	path := filepath.Join(t.TempDir(), "rich.pte")
+	if _, err := w.WriteFile(path); err != nil {
+		t.Fatal(err)
+	}
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	opens := map[string]func() (*pte.Program, error){
+		"whole": func() (*pte.Program, error) {
+			return pte.Open(path, pte.WithMmapOptions(mmapfile.WithMode(mmapfile.ModeWhole)))
+		},
+		"windowed": func() (*pte.Program, error) {
+			return pte.Open(path, pte.WithMmapOptions(mmapfile.WithMode(mmapfile.ModeWindowed)))
+		},
+		"copy": func() (*pte.Program, error) {
+			return pte.Open(path, pte.WithMmapOptions(mmapfile.WithMode(mmapfile.ModeCopy)))
+		},
+		"bytes":    func() (*pte.Program, error) { return pte.NewBytes(raw) },
+		"readerat": func() (*pte.Program, error) { return pte.NewReaderAt(bytes.NewReader(raw), int64(len(raw))) },
+	}
+	for how, open := range opens {
+		p, err := open()
+		if err != nil {
+			t.Fatalf("%s: %v", how, err)
+		}
+		if err := appendMatchesTensorData(p); err != nil {
+			t.Errorf("%s: %v", how, err)
+		}
+		var external, data int
+		views, _ := p.AppendTensorBytes(nil)
+		for i, b := range views {
+			switch {
+			case p.Tensors()[i].Location == format.LocExternal:
+				external++
+				if b != nil {
+					t.Errorf("%s: external tensor %d has %d bytes", how, i, len(b))
+				}
+			case len(b) > 0:
+				data++
+			}
+		}
+		if external == 0 || data == 0 {
+			t.Errorf("%s: %d external tensors, %d with data: the program should have both", how, external, data)
+		}
+		if m := p.MappedFile().Mode(); m == mmapfile.ModeWhole || m == mmapfile.ModeMemory {
+			dst := make([][]byte, 0, p.NumTensors())
+			if allocs := testing.AllocsPerRun(50, func() { dst, _ = p.AppendTensorBytes(dst[:0]) }); allocs != 0 {
+				t.Errorf("%s: AppendTensorBytes allocates %.1f times with room in dst, want 0", how, allocs)
+			}
+		}
+		if err := p.MappedFile().Close(); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := p.AppendTensorBytes(nil); !errors.Is(err, format.ErrClosed) {
+			t.Errorf("%s: AppendTensorBytes after the file's Close: %v, want ErrClosed", how, err)
+		}
+		p.Close()
 	}
 }

@@ -29,28 +29,35 @@ func constProgram(tb testing.TB, n int) []byte {
 // BenchmarkParse measures what Open does beyond the system calls: headers,
 // verification of the whole FlatBuffer, the semantic checks and a view of
 // every tensor, over a program already in memory (NewBytes). With
-// views=data the views come from TensorData, with views=tensors from the
-// tensor list (built by the first Tensors call).
+// views=append the views come from one AppendTensorBytes, with views=data
+// from TensorData one by one, with views=tensors from the tensor list
+// (built by the first Tensors call).
 func BenchmarkParse(b *testing.B) {
 	for _, n := range []int{64, 1024, 10000} {
-		for _, views := range []string{"data", "tensors"} {
+		for _, views := range []string{"append", "data", "tensors"} {
 			b.Run(fmt.Sprintf("tensors=%d/views=%s", n, views), func(b *testing.B) {
 				data := constProgram(b, n)
 				b.ReportAllocs()
 				least := time.Duration(math.MaxInt64)
+				dst := make([][]byte, 0, n)
 				for b.Loop() {
 					t0 := time.Now()
 					p, err := pte.NewBytes(data)
 					if err != nil {
 						b.Fatal(err)
 					}
-					if views == "data" {
+					switch views {
+					case "append":
+						if dst, err = p.AppendTensorBytes(dst[:0]); err != nil {
+							b.Fatal(err)
+						}
+					case "data":
 						for i := range p.NumTensors() {
 							if _, err := p.TensorData(i).Bytes(); err != nil {
 								b.Fatal(err)
 							}
 						}
-					} else {
+					default:
 						for i := range p.Tensors() {
 							if _, err := p.Tensors()[i].Data.Bytes(); err != nil {
 								b.Fatal(err)

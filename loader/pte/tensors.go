@@ -2,11 +2,13 @@ package pte
 
 import (
 	"encoding/binary"
+	"slices"
 	"strconv"
 	"sync"
 	"unsafe"
 
 	"github.com/edgeload/edgeload/loader/format"
+	"github.com/edgeload/edgeload/mmapfile"
 	"github.com/edgeload/edgeload/segment"
 )
 
@@ -66,6 +68,39 @@ func (p *Program) TensorData(i int) segment.Segment {
 	}
 	s, _ := segment.New(p.mf, r.off, r.nbytes) // checked by Open
 	return s
+}
+
+// AppendTensorBytes appends the bytes of every tensor, in order, to dst and
+// returns it: element i is TensorData(i).Bytes() (nil for an external
+// tensor not linked to its data). It is the cheapest way to a data pointer
+// for every weight: with the file mapped whole (or in memory) the views are
+// sub-slices of one mapping, taken in one loop, touching nothing; in other
+// modes it takes them one by one. It allocates only when dst has too
+// little room. On error (a closed file, a window that cannot be mapped) it
+// returns the views taken so far.
+func (p *Program) AppendTensorBytes(dst [][]byte) ([][]byte, error) {
+	dst = slices.Grow(dst, len(p.recs))
+	var all []byte
+	if m := p.mf.Mode(); m == mmapfile.ModeWhole || m == mmapfile.ModeMemory {
+		var err error
+		if all, err = p.mf.View(0, p.mf.Len()); err != nil {
+			return dst, err
+		}
+	}
+	for i := range p.recs {
+		r := &p.recs[i]
+		if all == nil || r.loc == format.LocExternal {
+			b, err := p.TensorData(i).Bytes()
+			if err != nil {
+				return dst, err
+			}
+			dst = append(dst, b)
+			continue
+		}
+		// Open checked the range against the file.
+		dst = append(dst, all[r.off:r.off+r.nbytes:r.off+r.nbytes])
+	}
+	return dst, nil
 }
 
 // all returns the tensor list, building it on first use.

@@ -16,6 +16,9 @@ import "unsafe"
 // Chunk is the minimum size of a chunk, in elements.
 const Chunk = 1024
 
+// firstStrings is the size of a Strings arena's first chunk.
+const firstStrings = 64
+
 // Strings copies byte strings into shared chunks.
 // The zero value is ready to use.
 type Strings struct {
@@ -29,7 +32,9 @@ func (a *Strings) Copy(b []byte) string {
 		return ""
 	}
 	if len(b) > cap(a.buf)-len(a.buf) {
-		a.buf = make([]byte, 0, max(len(b), 4*Chunk))
+		// Chunks double from 64 bytes up to 4 KiB: a program's few names
+		// cost a small allocation, a .ptd's thousands of keys few large.
+		a.buf = make([]byte, 0, max(len(b), min(4*Chunk, max(firstStrings, 2*cap(a.buf)))))
 	}
 	n := len(a.buf)
 	a.buf = append(a.buf, b...)

@@ -141,6 +141,7 @@ type builder struct {
 	// The tensors read so far (Program.recs once built); a worker's
 	// records are numbered from recBase (parallel.go).
 	recs      []tensorRec
+	recsBox   *[]tensorRec // what recs came from the pool in (getRecs)
 	recBase   int32
 	external  int     // external tensors among recs
 	dims      []int64 // scratch: a tensor's sizes
@@ -224,10 +225,12 @@ func (b *builder) build() error {
 			return err
 		}
 	}
-	p.recs, p.external = b.recs, b.external
+	p.recs, p.recsBox, p.ntensors, p.external = b.recs, b.recsBox, len(b.recs), b.external
 	if cap(p.recs) > 2*len(p.recs)+64 {
 		// Mostly activations: do not keep the room guessed for tensors.
 		p.recs = append([]tensorRec(nil), p.recs...)
+		putRecs(b.recs, b.recsBox)
+		p.recsBox = nil
 	}
 	return nil
 }
@@ -405,7 +408,7 @@ func (b *builder) method(i int, plan *ptefb.ExecutionPlan) error {
 	if b.recs == nil {
 		// Most values of a weights-heavy program are its tensors: start
 		// with room for all of them (a guess, not a bound).
-		b.recs = make([]tensorRec, 0, nv)
+		b.recs, b.recsBox = getRecs(nv)
 	}
 	vstart, _, _ := vecPos(plan.Table(), vtValues)
 	if !b.valuesParallel(i, m, vt, vstart) {

@@ -332,12 +332,14 @@ type Program struct {
 
 	methods      []Method
 	methodIdx    map[string]int
-	recs         []tensorRec // one per tensor (tensors.go)
-	constSeg     int         // segment index of the constant segment; -1 legacy
-	mutSeg       int         // segment index of mutable_data_segments[0]; -1 none
-	list         tensorList  // the Tensor values, built on first use
-	valueTensor  [][]int32   // per method, per value: index into recs or -1
-	inlineConsts bool        // constants are in the legacy constant_buffer (or there are none)
+	recs         []tensorRec // one per tensor (tensors.go); nil once closed
+	recsBox      *[]tensorRec
+	ntensors     int        // len(recs) before Close
+	constSeg     int        // segment index of the constant segment; -1 legacy
+	mutSeg       int        // segment index of mutable_data_segments[0]; -1 none
+	list         tensorList // the Tensor values, built on first use
+	valueTensor  [][]int32  // per method, per value: index into recs or -1
+	inlineConsts bool       // constants are in the legacy constant_buffer (or there are none)
 
 	// The name index is built by the first Tensor call: a program used by
 	// index or by value (TensorAt) never pays for it.
@@ -433,6 +435,8 @@ func (p *Program) Close() error {
 		region.Put(p.region)
 		p.region = nil
 	}
+	putRecs(p.recs, p.recsBox)
+	p.recs, p.recsBox = nil, nil
 	if p.owns {
 		return p.mf.Close()
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/edgeload/edgeload/internal/memstat"
 	"github.com/edgeload/edgeload/internal/writer"
+	"github.com/edgeload/edgeload/loader/format"
 	"github.com/edgeload/edgeload/loader/pte"
 	"github.com/edgeload/edgeload/platform"
 )
@@ -38,8 +39,9 @@ func regionProgram(t *testing.T, n int, prefix string) (string, []byte) {
 // summary lists what a program's tensors are: name, shape, offset, size.
 func summary(p *pte.Program) []string {
 	var s []string
-	for _, t := range p.Tensors() {
-		s = append(s, fmt.Sprintf("%s %v %d %d", t.Name, t.Shape, t.Data.Offset(), t.NBytes))
+	for i, t := range p.Tensors() {
+		d := p.TensorData(i)
+		s = append(s, fmt.Sprintf("%s %v %d %d %d %d", t.Name, t.Shape, t.Data.Offset(), t.NBytes, d.Offset(), d.Len()))
 	}
 	return s
 }
@@ -131,9 +133,27 @@ func TestProgramRegion(t *testing.T) {
 	if _, ok := q.Tensor("small.0"); ok {
 		t.Error("Tensor after Close found a tensor")
 	}
-	if n != 40 {
-		t.Errorf("NumTensors = %d, want 40", n)
+	if n != 40 || q.NumTensors() != n {
+		t.Errorf("NumTensors = %d before Close, %d after, want 40", n, q.NumTensors())
 	}
+	// The records went back to the pool: a view after Close is empty and
+	// reports the closed file.
+	if d := q.TensorData(n - 1); d.Len() != 0 {
+		t.Errorf("TensorData after Close = %v, want an empty segment", d)
+	} else if _, err := d.Bytes(); !errors.Is(err, format.ErrClosed) {
+		t.Errorf("TensorData(%d).Bytes() after Close: %v, want ErrClosed", n-1, err)
+	}
+	if _, err := q.AppendTensorBytes(nil); !errors.Is(err, format.ErrClosed) {
+		t.Errorf("AppendTensorBytes after Close: %v, want ErrClosed", err)
+	}
+	func() {
+		defer func() {
+			if recover() == nil {
+				t.Error("TensorData(NumTensors()) after Close did not panic")
+			}
+		}()
+		q.TensorData(n)
+	}()
 	if _, err := q.Methods()[0].Value(0); err == nil {
 		t.Error("Value after Close succeeded")
 	}

@@ -2,6 +2,7 @@ package pte
 
 import (
 	"encoding/binary"
+	"fmt"
 	"slices"
 	"strconv"
 	"sync"
@@ -31,6 +32,47 @@ type tensorRec struct {
 	dt     format.DType
 }
 
+// The records of a closed program go back to recPool for the next Open
+// (Program.Close): a load then neither allocates nor clears them (24 KiB
+// at 1024 tensors, most of what an Open allocated). Under -tags
+// edgeload_checked they are overwritten as they go back, so that a read
+// after Close shows.
+var recPool sync.Pool // of *[]tensorRec, length 0
+
+// maxPooledRecs is the most records a pooled slice may hold room for.
+const maxPooledRecs = 1 << 16
+
+// getRecs returns an empty slice with room for n records, from the pool
+// when it has one large enough, and the pointer it was pooled in (nil for
+// a new slice), for putRecs to reuse.
+func getRecs(n int) ([]tensorRec, *[]tensorRec) {
+	if x, _ := recPool.Get().(*[]tensorRec); x != nil {
+		if cap(*x) >= n {
+			return *x, x
+		}
+		recPool.Put(x)
+	}
+	return make([]tensorRec, 0, n), nil
+}
+
+// putRecs hands recs back to the pool, in box if it is not nil.
+func putRecs(recs []tensorRec, box *[]tensorRec) {
+	if cap(recs) == 0 || cap(recs) > maxPooledRecs {
+		return
+	}
+	recs = recs[:cap(recs)]
+	if checkedLoads {
+		for i := range recs {
+			recs[i] = tensorRec{off: -1 << 62, nbytes: -1 << 62, tensor: 1<<32 - 1, loc: format.LocExternal}
+		}
+	}
+	if box == nil {
+		box = new([]tensorRec)
+	}
+	*box = recs[:0]
+	recPool.Put(box)
+}
+
 // segmentOf returns the index of the segment that holds the data of
 // tensors at loc; -1 when not a segment.
 func (p *Program) segmentOf(loc format.Location) int {
@@ -51,15 +93,21 @@ type tensorList struct {
 
 // NumTensors returns the number of tensors (len(Tensors())) without
 // building them.
-func (p *Program) NumTensors() int { return len(p.recs) }
+func (p *Program) NumTensors() int { return p.ntensors }
 
 // TensorData returns the bytes of tensor i (Tensors()[i].Data) without
 // building the tensor list: the cheapest way to a data pointer for every
 // weight. The zero Segment for an external tensor not linked to its data.
 // It allocates nothing (for a linked external tensor it builds the list,
 // as Link did). It panics if i is out of range, like an index expression.
+// After Close it returns an empty segment of the program's file (whose
+// Bytes report ErrClosed once the file is closed).
 func (p *Program) TensorData(i int) segment.Segment {
-	r := &p.recs[i]
+	recs := p.recs
+	if uint(i) >= uint(len(recs)) {
+		return p.closedData(i)
+	}
+	r := &recs[i]
 	if r.loc == format.LocExternal {
 		if ts := p.all(); i < len(ts) {
 			return ts[i].Data
@@ -70,6 +118,15 @@ func (p *Program) TensorData(i int) segment.Segment {
 	return s
 }
 
+// closedData is TensorData's answer for an index it has no record for.
+func (p *Program) closedData(i int) segment.Segment {
+	if i < 0 || i >= p.ntensors {
+		panic(fmt.Sprintf("pte: TensorData(%d) of a program of %d tensors", i, p.ntensors))
+	}
+	s, _ := segment.New(p.mf, 0, 0) // closed: the records went back to the pool
+	return s
+}
+
 // AppendTensorBytes appends the bytes of every tensor, in order, to dst and
 // returns it: element i is TensorData(i).Bytes() (nil for an external
 // tensor not linked to its data). It is the cheapest way to a data pointer
@@ -77,8 +134,11 @@ func (p *Program) TensorData(i int) segment.Segment {
 // sub-slices of one mapping, taken in one loop, touching nothing; in other
 // modes it takes them one by one. It allocates only when dst has too
 // little room. On error (a closed file, a window that cannot be mapped) it
-// returns the views taken so far.
+// returns the views taken so far; after Close, ErrClosed.
 func (p *Program) AppendTensorBytes(dst [][]byte) ([][]byte, error) {
+	if p.closed.Load() {
+		return dst, fmt.Errorf("pte: %s: %w", p.name, format.ErrClosed)
+	}
 	dst = slices.Grow(dst, len(p.recs))
 	var all []byte
 	if m := p.mf.Mode(); m == mmapfile.ModeWhole || m == mmapfile.ModeMemory {

@@ -31,10 +31,10 @@ func constProgram(tb testing.TB, n int) []byte {
 // every tensor, over a program already in memory (NewBytes). With
 // views=append the views come from one AppendTensorBytes, with views=data
 // from TensorData one by one, with views=tensors from the tensor list
-// (built by the first Tensors call).
+// (built by the first Tensors call); views=none takes none.
 func BenchmarkParse(b *testing.B) {
 	for _, n := range []int{64, 1024, 10000} {
-		for _, views := range []string{"append", "data", "tensors"} {
+		for _, views := range []string{"append", "data", "tensors", "none"} {
 			b.Run(fmt.Sprintf("tensors=%d/views=%s", n, views), func(b *testing.B) {
 				data := constProgram(b, n)
 				b.ReportAllocs()
@@ -57,6 +57,7 @@ func BenchmarkParse(b *testing.B) {
 								b.Fatal(err)
 							}
 						}
+					case "none":
 					default:
 						for i := range p.Tensors() {
 							if _, err := p.Tensors()[i].Data.Bytes(); err != nil {

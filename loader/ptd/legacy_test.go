@@ -17,7 +17,7 @@ import (
 // flatBuffer returns the FlatBuffer region of a .ptd image.
 func flatBuffer(t *testing.T, b []byte) []byte {
 	t.Helper()
-	h, err := parseHeader(mmapfile.NewBytes(b), int64(len(b)))
+	h, err := parseHeader(b, int64(len(b)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -29,7 +29,7 @@ func flatBuffer(t *testing.T, b []byte) []byte {
 func readAs(t *testing.T, b []byte, legacy bool) (*File, error) {
 	t.Helper()
 	mf := mmapfile.NewBytes(b)
-	h, err := parseHeader(mf, int64(len(b)))
+	h, err := parseHeader(b, int64(len(b)))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -100,16 +100,15 @@ func checkIdentifier(id []byte) error {
 		"file identifier %q (% x) is not %q: not a .ptd file", id, id, Identifier)
 }
 
-// parseHeader reads and checks the FH01 header against the file size.
-func parseHeader(mf *mmapfile.File, size int64) (Header, error) {
+// parseHeader checks the FH01 header in head, the first bytes of a file of
+// size bytes (all of them when it is shorter than the header), against
+// the file size.
+func parseHeader(head []byte, size int64) (Header, error) {
 	var h Header
 	var buf [headerEnd]byte
-	n := int64(len(buf))
-	if size < n {
-		n = size
-	}
-	if _, err := mf.ReadAt(buf[:n], 0); err != nil {
-		return h, fmt.Errorf("ptd: reading header: %w", err)
+	n := int64(copy(buf[:], head))
+	if n < int64(len(buf)) && n < size {
+		return h, wrapf(format.ErrTruncated, "header", 0, "read %d bytes of the header of a %d-byte file", n, size)
 	}
 	if n < 8 {
 		return h, wrapf(format.ErrUnknownFormat, "identifier", 0,
@@ -211,13 +210,19 @@ func fieldPos(t flatbuffers.Table, id int) int64 {
 
 func parse(mf *mmapfile.File, c config) (*File, error) {
 	size := mf.Len()
-	h, err := parseHeader(mf, size)
+	// The first bytes, then the FlatBuffer the header in them describes,
+	// in a pooled buffer when small (package region): what Open keeps is
+	// copied out of it, so it goes back when Open returns.
+	head, hbuf, err := region.Head(mf)
 	if err != nil {
+		return nil, fmt.Errorf("ptd: reading header: %w", err)
+	}
+	h, err := parseHeader(head, size)
+	if err != nil {
+		region.Put(hbuf)
 		return nil, err
 	}
-	// Read into a pooled buffer when small (package region): what Open
-	// keeps is copied out of it, so it goes back when Open returns.
-	fb, buf, err := region.Read(mf, 0, h.FlatBufferLen())
+	fb, buf, err := region.Range(mf, head, hbuf, 0, h.FlatBufferLen())
 	if err != nil {
 		return nil, fmt.Errorf("ptd: reading the FlatBuffer: %w", err)
 	}

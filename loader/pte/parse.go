@@ -35,23 +35,19 @@ const (
 // them and builds the program's indexes.
 func newProgram(mf *mmapfile.File, owns bool, o options) (*Program, error) {
 	size := mf.Len()
-	peek := int64(headerPeek)
-	if size < peek {
-		peek = size
-	}
-	// The headers, then the region they describe, each read into a pooled
-	// buffer when small (package region): the first goes back at once,
-	// the second at Close.
-	head, hbuf, err := region.Read(mf, 0, peek)
+	// The first bytes (package region), then the region the headers in
+	// them describe, read into the same pooled buffer when small (only
+	// what the first read did not cover), which goes back at Close.
+	head, hbuf, err := region.Head(mf)
 	if err != nil {
 		return nil, err
 	}
-	hdr, err := parseHeader(head, size)
-	region.Put(hbuf)
+	hdr, err := parseHeader(head[:min(len(head), headerPeek)], size)
 	if err != nil {
+		region.Put(hbuf)
 		return nil, err
 	}
-	fb, buf, err := region.Read(mf, 0, hdr.ProgramSize)
+	fb, buf, err := region.Range(mf, head, hbuf, 0, hdr.ProgramSize)
 	if err != nil {
 		return nil, err
 	}

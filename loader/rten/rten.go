@@ -153,18 +153,19 @@ func load(f *mmapfile.File, c config) (m *Model, err error) {
 
 func parse(f *mmapfile.File, c config) (*Model, error) {
 	size := f.Len()
-	var hb [HeaderSize]byte
-	n := min(size, HeaderSize)
-	if _, err := f.ReadAt(hb[:n], 0); err != nil {
-		return nil, err
-	}
-	hdr, err := parseHeader(hb[:n], size)
+	// The first bytes, then the model the header in them describes, in a
+	// pooled buffer when small (package region): what the Model keeps is
+	// copied out of it, so it goes back when parse returns.
+	head, hbuf, err := region.Head(f)
 	if err != nil {
 		return nil, err
 	}
-	// Read into a pooled buffer when small (package region): what the
-	// Model keeps is copied out of it, so it goes back when parse returns.
-	buf, rbuf, err := region.Read(f, hdr.ModelOffset, hdr.ModelLen)
+	hdr, err := parseHeader(head[:min(int64(len(head)), HeaderSize)], size)
+	if err != nil {
+		region.Put(hbuf)
+		return nil, err
+	}
+	buf, rbuf, err := region.Range(f, head, hbuf, hdr.ModelOffset, hdr.ModelLen)
 	if err != nil {
 		return nil, err
 	}

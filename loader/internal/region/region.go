@@ -12,6 +12,10 @@
 // cost more than its faults, and keep a heap copy of it. A File that holds
 // its bytes in memory (mmapfile.NewBytes) is always read in place.
 //
+// A format package reads its first bytes with Head, parses its header from
+// them and gets its region with Range, which reads only what Head did not:
+// one system call for a region within the first page, two otherwise.
+//
 // Built with -tags edgeload_checked (CI runs the format packages' tests and
 // fuzz targets so), Put fills a buffer with 0xA5 before pooling it, so that
 // a reader that kept part of it reads garbage its tests see.
@@ -51,6 +55,48 @@ func Read(mf *mmapfile.File, off, n int64) (b []byte, buf *[]byte, err error) {
 		return nil, nil, err
 	}
 	return b, buf, nil
+}
+
+// HeadLen is how many bytes Head reads: enough for every header, and for
+// a small model's whole region, in one system call, and no more than the
+// first page the headers are on (which the kernel reads whole anyway), so
+// that Open reads no byte of the weights that follow a small region.
+const HeadLen = 4 << 10
+
+// Head returns the first min(HeadLen, mf.Len()) bytes of mf, as Read does:
+// a format package parses its header from them and passes them to Range
+// for its region, which then reads only what they do not cover (for a
+// small region nothing).
+func Head(mf *mmapfile.File) (head []byte, buf *[]byte, err error) {
+	return Read(mf, 0, min(mf.Len(), HeadLen))
+}
+
+// Range returns the n bytes of mf at off, as Read does, given head and
+// buf from Head (which it takes over: the caller puts only the buffer
+// Range returns). What head covers is not read again: a range within it is
+// a slice of its buffer, one that starts within it is completed in place
+// (in a larger buffer when buf is too small).
+func Range(mf *mmapfile.File, head []byte, buf *[]byte, off, n int64) ([]byte, *[]byte, error) {
+	h := int64(len(head))
+	switch {
+	case buf == nil || off < 0 || n < 0 || off > h || off+n > Max:
+		// In memory, not starting within the head, or too large to read.
+		Put(buf)
+		return Read(mf, off, n)
+	case off+n <= h:
+		return (*buf)[off : off+n : off+n], buf, nil
+	}
+	if int64(len(*buf)) < off+n {
+		s := make([]byte, max(off+n, minBuf))
+		copy(s, head)
+		Put(buf)
+		buf = &s
+	}
+	if _, err := mf.ReadAt((*buf)[h:off+n], h); err != nil {
+		Put(buf)
+		return nil, nil, err
+	}
+	return (*buf)[off : off+n : off+n], buf, nil
 }
 
 // Put hands a buffer from Read back to the pool; nil is ignored.

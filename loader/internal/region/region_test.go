@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"os"
 	"path/filepath"
+	"runtime"
 	"testing"
 
 	"github.com/edgeload/edgeload/mmapfile"
@@ -69,5 +70,86 @@ func TestPutPoisons(t *testing.T) {
 	Put(&s)
 	if !bytes.Equal(s, bytes.Repeat([]byte{0xA5}, len(s))) {
 		t.Errorf("Put left %q", s)
+	}
+}
+
+// countingReader counts the reads a File made through it.
+type countingReader struct {
+	r     *bytes.Reader
+	reads int
+}
+
+func (c *countingReader) ReadAt(p []byte, off int64) (int, error) {
+	c.reads++
+	return c.r.ReadAt(p, off)
+}
+
+// Range reads only what Head did not: nothing for a range within the
+// first HeadLen bytes, the rest for one that starts in them, all of it
+// for one that starts after them; the bytes are the file's in each case.
+func TestHeadRange(t *testing.T) {
+	data := make([]byte, Max+2*HeadLen)
+	for i := range data {
+		data[i] = byte(i*13 + i>>8)
+	}
+	for _, c := range []struct {
+		name     string
+		off, n   int64
+		reads    int  // ReadAt calls, Head's included
+		inPlace  bool // no pooled buffer (over Max)
+		sameBuf  int  // Head's buffer: 1 yes, 0 no, -1 either (back from the pool)
+		fileSize int64
+	}{
+		{"within the head", 100, 2000, 1, false, 1, 0},
+		{"the whole head", 0, HeadLen, 1, false, 1, 0},
+		{"past the head", 0, 30000, 2, false, 1, 0},
+		{"past a pooled buffer", 8, minBuf + 1000, 2, false, 0, 0}, // (the pool emptied first)
+		{"after the head", HeadLen + 10, 100, 2, false, -1, 0},
+		// (a File reading through a ReaderAt copies its views: a read)
+		{"over Max", 0, Max + 1, 2, true, 0, 0},
+		{"a file shorter than HeadLen", 10, 90, 1, false, 1, 1000},
+	} {
+		if c.sameBuf == 0 {
+			// Empty the pool (and its victim cache), so that Head's buffer
+			// is a new one of minBuf bytes.
+			runtime.GC()
+			runtime.GC()
+		}
+		size := int64(len(data))
+		if c.fileSize > 0 {
+			size = c.fileSize
+		}
+		cr := &countingReader{r: bytes.NewReader(data[:size])}
+		mf := mmapfile.NewReaderAt(cr, size)
+		head, hbuf, err := Head(mf)
+		if err != nil || int64(len(head)) != min(size, HeadLen) || !bytes.Equal(head, data[:len(head)]) {
+			t.Fatalf("%s: Head: %d bytes, %v", c.name, len(head), err)
+		}
+		b, buf, err := Range(mf, head, hbuf, c.off, c.n)
+		if err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		if !bytes.Equal(b, data[c.off:c.off+c.n]) || int64(cap(b)) != c.n {
+			t.Errorf("%s: wrong bytes (len %d cap %d)", c.name, len(b), cap(b))
+		}
+		if cr.reads != c.reads {
+			t.Errorf("%s: %d reads, want %d", c.name, cr.reads, c.reads)
+		}
+		if same := buf == hbuf; (buf == nil) != c.inPlace || c.sameBuf >= 0 && same != (c.sameBuf == 1) {
+			t.Errorf("%s: buffer %p (Head's %p), want in place %v, Head's %d", c.name, buf, hbuf, c.inPlace, c.sameBuf)
+		}
+		Put(buf)
+	}
+	// In memory, both are views in place.
+	mem := mmapfile.NewBytes(data)
+	head, hbuf, _ := Head(mem)
+	if b, buf, err := Range(mem, head, hbuf, 5, 50000); err != nil || hbuf != nil || buf != nil || &b[0] != &data[5] {
+		t.Errorf("in memory: Range not a view in place (%v)", err)
+	}
+	// Past the end of the file: the error, no buffer.
+	mf := mmapfile.NewReaderAt(bytes.NewReader(data[:9000]), 9000)
+	head, hbuf, _ = Head(mf)
+	if _, buf, err := Range(mf, head, hbuf, 100, 10000); err == nil || buf != nil {
+		t.Errorf("range past the end = %v, buffer %v", err, buf != nil)
 	}
 }

@@ -40,6 +40,28 @@ func ExampleOpen() {
 	// delegate XnnpackBackend in segment 1
 }
 
+// A runtime that wants a data pointer for every weight, and nothing else,
+// takes them all in one call: no tensor list (names, shapes) is built, and
+// nothing is copied or touched.
+func ExampleModel_AppendTensorBytes() {
+	m, err := loader.Open("../testdata/tiny.pte")
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer m.Close()
+	views, err := m.AppendTensorBytes(nil)
+	if err != nil {
+		log.Fatal(err)
+	}
+	for i, b := range views {
+		fmt.Printf("tensor %d: %d bytes, the same as TensorData: %v\n", i, len(b), m.TensorData(i).Len() == int64(len(b)))
+	}
+	// Output:
+	// tensor 0: 24 bytes, the same as TensorData: true
+	// tensor 1: 12 bytes, the same as TensorData: true
+	// tensor 2: 4 bytes, the same as TensorData: true
+}
+
 // A program's external tensors are resolved against .ptd files given with
 // WithData; their views point into the .ptd's mapping.
 func ExampleWithData() {

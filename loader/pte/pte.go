@@ -424,7 +424,9 @@ func collect(opts []Option) options {
 // program opened it (Open, NewBytes, NewReaderAt), not when it was given
 // one (NewFile); linked .ptd files are never closed. Views handed out
 // become invalid. Close is idempotent. After Close the tensor list is
-// empty unless it was built before.
+// empty unless it was built before, TensorData returns an empty view and
+// AppendTensorBytes ErrClosed (the metadata region and the tensor records
+// go back to pools for the next Open).
 func (p *Program) Close() error {
 	if p == nil || p.closed.Swap(true) {
 		return nil

@@ -139,26 +139,29 @@ func (p *Program) AppendTensorBytes(dst [][]byte) ([][]byte, error) {
 	if p.closed.Load() {
 		return dst, fmt.Errorf("pte: %s: %w", p.name, format.ErrClosed)
 	}
-	dst = slices.Grow(dst, len(p.recs))
+	recs := p.recs
+	n0 := len(dst)
+	dst = slices.Grow(dst, len(recs))[:n0+len(recs)]
+	out := dst[n0:][:len(recs)]
 	var all []byte
 	if m := p.mf.Mode(); m == mmapfile.ModeWhole || m == mmapfile.ModeMemory {
 		var err error
 		if all, err = p.mf.View(0, p.mf.Len()); err != nil {
-			return dst, err
+			return dst[:n0], err
 		}
 	}
-	for i := range p.recs {
-		r := &p.recs[i]
+	for i := range recs {
+		r := &recs[i]
 		if all == nil || r.loc == format.LocExternal {
 			b, err := p.TensorData(i).Bytes()
 			if err != nil {
-				return dst, err
+				return dst[:n0+i], err
 			}
-			dst = append(dst, b)
+			out[i] = b
 			continue
 		}
 		// Open checked the range against the file.
-		dst = append(dst, all[r.off:r.off+r.nbytes:r.off+r.nbytes])
+		out[i] = all[r.off : r.off+r.nbytes : r.off+r.nbytes]
 	}
 	return dst, nil
 }

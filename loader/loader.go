@@ -25,6 +25,7 @@ import (
 
 	"github.com/edgeload/edgeload/loader/format"
 	"github.com/edgeload/edgeload/loader/internal/nameindex"
+	"github.com/edgeload/edgeload/loader/internal/region"
 	"github.com/edgeload/edgeload/loader/ptd"
 	"github.com/edgeload/edgeload/loader/pte"
 	"github.com/edgeload/edgeload/loader/rten"
@@ -224,11 +225,13 @@ func newOwned(mf *mmapfile.File, name string, opts []Option) (*Model, error) {
 
 // newModel opens the model in mf (which the Model then owns).
 func newModel(mf *mmapfile.File, name string, c *config) (m *Model, err error) {
-	size := mf.Len()
-	head := make([]byte, min(size, SniffLen))
-	if _, err := mf.ReadAt(head, 0); err != nil && !errors.Is(err, io.EOF) {
+	// The first page, which the format package's Open takes (WithHead)
+	// rather than read again.
+	head, hbuf, err := region.Head(mf, nil)
+	if err != nil {
 		return nil, err
 	}
+	defer region.Put(hbuf)
 	f := Sniff(head)
 	m = &Model{format: f, name: name, mf: mf}
 	if len(c.data)+len(c.dataFile) > 0 && f != PTE {
@@ -243,26 +246,26 @@ func newModel(mf *mmapfile.File, name string, c *config) (m *Model, err error) {
 		if err := m.openData(c); err != nil {
 			return nil, err
 		}
-		p, err := pte.NewFile(mf, pte.WithData(m.data...), pte.WithWorkers(c.workers))
+		p, err := pte.NewFile(mf, pte.WithHead(head), pte.WithData(m.data...), pte.WithWorkers(c.workers))
 		if err != nil {
 			m.closeData()
 			return nil, err
 		}
 		m.prog = p
 	case PTD:
-		d, err := ptd.NewFile(mf)
+		d, err := ptd.NewFile(mf, ptd.WithHead(head))
 		if err != nil {
 			return nil, err
 		}
 		m.ptd = d
 	case RTen:
-		r, err := rten.NewFile(mf)
+		r, err := rten.NewFile(mf, rten.WithHead(head))
 		if err != nil {
 			return nil, err
 		}
 		m.rt = r
 	default:
-		r, rerr := rten.NewFile(mf)
+		r, rerr := rten.NewFile(mf, rten.WithHead(head))
 		if rerr != nil {
 			return nil, unknownFormat(head, rerr)
 		}

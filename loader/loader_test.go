@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"strings"
 	"testing"
 
 	"github.com/edgeload/edgeload/internal/testmodels"
@@ -559,5 +560,57 @@ func TestWithWorkers(t *testing.T) {
 		} else if !reflect.DeepEqual(got, want) {
 			t.Fatalf("WithWorkers(%d): tensors differ from WithWorkers(1)'s", w)
 		}
+	}
+}
+
+// countingReader counts the reads made through it.
+type countingReader struct {
+	r     *bytes.Reader
+	reads int
+}
+
+func (c *countingReader) ReadAt(p []byte, off int64) (int, error) {
+	c.reads++
+	return c.r.ReadAt(p, off)
+}
+
+// Open reads the file's first page once: the format package takes the
+// sniffer's bytes (WithHead) and reads only the rest of its region. A
+// model whose metadata lies in the first page costs one read, a larger
+// one two.
+func TestOpenReads(t *testing.T) {
+	big, err := (&writer.PTE{Methods: []writer.PTEMethod{writer.MixedMethod("forward", 300, 5)}, SegmentAlignment: 128}).Bytes()
+	if err != nil {
+		t.Fatal(err)
+	}
+	files := map[string][]byte{"big.pte (region over a page)": big}
+	for _, name := range []string{"tiny.pte", "tiny.ptd", "tiny-v2.rten", "tiny-v1.rten"} {
+		b, err := os.ReadFile(filepath.Join(testmodels.Root(), "testdata", name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		files[name] = b
+	}
+	for name, b := range files {
+		cr := &countingReader{r: bytes.NewReader(b)}
+		m, err := loader.NewReaderAt(cr, int64(len(b)))
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		reads := cr.reads
+		want := 1
+		if strings.HasPrefix(name, "big") {
+			want = 2
+		}
+		if reads != want {
+			t.Errorf("%s: Open made %d reads, want %d", name, reads, want)
+		}
+		// The same model as Open without the sniffer's bytes.
+		want2, _ := loader.NewBytes(b)
+		if got, exp := len(m.Tensors()), len(want2.Tensors()); got != exp || got == 0 {
+			t.Errorf("%s: %d tensors, NewBytes %d", name, got, exp)
+		}
+		want2.Close()
+		m.Close()
 	}
 }

@@ -213,7 +213,7 @@ func parse(mf *mmapfile.File, c config) (*File, error) {
 	// The first bytes, then the FlatBuffer the header in them describes,
 	// in a pooled buffer when small (package region): what Open keeps is
 	// copied out of it, so it goes back when Open returns.
-	head, hbuf, err := region.Head(mf)
+	head, hbuf, err := region.Head(mf, c.head)
 	if err != nil {
 		return nil, fmt.Errorf("ptd: reading header: %w", err)
 	}

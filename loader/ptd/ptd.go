@@ -136,7 +136,15 @@ type Option func(*config)
 type config struct {
 	name    string
 	mapOpts []mmapfile.Option
+	head    []byte // WithHead
 }
+
+// WithHead gives Open the file's first bytes when the caller has already
+// read them (as a format sniffer has): Open then reads only what they do not
+// cover, one system call fewer. They must be the file's own first bytes:
+// Open parses the headers and metadata from them as if it had read them
+// (still checking everything it hands out against the file itself).
+func WithHead(head []byte) Option { return func(c *config) { c.head = head } }
 
 // WithName sets the name File.Name reports (and errors may mention) for a
 // file not opened by path.

@@ -38,7 +38,7 @@ func newProgram(mf *mmapfile.File, owns bool, o options) (*Program, error) {
 	// The first bytes (package region), then the region the headers in
 	// them describe, read into the same pooled buffer when small (only
 	// what the first read did not cover), which goes back at Close.
-	head, hbuf, err := region.Head(mf)
+	head, hbuf, err := region.Head(mf, o.head)
 	if err != nil {
 		return nil, err
 	}

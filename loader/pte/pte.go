@@ -68,9 +68,10 @@ type options struct {
 	maxDepth  int
 	mmap      []mmapfile.Option
 	name      string
-	workers   int  // WithWorkers; 0: GOMAXPROCS
-	perWorker int  // the least values a worker takes; 0: defaultPerWorker (tests set it)
-	noLane    bool // read every value the general way (tests compare)
+	workers   int    // WithWorkers; 0: GOMAXPROCS
+	perWorker int    // the least values a worker takes; 0: defaultPerWorker (tests set it)
+	noLane    bool   // read every value the general way (tests compare)
+	head      []byte // WithHead
 
 	// Limits that tests set to check each bound where it falls: the
 	// object limit (0: fbverify's default), the work budget (0: the
@@ -79,6 +80,15 @@ type options struct {
 	maxObjects int
 	budget     int64
 	cut        int
+}
+
+// WithHead gives Open the file's first bytes when the caller has already
+// read them (as a format sniffer has): Open then reads only what they do not
+// cover, one system call fewer. They must be the file's own first bytes:
+// Open parses the headers and metadata from them as if it had read them
+// (still checking everything it hands out against the file itself).
+func WithHead(head []byte) Option {
+	return func(o *options) { o.head = head }
 }
 
 // WithWorkers bounds the goroutines Open reads a large execution plan's

@@ -58,7 +58,15 @@ type Option func(*config)
 type config struct {
 	maxDepth int
 	fileOpts []mmapfile.Option
+	head     []byte // WithHead
 }
+
+// WithHead gives Open the file's first bytes when the caller has already
+// read them (as a format sniffer has): Open then reads only what they do not
+// cover, one system call fewer. They must be the file's own first bytes:
+// Open parses the headers and metadata from them as if it had read them
+// (still checking everything it hands out against the file itself).
+func WithHead(head []byte) Option { return func(c *config) { c.head = head } }
 
 // WithMaxSubgraphDepth sets how deeply If/Loop subgraphs may nest before the
 // file is rejected (DefaultMaxSubgraphDepth when n <= 0).
@@ -156,7 +164,7 @@ func parse(f *mmapfile.File, c config) (*Model, error) {
 	// The first bytes, then the model the header in them describes, in a
 	// pooled buffer when small (package region): what the Model keeps is
 	// copied out of it, so it goes back when parse returns.
-	head, hbuf, err := region.Head(f)
+	head, hbuf, err := region.Head(f, c.head)
 	if err != nil {
 		return nil, err
 	}

@@ -34,6 +34,9 @@ const Max = 256 << 10
 // programs).
 const minBuf = 64 << 10
 
+// Every pooled buffer holds a head (Head takes one without checking).
+const _ = uint(minBuf - HeadLen)
+
 var pool sync.Pool // of *[]byte
 
 // Read returns the n bytes of mf at off: read with ReadAt into a pooled
@@ -66,9 +69,28 @@ const HeadLen = 4 << 10
 // Head returns the first min(HeadLen, mf.Len()) bytes of mf, as Read does:
 // a format package parses its header from them and passes them to Range
 // for its region, which then reads only what they do not cover (for a
-// small region nothing).
-func Head(mf *mmapfile.File) (head []byte, buf *[]byte, err error) {
-	return Read(mf, 0, min(mf.Len(), HeadLen))
+// small region nothing). known, if not empty, is what the caller already
+// read of them (a format sniffer's read: the file's first bytes): they
+// are copied, and only the rest is read.
+func Head(mf *mmapfile.File, known []byte) (head []byte, buf *[]byte, err error) {
+	n := min(mf.Len(), HeadLen)
+	k := min(int64(len(known)), n)
+	if k == 0 || mf.Mode() == mmapfile.ModeMemory {
+		return Read(mf, 0, n)
+	}
+	buf, _ = pool.Get().(*[]byte)
+	if buf == nil {
+		s := make([]byte, minBuf) // (every pooled buffer holds HeadLen)
+		buf = &s
+	}
+	copy(*buf, known[:k])
+	if k < n {
+		if _, err := mf.ReadAt((*buf)[k:n], k); err != nil {
+			Put(buf)
+			return nil, nil, err
+		}
+	}
+	return (*buf)[:n:n], buf, nil
 }
 
 // Range returns the n bytes of mf at off, as Read does, given head and

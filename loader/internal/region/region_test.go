@@ -121,7 +121,7 @@ func TestHeadRange(t *testing.T) {
 		}
 		cr := &countingReader{r: bytes.NewReader(data[:size])}
 		mf := mmapfile.NewReaderAt(cr, size)
-		head, hbuf, err := Head(mf)
+		head, hbuf, err := Head(mf, nil)
 		if err != nil || int64(len(head)) != min(size, HeadLen) || !bytes.Equal(head, data[:len(head)]) {
 			t.Fatalf("%s: Head: %d bytes, %v", c.name, len(head), err)
 		}
@@ -142,14 +142,53 @@ func TestHeadRange(t *testing.T) {
 	}
 	// In memory, both are views in place.
 	mem := mmapfile.NewBytes(data)
-	head, hbuf, _ := Head(mem)
+	head, hbuf, _ := Head(mem, nil)
 	if b, buf, err := Range(mem, head, hbuf, 5, 50000); err != nil || hbuf != nil || buf != nil || &b[0] != &data[5] {
 		t.Errorf("in memory: Range not a view in place (%v)", err)
 	}
 	// Past the end of the file: the error, no buffer.
 	mf := mmapfile.NewReaderAt(bytes.NewReader(data[:9000]), 9000)
-	head, hbuf, _ = Head(mf)
+	head, hbuf, _ = Head(mf, nil)
 	if _, buf, err := Range(mf, head, hbuf, 100, 10000); err == nil || buf != nil {
 		t.Errorf("range past the end = %v, buffer %v", err, buf != nil)
+	}
+}
+
+// Head copies what the caller already read of the first page and reads
+// only the rest.
+func TestHeadKnown(t *testing.T) {
+	data := make([]byte, 3*HeadLen)
+	for i := range data {
+		data[i] = byte(i*31 + 7)
+	}
+	for _, c := range []struct {
+		name  string
+		size  int64
+		known int
+		reads int
+	}{
+		{"nothing known", int64(len(data)), 0, 1},
+		{"a sniffer's 8 bytes", int64(len(data)), 8, 1},
+		{"the whole head", int64(len(data)), HeadLen, 0},
+		{"more than the head", int64(len(data)), 2 * HeadLen, 0},
+		{"a small file, whole", 100, 100, 0},
+	} {
+		cr := &countingReader{r: bytes.NewReader(data[:c.size])}
+		mf := mmapfile.NewReaderAt(cr, c.size)
+		known := bytes.Clone(data[:c.known])
+		head, buf, err := Head(mf, known)
+		if err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		if want := min(c.size, HeadLen); !bytes.Equal(head, data[:want]) || int64(cap(head)) != want {
+			t.Errorf("%s: %d bytes (cap %d), not the file's first %d", c.name, len(head), cap(head), want)
+		}
+		if len(head) > 0 && len(known) > 0 && &head[0] == &known[0] {
+			t.Errorf("%s: the head is the caller's slice, not a copy", c.name)
+		}
+		if cr.reads != c.reads {
+			t.Errorf("%s: %d reads, want %d", c.name, cr.reads, c.reads)
+		}
+		Put(buf)
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/edgeload/edgeload/internal/readcount"
 	"github.com/edgeload/edgeload/internal/testmodels"
 	"github.com/edgeload/edgeload/internal/writer"
 	"github.com/edgeload/edgeload/loader"
@@ -563,17 +564,6 @@ func TestWithWorkers(t *testing.T) {
 	}
 }
 
-// countingReader counts the reads made through it.
-type countingReader struct {
-	r     *bytes.Reader
-	reads int
-}
-
-func (c *countingReader) ReadAt(p []byte, off int64) (int, error) {
-	c.reads++
-	return c.r.ReadAt(p, off)
-}
-
 // Open reads the file's first page once: the format package takes the
 // sniffer's bytes (WithHead) and reads only the rest of its region. A
 // model whose metadata lies in the first page costs one read, a larger
@@ -592,12 +582,12 @@ func TestOpenReads(t *testing.T) {
 		files[name] = b
 	}
 	for name, b := range files {
-		cr := &countingReader{r: bytes.NewReader(b)}
+		cr := &readcount.ReaderAt{R: bytes.NewReader(b)}
 		m, err := loader.NewReaderAt(cr, int64(len(b)))
 		if err != nil {
 			t.Fatalf("%s: %v", name, err)
 		}
-		reads := cr.reads
+		reads := cr.Reads
 		want := 1
 		if strings.HasPrefix(name, "big") {
 			want = 2

@@ -7,6 +7,7 @@ import (
 	"runtime"
 	"testing"
 
+	"github.com/edgeload/edgeload/internal/readcount"
 	"github.com/edgeload/edgeload/mmapfile"
 )
 
@@ -73,17 +74,6 @@ func TestPutPoisons(t *testing.T) {
 	}
 }
 
-// countingReader counts the reads a File made through it.
-type countingReader struct {
-	r     *bytes.Reader
-	reads int
-}
-
-func (c *countingReader) ReadAt(p []byte, off int64) (int, error) {
-	c.reads++
-	return c.r.ReadAt(p, off)
-}
-
 // Range reads only what Head did not: nothing for a range within the
 // first HeadLen bytes, the rest for one that starts in them, all of it
 // for one that starts after them; the bytes are the file's in each case.
@@ -119,7 +109,7 @@ func TestHeadRange(t *testing.T) {
 		if c.fileSize > 0 {
 			size = c.fileSize
 		}
-		cr := &countingReader{r: bytes.NewReader(data[:size])}
+		cr := &readcount.ReaderAt{R: bytes.NewReader(data[:size])}
 		mf := mmapfile.NewReaderAt(cr, size)
 		head, hbuf, err := Head(mf, nil)
 		if err != nil || int64(len(head)) != min(size, HeadLen) || !bytes.Equal(head, data[:len(head)]) {
@@ -132,8 +122,8 @@ func TestHeadRange(t *testing.T) {
 		if !bytes.Equal(b, data[c.off:c.off+c.n]) || int64(cap(b)) != c.n {
 			t.Errorf("%s: wrong bytes (len %d cap %d)", c.name, len(b), cap(b))
 		}
-		if cr.reads != c.reads {
-			t.Errorf("%s: %d reads, want %d", c.name, cr.reads, c.reads)
+		if cr.Reads != c.reads {
+			t.Errorf("%s: %d reads, want %d", c.name, cr.Reads, c.reads)
 		}
 		if same := buf == hbuf; (buf == nil) != c.inPlace || c.sameBuf >= 0 && same != (c.sameBuf == 1) {
 			t.Errorf("%s: buffer %p (Head's %p), want in place %v, Head's %d", c.name, buf, hbuf, c.inPlace, c.sameBuf)
@@ -173,7 +163,7 @@ func TestHeadKnown(t *testing.T) {
 		{"more than the head", int64(len(data)), 2 * HeadLen, 0},
 		{"a small file, whole", 100, 100, 0},
 	} {
-		cr := &countingReader{r: bytes.NewReader(data[:c.size])}
+		cr := &readcount.ReaderAt{R: bytes.NewReader(data[:c.size])}
 		mf := mmapfile.NewReaderAt(cr, c.size)
 		known := bytes.Clone(data[:c.known])
 		head, buf, err := Head(mf, known)
@@ -186,8 +176,8 @@ func TestHeadKnown(t *testing.T) {
 		if len(head) > 0 && len(known) > 0 && &head[0] == &known[0] {
 			t.Errorf("%s: the head is the caller's slice, not a copy", c.name)
 		}
-		if cr.reads != c.reads {
-			t.Errorf("%s: %d reads, want %d", c.name, cr.reads, c.reads)
+		if cr.Reads != c.reads {
+			t.Errorf("%s: %d reads, want %d", c.name, cr.Reads, c.reads)
 		}
 		Put(buf)
 	}

@@ -65,7 +65,8 @@ type config struct {
 // read them (as a format sniffer has): Open then reads only what they do not
 // cover, one system call fewer. They must be the file's own first bytes:
 // Open parses the headers and metadata from them as if it had read them
-// (still checking everything it hands out against the file itself).
+// (still checking everything it hands out against the file itself). Open
+// copies what it uses: head is the caller's again when Open returns.
 func WithHead(head []byte) Option { return func(c *config) { c.head = head } }
 
 // WithMaxSubgraphDepth sets how deeply If/Loop subgraphs may nest before the

@@ -101,15 +101,12 @@ func checkIdentifier(id []byte) error {
 }
 
 // parseHeader checks the FH01 header in head, the first bytes of a file of
-// size bytes (all of them when it is shorter than the header), against
-// the file size.
+// size bytes (at least min(size, headerEnd) of them), against the file
+// size.
 func parseHeader(head []byte, size int64) (Header, error) {
 	var h Header
 	var buf [headerEnd]byte
 	n := int64(copy(buf[:], head))
-	if n < int64(len(buf)) && n < size {
-		return h, wrapf(format.ErrTruncated, "header", 0, "read %d bytes of the header of a %d-byte file", n, size)
-	}
 	if n < 8 {
 		return h, wrapf(format.ErrUnknownFormat, "identifier", 0,
 			"file of %d bytes is too short for a FlatBuffer identifier", size)

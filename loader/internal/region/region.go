@@ -34,10 +34,17 @@ const Max = 256 << 10
 // programs).
 const minBuf = 64 << 10
 
-// Every pooled buffer holds a head (Head takes one without checking).
-const _ = uint(minBuf - HeadLen)
-
 var pool sync.Pool // of *[]byte
+
+// get returns a buffer of at least n bytes, from the pool when it has one.
+func get(n int64) *[]byte {
+	buf, _ := pool.Get().(*[]byte)
+	if buf == nil || int64(len(*buf)) < n {
+		s := make([]byte, max(n, minBuf))
+		buf = &s
+	}
+	return buf
+}
 
 // Read returns the n bytes of mf at off: read with ReadAt into a pooled
 // buffer when mf is not in memory and n <= Max (buf; hand it back with Put
@@ -47,11 +54,7 @@ func Read(mf *mmapfile.File, off, n int64) (b []byte, buf *[]byte, err error) {
 		b, err = mf.View(off, n)
 		return b, nil, err
 	}
-	buf, _ = pool.Get().(*[]byte)
-	if buf == nil || int64(len(*buf)) < n {
-		s := make([]byte, max(n, minBuf))
-		buf = &s
-	}
+	buf = get(n)
 	b = (*buf)[:n:n]
 	if _, err := mf.ReadAt(b, off); err != nil {
 		Put(buf)
@@ -78,11 +81,7 @@ func Head(mf *mmapfile.File, known []byte) (head []byte, buf *[]byte, err error)
 	if k == 0 || mf.Mode() == mmapfile.ModeMemory {
 		return Read(mf, 0, n)
 	}
-	buf, _ = pool.Get().(*[]byte)
-	if buf == nil {
-		s := make([]byte, minBuf) // (every pooled buffer holds HeadLen)
-		buf = &s
-	}
+	buf = get(n)
 	copy(*buf, known[:k])
 	if k < n {
 		if _, err := mf.ReadAt((*buf)[k:n], k); err != nil {
@@ -109,10 +108,10 @@ func Range(mf *mmapfile.File, head []byte, buf *[]byte, off, n int64) ([]byte, *
 		return (*buf)[off : off+n : off+n], buf, nil
 	}
 	if int64(len(*buf)) < off+n {
-		s := make([]byte, max(off+n, minBuf))
-		copy(s, head)
-		Put(buf)
-		buf = &s
+		small := buf
+		buf = get(off + n)
+		copy(*buf, head)
+		Put(small)
 	}
 	if _, err := mf.ReadAt((*buf)[h:off+n], h); err != nil {
 		Put(buf)

@@ -128,3 +128,24 @@ print(t[0]["offset"], t[1]["offset"] - t[0]["offset"], len(t))')
     fi
   } | tee "$OUT/cfloor.jsonl"
 fi
+
+# A C++ mapping loader doing the reference's work (headers, then a pointer
+# to every constant tensor) with the code flatc generates from the
+# project's schema, without and with flatbuffers::Verifier: ExecuTorch's
+# loader cannot be built here, so this calibrates the machine against its
+# published numbers. Needs flatc and the FlatBuffers C++ headers (Debian:
+# flatbuffers-compiler, libflatbuffers-dev), both 2.0.8.
+if command -v flatc >/dev/null && command -v g++ >/dev/null && [ -e /usr/include/flatbuffers/flatbuffers.h ]; then
+  gen=$(mktemp -d)
+  flatc --cpp -o "$gen" internal/schema/program.fbs
+  g++ -O2 -std=c++17 -I"$gen" -o "$OUT/cxxload" bench/cxxload/load.cc
+  rm -rf "$gen"
+  kws=../shared/models/pte/arduino-keyword-spotting.pte
+  {
+    for f in "$DIR/pte-64M.pte" "$DIR/pte-1G.pte" "$P4G" "$DIR/flat-64M.pte" $( [ -e "$kws" ] && echo "$kws" ); do
+      for m in minimal verify; do "${nice[@]}" "$OUT/cxxload" $m "$f" 3000; done
+      # edgeload in the same minute, for the side by side.
+      $LB -n 3000 -mode whole "$f"
+    done
+  } | tee "$OUT/cxxload.jsonl"
+fi

@@ -1,0 +1,201 @@
+// A C++ mapping loader of .pte programs, for calibrating this machine
+// against the reference measurements of ExecuTorch's C++ loader (which
+// cannot be built here): the work the reference describes, done with the
+// C++ code flatc generates from the project's own schema
+// (internal/schema/program.fbs). Each of N loads: open, fstat, mmap the
+// whole file, check the headers, then a pointer to the bytes of every
+// constant tensor (its size from its shape and scalar type, its offset from
+// constant_segment.offsets, checked to lie in its segment), touching no
+// weight; munmap, close. The program's FlatBuffer is read through the
+// mapping (page faults), as a mapping loader does.
+//
+// Modes:
+//   minimal  the headers and the file identifier only: the FlatBuffer is
+//            trusted, as by ExecuTorch's default (minimal) verification
+//   verify   the same after flatbuffers::Verifier has checked the whole
+//            program (every table, vector, string and offset in bounds):
+//            structural verification in C++, a part of what edgeload's
+//            Open checks
+//
+// A benchmark tool for the project's generated files, not a loader: in
+// minimal mode a malformed FlatBuffer is read unchecked.
+//
+// Build and run (bench/run.sh does this):
+//
+//   flatc --cpp -o /tmp/fbgen internal/schema/program.fbs
+//   g++ -O2 -std=c++17 -I/tmp/fbgen -o /tmp/cxxload bench/cxxload/load.cc
+//   /tmp/cxxload minimal|verify FILE [N]
+//
+// It prints one JSON line: {"file", "mode", "iters", "tensors",
+// "median_us", "min_us"}.
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <vector>
+
+#include "program_generated.h"
+
+namespace {
+
+double now_us() {
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1e6 + ts.tv_nsec / 1e3;
+}
+
+uint32_t le32(const uint8_t *p) {
+	uint32_t v;
+	memcpy(&v, p, 4);
+	return v;
+}
+
+uint64_t le64(const uint8_t *p) {
+	uint64_t v;
+	memcpy(&v, p, 8);
+	return v;
+}
+
+// elemSize is the element size of an ExecuTorch ScalarType (FORMATS.md), 0
+// for the reserved and unknown ones.
+int elemSize(int8_t st) {
+	switch (st) {
+	case 0: case 1: case 11: case 12: case 13: case 16: case 17:
+	case 23: case 24: case 25: case 26:
+		return 1;
+	case 2: case 5: case 15: case 22: case 27:
+		return 2;
+	case 3: case 6: case 14: case 28:
+		return 4;
+	case 4: case 7: case 29:
+		return 8;
+	}
+	return 0;
+}
+
+// load is one load of the program in b (size bytes); it appends a pointer
+// per constant tensor to ptrs and returns false when the file is not one
+// it can read.
+bool load(const uint8_t *b, uint64_t size, bool verify, std::vector<const uint8_t *> &ptrs) {
+	if (size < 8 || !flatbuffers::BufferHasIdentifier(b, ptefb::ProgramIdentifier())) {
+		return false;
+	}
+	uint64_t progSize = size, segBase = 0;
+	if (size >= 32 && memcmp(b + 8, "eh00", 4) == 0) {
+		if (le32(b + 12) < 24) {
+			return false;
+		}
+		progSize = le64(b + 16), segBase = le64(b + 24);
+		if (progSize > size || segBase > size) {
+			return false;
+		}
+	}
+	if (verify) {
+		flatbuffers::Verifier v(b, progSize);
+		if (!ptefb::VerifyProgramBuffer(v)) {
+			return false;
+		}
+	}
+	const ptefb::Program *p = ptefb::GetProgram(b);
+	const ptefb::SubsegmentOffsets *cs = p->constant_segment();
+	const uint8_t *seg = nullptr;
+	uint64_t segLen = 0;
+	const flatbuffers::Vector<uint64_t> *offs = nullptr;
+	if (cs != nullptr && cs->offsets() != nullptr && p->segments() != nullptr) {
+		if (cs->segment_index() >= p->segments()->size()) {
+			return false;
+		}
+		const ptefb::DataSegment *s = p->segments()->Get(cs->segment_index());
+		if (s->offset() > size - segBase || s->size() > size - segBase - s->offset()) {
+			return false;
+		}
+		seg = b + segBase + s->offset(), segLen = s->size(), offs = cs->offsets();
+	}
+	if (p->execution_plan() == nullptr) {
+		return true;
+	}
+	for (const ptefb::ExecutionPlan *plan : *p->execution_plan()) {
+		if (plan->values() == nullptr) {
+			continue;
+		}
+		for (const ptefb::EValue *v : *plan->values()) {
+			const ptefb::Tensor *t = v->val_as_Tensor();
+			if (t == nullptr || t->data_buffer_idx() == 0 || t->allocation_info() != nullptr) {
+				continue;
+			}
+			uint64_t n = elemSize(t->scalar_type());
+			if (n == 0 || offs == nullptr || t->data_buffer_idx() >= offs->size()) {
+				return false;
+			}
+			if (t->sizes() != nullptr) {
+				for (int32_t d : *t->sizes()) {
+					if (d < 0) {
+						return false;
+					}
+					n *= uint64_t(d); // the generated shapes do not overflow
+				}
+			}
+			uint64_t off = offs->Get(t->data_buffer_idx());
+			if (off > segLen || n > segLen - off) {
+				return false;
+			}
+			ptrs.push_back(seg + off);
+		}
+	}
+	return true;
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+	if (argc < 3 || (strcmp(argv[1], "minimal") != 0 && strcmp(argv[1], "verify") != 0)) {
+		fprintf(stderr, "usage: %s minimal|verify FILE [N]\n", argv[0]);
+		return 2;
+	}
+	bool verify = strcmp(argv[1], "verify") == 0;
+	const char *path = argv[2];
+	int n = argc > 3 ? atoi(argv[3]) : 2000;
+	if (n < 1) {
+		fprintf(stderr, "%s: N must be positive\n", argv[0]);
+		return 2;
+	}
+	std::vector<double> t(n);
+	std::vector<const uint8_t *> ptrs;
+	ptrs.reserve(1 << 20);
+	size_t tensors = 0;
+	for (int i = 0; i < n; i++) {
+		double t0 = now_us();
+		int fd = open(path, O_RDONLY | O_CLOEXEC);
+		struct stat st;
+		if (fd < 0 || fstat(fd, &st) != 0) {
+			perror(path);
+			return 1;
+		}
+		void *m = mmap(nullptr, st.st_size, PROT_READ, MAP_SHARED, fd, 0);
+		if (m == MAP_FAILED) {
+			perror("mmap");
+			return 1;
+		}
+		ptrs.clear();
+		if (!load(static_cast<const uint8_t *>(m), uint64_t(st.st_size), verify, ptrs)) {
+			fprintf(stderr, "%s: not a program this tool reads\n", path);
+			return 1;
+		}
+		munmap(m, st.st_size);
+		close(fd);
+		t[i] = now_us() - t0;
+		tensors = ptrs.size();
+	}
+	double least = *std::min_element(t.begin(), t.end());
+	std::nth_element(t.begin(), t.begin() + n / 2, t.end());
+	printf("{\"file\":\"%s\",\"mode\":\"cxx-%s\",\"iters\":%d,\"tensors\":%zu,\"median_us\":%.1f,\"min_us\":%.1f}\n",
+	       path, argv[1], n, tensors, t[n / 2], least);
+	return 0;
+}

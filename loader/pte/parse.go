@@ -29,6 +29,14 @@ const (
 	vtValues = 4 + 2*2
 	// vtOffsets is the vtable offset of SubsegmentOffsets.offsets (id 1).
 	vtOffsets = 4 + 2*1
+	// The [int] vectors of value indices: ExecutionPlan.inputs (id 3) and
+	// outputs (id 4), Chain.inputs (id 0) and outputs (id 1),
+	// KernelCall.args and DelegateCall.args (id 1), TensorList.items and
+	// OptionalTensorList.items (id 0).
+	vtPlanInputs, vtPlanOutputs   = 4 + 2*3, 4 + 2*4
+	vtChainInputs, vtChainOutputs = 4 + 2*0, 4 + 2*1
+	vtCallArgs                    = 4 + 2*1
+	vtListItems                   = 4 + 2*0
 )
 
 // newProgram reads the headers and the FlatBuffer region of mf, verifies
@@ -375,28 +383,29 @@ func (b *builder) method(i int, plan *ptefb.ExecutionPlan) error {
 	m.Index = i
 	m.p = p
 	m.pos = plan.Table().Pos
-	planField := planField(i)
+	// The field path, for errors only: built when one is reported.
+	pf := func() string { return planField(i) }
 	name := plan.Name()
 	if !b.spend(len(name)) {
-		return b.overBudget(planField+".name", int64(m.pos))
+		return b.overBudget(pf()+".name", int64(m.pos))
 	}
 	m.Name = b.strs.Copy(name)
 	if _, dup := p.methodIdx[m.Name]; dup {
-		return b.fail(planField+".name", int64(plan.Table().Pos), "execution plan name %q repeats an earlier plan's", m.Name)
+		return b.fail(pf()+".name", int64(plan.Table().Pos), "execution plan name %q repeats an earlier plan's", m.Name)
 	}
 	p.methodIdx[m.Name] = i
 	var cm ptefb.ContainerMetadata
 	if plan.ContainerMetaType(&cm) != nil {
 		in, out := cm.EncodedInpStr(), cm.EncodedOutStr()
 		if !b.spend(len(in) + len(out)) {
-			return b.overBudget(planField+".container_meta_type", int64(m.pos))
+			return b.overBudget(pf()+".container_meta_type", int64(m.pos))
 		}
 		m.EncodedInputs, m.EncodedOutputs = b.strs.Copy(in), b.strs.Copy(out)
 	}
 
 	nv := plan.ValuesLength()
 	if !b.spend(nv) {
-		return b.overBudget(planField+".values", int64(m.pos))
+		return b.overBudget(pf()+".values", int64(m.pos))
 	}
 	m.nv = nv
 	vt := make([]int32, nv)
@@ -413,18 +422,17 @@ func (b *builder) method(i int, plan *ptefb.ExecutionPlan) error {
 		}
 	}
 
-	pf := func() string { return planField }
 	var err error
-	if m.Inputs, err = b.valueIndices(plan.InputsLength(), plan.Inputs, nv, pf, ".inputs", int64(plan.Table().Pos)); err != nil {
+	if m.Inputs, err = b.valueIndices(i32Field(plan.Table(), vtPlanInputs), nv, pf, ".inputs", int64(plan.Table().Pos)); err != nil {
 		return err
 	}
-	if m.Outputs, err = b.valueIndices(plan.OutputsLength(), plan.Outputs, nv, pf, ".outputs", int64(plan.Table().Pos)); err != nil {
+	if m.Outputs, err = b.valueIndices(i32Field(plan.Table(), vtPlanOutputs), nv, pf, ".outputs", int64(plan.Table().Pos)); err != nil {
 		return err
 	}
 
 	no := plan.OperatorsLength()
 	if !b.spend(no) {
-		return b.overBudget(planField+".operators", int64(m.pos))
+		return b.overBudget(pf()+".operators", int64(m.pos))
 	}
 	m.Operators = make([]Operator, no)
 	var op ptefb.Operator
@@ -432,14 +440,14 @@ func (b *builder) method(i int, plan *ptefb.ExecutionPlan) error {
 		plan.Operators(&op, k)
 		nm, ov := op.Name(), op.Overload()
 		if !b.spend(len(nm) + len(ov)) {
-			return b.overBudget(idx(planField+".operators", k), int64(op.Table().Pos))
+			return b.overBudget(idx(pf()+".operators", k), int64(op.Table().Pos))
 		}
 		m.Operators[k] = Operator{Name: b.strs.Copy(nm), Overload: b.strs.Copy(ov)}
 	}
 
 	nb := plan.NonConstBufferSizesLength()
 	if !b.spend(nb) {
-		return b.overBudget(planField+".non_const_buffer_sizes", int64(m.pos))
+		return b.overBudget(pf()+".non_const_buffer_sizes", int64(m.pos))
 	}
 	m.NonConstBufferSizes = make([]int64, nb)
 	for k := range m.NonConstBufferSizes {
@@ -447,13 +455,13 @@ func (b *builder) method(i int, plan *ptefb.ExecutionPlan) error {
 	}
 
 	nd := plan.DelegatesLength()
-	if err := b.delegates(m, plan, planField); err != nil {
+	if err := b.delegates(m, plan, pf); err != nil {
 		return err
 	}
 
 	nc := plan.ChainsLength()
 	if !b.spend(nc) {
-		return b.overBudget(planField+".chains", int64(m.pos))
+		return b.overBudget(pf()+".chains", int64(m.pos))
 	}
 	m.Chains = make([]Chain, nc)
 	var ch ptefb.Chain
@@ -466,28 +474,48 @@ func (b *builder) method(i int, plan *ptefb.ExecutionPlan) error {
 	return nil
 }
 
+// i32s is a vector of int32 (value indices) that the walk has verified:
+// the bytes of its elements, read directly rather than through the
+// generated accessor, which looks the field up in the vtable again for
+// every element.
+type i32s []byte
+
+// i32Field returns the [int] vector at field vtable offset vt of t (empty
+// when absent).
+func i32Field(t flatbuffers.Table, vt flatbuffers.VOffsetT) i32s {
+	pos, n, ok := vecPos(t, vt)
+	if !ok {
+		return nil
+	}
+	return i32s(t.Bytes[pos : pos+4*int64(n)])
+}
+
+func (v i32s) len() int       { return len(v) / 4 }
+func (v i32s) at(k int) int32 { return int32(binary.LittleEndian.Uint32(v[4*k:])) }
+func (v i32s) items() []int32 { return items(v.len(), v.at) }
+
+// bad returns the position of the first entry outside [lo, hi), or -1.
+func (v i32s) bad(lo, hi int) int {
+	for k := 0; len(v) >= 4; k++ {
+		if x := int(int32(binary.LittleEndian.Uint32(v))); x < lo || x >= hi {
+			return k
+		}
+		v = v[4:]
+	}
+	return -1
+}
+
 // valueIndices copies a vector of value indices, checking each is in
 // [0, nv).
-// The error names field()+suffix (built only on failure).
-func (b *builder) valueIndices(n int, at func(int) int32, nv int, field func() string, suffix string, pos int64) ([]int32, error) {
+func (b *builder) valueIndices(v i32s, nv int, field func() string, suffix string, pos int64) ([]int32, error) {
+	n := v.len()
 	if !b.spend(n) {
 		return nil, b.overBudget(field()+suffix, pos)
 	}
-	if k := badIndex(n, at, 0, nv); k >= 0 {
-		return nil, b.fail(idx(field()+suffix, k), pos, "value index %d out of range (the plan has %d values)", at(k), nv)
+	if k := v.bad(0, nv); k >= 0 {
+		return nil, b.fail(idx(field()+suffix, k), pos, "value index %d out of range (the plan has %d values)", v.at(k), nv)
 	}
-	return items(n, at), nil
-}
-
-// badIndex returns the position of the first entry of the n-entry vector
-// read by at that is outside [lo, hi), or -1.
-func badIndex(n int, at func(int) int32, lo, hi int) int {
-	for k := 0; k < n; k++ {
-		if x := int(at(k)); x < lo || x >= hi {
-			return k
-		}
-	}
-	return -1
+	return v.items(), nil
 }
 
 // chain checks chain c of plan i: its inputs, outputs and instructions.
@@ -496,10 +524,10 @@ func (b *builder) chain(c *Chain, ch *ptefb.Chain, nv, nops, ndel int, i, ci int
 	field := func() string { return idx(planField(i)+".chains", ci) }
 	pos := int64(ch.Table().Pos)
 	var err error
-	if c.Inputs, err = b.valueIndices(ch.InputsLength(), ch.Inputs, nv, field, ".inputs", pos); err != nil {
+	if c.Inputs, err = b.valueIndices(i32Field(ch.Table(), vtChainInputs), nv, field, ".inputs", pos); err != nil {
 		return err
 	}
-	if c.Outputs, err = b.valueIndices(ch.OutputsLength(), ch.Outputs, nv, field, ".outputs", pos); err != nil {
+	if c.Outputs, err = b.valueIndices(i32Field(ch.Table(), vtChainOutputs), nv, field, ".outputs", pos); err != nil {
 		return err
 	}
 	ni := ch.InstructionsLength()
@@ -521,12 +549,13 @@ func (b *builder) chain(c *Chain, ch *ptefb.Chain, nv, nops, ndel int, i, ci int
 		outOfRange := func(what, suffix string, x int32, n int) error {
 			return b.fail(f(suffix), p, "%s %d out of range (%d)", what, x, n)
 		}
-		args := func(n int, at func(int) int32) error {
-			if !b.spend(n) {
+		args := func() error {
+			a := i32Field(tab, vtCallArgs)
+			if !b.spend(a.len()) {
 				return b.overBudget(f(".args"), p)
 			}
-			if bad := badIndex(n, at, 0, nv); bad >= 0 {
-				return b.fail(idx(f(".args"), bad), p, "value index %d out of range (the plan has %d values)", at(bad), nv)
+			if bad := a.bad(0, nv); bad >= 0 {
+				return b.fail(idx(f(".args"), bad), p, "value index %d out of range (the plan has %d values)", a.at(bad), nv)
 			}
 			return nil
 		}
@@ -537,7 +566,7 @@ func (b *builder) chain(c *Chain, ch *ptefb.Chain, nv, nops, ndel int, i, ci int
 			if x := kc.OpIndex(); x < 0 || int(x) >= nops {
 				return outOfRange("op_index", ".op_index", x, nops)
 			}
-			if err := args(kc.ArgsLength(), kc.Args); err != nil {
+			if err := args(); err != nil {
 				return err
 			}
 		case ptefb.InstructionArgumentsDelegateCall:
@@ -546,7 +575,7 @@ func (b *builder) chain(c *Chain, ch *ptefb.Chain, nv, nops, ndel int, i, ci int
 			if x := dc.DelegateIndex(); x < 0 || int(x) >= ndel {
 				return outOfRange("delegate_index", ".delegate_index", x, ndel)
 			}
-			if err := args(dc.ArgsLength(), dc.Args); err != nil {
+			if err := args(); err != nil {
 				return err
 			}
 		case ptefb.InstructionArgumentsMoveCall:
@@ -580,11 +609,11 @@ func (b *builder) chain(c *Chain, ch *ptefb.Chain, nv, nops, ndel int, i, ci int
 }
 
 // delegates reads a plan's backend delegates.
-func (b *builder) delegates(m *Method, plan *ptefb.ExecutionPlan, planField string) error {
+func (b *builder) delegates(m *Method, plan *ptefb.ExecutionPlan, pf func() string) error {
 	p, root := b.p, b.root
 	nd := plan.DelegatesLength()
 	if !b.spend(nd) {
-		return b.overBudget(planField+".delegates", int64(m.pos))
+		return b.overBudget(pf()+".delegates", int64(m.pos))
 	}
 	m.Delegates = make([]int, nd)
 	var bd ptefb.BackendDelegate
@@ -593,29 +622,29 @@ func (b *builder) delegates(m *Method, plan *ptefb.ExecutionPlan, planField stri
 	var inl ptefb.BackendDelegateInlineData
 	for k := 0; k < nd; k++ {
 		plan.Delegates(&bd, k)
-		field := idx(planField+".delegates", k)
+		field := func() string { return idx(pf()+".delegates", k) }
 		pos := int64(bd.Table().Pos)
 		d := Delegate{Method: m.Name, Index: k, SegmentIndex: -1}
 		id := bd.Id()
 		if !b.spend(len(id)) {
-			return b.overBudget(field+".id", pos)
+			return b.overBudget(field()+".id", pos)
 		}
 		d.ID = string(id)
 		ncs := bd.CompileSpecsLength()
 		if !b.spend(ncs) {
-			return b.overBudget(field+".compile_specs", pos)
+			return b.overBudget(field()+".compile_specs", pos)
 		}
 		d.CompileSpecs = make([]CompileSpec, ncs)
 		for c := 0; c < ncs; c++ {
 			bd.CompileSpecs(&cs, c)
 			key, val := cs.Key(), cs.ValueBytes()
 			if !b.spend(len(key) + len(val)) {
-				return b.overBudget(idx(field+".compile_specs", c), int64(cs.Table().Pos))
+				return b.overBudget(idx(field()+".compile_specs", c), int64(cs.Table().Pos))
 			}
 			d.CompileSpecs[c] = CompileSpec{Key: string(key), Value: append([]byte(nil), val...)}
 		}
 		if bd.Processed(&ref) == nil {
-			return b.fail(field+".processed", pos, "delegate %q has no processed data reference", d.ID)
+			return b.fail(field()+".processed", pos, "delegate %q has no processed data reference", d.ID)
 		}
 		ri := ref.Index()
 		rpos := int64(ref.Table().Pos)
@@ -624,26 +653,26 @@ func (b *builder) delegates(m *Method, plan *ptefb.ExecutionPlan, planField stri
 			d.Location = DelegateInline
 			nb := root.BackendDelegateDataLength()
 			if int64(ri) >= int64(nb) {
-				return b.fail(field+".processed.index", rpos,
+				return b.fail(field()+".processed.index", rpos,
 					"inline delegate data index %d out of range (backend_delegate_data has %d entries)", ri, nb)
 			}
 			root.BackendDelegateData(&inl, int(ri))
 			dpos, dn, _ := vecPos(inl.Table(), vtFirstField)
 			s, err := segment.New(p.mf, dpos, int64(dn))
 			if err != nil {
-				return b.fail(field+".processed", rpos, "inline delegate data: %v", err)
+				return b.fail(field()+".processed", rpos, "inline delegate data: %v", err)
 			}
 			d.Data = s
 		case int8(DelegateSegment):
 			d.Location = DelegateSegment
 			if int64(ri) >= int64(len(p.segments)) {
-				return b.fail(field+".processed.index", rpos,
+				return b.fail(field()+".processed.index", rpos,
 					"delegate segment index %d out of range (the program has %d segments)", ri, len(p.segments))
 			}
 			d.SegmentIndex = int(ri)
 			d.Data = p.segments[ri]
 		default:
-			return b.fail(field+".processed.location", rpos,
+			return b.fail(field()+".processed.location", rpos,
 				"unknown delegate data location %d (want 0 INLINE or 1 SEGMENT)", loc)
 		}
 		d.DataIndex = int(ri)
@@ -670,25 +699,18 @@ func (b *builder) value(i int, m *Method, v, nv int, pos int64) (int32, error) {
 			return -1, errFast
 		}
 		return b.tensor(i, m, v, x)
-	case uint8(ptefb.KernelTypesTensorList):
-		var x ptefb.TensorList
-		x.Init(b.fb, flatbuffers.UOffsetT(val))
-		n := x.ItemsLength()
-		if !b.spend(n) {
+	case uint8(ptefb.KernelTypesTensorList), uint8(ptefb.KernelTypesOptionalTensorList):
+		// Value indices; an optional list may hold -1 (no tensor).
+		x := i32Field(flatbuffers.Table{Bytes: b.fb, Pos: flatbuffers.UOffsetT(val)}, vtListItems)
+		if !b.spend(x.len()) {
 			return -1, b.overBudget(valueField(i, v, ".items"), val)
 		}
-		if k := badIndex(n, x.Items, 0, nv); k >= 0 {
-			return -1, b.fail(idx(valueField(i, v, ".items"), k), val, "value index %d out of range (the plan has %d values)", x.Items(k), nv)
-		}
-	case uint8(ptefb.KernelTypesOptionalTensorList):
-		var x ptefb.OptionalTensorList
-		x.Init(b.fb, flatbuffers.UOffsetT(val))
-		n := x.ItemsLength()
-		if !b.spend(n) {
-			return -1, b.overBudget(valueField(i, v, ".items"), val)
-		}
-		if k := badIndex(n, x.Items, -1, nv); k >= 0 {
-			return -1, b.fail(idx(valueField(i, v, ".items"), k), val, "value index %d out of range (-1 or 0..%d)", x.Items(k), nv-1)
+		if tag == uint8(ptefb.KernelTypesTensorList) {
+			if k := x.bad(0, nv); k >= 0 {
+				return -1, b.fail(idx(valueField(i, v, ".items"), k), val, "value index %d out of range (the plan has %d values)", x.at(k), nv)
+			}
+		} else if k := x.bad(-1, nv); k >= 0 {
+			return -1, b.fail(idx(valueField(i, v, ".items"), k), val, "value index %d out of range (-1 or 0..%d)", x.at(k), nv-1)
 		}
 	}
 	return -1, nil

@@ -38,12 +38,13 @@ type fbr struct {
 
 	// The vtable last seen for each table type the values repeat.
 	evalueVT, tensorVT, allocVT, etiVT vcache
+	intVT, boolVT, doubleVT            vcache
 }
 
 // newFBR returns a reader of fb whose objects count against w.
 func newFBR(fb []byte, w *fbverify.Walk) fbr {
 	r := fbr{b: fb, n: int64(len(fb)), w: w, left: w.Left(), synced: w.Left()}
-	for _, c := range []*vcache{&r.evalueVT, &r.tensorVT, &r.allocVT, &r.etiVT} {
+	for _, c := range []*vcache{&r.evalueVT, &r.tensorVT, &r.allocVT, &r.etiVT, &r.intVT, &r.boolVT, &r.doubleVT} {
 		c.vt = noVT
 	}
 	return r
@@ -163,6 +164,8 @@ var (
 	tensorSizes = []int64{1, 4, 4, 4, 1, 4, 4, 1, 1, 4}
 	allocSizes  = []int64{4, 4, 4}       // memory_id, memory_offset_low, memory_offset_high
 	etiSizes    = []int64{8, 4, 1, 1, 1} // mutable_data_segments_idx, fully_qualified_name, location, device_type, device_index
+	scalar8     = []int64{8}             // Int.int_val, Double.double_val
+	scalar1     = []int64{1}             // Bool.bool_val
 )
 
 // slot returns the table offset of field id, 0 when absent.
@@ -172,16 +175,6 @@ func (r *fbr) slot(t tbl, id int64) int64 {
 		return 0
 	}
 	return r.u16(t.vt + e)
-}
-
-// scalar checks a scalar field of size bytes and returns its position, 0
-// when absent.
-func (r *fbr) scalar(t tbl, id, size int64) (int64, bool) {
-	fo := r.slot(t, id)
-	if fo == 0 {
-		return 0, true
-	}
-	return t.pos + fo, r.in(t.pos+fo, size)
 }
 
 // vector checks the vector at pos of elem-byte elements (one object) and
@@ -347,19 +340,33 @@ func (r *fbr) evalue(pos int64) (tag uint8, val int64, ok bool) {
 		return tag, val, true
 	case tagNull:
 		_, ok = r.table(val)
-	case tagInt, tagDouble, tagBool:
-		var vt tbl
-		if vt, ok = r.table(val); ok {
-			size := int64(8)
-			if tag == tagBool {
-				size = 1
-			}
-			_, ok = r.scalar(vt, 0, size)
-		}
+	case tagInt:
+		ok = r.cachedTable(val, &r.intVT, scalar8)
+	case tagDouble:
+		ok = r.cachedTable(val, &r.doubleVT, scalar8)
+	case tagBool:
+		ok = r.cachedTable(val, &r.boolVT, scalar1)
 	default:
+		if elem := listElem[tag]; elem != 0 {
+			// A table whose one field is a vector of scalars
+			// (descIntList ... descOptList).
+			var t tbl
+			if t, ok = r.table(val); ok {
+				if fo := r.slot(t, 0); fo != 0 {
+					if ok = r.in(t.pos+fo, 4); ok {
+						_, _, ok = r.vectorAt(t.pos+fo, elem)
+					}
+				}
+			}
+			break
+		}
 		r.syncWalk()
 		ok = r.w.Table(val, descEValue.Fields[0].Union[tag], 4) == nil
 		r.syncWalk()
 	}
 	return tag, val, ok
 }
+
+// listElem is the element size of the KernelTypes members that hold a
+// vector of scalars, by tag (0: any other member).
+var listElem = [tagLast + 1]int64{7: 8, 8: 8, 9: 1, 10: 4, 11: 4} // IntList, DoubleList, BoolList, TensorList, OptionalTensorList

@@ -38,8 +38,13 @@ const maxWorkers = 16
 func (b *builder) values(i int, m *Method, vt []int32, vstart int64, lo, hi int) error {
 	nv := len(vt)
 	for v := lo; v < hi; v++ {
-		if v = b.lane(m, vt, vstart, v, hi); v == hi {
-			break
+		// The lane, unless it was last armed for the vtables the reader
+		// holds now and found it cannot read their tables (arm would say
+		// so again: a program's other values skip the call).
+		if l := &b.ln; l.ok || l.evt != b.r.evalueVT.vt || l.tvt != b.r.tensorVT.vt {
+			if v = b.lane(m, vt, vstart, v, hi); v == hi {
+				break
+			}
 		}
 		e, ok := b.r.deref(vstart + 4*int64(v))
 		if !ok {

@@ -167,6 +167,12 @@ type builder struct {
 	// names, shapes and dim orders are built later, with the tensor list
 	// (tensors.go).
 	strs arena.Strings
+	// ints holds the value indices handed out (each plan's value-to-tensor
+	// table, the plans' and chains' inputs and outputs): a program of
+	// many small methods allocates a few chunks, not a few slices a method.
+	ints   arena.Slices[int32]
+	int64s arena.Slices[int64] // non_const_buffer_sizes
+	chains arena.Slices[Chain]
 }
 
 func (b *builder) fail(field string, off int64, msg string, args ...any) error {
@@ -408,7 +414,7 @@ func (b *builder) method(i int, plan *ptefb.ExecutionPlan) error {
 		return b.overBudget(pf()+".values", int64(m.pos))
 	}
 	m.nv = nv
-	vt := make([]int32, nv)
+	vt := b.ints.Make(nv)
 	p.valueTensor[i] = vt
 	if b.recs == nil {
 		// Most values of a weights-heavy program are its tensors: start
@@ -449,7 +455,7 @@ func (b *builder) method(i int, plan *ptefb.ExecutionPlan) error {
 	if !b.spend(nb) {
 		return b.overBudget(pf()+".non_const_buffer_sizes", int64(m.pos))
 	}
-	m.NonConstBufferSizes = make([]int64, nb)
+	m.NonConstBufferSizes = b.int64s.Make(nb)
 	for k := range m.NonConstBufferSizes {
 		m.NonConstBufferSizes[k] = plan.NonConstBufferSizes(k)
 	}
@@ -463,7 +469,7 @@ func (b *builder) method(i int, plan *ptefb.ExecutionPlan) error {
 	if !b.spend(nc) {
 		return b.overBudget(pf()+".chains", int64(m.pos))
 	}
-	m.Chains = make([]Chain, nc)
+	m.Chains = b.chains.Make(nc)
 	var ch ptefb.Chain
 	for c := 0; c < nc; c++ {
 		plan.Chains(&ch, c)
@@ -492,7 +498,6 @@ func i32Field(t flatbuffers.Table, vt flatbuffers.VOffsetT) i32s {
 
 func (v i32s) len() int       { return len(v) / 4 }
 func (v i32s) at(k int) int32 { return int32(binary.LittleEndian.Uint32(v[4*k:])) }
-func (v i32s) items() []int32 { return items(v.len(), v.at) }
 
 // bad returns the position of the first entry outside [lo, hi), or -1.
 func (v i32s) bad(lo, hi int) int {
@@ -515,7 +520,11 @@ func (b *builder) valueIndices(v i32s, nv int, field func() string, suffix strin
 	if k := v.bad(0, nv); k >= 0 {
 		return nil, b.fail(idx(field()+suffix, k), pos, "value index %d out of range (the plan has %d values)", v.at(k), nv)
 	}
-	return v.items(), nil
+	out := b.ints.Make(n)
+	for k := range out {
+		out[k] = v.at(k)
+	}
+	return out, nil
 }
 
 // chain checks chain c of plan i: its inputs, outputs and instructions.

@@ -7,16 +7,19 @@
 // a chunk is abandoned only when the next request does not fit in what is
 // left of it, so what it leaves unused is less than that request; apart
 // from the free end of the last chunk, at most half of the memory
-// allocated is unused (requests larger than a chunk get a chunk of their
-// own size).
+// allocated is unused (a Strings request larger than a chunk gets a chunk
+// of its own size; a Slices request of a quarter of a chunk or more, an
+// allocation of its own).
 package arena
 
 import "unsafe"
 
-// Chunk is the minimum size of a chunk, in elements.
+// Chunk is the size chunks grow to, in elements (bytes, for Strings: 4
+// times as many).
 const Chunk = 1024
 
-// firstStrings is the size of a Strings arena's first chunk.
+// firstStrings is the size of a Strings arena's first chunk, and of a
+// Slices arena's (or of one element, if larger), in bytes.
 const firstStrings = 64
 
 // Strings copies byte strings into shared chunks.
@@ -56,7 +59,16 @@ func (a *Slices[T]) Make(n int) []T {
 		return []T{}
 	}
 	if n > cap(a.buf)-len(a.buf) {
-		a.buf = make([]T, 0, max(n, Chunk))
+		if n >= Chunk/4 {
+			// A large slice gets an allocation of its own, and the
+			// chunk in use stays in use.
+			return make([]T, n)
+		}
+		// Chunks double from 64 bytes up to Chunk elements: a program's
+		// few small slices cost a small allocation, thousands few large.
+		var zero T
+		first := max(1, firstStrings/int(unsafe.Sizeof(zero)))
+		a.buf = make([]T, 0, max(n, min(Chunk, max(first, 2*cap(a.buf)))))
 	}
 	k := len(a.buf)
 	a.buf = a.buf[:k+n]

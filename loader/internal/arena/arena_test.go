@@ -86,12 +86,25 @@ func TestSlicesMake(t *testing.T) {
 func TestSlicesAllocs(t *testing.T) {
 	n := testing.AllocsPerRun(10, func() {
 		var a Slices[int64]
-		for range 512 {
+		for range 2048 {
 			_ = a.Make(2)
 		}
 	})
-	if n > 1 {
-		t.Errorf("%v allocations for 512 two-element slices, want 1", n)
+	// Chunks of 8, 16, ..., 512 elements (64 bytes, doubling) hold 508
+	// two-element slices; 512 fit in each 1024-element chunk after them:
+	// 7 + 4 chunks for 2048.
+	if n > 11 {
+		t.Errorf("%v allocations for 2048 two-element slices, want 11", n)
+	}
+	// One small slice costs one small chunk: 64 bytes, or one element
+	// when an element is larger.
+	var a Slices[int64]
+	if s := a.Make(1); cap(a.buf) != 8 || len(s) != 1 {
+		t.Errorf("the first chunk of int64s holds %d elements, want 8", cap(a.buf))
+	}
+	var big Slices[[100]byte]
+	if s := big.Make(1); cap(big.buf) != 1 || len(s) != 1 {
+		t.Errorf("the first chunk of 100-byte elements holds %d, want 1", cap(big.buf))
 	}
 }
 
@@ -118,6 +131,40 @@ func TestWasteBound(t *testing.T) {
 		}
 		if allocated-last > 2*used {
 			t.Fatalf("round %d: %d bytes in chunks (last %d) for %d handed out", round, allocated, last, used)
+		}
+	}
+}
+
+// TestSlicesWasteBound is TestWasteBound for Slices, whose large requests
+// get allocations of their own (no waste) and leave the chunk in use.
+func TestSlicesWasteBound(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	for round := range 200 {
+		var a Slices[int32]
+		var used, allocated, last int
+		var chunk *int32
+		for range 300 {
+			n := 1 + rng.IntN(Chunk+10) // some larger than a chunk
+			if round%2 == 0 {
+				n = 1 + rng.IntN(16)
+			}
+			s := a.Make(n)
+			used += n
+			if cap(a.buf) > 0 {
+				if c := &a.buf[:1][0]; c != chunk {
+					chunk, last = c, cap(a.buf)
+					allocated += last
+				}
+			}
+			if inChunk := len(a.buf) >= n && &s[0] == &a.buf[len(a.buf)-n]; !inChunk {
+				if n < Chunk/4 {
+					t.Fatalf("round %d: a %d-element request was not served from a chunk", round, n)
+				}
+				allocated += n
+			}
+		}
+		if allocated-last > 2*used {
+			t.Fatalf("round %d: %d elements allocated (last chunk %d) for %d handed out", round, allocated, last, used)
 		}
 	}
 }

@@ -229,7 +229,7 @@ func parse(mf *mmapfile.File, c config) (*File, error) {
 		return nil, err
 	}
 	f := &File{mf: mf, name: c.name, size: size, hdr: h, legacy: slots > currentRootFields}
-	opt := fbverify.Options{Format: formatName}
+	opt := fbverify.Options{Format: formatName, CacheVTables: true}
 	if f.legacy {
 		if err := fbverify.Verify(fb, legacyFlatTensorT, opt); err != nil {
 			return nil, err

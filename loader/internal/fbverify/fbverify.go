@@ -88,6 +88,12 @@ type Options struct {
 	// 0 means len(buf)/2 + 1024, which no tree-shaped buffer reaches (every
 	// object takes at least 4 bytes of its own plus a 4-byte reference).
 	MaxObjects int
+	// CacheVTables verifies a table whose vtable a table of its type was
+	// verified through last with one range check for all its fields. It
+	// changes no outcome; it pays where a buffer holds many tables of a
+	// type (a .ptd's entries, an .rten's nodes), and costs a little where
+	// types seldom repeat.
+	CacheVTables bool
 }
 
 // DefaultMaxDepth is the nesting limit when Options.MaxDepth is 0.
@@ -204,6 +210,90 @@ type verifier struct {
 	// returns through the walk; err is the error it belongs to.
 	path []frame
 	err  *format.FormatError
+
+	// seen holds the vtables tables were last verified through, one per
+	// table type, for cacheSlots types (replaced in turn).
+	seen    [cacheSlots]vtSeen
+	next    int
+	noCache bool // !Options.CacheVTables: verify every table the general way
+}
+
+// FlatBuffers writers share one vtable among the tables of a type that
+// have the same fields, so the hundreds of tables of one type in a model
+// use a handful of vtables. A table whose vtable is one a table of its
+// type was verified through has its fields at the same offsets: one range
+// check covers its inline size and every field, and only its references
+// need following. Whatever fails that check goes the general way, which
+// reports it as before, so the cache changes no outcome and no error.
+const (
+	cacheSlots = 8
+	maxRefs    = 12 // tables with more reference fields are not cached
+)
+
+// vtSeen is what a vtable says of the tables of type t that use it.
+type vtSeen struct {
+	t                 *Table
+	vt, vtsize, tsize int64
+	need              int64 // a table at pos and its fields lie in the buffer iff in(pos, need)
+	nrefs             int
+	refs              [maxRefs]uint8 // the fields to follow (indices in t.Fields), in order
+}
+
+// seenFor returns what the cache holds for tables of type t, or nil.
+func (v *verifier) seenFor(t *Table) *vtSeen {
+	if v.noCache {
+		return nil
+	}
+	for i := range v.seen {
+		if v.seen[i].t == t {
+			return &v.seen[i]
+		}
+	}
+	return nil
+}
+
+// remember records the vtable at vt (vtsize bytes, tables of tsize bytes)
+// through which a table of type t has just been verified.
+func (v *verifier) remember(t *Table, vt, vtsize, tsize int64) {
+	if v.noCache {
+		return
+	}
+	if len(t.Fields) > 256 {
+		return
+	}
+	c := vtSeen{t: t, vt: vt, vtsize: vtsize, tsize: tsize, need: tsize}
+	for i := range t.Fields {
+		f := &t.Fields[i]
+		if f.Kind == Union {
+			if c.nrefs == maxRefs {
+				return
+			}
+			c.refs[c.nrefs] = uint8(i)
+			c.nrefs++
+			continue
+		}
+		fo := v.slot(vt, vtsize, f.ID)
+		if fo == 0 {
+			continue
+		}
+		size := int64(4)
+		if f.Kind == Scalar {
+			size = int64(f.Size)
+		} else {
+			if c.nrefs == maxRefs {
+				return
+			}
+			c.refs[c.nrefs] = uint8(i)
+			c.nrefs++
+		}
+		c.need = max(c.need, fo+size)
+	}
+	slot := v.seenFor(t)
+	if slot == nil {
+		slot = &v.seen[v.next]
+		v.next = (v.next + 1) % cacheSlots
+	}
+	*slot = c
 }
 
 func newVerifier(buf []byte, opt Options) *verifier {
@@ -213,7 +303,7 @@ func newVerifier(buf []byte, opt Options) *verifier {
 	if opt.MaxObjects <= 0 {
 		opt.MaxObjects = len(buf)/2 + 1024
 	}
-	return &verifier{buf: buf, n: int64(len(buf)), opt: opt}
+	return &verifier{buf: buf, n: int64(len(buf)), opt: opt, noCache: !opt.CacheVTables}
 }
 
 // at records, on the way up, that the failing object was field name (idx
@@ -308,6 +398,21 @@ func (v *verifier) table(pos int64, t *Table) error {
 	if v.depth >= v.opt.MaxDepth {
 		return v.fail(pos, "tables nested more than %d deep (want at most %d levels)", v.opt.MaxDepth, v.opt.MaxDepth)
 	}
+	if c := v.seenFor(t); c != nil && v.in(pos, 4) && pos-int64(int32(v.u32(pos))) == c.vt && v.in(pos, c.need) {
+		// A vtable seen before: every field lies in the buffer. (A copy:
+		// the tables below may replace the cache entry.)
+		c := *c
+		v.depth++
+		for _, i := range c.refs[:c.nrefs] {
+			f := &t.Fields[i]
+			if err := v.field(pos, c.tsize, c.vt, c.vtsize, f); err != nil {
+				v.depth--
+				return v.at(err, f.Name, -1)
+			}
+		}
+		v.depth--
+		return nil
+	}
 	vt, vtsize, tsize, err := v.vtable(pos)
 	if err != nil {
 		return err
@@ -321,6 +426,7 @@ func (v *verifier) table(pos int64, t *Table) error {
 		}
 	}
 	v.depth--
+	v.remember(t, vt, vtsize, tsize)
 	return nil
 }
 

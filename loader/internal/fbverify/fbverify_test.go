@@ -3,6 +3,7 @@ package fbverify
 import (
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -76,6 +77,28 @@ func buildNode(b *flatbuffers.Builder, depth int) flatbuffers.UOffsetT {
 	b.PrependUOffsetTSlot(5, ul, 0)
 	b.PrependUOffsetTSlot(6, names, 0)
 	return b.EndObject()
+}
+
+// list is a table holding a vector of Nodes, whose Nodes (after the
+// first) are verified through the vtable cache.
+var list = &Table{Name: "List", Fields: []Field{{Name: "nodes", ID: 0, Kind: TableVector, Table: node}}}
+
+// validList writes a List of n Nodes, each with `depth` children.
+func validList(n, depth int) []byte {
+	b := flatbuffers.NewBuilder(1024)
+	nodes := make([]flatbuffers.UOffsetT, n)
+	for i := range nodes {
+		nodes[i] = buildNode(b, depth)
+	}
+	b.StartVector(4, n, 4)
+	for i := n - 1; i >= 0; i-- {
+		b.PrependUOffsetT(nodes[i])
+	}
+	vec := b.EndVector(n)
+	b.StartObject(1)
+	b.PrependUOffsetTSlot(0, vec, 0)
+	b.Finish(b.EndObject())
+	return b.FinishedBytes()
 }
 
 func valid(depth int) []byte {
@@ -298,11 +321,71 @@ func TestMutations(t *testing.T) {
 	}
 }
 
+// verifyBoth verifies buf with and without the vtable cache and fails the
+// test when the two disagree in anything a caller sees: the error (its
+// message, offset and field path) and the objects counted.
+func verifyBoth(t *testing.T, buf []byte, root *Table, opt Options) error {
+	t.Helper()
+	opt.CacheVTables = true
+	w := NewWalk(buf, opt)
+	err := w.Root(root)
+	opt.CacheVTables = false
+	u := NewWalk(buf, opt)
+	errU := u.Root(root)
+	if fmt.Sprint(err) != fmt.Sprint(errU) || w.Left() != u.Left() {
+		t.Fatalf("cache changes the outcome:\n with:    %v (%d objects left)\n without: %v (%d left)", err, w.Left(), errU, u.Left())
+	}
+	return err
+}
+
+// The vtable cache changes nothing: every truncation and single-byte change
+// of buffers whose tables share vtables verifies the same with it and
+// without it, under object limits small enough to stop the walk anywhere.
+func TestCacheAgrees(t *testing.T) {
+	for _, c := range []struct {
+		buf  []byte
+		root *Table
+	}{
+		{valid(0), node}, {valid(3), node}, {validList(3, 0), list}, {validList(2, 1), list},
+	} {
+		buf := c.buf
+		if err := verifyBoth(t, buf, c.root, Options{}); err != nil {
+			t.Fatalf("valid buffer rejected: %v", err)
+		}
+		for _, limit := range []int{0, 5, 17} {
+			opt := Options{Format: "test", MaxObjects: limit}
+			for i := 0; i <= len(buf); i++ {
+				_ = verifyBoth(t, buf[:i], c.root, opt)
+			}
+			for i := range buf {
+				for _, x := range []byte{0, 0xff, buf[i] ^ 0x55, buf[i] + 1} {
+					b := append([]byte(nil), buf...)
+					b[i] = x
+					_ = verifyBoth(t, b, c.root, opt)
+				}
+			}
+		}
+	}
+	// The cache is used: the Nodes of a list share a vtable.
+	buf := validList(3, 0)
+	v := newVerifier(buf, Options{CacheVTables: true})
+	if err := v.table(int64(binary.LittleEndian.Uint32(buf)), list); err != nil {
+		t.Fatal(err)
+	}
+	if v.seenFor(node) == nil || v.seenFor(leaf) == nil {
+		t.Error("Node and Leaf vtables not cached after verifying a list of Nodes")
+	}
+}
+
 func FuzzVerify(f *testing.F) {
 	f.Add(valid(0))
 	f.Add(valid(3))
+	f.Add(validList(3, 1))
 	f.Fuzz(func(t *testing.T, b []byte) {
-		_ = Verify(b, node, Options{Format: "test"})
+		for _, root := range []*Table{node, list} {
+			_ = verifyBoth(t, b, root, Options{Format: "test"})
+			_ = verifyBoth(t, b, root, Options{Format: "test", MaxObjects: 9})
+		}
 		_, _ = RootFieldSlots(b, Options{})
 	})
 }

@@ -3,9 +3,12 @@ package pte_test
 import (
 	"fmt"
 	"math"
+	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
+	"github.com/edgeload/edgeload/internal/testmodels"
 	"github.com/edgeload/edgeload/internal/writer"
 	"github.com/edgeload/edgeload/loader/pte"
 )
@@ -74,5 +77,35 @@ func BenchmarkParse(b *testing.B) {
 				b.ReportMetric(float64(least.Nanoseconds()), "min-ns/op")
 			})
 		}
+	}
+}
+
+// BenchmarkParseReal is BenchmarkParse (views=none) on the real programs
+// of ../shared/models: Open in memory, the general way's values (ints,
+// lists, activations), chains, operators and delegates as upstream's tools
+// write them. It skips where ../shared/models is absent.
+func BenchmarkParseReal(b *testing.B) {
+	for _, path := range testmodels.Files(b, "pte") {
+		if filepath.Ext(path) != ".pte" {
+			continue
+		}
+		data, err := os.ReadFile(path)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Run(filepath.Base(path), func(b *testing.B) {
+			b.ReportAllocs()
+			least := time.Duration(math.MaxInt64)
+			for b.Loop() {
+				t0 := time.Now()
+				p, err := pte.NewBytes(data)
+				if err != nil {
+					b.Fatal(err)
+				}
+				p.Close()
+				least = min(least, time.Since(t0))
+			}
+			b.ReportMetric(float64(least.Nanoseconds()), "min-ns/op")
+		})
 	}
 }

@@ -511,7 +511,7 @@ func (v i32s) bad(lo, hi int) int {
 }
 
 // valueIndices copies a vector of value indices, checking each is in
-// [0, nv).
+// [0, nv). The error names field()+suffix (built only on failure).
 func (b *builder) valueIndices(v i32s, nv int, field func() string, suffix string, pos int64) ([]int32, error) {
 	n := v.len()
 	if !b.spend(n) {

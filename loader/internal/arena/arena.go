@@ -67,7 +67,7 @@ func (a *Slices[T]) Make(n int) []T {
 		// Chunks double from 64 bytes up to Chunk elements: a program's
 		// few small slices cost a small allocation, thousands few large.
 		var zero T
-		first := max(1, firstStrings/int(unsafe.Sizeof(zero)))
+		first := max(1, firstStrings/max(1, int(unsafe.Sizeof(zero))))
 		a.buf = make([]T, 0, max(n, min(Chunk, max(first, 2*cap(a.buf)))))
 	}
 	k := len(a.buf)

@@ -102,6 +102,10 @@ func TestSlicesAllocs(t *testing.T) {
 	if s := a.Make(1); cap(a.buf) != 8 || len(s) != 1 {
 		t.Errorf("the first chunk of int64s holds %d elements, want 8", cap(a.buf))
 	}
+	var none Slices[struct{}] // zero-size elements: no division by their size
+	if s := none.Make(3); len(s) != 3 {
+		t.Errorf("Make(3) of zero-size elements has length %d", len(s))
+	}
 	var big Slices[[100]byte]
 	if s := big.Make(1); cap(big.buf) != 1 || len(s) != 1 {
 		t.Errorf("the first chunk of 100-byte elements holds %d, want 1", cap(big.buf))

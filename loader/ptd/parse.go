@@ -287,8 +287,6 @@ func dtypeOf(st int8) (format.DType, bool) {
 // read from.
 type layoutSource interface {
 	ScalarType() int8
-	Sizes(int) int32
-	SizesLength() int
 	DimOrderBytes() []byte
 	Table() flatbuffers.Table
 }
@@ -339,7 +337,14 @@ func (f *File) readLayout(src layoutSource, loc at, key string, ids [3]int, si i
 		return nil, 0, errorf(loc.field(loc.sub+".scalar_type"), fieldPos(t, ids[0]),
 			"key %q: scalar type %d is reserved or unknown (want a known ExecuTorch ScalarType: 0-7, 11-17, 22-29)", key, st)
 	}
-	n := src.SizesLength()
+	// The sizes, read from the verified vector's bytes (the generated
+	// accessor would look the field up in the vtable for every element).
+	var sizes []byte
+	if o := flatbuffers.UOffsetT(t.Offset(flatbuffers.VOffsetT(4 + 2*ids[1]))); o != 0 {
+		start := t.Vector(o)
+		sizes = t.Bytes[start : start+4*flatbuffers.UOffsetT(t.VectorLen(o))]
+	}
+	n := len(sizes) / 4
 	if ar.budget -= n; ar.budget < 0 {
 		return nil, 0, errorf(loc.field(loc.sub+".sizes"), fieldPos(t, ids[1]),
 			"key %q: the layouts hold more dimensions than the FlatBuffer has room for (shared sizes vectors)", key)
@@ -347,7 +352,7 @@ func (f *File) readLayout(src layoutSource, loc at, key string, ids [3]int, si i
 	l := ar.layout()
 	*l = Layout{DType: dt, Sizes: ar.dims.Make(n)} // a scalar: empty, never nil
 	for i := range n {
-		s := src.Sizes(i)
+		s := int32(binary.LittleEndian.Uint32(sizes[4*i:]))
 		if s < 0 {
 			return nil, 0, errorf(loc.field(loc.sub+".sizes"), fieldPos(t, ids[1]),
 				"key %q: dimension %d has negative size %d", key, i, s)

@@ -211,11 +211,16 @@ type verifier struct {
 	path []frame
 	err  *format.FormatError
 
-	// seen holds the vtables tables were last verified through, one per
-	// table type, for cacheSlots types (replaced in turn).
-	seen    [cacheSlots]vtSeen
-	next    int
-	noCache bool // !Options.CacheVTables: verify every table the general way
+	// cache holds the vtables tables were last verified through; nil
+	// when Options.CacheVTables is off (every table the general way).
+	cache *vtCache
+}
+
+// vtCache holds, for cacheSlots table types (replaced in turn), the
+// vtable a table of the type was last verified through.
+type vtCache struct {
+	seen [cacheSlots]vtSeen
+	next int
 }
 
 // FlatBuffers writers share one vtable among the tables of a type that
@@ -241,12 +246,12 @@ type vtSeen struct {
 
 // seenFor returns what the cache holds for tables of type t, or nil.
 func (v *verifier) seenFor(t *Table) *vtSeen {
-	if v.noCache {
+	if v.cache == nil {
 		return nil
 	}
-	for i := range v.seen {
-		if v.seen[i].t == t {
-			return &v.seen[i]
+	for i := range v.cache.seen {
+		if v.cache.seen[i].t == t {
+			return &v.cache.seen[i]
 		}
 	}
 	return nil
@@ -255,10 +260,7 @@ func (v *verifier) seenFor(t *Table) *vtSeen {
 // remember records the vtable at vt (vtsize bytes, tables of tsize bytes)
 // through which a table of type t has just been verified.
 func (v *verifier) remember(t *Table, vt, vtsize, tsize int64) {
-	if v.noCache {
-		return
-	}
-	if len(t.Fields) > 256 {
+	if v.cache == nil || len(t.Fields) > 256 {
 		return
 	}
 	c := vtSeen{t: t, vt: vt, vtsize: vtsize, tsize: tsize, need: tsize}
@@ -290,8 +292,9 @@ func (v *verifier) remember(t *Table, vt, vtsize, tsize int64) {
 	}
 	slot := v.seenFor(t)
 	if slot == nil {
-		slot = &v.seen[v.next]
-		v.next = (v.next + 1) % cacheSlots
+		vc := v.cache
+		slot = &vc.seen[vc.next]
+		vc.next = (vc.next + 1) % cacheSlots
 	}
 	*slot = c
 }
@@ -303,7 +306,18 @@ func newVerifier(buf []byte, opt Options) *verifier {
 	if opt.MaxObjects <= 0 {
 		opt.MaxObjects = len(buf)/2 + 1024
 	}
-	return &verifier{buf: buf, n: int64(len(buf)), opt: opt, noCache: !opt.CacheVTables}
+	v := verifier{buf: buf, n: int64(len(buf)), opt: opt}
+	if !opt.CacheVTables {
+		return &v
+	}
+	// With its cache, in one allocation: a verifier without one (a .pte's)
+	// zeroes none of it.
+	w := &struct {
+		verifier
+		c vtCache
+	}{verifier: v}
+	w.cache = &w.c
+	return &w.verifier
 }
 
 // at records, on the way up, that the failing object was field name (idx

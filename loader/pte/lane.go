@@ -45,7 +45,7 @@ type lane struct {
 // reports whether it can.
 func (l *lane) arm(r *fbr) bool {
 	e, t := &r.evalueVT, &r.tensorVT
-	if l.evt == e.vt && l.tvt == t.vt {
+	if l.armedFor(r) {
 		return l.ok
 	}
 	*l = lane{evt: e.vt, tvt: t.vt}
@@ -71,6 +71,12 @@ func (l *lane) arm(r *fbr) bool {
 		dbi: t.fo[tDataBufferIdx],
 	}
 	return true
+}
+
+// armedFor reports whether the lane was last armed for the vtables r
+// holds now (arm then answers as it did).
+func (l *lane) armedFor(r *fbr) bool {
+	return l.evt == r.evalueVT.vt && l.tvt == r.tensorVT.vt
 }
 
 // laneDTypes maps a scalar type byte to its DType and element size (size

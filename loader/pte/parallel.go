@@ -41,7 +41,7 @@ func (b *builder) values(i int, m *Method, vt []int32, vstart int64, lo, hi int)
 		// The lane, unless it was last armed for the vtables the reader
 		// holds now and found it cannot read their tables (arm would say
 		// so again: a program's other values skip the call).
-		if l := &b.ln; l.ok || l.evt != b.r.evalueVT.vt || l.tvt != b.r.tensorVT.vt {
+		if b.ln.ok || !b.ln.armedFor(&b.r) {
 			if v = b.lane(m, vt, vstart, v, hi); v == hi {
 				break
 			}

@@ -2,7 +2,7 @@ package pte
 
 import (
 	"encoding/binary"
-	"math/bits"
+	"math"
 	"slices"
 	"sync/atomic"
 
@@ -92,9 +92,41 @@ var laneDTypes = func() (t [256]struct {
 	return t
 }()
 
+// identityDims is the identity dim_order 0, 1, ..., 7 read as a
+// little-endian word.
+const identityDims = 0x0706050403020100
+
 // le32 reads the uint32 at pos. (b[pos:pos+4] costs fewer instructions
 // than b[pos:]; the FlatBuffer's capacity is its length.)
 func le32(b []byte, pos int64) int64 { return int64(binary.LittleEndian.Uint32(b[pos : pos+4])) }
+
+// laneNumel returns the product of the ns int32 sizes at sp, and false
+// when one is negative or a running product exceeds numLimit (< 2^32: so
+// that, each size being below 2^32, no product overflows).
+func laneNumel(fb []byte, sp, ns int64, numLimit uint64) (uint64, bool) {
+	num := uint64(1)
+	for k := int64(0); k < ns; k++ {
+		x := int32(ld32(fb, sp+4*k))
+		if num *= uint64(uint32(x)); x < 0 || num > numLimit {
+			return 0, false
+		}
+	}
+	return num, true
+}
+
+// lanePerm reports whether the nd (<= laneMaxDims) bytes at dp are a
+// permutation of 0..nd-1.
+func lanePerm(fb []byte, dp, nd int64) bool {
+	var seen uint
+	for k := int64(0); k < nd; k++ {
+		d := uint(ld8(fb, dp+k))
+		if d >= uint(nd) || seen&(1<<(d&7)) != 0 {
+			return false
+		}
+		seen |= 1 << (d & 7)
+	}
+	return true
+}
 
 // laneVector follows the offset at q (which the caller checked lies in
 // the buffer) to a vector whose length word lies in the buffer (n bytes)
@@ -144,7 +176,9 @@ func (b *builder) lane(m *Method, vt []int32, vstart int64, v, hi int) int {
 	if room := hi - v; cap(recs)-len(recs) < room {
 		recs = slices.Grow(recs, room)
 	}
+	numLimit := min(limit, math.MaxUint32)
 	v0 := v
+loop:
 	for ; v < hi; v++ {
 		if left < l.objects {
 			break
@@ -182,37 +216,48 @@ func (b *builder) lane(m *Method, vt []int32, vstart int64, v, hi int) int {
 				break
 			}
 		}
-		// numel × size within the file, every size >= 0 (format.Numel).
-		// An overflow goes the general way, which first looks for a 0
-		// further on.
-		num, ok := uint64(1), true
-		for k := int64(0); k < ns; k++ {
-			x := int32(ld32(fb, sp+4*k))
-			h, lo := bits.Mul64(num, uint64(x))
-			if x < 0 || h != 0 || lo > limit {
-				ok = false
-				break
+		// numel × size within the file, every size >= 0 (format.Numel):
+		// see laneNumel. Ranks up to 4 are multiplied here, in straight
+		// lines (a loop's carried values would live on the stack).
+		var num uint64
+		var or uint32
+		switch ns {
+		case 0:
+			num = 1
+		case 1:
+			x := uint32(ld32(fb, sp))
+			num, or = uint64(x), x
+		case 2:
+			x0, x1 := uint32(ld32(fb, sp)), uint32(ld32(fb, sp+4))
+			num, or = uint64(x0)*uint64(x1), x0|x1
+		case 3:
+			x0, x1, x2 := uint32(ld32(fb, sp)), uint32(ld32(fb, sp+4)), uint32(ld32(fb, sp+8))
+			num, or = uint64(x0)*uint64(x1), x0|x1|x2
+			if num > numLimit {
+				break loop
 			}
-			num = lo
+			num *= uint64(x2)
+		case 4:
+			x0, x1 := uint32(ld32(fb, sp)), uint32(ld32(fb, sp+4))
+			x2, x3 := uint32(ld32(fb, sp+8)), uint32(ld32(fb, sp+12))
+			a, c := uint64(x0)*uint64(x1), uint64(x2)*uint64(x3)
+			if a > numLimit || c > numLimit {
+				break loop
+			}
+			num, or = a*c, x0|x1|x2|x3
+		default:
+			var ok bool
+			if num, ok = laneNumel(fb, sp, ns, numLimit); !ok {
+				break loop
+			}
 		}
-		if !ok {
+		nbytes := num * size
+		if int32(or) < 0 || num > numLimit || nbytes > limit {
 			break
 		}
-		h, nbytes := bits.Mul64(num, size)
-		if h != 0 || nbytes > limit {
-			break
-		}
-		// dim_order a permutation of 0..nd-1 (nd <= laneMaxDims).
-		var seen uint
-		for k := int64(0); k < nd; k++ {
-			d := uint(ld8(fb, dp+k))
-			if d >= uint(nd) || seen&(1<<d) != 0 {
-				ok = false
-				break
-			}
-			seen |= 1 << d
-		}
-		if !ok {
+		// dim_order a permutation of 0..nd-1: the identity (read as one
+		// word), or see lanePerm.
+		if nd > 0 && (dp > n-8 || (ld64(fb, dp)^identityDims)<<((64-8*nd)&63) != 0) && !lanePerm(fb, dp, nd) {
 			break
 		}
 		var dbi uint32

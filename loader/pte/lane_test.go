@@ -3,6 +3,8 @@ package pte_test
 import (
 	"bytes"
 	"fmt"
+	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -29,8 +31,8 @@ func laneAgrees(b []byte, opts ...pte.Option) error {
 }
 
 // laneProgram is a plan whose values take the lane and leave it in every
-// way: constants of several ranks and types (a scalar, an empty tensor, a
-// permuted dim order, a type whose code is the default 0 and so absent),
+// way: constants of several ranks and types (a scalar, an empty tensor,
+// ranks 1 to 5, 8 and 9, permuted dim orders, a type whose code is the default 0 and so absent),
 // tables with other vtables (requires_grad set, no dim_order), values that
 // are not tensors, planned and external tensors, a tensor sharing another's
 // data, and a second method with a longer name.
@@ -46,6 +48,8 @@ func laneProgram() *writer.PTE {
 	nodims.NoDimOrder = true
 	shared := c(writer.PTEFloat32, 2, 3)
 	shared.BufferRef = 1
+	perm3 := c(writer.PTEInt8, 2, 3, 4)
+	perm3.DimOrder = []uint8{2, 0, 1}
 	fwd := writer.PTEMethod{Name: "forward", Tensors: []writer.PTETensor{
 		c(writer.PTEFloat32, 2, 3), c(writer.PTEFloat32), c(writer.PTEFloat32, 0, 4), perm,
 		c(0, 5), c(writer.PTEInt8, 7), c(writer.PTEFloat16, 2, 2),
@@ -54,6 +58,9 @@ func laneProgram() *writer.PTE {
 		c(writer.PTEFloat32, 8), shared, c(writer.PTEInt32, 1, 1),
 		{Kind: writer.PTEExternal, ScalarType: writer.PTEFloat32, Sizes: []int32{2}, Name: "ext"},
 		c(writer.PTEFloat32, 6), c(writer.PTEFloat32, 2),
+		c(writer.PTEFloat32, 2, 1, 3), perm3, c(writer.PTEInt8, 1, 2, 1, 2, 1),
+		c(writer.PTEInt8, 1, 1, 1, 1, 1, 1, 1, 2), c(writer.PTEInt8, 1, 1, 1, 1, 1, 1, 1, 1, 2),
+		c(writer.PTEInt8, 3, 1, 1, 2),
 	}, Values: []writer.PTEValue{{Kind: writer.PTEInt, Int: 3}, {Kind: writer.PTENull}}}
 	enc := writer.PTEMethod{Name: "a_longer_method_name", Tensors: []writer.PTETensor{
 		c(writer.PTEFloat32, 3, 3), c(writer.PTEInt8, 9), c(writer.PTEFloat32, 1),
@@ -228,4 +235,84 @@ func reverseValues(t *testing.T, b []byte, shareDims bool) []byte {
 		t.Fatalf("values reversed: %v", err)
 	}
 	return fb.B
+}
+
+// laneNumelSizes are tensor sizes whose product overflows 64 bits (so
+// would wrap to a small number or 0; 2147352580 × 1073807362 × 8 bytes
+// wraps to 64), exceeds the file, or includes a negative or a zero, for
+// each rank the lane multiplies its own way (1 to 4) and the ranks above.
+var laneNumelSizes = func() [][]int32 {
+	const big = 1<<31 - 1
+	return [][]int32{
+		{big}, {-1}, {65536, 65536}, {-1, -1}, {-1, 0}, {0, big},
+		{big, big, big}, {big, big, 0}, {2, -2, 2}, {65536, 65536, 4},
+		{65536, 65536, 65536, 65536}, {0, big, big, big}, {big, big, big, 0},
+		{1, 65536, 65536, 1}, {2, 2, 2, -1}, {1 << 16, 1 << 16, 1 << 16, 1 << 16, 1 << 16},
+		{big, big, big, big, big, big}, {1, 1, 1, 1, 0, big, big, big}, {1, 1, 1, 1, 1, -1},
+		{16, 16, 1 << 28, 1 << 28}, {1 << 30, 1 << 30, 16}, {2147352580, 1073807362},
+		{0, -1}, {0, 1, -1}, {0, 1, 1, -1}, {1, 1, 0, -1}, {0, 1, 1, 1, 1, -1},
+	}
+}()
+
+// laneNumelProgram is a program whose second tensor has the given sizes
+// and type, and room for size bytes; the first, of the same rank and
+// type, arms the lane with the same vtables, so that the lane, not the
+// general way, meets the second first.
+func laneNumelProgram(sizes []int32, st int8, size int64) *writer.PTE {
+	m := writer.PTEMethod{Name: "forward", Tensors: []writer.PTETensor{
+		{Kind: writer.PTEConstant, ScalarType: st, Sizes: make([]int32, len(sizes))},
+		{Kind: writer.PTEConstant, ScalarType: st, Sizes: sizes, Size: size},
+	}}
+	return &writer.PTE{Methods: []writer.PTEMethod{m}}
+}
+
+// The lane multiplies a tensor's sizes in 64 bits, without the general
+// way's 128-bit products: each of laneNumelSizes reads the same with the
+// lane as without it, as 8-byte elements in a small file.
+func TestLaneNumel(t *testing.T) {
+	for _, sizes := range laneNumelSizes {
+		b, err := laneNumelProgram(sizes, writer.PTEFloat64, 64).Bytes()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := laneAgrees(b); err != nil {
+			t.Errorf("sizes %v: %v", sizes, err)
+		}
+	}
+}
+
+// The same in a 5 GiB file (sparse) whose constant segment holds 5 GiB,
+// as 1-byte elements: there the lane's limit on a product (2^32 - 1) is
+// below the file's size, and a negative size read as a uint32 is not
+// above it.
+func TestLaneNumelLargeFile(t *testing.T) {
+	if strconv.IntSize == 32 {
+		t.Skip("a 5 GiB file does not fit a 32-bit address space")
+	}
+	path := filepath.Join(t.TempDir(), "big.pte")
+	open := func(opts ...pte.Option) (*pte.Program, error) {
+		return pte.Open(path, append(opts, pte.WithWorkers(1))...)
+	}
+	for _, sizes := range laneNumelSizes {
+		if _, err := laneNumelProgram(sizes, writer.PTEInt8, 5<<30).WriteFile(path); err != nil {
+			t.Fatal(err)
+		}
+		with, werr := open()
+		without, oerr := open(pte.WithoutLane())
+		switch {
+		case werr != nil || oerr != nil:
+			if werr == nil || oerr == nil || werr.Error() != oerr.Error() {
+				t.Errorf("sizes %v: with the lane: %v; without: %v", sizes, werr, oerr)
+			}
+		default:
+			if err := samePrograms(without, with); err != nil {
+				t.Errorf("sizes %v: %v", sizes, err)
+			}
+		}
+		for _, p := range []*pte.Program{with, without} {
+			if p != nil {
+				p.Close()
+			}
+		}
+	}
 }

@@ -147,7 +147,7 @@ func laneVector(fb []byte, n, q int64) (start, length int64) {
 // vstart are as for values.
 func (b *builder) lane(m *Method, vt []int32, vstart int64, v, hi int) int {
 	r, p := &b.r, b.p
-	if b.noLane || !b.ln.arm(r) || v >= hi {
+	if b.noLane || !b.ln.arm(r) || v < 0 || v >= hi || hi > len(vt) {
 		return v
 	}
 	l := b.ln
@@ -178,8 +178,10 @@ func (b *builder) lane(m *Method, vt []int32, vstart int64, v, hi int) int {
 	}
 	numLimit := min(limit, math.MaxUint32)
 	v0 := v
+	vt = vt[:hi]
+	eMax, tMax := n-l.eneed, n-l.tneed // the last positions a table fits at
 loop:
-	for ; v < hi; v++ {
+	for ; v < len(vt); v++ {
 		if left < l.objects {
 			break
 		}
@@ -187,14 +189,14 @@ loop:
 		ep := vstart + 4*int64(v)
 		eo := ld32(fb, ep)
 		e := ep + eo
-		if eo == 0 || e > n-l.eneed || e-int64(int32(ld32(fb, e))) != l.evt || ld8(fb, e+l.etag) != tagTensor {
+		if eo == 0 || e > eMax || e-int64(int32(ld32(fb, e))) != l.evt || ld8(fb, e+l.etag) != tagTensor {
 			break
 		}
 		// Its Tensor.
 		vp := e + l.eval
 		to := ld32(fb, vp)
 		t := vp + to
-		if to == 0 || t > n-l.tneed || t-int64(int32(ld32(fb, t))) != l.tvt {
+		if to == 0 || t > tMax || t-int64(int32(ld32(fb, t))) != l.tvt {
 			break
 		}
 		var st uint8

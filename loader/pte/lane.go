@@ -79,15 +79,13 @@ func (l *lane) armedFor(r *fbr) bool {
 	return l.evt == r.evalueVT.vt && l.tvt == r.tensorVT.vt
 }
 
-// laneDTypes maps a scalar type byte to its DType and element size (size
-// 0: not one the lane reads; the general way reports it).
-var laneDTypes = func() (t [256]struct {
-	dt   format.DType
-	size uint8
-}) {
+// laneDTypes maps a scalar type byte to its DType (low byte) and element
+// size (high byte; 0: not one the lane reads, the general way reports it),
+// one load for both.
+var laneDTypes = func() (t [256]uint16) {
 	for i := range t {
-		t[i].dt, _ = format.ScalarTypeDType(int8(uint8(i)))
-		t[i].size = uint8(t[i].dt.Size())
+		dt, _ := format.ScalarTypeDType(int8(uint8(i)))
+		t[i] = uint16(dt) | uint16(dt.Size())<<8
 	}
 	return t
 }()
@@ -203,7 +201,8 @@ loop:
 		if l.st != 0 {
 			st = ld8(fb, t+l.st)
 		}
-		dt, size := laneDTypes[st].dt, uint64(laneDTypes[st].size)
+		x := laneDTypes[st]
+		dt, size := format.DType(x), uint64(x>>8)
 		if size == 0 {
 			break // Invalid
 		}

@@ -174,7 +174,7 @@ func (b *builder) lane(m *Method, vt []int32, vstart int64, v, hi int) int {
 	if room := hi - v; cap(recs)-len(recs) < room {
 		recs = slices.Grow(recs, room)
 	}
-	numLimit := min(limit, math.MaxUint32)
+	numLimit := min(limit, math.MaxUint32) // the largest product of sizes multiplied further
 	v0 := v
 	vt = vt[:hi]
 	eMax, tMax := n-l.eneed, n-l.tneed // the last positions a table fits at
@@ -217,9 +217,14 @@ loop:
 				break
 			}
 		}
-		// numel × size within the file, every size >= 0 (format.Numel):
-		// see laneNumel. Ranks up to 4 are multiplied here, in straight
-		// lines (a loop's carried values would live on the stack).
+		// numel × size within the file, every size >= 0 (format.Numel),
+		// in 64 bits: each size, read as a uint32, is below 2^32, and a
+		// product is multiplied further only while it is at most
+		// numLimit (< 2^32), so none overflows; a negative size has its
+		// top bit set, which the sizes' OR shows. A larger product goes
+		// the general way, which also looks for a 0 further on. Ranks up
+		// to 4 are multiplied here, in straight lines (a loop's carried
+		// values would live on the stack), the others by laneNumel.
 		var num uint64
 		var or uint32
 		switch ns {
@@ -252,7 +257,7 @@ loop:
 				break loop
 			}
 		}
-		nbytes := num * size
+		nbytes := num * size // kept only if num <= numLimit: size < 2^8
 		if int32(or) < 0 || num > numLimit || nbytes > limit {
 			break
 		}

@@ -362,7 +362,8 @@ func (m *Model) Close() error {
 	if m == nil || m.closed.Swap(true) {
 		return nil
 	}
-	var errs []error
+	var buf [4]error // room for the usual errors without an allocation
+	errs := buf[:0]
 	switch {
 	case m.prog != nil:
 		errs = append(errs, m.prog.Close())

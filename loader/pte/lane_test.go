@@ -32,10 +32,11 @@ func laneAgrees(b []byte, opts ...pte.Option) error {
 
 // laneProgram is a plan whose values take the lane and leave it in every
 // way: constants of several ranks and types (a scalar, an empty tensor,
-// ranks 1 to 5, 8 and 9, permuted dim orders, a type whose code is the default 0 and so absent),
-// tables with other vtables (requires_grad set, no dim_order), values that
-// are not tensors, planned and external tensors, a tensor sharing another's
-// data, and a second method with a longer name.
+// ranks 1 to 5, 8 and 9, permuted dim orders, a type whose code is the
+// default 0 and so absent), tables with other vtables (requires_grad set,
+// no dim_order), values that are not tensors, planned and external
+// tensors, a tensor sharing another's data, and a second method with a
+// longer name.
 func laneProgram() *writer.PTE {
 	c := func(st int8, sizes ...int32) writer.PTETensor {
 		return writer.PTETensor{Kind: writer.PTEConstant, ScalarType: st, Sizes: sizes}
@@ -270,6 +271,7 @@ func laneNumelProgram(sizes []int32, st int8, size int64) *writer.PTE {
 // way's 128-bit products: each of laneNumelSizes reads the same with the
 // lane as without it, as 8-byte elements in a small file.
 func TestLaneNumel(t *testing.T) {
+	before := pte.LaneValues()
 	for _, sizes := range laneNumelSizes {
 		b, err := laneNumelProgram(sizes, writer.PTEFloat64, 64).Bytes()
 		if err != nil {
@@ -278,6 +280,9 @@ func TestLaneNumel(t *testing.T) {
 		if err := laneAgrees(b); err != nil {
 			t.Errorf("sizes %v: %v", sizes, err)
 		}
+	}
+	if pte.LaneValues() == before {
+		t.Error("the lane read none of the tensors") // (those with a 0 are valid)
 	}
 }
 
@@ -290,6 +295,7 @@ func TestLaneNumelLargeFile(t *testing.T) {
 		t.Skip("a 5 GiB file does not fit a 32-bit address space")
 	}
 	path := filepath.Join(t.TempDir(), "big.pte")
+	before := pte.LaneValues()
 	open := func(opts ...pte.Option) (*pte.Program, error) {
 		return pte.Open(path, append(opts, pte.WithWorkers(1))...)
 	}
@@ -314,5 +320,8 @@ func TestLaneNumelLargeFile(t *testing.T) {
 				p.Close()
 			}
 		}
+	}
+	if pte.LaneValues() == before {
+		t.Error("the lane read none of the tensors")
 	}
 }

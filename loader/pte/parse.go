@@ -510,17 +510,31 @@ func (v i32s) bad(lo, hi int) int {
 	return -1
 }
 
+// checkIndices charges the entries of v to the work budget and checks
+// that each is a value index in [lo, nv), lo being 0, or -1 where an entry
+// may name no value. The error names field()+suffix (built only on
+// failure).
+func (b *builder) checkIndices(v i32s, lo, nv int, field func() string, suffix string, pos int64) error {
+	if !b.spend(v.len()) {
+		return b.overBudget(field()+suffix, pos)
+	}
+	k := v.bad(lo, nv)
+	switch {
+	case k < 0:
+		return nil
+	case lo < 0:
+		return b.fail(idx(field()+suffix, k), pos, "value index %d out of range (-1 or 0..%d)", v.at(k), nv-1)
+	}
+	return b.fail(idx(field()+suffix, k), pos, "value index %d out of range (the plan has %d values)", v.at(k), nv)
+}
+
 // valueIndices copies a vector of value indices, checking each is in
 // [0, nv). The error names field()+suffix (built only on failure).
 func (b *builder) valueIndices(v i32s, nv int, field func() string, suffix string, pos int64) ([]int32, error) {
-	n := v.len()
-	if !b.spend(n) {
-		return nil, b.overBudget(field()+suffix, pos)
+	if err := b.checkIndices(v, 0, nv, field, suffix, pos); err != nil {
+		return nil, err
 	}
-	if k := v.bad(0, nv); k >= 0 {
-		return nil, b.fail(idx(field()+suffix, k), pos, "value index %d out of range (the plan has %d values)", v.at(k), nv)
-	}
-	out := b.ints.Make(n)
+	out := b.ints.Make(v.len())
 	for k := range out {
 		out[k] = v.at(k)
 	}
@@ -559,14 +573,7 @@ func (b *builder) chain(c *Chain, ch *ptefb.Chain, nv, nops, ndel int, i, ci int
 			return b.fail(f(suffix), p, "%s %d out of range (%d)", what, x, n)
 		}
 		args := func() error {
-			a := i32Field(tab, vtCallArgs)
-			if !b.spend(a.len()) {
-				return b.overBudget(f(".args"), p)
-			}
-			if bad := a.bad(0, nv); bad >= 0 {
-				return b.fail(idx(f(".args"), bad), p, "value index %d out of range (the plan has %d values)", a.at(bad), nv)
-			}
-			return nil
+			return b.checkIndices(i32Field(tab, vtCallArgs), 0, nv, func() string { return f("") }, ".args", p)
 		}
 		switch in.InstrArgsType() {
 		case ptefb.InstructionArgumentsKernelCall:
@@ -711,15 +718,12 @@ func (b *builder) value(i int, m *Method, v, nv int, pos int64) (int32, error) {
 	case uint8(ptefb.KernelTypesTensorList), uint8(ptefb.KernelTypesOptionalTensorList):
 		// Value indices; an optional list may hold -1 (no tensor).
 		x := i32Field(flatbuffers.Table{Bytes: b.fb, Pos: flatbuffers.UOffsetT(val)}, vtListItems)
-		if !b.spend(x.len()) {
-			return -1, b.overBudget(valueField(i, v, ".items"), val)
+		lo := 0
+		if tag == uint8(ptefb.KernelTypesOptionalTensorList) {
+			lo = -1
 		}
-		if tag == uint8(ptefb.KernelTypesTensorList) {
-			if k := x.bad(0, nv); k >= 0 {
-				return -1, b.fail(idx(valueField(i, v, ".items"), k), val, "value index %d out of range (the plan has %d values)", x.at(k), nv)
-			}
-		} else if k := x.bad(-1, nv); k >= 0 {
-			return -1, b.fail(idx(valueField(i, v, ".items"), k), val, "value index %d out of range (-1 or 0..%d)", x.at(k), nv-1)
+		if err := b.checkIndices(x, lo, nv, func() string { return valueField(i, v, "") }, ".items", val); err != nil {
+			return -1, err
 		}
 	}
 	return -1, nil

@@ -8,7 +8,8 @@
 # Environment: COUNT (default 5), BENCHTIME (default 1s), OUT (default
 # bench/out), DIR (where the model files go; default $OUT/files, kept for
 # reruns; delete it afterwards), NICE (e.g. -10: run the measurements at that
-# priority), SLOW=1 (also the minutes-long windowed runs on pte-100k).
+# priority), ROUNDS (default 3: interleaved rounds of the C++ side by side),
+# SLOW=1 (also the minutes-long windowed runs on pte-100k).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 COUNT=${COUNT:-5}
@@ -141,11 +142,15 @@ if command -v flatc >/dev/null && command -v g++ >/dev/null && [ -e /usr/include
   g++ -O2 -std=c++17 -I"$gen" -o "$OUT/cxxload" bench/cxxload/load.cc
   rm -rf "$gen"
   kws=../shared/models/pte/arduino-keyword-spotting.pte
+  # ROUNDS interleaved rounds (default 3): the machine's speed changes
+  # from minute to minute, so each loader gets several turns at it.
   {
-    for f in "$DIR/pte-64M.pte" "$DIR/pte-1G.pte" "$P4G" "$DIR/flat-64M.pte" $( [ -e "$kws" ] && echo "$kws" ); do
-      for m in minimal verify; do "${nice[@]}" "$OUT/cxxload" $m "$f" 3000; done
-      # edgeload in the same minute, for the side by side.
-      $LB -n 3000 -mode whole "$f"
+    for r in $(seq "${ROUNDS:-3}"); do
+      for f in "$DIR/pte-64M.pte" "$DIR/pte-1G.pte" "$P4G" "$DIR/flat-64M.pte" $( [ -e "$kws" ] && echo "$kws" ); do
+        for m in minimal verify; do "${nice[@]}" "$OUT/cxxload" $m "$f" 3000; done
+        # edgeload in the same minute, for the side by side.
+        $LB -n 3000 -mode whole "$f"
+      done
     done
   } | tee "$OUT/cxxload.jsonl"
 fi

@@ -27,7 +27,7 @@
 //   /tmp/cxxload minimal|verify FILE [N]
 //
 // It prints one JSON line: {"file", "mode", "iters", "tensors",
-// "median_us", "min_us"}.
+// "median_us", "min_us", "p10_us", "p90_us"}.
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -193,9 +193,9 @@ int main(int argc, char **argv) {
 		t[i] = now_us() - t0;
 		tensors = ptrs.size();
 	}
-	double least = *std::min_element(t.begin(), t.end());
-	std::nth_element(t.begin(), t.begin() + n / 2, t.end());
-	printf("{\"file\":\"%s\",\"mode\":\"cxx-%s\",\"iters\":%d,\"tensors\":%zu,\"median_us\":%.1f,\"min_us\":%.1f}\n",
-	       path, argv[1], n, tensors, t[n / 2], least);
+	std::sort(t.begin(), t.end());
+	printf("{\"file\":\"%s\",\"mode\":\"cxx-%s\",\"iters\":%d,\"tensors\":%zu,\"median_us\":%.1f,\"min_us\":%.1f,"
+	       "\"p10_us\":%.1f,\"p90_us\":%.1f}\n",
+	       path, argv[1], n, tensors, t[n / 2], t[0], t[n / 10], t[n * 9 / 10]);
 	return 0;
 }

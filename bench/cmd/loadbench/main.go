@@ -14,7 +14,8 @@
 // memory: the output is
 //
 //	{"file":..., "mode":..., "touch":..., "iters":N, "tensors":T,
-//	 "median_us":..., "min_us":..., "rss_before_kib":..., "rss_after_open_kib":...,
+//	 "median_us":..., "min_us":..., "p10_us":..., "p90_us":...,
+//	 "rss_before_kib":..., "rss_after_open_kib":...,
 //	 "rss_after_touch_kib":..., "model_rss_kib":..., "maps":..., "peak_rss_kib":...,
 //	 "phase_median_us": {"open":..., "views":..., "touch":..., "close":...},
 //	 "phase_min_us": {...}}
@@ -69,6 +70,10 @@ type result struct {
 	Tensors  int     `json:"tensors"`
 	MedianUS float64 `json:"median_us"`
 	MinUS    float64 `json:"min_us"`
+	// The 10th and 90th percentiles: on a machine whose speed changes
+	// while it runs, the two speeds' loads (see BENCHMARKS.md).
+	P10US float64 `json:"p10_us"`
+	P90US float64 `json:"p90_us"`
 	// The same for each phase of a load: open (with full verification),
 	// views (one per tensor), touch (with -release, Release too), close.
 	PhaseMedianUS    map[string]float64 `json:"phase_median_us"`
@@ -262,6 +267,7 @@ func run(n int, touch, modeName, data string, procs int, child, release bool, ge
 		clear(views) // let a heap copy (readfile, xmmap) go before the next load
 	}
 	res.MedianUS, res.MinUS = stats(times)
+	res.P10US, res.P90US = us(times[len(times)/10]), us(times[len(times)*9/10])
 	res.PhaseMedianUS, res.PhaseMinUS = map[string]float64{}, map[string]float64{}
 	for k, name := range []string{"open", "views", "touch", "close"} {
 		for i := range times {

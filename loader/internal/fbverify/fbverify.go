@@ -354,55 +354,91 @@ func (v *verifier) fail(pos int64, msg string, args ...any) error {
 	return v.err
 }
 
-// in reports whether [pos, pos+size) lies inside the buffer.
+// The checks a valid buffer passes come first, in a few instructions
+// each; the messages of those that fail are built by functions of their
+// own (derefFail, tooMany, vtableFail, fieldOutside, vectorFail), which
+// make the same checks again in the same order, so that the common path
+// keeps few values live across calls (TestOutcomesUnchanged checks that
+// the outcomes are those of the plain checks).
+
+// in reports whether [pos, pos+size) lies inside the buffer. (As
+// unsigned numbers a negative pos or size is above any length; with pos
+// at most n, n-pos is not negative.)
 func (v *verifier) in(pos, size int64) bool {
-	return pos >= 0 && size >= 0 && pos <= v.n && size <= v.n-pos
+	return uint64(pos) <= uint64(v.n) && uint64(size) <= uint64(v.n-pos)
 }
 
-func (v *verifier) u32(pos int64) uint32 { return binary.LittleEndian.Uint32(v.buf[pos:]) }
-func (v *verifier) u16(pos int64) int64  { return int64(binary.LittleEndian.Uint16(v.buf[pos:])) }
+func (v *verifier) u32(pos int64) uint32 { return binary.LittleEndian.Uint32(v.buf[pos : pos+4]) }
+func (v *verifier) u16(pos int64) int64  { return int64(binary.LittleEndian.Uint16(v.buf[pos : pos+2])) }
 
 // deref follows the unsigned offset stored at pos.
 func (v *verifier) deref(pos int64) (int64, error) {
+	if v.in(pos, 4) {
+		off := int64(v.u32(pos))
+		if t := pos + off; off != 0 && t < v.n {
+			return t, nil
+		}
+	}
+	return 0, v.derefFail(pos)
+}
+
+// derefFail reports why the offset at pos cannot be followed.
+func (v *verifier) derefFail(pos int64) error {
 	if !v.in(pos, 4) {
-		return 0, v.fail(pos, "offset field runs past the end of the FlatBuffer (%d bytes); want 4 bytes inside it", v.n)
+		return v.fail(pos, "offset field runs past the end of the FlatBuffer (%d bytes); want 4 bytes inside it", v.n)
 	}
 	off := int64(v.u32(pos))
 	if off == 0 {
-		return 0, v.fail(pos, "offset 0 points at itself (want a positive offset)")
+		return v.fail(pos, "offset 0 points at itself (want a positive offset)")
 	}
 	t := pos + off
-	if t >= v.n {
-		return 0, v.fail(pos, "offset %d points to %#x, past the end of the FlatBuffer (%d bytes); want a target below %#x", off, v.opt.Base+t, v.n, v.opt.Base+v.n)
-	}
-	return t, nil
+	return v.fail(pos, "offset %d points to %#x, past the end of the FlatBuffer (%d bytes); want a target below %#x", off, v.opt.Base+t, v.n, v.opt.Base+v.n)
 }
 
+// enter counts one more object against Options.MaxObjects.
 func (v *verifier) enter(pos int64) error {
 	v.objects++
 	if v.objects > v.opt.MaxObjects {
-		return v.fail(pos, "more than %d objects: shared or looping references (want at most %d, one per 2 bytes of FlatBuffer)", v.opt.MaxObjects, v.opt.MaxObjects)
+		return v.tooMany(pos)
 	}
 	return nil
 }
 
+//go:noinline (keeps enter small enough to inline)
+func (v *verifier) tooMany(pos int64) error {
+	return v.fail(pos, "more than %d objects: shared or looping references (want at most %d, one per 2 bytes of FlatBuffer)", v.opt.MaxObjects, v.opt.MaxObjects)
+}
+
 // vtable checks the table header at pos and its vtable.
 func (v *verifier) vtable(pos int64) (vt, vtsize, tsize int64, err error) {
+	if v.in(pos, 4) {
+		vt = pos - int64(int32(v.u32(pos)))
+		if v.in(vt, 4) {
+			vtsize, tsize = v.u16(vt), v.u16(vt+2)
+			if vtsize >= 4 && vtsize%2 == 0 && v.in(vt, vtsize) && tsize >= 4 && v.in(pos, tsize) {
+				return vt, vtsize, tsize, nil
+			}
+		}
+	}
+	return 0, 0, 0, v.vtableFail(pos)
+}
+
+// vtableFail reports what is wrong with the table header at pos or its
+// vtable.
+func (v *verifier) vtableFail(pos int64) error {
 	if !v.in(pos, 4) {
-		return 0, 0, 0, v.fail(pos, "table runs past the end of the FlatBuffer (want 4 bytes before %#x)", v.opt.Base+v.n)
+		return v.fail(pos, "table runs past the end of the FlatBuffer (want 4 bytes before %#x)", v.opt.Base+v.n)
 	}
-	vt = pos - int64(int32(v.u32(pos)))
+	vt := pos - int64(int32(v.u32(pos)))
 	if !v.in(vt, 4) {
-		return 0, 0, 0, v.fail(pos, "vtable offset points to %#x, outside the FlatBuffer (want [%#x, %#x))", v.opt.Base+vt, v.opt.Base, v.opt.Base+v.n)
+		return v.fail(pos, "vtable offset points to %#x, outside the FlatBuffer (want [%#x, %#x))", v.opt.Base+vt, v.opt.Base, v.opt.Base+v.n)
 	}
-	vtsize, tsize = v.u16(vt), v.u16(vt+2)
+	vtsize, tsize := v.u16(vt), v.u16(vt+2)
 	if vtsize < 4 || vtsize%2 != 0 || !v.in(vt, vtsize) {
-		return 0, 0, 0, v.fail(vt, "bad vtable size %d (want an even size >= 4 inside the FlatBuffer)", vtsize)
+		return v.fail(vt, "bad vtable size %d (want an even size >= 4 inside the FlatBuffer)", vtsize)
 	}
-	if tsize < 4 || !v.in(pos, tsize) {
-		return 0, 0, 0, v.fail(pos, "table size %d runs past the end of the FlatBuffer (want at least 4 and at most %d)", tsize, v.n-pos)
-	}
-	return vt, vtsize, tsize, nil
+	// (tsize < 4 or the table runs past the end: what vtable found.)
+	return v.fail(pos, "table size %d runs past the end of the FlatBuffer (want at least 4 and at most %d)", tsize, v.n-pos)
 }
 
 func (v *verifier) table(pos int64, t *Table) error {
@@ -475,56 +511,58 @@ func (v *verifier) field(pos, tsize, vt, vtsize int64, f *Field) error {
 	// DataSegment, Int, Double tables), and the accessors only need the
 	// bytes to be in the buffer.
 	if !v.in(pos+fo, size) {
-		return v.fail(pos+fo, "field at table offset %d (%d bytes) lies outside the FlatBuffer (table of %d bytes); want it to end by %#x", fo, size, tsize, v.opt.Base+v.n)
+		return v.fieldOutside(pos, fo, size, tsize)
 	}
 	p := pos + fo
-	switch f.Kind {
-	case Scalar:
+	switch {
+	case f.Kind == Scalar:
 		return nil
+	case f.Kind < String || f.Kind > StringVector:
+		return v.fail(pos, "fbverify: field kind %d not handled", f.Kind)
+	}
+	// An offset, whose 4 bytes lie in the buffer (checked above): deref
+	// without its range check.
+	off := int64(v.u32(p))
+	t := p + off
+	if off == 0 || t >= v.n {
+		return v.derefFail(p)
+	}
+	switch f.Kind {
 	case String:
-		t, err := v.deref(p)
-		if err != nil {
-			return err
-		}
 		return v.str(t)
 	case TableRef:
-		t, err := v.deref(p)
-		if err != nil {
-			return err
-		}
 		return v.table(t, f.Table)
 	case ScalarVector:
-		t, err := v.deref(p)
-		if err != nil {
-			return err
-		}
-		_, _, err = v.vector(t, int64(f.Size))
+		_, _, err := v.vector(t, int64(f.Size))
 		return err
-	case TableVector, StringVector:
-		t, err := v.deref(p)
-		if err != nil {
-			return err
-		}
-		start, n, err := v.vector(t, 4)
-		if err != nil || f.Deferred {
-			return err
-		}
-		for i := int64(0); i < n; i++ {
-			e, err := v.deref(start + 4*i)
-			if err == nil {
-				if f.Kind == TableVector {
-					err = v.table(e, f.Table)
-				} else {
-					err = v.str(e)
-				}
-			}
-			if err != nil {
-				return v.at(err, "", int(i))
-			}
-		}
-		return nil
 	}
-	return v.fail(pos, "fbverify: field kind %d not handled", f.Kind)
+	// TableVector, StringVector.
+	start, n, err := v.vector(t, 4)
+	if err != nil || f.Deferred {
+		return err
+	}
+	for i := int64(0); i < n; i++ {
+		// The element's offset lies in the vector, so in the buffer.
+		q := start + 4*i
+		off := int64(v.u32(q))
+		e := q + off
+		if off == 0 || e >= v.n {
+			err = v.derefFail(q)
+		} else if f.Kind == TableVector {
+			err = v.table(e, f.Table)
+		} else {
+			err = v.str(e)
+		}
+		if err != nil {
+			return v.at(err, "", int(i))
+		}
+	}
+	return nil
+}
+
+//go:noinline (keeps field's frame small)
+func (v *verifier) fieldOutside(pos, fo, size, tsize int64) error {
+	return v.fail(pos+fo, "field at table offset %d (%d bytes) lies outside the FlatBuffer (table of %d bytes); want it to end by %#x", fo, size, tsize, v.opt.Base+v.n)
 }
 
 func (v *verifier) union(pos, vt, vtsize int64, f *Field) error {
@@ -562,21 +600,30 @@ func (v *verifier) union(pos, vt, vtsize int64, f *Field) error {
 	return v.table(t, target)
 }
 
-// vector checks a vector header at pos with elements of size elem and
-// returns the position of its first element and its length.
+// vector checks a vector header at pos with elements of size elem (0 <=
+// elem < 2^31: a schema's scalar size, or 4) and returns the position of
+// its first element and its length.
 func (v *verifier) vector(pos, elem int64) (start, n int64, err error) {
 	if err := v.enter(pos); err != nil {
 		return 0, 0, err
 	}
+	if v.in(pos, 4) {
+		// n < 2^32 and elem < 2^31: the product does not overflow.
+		if n, start = int64(v.u32(pos)), pos+4; uint64(n)*uint64(elem) <= uint64(v.n-start) {
+			return start, n, nil
+		}
+	}
+	return 0, 0, v.vectorFail(pos, elem)
+}
+
+// vectorFail reports why the vector at pos does not lie in the buffer.
+func (v *verifier) vectorFail(pos, elem int64) error {
 	if !v.in(pos, 4) {
-		return 0, 0, v.fail(pos, "vector length runs past the end of the FlatBuffer (want 4 bytes before %#x)", v.opt.Base+v.n)
+		return v.fail(pos, "vector length runs past the end of the FlatBuffer (want 4 bytes before %#x)", v.opt.Base+v.n)
 	}
-	n = int64(v.u32(pos))
-	start = pos + 4
-	if elem > 0 && n > (v.n-start)/elem {
-		return 0, 0, v.fail(pos, "vector of %d elements of %d bytes runs past the end of the FlatBuffer (%d bytes left: want at most %d elements)", n, elem, v.n-start, (v.n-start)/elem)
-	}
-	return start, n, nil
+	n := int64(v.u32(pos))
+	start := pos + 4
+	return v.fail(pos, "vector of %d elements of %d bytes runs past the end of the FlatBuffer (%d bytes left: want at most %d elements)", n, elem, v.n-start, (v.n-start)/elem)
 }
 
 func (v *verifier) str(pos int64) error {
@@ -584,8 +631,8 @@ func (v *verifier) str(pos int64) error {
 	if err != nil {
 		return err
 	}
-	if start+n >= v.n || v.buf[start+n] != 0 {
-		return v.fail(pos, "string of %d bytes has no NUL terminator (want a 0 byte at %#x)", n, v.opt.Base+start+n)
+	if end := start + n; end < v.n && v.buf[end] == 0 {
+		return nil
 	}
-	return nil
+	return v.fail(pos, "string of %d bytes has no NUL terminator (want a 0 byte at %#x)", n, v.opt.Base+start+n)
 }

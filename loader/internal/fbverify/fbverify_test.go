@@ -1,7 +1,9 @@
 package fbverify
 
 import (
+	"crypto/sha256"
 	"encoding/binary"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"strings"
@@ -388,4 +390,66 @@ func FuzzVerify(f *testing.F) {
 		}
 		_, _ = RootFieldSlots(b, Options{})
 	})
+}
+
+// outcomeDigest verifies every truncation, every single-byte change and,
+// at every 4-byte-aligned position, every offset near the buffer's end of
+// buf under several object limits, with the vtable cache and without, and
+// hashes what a caller sees of each: the error's text (message, offset,
+// field path) and the objects left.
+func outcomeDigest(buf []byte, root *Table) string {
+	h := sha256.New()
+	run := func(b []byte) {
+		for _, limit := range []int{0, 5, 17} {
+			for _, cache := range []bool{false, true} {
+				w := NewWalk(b, Options{Format: "test", MaxObjects: limit, CacheVTables: cache})
+				err := w.Root(root)
+				fmt.Fprintf(h, "%v|%d\n", err, w.Left())
+			}
+		}
+	}
+	for i := 0; i <= len(buf); i++ {
+		run(buf[:i])
+	}
+	b := make([]byte, len(buf))
+	for i := range buf {
+		for _, x := range []byte{0, 0xff, buf[i] ^ 0x55, buf[i] + 1} {
+			copy(b, buf)
+			b[i] = x
+			run(b)
+		}
+	}
+	for i := 0; i+4 <= len(buf); i += 4 {
+		n := len(buf)
+		for _, x := range []uint32{0, uint32(n - i), uint32(n - i - 1), uint32(n - i - 4), 1 << 31, uint32(int32(-i)), uint32(int32(-i - 1))} {
+			copy(b, buf)
+			binary.LittleEndian.PutUint32(b[i:], x)
+			run(b)
+		}
+	}
+	return hex.EncodeToString(h.Sum(nil))[:16]
+}
+
+// The fast paths (deref, vector, vtable and field's own offset check,
+// which leave the messages to derefFail, vectorFail and vtableFail) change
+// no outcome: the digests below were recorded from the plain checks they
+// replaced (commit f6a2a87). A fast check that accepts what the plain one
+// refused, or a message, offset, path or count that differs, changes a
+// digest. Update them only for an intended change of outcome.
+func TestOutcomesUnchanged(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		buf  []byte
+		root *Table
+		want string
+	}{
+		{"node0", valid(0), node, "5f63cfa9f7285fda"},
+		{"node3", valid(3), node, "a0440b2b1a1df29d"},
+		{"list30", validList(3, 0), list, "75d599c404472558"},
+		{"list21", validList(2, 1), list, "dbc72e34b821ab60"},
+	} {
+		if got := outcomeDigest(c.buf, c.root); got != c.want {
+			t.Errorf("%s: outcome digest %s, want %s", c.name, got, c.want)
+		}
+	}
 }

@@ -283,12 +283,83 @@ func dtypeOf(st int8) (format.DType, bool) {
 	return d, msg == ""
 }
 
-// layoutSource is the part of TensorLayout and TensorMetadata a layout is
-// read from.
-type layoutSource interface {
-	ScalarType() int8
-	DimOrderBytes() []byte
-	Table() flatbuffers.Table
+// rawLayout is what a layout is read from, in a verified TensorLayout or
+// TensorMetadata table at pos: its scalar type, the bytes of its sizes and
+// dim_order vectors (nil when absent), and the table offsets of the three
+// fields (0 when absent), for the offsets errors name.
+type rawLayout struct {
+	pos             int64
+	fo              [3]int64 // scalar_type, sizes, dim_order
+	st              int8
+	sizes, dimOrder []byte
+}
+
+// fieldPos returns the file position errors name for field k of l.
+func (l *rawLayout) fieldPos(k int) int64 { return l.pos + l.fo[k] }
+
+// legacyLayout reads the layout of a legacy TensorMetadata (its fields
+// scalar_type, sizes and dim_order have ids 1, 2 and 3).
+func legacyLayout(tm *ptdfb.LegacyTensorMetadata) rawLayout {
+	t := tm.Table()
+	fb, pos := t.Bytes, int64(t.Pos)
+	l := rawLayout{pos: pos}
+	for k := range l.fo {
+		l.fo[k] = int64(t.Offset(flatbuffers.VOffsetT(4 + 2*(k+1))))
+	}
+	l.readFields(fb)
+	return l
+}
+
+// readFields reads l's fields at the table offsets l.fo.
+func (l *rawLayout) readFields(fb []byte) {
+	if f := l.fo[0]; f != 0 {
+		l.st = int8(fb[l.pos+f])
+	}
+	if f := l.fo[1]; f != 0 {
+		l.sizes = vecBytes(fb, l.pos+f, 4)
+	}
+	if f := l.fo[2]; f != 0 {
+		l.dimOrder = vecBytes(fb, l.pos+f, 1)
+	}
+}
+
+// vfields holds the field offsets of verified tables of one type, decoding
+// a vtable only when a table's differs from the previous one's (writers
+// share one vtable among tables with the same fields): reading a field of
+// the next table then costs no vtable lookup.
+type vfields struct {
+	vt int64
+	fo [3]int64 // by field id; 0 when absent
+}
+
+func newVfields() vfields { return vfields{vt: -1} }
+
+// of returns the field offsets of the table at t.
+func (c *vfields) of(fb []byte, t int64) *[3]int64 {
+	if vt := t - int64(int32(binary.LittleEndian.Uint32(fb[t:t+4]))); vt != c.vt {
+		c.vt = vt
+		vtsize := int64(binary.LittleEndian.Uint16(fb[vt : vt+2]))
+		for id := range c.fo {
+			c.fo[id] = 0
+			if e := 4 + 2*int64(id); e+2 <= vtsize {
+				c.fo[id] = int64(binary.LittleEndian.Uint16(fb[vt+e : vt+e+2]))
+			}
+		}
+	}
+	return &c.fo
+}
+
+// deref follows the verified offset at q.
+func deref(fb []byte, q int64) int64 {
+	return q + int64(binary.LittleEndian.Uint32(fb[q:q+4]))
+}
+
+// vecBytes returns the bytes of the verified vector of elem-byte elements
+// that the offset at q refers to.
+func vecBytes(fb []byte, q, elem int64) []byte {
+	s := deref(fb, q)
+	n := int64(binary.LittleEndian.Uint32(fb[s : s+4]))
+	return fb[s+4 : s+4+elem*n]
 }
 
 // at locates an entry for error messages: element i of a root list. The
@@ -326,27 +397,19 @@ func (a *store) layout() *Layout {
 	return &a.layouts[len(a.layouts)-1]
 }
 
-// readLayout reads a verified layout; ids are the field ids of scalar_type,
-// sizes and dim_order in the table, for error offsets. The data has room
-// bytes: all of segment si (off < 0), or what follows offset off in it.
-func (f *File) readLayout(src layoutSource, loc at, key string, ids [3]int, si int, off int64, ar *store) (*Layout, int64, error) {
-	t := src.Table()
-	st := src.ScalarType()
+// readLayout reads a verified layout. The data has room bytes: all of
+// segment si (off < 0), or what follows offset off in it.
+func (f *File) readLayout(src *rawLayout, loc at, key string, si int, off int64, ar *store) (*Layout, int64, error) {
+	st := src.st
 	dt, ok := dtypeOf(st)
 	if !ok {
-		return nil, 0, errorf(loc.field(loc.sub+".scalar_type"), fieldPos(t, ids[0]),
+		return nil, 0, errorf(loc.field(loc.sub+".scalar_type"), src.fieldPos(0),
 			"key %q: scalar type %d is reserved or unknown (want a known ExecuTorch ScalarType: 0-7, 11-17, 22-29)", key, st)
 	}
-	// The sizes, read from the verified vector's bytes (the generated
-	// accessor would look the field up in the vtable for every element).
-	var sizes []byte
-	if o := flatbuffers.UOffsetT(t.Offset(flatbuffers.VOffsetT(4 + 2*ids[1]))); o != 0 {
-		start := t.Vector(o)
-		sizes = t.Bytes[start : start+4*flatbuffers.UOffsetT(t.VectorLen(o))]
-	}
+	sizes := src.sizes
 	n := len(sizes) / 4
 	if ar.budget -= n; ar.budget < 0 {
-		return nil, 0, errorf(loc.field(loc.sub+".sizes"), fieldPos(t, ids[1]),
+		return nil, 0, errorf(loc.field(loc.sub+".sizes"), src.fieldPos(1),
 			"key %q: the layouts hold more dimensions than the FlatBuffer has room for (shared sizes vectors)", key)
 	}
 	l := ar.layout()
@@ -354,20 +417,20 @@ func (f *File) readLayout(src layoutSource, loc at, key string, ids [3]int, si i
 	for i := range n {
 		s := int32(binary.LittleEndian.Uint32(sizes[4*i:]))
 		if s < 0 {
-			return nil, 0, errorf(loc.field(loc.sub+".sizes"), fieldPos(t, ids[1]),
+			return nil, 0, errorf(loc.field(loc.sub+".sizes"), src.fieldPos(1),
 				"key %q: dimension %d has negative size %d", key, i, s)
 		}
 		l.Sizes[i] = int64(s)
 	}
-	if d := src.DimOrderBytes(); len(d) > 0 {
+	if d := src.dimOrder; len(d) > 0 {
 		if len(d) != n {
-			return nil, 0, errorf(loc.field(loc.sub+".dim_order"), fieldPos(t, ids[2]),
+			return nil, 0, errorf(loc.field(loc.sub+".dim_order"), src.fieldPos(2),
 				"key %q: dim_order has %d entries for %d dimensions", key, len(d), n)
 		}
 		var seen [4]uint64 // a bit per dimension
 		for _, x := range d {
 			if int(x) >= n || seen[x>>6]&(1<<(x&63)) != 0 {
-				return nil, 0, errorf(loc.field(loc.sub+".dim_order"), fieldPos(t, ids[2]),
+				return nil, 0, errorf(loc.field(loc.sub+".dim_order"), src.fieldPos(2),
 					"key %q: dim_order %v is not a permutation of 0..%d", key, d, n-1)
 			}
 			seen[x>>6] |= 1 << (x & 63)
@@ -386,7 +449,7 @@ func (f *File) readLayout(src layoutSource, loc at, key string, ids [3]int, si i
 		if off >= 0 {
 			has = fmt.Sprintf("segment %d (%d bytes) holds %d past offset %d", si, seg.Len(), room, off)
 		}
-		return nil, 0, errorf(loc.field(loc.sub+".sizes"), fieldPos(t, ids[1]),
+		return nil, 0, errorf(loc.field(loc.sub+".sizes"), src.fieldPos(1),
 			"key %q: layout %s%v needs %s bytes, but %s; want at least %[4]s", key, dt, l.Sizes, need, has)
 	}
 	return l, nbytes, nil
@@ -452,22 +515,42 @@ func (f *File) readCurrent(fb []byte) error {
 	f.index = nameindex.Make(n, f.entryKey)
 	locs := make([]at, 0, n)
 	ar := store{budget: len(fb) / 4}
-	var nd ptdfb.NamedData
-	var tl ptdfb.TensorLayout
+	// The entries are read through their decoded vtables (NamedData: key,
+	// segment_index, tensor_layout; TensorLayout: scalar_type, sizes,
+	// dim_order), which they share: the generated accessors would look
+	// every field up in its vtable again.
+	var list int64
+	if t := ft.Table(); t.Offset(8) != 0 {
+		list = int64(t.Vector(flatbuffers.UOffsetT(t.Offset(8))))
+	}
+	ndf, tlf := newVfields(), newVfields()
 	for i := range n {
-		ft.NamedData(&nd, i)
+		nd := deref(fb, list+4*int64(i))
+		fo := ndf.of(fb, nd)
 		loc := at{list: "named_data", i: i, sub: ".tensor_layout"}
-		key := ar.keys.Copy(nd.Key())
-		si, err := f.segmentIndex(nd.SegmentIndex(), loc, fieldPos(nd.Table(), 1), key)
+		var kb []byte
+		if fo[0] != 0 {
+			kb = vecBytes(fb, nd+fo[0], 1)
+		}
+		key := ar.keys.Copy(kb)
+		var sidx uint32
+		if fo[1] != 0 {
+			sidx = binary.LittleEndian.Uint32(fb[nd+fo[1] : nd+fo[1]+4])
+		}
+		si, err := f.segmentIndex(sidx, loc, nd+fo[1], key)
 		if err != nil {
 			return err
 		}
 		e := NamedData{NamedData: format.NamedData{Key: key, Segment: si, Data: f.segs[si]}}
-		if nd.TensorLayout(&tl) != nil {
+		if fo[2] != 0 {
 			if ar.layouts == nil {
 				ar.layouts = make([]Layout, 0, n)
 			}
-			l, nbytes, err := f.readLayout(&tl, loc, key, [3]int{0, 1, 2}, si, -1, &ar)
+			tl := deref(fb, nd+fo[2])
+			lf := tlf.of(fb, tl)
+			raw := rawLayout{pos: tl, fo: *lf}
+			raw.readFields(fb)
+			l, nbytes, err := f.readLayout(&raw, loc, key, si, -1, &ar)
 			if err != nil {
 				return err
 			}
@@ -481,7 +564,7 @@ func (f *File) readCurrent(fb []byte) error {
 			}
 			f.tensors = append(f.tensors, tensorOf(&te))
 		}
-		if err := f.addEntry(e, loc, ".key", fieldPos(nd.Table(), 0), &locs); err != nil {
+		if err := f.addEntry(e, loc, ".key", nd+fo[0], &locs); err != nil {
 			return err
 		}
 	}
@@ -540,7 +623,8 @@ func (f *File) readLegacy(fb []byte) error {
 			return errorf(loc.field(".offset"), fieldPos(t, 5),
 				"key %q: offset %d lies past the end of segment %d (%d bytes)", key, off, si, seg.Len())
 		}
-		l, nbytes, err := f.readLayout(&tm, loc, key, [3]int{1, 2, 3}, si, int64(off), &ar)
+		raw := legacyLayout(&tm)
+		l, nbytes, err := f.readLayout(&raw, loc, key, si, int64(off), &ar)
 		if err != nil {
 			return err
 		}

@@ -11,6 +11,7 @@ import (
 	"github.com/edgeload/edgeload/internal/schema/ptdfb"
 	"github.com/edgeload/edgeload/loader/format"
 	"github.com/edgeload/edgeload/loader/internal/arena"
+	"github.com/edgeload/edgeload/loader/internal/fbread"
 	"github.com/edgeload/edgeload/loader/internal/fbverify"
 	"github.com/edgeload/edgeload/loader/internal/nameindex"
 	"github.com/edgeload/edgeload/loader/internal/region"
@@ -316,50 +317,11 @@ func (l *rawLayout) readFields(fb []byte) {
 		l.st = int8(fb[l.pos+f])
 	}
 	if f := l.fo[1]; f != 0 {
-		l.sizes = vecBytes(fb, l.pos+f, 4)
+		l.sizes = fbread.Bytes(fb, l.pos+f, 4)
 	}
 	if f := l.fo[2]; f != 0 {
-		l.dimOrder = vecBytes(fb, l.pos+f, 1)
+		l.dimOrder = fbread.Bytes(fb, l.pos+f, 1)
 	}
-}
-
-// vfields holds the field offsets of verified tables of one type, decoding
-// a vtable only when a table's differs from the previous one's (writers
-// share one vtable among tables with the same fields): reading a field of
-// the next table then costs no vtable lookup.
-type vfields struct {
-	vt int64
-	fo [3]int64 // by field id; 0 when absent
-}
-
-func newVfields() vfields { return vfields{vt: -1} }
-
-// of returns the field offsets of the table at t.
-func (c *vfields) of(fb []byte, t int64) *[3]int64 {
-	if vt := t - int64(int32(binary.LittleEndian.Uint32(fb[t:t+4]))); vt != c.vt {
-		c.vt = vt
-		vtsize := int64(binary.LittleEndian.Uint16(fb[vt : vt+2]))
-		for id := range c.fo {
-			c.fo[id] = 0
-			if e := 4 + 2*int64(id); e+2 <= vtsize {
-				c.fo[id] = int64(binary.LittleEndian.Uint16(fb[vt+e : vt+e+2]))
-			}
-		}
-	}
-	return &c.fo
-}
-
-// deref follows the verified offset at q.
-func deref(fb []byte, q int64) int64 {
-	return q + int64(binary.LittleEndian.Uint32(fb[q:q+4]))
-}
-
-// vecBytes returns the bytes of the verified vector of elem-byte elements
-// that the offset at q refers to.
-func vecBytes(fb []byte, q, elem int64) []byte {
-	s := deref(fb, q)
-	n := int64(binary.LittleEndian.Uint32(fb[s : s+4]))
-	return fb[s+4 : s+4+elem*n]
 }
 
 // at locates an entry for error messages: element i of a root list. The
@@ -523,14 +485,14 @@ func (f *File) readCurrent(fb []byte) error {
 	if t := ft.Table(); t.Offset(8) != 0 {
 		list = int64(t.Vector(flatbuffers.UOffsetT(t.Offset(8))))
 	}
-	ndf, tlf := newVfields(), newVfields()
+	var ndf, tlf fbread.Fields
 	for i := range n {
-		nd := deref(fb, list+4*int64(i))
-		fo := ndf.of(fb, nd)
+		nd := fbread.Deref(fb, list+4*int64(i))
+		fo := ndf.Of(fb, nd)
 		loc := at{list: "named_data", i: i, sub: ".tensor_layout"}
 		var kb []byte
 		if fo[0] != 0 {
-			kb = vecBytes(fb, nd+fo[0], 1)
+			kb = fbread.Bytes(fb, nd+fo[0], 1)
 		}
 		key := ar.keys.Copy(kb)
 		var sidx uint32
@@ -546,9 +508,9 @@ func (f *File) readCurrent(fb []byte) error {
 			if ar.layouts == nil {
 				ar.layouts = make([]Layout, 0, n)
 			}
-			tl := deref(fb, nd+fo[2])
-			lf := tlf.of(fb, tl)
-			raw := rawLayout{pos: tl, fo: *lf}
+			tl := fbread.Deref(fb, nd+fo[2])
+			lf := tlf.Of(fb, tl)
+			raw := rawLayout{pos: tl, fo: [3]int64{lf[0], lf[1], lf[2]}}
 			raw.readFields(fb)
 			l, nbytes, err := f.readLayout(&raw, loc, key, si, -1, &ar)
 			if err != nil {

@@ -1,7 +1,6 @@
 package pte
 
 import (
-	"encoding/binary"
 	"fmt"
 	"slices"
 	"strconv"
@@ -9,6 +8,7 @@ import (
 	"unsafe"
 
 	"github.com/edgeload/edgeload/loader/format"
+	"github.com/edgeload/edgeload/loader/internal/fbread"
 	"github.com/edgeload/edgeload/mmapfile"
 	"github.com/edgeload/edgeload/segment"
 )
@@ -194,11 +194,11 @@ func (p *Program) buildList() {
 	// Open verified every table and field read here: the reads follow
 	// its offsets without checking them again (and a slip would panic on
 	// a bounds check, not read outside the buffer).
-	tf, ef := newFields(), newFields()
+	var tf, ef fbread.Fields
 	var shapeLen, dimLen, nameLen int64
 	for i := range p.recs {
 		t := int64(p.recs[i].tensor)
-		fo := tf.of(fb, t)
+		fo := tf.Of(fb, t)
 		_, ns := vecAt(fb, t, fo[tSizes])
 		_, nd := vecAt(fb, t, fo[tDimOrder])
 		shapeLen += ns
@@ -217,7 +217,7 @@ func (p *Program) buildList() {
 		r := &p.recs[i]
 		t := &ts[i]
 		tp := int64(r.tensor)
-		fo := tf.of(fb, tp)
+		fo := tf.Of(fb, tp)
 		s0 := len(shapes)
 		sp, ns := vecAt(fb, tp, fo[tSizes])
 		for k := range ns {
@@ -264,31 +264,6 @@ func (p *Program) buildList() {
 	p.list.tensors = ts
 }
 
-// fields reads the field offsets of verified tables of one type, decoding
-// a vtable only when a table's differs from the previous one's (writers
-// share one vtable among tables with the same fields).
-type fields struct {
-	vt int64
-	fo [maxCached]int64 // by field id; 0 when absent
-}
-
-func newFields() fields { return fields{vt: noVT} }
-
-// of returns the field offsets of the table at t.
-func (f *fields) of(fb []byte, t int64) *[maxCached]int64 {
-	if vt := t - int64(int32(le32(fb, t))); vt != f.vt {
-		f.vt = vt
-		vtsize := int64(binary.LittleEndian.Uint16(fb[vt : vt+2]))
-		for id := range f.fo {
-			f.fo[id] = 0
-			if e := 4 + 2*int64(id); e+2 <= vtsize {
-				f.fo[id] = int64(binary.LittleEndian.Uint16(fb[vt+e : vt+e+2]))
-			}
-		}
-	}
-	return &f.fo
-}
-
 // vecAt returns the position of the first element and the length of the
 // vector that the offset field at t+fo refers to; 0, 0 when fo is 0
 // (absent).
@@ -301,12 +276,12 @@ func vecAt(fb []byte, t, fo int64) (start, n int64) {
 
 // fqn returns the fully-qualified name of the Tensor table at t (fields
 // fo): its extra_tensor_info's string, nil when it has none.
-func fqn(fb []byte, t int64, fo *[maxCached]int64, ef *fields) []byte {
+func fqn(fb []byte, t int64, fo *[fbread.MaxFields]int64, ef *fbread.Fields) []byte {
 	if fo[tExtraInfo] == 0 {
 		return nil
 	}
 	q := t + fo[tExtraInfo]
 	e := q + le32(fb, q)
-	s, n := vecAt(fb, e, ef.of(fb, e)[etiFQN])
+	s, n := vecAt(fb, e, ef.Of(fb, e)[etiFQN])
 	return fb[s : s+n]
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/edgeload/edgeload/internal/schema/rtenfb"
 	"github.com/edgeload/edgeload/loader/format"
 	"github.com/edgeload/edgeload/loader/internal/arena"
+	"github.com/edgeload/edgeload/loader/internal/fbread"
 	"github.com/edgeload/edgeload/segment"
 )
 
@@ -37,6 +38,9 @@ type loader struct {
 	budget   int64
 	graphs   map[flatbuffers.UOffsetT]*built
 	warnings []string
+	// The field offsets of the Node and ConstantNode tables read last:
+	// the nodes of a graph share a few vtables.
+	nodeF, constF fbread.Fields
 }
 
 // built is a graph table already turned into a Graph (or being built).
@@ -211,20 +215,26 @@ func (l *loader) graph(g *rtenfb.Graph, path, field string, depth int) (*Graph, 
 	if out.Captures, err = l.indices(&tab, idGraphCaptures, n, field+".captures", "graph capture"); err != nil {
 		return nil, err
 	}
-	var nd rtenfb.Node
+	// The nodes, through their decoded vtables (the generated accessors
+	// would look every field up again).
+	fb := l.buf
+	var nodes int64
+	if n > 0 {
+		start, _, _ := vec(&tab, idGraphNodes)
+		nodes = int64(start)
+	}
 	// room for the graph's constants, so that appending them does not
 	// copy the list again and again
 	k := 0
 	for i := 0; i < n; i++ {
-		g.Nodes(&nd, i)
-		if nd.DataType() == rtenfb.NodeKindConstantNode {
+		np := fbread.Deref(fb, nodes+4*int64(i))
+		if f := l.nodeF.Of(fb, np)[idNodeData]; f != 0 && rtenfb.NodeKind(fb[np+f]) == rtenfb.NodeKindConstantNode {
 			k++
 		}
 	}
 	l.consts, l.owners = slices.Grow(l.consts, k), slices.Grow(l.owners, k)
 	for i := 0; i < n; i++ {
-		g.Nodes(&nd, i)
-		if err := l.node(&nd, out, i, field, depth); err != nil {
+		if err := l.node(fbread.Deref(fb, nodes+4*int64(i)), out, i, field, depth); err != nil {
 			return nil, err
 		}
 	}
@@ -235,19 +245,33 @@ func (l *loader) graph(g *rtenfb.Graph, path, field string, depth int) (*Graph, 
 	return out, nil
 }
 
-func (l *loader) node(nd *rtenfb.Node, g *Graph, i int, gfield string, depth int) error {
+// node reads the Node table at np, node i of g.
+func (l *loader) node(np int64, g *Graph, i int, gfield string, depth int) error {
 	node := &g.Nodes[i]
-	ndt := nd.Table()
-	name := nd.Name()
+	fb := l.buf
+	ndt := flatbuffers.Table{Bytes: fb, Pos: flatbuffers.UOffsetT(np)}
+	// What the node's fields say, read before a subgraph's nodes replace
+	// l.nodeF's offsets.
+	fo := l.nodeF.Of(fb, np)
+	var name []byte
+	if f := fo[idNodeName]; f != 0 {
+		name = fbread.Bytes(fb, np+f, 1)
+	}
+	var kind rtenfb.NodeKind
+	if f := fo[idNodeData]; f != 0 {
+		kind = rtenfb.NodeKind(fb[np+f])
+	}
+	var u flatbuffers.Table // the data table: verified (present) with any tag but NONE
+	if f := fo[idNodeData+1]; f != 0 && kind != rtenfb.NodeKindNONE {
+		u = flatbuffers.Table{Bytes: fb, Pos: flatbuffers.UOffsetT(fbread.Deref(fb, np+f))}
+	}
 	if !l.spend(len(name)/8 + 1) {
 		return l.overBudget(gfield+".nodes["+strconv.Itoa(i)+"].name", ndt.Pos)
 	}
 	node.Name = l.names.Copy(name)
 	w := where{graph: gfield, node: i, name: node.Name}
-	var u flatbuffers.Table
-	switch kind := nd.DataType(); kind {
+	switch kind {
 	case rtenfb.NodeKindOperatorNode:
-		nd.Data(&u)
 		var op rtenfb.OperatorNode
 		op.Init(u.Bytes, u.Pos)
 		node.Kind = KindOperator
@@ -257,15 +281,11 @@ func (l *loader) node(nd *rtenfb.Node, g *Graph, i int, gfield string, depth int
 		}
 		node.Op = o
 	case rtenfb.NodeKindConstantNode:
-		nd.Data(&u)
-		var c rtenfb.ConstantNode
-		c.Init(u.Bytes, u.Pos)
 		node.Kind = KindConstant
-		if err := l.constant(&c, g, node, w); err != nil {
+		if err := l.constant(int64(u.Pos), g, node, w); err != nil {
 			return err
 		}
 	case rtenfb.NodeKindValueNode:
-		nd.Data(&u)
 		var v rtenfb.ValueNode
 		v.Init(u.Bytes, u.Pos)
 		node.Kind = KindValue
@@ -381,13 +401,33 @@ func valueDType(v rtenfb.DataType) format.DType {
 	return format.Invalid
 }
 
-func (l *loader) constant(c *rtenfb.ConstantNode, g *Graph, node *Node, w where) error {
-	tab := c.Table()
+// constant reads the ConstantNode table at cp, the data of node.
+func (l *loader) constant(cp int64, g *Graph, node *Node, w where) error {
+	fb := l.buf
+	tab := flatbuffers.Table{Bytes: fb, Pos: flatbuffers.UOffsetT(cp)}
+	fo := l.constF.Of(fb, cp)
+	// Optional scalars: presence is the vtable slot, never the value
+	// (data_offset 0 is the first tensor of the section).
+	var dtypePos, offPos, dataPos flatbuffers.UOffsetT
+	var tag rtenfb.ConstantData
+	if f := fo[idConstDType]; f != 0 {
+		dtypePos = flatbuffers.UOffsetT(cp + f)
+	}
+	if f := fo[idConstDataOffset]; f != 0 {
+		offPos = flatbuffers.UOffsetT(cp + f)
+	}
+	if f := fo[idConstData]; f != 0 {
+		tag = rtenfb.ConstantData(fb[cp+f])
+	}
+	if f := fo[idConstData+1]; f != 0 && tag != rtenfb.ConstantDataNONE { // verified only then
+		dataPos = flatbuffers.UOffsetT(fbread.Deref(fb, cp+f))
+	}
 	i := w.node
 	k := Constant{Graph: g.Path, Node: i, DataOffset: -1}
 	k.Offset = -1
 	k.Name, k.NameExplicit = node.Name, node.Name != ""
-	start, rank, _ := vec(&tab, idConstShape) // required: verified present
+	sp, ns := fbread.Vector(fb, cp+fo[idConstShape]) // required: verified present
+	start, rank := flatbuffers.UOffsetT(sp), int(ns)
 	// the Constant, its Tensor copy and index entry, a made-up name, the
 	// shape
 	if !l.spend(64 + len(g.Path)/8 + rank) {
@@ -401,11 +441,6 @@ func (l *loader) constant(c *rtenfb.ConstantNode, g *Graph, node *Node, w where)
 	for j := range k.Shape {
 		k.Shape[j] = int64(tab.GetUint32(start + flatbuffers.UOffsetT(4*j)))
 	}
-	// Optional scalars: presence is the vtable slot, never the value
-	// (data_offset 0 is the first tensor of the section).
-	dtypePos := fieldPos(&tab, idConstDType)
-	offPos := fieldPos(&tab, idConstDataOffset)
-	tag := c.DataType()
 	var declared format.DType
 	if dtypePos != 0 {
 		raw := rtenfb.ConstantDataType(tab.GetUint16(dtypePos))
@@ -423,7 +458,7 @@ func (l *loader) constant(c *rtenfb.ConstantNode, g *Graph, node *Node, w where)
 			return err
 		}
 	case tag != rtenfb.ConstantDataNONE:
-		if err := l.inline(&k, c, tag, declared, w, g.Path); err != nil {
+		if err := l.inline(&k, dataPos, tag, declared, w, g.Path); err != nil {
 			return err
 		}
 	default:
@@ -476,13 +511,14 @@ func (l *loader) external(k *Constant, off uint64, dt format.DType, hasDType boo
 	return nil
 }
 
-func (l *loader) inline(k *Constant, c *rtenfb.ConstantNode, tag rtenfb.ConstantData, declared format.DType, w where, gpath string) error {
+// inline reads the inline data of k, a table at dataPos of the type tag
+// names.
+func (l *loader) inline(k *Constant, dataPos flatbuffers.UOffsetT, tag rtenfb.ConstantData, declared format.DType, w where, gpath string) error {
 	dt := inlineDType(tag)
 	if declared != format.Invalid && declared != dt {
 		l.warnf("%s in graph %s: dtype says %s but the inline data is %s; using %s", w.desc(), gpath, declared, dt, dt)
 	}
-	var u flatbuffers.Table
-	c.Data(&u)
+	u := flatbuffers.Table{Bytes: l.buf, Pos: dataPos}
 	start, cnt, _ := vec(&u, idDataData) // required: verified present
 	numel, _, ok := format.Numel(k.Shape, dt, math.MaxInt64)
 	if !ok {

@@ -50,13 +50,15 @@ func newFBR(fb []byte, w *fbverify.Walk) fbr {
 	return r
 }
 
-// in reports whether [pos, pos+size) lies inside the buffer.
+// in reports whether [pos, pos+size) lies inside the buffer. (As
+// unsigned numbers a negative pos or size is above any length; with pos
+// at most n, n-pos is not negative.)
 func (r *fbr) in(pos, size int64) bool {
-	return pos >= 0 && size >= 0 && pos <= r.n && size <= r.n-pos
+	return uint64(pos) <= uint64(r.n) && uint64(size) <= uint64(r.n-pos)
 }
 
-func (r *fbr) u16(pos int64) int64  { return int64(binary.LittleEndian.Uint16(r.b[pos:])) }
-func (r *fbr) u32(pos int64) uint32 { return binary.LittleEndian.Uint32(r.b[pos:]) }
+func (r *fbr) u16(pos int64) int64  { return int64(binary.LittleEndian.Uint16(r.b[pos : pos+2])) }
+func (r *fbr) u32(pos int64) uint32 { return binary.LittleEndian.Uint32(r.b[pos : pos+4]) }
 
 // count charges one object to the walk's limit; it reports false when the
 // walk has now visited more objects than it may. The count is kept here

@@ -481,9 +481,9 @@ func (f *File) readCurrent(fb []byte) error {
 	// segment_index, tensor_layout; TensorLayout: scalar_type, sizes,
 	// dim_order), which they share: the generated accessors would look
 	// every field up in its vtable again.
-	var list int64
-	if t := ft.Table(); t.Offset(8) != 0 {
-		list = int64(t.Vector(flatbuffers.UOffsetT(t.Offset(8))))
+	var list int64 // the named_data vector's first element
+	if n > 0 {
+		list, _ = fbread.Vector(fb, fieldPos(ft.Table(), 2)) // named_data: id 2
 	}
 	var ndf, tlf fbread.Fields
 	for i := range n {

@@ -267,7 +267,7 @@ func run(n int, touch, modeName, data string, procs int, child, release bool, ge
 		clear(views) // let a heap copy (readfile, xmmap) go before the next load
 	}
 	res.MedianUS, res.MinUS = stats(times)
-	res.P10US, res.P90US = us(times[len(times)/10]), us(times[len(times)*9/10])
+	res.P10US, res.P90US = us(times[len(times)/10]), us(times[len(times)*9/10]) // (stats sorted times)
 	res.PhaseMedianUS, res.PhaseMinUS = map[string]float64{}, map[string]float64{}
 	for k, name := range []string{"open", "views", "touch", "close"} {
 		for i := range times {

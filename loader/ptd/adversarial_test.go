@@ -172,10 +172,23 @@ func TestAdversarialWriter(t *testing.T) {
 	}{
 		{"key listed twice", &writer.PTD{Entries: []writer.PTDEntry{
 			{Key: "w", Layout: f32, Data: make([]byte, 4)}, {Key: "b", Data: []byte{1}}, {Key: "w", Data: []byte{2}},
-		}}, "named_data[2].key"},
+		}}, "named_data[2].key at offset 0x"},
+		{"key listed twice: the first named", &writer.PTD{Entries: []writer.PTDEntry{
+			{Key: "a", Data: []byte{1}}, {Key: "w", Layout: f32, Data: make([]byte, 4)}, {Key: "w", Data: []byte{2}},
+		}}, "first in FlatTensor.named_data[1])"},
 		{"legacy key listed twice", &writer.PTD{Legacy: true, Entries: []writer.PTDEntry{
 			{Key: "w", Layout: f32, Data: make([]byte, 4)}, {Key: "w", Layout: f32, Data: make([]byte, 4)},
-		}}, "tensors[1]"},
+		}}, "tensors[1].fully_qualified_name at offset 0x"},
+		{"legacy key listed twice: the first named", &writer.PTD{Legacy: true, Entries: []writer.PTDEntry{
+			{Key: "w", Layout: f32, Data: make([]byte, 4)}, {Key: "w", Layout: f32, Data: make([]byte, 4)},
+		}}, "first in FlatTensor.tensors[0])"},
+		{"legacy key listed twice after named data", &writer.PTD{Legacy: true, Entries: []writer.PTDEntry{
+			{Key: "n", Data: []byte{1}}, {Key: "x", Layout: f32, Data: make([]byte, 4)},
+			{Key: "w", Layout: f32, Data: make([]byte, 4)}, {Key: "w", Layout: f32, Data: make([]byte, 4)},
+		}}, "first in FlatTensor.tensors[1])"},
+		{"legacy tensor listing a named key", &writer.PTD{Legacy: true, Entries: []writer.PTDEntry{
+			{Key: "w", Layout: f32, Data: make([]byte, 4)}, {Key: "n", Data: []byte{1}}, {Key: "w", Data: []byte{2}},
+		}}, "first in FlatTensor.named_data[1])"},
 		{"legacy tensor offset 2^64-1", &writer.PTD{Legacy: true, Entries: []writer.PTDEntry{
 			{Key: "w", Layout: f32, Data: make([]byte, 4), LegacyOffset: &huge},
 		}}, "tensors[0]"},

@@ -417,13 +417,19 @@ func (f *File) readLayout(src *rawLayout, loc at, key string, si int, off int64,
 	return l, nbytes, nil
 }
 
-// addEntry indexes e by key; a key listed twice is an error at loc.
-func (f *File) addEntry(e NamedData, loc at, keyField string, pos int64, locs *[]at) error {
+// addEntry indexes e by key; a key listed twice is an error at loc. The
+// entries before index nn come from named_data, the others from tensors
+// (a legacy file's), in order: that locates the entry that listed the key
+// first.
+func (f *File) addEntry(e NamedData, loc at, keyField string, pos int64, nn int) error {
 	f.entries = append(f.entries, e)
 	if j, dup := f.index.Insert(len(f.entries) - 1); dup {
-		return errorf(loc.field(keyField), pos, "key %q listed twice (first in %s); keys must be unique", e.Key, (*locs)[j].field(""))
+		first := at{list: "named_data", i: j}
+		if j >= nn {
+			first = at{list: "tensors", i: j - nn}
+		}
+		return errorf(loc.field(keyField), pos, "key %q listed twice (first in %s); keys must be unique", e.Key, first.field(""))
 	}
-	*locs = append(*locs, loc)
 	return nil
 }
 
@@ -475,7 +481,6 @@ func (f *File) readCurrent(fb []byte) error {
 	// named_data is the whole lookup list: f.named shares f.entries
 	f.entries = make([]NamedData, 0, n)
 	f.index = nameindex.Make(n, f.entryKey)
-	locs := make([]at, 0, n)
 	ar := store{budget: len(fb) / 4}
 	// The entries are read through their decoded vtables (NamedData: key,
 	// segment_index, tensor_layout; TensorLayout: scalar_type, sizes,
@@ -526,7 +531,7 @@ func (f *File) readCurrent(fb []byte) error {
 			}
 			f.tensors = append(f.tensors, tensorOf(&te))
 		}
-		if err := f.addEntry(e, loc, ".key", nd+fo[0], &locs); err != nil {
+		if err := f.addEntry(e, loc, ".key", nd+fo[0], n); err != nil {
 			return err
 		}
 	}
@@ -549,7 +554,6 @@ func (f *File) readLegacy(fb []byte) error {
 	f.tensors = make([]format.Tensor, 0, nt)
 	f.entries = make([]NamedData, 0, nt+nn)
 	f.index = nameindex.Make(nt+nn, f.entryKey)
-	locs := make([]at, 0, nt+nn)
 	ar := store{budget: len(fb) / 4}
 
 	var nd ptdfb.LegacyNamedData
@@ -562,7 +566,7 @@ func (f *File) readLegacy(fb []byte) error {
 			return err
 		}
 		e := NamedData{NamedData: format.NamedData{Key: key, Segment: si, Data: f.segs[si]}}
-		if err := f.addEntry(e, loc, ".key", fieldPos(nd.Table(), 0), &locs); err != nil {
+		if err := f.addEntry(e, loc, ".key", fieldPos(nd.Table(), 0), nn); err != nil {
 			return err
 		}
 		f.named = append(f.named, e)
@@ -595,7 +599,7 @@ func (f *File) readLegacy(fb []byte) error {
 			return fmt.Errorf("ptd: %s: %w", loc.field(""), err) // unreachable: readLayout checked the size
 		}
 		e := NamedData{NamedData: format.NamedData{Key: key, Segment: si, Data: data}, Layout: l}
-		if err := f.addEntry(e, loc, ".fully_qualified_name", fieldPos(t, 0), &locs); err != nil {
+		if err := f.addEntry(e, loc, ".fully_qualified_name", fieldPos(t, 0), nn); err != nil {
 			return err
 		}
 		f.tensors = append(f.tensors, tensorOf(&e))

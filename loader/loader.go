@@ -172,7 +172,10 @@ type Model struct {
 	indexOnce   sync.Once
 	index       nameindex.Index
 	segments    []segment.Segment
-	named       []format.NamedData
+	// named is the named data (for a .ptd, a format-neutral copy made by
+	// the first call that needs it).
+	namedOnce sync.Once
+	named     []format.NamedData
 }
 
 // Open maps the file at path, sniffs its format (see [Sniff]), and opens it
@@ -330,11 +333,6 @@ func (m *Model) build() {
 	case m.ptd != nil:
 		m.tensors = m.ptd.Tensors()
 		m.segments = m.ptd.Segments()
-		nd := m.ptd.NamedData()
-		m.named = make([]format.NamedData, len(nd))
-		for i := range nd {
-			m.named[i] = nd[i].NamedData
-		}
 	case m.rt != nil:
 		m.tensors = m.rt.Tensors()
 		m.segments = m.rt.Segments()
@@ -482,7 +480,18 @@ func (m *Model) Segments() []segment.Segment { return m.segments }
 
 // NamedData returns the key-addressed blobs of a program or a .ptd (nil for
 // RTen).
-func (m *Model) NamedData() []format.NamedData { return m.named }
+func (m *Model) NamedData() []format.NamedData {
+	if m.ptd != nil {
+		m.namedOnce.Do(func() {
+			nd := m.ptd.NamedData()
+			m.named = make([]format.NamedData, len(nd))
+			for i := range nd {
+				m.named[i] = nd[i].NamedData
+			}
+		})
+	}
+	return m.named
+}
 
 // Program returns the ExecuTorch program, or nil if the file is not one.
 // Link its external tensors with WithData or WithDataFiles at Open: a later

@@ -69,8 +69,9 @@ func (m *Model) Verify() (VerifyReport, error) {
 		read(s, fmt.Sprintf("segment %d", i))
 	}
 
-	for i := range m.named {
-		nd := &m.named[i]
+	named := m.NamedData()
+	for i := range named {
+		nd := &named[i]
 		r.Named++
 		if nd.Segment < 0 || nd.Segment >= len(m.segments) {
 			fail("named data %q: segment %d out of range (%d segments)", nd.Key, nd.Segment, len(m.segments))

@@ -11,6 +11,7 @@ import (
 	"github.com/edgeload/edgeload/internal/schema/ptefb"
 	"github.com/edgeload/edgeload/loader/format"
 	"github.com/edgeload/edgeload/loader/internal/arena"
+	"github.com/edgeload/edgeload/loader/internal/fbread"
 	"github.com/edgeload/edgeload/loader/internal/fbverify"
 	"github.com/edgeload/edgeload/loader/internal/region"
 	"github.com/edgeload/edgeload/mmapfile"
@@ -25,15 +26,12 @@ const (
 	// vtFirstField is the vtable offset (4 + 2*id) of field 0: the
 	// storage and data vectors of Buffer and BackendDelegateInlineData.
 	vtFirstField = 4
-	// vtValues is the vtable offset of ExecutionPlan.values (id 2).
-	vtValues = 4 + 2*2
 	// vtOffsets is the vtable offset of SubsegmentOffsets.offsets (id 1).
 	vtOffsets = 4 + 2*1
-	// The [int] vectors of value indices: ExecutionPlan.inputs (id 3) and
-	// outputs (id 4), Chain.inputs (id 0) and outputs (id 1),
-	// KernelCall.args and DelegateCall.args (id 1), TensorList.items and
-	// OptionalTensorList.items (id 0).
-	vtPlanInputs, vtPlanOutputs   = 4 + 2*3, 4 + 2*4
+	// The [int] vectors of value indices: Chain.inputs (id 0) and outputs
+	// (id 1), KernelCall.args and DelegateCall.args (id 1), TensorList.items
+	// and OptionalTensorList.items (id 0). (ExecutionPlan's are read in
+	// method, by id.)
 	vtChainInputs, vtChainOutputs = 4 + 2*0, 4 + 2*1
 	vtCallArgs                    = 4 + 2*1
 	vtListItems                   = 4 + 2*0
@@ -167,6 +165,9 @@ type builder struct {
 	// names, shapes and dim orders are built later, with the tensor list
 	// (tensors.go).
 	strs arena.Strings
+	// planF and metaF decode the vtables of the ExecutionPlan and
+	// ContainerMetadata tables (a program's plans share a few).
+	planF, metaF fbread.Fields
 	// ints holds the value indices handed out (each plan's value-to-tensor
 	// table, the plans' and chains' inputs and outputs): a program of
 	// many small methods allocates a few chunks, not a few slices a method.
@@ -391,7 +392,13 @@ func (b *builder) method(i int, plan *ptefb.ExecutionPlan) error {
 	m.pos = plan.Table().Pos
 	// The field path, for errors only: built when one is reported.
 	pf := func() string { return planField(i) }
-	name := plan.Name()
+	// The plan's fields through its decoded vtable (ids: name 0,
+	// container_meta_type 1, values 2, inputs 3, outputs 4, chains 5,
+	// operators 6, non_const_buffer_sizes 8): the generated accessors
+	// would look each up again. The walk verified them.
+	fb, pp := b.fb, int64(m.pos)
+	fo := *b.planF.Of(fb, pp)
+	name := fieldBytes(fb, pp, fo[0], 1)
 	if !b.spend(len(name)) {
 		return b.overBudget(pf()+".name", int64(m.pos))
 	}
@@ -400,16 +407,23 @@ func (b *builder) method(i int, plan *ptefb.ExecutionPlan) error {
 		return b.fail(pf()+".name", int64(plan.Table().Pos), "execution plan name %q repeats an earlier plan's", m.Name)
 	}
 	p.methodIdx[m.Name] = i
-	var cm ptefb.ContainerMetadata
-	if plan.ContainerMetaType(&cm) != nil {
-		in, out := cm.EncodedInpStr(), cm.EncodedOutStr()
+	if fo[1] != 0 {
+		cm := fbread.Deref(fb, pp+fo[1])
+		cf := b.metaF.Of(fb, cm)
+		in, out := fieldBytes(fb, cm, cf[0], 1), fieldBytes(fb, cm, cf[1], 1)
 		if !b.spend(len(in) + len(out)) {
 			return b.overBudget(pf()+".container_meta_type", int64(m.pos))
 		}
 		m.EncodedInputs, m.EncodedOutputs = b.strs.Copy(in), b.strs.Copy(out)
 	}
 
-	nv := plan.ValuesLength()
+	var vstart int64 // the values vector's first element
+	var nv int
+	if fo[2] != 0 {
+		var n int64
+		vstart, n = fbread.Vector(fb, pp+fo[2])
+		nv = int(n)
+	}
 	if !b.spend(nv) {
 		return b.overBudget(pf()+".values", int64(m.pos))
 	}
@@ -421,7 +435,6 @@ func (b *builder) method(i int, plan *ptefb.ExecutionPlan) error {
 		// with room for all of them (a guess, not a bound).
 		b.recs, b.recsBox = getRecs(nv)
 	}
-	vstart, _, _ := vecPos(plan.Table(), vtValues)
 	if !b.valuesParallel(i, m, vt, vstart) {
 		if err := b.values(i, m, vt, vstart, 0, nv); err != nil {
 			return err
@@ -429,14 +442,14 @@ func (b *builder) method(i int, plan *ptefb.ExecutionPlan) error {
 	}
 
 	var err error
-	if m.Inputs, err = b.valueIndices(i32Field(plan.Table(), vtPlanInputs), nv, pf, ".inputs", int64(plan.Table().Pos)); err != nil {
+	if m.Inputs, err = b.valueIndices(i32s(fieldBytes(fb, pp, fo[3], 4)), nv, pf, ".inputs", pp); err != nil {
 		return err
 	}
-	if m.Outputs, err = b.valueIndices(i32Field(plan.Table(), vtPlanOutputs), nv, pf, ".outputs", int64(plan.Table().Pos)); err != nil {
+	if m.Outputs, err = b.valueIndices(i32s(fieldBytes(fb, pp, fo[4], 4)), nv, pf, ".outputs", pp); err != nil {
 		return err
 	}
 
-	no := plan.OperatorsLength()
+	no := fieldLen(fb, pp, fo[6])
 	if !b.spend(no) {
 		return b.overBudget(pf()+".operators", int64(m.pos))
 	}
@@ -451,13 +464,14 @@ func (b *builder) method(i int, plan *ptefb.ExecutionPlan) error {
 		m.Operators[k] = Operator{Name: b.strs.Copy(nm), Overload: b.strs.Copy(ov)}
 	}
 
-	nb := plan.NonConstBufferSizesLength()
+	sizes := fieldBytes(fb, pp, fo[8], 8)
+	nb := len(sizes) / 8
 	if !b.spend(nb) {
 		return b.overBudget(pf()+".non_const_buffer_sizes", int64(m.pos))
 	}
 	m.NonConstBufferSizes = b.int64s.Make(nb)
 	for k := range m.NonConstBufferSizes {
-		m.NonConstBufferSizes[k] = plan.NonConstBufferSizes(k)
+		m.NonConstBufferSizes[k] = int64(binary.LittleEndian.Uint64(sizes[8*k:]))
 	}
 
 	nd := plan.DelegatesLength()
@@ -465,7 +479,7 @@ func (b *builder) method(i int, plan *ptefb.ExecutionPlan) error {
 		return err
 	}
 
-	nc := plan.ChainsLength()
+	nc := fieldLen(fb, pp, fo[5])
 	if !b.spend(nc) {
 		return b.overBudget(pf()+".chains", int64(m.pos))
 	}
@@ -478,6 +492,26 @@ func (b *builder) method(i int, plan *ptefb.ExecutionPlan) error {
 		}
 	}
 	return nil
+}
+
+// fieldBytes returns the bytes of the verified vector of elem-byte
+// elements (a string's, for 1) at table offset fo of the table at t; nil
+// when fo is 0 (absent).
+func fieldBytes(fb []byte, t, fo, elem int64) []byte {
+	if fo == 0 {
+		return nil
+	}
+	return fbread.Bytes(fb, t+fo, elem)
+}
+
+// fieldLen returns the length of the verified vector at table offset fo
+// of the table at t; 0 when fo is 0 (absent).
+func fieldLen(fb []byte, t, fo int64) int {
+	if fo == 0 {
+		return 0
+	}
+	_, n := fbread.Vector(fb, t+fo)
+	return int(n)
 }
 
 // i32s is a vector of int32 (value indices) that the walk has verified:

@@ -241,7 +241,8 @@ type vtSeen struct {
 	vt, vtsize, tsize int64
 	need              int64 // a table at pos and its fields lie in the buffer iff in(pos, need)
 	nrefs             int
-	refs              [maxRefs]uint8 // the fields to follow (indices in t.Fields), in order
+	refs              [maxRefs]uint8  // the fields to follow (indices in t.Fields), in order
+	refFo             [maxRefs]uint16 // their table offsets (0 for a union: union finds its own)
 }
 
 // seenFor returns what the cache holds for tables of type t, or nil.
@@ -285,7 +286,7 @@ func (v *verifier) remember(t *Table, vt, vtsize, tsize int64) {
 			if c.nrefs == maxRefs {
 				return
 			}
-			c.refs[c.nrefs] = uint8(i)
+			c.refs[c.nrefs], c.refFo[c.nrefs] = uint8(i), uint16(fo)
 			c.nrefs++
 		}
 		c.need = max(c.need, fo+size)
@@ -453,9 +454,10 @@ func (v *verifier) table(pos int64, t *Table) error {
 		// the tables below may replace the cache entry.)
 		c := *c
 		v.depth++
-		for _, i := range c.refs[:c.nrefs] {
+		for k, i := range c.refs[:c.nrefs] {
 			f := &t.Fields[i]
-			if err := v.field(pos, c.tsize, c.vt, c.vtsize, f); err != nil {
+			// Present, and inside the buffer: c.need covers it.
+			if err := v.field(pos, c.tsize, c.vt, c.vtsize, f, int64(c.refFo[k])); err != nil {
 				v.depth--
 				return v.at(err, f.Name, -1)
 			}
@@ -470,7 +472,7 @@ func (v *verifier) table(pos int64, t *Table) error {
 	v.depth++
 	for i := range t.Fields {
 		f := &t.Fields[i]
-		if err := v.field(pos, tsize, vt, vtsize, f); err != nil {
+		if err := v.field(pos, tsize, vt, vtsize, f, 0); err != nil {
 			v.depth--
 			return v.at(err, f.Name, -1)
 		}
@@ -490,28 +492,33 @@ func (v *verifier) slot(vt, vtsize int64, id int) int64 {
 	return v.u16(vt + e)
 }
 
-func (v *verifier) field(pos, tsize, vt, vtsize int64, f *Field) error {
+// field verifies field f of the table at pos. known is its table offset
+// when the vtable cache knows it to be present and inside the buffer (the
+// checks are then skipped), 0 otherwise.
+func (v *verifier) field(pos, tsize, vt, vtsize int64, f *Field, known int64) error {
 	if f.Kind == Union {
 		return v.union(pos, vt, vtsize, f)
 	}
-	fo := v.slot(vt, vtsize, f.ID)
+	fo := known
 	if fo == 0 {
-		if f.Required {
-			return v.fail(pos, "required field is missing (the schema says it must be present)")
+		if fo = v.slot(vt, vtsize, f.ID); fo == 0 {
+			if f.Required {
+				return v.fail(pos, "required field is missing (the schema says it must be present)")
+			}
+			return nil
 		}
-		return nil
-	}
-	size := int64(4)
-	if f.Kind == Scalar {
-		size = int64(f.Size)
-	}
-	// Check the field against the buffer, as the reference verifier does,
-	// not against the table's inline size: flatc's JSON path writes object
-	// sizes that do not cover an 8-byte field at offset 4 (real .pte files:
-	// DataSegment, Int, Double tables), and the accessors only need the
-	// bytes to be in the buffer.
-	if !v.in(pos+fo, size) {
-		return v.fieldOutside(pos, fo, size, tsize)
+		size := int64(4)
+		if f.Kind == Scalar {
+			size = int64(f.Size)
+		}
+		// Check the field against the buffer, as the reference verifier
+		// does, not against the table's inline size: flatc's JSON path
+		// writes object sizes that do not cover an 8-byte field at offset
+		// 4 (real .pte files: DataSegment, Int, Double tables), and the
+		// accessors only need the bytes to be in the buffer.
+		if !v.in(pos+fo, size) {
+			return v.fieldOutside(pos, fo, size, tsize)
+		}
 	}
 	p := pos + fo
 	switch {

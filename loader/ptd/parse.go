@@ -316,12 +316,8 @@ func (l *rawLayout) readFields(fb []byte) {
 	if f := l.fo[0]; f != 0 {
 		l.st = int8(fb[l.pos+f])
 	}
-	if f := l.fo[1]; f != 0 {
-		l.sizes = fbread.Bytes(fb, l.pos+f, 4)
-	}
-	if f := l.fo[2]; f != 0 {
-		l.dimOrder = fbread.Bytes(fb, l.pos+f, 1)
-	}
+	l.sizes = fbread.FieldBytes(fb, l.pos, l.fo[1], 4)
+	l.dimOrder = fbread.FieldBytes(fb, l.pos, l.fo[2], 1)
 }
 
 // at locates an entry for error messages: element i of a root list. The
@@ -495,11 +491,7 @@ func (f *File) readCurrent(fb []byte) error {
 		nd := fbread.Deref(fb, list+4*int64(i))
 		fo := ndf.Of(fb, nd)
 		loc := at{list: "named_data", i: i, sub: ".tensor_layout"}
-		var kb []byte
-		if fo[0] != 0 {
-			kb = fbread.Bytes(fb, nd+fo[0], 1)
-		}
-		key := ar.keys.Copy(kb)
+		key := ar.keys.Copy(fbread.FieldBytes(fb, nd, fo[0], 1))
 		var sidx uint32
 		if fo[1] != 0 {
 			sidx = binary.LittleEndian.Uint32(fb[nd+fo[1] : nd+fo[1]+4])

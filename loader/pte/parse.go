@@ -398,7 +398,7 @@ func (b *builder) method(i int, plan *ptefb.ExecutionPlan) error {
 	// would look each up again. The walk verified them.
 	fb, pp := b.fb, int64(m.pos)
 	fo := *b.planF.Of(fb, pp)
-	name := fieldBytes(fb, pp, fo[0], 1)
+	name := fbread.FieldBytes(fb, pp, fo[0], 1)
 	if !b.spend(len(name)) {
 		return b.overBudget(pf()+".name", int64(m.pos))
 	}
@@ -410,20 +410,15 @@ func (b *builder) method(i int, plan *ptefb.ExecutionPlan) error {
 	if fo[1] != 0 {
 		cm := fbread.Deref(fb, pp+fo[1])
 		cf := b.metaF.Of(fb, cm)
-		in, out := fieldBytes(fb, cm, cf[0], 1), fieldBytes(fb, cm, cf[1], 1)
+		in, out := fbread.FieldBytes(fb, cm, cf[0], 1), fbread.FieldBytes(fb, cm, cf[1], 1)
 		if !b.spend(len(in) + len(out)) {
 			return b.overBudget(pf()+".container_meta_type", int64(m.pos))
 		}
 		m.EncodedInputs, m.EncodedOutputs = b.strs.Copy(in), b.strs.Copy(out)
 	}
 
-	var vstart int64 // the values vector's first element
-	var nv int
-	if fo[2] != 0 {
-		var n int64
-		vstart, n = fbread.Vector(fb, pp+fo[2])
-		nv = int(n)
-	}
+	vstart, n := fbread.FieldVector(fb, pp, fo[2]) // the values
+	nv := int(n)
 	if !b.spend(nv) {
 		return b.overBudget(pf()+".values", int64(m.pos))
 	}
@@ -442,14 +437,15 @@ func (b *builder) method(i int, plan *ptefb.ExecutionPlan) error {
 	}
 
 	var err error
-	if m.Inputs, err = b.valueIndices(i32s(fieldBytes(fb, pp, fo[3], 4)), nv, pf, ".inputs", pp); err != nil {
+	if m.Inputs, err = b.valueIndices(i32s(fbread.FieldBytes(fb, pp, fo[3], 4)), nv, pf, ".inputs", pp); err != nil {
 		return err
 	}
-	if m.Outputs, err = b.valueIndices(i32s(fieldBytes(fb, pp, fo[4], 4)), nv, pf, ".outputs", pp); err != nil {
+	if m.Outputs, err = b.valueIndices(i32s(fbread.FieldBytes(fb, pp, fo[4], 4)), nv, pf, ".outputs", pp); err != nil {
 		return err
 	}
 
-	no := fieldLen(fb, pp, fo[6])
+	_, n = fbread.FieldVector(fb, pp, fo[6])
+	no := int(n)
 	if !b.spend(no) {
 		return b.overBudget(pf()+".operators", int64(m.pos))
 	}
@@ -464,7 +460,7 @@ func (b *builder) method(i int, plan *ptefb.ExecutionPlan) error {
 		m.Operators[k] = Operator{Name: b.strs.Copy(nm), Overload: b.strs.Copy(ov)}
 	}
 
-	sizes := fieldBytes(fb, pp, fo[8], 8)
+	sizes := fbread.FieldBytes(fb, pp, fo[8], 8)
 	nb := len(sizes) / 8
 	if !b.spend(nb) {
 		return b.overBudget(pf()+".non_const_buffer_sizes", int64(m.pos))
@@ -479,7 +475,8 @@ func (b *builder) method(i int, plan *ptefb.ExecutionPlan) error {
 		return err
 	}
 
-	nc := fieldLen(fb, pp, fo[5])
+	_, n = fbread.FieldVector(fb, pp, fo[5])
+	nc := int(n)
 	if !b.spend(nc) {
 		return b.overBudget(pf()+".chains", int64(m.pos))
 	}
@@ -492,26 +489,6 @@ func (b *builder) method(i int, plan *ptefb.ExecutionPlan) error {
 		}
 	}
 	return nil
-}
-
-// fieldBytes returns the bytes of the verified vector of elem-byte
-// elements (a string's, for 1) at table offset fo of the table at t; nil
-// when fo is 0 (absent).
-func fieldBytes(fb []byte, t, fo, elem int64) []byte {
-	if fo == 0 {
-		return nil
-	}
-	return fbread.Bytes(fb, t+fo, elem)
-}
-
-// fieldLen returns the length of the verified vector at table offset fo
-// of the table at t; 0 when fo is 0 (absent).
-func fieldLen(fb []byte, t, fo int64) int {
-	if fo == 0 {
-		return 0
-	}
-	_, n := fbread.Vector(fb, t+fo)
-	return int(n)
 }
 
 // i32s is a vector of int32 (value indices) that the walk has verified:

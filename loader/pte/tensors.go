@@ -199,8 +199,8 @@ func (p *Program) buildList() {
 	for i := range p.recs {
 		t := int64(p.recs[i].tensor)
 		fo := tf.Of(fb, t)
-		_, ns := vecAt(fb, t, fo[tSizes])
-		_, nd := vecAt(fb, t, fo[tDimOrder])
+		_, ns := fbread.FieldVector(fb, t, fo[tSizes])
+		_, nd := fbread.FieldVector(fb, t, fo[tDimOrder])
 		shapeLen += ns
 		dimLen += nd
 		if n := int64(len(fqn(fb, t, fo, &ef))); n > 0 {
@@ -219,7 +219,7 @@ func (p *Program) buildList() {
 		tp := int64(r.tensor)
 		fo := tf.Of(fb, tp)
 		s0 := len(shapes)
-		sp, ns := vecAt(fb, tp, fo[tSizes])
+		sp, ns := fbread.FieldVector(fb, tp, fo[tSizes])
 		for k := range ns {
 			shapes = append(shapes, int64(int32(le32(fb, sp+4*k))))
 		}
@@ -227,7 +227,7 @@ func (p *Program) buildList() {
 		if len(t.Shape) == 0 {
 			t.Shape = []int64{} // a scalar: empty, not nil
 		}
-		if dp, nd := vecAt(fb, tp, fo[tDimOrder]); nd > 0 {
+		if dp, nd := fbread.FieldVector(fb, tp, fo[tDimOrder]); nd > 0 {
 			d0 := len(dims)
 			dims = append(dims, fb[dp:dp+nd]...)
 			t.DimOrder = dims[d0:len(dims):len(dims)]
@@ -264,16 +264,6 @@ func (p *Program) buildList() {
 	p.list.tensors = ts
 }
 
-// vecAt returns the position of the first element and the length of the
-// vector that the offset field at t+fo refers to; 0, 0 when fo is 0
-// (absent).
-func vecAt(fb []byte, t, fo int64) (start, n int64) {
-	if fo == 0 {
-		return 0, 0
-	}
-	return laneVector(fb, int64(len(fb)), t+fo) // verified at Open
-}
-
 // fqn returns the fully-qualified name of the Tensor table at t (fields
 // fo): its extra_tensor_info's string, nil when it has none.
 func fqn(fb []byte, t int64, fo *[fbread.MaxFields]int64, ef *fbread.Fields) []byte {
@@ -282,6 +272,6 @@ func fqn(fb []byte, t int64, fo *[fbread.MaxFields]int64, ef *fbread.Fields) []b
 	}
 	q := t + fo[tExtraInfo]
 	e := q + le32(fb, q)
-	s, n := vecAt(fb, e, ef.Of(fb, e)[etiFQN])
+	s, n := fbread.FieldVector(fb, e, ef.Of(fb, e)[etiFQN])
 	return fb[s : s+n]
 }

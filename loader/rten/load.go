@@ -253,10 +253,7 @@ func (l *loader) node(np int64, g *Graph, i int, gfield string, depth int) error
 	// What the node's fields say, read before a subgraph's nodes replace
 	// l.nodeF's offsets.
 	fo := l.nodeF.Of(fb, np)
-	var name []byte
-	if f := fo[idNodeName]; f != 0 {
-		name = fbread.Bytes(fb, np+f, 1)
-	}
+	name := fbread.FieldBytes(fb, np, fo[idNodeName], 1)
 	var kind rtenfb.NodeKind
 	if f := fo[idNodeData]; f != 0 {
 		kind = rtenfb.NodeKind(fb[np+f])

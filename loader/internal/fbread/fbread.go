@@ -55,3 +55,21 @@ func Bytes(fb []byte, q, elem int64) []byte {
 	s, n := Vector(fb, q)
 	return fb[s : s+elem*n]
 }
+
+// FieldVector is Vector for the offset field at table offset fo of the
+// table at t (an offset from Fields.Of): 0, 0 when fo is 0 (absent).
+func FieldVector(fb []byte, t, fo int64) (start, n int64) {
+	if fo == 0 {
+		return 0, 0
+	}
+	return Vector(fb, t+fo)
+}
+
+// FieldBytes is Bytes for the offset field at table offset fo of the
+// table at t: nil when fo is 0 (absent).
+func FieldBytes(fb []byte, t, fo, elem int64) []byte {
+	if fo == 0 {
+		return nil
+	}
+	return Bytes(fb, t+fo, elem)
+}

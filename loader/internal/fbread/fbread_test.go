@@ -78,17 +78,19 @@ func TestFields(t *testing.T) {
 		if fo[0] != 0 {
 			x = int32(binary.LittleEndian.Uint32(fb[tp+fo[0]:]))
 		}
-		var s []byte
-		if fo[1] != 0 {
-			s = Bytes(fb, tp+fo[1], 1)
-		}
+		s := FieldBytes(fb, tp, fo[1], 1) // nil when absent
 		var v []int32
-		if fo[4] != 0 {
-			vb := Bytes(fb, tp+fo[4], 4)
+		if vs, vn := FieldVector(fb, tp, fo[4]); fo[4] != 0 {
+			vb := FieldBytes(fb, tp, fo[4], 4)
+			if int64(len(vb)) != 4*vn || (vn > 0 && &vb[0] != &fb[vs]) {
+				t.Errorf("table %d: FieldBytes and FieldVector disagree", i)
+			}
 			v = []int32{}
 			for k := 0; k < len(vb); k += 4 {
 				v = append(v, int32(binary.LittleEndian.Uint32(vb[k:])))
 			}
+		} else if vs != 0 || vn != 0 || FieldBytes(fb, tp, fo[4], 4) != nil {
+			t.Errorf("table %d: an absent vector reads as %d, %d", i, vs, vn)
 		}
 		if x != w.x || !bytes.Equal(s, []byte(w.s)) || !equal(v, w.v) {
 			t.Errorf("table %d: read %d %q %v, want %d %q %v", i, x, s, v, w.x, w.s, w.v)

@@ -56,6 +56,22 @@ func WithoutLane() Option {
 	return func(o *options) { o.noLane = true }
 }
 
+// WithGoLane makes Open read the lane's values with its Go loop where it
+// has one in assembly (lane_amd64.s), so that tests can compare the two.
+func WithGoLane() Option {
+	return func(o *options) { o.goLane = true }
+}
+
+// LaneAsm reports whether the lane has an assembly loop on this platform.
+const LaneAsm = laneAsm
+
+// WithReaderBuffer gives the values' reader (the lane and the fast path)
+// buf's copy of the FlatBuffer, which it frees once Open is done with it,
+// so that tests can place the buffer against unreadable pages.
+func WithReaderBuffer(buf func([]byte) ([]byte, func())) Option {
+	return func(o *options) { o.readerBuf = buf }
+}
+
 // WithLimits sets the object limit, the work budget and where the values'
 // reader sees the FlatBuffer end (each 0: the default), so that tests can
 // put each bound anywhere.

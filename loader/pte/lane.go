@@ -5,6 +5,7 @@ import (
 	"math"
 	"slices"
 	"sync/atomic"
+	"unsafe"
 
 	"github.com/edgeload/edgeload/loader/format"
 )
@@ -178,6 +179,31 @@ func (b *builder) lane(m *Method, vt []int32, vstart int64, v, hi int) int {
 	v0 := v
 	vt = vt[:hi]
 	eMax, tMax := n-l.eneed, n-l.tneed // the last positions a table fits at
+	if laneAsm && !b.goLane {
+		// The same loop in assembly (lane_amd64.s), in chunks so that a
+		// plan of millions of values does not hold off the scheduler.
+		a := laneRun{
+			fb: unsafe.Pointer(unsafe.SliceData(fb)), vt: unsafe.Pointer(unsafe.SliceData(vt)),
+			recs:   unsafe.Add(unsafe.Pointer(unsafe.SliceData(recs)), uintptr(len(recs))*unsafe.Sizeof(tensorRec{})),
+			dtypes: unsafe.Pointer(&laneDTypes),
+			n:      n, nm4: n - 4, nm8: n - 8, vstart: vstart, eMax: eMax, tMax: tMax,
+			evt: l.evt, tvt: l.tvt, etag: l.etag, eval: l.eval,
+			st: l.st, sizes: l.sizes, dims: l.dims, dbi: l.dbi, objects: int64(l.objects),
+			offPos: offs.pos, offN: int64(offs.n), segOff: segOff, segLen: segLen,
+			limit: limit, numLimit: numLimit, cost: cost,
+			v: int64(v), left: int64(left), budget: budget, next: int64(b.recBase) + int64(len(recs)),
+		}
+		for {
+			a.hi = min(int64(hi), a.v+laneChunk)
+			laneLoop(&a)
+			if a.v < a.hi || a.v == int64(hi) {
+				break
+			}
+		}
+		v, left, budget = int(a.v), int(a.left), a.budget
+		recs = recs[:a.next-int64(b.recBase)]
+		goto out
+	}
 loop:
 	for ; v < len(vt); v++ {
 		if left < l.objects {
@@ -302,12 +328,43 @@ loop:
 		rec.off, rec.nbytes, rec.tensor = int64(segOff+off), int64(nbytes), uint32(t)
 		rec.loc, rec.dt = format.LocSegment, dt
 	}
+out:
 	b.recs, r.left, b.budget = recs, left, budget
 	if v > v0 {
 		laneValues.Add(int64(v - v0))
 	}
 	return v
 }
+
+// laneChunk is the most values one call of the assembly loop reads: it
+// cannot be preempted, so it returns to Go every few tens of microseconds.
+const laneChunk = 4096
+
+// laneRun is what the assembly loop (lane_amd64.s) reads and writes: the
+// lane's state as the Go loop has it in its variables. The loop reads
+// values v, v+1, ... < hi, writing vt[v] and a record at recs for each
+// (recs has room for hi-v), and leaves v, left, budget, next (the
+// number the next record gets) and recs (where it goes) as the Go loop
+// would.
+type laneRun struct {
+	fb, vt, recs, dtypes  unsafe.Pointer
+	n, nm4, nm8, vstart   int64
+	eMax, tMax, evt, tvt  int64
+	etag, eval            int64
+	st, sizes, dims, dbi  int64
+	objects, offPos, offN int64
+	segOff, segLen        uint64
+	limit, numLimit       uint64
+	cost, hi              int64
+	v, left, budget, next int64
+	//lint:ignore U1000 the assembly loop's own
+	spill0, spill1 int64
+}
+
+// laneLocSegment is format.LocSegment, for the assembly loop.
+//
+//lint:ignore U1000 read by lane_amd64.s
+const laneLocSegment = format.LocSegment
 
 // laneValues counts the values read the lane way (for tests).
 var laneValues atomic.Int64

@@ -14,20 +14,55 @@ import (
 )
 
 // laneAgrees opens b with the lane (lane.go) and without it, in order on
-// one goroutine, with opts for both, and compares: the same error, or the
-// same program.
+// one goroutine, with opts for each, and compares: the same error, or the
+// same program. Where the lane has an assembly loop (lane_amd64.s) it
+// opens b with that loop twice, its buffer against an unreadable page
+// after it and before it (so that a read outside the buffer faults), and
+// with the Go loop, and checks that the two loops read the same values.
 func laneAgrees(b []byte, opts ...pte.Option) error {
-	with, werr := pte.NewBytes(b, append(opts, pte.WithWorkers(1))...)
-	without, oerr := pte.NewBytes(b, append(opts, pte.WithWorkers(1), pte.WithoutLane())...)
-	if werr != nil || oerr != nil {
-		if werr == nil || oerr == nil || werr.Error() != oerr.Error() {
-			return fmt.Errorf("with the lane: %v; without: %v", werr, oerr)
-		}
-		return nil
+	opts = append(opts[:len(opts):len(opts)], pte.WithWorkers(1))
+	without, oerr := pte.NewBytes(b, append(opts, pte.WithoutLane())...)
+	if oerr == nil {
+		defer without.Close()
 	}
-	defer with.Close()
-	defer without.Close()
-	return samePrograms(without, with)
+	type run struct {
+		name string
+		opt  pte.Option
+	}
+	runs := []run{{"the lane", pte.WithGoLane()}}
+	if pte.LaneAsm {
+		runs = []run{
+			{"the lane's Go loop", pte.WithGoLane()},
+			{"the lane's assembly loop (unreadable page after)", pte.WithReaderBuffer(func(fb []byte) ([]byte, func()) { return guarded(fb, true) })},
+			{"the lane's assembly loop (unreadable page before)", pte.WithReaderBuffer(func(fb []byte) ([]byte, func()) { return guarded(fb, false) })},
+		}
+	}
+	var read []int64
+	for _, r := range runs {
+		before := pte.LaneValues()
+		with, werr := pte.NewBytes(b, append(opts, r.opt)...)
+		read = append(read, pte.LaneValues()-before)
+		if werr != nil || oerr != nil {
+			if werr == nil || oerr == nil || werr.Error() != oerr.Error() {
+				if werr == nil {
+					with.Close()
+				}
+				return fmt.Errorf("with %s: %v; without the lane: %v", r.name, werr, oerr)
+			}
+			continue
+		}
+		err := samePrograms(without, with)
+		with.Close()
+		if err != nil {
+			return fmt.Errorf("with %s: %v", r.name, err)
+		}
+	}
+	for i := 1; i < len(read); i++ {
+		if read[i] != read[0] {
+			return fmt.Errorf("%s read %d values, %s %d", runs[0].name, read[0], runs[i].name, read[i])
+		}
+	}
+	return nil
 }
 
 // laneProgram is a plan whose values take the lane and leave it in every

@@ -100,8 +100,13 @@ func newProgram(mf *mmapfile.File, owns bool, o options) (*Program, error) {
 	if o.cut > 0 && o.cut < len(fb) {
 		rfb = fb[:o.cut:o.cut]
 	}
+	if o.readerBuf != nil {
+		var free func()
+		rfb, free = o.readerBuf(rfb)
+		defer free()
+	}
 	b := &builder{p: p, root: root, fb: fb, size: size, budget: budget,
-		r: newFBR(rfb, walk), vo: wo, workers: o.workers, perWorker: o.perWorker, noLane: o.noLane}
+		r: newFBR(rfb, walk), vo: wo, workers: o.workers, perWorker: o.perWorker, noLane: o.noLane, goLane: o.goLane}
 	if err := b.build(); err != nil {
 		return nil, fullError(fb, vo, err)
 	}
@@ -150,6 +155,7 @@ type builder struct {
 	workers   int     // options.workers
 	perWorker int     // options.perWorker
 	noLane    bool    // options.noLane
+	goLane    bool    // options.goLane
 
 	// budget bounds the work (elements copied or checked) done on behalf
 	// of the FlatBuffer, so that shared references cannot make the parse

@@ -71,6 +71,7 @@ type options struct {
 	workers   int    // WithWorkers; 0: GOMAXPROCS
 	perWorker int    // the least values a worker takes; 0: defaultPerWorker (tests set it)
 	noLane    bool   // read every value the general way (tests compare)
+	goLane    bool   // the lane in Go where it has an assembly loop (tests compare)
 	head      []byte // WithHead
 
 	// Limits that tests set to check each bound where it falls: the
@@ -80,6 +81,10 @@ type options struct {
 	maxObjects int
 	budget     int64
 	cut        int
+	// readerBuf, when set, gives the values' reader a copy of the
+	// FlatBuffer (tests place it against unmapped pages) and frees it
+	// once Open is done with it.
+	readerBuf func([]byte) ([]byte, func())
 }
 
 // WithHead gives Open the file's first bytes when the caller has already

@@ -3,6 +3,7 @@ package pte
 import (
 	"encoding/binary"
 	"math"
+	"runtime"
 	"slices"
 	"sync/atomic"
 	"unsafe"
@@ -179,29 +180,22 @@ func (b *builder) lane(m *Method, vt []int32, vstart int64, v, hi int) int {
 	v0 := v
 	vt = vt[:hi]
 	eMax, tMax := n-l.eneed, n-l.tneed // the last positions a table fits at
-	if laneAsm && !b.goLane {
-		// The same loop in assembly (lane_amd64.s), in chunks so that a
-		// plan of millions of values does not hold off the scheduler.
+	if laneAsm && !b.goLane && n < 1<<31 && eMax >= 0 && tMax >= 0 &&
+		uint64(l.evt) < uint64(n) && uint64(l.tvt) < uint64(n) {
 		a := laneRun{
-			fb: unsafe.Pointer(unsafe.SliceData(fb)), vt: unsafe.Pointer(unsafe.SliceData(vt)),
-			recs:   unsafe.Add(unsafe.Pointer(unsafe.SliceData(recs)), uintptr(len(recs))*unsafe.Sizeof(tensorRec{})),
-			dtypes: unsafe.Pointer(&laneDTypes),
-			n:      n, nm4: n - 4, nm8: n - 8, vstart: vstart, eMax: eMax, tMax: tMax,
-			evt: l.evt, tvt: l.tvt, etag: l.etag, eval: l.eval,
-			st: l.st, sizes: l.sizes, dims: l.dims, dbi: l.dbi, objects: int64(l.objects),
-			offPos: offs.pos, offN: int64(offs.n), segOff: segOff, segLen: segLen,
-			limit: limit, numLimit: numLimit, cost: cost,
-			v: int64(v), left: int64(left), budget: budget, next: int64(b.recBase) + int64(len(recs)),
+			etag: l.etag, eval: l.eval, st: l.st, sizes: l.sizes, dims: l.dims, dbi: l.dbi,
+			offN: int64(offs.n), segOff: segOff, segLen: segLen,
+			limit: limit, numLimit: numLimit, cost: cost, ident: identityDims,
+			next: int64(b.recBase) + int64(len(recs)), budget: budget,
 		}
-		for {
-			a.hi = min(int64(hi), a.v+laneChunk)
-			laneLoop(&a)
-			if a.v < a.hi || a.v == int64(hi) {
-				break
-			}
+		if l.st != 0 {
+			a.stMask = 0xFF
 		}
-		v, left, budget = int(a.v), int(a.left), a.budget
-		recs = recs[:a.next-int64(b.recBase)]
+		if l.dbi != 0 {
+			a.dbiMask = math.MaxUint32
+		}
+		v, left = a.run(fb, vt, recs, vstart, offs.pos, eMax, tMax, &l, v, left)
+		recs, budget = recs[:a.next-int64(b.recBase)], a.budget
 		goto out
 	}
 loop:
@@ -336,29 +330,76 @@ out:
 	return v
 }
 
+// run reads values v, v+1, ... < len(vt) with the assembly loop (the
+// rest of a's fields set by the caller), in chunks, and returns the first
+// value it did not read and the objects left; a.next and a.budget are
+// left where they are after it. recs must have room for len(vt)-v
+// records.
+func (a *laneRun) run(fb []byte, vt []int32, recs []tensorRec, vstart, offPos, eMax, tMax int64, l *lane, v, left int) (int, int) {
+	// Addresses from here to the last call, which none of the three
+	// buffers outlives (each is used after it) and during which none
+	// moves (heap or mapped memory; between the calls, no call that
+	// could move a stack).
+	base := uintptr(unsafe.Pointer(unsafe.SliceData(fb)))
+	n := int64(len(fb))
+	a.fb, a.end, a.nm4, a.nm8 = base, base+uintptr(n), base+uintptr(n-4), base+uintptr(n-8)
+	a.eMax, a.tMax = base+uintptr(eMax), base+uintptr(tMax)
+	a.evt, a.tvt = base+uintptr(l.evt), base+uintptr(l.tvt)
+	a.offPos = base + uintptr(offPos)
+	a.dtypes, a.masks = uintptr(unsafe.Pointer(&laneDTypes)), uintptr(unsafe.Pointer(&laneMasks))
+	ep0 := base + uintptr(vstart)
+	a.ep = ep0 + 4*uintptr(v)
+	a.vtD = uintptr(unsafe.Pointer(unsafe.SliceData(vt))) - ep0
+	a.recs = uintptr(unsafe.Pointer(unsafe.SliceData(recs))) + uintptr(len(recs))*unsafe.Sizeof(tensorRec{})
+	for v < len(vt) {
+		// At most the values the object limit leaves room for: the
+		// Go loop's first check.
+		k := min(len(vt)-v, laneChunk, max(0, left/l.objects))
+		if k == 0 {
+			break
+		}
+		a.epEnd = a.ep + 4*uintptr(k)
+		laneLoop(a)
+		read := int((a.ep-ep0)/4) - v
+		v, left = v+read, left-read*l.objects
+		if read < k {
+			break
+		}
+	}
+	runtime.KeepAlive(fb)
+	runtime.KeepAlive(vt)
+	runtime.KeepAlive(recs)
+	return v, left
+}
+
+// laneMasks[k] keeps the first k bytes of a little-endian word.
+var laneMasks = [9]uint64{0, 0xFF, 0xFFFF, 0xFFFFFF, 0xFFFFFFFF, 0xFF_FFFFFFFF, 0xFFFF_FFFFFFFF, 0xFFFFFF_FFFFFFFF, math.MaxUint64}
+
 // laneChunk is the most values one call of the assembly loop reads: it
 // cannot be preempted, so it returns to Go every few tens of microseconds.
 const laneChunk = 4096
 
 // laneRun is what the assembly loop (lane_amd64.s) reads and writes: the
-// lane's state as the Go loop has it in its variables. The loop reads
-// values v, v+1, ... < hi, writing vt[v] and a record at recs for each
-// (recs has room for hi-v), and leaves v, left, budget, next (the
-// number the next record gets) and recs (where it goes) as the Go loop
-// would.
+// lane's state as the Go loop has it in its variables, with positions in
+// the buffer as addresses (fb + position), the vtables' too. It reads the
+// values whose offsets lie at ep, ep+4, ... < epEnd, writing each one's
+// entry of vt at vtD+ep and a record at recs, and leaves ep, next (the
+// number the next record gets), recs and budget at the first value it did
+// not read.
 type laneRun struct {
-	fb, vt, recs, dtypes  unsafe.Pointer
-	n, nm4, nm8, vstart   int64
-	eMax, tMax, evt, tvt  int64
+	fb, end, nm4, nm8     uintptr // the buffer, its end, and 4 and 8 bytes before it
+	ep, epEnd, vtD        uintptr
+	eMax, tMax, evt, tvt  uintptr
 	etag, eval            int64
 	st, sizes, dims, dbi  int64
-	objects, offPos, offN int64
+	stMask, dbiMask       int64 // 0 when the field is absent (read, then masked off)
+	dtypes, masks, offPos uintptr
+	offN                  int64
 	segOff, segLen        uint64
 	limit, numLimit       uint64
-	cost, hi              int64
-	v, left, budget, next int64
-	//lint:ignore U1000 the assembly loop's own
-	spill0, spill1 int64
+	ident                 uint64
+	cost, budget, next    int64
+	recs                  uintptr
 }
 
 // laneLocSegment is format.LocSegment, for the assembly loop.

@@ -2,6 +2,7 @@ package pte_test
 
 import (
 	"bytes"
+	"encoding/binary"
 	"fmt"
 	"path/filepath"
 	"strconv"
@@ -300,6 +301,34 @@ func laneNumelProgram(sizes []int32, st int8, size int64) *writer.PTE {
 		{Kind: writer.PTEConstant, ScalarType: st, Sizes: sizes, Size: size},
 	}}
 	return &writer.PTE{Methods: []writer.PTEMethod{m}}
+}
+
+// A constant's offset in the segment is a uint64 read from the file: the
+// lane reads the same as the general way when it lies at or past the
+// segment's end, or so near 2^64 that it and the tensor's bytes add up
+// past it (a sum that must not wrap round).
+func TestLaneOffsets(t *testing.T) {
+	const progConstSegment, subsegOffsets = 5, 1
+	b, err := laneProgram().Bytes()
+	if err != nil {
+		t.Fatal(err)
+	}
+	fb := hostile.FB{B: b}
+	pos, n := fb.Vector(fb.Table(fb.Root(), progConstSegment), subsegOffsets)
+	if n < 2 {
+		t.Fatalf("%d constant offsets", n)
+	}
+	for i := range n {
+		at := pos + 4 + 8*i
+		orig := binary.LittleEndian.Uint64(b[at:])
+		for _, off := range []uint64{1<<64 - 1, 1<<64 - 4, 1<<64 - 8, 1<<64 - 24, 1<<64 - 64, 1 << 63, 1 << 32, 1<<32 - 1, orig + 1<<20} {
+			fb.PutU64(at, off)
+			if err := laneAgrees(b); err != nil {
+				t.Errorf("offset %d = %#x: %v", i, off, err)
+			}
+		}
+		fb.PutU64(at, orig)
+	}
 }
 
 // The lane multiplies a tensor's sizes in 64 bits, without the general

@@ -342,7 +342,7 @@ func (a *laneRun) run(fb []byte, vt []int32, recs []tensorRec, vstart, offPos, e
 	// could move a stack).
 	base := uintptr(unsafe.Pointer(unsafe.SliceData(fb)))
 	n := int64(len(fb))
-	a.fb, a.end, a.nm4, a.nm8 = base, base+uintptr(n), base+uintptr(n-4), base+uintptr(n-8)
+	a.fb, a.end, a.nm4, a.nm12 = base, base+uintptr(n), base+uintptr(n-4), base+uintptr(n-12)
 	a.eMax, a.tMax = base+uintptr(eMax), base+uintptr(tMax)
 	a.evt, a.tvt = base+uintptr(l.evt), base+uintptr(l.tvt)
 	a.offPos = base + uintptr(offPos)
@@ -387,7 +387,7 @@ const laneChunk = 4096
 // number the next record gets), recs and budget at the first value it did
 // not read.
 type laneRun struct {
-	fb, end, nm4, nm8     uintptr // the buffer, its end, and 4 and 8 bytes before it
+	fb, end, nm4, nm12    uintptr // the buffer, its end, and 4 and 12 bytes before it
 	ep, epEnd, vtD        uintptr
 	eMax, tMax, evt, tvt  uintptr
 	etag, eval            int64

@@ -27,11 +27,9 @@ TEXT ·laneLoop(SB), NOSPLIT, $0-8
 	MOVQ laneRun_next(DI), R9
 	MOVQ laneRun_budget(DI), R10
 	MOVQ laneRun_recs(DI), R11
+	MOVQ laneRun_dtypes(DI), SI
 
 loop:
-	CMPQ R8, laneRun_epEnd(DI)
-	JCC  done
-
 	// The EValue that values[v] refers to: in the buffer, using the
 	// vtable the lane was armed for (e - soffset == evt, as 32 bits:
 	// both lie in a buffer under 2 GiB), tagged Tensor.
@@ -67,13 +65,12 @@ loop:
 	MOVQ laneRun_st(DI), CX
 	MOVBLZX (AX)(CX*1), BX
 	ANDL laneRun_stMask(DI), BX
-	MOVQ laneRun_dtypes(DI), CX
-	MOVWLZX (CX)(BX*2), BX
+	MOVWLZX (SI)(BX*2), BX
 	CMPL BX, $0x100
 	JCS  done // size 0: not a type the lane reads
 
-	// The sizes vector: CX its first element, R14 its length.
-	XORL R14, R14
+	// The sizes vector: CX 4 bytes before its first element, R14 its
+	// length.
 	MOVQ laneRun_sizes(DI), CX
 	TESTQ CX, CX
 	JEQ  rank0
@@ -85,27 +82,25 @@ loop:
 	CMPQ CX, laneRun_nm4(DI)
 	JHI  done
 	MOVL (CX), R14
-	ADDQ $4, CX
 	CMPQ R14, $const_laneMaxDims
 	JHI  done
-	LEAQ (CX)(R14*4), DX
+	LEAQ 4(CX)(R14*4), DX
 	CMPQ DX, laneRun_end(DI)
 	JHI  done
 
-	// Their product (R15) and OR (R12), as the Go loop's switch.
+	// Their product (R15), as the Go loop's switch; none negative (the
+	// sign of their OR).
 	CMPQ R14, $2
 	JNE  rank1
-	MOVL (CX), R15
-	MOVL 4(CX), DX
+	MOVL 4(CX), R15
+	MOVL 8(CX), DX
 	MOVL R15, R12
 	ORL  DX, R12
+	JMI  done
 	IMULQ DX, R15
 
 product:
-	// No size negative, the product at most numLimit, the bytes within
-	// the file.
-	TESTL R12, R12
-	JMI  done
+	// The product at most numLimit, the bytes within the file.
 	CMPQ R15, laneRun_numLimit(DI)
 	JHI  done
 	MOVBLZX BH, CX
@@ -113,12 +108,11 @@ product:
 	CMPQ R15, laneRun_limit(DI)
 	JHI  done
 
-	// The dim_order vector: CX its first byte, R13 its length, which is
-	// 0 or ns.
-	XORL R13, R13
+	// The dim_order vector: CX 4 bytes before its first byte, R13 its
+	// length, which is 0 or ns.
 	MOVQ laneRun_dims(DI), CX
 	TESTQ CX, CX
-	JEQ  data
+	JEQ  nodims
 	ADDQ AX, CX
 	MOVL (CX), DX
 	TESTL DX, DX
@@ -127,8 +121,7 @@ product:
 	CMPQ CX, laneRun_nm4(DI)
 	JHI  done
 	MOVL (CX), R13
-	ADDQ $4, CX
-	LEAQ (CX)(R13*1), DX
+	LEAQ 4(CX)(R13*1), DX
 	CMPQ DX, laneRun_end(DI)
 	JHI  done
 	TESTQ R13, R13
@@ -138,13 +131,17 @@ product:
 
 	// A permutation of 0..nd-1: the identity, read as one word whose
 	// bytes past nd are masked off (laneMasks); else byte by byte.
-	CMPQ CX, laneRun_nm8(DI)
+	CMPQ CX, laneRun_nm12(DI)
 	JHI  perm
-	MOVQ (CX), DX
+	MOVQ 4(CX), DX
 	XORQ laneRun_ident(DI), DX
 	MOVQ laneRun_masks(DI), R12
 	ANDQ (R12)(R13*8), DX
 	JNE  perm
+	JMP  data
+
+nodims:
+	XORL R13, R13
 
 data:
 	// The work the value costs: ns + nd elements, and the record's.
@@ -182,7 +179,9 @@ data:
 	MOVB BX, tensorRec_dt(R11)
 	ADDQ $tensorRec__size, R11
 	ADDQ $4, R8
-	JMP  loop
+	CMPQ R8, laneRun_epEnd(DI)
+	JCS  loop
+	JMP  done
 
 nodata:
 	// No data in the file: checked, not kept.
@@ -191,18 +190,21 @@ nodata:
 	MOVQ laneRun_vtD(DI), CX
 	MOVL $-1, (CX)(R8*1)
 	ADDQ $4, R8
-	JMP  loop
+	CMPQ R8, laneRun_epEnd(DI)
+	JCS  loop
+	JMP  done
 
 rank1:
 	CMPQ R14, $1
 	JNE  rank4
-	MOVL (CX), R15
-	MOVL R15, R12
+	MOVL 4(CX), R15
+	TESTL R15, R15
+	JMI  done
 	JMP  product
 
 rank0:
+	XORL R14, R14
 	MOVL $1, R15
-	XORL R12, R12
 	JMP  product
 
 rank4:
@@ -210,17 +212,18 @@ rank4:
 	JEQ  rank0
 	CMPQ R14, $4
 	JNE  rank3
-	MOVL (CX), R15
-	MOVL 4(CX), DX
+	MOVL 4(CX), R15
+	MOVL 8(CX), DX
 	MOVL R15, R12
 	ORL  DX, R12
 	IMULQ DX, R15
 	CMPQ R15, laneRun_numLimit(DI)
 	JHI  done
-	MOVL 8(CX), DX
-	MOVL 12(CX), R13
+	MOVL 12(CX), DX
+	MOVL 16(CX), R13
 	ORL  DX, R12
 	ORL  R13, R12
+	JMI  done
 	IMULQ R13, DX
 	CMPQ DX, laneRun_numLimit(DI)
 	JHI  done
@@ -230,12 +233,13 @@ rank4:
 rank3:
 	CMPQ R14, $3
 	JNE  rankN
-	MOVL (CX), R15
-	MOVL 4(CX), DX
-	MOVL 8(CX), R13
+	MOVL 4(CX), R15
+	MOVL 8(CX), DX
+	MOVL 12(CX), R13
 	MOVL R15, R12
 	ORL  DX, R12
 	ORL  R13, R12
+	JMI  done
 	IMULQ DX, R15
 	CMPQ R15, laneRun_numLimit(DI)
 	JHI  done
@@ -246,11 +250,10 @@ rankN:
 	// 5 to 8 sizes, as laneNumel: each one not negative, each running
 	// product at most numLimit.
 	MOVL $1, R15
-	XORL R12, R12
 	LEAQ (CX)(R14*4), DX
 
 rankNLoop:
-	MOVL (CX), R13
+	MOVL 4(CX), R13
 	TESTL R13, R13
 	JMI  done
 	IMULQ R13, R15
@@ -262,10 +265,10 @@ rankNLoop:
 	JMP  product
 
 perm:
-	// Byte by byte: R12 walks them to SI, DX has a bit set for each
-	// seen.
-	MOVQ CX, R12
-	LEAQ (CX)(R13*1), SI
+	// Byte by byte: R12 walks them to SI (laneDTypes' again after),
+	// DX has a bit set for each seen.
+	LEAQ 4(CX), R12
+	LEAQ 4(CX)(R13*1), SI
 	XORL DX, DX
 
 permLoop:
@@ -277,6 +280,7 @@ permLoop:
 	INCQ R12
 	CMPQ R12, SI
 	JCS  permLoop
+	MOVQ laneRun_dtypes(DI), SI
 	JMP  data
 
 undo:

@@ -150,20 +150,35 @@ func (p *Program) AppendTensorBytes(dst [][]byte) ([][]byte, error) {
 			return dst[:n0], err
 		}
 	}
+	for i := 0; i < len(recs); i++ {
+		if all != nil {
+			if i += fillViews(out[i:], recs[i:], all); i == len(recs) {
+				break
+			}
+		}
+		b, err := p.TensorData(i).Bytes()
+		if err != nil {
+			return dst[:n0+i], err
+		}
+		out[i] = b
+	}
+	return dst, nil
+}
+
+// fillViews sets out[i] to the bytes of recs[i] in all (the whole file)
+// up to the first external tensor, and returns how many it set. (A loop
+// of its own, with no call in it, keeps its values in registers.)
+func fillViews(out [][]byte, recs []tensorRec, all []byte) int {
+	out = out[:len(recs)]
 	for i := range recs {
 		r := &recs[i]
-		if all == nil || r.loc == format.LocExternal {
-			b, err := p.TensorData(i).Bytes()
-			if err != nil {
-				return dst[:n0+i], err
-			}
-			out[i] = b
-			continue
+		if r.loc == format.LocExternal {
+			return i
 		}
 		// Open checked the range against the file.
 		out[i] = all[r.off : r.off+r.nbytes : r.off+r.nbytes]
 	}
-	return dst, nil
+	return len(recs)
 }
 
 // all returns the tensor list, building it on first use.

@@ -65,7 +65,6 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"os"
 	"runtime"
 	"runtime/debug"
 	"slices"
@@ -192,7 +191,7 @@ type span struct{ start, end int64 }
 // views of byte ranges. Create it with [Open], [NewBytes] or [NewReaderAt].
 type File struct {
 	name   string
-	osf    *os.File
+	osf    *platform.FD
 	size   int64
 	mode   Mode
 	ps     int64 // page size for page arithmetic
@@ -349,10 +348,6 @@ func (f *File) ZeroCopy() bool { return f.mode != ModeCopy }
 // Name returns the path the File was opened with ("" for NewBytes and
 // NewReaderAt).
 func (f *File) Name() string { return f.name }
-
-// OSFile returns the underlying open file, or nil for NewBytes and
-// NewReaderAt. It must not be closed by the caller.
-func (f *File) OSFile() *os.File { return f.osf }
 
 // Fd returns the underlying file descriptor, or ^uintptr(0) when there is no
 // file (NewBytes, NewReaderAt) or it is closed.
@@ -640,8 +635,8 @@ func (f *File) shrank() bool {
 	if f.osf == nil {
 		return false
 	}
-	fi, err := f.osf.Stat()
-	return err == nil && fi.Size() < f.size
+	size, err := f.osf.Size()
+	return err == nil && size < f.size
 }
 
 // sysRange clamps a page-aligned file span to the addressable mapping.

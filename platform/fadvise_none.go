@@ -2,12 +2,10 @@
 
 package platform
 
-import "os"
-
 // FadviseDontNeed asks the kernel to drop the pages of f in [off, off+n)
 // from the page cache. This system has no posix_fadvise, so it is a no-op
 // that returns nil: dropping the page cache is only ever a hint.
-func FadviseDontNeed(f *os.File, off, n int64) error {
+func FadviseDontNeed(f File, off, n int64) error {
 	_, _, _ = f, off, n
 	return nil
 }

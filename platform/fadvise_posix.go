@@ -4,7 +4,6 @@ package platform
 
 import (
 	"fmt"
-	"os"
 
 	"golang.org/x/sys/unix"
 )
@@ -13,7 +12,7 @@ import (
 // [off, off+n) from the page cache (posix_fadvise POSIX_FADV_DONTNEED).
 // Pages still mapped by some process are kept; unmap or madvise them
 // DONTNEED first. n == 0 means "to the end of the file".
-func FadviseDontNeed(f *os.File, off, n int64) error {
+func FadviseDontNeed(f File, off, n int64) error {
 	if err := unix.Fadvise(int(f.Fd()), off, n, unix.FADV_DONTNEED); err != nil {
 		return fmt.Errorf("platform: fadvise DONTNEED %s [%d,+%d): %w", f.Name(), off, n, err)
 	}

@@ -5,7 +5,6 @@ package platform
 import (
 	"fmt"
 	"io"
-	"os"
 )
 
 // ZeroCopy reports whether [Map] really maps the file (true on Unix systems),
@@ -16,7 +15,7 @@ const ZeroCopy = false
 // Map reads length bytes of f starting at off into a new heap buffer: this
 // system has no mapping support in edgeload, so the "mapping" is a copy made
 // with plain reads (ZeroCopy is false). A zero length returns nil.
-func Map(f *os.File, off int64, length int) ([]byte, error) {
+func Map(f File, off int64, length int) ([]byte, error) {
 	if err := checkMapArgs(off, length); err != nil {
 		return nil, err
 	}

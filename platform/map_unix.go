@@ -5,7 +5,6 @@ package platform
 import (
 	"errors"
 	"fmt"
-	"os"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -24,7 +23,7 @@ const ZeroCopy = true
 // A zero length returns a nil slice and no error, without a system call.
 // The mapping must be released with [Unmap] on a slice with the same start
 // and length.
-func Map(f *os.File, off int64, length int) ([]byte, error) {
+func Map(f File, off int64, length int) ([]byte, error) {
 	if err := checkMapArgs(off, length); err != nil {
 		return nil, err
 	}

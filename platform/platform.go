@@ -19,9 +19,18 @@ package platform
 import (
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"sync"
 )
+
+// File is what [Map] and [FadviseDontNeed] need of an open file: an
+// [*FD] from [OpenFile], or an [*os.File].
+type File interface {
+	io.ReaderAt
+	Fd() uintptr
+	Name() string
+}
 
 // Advice is a hint about how a mapped range will be used, passed to [Madvise].
 type Advice int

@@ -3,6 +3,7 @@ package platform
 import (
 	"bytes"
 	"errors"
+	"io"
 	"os"
 	"path/filepath"
 	"testing"
@@ -165,6 +166,28 @@ func TestOpenFile(t *testing.T) {
 	got := make([]byte, len(want))
 	if _, err := g.ReadAt(got, 0); err != nil || string(got) != string(want) {
 		t.Fatalf("ReadAt through the opened file: %v", err)
+	}
+	// As io.ReaderAt: a read across the end is short with io.EOF, one
+	// past it reads nothing, a negative offset is an error.
+	tail := make([]byte, 100)
+	if n, err := g.ReadAt(tail, int64(len(want))-40); n != 40 || err != io.EOF || string(tail[:40]) != string(want[len(want)-40:]) {
+		t.Fatalf("ReadAt across the end = %d, %v; want 40, EOF", n, err)
+	}
+	if n, err := g.ReadAt(tail, int64(len(want))+1); n != 0 || err != io.EOF {
+		t.Fatalf("ReadAt past the end = %d, %v; want 0, EOF", n, err)
+	}
+	if _, err := g.ReadAt(tail, -1); err == nil {
+		t.Fatal("ReadAt at -1 succeeded")
+	}
+	if n, err := g.Size(); n != int64(len(want)) || err != nil {
+		t.Fatalf("Size = %d, %v", n, err)
+	}
+	m, err := Map(g, 0, len(want))
+	if err != nil || string(m) != string(want) {
+		t.Fatalf("Map through the opened file: %v", err)
+	}
+	if err := Unmap(m); err != nil {
+		t.Fatal(err)
 	}
 	if _, _, regular, err := OpenFile(t.TempDir()); err != nil || regular {
 		t.Fatalf("a directory: regular %v, err %v; want false, nil", regular, err)

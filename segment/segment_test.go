@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"os"
 	"syscall"
 	"testing"
 
@@ -182,7 +183,9 @@ func TestResidentReleasePrefetch(t *testing.T) {
 	for _, m := range modes {
 		t.Run(m.name, func(t *testing.T) {
 			f, want, _ := openFile(t, pattern(size), m.opts...)
-			if err := f.OSFile().Sync(); err != nil {
+			if w, err := os.OpenFile(f.Name(), os.O_RDWR, 0); err != nil {
+				t.Fatal(err)
+			} else if err := errors.Join(w.Sync(), w.Close()); err != nil {
 				t.Fatal(err)
 			}
 			s, _ := New(f, 0, size)

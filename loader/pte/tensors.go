@@ -151,7 +151,7 @@ func (p *Program) AppendTensorBytes(dst [][]byte) ([][]byte, error) {
 		}
 	}
 	for i := 0; i < len(recs); i++ {
-		if all != nil {
+		if all != nil && recs[i].loc != format.LocExternal {
 			if i += fillViews(out[i:], recs[i:], all); i == len(recs) {
 				break
 			}
@@ -167,7 +167,10 @@ func (p *Program) AppendTensorBytes(dst [][]byte) ([][]byte, error) {
 
 // fillViews sets out[i] to the bytes of recs[i] in all (the whole file)
 // up to the first external tensor, and returns how many it set. (A loop
-// of its own, with no call in it, keeps its values in registers.)
+// of its own, with no call in it, keeps its values in registers; inlined,
+// it would share them with the caller's.)
+//
+//go:noinline
 func fillViews(out [][]byte, recs []tensorRec, all []byte) int {
 	out = out[:len(recs)]
 	for i := range recs {

@@ -166,7 +166,8 @@ func (b *builder) lane(m *Method, vt []int32, vstart int64, v, hi int) int {
 	// is set up for the loop: a plan whose values alternate between kinds
 	// calls the lane at each value after a tensor, and most such calls
 	// stop here (67 of stories260k-qnn's 71).
-	if ep := vstart + 4*int64(v); !l.evalueFits(fb, n-l.eneed, ep+ld32(fb, ep), ld32(fb, ep)) {
+	ep := vstart + 4*int64(v)
+	if eo := ld32(fb, ep); !l.evalueFits(fb, n-l.eneed, ep+eo, eo) {
 		return v
 	}
 	// Every read below lies in the buffer by a check made before it (a

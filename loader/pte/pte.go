@@ -82,7 +82,7 @@ type options struct {
 	budget     int64
 	cut        int
 	// readerBuf, when set, gives the values' reader a copy of the
-	// FlatBuffer (tests place it against unmapped pages) and frees it
+	// FlatBuffer (tests place it against unreadable pages) and frees it
 	// once Open is done with it.
 	readerBuf func([]byte) ([]byte, func())
 }

@@ -1,4 +1,5 @@
 // Package platform is edgeload's seam to the operating system: the page size,
+// opening a file read-only (a bare descriptor on Unix systems, [FD]),
 // read-only shared file mappings, madvise, mlock, mincore and fadvise.
 //
 // It is the only package in edgeload with build tags and raw system calls.

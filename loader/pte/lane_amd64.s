@@ -15,9 +15,10 @@
 // check made before it, as in the Go loop. Positions are addresses here
 // (laneRun's comment).
 //
-// Registers across the loop: R8 the address of values[v], R9 the number
-// the next record gets, R10 the work budget left, R11 where the next
-// record goes, DI the laneRun. In a value: AX its EValue's, then its
+// The caller gives it at least one value (the loop is tested at its end).
+// Registers across the loop: R8 the address of values[v]'s offset, R9 the
+// number the next record gets, R10 the work budget left, R11 where the
+// next record goes, SI laneDTypes, DI the laneRun. In a value: AX its EValue's, then its
 // Tensor's address; BX its dtype (low byte) and element size (laneDTypes);
 // R14 its number of sizes ns; R15 their product, then its bytes; R13 the
 // dim order's length nd, then the work the value costs.

@@ -191,7 +191,7 @@ type span struct{ start, end int64 }
 // views of byte ranges. Create it with [Open], [NewBytes] or [NewReaderAt].
 type File struct {
 	name   string
-	osf    *platform.FD
+	fd     *platform.FD
 	size   int64
 	mode   Mode
 	ps     int64 // page size for page arithmetic
@@ -255,15 +255,15 @@ func Open(path string, opts ...Option) (*File, error) {
 		return nil, fmt.Errorf("mmapfile: invalid mode %v", cfg.mode)
 	}
 
-	osf, size, regular, err := platform.OpenFile(path)
+	fd, size, regular, err := platform.OpenFile(path)
 	if err != nil {
 		return nil, err
 	}
 	if !regular {
-		osf.Close()
+		fd.Close()
 		return nil, fmt.Errorf("mmapfile: %s is not a regular file", path)
 	}
-	f := &File{name: path, osf: osf, size: size, ps: ps, ops: ops, limit: pageCeil(size, ops)}
+	f := &File{name: path, fd: fd, size: size, ps: ps, ops: ops, limit: pageCeil(size, ops)}
 
 	fitsWhole := f.limit <= math.MaxInt && !(is32bit && size > 1<<31-ops)
 	mode := cfg.mode
@@ -282,13 +282,13 @@ func Open(path string, opts ...Option) (*File, error) {
 	switch mode {
 	case ModeWhole:
 		if !fitsWhole {
-			osf.Close()
+			fd.Close()
 			return nil, fmt.Errorf("mmapfile: %s: %w: %d bytes do not fit in the address space; use ModeWindowed", path, ErrRange, size)
 		}
 		if size > 0 {
-			b, err := platform.Map(osf, 0, int(size))
+			b, err := platform.Map(fd, 0, int(size))
 			if err != nil {
-				osf.Close()
+				fd.Close()
 				return nil, err
 			}
 			f.data = b
@@ -298,17 +298,17 @@ func Open(path string, opts ...Option) (*File, error) {
 		f.wins = make(map[span]*window)
 	case ModeMemory:
 		if size > math.MaxInt {
-			osf.Close()
+			fd.Close()
 			return nil, fmt.Errorf("mmapfile: %s: %w: %d bytes do not fit in memory", path, ErrRange, size)
 		}
 		b := make([]byte, size)
-		if _, err := io.ReadFull(io.NewSectionReader(osf, 0, size), b); err != nil {
-			osf.Close()
+		if _, err := io.ReadFull(io.NewSectionReader(fd, 0, size), b); err != nil {
+			fd.Close()
 			return nil, fmt.Errorf("mmapfile: read %s: %w", path, err)
 		}
 		f.data = b
 	case ModeCopy:
-		f.ra = osf
+		f.ra = fd
 	}
 	return f, nil
 }
@@ -352,10 +352,10 @@ func (f *File) Name() string { return f.name }
 // Fd returns the underlying file descriptor, or ^uintptr(0) when there is no
 // file (NewBytes, NewReaderAt) or it is closed.
 func (f *File) Fd() uintptr {
-	if f.osf == nil || f.closed.Load() {
+	if f.fd == nil || f.closed.Load() {
 		return ^uintptr(0)
 	}
-	return f.osf.Fd()
+	return f.fd.Fd()
 }
 
 func (f *File) rangeErr(op string, off, n int64) error {
@@ -466,7 +466,7 @@ func (f *File) window(off, n int64) (*window, error) {
 	if end-start > math.MaxInt {
 		return nil, f.rangeErr("view (window larger than the address space)", off, n)
 	}
-	b, err := platform.Map(f.osf, start, int(end-start))
+	b, err := platform.Map(f.fd, start, int(end-start))
 	if err != nil {
 		return nil, fmt.Errorf("mmapfile: map window [%d,%d) of %s: %w", start, end, f.name, err)
 	}
@@ -545,7 +545,7 @@ func (f *File) ReadAt(p []byte, off int64) (int, error) {
 func (f *File) readCopy(p []byte, off int64) (int, error) {
 	r := f.ra
 	if r == nil {
-		r = f.osf
+		r = f.fd
 	}
 	n, err := r.ReadAt(p, off)
 	if n == len(p) {
@@ -632,10 +632,10 @@ func guard(f *File, fn func()) (err error) {
 
 // shrank reports whether the file behind f is now shorter than at Open.
 func (f *File) shrank() bool {
-	if f.osf == nil {
+	if f.fd == nil {
 		return false
 	}
-	size, err := f.osf.Size()
+	size, err := f.fd.Size()
 	return err == nil && size < f.size
 }
 
@@ -694,14 +694,14 @@ func (f *File) Release(off, n int64, dropCache bool) error {
 	if err := f.Advise(off, n, AdviceDontNeed); err != nil {
 		return err
 	}
-	if !dropCache || f.osf == nil || n == 0 {
+	if !dropCache || f.fd == nil || n == 0 {
 		return nil
 	}
 	start, end := innerPages(off, n, f.size, f.ps)
 	if start == end {
 		return nil
 	}
-	return platform.FadviseDontNeed(f.osf, start, end-start)
+	return platform.FadviseDontNeed(f.fd, start, end-start)
 }
 
 // Evict unmaps, in windowed mode, the cached windows that lie wholly inside
@@ -819,7 +819,7 @@ func (f *File) Resident(off, n int64) (resident, total int, err error) {
 		if f.mode == ModeWhole {
 			b = f.mapped[s:e]
 		} else {
-			if b, err = platform.Map(f.osf, s, int(e-s)); err != nil {
+			if b, err = platform.Map(f.fd, s, int(e-s)); err != nil {
 				return 0, 0, err
 			}
 		}
@@ -893,8 +893,8 @@ func (f *File) Close() error {
 	// f.data and f.mapped keep their (now dangling) headers: methods check
 	// the closed flag first, and clearing them would race with a caller that
 	// misuses a File concurrently with Close.
-	if f.osf != nil {
-		keep(f.osf.Close())
+	if f.fd != nil {
+		keep(f.fd.Close())
 	}
 	return firstErr
 }

@@ -14,8 +14,8 @@ import (
 // descriptor, read with pread(2) and closed with close(2): an [os.File]
 // would add a system call (NewFile asks whether the descriptor is
 // non-blocking), a cleanup registered with the runtime, and a lock taken
-// around every read, together about 0.8 µs of the 16 µs an open, map, two
-// reads, unmap and close of a 4 GiB file take (BENCHMARKS.md, session 13).
+// around every read: about 1 µs of a 4 GiB program's Open (BENCHMARKS.md,
+// session 13).
 // As with an os.File, using an FD after Close is a bug in the caller;
 // unlike one, an FD nobody closes stays open (as a mapping nobody unmaps
 // stays mapped): mmapfile.File.Close closes it.

@@ -25,9 +25,13 @@
 //   flatc --cpp -o /tmp/fbgen internal/schema/program.fbs
 //   g++ -O2 -std=c++17 -I/tmp/fbgen -o /tmp/cxxload bench/cxxload/load.cc
 //   /tmp/cxxload minimal|verify FILE [N]
+//   /tmp/cxxload minimal|verify FILE serve
 //
 // It prints one JSON line: {"file", "mode", "iters", "tensors",
-// "median_us", "min_us", "p10_us", "p90_us"}.
+// "median_us", "min_us", "p10_us", "p90_us"}. With serve it instead reads
+// counts from stdin and answers each count N with one line of the times of
+// N loads in nanoseconds (bench/cmd/pairbench drives this, interleaving it
+// with loadbench -serve).
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -154,47 +158,83 @@ bool load(const uint8_t *b, uint64_t size, bool verify, std::vector<const uint8_
 
 } // namespace
 
-int main(int argc, char **argv) {
-	if (argc < 3 || (strcmp(argv[1], "minimal") != 0 && strcmp(argv[1], "verify") != 0)) {
-		fprintf(stderr, "usage: %s minimal|verify FILE [N]\n", argv[0]);
-		return 2;
-	}
-	bool verify = strcmp(argv[1], "verify") == 0;
-	const char *path = argv[2];
-	int n = argc > 3 ? atoi(argv[3]) : 2000;
-	if (n < 1) {
-		fprintf(stderr, "%s: N must be positive\n", argv[0]);
-		return 2;
-	}
-	std::vector<double> t(n);
-	std::vector<const uint8_t *> ptrs;
-	ptrs.reserve(1 << 20);
-	size_t tensors = 0;
+// timed runs n loads of the file at path, storing each one's time in
+// microseconds in t[0..n), and returns the number of constants of the last
+// load, or -1 after printing why a load failed.
+long timed(const char *path, bool verify, int n, double *t, std::vector<const uint8_t *> &ptrs) {
 	for (int i = 0; i < n; i++) {
 		double t0 = now_us();
 		int fd = open(path, O_RDONLY | O_CLOEXEC);
 		struct stat st;
 		if (fd < 0 || fstat(fd, &st) != 0) {
 			perror(path);
-			return 1;
+			return -1;
 		}
 		void *m = mmap(nullptr, st.st_size, PROT_READ, MAP_SHARED, fd, 0);
 		if (m == MAP_FAILED) {
 			perror("mmap");
-			return 1;
+			return -1;
 		}
 		ptrs.clear();
 		if (!load(static_cast<const uint8_t *>(m), uint64_t(st.st_size), verify, ptrs)) {
 			fprintf(stderr, "%s: not a program this tool reads\n", path);
-			return 1;
+			return -1;
 		}
 		munmap(m, st.st_size);
 		close(fd);
 		t[i] = now_us() - t0;
-		tensors = ptrs.size();
+	}
+	return long(ptrs.size());
+}
+
+// serve is the serve protocol (bench/cmd/pairbench drives it): for each
+// count N read from stdin, N loads, and one line of their times in
+// nanoseconds separated by spaces; it returns at the end of stdin.
+int serve(const char *path, bool verify, std::vector<const uint8_t *> &ptrs) {
+	long n;
+	std::vector<double> t;
+	while (scanf("%ld", &n) == 1) {
+		if (n < 1 || n > 1000000) {
+			fprintf(stderr, "serve: want a count from 1 to 1000000, got %ld\n", n);
+			return 2;
+		}
+		t.resize(n);
+		if (timed(path, verify, int(n), t.data(), ptrs) < 0) {
+			return 1;
+		}
+		for (long i = 0; i < n; i++) {
+			printf(i > 0 ? " %.0f" : "%.0f", t[i] * 1e3);
+		}
+		printf("\n");
+		fflush(stdout);
+	}
+	return 0;
+}
+
+int main(int argc, char **argv) {
+	if (argc < 3 || (strcmp(argv[1], "minimal") != 0 && strcmp(argv[1], "verify") != 0)) {
+		fprintf(stderr, "usage: %s minimal|verify FILE [N|serve]\n", argv[0]);
+		return 2;
+	}
+	bool verify = strcmp(argv[1], "verify") == 0;
+	const char *path = argv[2];
+	std::vector<const uint8_t *> ptrs;
+	ptrs.reserve(1 << 20);
+	if (argc > 3 && strcmp(argv[3], "serve") == 0) {
+		return serve(path, verify, ptrs);
+	}
+	int n = argc > 3 ? atoi(argv[3]) : 2000;
+	if (n < 1) {
+		fprintf(stderr, "%s: N must be positive\n", argv[0]);
+		return 2;
+	}
+	std::vector<double> t(n);
+	long tensors = timed(path, verify, n, t.data(), ptrs);
+	if (tensors < 0) {
+		return 1;
 	}
 	std::sort(t.begin(), t.end());
-	printf("{\"file\":\"%s\",\"mode\":\"cxx-%s\",\"iters\":%d,\"tensors\":%zu,\"median_us\":%.1f,\"min_us\":%.1f,"
+	printf("{\"file\":\"%s\",\"mode\":\"cxx-%s\",\"iters\":%d,\"tensors\":%ld,\"median_us\":%.1f,\"min_us\":%.1f,"
 	       "\"p10_us\":%.1f,\"p90_us\":%.1f}\n",
 	       path, argv[1], n, tensors, t[n / 2], t[0], t[n / 10], t[n * 9 / 10]);
 	return 0;

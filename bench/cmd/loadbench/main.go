@@ -6,6 +6,7 @@
 //
 //	loadbench [-n N] [-touch none|first|all] [-release] [-mode whole|windowed|readfile|xmmap] [-data F.ptd] FILE
 //	loadbench -procs 2 [-mode ...] [-data F.ptd] FILE
+//	loadbench -serve [-touch ...] [-release] [-mode ...] [-data F.ptd] FILE
 //	loadbench -gen DIR [-sparse] [NAME...]
 //
 // Each iteration is Open (full verification) -> a view of every tensor ->
@@ -36,6 +37,11 @@
 // about 1/P of the Rss; pss_ratio is their sums' ratio) and of the whole
 // process (proc_rss_kib, proc_pss_kib: with -mode readfile each process
 // holds its own copy and nothing is shared).
+//
+// With -serve loadbench runs loads on demand, for bench/cmd/pairbench,
+// which interleaves it with another loader in blocks of a few milliseconds:
+// for each line N it reads from stdin it runs N loads as above and prints
+// one line of their times in nanoseconds, separated by spaces.
 //
 // With -gen DIR it writes the standard benchmark files (all of them, or the
 // NAMEs given: pte-64M, pte-1G, pte-4G, flat-64M, ptd-1G, pte-ext, rten-1G,
@@ -122,18 +128,19 @@ func main() {
 	release := flag.Bool("release", false, "Release every segment after the touch (before Close); reports rss_after_release_kib")
 	gen := flag.String("gen", "", "write the standard benchmark files into this directory")
 	sparse := flag.Bool("sparse", false, "with -gen: leave the data as sparse holes")
+	serve := flag.Bool("serve", false, "for each line N on stdin, run N loads and print their times (ns) on one line (bench/cmd/pairbench drives this)")
 	flag.Usage = func() {
 		fmt.Fprintf(flag.CommandLine.Output(), "usage: loadbench [flags] FILE\n       loadbench -gen DIR [-sparse] [NAME...]\n")
 		flag.PrintDefaults()
 	}
 	flag.Parse()
-	if err := run(*n, *touch, *modeName, *data, *procs, *child, *release, *gen, *sparse); err != nil {
+	if err := run(*n, *touch, *modeName, *data, *procs, *child, *release, *serve, *gen, *sparse); err != nil {
 		fmt.Fprintln(os.Stderr, "loadbench:", err)
 		os.Exit(1)
 	}
 }
 
-func run(n int, touch, modeName, data string, procs int, child, release bool, gen string, sparse bool) error {
+func run(n int, touch, modeName, data string, procs int, child, release, serve bool, gen string, sparse bool) error {
 	if gen != "" {
 		return generate(gen, !sparse, flag.Args())
 	}
@@ -233,38 +240,12 @@ func run(n int, touch, modeName, data string, procs int, child, release bool, ge
 		return err
 	}
 
-	// Each load's phases: Open, the views, the touch (and Release), Close.
-	phases := make([][4]time.Duration, n)
-	times := make([]time.Duration, n)
-	for i := range times {
-		t0 := time.Now()
-		m, err := bench.Open(file, mode, data)
-		if err != nil {
-			return err
-		}
-		t1 := time.Now()
-		if views, err = m.Views(views); err != nil {
-			m.Close()
-			return err
-		}
-		t2 := time.Now()
-		if touchFn != nil {
-			touchFn(views)
-		}
-		if release {
-			if err := m.Release(); err != nil {
-				m.Close()
-				return err
-			}
-		}
-		t3 := time.Now()
-		if err := m.Close(); err != nil {
-			return err
-		}
-		t4 := time.Now()
-		times[i] = t4.Sub(t0)
-		phases[i] = [4]time.Duration{t1.Sub(t0), t2.Sub(t1), t3.Sub(t2), t4.Sub(t3)}
-		clear(views) // let a heap copy (readfile, xmmap) go before the next load
+	if serve {
+		return serveLoads(file, mode, data, touchFn, release, views)
+	}
+	times, phases, err := loads(n, file, mode, data, touchFn, release, views)
+	if err != nil {
+		return err
 	}
 	res.MedianUS, res.MinUS = stats(times)
 	res.P10US, res.P90US = us(times[len(times)/10]), us(times[len(times)*9/10]) // (stats sorted times)
@@ -279,6 +260,74 @@ func run(n int, touch, modeName, data string, procs int, child, release bool, ge
 		res.PeakRSSKiB = r.PeakRss >> 10
 	}
 	return json.NewEncoder(os.Stdout).Encode(res)
+}
+
+// loads runs n timed loads: Open -> the views (into views' backing array)
+// -> touch (and Release) -> Close. It returns each load's time and its
+// phases: Open, the views, the touch (and Release), Close.
+func loads(n int, file string, mode bench.Mode, data string, touchFn func([][]byte), release bool, views [][]byte) ([]time.Duration, [][4]time.Duration, error) {
+	phases := make([][4]time.Duration, n)
+	times := make([]time.Duration, n)
+	for i := range times {
+		t0 := time.Now()
+		m, err := bench.Open(file, mode, data)
+		if err != nil {
+			return nil, nil, err
+		}
+		t1 := time.Now()
+		if views, err = m.Views(views); err != nil {
+			m.Close()
+			return nil, nil, err
+		}
+		t2 := time.Now()
+		if touchFn != nil {
+			touchFn(views)
+		}
+		if release {
+			if err := m.Release(); err != nil {
+				m.Close()
+				return nil, nil, err
+			}
+		}
+		t3 := time.Now()
+		if err := m.Close(); err != nil {
+			return nil, nil, err
+		}
+		t4 := time.Now()
+		times[i] = t4.Sub(t0)
+		phases[i] = [4]time.Duration{t1.Sub(t0), t2.Sub(t1), t3.Sub(t2), t4.Sub(t3)}
+		clear(views) // let a heap copy (readfile, xmmap) go before the next load
+	}
+	return times, phases, nil
+}
+
+// serveLoads is the -serve protocol (bench/cmd/pairbench drives it): for
+// each line N read from stdin, run N loads and print one line of their
+// times in nanoseconds, separated by spaces; exit when stdin closes.
+func serveLoads(file string, mode bench.Mode, data string, touchFn func([][]byte), release bool, views [][]byte) error {
+	in := bufio.NewScanner(os.Stdin)
+	out := bufio.NewWriter(os.Stdout)
+	for in.Scan() {
+		n, err := strconv.Atoi(in.Text())
+		if err != nil || n < 1 {
+			return fmt.Errorf("-serve: want a positive count, got %q", in.Text())
+		}
+		times, _, err := loads(n, file, mode, data, touchFn, release, views)
+		if err != nil {
+			return err
+		}
+		for i, t := range times {
+			if i > 0 {
+				out.WriteByte(' ')
+			}
+			out.WriteString(strconv.FormatInt(t.Nanoseconds(), 10))
+		}
+		out.WriteByte('\n')
+		if err := out.Flush(); err != nil {
+			return err
+		}
+	}
+	return in.Err()
 }
 
 func us(d time.Duration) float64 { return float64(d.Nanoseconds()) / 1e3 }

@@ -9,8 +9,8 @@
 # bench/out), DIR (where the model files go; default $OUT/files, kept for
 # reruns; delete it afterwards), NICE (e.g. -10: run the measurements at that
 # priority), ROUNDS (default 3: interleaved rounds of the C++ side by side),
-# SLOW=1 (also the minutes-long windowed runs on pte-100k), PAIRS (default
-# 200: pairs of blocks in each pairbench run).
+# SLOW=1 (also the minutes-long windowed runs on pte-100k), PAIRROUNDS
+# (default 10: rounds of fresh processes in each pairbench run).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 COUNT=${COUNT:-5}
@@ -155,13 +155,14 @@ if command -v flatc >/dev/null && command -v g++ >/dev/null && [ -e /usr/include
     done
   } | tee "$OUT/cxxload.jsonl"
   # The same side by side in blocks of 50 loads, the two loaders taking
-  # turns (bench/cmd/pairbench): both meet the same machine speeds, so that
-  # their medians compare the loaders.
+  # turns (bench/cmd/pairbench), in fresh processes each round: both meet
+  # the same machine speeds and many process layouts, so that their
+  # medians compare the loaders.
   go build -o "$OUT/pairbench" ./bench/cmd/pairbench
   {
     for f in "$P4G" "$DIR/pte-1G.pte" "$DIR/flat-64M.pte" $( [ -e "$kws" ] && echo "$kws" ); do
       for m in minimal verify; do
-        "${nice[@]}" "$OUT/pairbench" -pairs "${PAIRS:-200}" -n 50 -a "$OUT/cxxload $m $f serve" -b "$OUT/loadbench -serve $f"
+        "${nice[@]}" "$OUT/pairbench" -rounds "${PAIRROUNDS:-10}" -pairs 20 -n 50 -a "$OUT/cxxload $m $f serve" -b "$OUT/loadbench -serve $f"
       done
     done
   } | tee "$OUT/pairbench.jsonl"

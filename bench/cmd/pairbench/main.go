@@ -3,29 +3,36 @@
 //
 // Usage:
 //
-//	pairbench [-pairs P] [-n N] [-warmup W] -a "CMD ARG..." -b "CMD ARG..."
+//	pairbench [-rounds R] [-pairs P] [-n N] [-warmup W] -a "CMD ARG..." -b "CMD ARG..."
 //
 // The machine the benchmarks run on changes speed from one second to the
 // next (BENCHMARKS.md): two loaders timed one after the other, each for a
 // whole run, can each meet a different speed, and their medians then
-// compare the speeds, not the loaders. pairbench starts both commands once
-// and asks them in turn for blocks of N loads, through the serve protocol
-// of loadbench -serve and cxxload ... serve (write a count N and a
-// newline; read one line of N load times in nanoseconds), alternating
-// which goes first. The W warm-up pairs are discarded. It prints one JSON
+// compare the speeds, not the loaders. And a process's own layout (where
+// the kernel put its mappings, which cache lines its buffers share) makes
+// one process of the same loader up to 10% slower than another: one
+// process of each compares two layouts as much as two loaders.
+//
+// So pairbench runs R rounds. Each starts both commands afresh and asks
+// them in turn for W+P pairs of blocks of N loads, through the serve
+// protocol of loadbench -serve and cxxload ... serve (write a count N and
+// a newline; read one line of N load times in nanoseconds), alternating
+// which goes first; the W warm-up pairs are discarded. It prints one JSON
 // line:
 //
-//	{"a":..., "b":..., "pairs":P, "n":N,
+//	{"a":..., "b":..., "rounds":R, "pairs":P, "n":N,
 //	 "a_median_us":..., "a_min_us":..., "b_median_us":..., "b_min_us":...,
 //	 "ratio_median":..., "ratio_min":...,
 //	 "pair_ratio_p10":..., "pair_ratio_median":..., "pair_ratio_p90":...,
-//	 "b_faster_pairs":...}
+//	 "b_faster_pairs":..., "round_ratio_min":..., "round_ratio_max":...}
 //
 // where the medians and minima are over all of a loader's loads,
 // ratio_median and ratio_min are b's over a's, pair_ratio_* are the
-// percentiles of each pair's ratio of b's block median to a's, and
+// percentiles of each pair's ratio of b's block median to a's,
 // b_faster_pairs is the fraction of pairs in which b's block median was
-// the lower. The commands are split at spaces (no quoting).
+// the lower, and round_ratio_* the range of the rounds' ratios of medians
+// (run a command against itself to see how far apart two processes are).
+// The commands are split at spaces (no quoting).
 package main
 
 import (
@@ -35,6 +42,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"os/exec"
 	"slices"
@@ -45,6 +53,7 @@ import (
 type result struct {
 	A               string  `json:"a"`
 	B               string  `json:"b"`
+	Rounds          int     `json:"rounds"`
 	Pairs           int     `json:"pairs"`
 	N               int     `json:"n"`
 	AMedianUS       float64 `json:"a_median_us"`
@@ -57,24 +66,27 @@ type result struct {
 	PairRatioMedian float64 `json:"pair_ratio_median"`
 	PairRatioP90    float64 `json:"pair_ratio_p90"`
 	BFasterPairs    float64 `json:"b_faster_pairs"`
+	RoundRatioMin   float64 `json:"round_ratio_min"`
+	RoundRatioMax   float64 `json:"round_ratio_max"`
 }
 
 func main() {
-	pairs := flag.Int("pairs", 200, "pairs of blocks measured")
+	rounds := flag.Int("rounds", 10, "rounds, each with a fresh process of both commands")
+	pairs := flag.Int("pairs", 20, "pairs of blocks measured in a round")
 	n := flag.Int("n", 100, "loads in a block")
 	warmup := flag.Int("warmup", 5, "pairs run first and discarded")
 	a := flag.String("a", "", "the first loader's serve command")
 	b := flag.String("b", "", "the second loader's serve command")
 	flag.Usage = func() {
-		fmt.Fprintf(flag.CommandLine.Output(), "usage: pairbench [-pairs P] [-n N] [-warmup W] -a \"CMD ARG...\" -b \"CMD ARG...\"\n")
+		fmt.Fprintf(flag.CommandLine.Output(), "usage: pairbench [-rounds R] [-pairs P] [-n N] [-warmup W] -a \"CMD ARG...\" -b \"CMD ARG...\"\n")
 		flag.PrintDefaults()
 	}
 	flag.Parse()
-	if *a == "" || *b == "" || flag.NArg() != 0 || *pairs < 1 || *n < 1 || *warmup < 0 {
+	if *a == "" || *b == "" || flag.NArg() != 0 || *rounds < 1 || *pairs < 1 || *n < 1 || *warmup < 0 {
 		flag.Usage()
 		os.Exit(2)
 	}
-	res, err := compare(strings.Fields(*a), strings.Fields(*b), *pairs, *n, *warmup)
+	res, err := compare(strings.Fields(*a), strings.Fields(*b), *rounds, *pairs, *n, *warmup)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "pairbench:", err)
 		os.Exit(1)
@@ -137,48 +149,26 @@ func (s *server) stop() error {
 	return s.cmd.Wait()
 }
 
-// compare runs warmup+pairs pairs of blocks of n loads of a and b, a first
-// in even pairs and b first in odd ones, and summarises the measured ones.
-func compare(a, b []string, pairs, n, warmup int) (res result, err error) {
+// compare runs rounds rounds, each with a fresh process of a and of b, of
+// warmup+pairs pairs of blocks of n loads, a first in even pairs and b
+// first in odd ones, and summarises the measured ones.
+func compare(a, b []string, rounds, pairs, n, warmup int) (res result, err error) {
 	if len(a) == 0 || len(b) == 0 {
 		return res, errors.New("empty command")
 	}
-	sa, err := start(a)
-	if err != nil {
-		return res, err
-	}
-	sb, err := start(b)
-	if err != nil {
-		sa.stop()
-		return res, err
-	}
-	defer func() {
-		ea, eb := sa.stop(), sb.stop()
-		if err == nil {
-			err = errors.Join(ea, eb)
-		}
-	}()
 	var all [2][]float64
-	ratios := make([]float64, 0, pairs)
-	for p := range warmup + pairs {
-		var med [2]float64
-		for k := range 2 {
-			i := k ^ p&1 // which server goes k-th in this pair
-			t, err := [2]*server{sa, sb}[i].block(n)
-			if err != nil {
-				return res, err
-			}
-			if p < warmup {
-				continue
-			}
-			all[i] = append(all[i], t...)
-			med[i] = median(t)
+	ratios := make([]float64, 0, rounds*pairs)
+	res.RoundRatioMin, res.RoundRatioMax = math.Inf(1), math.Inf(-1)
+	for range rounds {
+		var t [2][]float64
+		if t, ratios, err = round(a, b, pairs, n, warmup, ratios); err != nil {
+			return res, err
 		}
-		if p >= warmup {
-			ratios = append(ratios, med[1]/med[0])
-		}
+		r := median(t[1]) / median(t[0])
+		res.RoundRatioMin, res.RoundRatioMax = min(res.RoundRatioMin, r), max(res.RoundRatioMax, r)
+		all[0], all[1] = append(all[0], t[0]...), append(all[1], t[1]...)
 	}
-	res.Pairs, res.N = pairs, n
+	res.Rounds, res.Pairs, res.N = rounds, pairs, n
 	res.AMedianUS, res.AMinUS = median(all[0])/1e3, slices.Min(all[0])/1e3
 	res.BMedianUS, res.BMinUS = median(all[1])/1e3, slices.Min(all[1])/1e3
 	res.RatioMedian, res.RatioMin = res.BMedianUS/res.AMedianUS, res.BMinUS/res.AMinUS
@@ -192,6 +182,45 @@ func compare(a, b []string, pairs, n, warmup int) (res result, err error) {
 	}
 	res.BFasterPairs = float64(faster) / float64(len(ratios))
 	return res, nil
+}
+
+// round is one round of compare: it returns the load times of a and b and
+// appends each measured pair's ratio to ratios.
+func round(a, b []string, pairs, n, warmup int, ratios []float64) (all [2][]float64, _ []float64, err error) {
+	sa, err := start(a)
+	if err != nil {
+		return all, ratios, err
+	}
+	sb, err := start(b)
+	if err != nil {
+		sa.stop()
+		return all, ratios, err
+	}
+	defer func() {
+		ea, eb := sa.stop(), sb.stop()
+		if err == nil {
+			err = errors.Join(ea, eb)
+		}
+	}()
+	for p := range warmup + pairs {
+		var med [2]float64
+		for k := range 2 {
+			i := k ^ p&1 // which server goes k-th in this pair
+			t, err := [2]*server{sa, sb}[i].block(n)
+			if err != nil {
+				return all, ratios, err
+			}
+			if p < warmup {
+				continue
+			}
+			all[i] = append(all[i], t...)
+			med[i] = median(t)
+		}
+		if p >= warmup {
+			ratios = append(ratios, med[1]/med[0])
+		}
+	}
+	return all, ratios, nil
 }
 
 // median returns the median of t, sorting it.

@@ -54,12 +54,12 @@ func fakeCmd(t *testing.T, ns int) []string {
 // Two fake loaders, b twice as slow as a: every ratio is 2, a's times are
 // its own, and no pair has b faster.
 func TestCompare(t *testing.T) {
-	res, err := compare(fakeCmd(t, 1000), fakeCmd(t, 2000), 20, 7, 1)
+	res, err := compare(fakeCmd(t, 1000), fakeCmd(t, 2000), 3, 20, 7, 1)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.Pairs != 20 || res.N != 7 {
-		t.Errorf("pairs %d, n %d", res.Pairs, res.N)
+	if res.Rounds != 3 || res.Pairs != 20 || res.N != 7 {
+		t.Errorf("rounds %d, pairs %d, n %d", res.Rounds, res.Pairs, res.N)
 	}
 	near := func(name string, got, want float64) {
 		if math.Abs(got-want) > 1e-9 {
@@ -76,9 +76,11 @@ func TestCompare(t *testing.T) {
 	near("pair_ratio_median", res.PairRatioMedian, 2)
 	near("pair_ratio_p90", res.PairRatioP90, 2)
 	near("b_faster_pairs", res.BFasterPairs, 0)
+	near("round_ratio_min", res.RoundRatioMin, 2)
+	near("round_ratio_max", res.RoundRatioMax, 2)
 
 	// Swapped, b is the faster in every pair.
-	res, err = compare(fakeCmd(t, 2000), fakeCmd(t, 1000), 20, 7, 1)
+	res, err = compare(fakeCmd(t, 2000), fakeCmd(t, 1000), 3, 20, 7, 1)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -90,13 +92,13 @@ func TestCompare(t *testing.T) {
 // there, is an error, not a result.
 func TestCompareErrors(t *testing.T) {
 	short := append([]string{"env", "PAIRBENCH_SHORT=1"}, fakeCmd(t, 1000)...)
-	if _, err := compare(fakeCmd(t, 1000), short, 3, 4, 0); err == nil || !strings.Contains(err.Error(), "3 times for 4 loads") {
+	if _, err := compare(fakeCmd(t, 1000), short, 2, 3, 4, 0); err == nil || !strings.Contains(err.Error(), "3 times for 4 loads") {
 		t.Errorf("short answers: err = %v", err)
 	}
-	if _, err := compare(fakeCmd(t, 1000), []string{"/nonexistent/loader"}, 3, 4, 0); err == nil {
+	if _, err := compare(fakeCmd(t, 1000), []string{"/nonexistent/loader"}, 2, 3, 4, 0); err == nil {
 		t.Error("a missing command gave no error")
 	}
-	if _, err := compare(fakeCmd(t, 1000), []string{"false"}, 3, 4, 0); err == nil {
+	if _, err := compare(fakeCmd(t, 1000), []string{"false"}, 2, 3, 4, 0); err == nil {
 		t.Error("a command that exits at once gave no error")
 	}
 }

@@ -10,7 +10,7 @@
 # reruns; delete it afterwards), NICE (e.g. -10: run the measurements at that
 # priority), ROUNDS (default 3: interleaved rounds of the C++ side by side),
 # SLOW=1 (also the minutes-long windowed runs on pte-100k), PAIRROUNDS
-# (default 10: rounds of fresh processes in each pairbench run).
+# (default 20: rounds of fresh processes in each pairbench run).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 COUNT=${COUNT:-5}
@@ -162,7 +162,7 @@ if command -v flatc >/dev/null && command -v g++ >/dev/null && [ -e /usr/include
   {
     for f in "$P4G" "$DIR/pte-1G.pte" "$DIR/flat-64M.pte" $( [ -e "$kws" ] && echo "$kws" ); do
       for m in minimal verify; do
-        "${nice[@]}" "$OUT/pairbench" -rounds "${PAIRROUNDS:-10}" -pairs 20 -n 50 -a "$OUT/cxxload $m $f serve" -b "$OUT/loadbench -serve $f"
+        "${nice[@]}" "$OUT/pairbench" -rounds "${PAIRROUNDS:-20}" -pairs 20 -n 50 -a "$OUT/cxxload $m $f serve" -b "$OUT/loadbench -serve $f"
       done
     done
   } | tee "$OUT/pairbench.jsonl"

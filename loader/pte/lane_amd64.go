@@ -9,7 +9,8 @@ package pte
 // memory. Build with -tags purego for the Go loop alone.
 const laneAsm = true
 
-// laneLoop reads values a.v ... a.hi-1 the lane way (see laneRun).
+// laneLoop reads the values whose offsets lie at a.ep ... a.epEnd-4 the
+// lane way, stopping at the first it cannot read (see laneRun).
 //
 //go:noescape
 func laneLoop(a *laneRun)

@@ -90,11 +90,25 @@ func (l *lane) evalueFits(fb []byte, eMax, e, eo int64) bool {
 
 // laneDTypes maps a scalar type byte to its DType (low byte) and element
 // size (high byte; 0: not one the lane reads, the general way reports it),
-// one load for both.
+// one load for both. No size exceeds laneMaxSize.
 var laneDTypes = func() (t [256]uint16) {
 	for i := range t {
 		dt, _ := format.ScalarTypeDType(int8(uint8(i)))
-		t[i] = uint16(dt) | uint16(dt.Size())<<8
+		if size := dt.Size(); size <= laneMaxSize {
+			t[i] = uint16(dt) | uint16(size)<<8
+		}
+	}
+	return t
+}()
+
+// laneMaxSize is the largest element size laneDTypes has.
+const laneMaxSize = 8
+
+// laneDTypes0 is laneDTypes for tables without a scalar type: every byte
+// maps to scalar type 0's entry.
+var laneDTypes0 = func() (t [256]uint16) {
+	for i := range t {
+		t[i] = laneDTypes[0]
 	}
 	return t
 }()
@@ -195,16 +209,29 @@ func (b *builder) lane(m *Method, vt []int32, vstart int64, v, hi int) int {
 	v0 := v
 	vt = vt[:hi]
 	eMax, tMax := n-l.eneed, n-l.tneed // the last positions a table fits at
+	// The assembly loop does not check that the EValue's and the
+	// Tensor's offsets are not 0: such an offset would make the table's
+	// soffset the offset itself (0), so the table would use the vtable
+	// only if the vtable's first word were 0, which it is not (checked
+	// here; a vtable's size is at least 4).
 	if laneAsm && !b.goLane && n < 1<<31 && eMax >= 0 && tMax >= 0 &&
-		uint64(l.evt) < uint64(n) && uint64(l.tvt) < uint64(n) {
+		uint64(l.evt) <= uint64(n-4) && uint64(l.tvt) <= uint64(n-4) &&
+		le32(fb, l.evt) != 0 && le32(fb, l.tvt) != 0 {
 		a := laneRun{
 			etag: l.etag, eval: l.eval, st: l.st, sizes: l.sizes, dims: l.dims, dbi: l.dbi,
 			offN: int64(offs.n), segOff: segOff, segLen: segLen,
-			limit: limit, numLimit: numLimit, cost: cost, ident: identityDims,
+			numLimit: numLimit, cost: cost, ident: identityDims,
 			next: int64(b.recBase) + int64(len(recs)), budget: budget,
+			dtypes: laneDTypes,
 		}
-		if l.st != 0 {
-			a.stMask = 0xFF
+		if l.st == 0 {
+			// Absent: every value has scalar type 0, whatever byte
+			// the loop reads.
+			a.dtypes = laneDTypes0
+		}
+		// num <= numLimit and num*size <= limit, as one comparison.
+		for size := 1; size <= laneMaxSize; size++ {
+			a.numMax[size] = min(numLimit, limit/uint64(size))
 		}
 		if l.dbi != 0 {
 			a.dbiMask = math.MaxUint32
@@ -357,11 +384,11 @@ func (a *laneRun) run(fb []byte, vt []int32, recs []tensorRec, vstart, offPos, e
 	// could move a stack).
 	base := uintptr(unsafe.Pointer(unsafe.SliceData(fb)))
 	n := int64(len(fb))
-	a.fb, a.end, a.nm4, a.nm12 = base, base+uintptr(n), base+uintptr(n-4), base+uintptr(n-12)
+	a.fb, a.nm4, a.nm12 = base, base+uintptr(n-4), base+uintptr(n-12)
 	a.eMax, a.tMax = base+uintptr(eMax), base+uintptr(tMax)
 	a.evt, a.tvt = base+uintptr(l.evt), base+uintptr(l.tvt)
 	a.offPos = base + uintptr(offPos)
-	a.dtypes, a.masks = uintptr(unsafe.Pointer(&laneDTypes)), uintptr(unsafe.Pointer(&laneMasks))
+	a.masks = uintptr(unsafe.Pointer(&laneMasks))
 	ep0 := base + uintptr(vstart)
 	a.ep = ep0 + 4*uintptr(v)
 	a.vtD = uintptr(unsafe.Pointer(unsafe.SliceData(vt))) - ep0
@@ -402,19 +429,25 @@ const laneChunk = 4096
 // number the next record gets), recs and budget at the first value it did
 // not read.
 type laneRun struct {
-	fb, end, nm4, nm12    uintptr // the buffer, its end, and 4 and 12 bytes before it
-	ep, epEnd, vtD        uintptr
-	eMax, tMax, evt, tvt  uintptr
-	etag, eval            int64
-	st, sizes, dims, dbi  int64
-	stMask, dbiMask       int64 // 0 when the field is absent (read, then masked off)
-	dtypes, masks, offPos uintptr
-	offN                  int64
-	segOff, segLen        uint64
-	limit, numLimit       uint64
-	ident                 uint64
-	cost, budget, next    int64
-	recs                  uintptr
+	fb, nm4, nm12        uintptr // the buffer, and 4 and 12 bytes before its end
+	ep, epEnd, vtD       uintptr
+	eMax, tMax, evt, tvt uintptr
+	etag, eval           int64
+	st, sizes, dims, dbi int64
+	dbiMask              int64 // 0 when the field is absent (read, then masked off)
+	masks, offPos        uintptr
+	offN                 int64
+	segOff, segLen       uint64
+	numLimit             uint64
+	ident                uint64
+	cost, budget, next   int64
+	recs                 uintptr
+	// numMax[size]: the largest product of sizes whose bytes (times
+	// size) lie within the file, and at most numLimit.
+	numMax [laneMaxSize + 1]uint64
+	// dtypes: laneDTypes, or laneDTypes0 when the tables have no scalar
+	// type (here, not by pointer: one load fewer per value).
+	dtypes [256]uint16
 }
 
 // laneLocSegment is format.LocSegment, for the assembly loop.

@@ -18,8 +18,11 @@
 // The caller gives it at least one value (the loop is tested at its end).
 // Registers across the loop: R8 the address of values[v]'s offset, R9 the
 // number the next record gets, R10 the work budget left, R11 where the
-// next record goes, SI laneDTypes, DI the laneRun. In a value: AX its EValue's, then its
-// Tensor's address; BX its dtype (low byte) and element size (laneDTypes);
+// next record goes, SI the address 4 bytes before the buffer's end (nm4:
+// a vector's length word lies in the buffer if its address is at most SI,
+// and its elements if the address of its last 4 bytes is), DI the
+// laneRun. In a value: AX its EValue's, then its Tensor's address; BX its
+// dtype (low byte) and element size (laneRun.dtypes);
 // R14 its number of sizes ns; R15 their product, then its bytes; R13 the
 // dim order's length nd, then the work the value costs.
 TEXT ·laneLoop(SB), NOSPLIT, $0-8
@@ -28,15 +31,15 @@ TEXT ·laneLoop(SB), NOSPLIT, $0-8
 	MOVQ laneRun_next(DI), R9
 	MOVQ laneRun_budget(DI), R10
 	MOVQ laneRun_recs(DI), R11
-	MOVQ laneRun_dtypes(DI), SI
+	MOVQ laneRun_nm4(DI), SI
 
 loop:
 	// The EValue that values[v] refers to: in the buffer, using the
 	// vtable the lane was armed for (e - soffset == evt, as 32 bits:
-	// both lie in a buffer under 2 GiB), tagged Tensor.
+	// both lie in a buffer under 2 GiB), tagged Tensor. (An offset of
+	// 0 fails the vtable check, as the Go loop's test of it would:
+	// builder.lane.)
 	MOVL (R8), CX
-	TESTL CX, CX
-	JEQ  done
 	LEAQ (R8)(CX*1), AX
 	CMPQ AX, laneRun_eMax(DI)
 	JHI  done
@@ -51,8 +54,6 @@ loop:
 	// Its Tensor: the same for the Tensor vtable.
 	ADDQ laneRun_eval(DI), AX
 	MOVL (AX), CX
-	TESTL CX, CX
-	JEQ  done
 	ADDQ CX, AX
 	CMPQ AX, laneRun_tMax(DI)
 	JHI  done
@@ -61,12 +62,11 @@ loop:
 	CMPL DX, (AX)
 	JNE  done
 
-	// The scalar type (0 when absent: the byte read is then masked
-	// off) and its dtype and size.
+	// The scalar type and its dtype and size (when the field is
+	// absent, laneRun.dtypes gives scalar type 0's for any byte read).
 	MOVQ laneRun_st(DI), CX
 	MOVBLZX (AX)(CX*1), BX
-	ANDL laneRun_stMask(DI), BX
-	MOVWLZX (SI)(BX*2), BX
+	MOVWLZX laneRun_dtypes(DI)(BX*2), BX
 	CMPL BX, $0x100
 	JCS  done // size 0: not a type the lane reads
 
@@ -80,13 +80,13 @@ loop:
 	TESTL DX, DX
 	JEQ  done
 	ADDQ DX, CX
-	CMPQ CX, laneRun_nm4(DI)
+	CMPQ CX, SI
 	JHI  done
 	MOVL (CX), R14
 	CMPQ R14, $const_laneMaxDims
 	JHI  done
-	LEAQ 4(CX)(R14*4), DX
-	CMPQ DX, laneRun_end(DI)
+	LEAQ (CX)(R14*4), DX
+	CMPQ DX, SI
 	JHI  done
 
 	// Their product (R15), as the Go loop's switch; none negative (the
@@ -101,13 +101,12 @@ loop:
 	IMULQ DX, R15
 
 product:
-	// The product at most numLimit, the bytes within the file.
-	CMPQ R15, laneRun_numLimit(DI)
-	JHI  done
+	// The product at most numLimit, its bytes within the file: at
+	// most numMax[size].
 	MOVBLZX BH, CX
-	IMULQ CX, R15
-	CMPQ R15, laneRun_limit(DI)
+	CMPQ R15, laneRun_numMax(DI)(CX*8)
 	JHI  done
+	IMULQ CX, R15
 
 	// The dim_order vector: CX 4 bytes before its first byte, R13 its
 	// length, which is 0 or ns.
@@ -119,30 +118,21 @@ product:
 	TESTL DX, DX
 	JEQ  done
 	ADDQ DX, CX
-	CMPQ CX, laneRun_nm4(DI)
+	CMPQ CX, SI
 	JHI  done
 	MOVL (CX), R13
-	LEAQ 4(CX)(R13*1), DX
-	CMPQ DX, laneRun_end(DI)
+	LEAQ (CX)(R13*1), DX
+	CMPQ DX, SI
 	JHI  done
-	TESTQ R13, R13
-	JEQ  data
 	CMPQ R13, R14
-	JNE  done
+	JNE  dims0
 
-	// A permutation of 0..nd-1: the identity, read as one word whose
-	// bytes past nd are masked off (laneMasks); else byte by byte.
-	CMPQ CX, laneRun_nm12(DI)
-	JHI  perm
-	MOVQ 4(CX), DX
-	XORQ laneRun_ident(DI), DX
-	MOVQ laneRun_masks(DI), R12
-	ANDQ (R12)(R13*8), DX
+	// A permutation of 0..nd-1: for two dimensions 0, 1 (the
+	// identity, as one 16-bit word), else see dimsN.
+	CMPQ R13, $2
+	JNE  dimsN
+	CMPW 4(CX), $0x0100
 	JNE  perm
-	JMP  data
-
-nodims:
-	XORL R13, R13
 
 data:
 	// The work the value costs: ns + nd elements, and the record's.
@@ -194,6 +184,31 @@ nodata:
 	CMPQ R8, laneRun_epEnd(DI)
 	JCS  loop
 	JMP  done
+
+nodims:
+	XORL R13, R13
+	JMP  data
+
+dims0:
+	// No dim order (nd 0) is fine whatever the rank.
+	TESTQ R13, R13
+	JEQ  data
+	JMP  done
+
+dimsN:
+	// Rank 0 has nothing to order. Otherwise the identity, read as one
+	// word whose bytes past nd are masked off (laneMasks); else byte by
+	// byte.
+	TESTQ R13, R13
+	JEQ  data
+	CMPQ CX, laneRun_nm12(DI)
+	JHI  perm
+	MOVQ 4(CX), DX
+	XORQ laneRun_ident(DI), DX
+	MOVQ laneRun_masks(DI), R12
+	ANDQ (R12)(R13*8), DX
+	JNE  perm
+	JMP  data
 
 rank1:
 	CMPQ R14, $1
@@ -266,7 +281,7 @@ rankNLoop:
 	JMP  product
 
 perm:
-	// Byte by byte: R12 walks them to SI (laneDTypes' again after),
+	// Byte by byte: R12 walks them to SI (nm4 again after),
 	// DX has a bit set for each seen.
 	LEAQ 4(CX), R12
 	LEAQ 4(CX)(R13*1), SI
@@ -281,7 +296,7 @@ permLoop:
 	INCQ R12
 	CMPQ R12, SI
 	JCS  permLoop
-	MOVQ laneRun_dtypes(DI), SI
+	MOVQ laneRun_nm4(DI), SI
 	JMP  data
 
 undo:

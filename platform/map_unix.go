@@ -30,7 +30,7 @@ func Map(f File, off int64, length int) ([]byte, error) {
 	if length == 0 {
 		return nil, nil
 	}
-	p, err := unix.MmapPtr(int(f.Fd()), off, nil, uintptr(length), unix.PROT_READ, unix.MAP_SHARED)
+	p, err := unix.MmapPtr(int(f.Fd()), off, mapHint(length), uintptr(length), unix.PROT_READ, unix.MAP_SHARED)
 	if err != nil {
 		return nil, fmt.Errorf("platform: mmap %s [%d,+%d): %w", f.Name(), off, length, err)
 	}

@@ -10,18 +10,20 @@ import (
 // Where large mappings go (Linux, 64-bit).
 //
 // The kernel puts a mapping just below the lowest mapping above it, so that
-// a large mapping shares a top-level page-table region (a PUD: 1 GiB with
-// 4 KiB pages) with its neighbour. Unmapping it then walks that region's
-// page table, up to 512 entries at each end, even when none of its own pages
-// was touched: munmap of an untouched 4 GiB file mapping costs 4-9 µs placed
-// so, against 1.9-2.5 µs when the mapping starts on a 1 GiB boundary with
-// at least 1 GiB free above it (bench/results/2026-11-22-session15). Map
-// therefore asks (a hint, not MAP_FIXED) for mappings of largeMap bytes or
-// more to go there: below the address where the kernel put a probe mapping,
-// by at least placeGap, on a placeAlign boundary. The probe's address
-// carries the kernel's address-space randomization, so the hint does too.
-// Where the range is taken the kernel ignores the hint and places the
-// mapping as usual.
+// a large mapping shares an upper-level page-table region (1 GiB with 4 KiB
+// pages) with its neighbour. Unmapping it then walks that region's page
+// table, up to 512 entries at each end, even when none of its own pages was
+// touched. Mapping and unmapping an untouched 4 GiB file costs 6.9-7.9 µs
+// where the kernel puts it in a test binary, 8.2-8.6 µs with a neighbour's
+// touched page in its last 1 GiB region, and 4.6-5.2 µs on a 1 GiB boundary
+// with the rest of its last region free (BenchmarkMapUnmap; in loadbench's
+// loads munmap alone went from 4-9 to 1.9-2.5 µs). Map therefore asks (a
+// hint, not MAP_FIXED) for mappings of largeMap bytes or more to go there:
+// below the address where the kernel put a probe mapping, by at least
+// placeGap, on a placeAlign boundary. The probe's address carries the
+// kernel's address-space randomization, so the hint does too. Where the
+// range is taken the kernel ignores the hint and places the mapping as
+// usual.
 const (
 	largeMap   = 1 << 30
 	placeAlign = 1 << 30

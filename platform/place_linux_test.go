@@ -1,10 +1,13 @@
 package platform
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
 	"unsafe"
+
+	"golang.org/x/sys/unix"
 )
 
 // A mapping of largeMap bytes or more goes where mapHint asks, on a
@@ -51,5 +54,75 @@ func TestMapPlacement(t *testing.T) {
 	defer Unmap(second)
 	if of(second) == of(first) {
 		t.Fatal("two mappings at one address")
+	}
+}
+
+// BenchmarkMapUnmap maps and unmaps a sparse file, touching nothing:
+//
+//	place=kernel: where the kernel puts it (mmap without a hint), next to
+//	              whatever this test binary mapped last;
+//	place=shared: half-way into a 1 GiB region, with a touched page of
+//	              another mapping a little above it, in the same region
+//	              (the case Map avoids: a page table shared with a
+//	              neighbour);
+//	place=Map:    where Map puts it (from 1 GiB up, away from other
+//	              mappings: place_linux.go).
+func BenchmarkMapUnmap(b *testing.B) {
+	for _, size := range []int64{64 << 20, 1 << 30, 4 << 30} {
+		if unsafe.Sizeof(uintptr(0)) < 8 && size >= 1<<30 {
+			continue
+		}
+		f, err := os.Create(filepath.Join(b.TempDir(), "sparse"))
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := f.Truncate(size); err != nil {
+			b.Fatal(err)
+		}
+		loop := func(b *testing.B, hint uintptr) {
+			for b.Loop() {
+				p, err := unix.MmapPtr(int(f.Fd()), 0, *(*unsafe.Pointer)(unsafe.Pointer(&hint)), uintptr(size), unix.PROT_READ, unix.MAP_SHARED)
+				if err != nil {
+					b.Fatal(err)
+				}
+				if hint != 0 && uintptr(p) != hint {
+					b.Fatalf("mapped at %#x, not at the hint %#x", uintptr(p), hint)
+				}
+				if err := unix.MunmapPtr(p, uintptr(size)); err != nil {
+					b.Fatal(err)
+				}
+			}
+		}
+		b.Run(fmt.Sprintf("size=%dM/place=kernel", size>>20), func(b *testing.B) { loop(b, 0) })
+		b.Run(fmt.Sprintf("size=%dM/place=shared", size>>20), func(b *testing.B) {
+			top := probe()
+			if top == 0 {
+				b.Skip("no probe address (32-bit)")
+			}
+			// 4 MiB above the mapping's end, in the same 1 GiB region
+			// (not right above it: a kernel that aligns file mappings
+			// for huge pages takes a hint only if 2 MiB more is free).
+			at := (top-uintptr(size)-3*placeGap)&^(placeAlign-1) + placeAlign/2
+			nb := at + uintptr(size) + 4<<20
+			p, err := unix.MmapPtr(-1, 0, *(*unsafe.Pointer)(unsafe.Pointer(&nb)), uintptr(PageSize()), unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS|unix.MAP_FIXED_NOREPLACE)
+			if err != nil {
+				b.Fatalf("the neighbour at %#x: %v", nb, err)
+			}
+			defer unix.MunmapPtr(p, uintptr(PageSize()))
+			*(*byte)(p) = 1
+			loop(b, at)
+		})
+		b.Run(fmt.Sprintf("size=%dM/place=Map", size>>20), func(b *testing.B) {
+			for b.Loop() {
+				m, err := Map(f, 0, int(size))
+				if err != nil {
+					b.Fatal(err)
+				}
+				if err := Unmap(m); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+		f.Close()
 	}
 }

@@ -16,8 +16,8 @@ import (
 // touched. Mapping and unmapping an untouched 4 GiB file costs 6.9-7.9 µs
 // where the kernel puts it in a test binary, 8.2-8.6 µs with a neighbour's
 // touched page in its last 1 GiB region, and 4.6-5.2 µs on a 1 GiB boundary
-// with the rest of its last region free (BenchmarkMapUnmap; in loadbench's
-// loads munmap alone went from 4-9 to 1.9-2.5 µs). Map therefore asks (a
+// with the rest of its last region free (BenchmarkMapUnmap; the median of
+// loadbench's Close phase went from 5.9-9.6 to 3.7 µs). Map therefore asks (a
 // hint, not MAP_FIXED) for mappings of largeMap bytes or more to go there:
 // below the address where the kernel put a probe mapping, by at least
 // placeGap, on a placeAlign boundary. The probe's address carries the

@@ -17,42 +17,54 @@ import (
 // where the kernel puts it in a test binary, 8.2-8.6 µs with a neighbour's
 // touched page in its last 1 GiB region, and 4.6-5.2 µs on a 1 GiB boundary
 // with the rest of its last region free (BenchmarkMapUnmap; the median of
-// loadbench's Close phase went from 5.9-9.6 to 3.7 µs). Map therefore asks (a
-// hint, not MAP_FIXED) for mappings of largeMap bytes or more to go there:
-// below the address where the kernel put a probe mapping, by at least
-// placeGap, on a placeAlign boundary. The probe's address carries the
-// kernel's address-space randomization, so the hint does too. Where the
-// range is taken the kernel ignores the hint and places the mapping as
-// usual.
+// loadbench's Close phase went from 5.9-9.6 to 3.7 µs). Map therefore asks
+// (a hint, not MAP_FIXED) for mappings of largeMap bytes or more to go
+// there: on a placeAlign boundary, at least placeGap below the top of a
+// range the kernel found free for a probe mapping of probeSize bytes (so
+// below every mapping in its way, not in a hole between them, as a small
+// probe would be). The probe's address carries the kernel's address-space
+// randomization, so the hint does too. Where the range has been taken since,
+// the kernel ignores the hint and places the mapping as usual.
 const (
 	largeMap   = 1 << 30
 	placeAlign = 1 << 30
-	placeGap   = 1 << 30
+	// placeGap leaves the mapping's last 1 GiB region free above it even
+	// when mappings of up to 1 GiB are later put at the top of the probed
+	// range.
+	placeGap  = 2 << 30
+	probeSize = 64 << 30
 )
 
-// probe is where the kernel placed a one-page mapping, once per process
-// (0: the probe failed or addresses are 32 bits: no hints).
+// probeBytes is probeSize as a variable (the constant does not fit 32-bit
+// addresses, where probe returns before using it).
+var probeBytes uint64 = probeSize
+
+// probe returns the top of the range the kernel chose for a probeSize
+// mapping, once per process (0: no hints, as with 32-bit addresses, or
+// where the reservation fails, as under an address-space limit).
 var probe = sync.OnceValue(func() uintptr {
 	if unsafe.Sizeof(uintptr(0)) < 8 {
 		return 0 // 32 bits: no room to spare, and no 1 GiB mappings
 	}
-	p, err := unix.MmapPtr(-1, 0, nil, uintptr(PageSize()), unix.PROT_NONE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS)
+	// PROT_NONE and MAP_NORESERVE: address space only, no memory, and
+	// unmapped at once.
+	size := uintptr(probeBytes)
+	p, err := unix.MmapPtr(-1, 0, nil, size, unix.PROT_NONE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS|unix.MAP_NORESERVE)
 	if err != nil {
 		return 0
 	}
-	unix.MunmapPtr(p, uintptr(PageSize()))
-	return uintptr(p)
+	unix.MunmapPtr(p, size)
+	return uintptr(p) + size
 })
 
 // mapHint returns the address to ask for a mapping of length bytes, or nil
 // for the kernel's choice.
 func mapHint(length int) unsafe.Pointer {
-	if length < largeMap {
+	if length < largeMap || uint64(length) > probeSize-placeGap-placeAlign {
 		return nil
 	}
 	top := probe()
-	need := uint64(length) + placeGap + placeAlign
-	if top == 0 || uint64(top) < need {
+	if top == 0 {
 		return nil
 	}
 	h := (top - uintptr(length) - placeGap) &^ (placeAlign - 1)

@@ -11,9 +11,9 @@ import (
 )
 
 // A mapping of largeMap bytes or more goes where mapHint asks, on a
-// placeAlign boundary at least placeGap below the probe; a second one while
-// the first is mapped goes where the kernel puts it; smaller ones get no
-// hint. The file is sparse: nothing is read.
+// placeAlign boundary at least placeGap below the top of the probed range;
+// a second one while the first is mapped goes where the kernel puts it;
+// smaller ones get no hint. The file is sparse: nothing is read.
 func TestMapPlacement(t *testing.T) {
 	if mapHint(largeMap-PageSize()) != nil {
 		t.Fatal("a mapping smaller than largeMap got a hint")
@@ -45,7 +45,7 @@ func TestMapPlacement(t *testing.T) {
 	defer Unmap(first)
 	h := uintptr(mapHint(size))
 	if at := of(first); at != h || at%placeAlign != 0 || at+size > top-placeGap {
-		t.Fatalf("mapped at %#x, hint %#x, probe %#x: want the hint, on a %#x boundary, %#x below the probe", at, h, top, placeAlign, placeGap)
+		t.Fatalf("mapped at %#x, hint %#x, top of the probed range %#x: want the hint, on a %#x boundary, %#x below that top", at, h, top, uint64(placeAlign), uint64(placeGap))
 	}
 	second, err := Map(f, 0, size)
 	if err != nil {
@@ -102,7 +102,7 @@ func BenchmarkMapUnmap(b *testing.B) {
 			// 4 MiB above the mapping's end, in the same 1 GiB region
 			// (not right above it: a kernel that aligns file mappings
 			// for huge pages takes a hint only if 2 MiB more is free).
-			at := (top-uintptr(size)-3*placeGap)&^(placeAlign-1) + placeAlign/2
+			at := (top-uintptr(size)-placeGap-placeGap)&^(placeAlign-1) + placeAlign/2
 			nb := at + uintptr(size) + 4<<20
 			p, err := unix.MmapPtr(-1, 0, *(*unsafe.Pointer)(unsafe.Pointer(&nb)), uintptr(PageSize()), unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS|unix.MAP_FIXED_NOREPLACE)
 			if err != nil {

@@ -17,16 +17,15 @@ import (
 // with a neighbour's touched page in its last 1 GiB region and 5.8-6.7 µs
 // on a 1 GiB boundary with the rest of that region free (BenchmarkMapUnmap;
 // where the kernel puts it in the test binary: 6.4-7.2 µs). In loadbench's
-// loads of a 4 GiB program the median of
-// the Close phase (munmap, close) went from 5.9-9.6 to 3.7 µs. Map
-// therefore asks (a hint, not MAP_FIXED) for mappings of largeMap bytes or
-// more to go there: on a placeAlign boundary, at least placeGap below the
-// top of a range the kernel found free for a probe mapping of probeSize
-// bytes (so below every mapping in its way, not in a hole between them, as
-// a small probe would be). The probe's address carries the kernel's
-// address-space randomization, so the hint does too. Where the range has
-// been taken since, the kernel ignores the hint and places the mapping as
-// usual.
+// loads of a 4 GiB program the median of the Close phase (munmap, close)
+// went from 5.9-9.6 to 3.7 µs. Map therefore asks (a hint, not MAP_FIXED)
+// for mappings of largeMap bytes or more to go there: on a placeAlign
+// boundary, at least placeGap below the top of a range the kernel found
+// free for a probe mapping of probeSize bytes (so below every mapping in
+// its way, not in a hole between them, as a small probe would be). The
+// probe's address carries the kernel's address-space randomization, so the
+// hint does too. Where the range has been taken since, the kernel ignores
+// the hint and places the mapping as usual.
 const (
 	largeMap   = 1 << 30
 	placeAlign = 1 << 30

@@ -109,6 +109,9 @@ func BenchmarkMapUnmap(b *testing.B) {
 				b.Fatalf("the neighbour at %#x: %v", nb, err)
 			}
 			defer unix.MunmapPtr(p, uintptr(PageSize()))
+			if uintptr(p) != nb {
+				b.Fatalf("the neighbour went to %#x, not %#x (a kernel without MAP_FIXED_NOREPLACE)", uintptr(p), nb)
+			}
 			*(*byte)(p) = 1
 			loop(b, at)
 		})

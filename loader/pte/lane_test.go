@@ -68,11 +68,11 @@ func laneAgrees(b []byte, opts ...pte.Option) error {
 
 // laneProgram is a plan whose values take the lane and leave it in every
 // way: constants of several ranks and types (a scalar, an empty tensor,
-// ranks 1 to 5, 8 and 9, permuted dim orders of ranks 2 to 4, a type whose code is the
-// default 0 and so absent), tables with other vtables (requires_grad set,
-// no dim_order), values that are not tensors, planned and external
-// tensors, a tensor sharing another's data, and a second method with a
-// longer name.
+// ranks 1 to 5, 8 and 9, permuted dim orders of ranks 2 to 4, a type whose
+// code is the default 0 and so absent), tables with other vtables
+// (requires_grad set, no dim_order), values that are not tensors, planned
+// and external tensors, a tensor sharing another's data, and a second
+// method with a longer name.
 func laneProgram() *writer.PTE {
 	c := func(st int8, sizes ...int32) writer.PTETensor {
 		return writer.PTETensor{Kind: writer.PTEConstant, ScalarType: st, Sizes: sizes}

@@ -20,27 +20,29 @@ import (
 // loads of a 4 GiB program the median of the Close phase (munmap, close)
 // went from 5.9-9.6 to 3.7 µs. Map therefore asks (a hint, not MAP_FIXED)
 // for mappings of largeMap bytes or more to go there: on a placeAlign
-// boundary, at least placeGap below the top of a range the kernel found
-// free for a probe mapping of probeSize bytes (so below every mapping in
-// its way, not in a hole between them, as a small probe would be). The
-// probe's address carries the kernel's address-space randomization, so the
-// hint does too. Where the range has been taken since, the kernel ignores
-// the hint and places the mapping as usual.
+// boundary, below a range of probeSize bytes the kernel found free for a
+// probe mapping (too large for the holes between the mappings at the top
+// of the address space, as a one-page probe is not, so below them all),
+// which stays free above the mapping as its gap. The probe's address
+// carries the kernel's address-space randomization, so the hint does too.
+// Where the range has been taken since, the kernel ignores the hint and
+// places the mapping as usual.
 const (
 	largeMap   = 1 << 30
 	placeAlign = 1 << 30
-	// placeGap leaves the mapping's last 1 GiB region free above it even
-	// when mappings of up to 1 GiB are later put at the top of the probed
-	// range.
-	placeGap  = 2 << 30
-	probeSize = 64 << 30
+	// probeSize is the gap: the mapping's last 1 GiB region stays free
+	// above it even when mappings of up to 1 GiB are later put at the top
+	// of the probed range. (Not larger: qemu-user keeps 6 MB of page
+	// flags per GiB ever mapped, probes too, and they count in the RSS
+	// that tests measure under it.)
+	probeSize = 2 << 30
 )
 
 // probeBytes is probeSize as a variable (the constant does not fit 32-bit
 // addresses, where probe returns before using it).
 var probeBytes uint64 = probeSize
 
-// probe returns the top of the range the kernel chose for a probeSize
+// probe returns the bottom of the range the kernel chose for a probeSize
 // mapping, once per process (0: no hints, as with 32-bit addresses, or
 // where the reservation fails, as under an address-space limit).
 var probe = sync.OnceValue(func() uintptr {
@@ -55,20 +57,20 @@ var probe = sync.OnceValue(func() uintptr {
 		return 0
 	}
 	unix.MunmapPtr(p, size)
-	return uintptr(p) + size
+	return uintptr(p)
 })
 
 // mapHint returns the address to ask for a mapping of length bytes, or nil
 // for the kernel's choice.
 func mapHint(length int) unsafe.Pointer {
-	if length < largeMap || uint64(length) > probeSize-placeGap-placeAlign {
+	if length < largeMap {
 		return nil
 	}
-	top := probe()
-	if top == 0 {
+	below := probe()
+	if below < uintptr(length)+placeAlign { // (0 included)
 		return nil
 	}
-	h := (top - uintptr(length) - placeGap) &^ (placeAlign - 1)
+	h := (below - uintptr(length)) &^ (placeAlign - 1)
 	// An address outside Go's memory, which the kernel takes as a number
 	// (and the garbage collector ignores): reinterpreted, not converted,
 	// as vet wants for a uintptr that never was a Go pointer.

@@ -8,12 +8,16 @@ import (
 	"unsafe"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/edgeload/edgeload/internal/memstat"
 )
 
 // A mapping of largeMap bytes or more goes where mapHint asks, on a
-// placeAlign boundary at least placeGap below the top of the probed range;
-// a second one while the first is mapped goes where the kernel puts it;
-// smaller ones get no hint. The file is sparse: nothing is read.
+// placeAlign boundary below the probed range; a second one while the first
+// is mapped goes where the kernel puts it; smaller ones get no hint. The
+// file is sparse: nothing is read. Under qemu-user, whose own allocator
+// places the guest's mappings (and may not take a hint the kernel would),
+// only that both mappings work is checked.
 func TestMapPlacement(t *testing.T) {
 	if mapHint(largeMap-PageSize()) != nil {
 		t.Fatal("a mapping smaller than largeMap got a hint")
@@ -24,8 +28,8 @@ func TestMapPlacement(t *testing.T) {
 		}
 		return
 	}
-	top := probe()
-	if top == 0 {
+	below := probe()
+	if below == 0 {
 		t.Fatal("the probe mapping failed")
 	}
 	f, err := os.Create(filepath.Join(t.TempDir(), "large"))
@@ -44,8 +48,10 @@ func TestMapPlacement(t *testing.T) {
 	}
 	defer Unmap(first)
 	h := uintptr(mapHint(size))
-	if at := of(first); at != h || at%placeAlign != 0 || at+size > top-placeGap {
-		t.Fatalf("mapped at %#x, hint %#x, top of the probed range %#x: want the hint, on a %#x boundary, %#x below that top", at, h, top, uint64(placeAlign), uint64(placeGap))
+	if emu := memstat.Emulator(); emu != "" {
+		t.Logf("under %s: mapped at %#x, hint %#x (not checked)", emu, of(first), h)
+	} else if at := of(first); at != h || at%placeAlign != 0 || at+size > below {
+		t.Fatalf("mapped at %#x, hint %#x, probed range from %#x: want the hint, on a %#x boundary, below that range", at, h, below, uint64(placeAlign))
 	}
 	second, err := Map(f, 0, size)
 	if err != nil {
@@ -95,14 +101,14 @@ func BenchmarkMapUnmap(b *testing.B) {
 		}
 		b.Run(fmt.Sprintf("size=%dM/place=kernel", size>>20), func(b *testing.B) { loop(b, 0) })
 		b.Run(fmt.Sprintf("size=%dM/place=shared", size>>20), func(b *testing.B) {
-			top := probe()
-			if top == 0 {
+			below := probe()
+			if below == 0 {
 				b.Skip("no probe address (32-bit)")
 			}
 			// 4 MiB above the mapping's end, in the same 1 GiB region
 			// (not right above it: a kernel that aligns file mappings
 			// for huge pages takes a hint only if 2 MiB more is free).
-			at := (top-uintptr(size)-placeGap-placeGap)&^(placeAlign-1) + placeAlign/2
+			at := (below-uintptr(size)-2*placeAlign)&^(placeAlign-1) + placeAlign/2
 			nb := at + uintptr(size) + 4<<20
 			p, err := unix.MmapPtr(-1, 0, *(*unsafe.Pointer)(unsafe.Pointer(&nb)), uintptr(PageSize()), unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS|unix.MAP_FIXED_NOREPLACE)
 			if err != nil {

@@ -13,12 +13,12 @@ import (
 // a large mapping shares an upper-level page-table region (1 GiB with 4 KiB
 // pages) with its neighbour. Unmapping it then walks that region's page
 // table, up to 512 entries at each end, even when none of its own pages was
-// touched. Mapping and unmapping an untouched 4 GiB file costs 9.5-10.3 µs
-// with a neighbour's touched page in its last 1 GiB region and 5.8-6.7 µs
+// touched. Mapping and unmapping an untouched 4 GiB file costs 8.7-10.0 µs
+// with a neighbour's touched page in its last 1 GiB region and 5.0-5.8 µs
 // on a 1 GiB boundary with the rest of that region free (BenchmarkMapUnmap;
-// where the kernel puts it in the test binary: 6.4-7.2 µs). In loadbench's
+// where the kernel puts it in the test binary: 5.8-6.5 µs). In loadbench's
 // loads of a 4 GiB program the median of the Close phase (munmap, close)
-// went from 5.9-9.6 to 3.7 µs. Map therefore asks (a hint, not MAP_FIXED)
+// went from 5.1-9.6 to 3.7-5.2 µs. Map therefore asks (a hint, not MAP_FIXED)
 // for mappings of largeMap bytes or more to go there: on a placeAlign
 // boundary, below a range of probeSize bytes the kernel found free for a
 // probe mapping (too large for the holes between the mappings at the top

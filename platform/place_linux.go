@@ -38,10 +38,6 @@ const (
 	probeSize = 2 << 30
 )
 
-// probeBytes is probeSize as a variable (the constant does not fit 32-bit
-// addresses, where probe returns before using it).
-var probeBytes uint64 = probeSize
-
 // probe returns the bottom of the range the kernel chose for a probeSize
 // mapping, once per process (0: no hints, as with 32-bit addresses, or
 // where the reservation fails, as under an address-space limit).
@@ -51,12 +47,11 @@ var probe = sync.OnceValue(func() uintptr {
 	}
 	// PROT_NONE and MAP_NORESERVE: address space only, no memory, and
 	// unmapped at once.
-	size := uintptr(probeBytes)
-	p, err := unix.MmapPtr(-1, 0, nil, size, unix.PROT_NONE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS|unix.MAP_NORESERVE)
+	p, err := unix.MmapPtr(-1, 0, nil, probeSize, unix.PROT_NONE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS|unix.MAP_NORESERVE)
 	if err != nil {
 		return 0
 	}
-	unix.MunmapPtr(p, size)
+	unix.MunmapPtr(p, probeSize)
 	return uintptr(p)
 })
 
@@ -70,9 +65,11 @@ func mapHint(length int) unsafe.Pointer {
 	if below < uintptr(length)+placeAlign { // (0 included)
 		return nil
 	}
-	h := (below - uintptr(length)) &^ (placeAlign - 1)
-	// An address outside Go's memory, which the kernel takes as a number
-	// (and the garbage collector ignores): reinterpreted, not converted,
-	// as vet wants for a uintptr that never was a Go pointer.
-	return *(*unsafe.Pointer)(unsafe.Pointer(&h))
+	return address((below - uintptr(length)) &^ (placeAlign - 1))
 }
+
+// address returns a, an address outside Go's memory that the kernel takes
+// as a number (and the garbage collector ignores), as the unsafe.Pointer
+// x/sys/unix wants: reinterpreted, not converted, as vet wants for a
+// uintptr that never was a Go pointer.
+func address(a uintptr) unsafe.Pointer { return *(*unsafe.Pointer)(unsafe.Pointer(&a)) }

@@ -87,7 +87,7 @@ func BenchmarkMapUnmap(b *testing.B) {
 		}
 		loop := func(b *testing.B, hint uintptr) {
 			for b.Loop() {
-				p, err := unix.MmapPtr(int(f.Fd()), 0, *(*unsafe.Pointer)(unsafe.Pointer(&hint)), uintptr(size), unix.PROT_READ, unix.MAP_SHARED)
+				p, err := unix.MmapPtr(int(f.Fd()), 0, address(hint), uintptr(size), unix.PROT_READ, unix.MAP_SHARED)
 				if err != nil {
 					b.Fatal(err)
 				}
@@ -110,7 +110,7 @@ func BenchmarkMapUnmap(b *testing.B) {
 			// for huge pages takes a hint only if 2 MiB more is free).
 			at := (below-uintptr(size)-2*placeAlign)&^(placeAlign-1) + placeAlign/2
 			nb := at + uintptr(size) + 4<<20
-			p, err := unix.MmapPtr(-1, 0, *(*unsafe.Pointer)(unsafe.Pointer(&nb)), uintptr(PageSize()), unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS|unix.MAP_FIXED_NOREPLACE)
+			p, err := unix.MmapPtr(-1, 0, address(nb), uintptr(PageSize()), unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS|unix.MAP_FIXED_NOREPLACE)
 			if err != nil {
 				b.Fatalf("the neighbour at %#x: %v", nb, err)
 			}

@@ -212,11 +212,11 @@ func (b *builder) lane(m *Method, vt []int32, vstart int64, v, hi int) int {
 	// The assembly loop does not check that the EValue's and the
 	// Tensor's offsets are not 0: such an offset would make the table's
 	// soffset the offset itself (0), so the table would use the vtable
-	// only if the vtable's first word were 0, which it is not (checked
-	// here; a vtable's size is at least 4).
+	// only if the vtable's first word were 0. It is not: the lane is
+	// armed only for vtables the reader cached, which fbr.vtable checked
+	// lie in the buffer with a size (their first 2 bytes) of at least 4.
 	if laneAsm && !b.goLane && n < 1<<31 && eMax >= 0 && tMax >= 0 &&
-		uint64(l.evt) <= uint64(n-4) && uint64(l.tvt) <= uint64(n-4) &&
-		le32(fb, l.evt) != 0 && le32(fb, l.tvt) != 0 {
+		uint64(l.evt) < uint64(n) && uint64(l.tvt) < uint64(n) {
 		a := laneRun{
 			etag: l.etag, eval: l.eval, st: l.st, sizes: l.sizes, dims: l.dims, dbi: l.dbi,
 			offN: int64(offs.n), segOff: segOff, segLen: segLen,

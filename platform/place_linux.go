@@ -18,15 +18,16 @@ import (
 // on a 1 GiB boundary with the rest of that region free (BenchmarkMapUnmap;
 // where the kernel puts it in the test binary: 5.8-6.5 µs). In loadbench's
 // loads of a 4 GiB program the median of the Close phase (munmap, close)
-// went from 5.1-9.6 to 3.7-5.2 µs. Map therefore asks (a hint, not MAP_FIXED)
-// for mappings of largeMap bytes or more to go there: on a placeAlign
-// boundary, below a range of probeSize bytes the kernel found free for a
-// probe mapping (too large for the holes between the mappings at the top
-// of the address space, as a one-page probe is not, so below them all),
-// which stays free above the mapping as its gap. The probe's address
-// carries the kernel's address-space randomization, so the hint does too.
-// Where the range has been taken since, the kernel ignores the hint and
-// places the mapping as usual.
+// went from 5.1-9.6 to 3.7-6.1 µs (bench/results/2026-11-22-session15).
+// Map therefore asks (a hint, not MAP_FIXED) for mappings of largeMap bytes
+// or more to go there: on a placeAlign boundary, below a range of
+// probeSize bytes the kernel found free for a probe mapping (too large for
+// the holes between the mappings at the top of the address space, as a
+// one-page probe is not, so below them all), which stays free above the
+// mapping as its gap. The probe's address carries the kernel's
+// address-space randomization, so the hint does too. Where the range has
+// been taken since, the kernel ignores the hint and places the mapping as
+// usual.
 const (
 	largeMap   = 1 << 30
 	placeAlign = 1 << 30

@@ -8,7 +8,7 @@ import (
 	"path/filepath"
 	"sync"
 
-	"github.com/edgeload/edgeload/internal/writer"
+	"github.com/edgeload/edgeload/internal/testkit/writer"
 	"github.com/edgeload/edgeload/loader/format"
 )
 

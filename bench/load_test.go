@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/edgeload/edgeload/bench"
-	"github.com/edgeload/edgeload/internal/testmodels"
+	"github.com/edgeload/edgeload/internal/testkit/testmodels"
 	"github.com/edgeload/edgeload/mmapfile"
 	"github.com/edgeload/edgeload/platform"
 )
@@ -491,7 +491,7 @@ func BenchmarkFirstLookup(b *testing.B) {
 }
 
 // realFiles are real models written by the upstream tools (from
-// ../shared/models, see internal/testmodels); arduino-keyword-spotting.pte
+// ../shared/models, see internal/testkit/testmodels); arduino-keyword-spotting.pte
 // is the 54 KB model of the reference measurements.
 var realFiles = []string{
 	"pte/arduino-keyword-spotting.pte",

@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/edgeload/edgeload/bench"
-	"github.com/edgeload/edgeload/internal/memstat"
+	"github.com/edgeload/edgeload/internal/testkit/memstat"
 )
 
 // Environment:

@@ -7,8 +7,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/edgeload/edgeload/internal/hostile"
-	"github.com/edgeload/edgeload/internal/writer"
+	"github.com/edgeload/edgeload/internal/testkit/hostile"
+	"github.com/edgeload/edgeload/internal/testkit/writer"
 	"github.com/edgeload/edgeload/loader"
 	"github.com/edgeload/edgeload/loader/format"
 )

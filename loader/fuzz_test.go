@@ -6,14 +6,14 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/edgeload/edgeload/internal/hostile"
-	"github.com/edgeload/edgeload/internal/testmodels"
+	"github.com/edgeload/edgeload/internal/testkit/hostile"
+	"github.com/edgeload/edgeload/internal/testkit/testmodels"
 	"github.com/edgeload/edgeload/loader"
 )
 
 // fuzzSeeds returns every real file of the three formats (read from
 // ../shared/models at test time, when it is there), the committed fixtures
-// of testdata/ and the writer-made files of internal/hostile.
+// of testdata/ and the writer-made files of internal/testkit/hostile.
 func fuzzSeeds(tb testing.TB) [][]byte {
 	var out [][]byte
 	for _, sub := range []string{"pte", "ptd", "rten"} {

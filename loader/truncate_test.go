@@ -12,8 +12,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/edgeload/edgeload/internal/memstat"
-	"github.com/edgeload/edgeload/internal/writer"
+	"github.com/edgeload/edgeload/internal/testkit/memstat"
+	"github.com/edgeload/edgeload/internal/testkit/writer"
 	"github.com/edgeload/edgeload/loader"
 	"github.com/edgeload/edgeload/mmapfile"
 )

@@ -14,7 +14,7 @@ import (
 	"time"
 	"unsafe"
 
-	"github.com/edgeload/edgeload/internal/memstat"
+	"github.com/edgeload/edgeload/internal/testkit/memstat"
 	"github.com/edgeload/edgeload/platform"
 )
 

@@ -6,7 +6,7 @@ import (
 	"runtime/debug"
 	"testing"
 
-	"github.com/edgeload/edgeload/internal/memstat"
+	"github.com/edgeload/edgeload/internal/testkit/memstat"
 	"github.com/edgeload/edgeload/platform"
 )
 

@@ -8,7 +8,7 @@ import (
 	"runtime/debug"
 	"testing"
 
-	"github.com/edgeload/edgeload/internal/memstat"
+	"github.com/edgeload/edgeload/internal/testkit/memstat"
 	"github.com/edgeload/edgeload/mmapfile"
 )
 

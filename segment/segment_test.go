@@ -10,7 +10,7 @@ import (
 	"syscall"
 	"testing"
 
-	"github.com/edgeload/edgeload/internal/memstat"
+	"github.com/edgeload/edgeload/internal/testkit/memstat"
 	"github.com/edgeload/edgeload/mmapfile"
 )
 

@@ -23,7 +23,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/edgeload/edgeload/internal/writer"
+	"github.com/edgeload/edgeload/internal/testkit/writer"
 	"github.com/edgeload/edgeload/loader/pte"
 	"github.com/edgeload/edgeload/mmapfile"
 	"github.com/edgeload/edgeload/platform"

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/edgeload/edgeload/internal/writer"
+	"github.com/edgeload/edgeload/internal/testkit/writer"
 	"github.com/edgeload/edgeload/loader/pte"
 )
 

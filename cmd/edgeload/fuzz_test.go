@@ -7,8 +7,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/edgeload/edgeload/internal/hostile"
-	"github.com/edgeload/edgeload/internal/testmodels"
+	"github.com/edgeload/edgeload/internal/testkit/hostile"
+	"github.com/edgeload/edgeload/internal/testkit/testmodels"
 )
 
 // FuzzCommand runs inspect (text and JSON), verify and resident on

@@ -4,7 +4,7 @@ import (
 	"strconv"
 	"testing"
 
-	"github.com/edgeload/edgeload/internal/writer"
+	"github.com/edgeload/edgeload/internal/testkit/writer"
 	"github.com/edgeload/edgeload/loader/ptd"
 )
 

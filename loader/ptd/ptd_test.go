@@ -18,8 +18,8 @@ import (
 	flatbuffers "github.com/google/flatbuffers/go"
 
 	"github.com/edgeload/edgeload/internal/schema/ptdfb"
-	"github.com/edgeload/edgeload/internal/testmodels"
-	"github.com/edgeload/edgeload/internal/writer"
+	"github.com/edgeload/edgeload/internal/testkit/testmodels"
+	"github.com/edgeload/edgeload/internal/testkit/writer"
 	"github.com/edgeload/edgeload/loader/format"
 	"github.com/edgeload/edgeload/loader/ptd"
 	"github.com/edgeload/edgeload/mmapfile"

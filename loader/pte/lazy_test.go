@@ -9,9 +9,9 @@ import (
 	"runtime"
 	"testing"
 
-	"github.com/edgeload/edgeload/internal/memstat"
-	"github.com/edgeload/edgeload/internal/testmodels"
-	"github.com/edgeload/edgeload/internal/writer"
+	"github.com/edgeload/edgeload/internal/testkit/memstat"
+	"github.com/edgeload/edgeload/internal/testkit/testmodels"
+	"github.com/edgeload/edgeload/internal/testkit/writer"
 	"github.com/edgeload/edgeload/loader/format"
 	"github.com/edgeload/edgeload/loader/pte"
 	"github.com/edgeload/edgeload/mmapfile"

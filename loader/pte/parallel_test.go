@@ -6,8 +6,8 @@ import (
 	"reflect"
 	"testing"
 
-	"github.com/edgeload/edgeload/internal/hostile"
-	"github.com/edgeload/edgeload/internal/writer"
+	"github.com/edgeload/edgeload/internal/testkit/hostile"
+	"github.com/edgeload/edgeload/internal/testkit/writer"
 	"github.com/edgeload/edgeload/loader/pte"
 	"github.com/edgeload/edgeload/segment"
 )

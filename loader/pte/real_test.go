@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/edgeload/edgeload/internal/testmodels"
+	"github.com/edgeload/edgeload/internal/testkit/testmodels"
 	"github.com/edgeload/edgeload/loader/format"
 	"github.com/edgeload/edgeload/loader/pte"
 	"github.com/edgeload/edgeload/mmapfile"

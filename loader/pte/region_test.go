@@ -8,8 +8,8 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/edgeload/edgeload/internal/memstat"
-	"github.com/edgeload/edgeload/internal/writer"
+	"github.com/edgeload/edgeload/internal/testkit/memstat"
+	"github.com/edgeload/edgeload/internal/testkit/writer"
 	"github.com/edgeload/edgeload/loader/format"
 	"github.com/edgeload/edgeload/loader/pte"
 	"github.com/edgeload/edgeload/platform"

@@ -3,7 +3,7 @@ package pte_test
 import (
 	"testing"
 
-	"github.com/edgeload/edgeload/internal/hostile"
+	"github.com/edgeload/edgeload/internal/testkit/hostile"
 	"github.com/edgeload/edgeload/loader/pte"
 )
 

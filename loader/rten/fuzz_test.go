@@ -5,8 +5,8 @@ import (
 	"errors"
 	"testing"
 
-	"github.com/edgeload/edgeload/internal/hostile"
-	"github.com/edgeload/edgeload/internal/writer"
+	"github.com/edgeload/edgeload/internal/testkit/hostile"
+	"github.com/edgeload/edgeload/internal/testkit/writer"
 	"github.com/edgeload/edgeload/loader/format"
 	"github.com/edgeload/edgeload/loader/rten"
 )

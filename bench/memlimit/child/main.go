@@ -28,7 +28,7 @@ import (
 	"time"
 
 	"github.com/edgeload/edgeload/bench/memlimit"
-	"github.com/edgeload/edgeload/internal/memstat"
+	"github.com/edgeload/edgeload/internal/testkit/memstat"
 	"github.com/edgeload/edgeload/loader/format"
 	"github.com/edgeload/edgeload/loader/pte"
 	"github.com/edgeload/edgeload/mmapfile"

@@ -7,7 +7,7 @@ import (
 	"runtime"
 	"testing"
 
-	"github.com/edgeload/edgeload/internal/readcount"
+	"github.com/edgeload/edgeload/internal/testkit/readcount"
 	"github.com/edgeload/edgeload/mmapfile"
 )
 

@@ -10,8 +10,8 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/edgeload/edgeload/internal/testmodels"
-	"github.com/edgeload/edgeload/internal/writer"
+	"github.com/edgeload/edgeload/internal/testkit/testmodels"
+	"github.com/edgeload/edgeload/internal/testkit/writer"
 	"github.com/edgeload/edgeload/loader/ptd"
 )
 

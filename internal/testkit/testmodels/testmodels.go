@@ -60,7 +60,7 @@ type Tensor struct {
 // Root returns the repository root (the folder holding go.mod).
 func Root() string {
 	_, file, _, _ := runtime.Caller(0)
-	return filepath.Clean(filepath.Join(filepath.Dir(file), "..", ".."))
+	return filepath.Clean(filepath.Join(filepath.Dir(file), "..", "..", ".."))
 }
 
 // Dir returns ../shared/models, skipping the test (or, under CI=true,

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/edgeload/edgeload/internal/hostile"
+	"github.com/edgeload/edgeload/internal/testkit/hostile"
 	"github.com/edgeload/edgeload/loader"
 	"github.com/edgeload/edgeload/loader/format"
 )

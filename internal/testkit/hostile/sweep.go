@@ -19,7 +19,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/edgeload/edgeload/internal/memstat"
+	"github.com/edgeload/edgeload/internal/testkit/memstat"
 )
 
 // Range is the byte range [Start, End) of a file.

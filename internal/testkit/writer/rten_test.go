@@ -9,8 +9,8 @@ import (
 	"reflect"
 	"testing"
 
-	"github.com/edgeload/edgeload/internal/testmodels"
-	"github.com/edgeload/edgeload/internal/writer"
+	"github.com/edgeload/edgeload/internal/testkit/testmodels"
+	"github.com/edgeload/edgeload/internal/testkit/writer"
 	"github.com/edgeload/edgeload/loader/format"
 	"github.com/edgeload/edgeload/loader/rten"
 )

@@ -1,7 +1,7 @@
 package writer
 
 // The committed fixtures in testdata/ (at the repository root) are what
-// Fixtures returns. Regenerate them with `go generate ./internal/writer`;
+// Fixtures returns. Regenerate them with `go generate ./internal/testkit/writer`;
 // TestFixturesUpToDate fails when the committed files differ from what the
 // writer produces now.
 //go:generate go test -run ^TestFixturesUpToDate$ . -args -update-fixtures

@@ -133,10 +133,9 @@ fi
 
 # A C++ mapping loader doing the reference's work (headers, then a pointer
 # to every constant tensor) with the code flatc generates from the
-# project's schema, without and with flatbuffers::Verifier: ExecuTorch's
-# loader cannot be built here, so this calibrates the machine against its
-# published numbers. Needs flatc and the FlatBuffers C++ headers (Debian:
-# flatbuffers-compiler, libflatbuffers-dev), both 2.0.8.
+# project's schema, without and with flatbuffers::Verifier, run side by
+# side with edgeload on the same files. Needs flatc and the FlatBuffers C++
+# headers (Debian: flatbuffers-compiler, libflatbuffers-dev), both 2.0.8.
 if command -v flatc >/dev/null && command -v g++ >/dev/null && [ -e /usr/include/flatbuffers/flatbuffers.h ]; then
   gen=$(mktemp -d)
   flatc --cpp -o "$gen" internal/schema/program.fbs

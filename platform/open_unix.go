@@ -14,8 +14,7 @@ import (
 // descriptor, read with pread(2) and closed with close(2): an [os.File]
 // would add a system call (NewFile asks whether the descriptor is
 // non-blocking), a cleanup registered with the runtime, and a lock taken
-// around every read: about 1 µs of a 4 GiB program's Open (BENCHMARKS.md,
-// session 13).
+// around every read, on every Open.
 // As with an os.File, using an FD after Close is a bug in the caller;
 // unlike one, an FD nobody closes stays open (as a mapping nobody unmaps
 // stays mapped): mmapfile.File.Close closes it.

@@ -29,9 +29,8 @@
 // 2 MiB on recent kernels) drops only folios the range covers wholly, so
 // releasing tensor after tensor with [DropPageCache] can leave a folio that
 // straddles two tensors cached. Streaming readers release "behind" over the
-// range from the previous tensor's start to the current one's end (see
-// bench/memlimit, which measured 49% of a 4 GiB file left cached per-tensor,
-// and 26 pages with the release-behind range).
+// range from the previous tensor's start to the current one's end, which
+// covers such folios (bench/memlimit's child does this).
 //
 // # SIGBUS
 //

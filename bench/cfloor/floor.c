@@ -1,6 +1,6 @@
 // The bare floor of a mapping loader in C, for calibrating this machine
-// against the reference measurements (which give 14-28 us for the same
-// steps): open, fstat, mmap the whole file, read the first byte (one page
+// against ExecuTorch's published measurements of the same steps: open,
+// fstat, mmap the whole file, read the first byte (one page
 // fault), munmap, close; N times; prints the median, minimum and 10th and
 // 90th percentiles in us.
 //

@@ -1,6 +1,6 @@
-// A C++ mapping loader of .pte programs, for calibrating this machine
-// against the reference measurements of ExecuTorch's C++ loader (which
-// cannot be built here): the work the reference describes, done with the
+// A C++ mapping loader of .pte programs, for comparing edgeload on this
+// machine with a loader doing the work of ExecuTorch's C++ loader
+// (Program::load over MmapDataLoader): that work, done with the
 // C++ code flatc generates from the project's own schema
 // (internal/schema/program.fbs). Each of N loads: open, fstat, mmap the
 // whole file, check the headers, then a pointer to the bytes of every

@@ -8,8 +8,8 @@ import (
 
 	flatbuffers "github.com/google/flatbuffers/go"
 
-	"github.com/edgeload/edgeload/internal/testkit/hostile"
 	"github.com/edgeload/edgeload/internal/schema/rtenfb"
+	"github.com/edgeload/edgeload/internal/testkit/hostile"
 	"github.com/edgeload/edgeload/internal/testkit/writer"
 	"github.com/edgeload/edgeload/loader/format"
 	"github.com/edgeload/edgeload/loader/rten"

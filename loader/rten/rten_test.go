@@ -13,8 +13,8 @@ import (
 	"testing"
 	"unsafe"
 
-	"github.com/edgeload/edgeload/internal/testkit/memstat"
 	"github.com/edgeload/edgeload/internal/schema/rtenfb"
+	"github.com/edgeload/edgeload/internal/testkit/memstat"
 	"github.com/edgeload/edgeload/internal/testkit/testmodels"
 	"github.com/edgeload/edgeload/internal/testkit/writer"
 	"github.com/edgeload/edgeload/loader/format"

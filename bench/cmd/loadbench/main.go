@@ -77,7 +77,7 @@ type result struct {
 	MedianUS float64 `json:"median_us"`
 	MinUS    float64 `json:"min_us"`
 	// The 10th and 90th percentiles: on a machine whose speed changes
-	// while it runs, the two speeds' loads (see BENCHMARKS.md).
+	// while it runs, they show the loads at each speed.
 	P10US float64 `json:"p10_us"`
 	P90US float64 `json:"p90_us"`
 	// The same for each phase of a load: open (with full verification),

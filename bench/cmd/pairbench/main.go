@@ -5,13 +5,12 @@
 //
 //	pairbench [-rounds R] [-pairs P] [-n N] [-warmup W] -a "CMD ARG..." -b "CMD ARG..."
 //
-// The machine the benchmarks run on changes speed from one second to the
-// next (BENCHMARKS.md): two loaders timed one after the other, each for a
-// whole run, can each meet a different speed, and their medians then
-// compare the speeds, not the loaders. And the process itself matters
-// (where the kernel put its mappings, for one): in this tool's rounds the
-// same loader against itself gave ratios of medians from 0.77 to 1.33, so
-// one process of each compares two processes as much as two loaders.
+// A shared or virtual machine can change speed from one second to the
+// next: two loaders timed one after the other, each for a whole run, can
+// each meet a different speed, and their medians then compare the speeds,
+// not the loaders. And the process itself matters (where the kernel put its
+// mappings, for one), so one process of each compares two processes as
+// much as two loaders.
 //
 // So pairbench runs R rounds. Each starts both commands afresh and asks
 // them in turn for W+P pairs of blocks of N loads, through the serve

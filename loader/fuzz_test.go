@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/edgeload/edgeload/internal/testkit/hostile"
+	"github.com/edgeload/edgeload/internal/testkit/loadercheck"
 	"github.com/edgeload/edgeload/internal/testkit/testmodels"
 	"github.com/edgeload/edgeload/loader"
 )
@@ -44,7 +45,7 @@ func fuzzSeeds(tb testing.TB) [][]byte {
 // panic; an error wraps a sentinel and names the format (or, for bytes of
 // no format, the formats tried); when Open succeeds the sniffed format is
 // the one opened, every accessor and view of the model and of its format's
-// own value works (hostile.Model), Verify (which re-checks every range and
+// own value works (loadercheck.Model), Verify (which re-checks every range and
 // reads every byte) accepts it, and the copying ReaderAt form agrees.
 func FuzzOpen(f *testing.F) {
 	for _, b := range fuzzSeeds(f) {
@@ -75,7 +76,7 @@ func FuzzOpen(f *testing.F) {
 		if m.Size() != int64(len(data)) {
 			t.Fatalf("size %d, want %d", m.Size(), len(data))
 		}
-		if err := hostile.Model(m); err != nil {
+		if err := loadercheck.Model(m); err != nil {
 			t.Fatal(err)
 		}
 		if len(data) > 256<<10 {
@@ -89,7 +90,7 @@ func FuzzOpen(f *testing.F) {
 		if r.Format() != m.Format() || len(r.Tensors()) != len(m.Tensors()) || len(r.Segments()) != len(m.Segments()) {
 			t.Fatal("NewReaderAt and NewBytes disagree")
 		}
-		if err := hostile.Model(r); err != nil {
+		if err := loadercheck.Model(r); err != nil {
 			t.Fatalf("NewReaderAt: %v", err)
 		}
 	})

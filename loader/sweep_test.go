@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/edgeload/edgeload/internal/testkit/hostile"
+	"github.com/edgeload/edgeload/internal/testkit/loadercheck"
 	"github.com/edgeload/edgeload/internal/testkit/testmodels"
 	"github.com/edgeload/edgeload/internal/testkit/writer"
 	"github.com/edgeload/edgeload/loader"
@@ -16,7 +17,7 @@ import (
 // sniffing included, over the committed fixtures of testdata/ (one file of
 // each format and layout; the format packages sweep the real files): every
 // truncation length and every single-byte mutation of the header and
-// FlatBuffer region must give a Model that passes hostile.Model (every
+// FlatBuffer region must give a Model that passes loadercheck.Model (every
 // accessor, every view, Verify) or an error wrapping a sentinel that names
 // the format, within the sweep's time and allocation bounds.
 func TestSweep(t *testing.T) {
@@ -46,7 +47,7 @@ func TestSweep(t *testing.T) {
 		}
 		return func() error {
 			defer m.Close()
-			return hostile.Model(m)
+			return loadercheck.Model(m)
 		}, nil
 	}}, files...)
 }

@@ -12,8 +12,9 @@ import (
 
 	"github.com/edgeload/edgeload/internal/testkit/testmodels"
 	"github.com/edgeload/edgeload/internal/testkit/writer"
-	"github.com/edgeload/edgeload/loader"
 	"github.com/edgeload/edgeload/loader/format"
+	"github.com/edgeload/edgeload/loader/ptd"
+	"github.com/edgeload/edgeload/loader/pte"
 	"github.com/edgeload/edgeload/loader/rten"
 )
 
@@ -76,22 +77,35 @@ func RealSeeds(sub string) [][]byte {
 // FlatBufferEnd returns the end of the header and FlatBuffer region of a
 // valid file (the part a sweep mutates): a program's program_size, a
 // .ptd's flatbuffer_offset + flatbuffer_size, an RTen V2 model's
-// model_offset + model_len, the whole of an RTen V1 model.
+// model_offset + model_len, the whole of an RTen V1 model. It tells the
+// formats apart as loader.Sniff does, through the format packages alone,
+// so that the format packages' tests need not import package loader.
 func FlatBufferEnd(b []byte) (int64, error) {
-	m, err := loader.NewBytes(b)
+	if len(b) < 4 || string(b[:4]) != rten.Magic {
+		switch {
+		case len(b) >= 8 && string(b[4:6]) == "ET":
+			p, err := pte.NewBytes(b)
+			if err != nil {
+				return 0, err
+			}
+			defer p.Close()
+			return p.Header().ProgramSize, nil
+		case len(b) >= 8 && string(b[4:6]) == "FT":
+			f, err := ptd.NewBytes(b)
+			if err != nil {
+				return 0, err
+			}
+			defer f.Close()
+			return f.Header().FlatBufferLen(), nil
+		}
+	}
+	m, err := rten.NewBytes(b)
 	if err != nil {
 		return 0, err
 	}
 	defer m.Close()
-	switch {
-	case m.Program() != nil:
-		return m.Program().Header().ProgramSize, nil
-	case m.DataFile() != nil:
-		return m.DataFile().Header().FlatBufferLen(), nil
-	default:
-		h := m.RTen().Header()
-		return h.ModelOffset + h.ModelLen, nil
-	}
+	h := m.Header()
+	return h.ModelOffset + h.ModelLen, nil
 }
 
 func f32(vs ...float32) []byte {

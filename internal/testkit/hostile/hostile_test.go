@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/edgeload/edgeload/internal/testkit/hostile"
+	"github.com/edgeload/edgeload/internal/testkit/loadercheck"
 	"github.com/edgeload/edgeload/loader"
 	"github.com/edgeload/edgeload/loader/format"
 )
@@ -28,12 +29,24 @@ func TestGeneratedFilesOpen(t *testing.T) {
 			if !strings.HasSuffix(s.Name, "."+m.Format().String()) {
 				t.Errorf("%s opened as %v", s.Name, m.Format())
 			}
-			if err := hostile.Model(m); err != nil {
+			if err := loadercheck.Model(m); err != nil {
 				t.Errorf("%s: %v", s.Name, err)
 			}
 			end, err := hostile.FlatBufferEnd(s.Data)
 			if err != nil || end <= 8 || end > int64(len(s.Data)) {
 				t.Errorf("%s: FlatBufferEnd = %d, %v", s.Name, end, err)
+			}
+			var want int64
+			switch {
+			case m.Program() != nil:
+				want = m.Program().Header().ProgramSize
+			case m.DataFile() != nil:
+				want = m.DataFile().Header().FlatBufferLen()
+			default:
+				want = m.RTen().Header().ModelOffset + m.RTen().Header().ModelLen
+			}
+			if end != want {
+				t.Errorf("%s: FlatBufferEnd = %d, the region opened through loader ends at %d", s.Name, end, want)
 			}
 			t.Logf("%s: %d bytes, FlatBuffer region %d, %d tensors, %d segments", s.Name, len(s.Data), end, len(m.Tensors()), len(m.Segments()))
 			m.Close()

@@ -2,11 +2,12 @@
 // tests: mutation sweeps over model files (every truncation length, every
 // byte of the header and FlatBuffer region replaced), with a time and
 // memory bound on every case, and the functions that exercise every
-// accessor and view of an opened model, used by the sweeps and the fuzz
-// targets of loader, loader/pte, loader/ptd and loader/rten.
+// accessor and view of an opened program, .ptd or RTen model, used by the
+// sweeps and the fuzz targets of loader, loader/pte, loader/ptd and
+// loader/rten (loadercheck does the same for a loader.Model).
 //
 // It is imported by tests only (external test packages: it imports the
-// loaders it exercises).
+// format packages it exercises, never package loader).
 package hostile
 
 import (

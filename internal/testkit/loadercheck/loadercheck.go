@@ -1,0 +1,101 @@
+// Package loadercheck exercises every accessor and view of a loader.Model,
+// for the tests of package loader and of the layers above it. It sits apart
+// from package hostile, whose per-format checks the format packages' own
+// tests use, so that those tests do not import package loader, which is
+// above them.
+package loadercheck
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/edgeload/edgeload/internal/testkit/hostile"
+	"github.com/edgeload/edgeload/loader"
+	"github.com/edgeload/edgeload/segment"
+)
+
+// Model exercises every accessor of a loader.Model and, through Program,
+// DataFile or RTen, every accessor and view of the format's own value; then
+// Verify, which must accept any file Open accepted.
+func Model(m *loader.Model) error {
+	_ = m.Format().String()
+	_, _, _ = m.Name(), m.PageSize(), m.Mode()
+	if m.File() == nil || m.Size() != m.File().Len() {
+		return errors.New("loader: File/Size")
+	}
+	n := 0
+	for _, set := range []bool{m.Program() != nil, m.DataFile() != nil, m.RTen() != nil} {
+		if set {
+			n++
+		}
+	}
+	if n != 1 {
+		return fmt.Errorf("loader: %d format values set", n)
+	}
+	var err error
+	switch {
+	case m.Program() != nil:
+		if m.Format() != loader.PTE {
+			return fmt.Errorf("loader: a program opened as %v", m.Format())
+		}
+		err = hostile.PTE(m.Program())
+	case m.DataFile() != nil:
+		if m.Format() != loader.PTD {
+			return fmt.Errorf("loader: a .ptd opened as %v", m.Format())
+		}
+		err = hostile.PTD(m.DataFile())
+	default:
+		if m.Format() != loader.RTen {
+			return fmt.Errorf("loader: an RTen model opened as %v", m.Format())
+		}
+		err = hostile.RTen(m.RTen())
+	}
+	if err != nil {
+		return err
+	}
+	if m.NumTensors() != len(m.Tensors()) {
+		return fmt.Errorf("loader: NumTensors %d, %d tensors", m.NumTensors(), len(m.Tensors()))
+	}
+	for i := range m.Tensors() {
+		t := &m.Tensors()[i]
+		if g, ok := m.Tensor(t.Name); !ok || g.Name != t.Name {
+			return fmt.Errorf("loader: Tensor(%q) not found", t.Name)
+		}
+		if d := m.TensorData(i); !sameView(d, t.Data) || !sameView(d, m.TensorAt(i).Data) {
+			return fmt.Errorf("loader: tensor %q: TensorData [%d, +%d), Data [%d, +%d)", t.Name, d.Offset(), d.Len(), t.Data.Offset(), t.Data.Len())
+		}
+		if err := hostile.Tensor(t); err != nil {
+			return fmt.Errorf("loader: %w", err)
+		}
+	}
+	if _, ok := m.Tensor("\x00no such tensor"); ok {
+		return errors.New("loader: Tensor found a name no file holds")
+	}
+	for i, s := range m.Segments() {
+		if err := hostile.Segment(fmt.Sprintf("segment %d", i), s); err != nil {
+			return fmt.Errorf("loader: %w", err)
+		}
+	}
+	for _, nd := range m.NamedData() {
+		if err := hostile.NamedData(nd, len(m.Segments())); err != nil {
+			return fmt.Errorf("loader: %w", err)
+		}
+	}
+	_ = m.DataFiles()
+	r, err := m.Verify()
+	if err != nil {
+		return fmt.Errorf("loader: Open accepted the file but Verify rejects it: %w", err)
+	}
+	if r.Tensors != len(m.Tensors()) || r.Segments != len(m.Segments()) {
+		return fmt.Errorf("loader: Verify counted %+v for %d tensors, %d segments", r, len(m.Tensors()), len(m.Segments()))
+	}
+	if _, _, err := m.Resident(); err != nil && !errors.Is(err, errors.ErrUnsupported) {
+		return fmt.Errorf("loader: Resident: %w", err)
+	}
+	return nil
+}
+
+// sameView reports whether a and b are the same range of the same file.
+func sameView(a, b segment.Segment) bool {
+	return a.File() == b.File() && a.Offset() == b.Offset() && a.Len() == b.Len()
+}

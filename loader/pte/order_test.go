@@ -2,6 +2,7 @@ package pte_test
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -254,6 +255,9 @@ func TestUseOrderReal(t *testing.T) {
 			}
 			defer p.Close()
 			order := checkOrder(t, p, b)
+			if err := checkUseOrder(p); err != nil {
+				t.Error(err)
+			}
 			ts := p.Tensors()
 			switch filepath.Base(path) {
 			case "arduino-keyword-spotting.pte":
@@ -343,6 +347,9 @@ func TestUseOrderWriter(t *testing.T) {
 	}
 	defer p.Close()
 	checkOrder(t, p, b)
+	if err := checkUseOrder(p); err != nil {
+		t.Error(err)
+	}
 	names := func(order []int) []string {
 		var out []string
 		for _, i := range order {
@@ -486,4 +493,75 @@ func TestUseOrderHostile(t *testing.T) {
 			}
 		})
 	}
+}
+
+// checkUseOrder checks what an opened program promises of its use orders
+// and instructions, whatever its bytes: method "" lists each tensor once,
+// each method exactly its own tensors, and every instruction's indices
+// are in range. An error must be a *format.FormatError (instructions may
+// be verified when first read).
+func checkUseOrder(p *pte.Program) error {
+	var fe *format.FormatError
+	ts := p.Tensors()
+	check := func(method string) error {
+		order, err := p.UseOrder(method)
+		if err != nil {
+			if errors.As(err, &fe) {
+				return nil
+			}
+			return fmt.Errorf("use order of %q: %w", method, err)
+		}
+		seen := make([]bool, len(ts))
+		for _, i := range order {
+			if i < 0 || i >= len(ts) || seen[i] || (method != "" && ts[i].Method != method) {
+				return fmt.Errorf("use order of %q: %v: bad index %d", method, order, i)
+			}
+			seen[i] = true
+		}
+		for i := range seen {
+			if !seen[i] && (method == "" || ts[i].Method == method) {
+				return fmt.Errorf("use order of %q: %v: tensor %d missing", method, order, i)
+			}
+		}
+		return nil
+	}
+	if err := check(""); err != nil {
+		return err
+	}
+	for _, m := range p.Methods() {
+		if err := check(m.Name); err != nil {
+			return err
+		}
+		for c := range m.Chains {
+			ins, err := m.Instructions(c)
+			if err != nil {
+				if errors.As(err, &fe) {
+					continue
+				}
+				return fmt.Errorf("method %q chain %d: %w", m.Name, c, err)
+			}
+			for k, in := range ins {
+				for _, a := range in.Args {
+					if a < 0 || int(a) >= m.NumValues() {
+						return fmt.Errorf("method %q chain %d instruction %d: value %d out of range", m.Name, c, k, a)
+					}
+				}
+				switch in.Kind {
+				case pte.KernelCall:
+					if in.Op < 0 || in.Op >= len(m.Operators) {
+						return fmt.Errorf("method %q chain %d instruction %d: operator %d out of range", m.Name, c, k, in.Op)
+					}
+				case pte.DelegateCall:
+					if in.Op < 0 || in.Op >= len(m.Delegates) {
+						return fmt.Errorf("method %q chain %d instruction %d: delegate %d out of range", m.Name, c, k, in.Op)
+					}
+				case pte.JumpFalseCall:
+					if in.Dest < 0 || in.Dest > len(ins) {
+						return fmt.Errorf("method %q chain %d instruction %d: destination %d out of range", m.Name, c, k, in.Dest)
+					}
+				}
+			}
+		}
+	}
+	return nil
 }

@@ -206,3 +206,18 @@ func TestUseOrderCycle(t *testing.T) {
 		t.Errorf("UseOrder = %v, want %v", names, want)
 	}
 }
+
+// isPermutation reports whether order holds each of 0..n-1 once.
+func isPermutation(order []int, n int) bool {
+	if len(order) != n {
+		return false
+	}
+	seen := make([]bool, n)
+	for _, i := range order {
+		if i < 0 || i >= n || seen[i] {
+			return false
+		}
+		seen[i] = true
+	}
+	return true
+}

@@ -42,7 +42,7 @@ func (p *Program) UseOrder(method string) ([]int, error) {
 	for i := range ms {
 		n += ms[i].numTensors()
 	}
-	u := &user{order: make([]int, 0, n), seen: make([]bool, p.ntensors)}
+	u := &user{order: make([]int, 0, n)}
 	for i := range ms {
 		if err := u.method(&ms[i]); err != nil {
 			return nil, err
@@ -63,20 +63,30 @@ func (m *Method) numTensors() int {
 	return n
 }
 
-// user collects a use order.
+// user collects a use order. A tensor of the list is the tensor of one
+// value of one method, so that marking values marks tensors.
 type user struct {
-	order   []int
-	seen    []bool // by tensor index
-	visited []bool // by value index, for the method at hand
-	vt      []int32
-	plan    ptefb.ExecutionPlan
+	order []int
+	vt    []int32 // the method's tensor of each value, or -1
+	mark  []uint8 // by value: listed, expanded
+	plan  ptefb.ExecutionPlan
 }
+
+// The marks of a value.
+const (
+	listed   = 1 << iota // its tensor is in the order
+	expanded             // its list items were looked at
+)
 
 // method appends the tensors of m in use order.
 func (u *user) method(m *Method) error {
 	p := m.p
 	u.vt = p.valueTensor[m.Index]
-	u.visited = make([]bool, len(u.vt))
+	if cap(u.mark) < len(u.vt) {
+		u.mark = make([]uint8, len(u.vt))
+	}
+	u.mark = u.mark[:len(u.vt)]
+	clear(u.mark)
 	u.plan.Init(p.fb, m.pos)
 	for c := range m.Chains {
 		ins, err := m.Instructions(c)
@@ -102,10 +112,10 @@ func (u *user) method(m *Method) error {
 // items of a TensorList or OptionalTensorList. Each value is looked at
 // once, so that a list used by many instructions costs its length once.
 func (u *user) use(v int32) {
-	if v < 0 || int(v) >= len(u.vt) || u.visited[v] {
+	if v < 0 || int(v) >= len(u.vt) || u.mark[v]&expanded != 0 {
 		return
 	}
-	u.visited[v] = true
+	u.mark[v] |= expanded
 	if u.tensor(int(v)) {
 		return
 	}
@@ -135,11 +145,11 @@ func (u *user) use(v int32) {
 // reports whether v is a tensor of the list.
 func (u *user) tensor(v int) bool {
 	t := u.vt[v]
-	if t < 0 || int(t) >= len(u.seen) {
+	if t < 0 {
 		return false
 	}
-	if !u.seen[t] {
-		u.seen[t] = true
+	if u.mark[v]&listed == 0 {
+		u.mark[v] |= listed
 		u.order = append(u.order, int(t))
 	}
 	return true

@@ -170,6 +170,7 @@ type config struct {
 	pageSize int
 	page     int64 // the page size in use (pageSize, or the OS's)
 	osPage   int64
+	name     string
 }
 
 // Option configures Open.
@@ -188,6 +189,11 @@ func WithBudget(n int64) Option { return func(c *config) { c.budget = n } }
 // exercise 16 KiB and 64 KiB pages on a 4 KiB host. The default is the OS
 // page size.
 func WithPageSize(n int) Option { return func(c *config) { c.pageSize = n } }
+
+// WithName sets the name the File reports ([File.Name]) and its errors
+// give, in place of the path: for example "app.apk!/assets/model.pte" for
+// a section that is a zip entry.
+func WithName(name string) Option { return func(c *config) { c.name = name } }
 
 // window is one mapping of the file range [start, end) in windowed mode.
 type window struct {
@@ -331,7 +337,11 @@ func openPath(path string, off, n int64, section bool, opts []Option) (*File, er
 
 // configure applies opts and checks them.
 func configure(opts []Option) (config, error) {
-	cfg := config{mode: ModeAuto, budget: DefaultBudget}
+	return configureFrom(config{mode: ModeAuto, budget: DefaultBudget}, opts)
+}
+
+// configureFrom applies opts to cfg and checks the result.
+func configureFrom(cfg config, opts []Option) (config, error) {
 	for _, o := range opts {
 		if o != nil {
 			o(&cfg)
@@ -364,6 +374,9 @@ func build(fd handle, path string, fileSize, off, n int64, section bool, cfg con
 		return nil, fmt.Errorf("mmapfile: %w: section [off=%d n=%d) of %s, which is %d bytes long", ErrRange, off, n, path, fileSize)
 	}
 	ps, ops := cfg.page, cfg.osPage
+	if cfg.name != "" {
+		path = cfg.name
+	}
 	f := &File{name: path, fd: fd, size: n, ps: ps, ops: ops,
 		base: off, atEOF: off+n == fileSize, mbase: pageFloor(off, ps), limit: pageCeil(off+n, ops)}
 
@@ -410,6 +423,47 @@ func build(fd handle, path string, fileSize, off, n int64, section bool, cfg con
 	}
 	return f, nil
 }
+
+// Sub returns the bytes [off, off+n) of f as a File of its own, as
+// OpenSection does for a path: its offsets are relative to off and nothing
+// outside the range can be read through it. It shares f's open file (or,
+// in ModeMemory, f's bytes, or f's ReaderAt) and has its own mapping; it
+// must be closed before f. By default it works in f's mode and page size;
+// opts may choose others, and WithName its name (f's by default).
+func (f *File) Sub(off, n int64, opts ...Option) (*File, error) {
+	if err := f.check("sub", off, n); err != nil {
+		return nil, err
+	}
+	cfg, err := configureFrom(config{mode: f.mode, budget: DefaultBudget, pageSize: int(f.ps)}, opts)
+	if err != nil {
+		return nil, err
+	}
+	name := cmp.Or(cfg.name, f.name)
+	switch {
+	case f.mode == ModeMemory || f.fd == nil && f.ra == nil:
+		s := NewBytes(f.data[off : off+n : off+n])
+		s.name, s.ps = name, cfg.page
+		return s, nil
+	case f.fd == nil:
+		s := NewReaderAt(io.NewSectionReader(f.ra, off, n), n)
+		s.name, s.ps = name, cfg.page
+		return s, nil
+	}
+	cfg.name = name
+	s, err := build(shared{f.fd}, name, f.base+f.size, f.base+off, n, true, cfg)
+	if err != nil {
+		return nil, err
+	}
+	s.atEOF = s.atEOF && f.atEOF // the parent's end is not the file's
+	return s, nil
+}
+
+// shared is the handle of a File that a Sub shares: the Sub does not close
+// it.
+type shared struct{ handle }
+
+// Close does nothing: the parent File closes the handle.
+func (shared) Close() error { return nil }
 
 // handle is the open file behind a File: a [platform.FD] Open opened and
 // Close closes, or a caller's [os.File] (borrowed).

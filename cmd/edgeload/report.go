@@ -34,6 +34,7 @@ type report struct {
 	Graph     *graphRep     `json:"graph,omitempty"`
 	Metadata  orderedFields `json:"metadata,omitempty"`
 	DataFiles []string      `json:"data_files,omitempty"`
+	Bundle    *bundleRep    `json:"bundle,omitempty"` // the bundled program the model came from
 	Warnings  []string      `json:"warnings"`
 }
 
@@ -209,6 +210,7 @@ func buildReport(m *loader.Model, sums bool) (*report, error) {
 	case m.RTen() != nil:
 		describeRTen(r, m.RTen())
 	}
+	r.Bundle = describeBundle(m)
 	r.HeaderMap = orderedFields(r.Header)
 	r.Warnings = append(r.Warnings, alignmentWarnings(m.Segments())...)
 	return r, nil

@@ -86,11 +86,20 @@ func ArchivePath(zipPath, entryName string) string { return zipPath + "!/" + ent
 // and with one wrapping ErrCompressed, which says how to store it
 // uncompressed, when the entry is compressed or encrypted.
 func ZipEntry(zipPath, entryName string) (off, n int64, err error) {
-	r, err := zip.OpenReader(zipPath)
+	zf, err := os.Open(zipPath)
+	if err != nil {
+		return 0, 0, err
+	}
+	defer zf.Close()
+	fi, err := zf.Stat()
+	if err != nil {
+		return 0, 0, err
+	}
+	size := fi.Size()
+	r, err := zip.NewReader(zf, size)
 	if err != nil {
 		return 0, 0, fmt.Errorf("loader: %s: %w", zipPath, err)
 	}
-	defer r.Close()
 	name := ArchivePath(zipPath, entryName)
 	for _, f := range r.File {
 		if f.Name != entryName {
@@ -112,9 +121,13 @@ func ZipEntry(zipPath, entryName string) (off, n int64, err error) {
 		}
 		off, err := f.DataOffset()
 		if err != nil {
-			return 0, 0, fmt.Errorf("loader: %s: %w", name, err)
+			return 0, 0, fmt.Errorf("loader: %s: %w: reading the entry's local header: %w", name, ErrMalformed, err)
 		}
-		return off, int64(f.UncompressedSize64), nil
+		n := int64(f.UncompressedSize64)
+		if off < 0 || off > size || n > size-off {
+			return 0, 0, fmt.Errorf("loader: %s: %w: its %d bytes at offset %d run past the end of the %d-byte archive", name, ErrTruncated, n, off, size)
+		}
+		return off, n, nil
 	}
 	return 0, 0, fmt.Errorf("loader: %s: %w: no such entry in the archive", name, ErrNotFound)
 }

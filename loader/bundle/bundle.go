@@ -319,6 +319,16 @@ func (f *File) tensor(t *format.Tensor, x *bpfb.Tensor, path, name string) error
 		t.Shape[i] = int64(d)
 	}
 	if b := x.DimOrderBytes(); len(b) > 0 {
+		if len(b) != len(t.Shape) {
+			return format.Errorf(formatName, path+".dim_order", int64(tab.Pos), "dim_order has %d entries for %d dimensions", len(b), len(t.Shape))
+		}
+		var seen [256]bool
+		for _, d := range b {
+			if int(d) >= len(b) || seen[d] {
+				return format.Errorf(formatName, path+".dim_order", int64(tab.Pos), "dim_order %v is not a permutation of 0..%d", b, len(b)-1)
+			}
+			seen[d] = true
+		}
 		t.DimOrder = append([]uint8(nil), b...)
 	}
 	o := flatbuffers.UOffsetT(tab.Offset(vtTensorData))

@@ -30,6 +30,13 @@ func newBundled(mf *mmapfile.File, name string, c *config) (*Model, error) {
 		pmf.Close()
 		return nil, fmt.Errorf("the program in bundled program %s: %w", displayName(name), err)
 	}
+	for i, s := range b.TestSuites() {
+		if _, ok := m.prog.Method(s.Method); !ok {
+			m.Close()
+			return nil, format.Errorf("bpte", fmt.Sprintf("BundledProgram.method_test_suites[%d].method_name", i), 0,
+				"a test suite for method %q, which the embedded program does not have", s.Method)
+		}
+	}
 	m.bundle, m.outer = b, mf
 	return m, nil
 }

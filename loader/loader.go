@@ -10,6 +10,13 @@
 // with that format's package, reachable through [Model.Program],
 // [Model.DataFile] and [Model.RTen].
 //
+// A model may also sit inside another file: [OpenFile] and [NewSection]
+// take a file the caller has open, [OpenSection] a byte range of a file,
+// [OpenZipEntry] an entry stored uncompressed in a zip archive or APK, and
+// Open of an ExecuTorch bundled program (.bpte) opens the program it embeds
+// ([Model.Bundle]). Each is mapped in place, with offsets relative to the
+// model's first byte (docs/SECTIONS.md).
+//
 // Errors are values: a *[FormatError] names the format, the field, the file
 // offset and what was expected, and the sentinels ([ErrUnknownFormat],
 // [ErrTruncated], ...) work with errors.Is.
@@ -190,9 +197,9 @@ type Model struct {
 }
 
 // Open maps the file at path, sniffs its format (see [Sniff]), and opens it
-// with the format's package. A file that sniffs as Unknown is tried as a
-// headerless RTen V1 model; if that fails too, the error wraps
-// ErrUnknownFormat.
+// with the format's package. A bundled program opens as the program it
+// embeds. A file that sniffs as Unknown is tried as a headerless RTen V1
+// model; if that fails too, the error wraps ErrUnknownFormat.
 func Open(path string, opts ...Option) (*Model, error) {
 	c := collect(opts)
 	mf, err := mmapfile.Open(path, c.mmap...)
@@ -417,7 +424,8 @@ func (m *Model) Format() Format { return m.format }
 // NewReaderAt).
 func (m *Model) Name() string { return m.name }
 
-// Size returns the file's size in bytes.
+// Size returns the size in bytes of the model: of its file, of its section
+// (OpenSection, OpenZipEntry), or of the program a bundle embeds.
 func (m *Model) Size() int64 { return m.mf.Len() }
 
 // File returns the mapped file every view of the model points into (a

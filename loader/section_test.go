@@ -19,6 +19,8 @@ import (
 	"github.com/edgeload/edgeload/loader"
 	"github.com/edgeload/edgeload/loader/bundle"
 	"github.com/edgeload/edgeload/loader/format"
+	"github.com/edgeload/edgeload/mmapfile"
+	"github.com/edgeload/edgeload/platform"
 )
 
 // bundled reports whether path is a bundled program, which the reference
@@ -385,5 +387,60 @@ func TestBundledProgramReal(t *testing.T) {
 	defer m.Close()
 	if _, err := m.File().View(0, m.Size()+1); err == nil {
 		t.Error("the program's file reads past the program")
+	}
+}
+
+// A zip entry opens alike in every mapping mode and page size, and its
+// pages can be released and counted.
+func TestZipEntryModes(t *testing.T) {
+	modes := map[string][]mmapfile.Option{
+		"windowed":        {mmapfile.WithMode(mmapfile.ModeWindowed)},
+		"windowed-ps64k":  {mmapfile.WithMode(mmapfile.ModeWindowed), mmapfile.WithPageSize(64 << 10)},
+		"whole-ps16k":     {mmapfile.WithMode(mmapfile.ModeWhole), mmapfile.WithPageSize(16 << 10)},
+		"copy":            {mmapfile.WithMode(mmapfile.ModeCopy)},
+		"memory":          {mmapfile.WithMode(mmapfile.ModeMemory)},
+		"auto-budget-one": {mmapfile.WithBudget(1)},
+	}
+	for _, path := range testmodels.All(t) {
+		b, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		archive, _, err := ziptest.Model(b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		zp := writeTemp(t, "app.apk", archive)
+		for name, opts := range modes {
+			if len(opts) > 1 && platform.PageSize() > 16<<10 {
+				continue // the injected page size must be a multiple of the OS's
+			}
+			t.Run(filepath.Base(path)+"/"+name, func(t *testing.T) {
+				m, err := loader.OpenZipEntry(zp, ziptest.Stored, loader.WithMmapOptions(opts...))
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer m.Close()
+				if bundled(path) {
+					checkBundled(t, m, b)
+				} else {
+					checkModel(t, m, testmodels.Load(t, path))
+				}
+				for _, s := range m.Segments() {
+					if err := s.Prefetch(); err != nil {
+						t.Errorf("Prefetch: %v", err)
+					}
+					if err := s.Release(); err != nil {
+						t.Errorf("Release: %v", err)
+					}
+				}
+				if r, tot, err := m.Resident(); err != nil || r > tot {
+					t.Errorf("Resident = %d/%d, %v", r, tot, err)
+				}
+				if _, err := m.Verify(); err != nil {
+					t.Errorf("Verify after Release: %v", err)
+				}
+			})
+		}
 	}
 }

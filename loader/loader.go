@@ -84,8 +84,9 @@ const SniffLen = 8
 // Sniff tells the format of a file from its first bytes (at least SniffLen
 // of them for a pte or ptd answer): "ET" at offset 4 is an ExecuTorch
 // program, "FT" at offset 4 a named-data file, "BP" at offset 4 a bundled
-// program, "RTEN" at offset 0 an RTen V2 model. Anything else is Unknown, which may still be a headerless RTen V1
-// model: Open tries that before giving up.
+// program, "RTEN" at offset 0 an RTen V2 model. Anything else is Unknown,
+// which may still be a headerless RTen V1 model: Open tries that before
+// giving up.
 //
 // The version digits are not checked here: a program with identifier
 // "ET13" sniffs as PTE, and opening it reports ErrUnsupportedVersion.
@@ -174,9 +175,9 @@ type Model struct {
 	ptd  *ptd.File
 	rt   *rten.Model
 
-	data     []*ptd.File // every linked .ptd, in option order
-	ownData  []*ptd.File // the ones Close closes
-	dataMaps []*mmapfile.File
+	data     []*ptd.File      // every linked .ptd, in option order
+	ownData  []*ptd.File      // the ones Close closes
+	dataMaps []*mmapfile.File // the mappings of WithDataZipEntry/WithDataSection files
 
 	bundle *bundle.File   // the bundle a program came from
 	outer  *mmapfile.File // the bundle's mapping (mf is the program's)
@@ -304,9 +305,6 @@ func unknownFormat(head []byte, v1err error) error {
 	hint := ""
 	if len(head) >= 8 {
 		hint = fmt.Sprintf("bytes 4..8 are %q", head[4:8])
-		if head[4] == 'B' && head[5] == 'P' {
-			hint += " (an ExecuTorch bundled program, not a program)"
-		}
 	} else {
 		hint = fmt.Sprintf("the file is only %d bytes long", len(head))
 	}

@@ -134,6 +134,10 @@ func Open(path string, opts ...Option) (*File, error) {
 // NewFile reads the bundled program in a file the caller has mapped (which
 // may be a section of a larger file). Close does not close mf: the caller
 // does, after the File and every view from it are no longer used.
+//
+// A bundle is one FlatBuffer, verified through one view of the whole file:
+// in windowed mode that maps it whole, and a File that copies its views
+// (mmapfile.ModeCopy) reads it whole, program included.
 func NewFile(mf *mmapfile.File, _ ...Option) (*File, error) {
 	if mf == nil {
 		return nil, os.ErrInvalid

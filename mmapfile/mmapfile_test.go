@@ -110,7 +110,6 @@ func openers() []opener {
 			}
 			return f
 		}},
-		opener{"section-auto", inSection(333, false)},
 		opener{"section-whole", inSection(ps+333, false, WithMode(ModeWhole))},
 		opener{"section-windowed", inSection(2*ps-1, false, WithMode(ModeWindowed))},
 		opener{"section-memory", inSection(7, false, WithMode(ModeMemory))},

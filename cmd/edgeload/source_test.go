@@ -30,7 +30,7 @@ func writeTemp(t *testing.T, dir, name string, b []byte) string {
 // (for the files the reference reads) the expected values; the deflated
 // copy is refused in one line that says how to store it.
 func TestInspectZipEntry(t *testing.T) {
-	for _, path := range testmodels.All(t) {
+	for i, path := range testmodels.All(t) {
 		t.Run(filepath.Base(path), func(t *testing.T) {
 			b, err := os.ReadFile(path)
 			if err != nil {
@@ -54,6 +54,9 @@ func TestInspectZipEntry(t *testing.T) {
 			}
 			if exp := testmodels.Load(t, path); exp.ExitCode == 0 {
 				compareExpected(t, got, exp, nil)
+			}
+			if i > 0 {
+				return // the refusal and verify are the same for every model
 			}
 			code, out, errOut := runCmd("inspect", zp+"!/"+ziptest.Deflated)
 			if code != 1 || out != "" || !strings.Contains(errOut, "compressed") || !strings.Contains(errOut, "zip -0") {

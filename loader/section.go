@@ -4,6 +4,7 @@ import (
 	"archive/zip"
 	"errors"
 	"fmt"
+	"io/fs"
 	"math"
 	"os"
 
@@ -11,8 +12,9 @@ import (
 	"github.com/edgeload/edgeload/mmapfile"
 )
 
-// ErrCompressed is returned (wrapped) by OpenZipEntry and ZipEntry for an
-// entry stored compressed: a model is mapped in place or not at all.
+// ErrCompressed is returned (wrapped in an *fs.PathError naming
+// "ARCHIVE!/ENTRY") by OpenZipEntry and ZipEntry for an entry stored
+// compressed: a model is mapped in place or not at all.
 var ErrCompressed = errors.New("zip entry is compressed")
 
 // OpenFile opens the model in a file the caller has already opened, such
@@ -106,15 +108,15 @@ func ZipEntry(zipPath, entryName string) (off, n int64, err error) {
 			continue
 		}
 		if f.Flags&0x1 != 0 {
-			return 0, 0, fmt.Errorf("loader: %s is encrypted: %w; %s", name, ErrCompressed, storeHint)
+			return 0, 0, &fs.PathError{Op: "open", Path: name, Err: fmt.Errorf("%w (encrypted); %s", ErrCompressed, storeHint)}
 		}
 		if f.Method != zip.Store {
 			method := "deflate"
 			if f.Method != zip.Deflate {
 				method = fmt.Sprintf("method %d", f.Method)
 			}
-			return 0, 0, fmt.Errorf("loader: %s is compressed (%s, %d bytes for %d): %w; edgeload maps a model in place and does not copy it out: %s",
-				name, method, f.CompressedSize64, f.UncompressedSize64, ErrCompressed, storeHint)
+			return 0, 0, &fs.PathError{Op: "open", Path: name, Err: fmt.Errorf("%w (%s, %d bytes for %d); edgeload maps a model in place and does not copy it out: %s",
+				ErrCompressed, method, f.CompressedSize64, f.UncompressedSize64, storeHint)}
 		}
 		if f.UncompressedSize64 != f.CompressedSize64 || f.UncompressedSize64 > math.MaxInt64 {
 			return 0, 0, fmt.Errorf("loader: %s: stored entry with %d bytes stored for %d: %w", name, f.CompressedSize64, f.UncompressedSize64, ErrMalformed)
@@ -129,7 +131,7 @@ func ZipEntry(zipPath, entryName string) (off, n int64, err error) {
 		}
 		return off, n, nil
 	}
-	return 0, 0, fmt.Errorf("loader: %s: %w: no such entry in the archive", name, ErrNotFound)
+	return 0, 0, &fs.PathError{Op: "open", Path: name, Err: fmt.Errorf("%w: no such entry in the archive", ErrNotFound)}
 }
 
 // storeHint says how to keep a model uncompressed in an archive.

@@ -147,13 +147,21 @@ func TestErrorMessages(t *testing.T) {
 // TestErrorMessageUnknownFormat: bytes of no format name what each format
 // was expected to start with, and what the file holds instead.
 func TestErrorMessageUnknownFormat(t *testing.T) {
-	b, err := (&writer.PTE{Identifier: "BP08", Methods: []writer.PTEMethod{{Name: "m"}}}).Bytes()
+	b, err := (&writer.PTE{Identifier: "QQ08", Methods: []writer.PTEMethod{{Name: "m"}}}).Bytes()
 	if err != nil {
 		t.Fatal(err)
 	}
 	_, err = loader.NewBytes(b)
 	t.Log(err)
-	if !errors.Is(err, loader.ErrUnknownFormat) || !strings.Contains(err.Error(), `"BP08"`) || !strings.Contains(err.Error(), `"ET.." at offset 4`) {
+	if !errors.Is(err, loader.ErrUnknownFormat) || !strings.Contains(err.Error(), `"QQ08"`) || !strings.Contains(err.Error(), `"ET.." at offset 4`) {
 		t.Errorf("unknown format: %v", err)
+	}
+	// A program under a bundle's identifier is read as a bundle, and its
+	// error says what the bundle lacks.
+	copy(b[4:8], "BP08")
+	_, err = loader.NewBytes(b)
+	var fe *loader.FormatError
+	if !errors.As(err, &fe) || fe.Format != "bpte" || !strings.Contains(err.Error(), "BundledProgram.program") {
+		t.Errorf("a program labelled BP08: %v", err)
 	}
 }

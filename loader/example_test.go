@@ -81,10 +81,10 @@ func ExampleWithData() {
 // Errors are values: sentinels for errors.Is, and *FormatError with the
 // format, field and file offset.
 func ExampleOpen_errors() {
-	// An ExecuTorch bundled program ("BP08") is not a program.
-	bundled := append([]byte("\x1c\x00\x00\x00BP08"), make([]byte, 56)...)
-	fmt.Println(loader.Sniff(bundled))
-	_, err := loader.NewBytes(bundled)
+	// Bytes that are no model at all.
+	junk := append([]byte("\x1c\x00\x00\x00XY08"), make([]byte, 56)...)
+	fmt.Println(loader.Sniff(junk))
+	_, err := loader.NewBytes(junk)
 	fmt.Println(errors.Is(err, loader.ErrUnknownFormat))
 
 	// A program whose identifier is a later version.

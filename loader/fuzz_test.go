@@ -59,8 +59,8 @@ func FuzzOpen(f *testing.F) {
 				t.Fatal("non-nil model with an error")
 			}
 			want := ""
-			if s := loader.Sniff(data); s != loader.Unknown {
-				want = s.String()
+			if s := loader.Sniff(data); s != loader.Unknown && s != loader.BundledProgram {
+				want = s.String() // a bundle's errors may be its program's (pte)
 			}
 			if bad := hostile.CheckError(want, err); bad != nil {
 				t.Fatal(bad)
@@ -68,14 +68,20 @@ func FuzzOpen(f *testing.F) {
 			return
 		}
 		defer m.Close()
+		size := int64(len(data))
 		switch s := loader.Sniff(data); {
 		case s == loader.Unknown && m.Format() != loader.RTen:
 			t.Fatalf("unknown bytes opened as %s", m.Format())
+		case s == loader.BundledProgram:
+			if m.Format() != loader.PTE || m.Bundle() == nil {
+				t.Fatalf("a bundled program opened as %s (bundle %v)", m.Format(), m.Bundle() != nil)
+			}
+			_, size = m.Bundle().ProgramSection()
 		case s != loader.Unknown && s != m.Format():
 			t.Fatalf("sniffed %s, opened as %s", s, m.Format())
 		}
-		if m.Size() != int64(len(data)) {
-			t.Fatalf("size %d, want %d", m.Size(), len(data))
+		if m.Size() != size {
+			t.Fatalf("size %d, want %d", m.Size(), size)
 		}
 		if err := loadercheck.Model(m); err != nil {
 			t.Fatal(err)

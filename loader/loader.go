@@ -10,6 +10,13 @@
 // with that format's package, reachable through [Model.Program],
 // [Model.DataFile] and [Model.RTen].
 //
+// A model may also sit inside another file: [OpenFile] and [NewSection]
+// take a file the caller has open, [OpenSection] a byte range of a file,
+// [OpenZipEntry] an entry stored uncompressed in a zip archive or APK, and
+// Open of an ExecuTorch bundled program (.bpte) opens the program it embeds
+// ([Model.Bundle]). Each is mapped in place, with offsets relative to the
+// model's first byte (docs/SECTIONS.md).
+//
 // Errors are values: a *[FormatError] names the format, the field, the file
 // offset and what was expected, and the sentinels ([ErrUnknownFormat],
 // [ErrTruncated], ...) work with errors.Is.
@@ -23,6 +30,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/edgeload/edgeload/loader/bundle"
 	"github.com/edgeload/edgeload/loader/format"
 	"github.com/edgeload/edgeload/loader/internal/nameindex"
 	"github.com/edgeload/edgeload/loader/internal/region"
@@ -57,6 +65,9 @@ const (
 	PTE     Format = "pte"  // ExecuTorch program
 	PTD     Format = "ptd"  // ExecuTorch named data (FlatTensor)
 	RTen    Format = "rten" // RTen model
+	// BundledProgram is an ExecuTorch bundled program (.bpte): Open opens
+	// the program it embeds (a PTE Model whose Bundle is set).
+	BundledProgram Format = "bpte"
 )
 
 // String returns the format's name, or "unknown".
@@ -72,9 +83,10 @@ const SniffLen = 8
 
 // Sniff tells the format of a file from its first bytes (at least SniffLen
 // of them for a pte or ptd answer): "ET" at offset 4 is an ExecuTorch
-// program, "FT" at offset 4 a named-data file, "RTEN" at offset 0 an RTen V2
-// model. Anything else is Unknown, which may still be a headerless RTen V1
-// model: Open tries that before giving up.
+// program, "FT" at offset 4 a named-data file, "BP" at offset 4 a bundled
+// program, "RTEN" at offset 0 an RTen V2 model. Anything else is Unknown,
+// which may still be a headerless RTen V1 model: Open tries that before
+// giving up.
 //
 // The version digits are not checked here: a program with identifier
 // "ET13" sniffs as PTE, and opening it reports ErrUnsupportedVersion.
@@ -88,6 +100,8 @@ func Sniff(head []byte) Format {
 			return PTE
 		case "FT":
 			return PTD
+		case "BP":
+			return BundledProgram
 		}
 	}
 	return Unknown
@@ -115,6 +129,7 @@ type Option func(*config)
 type config struct {
 	data     []string
 	dataFile []*ptd.File
+	dataSrc  []dataSource
 	mmap     []mmapfile.Option
 	workers  int
 }
@@ -160,8 +175,12 @@ type Model struct {
 	ptd  *ptd.File
 	rt   *rten.Model
 
-	data    []*ptd.File // every linked .ptd, in option order
-	ownData []*ptd.File // the ones Close closes
+	data     []*ptd.File      // every linked .ptd, in option order
+	ownData  []*ptd.File      // the ones Close closes
+	dataMaps []*mmapfile.File // the mappings of WithDataZipEntry/WithDataSection files
+
+	bundle *bundle.File   // the bundle a program came from
+	outer  *mmapfile.File // the bundle's mapping (mf is the program's)
 
 	// tensors is the file's tensor list (built on first use for a
 	// program); index (of a .ptd's tensors) maps names to it, built by
@@ -179,9 +198,9 @@ type Model struct {
 }
 
 // Open maps the file at path, sniffs its format (see [Sniff]), and opens it
-// with the format's package. A file that sniffs as Unknown is tried as a
-// headerless RTen V1 model; if that fails too, the error wraps
-// ErrUnknownFormat.
+// with the format's package. A bundled program opens as the program it
+// embeds. A file that sniffs as Unknown is tried as a headerless RTen V1
+// model; if that fails too, the error wraps ErrUnknownFormat.
 func Open(path string, opts ...Option) (*Model, error) {
 	c := collect(opts)
 	mf, err := mmapfile.Open(path, c.mmap...)
@@ -236,8 +255,11 @@ func newModel(mf *mmapfile.File, name string, c *config) (m *Model, err error) {
 	}
 	defer region.Put(hbuf)
 	f := Sniff(head)
+	if f == BundledProgram {
+		return newBundled(mf, name, c)
+	}
 	m = &Model{format: f, name: name, mf: mf}
-	if len(c.data)+len(c.dataFile) > 0 && f != PTE {
+	if len(c.data)+len(c.dataFile)+len(c.dataSrc) > 0 && f != PTE {
 		what := "not a program"
 		if f != Unknown {
 			what = "a " + string(f) + " file"
@@ -283,9 +305,6 @@ func unknownFormat(head []byte, v1err error) error {
 	hint := ""
 	if len(head) >= 8 {
 		hint = fmt.Sprintf("bytes 4..8 are %q", head[4:8])
-		if head[4] == 'B' && head[5] == 'P' {
-			hint += " (an ExecuTorch bundled program, not a program)"
-		}
 	} else {
 		hint = fmt.Sprintf("the file is only %d bytes long", len(head))
 	}
@@ -311,6 +330,16 @@ func (m *Model) openData(c *config) error {
 		m.data = append(m.data, d)
 		m.ownData = append(m.ownData, d)
 	}
+	for _, s := range c.dataSrc {
+		d, name, err := s.open(c.mmap)
+		if err != nil {
+			m.closeData()
+			return fmt.Errorf("data file %s: %w", name, err)
+		}
+		m.data = append(m.data, d)
+		m.ownData = append(m.ownData, d)
+		m.dataMaps = append(m.dataMaps, d.MappedFile())
+	}
 	m.data = append(m.data, c.dataFile...)
 	return nil
 }
@@ -319,7 +348,10 @@ func (m *Model) closeData() {
 	for _, d := range m.ownData {
 		d.Close()
 	}
-	m.ownData = nil
+	for _, mf := range m.dataMaps {
+		mf.Close()
+	}
+	m.ownData, m.dataMaps = nil, nil
 }
 
 // build fills the format-neutral lists.
@@ -373,7 +405,13 @@ func (m *Model) Close() error {
 	for _, d := range m.ownData {
 		errs = append(errs, d.Close())
 	}
+	for _, mf := range m.dataMaps {
+		errs = append(errs, mf.Close())
+	}
 	errs = append(errs, m.mf.Close())
+	if m.outer != nil {
+		errs = append(errs, m.bundle.Close(), m.outer.Close())
+	}
 	return errors.Join(errs...)
 }
 
@@ -384,7 +422,8 @@ func (m *Model) Format() Format { return m.format }
 // NewReaderAt).
 func (m *Model) Name() string { return m.name }
 
-// Size returns the file's size in bytes.
+// Size returns the size in bytes of the model: of its file, of its section
+// (OpenSection, OpenZipEntry), or of the program a bundle embeds.
 func (m *Model) Size() int64 { return m.mf.Len() }
 
 // File returns the mapped file every view of the model points into (a

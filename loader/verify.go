@@ -20,6 +20,9 @@ type VerifyReport struct {
 	// Unresolved counts external tensors without data (a program opened
 	// without the .ptd files that hold them); they are checked but not read.
 	Unresolved int
+	// TestTensors counts the test tensors of a bundled program, checked
+	// and read.
+	TestTensors int
 }
 
 // Verify checks the model beyond what Open already did and reads every byte
@@ -99,6 +102,7 @@ func (m *Model) Verify() (VerifyReport, error) {
 		}
 		read(t.Data, fmt.Sprintf("tensor %q", t.Name))
 	}
+	m.verifyBundle(&r, fail, func(t *format.Tensor) { read(t.Data, fmt.Sprintf("bundle: test tensor %q", t.Name)) })
 	return r, errors.Join(errs...)
 }
 

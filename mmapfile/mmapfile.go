@@ -22,6 +22,15 @@
 // Opening costs O(1) in the size of the file: nothing is read and no page is
 // touched until a view is used.
 //
+// # Sections
+//
+// [OpenSection] and [NewSection] open a byte range of a file (a model
+// stored in a zip or APK entry, or handed over as a descriptor with an
+// offset and a length) as a File of its own: Len is the range's length,
+// every offset is relative to its start, and nothing outside it can be
+// viewed or read. The mapping starts at the page boundary below the range.
+// [NewFile] and NewSection map a file the caller has already opened.
+//
 // # Pages and alignment
 //
 // Ranges need not be page-aligned (real model files align tensors to 128
@@ -65,6 +74,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"os"
 	"runtime"
 	"runtime/debug"
 	"slices"
@@ -158,6 +168,9 @@ type config struct {
 	mode     Mode
 	budget   int64
 	pageSize int
+	page     int64 // the page size in use (pageSize, or the OS's)
+	osPage   int64
+	name     string
 }
 
 // Option configures Open.
@@ -177,6 +190,11 @@ func WithBudget(n int64) Option { return func(c *config) { c.budget = n } }
 // page size.
 func WithPageSize(n int) Option { return func(c *config) { c.pageSize = n } }
 
+// WithName sets the name the File reports ([File.Name]) and its errors
+// give, in place of the path: for example "app.apk!/assets/model.pte" for
+// a section that is a zip entry.
+func WithName(name string) Option { return func(c *config) { c.name = name } }
+
 // window is one mapping of the file range [start, end) in windowed mode.
 type window struct {
 	start, end int64
@@ -187,21 +205,30 @@ type window struct {
 // span is a page-aligned file range, the key of the window cache.
 type span struct{ start, end int64 }
 
-// File is a read-only mapped file (or byte slice, or ReaderAt) that hands out
-// views of byte ranges. Create it with [Open], [NewBytes] or [NewReaderAt].
+// File is a read-only mapped file, or section of a file (or byte slice, or
+// ReaderAt), that hands out views of byte ranges. Create it with [Open],
+// [OpenSection], [NewFile], [NewSection], [NewBytes] or [NewReaderAt].
 type File struct {
 	name   string
-	fd     *platform.FD
+	fd     handle
 	size   int64
 	mode   Mode
 	ps     int64 // page size for page arithmetic
 	ops    int64 // OS page size, for system calls
-	limit  int64 // end of the addressable mapping: size rounded up to ops
 	closed atomic.Bool
 
-	data   []byte // ModeWhole: the mapping of [0,size); ModeMemory: the bytes
-	mapped []byte // ModeWhole: the mapping of [0,limit), for system calls
-	ra     io.ReaderAt
+	// A File shows the bytes [base, base+size) of the file behind it
+	// (base is 0 for a whole file). Offsets given to methods are relative
+	// to base; page arithmetic and system calls work on file offsets.
+	base  int64
+	atEOF bool  // base+size is the end of the file: the last page is the File's own
+	mbase int64 // file offset of the first mapped page: base rounded down to ps
+	limit int64 // file offset of the end of the addressable mapping: base+size rounded up to ops
+
+	data    []byte // ModeWhole: the mapping of [base,base+size); ModeMemory: the bytes
+	mapped  []byte // ModeWhole: the mapping of [mbase,limit), for system calls
+	mapping []byte // ModeWhole: the slice Map returned, for Unmap
+	ra      io.ReaderAt
 
 	mu   sync.Mutex
 	wins map[span]*window // ModeWindowed; several keys may share a window
@@ -237,24 +264,61 @@ func (f *File) addWindow(key span, w *window) {
 // the file, in windowed mode it maps nothing. A zero-length file has no
 // mapping and Len 0.
 func Open(path string, opts ...Option) (*File, error) {
-	cfg := config{mode: ModeAuto, budget: DefaultBudget}
-	for _, o := range opts {
-		o(&cfg)
-	}
-	ops := int64(platform.PageSize())
-	ps := ops
-	if cfg.pageSize != 0 {
-		ps = int64(cfg.pageSize)
-		if !isPow2(ps) || ps%ops != 0 {
-			return nil, fmt.Errorf("mmapfile: page size %d is not a power-of-two multiple of the OS page size %d", ps, ops)
-		}
-	}
-	switch cfg.mode {
-	case ModeAuto, ModeWhole, ModeWindowed, ModeMemory, ModeCopy:
-	default:
-		return nil, fmt.Errorf("mmapfile: invalid mode %v", cfg.mode)
-	}
+	return openPath(path, 0, 0, false, opts)
+}
 
+// OpenSection opens the bytes [off, off+n) of the named file as a File of
+// its own: Len is n, every offset given to or reported by its methods is
+// relative to off, and nothing outside the section can be viewed or read
+// through it. The mapping starts at the page boundary below off (see
+// [File.Section]); bytes of the file outside the section that share its
+// first or last page are mapped but never handed out, and Release never
+// drops such a shared page. It fails with an error wrapping ErrRange when
+// the section does not lie inside the file. It is otherwise like Open.
+func OpenSection(path string, off, n int64, opts ...Option) (*File, error) {
+	return openPath(path, off, n, true, opts)
+}
+
+// NewFile maps a file the caller has already opened (for example a
+// descriptor passed by another process, wrapped with [os.NewFile]). The
+// File reads and maps through f but does not own it: Close does not close
+// f, and f must stay open until the File is closed. It is otherwise like
+// Open.
+func NewFile(f *os.File, opts ...Option) (*File, error) {
+	return newFile(f, 0, 0, false, opts)
+}
+
+// NewSection is OpenSection for a file the caller has already opened, with
+// NewFile's ownership: Close does not close f. On Android, an
+// AssetFileDescriptor's descriptor, start offset and length are f, off and
+// n.
+func NewSection(f *os.File, off, n int64, opts ...Option) (*File, error) {
+	return newFile(f, off, n, true, opts)
+}
+
+func newFile(f *os.File, off, n int64, section bool, opts []Option) (*File, error) {
+	if f == nil {
+		return nil, fmt.Errorf("mmapfile: NewFile of a nil *os.File: %w", os.ErrInvalid)
+	}
+	cfg, err := configure(opts)
+	if err != nil {
+		return nil, err
+	}
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, fmt.Errorf("mmapfile: %w", err)
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, fmt.Errorf("mmapfile: %s is not a regular file", f.Name())
+	}
+	return build(borrowed{f}, f.Name(), fi.Size(), off, n, section, cfg)
+}
+
+func openPath(path string, off, n int64, section bool, opts []Option) (*File, error) {
+	cfg, err := configure(opts)
+	if err != nil {
+		return nil, err
+	}
 	fd, size, regular, err := platform.OpenFile(path)
 	if err != nil {
 		return nil, err
@@ -263,15 +327,67 @@ func Open(path string, opts ...Option) (*File, error) {
 		fd.Close()
 		return nil, fmt.Errorf("mmapfile: %s is not a regular file", path)
 	}
-	f := &File{name: path, fd: fd, size: size, ps: ps, ops: ops, limit: pageCeil(size, ops)}
+	f, err := build(fd, path, size, off, n, section, cfg)
+	if err != nil {
+		fd.Close()
+		return nil, err
+	}
+	return f, nil
+}
 
-	fitsWhole := f.limit <= math.MaxInt && !(is32bit && size > 1<<31-ops)
+// configure applies opts and checks them.
+func configure(opts []Option) (config, error) {
+	return configureFrom(config{mode: ModeAuto, budget: DefaultBudget}, opts)
+}
+
+// configureFrom applies opts to cfg and checks the result.
+func configureFrom(cfg config, opts []Option) (config, error) {
+	for _, o := range opts {
+		if o != nil {
+			o(&cfg)
+		}
+	}
+	cfg.osPage = int64(platform.PageSize())
+	cfg.page = cfg.osPage
+	if cfg.pageSize != 0 {
+		ps := int64(cfg.pageSize)
+		if !isPow2(ps) || ps%cfg.osPage != 0 {
+			return cfg, fmt.Errorf("mmapfile: page size %d is not a power-of-two multiple of the OS page size %d", ps, cfg.osPage)
+		}
+		cfg.page = ps
+	}
+	switch cfg.mode {
+	case ModeAuto, ModeWhole, ModeWindowed, ModeMemory, ModeCopy:
+	default:
+		return cfg, fmt.Errorf("mmapfile: invalid mode %v", cfg.mode)
+	}
+	return cfg, nil
+}
+
+// build makes the File for the section [off, off+n) of the open file fd of
+// the given size (the whole file unless section). It does not close fd on
+// error.
+func build(fd handle, path string, fileSize, off, n int64, section bool, cfg config) (*File, error) {
+	if !section {
+		off, n = 0, fileSize
+	} else if !checkRange(off, n, fileSize) {
+		return nil, fmt.Errorf("mmapfile: %w: section [off=%d n=%d) of %s, which is %d bytes long", ErrRange, off, n, path, fileSize)
+	}
+	ps, ops := cfg.page, cfg.osPage
+	if cfg.name != "" {
+		path = cfg.name
+	}
+	f := &File{name: path, fd: fd, size: n, ps: ps, ops: ops,
+		base: off, atEOF: off+n == fileSize, mbase: pageFloor(off, ps), limit: pageCeil(off+n, ops)}
+
+	extent := off + n - f.mbase // bytes a whole mapping spans
+	fitsWhole := f.limit-f.mbase <= math.MaxInt && !(is32bit && extent > 1<<31-ops)
 	mode := cfg.mode
 	if !platform.ZeroCopy && (mode == ModeAuto || mode == ModeWhole || mode == ModeWindowed) {
 		mode = ModeCopy
 	}
 	if mode == ModeAuto {
-		if size > cfg.budget || !fitsWhole {
+		if n > cfg.budget || !fitsWhole {
 			mode = ModeWindowed
 		} else {
 			mode = ModeWhole
@@ -282,36 +398,96 @@ func Open(path string, opts ...Option) (*File, error) {
 	switch mode {
 	case ModeWhole:
 		if !fitsWhole {
-			fd.Close()
-			return nil, fmt.Errorf("mmapfile: %s: %w: %d bytes do not fit in the address space; use ModeWindowed", path, ErrRange, size)
+			return nil, fmt.Errorf("mmapfile: %s: %w: %d bytes do not fit in the address space; use ModeWindowed", path, ErrRange, n)
 		}
-		if size > 0 {
-			b, err := platform.Map(fd, 0, int(size))
+		if n > 0 {
+			b, err := platform.Map(fd, f.mbase, int(extent))
 			if err != nil {
-				fd.Close()
 				return nil, err
 			}
-			f.data = b
-			f.mapped = unsafe.Slice(unsafe.SliceData(b), int(f.limit))
+			f.mapping = b
+			f.data = b[off-f.mbase:][:n:n]
+			f.mapped = unsafe.Slice(unsafe.SliceData(b), int(f.limit-f.mbase))
 		}
 	case ModeWindowed:
 		f.wins = make(map[span]*window)
 	case ModeMemory:
-		if size > math.MaxInt {
-			fd.Close()
-			return nil, fmt.Errorf("mmapfile: %s: %w: %d bytes do not fit in memory", path, ErrRange, size)
+		if n > math.MaxInt {
+			return nil, fmt.Errorf("mmapfile: %s: %w: %d bytes do not fit in memory", path, ErrRange, n)
 		}
-		b := make([]byte, size)
-		if _, err := io.ReadFull(io.NewSectionReader(fd, 0, size), b); err != nil {
-			fd.Close()
+		b := make([]byte, n)
+		if _, err := io.ReadFull(io.NewSectionReader(fd, off, n), b); err != nil {
 			return nil, fmt.Errorf("mmapfile: read %s: %w", path, err)
 		}
 		f.data = b
-	case ModeCopy:
-		f.ra = fd
 	}
 	return f, nil
 }
+
+// Sub returns the bytes [off, off+n) of f as a File of its own, as
+// OpenSection does for a path: its offsets are relative to off and nothing
+// outside the range can be read through it. It shares f's open file (or,
+// in ModeMemory, f's bytes, or f's ReaderAt) and has its own mapping; it
+// must be closed before f. By default it works in f's mode and page size;
+// opts may choose others, and WithName its name (f's by default).
+func (f *File) Sub(off, n int64, opts ...Option) (*File, error) {
+	if err := f.check("sub", off, n); err != nil {
+		return nil, err
+	}
+	cfg, err := configureFrom(config{mode: f.mode, budget: DefaultBudget, pageSize: int(f.ps)}, opts)
+	if err != nil {
+		return nil, err
+	}
+	name := cmp.Or(cfg.name, f.name)
+	switch {
+	case f.mode == ModeMemory || f.fd == nil && f.ra == nil:
+		s := NewBytes(f.data[off : off+n : off+n])
+		s.name, s.ps = name, cfg.page
+		return s, nil
+	case f.fd == nil:
+		s := NewReaderAt(io.NewSectionReader(f.ra, off, n), n)
+		s.name, s.ps = name, cfg.page
+		return s, nil
+	}
+	cfg.name = name
+	s, err := build(shared{f.fd}, name, f.base+f.size, f.base+off, n, true, cfg)
+	if err != nil {
+		return nil, err
+	}
+	s.atEOF = s.atEOF && f.atEOF // the parent's end is not the file's
+	return s, nil
+}
+
+// shared is the handle of a File that a Sub shares: the Sub does not close
+// it.
+type shared struct{ handle }
+
+// Close does nothing: the parent File closes the handle.
+func (shared) Close() error { return nil }
+
+// handle is the open file behind a File: a [platform.FD] Open opened and
+// Close closes, or a caller's [os.File] (borrowed).
+type handle interface {
+	platform.File
+	Size() (int64, error)
+	Close() error
+}
+
+// borrowed is a caller's *os.File: the File reads and maps through it but
+// does not close it.
+type borrowed struct{ *os.File }
+
+// Size returns the file's size now.
+func (b borrowed) Size() (int64, error) {
+	fi, err := b.Stat()
+	if err != nil {
+		return 0, err
+	}
+	return fi.Size(), nil
+}
+
+// Close does nothing: the caller owns the file.
+func (borrowed) Close() error { return nil }
 
 // NewBytes returns a File whose views are sub-slices of b (ModeMemory): zero
 // copy, no file behind it. Advise, Release, Evict and Lock are no-ops and
@@ -319,7 +495,7 @@ func Open(path string, opts ...Option) (*File, error) {
 // File is in use.
 func NewBytes(b []byte) *File {
 	ops := int64(platform.PageSize())
-	return &File{mode: ModeMemory, data: b, size: int64(len(b)), ps: ops, ops: ops, limit: pageCeil(int64(len(b)), ops)}
+	return &File{mode: ModeMemory, data: b, size: int64(len(b)), ps: ops, ops: ops, atEOF: true, limit: pageCeil(int64(len(b)), ops)}
 }
 
 // NewReaderAt returns a File that reads r, of the given size, on demand
@@ -329,7 +505,7 @@ func NewBytes(b []byte) *File {
 func NewReaderAt(r io.ReaderAt, size int64) *File {
 	size = max(size, 0)
 	ops := int64(platform.PageSize())
-	return &File{mode: ModeCopy, ra: r, size: size, ps: ops, ops: ops, limit: pageCeil(size, ops)}
+	return &File{mode: ModeCopy, ra: r, size: size, ps: ops, ops: ops, atEOF: true, limit: pageCeil(size, ops)}
 }
 
 // Len returns the size of the file in bytes, as it was at Open.
@@ -345,9 +521,19 @@ func (f *File) PageSize() int { return int(f.ps) }
 // bytes (true), or are fresh copies (false, ModeCopy).
 func (f *File) ZeroCopy() bool { return f.mode != ModeCopy }
 
-// Name returns the path the File was opened with ("" for NewBytes and
+// Name returns the path the File was opened with, or the name of the
+// *os.File given to NewFile or NewSection ("" for NewBytes and
 // NewReaderAt).
 func (f *File) Name() string { return f.name }
+
+// Section returns the byte range of the underlying file that the File
+// shows: the offset of its first byte in that file, and Len. It is (0, Len)
+// for a whole file, NewBytes and NewReaderAt.
+func (f *File) Section() (off, n int64) { return f.base, f.size }
+
+// IsSection reports whether the File shows part of its file (OpenSection,
+// NewSection) rather than all of it.
+func (f *File) IsSection() bool { return f.fd != nil && (f.base != 0 || !f.atEOF) }
 
 // Fd returns the underlying file descriptor, or ^uintptr(0) when there is no
 // file (NewBytes, NewReaderAt) or it is closed.
@@ -359,6 +545,9 @@ func (f *File) Fd() uintptr {
 }
 
 func (f *File) rangeErr(op string, off, n int64) error {
+	if f.IsSection() {
+		return fmt.Errorf("%w: %s %s (section at %d) [off=%d n=%d) len=%d", ErrRange, op, f.name, f.base, off, n, f.size)
+	}
 	if f.name != "" {
 		return fmt.Errorf("%w: %s %s [off=%d n=%d) len=%d", ErrRange, op, f.name, off, n, f.size)
 	}
@@ -433,7 +622,7 @@ func (f *File) view(off, n int64) ([]byte, error) {
 		if err != nil {
 			return nil, err
 		}
-		i := off - w.start
+		i := f.base + off - w.start
 		return w.data[i : i+n : i+n], nil
 	default:
 		b := make([]byte, n)
@@ -446,7 +635,7 @@ func (f *File) view(off, n int64) ([]byte, error) {
 
 // window returns a window that contains [off, off+n), mapping it if needed.
 func (f *File) window(off, n int64) (*window, error) {
-	start, end := coverPages(off, n, f.ps)
+	start, end := coverPages(f.base+off, n, f.ps)
 	end = min(end, f.limit)
 	key := span{start, end}
 	f.mu.Lock()
@@ -476,7 +665,7 @@ func (f *File) window(off, n int64) (*window, error) {
 }
 
 // forWindows calls fn for every distinct mapped window that intersects the
-// file range [start, end), with the intersection as a slice of the window.
+// file range [start, end) (file offsets), with the intersection as a slice of the window.
 // It holds the window lock.
 func (f *File) forWindows(start, end int64, fn func(b []byte) error) error {
 	f.mu.Lock()
@@ -543,11 +732,11 @@ func (f *File) ReadAt(p []byte, off int64) (int, error) {
 // readCopy fills p from the ReaderAt or the file descriptor; a short read
 // inside Len means the file shrank and is reported as ErrTruncated.
 func (f *File) readCopy(p []byte, off int64) (int, error) {
-	r := f.ra
+	r, at := f.ra, off
 	if r == nil {
-		r = f.fd
+		r, at = f.fd, f.base+off
 	}
-	n, err := r.ReadAt(p, off)
+	n, err := r.ReadAt(p, at)
 	if n == len(p) {
 		return n, nil
 	}
@@ -636,11 +825,12 @@ func (f *File) shrank() bool {
 		return false
 	}
 	size, err := f.fd.Size()
-	return err == nil && size < f.size
+	return err == nil && size < f.base+f.size
 }
 
 // sysRange clamps a page-aligned file span to the addressable mapping.
 func (f *File) sysRange(start, end int64) (int64, int64) {
+	start = max(start, f.mbase)
 	end = min(end, f.limit)
 	if end < start {
 		end = start
@@ -663,9 +853,9 @@ func (f *File) Advise(off, n int64, a Advice) error {
 	}
 	var start, end int64
 	if a == AdviceDontNeed {
-		start, end = innerPages(off, n, f.size, f.ps)
+		start, end = f.innerPages(off, n)
 	} else {
-		start, end = coverPages(off, n, f.ps)
+		start, end = coverPages(f.base+off, n, f.ps)
 	}
 	start, end = f.sysRange(start, end)
 	if start == end {
@@ -673,7 +863,7 @@ func (f *File) Advise(off, n int64, a Advice) error {
 	}
 	switch f.mode {
 	case ModeWhole:
-		return platform.Madvise(f.mapped[start:end], a)
+		return platform.Madvise(f.mapped[start-f.mbase:end-f.mbase], a)
 	case ModeWindowed:
 		if a == AdviceWillNeed || a == AdvicePopulateRead {
 			if _, err := f.window(off, n); err != nil {
@@ -697,11 +887,23 @@ func (f *File) Release(off, n int64, dropCache bool) error {
 	if !dropCache || f.fd == nil || n == 0 {
 		return nil
 	}
-	start, end := innerPages(off, n, f.size, f.ps)
+	start, end := f.innerPages(off, n)
 	if start == end {
 		return nil
 	}
 	return platform.FadviseDontNeed(f.fd, start, end-start)
+}
+
+// innerPages returns the file span of the pages wholly inside the File's
+// range [off, off+n), which a release may drop. A range that ends at the
+// end of the file owns the file's last page; a section that ends before
+// the file's end shares its last page with what follows, so it does not.
+func (f *File) innerPages(off, n int64) (start, end int64) {
+	size := int64(-1)
+	if f.atEOF {
+		size = f.base + f.size
+	}
+	return innerPages(f.base+off, n, size, f.ps)
 }
 
 // Evict unmaps, in windowed mode, the cached windows that lie wholly inside
@@ -720,7 +922,7 @@ func (f *File) Evict(off, n int64) error {
 	default:
 		return nil
 	}
-	start, end := coverPages(off, n, f.ps)
+	start, end := coverPages(f.base+off, n, f.ps)
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.closed.Load() {
@@ -754,10 +956,10 @@ func (f *File) Lock(off, n int64) error {
 	if n == 0 {
 		return nil
 	}
-	start, end := f.sysRange(coverPages(off, n, f.ps))
+	start, end := f.sysRange(coverPages(f.base+off, n, f.ps))
 	switch f.mode {
 	case ModeWhole:
-		return platform.Mlock(f.mapped[start:end])
+		return platform.Mlock(f.mapped[start-f.mbase : end-f.mbase])
 	case ModeWindowed:
 		w, err := f.window(off, n)
 		if err != nil {
@@ -777,10 +979,10 @@ func (f *File) Unlock(off, n int64) error {
 	if n == 0 {
 		return nil
 	}
-	start, end := f.sysRange(coverPages(off, n, f.ps))
+	start, end := f.sysRange(coverPages(f.base+off, n, f.ps))
 	switch f.mode {
 	case ModeWhole:
-		return platform.Munlock(f.mapped[start:end])
+		return platform.Munlock(f.mapped[start-f.mbase : end-f.mbase])
 	case ModeWindowed:
 		return f.forWindows(start, end, platform.Munlock)
 	}
@@ -803,7 +1005,7 @@ func (f *File) Resident(off, n int64) (resident, total int, err error) {
 	if err := f.check("resident", off, n); err != nil {
 		return 0, 0, err
 	}
-	cs, ce := coverPages(off, n, f.ps)
+	cs, ce := coverPages(f.base+off, n, f.ps)
 	total = pageCount(cs, ce, f.ps)
 	switch f.mode {
 	case ModeMemory:
@@ -811,13 +1013,13 @@ func (f *File) Resident(off, n int64) (resident, total int, err error) {
 	case ModeCopy:
 		return 0, total, nil
 	}
-	_, ce = f.sysRange(cs, ce)
+	cs, ce = f.sysRange(cs, ce)
 	var vec []byte
 	for s := cs; s < ce; {
 		e := min(s+max(residentChunk, f.ps), ce)
 		var b []byte
 		if f.mode == ModeWhole {
-			b = f.mapped[s:e]
+			b = f.mapped[s-f.mbase : e-f.mbase]
 		} else {
 			if b, err = platform.Map(f.fd, s, int(e-s)); err != nil {
 				return 0, 0, err
@@ -879,7 +1081,7 @@ func (f *File) Close() error {
 	}
 	switch f.mode {
 	case ModeWhole:
-		keep(platform.Unmap(f.data))
+		keep(platform.Unmap(f.mapping))
 	case ModeWindowed:
 		for k, w := range f.wins {
 			delete(f.wins, k)

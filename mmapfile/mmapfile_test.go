@@ -93,10 +93,71 @@ func openers() []opener {
 		if big%ps == 0 && big != ps {
 			os = append(os,
 				opener{fmt.Sprintf("whole-ps%dk", big>>10), withOpts(WithMode(ModeWhole), WithPageSize(big))},
-				opener{fmt.Sprintf("windowed-ps%dk", big>>10), withOpts(WithMode(ModeWindowed), WithPageSize(big))})
+				opener{fmt.Sprintf("windowed-ps%dk", big>>10), withOpts(WithMode(ModeWindowed), WithPageSize(big))},
+				opener{fmt.Sprintf("section-whole-ps%dk", big>>10), inSection(big+333, false, WithMode(ModeWhole), WithPageSize(big))},
+				opener{fmt.Sprintf("section-windowed-ps%dk", big>>10), inSection(3*big+1, false, WithMode(ModeWindowed), WithPageSize(big))})
 		}
 	}
+	os = append(os,
+		opener{"newfile", func(t *testing.T, path string, _ []byte) *File {
+			osf, err := osOpen(t, path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			f, err := NewFile(osf)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return f
+		}},
+		opener{"section-whole", inSection(ps+333, false, WithMode(ModeWhole))},
+		opener{"section-windowed", inSection(2*ps-1, false, WithMode(ModeWindowed))},
+		opener{"section-memory", inSection(7, false, WithMode(ModeMemory))},
+		opener{"section-copy", inSection(ps+1, false, WithMode(ModeCopy))},
+		opener{"section-aligned", inSection(ps, false)},
+		opener{"newsection", inSection(ps+77, true)},
+	)
 	return os
+}
+
+// inSection returns an opener that writes the contents into a larger file,
+// after prefix bytes and before a few more, and opens them as a section
+// (through NewSection when fd is set, else OpenSection).
+func inSection(prefix int, fd bool, opts ...Option) func(t *testing.T, path string, want []byte) *File {
+	return func(t *testing.T, _ string, want []byte) *File {
+		t.Helper()
+		b := slices.Repeat([]byte{0xEE}, prefix)
+		b = append(b, want...)
+		b = append(b, slices.Repeat([]byte{0xDD}, 1001)...)
+		path := filepath.Join(t.TempDir(), "outer.bin")
+		if err := os.WriteFile(path, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		var f *File
+		var err error
+		if fd {
+			osf, oerr := osOpen(t, path)
+			if oerr != nil {
+				t.Fatal(oerr)
+			}
+			f, err = NewSection(osf, int64(prefix), int64(len(want)), opts...)
+		} else {
+			f, err = OpenSection(path, int64(prefix), int64(len(want)), opts...)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		return f
+	}
+}
+
+// osOpen opens path and closes it when the test ends.
+func osOpen(t *testing.T, path string) (*os.File, error) {
+	f, err := os.Open(path)
+	if err == nil {
+		t.Cleanup(func() { f.Close() })
+	}
+	return f, err
 }
 
 // ranges returns odd offsets and lengths inside a file of n bytes.
@@ -470,7 +531,8 @@ func TestAdviseReleaseResident(t *testing.T) {
 			if err != nil {
 				t.Fatalf("Resident: %v", err)
 			}
-			wantTot := int((pageCeil(off+n, fps) - pageFloor(off, fps)) / fps)
+			base, _ := f.Section() // pages are the file's, not the section's
+			wantTot := int((pageCeil(base+off+n, fps) - pageFloor(base+off, fps)) / fps)
 			if tot != wantTot || r < 0 || r > tot {
 				t.Fatalf("Resident = %d/%d, want total %d", r, tot, wantTot)
 			}

@@ -9,8 +9,6 @@ import (
 	"io/fs"
 	"strings"
 	"text/tabwriter"
-
-	"github.com/edgeload/edgeload/loader"
 )
 
 const inspectAbout = `Show what a model file holds: its format and header, its segments with
@@ -25,7 +23,12 @@ External tensors of a .pte are resolved against the .ptd files given with
 method's instructions first use them (unused ones last); for a .rten the
 constants in the order the graph's operators use them; for a .ptd the
 tensors in key order. The JSON always has it as "use_order": method name
-to tensor names, with "" the key of a .rten's or .ptd's one order.`
+to tensor names, with "" the key of a .rten's or .ptd's one order.
+
+FILE (and --data) may be an entry stored uncompressed in a zip archive or
+APK, ARCHIVE!/ENTRY: offsets are then relative to the entry. A bundled
+program (.bpte) shows the program it embeds, with offsets relative to the
+program, and its method test suites.`
 
 func runInspect(c *cli, args []string) int {
 	fs := newFlags(lookup("inspect"), inspectAbout)
@@ -33,7 +36,7 @@ func runInspect(c *cli, args []string) int {
 	sums := fs.Bool("sha256", false, "add the SHA-256 of each tensor's bytes (reads every tensor)")
 	order := fs.Bool("order", false, "add each method's weights in the order it first uses them (JSON: use_order, always)")
 	var data stringList
-	fs.Var(&data, "data", "a `FILE.ptd` holding external tensors (repeatable)")
+	fs.Var(&data, "data", "a `FILE.ptd` (or ARCHIVE!/ENTRY) holding external tensors (repeatable)")
 	pos, code, ok := parse(c, fs, args)
 	if !ok {
 		return code
@@ -42,7 +45,7 @@ func runInspect(c *cli, args []string) int {
 		return usageError(c, fs, fmt.Sprintf("want one FILE, got %d arguments", len(pos)))
 	}
 	path := pos[0]
-	m, err := loader.Open(path, loader.WithData(data...))
+	m, err := openModel(path, data)
 	if err != nil {
 		c.fileError(path, err)
 		return exitInvalid
@@ -106,6 +109,7 @@ func printReport(w io.Writer, path string, r *report, sums bool) {
 	fmt.Fprintf(tw, "format\t%s (%s)\n", r.Format, kind)
 	fmt.Fprintf(tw, "size\t%d bytes (%s)\n", r.FileSize, sizeName(r.FileSize))
 	tw.Flush()
+	printBundle(w, r.Bundle)
 
 	section(w, "header", len(r.Header))
 	tw = newTable(w)

@@ -1,5 +1,5 @@
-// Command edgeload inspects, verifies and measures ExecuTorch (.pte, .ptd)
-// and RTen (.rten) model files without copying them.
+// Command edgeload inspects, verifies and measures ExecuTorch (.pte, .ptd,
+// bundled .bpte) and RTen (.rten) model files without copying them.
 //
 // Usage:
 //
@@ -23,6 +23,13 @@
 //
 // resident maps a file and shows, per segment, how much of it is in the
 // page cache, so that one sees what a model costs in RAM.
+//
+// Wherever a FILE is accepted (--data included), ARCHIVE!/ENTRY names an
+// entry stored uncompressed in a zip archive or APK, for example
+// app.apk!/assets/model.pte: it is mapped in place and its offsets are
+// relative to the entry; a compressed entry is refused. A bundled program
+// (.bpte) opens as the program it embeds: inspect also lists its method
+// test suites, and verify reads every test tensor.
 //
 // Exit status: 0 on success, 1 when a file is invalid (with one line on
 // standard error beginning "edgeload: "), 2 for a usage error.
@@ -74,8 +81,8 @@ var commands []*command
 
 func init() {
 	commands = []*command{
-		{"inspect", "[--json] [--sha256] [--order] [--data FILE.ptd]... FILE", "show what a model file holds", runInspect},
-		{"verify", "[--data FILE.ptd]... FILE...", "verify files fully and read every tensor and segment", runVerify},
+		{"inspect", "[--json] [--sha256] [--order] [--data FILE.ptd]... FILE", "show what a model file (or ARCHIVE!/ENTRY) holds", runInspect},
+		{"verify", "[--data FILE.ptd]... FILE...", "verify files fully and read every tensor, segment and bundled test tensor", runVerify},
 		{"resident", "[--width N] FILE", "show how much of each segment is in the page cache", runResident},
 		{"version", "", "print the version", runVersion},
 		{"help", "[COMMAND]", "show help for a command", runHelp},

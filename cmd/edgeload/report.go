@@ -35,6 +35,7 @@ type report struct {
 	Metadata  orderedFields `json:"metadata,omitempty"`
 	DataFiles []string      `json:"data_files,omitempty"`
 	UseOrder  useOrderRep   `json:"use_order"`
+	Bundle    *bundleRep    `json:"bundle,omitempty"` // the bundled program the model came from
 	Warnings  []string      `json:"warnings"`
 }
 
@@ -210,6 +211,7 @@ func buildReport(m *loader.Model, sums bool) (*report, error) {
 	case m.RTen() != nil:
 		describeRTen(r, m.RTen())
 	}
+	r.Bundle = describeBundle(m)
 	r.HeaderMap = orderedFields(r.Header)
 	var err error
 	if r.UseOrder, err = useOrders(m); err != nil {

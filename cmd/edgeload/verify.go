@@ -14,12 +14,14 @@ const verifyAbout = `Verify each file fully: the headers and FlatBuffer metadata
 does), every segment, tensor and named-data range against the file and each
 other, and a read of every byte of every tensor and segment, fault-safe (a
 file truncated while it is read gives an error, not a crash). Prints one line
-per file; the exit status is 1 if any file fails.`
+per file; the exit status is 1 if any file fails. A bundled program (.bpte)
+verifies the program it embeds and every test tensor. A FILE may be
+ARCHIVE!/ENTRY, an entry stored uncompressed in a zip archive or APK.`
 
 func runVerify(c *cli, args []string) int {
 	fs := newFlags(lookup("verify"), verifyAbout)
 	var data stringList
-	fs.Var(&data, "data", "a `FILE.ptd` holding external tensors of the .pte files (repeatable)")
+	fs.Var(&data, "data", "a `FILE.ptd` (or ARCHIVE!/ENTRY) holding external tensors of the .pte files (repeatable)")
 	pos, code, ok := parse(c, fs, args)
 	if !ok {
 		return code
@@ -50,15 +52,15 @@ func runVerify(c *cli, args []string) int {
 
 // verifyFile opens and verifies one file and describes the result.
 func verifyFile(path string, data []string) (string, error) {
-	var opts []loader.Option
+	var opts []string
 	if len(data) > 0 {
 		// Data files apply to programs only: sniff first so that a .ptd
 		// or .rten verified beside .pte files is not refused.
-		if f, err := loader.SniffFile(path); err == nil && f == loader.PTE {
-			opts = append(opts, loader.WithData(data...))
+		if f, err := sniffPath(path); err == nil && (f == loader.PTE || f == loader.BundledProgram) {
+			opts = data
 		}
 	}
-	m, err := loader.Open(path, opts...)
+	m, err := openModel(path, opts)
 	if err != nil {
 		return "", err
 	}
@@ -75,6 +77,7 @@ func verifyFile(path string, data []string) (string, error) {
 	if r.Unresolved > 0 {
 		s += fmt.Sprintf(" (%d external tensors unresolved: see --data)", r.Unresolved)
 	}
+	s += bundleSummary(m, r)
 	return s, nil
 }
 
@@ -96,7 +99,7 @@ func runResident(c *cli, args []string) int {
 		return usageError(c, fs, fmt.Sprintf("--width %d: want 1 to 200", *width))
 	}
 	path := pos[0]
-	m, err := loader.Open(path)
+	m, err := openModel(path, nil)
 	if err != nil {
 		c.fileError(path, err)
 		return exitInvalid

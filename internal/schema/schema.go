@@ -1,7 +1,8 @@
 // Package schema holds edgeload's own FlatBuffers schemas for the three
 // formats, written from the wire facts in shared/spec/FORMATS.md. The Go
 // code generated from them (with Debian's flatc 2.0.8) is committed in the
-// subpackages ptefb, ptdfb and rtenfb, so a build needs no flatc.
+// subpackages ptefb, ptdfb, rtenfb and bpfb (bundled programs), so a build
+// needs no flatc.
 //
 // The generated accessors have no bounds checks of their own: the loaders
 // read them only after loader/internal/fbverify has verified the buffer.
@@ -10,3 +11,4 @@ package schema
 //go:generate flatc --go -o . program.fbs
 //go:generate flatc --go -o . flat_tensor.fbs
 //go:generate flatc --go -o . rten.fbs
+//go:generate flatc --go -o . bundled_program.fbs

@@ -53,6 +53,13 @@ func Fixtures() ([]Fixture, error) {
 	if err := add("tiny-v1.rten", "the same model as RTen V1: no header, every constant inline", b, err); err != nil {
 		return nil, err
 	}
+	bp, err := TinyBPTE()
+	if err == nil {
+		b, err = bp.Bytes()
+	}
+	if err := add("tiny.bpte", "a bundled program: tiny.pte with two test cases of its method forward", b, err); err != nil {
+		return nil, err
+	}
 	return out, nil
 }
 

@@ -1,0 +1,416 @@
+// Package bundle opens ExecuTorch bundled programs (.bpte, identifier
+// "BP08"): an ordinary program (.pte) wrapped in a FlatBuffer together with
+// test cases for its methods, inputs and the outputs they must produce.
+//
+// The embedded program is a section of the bundle ([File.Program],
+// [File.OpenProgram]): it is mapped in place, never copied. Every test value
+// is read at Open; a test tensor's bytes are a zero-copy view like a model's
+// weights.
+package bundle
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+
+	flatbuffers "github.com/google/flatbuffers/go"
+
+	"github.com/edgeload/edgeload/internal/schema/bpfb"
+	"github.com/edgeload/edgeload/loader/format"
+	"github.com/edgeload/edgeload/loader/internal/fbverify"
+	"github.com/edgeload/edgeload/mmapfile"
+	"github.com/edgeload/edgeload/segment"
+)
+
+// Identifier is the FlatBuffer file identifier of the bundled programs this
+// package reads, at offset 4.
+const Identifier = "BP08"
+
+const formatName = "bpte"
+
+// Kind is the type of a test value.
+type Kind uint8
+
+// The kinds of test values, in the schema's union order.
+const (
+	KindNone   Kind = iota // no value
+	KindTensor             // Value.Tensor
+	KindInt                // Value.Int
+	KindBool               // Value.Bool
+	KindDouble             // Value.Double
+)
+
+// String returns the kind's name, such as "tensor".
+func (k Kind) String() string {
+	switch k {
+	case KindNone:
+		return "none"
+	case KindTensor:
+		return "tensor"
+	case KindInt:
+		return "int"
+	case KindBool:
+		return "bool"
+	case KindDouble:
+		return "double"
+	}
+	return fmt.Sprintf("Kind(%d)", uint8(k))
+}
+
+// Value is one input or expected output of a test case. Only the field of
+// its Kind is set.
+type Value struct {
+	Kind   Kind
+	Int    int64
+	Bool   bool
+	Double float64
+	// Tensor is a KindTensor value: its name is made up
+	// ("forward/0/inputs/1": method, case, list, index), its Location is
+	// format.LocInline, Offset the bundle offset of its bytes and Data a
+	// zero-copy view of them.
+	Tensor format.Tensor
+}
+
+// TestCase is one test of a method: the inputs to give it and the outputs
+// it must produce.
+type TestCase struct {
+	Inputs          []Value
+	ExpectedOutputs []Value
+}
+
+// TestSuite holds the test cases of one method of the program.
+type TestSuite struct {
+	Method string
+	Cases  []TestCase
+}
+
+// File is an opened bundled program.
+type File struct {
+	name    string
+	mf      *mmapfile.File
+	owns    bool
+	version uint32
+	progOff int64
+	progLen int64
+	suites  []TestSuite
+}
+
+// Option configures Open.
+type Option func(*config)
+
+type config struct {
+	mapOpts []mmapfile.Option
+}
+
+// WithMmapOptions passes options (mode, budget, page size) to mmapfile.Open
+// when Open maps the file. NewFile ignores it.
+func WithMmapOptions(opts ...mmapfile.Option) Option {
+	return func(c *config) { c.mapOpts = append(c.mapOpts, opts...) }
+}
+
+// Open maps the bundled program at path and reads its test suites. Close
+// unmaps it.
+func Open(path string, opts ...Option) (*File, error) {
+	var c config
+	for _, o := range opts {
+		if o != nil {
+			o(&c)
+		}
+	}
+	mf, err := mmapfile.Open(path, c.mapOpts...)
+	if err != nil {
+		return nil, err
+	}
+	f, err := NewFile(mf)
+	if err != nil {
+		mf.Close()
+		return nil, err
+	}
+	f.owns = true
+	return f, nil
+}
+
+// NewFile reads the bundled program in a file the caller has mapped (which
+// may be a section of a larger file). Close does not close mf: the caller
+// does, after the File and every view from it are no longer used.
+//
+// A bundle is one FlatBuffer, verified through one view of the whole file:
+// in windowed mode that maps it whole, and a File that copies its views
+// (mmapfile.ModeCopy) reads it whole, program included.
+func NewFile(mf *mmapfile.File, _ ...Option) (*File, error) {
+	if mf == nil {
+		return nil, os.ErrInvalid
+	}
+	f := &File{name: mf.Name(), mf: mf}
+	var err error
+	if gerr := mf.Guard(func() { err = f.parse() }); gerr != nil {
+		return nil, format.Wrapf(format.ErrTruncated, formatName, "file", 0, "reading the FlatBuffer: %v", gerr)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return f, nil
+}
+
+// NewBytes reads a bundled program held in memory. Views point into b,
+// which must not change while the File is in use.
+func NewBytes(b []byte) (*File, error) {
+	mf := mmapfile.NewBytes(b)
+	f, err := NewFile(mf)
+	if err != nil {
+		return nil, err
+	}
+	f.owns = true
+	return f, nil
+}
+
+// The schema, as fbverify checks it before any generated accessor reads
+// the buffer: every field this package reads is described.
+var (
+	intT    = &fbverify.Table{Name: "Int", Fields: []fbverify.Field{{Name: "int_val", ID: 0, Kind: fbverify.Scalar, Size: 8}}}
+	boolT   = &fbverify.Table{Name: "Bool", Fields: []fbverify.Field{{Name: "bool_val", ID: 0, Kind: fbverify.Scalar, Size: 1}}}
+	doubleT = &fbverify.Table{Name: "Double", Fields: []fbverify.Field{{Name: "double_val", ID: 0, Kind: fbverify.Scalar, Size: 8}}}
+	tensorT = &fbverify.Table{Name: "Tensor", Fields: []fbverify.Field{
+		{Name: "scalar_type", ID: 0, Kind: fbverify.Scalar, Size: 1},
+		{Name: "sizes", ID: 1, Kind: fbverify.ScalarVector, Size: 4},
+		{Name: "data", ID: 2, Kind: fbverify.ScalarVector, Size: 1},
+		{Name: "dim_order", ID: 3, Kind: fbverify.ScalarVector, Size: 1},
+	}}
+	valueT = &fbverify.Table{Name: "Value", Fields: []fbverify.Field{
+		{Name: "val", ID: 0, Kind: fbverify.Union, Union: []*fbverify.Table{nil, tensorT, intT, boolT, doubleT}},
+	}}
+	testCaseT = &fbverify.Table{Name: "BundledMethodTestCase", Fields: []fbverify.Field{
+		{Name: "inputs", ID: 0, Kind: fbverify.TableVector, Table: valueT},
+		{Name: "expected_outputs", ID: 1, Kind: fbverify.TableVector, Table: valueT},
+	}}
+	testSuiteT = &fbverify.Table{Name: "BundledMethodTestSuite", Fields: []fbverify.Field{
+		{Name: "method_name", ID: 0, Kind: fbverify.String},
+		{Name: "test_cases", ID: 1, Kind: fbverify.TableVector, Table: testCaseT},
+	}}
+	bundledProgramT = &fbverify.Table{Name: "BundledProgram", Fields: []fbverify.Field{
+		{Name: "version", ID: 0, Kind: fbverify.Scalar, Size: 4},
+		{Name: "method_test_suites", ID: 1, Kind: fbverify.TableVector, Table: testSuiteT},
+		{Name: "program", ID: 2, Kind: fbverify.ScalarVector, Size: 1, Required: true},
+	}}
+)
+
+// Vtable offsets of the vector fields whose positions (not only contents)
+// the File reports: 4 + 2 × field id.
+const (
+	vtProgram    = 4 + 2*2 // BundledProgram.program
+	vtTensorData = 4 + 2*2 // Tensor.data
+)
+
+func isDigit(c byte) bool { return c >= '0' && c <= '9' }
+
+// parse checks the identifier, verifies the FlatBuffer and reads the
+// program's position and the test suites.
+func (f *File) parse() error {
+	size := f.mf.Len()
+	var id [8]byte
+	if n, err := f.mf.ReadAt(id[:], 0); n < len(id) {
+		if err != nil && !errors.Is(err, io.EOF) {
+			return err
+		}
+		return format.Wrapf(format.ErrTruncated, formatName, "identifier", 0,
+			"file of %d bytes is too short for a FlatBuffer identifier", size)
+	}
+	if ident := id[4:8]; string(ident) != Identifier {
+		if ident[0] == 'B' && ident[1] == 'P' && isDigit(ident[2]) && isDigit(ident[3]) {
+			return format.Wrapf(format.ErrUnsupportedVersion, formatName, "identifier", 4,
+				"file identifier %q is a bundled program version this loader cannot read; want %q", ident, Identifier)
+		}
+		return format.Wrapf(format.ErrUnknownFormat, formatName, "identifier", 4,
+			"file identifier %q (% x) is not %q: not a bundled program", ident, ident, Identifier)
+	}
+	if size > fbverify.MaxSize {
+		return format.Errorf(formatName, "file", 0, "a bundled program is one FlatBuffer, at most %d bytes; this file has %d", int64(fbverify.MaxSize), size)
+	}
+	buf, err := f.mf.View(0, size)
+	if err != nil {
+		return err
+	}
+	if err := fbverify.Verify(buf, bundledProgramT, fbverify.Options{Format: formatName}); err != nil {
+		return err
+	}
+	root := bpfb.GetRootAsBundledProgram(buf, 0)
+	f.version = root.Version()
+	tab := root.Table()
+	o := flatbuffers.UOffsetT(tab.Offset(vtProgram))
+	start := int64(tab.Vector(o))
+	f.progOff, f.progLen = start, int64(tab.VectorLen(o))
+
+	var suite bpfb.BundledMethodTestSuite
+	var tc bpfb.BundledMethodTestCase
+	f.suites = make([]TestSuite, root.MethodTestSuitesLength())
+	for i := range f.suites {
+		root.MethodTestSuites(&suite, i)
+		s := &f.suites[i]
+		s.Method = string(suite.MethodName())
+		s.Cases = make([]TestCase, suite.TestCasesLength())
+		for j := range s.Cases {
+			suite.TestCases(&tc, j)
+			c := &s.Cases[j]
+			path := fmt.Sprintf("method_test_suites[%d].test_cases[%d]", i, j)
+			name := fmt.Sprintf("%s/%d", s.Method, j)
+			if c.Inputs, err = f.values(tc.InputsLength(), tc.Inputs, path+".inputs", name+"/inputs"); err != nil {
+				return err
+			}
+			if c.ExpectedOutputs, err = f.values(tc.ExpectedOutputsLength(), tc.ExpectedOutputs, path+".expected_outputs", name+"/expected_outputs"); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// values reads a vector of n Values with get.
+func (f *File) values(n int, get func(*bpfb.Value, int) bool, path, name string) ([]Value, error) {
+	if n == 0 {
+		return nil, nil
+	}
+	vs := make([]Value, n)
+	var v bpfb.Value
+	var t flatbuffers.Table
+	for k := range vs {
+		get(&v, k)
+		kind := Kind(v.ValType())
+		if kind == KindNone || !v.Val(&t) {
+			continue
+		}
+		vs[k].Kind = kind
+		switch kind {
+		case KindInt:
+			var x bpfb.Int
+			x.Init(t.Bytes, t.Pos)
+			vs[k].Int = x.IntVal()
+		case KindBool:
+			var x bpfb.Bool
+			x.Init(t.Bytes, t.Pos)
+			vs[k].Bool = x.BoolVal()
+		case KindDouble:
+			var x bpfb.Double
+			x.Init(t.Bytes, t.Pos)
+			vs[k].Double = x.DoubleVal()
+		case KindTensor:
+			var x bpfb.Tensor
+			x.Init(t.Bytes, t.Pos)
+			if err := f.tensor(&vs[k].Tensor, &x, fmt.Sprintf("%s[%d].val", path, k), fmt.Sprintf("%s/%d", name, k)); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return vs, nil
+}
+
+// tensor fills t from the test tensor x.
+func (f *File) tensor(t *format.Tensor, x *bpfb.Tensor, path, name string) error {
+	tab := x.Table()
+	t.Name = name
+	t.Location = format.LocInline
+	dt, msg := format.ScalarTypeDType(x.ScalarType())
+	if dt == format.Invalid {
+		return format.Errorf(formatName, path+".scalar_type", int64(tab.Pos), "%s", msg)
+	}
+	t.DType = dt
+	t.Shape = make([]int64, x.SizesLength())
+	for i := range t.Shape {
+		d := x.Sizes(i)
+		if d < 0 {
+			return format.Errorf(formatName, path+".sizes", int64(tab.Pos), "dimension %d is negative (%d)", i, d)
+		}
+		t.Shape[i] = int64(d)
+	}
+	if b := x.DimOrderBytes(); len(b) > 0 {
+		if len(b) != len(t.Shape) {
+			return format.Errorf(formatName, path+".dim_order", int64(tab.Pos), "dim_order has %d entries for %d dimensions", len(b), len(t.Shape))
+		}
+		var seen [256]bool
+		for _, d := range b {
+			if int(d) >= len(b) || seen[d] {
+				return format.Errorf(formatName, path+".dim_order", int64(tab.Pos), "dim_order %v is not a permutation of 0..%d", b, len(b)-1)
+			}
+			seen[d] = true
+		}
+		t.DimOrder = append([]uint8(nil), b...)
+	}
+	o := flatbuffers.UOffsetT(tab.Offset(vtTensorData))
+	var off, n int64
+	if o != 0 {
+		off, n = int64(tab.Vector(o)), int64(tab.VectorLen(o))
+	}
+	_, nbytes, ok := format.Numel(t.Shape, dt, f.mf.Len())
+	if !ok || nbytes != n {
+		return format.Errorf(formatName, path+".data", off,
+			"shape %v of %v needs %d bytes (ok=%v), but the data holds %d", t.Shape, dt, nbytes, ok, n)
+	}
+	t.Offset, t.NBytes = off, n
+	seg, err := segment.New(f.mf, off, n)
+	if err != nil {
+		return format.Errorf(formatName, path+".data", off, "%v", err)
+	}
+	t.Data = seg
+	return nil
+}
+
+// Name returns the name of the file (its path, or the name of the mapped
+// file NewFile was given).
+func (f *File) Name() string { return f.name }
+
+// Version returns the bundled program's schema version field.
+func (f *File) Version() uint32 { return f.version }
+
+// File returns the mapped bundle every view points into.
+func (f *File) File() *mmapfile.File { return f.mf }
+
+// ProgramSection returns the byte range of the embedded program in the
+// bundle.
+func (f *File) ProgramSection() (off, n int64) { return f.progOff, f.progLen }
+
+// Program returns the embedded program's bytes as a view of the bundle.
+func (f *File) Program() segment.Segment {
+	s, _ := segment.New(f.mf, f.progOff, f.progLen)
+	return s
+}
+
+// OpenProgram maps the embedded program as a file of its own, a section
+// of the bundle (mmapfile.File.Sub): pte.NewFile opens it in place, with
+// offsets relative to the program's first byte. opts choose the mapping
+// (by default the bundle's mode). Close it before the bundle.
+func (f *File) OpenProgram(opts ...mmapfile.Option) (*mmapfile.File, error) {
+	return f.mf.Sub(f.progOff, f.progLen, opts...)
+}
+
+// TestSuites returns the method test suites in file order. The slice is
+// shared: do not modify it.
+func (f *File) TestSuites() []TestSuite { return f.suites }
+
+// Tensors returns every test tensor (inputs and expected outputs of every
+// case of every suite), in file order.
+func (f *File) Tensors() []*format.Tensor {
+	var ts []*format.Tensor
+	for i := range f.suites {
+		for j := range f.suites[i].Cases {
+			c := &f.suites[i].Cases[j]
+			for _, vs := range [][]Value{c.Inputs, c.ExpectedOutputs} {
+				for k := range vs {
+					if vs[k].Kind == KindTensor {
+						ts = append(ts, &vs[k].Tensor)
+					}
+				}
+			}
+		}
+	}
+	return ts
+}
+
+// Close unmaps the file if Open or NewBytes mapped it. Views become
+// invalid. Close is idempotent.
+func (f *File) Close() error {
+	if f == nil || !f.owns {
+		return nil
+	}
+	f.owns = false
+	return f.mf.Close()
+}

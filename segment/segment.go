@@ -347,8 +347,10 @@ func (s Segment) Touch() error {
 	}
 	ps := platform.PageSize()
 	// Start at the first page boundary inside the segment (or its first
-	// byte) and then read one byte per page.
-	first := int((int64(ps) - s.off%int64(ps)) % int64(ps))
+	// byte) and then read one byte per page. Page boundaries are those of
+	// the underlying file, which a section's offsets are relative to.
+	base, _ := s.f.Section()
+	first := int((int64(ps) - (base+s.off)%int64(ps)) % int64(ps))
 	var acc byte
 	err = s.f.Guard(func() {
 		acc = b[0]

@@ -1,0 +1,12 @@
+// Package repack rewrites a model file (.pte, .ptd, .rten) with a new layout
+// and the same meaning: segments and tensors moved to page boundaries, a
+// program's constants moved out to a .ptd file (Externalize), an RTen V1 model
+// realigned as V2.
+//
+// The input is opened and fully verified with package loader before anything
+// is written; the FlatBuffer metadata is unpacked from the verified buffer,
+// changed and packed again, and the weights are copied through the mapping in
+// chunks, never held in memory whole. The output is written to a temporary
+// file beside it, synced and renamed into place, so a failed repack leaves
+// nothing behind. Check compares two files' tensors by name and SHA-256.
+package repack

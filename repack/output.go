@@ -1,0 +1,148 @@
+package repack
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/edgeload/edgeload/segment"
+)
+
+// chunkSize is how many bytes of weights one write copies from the mapping.
+const chunkSize = 1 << 20
+
+// outputs are the temporary files of one Repack, renamed into place by
+// commit or removed by abort.
+type outputs struct {
+	files []*outFile
+}
+
+// outFile is a temporary file being written sequentially.
+type outFile struct {
+	f    *os.File
+	tmp  string
+	dst  string
+	pos  int64
+	done bool
+}
+
+// create opens a temporary file in dst's directory.
+func (o *outputs) create(dst string) (*outFile, error) {
+	dir, base := filepath.Split(dst)
+	if dir == "" {
+		dir = "."
+	}
+	if st, err := os.Stat(dst); err == nil && st.IsDir() {
+		return nil, fmt.Errorf("repack: %s is a directory", dst)
+	}
+	f, err := os.CreateTemp(dir, "."+base+".repack-*")
+	if err != nil {
+		return nil, fmt.Errorf("repack: %w", err)
+	}
+	of := &outFile{f: f, tmp: f.Name(), dst: dst}
+	o.files = append(o.files, of)
+	return of, nil
+}
+
+// commit syncs and closes every file, then renames them into place.
+func (o *outputs) commit() error {
+	for _, of := range o.files {
+		if err := of.f.Sync(); err != nil {
+			return fmt.Errorf("repack: %s: %w", of.dst, err)
+		}
+		if err := of.f.Close(); err != nil {
+			return fmt.Errorf("repack: %s: %w", of.dst, err)
+		}
+		of.done = true
+	}
+	for _, of := range o.files {
+		if err := os.Rename(of.tmp, of.dst); err != nil {
+			return fmt.Errorf("repack: %w", err)
+		}
+		of.tmp = ""
+	}
+	syncDirs(o.files)
+	return nil
+}
+
+// abort removes every temporary file not yet renamed.
+func (o *outputs) abort() {
+	for _, of := range o.files {
+		if !of.done {
+			of.f.Close()
+			of.done = true
+		}
+		if of.tmp != "" {
+			os.Remove(of.tmp)
+			of.tmp = ""
+		}
+	}
+}
+
+// syncDirs syncs the directories the files were renamed into, best effort
+// (not every system can sync a directory).
+func syncDirs(files []*outFile) {
+	seen := map[string]bool{}
+	for _, of := range files {
+		dir := filepath.Dir(of.dst)
+		if seen[dir] {
+			continue
+		}
+		seen[dir] = true
+		if d, err := os.Open(dir); err == nil {
+			d.Sync()
+			d.Close()
+		}
+	}
+}
+
+var zeros [MaxAlign]byte
+
+// write appends b.
+func (w *outFile) write(b []byte) error {
+	n, err := w.f.Write(b)
+	w.pos += int64(n)
+	if err != nil {
+		return fmt.Errorf("repack: %s: %w", w.dst, err)
+	}
+	return nil
+}
+
+// padTo appends zeros up to offset off.
+func (w *outFile) padTo(off int64) error {
+	if off < w.pos {
+		return fmt.Errorf("repack: internal error: %s: writing at %d behind %d", w.dst, off, w.pos)
+	}
+	for w.pos < off {
+		n := min(off-w.pos, int64(len(zeros)))
+		if err := w.write(zeros[:n]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// copySeg appends the bytes of s, chunk by chunk from the mapping, and
+// reports each chunk to r.progress.
+func (w *outFile) copySeg(r *run, s segment.Segment) error {
+	n := s.Len()
+	for off := int64(0); off < n; off += chunkSize {
+		c, err := s.Sub(off, min(chunkSize, n-off))
+		if err != nil {
+			return err
+		}
+		b, err := c.Bytes()
+		if err != nil {
+			return err
+		}
+		if err := w.write(b); err != nil {
+			return err
+		}
+		r.progress(int64(len(b)))
+	}
+	return nil
+}
+
+// errInternal reports a layout the writer got wrong.
+var errInternal = errors.New("repack: internal error")

@@ -1,8 +1,11 @@
 package repack
 
 import (
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 
@@ -16,6 +19,7 @@ const chunkSize = 1 << 20
 // commit or removed by abort.
 type outputs struct {
 	files []*outFile
+	perm  os.FileMode // the mode the files are created with (less the umask)
 }
 
 // outFile is a temporary file being written sequentially.
@@ -25,9 +29,16 @@ type outFile struct {
 	dst  string
 	pos  int64
 	done bool
+	// flushed is the end of the range last handed to startWriteback.
+	flushed int64
 }
 
-// create opens a temporary file in dst's directory.
+// writebackChunk is how many written bytes are handed to the kernel's
+// writeback at a time.
+const writebackChunk = 16 << 20
+
+// create opens a temporary file in dst's directory, with the permissions
+// o.perm less the umask.
 func (o *outputs) create(dst string) (*outFile, error) {
 	dir, base := filepath.Split(dst)
 	if dir == "" {
@@ -36,7 +47,7 @@ func (o *outputs) create(dst string) (*outFile, error) {
 	if st, err := os.Stat(dst); err == nil && st.IsDir() {
 		return nil, fmt.Errorf("repack: %s is a directory", dst)
 	}
-	f, err := os.CreateTemp(dir, "."+base+".repack-*")
+	f, err := createTemp(dir, "."+base+".repack-", o.perm)
 	if err != nil {
 		return nil, fmt.Errorf("repack: %w", err)
 	}
@@ -106,6 +117,10 @@ func (w *outFile) write(b []byte) error {
 	if err != nil {
 		return fmt.Errorf("repack: %s: %w", w.dst, err)
 	}
+	if w.pos-w.flushed >= writebackChunk {
+		startWriteback(w.f, w.flushed, w.pos-w.flushed)
+		w.flushed = w.pos
+	}
 	return nil
 }
 
@@ -146,3 +161,20 @@ func (w *outFile) copySeg(r *run, s segment.Segment) error {
 
 // errInternal reports a layout the writer got wrong.
 var errInternal = errors.New("repack: internal error")
+
+// createTemp creates a new file dir/prefix<random> with the given
+// permissions (less the umask), failing rather than reusing a name.
+func createTemp(dir, prefix string, perm os.FileMode) (*os.File, error) {
+	var rnd [8]byte
+	for range 100 {
+		if _, err := rand.Read(rnd[:]); err != nil {
+			return nil, err
+		}
+		name := filepath.Join(dir, prefix+hex.EncodeToString(rnd[:]))
+		f, err := os.OpenFile(name, os.O_RDWR|os.O_CREATE|os.O_EXCL, perm)
+		if !errors.Is(err, fs.ErrExist) {
+			return f, err
+		}
+	}
+	return nil, fmt.Errorf("cannot create a temporary file in %s", dir)
+}

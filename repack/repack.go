@@ -135,7 +135,7 @@ func Repack(in, out string, opts Options) (*Result, error) {
 	r := &run{m: m, align: align, talign: talign, opts: &opts}
 	r.align = max(align, talign)
 	res := &Result{Format: m.Format()}
-	outs := &outputs{}
+	outs := &outputs{perm: filePerm(in)}
 	defer outs.abort()
 	switch m.Format() {
 	case loader.PTE:
@@ -198,4 +198,14 @@ func sameOrLinked(a, b string) bool {
 
 func alignUp(x, a int64) int64 {
 	return (x + a - 1) &^ (a - 1)
+}
+
+// filePerm returns the permission bits of the file at in (0644 if it cannot
+// be read); the output is created with them, less the umask, as cp does.
+func filePerm(in string) os.FileMode {
+	st, err := os.Stat(in)
+	if err != nil {
+		return 0o644
+	}
+	return st.Mode().Perm()
 }

@@ -20,6 +20,7 @@ const chunkSize = 1 << 20
 type outputs struct {
 	files []*outFile
 	perm  os.FileMode // the mode the files are created with (less the umask)
+	sync  bool        // fsync before the rename
 }
 
 // outFile is a temporary file being written sequentially.
@@ -29,8 +30,10 @@ type outFile struct {
 	dst  string
 	pos  int64
 	done bool
-	// flushed is the end of the range last handed to startWriteback.
-	flushed int64
+	// writeback hands every writebackChunk bytes written to the kernel's
+	// writeback; flushed is the end of the range last handed.
+	writeback bool
+	flushed   int64
 }
 
 // writebackChunk is how many written bytes are handed to the kernel's
@@ -51,16 +54,19 @@ func (o *outputs) create(dst string) (*outFile, error) {
 	if err != nil {
 		return nil, fmt.Errorf("repack: %w", err)
 	}
-	of := &outFile{f: f, tmp: f.Name(), dst: dst}
+	of := &outFile{f: f, tmp: f.Name(), dst: dst, writeback: o.sync}
 	o.files = append(o.files, of)
 	return of, nil
 }
 
-// commit syncs and closes every file, then renames them into place.
+// commit syncs (unless told not to) and closes every file, then renames
+// them into place.
 func (o *outputs) commit() error {
 	for _, of := range o.files {
-		if err := of.f.Sync(); err != nil {
-			return fmt.Errorf("repack: %s: %w", of.dst, err)
+		if o.sync {
+			if err := of.f.Sync(); err != nil {
+				return fmt.Errorf("repack: %s: %w", of.dst, err)
+			}
 		}
 		if err := of.f.Close(); err != nil {
 			return fmt.Errorf("repack: %s: %w", of.dst, err)
@@ -73,7 +79,9 @@ func (o *outputs) commit() error {
 		}
 		of.tmp = ""
 	}
-	syncDirs(o.files)
+	if o.sync {
+		syncDirs(o.files)
+	}
 	return nil
 }
 
@@ -117,7 +125,7 @@ func (w *outFile) write(b []byte) error {
 	if err != nil {
 		return fmt.Errorf("repack: %s: %w", w.dst, err)
 	}
-	if w.pos-w.flushed >= writebackChunk {
+	if w.writeback && w.pos-w.flushed >= writebackChunk {
 		startWriteback(w.f, w.flushed, w.pos-w.flushed)
 		w.flushed = w.pos
 	}

@@ -44,6 +44,10 @@ type Options struct {
 	// Data names .ptd files holding a program's external tensors; they are
 	// linked so that the input verifies whole. They are not rewritten.
 	Data []string
+	// NoSync skips the fsync of the outputs before they are renamed into
+	// place: faster, but a crash soon after may leave OUT renamed and
+	// incomplete. For measurements against tools that do not sync (cp).
+	NoSync bool
 	// Progress, when set, is called from time to time with the bytes of
 	// weights copied so far and the total to copy.
 	Progress func(done, total int64)
@@ -135,7 +139,7 @@ func Repack(in, out string, opts Options) (*Result, error) {
 	r := &run{m: m, align: align, talign: talign, opts: &opts}
 	r.align = max(align, talign)
 	res := &Result{Format: m.Format()}
-	outs := &outputs{perm: filePerm(in)}
+	outs := &outputs{perm: filePerm(in), sync: !opts.NoSync}
 	defer outs.abort()
 	switch m.Format() {
 	case loader.PTE:

@@ -10,14 +10,18 @@
 // "cp IN OUT" (the system's cp) and repack.Repack(IN, OUT), each followed by
 // removing OUT (not timed). Repack syncs OUT before renaming it, as it always
 // does; to show what that costs, each round also times "cp IN OUT" followed
-// by an fsync of OUT ("cp+fsync"). It prints one JSON line:
+// by an fsync of OUT ("cp+fsync"), a repack with Options.NoSync (which
+// skips the fsync, as cp does), and the part of a repack that only reads
+// (loader.Open and Verify of IN). It prints one JSON line:
 //
-//	{"in":..., "size":..., "rounds":N, "cp_s":[...], "cp_fsync_s":[...],
-//	 "repack_s":[...], "ratio_median":..., "ratio_fsync_median":...,
+//	{"in":..., "size":..., "rounds":N, "verify_s":[...], "cp_s":[...],
+//	 "cp_fsync_s":[...], "repack_s":[...], "repack_nosync_s":[...],
+//	 "ratio_median":..., "ratio_fsync_median":..., "ratio_nosync_median":...,
 //	 "heap_peak_bytes":..., "maxrss_bytes":...}
 //
 // where ratio_median is the median repack time over the median cp time,
-// ratio_fsync_median the same over cp+fsync, heap_peak_bytes the largest
+// ratio_fsync_median the same over cp+fsync, ratio_nosync_median the median
+// NoSync repack over the median cp, heap_peak_bytes the largest
 // heap in use (runtime/metrics /memory/classes/heap/objects:bytes, sampled
 // every millisecond, plus the samples of each GC's live heap) seen during
 // the repacks, and maxrss_bytes the process's peak resident set
@@ -38,6 +42,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/edgeload/edgeload/loader"
 	"github.com/edgeload/edgeload/repack"
 )
 
@@ -47,11 +52,14 @@ type result struct {
 	Rounds      int       `json:"rounds"`
 	Align       int64     `json:"align"`
 	TensorAlign int64     `json:"tensor_align"`
+	Verify      []float64 `json:"verify_s"`
 	CP          []float64 `json:"cp_s"`
 	CPFsync     []float64 `json:"cp_fsync_s"`
 	Repack      []float64 `json:"repack_s"`
+	NoSync      []float64 `json:"repack_nosync_s"`
 	Ratio       float64   `json:"ratio_median"`
 	RatioFsync  float64   `json:"ratio_fsync_median"`
+	RatioNoSync float64   `json:"ratio_nosync_median"`
 	HeapPeak    uint64    `json:"heap_peak_bytes"`
 	MaxRSS      int64     `json:"maxrss_bytes"`
 }
@@ -126,12 +134,41 @@ func run(in, outDir string, rounds int, opts repack.Options) error {
 		}
 		res.Repack = append(res.Repack, d)
 		os.Remove(out)
+
+		ns := opts
+		ns.NoSync = true
+		sampling.Store(true)
+		d, err = timed(func() error { _, err := repack.Repack(in, out, ns); return err })
+		sampling.Store(false)
+		if err != nil {
+			return err
+		}
+		res.NoSync = append(res.NoSync, d)
+		os.Remove(out)
+
+		d, err = timed(func() error { return verify(in) })
+		if err != nil {
+			return err
+		}
+		res.Verify = append(res.Verify, d)
 	}
 	res.Ratio = median(res.Repack) / median(res.CP)
 	res.RatioFsync = median(res.Repack) / median(res.CPFsync)
+	res.RatioNoSync = median(res.NoSync) / median(res.CP)
 	res.HeapPeak = peak.Load()
 	res.MaxRSS = maxRSS()
 	return json.NewEncoder(os.Stdout).Encode(res)
+}
+
+// verify is the part of a repack that reads: loader.Open and Verify.
+func verify(path string) error {
+	m, err := loader.Open(path)
+	if err != nil {
+		return err
+	}
+	defer m.Close()
+	_, err = m.Verify()
+	return err
 }
 
 // warm reads the file once so that its pages are in the page cache.

@@ -47,6 +47,9 @@ func (o *outputs) create(dst string) (*outFile, error) {
 	if dir == "" {
 		dir = "."
 	}
+	if _, err := os.Stat(dir); err != nil {
+		return nil, fmt.Errorf("repack: %s: %w", dst, err)
+	}
 	if st, err := os.Stat(dst); err == nil && st.IsDir() {
 		return nil, fmt.Errorf("repack: %s is a directory", dst)
 	}

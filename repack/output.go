@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/edgeload/edgeload/loader"
 	"github.com/edgeload/edgeload/segment"
 )
 
@@ -128,11 +129,17 @@ func (w *outFile) write(b []byte) error {
 	if err != nil {
 		return fmt.Errorf("repack: %s: %w", w.dst, err)
 	}
+	w.kick()
+	return nil
+}
+
+// kick hands the bytes written since the last call to the kernel's
+// writeback, every writebackChunk bytes.
+func (w *outFile) kick() {
 	if w.writeback && w.pos-w.flushed >= writebackChunk {
 		startWriteback(w.f, w.flushed, w.pos-w.flushed)
 		w.flushed = w.pos
 	}
-	return nil
 }
 
 // padTo appends zeros up to offset off.
@@ -149,11 +156,23 @@ func (w *outFile) padTo(off int64) error {
 	return nil
 }
 
-// copySeg appends the bytes of s, chunk by chunk from the mapping, and
-// reports each chunk to r.progress.
+// copySeg appends the bytes of s and reports them to r.progress as they
+// are copied: with copy_file_range from the input file where the system has
+// it (Linux), else chunk by chunk from the mapping.
 func (w *outFile) copySeg(r *run, s segment.Segment) error {
 	n := s.Len()
-	for off := int64(0); off < n; off += chunkSize {
+	var start int64
+	if r.src != nil && n > 0 && r.kernelCopy {
+		copied, ok, err := copyFile(r, w, r.src, s.Offset(), n)
+		if err != nil {
+			return fmt.Errorf("repack: copying %d bytes at %d to %s: %w", n, s.Offset(), w.dst, err)
+		}
+		if !ok {
+			r.kernelCopy = false
+		}
+		start = copied
+	}
+	for off := start; off < n; off += chunkSize {
 		c, err := s.Sub(off, min(chunkSize, n-off))
 		if err != nil {
 			return err
@@ -169,6 +188,10 @@ func (w *outFile) copySeg(r *run, s segment.Segment) error {
 	}
 	return nil
 }
+
+// errShortCopy is returned when the input ends before a segment does (it
+// shrank after it was opened).
+var errShortCopy = fmt.Errorf("input file shrank while it was copied: %w", loader.ErrTruncated)
 
 // errInternal reports a layout the writer got wrong.
 var errInternal = errors.New("repack: internal error")

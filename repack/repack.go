@@ -116,6 +116,18 @@ func Repack(in, out string, opts Options) (*Result, error) {
 		return nil, fmt.Errorf("repack: %s: the .ptd and the program cannot be one file", opts.Externalize)
 	}
 
+	// The input is opened twice, read-only: mapped by the loader, which
+	// verifies it, and as a file for copy_file_range. Both must be the
+	// same file.
+	src, err := os.Open(in)
+	if err != nil {
+		return nil, err
+	}
+	defer src.Close()
+	srcInfo, err := src.Stat()
+	if err != nil {
+		return nil, err
+	}
 	f, err := loader.SniffFile(in)
 	if err != nil {
 		return nil, err
@@ -129,14 +141,27 @@ func Repack(in, out string, opts Options) (*Result, error) {
 		return nil, err
 	}
 	defer m.Close()
-	if _, err := m.Verify(); err != nil {
-		return nil, err
+	if st, err := os.Stat(in); err != nil || !os.SameFile(st, srcInfo) || st.Size() != m.Size() {
+		return nil, fmt.Errorf("repack: %s changed while it was opened", in)
 	}
 	if opts.Externalize != "" && m.Format() != loader.PTE {
 		return nil, fmt.Errorf("repack: --externalize needs a .pte input, %s is %s", in, m.Format())
 	}
+	// Verify (which reads every byte) runs beside the rewrite: Open has
+	// checked every range the rewrite reads, and nothing is renamed into
+	// place unless Verify succeeds.
+	verified := make(chan error, 1)
+	go func() {
+		_, err := m.Verify()
+		verified <- err
+	}()
+	defer func() {
+		if verified != nil {
+			<-verified
+		}
+	}()
 
-	r := &run{m: m, align: align, talign: talign, opts: &opts}
+	r := &run{m: m, align: align, talign: talign, opts: &opts, src: src, kernelCopy: true}
 	r.align = max(align, talign)
 	res := &Result{Format: m.Format()}
 	outs := &outputs{perm: filePerm(in), sync: !opts.NoSync}
@@ -151,8 +176,13 @@ func Repack(in, out string, opts Options) (*Result, error) {
 	default:
 		err = fmt.Errorf("repack: %s: %w", in, loader.ErrUnknownFormat)
 	}
+	verr := <-verified
+	verified = nil
 	if err != nil {
 		return nil, err
+	}
+	if verr != nil {
+		return nil, verr
 	}
 	if err := outs.commit(); err != nil {
 		return nil, err
@@ -168,6 +198,9 @@ type run struct {
 	opts   *Options
 	done   int64
 	total  int64
+	// src is the input file, for copy_file_range while kernelCopy holds.
+	src        *os.File
+	kernelCopy bool
 }
 
 func (r *run) progress(n int64) {

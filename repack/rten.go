@@ -15,7 +15,7 @@ import (
 // ErrRTenV1 is returned for --rten-v2: rewriting a V1 model's FlatBuffer
 // needs every operator attribute table, which the project's RTen schema
 // does not describe.
-var ErrRTenV1 = errors.New("repack: RTen V1 to V2 is not supported")
+var ErrRTenV1 = errors.New("repack: RTen V1 to V2 is not supported: rebuilding the Model FlatBuffer needs the operator attribute tables, which internal/schema/rten.fbs does not describe")
 
 // rten rewrites an RTen model. V2: the header, the Model FlatBuffer (with
 // every data_offset changed when tensors move) and the tensor data section

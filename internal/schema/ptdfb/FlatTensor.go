@@ -7,13 +7,15 @@ import (
 )
 
 type FlatTensorT struct {
-	Version uint32 `json:"version"`
-	Segments []*DataSegmentT `json:"segments"`
-	NamedData []*NamedDataT `json:"named_data"`
+	Version   uint32          `json:"version"`
+	Segments  []*DataSegmentT `json:"segments"`
+	NamedData []*NamedDataT   `json:"named_data"`
 }
 
 func (t *FlatTensorT) Pack(builder *flatbuffers.Builder) flatbuffers.UOffsetT {
-	if t == nil { return 0 }
+	if t == nil {
+		return 0
+	}
 	segmentsOffset := flatbuffers.UOffsetT(0)
 	if t.Segments != nil {
 		segmentsLength := len(t.Segments)
@@ -66,7 +68,9 @@ func (rcv *FlatTensor) UnPackTo(t *FlatTensorT) {
 }
 
 func (rcv *FlatTensor) UnPack() *FlatTensorT {
-	if rcv == nil { return nil }
+	if rcv == nil {
+		return nil
+	}
 	t := &FlatTensorT{}
 	rcv.UnPackTo(t)
 	return t

@@ -7,15 +7,17 @@ import (
 )
 
 type LegacyFlatTensorT struct {
-	Version uint32 `json:"version"`
-	TensorAlignment uint32 `json:"tensor_alignment"`
-	Tensors []*LegacyTensorMetadataT `json:"tensors"`
-	Segments []*DataSegmentT `json:"segments"`
-	NamedData []*LegacyNamedDataT `json:"named_data"`
+	Version         uint32                   `json:"version"`
+	TensorAlignment uint32                   `json:"tensor_alignment"`
+	Tensors         []*LegacyTensorMetadataT `json:"tensors"`
+	Segments        []*DataSegmentT          `json:"segments"`
+	NamedData       []*LegacyNamedDataT      `json:"named_data"`
 }
 
 func (t *LegacyFlatTensorT) Pack(builder *flatbuffers.Builder) flatbuffers.UOffsetT {
-	if t == nil { return 0 }
+	if t == nil {
+		return 0
+	}
 	tensorsOffset := flatbuffers.UOffsetT(0)
 	if t.Tensors != nil {
 		tensorsLength := len(t.Tensors)
@@ -91,7 +93,9 @@ func (rcv *LegacyFlatTensor) UnPackTo(t *LegacyFlatTensorT) {
 }
 
 func (rcv *LegacyFlatTensor) UnPack() *LegacyFlatTensorT {
-	if rcv == nil { return nil }
+	if rcv == nil {
+		return nil
+	}
 	t := &LegacyFlatTensorT{}
 	rcv.UnPackTo(t)
 	return t

@@ -7,12 +7,14 @@ import (
 )
 
 type LegacyNamedDataT struct {
-	Key string `json:"key"`
+	Key          string `json:"key"`
 	SegmentIndex uint32 `json:"segment_index"`
 }
 
 func (t *LegacyNamedDataT) Pack(builder *flatbuffers.Builder) flatbuffers.UOffsetT {
-	if t == nil { return 0 }
+	if t == nil {
+		return 0
+	}
 	keyOffset := builder.CreateString(t.Key)
 	LegacyNamedDataStart(builder)
 	LegacyNamedDataAddKey(builder, keyOffset)
@@ -26,7 +28,9 @@ func (rcv *LegacyNamedData) UnPackTo(t *LegacyNamedDataT) {
 }
 
 func (rcv *LegacyNamedData) UnPack() *LegacyNamedDataT {
-	if rcv == nil { return nil }
+	if rcv == nil {
+		return nil
+	}
 	t := &LegacyNamedDataT{}
 	rcv.UnPackTo(t)
 	return t

@@ -7,16 +7,18 @@ import (
 )
 
 type LegacyTensorMetadataT struct {
-	FullyQualifiedName string `json:"fully_qualified_name"`
-	ScalarType int8 `json:"scalar_type"`
-	Sizes []int32 `json:"sizes"`
-	DimOrder []byte `json:"dim_order"`
-	SegmentIndex uint32 `json:"segment_index"`
-	Offset uint64 `json:"offset"`
+	FullyQualifiedName string  `json:"fully_qualified_name"`
+	ScalarType         int8    `json:"scalar_type"`
+	Sizes              []int32 `json:"sizes"`
+	DimOrder           []byte  `json:"dim_order"`
+	SegmentIndex       uint32  `json:"segment_index"`
+	Offset             uint64  `json:"offset"`
 }
 
 func (t *LegacyTensorMetadataT) Pack(builder *flatbuffers.Builder) flatbuffers.UOffsetT {
-	if t == nil { return 0 }
+	if t == nil {
+		return 0
+	}
 	fullyQualifiedNameOffset := builder.CreateString(t.FullyQualifiedName)
 	sizesOffset := flatbuffers.UOffsetT(0)
 	if t.Sizes != nil {
@@ -55,7 +57,9 @@ func (rcv *LegacyTensorMetadata) UnPackTo(t *LegacyTensorMetadataT) {
 }
 
 func (rcv *LegacyTensorMetadata) UnPack() *LegacyTensorMetadataT {
-	if rcv == nil { return nil }
+	if rcv == nil {
+		return nil
+	}
 	t := &LegacyTensorMetadataT{}
 	rcv.UnPackTo(t)
 	return t

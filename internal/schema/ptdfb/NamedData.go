@@ -7,13 +7,15 @@ import (
 )
 
 type NamedDataT struct {
-	Key string `json:"key"`
-	SegmentIndex uint32 `json:"segment_index"`
+	Key          string         `json:"key"`
+	SegmentIndex uint32         `json:"segment_index"`
 	TensorLayout *TensorLayoutT `json:"tensor_layout"`
 }
 
 func (t *NamedDataT) Pack(builder *flatbuffers.Builder) flatbuffers.UOffsetT {
-	if t == nil { return 0 }
+	if t == nil {
+		return 0
+	}
 	keyOffset := builder.CreateString(t.Key)
 	tensorLayoutOffset := t.TensorLayout.Pack(builder)
 	NamedDataStart(builder)
@@ -30,7 +32,9 @@ func (rcv *NamedData) UnPackTo(t *NamedDataT) {
 }
 
 func (rcv *NamedData) UnPack() *NamedDataT {
-	if rcv == nil { return nil }
+	if rcv == nil {
+		return nil
+	}
 	t := &NamedDataT{}
 	rcv.UnPackTo(t)
 	return t

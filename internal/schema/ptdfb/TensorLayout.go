@@ -7,13 +7,15 @@ import (
 )
 
 type TensorLayoutT struct {
-	ScalarType int8 `json:"scalar_type"`
-	Sizes []int32 `json:"sizes"`
-	DimOrder []byte `json:"dim_order"`
+	ScalarType int8    `json:"scalar_type"`
+	Sizes      []int32 `json:"sizes"`
+	DimOrder   []byte  `json:"dim_order"`
 }
 
 func (t *TensorLayoutT) Pack(builder *flatbuffers.Builder) flatbuffers.UOffsetT {
-	if t == nil { return 0 }
+	if t == nil {
+		return 0
+	}
 	sizesOffset := flatbuffers.UOffsetT(0)
 	if t.Sizes != nil {
 		sizesLength := len(t.Sizes)
@@ -45,7 +47,9 @@ func (rcv *TensorLayout) UnPackTo(t *TensorLayoutT) {
 }
 
 func (rcv *TensorLayout) UnPack() *TensorLayoutT {
-	if rcv == nil { return nil }
+	if rcv == nil {
+		return nil
+	}
 	t := &TensorLayoutT{}
 	rcv.UnPackTo(t)
 	return t

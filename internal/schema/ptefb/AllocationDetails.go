@@ -7,13 +7,15 @@ import (
 )
 
 type AllocationDetailsT struct {
-	MemoryId uint32 `json:"memory_id"`
-	MemoryOffsetLow uint32 `json:"memory_offset_low"`
+	MemoryId         uint32 `json:"memory_id"`
+	MemoryOffsetLow  uint32 `json:"memory_offset_low"`
 	MemoryOffsetHigh uint32 `json:"memory_offset_high"`
 }
 
 func (t *AllocationDetailsT) Pack(builder *flatbuffers.Builder) flatbuffers.UOffsetT {
-	if t == nil { return 0 }
+	if t == nil {
+		return 0
+	}
 	AllocationDetailsStart(builder)
 	AllocationDetailsAddMemoryId(builder, t.MemoryId)
 	AllocationDetailsAddMemoryOffsetLow(builder, t.MemoryOffsetLow)
@@ -28,7 +30,9 @@ func (rcv *AllocationDetails) UnPackTo(t *AllocationDetailsT) {
 }
 
 func (rcv *AllocationDetails) UnPack() *AllocationDetailsT {
-	if rcv == nil { return nil }
+	if rcv == nil {
+		return nil
+	}
 	t := &AllocationDetailsT{}
 	rcv.UnPackTo(t)
 	return t

@@ -7,13 +7,15 @@ import (
 )
 
 type BackendDelegateT struct {
-	Id string `json:"id"`
-	Processed *BackendDelegateDataReferenceT `json:"processed"`
-	CompileSpecs []*CompileSpecT `json:"compile_specs"`
+	Id           string                         `json:"id"`
+	Processed    *BackendDelegateDataReferenceT `json:"processed"`
+	CompileSpecs []*CompileSpecT                `json:"compile_specs"`
 }
 
 func (t *BackendDelegateT) Pack(builder *flatbuffers.Builder) flatbuffers.UOffsetT {
-	if t == nil { return 0 }
+	if t == nil {
+		return 0
+	}
 	idOffset := builder.CreateString(t.Id)
 	processedOffset := t.Processed.Pack(builder)
 	compileSpecsOffset := flatbuffers.UOffsetT(0)
@@ -49,7 +51,9 @@ func (rcv *BackendDelegate) UnPackTo(t *BackendDelegateT) {
 }
 
 func (rcv *BackendDelegate) UnPack() *BackendDelegateT {
-	if rcv == nil { return nil }
+	if rcv == nil {
+		return nil
+	}
 	t := &BackendDelegateT{}
 	rcv.UnPackTo(t)
 	return t

@@ -7,12 +7,14 @@ import (
 )
 
 type BackendDelegateDataReferenceT struct {
-	Location int8 `json:"location"`
-	Index uint32 `json:"index"`
+	Location int8   `json:"location"`
+	Index    uint32 `json:"index"`
 }
 
 func (t *BackendDelegateDataReferenceT) Pack(builder *flatbuffers.Builder) flatbuffers.UOffsetT {
-	if t == nil { return 0 }
+	if t == nil {
+		return 0
+	}
 	BackendDelegateDataReferenceStart(builder)
 	BackendDelegateDataReferenceAddLocation(builder, t.Location)
 	BackendDelegateDataReferenceAddIndex(builder, t.Index)
@@ -25,7 +27,9 @@ func (rcv *BackendDelegateDataReference) UnPackTo(t *BackendDelegateDataReferenc
 }
 
 func (rcv *BackendDelegateDataReference) UnPack() *BackendDelegateDataReferenceT {
-	if rcv == nil { return nil }
+	if rcv == nil {
+		return nil
+	}
 	t := &BackendDelegateDataReferenceT{}
 	rcv.UnPackTo(t)
 	return t

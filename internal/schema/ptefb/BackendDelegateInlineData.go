@@ -11,7 +11,9 @@ type BackendDelegateInlineDataT struct {
 }
 
 func (t *BackendDelegateInlineDataT) Pack(builder *flatbuffers.Builder) flatbuffers.UOffsetT {
-	if t == nil { return 0 }
+	if t == nil {
+		return 0
+	}
 	dataOffset := flatbuffers.UOffsetT(0)
 	if t.Data != nil {
 		dataOffset = builder.CreateByteString(t.Data)
@@ -26,7 +28,9 @@ func (rcv *BackendDelegateInlineData) UnPackTo(t *BackendDelegateInlineDataT) {
 }
 
 func (rcv *BackendDelegateInlineData) UnPack() *BackendDelegateInlineDataT {
-	if rcv == nil { return nil }
+	if rcv == nil {
+		return nil
+	}
 	t := &BackendDelegateInlineDataT{}
 	rcv.UnPackTo(t)
 	return t

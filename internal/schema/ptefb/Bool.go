@@ -11,7 +11,9 @@ type BoolT struct {
 }
 
 func (t *BoolT) Pack(builder *flatbuffers.Builder) flatbuffers.UOffsetT {
-	if t == nil { return 0 }
+	if t == nil {
+		return 0
+	}
 	BoolStart(builder)
 	BoolAddBoolVal(builder, t.BoolVal)
 	return BoolEnd(builder)
@@ -22,7 +24,9 @@ func (rcv *Bool) UnPackTo(t *BoolT) {
 }
 
 func (rcv *Bool) UnPack() *BoolT {
-	if rcv == nil { return nil }
+	if rcv == nil {
+		return nil
+	}
 	t := &BoolT{}
 	rcv.UnPackTo(t)
 	return t

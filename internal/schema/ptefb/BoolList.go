@@ -11,7 +11,9 @@ type BoolListT struct {
 }
 
 func (t *BoolListT) Pack(builder *flatbuffers.Builder) flatbuffers.UOffsetT {
-	if t == nil { return 0 }
+	if t == nil {
+		return 0
+	}
 	itemsOffset := flatbuffers.UOffsetT(0)
 	if t.Items != nil {
 		itemsLength := len(t.Items)
@@ -35,7 +37,9 @@ func (rcv *BoolList) UnPackTo(t *BoolListT) {
 }
 
 func (rcv *BoolList) UnPack() *BoolListT {
-	if rcv == nil { return nil }
+	if rcv == nil {
+		return nil
+	}
 	t := &BoolListT{}
 	rcv.UnPackTo(t)
 	return t

@@ -11,7 +11,9 @@ type BufferT struct {
 }
 
 func (t *BufferT) Pack(builder *flatbuffers.Builder) flatbuffers.UOffsetT {
-	if t == nil { return 0 }
+	if t == nil {
+		return 0
+	}
 	storageOffset := flatbuffers.UOffsetT(0)
 	if t.Storage != nil {
 		storageOffset = builder.CreateByteString(t.Storage)
@@ -26,7 +28,9 @@ func (rcv *Buffer) UnPackTo(t *BufferT) {
 }
 
 func (rcv *Buffer) UnPack() *BufferT {
-	if rcv == nil { return nil }
+	if rcv == nil {
+		return nil
+	}
 	t := &BufferT{}
 	rcv.UnPackTo(t)
 	return t

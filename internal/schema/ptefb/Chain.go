@@ -7,14 +7,16 @@ import (
 )
 
 type ChainT struct {
-	Inputs []int32 `json:"inputs"`
-	Outputs []int32 `json:"outputs"`
+	Inputs       []int32         `json:"inputs"`
+	Outputs      []int32         `json:"outputs"`
 	Instructions []*InstructionT `json:"instructions"`
-	Stacktrace []*FrameListT `json:"stacktrace"`
+	Stacktrace   []*FrameListT   `json:"stacktrace"`
 }
 
 func (t *ChainT) Pack(builder *flatbuffers.Builder) flatbuffers.UOffsetT {
-	if t == nil { return 0 }
+	if t == nil {
+		return 0
+	}
 	inputsOffset := flatbuffers.UOffsetT(0)
 	if t.Inputs != nil {
 		inputsLength := len(t.Inputs)
@@ -95,7 +97,9 @@ func (rcv *Chain) UnPackTo(t *ChainT) {
 }
 
 func (rcv *Chain) UnPack() *ChainT {
-	if rcv == nil { return nil }
+	if rcv == nil {
+		return nil
+	}
 	t := &ChainT{}
 	rcv.UnPackTo(t)
 	return t

@@ -7,12 +7,14 @@ import (
 )
 
 type CompileSpecT struct {
-	Key string `json:"key"`
+	Key   string `json:"key"`
 	Value []byte `json:"value"`
 }
 
 func (t *CompileSpecT) Pack(builder *flatbuffers.Builder) flatbuffers.UOffsetT {
-	if t == nil { return 0 }
+	if t == nil {
+		return 0
+	}
 	keyOffset := builder.CreateString(t.Key)
 	valueOffset := flatbuffers.UOffsetT(0)
 	if t.Value != nil {
@@ -30,7 +32,9 @@ func (rcv *CompileSpec) UnPackTo(t *CompileSpecT) {
 }
 
 func (rcv *CompileSpec) UnPack() *CompileSpecT {
-	if rcv == nil { return nil }
+	if rcv == nil {
+		return nil
+	}
 	t := &CompileSpecT{}
 	rcv.UnPackTo(t)
 	return t

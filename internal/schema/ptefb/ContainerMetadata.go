@@ -12,7 +12,9 @@ type ContainerMetadataT struct {
 }
 
 func (t *ContainerMetadataT) Pack(builder *flatbuffers.Builder) flatbuffers.UOffsetT {
-	if t == nil { return 0 }
+	if t == nil {
+		return 0
+	}
 	encodedInpStrOffset := builder.CreateString(t.EncodedInpStr)
 	encodedOutStrOffset := builder.CreateString(t.EncodedOutStr)
 	ContainerMetadataStart(builder)
@@ -27,7 +29,9 @@ func (rcv *ContainerMetadata) UnPackTo(t *ContainerMetadataT) {
 }
 
 func (rcv *ContainerMetadata) UnPack() *ContainerMetadataT {
-	if rcv == nil { return nil }
+	if rcv == nil {
+		return nil
+	}
 	t := &ContainerMetadataT{}
 	rcv.UnPackTo(t)
 	return t

@@ -8,11 +8,13 @@ import (
 
 type DataSegmentT struct {
 	Offset uint64 `json:"offset"`
-	Size uint64 `json:"size"`
+	Size   uint64 `json:"size"`
 }
 
 func (t *DataSegmentT) Pack(builder *flatbuffers.Builder) flatbuffers.UOffsetT {
-	if t == nil { return 0 }
+	if t == nil {
+		return 0
+	}
 	DataSegmentStart(builder)
 	DataSegmentAddOffset(builder, t.Offset)
 	DataSegmentAddSize(builder, t.Size)
@@ -25,7 +27,9 @@ func (rcv *DataSegment) UnPackTo(t *DataSegmentT) {
 }
 
 func (rcv *DataSegment) UnPack() *DataSegmentT {
-	if rcv == nil { return nil }
+	if rcv == nil {
+		return nil
+	}
 	t := &DataSegmentT{}
 	rcv.UnPackTo(t)
 	return t

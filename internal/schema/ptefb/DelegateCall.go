@@ -7,12 +7,14 @@ import (
 )
 
 type DelegateCallT struct {
-	DelegateIndex int32 `json:"delegate_index"`
-	Args []int32 `json:"args"`
+	DelegateIndex int32   `json:"delegate_index"`
+	Args          []int32 `json:"args"`
 }
 
 func (t *DelegateCallT) Pack(builder *flatbuffers.Builder) flatbuffers.UOffsetT {
-	if t == nil { return 0 }
+	if t == nil {
+		return 0
+	}
 	argsOffset := flatbuffers.UOffsetT(0)
 	if t.Args != nil {
 		argsLength := len(t.Args)
@@ -38,7 +40,9 @@ func (rcv *DelegateCall) UnPackTo(t *DelegateCallT) {
 }
 
 func (rcv *DelegateCall) UnPack() *DelegateCallT {
-	if rcv == nil { return nil }
+	if rcv == nil {
+		return nil
+	}
 	t := &DelegateCallT{}
 	rcv.UnPackTo(t)
 	return t

@@ -11,7 +11,9 @@ type DoubleT struct {
 }
 
 func (t *DoubleT) Pack(builder *flatbuffers.Builder) flatbuffers.UOffsetT {
-	if t == nil { return 0 }
+	if t == nil {
+		return 0
+	}
 	DoubleStart(builder)
 	DoubleAddDoubleVal(builder, t.DoubleVal)
 	return DoubleEnd(builder)
@@ -22,7 +24,9 @@ func (rcv *Double) UnPackTo(t *DoubleT) {
 }
 
 func (rcv *Double) UnPack() *DoubleT {
-	if rcv == nil { return nil }
+	if rcv == nil {
+		return nil
+	}
 	t := &DoubleT{}
 	rcv.UnPackTo(t)
 	return t

@@ -11,7 +11,9 @@ type DoubleListT struct {
 }
 
 func (t *DoubleListT) Pack(builder *flatbuffers.Builder) flatbuffers.UOffsetT {
-	if t == nil { return 0 }
+	if t == nil {
+		return 0
+	}
 	itemsOffset := flatbuffers.UOffsetT(0)
 	if t.Items != nil {
 		itemsLength := len(t.Items)
@@ -35,7 +37,9 @@ func (rcv *DoubleList) UnPackTo(t *DoubleListT) {
 }
 
 func (rcv *DoubleList) UnPack() *DoubleListT {
-	if rcv == nil { return nil }
+	if rcv == nil {
+		return nil
+	}
 	t := &DoubleListT{}
 	rcv.UnPackTo(t)
 	return t

@@ -11,9 +11,11 @@ type EValueT struct {
 }
 
 func (t *EValueT) Pack(builder *flatbuffers.Builder) flatbuffers.UOffsetT {
-	if t == nil { return 0 }
+	if t == nil {
+		return 0
+	}
 	valOffset := t.Val.Pack(builder)
-	
+
 	EValueStart(builder)
 	if t.Val != nil {
 		EValueAddValType(builder, t.Val.Type)
@@ -30,7 +32,9 @@ func (rcv *EValue) UnPackTo(t *EValueT) {
 }
 
 func (rcv *EValue) UnPack() *EValueT {
-	if rcv == nil { return nil }
+	if rcv == nil {
+		return nil
+	}
 	t := &EValueT{}
 	rcv.UnPackTo(t)
 	return t

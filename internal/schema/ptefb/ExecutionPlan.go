@@ -7,20 +7,22 @@ import (
 )
 
 type ExecutionPlanT struct {
-	Name string `json:"name"`
-	ContainerMetaType *ContainerMetadataT `json:"container_meta_type"`
-	Values []*EValueT `json:"values"`
-	Inputs []int32 `json:"inputs"`
-	Outputs []int32 `json:"outputs"`
-	Chains []*ChainT `json:"chains"`
-	Operators []*OperatorT `json:"operators"`
-	Delegates []*BackendDelegateT `json:"delegates"`
-	NonConstBufferSizes []int64 `json:"non_const_buffer_sizes"`
+	Name                 string                   `json:"name"`
+	ContainerMetaType    *ContainerMetadataT      `json:"container_meta_type"`
+	Values               []*EValueT               `json:"values"`
+	Inputs               []int32                  `json:"inputs"`
+	Outputs              []int32                  `json:"outputs"`
+	Chains               []*ChainT                `json:"chains"`
+	Operators            []*OperatorT             `json:"operators"`
+	Delegates            []*BackendDelegateT      `json:"delegates"`
+	NonConstBufferSizes  []int64                  `json:"non_const_buffer_sizes"`
 	NonConstBufferDevice []*NonConstBufferDeviceT `json:"non_const_buffer_device"`
 }
 
 func (t *ExecutionPlanT) Pack(builder *flatbuffers.Builder) flatbuffers.UOffsetT {
-	if t == nil { return 0 }
+	if t == nil {
+		return 0
+	}
 	nameOffset := builder.CreateString(t.Name)
 	containerMetaTypeOffset := t.ContainerMetaType.Pack(builder)
 	valuesOffset := flatbuffers.UOffsetT(0)
@@ -185,7 +187,9 @@ func (rcv *ExecutionPlan) UnPackTo(t *ExecutionPlanT) {
 }
 
 func (rcv *ExecutionPlan) UnPack() *ExecutionPlanT {
-	if rcv == nil { return nil }
+	if rcv == nil {
+		return nil
+	}
 	t := &ExecutionPlanT{}
 	rcv.UnPackTo(t)
 	return t

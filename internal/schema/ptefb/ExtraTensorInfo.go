@@ -8,14 +8,16 @@ import (
 
 type ExtraTensorInfoT struct {
 	MutableDataSegmentsIdx uint64 `json:"mutable_data_segments_idx"`
-	FullyQualifiedName string `json:"fully_qualified_name"`
-	Location int8 `json:"location"`
-	DeviceType int8 `json:"device_type"`
-	DeviceIndex int8 `json:"device_index"`
+	FullyQualifiedName     string `json:"fully_qualified_name"`
+	Location               int8   `json:"location"`
+	DeviceType             int8   `json:"device_type"`
+	DeviceIndex            int8   `json:"device_index"`
 }
 
 func (t *ExtraTensorInfoT) Pack(builder *flatbuffers.Builder) flatbuffers.UOffsetT {
-	if t == nil { return 0 }
+	if t == nil {
+		return 0
+	}
 	fullyQualifiedNameOffset := builder.CreateString(t.FullyQualifiedName)
 	ExtraTensorInfoStart(builder)
 	ExtraTensorInfoAddMutableDataSegmentsIdx(builder, t.MutableDataSegmentsIdx)
@@ -35,7 +37,9 @@ func (rcv *ExtraTensorInfo) UnPackTo(t *ExtraTensorInfoT) {
 }
 
 func (rcv *ExtraTensorInfo) UnPack() *ExtraTensorInfoT {
-	if rcv == nil { return nil }
+	if rcv == nil {
+		return nil
+	}
 	t := &ExtraTensorInfoT{}
 	rcv.UnPackTo(t)
 	return t

@@ -8,13 +8,15 @@ import (
 
 type FrameT struct {
 	Filename string `json:"filename"`
-	Lineno int32 `json:"lineno"`
-	Name string `json:"name"`
-	Context string `json:"context"`
+	Lineno   int32  `json:"lineno"`
+	Name     string `json:"name"`
+	Context  string `json:"context"`
 }
 
 func (t *FrameT) Pack(builder *flatbuffers.Builder) flatbuffers.UOffsetT {
-	if t == nil { return 0 }
+	if t == nil {
+		return 0
+	}
 	filenameOffset := builder.CreateString(t.Filename)
 	nameOffset := builder.CreateString(t.Name)
 	contextOffset := builder.CreateString(t.Context)
@@ -34,7 +36,9 @@ func (rcv *Frame) UnPackTo(t *FrameT) {
 }
 
 func (rcv *Frame) UnPack() *FrameT {
-	if rcv == nil { return nil }
+	if rcv == nil {
+		return nil
+	}
 	t := &FrameT{}
 	rcv.UnPackTo(t)
 	return t

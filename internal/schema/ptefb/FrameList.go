@@ -11,7 +11,9 @@ type FrameListT struct {
 }
 
 func (t *FrameListT) Pack(builder *flatbuffers.Builder) flatbuffers.UOffsetT {
-	if t == nil { return 0 }
+	if t == nil {
+		return 0
+	}
 	itemsOffset := flatbuffers.UOffsetT(0)
 	if t.Items != nil {
 		itemsLength := len(t.Items)
@@ -41,7 +43,9 @@ func (rcv *FrameList) UnPackTo(t *FrameListT) {
 }
 
 func (rcv *FrameList) UnPack() *FrameListT {
-	if rcv == nil { return nil }
+	if rcv == nil {
+		return nil
+	}
 	t := &FrameListT{}
 	rcv.UnPackTo(t)
 	return t

@@ -11,7 +11,9 @@ type FreeCallT struct {
 }
 
 func (t *FreeCallT) Pack(builder *flatbuffers.Builder) flatbuffers.UOffsetT {
-	if t == nil { return 0 }
+	if t == nil {
+		return 0
+	}
 	FreeCallStart(builder)
 	FreeCallAddValueIndex(builder, t.ValueIndex)
 	return FreeCallEnd(builder)
@@ -22,7 +24,9 @@ func (rcv *FreeCall) UnPackTo(t *FreeCallT) {
 }
 
 func (rcv *FreeCall) UnPack() *FreeCallT {
-	if rcv == nil { return nil }
+	if rcv == nil {
+		return nil
+	}
 	t := &FreeCallT{}
 	rcv.UnPackTo(t)
 	return t

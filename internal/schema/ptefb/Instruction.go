@@ -11,9 +11,11 @@ type InstructionT struct {
 }
 
 func (t *InstructionT) Pack(builder *flatbuffers.Builder) flatbuffers.UOffsetT {
-	if t == nil { return 0 }
+	if t == nil {
+		return 0
+	}
 	instrArgsOffset := t.InstrArgs.Pack(builder)
-	
+
 	InstructionStart(builder)
 	if t.InstrArgs != nil {
 		InstructionAddInstrArgsType(builder, t.InstrArgs.Type)
@@ -30,7 +32,9 @@ func (rcv *Instruction) UnPackTo(t *InstructionT) {
 }
 
 func (rcv *Instruction) UnPack() *InstructionT {
-	if rcv == nil { return nil }
+	if rcv == nil {
+		return nil
+	}
 	t := &InstructionT{}
 	rcv.UnPackTo(t)
 	return t

@@ -45,7 +45,7 @@ func (v InstructionArguments) String() string {
 }
 
 type InstructionArgumentsT struct {
-	Type InstructionArguments
+	Type  InstructionArguments
 	Value interface{}
 }
 
@@ -72,19 +72,19 @@ func (rcv InstructionArguments) UnPack(table flatbuffers.Table) *InstructionArgu
 	switch rcv {
 	case InstructionArgumentsKernelCall:
 		x := KernelCall{_tab: table}
-		return &InstructionArgumentsT{ Type: InstructionArgumentsKernelCall, Value: x.UnPack() }
+		return &InstructionArgumentsT{Type: InstructionArgumentsKernelCall, Value: x.UnPack()}
 	case InstructionArgumentsDelegateCall:
 		x := DelegateCall{_tab: table}
-		return &InstructionArgumentsT{ Type: InstructionArgumentsDelegateCall, Value: x.UnPack() }
+		return &InstructionArgumentsT{Type: InstructionArgumentsDelegateCall, Value: x.UnPack()}
 	case InstructionArgumentsMoveCall:
 		x := MoveCall{_tab: table}
-		return &InstructionArgumentsT{ Type: InstructionArgumentsMoveCall, Value: x.UnPack() }
+		return &InstructionArgumentsT{Type: InstructionArgumentsMoveCall, Value: x.UnPack()}
 	case InstructionArgumentsJumpFalseCall:
 		x := JumpFalseCall{_tab: table}
-		return &InstructionArgumentsT{ Type: InstructionArgumentsJumpFalseCall, Value: x.UnPack() }
+		return &InstructionArgumentsT{Type: InstructionArgumentsJumpFalseCall, Value: x.UnPack()}
 	case InstructionArgumentsFreeCall:
 		x := FreeCall{_tab: table}
-		return &InstructionArgumentsT{ Type: InstructionArgumentsFreeCall, Value: x.UnPack() }
+		return &InstructionArgumentsT{Type: InstructionArgumentsFreeCall, Value: x.UnPack()}
 	}
 	return nil
 }

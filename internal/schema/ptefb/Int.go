@@ -11,7 +11,9 @@ type IntT struct {
 }
 
 func (t *IntT) Pack(builder *flatbuffers.Builder) flatbuffers.UOffsetT {
-	if t == nil { return 0 }
+	if t == nil {
+		return 0
+	}
 	IntStart(builder)
 	IntAddIntVal(builder, t.IntVal)
 	return IntEnd(builder)
@@ -22,7 +24,9 @@ func (rcv *Int) UnPackTo(t *IntT) {
 }
 
 func (rcv *Int) UnPack() *IntT {
-	if rcv == nil { return nil }
+	if rcv == nil {
+		return nil
+	}
 	t := &IntT{}
 	rcv.UnPackTo(t)
 	return t

@@ -11,7 +11,9 @@ type IntListT struct {
 }
 
 func (t *IntListT) Pack(builder *flatbuffers.Builder) flatbuffers.UOffsetT {
-	if t == nil { return 0 }
+	if t == nil {
+		return 0
+	}
 	itemsOffset := flatbuffers.UOffsetT(0)
 	if t.Items != nil {
 		itemsLength := len(t.Items)
@@ -35,7 +37,9 @@ func (rcv *IntList) UnPackTo(t *IntListT) {
 }
 
 func (rcv *IntList) UnPack() *IntListT {
-	if rcv == nil { return nil }
+	if rcv == nil {
+		return nil
+	}
 	t := &IntListT{}
 	rcv.UnPackTo(t)
 	return t

@@ -7,12 +7,14 @@ import (
 )
 
 type JumpFalseCallT struct {
-	CondValueIndex int32 `json:"cond_value_index"`
+	CondValueIndex         int32 `json:"cond_value_index"`
 	DestinationInstruction int32 `json:"destination_instruction"`
 }
 
 func (t *JumpFalseCallT) Pack(builder *flatbuffers.Builder) flatbuffers.UOffsetT {
-	if t == nil { return 0 }
+	if t == nil {
+		return 0
+	}
 	JumpFalseCallStart(builder)
 	JumpFalseCallAddCondValueIndex(builder, t.CondValueIndex)
 	JumpFalseCallAddDestinationInstruction(builder, t.DestinationInstruction)
@@ -25,7 +27,9 @@ func (rcv *JumpFalseCall) UnPackTo(t *JumpFalseCallT) {
 }
 
 func (rcv *JumpFalseCall) UnPack() *JumpFalseCallT {
-	if rcv == nil { return nil }
+	if rcv == nil {
+		return nil
+	}
 	t := &JumpFalseCallT{}
 	rcv.UnPackTo(t)
 	return t

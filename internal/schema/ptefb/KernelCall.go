@@ -7,12 +7,14 @@ import (
 )
 
 type KernelCallT struct {
-	OpIndex int32 `json:"op_index"`
-	Args []int32 `json:"args"`
+	OpIndex int32   `json:"op_index"`
+	Args    []int32 `json:"args"`
 }
 
 func (t *KernelCallT) Pack(builder *flatbuffers.Builder) flatbuffers.UOffsetT {
-	if t == nil { return 0 }
+	if t == nil {
+		return 0
+	}
 	argsOffset := flatbuffers.UOffsetT(0)
 	if t.Args != nil {
 		argsLength := len(t.Args)
@@ -38,7 +40,9 @@ func (rcv *KernelCall) UnPackTo(t *KernelCallT) {
 }
 
 func (rcv *KernelCall) UnPack() *KernelCallT {
-	if rcv == nil { return nil }
+	if rcv == nil {
+		return nil
+	}
 	t := &KernelCallT{}
 	rcv.UnPackTo(t)
 	return t

@@ -63,7 +63,7 @@ func (v KernelTypes) String() string {
 }
 
 type KernelTypesT struct {
-	Type KernelTypes
+	Type  KernelTypes
 	Value interface{}
 }
 
@@ -102,37 +102,37 @@ func (rcv KernelTypes) UnPack(table flatbuffers.Table) *KernelTypesT {
 	switch rcv {
 	case KernelTypesNull:
 		x := Null{_tab: table}
-		return &KernelTypesT{ Type: KernelTypesNull, Value: x.UnPack() }
+		return &KernelTypesT{Type: KernelTypesNull, Value: x.UnPack()}
 	case KernelTypesInt:
 		x := Int{_tab: table}
-		return &KernelTypesT{ Type: KernelTypesInt, Value: x.UnPack() }
+		return &KernelTypesT{Type: KernelTypesInt, Value: x.UnPack()}
 	case KernelTypesBool:
 		x := Bool{_tab: table}
-		return &KernelTypesT{ Type: KernelTypesBool, Value: x.UnPack() }
+		return &KernelTypesT{Type: KernelTypesBool, Value: x.UnPack()}
 	case KernelTypesDouble:
 		x := Double{_tab: table}
-		return &KernelTypesT{ Type: KernelTypesDouble, Value: x.UnPack() }
+		return &KernelTypesT{Type: KernelTypesDouble, Value: x.UnPack()}
 	case KernelTypesTensor:
 		x := Tensor{_tab: table}
-		return &KernelTypesT{ Type: KernelTypesTensor, Value: x.UnPack() }
+		return &KernelTypesT{Type: KernelTypesTensor, Value: x.UnPack()}
 	case KernelTypesString:
 		x := String{_tab: table}
-		return &KernelTypesT{ Type: KernelTypesString, Value: x.UnPack() }
+		return &KernelTypesT{Type: KernelTypesString, Value: x.UnPack()}
 	case KernelTypesIntList:
 		x := IntList{_tab: table}
-		return &KernelTypesT{ Type: KernelTypesIntList, Value: x.UnPack() }
+		return &KernelTypesT{Type: KernelTypesIntList, Value: x.UnPack()}
 	case KernelTypesDoubleList:
 		x := DoubleList{_tab: table}
-		return &KernelTypesT{ Type: KernelTypesDoubleList, Value: x.UnPack() }
+		return &KernelTypesT{Type: KernelTypesDoubleList, Value: x.UnPack()}
 	case KernelTypesBoolList:
 		x := BoolList{_tab: table}
-		return &KernelTypesT{ Type: KernelTypesBoolList, Value: x.UnPack() }
+		return &KernelTypesT{Type: KernelTypesBoolList, Value: x.UnPack()}
 	case KernelTypesTensorList:
 		x := TensorList{_tab: table}
-		return &KernelTypesT{ Type: KernelTypesTensorList, Value: x.UnPack() }
+		return &KernelTypesT{Type: KernelTypesTensorList, Value: x.UnPack()}
 	case KernelTypesOptionalTensorList:
 		x := OptionalTensorList{_tab: table}
-		return &KernelTypesT{ Type: KernelTypesOptionalTensorList, Value: x.UnPack() }
+		return &KernelTypesT{Type: KernelTypesOptionalTensorList, Value: x.UnPack()}
 	}
 	return nil
 }

@@ -8,11 +8,13 @@ import (
 
 type MoveCallT struct {
 	MoveFrom int32 `json:"move_from"`
-	MoveTo int32 `json:"move_to"`
+	MoveTo   int32 `json:"move_to"`
 }
 
 func (t *MoveCallT) Pack(builder *flatbuffers.Builder) flatbuffers.UOffsetT {
-	if t == nil { return 0 }
+	if t == nil {
+		return 0
+	}
 	MoveCallStart(builder)
 	MoveCallAddMoveFrom(builder, t.MoveFrom)
 	MoveCallAddMoveTo(builder, t.MoveTo)
@@ -25,7 +27,9 @@ func (rcv *MoveCall) UnPackTo(t *MoveCallT) {
 }
 
 func (rcv *MoveCall) UnPack() *MoveCallT {
-	if rcv == nil { return nil }
+	if rcv == nil {
+		return nil
+	}
 	t := &MoveCallT{}
 	rcv.UnPackTo(t)
 	return t

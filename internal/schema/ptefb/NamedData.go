@@ -7,12 +7,14 @@ import (
 )
 
 type NamedDataT struct {
-	Key string `json:"key"`
+	Key          string `json:"key"`
 	SegmentIndex uint32 `json:"segment_index"`
 }
 
 func (t *NamedDataT) Pack(builder *flatbuffers.Builder) flatbuffers.UOffsetT {
-	if t == nil { return 0 }
+	if t == nil {
+		return 0
+	}
 	keyOffset := builder.CreateString(t.Key)
 	NamedDataStart(builder)
 	NamedDataAddKey(builder, keyOffset)
@@ -26,7 +28,9 @@ func (rcv *NamedData) UnPackTo(t *NamedDataT) {
 }
 
 func (rcv *NamedData) UnPack() *NamedDataT {
-	if rcv == nil { return nil }
+	if rcv == nil {
+		return nil
+	}
 	t := &NamedDataT{}
 	rcv.UnPackTo(t)
 	return t

@@ -7,13 +7,15 @@ import (
 )
 
 type NonConstBufferDeviceT struct {
-	BufferIdx int32 `json:"buffer_idx"`
-	DeviceType int8 `json:"device_type"`
-	DeviceIndex int8 `json:"device_index"`
+	BufferIdx   int32 `json:"buffer_idx"`
+	DeviceType  int8  `json:"device_type"`
+	DeviceIndex int8  `json:"device_index"`
 }
 
 func (t *NonConstBufferDeviceT) Pack(builder *flatbuffers.Builder) flatbuffers.UOffsetT {
-	if t == nil { return 0 }
+	if t == nil {
+		return 0
+	}
 	NonConstBufferDeviceStart(builder)
 	NonConstBufferDeviceAddBufferIdx(builder, t.BufferIdx)
 	NonConstBufferDeviceAddDeviceType(builder, t.DeviceType)
@@ -28,7 +30,9 @@ func (rcv *NonConstBufferDevice) UnPackTo(t *NonConstBufferDeviceT) {
 }
 
 func (rcv *NonConstBufferDevice) UnPack() *NonConstBufferDeviceT {
-	if rcv == nil { return nil }
+	if rcv == nil {
+		return nil
+	}
 	t := &NonConstBufferDeviceT{}
 	rcv.UnPackTo(t)
 	return t

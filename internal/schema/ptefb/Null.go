@@ -10,7 +10,9 @@ type NullT struct {
 }
 
 func (t *NullT) Pack(builder *flatbuffers.Builder) flatbuffers.UOffsetT {
-	if t == nil { return 0 }
+	if t == nil {
+		return 0
+	}
 	NullStart(builder)
 	return NullEnd(builder)
 }
@@ -19,7 +21,9 @@ func (rcv *Null) UnPackTo(t *NullT) {
 }
 
 func (rcv *Null) UnPack() *NullT {
-	if rcv == nil { return nil }
+	if rcv == nil {
+		return nil
+	}
 	t := &NullT{}
 	rcv.UnPackTo(t)
 	return t

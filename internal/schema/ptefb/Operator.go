@@ -7,12 +7,14 @@ import (
 )
 
 type OperatorT struct {
-	Name string `json:"name"`
+	Name     string `json:"name"`
 	Overload string `json:"overload"`
 }
 
 func (t *OperatorT) Pack(builder *flatbuffers.Builder) flatbuffers.UOffsetT {
-	if t == nil { return 0 }
+	if t == nil {
+		return 0
+	}
 	nameOffset := builder.CreateString(t.Name)
 	overloadOffset := builder.CreateString(t.Overload)
 	OperatorStart(builder)
@@ -27,7 +29,9 @@ func (rcv *Operator) UnPackTo(t *OperatorT) {
 }
 
 func (rcv *Operator) UnPack() *OperatorT {
-	if rcv == nil { return nil }
+	if rcv == nil {
+		return nil
+	}
 	t := &OperatorT{}
 	rcv.UnPackTo(t)
 	return t

@@ -11,7 +11,9 @@ type OptionalTensorListT struct {
 }
 
 func (t *OptionalTensorListT) Pack(builder *flatbuffers.Builder) flatbuffers.UOffsetT {
-	if t == nil { return 0 }
+	if t == nil {
+		return 0
+	}
 	itemsOffset := flatbuffers.UOffsetT(0)
 	if t.Items != nil {
 		itemsLength := len(t.Items)
@@ -35,7 +37,9 @@ func (rcv *OptionalTensorList) UnPackTo(t *OptionalTensorListT) {
 }
 
 func (rcv *OptionalTensorList) UnPack() *OptionalTensorListT {
-	if rcv == nil { return nil }
+	if rcv == nil {
+		return nil
+	}
 	t := &OptionalTensorListT{}
 	rcv.UnPackTo(t)
 	return t

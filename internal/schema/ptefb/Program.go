@@ -7,18 +7,20 @@ import (
 )
 
 type ProgramT struct {
-	Version uint32 `json:"version"`
-	ExecutionPlan []*ExecutionPlanT `json:"execution_plan"`
-	ConstantBuffer []*BufferT `json:"constant_buffer"`
+	Version             uint32                        `json:"version"`
+	ExecutionPlan       []*ExecutionPlanT             `json:"execution_plan"`
+	ConstantBuffer      []*BufferT                    `json:"constant_buffer"`
 	BackendDelegateData []*BackendDelegateInlineDataT `json:"backend_delegate_data"`
-	Segments []*DataSegmentT `json:"segments"`
-	ConstantSegment *SubsegmentOffsetsT `json:"constant_segment"`
-	MutableDataSegments []*SubsegmentOffsetsT `json:"mutable_data_segments"`
-	NamedData []*NamedDataT `json:"named_data"`
+	Segments            []*DataSegmentT               `json:"segments"`
+	ConstantSegment     *SubsegmentOffsetsT           `json:"constant_segment"`
+	MutableDataSegments []*SubsegmentOffsetsT         `json:"mutable_data_segments"`
+	NamedData           []*NamedDataT                 `json:"named_data"`
 }
 
 func (t *ProgramT) Pack(builder *flatbuffers.Builder) flatbuffers.UOffsetT {
-	if t == nil { return 0 }
+	if t == nil {
+		return 0
+	}
 	executionPlanOffset := flatbuffers.UOffsetT(0)
 	if t.ExecutionPlan != nil {
 		executionPlanLength := len(t.ExecutionPlan)
@@ -158,7 +160,9 @@ func (rcv *Program) UnPackTo(t *ProgramT) {
 }
 
 func (rcv *Program) UnPack() *ProgramT {
-	if rcv == nil { return nil }
+	if rcv == nil {
+		return nil
+	}
 	t := &ProgramT{}
 	rcv.UnPackTo(t)
 	return t

@@ -11,7 +11,9 @@ type StringT struct {
 }
 
 func (t *StringT) Pack(builder *flatbuffers.Builder) flatbuffers.UOffsetT {
-	if t == nil { return 0 }
+	if t == nil {
+		return 0
+	}
 	stringValOffset := builder.CreateString(t.StringVal)
 	StringStart(builder)
 	StringAddStringVal(builder, stringValOffset)
@@ -23,7 +25,9 @@ func (rcv *String) UnPackTo(t *StringT) {
 }
 
 func (rcv *String) UnPack() *StringT {
-	if rcv == nil { return nil }
+	if rcv == nil {
+		return nil
+	}
 	t := &StringT{}
 	rcv.UnPackTo(t)
 	return t

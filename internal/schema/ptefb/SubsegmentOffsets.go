@@ -7,12 +7,14 @@ import (
 )
 
 type SubsegmentOffsetsT struct {
-	SegmentIndex uint32 `json:"segment_index"`
-	Offsets []uint64 `json:"offsets"`
+	SegmentIndex uint32   `json:"segment_index"`
+	Offsets      []uint64 `json:"offsets"`
 }
 
 func (t *SubsegmentOffsetsT) Pack(builder *flatbuffers.Builder) flatbuffers.UOffsetT {
-	if t == nil { return 0 }
+	if t == nil {
+		return 0
+	}
 	offsetsOffset := flatbuffers.UOffsetT(0)
 	if t.Offsets != nil {
 		offsetsLength := len(t.Offsets)
@@ -38,7 +40,9 @@ func (rcv *SubsegmentOffsets) UnPackTo(t *SubsegmentOffsetsT) {
 }
 
 func (rcv *SubsegmentOffsets) UnPack() *SubsegmentOffsetsT {
-	if rcv == nil { return nil }
+	if rcv == nil {
+		return nil
+	}
 	t := &SubsegmentOffsetsT{}
 	rcv.UnPackTo(t)
 	return t

@@ -7,20 +7,22 @@ import (
 )
 
 type TensorT struct {
-	ScalarType int8 `json:"scalar_type"`
-	StorageOffset int32 `json:"storage_offset"`
-	Sizes []int32 `json:"sizes"`
-	DimOrder []byte `json:"dim_order"`
-	RequiresGrad bool `json:"requires_grad"`
-	DataBufferIdx uint32 `json:"data_buffer_idx"`
-	AllocationInfo *AllocationDetailsT `json:"allocation_info"`
-	Layout int8 `json:"layout"`
-	ShapeDynamism int8 `json:"shape_dynamism"`
-	ExtraTensorInfo *ExtraTensorInfoT `json:"extra_tensor_info"`
+	ScalarType      int8                `json:"scalar_type"`
+	StorageOffset   int32               `json:"storage_offset"`
+	Sizes           []int32             `json:"sizes"`
+	DimOrder        []byte              `json:"dim_order"`
+	RequiresGrad    bool                `json:"requires_grad"`
+	DataBufferIdx   uint32              `json:"data_buffer_idx"`
+	AllocationInfo  *AllocationDetailsT `json:"allocation_info"`
+	Layout          int8                `json:"layout"`
+	ShapeDynamism   int8                `json:"shape_dynamism"`
+	ExtraTensorInfo *ExtraTensorInfoT   `json:"extra_tensor_info"`
 }
 
 func (t *TensorT) Pack(builder *flatbuffers.Builder) flatbuffers.UOffsetT {
-	if t == nil { return 0 }
+	if t == nil {
+		return 0
+	}
 	sizesOffset := flatbuffers.UOffsetT(0)
 	if t.Sizes != nil {
 		sizesLength := len(t.Sizes)
@@ -68,7 +70,9 @@ func (rcv *Tensor) UnPackTo(t *TensorT) {
 }
 
 func (rcv *Tensor) UnPack() *TensorT {
-	if rcv == nil { return nil }
+	if rcv == nil {
+		return nil
+	}
 	t := &TensorT{}
 	rcv.UnPackTo(t)
 	return t

@@ -11,7 +11,9 @@ type TensorListT struct {
 }
 
 func (t *TensorListT) Pack(builder *flatbuffers.Builder) flatbuffers.UOffsetT {
-	if t == nil { return 0 }
+	if t == nil {
+		return 0
+	}
 	itemsOffset := flatbuffers.UOffsetT(0)
 	if t.Items != nil {
 		itemsLength := len(t.Items)
@@ -35,7 +37,9 @@ func (rcv *TensorList) UnPackTo(t *TensorListT) {
 }
 
 func (rcv *TensorList) UnPack() *TensorListT {
-	if rcv == nil { return nil }
+	if rcv == nil {
+		return nil
+	}
 	t := &TensorListT{}
 	rcv.UnPackTo(t)
 	return t

@@ -10,7 +10,9 @@ type ArgMaxAttrsT struct {
 }
 
 func (t *ArgMaxAttrsT) Pack(builder *flatbuffers.Builder) flatbuffers.UOffsetT {
-	if t == nil { return 0 }
+	if t == nil {
+		return 0
+	}
 	ArgMaxAttrsStart(builder)
 	return ArgMaxAttrsEnd(builder)
 }
@@ -19,7 +21,9 @@ func (rcv *ArgMaxAttrs) UnPackTo(t *ArgMaxAttrsT) {
 }
 
 func (rcv *ArgMaxAttrs) UnPack() *ArgMaxAttrsT {
-	if rcv == nil { return nil }
+	if rcv == nil {
+		return nil
+	}
 	t := &ArgMaxAttrsT{}
 	rcv.UnPackTo(t)
 	return t

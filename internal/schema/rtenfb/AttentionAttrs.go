@@ -10,7 +10,9 @@ type AttentionAttrsT struct {
 }
 
 func (t *AttentionAttrsT) Pack(builder *flatbuffers.Builder) flatbuffers.UOffsetT {
-	if t == nil { return 0 }
+	if t == nil {
+		return 0
+	}
 	AttentionAttrsStart(builder)
 	return AttentionAttrsEnd(builder)
 }
@@ -19,7 +21,9 @@ func (rcv *AttentionAttrs) UnPackTo(t *AttentionAttrsT) {
 }
 
 func (rcv *AttentionAttrs) UnPack() *AttentionAttrsT {
-	if rcv == nil { return nil }
+	if rcv == nil {
+		return nil
+	}
 	t := &AttentionAttrsT{}
 	rcv.UnPackTo(t)
 	return t

@@ -10,7 +10,9 @@ type AveragePoolAttrsT struct {
 }
 
 func (t *AveragePoolAttrsT) Pack(builder *flatbuffers.Builder) flatbuffers.UOffsetT {
-	if t == nil { return 0 }
+	if t == nil {
+		return 0
+	}
 	AveragePoolAttrsStart(builder)
 	return AveragePoolAttrsEnd(builder)
 }
@@ -19,7 +21,9 @@ func (rcv *AveragePoolAttrs) UnPackTo(t *AveragePoolAttrsT) {
 }
 
 func (rcv *AveragePoolAttrs) UnPack() *AveragePoolAttrsT {
-	if rcv == nil { return nil }
+	if rcv == nil {
+		return nil
+	}
 	t := &AveragePoolAttrsT{}
 	rcv.UnPackTo(t)
 	return t

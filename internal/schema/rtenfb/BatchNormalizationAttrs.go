@@ -10,7 +10,9 @@ type BatchNormalizationAttrsT struct {
 }
 
 func (t *BatchNormalizationAttrsT) Pack(builder *flatbuffers.Builder) flatbuffers.UOffsetT {
-	if t == nil { return 0 }
+	if t == nil {
+		return 0
+	}
 	BatchNormalizationAttrsStart(builder)
 	return BatchNormalizationAttrsEnd(builder)
 }
@@ -19,7 +21,9 @@ func (rcv *BatchNormalizationAttrs) UnPackTo(t *BatchNormalizationAttrsT) {
 }
 
 func (rcv *BatchNormalizationAttrs) UnPack() *BatchNormalizationAttrsT {
-	if rcv == nil { return nil }
+	if rcv == nil {
+		return nil
+	}
 	t := &BatchNormalizationAttrsT{}
 	rcv.UnPackTo(t)
 	return t

@@ -10,7 +10,9 @@ type CastAttrsT struct {
 }
 
 func (t *CastAttrsT) Pack(builder *flatbuffers.Builder) flatbuffers.UOffsetT {
-	if t == nil { return 0 }
+	if t == nil {
+		return 0
+	}
 	CastAttrsStart(builder)
 	return CastAttrsEnd(builder)
 }
@@ -19,7 +21,9 @@ func (rcv *CastAttrs) UnPackTo(t *CastAttrsT) {
 }
 
 func (rcv *CastAttrs) UnPack() *CastAttrsT {
-	if rcv == nil { return nil }
+	if rcv == nil {
+		return nil
+	}
 	t := &CastAttrsT{}
 	rcv.UnPackTo(t)
 	return t

@@ -10,7 +10,9 @@ type CastLikeAttrsT struct {
 }
 
 func (t *CastLikeAttrsT) Pack(builder *flatbuffers.Builder) flatbuffers.UOffsetT {
-	if t == nil { return 0 }
+	if t == nil {
+		return 0
+	}
 	CastLikeAttrsStart(builder)
 	return CastLikeAttrsEnd(builder)
 }
@@ -19,7 +21,9 @@ func (rcv *CastLikeAttrs) UnPackTo(t *CastLikeAttrsT) {
 }
 
 func (rcv *CastLikeAttrs) UnPack() *CastLikeAttrsT {
-	if rcv == nil { return nil }
+	if rcv == nil {
+		return nil
+	}
 	t := &CastLikeAttrsT{}
 	rcv.UnPackTo(t)
 	return t

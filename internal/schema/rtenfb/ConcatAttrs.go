@@ -10,7 +10,9 @@ type ConcatAttrsT struct {
 }
 
 func (t *ConcatAttrsT) Pack(builder *flatbuffers.Builder) flatbuffers.UOffsetT {
-	if t == nil { return 0 }
+	if t == nil {
+		return 0
+	}
 	ConcatAttrsStart(builder)
 	return ConcatAttrsEnd(builder)
 }
@@ -19,7 +21,9 @@ func (rcv *ConcatAttrs) UnPackTo(t *ConcatAttrsT) {
 }
 
 func (rcv *ConcatAttrs) UnPack() *ConcatAttrsT {
-	if rcv == nil { return nil }
+	if rcv == nil {
+		return nil
+	}
 	t := &ConcatAttrsT{}
 	rcv.UnPackTo(t)
 	return t

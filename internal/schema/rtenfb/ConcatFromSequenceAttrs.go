@@ -10,7 +10,9 @@ type ConcatFromSequenceAttrsT struct {
 }
 
 func (t *ConcatFromSequenceAttrsT) Pack(builder *flatbuffers.Builder) flatbuffers.UOffsetT {
-	if t == nil { return 0 }
+	if t == nil {
+		return 0
+	}
 	ConcatFromSequenceAttrsStart(builder)
 	return ConcatFromSequenceAttrsEnd(builder)
 }
@@ -19,7 +21,9 @@ func (rcv *ConcatFromSequenceAttrs) UnPackTo(t *ConcatFromSequenceAttrsT) {
 }
 
 func (rcv *ConcatFromSequenceAttrs) UnPack() *ConcatFromSequenceAttrsT {
-	if rcv == nil { return nil }
+	if rcv == nil {
+		return nil
+	}
 	t := &ConcatFromSequenceAttrsT{}
 	rcv.UnPackTo(t)
 	return t

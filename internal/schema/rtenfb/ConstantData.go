@@ -42,7 +42,7 @@ func (v ConstantData) String() string {
 }
 
 type ConstantDataT struct {
-	Type ConstantData
+	Type  ConstantData
 	Value interface{}
 }
 
@@ -67,16 +67,16 @@ func (rcv ConstantData) UnPack(table flatbuffers.Table) *ConstantDataT {
 	switch rcv {
 	case ConstantDataFloatData:
 		x := FloatData{_tab: table}
-		return &ConstantDataT{ Type: ConstantDataFloatData, Value: x.UnPack() }
+		return &ConstantDataT{Type: ConstantDataFloatData, Value: x.UnPack()}
 	case ConstantDataInt32Data:
 		x := Int32Data{_tab: table}
-		return &ConstantDataT{ Type: ConstantDataInt32Data, Value: x.UnPack() }
+		return &ConstantDataT{Type: ConstantDataInt32Data, Value: x.UnPack()}
 	case ConstantDataInt8Data:
 		x := Int8Data{_tab: table}
-		return &ConstantDataT{ Type: ConstantDataInt8Data, Value: x.UnPack() }
+		return &ConstantDataT{Type: ConstantDataInt8Data, Value: x.UnPack()}
 	case ConstantDataUInt8Data:
 		x := UInt8Data{_tab: table}
-		return &ConstantDataT{ Type: ConstantDataUInt8Data, Value: x.UnPack() }
+		return &ConstantDataT{Type: ConstantDataUInt8Data, Value: x.UnPack()}
 	}
 	return nil
 }

@@ -7,14 +7,16 @@ import (
 )
 
 type ConstantNodeT struct {
-	Shape []uint32 `json:"shape"`
-	Data *ConstantDataT `json:"data"`
-	Dtype *ConstantDataType `json:"dtype"`
-	DataOffset *uint64 `json:"data_offset"`
+	Shape      []uint32          `json:"shape"`
+	Data       *ConstantDataT    `json:"data"`
+	Dtype      *ConstantDataType `json:"dtype"`
+	DataOffset *uint64           `json:"data_offset"`
 }
 
 func (t *ConstantNodeT) Pack(builder *flatbuffers.Builder) flatbuffers.UOffsetT {
-	if t == nil { return 0 }
+	if t == nil {
+		return 0
+	}
 	shapeOffset := flatbuffers.UOffsetT(0)
 	if t.Shape != nil {
 		shapeLength := len(t.Shape)
@@ -25,7 +27,7 @@ func (t *ConstantNodeT) Pack(builder *flatbuffers.Builder) flatbuffers.UOffsetT 
 		shapeOffset = builder.EndVector(shapeLength)
 	}
 	dataOffset := t.Data.Pack(builder)
-	
+
 	ConstantNodeStart(builder)
 	ConstantNodeAddShape(builder, shapeOffset)
 	if t.Data != nil {
@@ -56,7 +58,9 @@ func (rcv *ConstantNode) UnPackTo(t *ConstantNodeT) {
 }
 
 func (rcv *ConstantNode) UnPack() *ConstantNodeT {
-	if rcv == nil { return nil }
+	if rcv == nil {
+		return nil
+	}
 	t := &ConstantNodeT{}
 	rcv.UnPackTo(t)
 	return t

@@ -10,7 +10,9 @@ type ConstantOfShapeAttrsT struct {
 }
 
 func (t *ConstantOfShapeAttrsT) Pack(builder *flatbuffers.Builder) flatbuffers.UOffsetT {
-	if t == nil { return 0 }
+	if t == nil {
+		return 0
+	}
 	ConstantOfShapeAttrsStart(builder)
 	return ConstantOfShapeAttrsEnd(builder)
 }
@@ -19,7 +21,9 @@ func (rcv *ConstantOfShapeAttrs) UnPackTo(t *ConstantOfShapeAttrsT) {
 }
 
 func (rcv *ConstantOfShapeAttrs) UnPack() *ConstantOfShapeAttrsT {
-	if rcv == nil { return nil }
+	if rcv == nil {
+		return nil
+	}
 	t := &ConstantOfShapeAttrsT{}
 	rcv.UnPackTo(t)
 	return t

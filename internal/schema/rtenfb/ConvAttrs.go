@@ -10,7 +10,9 @@ type ConvAttrsT struct {
 }
 
 func (t *ConvAttrsT) Pack(builder *flatbuffers.Builder) flatbuffers.UOffsetT {
-	if t == nil { return 0 }
+	if t == nil {
+		return 0
+	}
 	ConvAttrsStart(builder)
 	return ConvAttrsEnd(builder)
 }
@@ -19,7 +21,9 @@ func (rcv *ConvAttrs) UnPackTo(t *ConvAttrsT) {
 }
 
 func (rcv *ConvAttrs) UnPack() *ConvAttrsT {
-	if rcv == nil { return nil }
+	if rcv == nil {
+		return nil
+	}
 	t := &ConvAttrsT{}
 	rcv.UnPackTo(t)
 	return t

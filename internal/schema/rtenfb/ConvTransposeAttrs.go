@@ -10,7 +10,9 @@ type ConvTransposeAttrsT struct {
 }
 
 func (t *ConvTransposeAttrsT) Pack(builder *flatbuffers.Builder) flatbuffers.UOffsetT {
-	if t == nil { return 0 }
+	if t == nil {
+		return 0
+	}
 	ConvTransposeAttrsStart(builder)
 	return ConvTransposeAttrsEnd(builder)
 }
@@ -19,7 +21,9 @@ func (rcv *ConvTransposeAttrs) UnPackTo(t *ConvTransposeAttrsT) {
 }
 
 func (rcv *ConvTransposeAttrs) UnPack() *ConvTransposeAttrsT {
-	if rcv == nil { return nil }
+	if rcv == nil {
+		return nil
+	}
 	t := &ConvTransposeAttrsT{}
 	rcv.UnPackTo(t)
 	return t

@@ -10,7 +10,9 @@ type CumSumAttrsT struct {
 }
 
 func (t *CumSumAttrsT) Pack(builder *flatbuffers.Builder) flatbuffers.UOffsetT {
-	if t == nil { return 0 }
+	if t == nil {
+		return 0
+	}
 	CumSumAttrsStart(builder)
 	return CumSumAttrsEnd(builder)
 }
@@ -19,7 +21,9 @@ func (rcv *CumSumAttrs) UnPackTo(t *CumSumAttrsT) {
 }
 
 func (rcv *CumSumAttrs) UnPack() *CumSumAttrsT {
-	if rcv == nil { return nil }
+	if rcv == nil {
+		return nil
+	}
 	t := &CumSumAttrsT{}
 	rcv.UnPackTo(t)
 	return t

@@ -10,7 +10,9 @@ type DFTAttrsT struct {
 }
 
 func (t *DFTAttrsT) Pack(builder *flatbuffers.Builder) flatbuffers.UOffsetT {
-	if t == nil { return 0 }
+	if t == nil {
+		return 0
+	}
 	DFTAttrsStart(builder)
 	return DFTAttrsEnd(builder)
 }
@@ -19,7 +21,9 @@ func (rcv *DFTAttrs) UnPackTo(t *DFTAttrsT) {
 }
 
 func (rcv *DFTAttrs) UnPack() *DFTAttrsT {
-	if rcv == nil { return nil }
+	if rcv == nil {
+		return nil
+	}
 	t := &DFTAttrsT{}
 	rcv.UnPackTo(t)
 	return t

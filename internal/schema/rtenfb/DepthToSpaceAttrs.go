@@ -10,7 +10,9 @@ type DepthToSpaceAttrsT struct {
 }
 
 func (t *DepthToSpaceAttrsT) Pack(builder *flatbuffers.Builder) flatbuffers.UOffsetT {
-	if t == nil { return 0 }
+	if t == nil {
+		return 0
+	}
 	DepthToSpaceAttrsStart(builder)
 	return DepthToSpaceAttrsEnd(builder)
 }
@@ -19,7 +21,9 @@ func (rcv *DepthToSpaceAttrs) UnPackTo(t *DepthToSpaceAttrsT) {
 }
 
 func (rcv *DepthToSpaceAttrs) UnPack() *DepthToSpaceAttrsT {
-	if rcv == nil { return nil }
+	if rcv == nil {
+		return nil
+	}
 	t := &DepthToSpaceAttrsT{}
 	rcv.UnPackTo(t)
 	return t

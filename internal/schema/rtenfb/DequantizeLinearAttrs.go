@@ -10,7 +10,9 @@ type DequantizeLinearAttrsT struct {
 }
 
 func (t *DequantizeLinearAttrsT) Pack(builder *flatbuffers.Builder) flatbuffers.UOffsetT {
-	if t == nil { return 0 }
+	if t == nil {
+		return 0
+	}
 	DequantizeLinearAttrsStart(builder)
 	return DequantizeLinearAttrsEnd(builder)
 }
@@ -19,7 +21,9 @@ func (rcv *DequantizeLinearAttrs) UnPackTo(t *DequantizeLinearAttrsT) {
 }
 
 func (rcv *DequantizeLinearAttrs) UnPack() *DequantizeLinearAttrsT {
-	if rcv == nil { return nil }
+	if rcv == nil {
+		return nil
+	}
 	t := &DequantizeLinearAttrsT{}
 	rcv.UnPackTo(t)
 	return t

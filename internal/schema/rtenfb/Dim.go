@@ -8,11 +8,13 @@ import (
 
 type DimT struct {
 	Value uint32 `json:"value"`
-	Name string `json:"name"`
+	Name  string `json:"name"`
 }
 
 func (t *DimT) Pack(builder *flatbuffers.Builder) flatbuffers.UOffsetT {
-	if t == nil { return 0 }
+	if t == nil {
+		return 0
+	}
 	nameOffset := builder.CreateString(t.Name)
 	DimStart(builder)
 	DimAddValue(builder, t.Value)
@@ -26,7 +28,9 @@ func (rcv *Dim) UnPackTo(t *DimT) {
 }
 
 func (rcv *Dim) UnPack() *DimT {
-	if rcv == nil { return nil }
+	if rcv == nil {
+		return nil
+	}
 	t := &DimT{}
 	rcv.UnPackTo(t)
 	return t

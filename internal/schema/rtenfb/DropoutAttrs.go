@@ -10,7 +10,9 @@ type DropoutAttrsT struct {
 }
 
 func (t *DropoutAttrsT) Pack(builder *flatbuffers.Builder) flatbuffers.UOffsetT {
-	if t == nil { return 0 }
+	if t == nil {
+		return 0
+	}
 	DropoutAttrsStart(builder)
 	return DropoutAttrsEnd(builder)
 }
@@ -19,7 +21,9 @@ func (rcv *DropoutAttrs) UnPackTo(t *DropoutAttrsT) {
 }
 
 func (rcv *DropoutAttrs) UnPack() *DropoutAttrsT {
-	if rcv == nil { return nil }
+	if rcv == nil {
+		return nil
+	}
 	t := &DropoutAttrsT{}
 	rcv.UnPackTo(t)
 	return t

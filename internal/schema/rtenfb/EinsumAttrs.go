@@ -10,7 +10,9 @@ type EinsumAttrsT struct {
 }
 
 func (t *EinsumAttrsT) Pack(builder *flatbuffers.Builder) flatbuffers.UOffsetT {
-	if t == nil { return 0 }
+	if t == nil {
+		return 0
+	}
 	EinsumAttrsStart(builder)
 	return EinsumAttrsEnd(builder)
 }
@@ -19,7 +21,9 @@ func (rcv *EinsumAttrs) UnPackTo(t *EinsumAttrsT) {
 }
 
 func (rcv *EinsumAttrs) UnPack() *EinsumAttrsT {
-	if rcv == nil { return nil }
+	if rcv == nil {
+		return nil
+	}
 	t := &EinsumAttrsT{}
 	rcv.UnPackTo(t)
 	return t

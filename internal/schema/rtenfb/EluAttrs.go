@@ -10,7 +10,9 @@ type EluAttrsT struct {
 }
 
 func (t *EluAttrsT) Pack(builder *flatbuffers.Builder) flatbuffers.UOffsetT {
-	if t == nil { return 0 }
+	if t == nil {
+		return 0
+	}
 	EluAttrsStart(builder)
 	return EluAttrsEnd(builder)
 }
@@ -19,7 +21,9 @@ func (rcv *EluAttrs) UnPackTo(t *EluAttrsT) {
 }
 
 func (rcv *EluAttrs) UnPack() *EluAttrsT {
-	if rcv == nil { return nil }
+	if rcv == nil {
+		return nil
+	}
 	t := &EluAttrsT{}
 	rcv.UnPackTo(t)
 	return t

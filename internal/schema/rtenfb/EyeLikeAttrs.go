@@ -10,7 +10,9 @@ type EyeLikeAttrsT struct {
 }
 
 func (t *EyeLikeAttrsT) Pack(builder *flatbuffers.Builder) flatbuffers.UOffsetT {
-	if t == nil { return 0 }
+	if t == nil {
+		return 0
+	}
 	EyeLikeAttrsStart(builder)
 	return EyeLikeAttrsEnd(builder)
 }
@@ -19,7 +21,9 @@ func (rcv *EyeLikeAttrs) UnPackTo(t *EyeLikeAttrsT) {
 }
 
 func (rcv *EyeLikeAttrs) UnPack() *EyeLikeAttrsT {
-	if rcv == nil { return nil }
+	if rcv == nil {
+		return nil
+	}
 	t := &EyeLikeAttrsT{}
 	rcv.UnPackTo(t)
 	return t

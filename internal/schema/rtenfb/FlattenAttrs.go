@@ -10,7 +10,9 @@ type FlattenAttrsT struct {
 }
 
 func (t *FlattenAttrsT) Pack(builder *flatbuffers.Builder) flatbuffers.UOffsetT {
-	if t == nil { return 0 }
+	if t == nil {
+		return 0
+	}
 	FlattenAttrsStart(builder)
 	return FlattenAttrsEnd(builder)
 }
@@ -19,7 +21,9 @@ func (rcv *FlattenAttrs) UnPackTo(t *FlattenAttrsT) {
 }
 
 func (rcv *FlattenAttrs) UnPack() *FlattenAttrsT {
-	if rcv == nil { return nil }
+	if rcv == nil {
+		return nil
+	}
 	t := &FlattenAttrsT{}
 	rcv.UnPackTo(t)
 	return t

@@ -11,7 +11,9 @@ type FloatDataT struct {
 }
 
 func (t *FloatDataT) Pack(builder *flatbuffers.Builder) flatbuffers.UOffsetT {
-	if t == nil { return 0 }
+	if t == nil {
+		return 0
+	}
 	dataOffset := flatbuffers.UOffsetT(0)
 	if t.Data != nil {
 		dataLength := len(t.Data)
@@ -35,7 +37,9 @@ func (rcv *FloatData) UnPackTo(t *FloatDataT) {
 }
 
 func (rcv *FloatData) UnPack() *FloatDataT {
-	if rcv == nil { return nil }
+	if rcv == nil {
+		return nil
+	}
 	t := &FloatDataT{}
 	rcv.UnPackTo(t)
 	return t

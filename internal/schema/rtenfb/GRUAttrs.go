@@ -10,7 +10,9 @@ type GRUAttrsT struct {
 }
 
 func (t *GRUAttrsT) Pack(builder *flatbuffers.Builder) flatbuffers.UOffsetT {
-	if t == nil { return 0 }
+	if t == nil {
+		return 0
+	}
 	GRUAttrsStart(builder)
 	return GRUAttrsEnd(builder)
 }
@@ -19,7 +21,9 @@ func (rcv *GRUAttrs) UnPackTo(t *GRUAttrsT) {
 }
 
 func (rcv *GRUAttrs) UnPack() *GRUAttrsT {
-	if rcv == nil { return nil }
+	if rcv == nil {
+		return nil
+	}
 	t := &GRUAttrsT{}
 	rcv.UnPackTo(t)
 	return t

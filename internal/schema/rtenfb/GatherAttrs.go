@@ -10,7 +10,9 @@ type GatherAttrsT struct {
 }
 
 func (t *GatherAttrsT) Pack(builder *flatbuffers.Builder) flatbuffers.UOffsetT {
-	if t == nil { return 0 }
+	if t == nil {
+		return 0
+	}
 	GatherAttrsStart(builder)
 	return GatherAttrsEnd(builder)
 }
@@ -19,7 +21,9 @@ func (rcv *GatherAttrs) UnPackTo(t *GatherAttrsT) {
 }
 
 func (rcv *GatherAttrs) UnPack() *GatherAttrsT {
-	if rcv == nil { return nil }
+	if rcv == nil {
+		return nil
+	}
 	t := &GatherAttrsT{}
 	rcv.UnPackTo(t)
 	return t

@@ -10,7 +10,9 @@ type GatherNDAttrsT struct {
 }
 
 func (t *GatherNDAttrsT) Pack(builder *flatbuffers.Builder) flatbuffers.UOffsetT {
-	if t == nil { return 0 }
+	if t == nil {
+		return 0
+	}
 	GatherNDAttrsStart(builder)
 	return GatherNDAttrsEnd(builder)
 }
@@ -19,7 +21,9 @@ func (rcv *GatherNDAttrs) UnPackTo(t *GatherNDAttrsT) {
 }
 
 func (rcv *GatherNDAttrs) UnPack() *GatherNDAttrsT {
-	if rcv == nil { return nil }
+	if rcv == nil {
+		return nil
+	}
 	t := &GatherNDAttrsT{}
 	rcv.UnPackTo(t)
 	return t

@@ -10,7 +10,9 @@ type GeluAttrsT struct {
 }
 
 func (t *GeluAttrsT) Pack(builder *flatbuffers.Builder) flatbuffers.UOffsetT {
-	if t == nil { return 0 }
+	if t == nil {
+		return 0
+	}
 	GeluAttrsStart(builder)
 	return GeluAttrsEnd(builder)
 }
@@ -19,7 +21,9 @@ func (rcv *GeluAttrs) UnPackTo(t *GeluAttrsT) {
 }
 
 func (rcv *GeluAttrs) UnPack() *GeluAttrsT {
-	if rcv == nil { return nil }
+	if rcv == nil {
+		return nil
+	}
 	t := &GeluAttrsT{}
 	rcv.UnPackTo(t)
 	return t

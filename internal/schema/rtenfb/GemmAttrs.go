@@ -10,7 +10,9 @@ type GemmAttrsT struct {
 }
 
 func (t *GemmAttrsT) Pack(builder *flatbuffers.Builder) flatbuffers.UOffsetT {
-	if t == nil { return 0 }
+	if t == nil {
+		return 0
+	}
 	GemmAttrsStart(builder)
 	return GemmAttrsEnd(builder)
 }
@@ -19,7 +21,9 @@ func (rcv *GemmAttrs) UnPackTo(t *GemmAttrsT) {
 }
 
 func (rcv *GemmAttrs) UnPack() *GemmAttrsT {
-	if rcv == nil { return nil }
+	if rcv == nil {
+		return nil
+	}
 	t := &GemmAttrsT{}
 	rcv.UnPackTo(t)
 	return t

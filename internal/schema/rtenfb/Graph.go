@@ -7,14 +7,16 @@ import (
 )
 
 type GraphT struct {
-	Nodes []*NodeT `json:"nodes"`
-	Inputs []uint32 `json:"inputs"`
-	Outputs []uint32 `json:"outputs"`
+	Nodes    []*NodeT `json:"nodes"`
+	Inputs   []uint32 `json:"inputs"`
+	Outputs  []uint32 `json:"outputs"`
 	Captures []uint32 `json:"captures"`
 }
 
 func (t *GraphT) Pack(builder *flatbuffers.Builder) flatbuffers.UOffsetT {
-	if t == nil { return 0 }
+	if t == nil {
+		return 0
+	}
 	nodesOffset := flatbuffers.UOffsetT(0)
 	if t.Nodes != nil {
 		nodesLength := len(t.Nodes)
@@ -89,7 +91,9 @@ func (rcv *Graph) UnPackTo(t *GraphT) {
 }
 
 func (rcv *Graph) UnPack() *GraphT {
-	if rcv == nil { return nil }
+	if rcv == nil {
+		return nil
+	}
 	t := &GraphT{}
 	rcv.UnPackTo(t)
 	return t

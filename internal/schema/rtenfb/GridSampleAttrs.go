@@ -10,7 +10,9 @@ type GridSampleAttrsT struct {
 }
 
 func (t *GridSampleAttrsT) Pack(builder *flatbuffers.Builder) flatbuffers.UOffsetT {
-	if t == nil { return 0 }
+	if t == nil {
+		return 0
+	}
 	GridSampleAttrsStart(builder)
 	return GridSampleAttrsEnd(builder)
 }
@@ -19,7 +21,9 @@ func (rcv *GridSampleAttrs) UnPackTo(t *GridSampleAttrsT) {
 }
 
 func (rcv *GridSampleAttrs) UnPack() *GridSampleAttrsT {
-	if rcv == nil { return nil }
+	if rcv == nil {
+		return nil
+	}
 	t := &GridSampleAttrsT{}
 	rcv.UnPackTo(t)
 	return t

@@ -10,7 +10,9 @@ type HardSigmoidAttrsT struct {
 }
 
 func (t *HardSigmoidAttrsT) Pack(builder *flatbuffers.Builder) flatbuffers.UOffsetT {
-	if t == nil { return 0 }
+	if t == nil {
+		return 0
+	}
 	HardSigmoidAttrsStart(builder)
 	return HardSigmoidAttrsEnd(builder)
 }
@@ -19,7 +21,9 @@ func (rcv *HardSigmoidAttrs) UnPackTo(t *HardSigmoidAttrsT) {
 }
 
 func (rcv *HardSigmoidAttrs) UnPack() *HardSigmoidAttrsT {
-	if rcv == nil { return nil }
+	if rcv == nil {
+		return nil
+	}
 	t := &HardSigmoidAttrsT{}
 	rcv.UnPackTo(t)
 	return t

@@ -12,7 +12,9 @@ type IfAttrsT struct {
 }
 
 func (t *IfAttrsT) Pack(builder *flatbuffers.Builder) flatbuffers.UOffsetT {
-	if t == nil { return 0 }
+	if t == nil {
+		return 0
+	}
 	thenBranchOffset := t.ThenBranch.Pack(builder)
 	elseBranchOffset := t.ElseBranch.Pack(builder)
 	IfAttrsStart(builder)
@@ -27,7 +29,9 @@ func (rcv *IfAttrs) UnPackTo(t *IfAttrsT) {
 }
 
 func (rcv *IfAttrs) UnPack() *IfAttrsT {
-	if rcv == nil { return nil }
+	if rcv == nil {
+		return nil
+	}
 	t := &IfAttrsT{}
 	rcv.UnPackTo(t)
 	return t

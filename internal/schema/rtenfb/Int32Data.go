@@ -11,7 +11,9 @@ type Int32DataT struct {
 }
 
 func (t *Int32DataT) Pack(builder *flatbuffers.Builder) flatbuffers.UOffsetT {
-	if t == nil { return 0 }
+	if t == nil {
+		return 0
+	}
 	dataOffset := flatbuffers.UOffsetT(0)
 	if t.Data != nil {
 		dataLength := len(t.Data)
@@ -35,7 +37,9 @@ func (rcv *Int32Data) UnPackTo(t *Int32DataT) {
 }
 
 func (rcv *Int32Data) UnPack() *Int32DataT {
-	if rcv == nil { return nil }
+	if rcv == nil {
+		return nil
+	}
 	t := &Int32DataT{}
 	rcv.UnPackTo(t)
 	return t

@@ -11,7 +11,9 @@ type Int8DataT struct {
 }
 
 func (t *Int8DataT) Pack(builder *flatbuffers.Builder) flatbuffers.UOffsetT {
-	if t == nil { return 0 }
+	if t == nil {
+		return 0
+	}
 	dataOffset := flatbuffers.UOffsetT(0)
 	if t.Data != nil {
 		dataLength := len(t.Data)
@@ -35,7 +37,9 @@ func (rcv *Int8Data) UnPackTo(t *Int8DataT) {
 }
 
 func (rcv *Int8Data) UnPack() *Int8DataT {
-	if rcv == nil { return nil }
+	if rcv == nil {
+		return nil
+	}
 	t := &Int8DataT{}
 	rcv.UnPackTo(t)
 	return t

@@ -10,7 +10,9 @@ type IsInfAttrsT struct {
 }
 
 func (t *IsInfAttrsT) Pack(builder *flatbuffers.Builder) flatbuffers.UOffsetT {
-	if t == nil { return 0 }
+	if t == nil {
+		return 0
+	}
 	IsInfAttrsStart(builder)
 	return IsInfAttrsEnd(builder)
 }
@@ -19,7 +21,9 @@ func (rcv *IsInfAttrs) UnPackTo(t *IsInfAttrsT) {
 }
 
 func (rcv *IsInfAttrs) UnPack() *IsInfAttrsT {
-	if rcv == nil { return nil }
+	if rcv == nil {
+		return nil
+	}
 	t := &IsInfAttrsT{}
 	rcv.UnPackTo(t)
 	return t

@@ -10,7 +10,9 @@ type LSTMAttrsT struct {
 }
 
 func (t *LSTMAttrsT) Pack(builder *flatbuffers.Builder) flatbuffers.UOffsetT {
-	if t == nil { return 0 }
+	if t == nil {
+		return 0
+	}
 	LSTMAttrsStart(builder)
 	return LSTMAttrsEnd(builder)
 }
@@ -19,7 +21,9 @@ func (rcv *LSTMAttrs) UnPackTo(t *LSTMAttrsT) {
 }
 
 func (rcv *LSTMAttrs) UnPack() *LSTMAttrsT {
-	if rcv == nil { return nil }
+	if rcv == nil {
+		return nil
+	}
 	t := &LSTMAttrsT{}
 	rcv.UnPackTo(t)
 	return t

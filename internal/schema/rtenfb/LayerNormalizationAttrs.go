@@ -10,7 +10,9 @@ type LayerNormalizationAttrsT struct {
 }
 
 func (t *LayerNormalizationAttrsT) Pack(builder *flatbuffers.Builder) flatbuffers.UOffsetT {
-	if t == nil { return 0 }
+	if t == nil {
+		return 0
+	}
 	LayerNormalizationAttrsStart(builder)
 	return LayerNormalizationAttrsEnd(builder)
 }
@@ -19,7 +21,9 @@ func (rcv *LayerNormalizationAttrs) UnPackTo(t *LayerNormalizationAttrsT) {
 }
 
 func (rcv *LayerNormalizationAttrs) UnPack() *LayerNormalizationAttrsT {
-	if rcv == nil { return nil }
+	if rcv == nil {
+		return nil
+	}
 	t := &LayerNormalizationAttrsT{}
 	rcv.UnPackTo(t)
 	return t

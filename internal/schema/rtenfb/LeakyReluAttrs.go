@@ -10,7 +10,9 @@ type LeakyReluAttrsT struct {
 }
 
 func (t *LeakyReluAttrsT) Pack(builder *flatbuffers.Builder) flatbuffers.UOffsetT {
-	if t == nil { return 0 }
+	if t == nil {
+		return 0
+	}
 	LeakyReluAttrsStart(builder)
 	return LeakyReluAttrsEnd(builder)
 }
@@ -19,7 +21,9 @@ func (rcv *LeakyReluAttrs) UnPackTo(t *LeakyReluAttrsT) {
 }
 
 func (rcv *LeakyReluAttrs) UnPack() *LeakyReluAttrsT {
-	if rcv == nil { return nil }
+	if rcv == nil {
+		return nil
+	}
 	t := &LeakyReluAttrsT{}
 	rcv.UnPackTo(t)
 	return t

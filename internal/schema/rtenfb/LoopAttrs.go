@@ -11,7 +11,9 @@ type LoopAttrsT struct {
 }
 
 func (t *LoopAttrsT) Pack(builder *flatbuffers.Builder) flatbuffers.UOffsetT {
-	if t == nil { return 0 }
+	if t == nil {
+		return 0
+	}
 	bodyOffset := t.Body.Pack(builder)
 	LoopAttrsStart(builder)
 	LoopAttrsAddBody(builder, bodyOffset)
@@ -23,7 +25,9 @@ func (rcv *LoopAttrs) UnPackTo(t *LoopAttrsT) {
 }
 
 func (rcv *LoopAttrs) UnPack() *LoopAttrsT {
-	if rcv == nil { return nil }
+	if rcv == nil {
+		return nil
+	}
 	t := &LoopAttrsT{}
 	rcv.UnPackTo(t)
 	return t

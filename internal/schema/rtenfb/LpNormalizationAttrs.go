@@ -10,7 +10,9 @@ type LpNormalizationAttrsT struct {
 }
 
 func (t *LpNormalizationAttrsT) Pack(builder *flatbuffers.Builder) flatbuffers.UOffsetT {
-	if t == nil { return 0 }
+	if t == nil {
+		return 0
+	}
 	LpNormalizationAttrsStart(builder)
 	return LpNormalizationAttrsEnd(builder)
 }
@@ -19,7 +21,9 @@ func (rcv *LpNormalizationAttrs) UnPackTo(t *LpNormalizationAttrsT) {
 }
 
 func (rcv *LpNormalizationAttrs) UnPack() *LpNormalizationAttrsT {
-	if rcv == nil { return nil }
+	if rcv == nil {
+		return nil
+	}
 	t := &LpNormalizationAttrsT{}
 	rcv.UnPackTo(t)
 	return t

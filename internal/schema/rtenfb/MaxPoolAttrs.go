@@ -10,7 +10,9 @@ type MaxPoolAttrsT struct {
 }
 
 func (t *MaxPoolAttrsT) Pack(builder *flatbuffers.Builder) flatbuffers.UOffsetT {
-	if t == nil { return 0 }
+	if t == nil {
+		return 0
+	}
 	MaxPoolAttrsStart(builder)
 	return MaxPoolAttrsEnd(builder)
 }
@@ -19,7 +21,9 @@ func (rcv *MaxPoolAttrs) UnPackTo(t *MaxPoolAttrsT) {
 }
 
 func (rcv *MaxPoolAttrs) UnPack() *MaxPoolAttrsT {
-	if rcv == nil { return nil }
+	if rcv == nil {
+		return nil
+	}
 	t := &MaxPoolAttrsT{}
 	rcv.UnPackTo(t)
 	return t

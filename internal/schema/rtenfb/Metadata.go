@@ -7,18 +7,20 @@ import (
 )
 
 type MetadataT struct {
-	OnnxHash string `json:"onnx_hash"`
-	Description string `json:"description"`
-	License string `json:"license"`
-	Commit string `json:"commit"`
-	CodeRepository string `json:"code_repository"`
+	OnnxHash        string `json:"onnx_hash"`
+	Description     string `json:"description"`
+	License         string `json:"license"`
+	Commit          string `json:"commit"`
+	CodeRepository  string `json:"code_repository"`
 	ModelRepository string `json:"model_repository"`
-	RunId string `json:"run_id"`
-	RunUrl string `json:"run_url"`
+	RunId           string `json:"run_id"`
+	RunUrl          string `json:"run_url"`
 }
 
 func (t *MetadataT) Pack(builder *flatbuffers.Builder) flatbuffers.UOffsetT {
-	if t == nil { return 0 }
+	if t == nil {
+		return 0
+	}
 	onnxHashOffset := builder.CreateString(t.OnnxHash)
 	descriptionOffset := builder.CreateString(t.Description)
 	licenseOffset := builder.CreateString(t.License)
@@ -51,7 +53,9 @@ func (rcv *Metadata) UnPackTo(t *MetadataT) {
 }
 
 func (rcv *Metadata) UnPack() *MetadataT {
-	if rcv == nil { return nil }
+	if rcv == nil {
+		return nil
+	}
 	t := &MetadataT{}
 	rcv.UnPackTo(t)
 	return t

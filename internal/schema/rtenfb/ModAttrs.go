@@ -10,7 +10,9 @@ type ModAttrsT struct {
 }
 
 func (t *ModAttrsT) Pack(builder *flatbuffers.Builder) flatbuffers.UOffsetT {
-	if t == nil { return 0 }
+	if t == nil {
+		return 0
+	}
 	ModAttrsStart(builder)
 	return ModAttrsEnd(builder)
 }
@@ -19,7 +21,9 @@ func (rcv *ModAttrs) UnPackTo(t *ModAttrsT) {
 }
 
 func (rcv *ModAttrs) UnPack() *ModAttrsT {
-	if rcv == nil { return nil }
+	if rcv == nil {
+		return nil
+	}
 	t := &ModAttrsT{}
 	rcv.UnPackTo(t)
 	return t

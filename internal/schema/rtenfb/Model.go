@@ -7,13 +7,15 @@ import (
 )
 
 type ModelT struct {
-	SchemaVersion int32 `json:"schema_version"`
-	Graph *GraphT `json:"graph"`
-	Metadata *MetadataT `json:"metadata"`
+	SchemaVersion int32      `json:"schema_version"`
+	Graph         *GraphT    `json:"graph"`
+	Metadata      *MetadataT `json:"metadata"`
 }
 
 func (t *ModelT) Pack(builder *flatbuffers.Builder) flatbuffers.UOffsetT {
-	if t == nil { return 0 }
+	if t == nil {
+		return 0
+	}
 	graphOffset := t.Graph.Pack(builder)
 	metadataOffset := t.Metadata.Pack(builder)
 	ModelStart(builder)
@@ -30,7 +32,9 @@ func (rcv *Model) UnPackTo(t *ModelT) {
 }
 
 func (rcv *Model) UnPack() *ModelT {
-	if rcv == nil { return nil }
+	if rcv == nil {
+		return nil
+	}
 	t := &ModelT{}
 	rcv.UnPackTo(t)
 	return t

@@ -10,7 +10,9 @@ type MultinomialAttrsT struct {
 }
 
 func (t *MultinomialAttrsT) Pack(builder *flatbuffers.Builder) flatbuffers.UOffsetT {
-	if t == nil { return 0 }
+	if t == nil {
+		return 0
+	}
 	MultinomialAttrsStart(builder)
 	return MultinomialAttrsEnd(builder)
 }
@@ -19,7 +21,9 @@ func (rcv *MultinomialAttrs) UnPackTo(t *MultinomialAttrsT) {
 }
 
 func (rcv *MultinomialAttrs) UnPack() *MultinomialAttrsT {
-	if rcv == nil { return nil }
+	if rcv == nil {
+		return nil
+	}
 	t := &MultinomialAttrsT{}
 	rcv.UnPackTo(t)
 	return t

@@ -7,15 +7,17 @@ import (
 )
 
 type NodeT struct {
-	Name string `json:"name"`
+	Name string     `json:"name"`
 	Data *NodeKindT `json:"data"`
 }
 
 func (t *NodeT) Pack(builder *flatbuffers.Builder) flatbuffers.UOffsetT {
-	if t == nil { return 0 }
+	if t == nil {
+		return 0
+	}
 	nameOffset := builder.CreateString(t.Name)
 	dataOffset := t.Data.Pack(builder)
-	
+
 	NodeStart(builder)
 	NodeAddName(builder, nameOffset)
 	if t.Data != nil {
@@ -34,7 +36,9 @@ func (rcv *Node) UnPackTo(t *NodeT) {
 }
 
 func (rcv *Node) UnPack() *NodeT {
-	if rcv == nil { return nil }
+	if rcv == nil {
+		return nil
+	}
 	t := &NodeT{}
 	rcv.UnPackTo(t)
 	return t

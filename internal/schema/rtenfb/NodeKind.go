@@ -39,7 +39,7 @@ func (v NodeKind) String() string {
 }
 
 type NodeKindT struct {
-	Type NodeKind
+	Type  NodeKind
 	Value interface{}
 }
 
@@ -62,13 +62,13 @@ func (rcv NodeKind) UnPack(table flatbuffers.Table) *NodeKindT {
 	switch rcv {
 	case NodeKindOperatorNode:
 		x := OperatorNode{_tab: table}
-		return &NodeKindT{ Type: NodeKindOperatorNode, Value: x.UnPack() }
+		return &NodeKindT{Type: NodeKindOperatorNode, Value: x.UnPack()}
 	case NodeKindConstantNode:
 		x := ConstantNode{_tab: table}
-		return &NodeKindT{ Type: NodeKindConstantNode, Value: x.UnPack() }
+		return &NodeKindT{Type: NodeKindConstantNode, Value: x.UnPack()}
 	case NodeKindValueNode:
 		x := ValueNode{_tab: table}
-		return &NodeKindT{ Type: NodeKindValueNode, Value: x.UnPack() }
+		return &NodeKindT{Type: NodeKindValueNode, Value: x.UnPack()}
 	}
 	return nil
 }

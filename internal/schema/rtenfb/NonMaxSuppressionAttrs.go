@@ -10,7 +10,9 @@ type NonMaxSuppressionAttrsT struct {
 }
 
 func (t *NonMaxSuppressionAttrsT) Pack(builder *flatbuffers.Builder) flatbuffers.UOffsetT {
-	if t == nil { return 0 }
+	if t == nil {
+		return 0
+	}
 	NonMaxSuppressionAttrsStart(builder)
 	return NonMaxSuppressionAttrsEnd(builder)
 }
@@ -19,7 +21,9 @@ func (rcv *NonMaxSuppressionAttrs) UnPackTo(t *NonMaxSuppressionAttrsT) {
 }
 
 func (rcv *NonMaxSuppressionAttrs) UnPack() *NonMaxSuppressionAttrsT {
-	if rcv == nil { return nil }
+	if rcv == nil {
+		return nil
+	}
 	t := &NonMaxSuppressionAttrsT{}
 	rcv.UnPackTo(t)
 	return t

@@ -10,7 +10,9 @@ type OneHotAttrsT struct {
 }
 
 func (t *OneHotAttrsT) Pack(builder *flatbuffers.Builder) flatbuffers.UOffsetT {
-	if t == nil { return 0 }
+	if t == nil {
+		return 0
+	}
 	OneHotAttrsStart(builder)
 	return OneHotAttrsEnd(builder)
 }
@@ -19,7 +21,9 @@ func (rcv *OneHotAttrs) UnPackTo(t *OneHotAttrsT) {
 }
 
 func (rcv *OneHotAttrs) UnPack() *OneHotAttrsT {
-	if rcv == nil { return nil }
+	if rcv == nil {
+		return nil
+	}
 	t := &OneHotAttrsT{}
 	rcv.UnPackTo(t)
 	return t

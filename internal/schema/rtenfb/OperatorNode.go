@@ -7,16 +7,18 @@ import (
 )
 
 type OperatorNodeT struct {
-	Type OperatorType `json:"type"`
-	Attrs *OperatorAttrsT `json:"attrs"`
-	Inputs []int32 `json:"inputs"`
-	Outputs []int32 `json:"outputs"`
+	Type    OperatorType    `json:"type"`
+	Attrs   *OperatorAttrsT `json:"attrs"`
+	Inputs  []int32         `json:"inputs"`
+	Outputs []int32         `json:"outputs"`
 }
 
 func (t *OperatorNodeT) Pack(builder *flatbuffers.Builder) flatbuffers.UOffsetT {
-	if t == nil { return 0 }
+	if t == nil {
+		return 0
+	}
 	attrsOffset := t.Attrs.Pack(builder)
-	
+
 	inputsOffset := flatbuffers.UOffsetT(0)
 	if t.Inputs != nil {
 		inputsLength := len(t.Inputs)
@@ -65,7 +67,9 @@ func (rcv *OperatorNode) UnPackTo(t *OperatorNodeT) {
 }
 
 func (rcv *OperatorNode) UnPack() *OperatorNodeT {
-	if rcv == nil { return nil }
+	if rcv == nil {
+		return nil
+	}
 	t := &OperatorNodeT{}
 	rcv.UnPackTo(t)
 	return t

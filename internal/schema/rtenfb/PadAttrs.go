@@ -10,7 +10,9 @@ type PadAttrsT struct {
 }
 
 func (t *PadAttrsT) Pack(builder *flatbuffers.Builder) flatbuffers.UOffsetT {
-	if t == nil { return 0 }
+	if t == nil {
+		return 0
+	}
 	PadAttrsStart(builder)
 	return PadAttrsEnd(builder)
 }
@@ -19,7 +21,9 @@ func (rcv *PadAttrs) UnPackTo(t *PadAttrsT) {
 }
 
 func (rcv *PadAttrs) UnPack() *PadAttrsT {
-	if rcv == nil { return nil }
+	if rcv == nil {
+		return nil
+	}
 	t := &PadAttrsT{}
 	rcv.UnPackTo(t)
 	return t

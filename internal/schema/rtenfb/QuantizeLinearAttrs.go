@@ -10,7 +10,9 @@ type QuantizeLinearAttrsT struct {
 }
 
 func (t *QuantizeLinearAttrsT) Pack(builder *flatbuffers.Builder) flatbuffers.UOffsetT {
-	if t == nil { return 0 }
+	if t == nil {
+		return 0
+	}
 	QuantizeLinearAttrsStart(builder)
 	return QuantizeLinearAttrsEnd(builder)
 }
@@ -19,7 +21,9 @@ func (rcv *QuantizeLinearAttrs) UnPackTo(t *QuantizeLinearAttrsT) {
 }
 
 func (rcv *QuantizeLinearAttrs) UnPack() *QuantizeLinearAttrsT {
-	if rcv == nil { return nil }
+	if rcv == nil {
+		return nil
+	}
 	t := &QuantizeLinearAttrsT{}
 	rcv.UnPackTo(t)
 	return t

@@ -10,7 +10,9 @@ type RandomNormalAttrsT struct {
 }
 
 func (t *RandomNormalAttrsT) Pack(builder *flatbuffers.Builder) flatbuffers.UOffsetT {
-	if t == nil { return 0 }
+	if t == nil {
+		return 0
+	}
 	RandomNormalAttrsStart(builder)
 	return RandomNormalAttrsEnd(builder)
 }
@@ -19,7 +21,9 @@ func (rcv *RandomNormalAttrs) UnPackTo(t *RandomNormalAttrsT) {
 }
 
 func (rcv *RandomNormalAttrs) UnPack() *RandomNormalAttrsT {
-	if rcv == nil { return nil }
+	if rcv == nil {
+		return nil
+	}
 	t := &RandomNormalAttrsT{}
 	rcv.UnPackTo(t)
 	return t

@@ -10,7 +10,9 @@ type RandomNormalLikeAttrsT struct {
 }
 
 func (t *RandomNormalLikeAttrsT) Pack(builder *flatbuffers.Builder) flatbuffers.UOffsetT {
-	if t == nil { return 0 }
+	if t == nil {
+		return 0
+	}
 	RandomNormalLikeAttrsStart(builder)
 	return RandomNormalLikeAttrsEnd(builder)
 }
@@ -19,7 +21,9 @@ func (rcv *RandomNormalLikeAttrs) UnPackTo(t *RandomNormalLikeAttrsT) {
 }
 
 func (rcv *RandomNormalLikeAttrs) UnPack() *RandomNormalLikeAttrsT {
-	if rcv == nil { return nil }
+	if rcv == nil {
+		return nil
+	}
 	t := &RandomNormalLikeAttrsT{}
 	rcv.UnPackTo(t)
 	return t

@@ -10,7 +10,9 @@ type RandomUniformAttrsT struct {
 }
 
 func (t *RandomUniformAttrsT) Pack(builder *flatbuffers.Builder) flatbuffers.UOffsetT {
-	if t == nil { return 0 }
+	if t == nil {
+		return 0
+	}
 	RandomUniformAttrsStart(builder)
 	return RandomUniformAttrsEnd(builder)
 }
@@ -19,7 +21,9 @@ func (rcv *RandomUniformAttrs) UnPackTo(t *RandomUniformAttrsT) {
 }
 
 func (rcv *RandomUniformAttrs) UnPack() *RandomUniformAttrsT {
-	if rcv == nil { return nil }
+	if rcv == nil {
+		return nil
+	}
 	t := &RandomUniformAttrsT{}
 	rcv.UnPackTo(t)
 	return t

@@ -10,7 +10,9 @@ type RandomUniformLikeAttrsT struct {
 }
 
 func (t *RandomUniformLikeAttrsT) Pack(builder *flatbuffers.Builder) flatbuffers.UOffsetT {
-	if t == nil { return 0 }
+	if t == nil {
+		return 0
+	}
 	RandomUniformLikeAttrsStart(builder)
 	return RandomUniformLikeAttrsEnd(builder)
 }
@@ -19,7 +21,9 @@ func (rcv *RandomUniformLikeAttrs) UnPackTo(t *RandomUniformLikeAttrsT) {
 }
 
 func (rcv *RandomUniformLikeAttrs) UnPack() *RandomUniformLikeAttrsT {
-	if rcv == nil { return nil }
+	if rcv == nil {
+		return nil
+	}
 	t := &RandomUniformLikeAttrsT{}
 	rcv.UnPackTo(t)
 	return t

@@ -10,7 +10,9 @@ type ReduceMeanAttrsT struct {
 }
 
 func (t *ReduceMeanAttrsT) Pack(builder *flatbuffers.Builder) flatbuffers.UOffsetT {
-	if t == nil { return 0 }
+	if t == nil {
+		return 0
+	}
 	ReduceMeanAttrsStart(builder)
 	return ReduceMeanAttrsEnd(builder)
 }
@@ -19,7 +21,9 @@ func (rcv *ReduceMeanAttrs) UnPackTo(t *ReduceMeanAttrsT) {
 }
 
 func (rcv *ReduceMeanAttrs) UnPack() *ReduceMeanAttrsT {
-	if rcv == nil { return nil }
+	if rcv == nil {
+		return nil
+	}
 	t := &ReduceMeanAttrsT{}
 	rcv.UnPackTo(t)
 	return t

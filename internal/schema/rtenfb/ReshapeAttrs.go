@@ -10,7 +10,9 @@ type ReshapeAttrsT struct {
 }
 
 func (t *ReshapeAttrsT) Pack(builder *flatbuffers.Builder) flatbuffers.UOffsetT {
-	if t == nil { return 0 }
+	if t == nil {
+		return 0
+	}
 	ReshapeAttrsStart(builder)
 	return ReshapeAttrsEnd(builder)
 }
@@ -19,7 +21,9 @@ func (rcv *ReshapeAttrs) UnPackTo(t *ReshapeAttrsT) {
 }
 
 func (rcv *ReshapeAttrs) UnPack() *ReshapeAttrsT {
-	if rcv == nil { return nil }
+	if rcv == nil {
+		return nil
+	}
 	t := &ReshapeAttrsT{}
 	rcv.UnPackTo(t)
 	return t

@@ -10,7 +10,9 @@ type ResizeAttrsT struct {
 }
 
 func (t *ResizeAttrsT) Pack(builder *flatbuffers.Builder) flatbuffers.UOffsetT {
-	if t == nil { return 0 }
+	if t == nil {
+		return 0
+	}
 	ResizeAttrsStart(builder)
 	return ResizeAttrsEnd(builder)
 }
@@ -19,7 +21,9 @@ func (rcv *ResizeAttrs) UnPackTo(t *ResizeAttrsT) {
 }
 
 func (rcv *ResizeAttrs) UnPack() *ResizeAttrsT {
-	if rcv == nil { return nil }
+	if rcv == nil {
+		return nil
+	}
 	t := &ResizeAttrsT{}
 	rcv.UnPackTo(t)
 	return t

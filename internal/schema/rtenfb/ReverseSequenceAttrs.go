@@ -10,7 +10,9 @@ type ReverseSequenceAttrsT struct {
 }
 
 func (t *ReverseSequenceAttrsT) Pack(builder *flatbuffers.Builder) flatbuffers.UOffsetT {
-	if t == nil { return 0 }
+	if t == nil {
+		return 0
+	}
 	ReverseSequenceAttrsStart(builder)
 	return ReverseSequenceAttrsEnd(builder)
 }
@@ -19,7 +21,9 @@ func (rcv *ReverseSequenceAttrs) UnPackTo(t *ReverseSequenceAttrsT) {
 }
 
 func (rcv *ReverseSequenceAttrs) UnPack() *ReverseSequenceAttrsT {
-	if rcv == nil { return nil }
+	if rcv == nil {
+		return nil
+	}
 	t := &ReverseSequenceAttrsT{}
 	rcv.UnPackTo(t)
 	return t

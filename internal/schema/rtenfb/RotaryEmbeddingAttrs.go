@@ -10,7 +10,9 @@ type RotaryEmbeddingAttrsT struct {
 }
 
 func (t *RotaryEmbeddingAttrsT) Pack(builder *flatbuffers.Builder) flatbuffers.UOffsetT {
-	if t == nil { return 0 }
+	if t == nil {
+		return 0
+	}
 	RotaryEmbeddingAttrsStart(builder)
 	return RotaryEmbeddingAttrsEnd(builder)
 }
@@ -19,7 +21,9 @@ func (rcv *RotaryEmbeddingAttrs) UnPackTo(t *RotaryEmbeddingAttrsT) {
 }
 
 func (rcv *RotaryEmbeddingAttrs) UnPack() *RotaryEmbeddingAttrsT {
-	if rcv == nil { return nil }
+	if rcv == nil {
+		return nil
+	}
 	t := &RotaryEmbeddingAttrsT{}
 	rcv.UnPackTo(t)
 	return t

@@ -10,7 +10,9 @@ type STFTAttrsT struct {
 }
 
 func (t *STFTAttrsT) Pack(builder *flatbuffers.Builder) flatbuffers.UOffsetT {
-	if t == nil { return 0 }
+	if t == nil {
+		return 0
+	}
 	STFTAttrsStart(builder)
 	return STFTAttrsEnd(builder)
 }
@@ -19,7 +21,9 @@ func (rcv *STFTAttrs) UnPackTo(t *STFTAttrsT) {
 }
 
 func (rcv *STFTAttrs) UnPack() *STFTAttrsT {
-	if rcv == nil { return nil }
+	if rcv == nil {
+		return nil
+	}
 	t := &STFTAttrsT{}
 	rcv.UnPackTo(t)
 	return t

@@ -10,7 +10,9 @@ type ScatterElementsAttrsT struct {
 }
 
 func (t *ScatterElementsAttrsT) Pack(builder *flatbuffers.Builder) flatbuffers.UOffsetT {
-	if t == nil { return 0 }
+	if t == nil {
+		return 0
+	}
 	ScatterElementsAttrsStart(builder)
 	return ScatterElementsAttrsEnd(builder)
 }
@@ -19,7 +21,9 @@ func (rcv *ScatterElementsAttrs) UnPackTo(t *ScatterElementsAttrsT) {
 }
 
 func (rcv *ScatterElementsAttrs) UnPack() *ScatterElementsAttrsT {
-	if rcv == nil { return nil }
+	if rcv == nil {
+		return nil
+	}
 	t := &ScatterElementsAttrsT{}
 	rcv.UnPackTo(t)
 	return t

@@ -10,7 +10,9 @@ type ScatterNDAttrsT struct {
 }
 
 func (t *ScatterNDAttrsT) Pack(builder *flatbuffers.Builder) flatbuffers.UOffsetT {
-	if t == nil { return 0 }
+	if t == nil {
+		return 0
+	}
 	ScatterNDAttrsStart(builder)
 	return ScatterNDAttrsEnd(builder)
 }
@@ -19,7 +21,9 @@ func (rcv *ScatterNDAttrs) UnPackTo(t *ScatterNDAttrsT) {
 }
 
 func (rcv *ScatterNDAttrs) UnPack() *ScatterNDAttrsT {
-	if rcv == nil { return nil }
+	if rcv == nil {
+		return nil
+	}
 	t := &ScatterNDAttrsT{}
 	rcv.UnPackTo(t)
 	return t

@@ -10,7 +10,9 @@ type SeluAttrsT struct {
 }
 
 func (t *SeluAttrsT) Pack(builder *flatbuffers.Builder) flatbuffers.UOffsetT {
-	if t == nil { return 0 }
+	if t == nil {
+		return 0
+	}
 	SeluAttrsStart(builder)
 	return SeluAttrsEnd(builder)
 }
@@ -19,7 +21,9 @@ func (rcv *SeluAttrs) UnPackTo(t *SeluAttrsT) {
 }
 
 func (rcv *SeluAttrs) UnPack() *SeluAttrsT {
-	if rcv == nil { return nil }
+	if rcv == nil {
+		return nil
+	}
 	t := &SeluAttrsT{}
 	rcv.UnPackTo(t)
 	return t

@@ -10,7 +10,9 @@ type SequenceEmptyAttrsT struct {
 }
 
 func (t *SequenceEmptyAttrsT) Pack(builder *flatbuffers.Builder) flatbuffers.UOffsetT {
-	if t == nil { return 0 }
+	if t == nil {
+		return 0
+	}
 	SequenceEmptyAttrsStart(builder)
 	return SequenceEmptyAttrsEnd(builder)
 }
@@ -19,7 +21,9 @@ func (rcv *SequenceEmptyAttrs) UnPackTo(t *SequenceEmptyAttrsT) {
 }
 
 func (rcv *SequenceEmptyAttrs) UnPack() *SequenceEmptyAttrsT {
-	if rcv == nil { return nil }
+	if rcv == nil {
+		return nil
+	}
 	t := &SequenceEmptyAttrsT{}
 	rcv.UnPackTo(t)
 	return t

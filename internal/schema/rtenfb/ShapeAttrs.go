@@ -10,7 +10,9 @@ type ShapeAttrsT struct {
 }
 
 func (t *ShapeAttrsT) Pack(builder *flatbuffers.Builder) flatbuffers.UOffsetT {
-	if t == nil { return 0 }
+	if t == nil {
+		return 0
+	}
 	ShapeAttrsStart(builder)
 	return ShapeAttrsEnd(builder)
 }
@@ -19,7 +21,9 @@ func (rcv *ShapeAttrs) UnPackTo(t *ShapeAttrsT) {
 }
 
 func (rcv *ShapeAttrs) UnPack() *ShapeAttrsT {
-	if rcv == nil { return nil }
+	if rcv == nil {
+		return nil
+	}
 	t := &ShapeAttrsT{}
 	rcv.UnPackTo(t)
 	return t

@@ -10,7 +10,9 @@ type ShrinkAttrsT struct {
 }
 
 func (t *ShrinkAttrsT) Pack(builder *flatbuffers.Builder) flatbuffers.UOffsetT {
-	if t == nil { return 0 }
+	if t == nil {
+		return 0
+	}
 	ShrinkAttrsStart(builder)
 	return ShrinkAttrsEnd(builder)
 }
@@ -19,7 +21,9 @@ func (rcv *ShrinkAttrs) UnPackTo(t *ShrinkAttrsT) {
 }
 
 func (rcv *ShrinkAttrs) UnPack() *ShrinkAttrsT {
-	if rcv == nil { return nil }
+	if rcv == nil {
+		return nil
+	}
 	t := &ShrinkAttrsT{}
 	rcv.UnPackTo(t)
 	return t

@@ -10,7 +10,9 @@ type SoftmaxAttrsT struct {
 }
 
 func (t *SoftmaxAttrsT) Pack(builder *flatbuffers.Builder) flatbuffers.UOffsetT {
-	if t == nil { return 0 }
+	if t == nil {
+		return 0
+	}
 	SoftmaxAttrsStart(builder)
 	return SoftmaxAttrsEnd(builder)
 }
@@ -19,7 +21,9 @@ func (rcv *SoftmaxAttrs) UnPackTo(t *SoftmaxAttrsT) {
 }
 
 func (rcv *SoftmaxAttrs) UnPack() *SoftmaxAttrsT {
-	if rcv == nil { return nil }
+	if rcv == nil {
+		return nil
+	}
 	t := &SoftmaxAttrsT{}
 	rcv.UnPackTo(t)
 	return t

@@ -10,7 +10,9 @@ type SplitAttrsT struct {
 }
 
 func (t *SplitAttrsT) Pack(builder *flatbuffers.Builder) flatbuffers.UOffsetT {
-	if t == nil { return 0 }
+	if t == nil {
+		return 0
+	}
 	SplitAttrsStart(builder)
 	return SplitAttrsEnd(builder)
 }
@@ -19,7 +21,9 @@ func (rcv *SplitAttrs) UnPackTo(t *SplitAttrsT) {
 }
 
 func (rcv *SplitAttrs) UnPack() *SplitAttrsT {
-	if rcv == nil { return nil }
+	if rcv == nil {
+		return nil
+	}
 	t := &SplitAttrsT{}
 	rcv.UnPackTo(t)
 	return t

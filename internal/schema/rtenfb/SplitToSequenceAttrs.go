@@ -10,7 +10,9 @@ type SplitToSequenceAttrsT struct {
 }
 
 func (t *SplitToSequenceAttrsT) Pack(builder *flatbuffers.Builder) flatbuffers.UOffsetT {
-	if t == nil { return 0 }
+	if t == nil {
+		return 0
+	}
 	SplitToSequenceAttrsStart(builder)
 	return SplitToSequenceAttrsEnd(builder)
 }
@@ -19,7 +21,9 @@ func (rcv *SplitToSequenceAttrs) UnPackTo(t *SplitToSequenceAttrsT) {
 }
 
 func (rcv *SplitToSequenceAttrs) UnPack() *SplitToSequenceAttrsT {
-	if rcv == nil { return nil }
+	if rcv == nil {
+		return nil
+	}
 	t := &SplitToSequenceAttrsT{}
 	rcv.UnPackTo(t)
 	return t

@@ -10,7 +10,9 @@ type TopKAttrsT struct {
 }
 
 func (t *TopKAttrsT) Pack(builder *flatbuffers.Builder) flatbuffers.UOffsetT {
-	if t == nil { return 0 }
+	if t == nil {
+		return 0
+	}
 	TopKAttrsStart(builder)
 	return TopKAttrsEnd(builder)
 }
@@ -19,7 +21,9 @@ func (rcv *TopKAttrs) UnPackTo(t *TopKAttrsT) {
 }
 
 func (rcv *TopKAttrs) UnPack() *TopKAttrsT {
-	if rcv == nil { return nil }
+	if rcv == nil {
+		return nil
+	}
 	t := &TopKAttrsT{}
 	rcv.UnPackTo(t)
 	return t

@@ -10,7 +10,9 @@ type TransposeAttrsT struct {
 }
 
 func (t *TransposeAttrsT) Pack(builder *flatbuffers.Builder) flatbuffers.UOffsetT {
-	if t == nil { return 0 }
+	if t == nil {
+		return 0
+	}
 	TransposeAttrsStart(builder)
 	return TransposeAttrsEnd(builder)
 }
@@ -19,7 +21,9 @@ func (rcv *TransposeAttrs) UnPackTo(t *TransposeAttrsT) {
 }
 
 func (rcv *TransposeAttrs) UnPack() *TransposeAttrsT {
-	if rcv == nil { return nil }
+	if rcv == nil {
+		return nil
+	}
 	t := &TransposeAttrsT{}
 	rcv.UnPackTo(t)
 	return t

@@ -10,7 +10,9 @@ type TriluAttrsT struct {
 }
 
 func (t *TriluAttrsT) Pack(builder *flatbuffers.Builder) flatbuffers.UOffsetT {
-	if t == nil { return 0 }
+	if t == nil {
+		return 0
+	}
 	TriluAttrsStart(builder)
 	return TriluAttrsEnd(builder)
 }
@@ -19,7 +21,9 @@ func (rcv *TriluAttrs) UnPackTo(t *TriluAttrsT) {
 }
 
 func (rcv *TriluAttrs) UnPack() *TriluAttrsT {
-	if rcv == nil { return nil }
+	if rcv == nil {
+		return nil
+	}
 	t := &TriluAttrsT{}
 	rcv.UnPackTo(t)
 	return t

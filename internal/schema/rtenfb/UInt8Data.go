@@ -11,7 +11,9 @@ type UInt8DataT struct {
 }
 
 func (t *UInt8DataT) Pack(builder *flatbuffers.Builder) flatbuffers.UOffsetT {
-	if t == nil { return 0 }
+	if t == nil {
+		return 0
+	}
 	dataOffset := flatbuffers.UOffsetT(0)
 	if t.Data != nil {
 		dataOffset = builder.CreateByteString(t.Data)
@@ -26,7 +28,9 @@ func (rcv *UInt8Data) UnPackTo(t *UInt8DataT) {
 }
 
 func (rcv *UInt8Data) UnPack() *UInt8DataT {
-	if rcv == nil { return nil }
+	if rcv == nil {
+		return nil
+	}
 	t := &UInt8DataT{}
 	rcv.UnPackTo(t)
 	return t

@@ -10,7 +10,9 @@ type UpsampleAttrsT struct {
 }
 
 func (t *UpsampleAttrsT) Pack(builder *flatbuffers.Builder) flatbuffers.UOffsetT {
-	if t == nil { return 0 }
+	if t == nil {
+		return 0
+	}
 	UpsampleAttrsStart(builder)
 	return UpsampleAttrsEnd(builder)
 }
@@ -19,7 +21,9 @@ func (rcv *UpsampleAttrs) UnPackTo(t *UpsampleAttrsT) {
 }
 
 func (rcv *UpsampleAttrs) UnPack() *UpsampleAttrsT {
-	if rcv == nil { return nil }
+	if rcv == nil {
+		return nil
+	}
 	t := &UpsampleAttrsT{}
 	rcv.UnPackTo(t)
 	return t

@@ -7,12 +7,14 @@ import (
 )
 
 type ValueNodeT struct {
-	Shape []*DimT `json:"shape"`
+	Shape []*DimT   `json:"shape"`
 	Dtype *DataType `json:"dtype"`
 }
 
 func (t *ValueNodeT) Pack(builder *flatbuffers.Builder) flatbuffers.UOffsetT {
-	if t == nil { return 0 }
+	if t == nil {
+		return 0
+	}
 	shapeOffset := flatbuffers.UOffsetT(0)
 	if t.Shape != nil {
 		shapeLength := len(t.Shape)
@@ -46,7 +48,9 @@ func (rcv *ValueNode) UnPackTo(t *ValueNodeT) {
 }
 
 func (rcv *ValueNode) UnPack() *ValueNodeT {
-	if rcv == nil { return nil }
+	if rcv == nil {
+		return nil
+	}
 	t := &ValueNodeT{}
 	rcv.UnPackTo(t)
 	return t

@@ -63,6 +63,10 @@ type Result struct {
 	DataSize int64
 }
 
+// kernelCopy says whether to try copy_file_range; tests turn it off to
+// exercise the copy through the mapping.
+var kernelCopy = true
+
 // ErrSameFile is returned when the output is the input (or a link to it).
 var ErrSameFile = errors.New("output is the input file")
 
@@ -161,7 +165,7 @@ func Repack(in, out string, opts Options) (*Result, error) {
 		}
 	}()
 
-	r := &run{m: m, align: align, talign: talign, opts: &opts, src: src, kernelCopy: true}
+	r := &run{m: m, align: align, talign: talign, opts: &opts, src: src, kernelCopy: kernelCopy}
 	r.align = max(align, talign)
 	res := &Result{Format: m.Format()}
 	outs := &outputs{perm: filePerm(in), sync: !opts.NoSync}

@@ -74,13 +74,13 @@ func main() {
 		fmt.Fprintln(os.Stderr, "usage: repackbench [-rounds N] [-align N] [-tensor-align N] [-out DIR] IN")
 		os.Exit(2)
 	}
-	if err := run(flag.Arg(0), *outDir, *rounds, repack.Options{Align: *align, TensorAlign: *talign}); err != nil {
+	if err := run(os.Stdout, flag.Arg(0), *outDir, *rounds, repack.Options{Align: *align, TensorAlign: *talign}); err != nil {
 		fmt.Fprintln(os.Stderr, "repackbench:", err)
 		os.Exit(1)
 	}
 }
 
-func run(in, outDir string, rounds int, opts repack.Options) error {
+func run(w io.Writer, in, outDir string, rounds int, opts repack.Options) error {
 	if outDir == "" {
 		outDir = filepath.Dir(in)
 	}
@@ -157,7 +157,7 @@ func run(in, outDir string, rounds int, opts repack.Options) error {
 	res.RatioNoSync = median(res.NoSync) / median(res.CP)
 	res.HeapPeak = peak.Load()
 	res.MaxRSS = maxRSS()
-	return json.NewEncoder(os.Stdout).Encode(res)
+	return json.NewEncoder(w).Encode(res)
 }
 
 // verify is the part of a repack that reads: loader.Open and Verify.

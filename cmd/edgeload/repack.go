@@ -38,7 +38,7 @@ func runRepack(c *cli, args []string) int {
 	fs.Func("align", fmt.Sprintf("segment `N`: a power of two, 16 to 64K (default %d)", repack.DefaultAlign()), sizeFlag(&opts.Align))
 	fs.Func("tensor-align", "also align every constant inside its segment to `N`", sizeFlag(&opts.TensorAlign))
 	fs.StringVar(&opts.Externalize, "externalize", "", "move a .pte's constants to the new `F.ptd`")
-	fs.BoolVar(&opts.RTenV2, "rten-v2", false, "write an RTen V1 model as V2")
+	fs.BoolVar(&opts.RTenV2, "rten-v2", false, "write an RTen V1 model as V2 (not supported yet: an error)")
 	fs.BoolVar(&check, "check", false, "compare the tensors of IN and OUT instead of writing")
 	fs.Var(&data, "data", "a `FILE.ptd` holding external tensors of IN (and OUT with --check; repeatable)")
 	pos, code, ok := parse(c, fs, args)

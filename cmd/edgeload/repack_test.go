@@ -95,3 +95,16 @@ func TestRepackCommandErrors(t *testing.T) {
 		}
 	}
 }
+
+func TestProgressLine(t *testing.T) {
+	var b strings.Builder
+	p := progressLine(&b)
+	for done := int64(0); done <= 1000; done += 7 {
+		p(done, 1000)
+	}
+	p(1000, 1000)
+	lines := strings.Split(strings.TrimSpace(b.String()), "\n")
+	if len(lines) != 10 || lines[0] != "edgeload: repack: 10% (105 of 1000 bytes)" || !strings.HasPrefix(lines[9], "edgeload: repack: 100% ") {
+		t.Errorf("progress lines:\n%s", b.String())
+	}
+}

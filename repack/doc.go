@@ -1,7 +1,7 @@
-// Package repack rewrites a model file (.pte, .ptd, .rten) with a new layout
-// and the same meaning: segments and tensors moved to page boundaries, a
-// program's constants moved out to a .ptd file (Externalize), an RTen V1 model
-// realigned as V2.
+// Package repack rewrites a model file (.pte, .ptd, .rten V2) with a new
+// layout and the same meaning: segments, and optionally every constant, moved
+// to page boundaries, or a program's constants moved out to a .ptd file
+// (Options.Externalize).
 //
 // The input is opened and fully verified with package loader before anything
 // is written; the FlatBuffer metadata is unpacked from the verified buffer,

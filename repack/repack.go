@@ -34,12 +34,11 @@ type Options struct {
 	// aligned too.
 	TensorAlign int64
 	// Externalize, for a .pte, names a .ptd file to create: every constant
-	// of the program moves there under its name (see Externalize in the
-	// package documentation of the command, docs/REPACK.md) and becomes an
-	// EXTERNAL tensor of the program.
+	// of the program moves there under the name Name gives it, each buffer
+	// stored once, and becomes an EXTERNAL tensor of the program.
 	Externalize string
-	// RTenV2 writes an RTen V1 model as V2, its inline constants moved to the
-	// tensor data section. It is ignored for a V2 input.
+	// RTenV2 asks for an RTen V1 model to be written as V2; it is not
+	// supported yet (ErrRTenV1). It is ignored for a V2 input.
 	RTenV2 bool
 	// Data names .ptd files holding a program's external tensors; they are
 	// linked so that the input verifies whole. They are not rewritten.

@@ -54,6 +54,9 @@ func unpackProgram(fb []byte) (*ptefb.ProgramT, error) {
 			}
 		}
 	}
+	if err := checkProgramCost(root, len(fb)); err != nil {
+		return nil, err
+	}
 	var prog *ptefb.ProgramT
 	err := unpackSafe("Program", func() { prog = root.UnPack() })
 	return prog, err

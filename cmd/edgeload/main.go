@@ -5,6 +5,8 @@
 //
 //	edgeload inspect [--json] [--sha256] [--order] [--data FILE.ptd]... FILE
 //	edgeload verify [--data FILE.ptd]... FILE...
+//	edgeload repack [--align N] [--tensor-align N] [--externalize F.ptd] [--rten-v2] [--quick] [--data F.ptd]... IN OUT
+//	edgeload repack --check [--data F.ptd]... IN OUT
 //	edgeload resident [--width N] FILE
 //	edgeload version
 //	edgeload help [COMMAND]
@@ -20,6 +22,10 @@
 // verify runs the full structural verification and reads every tensor and
 // segment, turning a file truncated under the mapping into an error instead
 // of a crash; it prints one line per file.
+//
+// repack rewrites a model file with its segments (and optionally every
+// constant) on page boundaries, or a program's constants moved to a .ptd;
+// with --check it compares two files' tensors by name and SHA-256.
 //
 // resident maps a file and shows, per segment, how much of it is in the
 // page cache, so that one sees what a model costs in RAM.
@@ -83,6 +89,7 @@ func init() {
 	commands = []*command{
 		{"inspect", "[--json] [--sha256] [--order] [--data FILE.ptd]... FILE", "show what a model file (or ARCHIVE!/ENTRY) holds", runInspect},
 		{"verify", "[--data FILE.ptd]... FILE...", "verify files fully and read every tensor, segment and bundled test tensor", runVerify},
+		{"repack", "[--align N] [--tensor-align N] [--externalize F.ptd] [--rten-v2] [--quick] [--data F.ptd]... IN OUT | --check [--data F.ptd]... IN OUT", "rewrite a model file realigned, externalized or upgraded", runRepack},
 		{"resident", "[--width N] FILE", "show how much of each segment is in the page cache", runResident},
 		{"version", "", "print the version", runVersion},
 		{"help", "[COMMAND]", "show help for a command", runHelp},

@@ -8,7 +8,8 @@
 // read them only after loader/internal/fbverify has verified the buffer.
 package schema
 
-//go:generate flatc --go -o . program.fbs
-//go:generate flatc --go -o . flat_tensor.fbs
-//go:generate flatc --go -o . rten.fbs
+//go:generate flatc --go --gen-object-api -o . program.fbs
+//go:generate flatc --go --gen-object-api -o . flat_tensor.fbs
+//go:generate flatc --go --gen-object-api -o . rten.fbs
 //go:generate flatc --go -o . bundled_program.fbs
+//go:generate gofmt -w ptefb ptdfb rtenfb bpfb

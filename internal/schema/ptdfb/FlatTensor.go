@@ -6,6 +6,76 @@ import (
 	flatbuffers "github.com/google/flatbuffers/go"
 )
 
+type FlatTensorT struct {
+	Version   uint32          `json:"version"`
+	Segments  []*DataSegmentT `json:"segments"`
+	NamedData []*NamedDataT   `json:"named_data"`
+}
+
+func (t *FlatTensorT) Pack(builder *flatbuffers.Builder) flatbuffers.UOffsetT {
+	if t == nil {
+		return 0
+	}
+	segmentsOffset := flatbuffers.UOffsetT(0)
+	if t.Segments != nil {
+		segmentsLength := len(t.Segments)
+		segmentsOffsets := make([]flatbuffers.UOffsetT, segmentsLength)
+		for j := 0; j < segmentsLength; j++ {
+			segmentsOffsets[j] = t.Segments[j].Pack(builder)
+		}
+		FlatTensorStartSegmentsVector(builder, segmentsLength)
+		for j := segmentsLength - 1; j >= 0; j-- {
+			builder.PrependUOffsetT(segmentsOffsets[j])
+		}
+		segmentsOffset = builder.EndVector(segmentsLength)
+	}
+	namedDataOffset := flatbuffers.UOffsetT(0)
+	if t.NamedData != nil {
+		namedDataLength := len(t.NamedData)
+		namedDataOffsets := make([]flatbuffers.UOffsetT, namedDataLength)
+		for j := 0; j < namedDataLength; j++ {
+			namedDataOffsets[j] = t.NamedData[j].Pack(builder)
+		}
+		FlatTensorStartNamedDataVector(builder, namedDataLength)
+		for j := namedDataLength - 1; j >= 0; j-- {
+			builder.PrependUOffsetT(namedDataOffsets[j])
+		}
+		namedDataOffset = builder.EndVector(namedDataLength)
+	}
+	FlatTensorStart(builder)
+	FlatTensorAddVersion(builder, t.Version)
+	FlatTensorAddSegments(builder, segmentsOffset)
+	FlatTensorAddNamedData(builder, namedDataOffset)
+	return FlatTensorEnd(builder)
+}
+
+func (rcv *FlatTensor) UnPackTo(t *FlatTensorT) {
+	t.Version = rcv.Version()
+	segmentsLength := rcv.SegmentsLength()
+	t.Segments = make([]*DataSegmentT, segmentsLength)
+	for j := 0; j < segmentsLength; j++ {
+		x := DataSegment{}
+		rcv.Segments(&x, j)
+		t.Segments[j] = x.UnPack()
+	}
+	namedDataLength := rcv.NamedDataLength()
+	t.NamedData = make([]*NamedDataT, namedDataLength)
+	for j := 0; j < namedDataLength; j++ {
+		x := NamedData{}
+		rcv.NamedData(&x, j)
+		t.NamedData[j] = x.UnPack()
+	}
+}
+
+func (rcv *FlatTensor) UnPack() *FlatTensorT {
+	if rcv == nil {
+		return nil
+	}
+	t := &FlatTensorT{}
+	rcv.UnPackTo(t)
+	return t
+}
+
 type FlatTensor struct {
 	_tab flatbuffers.Table
 }

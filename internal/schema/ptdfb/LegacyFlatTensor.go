@@ -6,6 +6,101 @@ import (
 	flatbuffers "github.com/google/flatbuffers/go"
 )
 
+type LegacyFlatTensorT struct {
+	Version         uint32                   `json:"version"`
+	TensorAlignment uint32                   `json:"tensor_alignment"`
+	Tensors         []*LegacyTensorMetadataT `json:"tensors"`
+	Segments        []*DataSegmentT          `json:"segments"`
+	NamedData       []*LegacyNamedDataT      `json:"named_data"`
+}
+
+func (t *LegacyFlatTensorT) Pack(builder *flatbuffers.Builder) flatbuffers.UOffsetT {
+	if t == nil {
+		return 0
+	}
+	tensorsOffset := flatbuffers.UOffsetT(0)
+	if t.Tensors != nil {
+		tensorsLength := len(t.Tensors)
+		tensorsOffsets := make([]flatbuffers.UOffsetT, tensorsLength)
+		for j := 0; j < tensorsLength; j++ {
+			tensorsOffsets[j] = t.Tensors[j].Pack(builder)
+		}
+		LegacyFlatTensorStartTensorsVector(builder, tensorsLength)
+		for j := tensorsLength - 1; j >= 0; j-- {
+			builder.PrependUOffsetT(tensorsOffsets[j])
+		}
+		tensorsOffset = builder.EndVector(tensorsLength)
+	}
+	segmentsOffset := flatbuffers.UOffsetT(0)
+	if t.Segments != nil {
+		segmentsLength := len(t.Segments)
+		segmentsOffsets := make([]flatbuffers.UOffsetT, segmentsLength)
+		for j := 0; j < segmentsLength; j++ {
+			segmentsOffsets[j] = t.Segments[j].Pack(builder)
+		}
+		LegacyFlatTensorStartSegmentsVector(builder, segmentsLength)
+		for j := segmentsLength - 1; j >= 0; j-- {
+			builder.PrependUOffsetT(segmentsOffsets[j])
+		}
+		segmentsOffset = builder.EndVector(segmentsLength)
+	}
+	namedDataOffset := flatbuffers.UOffsetT(0)
+	if t.NamedData != nil {
+		namedDataLength := len(t.NamedData)
+		namedDataOffsets := make([]flatbuffers.UOffsetT, namedDataLength)
+		for j := 0; j < namedDataLength; j++ {
+			namedDataOffsets[j] = t.NamedData[j].Pack(builder)
+		}
+		LegacyFlatTensorStartNamedDataVector(builder, namedDataLength)
+		for j := namedDataLength - 1; j >= 0; j-- {
+			builder.PrependUOffsetT(namedDataOffsets[j])
+		}
+		namedDataOffset = builder.EndVector(namedDataLength)
+	}
+	LegacyFlatTensorStart(builder)
+	LegacyFlatTensorAddVersion(builder, t.Version)
+	LegacyFlatTensorAddTensorAlignment(builder, t.TensorAlignment)
+	LegacyFlatTensorAddTensors(builder, tensorsOffset)
+	LegacyFlatTensorAddSegments(builder, segmentsOffset)
+	LegacyFlatTensorAddNamedData(builder, namedDataOffset)
+	return LegacyFlatTensorEnd(builder)
+}
+
+func (rcv *LegacyFlatTensor) UnPackTo(t *LegacyFlatTensorT) {
+	t.Version = rcv.Version()
+	t.TensorAlignment = rcv.TensorAlignment()
+	tensorsLength := rcv.TensorsLength()
+	t.Tensors = make([]*LegacyTensorMetadataT, tensorsLength)
+	for j := 0; j < tensorsLength; j++ {
+		x := LegacyTensorMetadata{}
+		rcv.Tensors(&x, j)
+		t.Tensors[j] = x.UnPack()
+	}
+	segmentsLength := rcv.SegmentsLength()
+	t.Segments = make([]*DataSegmentT, segmentsLength)
+	for j := 0; j < segmentsLength; j++ {
+		x := DataSegment{}
+		rcv.Segments(&x, j)
+		t.Segments[j] = x.UnPack()
+	}
+	namedDataLength := rcv.NamedDataLength()
+	t.NamedData = make([]*LegacyNamedDataT, namedDataLength)
+	for j := 0; j < namedDataLength; j++ {
+		x := LegacyNamedData{}
+		rcv.NamedData(&x, j)
+		t.NamedData[j] = x.UnPack()
+	}
+}
+
+func (rcv *LegacyFlatTensor) UnPack() *LegacyFlatTensorT {
+	if rcv == nil {
+		return nil
+	}
+	t := &LegacyFlatTensorT{}
+	rcv.UnPackTo(t)
+	return t
+}
+
 type LegacyFlatTensor struct {
 	_tab flatbuffers.Table
 }

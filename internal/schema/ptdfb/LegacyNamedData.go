@@ -6,6 +6,36 @@ import (
 	flatbuffers "github.com/google/flatbuffers/go"
 )
 
+type LegacyNamedDataT struct {
+	Key          string `json:"key"`
+	SegmentIndex uint32 `json:"segment_index"`
+}
+
+func (t *LegacyNamedDataT) Pack(builder *flatbuffers.Builder) flatbuffers.UOffsetT {
+	if t == nil {
+		return 0
+	}
+	keyOffset := builder.CreateString(t.Key)
+	LegacyNamedDataStart(builder)
+	LegacyNamedDataAddKey(builder, keyOffset)
+	LegacyNamedDataAddSegmentIndex(builder, t.SegmentIndex)
+	return LegacyNamedDataEnd(builder)
+}
+
+func (rcv *LegacyNamedData) UnPackTo(t *LegacyNamedDataT) {
+	t.Key = string(rcv.Key())
+	t.SegmentIndex = rcv.SegmentIndex()
+}
+
+func (rcv *LegacyNamedData) UnPack() *LegacyNamedDataT {
+	if rcv == nil {
+		return nil
+	}
+	t := &LegacyNamedDataT{}
+	rcv.UnPackTo(t)
+	return t
+}
+
 type LegacyNamedData struct {
 	_tab flatbuffers.Table
 }

@@ -6,6 +6,65 @@ import (
 	flatbuffers "github.com/google/flatbuffers/go"
 )
 
+type LegacyTensorMetadataT struct {
+	FullyQualifiedName string  `json:"fully_qualified_name"`
+	ScalarType         int8    `json:"scalar_type"`
+	Sizes              []int32 `json:"sizes"`
+	DimOrder           []byte  `json:"dim_order"`
+	SegmentIndex       uint32  `json:"segment_index"`
+	Offset             uint64  `json:"offset"`
+}
+
+func (t *LegacyTensorMetadataT) Pack(builder *flatbuffers.Builder) flatbuffers.UOffsetT {
+	if t == nil {
+		return 0
+	}
+	fullyQualifiedNameOffset := builder.CreateString(t.FullyQualifiedName)
+	sizesOffset := flatbuffers.UOffsetT(0)
+	if t.Sizes != nil {
+		sizesLength := len(t.Sizes)
+		LegacyTensorMetadataStartSizesVector(builder, sizesLength)
+		for j := sizesLength - 1; j >= 0; j-- {
+			builder.PrependInt32(t.Sizes[j])
+		}
+		sizesOffset = builder.EndVector(sizesLength)
+	}
+	dimOrderOffset := flatbuffers.UOffsetT(0)
+	if t.DimOrder != nil {
+		dimOrderOffset = builder.CreateByteString(t.DimOrder)
+	}
+	LegacyTensorMetadataStart(builder)
+	LegacyTensorMetadataAddFullyQualifiedName(builder, fullyQualifiedNameOffset)
+	LegacyTensorMetadataAddScalarType(builder, t.ScalarType)
+	LegacyTensorMetadataAddSizes(builder, sizesOffset)
+	LegacyTensorMetadataAddDimOrder(builder, dimOrderOffset)
+	LegacyTensorMetadataAddSegmentIndex(builder, t.SegmentIndex)
+	LegacyTensorMetadataAddOffset(builder, t.Offset)
+	return LegacyTensorMetadataEnd(builder)
+}
+
+func (rcv *LegacyTensorMetadata) UnPackTo(t *LegacyTensorMetadataT) {
+	t.FullyQualifiedName = string(rcv.FullyQualifiedName())
+	t.ScalarType = rcv.ScalarType()
+	sizesLength := rcv.SizesLength()
+	t.Sizes = make([]int32, sizesLength)
+	for j := 0; j < sizesLength; j++ {
+		t.Sizes[j] = rcv.Sizes(j)
+	}
+	t.DimOrder = rcv.DimOrderBytes()
+	t.SegmentIndex = rcv.SegmentIndex()
+	t.Offset = rcv.Offset()
+}
+
+func (rcv *LegacyTensorMetadata) UnPack() *LegacyTensorMetadataT {
+	if rcv == nil {
+		return nil
+	}
+	t := &LegacyTensorMetadataT{}
+	rcv.UnPackTo(t)
+	return t
+}
+
 type LegacyTensorMetadata struct {
 	_tab flatbuffers.Table
 }

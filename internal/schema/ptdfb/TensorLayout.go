@@ -6,6 +6,55 @@ import (
 	flatbuffers "github.com/google/flatbuffers/go"
 )
 
+type TensorLayoutT struct {
+	ScalarType int8    `json:"scalar_type"`
+	Sizes      []int32 `json:"sizes"`
+	DimOrder   []byte  `json:"dim_order"`
+}
+
+func (t *TensorLayoutT) Pack(builder *flatbuffers.Builder) flatbuffers.UOffsetT {
+	if t == nil {
+		return 0
+	}
+	sizesOffset := flatbuffers.UOffsetT(0)
+	if t.Sizes != nil {
+		sizesLength := len(t.Sizes)
+		TensorLayoutStartSizesVector(builder, sizesLength)
+		for j := sizesLength - 1; j >= 0; j-- {
+			builder.PrependInt32(t.Sizes[j])
+		}
+		sizesOffset = builder.EndVector(sizesLength)
+	}
+	dimOrderOffset := flatbuffers.UOffsetT(0)
+	if t.DimOrder != nil {
+		dimOrderOffset = builder.CreateByteString(t.DimOrder)
+	}
+	TensorLayoutStart(builder)
+	TensorLayoutAddScalarType(builder, t.ScalarType)
+	TensorLayoutAddSizes(builder, sizesOffset)
+	TensorLayoutAddDimOrder(builder, dimOrderOffset)
+	return TensorLayoutEnd(builder)
+}
+
+func (rcv *TensorLayout) UnPackTo(t *TensorLayoutT) {
+	t.ScalarType = rcv.ScalarType()
+	sizesLength := rcv.SizesLength()
+	t.Sizes = make([]int32, sizesLength)
+	for j := 0; j < sizesLength; j++ {
+		t.Sizes[j] = rcv.Sizes(j)
+	}
+	t.DimOrder = rcv.DimOrderBytes()
+}
+
+func (rcv *TensorLayout) UnPack() *TensorLayoutT {
+	if rcv == nil {
+		return nil
+	}
+	t := &TensorLayoutT{}
+	rcv.UnPackTo(t)
+	return t
+}
+
 type TensorLayout struct {
 	_tab flatbuffers.Table
 }

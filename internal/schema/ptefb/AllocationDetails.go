@@ -6,6 +6,38 @@ import (
 	flatbuffers "github.com/google/flatbuffers/go"
 )
 
+type AllocationDetailsT struct {
+	MemoryId         uint32 `json:"memory_id"`
+	MemoryOffsetLow  uint32 `json:"memory_offset_low"`
+	MemoryOffsetHigh uint32 `json:"memory_offset_high"`
+}
+
+func (t *AllocationDetailsT) Pack(builder *flatbuffers.Builder) flatbuffers.UOffsetT {
+	if t == nil {
+		return 0
+	}
+	AllocationDetailsStart(builder)
+	AllocationDetailsAddMemoryId(builder, t.MemoryId)
+	AllocationDetailsAddMemoryOffsetLow(builder, t.MemoryOffsetLow)
+	AllocationDetailsAddMemoryOffsetHigh(builder, t.MemoryOffsetHigh)
+	return AllocationDetailsEnd(builder)
+}
+
+func (rcv *AllocationDetails) UnPackTo(t *AllocationDetailsT) {
+	t.MemoryId = rcv.MemoryId()
+	t.MemoryOffsetLow = rcv.MemoryOffsetLow()
+	t.MemoryOffsetHigh = rcv.MemoryOffsetHigh()
+}
+
+func (rcv *AllocationDetails) UnPack() *AllocationDetailsT {
+	if rcv == nil {
+		return nil
+	}
+	t := &AllocationDetailsT{}
+	rcv.UnPackTo(t)
+	return t
+}
+
 type AllocationDetails struct {
 	_tab flatbuffers.Table
 }

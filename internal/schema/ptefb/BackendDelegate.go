@@ -6,6 +6,59 @@ import (
 	flatbuffers "github.com/google/flatbuffers/go"
 )
 
+type BackendDelegateT struct {
+	Id           string                         `json:"id"`
+	Processed    *BackendDelegateDataReferenceT `json:"processed"`
+	CompileSpecs []*CompileSpecT                `json:"compile_specs"`
+}
+
+func (t *BackendDelegateT) Pack(builder *flatbuffers.Builder) flatbuffers.UOffsetT {
+	if t == nil {
+		return 0
+	}
+	idOffset := builder.CreateString(t.Id)
+	processedOffset := t.Processed.Pack(builder)
+	compileSpecsOffset := flatbuffers.UOffsetT(0)
+	if t.CompileSpecs != nil {
+		compileSpecsLength := len(t.CompileSpecs)
+		compileSpecsOffsets := make([]flatbuffers.UOffsetT, compileSpecsLength)
+		for j := 0; j < compileSpecsLength; j++ {
+			compileSpecsOffsets[j] = t.CompileSpecs[j].Pack(builder)
+		}
+		BackendDelegateStartCompileSpecsVector(builder, compileSpecsLength)
+		for j := compileSpecsLength - 1; j >= 0; j-- {
+			builder.PrependUOffsetT(compileSpecsOffsets[j])
+		}
+		compileSpecsOffset = builder.EndVector(compileSpecsLength)
+	}
+	BackendDelegateStart(builder)
+	BackendDelegateAddId(builder, idOffset)
+	BackendDelegateAddProcessed(builder, processedOffset)
+	BackendDelegateAddCompileSpecs(builder, compileSpecsOffset)
+	return BackendDelegateEnd(builder)
+}
+
+func (rcv *BackendDelegate) UnPackTo(t *BackendDelegateT) {
+	t.Id = string(rcv.Id())
+	t.Processed = rcv.Processed(nil).UnPack()
+	compileSpecsLength := rcv.CompileSpecsLength()
+	t.CompileSpecs = make([]*CompileSpecT, compileSpecsLength)
+	for j := 0; j < compileSpecsLength; j++ {
+		x := CompileSpec{}
+		rcv.CompileSpecs(&x, j)
+		t.CompileSpecs[j] = x.UnPack()
+	}
+}
+
+func (rcv *BackendDelegate) UnPack() *BackendDelegateT {
+	if rcv == nil {
+		return nil
+	}
+	t := &BackendDelegateT{}
+	rcv.UnPackTo(t)
+	return t
+}
+
 type BackendDelegate struct {
 	_tab flatbuffers.Table
 }

@@ -6,6 +6,35 @@ import (
 	flatbuffers "github.com/google/flatbuffers/go"
 )
 
+type BackendDelegateDataReferenceT struct {
+	Location int8   `json:"location"`
+	Index    uint32 `json:"index"`
+}
+
+func (t *BackendDelegateDataReferenceT) Pack(builder *flatbuffers.Builder) flatbuffers.UOffsetT {
+	if t == nil {
+		return 0
+	}
+	BackendDelegateDataReferenceStart(builder)
+	BackendDelegateDataReferenceAddLocation(builder, t.Location)
+	BackendDelegateDataReferenceAddIndex(builder, t.Index)
+	return BackendDelegateDataReferenceEnd(builder)
+}
+
+func (rcv *BackendDelegateDataReference) UnPackTo(t *BackendDelegateDataReferenceT) {
+	t.Location = rcv.Location()
+	t.Index = rcv.Index()
+}
+
+func (rcv *BackendDelegateDataReference) UnPack() *BackendDelegateDataReferenceT {
+	if rcv == nil {
+		return nil
+	}
+	t := &BackendDelegateDataReferenceT{}
+	rcv.UnPackTo(t)
+	return t
+}
+
 type BackendDelegateDataReference struct {
 	_tab flatbuffers.Table
 }

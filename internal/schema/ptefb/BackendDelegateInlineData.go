@@ -6,6 +6,36 @@ import (
 	flatbuffers "github.com/google/flatbuffers/go"
 )
 
+type BackendDelegateInlineDataT struct {
+	Data []byte `json:"data"`
+}
+
+func (t *BackendDelegateInlineDataT) Pack(builder *flatbuffers.Builder) flatbuffers.UOffsetT {
+	if t == nil {
+		return 0
+	}
+	dataOffset := flatbuffers.UOffsetT(0)
+	if t.Data != nil {
+		dataOffset = builder.CreateByteString(t.Data)
+	}
+	BackendDelegateInlineDataStart(builder)
+	BackendDelegateInlineDataAddData(builder, dataOffset)
+	return BackendDelegateInlineDataEnd(builder)
+}
+
+func (rcv *BackendDelegateInlineData) UnPackTo(t *BackendDelegateInlineDataT) {
+	t.Data = rcv.DataBytes()
+}
+
+func (rcv *BackendDelegateInlineData) UnPack() *BackendDelegateInlineDataT {
+	if rcv == nil {
+		return nil
+	}
+	t := &BackendDelegateInlineDataT{}
+	rcv.UnPackTo(t)
+	return t
+}
+
 type BackendDelegateInlineData struct {
 	_tab flatbuffers.Table
 }

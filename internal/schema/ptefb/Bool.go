@@ -6,6 +6,32 @@ import (
 	flatbuffers "github.com/google/flatbuffers/go"
 )
 
+type BoolT struct {
+	BoolVal bool `json:"bool_val"`
+}
+
+func (t *BoolT) Pack(builder *flatbuffers.Builder) flatbuffers.UOffsetT {
+	if t == nil {
+		return 0
+	}
+	BoolStart(builder)
+	BoolAddBoolVal(builder, t.BoolVal)
+	return BoolEnd(builder)
+}
+
+func (rcv *Bool) UnPackTo(t *BoolT) {
+	t.BoolVal = rcv.BoolVal()
+}
+
+func (rcv *Bool) UnPack() *BoolT {
+	if rcv == nil {
+		return nil
+	}
+	t := &BoolT{}
+	rcv.UnPackTo(t)
+	return t
+}
+
 type Bool struct {
 	_tab flatbuffers.Table
 }

@@ -6,6 +6,45 @@ import (
 	flatbuffers "github.com/google/flatbuffers/go"
 )
 
+type BoolListT struct {
+	Items []bool `json:"items"`
+}
+
+func (t *BoolListT) Pack(builder *flatbuffers.Builder) flatbuffers.UOffsetT {
+	if t == nil {
+		return 0
+	}
+	itemsOffset := flatbuffers.UOffsetT(0)
+	if t.Items != nil {
+		itemsLength := len(t.Items)
+		BoolListStartItemsVector(builder, itemsLength)
+		for j := itemsLength - 1; j >= 0; j-- {
+			builder.PrependBool(t.Items[j])
+		}
+		itemsOffset = builder.EndVector(itemsLength)
+	}
+	BoolListStart(builder)
+	BoolListAddItems(builder, itemsOffset)
+	return BoolListEnd(builder)
+}
+
+func (rcv *BoolList) UnPackTo(t *BoolListT) {
+	itemsLength := rcv.ItemsLength()
+	t.Items = make([]bool, itemsLength)
+	for j := 0; j < itemsLength; j++ {
+		t.Items[j] = rcv.Items(j)
+	}
+}
+
+func (rcv *BoolList) UnPack() *BoolListT {
+	if rcv == nil {
+		return nil
+	}
+	t := &BoolListT{}
+	rcv.UnPackTo(t)
+	return t
+}
+
 type BoolList struct {
 	_tab flatbuffers.Table
 }

@@ -6,6 +6,36 @@ import (
 	flatbuffers "github.com/google/flatbuffers/go"
 )
 
+type BufferT struct {
+	Storage []byte `json:"storage"`
+}
+
+func (t *BufferT) Pack(builder *flatbuffers.Builder) flatbuffers.UOffsetT {
+	if t == nil {
+		return 0
+	}
+	storageOffset := flatbuffers.UOffsetT(0)
+	if t.Storage != nil {
+		storageOffset = builder.CreateByteString(t.Storage)
+	}
+	BufferStart(builder)
+	BufferAddStorage(builder, storageOffset)
+	return BufferEnd(builder)
+}
+
+func (rcv *Buffer) UnPackTo(t *BufferT) {
+	t.Storage = rcv.StorageBytes()
+}
+
+func (rcv *Buffer) UnPack() *BufferT {
+	if rcv == nil {
+		return nil
+	}
+	t := &BufferT{}
+	rcv.UnPackTo(t)
+	return t
+}
+
 type Buffer struct {
 	_tab flatbuffers.Table
 }

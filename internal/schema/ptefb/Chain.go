@@ -6,6 +6,105 @@ import (
 	flatbuffers "github.com/google/flatbuffers/go"
 )
 
+type ChainT struct {
+	Inputs       []int32         `json:"inputs"`
+	Outputs      []int32         `json:"outputs"`
+	Instructions []*InstructionT `json:"instructions"`
+	Stacktrace   []*FrameListT   `json:"stacktrace"`
+}
+
+func (t *ChainT) Pack(builder *flatbuffers.Builder) flatbuffers.UOffsetT {
+	if t == nil {
+		return 0
+	}
+	inputsOffset := flatbuffers.UOffsetT(0)
+	if t.Inputs != nil {
+		inputsLength := len(t.Inputs)
+		ChainStartInputsVector(builder, inputsLength)
+		for j := inputsLength - 1; j >= 0; j-- {
+			builder.PrependInt32(t.Inputs[j])
+		}
+		inputsOffset = builder.EndVector(inputsLength)
+	}
+	outputsOffset := flatbuffers.UOffsetT(0)
+	if t.Outputs != nil {
+		outputsLength := len(t.Outputs)
+		ChainStartOutputsVector(builder, outputsLength)
+		for j := outputsLength - 1; j >= 0; j-- {
+			builder.PrependInt32(t.Outputs[j])
+		}
+		outputsOffset = builder.EndVector(outputsLength)
+	}
+	instructionsOffset := flatbuffers.UOffsetT(0)
+	if t.Instructions != nil {
+		instructionsLength := len(t.Instructions)
+		instructionsOffsets := make([]flatbuffers.UOffsetT, instructionsLength)
+		for j := 0; j < instructionsLength; j++ {
+			instructionsOffsets[j] = t.Instructions[j].Pack(builder)
+		}
+		ChainStartInstructionsVector(builder, instructionsLength)
+		for j := instructionsLength - 1; j >= 0; j-- {
+			builder.PrependUOffsetT(instructionsOffsets[j])
+		}
+		instructionsOffset = builder.EndVector(instructionsLength)
+	}
+	stacktraceOffset := flatbuffers.UOffsetT(0)
+	if t.Stacktrace != nil {
+		stacktraceLength := len(t.Stacktrace)
+		stacktraceOffsets := make([]flatbuffers.UOffsetT, stacktraceLength)
+		for j := 0; j < stacktraceLength; j++ {
+			stacktraceOffsets[j] = t.Stacktrace[j].Pack(builder)
+		}
+		ChainStartStacktraceVector(builder, stacktraceLength)
+		for j := stacktraceLength - 1; j >= 0; j-- {
+			builder.PrependUOffsetT(stacktraceOffsets[j])
+		}
+		stacktraceOffset = builder.EndVector(stacktraceLength)
+	}
+	ChainStart(builder)
+	ChainAddInputs(builder, inputsOffset)
+	ChainAddOutputs(builder, outputsOffset)
+	ChainAddInstructions(builder, instructionsOffset)
+	ChainAddStacktrace(builder, stacktraceOffset)
+	return ChainEnd(builder)
+}
+
+func (rcv *Chain) UnPackTo(t *ChainT) {
+	inputsLength := rcv.InputsLength()
+	t.Inputs = make([]int32, inputsLength)
+	for j := 0; j < inputsLength; j++ {
+		t.Inputs[j] = rcv.Inputs(j)
+	}
+	outputsLength := rcv.OutputsLength()
+	t.Outputs = make([]int32, outputsLength)
+	for j := 0; j < outputsLength; j++ {
+		t.Outputs[j] = rcv.Outputs(j)
+	}
+	instructionsLength := rcv.InstructionsLength()
+	t.Instructions = make([]*InstructionT, instructionsLength)
+	for j := 0; j < instructionsLength; j++ {
+		x := Instruction{}
+		rcv.Instructions(&x, j)
+		t.Instructions[j] = x.UnPack()
+	}
+	stacktraceLength := rcv.StacktraceLength()
+	t.Stacktrace = make([]*FrameListT, stacktraceLength)
+	for j := 0; j < stacktraceLength; j++ {
+		x := FrameList{}
+		rcv.Stacktrace(&x, j)
+		t.Stacktrace[j] = x.UnPack()
+	}
+}
+
+func (rcv *Chain) UnPack() *ChainT {
+	if rcv == nil {
+		return nil
+	}
+	t := &ChainT{}
+	rcv.UnPackTo(t)
+	return t
+}
+
 type Chain struct {
 	_tab flatbuffers.Table
 }

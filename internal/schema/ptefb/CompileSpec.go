@@ -6,6 +6,40 @@ import (
 	flatbuffers "github.com/google/flatbuffers/go"
 )
 
+type CompileSpecT struct {
+	Key   string `json:"key"`
+	Value []byte `json:"value"`
+}
+
+func (t *CompileSpecT) Pack(builder *flatbuffers.Builder) flatbuffers.UOffsetT {
+	if t == nil {
+		return 0
+	}
+	keyOffset := builder.CreateString(t.Key)
+	valueOffset := flatbuffers.UOffsetT(0)
+	if t.Value != nil {
+		valueOffset = builder.CreateByteString(t.Value)
+	}
+	CompileSpecStart(builder)
+	CompileSpecAddKey(builder, keyOffset)
+	CompileSpecAddValue(builder, valueOffset)
+	return CompileSpecEnd(builder)
+}
+
+func (rcv *CompileSpec) UnPackTo(t *CompileSpecT) {
+	t.Key = string(rcv.Key())
+	t.Value = rcv.ValueBytes()
+}
+
+func (rcv *CompileSpec) UnPack() *CompileSpecT {
+	if rcv == nil {
+		return nil
+	}
+	t := &CompileSpecT{}
+	rcv.UnPackTo(t)
+	return t
+}
+
 type CompileSpec struct {
 	_tab flatbuffers.Table
 }

@@ -6,6 +6,37 @@ import (
 	flatbuffers "github.com/google/flatbuffers/go"
 )
 
+type ContainerMetadataT struct {
+	EncodedInpStr string `json:"encoded_inp_str"`
+	EncodedOutStr string `json:"encoded_out_str"`
+}
+
+func (t *ContainerMetadataT) Pack(builder *flatbuffers.Builder) flatbuffers.UOffsetT {
+	if t == nil {
+		return 0
+	}
+	encodedInpStrOffset := builder.CreateString(t.EncodedInpStr)
+	encodedOutStrOffset := builder.CreateString(t.EncodedOutStr)
+	ContainerMetadataStart(builder)
+	ContainerMetadataAddEncodedInpStr(builder, encodedInpStrOffset)
+	ContainerMetadataAddEncodedOutStr(builder, encodedOutStrOffset)
+	return ContainerMetadataEnd(builder)
+}
+
+func (rcv *ContainerMetadata) UnPackTo(t *ContainerMetadataT) {
+	t.EncodedInpStr = string(rcv.EncodedInpStr())
+	t.EncodedOutStr = string(rcv.EncodedOutStr())
+}
+
+func (rcv *ContainerMetadata) UnPack() *ContainerMetadataT {
+	if rcv == nil {
+		return nil
+	}
+	t := &ContainerMetadataT{}
+	rcv.UnPackTo(t)
+	return t
+}
+
 type ContainerMetadata struct {
 	_tab flatbuffers.Table
 }

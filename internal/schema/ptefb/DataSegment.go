@@ -6,6 +6,35 @@ import (
 	flatbuffers "github.com/google/flatbuffers/go"
 )
 
+type DataSegmentT struct {
+	Offset uint64 `json:"offset"`
+	Size   uint64 `json:"size"`
+}
+
+func (t *DataSegmentT) Pack(builder *flatbuffers.Builder) flatbuffers.UOffsetT {
+	if t == nil {
+		return 0
+	}
+	DataSegmentStart(builder)
+	DataSegmentAddOffset(builder, t.Offset)
+	DataSegmentAddSize(builder, t.Size)
+	return DataSegmentEnd(builder)
+}
+
+func (rcv *DataSegment) UnPackTo(t *DataSegmentT) {
+	t.Offset = rcv.Offset()
+	t.Size = rcv.Size()
+}
+
+func (rcv *DataSegment) UnPack() *DataSegmentT {
+	if rcv == nil {
+		return nil
+	}
+	t := &DataSegmentT{}
+	rcv.UnPackTo(t)
+	return t
+}
+
 type DataSegment struct {
 	_tab flatbuffers.Table
 }

@@ -6,6 +6,48 @@ import (
 	flatbuffers "github.com/google/flatbuffers/go"
 )
 
+type DelegateCallT struct {
+	DelegateIndex int32   `json:"delegate_index"`
+	Args          []int32 `json:"args"`
+}
+
+func (t *DelegateCallT) Pack(builder *flatbuffers.Builder) flatbuffers.UOffsetT {
+	if t == nil {
+		return 0
+	}
+	argsOffset := flatbuffers.UOffsetT(0)
+	if t.Args != nil {
+		argsLength := len(t.Args)
+		DelegateCallStartArgsVector(builder, argsLength)
+		for j := argsLength - 1; j >= 0; j-- {
+			builder.PrependInt32(t.Args[j])
+		}
+		argsOffset = builder.EndVector(argsLength)
+	}
+	DelegateCallStart(builder)
+	DelegateCallAddDelegateIndex(builder, t.DelegateIndex)
+	DelegateCallAddArgs(builder, argsOffset)
+	return DelegateCallEnd(builder)
+}
+
+func (rcv *DelegateCall) UnPackTo(t *DelegateCallT) {
+	t.DelegateIndex = rcv.DelegateIndex()
+	argsLength := rcv.ArgsLength()
+	t.Args = make([]int32, argsLength)
+	for j := 0; j < argsLength; j++ {
+		t.Args[j] = rcv.Args(j)
+	}
+}
+
+func (rcv *DelegateCall) UnPack() *DelegateCallT {
+	if rcv == nil {
+		return nil
+	}
+	t := &DelegateCallT{}
+	rcv.UnPackTo(t)
+	return t
+}
+
 type DelegateCall struct {
 	_tab flatbuffers.Table
 }

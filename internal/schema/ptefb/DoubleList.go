@@ -6,6 +6,45 @@ import (
 	flatbuffers "github.com/google/flatbuffers/go"
 )
 
+type DoubleListT struct {
+	Items []float64 `json:"items"`
+}
+
+func (t *DoubleListT) Pack(builder *flatbuffers.Builder) flatbuffers.UOffsetT {
+	if t == nil {
+		return 0
+	}
+	itemsOffset := flatbuffers.UOffsetT(0)
+	if t.Items != nil {
+		itemsLength := len(t.Items)
+		DoubleListStartItemsVector(builder, itemsLength)
+		for j := itemsLength - 1; j >= 0; j-- {
+			builder.PrependFloat64(t.Items[j])
+		}
+		itemsOffset = builder.EndVector(itemsLength)
+	}
+	DoubleListStart(builder)
+	DoubleListAddItems(builder, itemsOffset)
+	return DoubleListEnd(builder)
+}
+
+func (rcv *DoubleList) UnPackTo(t *DoubleListT) {
+	itemsLength := rcv.ItemsLength()
+	t.Items = make([]float64, itemsLength)
+	for j := 0; j < itemsLength; j++ {
+		t.Items[j] = rcv.Items(j)
+	}
+}
+
+func (rcv *DoubleList) UnPack() *DoubleListT {
+	if rcv == nil {
+		return nil
+	}
+	t := &DoubleListT{}
+	rcv.UnPackTo(t)
+	return t
+}
+
 type DoubleList struct {
 	_tab flatbuffers.Table
 }

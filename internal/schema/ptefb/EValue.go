@@ -6,6 +6,40 @@ import (
 	flatbuffers "github.com/google/flatbuffers/go"
 )
 
+type EValueT struct {
+	Val *KernelTypesT `json:"val"`
+}
+
+func (t *EValueT) Pack(builder *flatbuffers.Builder) flatbuffers.UOffsetT {
+	if t == nil {
+		return 0
+	}
+	valOffset := t.Val.Pack(builder)
+
+	EValueStart(builder)
+	if t.Val != nil {
+		EValueAddValType(builder, t.Val.Type)
+	}
+	EValueAddVal(builder, valOffset)
+	return EValueEnd(builder)
+}
+
+func (rcv *EValue) UnPackTo(t *EValueT) {
+	valTable := flatbuffers.Table{}
+	if rcv.Val(&valTable) {
+		t.Val = rcv.ValType().UnPack(valTable)
+	}
+}
+
+func (rcv *EValue) UnPack() *EValueT {
+	if rcv == nil {
+		return nil
+	}
+	t := &EValueT{}
+	rcv.UnPackTo(t)
+	return t
+}
+
 type EValue struct {
 	_tab flatbuffers.Table
 }

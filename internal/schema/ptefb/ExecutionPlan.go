@@ -6,6 +6,195 @@ import (
 	flatbuffers "github.com/google/flatbuffers/go"
 )
 
+type ExecutionPlanT struct {
+	Name                 string                   `json:"name"`
+	ContainerMetaType    *ContainerMetadataT      `json:"container_meta_type"`
+	Values               []*EValueT               `json:"values"`
+	Inputs               []int32                  `json:"inputs"`
+	Outputs              []int32                  `json:"outputs"`
+	Chains               []*ChainT                `json:"chains"`
+	Operators            []*OperatorT             `json:"operators"`
+	Delegates            []*BackendDelegateT      `json:"delegates"`
+	NonConstBufferSizes  []int64                  `json:"non_const_buffer_sizes"`
+	NonConstBufferDevice []*NonConstBufferDeviceT `json:"non_const_buffer_device"`
+}
+
+func (t *ExecutionPlanT) Pack(builder *flatbuffers.Builder) flatbuffers.UOffsetT {
+	if t == nil {
+		return 0
+	}
+	nameOffset := builder.CreateString(t.Name)
+	containerMetaTypeOffset := t.ContainerMetaType.Pack(builder)
+	valuesOffset := flatbuffers.UOffsetT(0)
+	if t.Values != nil {
+		valuesLength := len(t.Values)
+		valuesOffsets := make([]flatbuffers.UOffsetT, valuesLength)
+		for j := 0; j < valuesLength; j++ {
+			valuesOffsets[j] = t.Values[j].Pack(builder)
+		}
+		ExecutionPlanStartValuesVector(builder, valuesLength)
+		for j := valuesLength - 1; j >= 0; j-- {
+			builder.PrependUOffsetT(valuesOffsets[j])
+		}
+		valuesOffset = builder.EndVector(valuesLength)
+	}
+	inputsOffset := flatbuffers.UOffsetT(0)
+	if t.Inputs != nil {
+		inputsLength := len(t.Inputs)
+		ExecutionPlanStartInputsVector(builder, inputsLength)
+		for j := inputsLength - 1; j >= 0; j-- {
+			builder.PrependInt32(t.Inputs[j])
+		}
+		inputsOffset = builder.EndVector(inputsLength)
+	}
+	outputsOffset := flatbuffers.UOffsetT(0)
+	if t.Outputs != nil {
+		outputsLength := len(t.Outputs)
+		ExecutionPlanStartOutputsVector(builder, outputsLength)
+		for j := outputsLength - 1; j >= 0; j-- {
+			builder.PrependInt32(t.Outputs[j])
+		}
+		outputsOffset = builder.EndVector(outputsLength)
+	}
+	chainsOffset := flatbuffers.UOffsetT(0)
+	if t.Chains != nil {
+		chainsLength := len(t.Chains)
+		chainsOffsets := make([]flatbuffers.UOffsetT, chainsLength)
+		for j := 0; j < chainsLength; j++ {
+			chainsOffsets[j] = t.Chains[j].Pack(builder)
+		}
+		ExecutionPlanStartChainsVector(builder, chainsLength)
+		for j := chainsLength - 1; j >= 0; j-- {
+			builder.PrependUOffsetT(chainsOffsets[j])
+		}
+		chainsOffset = builder.EndVector(chainsLength)
+	}
+	operatorsOffset := flatbuffers.UOffsetT(0)
+	if t.Operators != nil {
+		operatorsLength := len(t.Operators)
+		operatorsOffsets := make([]flatbuffers.UOffsetT, operatorsLength)
+		for j := 0; j < operatorsLength; j++ {
+			operatorsOffsets[j] = t.Operators[j].Pack(builder)
+		}
+		ExecutionPlanStartOperatorsVector(builder, operatorsLength)
+		for j := operatorsLength - 1; j >= 0; j-- {
+			builder.PrependUOffsetT(operatorsOffsets[j])
+		}
+		operatorsOffset = builder.EndVector(operatorsLength)
+	}
+	delegatesOffset := flatbuffers.UOffsetT(0)
+	if t.Delegates != nil {
+		delegatesLength := len(t.Delegates)
+		delegatesOffsets := make([]flatbuffers.UOffsetT, delegatesLength)
+		for j := 0; j < delegatesLength; j++ {
+			delegatesOffsets[j] = t.Delegates[j].Pack(builder)
+		}
+		ExecutionPlanStartDelegatesVector(builder, delegatesLength)
+		for j := delegatesLength - 1; j >= 0; j-- {
+			builder.PrependUOffsetT(delegatesOffsets[j])
+		}
+		delegatesOffset = builder.EndVector(delegatesLength)
+	}
+	nonConstBufferSizesOffset := flatbuffers.UOffsetT(0)
+	if t.NonConstBufferSizes != nil {
+		nonConstBufferSizesLength := len(t.NonConstBufferSizes)
+		ExecutionPlanStartNonConstBufferSizesVector(builder, nonConstBufferSizesLength)
+		for j := nonConstBufferSizesLength - 1; j >= 0; j-- {
+			builder.PrependInt64(t.NonConstBufferSizes[j])
+		}
+		nonConstBufferSizesOffset = builder.EndVector(nonConstBufferSizesLength)
+	}
+	nonConstBufferDeviceOffset := flatbuffers.UOffsetT(0)
+	if t.NonConstBufferDevice != nil {
+		nonConstBufferDeviceLength := len(t.NonConstBufferDevice)
+		nonConstBufferDeviceOffsets := make([]flatbuffers.UOffsetT, nonConstBufferDeviceLength)
+		for j := 0; j < nonConstBufferDeviceLength; j++ {
+			nonConstBufferDeviceOffsets[j] = t.NonConstBufferDevice[j].Pack(builder)
+		}
+		ExecutionPlanStartNonConstBufferDeviceVector(builder, nonConstBufferDeviceLength)
+		for j := nonConstBufferDeviceLength - 1; j >= 0; j-- {
+			builder.PrependUOffsetT(nonConstBufferDeviceOffsets[j])
+		}
+		nonConstBufferDeviceOffset = builder.EndVector(nonConstBufferDeviceLength)
+	}
+	ExecutionPlanStart(builder)
+	ExecutionPlanAddName(builder, nameOffset)
+	ExecutionPlanAddContainerMetaType(builder, containerMetaTypeOffset)
+	ExecutionPlanAddValues(builder, valuesOffset)
+	ExecutionPlanAddInputs(builder, inputsOffset)
+	ExecutionPlanAddOutputs(builder, outputsOffset)
+	ExecutionPlanAddChains(builder, chainsOffset)
+	ExecutionPlanAddOperators(builder, operatorsOffset)
+	ExecutionPlanAddDelegates(builder, delegatesOffset)
+	ExecutionPlanAddNonConstBufferSizes(builder, nonConstBufferSizesOffset)
+	ExecutionPlanAddNonConstBufferDevice(builder, nonConstBufferDeviceOffset)
+	return ExecutionPlanEnd(builder)
+}
+
+func (rcv *ExecutionPlan) UnPackTo(t *ExecutionPlanT) {
+	t.Name = string(rcv.Name())
+	t.ContainerMetaType = rcv.ContainerMetaType(nil).UnPack()
+	valuesLength := rcv.ValuesLength()
+	t.Values = make([]*EValueT, valuesLength)
+	for j := 0; j < valuesLength; j++ {
+		x := EValue{}
+		rcv.Values(&x, j)
+		t.Values[j] = x.UnPack()
+	}
+	inputsLength := rcv.InputsLength()
+	t.Inputs = make([]int32, inputsLength)
+	for j := 0; j < inputsLength; j++ {
+		t.Inputs[j] = rcv.Inputs(j)
+	}
+	outputsLength := rcv.OutputsLength()
+	t.Outputs = make([]int32, outputsLength)
+	for j := 0; j < outputsLength; j++ {
+		t.Outputs[j] = rcv.Outputs(j)
+	}
+	chainsLength := rcv.ChainsLength()
+	t.Chains = make([]*ChainT, chainsLength)
+	for j := 0; j < chainsLength; j++ {
+		x := Chain{}
+		rcv.Chains(&x, j)
+		t.Chains[j] = x.UnPack()
+	}
+	operatorsLength := rcv.OperatorsLength()
+	t.Operators = make([]*OperatorT, operatorsLength)
+	for j := 0; j < operatorsLength; j++ {
+		x := Operator{}
+		rcv.Operators(&x, j)
+		t.Operators[j] = x.UnPack()
+	}
+	delegatesLength := rcv.DelegatesLength()
+	t.Delegates = make([]*BackendDelegateT, delegatesLength)
+	for j := 0; j < delegatesLength; j++ {
+		x := BackendDelegate{}
+		rcv.Delegates(&x, j)
+		t.Delegates[j] = x.UnPack()
+	}
+	nonConstBufferSizesLength := rcv.NonConstBufferSizesLength()
+	t.NonConstBufferSizes = make([]int64, nonConstBufferSizesLength)
+	for j := 0; j < nonConstBufferSizesLength; j++ {
+		t.NonConstBufferSizes[j] = rcv.NonConstBufferSizes(j)
+	}
+	nonConstBufferDeviceLength := rcv.NonConstBufferDeviceLength()
+	t.NonConstBufferDevice = make([]*NonConstBufferDeviceT, nonConstBufferDeviceLength)
+	for j := 0; j < nonConstBufferDeviceLength; j++ {
+		x := NonConstBufferDevice{}
+		rcv.NonConstBufferDevice(&x, j)
+		t.NonConstBufferDevice[j] = x.UnPack()
+	}
+}
+
+func (rcv *ExecutionPlan) UnPack() *ExecutionPlanT {
+	if rcv == nil {
+		return nil
+	}
+	t := &ExecutionPlanT{}
+	rcv.UnPackTo(t)
+	return t
+}
+
 type ExecutionPlan struct {
 	_tab flatbuffers.Table
 }

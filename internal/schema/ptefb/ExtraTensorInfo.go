@@ -6,6 +6,45 @@ import (
 	flatbuffers "github.com/google/flatbuffers/go"
 )
 
+type ExtraTensorInfoT struct {
+	MutableDataSegmentsIdx uint64 `json:"mutable_data_segments_idx"`
+	FullyQualifiedName     string `json:"fully_qualified_name"`
+	Location               int8   `json:"location"`
+	DeviceType             int8   `json:"device_type"`
+	DeviceIndex            int8   `json:"device_index"`
+}
+
+func (t *ExtraTensorInfoT) Pack(builder *flatbuffers.Builder) flatbuffers.UOffsetT {
+	if t == nil {
+		return 0
+	}
+	fullyQualifiedNameOffset := builder.CreateString(t.FullyQualifiedName)
+	ExtraTensorInfoStart(builder)
+	ExtraTensorInfoAddMutableDataSegmentsIdx(builder, t.MutableDataSegmentsIdx)
+	ExtraTensorInfoAddFullyQualifiedName(builder, fullyQualifiedNameOffset)
+	ExtraTensorInfoAddLocation(builder, t.Location)
+	ExtraTensorInfoAddDeviceType(builder, t.DeviceType)
+	ExtraTensorInfoAddDeviceIndex(builder, t.DeviceIndex)
+	return ExtraTensorInfoEnd(builder)
+}
+
+func (rcv *ExtraTensorInfo) UnPackTo(t *ExtraTensorInfoT) {
+	t.MutableDataSegmentsIdx = rcv.MutableDataSegmentsIdx()
+	t.FullyQualifiedName = string(rcv.FullyQualifiedName())
+	t.Location = rcv.Location()
+	t.DeviceType = rcv.DeviceType()
+	t.DeviceIndex = rcv.DeviceIndex()
+}
+
+func (rcv *ExtraTensorInfo) UnPack() *ExtraTensorInfoT {
+	if rcv == nil {
+		return nil
+	}
+	t := &ExtraTensorInfoT{}
+	rcv.UnPackTo(t)
+	return t
+}
+
 type ExtraTensorInfo struct {
 	_tab flatbuffers.Table
 }

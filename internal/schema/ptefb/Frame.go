@@ -6,6 +6,44 @@ import (
 	flatbuffers "github.com/google/flatbuffers/go"
 )
 
+type FrameT struct {
+	Filename string `json:"filename"`
+	Lineno   int32  `json:"lineno"`
+	Name     string `json:"name"`
+	Context  string `json:"context"`
+}
+
+func (t *FrameT) Pack(builder *flatbuffers.Builder) flatbuffers.UOffsetT {
+	if t == nil {
+		return 0
+	}
+	filenameOffset := builder.CreateString(t.Filename)
+	nameOffset := builder.CreateString(t.Name)
+	contextOffset := builder.CreateString(t.Context)
+	FrameStart(builder)
+	FrameAddFilename(builder, filenameOffset)
+	FrameAddLineno(builder, t.Lineno)
+	FrameAddName(builder, nameOffset)
+	FrameAddContext(builder, contextOffset)
+	return FrameEnd(builder)
+}
+
+func (rcv *Frame) UnPackTo(t *FrameT) {
+	t.Filename = string(rcv.Filename())
+	t.Lineno = rcv.Lineno()
+	t.Name = string(rcv.Name())
+	t.Context = string(rcv.Context())
+}
+
+func (rcv *Frame) UnPack() *FrameT {
+	if rcv == nil {
+		return nil
+	}
+	t := &FrameT{}
+	rcv.UnPackTo(t)
+	return t
+}
+
 type Frame struct {
 	_tab flatbuffers.Table
 }

@@ -6,6 +6,51 @@ import (
 	flatbuffers "github.com/google/flatbuffers/go"
 )
 
+type FrameListT struct {
+	Items []*FrameT `json:"items"`
+}
+
+func (t *FrameListT) Pack(builder *flatbuffers.Builder) flatbuffers.UOffsetT {
+	if t == nil {
+		return 0
+	}
+	itemsOffset := flatbuffers.UOffsetT(0)
+	if t.Items != nil {
+		itemsLength := len(t.Items)
+		itemsOffsets := make([]flatbuffers.UOffsetT, itemsLength)
+		for j := 0; j < itemsLength; j++ {
+			itemsOffsets[j] = t.Items[j].Pack(builder)
+		}
+		FrameListStartItemsVector(builder, itemsLength)
+		for j := itemsLength - 1; j >= 0; j-- {
+			builder.PrependUOffsetT(itemsOffsets[j])
+		}
+		itemsOffset = builder.EndVector(itemsLength)
+	}
+	FrameListStart(builder)
+	FrameListAddItems(builder, itemsOffset)
+	return FrameListEnd(builder)
+}
+
+func (rcv *FrameList) UnPackTo(t *FrameListT) {
+	itemsLength := rcv.ItemsLength()
+	t.Items = make([]*FrameT, itemsLength)
+	for j := 0; j < itemsLength; j++ {
+		x := Frame{}
+		rcv.Items(&x, j)
+		t.Items[j] = x.UnPack()
+	}
+}
+
+func (rcv *FrameList) UnPack() *FrameListT {
+	if rcv == nil {
+		return nil
+	}
+	t := &FrameListT{}
+	rcv.UnPackTo(t)
+	return t
+}
+
 type FrameList struct {
 	_tab flatbuffers.Table
 }

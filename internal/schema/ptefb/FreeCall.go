@@ -6,6 +6,32 @@ import (
 	flatbuffers "github.com/google/flatbuffers/go"
 )
 
+type FreeCallT struct {
+	ValueIndex int32 `json:"value_index"`
+}
+
+func (t *FreeCallT) Pack(builder *flatbuffers.Builder) flatbuffers.UOffsetT {
+	if t == nil {
+		return 0
+	}
+	FreeCallStart(builder)
+	FreeCallAddValueIndex(builder, t.ValueIndex)
+	return FreeCallEnd(builder)
+}
+
+func (rcv *FreeCall) UnPackTo(t *FreeCallT) {
+	t.ValueIndex = rcv.ValueIndex()
+}
+
+func (rcv *FreeCall) UnPack() *FreeCallT {
+	if rcv == nil {
+		return nil
+	}
+	t := &FreeCallT{}
+	rcv.UnPackTo(t)
+	return t
+}
+
 type FreeCall struct {
 	_tab flatbuffers.Table
 }

@@ -6,6 +6,40 @@ import (
 	flatbuffers "github.com/google/flatbuffers/go"
 )
 
+type InstructionT struct {
+	InstrArgs *InstructionArgumentsT `json:"instr_args"`
+}
+
+func (t *InstructionT) Pack(builder *flatbuffers.Builder) flatbuffers.UOffsetT {
+	if t == nil {
+		return 0
+	}
+	instrArgsOffset := t.InstrArgs.Pack(builder)
+
+	InstructionStart(builder)
+	if t.InstrArgs != nil {
+		InstructionAddInstrArgsType(builder, t.InstrArgs.Type)
+	}
+	InstructionAddInstrArgs(builder, instrArgsOffset)
+	return InstructionEnd(builder)
+}
+
+func (rcv *Instruction) UnPackTo(t *InstructionT) {
+	instrArgsTable := flatbuffers.Table{}
+	if rcv.InstrArgs(&instrArgsTable) {
+		t.InstrArgs = rcv.InstrArgsType().UnPack(instrArgsTable)
+	}
+}
+
+func (rcv *Instruction) UnPack() *InstructionT {
+	if rcv == nil {
+		return nil
+	}
+	t := &InstructionT{}
+	rcv.UnPackTo(t)
+	return t
+}
+
 type Instruction struct {
 	_tab flatbuffers.Table
 }

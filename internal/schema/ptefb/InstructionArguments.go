@@ -2,7 +2,11 @@
 
 package ptefb
 
-import "strconv"
+import (
+	"strconv"
+
+	flatbuffers "github.com/google/flatbuffers/go"
+)
 
 type InstructionArguments byte
 
@@ -38,4 +42,49 @@ func (v InstructionArguments) String() string {
 		return s
 	}
 	return "InstructionArguments(" + strconv.FormatInt(int64(v), 10) + ")"
+}
+
+type InstructionArgumentsT struct {
+	Type  InstructionArguments
+	Value interface{}
+}
+
+func (t *InstructionArgumentsT) Pack(builder *flatbuffers.Builder) flatbuffers.UOffsetT {
+	if t == nil {
+		return 0
+	}
+	switch t.Type {
+	case InstructionArgumentsKernelCall:
+		return t.Value.(*KernelCallT).Pack(builder)
+	case InstructionArgumentsDelegateCall:
+		return t.Value.(*DelegateCallT).Pack(builder)
+	case InstructionArgumentsMoveCall:
+		return t.Value.(*MoveCallT).Pack(builder)
+	case InstructionArgumentsJumpFalseCall:
+		return t.Value.(*JumpFalseCallT).Pack(builder)
+	case InstructionArgumentsFreeCall:
+		return t.Value.(*FreeCallT).Pack(builder)
+	}
+	return 0
+}
+
+func (rcv InstructionArguments) UnPack(table flatbuffers.Table) *InstructionArgumentsT {
+	switch rcv {
+	case InstructionArgumentsKernelCall:
+		x := KernelCall{_tab: table}
+		return &InstructionArgumentsT{Type: InstructionArgumentsKernelCall, Value: x.UnPack()}
+	case InstructionArgumentsDelegateCall:
+		x := DelegateCall{_tab: table}
+		return &InstructionArgumentsT{Type: InstructionArgumentsDelegateCall, Value: x.UnPack()}
+	case InstructionArgumentsMoveCall:
+		x := MoveCall{_tab: table}
+		return &InstructionArgumentsT{Type: InstructionArgumentsMoveCall, Value: x.UnPack()}
+	case InstructionArgumentsJumpFalseCall:
+		x := JumpFalseCall{_tab: table}
+		return &InstructionArgumentsT{Type: InstructionArgumentsJumpFalseCall, Value: x.UnPack()}
+	case InstructionArgumentsFreeCall:
+		x := FreeCall{_tab: table}
+		return &InstructionArgumentsT{Type: InstructionArgumentsFreeCall, Value: x.UnPack()}
+	}
+	return nil
 }

@@ -6,6 +6,32 @@ import (
 	flatbuffers "github.com/google/flatbuffers/go"
 )
 
+type IntT struct {
+	IntVal int64 `json:"int_val"`
+}
+
+func (t *IntT) Pack(builder *flatbuffers.Builder) flatbuffers.UOffsetT {
+	if t == nil {
+		return 0
+	}
+	IntStart(builder)
+	IntAddIntVal(builder, t.IntVal)
+	return IntEnd(builder)
+}
+
+func (rcv *Int) UnPackTo(t *IntT) {
+	t.IntVal = rcv.IntVal()
+}
+
+func (rcv *Int) UnPack() *IntT {
+	if rcv == nil {
+		return nil
+	}
+	t := &IntT{}
+	rcv.UnPackTo(t)
+	return t
+}
+
 type Int struct {
 	_tab flatbuffers.Table
 }

@@ -6,6 +6,45 @@ import (
 	flatbuffers "github.com/google/flatbuffers/go"
 )
 
+type IntListT struct {
+	Items []int64 `json:"items"`
+}
+
+func (t *IntListT) Pack(builder *flatbuffers.Builder) flatbuffers.UOffsetT {
+	if t == nil {
+		return 0
+	}
+	itemsOffset := flatbuffers.UOffsetT(0)
+	if t.Items != nil {
+		itemsLength := len(t.Items)
+		IntListStartItemsVector(builder, itemsLength)
+		for j := itemsLength - 1; j >= 0; j-- {
+			builder.PrependInt64(t.Items[j])
+		}
+		itemsOffset = builder.EndVector(itemsLength)
+	}
+	IntListStart(builder)
+	IntListAddItems(builder, itemsOffset)
+	return IntListEnd(builder)
+}
+
+func (rcv *IntList) UnPackTo(t *IntListT) {
+	itemsLength := rcv.ItemsLength()
+	t.Items = make([]int64, itemsLength)
+	for j := 0; j < itemsLength; j++ {
+		t.Items[j] = rcv.Items(j)
+	}
+}
+
+func (rcv *IntList) UnPack() *IntListT {
+	if rcv == nil {
+		return nil
+	}
+	t := &IntListT{}
+	rcv.UnPackTo(t)
+	return t
+}
+
 type IntList struct {
 	_tab flatbuffers.Table
 }

@@ -6,6 +6,35 @@ import (
 	flatbuffers "github.com/google/flatbuffers/go"
 )
 
+type JumpFalseCallT struct {
+	CondValueIndex         int32 `json:"cond_value_index"`
+	DestinationInstruction int32 `json:"destination_instruction"`
+}
+
+func (t *JumpFalseCallT) Pack(builder *flatbuffers.Builder) flatbuffers.UOffsetT {
+	if t == nil {
+		return 0
+	}
+	JumpFalseCallStart(builder)
+	JumpFalseCallAddCondValueIndex(builder, t.CondValueIndex)
+	JumpFalseCallAddDestinationInstruction(builder, t.DestinationInstruction)
+	return JumpFalseCallEnd(builder)
+}
+
+func (rcv *JumpFalseCall) UnPackTo(t *JumpFalseCallT) {
+	t.CondValueIndex = rcv.CondValueIndex()
+	t.DestinationInstruction = rcv.DestinationInstruction()
+}
+
+func (rcv *JumpFalseCall) UnPack() *JumpFalseCallT {
+	if rcv == nil {
+		return nil
+	}
+	t := &JumpFalseCallT{}
+	rcv.UnPackTo(t)
+	return t
+}
+
 type JumpFalseCall struct {
 	_tab flatbuffers.Table
 }

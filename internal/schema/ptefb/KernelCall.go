@@ -6,6 +6,48 @@ import (
 	flatbuffers "github.com/google/flatbuffers/go"
 )
 
+type KernelCallT struct {
+	OpIndex int32   `json:"op_index"`
+	Args    []int32 `json:"args"`
+}
+
+func (t *KernelCallT) Pack(builder *flatbuffers.Builder) flatbuffers.UOffsetT {
+	if t == nil {
+		return 0
+	}
+	argsOffset := flatbuffers.UOffsetT(0)
+	if t.Args != nil {
+		argsLength := len(t.Args)
+		KernelCallStartArgsVector(builder, argsLength)
+		for j := argsLength - 1; j >= 0; j-- {
+			builder.PrependInt32(t.Args[j])
+		}
+		argsOffset = builder.EndVector(argsLength)
+	}
+	KernelCallStart(builder)
+	KernelCallAddOpIndex(builder, t.OpIndex)
+	KernelCallAddArgs(builder, argsOffset)
+	return KernelCallEnd(builder)
+}
+
+func (rcv *KernelCall) UnPackTo(t *KernelCallT) {
+	t.OpIndex = rcv.OpIndex()
+	argsLength := rcv.ArgsLength()
+	t.Args = make([]int32, argsLength)
+	for j := 0; j < argsLength; j++ {
+		t.Args[j] = rcv.Args(j)
+	}
+}
+
+func (rcv *KernelCall) UnPack() *KernelCallT {
+	if rcv == nil {
+		return nil
+	}
+	t := &KernelCallT{}
+	rcv.UnPackTo(t)
+	return t
+}
+
 type KernelCall struct {
 	_tab flatbuffers.Table
 }

@@ -2,7 +2,11 @@
 
 package ptefb
 
-import "strconv"
+import (
+	"strconv"
+
+	flatbuffers "github.com/google/flatbuffers/go"
+)
 
 type KernelTypes byte
 
@@ -56,4 +60,79 @@ func (v KernelTypes) String() string {
 		return s
 	}
 	return "KernelTypes(" + strconv.FormatInt(int64(v), 10) + ")"
+}
+
+type KernelTypesT struct {
+	Type  KernelTypes
+	Value interface{}
+}
+
+func (t *KernelTypesT) Pack(builder *flatbuffers.Builder) flatbuffers.UOffsetT {
+	if t == nil {
+		return 0
+	}
+	switch t.Type {
+	case KernelTypesNull:
+		return t.Value.(*NullT).Pack(builder)
+	case KernelTypesInt:
+		return t.Value.(*IntT).Pack(builder)
+	case KernelTypesBool:
+		return t.Value.(*BoolT).Pack(builder)
+	case KernelTypesDouble:
+		return t.Value.(*DoubleT).Pack(builder)
+	case KernelTypesTensor:
+		return t.Value.(*TensorT).Pack(builder)
+	case KernelTypesString:
+		return t.Value.(*StringT).Pack(builder)
+	case KernelTypesIntList:
+		return t.Value.(*IntListT).Pack(builder)
+	case KernelTypesDoubleList:
+		return t.Value.(*DoubleListT).Pack(builder)
+	case KernelTypesBoolList:
+		return t.Value.(*BoolListT).Pack(builder)
+	case KernelTypesTensorList:
+		return t.Value.(*TensorListT).Pack(builder)
+	case KernelTypesOptionalTensorList:
+		return t.Value.(*OptionalTensorListT).Pack(builder)
+	}
+	return 0
+}
+
+func (rcv KernelTypes) UnPack(table flatbuffers.Table) *KernelTypesT {
+	switch rcv {
+	case KernelTypesNull:
+		x := Null{_tab: table}
+		return &KernelTypesT{Type: KernelTypesNull, Value: x.UnPack()}
+	case KernelTypesInt:
+		x := Int{_tab: table}
+		return &KernelTypesT{Type: KernelTypesInt, Value: x.UnPack()}
+	case KernelTypesBool:
+		x := Bool{_tab: table}
+		return &KernelTypesT{Type: KernelTypesBool, Value: x.UnPack()}
+	case KernelTypesDouble:
+		x := Double{_tab: table}
+		return &KernelTypesT{Type: KernelTypesDouble, Value: x.UnPack()}
+	case KernelTypesTensor:
+		x := Tensor{_tab: table}
+		return &KernelTypesT{Type: KernelTypesTensor, Value: x.UnPack()}
+	case KernelTypesString:
+		x := String{_tab: table}
+		return &KernelTypesT{Type: KernelTypesString, Value: x.UnPack()}
+	case KernelTypesIntList:
+		x := IntList{_tab: table}
+		return &KernelTypesT{Type: KernelTypesIntList, Value: x.UnPack()}
+	case KernelTypesDoubleList:
+		x := DoubleList{_tab: table}
+		return &KernelTypesT{Type: KernelTypesDoubleList, Value: x.UnPack()}
+	case KernelTypesBoolList:
+		x := BoolList{_tab: table}
+		return &KernelTypesT{Type: KernelTypesBoolList, Value: x.UnPack()}
+	case KernelTypesTensorList:
+		x := TensorList{_tab: table}
+		return &KernelTypesT{Type: KernelTypesTensorList, Value: x.UnPack()}
+	case KernelTypesOptionalTensorList:
+		x := OptionalTensorList{_tab: table}
+		return &KernelTypesT{Type: KernelTypesOptionalTensorList, Value: x.UnPack()}
+	}
+	return nil
 }

@@ -6,6 +6,35 @@ import (
 	flatbuffers "github.com/google/flatbuffers/go"
 )
 
+type MoveCallT struct {
+	MoveFrom int32 `json:"move_from"`
+	MoveTo   int32 `json:"move_to"`
+}
+
+func (t *MoveCallT) Pack(builder *flatbuffers.Builder) flatbuffers.UOffsetT {
+	if t == nil {
+		return 0
+	}
+	MoveCallStart(builder)
+	MoveCallAddMoveFrom(builder, t.MoveFrom)
+	MoveCallAddMoveTo(builder, t.MoveTo)
+	return MoveCallEnd(builder)
+}
+
+func (rcv *MoveCall) UnPackTo(t *MoveCallT) {
+	t.MoveFrom = rcv.MoveFrom()
+	t.MoveTo = rcv.MoveTo()
+}
+
+func (rcv *MoveCall) UnPack() *MoveCallT {
+	if rcv == nil {
+		return nil
+	}
+	t := &MoveCallT{}
+	rcv.UnPackTo(t)
+	return t
+}
+
 type MoveCall struct {
 	_tab flatbuffers.Table
 }

@@ -6,6 +6,36 @@ import (
 	flatbuffers "github.com/google/flatbuffers/go"
 )
 
+type NamedDataT struct {
+	Key          string `json:"key"`
+	SegmentIndex uint32 `json:"segment_index"`
+}
+
+func (t *NamedDataT) Pack(builder *flatbuffers.Builder) flatbuffers.UOffsetT {
+	if t == nil {
+		return 0
+	}
+	keyOffset := builder.CreateString(t.Key)
+	NamedDataStart(builder)
+	NamedDataAddKey(builder, keyOffset)
+	NamedDataAddSegmentIndex(builder, t.SegmentIndex)
+	return NamedDataEnd(builder)
+}
+
+func (rcv *NamedData) UnPackTo(t *NamedDataT) {
+	t.Key = string(rcv.Key())
+	t.SegmentIndex = rcv.SegmentIndex()
+}
+
+func (rcv *NamedData) UnPack() *NamedDataT {
+	if rcv == nil {
+		return nil
+	}
+	t := &NamedDataT{}
+	rcv.UnPackTo(t)
+	return t
+}
+
 type NamedData struct {
 	_tab flatbuffers.Table
 }

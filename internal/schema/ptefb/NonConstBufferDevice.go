@@ -6,6 +6,38 @@ import (
 	flatbuffers "github.com/google/flatbuffers/go"
 )
 
+type NonConstBufferDeviceT struct {
+	BufferIdx   int32 `json:"buffer_idx"`
+	DeviceType  int8  `json:"device_type"`
+	DeviceIndex int8  `json:"device_index"`
+}
+
+func (t *NonConstBufferDeviceT) Pack(builder *flatbuffers.Builder) flatbuffers.UOffsetT {
+	if t == nil {
+		return 0
+	}
+	NonConstBufferDeviceStart(builder)
+	NonConstBufferDeviceAddBufferIdx(builder, t.BufferIdx)
+	NonConstBufferDeviceAddDeviceType(builder, t.DeviceType)
+	NonConstBufferDeviceAddDeviceIndex(builder, t.DeviceIndex)
+	return NonConstBufferDeviceEnd(builder)
+}
+
+func (rcv *NonConstBufferDevice) UnPackTo(t *NonConstBufferDeviceT) {
+	t.BufferIdx = rcv.BufferIdx()
+	t.DeviceType = rcv.DeviceType()
+	t.DeviceIndex = rcv.DeviceIndex()
+}
+
+func (rcv *NonConstBufferDevice) UnPack() *NonConstBufferDeviceT {
+	if rcv == nil {
+		return nil
+	}
+	t := &NonConstBufferDeviceT{}
+	rcv.UnPackTo(t)
+	return t
+}
+
 type NonConstBufferDevice struct {
 	_tab flatbuffers.Table
 }

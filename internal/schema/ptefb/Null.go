@@ -6,6 +6,29 @@ import (
 	flatbuffers "github.com/google/flatbuffers/go"
 )
 
+type NullT struct {
+}
+
+func (t *NullT) Pack(builder *flatbuffers.Builder) flatbuffers.UOffsetT {
+	if t == nil {
+		return 0
+	}
+	NullStart(builder)
+	return NullEnd(builder)
+}
+
+func (rcv *Null) UnPackTo(t *NullT) {
+}
+
+func (rcv *Null) UnPack() *NullT {
+	if rcv == nil {
+		return nil
+	}
+	t := &NullT{}
+	rcv.UnPackTo(t)
+	return t
+}
+
 type Null struct {
 	_tab flatbuffers.Table
 }

@@ -6,6 +6,37 @@ import (
 	flatbuffers "github.com/google/flatbuffers/go"
 )
 
+type OperatorT struct {
+	Name     string `json:"name"`
+	Overload string `json:"overload"`
+}
+
+func (t *OperatorT) Pack(builder *flatbuffers.Builder) flatbuffers.UOffsetT {
+	if t == nil {
+		return 0
+	}
+	nameOffset := builder.CreateString(t.Name)
+	overloadOffset := builder.CreateString(t.Overload)
+	OperatorStart(builder)
+	OperatorAddName(builder, nameOffset)
+	OperatorAddOverload(builder, overloadOffset)
+	return OperatorEnd(builder)
+}
+
+func (rcv *Operator) UnPackTo(t *OperatorT) {
+	t.Name = string(rcv.Name())
+	t.Overload = string(rcv.Overload())
+}
+
+func (rcv *Operator) UnPack() *OperatorT {
+	if rcv == nil {
+		return nil
+	}
+	t := &OperatorT{}
+	rcv.UnPackTo(t)
+	return t
+}
+
 type Operator struct {
 	_tab flatbuffers.Table
 }

@@ -6,6 +6,45 @@ import (
 	flatbuffers "github.com/google/flatbuffers/go"
 )
 
+type OptionalTensorListT struct {
+	Items []int32 `json:"items"`
+}
+
+func (t *OptionalTensorListT) Pack(builder *flatbuffers.Builder) flatbuffers.UOffsetT {
+	if t == nil {
+		return 0
+	}
+	itemsOffset := flatbuffers.UOffsetT(0)
+	if t.Items != nil {
+		itemsLength := len(t.Items)
+		OptionalTensorListStartItemsVector(builder, itemsLength)
+		for j := itemsLength - 1; j >= 0; j-- {
+			builder.PrependInt32(t.Items[j])
+		}
+		itemsOffset = builder.EndVector(itemsLength)
+	}
+	OptionalTensorListStart(builder)
+	OptionalTensorListAddItems(builder, itemsOffset)
+	return OptionalTensorListEnd(builder)
+}
+
+func (rcv *OptionalTensorList) UnPackTo(t *OptionalTensorListT) {
+	itemsLength := rcv.ItemsLength()
+	t.Items = make([]int32, itemsLength)
+	for j := 0; j < itemsLength; j++ {
+		t.Items[j] = rcv.Items(j)
+	}
+}
+
+func (rcv *OptionalTensorList) UnPack() *OptionalTensorListT {
+	if rcv == nil {
+		return nil
+	}
+	t := &OptionalTensorListT{}
+	rcv.UnPackTo(t)
+	return t
+}
+
 type OptionalTensorList struct {
 	_tab flatbuffers.Table
 }

@@ -6,6 +6,168 @@ import (
 	flatbuffers "github.com/google/flatbuffers/go"
 )
 
+type ProgramT struct {
+	Version             uint32                        `json:"version"`
+	ExecutionPlan       []*ExecutionPlanT             `json:"execution_plan"`
+	ConstantBuffer      []*BufferT                    `json:"constant_buffer"`
+	BackendDelegateData []*BackendDelegateInlineDataT `json:"backend_delegate_data"`
+	Segments            []*DataSegmentT               `json:"segments"`
+	ConstantSegment     *SubsegmentOffsetsT           `json:"constant_segment"`
+	MutableDataSegments []*SubsegmentOffsetsT         `json:"mutable_data_segments"`
+	NamedData           []*NamedDataT                 `json:"named_data"`
+}
+
+func (t *ProgramT) Pack(builder *flatbuffers.Builder) flatbuffers.UOffsetT {
+	if t == nil {
+		return 0
+	}
+	executionPlanOffset := flatbuffers.UOffsetT(0)
+	if t.ExecutionPlan != nil {
+		executionPlanLength := len(t.ExecutionPlan)
+		executionPlanOffsets := make([]flatbuffers.UOffsetT, executionPlanLength)
+		for j := 0; j < executionPlanLength; j++ {
+			executionPlanOffsets[j] = t.ExecutionPlan[j].Pack(builder)
+		}
+		ProgramStartExecutionPlanVector(builder, executionPlanLength)
+		for j := executionPlanLength - 1; j >= 0; j-- {
+			builder.PrependUOffsetT(executionPlanOffsets[j])
+		}
+		executionPlanOffset = builder.EndVector(executionPlanLength)
+	}
+	constantBufferOffset := flatbuffers.UOffsetT(0)
+	if t.ConstantBuffer != nil {
+		constantBufferLength := len(t.ConstantBuffer)
+		constantBufferOffsets := make([]flatbuffers.UOffsetT, constantBufferLength)
+		for j := 0; j < constantBufferLength; j++ {
+			constantBufferOffsets[j] = t.ConstantBuffer[j].Pack(builder)
+		}
+		ProgramStartConstantBufferVector(builder, constantBufferLength)
+		for j := constantBufferLength - 1; j >= 0; j-- {
+			builder.PrependUOffsetT(constantBufferOffsets[j])
+		}
+		constantBufferOffset = builder.EndVector(constantBufferLength)
+	}
+	backendDelegateDataOffset := flatbuffers.UOffsetT(0)
+	if t.BackendDelegateData != nil {
+		backendDelegateDataLength := len(t.BackendDelegateData)
+		backendDelegateDataOffsets := make([]flatbuffers.UOffsetT, backendDelegateDataLength)
+		for j := 0; j < backendDelegateDataLength; j++ {
+			backendDelegateDataOffsets[j] = t.BackendDelegateData[j].Pack(builder)
+		}
+		ProgramStartBackendDelegateDataVector(builder, backendDelegateDataLength)
+		for j := backendDelegateDataLength - 1; j >= 0; j-- {
+			builder.PrependUOffsetT(backendDelegateDataOffsets[j])
+		}
+		backendDelegateDataOffset = builder.EndVector(backendDelegateDataLength)
+	}
+	segmentsOffset := flatbuffers.UOffsetT(0)
+	if t.Segments != nil {
+		segmentsLength := len(t.Segments)
+		segmentsOffsets := make([]flatbuffers.UOffsetT, segmentsLength)
+		for j := 0; j < segmentsLength; j++ {
+			segmentsOffsets[j] = t.Segments[j].Pack(builder)
+		}
+		ProgramStartSegmentsVector(builder, segmentsLength)
+		for j := segmentsLength - 1; j >= 0; j-- {
+			builder.PrependUOffsetT(segmentsOffsets[j])
+		}
+		segmentsOffset = builder.EndVector(segmentsLength)
+	}
+	constantSegmentOffset := t.ConstantSegment.Pack(builder)
+	mutableDataSegmentsOffset := flatbuffers.UOffsetT(0)
+	if t.MutableDataSegments != nil {
+		mutableDataSegmentsLength := len(t.MutableDataSegments)
+		mutableDataSegmentsOffsets := make([]flatbuffers.UOffsetT, mutableDataSegmentsLength)
+		for j := 0; j < mutableDataSegmentsLength; j++ {
+			mutableDataSegmentsOffsets[j] = t.MutableDataSegments[j].Pack(builder)
+		}
+		ProgramStartMutableDataSegmentsVector(builder, mutableDataSegmentsLength)
+		for j := mutableDataSegmentsLength - 1; j >= 0; j-- {
+			builder.PrependUOffsetT(mutableDataSegmentsOffsets[j])
+		}
+		mutableDataSegmentsOffset = builder.EndVector(mutableDataSegmentsLength)
+	}
+	namedDataOffset := flatbuffers.UOffsetT(0)
+	if t.NamedData != nil {
+		namedDataLength := len(t.NamedData)
+		namedDataOffsets := make([]flatbuffers.UOffsetT, namedDataLength)
+		for j := 0; j < namedDataLength; j++ {
+			namedDataOffsets[j] = t.NamedData[j].Pack(builder)
+		}
+		ProgramStartNamedDataVector(builder, namedDataLength)
+		for j := namedDataLength - 1; j >= 0; j-- {
+			builder.PrependUOffsetT(namedDataOffsets[j])
+		}
+		namedDataOffset = builder.EndVector(namedDataLength)
+	}
+	ProgramStart(builder)
+	ProgramAddVersion(builder, t.Version)
+	ProgramAddExecutionPlan(builder, executionPlanOffset)
+	ProgramAddConstantBuffer(builder, constantBufferOffset)
+	ProgramAddBackendDelegateData(builder, backendDelegateDataOffset)
+	ProgramAddSegments(builder, segmentsOffset)
+	ProgramAddConstantSegment(builder, constantSegmentOffset)
+	ProgramAddMutableDataSegments(builder, mutableDataSegmentsOffset)
+	ProgramAddNamedData(builder, namedDataOffset)
+	return ProgramEnd(builder)
+}
+
+func (rcv *Program) UnPackTo(t *ProgramT) {
+	t.Version = rcv.Version()
+	executionPlanLength := rcv.ExecutionPlanLength()
+	t.ExecutionPlan = make([]*ExecutionPlanT, executionPlanLength)
+	for j := 0; j < executionPlanLength; j++ {
+		x := ExecutionPlan{}
+		rcv.ExecutionPlan(&x, j)
+		t.ExecutionPlan[j] = x.UnPack()
+	}
+	constantBufferLength := rcv.ConstantBufferLength()
+	t.ConstantBuffer = make([]*BufferT, constantBufferLength)
+	for j := 0; j < constantBufferLength; j++ {
+		x := Buffer{}
+		rcv.ConstantBuffer(&x, j)
+		t.ConstantBuffer[j] = x.UnPack()
+	}
+	backendDelegateDataLength := rcv.BackendDelegateDataLength()
+	t.BackendDelegateData = make([]*BackendDelegateInlineDataT, backendDelegateDataLength)
+	for j := 0; j < backendDelegateDataLength; j++ {
+		x := BackendDelegateInlineData{}
+		rcv.BackendDelegateData(&x, j)
+		t.BackendDelegateData[j] = x.UnPack()
+	}
+	segmentsLength := rcv.SegmentsLength()
+	t.Segments = make([]*DataSegmentT, segmentsLength)
+	for j := 0; j < segmentsLength; j++ {
+		x := DataSegment{}
+		rcv.Segments(&x, j)
+		t.Segments[j] = x.UnPack()
+	}
+	t.ConstantSegment = rcv.ConstantSegment(nil).UnPack()
+	mutableDataSegmentsLength := rcv.MutableDataSegmentsLength()
+	t.MutableDataSegments = make([]*SubsegmentOffsetsT, mutableDataSegmentsLength)
+	for j := 0; j < mutableDataSegmentsLength; j++ {
+		x := SubsegmentOffsets{}
+		rcv.MutableDataSegments(&x, j)
+		t.MutableDataSegments[j] = x.UnPack()
+	}
+	namedDataLength := rcv.NamedDataLength()
+	t.NamedData = make([]*NamedDataT, namedDataLength)
+	for j := 0; j < namedDataLength; j++ {
+		x := NamedData{}
+		rcv.NamedData(&x, j)
+		t.NamedData[j] = x.UnPack()
+	}
+}
+
+func (rcv *Program) UnPack() *ProgramT {
+	if rcv == nil {
+		return nil
+	}
+	t := &ProgramT{}
+	rcv.UnPackTo(t)
+	return t
+}
+
 type Program struct {
 	_tab flatbuffers.Table
 }

@@ -6,6 +6,33 @@ import (
 	flatbuffers "github.com/google/flatbuffers/go"
 )
 
+type StringT struct {
+	StringVal string `json:"string_val"`
+}
+
+func (t *StringT) Pack(builder *flatbuffers.Builder) flatbuffers.UOffsetT {
+	if t == nil {
+		return 0
+	}
+	stringValOffset := builder.CreateString(t.StringVal)
+	StringStart(builder)
+	StringAddStringVal(builder, stringValOffset)
+	return StringEnd(builder)
+}
+
+func (rcv *String) UnPackTo(t *StringT) {
+	t.StringVal = string(rcv.StringVal())
+}
+
+func (rcv *String) UnPack() *StringT {
+	if rcv == nil {
+		return nil
+	}
+	t := &StringT{}
+	rcv.UnPackTo(t)
+	return t
+}
+
 type String struct {
 	_tab flatbuffers.Table
 }

@@ -6,6 +6,48 @@ import (
 	flatbuffers "github.com/google/flatbuffers/go"
 )
 
+type SubsegmentOffsetsT struct {
+	SegmentIndex uint32   `json:"segment_index"`
+	Offsets      []uint64 `json:"offsets"`
+}
+
+func (t *SubsegmentOffsetsT) Pack(builder *flatbuffers.Builder) flatbuffers.UOffsetT {
+	if t == nil {
+		return 0
+	}
+	offsetsOffset := flatbuffers.UOffsetT(0)
+	if t.Offsets != nil {
+		offsetsLength := len(t.Offsets)
+		SubsegmentOffsetsStartOffsetsVector(builder, offsetsLength)
+		for j := offsetsLength - 1; j >= 0; j-- {
+			builder.PrependUint64(t.Offsets[j])
+		}
+		offsetsOffset = builder.EndVector(offsetsLength)
+	}
+	SubsegmentOffsetsStart(builder)
+	SubsegmentOffsetsAddSegmentIndex(builder, t.SegmentIndex)
+	SubsegmentOffsetsAddOffsets(builder, offsetsOffset)
+	return SubsegmentOffsetsEnd(builder)
+}
+
+func (rcv *SubsegmentOffsets) UnPackTo(t *SubsegmentOffsetsT) {
+	t.SegmentIndex = rcv.SegmentIndex()
+	offsetsLength := rcv.OffsetsLength()
+	t.Offsets = make([]uint64, offsetsLength)
+	for j := 0; j < offsetsLength; j++ {
+		t.Offsets[j] = rcv.Offsets(j)
+	}
+}
+
+func (rcv *SubsegmentOffsets) UnPack() *SubsegmentOffsetsT {
+	if rcv == nil {
+		return nil
+	}
+	t := &SubsegmentOffsetsT{}
+	rcv.UnPackTo(t)
+	return t
+}
+
 type SubsegmentOffsets struct {
 	_tab flatbuffers.Table
 }

@@ -6,6 +6,78 @@ import (
 	flatbuffers "github.com/google/flatbuffers/go"
 )
 
+type TensorT struct {
+	ScalarType      int8                `json:"scalar_type"`
+	StorageOffset   int32               `json:"storage_offset"`
+	Sizes           []int32             `json:"sizes"`
+	DimOrder        []byte              `json:"dim_order"`
+	RequiresGrad    bool                `json:"requires_grad"`
+	DataBufferIdx   uint32              `json:"data_buffer_idx"`
+	AllocationInfo  *AllocationDetailsT `json:"allocation_info"`
+	Layout          int8                `json:"layout"`
+	ShapeDynamism   int8                `json:"shape_dynamism"`
+	ExtraTensorInfo *ExtraTensorInfoT   `json:"extra_tensor_info"`
+}
+
+func (t *TensorT) Pack(builder *flatbuffers.Builder) flatbuffers.UOffsetT {
+	if t == nil {
+		return 0
+	}
+	sizesOffset := flatbuffers.UOffsetT(0)
+	if t.Sizes != nil {
+		sizesLength := len(t.Sizes)
+		TensorStartSizesVector(builder, sizesLength)
+		for j := sizesLength - 1; j >= 0; j-- {
+			builder.PrependInt32(t.Sizes[j])
+		}
+		sizesOffset = builder.EndVector(sizesLength)
+	}
+	dimOrderOffset := flatbuffers.UOffsetT(0)
+	if t.DimOrder != nil {
+		dimOrderOffset = builder.CreateByteString(t.DimOrder)
+	}
+	allocationInfoOffset := t.AllocationInfo.Pack(builder)
+	extraTensorInfoOffset := t.ExtraTensorInfo.Pack(builder)
+	TensorStart(builder)
+	TensorAddScalarType(builder, t.ScalarType)
+	TensorAddStorageOffset(builder, t.StorageOffset)
+	TensorAddSizes(builder, sizesOffset)
+	TensorAddDimOrder(builder, dimOrderOffset)
+	TensorAddRequiresGrad(builder, t.RequiresGrad)
+	TensorAddDataBufferIdx(builder, t.DataBufferIdx)
+	TensorAddAllocationInfo(builder, allocationInfoOffset)
+	TensorAddLayout(builder, t.Layout)
+	TensorAddShapeDynamism(builder, t.ShapeDynamism)
+	TensorAddExtraTensorInfo(builder, extraTensorInfoOffset)
+	return TensorEnd(builder)
+}
+
+func (rcv *Tensor) UnPackTo(t *TensorT) {
+	t.ScalarType = rcv.ScalarType()
+	t.StorageOffset = rcv.StorageOffset()
+	sizesLength := rcv.SizesLength()
+	t.Sizes = make([]int32, sizesLength)
+	for j := 0; j < sizesLength; j++ {
+		t.Sizes[j] = rcv.Sizes(j)
+	}
+	t.DimOrder = rcv.DimOrderBytes()
+	t.RequiresGrad = rcv.RequiresGrad()
+	t.DataBufferIdx = rcv.DataBufferIdx()
+	t.AllocationInfo = rcv.AllocationInfo(nil).UnPack()
+	t.Layout = rcv.Layout()
+	t.ShapeDynamism = rcv.ShapeDynamism()
+	t.ExtraTensorInfo = rcv.ExtraTensorInfo(nil).UnPack()
+}
+
+func (rcv *Tensor) UnPack() *TensorT {
+	if rcv == nil {
+		return nil
+	}
+	t := &TensorT{}
+	rcv.UnPackTo(t)
+	return t
+}
+
 type Tensor struct {
 	_tab flatbuffers.Table
 }

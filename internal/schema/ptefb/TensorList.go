@@ -6,6 +6,45 @@ import (
 	flatbuffers "github.com/google/flatbuffers/go"
 )
 
+type TensorListT struct {
+	Items []int32 `json:"items"`
+}
+
+func (t *TensorListT) Pack(builder *flatbuffers.Builder) flatbuffers.UOffsetT {
+	if t == nil {
+		return 0
+	}
+	itemsOffset := flatbuffers.UOffsetT(0)
+	if t.Items != nil {
+		itemsLength := len(t.Items)
+		TensorListStartItemsVector(builder, itemsLength)
+		for j := itemsLength - 1; j >= 0; j-- {
+			builder.PrependInt32(t.Items[j])
+		}
+		itemsOffset = builder.EndVector(itemsLength)
+	}
+	TensorListStart(builder)
+	TensorListAddItems(builder, itemsOffset)
+	return TensorListEnd(builder)
+}
+
+func (rcv *TensorList) UnPackTo(t *TensorListT) {
+	itemsLength := rcv.ItemsLength()
+	t.Items = make([]int32, itemsLength)
+	for j := 0; j < itemsLength; j++ {
+		t.Items[j] = rcv.Items(j)
+	}
+}
+
+func (rcv *TensorList) UnPack() *TensorListT {
+	if rcv == nil {
+		return nil
+	}
+	t := &TensorListT{}
+	rcv.UnPackTo(t)
+	return t
+}
+
 type TensorList struct {
 	_tab flatbuffers.Table
 }

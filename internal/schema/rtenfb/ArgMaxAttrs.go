@@ -6,6 +6,29 @@ import (
 	flatbuffers "github.com/google/flatbuffers/go"
 )
 
+type ArgMaxAttrsT struct {
+}
+
+func (t *ArgMaxAttrsT) Pack(builder *flatbuffers.Builder) flatbuffers.UOffsetT {
+	if t == nil {
+		return 0
+	}
+	ArgMaxAttrsStart(builder)
+	return ArgMaxAttrsEnd(builder)
+}
+
+func (rcv *ArgMaxAttrs) UnPackTo(t *ArgMaxAttrsT) {
+}
+
+func (rcv *ArgMaxAttrs) UnPack() *ArgMaxAttrsT {
+	if rcv == nil {
+		return nil
+	}
+	t := &ArgMaxAttrsT{}
+	rcv.UnPackTo(t)
+	return t
+}
+
 type ArgMaxAttrs struct {
 	_tab flatbuffers.Table
 }

@@ -6,6 +6,29 @@ import (
 	flatbuffers "github.com/google/flatbuffers/go"
 )
 
+type AttentionAttrsT struct {
+}
+
+func (t *AttentionAttrsT) Pack(builder *flatbuffers.Builder) flatbuffers.UOffsetT {
+	if t == nil {
+		return 0
+	}
+	AttentionAttrsStart(builder)
+	return AttentionAttrsEnd(builder)
+}
+
+func (rcv *AttentionAttrs) UnPackTo(t *AttentionAttrsT) {
+}
+
+func (rcv *AttentionAttrs) UnPack() *AttentionAttrsT {
+	if rcv == nil {
+		return nil
+	}
+	t := &AttentionAttrsT{}
+	rcv.UnPackTo(t)
+	return t
+}
+
 type AttentionAttrs struct {
 	_tab flatbuffers.Table
 }

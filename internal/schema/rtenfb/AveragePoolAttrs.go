@@ -6,6 +6,29 @@ import (
 	flatbuffers "github.com/google/flatbuffers/go"
 )
 
+type AveragePoolAttrsT struct {
+}
+
+func (t *AveragePoolAttrsT) Pack(builder *flatbuffers.Builder) flatbuffers.UOffsetT {
+	if t == nil {
+		return 0
+	}
+	AveragePoolAttrsStart(builder)
+	return AveragePoolAttrsEnd(builder)
+}
+
+func (rcv *AveragePoolAttrs) UnPackTo(t *AveragePoolAttrsT) {
+}
+
+func (rcv *AveragePoolAttrs) UnPack() *AveragePoolAttrsT {
+	if rcv == nil {
+		return nil
+	}
+	t := &AveragePoolAttrsT{}
+	rcv.UnPackTo(t)
+	return t
+}
+
 type AveragePoolAttrs struct {
 	_tab flatbuffers.Table
 }

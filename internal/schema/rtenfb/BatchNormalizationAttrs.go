@@ -6,6 +6,29 @@ import (
 	flatbuffers "github.com/google/flatbuffers/go"
 )
 
+type BatchNormalizationAttrsT struct {
+}
+
+func (t *BatchNormalizationAttrsT) Pack(builder *flatbuffers.Builder) flatbuffers.UOffsetT {
+	if t == nil {
+		return 0
+	}
+	BatchNormalizationAttrsStart(builder)
+	return BatchNormalizationAttrsEnd(builder)
+}
+
+func (rcv *BatchNormalizationAttrs) UnPackTo(t *BatchNormalizationAttrsT) {
+}
+
+func (rcv *BatchNormalizationAttrs) UnPack() *BatchNormalizationAttrsT {
+	if rcv == nil {
+		return nil
+	}
+	t := &BatchNormalizationAttrsT{}
+	rcv.UnPackTo(t)
+	return t
+}
+
 type BatchNormalizationAttrs struct {
 	_tab flatbuffers.Table
 }

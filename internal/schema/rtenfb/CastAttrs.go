@@ -6,6 +6,29 @@ import (
 	flatbuffers "github.com/google/flatbuffers/go"
 )
 
+type CastAttrsT struct {
+}
+
+func (t *CastAttrsT) Pack(builder *flatbuffers.Builder) flatbuffers.UOffsetT {
+	if t == nil {
+		return 0
+	}
+	CastAttrsStart(builder)
+	return CastAttrsEnd(builder)
+}
+
+func (rcv *CastAttrs) UnPackTo(t *CastAttrsT) {
+}
+
+func (rcv *CastAttrs) UnPack() *CastAttrsT {
+	if rcv == nil {
+		return nil
+	}
+	t := &CastAttrsT{}
+	rcv.UnPackTo(t)
+	return t
+}
+
 type CastAttrs struct {
 	_tab flatbuffers.Table
 }

@@ -6,6 +6,29 @@ import (
 	flatbuffers "github.com/google/flatbuffers/go"
 )
 
+type CastLikeAttrsT struct {
+}
+
+func (t *CastLikeAttrsT) Pack(builder *flatbuffers.Builder) flatbuffers.UOffsetT {
+	if t == nil {
+		return 0
+	}
+	CastLikeAttrsStart(builder)
+	return CastLikeAttrsEnd(builder)
+}
+
+func (rcv *CastLikeAttrs) UnPackTo(t *CastLikeAttrsT) {
+}
+
+func (rcv *CastLikeAttrs) UnPack() *CastLikeAttrsT {
+	if rcv == nil {
+		return nil
+	}
+	t := &CastLikeAttrsT{}
+	rcv.UnPackTo(t)
+	return t
+}
+
 type CastLikeAttrs struct {
 	_tab flatbuffers.Table
 }

@@ -6,6 +6,29 @@ import (
 	flatbuffers "github.com/google/flatbuffers/go"
 )
 
+type ConcatAttrsT struct {
+}
+
+func (t *ConcatAttrsT) Pack(builder *flatbuffers.Builder) flatbuffers.UOffsetT {
+	if t == nil {
+		return 0
+	}
+	ConcatAttrsStart(builder)
+	return ConcatAttrsEnd(builder)
+}
+
+func (rcv *ConcatAttrs) UnPackTo(t *ConcatAttrsT) {
+}
+
+func (rcv *ConcatAttrs) UnPack() *ConcatAttrsT {
+	if rcv == nil {
+		return nil
+	}
+	t := &ConcatAttrsT{}
+	rcv.UnPackTo(t)
+	return t
+}
+
 type ConcatAttrs struct {
 	_tab flatbuffers.Table
 }

@@ -6,6 +6,29 @@ import (
 	flatbuffers "github.com/google/flatbuffers/go"
 )
 
+type ConcatFromSequenceAttrsT struct {
+}
+
+func (t *ConcatFromSequenceAttrsT) Pack(builder *flatbuffers.Builder) flatbuffers.UOffsetT {
+	if t == nil {
+		return 0
+	}
+	ConcatFromSequenceAttrsStart(builder)
+	return ConcatFromSequenceAttrsEnd(builder)
+}
+
+func (rcv *ConcatFromSequenceAttrs) UnPackTo(t *ConcatFromSequenceAttrsT) {
+}
+
+func (rcv *ConcatFromSequenceAttrs) UnPack() *ConcatFromSequenceAttrsT {
+	if rcv == nil {
+		return nil
+	}
+	t := &ConcatFromSequenceAttrsT{}
+	rcv.UnPackTo(t)
+	return t
+}
+
 type ConcatFromSequenceAttrs struct {
 	_tab flatbuffers.Table
 }

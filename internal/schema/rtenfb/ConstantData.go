@@ -2,7 +2,11 @@
 
 package rtenfb
 
-import "strconv"
+import (
+	"strconv"
+
+	flatbuffers "github.com/google/flatbuffers/go"
+)
 
 type ConstantData byte
 
@@ -35,4 +39,44 @@ func (v ConstantData) String() string {
 		return s
 	}
 	return "ConstantData(" + strconv.FormatInt(int64(v), 10) + ")"
+}
+
+type ConstantDataT struct {
+	Type  ConstantData
+	Value interface{}
+}
+
+func (t *ConstantDataT) Pack(builder *flatbuffers.Builder) flatbuffers.UOffsetT {
+	if t == nil {
+		return 0
+	}
+	switch t.Type {
+	case ConstantDataFloatData:
+		return t.Value.(*FloatDataT).Pack(builder)
+	case ConstantDataInt32Data:
+		return t.Value.(*Int32DataT).Pack(builder)
+	case ConstantDataInt8Data:
+		return t.Value.(*Int8DataT).Pack(builder)
+	case ConstantDataUInt8Data:
+		return t.Value.(*UInt8DataT).Pack(builder)
+	}
+	return 0
+}
+
+func (rcv ConstantData) UnPack(table flatbuffers.Table) *ConstantDataT {
+	switch rcv {
+	case ConstantDataFloatData:
+		x := FloatData{_tab: table}
+		return &ConstantDataT{Type: ConstantDataFloatData, Value: x.UnPack()}
+	case ConstantDataInt32Data:
+		x := Int32Data{_tab: table}
+		return &ConstantDataT{Type: ConstantDataInt32Data, Value: x.UnPack()}
+	case ConstantDataInt8Data:
+		x := Int8Data{_tab: table}
+		return &ConstantDataT{Type: ConstantDataInt8Data, Value: x.UnPack()}
+	case ConstantDataUInt8Data:
+		x := UInt8Data{_tab: table}
+		return &ConstantDataT{Type: ConstantDataUInt8Data, Value: x.UnPack()}
+	}
+	return nil
 }

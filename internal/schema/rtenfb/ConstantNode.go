@@ -6,6 +6,66 @@ import (
 	flatbuffers "github.com/google/flatbuffers/go"
 )
 
+type ConstantNodeT struct {
+	Shape      []uint32          `json:"shape"`
+	Data       *ConstantDataT    `json:"data"`
+	Dtype      *ConstantDataType `json:"dtype"`
+	DataOffset *uint64           `json:"data_offset"`
+}
+
+func (t *ConstantNodeT) Pack(builder *flatbuffers.Builder) flatbuffers.UOffsetT {
+	if t == nil {
+		return 0
+	}
+	shapeOffset := flatbuffers.UOffsetT(0)
+	if t.Shape != nil {
+		shapeLength := len(t.Shape)
+		ConstantNodeStartShapeVector(builder, shapeLength)
+		for j := shapeLength - 1; j >= 0; j-- {
+			builder.PrependUint32(t.Shape[j])
+		}
+		shapeOffset = builder.EndVector(shapeLength)
+	}
+	dataOffset := t.Data.Pack(builder)
+
+	ConstantNodeStart(builder)
+	ConstantNodeAddShape(builder, shapeOffset)
+	if t.Data != nil {
+		ConstantNodeAddDataType(builder, t.Data.Type)
+	}
+	ConstantNodeAddData(builder, dataOffset)
+	if t.Dtype != nil {
+		ConstantNodeAddDtype(builder, *t.Dtype)
+	}
+	if t.DataOffset != nil {
+		ConstantNodeAddDataOffset(builder, *t.DataOffset)
+	}
+	return ConstantNodeEnd(builder)
+}
+
+func (rcv *ConstantNode) UnPackTo(t *ConstantNodeT) {
+	shapeLength := rcv.ShapeLength()
+	t.Shape = make([]uint32, shapeLength)
+	for j := 0; j < shapeLength; j++ {
+		t.Shape[j] = rcv.Shape(j)
+	}
+	dataTable := flatbuffers.Table{}
+	if rcv.Data(&dataTable) {
+		t.Data = rcv.DataType().UnPack(dataTable)
+	}
+	t.Dtype = rcv.Dtype()
+	t.DataOffset = rcv.DataOffset()
+}
+
+func (rcv *ConstantNode) UnPack() *ConstantNodeT {
+	if rcv == nil {
+		return nil
+	}
+	t := &ConstantNodeT{}
+	rcv.UnPackTo(t)
+	return t
+}
+
 type ConstantNode struct {
 	_tab flatbuffers.Table
 }

@@ -6,6 +6,29 @@ import (
 	flatbuffers "github.com/google/flatbuffers/go"
 )
 
+type ConstantOfShapeAttrsT struct {
+}
+
+func (t *ConstantOfShapeAttrsT) Pack(builder *flatbuffers.Builder) flatbuffers.UOffsetT {
+	if t == nil {
+		return 0
+	}
+	ConstantOfShapeAttrsStart(builder)
+	return ConstantOfShapeAttrsEnd(builder)
+}
+
+func (rcv *ConstantOfShapeAttrs) UnPackTo(t *ConstantOfShapeAttrsT) {
+}
+
+func (rcv *ConstantOfShapeAttrs) UnPack() *ConstantOfShapeAttrsT {
+	if rcv == nil {
+		return nil
+	}
+	t := &ConstantOfShapeAttrsT{}
+	rcv.UnPackTo(t)
+	return t
+}
+
 type ConstantOfShapeAttrs struct {
 	_tab flatbuffers.Table
 }

@@ -6,6 +6,29 @@ import (
 	flatbuffers "github.com/google/flatbuffers/go"
 )
 
+type ConvAttrsT struct {
+}
+
+func (t *ConvAttrsT) Pack(builder *flatbuffers.Builder) flatbuffers.UOffsetT {
+	if t == nil {
+		return 0
+	}
+	ConvAttrsStart(builder)
+	return ConvAttrsEnd(builder)
+}
+
+func (rcv *ConvAttrs) UnPackTo(t *ConvAttrsT) {
+}
+
+func (rcv *ConvAttrs) UnPack() *ConvAttrsT {
+	if rcv == nil {
+		return nil
+	}
+	t := &ConvAttrsT{}
+	rcv.UnPackTo(t)
+	return t
+}
+
 type ConvAttrs struct {
 	_tab flatbuffers.Table
 }

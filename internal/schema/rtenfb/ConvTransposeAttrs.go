@@ -6,6 +6,29 @@ import (
 	flatbuffers "github.com/google/flatbuffers/go"
 )
 
+type ConvTransposeAttrsT struct {
+}
+
+func (t *ConvTransposeAttrsT) Pack(builder *flatbuffers.Builder) flatbuffers.UOffsetT {
+	if t == nil {
+		return 0
+	}
+	ConvTransposeAttrsStart(builder)
+	return ConvTransposeAttrsEnd(builder)
+}
+
+func (rcv *ConvTransposeAttrs) UnPackTo(t *ConvTransposeAttrsT) {
+}
+
+func (rcv *ConvTransposeAttrs) UnPack() *ConvTransposeAttrsT {
+	if rcv == nil {
+		return nil
+	}
+	t := &ConvTransposeAttrsT{}
+	rcv.UnPackTo(t)
+	return t
+}
+
 type ConvTransposeAttrs struct {
 	_tab flatbuffers.Table
 }

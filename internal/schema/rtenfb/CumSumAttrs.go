@@ -6,6 +6,29 @@ import (
 	flatbuffers "github.com/google/flatbuffers/go"
 )
 
+type CumSumAttrsT struct {
+}
+
+func (t *CumSumAttrsT) Pack(builder *flatbuffers.Builder) flatbuffers.UOffsetT {
+	if t == nil {
+		return 0
+	}
+	CumSumAttrsStart(builder)
+	return CumSumAttrsEnd(builder)
+}
+
+func (rcv *CumSumAttrs) UnPackTo(t *CumSumAttrsT) {
+}
+
+func (rcv *CumSumAttrs) UnPack() *CumSumAttrsT {
+	if rcv == nil {
+		return nil
+	}
+	t := &CumSumAttrsT{}
+	rcv.UnPackTo(t)
+	return t
+}
+
 type CumSumAttrs struct {
 	_tab flatbuffers.Table
 }

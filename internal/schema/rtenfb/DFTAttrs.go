@@ -6,6 +6,29 @@ import (
 	flatbuffers "github.com/google/flatbuffers/go"
 )
 
+type DFTAttrsT struct {
+}
+
+func (t *DFTAttrsT) Pack(builder *flatbuffers.Builder) flatbuffers.UOffsetT {
+	if t == nil {
+		return 0
+	}
+	DFTAttrsStart(builder)
+	return DFTAttrsEnd(builder)
+}
+
+func (rcv *DFTAttrs) UnPackTo(t *DFTAttrsT) {
+}
+
+func (rcv *DFTAttrs) UnPack() *DFTAttrsT {
+	if rcv == nil {
+		return nil
+	}
+	t := &DFTAttrsT{}
+	rcv.UnPackTo(t)
+	return t
+}
+
 type DFTAttrs struct {
 	_tab flatbuffers.Table
 }

@@ -6,6 +6,29 @@ import (
 	flatbuffers "github.com/google/flatbuffers/go"
 )
 
+type DepthToSpaceAttrsT struct {
+}
+
+func (t *DepthToSpaceAttrsT) Pack(builder *flatbuffers.Builder) flatbuffers.UOffsetT {
+	if t == nil {
+		return 0
+	}
+	DepthToSpaceAttrsStart(builder)
+	return DepthToSpaceAttrsEnd(builder)
+}
+
+func (rcv *DepthToSpaceAttrs) UnPackTo(t *DepthToSpaceAttrsT) {
+}
+
+func (rcv *DepthToSpaceAttrs) UnPack() *DepthToSpaceAttrsT {
+	if rcv == nil {
+		return nil
+	}
+	t := &DepthToSpaceAttrsT{}
+	rcv.UnPackTo(t)
+	return t
+}
+
 type DepthToSpaceAttrs struct {
 	_tab flatbuffers.Table
 }

@@ -6,6 +6,29 @@ import (
 	flatbuffers "github.com/google/flatbuffers/go"
 )
 
+type DequantizeLinearAttrsT struct {
+}
+
+func (t *DequantizeLinearAttrsT) Pack(builder *flatbuffers.Builder) flatbuffers.UOffsetT {
+	if t == nil {
+		return 0
+	}
+	DequantizeLinearAttrsStart(builder)
+	return DequantizeLinearAttrsEnd(builder)
+}
+
+func (rcv *DequantizeLinearAttrs) UnPackTo(t *DequantizeLinearAttrsT) {
+}
+
+func (rcv *DequantizeLinearAttrs) UnPack() *DequantizeLinearAttrsT {
+	if rcv == nil {
+		return nil
+	}
+	t := &DequantizeLinearAttrsT{}
+	rcv.UnPackTo(t)
+	return t
+}
+
 type DequantizeLinearAttrs struct {
 	_tab flatbuffers.Table
 }

@@ -6,6 +6,36 @@ import (
 	flatbuffers "github.com/google/flatbuffers/go"
 )
 
+type DimT struct {
+	Value uint32 `json:"value"`
+	Name  string `json:"name"`
+}
+
+func (t *DimT) Pack(builder *flatbuffers.Builder) flatbuffers.UOffsetT {
+	if t == nil {
+		return 0
+	}
+	nameOffset := builder.CreateString(t.Name)
+	DimStart(builder)
+	DimAddValue(builder, t.Value)
+	DimAddName(builder, nameOffset)
+	return DimEnd(builder)
+}
+
+func (rcv *Dim) UnPackTo(t *DimT) {
+	t.Value = rcv.Value()
+	t.Name = string(rcv.Name())
+}
+
+func (rcv *Dim) UnPack() *DimT {
+	if rcv == nil {
+		return nil
+	}
+	t := &DimT{}
+	rcv.UnPackTo(t)
+	return t
+}
+
 type Dim struct {
 	_tab flatbuffers.Table
 }

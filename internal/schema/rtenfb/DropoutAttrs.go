@@ -6,6 +6,29 @@ import (
 	flatbuffers "github.com/google/flatbuffers/go"
 )
 
+type DropoutAttrsT struct {
+}
+
+func (t *DropoutAttrsT) Pack(builder *flatbuffers.Builder) flatbuffers.UOffsetT {
+	if t == nil {
+		return 0
+	}
+	DropoutAttrsStart(builder)
+	return DropoutAttrsEnd(builder)
+}
+
+func (rcv *DropoutAttrs) UnPackTo(t *DropoutAttrsT) {
+}
+
+func (rcv *DropoutAttrs) UnPack() *DropoutAttrsT {
+	if rcv == nil {
+		return nil
+	}
+	t := &DropoutAttrsT{}
+	rcv.UnPackTo(t)
+	return t
+}
+
 type DropoutAttrs struct {
 	_tab flatbuffers.Table
 }

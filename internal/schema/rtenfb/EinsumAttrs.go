@@ -6,6 +6,29 @@ import (
 	flatbuffers "github.com/google/flatbuffers/go"
 )
 
+type EinsumAttrsT struct {
+}
+
+func (t *EinsumAttrsT) Pack(builder *flatbuffers.Builder) flatbuffers.UOffsetT {
+	if t == nil {
+		return 0
+	}
+	EinsumAttrsStart(builder)
+	return EinsumAttrsEnd(builder)
+}
+
+func (rcv *EinsumAttrs) UnPackTo(t *EinsumAttrsT) {
+}
+
+func (rcv *EinsumAttrs) UnPack() *EinsumAttrsT {
+	if rcv == nil {
+		return nil
+	}
+	t := &EinsumAttrsT{}
+	rcv.UnPackTo(t)
+	return t
+}
+
 type EinsumAttrs struct {
 	_tab flatbuffers.Table
 }

@@ -6,6 +6,29 @@ import (
 	flatbuffers "github.com/google/flatbuffers/go"
 )
 
+type EluAttrsT struct {
+}
+
+func (t *EluAttrsT) Pack(builder *flatbuffers.Builder) flatbuffers.UOffsetT {
+	if t == nil {
+		return 0
+	}
+	EluAttrsStart(builder)
+	return EluAttrsEnd(builder)
+}
+
+func (rcv *EluAttrs) UnPackTo(t *EluAttrsT) {
+}
+
+func (rcv *EluAttrs) UnPack() *EluAttrsT {
+	if rcv == nil {
+		return nil
+	}
+	t := &EluAttrsT{}
+	rcv.UnPackTo(t)
+	return t
+}
+
 type EluAttrs struct {
 	_tab flatbuffers.Table
 }

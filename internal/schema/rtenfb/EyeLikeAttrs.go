@@ -6,6 +6,29 @@ import (
 	flatbuffers "github.com/google/flatbuffers/go"
 )
 
+type EyeLikeAttrsT struct {
+}
+
+func (t *EyeLikeAttrsT) Pack(builder *flatbuffers.Builder) flatbuffers.UOffsetT {
+	if t == nil {
+		return 0
+	}
+	EyeLikeAttrsStart(builder)
+	return EyeLikeAttrsEnd(builder)
+}
+
+func (rcv *EyeLikeAttrs) UnPackTo(t *EyeLikeAttrsT) {
+}
+
+func (rcv *EyeLikeAttrs) UnPack() *EyeLikeAttrsT {
+	if rcv == nil {
+		return nil
+	}
+	t := &EyeLikeAttrsT{}
+	rcv.UnPackTo(t)
+	return t
+}
+
 type EyeLikeAttrs struct {
 	_tab flatbuffers.Table
 }

@@ -6,6 +6,29 @@ import (
 	flatbuffers "github.com/google/flatbuffers/go"
 )
 
+type FlattenAttrsT struct {
+}
+
+func (t *FlattenAttrsT) Pack(builder *flatbuffers.Builder) flatbuffers.UOffsetT {
+	if t == nil {
+		return 0
+	}
+	FlattenAttrsStart(builder)
+	return FlattenAttrsEnd(builder)
+}
+
+func (rcv *FlattenAttrs) UnPackTo(t *FlattenAttrsT) {
+}
+
+func (rcv *FlattenAttrs) UnPack() *FlattenAttrsT {
+	if rcv == nil {
+		return nil
+	}
+	t := &FlattenAttrsT{}
+	rcv.UnPackTo(t)
+	return t
+}
+
 type FlattenAttrs struct {
 	_tab flatbuffers.Table
 }

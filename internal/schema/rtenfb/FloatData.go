@@ -6,6 +6,45 @@ import (
 	flatbuffers "github.com/google/flatbuffers/go"
 )
 
+type FloatDataT struct {
+	Data []float32 `json:"data"`
+}
+
+func (t *FloatDataT) Pack(builder *flatbuffers.Builder) flatbuffers.UOffsetT {
+	if t == nil {
+		return 0
+	}
+	dataOffset := flatbuffers.UOffsetT(0)
+	if t.Data != nil {
+		dataLength := len(t.Data)
+		FloatDataStartDataVector(builder, dataLength)
+		for j := dataLength - 1; j >= 0; j-- {
+			builder.PrependFloat32(t.Data[j])
+		}
+		dataOffset = builder.EndVector(dataLength)
+	}
+	FloatDataStart(builder)
+	FloatDataAddData(builder, dataOffset)
+	return FloatDataEnd(builder)
+}
+
+func (rcv *FloatData) UnPackTo(t *FloatDataT) {
+	dataLength := rcv.DataLength()
+	t.Data = make([]float32, dataLength)
+	for j := 0; j < dataLength; j++ {
+		t.Data[j] = rcv.Data(j)
+	}
+}
+
+func (rcv *FloatData) UnPack() *FloatDataT {
+	if rcv == nil {
+		return nil
+	}
+	t := &FloatDataT{}
+	rcv.UnPackTo(t)
+	return t
+}
+
 type FloatData struct {
 	_tab flatbuffers.Table
 }

@@ -6,6 +6,29 @@ import (
 	flatbuffers "github.com/google/flatbuffers/go"
 )
 
+type GRUAttrsT struct {
+}
+
+func (t *GRUAttrsT) Pack(builder *flatbuffers.Builder) flatbuffers.UOffsetT {
+	if t == nil {
+		return 0
+	}
+	GRUAttrsStart(builder)
+	return GRUAttrsEnd(builder)
+}
+
+func (rcv *GRUAttrs) UnPackTo(t *GRUAttrsT) {
+}
+
+func (rcv *GRUAttrs) UnPack() *GRUAttrsT {
+	if rcv == nil {
+		return nil
+	}
+	t := &GRUAttrsT{}
+	rcv.UnPackTo(t)
+	return t
+}
+
 type GRUAttrs struct {
 	_tab flatbuffers.Table
 }

@@ -6,6 +6,29 @@ import (
 	flatbuffers "github.com/google/flatbuffers/go"
 )
 
+type GatherAttrsT struct {
+}
+
+func (t *GatherAttrsT) Pack(builder *flatbuffers.Builder) flatbuffers.UOffsetT {
+	if t == nil {
+		return 0
+	}
+	GatherAttrsStart(builder)
+	return GatherAttrsEnd(builder)
+}
+
+func (rcv *GatherAttrs) UnPackTo(t *GatherAttrsT) {
+}
+
+func (rcv *GatherAttrs) UnPack() *GatherAttrsT {
+	if rcv == nil {
+		return nil
+	}
+	t := &GatherAttrsT{}
+	rcv.UnPackTo(t)
+	return t
+}
+
 type GatherAttrs struct {
 	_tab flatbuffers.Table
 }

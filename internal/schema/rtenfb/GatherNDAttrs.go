@@ -6,6 +6,29 @@ import (
 	flatbuffers "github.com/google/flatbuffers/go"
 )
 
+type GatherNDAttrsT struct {
+}
+
+func (t *GatherNDAttrsT) Pack(builder *flatbuffers.Builder) flatbuffers.UOffsetT {
+	if t == nil {
+		return 0
+	}
+	GatherNDAttrsStart(builder)
+	return GatherNDAttrsEnd(builder)
+}
+
+func (rcv *GatherNDAttrs) UnPackTo(t *GatherNDAttrsT) {
+}
+
+func (rcv *GatherNDAttrs) UnPack() *GatherNDAttrsT {
+	if rcv == nil {
+		return nil
+	}
+	t := &GatherNDAttrsT{}
+	rcv.UnPackTo(t)
+	return t
+}
+
 type GatherNDAttrs struct {
 	_tab flatbuffers.Table
 }

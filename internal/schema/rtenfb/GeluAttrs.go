@@ -6,6 +6,29 @@ import (
 	flatbuffers "github.com/google/flatbuffers/go"
 )
 
+type GeluAttrsT struct {
+}
+
+func (t *GeluAttrsT) Pack(builder *flatbuffers.Builder) flatbuffers.UOffsetT {
+	if t == nil {
+		return 0
+	}
+	GeluAttrsStart(builder)
+	return GeluAttrsEnd(builder)
+}
+
+func (rcv *GeluAttrs) UnPackTo(t *GeluAttrsT) {
+}
+
+func (rcv *GeluAttrs) UnPack() *GeluAttrsT {
+	if rcv == nil {
+		return nil
+	}
+	t := &GeluAttrsT{}
+	rcv.UnPackTo(t)
+	return t
+}
+
 type GeluAttrs struct {
 	_tab flatbuffers.Table
 }

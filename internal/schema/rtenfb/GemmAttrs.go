@@ -6,6 +6,29 @@ import (
 	flatbuffers "github.com/google/flatbuffers/go"
 )
 
+type GemmAttrsT struct {
+}
+
+func (t *GemmAttrsT) Pack(builder *flatbuffers.Builder) flatbuffers.UOffsetT {
+	if t == nil {
+		return 0
+	}
+	GemmAttrsStart(builder)
+	return GemmAttrsEnd(builder)
+}
+
+func (rcv *GemmAttrs) UnPackTo(t *GemmAttrsT) {
+}
+
+func (rcv *GemmAttrs) UnPack() *GemmAttrsT {
+	if rcv == nil {
+		return nil
+	}
+	t := &GemmAttrsT{}
+	rcv.UnPackTo(t)
+	return t
+}
+
 type GemmAttrs struct {
 	_tab flatbuffers.Table
 }

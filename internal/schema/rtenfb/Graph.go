@@ -6,6 +6,99 @@ import (
 	flatbuffers "github.com/google/flatbuffers/go"
 )
 
+type GraphT struct {
+	Nodes    []*NodeT `json:"nodes"`
+	Inputs   []uint32 `json:"inputs"`
+	Outputs  []uint32 `json:"outputs"`
+	Captures []uint32 `json:"captures"`
+}
+
+func (t *GraphT) Pack(builder *flatbuffers.Builder) flatbuffers.UOffsetT {
+	if t == nil {
+		return 0
+	}
+	nodesOffset := flatbuffers.UOffsetT(0)
+	if t.Nodes != nil {
+		nodesLength := len(t.Nodes)
+		nodesOffsets := make([]flatbuffers.UOffsetT, nodesLength)
+		for j := 0; j < nodesLength; j++ {
+			nodesOffsets[j] = t.Nodes[j].Pack(builder)
+		}
+		GraphStartNodesVector(builder, nodesLength)
+		for j := nodesLength - 1; j >= 0; j-- {
+			builder.PrependUOffsetT(nodesOffsets[j])
+		}
+		nodesOffset = builder.EndVector(nodesLength)
+	}
+	inputsOffset := flatbuffers.UOffsetT(0)
+	if t.Inputs != nil {
+		inputsLength := len(t.Inputs)
+		GraphStartInputsVector(builder, inputsLength)
+		for j := inputsLength - 1; j >= 0; j-- {
+			builder.PrependUint32(t.Inputs[j])
+		}
+		inputsOffset = builder.EndVector(inputsLength)
+	}
+	outputsOffset := flatbuffers.UOffsetT(0)
+	if t.Outputs != nil {
+		outputsLength := len(t.Outputs)
+		GraphStartOutputsVector(builder, outputsLength)
+		for j := outputsLength - 1; j >= 0; j-- {
+			builder.PrependUint32(t.Outputs[j])
+		}
+		outputsOffset = builder.EndVector(outputsLength)
+	}
+	capturesOffset := flatbuffers.UOffsetT(0)
+	if t.Captures != nil {
+		capturesLength := len(t.Captures)
+		GraphStartCapturesVector(builder, capturesLength)
+		for j := capturesLength - 1; j >= 0; j-- {
+			builder.PrependUint32(t.Captures[j])
+		}
+		capturesOffset = builder.EndVector(capturesLength)
+	}
+	GraphStart(builder)
+	GraphAddNodes(builder, nodesOffset)
+	GraphAddInputs(builder, inputsOffset)
+	GraphAddOutputs(builder, outputsOffset)
+	GraphAddCaptures(builder, capturesOffset)
+	return GraphEnd(builder)
+}
+
+func (rcv *Graph) UnPackTo(t *GraphT) {
+	nodesLength := rcv.NodesLength()
+	t.Nodes = make([]*NodeT, nodesLength)
+	for j := 0; j < nodesLength; j++ {
+		x := Node{}
+		rcv.Nodes(&x, j)
+		t.Nodes[j] = x.UnPack()
+	}
+	inputsLength := rcv.InputsLength()
+	t.Inputs = make([]uint32, inputsLength)
+	for j := 0; j < inputsLength; j++ {
+		t.Inputs[j] = rcv.Inputs(j)
+	}
+	outputsLength := rcv.OutputsLength()
+	t.Outputs = make([]uint32, outputsLength)
+	for j := 0; j < outputsLength; j++ {
+		t.Outputs[j] = rcv.Outputs(j)
+	}
+	capturesLength := rcv.CapturesLength()
+	t.Captures = make([]uint32, capturesLength)
+	for j := 0; j < capturesLength; j++ {
+		t.Captures[j] = rcv.Captures(j)
+	}
+}
+
+func (rcv *Graph) UnPack() *GraphT {
+	if rcv == nil {
+		return nil
+	}
+	t := &GraphT{}
+	rcv.UnPackTo(t)
+	return t
+}
+
 type Graph struct {
 	_tab flatbuffers.Table
 }

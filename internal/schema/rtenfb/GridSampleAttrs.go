@@ -6,6 +6,29 @@ import (
 	flatbuffers "github.com/google/flatbuffers/go"
 )
 
+type GridSampleAttrsT struct {
+}
+
+func (t *GridSampleAttrsT) Pack(builder *flatbuffers.Builder) flatbuffers.UOffsetT {
+	if t == nil {
+		return 0
+	}
+	GridSampleAttrsStart(builder)
+	return GridSampleAttrsEnd(builder)
+}
+
+func (rcv *GridSampleAttrs) UnPackTo(t *GridSampleAttrsT) {
+}
+
+func (rcv *GridSampleAttrs) UnPack() *GridSampleAttrsT {
+	if rcv == nil {
+		return nil
+	}
+	t := &GridSampleAttrsT{}
+	rcv.UnPackTo(t)
+	return t
+}
+
 type GridSampleAttrs struct {
 	_tab flatbuffers.Table
 }

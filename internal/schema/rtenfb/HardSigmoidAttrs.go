@@ -6,6 +6,29 @@ import (
 	flatbuffers "github.com/google/flatbuffers/go"
 )
 
+type HardSigmoidAttrsT struct {
+}
+
+func (t *HardSigmoidAttrsT) Pack(builder *flatbuffers.Builder) flatbuffers.UOffsetT {
+	if t == nil {
+		return 0
+	}
+	HardSigmoidAttrsStart(builder)
+	return HardSigmoidAttrsEnd(builder)
+}
+
+func (rcv *HardSigmoidAttrs) UnPackTo(t *HardSigmoidAttrsT) {
+}
+
+func (rcv *HardSigmoidAttrs) UnPack() *HardSigmoidAttrsT {
+	if rcv == nil {
+		return nil
+	}
+	t := &HardSigmoidAttrsT{}
+	rcv.UnPackTo(t)
+	return t
+}
+
 type HardSigmoidAttrs struct {
 	_tab flatbuffers.Table
 }

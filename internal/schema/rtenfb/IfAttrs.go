@@ -6,6 +6,37 @@ import (
 	flatbuffers "github.com/google/flatbuffers/go"
 )
 
+type IfAttrsT struct {
+	ThenBranch *GraphT `json:"then_branch"`
+	ElseBranch *GraphT `json:"else_branch"`
+}
+
+func (t *IfAttrsT) Pack(builder *flatbuffers.Builder) flatbuffers.UOffsetT {
+	if t == nil {
+		return 0
+	}
+	thenBranchOffset := t.ThenBranch.Pack(builder)
+	elseBranchOffset := t.ElseBranch.Pack(builder)
+	IfAttrsStart(builder)
+	IfAttrsAddThenBranch(builder, thenBranchOffset)
+	IfAttrsAddElseBranch(builder, elseBranchOffset)
+	return IfAttrsEnd(builder)
+}
+
+func (rcv *IfAttrs) UnPackTo(t *IfAttrsT) {
+	t.ThenBranch = rcv.ThenBranch(nil).UnPack()
+	t.ElseBranch = rcv.ElseBranch(nil).UnPack()
+}
+
+func (rcv *IfAttrs) UnPack() *IfAttrsT {
+	if rcv == nil {
+		return nil
+	}
+	t := &IfAttrsT{}
+	rcv.UnPackTo(t)
+	return t
+}
+
 type IfAttrs struct {
 	_tab flatbuffers.Table
 }

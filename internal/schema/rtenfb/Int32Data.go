@@ -6,6 +6,45 @@ import (
 	flatbuffers "github.com/google/flatbuffers/go"
 )
 
+type Int32DataT struct {
+	Data []int32 `json:"data"`
+}
+
+func (t *Int32DataT) Pack(builder *flatbuffers.Builder) flatbuffers.UOffsetT {
+	if t == nil {
+		return 0
+	}
+	dataOffset := flatbuffers.UOffsetT(0)
+	if t.Data != nil {
+		dataLength := len(t.Data)
+		Int32DataStartDataVector(builder, dataLength)
+		for j := dataLength - 1; j >= 0; j-- {
+			builder.PrependInt32(t.Data[j])
+		}
+		dataOffset = builder.EndVector(dataLength)
+	}
+	Int32DataStart(builder)
+	Int32DataAddData(builder, dataOffset)
+	return Int32DataEnd(builder)
+}
+
+func (rcv *Int32Data) UnPackTo(t *Int32DataT) {
+	dataLength := rcv.DataLength()
+	t.Data = make([]int32, dataLength)
+	for j := 0; j < dataLength; j++ {
+		t.Data[j] = rcv.Data(j)
+	}
+}
+
+func (rcv *Int32Data) UnPack() *Int32DataT {
+	if rcv == nil {
+		return nil
+	}
+	t := &Int32DataT{}
+	rcv.UnPackTo(t)
+	return t
+}
+
 type Int32Data struct {
 	_tab flatbuffers.Table
 }

@@ -6,6 +6,45 @@ import (
 	flatbuffers "github.com/google/flatbuffers/go"
 )
 
+type Int8DataT struct {
+	Data []int8 `json:"data"`
+}
+
+func (t *Int8DataT) Pack(builder *flatbuffers.Builder) flatbuffers.UOffsetT {
+	if t == nil {
+		return 0
+	}
+	dataOffset := flatbuffers.UOffsetT(0)
+	if t.Data != nil {
+		dataLength := len(t.Data)
+		Int8DataStartDataVector(builder, dataLength)
+		for j := dataLength - 1; j >= 0; j-- {
+			builder.PrependInt8(t.Data[j])
+		}
+		dataOffset = builder.EndVector(dataLength)
+	}
+	Int8DataStart(builder)
+	Int8DataAddData(builder, dataOffset)
+	return Int8DataEnd(builder)
+}
+
+func (rcv *Int8Data) UnPackTo(t *Int8DataT) {
+	dataLength := rcv.DataLength()
+	t.Data = make([]int8, dataLength)
+	for j := 0; j < dataLength; j++ {
+		t.Data[j] = rcv.Data(j)
+	}
+}
+
+func (rcv *Int8Data) UnPack() *Int8DataT {
+	if rcv == nil {
+		return nil
+	}
+	t := &Int8DataT{}
+	rcv.UnPackTo(t)
+	return t
+}
+
 type Int8Data struct {
 	_tab flatbuffers.Table
 }

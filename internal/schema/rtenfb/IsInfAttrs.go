@@ -6,6 +6,29 @@ import (
 	flatbuffers "github.com/google/flatbuffers/go"
 )
 
+type IsInfAttrsT struct {
+}
+
+func (t *IsInfAttrsT) Pack(builder *flatbuffers.Builder) flatbuffers.UOffsetT {
+	if t == nil {
+		return 0
+	}
+	IsInfAttrsStart(builder)
+	return IsInfAttrsEnd(builder)
+}
+
+func (rcv *IsInfAttrs) UnPackTo(t *IsInfAttrsT) {
+}
+
+func (rcv *IsInfAttrs) UnPack() *IsInfAttrsT {
+	if rcv == nil {
+		return nil
+	}
+	t := &IsInfAttrsT{}
+	rcv.UnPackTo(t)
+	return t
+}
+
 type IsInfAttrs struct {
 	_tab flatbuffers.Table
 }

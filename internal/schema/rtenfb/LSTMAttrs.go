@@ -6,6 +6,29 @@ import (
 	flatbuffers "github.com/google/flatbuffers/go"
 )
 
+type LSTMAttrsT struct {
+}
+
+func (t *LSTMAttrsT) Pack(builder *flatbuffers.Builder) flatbuffers.UOffsetT {
+	if t == nil {
+		return 0
+	}
+	LSTMAttrsStart(builder)
+	return LSTMAttrsEnd(builder)
+}
+
+func (rcv *LSTMAttrs) UnPackTo(t *LSTMAttrsT) {
+}
+
+func (rcv *LSTMAttrs) UnPack() *LSTMAttrsT {
+	if rcv == nil {
+		return nil
+	}
+	t := &LSTMAttrsT{}
+	rcv.UnPackTo(t)
+	return t
+}
+
 type LSTMAttrs struct {
 	_tab flatbuffers.Table
 }

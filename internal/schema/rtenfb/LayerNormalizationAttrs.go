@@ -6,6 +6,29 @@ import (
 	flatbuffers "github.com/google/flatbuffers/go"
 )
 
+type LayerNormalizationAttrsT struct {
+}
+
+func (t *LayerNormalizationAttrsT) Pack(builder *flatbuffers.Builder) flatbuffers.UOffsetT {
+	if t == nil {
+		return 0
+	}
+	LayerNormalizationAttrsStart(builder)
+	return LayerNormalizationAttrsEnd(builder)
+}
+
+func (rcv *LayerNormalizationAttrs) UnPackTo(t *LayerNormalizationAttrsT) {
+}
+
+func (rcv *LayerNormalizationAttrs) UnPack() *LayerNormalizationAttrsT {
+	if rcv == nil {
+		return nil
+	}
+	t := &LayerNormalizationAttrsT{}
+	rcv.UnPackTo(t)
+	return t
+}
+
 type LayerNormalizationAttrs struct {
 	_tab flatbuffers.Table
 }

@@ -6,6 +6,29 @@ import (
 	flatbuffers "github.com/google/flatbuffers/go"
 )
 
+type LeakyReluAttrsT struct {
+}
+
+func (t *LeakyReluAttrsT) Pack(builder *flatbuffers.Builder) flatbuffers.UOffsetT {
+	if t == nil {
+		return 0
+	}
+	LeakyReluAttrsStart(builder)
+	return LeakyReluAttrsEnd(builder)
+}
+
+func (rcv *LeakyReluAttrs) UnPackTo(t *LeakyReluAttrsT) {
+}
+
+func (rcv *LeakyReluAttrs) UnPack() *LeakyReluAttrsT {
+	if rcv == nil {
+		return nil
+	}
+	t := &LeakyReluAttrsT{}
+	rcv.UnPackTo(t)
+	return t
+}
+
 type LeakyReluAttrs struct {
 	_tab flatbuffers.Table
 }

@@ -6,6 +6,33 @@ import (
 	flatbuffers "github.com/google/flatbuffers/go"
 )
 
+type LoopAttrsT struct {
+	Body *GraphT `json:"body"`
+}
+
+func (t *LoopAttrsT) Pack(builder *flatbuffers.Builder) flatbuffers.UOffsetT {
+	if t == nil {
+		return 0
+	}
+	bodyOffset := t.Body.Pack(builder)
+	LoopAttrsStart(builder)
+	LoopAttrsAddBody(builder, bodyOffset)
+	return LoopAttrsEnd(builder)
+}
+
+func (rcv *LoopAttrs) UnPackTo(t *LoopAttrsT) {
+	t.Body = rcv.Body(nil).UnPack()
+}
+
+func (rcv *LoopAttrs) UnPack() *LoopAttrsT {
+	if rcv == nil {
+		return nil
+	}
+	t := &LoopAttrsT{}
+	rcv.UnPackTo(t)
+	return t
+}
+
 type LoopAttrs struct {
 	_tab flatbuffers.Table
 }

@@ -6,6 +6,29 @@ import (
 	flatbuffers "github.com/google/flatbuffers/go"
 )
 
+type LpNormalizationAttrsT struct {
+}
+
+func (t *LpNormalizationAttrsT) Pack(builder *flatbuffers.Builder) flatbuffers.UOffsetT {
+	if t == nil {
+		return 0
+	}
+	LpNormalizationAttrsStart(builder)
+	return LpNormalizationAttrsEnd(builder)
+}
+
+func (rcv *LpNormalizationAttrs) UnPackTo(t *LpNormalizationAttrsT) {
+}
+
+func (rcv *LpNormalizationAttrs) UnPack() *LpNormalizationAttrsT {
+	if rcv == nil {
+		return nil
+	}
+	t := &LpNormalizationAttrsT{}
+	rcv.UnPackTo(t)
+	return t
+}
+
 type LpNormalizationAttrs struct {
 	_tab flatbuffers.Table
 }

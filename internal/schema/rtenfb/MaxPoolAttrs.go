@@ -6,6 +6,29 @@ import (
 	flatbuffers "github.com/google/flatbuffers/go"
 )
 
+type MaxPoolAttrsT struct {
+}
+
+func (t *MaxPoolAttrsT) Pack(builder *flatbuffers.Builder) flatbuffers.UOffsetT {
+	if t == nil {
+		return 0
+	}
+	MaxPoolAttrsStart(builder)
+	return MaxPoolAttrsEnd(builder)
+}
+
+func (rcv *MaxPoolAttrs) UnPackTo(t *MaxPoolAttrsT) {
+}
+
+func (rcv *MaxPoolAttrs) UnPack() *MaxPoolAttrsT {
+	if rcv == nil {
+		return nil
+	}
+	t := &MaxPoolAttrsT{}
+	rcv.UnPackTo(t)
+	return t
+}
+
 type MaxPoolAttrs struct {
 	_tab flatbuffers.Table
 }

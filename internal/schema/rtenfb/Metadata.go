@@ -6,6 +6,61 @@ import (
 	flatbuffers "github.com/google/flatbuffers/go"
 )
 
+type MetadataT struct {
+	OnnxHash        string `json:"onnx_hash"`
+	Description     string `json:"description"`
+	License         string `json:"license"`
+	Commit          string `json:"commit"`
+	CodeRepository  string `json:"code_repository"`
+	ModelRepository string `json:"model_repository"`
+	RunId           string `json:"run_id"`
+	RunUrl          string `json:"run_url"`
+}
+
+func (t *MetadataT) Pack(builder *flatbuffers.Builder) flatbuffers.UOffsetT {
+	if t == nil {
+		return 0
+	}
+	onnxHashOffset := builder.CreateString(t.OnnxHash)
+	descriptionOffset := builder.CreateString(t.Description)
+	licenseOffset := builder.CreateString(t.License)
+	commitOffset := builder.CreateString(t.Commit)
+	codeRepositoryOffset := builder.CreateString(t.CodeRepository)
+	modelRepositoryOffset := builder.CreateString(t.ModelRepository)
+	runIdOffset := builder.CreateString(t.RunId)
+	runUrlOffset := builder.CreateString(t.RunUrl)
+	MetadataStart(builder)
+	MetadataAddOnnxHash(builder, onnxHashOffset)
+	MetadataAddDescription(builder, descriptionOffset)
+	MetadataAddLicense(builder, licenseOffset)
+	MetadataAddCommit(builder, commitOffset)
+	MetadataAddCodeRepository(builder, codeRepositoryOffset)
+	MetadataAddModelRepository(builder, modelRepositoryOffset)
+	MetadataAddRunId(builder, runIdOffset)
+	MetadataAddRunUrl(builder, runUrlOffset)
+	return MetadataEnd(builder)
+}
+
+func (rcv *Metadata) UnPackTo(t *MetadataT) {
+	t.OnnxHash = string(rcv.OnnxHash())
+	t.Description = string(rcv.Description())
+	t.License = string(rcv.License())
+	t.Commit = string(rcv.Commit())
+	t.CodeRepository = string(rcv.CodeRepository())
+	t.ModelRepository = string(rcv.ModelRepository())
+	t.RunId = string(rcv.RunId())
+	t.RunUrl = string(rcv.RunUrl())
+}
+
+func (rcv *Metadata) UnPack() *MetadataT {
+	if rcv == nil {
+		return nil
+	}
+	t := &MetadataT{}
+	rcv.UnPackTo(t)
+	return t
+}
+
 type Metadata struct {
 	_tab flatbuffers.Table
 }

@@ -6,6 +6,29 @@ import (
 	flatbuffers "github.com/google/flatbuffers/go"
 )
 
+type ModAttrsT struct {
+}
+
+func (t *ModAttrsT) Pack(builder *flatbuffers.Builder) flatbuffers.UOffsetT {
+	if t == nil {
+		return 0
+	}
+	ModAttrsStart(builder)
+	return ModAttrsEnd(builder)
+}
+
+func (rcv *ModAttrs) UnPackTo(t *ModAttrsT) {
+}
+
+func (rcv *ModAttrs) UnPack() *ModAttrsT {
+	if rcv == nil {
+		return nil
+	}
+	t := &ModAttrsT{}
+	rcv.UnPackTo(t)
+	return t
+}
+
 type ModAttrs struct {
 	_tab flatbuffers.Table
 }

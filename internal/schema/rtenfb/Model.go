@@ -6,6 +6,40 @@ import (
 	flatbuffers "github.com/google/flatbuffers/go"
 )
 
+type ModelT struct {
+	SchemaVersion int32      `json:"schema_version"`
+	Graph         *GraphT    `json:"graph"`
+	Metadata      *MetadataT `json:"metadata"`
+}
+
+func (t *ModelT) Pack(builder *flatbuffers.Builder) flatbuffers.UOffsetT {
+	if t == nil {
+		return 0
+	}
+	graphOffset := t.Graph.Pack(builder)
+	metadataOffset := t.Metadata.Pack(builder)
+	ModelStart(builder)
+	ModelAddSchemaVersion(builder, t.SchemaVersion)
+	ModelAddGraph(builder, graphOffset)
+	ModelAddMetadata(builder, metadataOffset)
+	return ModelEnd(builder)
+}
+
+func (rcv *Model) UnPackTo(t *ModelT) {
+	t.SchemaVersion = rcv.SchemaVersion()
+	t.Graph = rcv.Graph(nil).UnPack()
+	t.Metadata = rcv.Metadata(nil).UnPack()
+}
+
+func (rcv *Model) UnPack() *ModelT {
+	if rcv == nil {
+		return nil
+	}
+	t := &ModelT{}
+	rcv.UnPackTo(t)
+	return t
+}
+
 type Model struct {
 	_tab flatbuffers.Table
 }

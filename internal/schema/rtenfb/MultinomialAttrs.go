@@ -6,6 +6,29 @@ import (
 	flatbuffers "github.com/google/flatbuffers/go"
 )
 
+type MultinomialAttrsT struct {
+}
+
+func (t *MultinomialAttrsT) Pack(builder *flatbuffers.Builder) flatbuffers.UOffsetT {
+	if t == nil {
+		return 0
+	}
+	MultinomialAttrsStart(builder)
+	return MultinomialAttrsEnd(builder)
+}
+
+func (rcv *MultinomialAttrs) UnPackTo(t *MultinomialAttrsT) {
+}
+
+func (rcv *MultinomialAttrs) UnPack() *MultinomialAttrsT {
+	if rcv == nil {
+		return nil
+	}
+	t := &MultinomialAttrsT{}
+	rcv.UnPackTo(t)
+	return t
+}
+
 type MultinomialAttrs struct {
 	_tab flatbuffers.Table
 }

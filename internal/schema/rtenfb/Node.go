@@ -6,6 +6,44 @@ import (
 	flatbuffers "github.com/google/flatbuffers/go"
 )
 
+type NodeT struct {
+	Name string     `json:"name"`
+	Data *NodeKindT `json:"data"`
+}
+
+func (t *NodeT) Pack(builder *flatbuffers.Builder) flatbuffers.UOffsetT {
+	if t == nil {
+		return 0
+	}
+	nameOffset := builder.CreateString(t.Name)
+	dataOffset := t.Data.Pack(builder)
+
+	NodeStart(builder)
+	NodeAddName(builder, nameOffset)
+	if t.Data != nil {
+		NodeAddDataType(builder, t.Data.Type)
+	}
+	NodeAddData(builder, dataOffset)
+	return NodeEnd(builder)
+}
+
+func (rcv *Node) UnPackTo(t *NodeT) {
+	t.Name = string(rcv.Name())
+	dataTable := flatbuffers.Table{}
+	if rcv.Data(&dataTable) {
+		t.Data = rcv.DataType().UnPack(dataTable)
+	}
+}
+
+func (rcv *Node) UnPack() *NodeT {
+	if rcv == nil {
+		return nil
+	}
+	t := &NodeT{}
+	rcv.UnPackTo(t)
+	return t
+}
+
 type Node struct {
 	_tab flatbuffers.Table
 }

@@ -2,7 +2,11 @@
 
 package rtenfb
 
-import "strconv"
+import (
+	"strconv"
+
+	flatbuffers "github.com/google/flatbuffers/go"
+)
 
 type NodeKind byte
 
@@ -32,4 +36,39 @@ func (v NodeKind) String() string {
 		return s
 	}
 	return "NodeKind(" + strconv.FormatInt(int64(v), 10) + ")"
+}
+
+type NodeKindT struct {
+	Type  NodeKind
+	Value interface{}
+}
+
+func (t *NodeKindT) Pack(builder *flatbuffers.Builder) flatbuffers.UOffsetT {
+	if t == nil {
+		return 0
+	}
+	switch t.Type {
+	case NodeKindOperatorNode:
+		return t.Value.(*OperatorNodeT).Pack(builder)
+	case NodeKindConstantNode:
+		return t.Value.(*ConstantNodeT).Pack(builder)
+	case NodeKindValueNode:
+		return t.Value.(*ValueNodeT).Pack(builder)
+	}
+	return 0
+}
+
+func (rcv NodeKind) UnPack(table flatbuffers.Table) *NodeKindT {
+	switch rcv {
+	case NodeKindOperatorNode:
+		x := OperatorNode{_tab: table}
+		return &NodeKindT{Type: NodeKindOperatorNode, Value: x.UnPack()}
+	case NodeKindConstantNode:
+		x := ConstantNode{_tab: table}
+		return &NodeKindT{Type: NodeKindConstantNode, Value: x.UnPack()}
+	case NodeKindValueNode:
+		x := ValueNode{_tab: table}
+		return &NodeKindT{Type: NodeKindValueNode, Value: x.UnPack()}
+	}
+	return nil
 }

@@ -6,6 +6,29 @@ import (
 	flatbuffers "github.com/google/flatbuffers/go"
 )
 
+type NonMaxSuppressionAttrsT struct {
+}
+
+func (t *NonMaxSuppressionAttrsT) Pack(builder *flatbuffers.Builder) flatbuffers.UOffsetT {
+	if t == nil {
+		return 0
+	}
+	NonMaxSuppressionAttrsStart(builder)
+	return NonMaxSuppressionAttrsEnd(builder)
+}
+
+func (rcv *NonMaxSuppressionAttrs) UnPackTo(t *NonMaxSuppressionAttrsT) {
+}
+
+func (rcv *NonMaxSuppressionAttrs) UnPack() *NonMaxSuppressionAttrsT {
+	if rcv == nil {
+		return nil
+	}
+	t := &NonMaxSuppressionAttrsT{}
+	rcv.UnPackTo(t)
+	return t
+}
+
 type NonMaxSuppressionAttrs struct {
 	_tab flatbuffers.Table
 }

@@ -6,6 +6,29 @@ import (
 	flatbuffers "github.com/google/flatbuffers/go"
 )
 
+type OneHotAttrsT struct {
+}
+
+func (t *OneHotAttrsT) Pack(builder *flatbuffers.Builder) flatbuffers.UOffsetT {
+	if t == nil {
+		return 0
+	}
+	OneHotAttrsStart(builder)
+	return OneHotAttrsEnd(builder)
+}
+
+func (rcv *OneHotAttrs) UnPackTo(t *OneHotAttrsT) {
+}
+
+func (rcv *OneHotAttrs) UnPack() *OneHotAttrsT {
+	if rcv == nil {
+		return nil
+	}
+	t := &OneHotAttrsT{}
+	rcv.UnPackTo(t)
+	return t
+}
+
 type OneHotAttrs struct {
 	_tab flatbuffers.Table
 }

@@ -2,7 +2,11 @@
 
 package rtenfb
 
-import "strconv"
+import (
+	"strconv"
+
+	flatbuffers "github.com/google/flatbuffers/go"
+)
 
 type OperatorAttrs byte
 
@@ -215,4 +219,344 @@ func (v OperatorAttrs) String() string {
 		return s
 	}
 	return "OperatorAttrs(" + strconv.FormatInt(int64(v), 10) + ")"
+}
+
+type OperatorAttrsT struct {
+	Type  OperatorAttrs
+	Value interface{}
+}
+
+func (t *OperatorAttrsT) Pack(builder *flatbuffers.Builder) flatbuffers.UOffsetT {
+	if t == nil {
+		return 0
+	}
+	switch t.Type {
+	case OperatorAttrsArgMaxAttrs:
+		return t.Value.(*ArgMaxAttrsT).Pack(builder)
+	case OperatorAttrsAveragePoolAttrs:
+		return t.Value.(*AveragePoolAttrsT).Pack(builder)
+	case OperatorAttrsBatchNormalizationAttrs:
+		return t.Value.(*BatchNormalizationAttrsT).Pack(builder)
+	case OperatorAttrsCastAttrs:
+		return t.Value.(*CastAttrsT).Pack(builder)
+	case OperatorAttrsConcatAttrs:
+		return t.Value.(*ConcatAttrsT).Pack(builder)
+	case OperatorAttrsConstantOfShapeAttrs:
+		return t.Value.(*ConstantOfShapeAttrsT).Pack(builder)
+	case OperatorAttrsConvAttrs:
+		return t.Value.(*ConvAttrsT).Pack(builder)
+	case OperatorAttrsConvTransposeAttrs:
+		return t.Value.(*ConvTransposeAttrsT).Pack(builder)
+	case OperatorAttrsFlattenAttrs:
+		return t.Value.(*FlattenAttrsT).Pack(builder)
+	case OperatorAttrsGatherAttrs:
+		return t.Value.(*GatherAttrsT).Pack(builder)
+	case OperatorAttrsGemmAttrs:
+		return t.Value.(*GemmAttrsT).Pack(builder)
+	case OperatorAttrsGRUAttrs:
+		return t.Value.(*GRUAttrsT).Pack(builder)
+	case OperatorAttrsLeakyReluAttrs:
+		return t.Value.(*LeakyReluAttrsT).Pack(builder)
+	case OperatorAttrsLSTMAttrs:
+		return t.Value.(*LSTMAttrsT).Pack(builder)
+	case OperatorAttrsMaxPoolAttrs:
+		return t.Value.(*MaxPoolAttrsT).Pack(builder)
+	case OperatorAttrsReduceMeanAttrs:
+		return t.Value.(*ReduceMeanAttrsT).Pack(builder)
+	case OperatorAttrsReshapeAttrs:
+		return t.Value.(*ReshapeAttrsT).Pack(builder)
+	case OperatorAttrsResizeAttrs:
+		return t.Value.(*ResizeAttrsT).Pack(builder)
+	case OperatorAttrsSplitAttrs:
+		return t.Value.(*SplitAttrsT).Pack(builder)
+	case OperatorAttrsSoftmaxAttrs:
+		return t.Value.(*SoftmaxAttrsT).Pack(builder)
+	case OperatorAttrsTransposeAttrs:
+		return t.Value.(*TransposeAttrsT).Pack(builder)
+	case OperatorAttrsModAttrs:
+		return t.Value.(*ModAttrsT).Pack(builder)
+	case OperatorAttrsScatterElementsAttrs:
+		return t.Value.(*ScatterElementsAttrsT).Pack(builder)
+	case OperatorAttrsOneHotAttrs:
+		return t.Value.(*OneHotAttrsT).Pack(builder)
+	case OperatorAttrsTopKAttrs:
+		return t.Value.(*TopKAttrsT).Pack(builder)
+	case OperatorAttrsHardSigmoidAttrs:
+		return t.Value.(*HardSigmoidAttrsT).Pack(builder)
+	case OperatorAttrsTriluAttrs:
+		return t.Value.(*TriluAttrsT).Pack(builder)
+	case OperatorAttrsScatterNDAttrs:
+		return t.Value.(*ScatterNDAttrsT).Pack(builder)
+	case OperatorAttrsNonMaxSuppressionAttrs:
+		return t.Value.(*NonMaxSuppressionAttrsT).Pack(builder)
+	case OperatorAttrsLayerNormalizationAttrs:
+		return t.Value.(*LayerNormalizationAttrsT).Pack(builder)
+	case OperatorAttrsRandomUniformAttrs:
+		return t.Value.(*RandomUniformAttrsT).Pack(builder)
+	case OperatorAttrsEluAttrs:
+		return t.Value.(*EluAttrsT).Pack(builder)
+	case OperatorAttrsRandomUniformLikeAttrs:
+		return t.Value.(*RandomUniformLikeAttrsT).Pack(builder)
+	case OperatorAttrsRandomNormalAttrs:
+		return t.Value.(*RandomNormalAttrsT).Pack(builder)
+	case OperatorAttrsRandomNormalLikeAttrs:
+		return t.Value.(*RandomNormalLikeAttrsT).Pack(builder)
+	case OperatorAttrsGatherNDAttrs:
+		return t.Value.(*GatherNDAttrsT).Pack(builder)
+	case OperatorAttrsGeluAttrs:
+		return t.Value.(*GeluAttrsT).Pack(builder)
+	case OperatorAttrsEinsumAttrs:
+		return t.Value.(*EinsumAttrsT).Pack(builder)
+	case OperatorAttrsIfAttrs:
+		return t.Value.(*IfAttrsT).Pack(builder)
+	case OperatorAttrsPadAttrs:
+		return t.Value.(*PadAttrsT).Pack(builder)
+	case OperatorAttrsDequantizeLinearAttrs:
+		return t.Value.(*DequantizeLinearAttrsT).Pack(builder)
+	case OperatorAttrsQuantizeLinearAttrs:
+		return t.Value.(*QuantizeLinearAttrsT).Pack(builder)
+	case OperatorAttrsDepthToSpaceAttrs:
+		return t.Value.(*DepthToSpaceAttrsT).Pack(builder)
+	case OperatorAttrsCastLikeAttrs:
+		return t.Value.(*CastLikeAttrsT).Pack(builder)
+	case OperatorAttrsShapeAttrs:
+		return t.Value.(*ShapeAttrsT).Pack(builder)
+	case OperatorAttrsDropoutAttrs:
+		return t.Value.(*DropoutAttrsT).Pack(builder)
+	case OperatorAttrsEyeLikeAttrs:
+		return t.Value.(*EyeLikeAttrsT).Pack(builder)
+	case OperatorAttrsIsInfAttrs:
+		return t.Value.(*IsInfAttrsT).Pack(builder)
+	case OperatorAttrsLoopAttrs:
+		return t.Value.(*LoopAttrsT).Pack(builder)
+	case OperatorAttrsSequenceEmptyAttrs:
+		return t.Value.(*SequenceEmptyAttrsT).Pack(builder)
+	case OperatorAttrsConcatFromSequenceAttrs:
+		return t.Value.(*ConcatFromSequenceAttrsT).Pack(builder)
+	case OperatorAttrsSplitToSequenceAttrs:
+		return t.Value.(*SplitToSequenceAttrsT).Pack(builder)
+	case OperatorAttrsGridSampleAttrs:
+		return t.Value.(*GridSampleAttrsT).Pack(builder)
+	case OperatorAttrsSTFTAttrs:
+		return t.Value.(*STFTAttrsT).Pack(builder)
+	case OperatorAttrsMultinomialAttrs:
+		return t.Value.(*MultinomialAttrsT).Pack(builder)
+	case OperatorAttrsReverseSequenceAttrs:
+		return t.Value.(*ReverseSequenceAttrsT).Pack(builder)
+	case OperatorAttrsDFTAttrs:
+		return t.Value.(*DFTAttrsT).Pack(builder)
+	case OperatorAttrsUpsampleAttrs:
+		return t.Value.(*UpsampleAttrsT).Pack(builder)
+	case OperatorAttrsRotaryEmbeddingAttrs:
+		return t.Value.(*RotaryEmbeddingAttrsT).Pack(builder)
+	case OperatorAttrsAttentionAttrs:
+		return t.Value.(*AttentionAttrsT).Pack(builder)
+	case OperatorAttrsCumSumAttrs:
+		return t.Value.(*CumSumAttrsT).Pack(builder)
+	case OperatorAttrsLpNormalizationAttrs:
+		return t.Value.(*LpNormalizationAttrsT).Pack(builder)
+	case OperatorAttrsSeluAttrs:
+		return t.Value.(*SeluAttrsT).Pack(builder)
+	case OperatorAttrsShrinkAttrs:
+		return t.Value.(*ShrinkAttrsT).Pack(builder)
+	}
+	return 0
+}
+
+func (rcv OperatorAttrs) UnPack(table flatbuffers.Table) *OperatorAttrsT {
+	switch rcv {
+	case OperatorAttrsArgMaxAttrs:
+		x := ArgMaxAttrs{_tab: table}
+		return &OperatorAttrsT{Type: OperatorAttrsArgMaxAttrs, Value: x.UnPack()}
+	case OperatorAttrsAveragePoolAttrs:
+		x := AveragePoolAttrs{_tab: table}
+		return &OperatorAttrsT{Type: OperatorAttrsAveragePoolAttrs, Value: x.UnPack()}
+	case OperatorAttrsBatchNormalizationAttrs:
+		x := BatchNormalizationAttrs{_tab: table}
+		return &OperatorAttrsT{Type: OperatorAttrsBatchNormalizationAttrs, Value: x.UnPack()}
+	case OperatorAttrsCastAttrs:
+		x := CastAttrs{_tab: table}
+		return &OperatorAttrsT{Type: OperatorAttrsCastAttrs, Value: x.UnPack()}
+	case OperatorAttrsConcatAttrs:
+		x := ConcatAttrs{_tab: table}
+		return &OperatorAttrsT{Type: OperatorAttrsConcatAttrs, Value: x.UnPack()}
+	case OperatorAttrsConstantOfShapeAttrs:
+		x := ConstantOfShapeAttrs{_tab: table}
+		return &OperatorAttrsT{Type: OperatorAttrsConstantOfShapeAttrs, Value: x.UnPack()}
+	case OperatorAttrsConvAttrs:
+		x := ConvAttrs{_tab: table}
+		return &OperatorAttrsT{Type: OperatorAttrsConvAttrs, Value: x.UnPack()}
+	case OperatorAttrsConvTransposeAttrs:
+		x := ConvTransposeAttrs{_tab: table}
+		return &OperatorAttrsT{Type: OperatorAttrsConvTransposeAttrs, Value: x.UnPack()}
+	case OperatorAttrsFlattenAttrs:
+		x := FlattenAttrs{_tab: table}
+		return &OperatorAttrsT{Type: OperatorAttrsFlattenAttrs, Value: x.UnPack()}
+	case OperatorAttrsGatherAttrs:
+		x := GatherAttrs{_tab: table}
+		return &OperatorAttrsT{Type: OperatorAttrsGatherAttrs, Value: x.UnPack()}
+	case OperatorAttrsGemmAttrs:
+		x := GemmAttrs{_tab: table}
+		return &OperatorAttrsT{Type: OperatorAttrsGemmAttrs, Value: x.UnPack()}
+	case OperatorAttrsGRUAttrs:
+		x := GRUAttrs{_tab: table}
+		return &OperatorAttrsT{Type: OperatorAttrsGRUAttrs, Value: x.UnPack()}
+	case OperatorAttrsLeakyReluAttrs:
+		x := LeakyReluAttrs{_tab: table}
+		return &OperatorAttrsT{Type: OperatorAttrsLeakyReluAttrs, Value: x.UnPack()}
+	case OperatorAttrsLSTMAttrs:
+		x := LSTMAttrs{_tab: table}
+		return &OperatorAttrsT{Type: OperatorAttrsLSTMAttrs, Value: x.UnPack()}
+	case OperatorAttrsMaxPoolAttrs:
+		x := MaxPoolAttrs{_tab: table}
+		return &OperatorAttrsT{Type: OperatorAttrsMaxPoolAttrs, Value: x.UnPack()}
+	case OperatorAttrsReduceMeanAttrs:
+		x := ReduceMeanAttrs{_tab: table}
+		return &OperatorAttrsT{Type: OperatorAttrsReduceMeanAttrs, Value: x.UnPack()}
+	case OperatorAttrsReshapeAttrs:
+		x := ReshapeAttrs{_tab: table}
+		return &OperatorAttrsT{Type: OperatorAttrsReshapeAttrs, Value: x.UnPack()}
+	case OperatorAttrsResizeAttrs:
+		x := ResizeAttrs{_tab: table}
+		return &OperatorAttrsT{Type: OperatorAttrsResizeAttrs, Value: x.UnPack()}
+	case OperatorAttrsSplitAttrs:
+		x := SplitAttrs{_tab: table}
+		return &OperatorAttrsT{Type: OperatorAttrsSplitAttrs, Value: x.UnPack()}
+	case OperatorAttrsSoftmaxAttrs:
+		x := SoftmaxAttrs{_tab: table}
+		return &OperatorAttrsT{Type: OperatorAttrsSoftmaxAttrs, Value: x.UnPack()}
+	case OperatorAttrsTransposeAttrs:
+		x := TransposeAttrs{_tab: table}
+		return &OperatorAttrsT{Type: OperatorAttrsTransposeAttrs, Value: x.UnPack()}
+	case OperatorAttrsModAttrs:
+		x := ModAttrs{_tab: table}
+		return &OperatorAttrsT{Type: OperatorAttrsModAttrs, Value: x.UnPack()}
+	case OperatorAttrsScatterElementsAttrs:
+		x := ScatterElementsAttrs{_tab: table}
+		return &OperatorAttrsT{Type: OperatorAttrsScatterElementsAttrs, Value: x.UnPack()}
+	case OperatorAttrsOneHotAttrs:
+		x := OneHotAttrs{_tab: table}
+		return &OperatorAttrsT{Type: OperatorAttrsOneHotAttrs, Value: x.UnPack()}
+	case OperatorAttrsTopKAttrs:
+		x := TopKAttrs{_tab: table}
+		return &OperatorAttrsT{Type: OperatorAttrsTopKAttrs, Value: x.UnPack()}
+	case OperatorAttrsHardSigmoidAttrs:
+		x := HardSigmoidAttrs{_tab: table}
+		return &OperatorAttrsT{Type: OperatorAttrsHardSigmoidAttrs, Value: x.UnPack()}
+	case OperatorAttrsTriluAttrs:
+		x := TriluAttrs{_tab: table}
+		return &OperatorAttrsT{Type: OperatorAttrsTriluAttrs, Value: x.UnPack()}
+	case OperatorAttrsScatterNDAttrs:
+		x := ScatterNDAttrs{_tab: table}
+		return &OperatorAttrsT{Type: OperatorAttrsScatterNDAttrs, Value: x.UnPack()}
+	case OperatorAttrsNonMaxSuppressionAttrs:
+		x := NonMaxSuppressionAttrs{_tab: table}
+		return &OperatorAttrsT{Type: OperatorAttrsNonMaxSuppressionAttrs, Value: x.UnPack()}
+	case OperatorAttrsLayerNormalizationAttrs:
+		x := LayerNormalizationAttrs{_tab: table}
+		return &OperatorAttrsT{Type: OperatorAttrsLayerNormalizationAttrs, Value: x.UnPack()}
+	case OperatorAttrsRandomUniformAttrs:
+		x := RandomUniformAttrs{_tab: table}
+		return &OperatorAttrsT{Type: OperatorAttrsRandomUniformAttrs, Value: x.UnPack()}
+	case OperatorAttrsEluAttrs:
+		x := EluAttrs{_tab: table}
+		return &OperatorAttrsT{Type: OperatorAttrsEluAttrs, Value: x.UnPack()}
+	case OperatorAttrsRandomUniformLikeAttrs:
+		x := RandomUniformLikeAttrs{_tab: table}
+		return &OperatorAttrsT{Type: OperatorAttrsRandomUniformLikeAttrs, Value: x.UnPack()}
+	case OperatorAttrsRandomNormalAttrs:
+		x := RandomNormalAttrs{_tab: table}
+		return &OperatorAttrsT{Type: OperatorAttrsRandomNormalAttrs, Value: x.UnPack()}
+	case OperatorAttrsRandomNormalLikeAttrs:
+		x := RandomNormalLikeAttrs{_tab: table}
+		return &OperatorAttrsT{Type: OperatorAttrsRandomNormalLikeAttrs, Value: x.UnPack()}
+	case OperatorAttrsGatherNDAttrs:
+		x := GatherNDAttrs{_tab: table}
+		return &OperatorAttrsT{Type: OperatorAttrsGatherNDAttrs, Value: x.UnPack()}
+	case OperatorAttrsGeluAttrs:
+		x := GeluAttrs{_tab: table}
+		return &OperatorAttrsT{Type: OperatorAttrsGeluAttrs, Value: x.UnPack()}
+	case OperatorAttrsEinsumAttrs:
+		x := EinsumAttrs{_tab: table}
+		return &OperatorAttrsT{Type: OperatorAttrsEinsumAttrs, Value: x.UnPack()}
+	case OperatorAttrsIfAttrs:
+		x := IfAttrs{_tab: table}
+		return &OperatorAttrsT{Type: OperatorAttrsIfAttrs, Value: x.UnPack()}
+	case OperatorAttrsPadAttrs:
+		x := PadAttrs{_tab: table}
+		return &OperatorAttrsT{Type: OperatorAttrsPadAttrs, Value: x.UnPack()}
+	case OperatorAttrsDequantizeLinearAttrs:
+		x := DequantizeLinearAttrs{_tab: table}
+		return &OperatorAttrsT{Type: OperatorAttrsDequantizeLinearAttrs, Value: x.UnPack()}
+	case OperatorAttrsQuantizeLinearAttrs:
+		x := QuantizeLinearAttrs{_tab: table}
+		return &OperatorAttrsT{Type: OperatorAttrsQuantizeLinearAttrs, Value: x.UnPack()}
+	case OperatorAttrsDepthToSpaceAttrs:
+		x := DepthToSpaceAttrs{_tab: table}
+		return &OperatorAttrsT{Type: OperatorAttrsDepthToSpaceAttrs, Value: x.UnPack()}
+	case OperatorAttrsCastLikeAttrs:
+		x := CastLikeAttrs{_tab: table}
+		return &OperatorAttrsT{Type: OperatorAttrsCastLikeAttrs, Value: x.UnPack()}
+	case OperatorAttrsShapeAttrs:
+		x := ShapeAttrs{_tab: table}
+		return &OperatorAttrsT{Type: OperatorAttrsShapeAttrs, Value: x.UnPack()}
+	case OperatorAttrsDropoutAttrs:
+		x := DropoutAttrs{_tab: table}
+		return &OperatorAttrsT{Type: OperatorAttrsDropoutAttrs, Value: x.UnPack()}
+	case OperatorAttrsEyeLikeAttrs:
+		x := EyeLikeAttrs{_tab: table}
+		return &OperatorAttrsT{Type: OperatorAttrsEyeLikeAttrs, Value: x.UnPack()}
+	case OperatorAttrsIsInfAttrs:
+		x := IsInfAttrs{_tab: table}
+		return &OperatorAttrsT{Type: OperatorAttrsIsInfAttrs, Value: x.UnPack()}
+	case OperatorAttrsLoopAttrs:
+		x := LoopAttrs{_tab: table}
+		return &OperatorAttrsT{Type: OperatorAttrsLoopAttrs, Value: x.UnPack()}
+	case OperatorAttrsSequenceEmptyAttrs:
+		x := SequenceEmptyAttrs{_tab: table}
+		return &OperatorAttrsT{Type: OperatorAttrsSequenceEmptyAttrs, Value: x.UnPack()}
+	case OperatorAttrsConcatFromSequenceAttrs:
+		x := ConcatFromSequenceAttrs{_tab: table}
+		return &OperatorAttrsT{Type: OperatorAttrsConcatFromSequenceAttrs, Value: x.UnPack()}
+	case OperatorAttrsSplitToSequenceAttrs:
+		x := SplitToSequenceAttrs{_tab: table}
+		return &OperatorAttrsT{Type: OperatorAttrsSplitToSequenceAttrs, Value: x.UnPack()}
+	case OperatorAttrsGridSampleAttrs:
+		x := GridSampleAttrs{_tab: table}
+		return &OperatorAttrsT{Type: OperatorAttrsGridSampleAttrs, Value: x.UnPack()}
+	case OperatorAttrsSTFTAttrs:
+		x := STFTAttrs{_tab: table}
+		return &OperatorAttrsT{Type: OperatorAttrsSTFTAttrs, Value: x.UnPack()}
+	case OperatorAttrsMultinomialAttrs:
+		x := MultinomialAttrs{_tab: table}
+		return &OperatorAttrsT{Type: OperatorAttrsMultinomialAttrs, Value: x.UnPack()}
+	case OperatorAttrsReverseSequenceAttrs:
+		x := ReverseSequenceAttrs{_tab: table}
+		return &OperatorAttrsT{Type: OperatorAttrsReverseSequenceAttrs, Value: x.UnPack()}
+	case OperatorAttrsDFTAttrs:
+		x := DFTAttrs{_tab: table}
+		return &OperatorAttrsT{Type: OperatorAttrsDFTAttrs, Value: x.UnPack()}
+	case OperatorAttrsUpsampleAttrs:
+		x := UpsampleAttrs{_tab: table}
+		return &OperatorAttrsT{Type: OperatorAttrsUpsampleAttrs, Value: x.UnPack()}
+	case OperatorAttrsRotaryEmbeddingAttrs:
+		x := RotaryEmbeddingAttrs{_tab: table}
+		return &OperatorAttrsT{Type: OperatorAttrsRotaryEmbeddingAttrs, Value: x.UnPack()}
+	case OperatorAttrsAttentionAttrs:
+		x := AttentionAttrs{_tab: table}
+		return &OperatorAttrsT{Type: OperatorAttrsAttentionAttrs, Value: x.UnPack()}
+	case OperatorAttrsCumSumAttrs:
+		x := CumSumAttrs{_tab: table}
+		return &OperatorAttrsT{Type: OperatorAttrsCumSumAttrs, Value: x.UnPack()}
+	case OperatorAttrsLpNormalizationAttrs:
+		x := LpNormalizationAttrs{_tab: table}
+		return &OperatorAttrsT{Type: OperatorAttrsLpNormalizationAttrs, Value: x.UnPack()}
+	case OperatorAttrsSeluAttrs:
+		x := SeluAttrs{_tab: table}
+		return &OperatorAttrsT{Type: OperatorAttrsSeluAttrs, Value: x.UnPack()}
+	case OperatorAttrsShrinkAttrs:
+		x := ShrinkAttrs{_tab: table}
+		return &OperatorAttrsT{Type: OperatorAttrsShrinkAttrs, Value: x.UnPack()}
+	}
+	return nil
 }

@@ -6,6 +6,75 @@ import (
 	flatbuffers "github.com/google/flatbuffers/go"
 )
 
+type OperatorNodeT struct {
+	Type    OperatorType    `json:"type"`
+	Attrs   *OperatorAttrsT `json:"attrs"`
+	Inputs  []int32         `json:"inputs"`
+	Outputs []int32         `json:"outputs"`
+}
+
+func (t *OperatorNodeT) Pack(builder *flatbuffers.Builder) flatbuffers.UOffsetT {
+	if t == nil {
+		return 0
+	}
+	attrsOffset := t.Attrs.Pack(builder)
+
+	inputsOffset := flatbuffers.UOffsetT(0)
+	if t.Inputs != nil {
+		inputsLength := len(t.Inputs)
+		OperatorNodeStartInputsVector(builder, inputsLength)
+		for j := inputsLength - 1; j >= 0; j-- {
+			builder.PrependInt32(t.Inputs[j])
+		}
+		inputsOffset = builder.EndVector(inputsLength)
+	}
+	outputsOffset := flatbuffers.UOffsetT(0)
+	if t.Outputs != nil {
+		outputsLength := len(t.Outputs)
+		OperatorNodeStartOutputsVector(builder, outputsLength)
+		for j := outputsLength - 1; j >= 0; j-- {
+			builder.PrependInt32(t.Outputs[j])
+		}
+		outputsOffset = builder.EndVector(outputsLength)
+	}
+	OperatorNodeStart(builder)
+	OperatorNodeAddType(builder, t.Type)
+	if t.Attrs != nil {
+		OperatorNodeAddAttrsType(builder, t.Attrs.Type)
+	}
+	OperatorNodeAddAttrs(builder, attrsOffset)
+	OperatorNodeAddInputs(builder, inputsOffset)
+	OperatorNodeAddOutputs(builder, outputsOffset)
+	return OperatorNodeEnd(builder)
+}
+
+func (rcv *OperatorNode) UnPackTo(t *OperatorNodeT) {
+	t.Type = rcv.Type()
+	attrsTable := flatbuffers.Table{}
+	if rcv.Attrs(&attrsTable) {
+		t.Attrs = rcv.AttrsType().UnPack(attrsTable)
+	}
+	inputsLength := rcv.InputsLength()
+	t.Inputs = make([]int32, inputsLength)
+	for j := 0; j < inputsLength; j++ {
+		t.Inputs[j] = rcv.Inputs(j)
+	}
+	outputsLength := rcv.OutputsLength()
+	t.Outputs = make([]int32, outputsLength)
+	for j := 0; j < outputsLength; j++ {
+		t.Outputs[j] = rcv.Outputs(j)
+	}
+}
+
+func (rcv *OperatorNode) UnPack() *OperatorNodeT {
+	if rcv == nil {
+		return nil
+	}
+	t := &OperatorNodeT{}
+	rcv.UnPackTo(t)
+	return t
+}
+
 type OperatorNode struct {
 	_tab flatbuffers.Table
 }

@@ -6,6 +6,29 @@ import (
 	flatbuffers "github.com/google/flatbuffers/go"
 )
 
+type PadAttrsT struct {
+}
+
+func (t *PadAttrsT) Pack(builder *flatbuffers.Builder) flatbuffers.UOffsetT {
+	if t == nil {
+		return 0
+	}
+	PadAttrsStart(builder)
+	return PadAttrsEnd(builder)
+}
+
+func (rcv *PadAttrs) UnPackTo(t *PadAttrsT) {
+}
+
+func (rcv *PadAttrs) UnPack() *PadAttrsT {
+	if rcv == nil {
+		return nil
+	}
+	t := &PadAttrsT{}
+	rcv.UnPackTo(t)
+	return t
+}
+
 type PadAttrs struct {
 	_tab flatbuffers.Table
 }

@@ -6,6 +6,29 @@ import (
 	flatbuffers "github.com/google/flatbuffers/go"
 )
 
+type QuantizeLinearAttrsT struct {
+}
+
+func (t *QuantizeLinearAttrsT) Pack(builder *flatbuffers.Builder) flatbuffers.UOffsetT {
+	if t == nil {
+		return 0
+	}
+	QuantizeLinearAttrsStart(builder)
+	return QuantizeLinearAttrsEnd(builder)
+}
+
+func (rcv *QuantizeLinearAttrs) UnPackTo(t *QuantizeLinearAttrsT) {
+}
+
+func (rcv *QuantizeLinearAttrs) UnPack() *QuantizeLinearAttrsT {
+	if rcv == nil {
+		return nil
+	}
+	t := &QuantizeLinearAttrsT{}
+	rcv.UnPackTo(t)
+	return t
+}
+
 type QuantizeLinearAttrs struct {
 	_tab flatbuffers.Table
 }

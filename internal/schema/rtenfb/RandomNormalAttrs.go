@@ -6,6 +6,29 @@ import (
 	flatbuffers "github.com/google/flatbuffers/go"
 )
 
+type RandomNormalAttrsT struct {
+}
+
+func (t *RandomNormalAttrsT) Pack(builder *flatbuffers.Builder) flatbuffers.UOffsetT {
+	if t == nil {
+		return 0
+	}
+	RandomNormalAttrsStart(builder)
+	return RandomNormalAttrsEnd(builder)
+}
+
+func (rcv *RandomNormalAttrs) UnPackTo(t *RandomNormalAttrsT) {
+}
+
+func (rcv *RandomNormalAttrs) UnPack() *RandomNormalAttrsT {
+	if rcv == nil {
+		return nil
+	}
+	t := &RandomNormalAttrsT{}
+	rcv.UnPackTo(t)
+	return t
+}
+
 type RandomNormalAttrs struct {
 	_tab flatbuffers.Table
 }

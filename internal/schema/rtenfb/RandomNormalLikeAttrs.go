@@ -6,6 +6,29 @@ import (
 	flatbuffers "github.com/google/flatbuffers/go"
 )
 
+type RandomNormalLikeAttrsT struct {
+}
+
+func (t *RandomNormalLikeAttrsT) Pack(builder *flatbuffers.Builder) flatbuffers.UOffsetT {
+	if t == nil {
+		return 0
+	}
+	RandomNormalLikeAttrsStart(builder)
+	return RandomNormalLikeAttrsEnd(builder)
+}
+
+func (rcv *RandomNormalLikeAttrs) UnPackTo(t *RandomNormalLikeAttrsT) {
+}
+
+func (rcv *RandomNormalLikeAttrs) UnPack() *RandomNormalLikeAttrsT {
+	if rcv == nil {
+		return nil
+	}
+	t := &RandomNormalLikeAttrsT{}
+	rcv.UnPackTo(t)
+	return t
+}
+
 type RandomNormalLikeAttrs struct {
 	_tab flatbuffers.Table
 }

@@ -6,6 +6,29 @@ import (
 	flatbuffers "github.com/google/flatbuffers/go"
 )
 
+type RandomUniformAttrsT struct {
+}
+
+func (t *RandomUniformAttrsT) Pack(builder *flatbuffers.Builder) flatbuffers.UOffsetT {
+	if t == nil {
+		return 0
+	}
+	RandomUniformAttrsStart(builder)
+	return RandomUniformAttrsEnd(builder)
+}
+
+func (rcv *RandomUniformAttrs) UnPackTo(t *RandomUniformAttrsT) {
+}
+
+func (rcv *RandomUniformAttrs) UnPack() *RandomUniformAttrsT {
+	if rcv == nil {
+		return nil
+	}
+	t := &RandomUniformAttrsT{}
+	rcv.UnPackTo(t)
+	return t
+}
+
 type RandomUniformAttrs struct {
 	_tab flatbuffers.Table
 }

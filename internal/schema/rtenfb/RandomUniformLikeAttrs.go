@@ -6,6 +6,29 @@ import (
 	flatbuffers "github.com/google/flatbuffers/go"
 )
 
+type RandomUniformLikeAttrsT struct {
+}
+
+func (t *RandomUniformLikeAttrsT) Pack(builder *flatbuffers.Builder) flatbuffers.UOffsetT {
+	if t == nil {
+		return 0
+	}
+	RandomUniformLikeAttrsStart(builder)
+	return RandomUniformLikeAttrsEnd(builder)
+}
+
+func (rcv *RandomUniformLikeAttrs) UnPackTo(t *RandomUniformLikeAttrsT) {
+}
+
+func (rcv *RandomUniformLikeAttrs) UnPack() *RandomUniformLikeAttrsT {
+	if rcv == nil {
+		return nil
+	}
+	t := &RandomUniformLikeAttrsT{}
+	rcv.UnPackTo(t)
+	return t
+}
+
 type RandomUniformLikeAttrs struct {
 	_tab flatbuffers.Table
 }

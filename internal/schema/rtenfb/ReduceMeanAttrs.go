@@ -6,6 +6,29 @@ import (
 	flatbuffers "github.com/google/flatbuffers/go"
 )
 
+type ReduceMeanAttrsT struct {
+}
+
+func (t *ReduceMeanAttrsT) Pack(builder *flatbuffers.Builder) flatbuffers.UOffsetT {
+	if t == nil {
+		return 0
+	}
+	ReduceMeanAttrsStart(builder)
+	return ReduceMeanAttrsEnd(builder)
+}
+
+func (rcv *ReduceMeanAttrs) UnPackTo(t *ReduceMeanAttrsT) {
+}
+
+func (rcv *ReduceMeanAttrs) UnPack() *ReduceMeanAttrsT {
+	if rcv == nil {
+		return nil
+	}
+	t := &ReduceMeanAttrsT{}
+	rcv.UnPackTo(t)
+	return t
+}
+
 type ReduceMeanAttrs struct {
 	_tab flatbuffers.Table
 }

@@ -6,6 +6,29 @@ import (
 	flatbuffers "github.com/google/flatbuffers/go"
 )
 
+type ReshapeAttrsT struct {
+}
+
+func (t *ReshapeAttrsT) Pack(builder *flatbuffers.Builder) flatbuffers.UOffsetT {
+	if t == nil {
+		return 0
+	}
+	ReshapeAttrsStart(builder)
+	return ReshapeAttrsEnd(builder)
+}
+
+func (rcv *ReshapeAttrs) UnPackTo(t *ReshapeAttrsT) {
+}
+
+func (rcv *ReshapeAttrs) UnPack() *ReshapeAttrsT {
+	if rcv == nil {
+		return nil
+	}
+	t := &ReshapeAttrsT{}
+	rcv.UnPackTo(t)
+	return t
+}
+
 type ReshapeAttrs struct {
 	_tab flatbuffers.Table
 }

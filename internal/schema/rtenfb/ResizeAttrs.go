@@ -6,6 +6,29 @@ import (
 	flatbuffers "github.com/google/flatbuffers/go"
 )
 
+type ResizeAttrsT struct {
+}
+
+func (t *ResizeAttrsT) Pack(builder *flatbuffers.Builder) flatbuffers.UOffsetT {
+	if t == nil {
+		return 0
+	}
+	ResizeAttrsStart(builder)
+	return ResizeAttrsEnd(builder)
+}
+
+func (rcv *ResizeAttrs) UnPackTo(t *ResizeAttrsT) {
+}
+
+func (rcv *ResizeAttrs) UnPack() *ResizeAttrsT {
+	if rcv == nil {
+		return nil
+	}
+	t := &ResizeAttrsT{}
+	rcv.UnPackTo(t)
+	return t
+}
+
 type ResizeAttrs struct {
 	_tab flatbuffers.Table
 }

@@ -6,6 +6,29 @@ import (
 	flatbuffers "github.com/google/flatbuffers/go"
 )
 
+type ReverseSequenceAttrsT struct {
+}
+
+func (t *ReverseSequenceAttrsT) Pack(builder *flatbuffers.Builder) flatbuffers.UOffsetT {
+	if t == nil {
+		return 0
+	}
+	ReverseSequenceAttrsStart(builder)
+	return ReverseSequenceAttrsEnd(builder)
+}
+
+func (rcv *ReverseSequenceAttrs) UnPackTo(t *ReverseSequenceAttrsT) {
+}
+
+func (rcv *ReverseSequenceAttrs) UnPack() *ReverseSequenceAttrsT {
+	if rcv == nil {
+		return nil
+	}
+	t := &ReverseSequenceAttrsT{}
+	rcv.UnPackTo(t)
+	return t
+}
+
 type ReverseSequenceAttrs struct {
 	_tab flatbuffers.Table
 }

@@ -6,6 +6,29 @@ import (
 	flatbuffers "github.com/google/flatbuffers/go"
 )
 
+type RotaryEmbeddingAttrsT struct {
+}
+
+func (t *RotaryEmbeddingAttrsT) Pack(builder *flatbuffers.Builder) flatbuffers.UOffsetT {
+	if t == nil {
+		return 0
+	}
+	RotaryEmbeddingAttrsStart(builder)
+	return RotaryEmbeddingAttrsEnd(builder)
+}
+
+func (rcv *RotaryEmbeddingAttrs) UnPackTo(t *RotaryEmbeddingAttrsT) {
+}
+
+func (rcv *RotaryEmbeddingAttrs) UnPack() *RotaryEmbeddingAttrsT {
+	if rcv == nil {
+		return nil
+	}
+	t := &RotaryEmbeddingAttrsT{}
+	rcv.UnPackTo(t)
+	return t
+}
+
 type RotaryEmbeddingAttrs struct {
 	_tab flatbuffers.Table
 }

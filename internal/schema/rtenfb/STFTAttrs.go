@@ -6,6 +6,29 @@ import (
 	flatbuffers "github.com/google/flatbuffers/go"
 )
 
+type STFTAttrsT struct {
+}
+
+func (t *STFTAttrsT) Pack(builder *flatbuffers.Builder) flatbuffers.UOffsetT {
+	if t == nil {
+		return 0
+	}
+	STFTAttrsStart(builder)
+	return STFTAttrsEnd(builder)
+}
+
+func (rcv *STFTAttrs) UnPackTo(t *STFTAttrsT) {
+}
+
+func (rcv *STFTAttrs) UnPack() *STFTAttrsT {
+	if rcv == nil {
+		return nil
+	}
+	t := &STFTAttrsT{}
+	rcv.UnPackTo(t)
+	return t
+}
+
 type STFTAttrs struct {
 	_tab flatbuffers.Table
 }

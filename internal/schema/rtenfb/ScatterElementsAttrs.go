@@ -6,6 +6,29 @@ import (
 	flatbuffers "github.com/google/flatbuffers/go"
 )
 
+type ScatterElementsAttrsT struct {
+}
+
+func (t *ScatterElementsAttrsT) Pack(builder *flatbuffers.Builder) flatbuffers.UOffsetT {
+	if t == nil {
+		return 0
+	}
+	ScatterElementsAttrsStart(builder)
+	return ScatterElementsAttrsEnd(builder)
+}
+
+func (rcv *ScatterElementsAttrs) UnPackTo(t *ScatterElementsAttrsT) {
+}
+
+func (rcv *ScatterElementsAttrs) UnPack() *ScatterElementsAttrsT {
+	if rcv == nil {
+		return nil
+	}
+	t := &ScatterElementsAttrsT{}
+	rcv.UnPackTo(t)
+	return t
+}
+
 type ScatterElementsAttrs struct {
 	_tab flatbuffers.Table
 }

@@ -6,6 +6,29 @@ import (
 	flatbuffers "github.com/google/flatbuffers/go"
 )
 
+type ScatterNDAttrsT struct {
+}
+
+func (t *ScatterNDAttrsT) Pack(builder *flatbuffers.Builder) flatbuffers.UOffsetT {
+	if t == nil {
+		return 0
+	}
+	ScatterNDAttrsStart(builder)
+	return ScatterNDAttrsEnd(builder)
+}
+
+func (rcv *ScatterNDAttrs) UnPackTo(t *ScatterNDAttrsT) {
+}
+
+func (rcv *ScatterNDAttrs) UnPack() *ScatterNDAttrsT {
+	if rcv == nil {
+		return nil
+	}
+	t := &ScatterNDAttrsT{}
+	rcv.UnPackTo(t)
+	return t
+}
+
 type ScatterNDAttrs struct {
 	_tab flatbuffers.Table
 }

@@ -6,6 +6,29 @@ import (
 	flatbuffers "github.com/google/flatbuffers/go"
 )
 
+type SeluAttrsT struct {
+}
+
+func (t *SeluAttrsT) Pack(builder *flatbuffers.Builder) flatbuffers.UOffsetT {
+	if t == nil {
+		return 0
+	}
+	SeluAttrsStart(builder)
+	return SeluAttrsEnd(builder)
+}
+
+func (rcv *SeluAttrs) UnPackTo(t *SeluAttrsT) {
+}
+
+func (rcv *SeluAttrs) UnPack() *SeluAttrsT {
+	if rcv == nil {
+		return nil
+	}
+	t := &SeluAttrsT{}
+	rcv.UnPackTo(t)
+	return t
+}
+
 type SeluAttrs struct {
 	_tab flatbuffers.Table
 }

@@ -6,6 +6,29 @@ import (
 	flatbuffers "github.com/google/flatbuffers/go"
 )
 
+type SequenceEmptyAttrsT struct {
+}
+
+func (t *SequenceEmptyAttrsT) Pack(builder *flatbuffers.Builder) flatbuffers.UOffsetT {
+	if t == nil {
+		return 0
+	}
+	SequenceEmptyAttrsStart(builder)
+	return SequenceEmptyAttrsEnd(builder)
+}
+
+func (rcv *SequenceEmptyAttrs) UnPackTo(t *SequenceEmptyAttrsT) {
+}
+
+func (rcv *SequenceEmptyAttrs) UnPack() *SequenceEmptyAttrsT {
+	if rcv == nil {
+		return nil
+	}
+	t := &SequenceEmptyAttrsT{}
+	rcv.UnPackTo(t)
+	return t
+}
+
 type SequenceEmptyAttrs struct {
 	_tab flatbuffers.Table
 }

@@ -6,6 +6,29 @@ import (
 	flatbuffers "github.com/google/flatbuffers/go"
 )
 
+type ShapeAttrsT struct {
+}
+
+func (t *ShapeAttrsT) Pack(builder *flatbuffers.Builder) flatbuffers.UOffsetT {
+	if t == nil {
+		return 0
+	}
+	ShapeAttrsStart(builder)
+	return ShapeAttrsEnd(builder)
+}
+
+func (rcv *ShapeAttrs) UnPackTo(t *ShapeAttrsT) {
+}
+
+func (rcv *ShapeAttrs) UnPack() *ShapeAttrsT {
+	if rcv == nil {
+		return nil
+	}
+	t := &ShapeAttrsT{}
+	rcv.UnPackTo(t)
+	return t
+}
+
 type ShapeAttrs struct {
 	_tab flatbuffers.Table
 }

@@ -6,6 +6,29 @@ import (
 	flatbuffers "github.com/google/flatbuffers/go"
 )
 
+type ShrinkAttrsT struct {
+}
+
+func (t *ShrinkAttrsT) Pack(builder *flatbuffers.Builder) flatbuffers.UOffsetT {
+	if t == nil {
+		return 0
+	}
+	ShrinkAttrsStart(builder)
+	return ShrinkAttrsEnd(builder)
+}
+
+func (rcv *ShrinkAttrs) UnPackTo(t *ShrinkAttrsT) {
+}
+
+func (rcv *ShrinkAttrs) UnPack() *ShrinkAttrsT {
+	if rcv == nil {
+		return nil
+	}
+	t := &ShrinkAttrsT{}
+	rcv.UnPackTo(t)
+	return t
+}
+
 type ShrinkAttrs struct {
 	_tab flatbuffers.Table
 }

@@ -6,6 +6,29 @@ import (
 	flatbuffers "github.com/google/flatbuffers/go"
 )
 
+type SoftmaxAttrsT struct {
+}
+
+func (t *SoftmaxAttrsT) Pack(builder *flatbuffers.Builder) flatbuffers.UOffsetT {
+	if t == nil {
+		return 0
+	}
+	SoftmaxAttrsStart(builder)
+	return SoftmaxAttrsEnd(builder)
+}
+
+func (rcv *SoftmaxAttrs) UnPackTo(t *SoftmaxAttrsT) {
+}
+
+func (rcv *SoftmaxAttrs) UnPack() *SoftmaxAttrsT {
+	if rcv == nil {
+		return nil
+	}
+	t := &SoftmaxAttrsT{}
+	rcv.UnPackTo(t)
+	return t
+}
+
 type SoftmaxAttrs struct {
 	_tab flatbuffers.Table
 }

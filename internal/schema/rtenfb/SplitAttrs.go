@@ -6,6 +6,29 @@ import (
 	flatbuffers "github.com/google/flatbuffers/go"
 )
 
+type SplitAttrsT struct {
+}
+
+func (t *SplitAttrsT) Pack(builder *flatbuffers.Builder) flatbuffers.UOffsetT {
+	if t == nil {
+		return 0
+	}
+	SplitAttrsStart(builder)
+	return SplitAttrsEnd(builder)
+}
+
+func (rcv *SplitAttrs) UnPackTo(t *SplitAttrsT) {
+}
+
+func (rcv *SplitAttrs) UnPack() *SplitAttrsT {
+	if rcv == nil {
+		return nil
+	}
+	t := &SplitAttrsT{}
+	rcv.UnPackTo(t)
+	return t
+}
+
 type SplitAttrs struct {
 	_tab flatbuffers.Table
 }

@@ -6,6 +6,29 @@ import (
 	flatbuffers "github.com/google/flatbuffers/go"
 )
 
+type SplitToSequenceAttrsT struct {
+}
+
+func (t *SplitToSequenceAttrsT) Pack(builder *flatbuffers.Builder) flatbuffers.UOffsetT {
+	if t == nil {
+		return 0
+	}
+	SplitToSequenceAttrsStart(builder)
+	return SplitToSequenceAttrsEnd(builder)
+}
+
+func (rcv *SplitToSequenceAttrs) UnPackTo(t *SplitToSequenceAttrsT) {
+}
+
+func (rcv *SplitToSequenceAttrs) UnPack() *SplitToSequenceAttrsT {
+	if rcv == nil {
+		return nil
+	}
+	t := &SplitToSequenceAttrsT{}
+	rcv.UnPackTo(t)
+	return t
+}
+
 type SplitToSequenceAttrs struct {
 	_tab flatbuffers.Table
 }

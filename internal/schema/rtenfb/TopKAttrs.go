@@ -6,6 +6,29 @@ import (
 	flatbuffers "github.com/google/flatbuffers/go"
 )
 
+type TopKAttrsT struct {
+}
+
+func (t *TopKAttrsT) Pack(builder *flatbuffers.Builder) flatbuffers.UOffsetT {
+	if t == nil {
+		return 0
+	}
+	TopKAttrsStart(builder)
+	return TopKAttrsEnd(builder)
+}
+
+func (rcv *TopKAttrs) UnPackTo(t *TopKAttrsT) {
+}
+
+func (rcv *TopKAttrs) UnPack() *TopKAttrsT {
+	if rcv == nil {
+		return nil
+	}
+	t := &TopKAttrsT{}
+	rcv.UnPackTo(t)
+	return t
+}
+
 type TopKAttrs struct {
 	_tab flatbuffers.Table
 }

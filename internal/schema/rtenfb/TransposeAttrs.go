@@ -6,6 +6,29 @@ import (
 	flatbuffers "github.com/google/flatbuffers/go"
 )
 
+type TransposeAttrsT struct {
+}
+
+func (t *TransposeAttrsT) Pack(builder *flatbuffers.Builder) flatbuffers.UOffsetT {
+	if t == nil {
+		return 0
+	}
+	TransposeAttrsStart(builder)
+	return TransposeAttrsEnd(builder)
+}
+
+func (rcv *TransposeAttrs) UnPackTo(t *TransposeAttrsT) {
+}
+
+func (rcv *TransposeAttrs) UnPack() *TransposeAttrsT {
+	if rcv == nil {
+		return nil
+	}
+	t := &TransposeAttrsT{}
+	rcv.UnPackTo(t)
+	return t
+}
+
 type TransposeAttrs struct {
 	_tab flatbuffers.Table
 }

@@ -6,6 +6,29 @@ import (
 	flatbuffers "github.com/google/flatbuffers/go"
 )
 
+type TriluAttrsT struct {
+}
+
+func (t *TriluAttrsT) Pack(builder *flatbuffers.Builder) flatbuffers.UOffsetT {
+	if t == nil {
+		return 0
+	}
+	TriluAttrsStart(builder)
+	return TriluAttrsEnd(builder)
+}
+
+func (rcv *TriluAttrs) UnPackTo(t *TriluAttrsT) {
+}
+
+func (rcv *TriluAttrs) UnPack() *TriluAttrsT {
+	if rcv == nil {
+		return nil
+	}
+	t := &TriluAttrsT{}
+	rcv.UnPackTo(t)
+	return t
+}
+
 type TriluAttrs struct {
 	_tab flatbuffers.Table
 }

@@ -6,6 +6,36 @@ import (
 	flatbuffers "github.com/google/flatbuffers/go"
 )
 
+type UInt8DataT struct {
+	Data []byte `json:"data"`
+}
+
+func (t *UInt8DataT) Pack(builder *flatbuffers.Builder) flatbuffers.UOffsetT {
+	if t == nil {
+		return 0
+	}
+	dataOffset := flatbuffers.UOffsetT(0)
+	if t.Data != nil {
+		dataOffset = builder.CreateByteString(t.Data)
+	}
+	UInt8DataStart(builder)
+	UInt8DataAddData(builder, dataOffset)
+	return UInt8DataEnd(builder)
+}
+
+func (rcv *UInt8Data) UnPackTo(t *UInt8DataT) {
+	t.Data = rcv.DataBytes()
+}
+
+func (rcv *UInt8Data) UnPack() *UInt8DataT {
+	if rcv == nil {
+		return nil
+	}
+	t := &UInt8DataT{}
+	rcv.UnPackTo(t)
+	return t
+}
+
 type UInt8Data struct {
 	_tab flatbuffers.Table
 }

@@ -6,6 +6,29 @@ import (
 	flatbuffers "github.com/google/flatbuffers/go"
 )
 
+type UpsampleAttrsT struct {
+}
+
+func (t *UpsampleAttrsT) Pack(builder *flatbuffers.Builder) flatbuffers.UOffsetT {
+	if t == nil {
+		return 0
+	}
+	UpsampleAttrsStart(builder)
+	return UpsampleAttrsEnd(builder)
+}
+
+func (rcv *UpsampleAttrs) UnPackTo(t *UpsampleAttrsT) {
+}
+
+func (rcv *UpsampleAttrs) UnPack() *UpsampleAttrsT {
+	if rcv == nil {
+		return nil
+	}
+	t := &UpsampleAttrsT{}
+	rcv.UnPackTo(t)
+	return t
+}
+
 type UpsampleAttrs struct {
 	_tab flatbuffers.Table
 }

@@ -6,6 +6,56 @@ import (
 	flatbuffers "github.com/google/flatbuffers/go"
 )
 
+type ValueNodeT struct {
+	Shape []*DimT   `json:"shape"`
+	Dtype *DataType `json:"dtype"`
+}
+
+func (t *ValueNodeT) Pack(builder *flatbuffers.Builder) flatbuffers.UOffsetT {
+	if t == nil {
+		return 0
+	}
+	shapeOffset := flatbuffers.UOffsetT(0)
+	if t.Shape != nil {
+		shapeLength := len(t.Shape)
+		shapeOffsets := make([]flatbuffers.UOffsetT, shapeLength)
+		for j := 0; j < shapeLength; j++ {
+			shapeOffsets[j] = t.Shape[j].Pack(builder)
+		}
+		ValueNodeStartShapeVector(builder, shapeLength)
+		for j := shapeLength - 1; j >= 0; j-- {
+			builder.PrependUOffsetT(shapeOffsets[j])
+		}
+		shapeOffset = builder.EndVector(shapeLength)
+	}
+	ValueNodeStart(builder)
+	ValueNodeAddShape(builder, shapeOffset)
+	if t.Dtype != nil {
+		ValueNodeAddDtype(builder, *t.Dtype)
+	}
+	return ValueNodeEnd(builder)
+}
+
+func (rcv *ValueNode) UnPackTo(t *ValueNodeT) {
+	shapeLength := rcv.ShapeLength()
+	t.Shape = make([]*DimT, shapeLength)
+	for j := 0; j < shapeLength; j++ {
+		x := Dim{}
+		rcv.Shape(&x, j)
+		t.Shape[j] = x.UnPack()
+	}
+	t.Dtype = rcv.Dtype()
+}
+
+func (rcv *ValueNode) UnPack() *ValueNodeT {
+	if rcv == nil {
+		return nil
+	}
+	t := &ValueNodeT{}
+	rcv.UnPackTo(t)
+	return t
+}
+
 type ValueNode struct {
 	_tab flatbuffers.Table
 }

@@ -1,0 +1,3 @@
+package main
+
+const rssUnit = 1

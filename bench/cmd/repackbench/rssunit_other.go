@@ -1,0 +1,5 @@
+//go:build unix && !darwin
+
+package main
+
+const rssUnit = 1024

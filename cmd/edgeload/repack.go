@@ -1,0 +1,126 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"strings"
+
+	"github.com/edgeload/edgeload/repack"
+)
+
+const repackAbout = `Rewrite model file IN as OUT with a new layout and the same meaning:
+segments of a .pte or .ptd, and the tensor data section of an RTen V2
+model, start on --align boundaries (absolute file offsets); --tensor-align
+also places every constant inside its segment on a boundary; --externalize
+moves every constant of a .pte to a new .ptd (open the result with
+--data F.ptd). IN is verified fully (every byte is read, beside the copy;
+--quick keeps only the structural checks of the headers, metadata and
+ranges) and never written; OUT is written to a temporary file beside it,
+checked, synced and renamed at the end.
+
+With --check, compare the tensors of IN and OUT instead (name, dtype, shape
+and SHA-256 of the bytes), print every difference, and exit 1 if any.
+
+Sizes take a K suffix (16K = 16384). See docs/REPACK.md.`
+
+func runRepack(c *cli, args []string) int {
+	fs := newFlags(lookup("repack"), repackAbout)
+	var data stringList
+	var opts repack.Options
+	var check bool
+	sizeFlag := func(dst *int64) func(string) error {
+		return func(s string) error {
+			v, err := parseSize(s)
+			*dst = v
+			return err
+		}
+	}
+	fs.Func("align", fmt.Sprintf("segment `N`: a power of two, 16 to 64K (default %d)", repack.DefaultAlign()), sizeFlag(&opts.Align))
+	fs.Func("tensor-align", "also align every constant inside its segment to `N`", sizeFlag(&opts.TensorAlign))
+	fs.StringVar(&opts.Externalize, "externalize", "", "move a .pte's constants to the new `F.ptd`")
+	fs.BoolVar(&opts.RTenV2, "rten-v2", false, "write an RTen V1 model as V2 (not supported yet: an error)")
+	fs.BoolVar(&opts.Quick, "quick", false, "skip reading every byte of IN to verify it (Open's structural checks stay)")
+	fs.BoolVar(&check, "check", false, "compare the tensors of IN and OUT instead of writing")
+	fs.Var(&data, "data", "a `FILE.ptd` holding external tensors of IN (and OUT with --check; repeatable)")
+	pos, code, ok := parse(c, fs, args)
+	if !ok {
+		return code
+	}
+	if len(pos) != 2 {
+		return usageError(c, fs, "want IN and OUT")
+	}
+	in, out := pos[0], pos[1]
+	if check {
+		diffs, err := repack.Check(in, out, data...)
+		if err != nil {
+			c.errorf("%v", err)
+			return exitInvalid
+		}
+		for _, d := range diffs {
+			fmt.Fprintln(c.stdout, d)
+		}
+		if len(diffs) > 0 {
+			c.errorf("%s and %s differ in %d place(s)", in, out, len(diffs))
+			return exitInvalid
+		}
+		fmt.Fprintf(c.stdout, "ok    %s and %s hold the same tensors\n", in, out)
+		return exitOK
+	}
+	opts.Data = data
+	if isTerminal(c.stderr) {
+		opts.Progress = progressLine(c.stderr)
+	}
+	res, err := repack.Repack(in, out, opts)
+	if err != nil {
+		c.errorf("%v", err)
+		return exitInvalid
+	}
+	fmt.Fprintf(c.stdout, "ok    %s: %s, %d bytes, %d segment(s), %d tensor(s)", out, res.Format, res.Size, res.Segments, res.Tensors)
+	if opts.Externalize != "" {
+		fmt.Fprintf(c.stdout, "; %s: %d bytes", opts.Externalize, res.DataSize)
+	}
+	fmt.Fprintln(c.stdout)
+	return exitOK
+}
+
+// parseSize parses a byte count with an optional K (KiB) suffix.
+func parseSize(s string) (int64, error) {
+	mult := int64(1)
+	t := strings.TrimSuffix(strings.TrimSuffix(s, "iB"), "B")
+	if strings.HasSuffix(t, "K") || strings.HasSuffix(t, "k") {
+		mult, t = 1024, t[:len(t)-1]
+	}
+	v, err := strconv.ParseInt(t, 10, 64)
+	if err != nil || v <= 0 {
+		return 0, fmt.Errorf("bad size %q", s)
+	}
+	return v * mult, nil
+}
+
+// isTerminal reports whether w is a terminal.
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	st, err := f.Stat()
+	return err == nil && st.Mode()&os.ModeCharDevice != 0
+}
+
+// progressLine returns a Progress function that prints a line on w each
+// time another 10% of the bytes is copied.
+func progressLine(w io.Writer) func(done, total int64) {
+	last := int64(0)
+	return func(done, total int64) {
+		if total <= 0 {
+			return
+		}
+		pct := done * 100 / total / 10 * 10
+		if pct > last {
+			last = pct
+			fmt.Fprintf(w, "edgeload: repack: %d%% (%d of %d bytes)\n", pct, done, total)
+		}
+	}
+}

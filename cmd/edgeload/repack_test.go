@@ -1,0 +1,110 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+)
+
+func TestRepackCommand(t *testing.T) {
+	dir := t.TempDir()
+	out := filepath.Join(dir, "out.pte")
+	ptd := filepath.Join(dir, "w.ptd")
+	code, stdout, stderr := runCmd("repack", "--align", "16K", "--tensor-align", "4096", "--externalize", ptd, fixture("tiny.pte"), out)
+	if code != exitOK || !strings.HasPrefix(stdout, "ok    "+out+": pte,") || stderr != "" {
+		t.Fatalf("repack: exit %d, stdout %q, stderr %q", code, stdout, stderr)
+	}
+	code, stdout, _ = runCmd("inspect", "--data", ptd, out)
+	if code != exitOK || !strings.Contains(stdout, "external ("+ptd+")") {
+		t.Errorf("inspect --data of the output: exit %d\n%s", code, stdout)
+	}
+	code, stdout, stderr = runCmd("repack", "--check", "--data", ptd, fixture("tiny.pte"), out)
+	if code != exitOK || !strings.Contains(stdout, "hold the same tensors") {
+		t.Errorf("repack --check: exit %d, stdout %q, stderr %q", code, stdout, stderr)
+	}
+
+	// Different tensors: every difference is printed, exit 1.
+	code, stdout, stderr = runCmd("repack", "--check", fixture("tiny.pte"), fixture("tiny-v2.rten"))
+	if code != exitInvalid || !strings.Contains(stdout, "forward/values/2: only in A\n") || !strings.Contains(stdout, "linear.weight: shape [3 2] != [2 3]\n") {
+		t.Errorf("repack --check of different files: exit %d, stdout %q", code, stdout)
+	}
+	checkFailLine(t, stderr)
+}
+
+func TestRepackCommandErrors(t *testing.T) {
+	dir := t.TempDir()
+	src, err := os.ReadFile(fixture("tiny.pte"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := filepath.Join(dir, "in.pte")
+	if err := os.WriteFile(in, src, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	trunc := filepath.Join(dir, "trunc.pte")
+	if err := os.WriteFile(trunc, src[:len(src)/2], 0o644); err != nil {
+		t.Fatal(err)
+	}
+	junk := filepath.Join(dir, "junk.bin")
+	if err := os.WriteFile(junk, []byte("not a model file, not even RTen V1......"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	link := filepath.Join(dir, "link.pte")
+	if err := os.Symlink(in, link); err != nil {
+		t.Fatal(err)
+	}
+	before, _ := os.ReadDir(dir)
+	names := func(es []os.DirEntry) []string {
+		var s []string
+		for _, e := range es {
+			s = append(s, e.Name())
+		}
+		return s
+	}
+	for _, args := range [][]string{
+		{trunc, filepath.Join(dir, "o1.pte")},
+		{junk, filepath.Join(dir, "o2.pte")},
+		{in, filepath.Join(dir, "missing", "o3.pte")},
+		{in, in},
+		{in, link},
+	} {
+		code, stdout, stderr := runCmd(append([]string{"repack"}, args...)...)
+		if code != exitInvalid || stdout != "" {
+			t.Errorf("repack %v: exit %d, stdout %q", args, code, stdout)
+		}
+		checkFailLine(t, stderr)
+		if after, _ := os.ReadDir(dir); !slices.Equal(names(after), names(before)) {
+			t.Errorf("repack %v left %v", args, names(after))
+		}
+	}
+	for _, args := range [][]string{
+		{in},
+		{"--align", "1000", in, filepath.Join(dir, "o.pte")},
+		{"--align", "x", in, filepath.Join(dir, "o.pte")},
+	} {
+		code, _, _ := runCmd(append([]string{"repack"}, args...)...)
+		if want := exitUsage; args[0] == "--align" && args[1] == "1000" {
+			want = exitInvalid
+			if code != want {
+				t.Errorf("repack %v: exit %d, want %d", args, code, want)
+			}
+		} else if code != want {
+			t.Errorf("repack %v: exit %d, want %d", args, code, want)
+		}
+	}
+}
+
+func TestProgressLine(t *testing.T) {
+	var b strings.Builder
+	p := progressLine(&b)
+	for done := int64(0); done <= 1000; done += 7 {
+		p(done, 1000)
+	}
+	p(1000, 1000)
+	lines := strings.Split(strings.TrimSpace(b.String()), "\n")
+	if len(lines) != 10 || lines[0] != "edgeload: repack: 10% (105 of 1000 bytes)" || !strings.HasPrefix(lines[9], "edgeload: repack: 100% ") {
+		t.Errorf("progress lines:\n%s", b.String())
+	}
+}

@@ -1,0 +1,87 @@
+package repack
+
+import (
+	"encoding/binary"
+	"fmt"
+
+	flatbuffers "github.com/google/flatbuffers/go"
+)
+
+// The loaders verify every field they read. The object API's UnPack reads
+// every field of the schema, so the few a loader skips (a program's stack
+// traces and non-constant buffer devices) are checked here before UnPack
+// runs: each vector must fit in the buffer, so no length read from the file
+// can make UnPack allocate more than the buffer holds. Any other fault in
+// those fields (a table outside the buffer) panics inside the generated
+// code's slice expressions and is recovered by unpackSafe.
+
+// fbField returns the absolute position of field id of the table at tab, or
+// 0 when the field is absent or the table does not fit in buf.
+func fbField(buf []byte, tab int64, id int) int64 {
+	n := int64(len(buf))
+	if tab < 0 || tab+4 > n {
+		return 0
+	}
+	vt := tab - int64(int32(binary.LittleEndian.Uint32(buf[tab:])))
+	if vt < 0 || vt+4 > n {
+		return 0
+	}
+	vlen := int64(binary.LittleEndian.Uint16(buf[vt:]))
+	slot := int64(4 + 2*id)
+	if slot+2 > vlen || vt+slot+2 > n {
+		return 0
+	}
+	off := int64(binary.LittleEndian.Uint16(buf[vt+slot:]))
+	if off == 0 {
+		return 0
+	}
+	return tab + off
+}
+
+// fbVector checks the vector the offset field at pos points to: its length
+// and elem-byte elements fit in buf. It returns the position of the first
+// element and the length.
+func fbVector(buf []byte, pos int64, elem int64) (start, length int64, err error) {
+	n := int64(len(buf))
+	if pos+4 > n {
+		return 0, 0, fmt.Errorf("offset at %d outside the buffer", pos)
+	}
+	v := pos + int64(binary.LittleEndian.Uint32(buf[pos:]))
+	if v+4 > n {
+		return 0, 0, fmt.Errorf("vector at %d outside the buffer", v)
+	}
+	length = int64(binary.LittleEndian.Uint32(buf[v:]))
+	if length*elem > n-v-4 {
+		return 0, 0, fmt.Errorf("vector at %d: %d elements do not fit", v, length)
+	}
+	return v + 4, length, nil
+}
+
+// fbTableVector checks a vector of tables and calls fn with each table's
+// position.
+func fbTableVector(buf []byte, pos int64, fn func(tab int64) error) error {
+	start, n, err := fbVector(buf, pos, 4)
+	if err != nil {
+		return err
+	}
+	for i := int64(0); i < n; i++ {
+		p := start + 4*i
+		if err := fn(p + int64(binary.LittleEndian.Uint32(buf[p:]))); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// unpackSafe runs fn, turning a panic of the generated code into an error.
+func unpackSafe(what string, fn func()) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("repack: %s: unreadable FlatBuffer field: %v", what, r)
+		}
+	}()
+	fn()
+	return nil
+}
+
+func tablePos(t flatbuffers.Table) int64 { return int64(t.Pos) }

@@ -1,0 +1,214 @@
+package repack
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+
+	"github.com/edgeload/edgeload/loader"
+	"github.com/edgeload/edgeload/segment"
+)
+
+// chunkSize is how many bytes of weights one write copies from the mapping.
+const chunkSize = 1 << 20
+
+// outputs are the temporary files of one Repack, renamed into place by
+// commit or removed by abort.
+type outputs struct {
+	files []*outFile
+	perm  os.FileMode // the mode the files are created with (less the umask)
+	sync  bool        // fsync before the rename
+}
+
+// outFile is a temporary file being written sequentially.
+type outFile struct {
+	f    *os.File
+	tmp  string
+	dst  string
+	pos  int64
+	done bool
+	// writeback hands every writebackChunk bytes written to the kernel's
+	// writeback; flushed is the end of the range last handed.
+	writeback bool
+	flushed   int64
+}
+
+// writebackChunk is how many written bytes are handed to the kernel's
+// writeback at a time.
+const writebackChunk = 16 << 20
+
+// create opens a temporary file in dst's directory, with the permissions
+// o.perm less the umask.
+func (o *outputs) create(dst string) (*outFile, error) {
+	dir, base := filepath.Split(dst)
+	if dir == "" {
+		dir = "."
+	}
+	if _, err := os.Stat(dir); err != nil {
+		return nil, fmt.Errorf("repack: %s: %w", dst, err)
+	}
+	if st, err := os.Stat(dst); err == nil && st.IsDir() {
+		return nil, fmt.Errorf("repack: %s is a directory", dst)
+	}
+	f, err := createTemp(dir, "."+base+".repack-", o.perm)
+	if err != nil {
+		return nil, fmt.Errorf("repack: %w", err)
+	}
+	of := &outFile{f: f, tmp: f.Name(), dst: dst, writeback: o.sync}
+	o.files = append(o.files, of)
+	return of, nil
+}
+
+// commit syncs (unless told not to) and closes every file, then renames
+// them into place.
+func (o *outputs) commit() error {
+	for _, of := range o.files {
+		if o.sync {
+			if err := of.f.Sync(); err != nil {
+				return fmt.Errorf("repack: %s: %w", of.dst, err)
+			}
+		}
+		if err := of.f.Close(); err != nil {
+			return fmt.Errorf("repack: %s: %w", of.dst, err)
+		}
+		of.done = true
+	}
+	for _, of := range o.files {
+		if err := os.Rename(of.tmp, of.dst); err != nil {
+			return fmt.Errorf("repack: %w", err)
+		}
+		of.tmp = ""
+	}
+	if o.sync {
+		syncDirs(o.files)
+	}
+	return nil
+}
+
+// abort removes every temporary file not yet renamed.
+func (o *outputs) abort() {
+	for _, of := range o.files {
+		if !of.done {
+			of.f.Close()
+			of.done = true
+		}
+		if of.tmp != "" {
+			os.Remove(of.tmp)
+			of.tmp = ""
+		}
+	}
+}
+
+// syncDirs syncs the directories the files were renamed into, best effort
+// (not every system can sync a directory).
+func syncDirs(files []*outFile) {
+	seen := map[string]bool{}
+	for _, of := range files {
+		dir := filepath.Dir(of.dst)
+		if seen[dir] {
+			continue
+		}
+		seen[dir] = true
+		if d, err := os.Open(dir); err == nil {
+			d.Sync()
+			d.Close()
+		}
+	}
+}
+
+var zeros [MaxAlign]byte
+
+// write appends b.
+func (w *outFile) write(b []byte) error {
+	n, err := w.f.Write(b)
+	w.pos += int64(n)
+	if err != nil {
+		return fmt.Errorf("repack: %s: %w", w.dst, err)
+	}
+	w.kick()
+	return nil
+}
+
+// kick hands the bytes written since the last call to the kernel's
+// writeback, every writebackChunk bytes.
+func (w *outFile) kick() {
+	if w.writeback && w.pos-w.flushed >= writebackChunk {
+		startWriteback(w.f, w.flushed, w.pos-w.flushed)
+		w.flushed = w.pos
+	}
+}
+
+// padTo appends zeros up to offset off.
+func (w *outFile) padTo(off int64) error {
+	if off < w.pos {
+		return fmt.Errorf("repack: internal error: %s: writing at %d behind %d", w.dst, off, w.pos)
+	}
+	for w.pos < off {
+		n := min(off-w.pos, int64(len(zeros)))
+		if err := w.write(zeros[:n]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// copySeg appends the bytes of s and reports them to r.progress as they
+// are copied: with copy_file_range from the input file where the system has
+// it (Linux), else chunk by chunk from the mapping.
+func (w *outFile) copySeg(r *run, s segment.Segment) error {
+	n := s.Len()
+	var start int64
+	if r.src != nil && n > 0 && r.kernelCopy {
+		copied, ok, err := copyFile(r, w, r.src, s.Offset(), n)
+		if err != nil {
+			return fmt.Errorf("repack: copying %d bytes at %d to %s: %w", n, s.Offset(), w.dst, err)
+		}
+		if !ok {
+			r.kernelCopy = false
+		}
+		start = copied
+	}
+	for off := start; off < n; off += chunkSize {
+		c, err := s.Sub(off, min(chunkSize, n-off))
+		if err != nil {
+			return err
+		}
+		b, err := c.Bytes()
+		if err != nil {
+			return err
+		}
+		if err := w.write(b); err != nil {
+			return err
+		}
+		r.progress(int64(len(b)))
+	}
+	return nil
+}
+
+// errShortCopy is returned when the input ends before a segment does (it
+// shrank after it was opened).
+var errShortCopy = fmt.Errorf("input file shrank while it was copied: %w", loader.ErrTruncated)
+
+// errInternal reports a layout the writer got wrong.
+var errInternal = errors.New("repack: internal error")
+
+// createTemp creates a new file dir/prefix<random> with the given
+// permissions (less the umask), failing rather than reusing a name.
+func createTemp(dir, prefix string, perm os.FileMode) (*os.File, error) {
+	var rnd [8]byte
+	for range 100 {
+		if _, err := rand.Read(rnd[:]); err != nil {
+			return nil, err
+		}
+		name := filepath.Join(dir, prefix+hex.EncodeToString(rnd[:]))
+		f, err := os.OpenFile(name, os.O_RDWR|os.O_CREATE|os.O_EXCL, perm)
+		if !errors.Is(err, fs.ErrExist) {
+			return f, err
+		}
+	}
+	return nil, fmt.Errorf("cannot create a temporary file in %s", dir)
+}

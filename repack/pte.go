@@ -1,0 +1,287 @@
+package repack
+
+import (
+	"encoding/binary"
+	"fmt"
+	"slices"
+
+	flatbuffers "github.com/google/flatbuffers/go"
+
+	"github.com/edgeload/edgeload/internal/schema/ptefb"
+	"github.com/edgeload/edgeload/loader/pte"
+	"github.com/edgeload/edgeload/segment"
+)
+
+// pteHeaderLen is the extended header written: the 32-byte "eh00" header
+// with segment_data_size.
+const pteHeaderLen = 32
+
+// ExtraTensorInfo.location values.
+const (
+	locSegment  = 0
+	locExternal = 1
+)
+
+// unpackProgram unpacks the verified program FlatBuffer fb (the region
+// [0, program_size), headers included).
+func unpackProgram(fb []byte) (*ptefb.ProgramT, error) {
+	root := ptefb.GetRootAsProgram(fb, 0)
+	var plan ptefb.ExecutionPlan
+	var chain ptefb.Chain
+	for i := range root.ExecutionPlanLength() {
+		root.ExecutionPlan(&plan, i)
+		ppos := tablePos(plan.Table())
+		if pos := fbField(fb, ppos, 9); pos != 0 {
+			if _, _, err := fbVector(fb, pos, 4); err != nil {
+				return nil, fmt.Errorf("repack: Program.execution_plan[%d].non_const_buffer_device: %v", i, err)
+			}
+		}
+		for j := range plan.ChainsLength() {
+			plan.Chains(&chain, j)
+			pos := fbField(fb, tablePos(chain.Table()), 3)
+			if pos == 0 {
+				continue
+			}
+			err := fbTableVector(fb, pos, func(tab int64) error {
+				if p := fbField(fb, tab, 0); p != 0 {
+					_, _, err := fbVector(fb, p, 4)
+					return err
+				}
+				return nil
+			})
+			if err != nil {
+				return nil, fmt.Errorf("repack: Program.execution_plan[%d].chains[%d].stacktrace: %v", i, j, err)
+			}
+		}
+	}
+	if err := checkProgramCost(root, len(fb)); err != nil {
+		return nil, err
+	}
+	var prog *ptefb.ProgramT
+	err := unpackSafe("Program", func() { prog = root.UnPack() })
+	return prog, err
+}
+
+// piece is a run of bytes copied from src to dst (relative to the start of
+// the output segment).
+type piece struct {
+	src segment.Segment
+	dst int64
+}
+
+// segPlan is an output segment: its pieces, its size and its offset relative
+// to the segment base.
+type segPlan struct {
+	pieces []piece
+	size   int64
+	off    int64
+}
+
+// relayout places the sub-buffers of seg that start at offs (each running to
+// the next start, the last to the end of seg) on talign boundaries, in
+// order. It returns the pieces, the new size and the new offset of every
+// start; a start at or past the end of seg maps to the new end.
+func relayout(seg segment.Segment, offs []uint64, talign int64) ([]piece, int64, map[uint64]uint64, error) {
+	size := uint64(seg.Len())
+	starts := []uint64{0}
+	for _, o := range offs {
+		if o < size {
+			starts = append(starts, o)
+		}
+	}
+	slices.Sort(starts)
+	starts = slices.Compact(starts)
+	remap := make(map[uint64]uint64, len(starts))
+	var pieces []piece
+	var cur int64
+	for k, s := range starts {
+		end := size
+		if k+1 < len(starts) {
+			end = starts[k+1]
+		}
+		dst := alignUp(cur, talign)
+		sub, err := seg.Sub(int64(s), int64(end-s))
+		if err != nil {
+			return nil, 0, nil, err
+		}
+		pieces = append(pieces, piece{src: sub, dst: dst})
+		remap[s] = uint64(dst)
+		cur = dst + int64(end-s)
+	}
+	for _, o := range offs {
+		if o >= size {
+			remap[o] = uint64(cur)
+		}
+	}
+	return pieces, cur, remap, nil
+}
+
+func (r *run) pte(outs *outputs, out string, res *Result) error {
+	p := r.m.Program()
+	region, err := p.ProgramData().Bytes()
+	if err != nil {
+		return err
+	}
+	prog, err := unpackProgram(region)
+	if err != nil {
+		return err
+	}
+	segs := p.Segments()
+	if len(segs) != len(prog.Segments) {
+		return fmt.Errorf("%w: %d segment views for %d segments", errInternal, len(segs), len(prog.Segments))
+	}
+
+	// Which segments hold sub-buffers (constant and mutable segments), and
+	// which are referenced by anything else.
+	subs := make(map[int][]*ptefb.SubsegmentOffsetsT)
+	var tables []*ptefb.SubsegmentOffsetsT
+	if prog.ConstantSegment != nil {
+		tables = append(tables, prog.ConstantSegment)
+	}
+	tables = append(tables, prog.MutableDataSegments...)
+	for _, t := range tables {
+		if t != nil && int(t.SegmentIndex) < len(segs) {
+			subs[int(t.SegmentIndex)] = append(subs[int(t.SegmentIndex)], t)
+		}
+	}
+
+	var ext *ptdOut
+	emptied := -1
+	if r.opts.Externalize != "" {
+		ext, err = r.externalize(p, prog)
+		if err != nil {
+			return err
+		}
+		if cs := prog.ConstantSegment; cs != nil && int(cs.SegmentIndex) < len(segs) && len(subs[int(cs.SegmentIndex)]) == 1 && !segReferenced(prog, int(cs.SegmentIndex)) {
+			emptied = int(cs.SegmentIndex)
+		}
+	}
+
+	// Plan the segments: whole copies, or sub-buffers placed on talign.
+	plans := make([]segPlan, len(segs))
+	for i, s := range segs {
+		switch {
+		case i == emptied:
+			// every constant moved to the .ptd
+		case r.talign > 0 && len(subs[i]) > 0:
+			var offs []uint64
+			for _, t := range subs[i] {
+				offs = append(offs, t.Offsets...)
+			}
+			pieces, size, remap, err := relayout(s, offs, r.talign)
+			if err != nil {
+				return err
+			}
+			plans[i] = segPlan{pieces: pieces, size: size}
+			for _, t := range subs[i] {
+				for k, o := range t.Offsets {
+					t.Offsets[k] = remap[o]
+				}
+			}
+		default:
+			plans[i] = segPlan{pieces: []piece{{src: s}}, size: s.Len()}
+		}
+	}
+	var cur int64
+	for i := range plans {
+		plans[i].off = alignUp(cur, r.align)
+		cur = plans[i].off + plans[i].size
+		prog.Segments[i].Offset = uint64(plans[i].off)
+		prog.Segments[i].Size = uint64(plans[i].size)
+		for _, pc := range plans[i].pieces {
+			r.total += pc.src.Len()
+		}
+	}
+	dataSize := cur
+
+	b := flatbuffers.NewBuilder(len(region) + 4096)
+	b.FinishWithFileIdentifier(prog.Pack(b), []byte(pte.Identifier))
+	fb := b.FinishedBytes()
+	if len(fb) < 8 {
+		return fmt.Errorf("%w: program FlatBuffer of %d bytes", errInternal, len(fb))
+	}
+	head := make([]byte, len(fb)+pteHeaderLen)
+	copy(head, fb[:8])
+	copy(head[8+pteHeaderLen:], fb[8:])
+	le := binary.LittleEndian
+	le.PutUint32(head, le.Uint32(fb)+pteHeaderLen)
+	copy(head[8:], "eh00")
+	le.PutUint32(head[12:], pteHeaderLen)
+	progSize := int64(len(head))
+	var base int64
+	if len(plans) > 0 {
+		base = alignUp(progSize, r.align)
+	}
+	le.PutUint64(head[16:], uint64(progSize))
+	le.PutUint64(head[24:], uint64(base))
+	le.PutUint64(head[32:], uint64(dataSize))
+
+	if ext != nil {
+		n, err := r.writePTD(outs, r.opts.Externalize, ext)
+		if err != nil {
+			return err
+		}
+		res.DataSize = n
+	}
+	w, err := outs.create(out)
+	if err != nil {
+		return err
+	}
+	if err := w.write(head); err != nil {
+		return err
+	}
+	for i := range plans {
+		for _, pc := range plans[i].pieces {
+			if err := w.padTo(base + plans[i].off + pc.dst); err != nil {
+				return err
+			}
+			if err := w.copySeg(r, pc.src); err != nil {
+				return err
+			}
+		}
+	}
+	if len(plans) > 0 {
+		if err := w.padTo(base + dataSize); err != nil {
+			return err
+		}
+	}
+	res.Size = w.pos
+	res.Segments = len(plans)
+	res.Tensors = p.NumTensors()
+	return nil
+}
+
+// segReferenced reports whether segment i is a delegate's blob or named data.
+func segReferenced(prog *ptefb.ProgramT, i int) bool {
+	for _, nd := range prog.NamedData {
+		if nd != nil && int(nd.SegmentIndex) == i {
+			return true
+		}
+	}
+	for _, pl := range prog.ExecutionPlan {
+		if pl == nil {
+			continue
+		}
+		for _, d := range pl.Delegates {
+			if d != nil && d.Processed != nil && d.Processed.Location == 1 && int(d.Processed.Index) == i {
+				return true
+			}
+		}
+	}
+	for _, t := range prog.MutableDataSegments {
+		if t != nil && int(t.SegmentIndex) == i {
+			return true
+		}
+	}
+	return false
+}
+
+// Name returns the name Externalize stores a constant under: its
+// fully-qualified name, or "<method>/values/<index>" (the name the loader
+// gives a tensor without one) when it has none.
+func Name(method string, value int, fqn string) string {
+	if fqn != "" {
+		return fqn
+	}
+	return fmt.Sprintf("%s/values/%d", method, value)
+}

@@ -1,0 +1,296 @@
+package repack
+
+import (
+	"errors"
+	"fmt"
+	"os"
+
+	"github.com/edgeload/edgeload/loader"
+)
+
+// Alignment limits for Options.Align and Options.TensorAlign.
+const (
+	MinAlign = 16
+	MaxAlign = 64 << 10
+)
+
+// DefaultAlign returns the alignment used when Options.Align is 0: the larger
+// of 16 KiB and the OS page size.
+func DefaultAlign() int64 {
+	return max(16<<10, int64(os.Getpagesize()))
+}
+
+// Options says how to rewrite a file. The zero value realigns segments to
+// DefaultAlign and changes nothing else.
+type Options struct {
+	// Align is the boundary (a power of two, MinAlign to MaxAlign) every
+	// segment of a .pte or .ptd, and the tensor data section of an RTen V2
+	// model, starts on, as an absolute file offset. 0 means DefaultAlign.
+	Align int64
+	// TensorAlign, when non-zero, also places every constant (and mutable
+	// tensor's initial data) on a boundary of that many bytes inside its
+	// segment, and every tensor of an RTen V2 data section. Segments then
+	// start on max(Align, TensorAlign), so the tensors' absolute offsets are
+	// aligned too.
+	TensorAlign int64
+	// Externalize, for a .pte, names a .ptd file to create: every constant
+	// of the program moves there under the name Name gives it, each buffer
+	// stored once, and becomes an EXTERNAL tensor of the program.
+	Externalize string
+	// RTenV2 asks for an RTen V1 model to be written as V2; it is not
+	// supported yet (ErrRTenV1). It is ignored for a V2 input.
+	RTenV2 bool
+	// Data names .ptd files holding a program's external tensors; they are
+	// linked so that the input verifies whole. They are not rewritten.
+	Data []string
+	// Quick skips loader.Verify, which reads every byte of the input
+	// beside the rewrite. The input is still verified structurally by the
+	// loader's Open (headers, FlatBuffer, every range against the file),
+	// the copy still fails on a file that shrinks, and the output is still
+	// opened and checked before it is renamed into place.
+	Quick bool
+	// NoSync skips the fsync of the outputs before they are renamed into
+	// place: faster, but a crash soon after may leave OUT renamed and
+	// incomplete. For measurements against tools that do not sync (cp).
+	NoSync bool
+	// Progress, when set, is called from time to time with the bytes of
+	// weights copied so far and the total to copy.
+	Progress func(done, total int64)
+}
+
+// Result says what Repack wrote.
+type Result struct {
+	Format   loader.Format
+	Size     int64 // size of the output
+	Segments int   // segments (or tensor data sections) written
+	Tensors  int   // tensors whose bytes were copied
+	// DataSize is the size of the Externalize .ptd, 0 without one.
+	DataSize int64
+}
+
+// kernelCopy says whether to try copy_file_range; tests turn it off to
+// exercise the copy through the mapping.
+var kernelCopy = true
+
+// ErrSameFile is returned when the output is the input (or a link to it).
+var ErrSameFile = errors.New("output is the input file")
+
+func (o *Options) check() (align, talign int64, err error) {
+	align = o.Align
+	if align == 0 {
+		align = DefaultAlign()
+	}
+	if err := checkAlign("align", align); err != nil {
+		return 0, 0, err
+	}
+	if o.TensorAlign != 0 {
+		if err := checkAlign("tensor-align", o.TensorAlign); err != nil {
+			return 0, 0, err
+		}
+	}
+	return align, o.TensorAlign, nil
+}
+
+func checkAlign(name string, a int64) error {
+	if a < MinAlign || a > MaxAlign || a&(a-1) != 0 {
+		return fmt.Errorf("repack: %s %d: want a power of two from %d to %d", name, a, MinAlign, MaxAlign)
+	}
+	return nil
+}
+
+// Repack reads the model file in, verifies it, and writes it to out with the
+// layout opts asks for. out (and opts.Externalize) is written to a temporary
+// file in its directory, synced and renamed at the end; on error nothing is
+// left behind. in is only read. An out that is the same file as in (also
+// through a link) is refused with ErrSameFile.
+func Repack(in, out string, opts Options) (*Result, error) {
+	align, talign, err := opts.check()
+	if err != nil {
+		return nil, err
+	}
+	for _, p := range []string{out, opts.Externalize} {
+		if p == "" {
+			continue
+		}
+		if err := notSame(in, p); err != nil {
+			return nil, err
+		}
+		for _, d := range opts.Data {
+			if err := notSame(d, p); err != nil {
+				return nil, err
+			}
+		}
+	}
+	if opts.Externalize != "" && sameOrLinked(out, opts.Externalize) {
+		return nil, fmt.Errorf("repack: %s: the .ptd and the program cannot be one file", opts.Externalize)
+	}
+
+	// The input is opened twice, read-only: mapped by the loader, which
+	// verifies it, and as a file for copy_file_range. Both must be the
+	// same file.
+	src, err := os.Open(in)
+	if err != nil {
+		return nil, err
+	}
+	defer src.Close()
+	srcInfo, err := src.Stat()
+	if err != nil {
+		return nil, err
+	}
+	f, err := loader.SniffFile(in)
+	if err != nil {
+		return nil, err
+	}
+	var lopts []loader.Option
+	if f == loader.PTE && len(opts.Data) > 0 {
+		lopts = append(lopts, loader.WithData(opts.Data...))
+	}
+	m, err := loader.Open(in, lopts...)
+	if err != nil {
+		return nil, err
+	}
+	defer m.Close()
+	if st, err := os.Stat(in); err != nil || !os.SameFile(st, srcInfo) || st.Size() != m.Size() {
+		return nil, fmt.Errorf("repack: %s changed while it was opened", in)
+	}
+	if opts.Externalize != "" && m.Format() != loader.PTE {
+		return nil, fmt.Errorf("repack: --externalize needs a .pte input, %s is %s", in, m.Format())
+	}
+	// Verify (which reads every byte) runs beside the rewrite: Open has
+	// checked every range the rewrite reads, and nothing is renamed into
+	// place unless Verify succeeds.
+	verified := make(chan error, 1)
+	if opts.Quick {
+		verified <- nil
+	} else {
+		go func() {
+			_, err := m.Verify()
+			verified <- err
+		}()
+	}
+	defer func() {
+		if verified != nil {
+			<-verified
+		}
+	}()
+
+	r := &run{m: m, align: align, talign: talign, opts: &opts, src: src, kernelCopy: kernelCopy}
+	r.align = max(align, talign)
+	res := &Result{Format: m.Format()}
+	outs := &outputs{perm: filePerm(in), sync: !opts.NoSync}
+	defer outs.abort()
+	switch m.Format() {
+	case loader.PTE:
+		err = r.pte(outs, out, res)
+	case loader.PTD:
+		err = r.ptd(outs, out, res)
+	case loader.RTen:
+		err = r.rten(outs, out, res)
+	default:
+		err = fmt.Errorf("repack: %s: %w", in, loader.ErrUnknownFormat)
+	}
+	verr := <-verified
+	verified = nil
+	if err != nil {
+		return nil, err
+	}
+	if verr != nil {
+		return nil, verr
+	}
+	link := true
+	if p := m.Program(); p != nil {
+		// A program whose own external tensors were not given their data
+		// cannot be linked: its output is opened unlinked.
+		_, unresolved := p.External()
+		link = unresolved == 0
+	}
+	if err := checkOutputs(outs, &opts, link); err != nil {
+		return nil, err
+	}
+	if err := outs.commit(); err != nil {
+		return nil, err
+	}
+	return res, nil
+}
+
+// run holds one Repack's state.
+type run struct {
+	m      *loader.Model
+	align  int64 // segment alignment: max(Align, TensorAlign)
+	talign int64 // 0: tensors keep their place in their segment
+	opts   *Options
+	done   int64
+	total  int64
+	// src is the input file, for copy_file_range while kernelCopy holds.
+	src        *os.File
+	kernelCopy bool
+}
+
+func (r *run) progress(n int64) {
+	r.done += n
+	if r.opts.Progress != nil {
+		r.opts.Progress(r.done, r.total)
+	}
+}
+
+// notSame refuses to write path when it is the file at in.
+func notSame(in, path string) error {
+	if sameOrLinked(in, path) {
+		return fmt.Errorf("repack: %s: %w %s", path, ErrSameFile, in)
+	}
+	return nil
+}
+
+func sameOrLinked(a, b string) bool {
+	if a == b {
+		return true
+	}
+	sa, err := os.Stat(a)
+	if err != nil {
+		return false
+	}
+	sb, err := os.Stat(b)
+	if err != nil {
+		return false
+	}
+	return os.SameFile(sa, sb)
+}
+
+func alignUp(x, a int64) int64 {
+	return (x + a - 1) &^ (a - 1)
+}
+
+// filePerm returns the permission bits of the file at in (0644 if it cannot
+// be read); the output is created with them, less the umask, as cp does.
+func filePerm(in string) os.FileMode {
+	st, err := os.Stat(in)
+	if err != nil {
+		return 0o644
+	}
+	return st.Mode().Perm()
+}
+
+// checkOutputs opens the written files with the loader (which verifies
+// their headers, FlatBuffers and ranges, without reading the weights)
+// before they are renamed into place: a layout this package got wrong is
+// an error, not a file.
+func checkOutputs(outs *outputs, opts *Options, link bool) error {
+	var data []string
+	for _, of := range outs.files {
+		if of.dst == opts.Externalize {
+			data = append(data, of.tmp)
+		}
+	}
+	for _, of := range outs.files {
+		var lopts []loader.Option
+		if f, err := loader.SniffFile(of.tmp); err == nil && f == loader.PTE && link && len(data)+len(opts.Data) > 0 {
+			lopts = append(lopts, loader.WithData(append(data, opts.Data...)...))
+		}
+		m, err := loader.Open(of.tmp, lopts...)
+		if err != nil {
+			return fmt.Errorf("%w: the output %s does not open: %v", errInternal, of.dst, err)
+		}
+		m.Close()
+	}
+	return nil
+}

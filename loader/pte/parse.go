@@ -3,6 +3,7 @@ package pte
 import (
 	"encoding/binary"
 	"math"
+	"slices"
 	"strconv"
 
 	flatbuffers "github.com/google/flatbuffers/go"
@@ -202,6 +203,10 @@ func (b *builder) build() error {
 		}
 	}
 	p.recs, p.ntensors, p.external = b.recs, len(b.recs), b.external
+	if cap(p.recs) > 2*len(p.recs)+64 {
+		// Mostly activations: do not keep the room guessed for tensors.
+		p.recs = slices.Clone(p.recs)
+	}
 	return nil
 }
 
@@ -385,6 +390,11 @@ func (b *builder) method(i int, plan *ptefb.ExecutionPlan) error {
 	m.nv = nv
 	vt := b.ints.Make(nv)
 	p.valueTensor[i] = vt
+	if b.recs == nil {
+		// Most values of a weights-heavy program are its tensors: start
+		// with room for all of them (a guess, not a bound).
+		b.recs = make([]tensorRec, 0, nv)
+	}
 	for v := range vt {
 		t, err := b.value(i, m, v, nv, fbread.Deref(fb, vstart+4*int64(v)))
 		if err != nil {

@@ -825,10 +825,10 @@ func (b *builder) tensor(i int, m *Method, v int, x *rawTensor) (int32, error) {
 		}
 		r.off = ss.Offset() + int64(off)
 	}
-	// A record and, later, a Tensor in the list and an index entry (282
-	// bytes with a short made-up name, TestAdversarialSharedScalarAlloc)
-	// per tensor: charged to the budget, so that values sharing one tensor
-	// table cannot make the list out of proportion to the file. A made-up
+	// A record and, later, a Tensor in the list and an index entry (a few
+	// hundred bytes with a short made-up name) per tensor: charged to the
+	// budget, so that values sharing one tensor table cannot make the list
+	// out of proportion to the file. A made-up
 	// name repeats the method's name, which the file holds once: it is
 	// charged for every tensor that gets one (a file-given name was
 	// charged above).

@@ -223,7 +223,9 @@ type Chain struct {
 }
 
 // Method is an execution plan. Its values are decoded on demand from the
-// verified FlatBuffer ([Method.Value]); the rest is read at Open.
+// verified FlatBuffer ([Method.Value]); its instructions are verified and
+// checked the first time they are needed (see [Program.VerifyMethods]);
+// the rest is read and checked at Open.
 type Method struct {
 	Name  string
 	Index int // position in Program.execution_plan

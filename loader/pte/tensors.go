@@ -83,7 +83,7 @@ func (p *Program) closedData(i int) segment.Segment {
 	if i < 0 || i >= p.ntensors {
 		panic(fmt.Sprintf("pte: TensorData(%d) of a program of %d tensors", i, p.ntensors))
 	}
-	s, _ := segment.New(p.mf, 0, 0) // closed: the records went back to the pool
+	s, _ := segment.New(p.mf, 0, 0) // closed: the records were dropped
 	return s
 }
 

@@ -47,9 +47,20 @@ func (m *Method) check() error {
 	c.once.Do(func() {
 		p.checks.mu.Lock()
 		defer p.checks.mu.Unlock()
+		if p.checks.walk == nil {
+			c.err = fmt.Errorf("pte: method %q: %w", m.Name, format.ErrClosed)
+			return
+		}
 		c.err = m.checkInstructions()
 	})
 	return c.err
+}
+
+// close drops the walk, whose buffer goes back to its pool at Close.
+func (pc *programChecks) close() {
+	pc.mu.Lock()
+	pc.walk = nil
+	pc.mu.Unlock()
 }
 
 // VerifyMethods checks every method's instructions (see Open: they are

@@ -425,8 +425,8 @@ func collect(opts []Option) options {
 // one (NewFile); linked .ptd files are never closed. Views handed out
 // become invalid. Close is idempotent. After Close the tensor list is
 // empty unless it was built before, TensorData returns an empty view and
-// AppendTensorBytes ErrClosed (the metadata region and the tensor records
-// go back to pools for the next Open).
+// AppendTensorBytes and a method's check ErrClosed (the metadata region
+// goes back to a pool for the next Open, the tensor records are dropped).
 func (p *Program) Close() error {
 	if p == nil || p.closed.Swap(true) {
 		return nil
@@ -434,6 +434,7 @@ func (p *Program) Close() error {
 	if p.region != nil {
 		// Nothing reads fb once closed (Value and buildList check).
 		p.fb = nil
+		p.checks.close()
 		region.Put(p.region)
 		p.region = nil
 	}

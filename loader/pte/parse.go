@@ -65,6 +65,10 @@ func newProgram(mf *mmapfile.File, owns bool, o options) (*Program, error) {
 	return p, nil
 }
 
+// cacheVTablesFrom is the smallest FlatBuffer verified with fbverify's
+// vtable cache.
+const cacheVTablesFrom = 16 << 10
+
 // parseProgram verifies the FlatBuffer region fb and builds the program.
 func parseProgram(mf *mmapfile.File, owns bool, o options, hdr Header, fb []byte, buf *[]byte) (*Program, error) {
 	vo := o.verifyOptions()
@@ -83,7 +87,10 @@ func parseProgram(mf *mmapfile.File, owns bool, o options, hdr Header, fb []byte
 			"program schema version %d is newer than this loader reads (want 0)", v)
 	}
 	// Everything but the chains' instructions, which each method's first
-	// check verifies (Method.check) with the same walk.
+	// check verifies (Method.check) with the same walk. The vtable cache
+	// pays where tables of a type repeat (a large program's values), and
+	// costs more than it saves in a small program.
+	vo.CacheVTables = len(fb) >= cacheVTablesFrom
 	walk := fbverify.NewWalk(fb, vo)
 	if err := walk.Root(descProgramOpen); err != nil {
 		return nil, err

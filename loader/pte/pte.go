@@ -568,5 +568,5 @@ func (p *Program) External() (total, unresolved int) {
 
 // verifyOptions are the fbverify options for the FlatBuffer region.
 func (o *options) verifyOptions() fbverify.Options {
-	return fbverify.Options{Format: formatName, Base: 0, MaxDepth: o.maxDepth, MaxObjects: o.maxObjects, CacheVTables: true}
+	return fbverify.Options{Format: formatName, Base: 0, MaxDepth: o.maxDepth, MaxObjects: o.maxObjects}
 }

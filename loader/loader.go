@@ -131,7 +131,6 @@ type config struct {
 	dataFile []*ptd.File
 	dataSrc  []dataSource
 	mmap     []mmapfile.Option
-	workers  int
 }
 
 // WithData opens the named .ptd files along with a program and resolves the
@@ -152,13 +151,6 @@ func WithDataFiles(files ...*ptd.File) Option {
 // mmapfile.Open, for the model file and the WithData files.
 func WithMmapOptions(opts ...mmapfile.Option) Option {
 	return func(c *config) { c.mmap = append(c.mmap, opts...) }
-}
-
-// WithWorkers bounds the goroutines Open reads a large program's values on
-// (see pte.WithWorkers; default runtime.GOMAXPROCS(0)). 1 keeps Open on the
-// calling goroutine.
-func WithWorkers(n int) Option {
-	return func(c *config) { c.workers = n }
 }
 
 // Model is an opened model file of any format. Its accessors return values
@@ -271,7 +263,7 @@ func newModel(mf *mmapfile.File, name string, c *config) (m *Model, err error) {
 		if err := m.openData(c); err != nil {
 			return nil, err
 		}
-		p, err := pte.NewFile(mf, pte.WithHead(head), pte.WithData(m.data...), pte.WithWorkers(c.workers))
+		p, err := pte.NewFile(mf, pte.WithHead(head), pte.WithData(m.data...))
 		if err != nil {
 			m.closeData()
 			return nil, err

@@ -18,7 +18,6 @@ import (
 	"github.com/edgeload/edgeload/loader/format"
 	"github.com/edgeload/edgeload/loader/rten"
 	"github.com/edgeload/edgeload/mmapfile"
-	"github.com/edgeload/edgeload/segment"
 )
 
 func TestSniff(t *testing.T) {
@@ -530,41 +529,6 @@ func TestWriterLayouts(t *testing.T) {
 			t.Error(err)
 		}
 	})
-}
-
-// A program large enough to be read on several goroutines opens to the
-// same tensors whatever WithWorkers says.
-func TestWithWorkers(t *testing.T) {
-	m := writer.MixedMethod("forward", 9000, 5)
-	path := filepath.Join(t.TempDir(), "big.pte")
-	if _, err := (&writer.PTE{Methods: []writer.PTEMethod{m}, SegmentAlignment: 128, TensorAlignment: 16}).WriteFile(path); err != nil {
-		t.Fatal(err)
-	}
-	var want []format.Tensor
-	for _, w := range []int{1, 0, 2, 5} {
-		mod, err := loader.Open(path, loader.WithWorkers(w))
-		if err != nil {
-			t.Fatalf("WithWorkers(%d): %v", w, err)
-		}
-		var got []format.Tensor
-		for i := range mod.NumTensors() {
-			tt := *mod.TensorAt(i)
-			if d := mod.TensorData(i); d.Offset() != tt.Data.Offset() || d.Len() != tt.NBytes {
-				t.Fatalf("WithWorkers(%d): TensorData(%d) = %v, want %v", w, i, d, tt.Data)
-			}
-			tt.Data = segment.Segment{}
-			got = append(got, tt)
-		}
-		mod.Close()
-		if len(got) != 7200 {
-			t.Fatalf("WithWorkers(%d): %d tensors, want 7200", w, len(got))
-		}
-		if want == nil {
-			want = got
-		} else if !reflect.DeepEqual(got, want) {
-			t.Fatalf("WithWorkers(%d): tensors differ from WithWorkers(1)'s", w)
-		}
-	}
 }
 
 // Open reads the file's first page once: the format package takes the

@@ -17,7 +17,8 @@ import (
 // sniffing included, over the committed fixtures of testdata/ (one file of
 // each format and layout; the format packages sweep the real files): every
 // truncation length and every single-byte mutation of the header and
-// FlatBuffer region must give a Model that passes loadercheck.Model (every
+// FlatBuffer region must give a Model whose program methods check (pte
+// Program.VerifyMethods) and that passes loadercheck.Model (every
 // accessor, every view, Verify) or an error wrapping a sentinel that names
 // the format, within the sweep's time and allocation bounds.
 func TestSweep(t *testing.T) {
@@ -44,6 +45,14 @@ func TestSweep(t *testing.T) {
 		m, err := loader.NewBytes(b)
 		if err != nil {
 			return nil, err
+		}
+		if p := m.Program(); p != nil {
+			// A program's instructions are checked at each method's
+			// first use: the file is accepted when they pass too.
+			if err := p.VerifyMethods(); err != nil {
+				m.Close()
+				return nil, err
+			}
 		}
 		return func() error {
 			defer m.Close()

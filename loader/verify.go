@@ -29,7 +29,8 @@ type VerifyReport struct {
 // of every segment and tensor, fault-safe: a file truncated under the
 // mapping gives an error wrapping ErrTruncated instead of a crash (SIGBUS).
 //
-// The structural checks, on top of Open's: every segment lies inside the
+// The structural checks, on top of Open's: every method's instructions (a
+// program's; see pte.Program.VerifyMethods); every segment lies inside the
 // file; every tensor has a valid dtype, NBytes = numel × element size, and,
 // when it has data, a view of exactly NBytes bytes at its Offset, inside a
 // segment of the file for "segment" and "mutable" tensors, inside the
@@ -101,6 +102,12 @@ func (m *Model) Verify() (VerifyReport, error) {
 			continue // read with its segment
 		}
 		read(t.Data, fmt.Sprintf("tensor %q", t.Name))
+	}
+	if m.prog != nil {
+		// The instructions Open leaves to each method's first use.
+		if err := m.prog.VerifyMethods(); err != nil {
+			fail("%w", err)
+		}
 	}
 	m.verifyBundle(&r, fail, func(t *format.Tensor) { read(t.Data, fmt.Sprintf("bundle: test tensor %q", t.Name)) })
 	return r, errors.Join(errs...)

@@ -22,13 +22,7 @@ const ZeroCopy = true
 //
 // A zero length returns a nil slice and no error, without a system call.
 // The mapping must be released with [Unmap] on a slice with the same start
-// and length.
-//
-// On 64-bit Linux a mapping of 1 GiB or more is asked for (a hint, never
-// MAP_FIXED) on a 1 GiB boundary below a range the kernel has found free,
-// away from other mappings, which makes unmapping it cheaper
-// (place_linux.go); elsewhere, and when that range is taken, the kernel
-// places it.
+// and length. The kernel chooses where the mapping goes.
 func Map(f File, off int64, length int) ([]byte, error) {
 	if err := checkMapArgs(off, length); err != nil {
 		return nil, err
@@ -36,7 +30,7 @@ func Map(f File, off int64, length int) ([]byte, error) {
 	if length == 0 {
 		return nil, nil
 	}
-	p, err := unix.MmapPtr(int(f.Fd()), off, mapHint(length), uintptr(length), unix.PROT_READ, unix.MAP_SHARED)
+	p, err := unix.MmapPtr(int(f.Fd()), off, nil, uintptr(length), unix.PROT_READ, unix.MAP_SHARED)
 	if err != nil {
 		return nil, fmt.Errorf("platform: mmap %s [%d,+%d): %w", f.Name(), off, length, err)
 	}

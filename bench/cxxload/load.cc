@@ -6,7 +6,9 @@
 // whole file, check the headers, then a pointer to the bytes of every
 // constant tensor (its size from its shape and scalar type, its offset from
 // constant_segment.offsets, checked to lie in its segment), touching no
-// weight; munmap, close. The program's FlatBuffer is read through the
+// weight (the legacy constant_buffer's storage for programs without a
+// constant segment; external tensors are skipped: their data is in a .ptd);
+// munmap, close. The program's FlatBuffer is read through the
 // mapping (page faults), as a mapping loader does.
 //
 // Modes:
@@ -112,7 +114,7 @@ bool load(const uint8_t *b, uint64_t size, bool verify, std::vector<const uint8_
 	const uint8_t *seg = nullptr;
 	uint64_t segLen = 0;
 	const flatbuffers::Vector<uint64_t> *offs = nullptr;
-	if (cs != nullptr && cs->offsets() != nullptr && p->segments() != nullptr) {
+	if (cs != nullptr && cs->offsets() != nullptr && cs->offsets()->size() > 0 && p->segments() != nullptr) {
 		if (cs->segment_index() >= p->segments()->size()) {
 			return false;
 		}
@@ -134,8 +136,16 @@ bool load(const uint8_t *b, uint64_t size, bool verify, std::vector<const uint8_
 			if (t == nullptr || t->data_buffer_idx() == 0 || t->allocation_info() != nullptr) {
 				continue;
 			}
+			// External data lives in a .ptd, resolved by name later.
+			if (t->extra_tensor_info() != nullptr && t->extra_tensor_info()->location() == 1) {
+				continue;
+			}
 			uint64_t n = elemSize(t->scalar_type());
-			if (n == 0 || offs == nullptr || t->data_buffer_idx() >= offs->size()) {
+			const flatbuffers::Vector<uint8_t> *legacy = nullptr;
+			if (offs == nullptr && p->constant_buffer() != nullptr && t->data_buffer_idx() < p->constant_buffer()->size()) {
+				legacy = p->constant_buffer()->Get(t->data_buffer_idx())->storage();
+			}
+			if (n == 0 || (legacy == nullptr && (offs == nullptr || t->data_buffer_idx() >= offs->size()))) {
 				return false;
 			}
 			if (t->sizes() != nullptr) {
@@ -145,6 +155,13 @@ bool load(const uint8_t *b, uint64_t size, bool verify, std::vector<const uint8_
 					}
 					n *= uint64_t(d); // the generated shapes do not overflow
 				}
+			}
+			if (legacy != nullptr) { // the legacy inline constant_buffer
+				if (n > legacy->size()) {
+					return false;
+				}
+				ptrs.push_back(legacy->data());
+				continue;
 			}
 			uint64_t off = offs->Get(t->data_buffer_idx());
 			if (off > segLen || n > segLen - off) {

@@ -14,9 +14,24 @@ import (
 	"github.com/edgeload/edgeload/loader/pte"
 )
 
-// pteTarget opens with NewBytes and exercises every accessor and view.
+// openChecked opens b with NewBytes and checks every method (the
+// instructions Open leaves to each method's first use): a file is
+// accepted only when both pass.
+func openChecked(b []byte, opts ...pte.Option) (*pte.Program, error) {
+	p, err := pte.NewBytes(b, opts...)
+	if err != nil {
+		return nil, err
+	}
+	if err := p.VerifyMethods(); err != nil {
+		p.Close()
+		return nil, err
+	}
+	return p, nil
+}
+
+// pteTarget opens with openChecked and exercises every accessor and view.
 var pteTarget = hostile.Target{Format: "pte", Open: func(b []byte) (func() error, error) {
-	p, err := pte.NewBytes(b)
+	p, err := openChecked(b)
 	if err != nil {
 		return nil, err
 	}

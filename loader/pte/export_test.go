@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"fmt"
 	"slices"
-	"strings"
 
 	flatbuffers "github.com/google/flatbuffers/go"
 
@@ -13,30 +12,18 @@ import (
 	"github.com/edgeload/edgeload/loader/internal/fbverify"
 )
 
-// CheckFastPath checks that opening data (which gave openErr) agreed with
-// a full generic verification of its FlatBuffer: the fast values path
-// (fastvalue.go) must accept nothing the generic walk rejects, never
-// reject what it accepts, and every structural error must be the one the
-// generic walk reports.
-func CheckFastPath(data []byte, openErr error) error {
-	head := data[:min(len(data), headerPeek)]
-	hdr, err := parseHeader(head, int64(len(data)))
-	if err != nil || hdr.ProgramSize > int64(len(data)) {
-		return nil // not as far as the FlatBuffer
-	}
-	fb := data[:hdr.ProgramSize]
-	vo := fbverify.Options{Format: formatName}
-	if fbverify.Verify(fb, descProgramVersion, vo) != nil || ptefb.GetRootAsProgram(fb, 0).Version() != 0 {
+// CheckVerified checks that a program that opened (p, openErr nil) and
+// whose methods all check passes a full verification of its FlatBuffer
+// (every table, instructions included, in one walk): deferring the
+// instructions to each method's first use must skip nothing.
+func CheckVerified(data []byte, p *Program, openErr error) error {
+	if openErr != nil {
 		return nil
 	}
-	full := fbverify.Verify(fb, descProgram, vo)
-	switch {
-	case openErr != nil && strings.Contains(openErr.Error(), "disagrees"):
-		return fmt.Errorf("the fast path rejected what the generic walk accepts: %v", openErr)
-	case full != nil && openErr == nil:
-		return fmt.Errorf("opened a program the generic walk rejects: %v", full)
-	case full != nil && openErr.Error() != full.Error():
-		return fmt.Errorf("error %q, want the generic walk's %q", openErr, full)
+	merr := p.VerifyMethods()
+	full := fbverify.Verify(p.fb, descProgram, fbverify.Options{Format: formatName})
+	if full != nil && merr == nil {
+		return fmt.Errorf("opened and checked a program the full verification rejects: %v", full)
 	}
 	return nil
 }
@@ -44,46 +31,11 @@ func CheckFastPath(data []byte, openErr error) error {
 // TensorListBuilt reports whether p's tensor list has been built.
 func TensorListBuilt(p *Program) bool { return p.list.tensors != nil }
 
-// WithPerWorker sets the least number of values a worker of Open takes
-// (parallel.go), so that tests read small plans in parallel.
-func WithPerWorker(n int) Option {
-	return func(o *options) { o.perWorker = n }
+// WithLimits sets the object limit and the work budget (each 0: the
+// default), so that tests can put each bound anywhere.
+func WithLimits(maxObjects int, budget int64) Option {
+	return func(o *options) { o.maxObjects, o.budget = maxObjects, budget }
 }
-
-// WithoutLane makes Open read every value the general way, not the lane
-// way (lane.go), so that tests can compare the two.
-func WithoutLane() Option {
-	return func(o *options) { o.noLane = true }
-}
-
-// WithGoLane makes Open read the lane's values with its Go loop where it
-// has one in assembly (lane_amd64.s), so that tests can compare the two.
-func WithGoLane() Option {
-	return func(o *options) { o.goLane = true }
-}
-
-// LaneAsm reports whether the lane has an assembly loop on this platform.
-const LaneAsm = laneAsm
-
-// WithReaderBuffer gives the values' reader (the lane and the fast path)
-// buf's copy of the FlatBuffer, which it frees once Open is done with it,
-// so that tests can place the buffer against unreadable pages.
-func WithReaderBuffer(buf func([]byte) ([]byte, func())) Option {
-	return func(o *options) { o.readerBuf = buf }
-}
-
-// WithLimits sets the object limit, the work budget and where the values'
-// reader sees the FlatBuffer end (each 0: the default), so that tests can
-// put each bound anywhere.
-func WithLimits(maxObjects int, budget int64, cut int) Option {
-	return func(o *options) { o.maxObjects, o.budget, o.cut = maxObjects, budget, cut }
-}
-
-// LaneValues returns the number of values Open has read the lane way.
-func LaneValues() int64 { return laneValues.Load() }
-
-// ParallelReads returns the number of plans Open has read in parallel.
-func ParallelReads() int64 { return parallelReads.Load() }
 
 // ListMatchesAccessors checks p's tensor list, which buildList reads with
 // its own vtable cache (tensors.go), against the FlatBuffers generated

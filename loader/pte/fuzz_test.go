@@ -213,16 +213,8 @@ func FuzzOpen(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {
 		p, err := pte.NewBytes(b, pte.WithName("fuzz.pte"))
-		if cerr := pte.CheckFastPath(b, err); cerr != nil {
+		if cerr := pte.CheckVerified(b, p, err); cerr != nil {
 			t.Fatal(cerr)
-		}
-		// Values read on several goroutines must give what in order does,
-		// and the lane (lane.go) what the general way does.
-		if perr := openParallel(b, 3); perr != nil {
-			t.Fatal(perr)
-		}
-		if lerr := laneAgrees(b); lerr != nil {
-			t.Fatal(lerr)
 		}
 		if err != nil {
 			var fe *format.FormatError

@@ -404,7 +404,8 @@ func TestGeneratedVersionAndIdentifier(t *testing.T) {
 }
 
 // TestGeneratedSemanticErrors: every index and range the loader checks,
-// broken one at a time, fails Open with an error naming the field.
+// broken one at a time, fails Open (or, for an instruction, the method's
+// check) with an error naming the field.
 func TestGeneratedSemanticErrors(t *testing.T) {
 	one := func(mod func(m *writer.PTEMethod, w *writer.PTE)) *writer.PTE {
 		w := &writer.PTE{Methods: []writer.PTEMethod{{
@@ -484,7 +485,7 @@ func TestGeneratedSemanticErrors(t *testing.T) {
 		}), "execution_plan[1].name", "repeats"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := pte.NewBytes(genBytes(t, tc.w))
+			_, err := openChecked(genBytes(t, tc.w))
 			var fe *format.FormatError
 			if !errors.As(err, &fe) || !errors.Is(err, format.ErrMalformed) {
 				t.Fatalf("got %v, want a malformed-file *FormatError", err)

@@ -51,16 +51,17 @@ type Instruction struct {
 
 // Instructions decodes the instructions of chain c of the plan, in order,
 // from the verified FlatBuffer. The result is the caller's: the arguments
-// of all its instructions share one array. Every operator, delegate and
-// value index it holds was checked to be in range. It fails for a chain
-// out of range or a closed program.
+// of all its instructions share one array. The first call on a method
+// checks its instructions (every operator, delegate and value index in
+// range) and fails as every later call does when they are not valid; it
+// also fails for a chain out of range or a closed program.
 func (m *Method) Instructions(c int) ([]Instruction, error) {
 	p := m.p
 	if c < 0 || c >= len(m.Chains) {
 		return nil, fmt.Errorf("pte: method %q: chain %d out of range (%d chains): %w", m.Name, c, len(m.Chains), format.ErrNotFound)
 	}
-	if p.closed.Load() {
-		return nil, fmt.Errorf("pte: method %q: %w", m.Name, format.ErrClosed)
+	if err := m.check(); err != nil {
+		return nil, err
 	}
 	var plan ptefb.ExecutionPlan
 	plan.Init(p.fb, m.pos)

@@ -2,8 +2,8 @@ package pte
 
 import (
 	"encoding/binary"
-	"errors"
 	"math"
+	"slices"
 	"strconv"
 
 	flatbuffers "github.com/google/flatbuffers/go"
@@ -57,6 +57,20 @@ func newProgram(mf *mmapfile.File, owns bool, o options) (*Program, error) {
 	if err != nil {
 		return nil, err
 	}
+	p, err := parseProgram(mf, owns, o, hdr, fb, buf)
+	if err != nil {
+		region.Put(buf)
+		return nil, err
+	}
+	return p, nil
+}
+
+// cacheVTablesFrom is the smallest FlatBuffer verified with fbverify's
+// vtable cache.
+const cacheVTablesFrom = 16 << 10
+
+// parseProgram verifies the FlatBuffer region fb and builds the program.
+func parseProgram(mf *mmapfile.File, owns bool, o options, hdr Header, fb []byte, buf *[]byte) (*Program, error) {
 	vo := o.verifyOptions()
 	// Version gate first, verifying only the field it reads: a newer
 	// schema generation is a version problem, not a malformed file.
@@ -72,44 +86,25 @@ func newProgram(mf *mmapfile.File, owns bool, o options) (*Program, error) {
 		return nil, format.Wrapf(format.ErrUnsupportedVersion, formatName, "Program.version", off,
 			"program schema version %d is newer than this loader reads (want 0)", v)
 	}
-	// The generic walk verifies everything but the plans' values, which
-	// the builder verifies as it reads them (fastvalue.go). On any failure
-	// the whole program is walked again, generically, so that the error
-	// reported is the first one a full verification finds.
-	fast := o.maxDepth <= 0 || o.maxDepth >= fastMinDepth
-	desc := descProgramFast
-	if !fast {
-		desc = descProgram
-	}
+	// Everything but the chains' instructions, which each method's first
+	// check verifies (Method.check) with the same walk. The vtable cache
+	// pays where tables of a type repeat (a large program's values), and
+	// costs more than it saves in a small program.
+	vo.CacheVTables = len(fb) >= cacheVTablesFrom
 	walk := fbverify.NewWalk(fb, vo)
-	if err := walk.Root(desc); err != nil {
-		return nil, fullError(fb, vo, err)
-	}
-	wo := vo
-	if !fast {
-		// Everything is verified: the builder's checks cannot fail, and
-		// its object count must not count twice.
-		wo = fbverify.Options{Format: formatName, MaxObjects: math.MaxInt}
-		walk = fbverify.NewWalk(fb, wo)
+	if err := walk.Root(descProgramOpen); err != nil {
+		return nil, err
 	}
 	p := &Program{mf: mf, owns: owns, name: o.name, hdr: hdr, version: 0, fb: fb, region: buf}
-	budget, rfb := 4*int64(len(fb))+1<<16, fb
+	budget := 4*int64(len(fb)) + 1<<16
 	if o.budget > 0 {
 		budget = o.budget
 	}
-	if o.cut > 0 && o.cut < len(fb) {
-		rfb = fb[:o.cut:o.cut]
-	}
-	if o.readerBuf != nil {
-		var free func()
-		rfb, free = o.readerBuf(rfb)
-		defer free()
-	}
-	b := &builder{p: p, root: root, fb: fb, size: size, budget: budget,
-		r: newFBR(rfb, walk), vo: wo, workers: o.workers, perWorker: o.perWorker, noLane: o.noLane, goLane: o.goLane}
+	b := &builder{p: p, root: root, fb: fb, size: int64(mf.Len()), budget: budget}
 	if err := b.build(); err != nil {
-		return nil, fullError(fb, vo, err)
+		return nil, err
 	}
+	p.checks = &programChecks{walk: walk, budget: b.budget}
 	if len(o.data) > 0 {
 		if err := p.Link(o.data...); err != nil {
 			return nil, err
@@ -118,44 +113,17 @@ func newProgram(mf *mmapfile.File, owns bool, o options) (*Program, error) {
 	return p, nil
 }
 
-// fullError returns the error of a full, generic verification of the
-// program when it finds one (the error a reader expects: the first problem
-// in the file's order), else err. errFast becomes a FormatError: it means
-// the fast path and the generic walk disagree, which tests rule out.
-func fullError(fb []byte, vo fbverify.Options, err error) error {
-	if ferr := fbverify.Verify(fb, descProgram, vo); ferr != nil {
-		return ferr
-	}
-	if errors.Is(err, errFast) {
-		return format.Errorf(formatName, "Program.execution_plan", -1, "malformed value (the generic verifier disagrees: please report this file)")
-	}
-	return err
-}
-
 // builder turns the verified FlatBuffer into the Program's tables and runs
-// the semantic checks. Every accessor it calls reads a field that
-// descProgram covers.
+// the semantic checks. Every field it reads is one descProgramOpen covers.
 type builder struct {
 	p    *Program
 	root *ptefb.Program
 	fb   []byte
-	size int64            // file size
-	r    fbr              // verifies and reads the plans' values
-	ln   lane             // reads the common ones faster (lane.go)
-	x    rawTensor        // the tensor value being read
-	vo   fbverify.Options // r's walk's options
+	size int64 // file size
 
-	// The tensors read so far (Program.recs once built); a worker's
-	// records are numbered from recBase (parallel.go).
-	recs      []tensorRec
-	recsBox   *[]tensorRec // what recs came from the pool in (getRecs)
-	recBase   int32
-	external  int     // external tensors among recs
-	dims      []int64 // scratch: a tensor's sizes
-	workers   int     // options.workers
-	perWorker int     // options.perWorker
-	noLane    bool    // options.noLane
-	goLane    bool    // options.goLane
+	recs     []tensorRec // the tensors read so far (Program.recs once built)
+	external int         // external tensors among recs
+	dims     []int64     // scratch: a tensor's sizes
 
 	// budget bounds the work (elements copied or checked) done on behalf
 	// of the FlatBuffer, so that shared references cannot make the parse
@@ -171,9 +139,8 @@ type builder struct {
 	// names, shapes and dim orders are built later, with the tensor list
 	// (tensors.go).
 	strs arena.Strings
-	// planF and metaF decode the vtables of the ExecutionPlan and
-	// ContainerMetadata tables (a program's plans share a few).
-	planF, metaF fbread.Fields
+	// The vtables of the tables a program repeats, decoded once each.
+	planF, metaF, evalueF, tensorF, etiF fbread.Fields
 	// ints holds the value indices handed out (each plan's value-to-tensor
 	// table, the plans' and chains' inputs and outputs): a program of
 	// many small methods allocates a few chunks, not a few slices a method.
@@ -242,12 +209,10 @@ func (b *builder) build() error {
 			return err
 		}
 	}
-	p.recs, p.recsBox, p.ntensors, p.external = b.recs, b.recsBox, len(b.recs), b.external
+	p.recs, p.ntensors, p.external = b.recs, len(b.recs), b.external
 	if cap(p.recs) > 2*len(p.recs)+64 {
 		// Mostly activations: do not keep the room guessed for tensors.
-		p.recs = append([]tensorRec(nil), p.recs...)
-		putRecs(b.recs, b.recsBox)
-		p.recsBox = nil
+		p.recs = slices.Clone(p.recs)
 	}
 	return nil
 }
@@ -395,6 +360,7 @@ func (b *builder) method(i int, plan *ptefb.ExecutionPlan) error {
 	m := &p.methods[i]
 	m.Index = i
 	m.p = p
+	m.check1 = new(methodCheck)
 	m.pos = plan.Table().Pos
 	// The field path, for errors only: built when one is reported.
 	pf := func() string { return planField(i) }
@@ -434,12 +400,14 @@ func (b *builder) method(i int, plan *ptefb.ExecutionPlan) error {
 	if b.recs == nil {
 		// Most values of a weights-heavy program are its tensors: start
 		// with room for all of them (a guess, not a bound).
-		b.recs, b.recsBox = getRecs(nv)
+		b.recs = make([]tensorRec, 0, nv)
 	}
-	if !b.valuesParallel(i, m, vt, vstart) {
-		if err := b.values(i, m, vt, vstart, 0, nv); err != nil {
+	for v := range vt {
+		t, err := b.value(i, m, v, nv, fbread.Deref(fb, vstart+4*int64(v)))
+		if err != nil {
 			return err
 		}
+		vt[v] = t
 	}
 
 	var err error
@@ -476,7 +444,6 @@ func (b *builder) method(i int, plan *ptefb.ExecutionPlan) error {
 		m.NonConstBufferSizes[k] = int64(binary.LittleEndian.Uint64(sizes[8*k:]))
 	}
 
-	nd := plan.DelegatesLength()
 	if err := b.delegates(m, plan, pf); err != nil {
 		return err
 	}
@@ -490,7 +457,7 @@ func (b *builder) method(i int, plan *ptefb.ExecutionPlan) error {
 	var ch ptefb.Chain
 	for c := 0; c < nc; c++ {
 		plan.Chains(&ch, c)
-		if err := b.chain(&m.Chains[c], &ch, nv, no, nd, i, c); err != nil {
+		if err := b.chain(&m.Chains[c], &ch, nv, i, c); err != nil {
 			return err
 		}
 	}
@@ -558,9 +525,10 @@ func (b *builder) valueIndices(v i32s, nv int, field func() string, suffix strin
 	return out, nil
 }
 
-// chain checks chain c of plan i: its inputs, outputs and instructions.
+// chain checks chain c of plan i: its inputs and outputs. Its
+// instructions are checked by the method's first check (Method.check).
 // Field paths are built only on failure.
-func (b *builder) chain(c *Chain, ch *ptefb.Chain, nv, nops, ndel int, i, ci int) error {
+func (b *builder) chain(c *Chain, ch *ptefb.Chain, nv int, i, ci int) error {
 	field := func() string { return idx(planField(i)+".chains", ci) }
 	pos := int64(ch.Table().Pos)
 	var err error
@@ -570,74 +538,7 @@ func (b *builder) chain(c *Chain, ch *ptefb.Chain, nv, nops, ndel int, i, ci int
 	if c.Outputs, err = b.valueIndices(i32Field(ch.Table(), vtChainOutputs), nv, field, ".outputs", pos); err != nil {
 		return err
 	}
-	ni := ch.InstructionsLength()
-	if !b.spend(ni) {
-		return b.overBudget(field()+".instructions", pos)
-	}
-	c.Instructions = ni
-	var in ptefb.Instruction
-	var tab flatbuffers.Table
-	for k := 0; k < ni; k++ {
-		ch.Instructions(&in, k)
-		// The tag first: with tag NONE the value offset was not verified
-		// and must not be followed.
-		if in.InstrArgsType() == ptefb.InstructionArgumentsNONE || !in.InstrArgs(&tab) {
-			continue // NONE: nothing to check
-		}
-		p := int64(tab.Pos)
-		f := func(suffix string) string { return idx(field()+".instructions", k) + ".instr_args" + suffix }
-		outOfRange := func(what, suffix string, x int32, n int) error {
-			return b.fail(f(suffix), p, "%s %d out of range (%d)", what, x, n)
-		}
-		args := func() error {
-			return b.checkIndices(i32Field(tab, vtCallArgs), 0, nv, func() string { return f("") }, ".args", p)
-		}
-		switch in.InstrArgsType() {
-		case ptefb.InstructionArgumentsKernelCall:
-			var kc ptefb.KernelCall
-			kc.Init(tab.Bytes, tab.Pos)
-			if x := kc.OpIndex(); x < 0 || int(x) >= nops {
-				return outOfRange("op_index", ".op_index", x, nops)
-			}
-			if err := args(); err != nil {
-				return err
-			}
-		case ptefb.InstructionArgumentsDelegateCall:
-			var dc ptefb.DelegateCall
-			dc.Init(tab.Bytes, tab.Pos)
-			if x := dc.DelegateIndex(); x < 0 || int(x) >= ndel {
-				return outOfRange("delegate_index", ".delegate_index", x, ndel)
-			}
-			if err := args(); err != nil {
-				return err
-			}
-		case ptefb.InstructionArgumentsMoveCall:
-			var mc ptefb.MoveCall
-			mc.Init(tab.Bytes, tab.Pos)
-			if x := mc.MoveFrom(); x < 0 || int(x) >= nv {
-				return outOfRange("value index", ".move_from", x, nv)
-			}
-			if x := mc.MoveTo(); x < 0 || int(x) >= nv {
-				return outOfRange("value index", ".move_to", x, nv)
-			}
-		case ptefb.InstructionArgumentsJumpFalseCall:
-			var jc ptefb.JumpFalseCall
-			jc.Init(tab.Bytes, tab.Pos)
-			if x := jc.CondValueIndex(); x < 0 || int(x) >= nv {
-				return outOfRange("value index", ".cond_value_index", x, nv)
-			}
-			// Jumping to ni ends the chain.
-			if x := jc.DestinationInstruction(); x < 0 || int(x) >= ni+1 {
-				return outOfRange("destination_instruction", ".destination_instruction", x, ni+1)
-			}
-		case ptefb.InstructionArgumentsFreeCall:
-			var fc ptefb.FreeCall
-			fc.Init(tab.Bytes, tab.Pos)
-			if x := fc.ValueIndex(); x < 0 || int(x) >= nv {
-				return outOfRange("value index", ".value_index", x, nv)
-			}
-		}
-	}
+	c.Instructions = ch.InstructionsLength()
 	return nil
 }
 
@@ -715,28 +616,31 @@ func (b *builder) delegates(m *Method, plan *ptefb.ExecutionPlan, pf func() stri
 	return nil
 }
 
-// value verifies and checks value v of plan i (method m, nv values), the
-// EValue table at pos, and, when it is a tensor whose data the file holds
-// or names, adds it to Program.tensors. It returns the tensor's index in
-// Program.tensors, or -1. Nothing is decoded beyond what the checks need:
-// Method.Value decodes on demand.
+// value checks value v of plan i (method m, nv values), the EValue table
+// at pos, and, when it is a tensor whose data the file holds or names,
+// adds it to Program.recs. It returns the tensor's index in Program.recs,
+// or -1. Nothing is decoded beyond what the checks need: Method.Value
+// decodes on demand.
 func (b *builder) value(i int, m *Method, v, nv int, pos int64) (int32, error) {
-	tag, val, ok := b.r.evalue(pos)
-	if !ok {
-		return -1, errFast
+	fb := b.fb
+	fo := b.evalueF.Of(fb, pos)
+	var tag byte
+	if fo[0] != 0 {
+		tag = fb[pos+fo[0]]
 	}
+	if tag == 0 || fo[1] == 0 {
+		return -1, nil // NONE (the walk requires a value for any other tag)
+	}
+	val := fbread.Deref(fb, pos+fo[1])
 	switch tag {
 	case tagTensor:
-		x := &b.x
-		if !b.r.tensor(val, x) {
-			return -1, errFast
-		}
-		return b.tensor(i, m, v, x)
-	case uint8(ptefb.KernelTypesTensorList), uint8(ptefb.KernelTypesOptionalTensorList):
+		x := b.readTensor(val)
+		return b.tensor(i, m, v, &x)
+	case tagTensorList, tagOptionalTensorList:
 		// Value indices; an optional list may hold -1 (no tensor).
-		x := i32Field(flatbuffers.Table{Bytes: b.fb, Pos: flatbuffers.UOffsetT(val)}, vtListItems)
+		x := i32Field(flatbuffers.Table{Bytes: fb, Pos: flatbuffers.UOffsetT(val)}, vtListItems)
 		lo := 0
-		if tag == uint8(ptefb.KernelTypesOptionalTensorList) {
+		if tag == tagOptionalTensorList {
 			lo = -1
 		}
 		if err := b.checkIndices(x, lo, nv, func() string { return valueField(i, v, "") }, ".items", val); err != nil {
@@ -744,6 +648,69 @@ func (b *builder) value(i int, m *Method, v, nv int, pos int64) (int32, error) {
 		}
 	}
 	return -1, nil
+}
+
+// The KernelTypes union tags the builder reads.
+const (
+	tagTensor             = uint8(ptefb.KernelTypesTensor)
+	tagTensorList         = uint8(ptefb.KernelTypesTensorList)
+	tagOptionalTensorList = uint8(ptefb.KernelTypesOptionalTensorList)
+)
+
+// Tensor field ids (program.fbs).
+const (
+	tScalarType     = 0
+	tSizes          = 2
+	tDimOrder       = 3
+	tRequiresGrad   = 4
+	tDataBufferIdx  = 5
+	tAllocationInfo = 6
+	tExtraInfo      = 9
+
+	// ExtraTensorInfo's fully_qualified_name and location.
+	etiFQN      = 1
+	etiLocation = 2
+)
+
+// rawTensor is what Open needs of a Tensor table.
+type rawTensor struct {
+	pos        int64
+	scalarType int8
+	sizes      i32s
+	dimOrder   []byte
+	dbi        uint32
+	planned    bool
+	hasETI     bool
+	etiPos     int64
+	fqn        []byte
+	location   int8
+}
+
+// readTensor decodes the verified Tensor table at pos, through the vtables
+// the builder decoded last.
+func (b *builder) readTensor(pos int64) rawTensor {
+	fb := b.fb
+	x := rawTensor{pos: pos}
+	fo := b.tensorF.Of(fb, pos)
+	if f := fo[tScalarType]; f != 0 {
+		x.scalarType = int8(fb[pos+f])
+	}
+	x.sizes = i32s(fbread.FieldBytes(fb, pos, fo[tSizes], 4))
+	x.dimOrder = fbread.FieldBytes(fb, pos, fo[tDimOrder], 1)
+	if f := fo[tDataBufferIdx]; f != 0 {
+		x.dbi = binary.LittleEndian.Uint32(fb[pos+f:])
+	}
+	x.planned = fo[tAllocationInfo] != 0
+	if f := fo[tExtraInfo]; f != 0 {
+		e := fbread.Deref(fb, pos+f)
+		ef := b.etiF.Of(fb, e)
+		x.hasETI, x.etiPos = true, e
+		x.fqn = fbread.FieldBytes(fb, e, ef[etiFQN], 1)
+		if f := ef[etiLocation]; f != 0 {
+			x.location = int8(fb[e+f])
+		}
+	}
+	return x
 }
 
 // tensor checks a tensor value (value v of plan i, method m) and, when the
@@ -760,7 +727,7 @@ func (b *builder) tensor(i int, m *Method, v int, x *rawTensor) (int32, error) {
 	if msg != "" {
 		return -1, b.fail(valueField(i, v, ".scalar_type"), pos, "%s", msg)
 	}
-	ns := x.nsizes
+	ns := x.sizes.len()
 	nd := len(x.dimOrder)
 	if !b.spend(ns + nd) {
 		return -1, b.overBudget(valueField(i, v, ".sizes"), pos)
@@ -769,7 +736,7 @@ func (b *builder) tensor(i int, m *Method, v int, x *rawTensor) (int32, error) {
 	// tensor to tensor.
 	dims := b.dims[:0]
 	for k := 0; k < ns; k++ {
-		s := x.size(&b.r, k)
+		s := x.sizes.at(k)
 		if s < 0 {
 			return -1, b.fail(idx(valueField(i, v, ".sizes"), k), pos, "negative size %d (want >= 0)", s)
 		}
@@ -865,10 +832,10 @@ func (b *builder) tensor(i int, m *Method, v int, x *rawTensor) (int32, error) {
 		}
 		r.off = ss.Offset() + int64(off)
 	}
-	// A record and, later, a Tensor in the list and an index entry (282
-	// bytes with a short made-up name, TestAdversarialSharedScalarAlloc)
-	// per tensor: charged to the budget, so that values sharing one tensor
-	// table cannot make the list out of proportion to the file. A made-up
+	// A record and, later, a Tensor in the list and an index entry (a few
+	// hundred bytes with a short made-up name) per tensor: charged to the
+	// budget, so that values sharing one tensor table cannot make the list
+	// out of proportion to the file. A made-up
 	// name repeats the method's name, which the file holds once: it is
 	// charged for every tensor that gets one (a file-given name was
 	// charged above).
@@ -880,7 +847,7 @@ func (b *builder) tensor(i int, m *Method, v int, x *rawTensor) (int32, error) {
 		return -1, b.overBudget(valueField(i, v, ""), pos)
 	}
 	b.recs = append(b.recs, r)
-	return b.recBase + int32(len(b.recs)-1), nil
+	return int32(len(b.recs) - 1), nil
 }
 
 // tensorCost is the work budget charged per tensor kept: the budget is

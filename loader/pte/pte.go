@@ -10,15 +10,15 @@
 // Verification always runs before any accessor can: every table, vector,
 // string and union the package reads is checked to lie inside the
 // FlatBuffer region (loader/internal/fbverify, with the descriptor in
-// schema.go; the plans' values, most of a program, are verified by
-// fastvalue.go as they are read, with the same checks), then every index
-// (segment_index, data_buffer_idx, delegate and operator indices, value
-// indices of inputs, outputs, lists and instructions) is checked to be in
-// range, and every segment and tensor byte range is checked against the
-// file with overflow-safe 64-bit arithmetic. After Open succeeds no
-// accessor can panic.
+// schema.go), then every index (segment_index, data_buffer_idx, delegate
+// and operator indices, value indices of inputs, outputs, lists and
+// instructions) is checked to be in range, and every segment and tensor
+// byte range is checked against the file with overflow-safe 64-bit
+// arithmetic. After Open succeeds no accessor can panic.
 //
-// Open verifies everything but builds little: one pointer-free record per
+// Open verifies everything but the chains' instructions, which a method
+// verifies the first time they are needed (once; [Program.VerifyMethods]
+// checks every method's), and builds little: one pointer-free record per
 // tensor (tensors.go), from which [Program.TensorData] hands out a tensor's
 // bytes. The tensor list ([Program.Tensors]: names, shapes, dim orders, in
 // three shared arrays) is built from the records by the first call that
@@ -64,27 +64,17 @@ const Identifier = "ET12"
 type Option func(*options)
 
 type options struct {
-	data      []*ptd.File
-	maxDepth  int
-	mmap      []mmapfile.Option
-	name      string
-	workers   int    // WithWorkers; 0: GOMAXPROCS
-	perWorker int    // the least values a worker takes; 0: defaultPerWorker (tests set it)
-	noLane    bool   // read every value the general way (tests compare)
-	goLane    bool   // the lane in Go where it has an assembly loop (tests compare)
-	head      []byte // WithHead
+	data     []*ptd.File
+	maxDepth int
+	mmap     []mmapfile.Option
+	name     string
+	head     []byte // WithHead
 
 	// Limits that tests set to check each bound where it falls: the
-	// object limit (0: fbverify's default), the work budget (0: the
-	// default) and where the values' reader sees the FlatBuffer end (0:
-	// where it ends).
+	// object limit (0: fbverify's default) and the work budget (0: the
+	// default).
 	maxObjects int
 	budget     int64
-	cut        int
-	// readerBuf, when set, gives the values' reader a copy of the
-	// FlatBuffer (tests place it against unreadable pages) and frees it
-	// once Open is done with it.
-	readerBuf func([]byte) ([]byte, func())
 }
 
 // WithHead gives Open the file's first bytes when the caller has already
@@ -95,15 +85,6 @@ type options struct {
 // copies what it uses: head is the caller's again when Open returns.
 func WithHead(head []byte) Option {
 	return func(o *options) { o.head = head }
-}
-
-// WithWorkers bounds the goroutines Open reads a large execution plan's
-// values on (default runtime.GOMAXPROCS(0)): a plan of thousands of
-// tensors is verified in parallel chunks, with the same result and the
-// same error as one goroutine reading it in order. 1 keeps Open on the
-// calling goroutine.
-func WithWorkers(n int) Option {
-	return func(o *options) { o.workers = n }
 }
 
 // WithData links the program to the given .ptd files as it is opened (see
@@ -238,11 +219,13 @@ type Operator struct {
 type Chain struct {
 	Inputs       []int32
 	Outputs      []int32
-	Instructions int // number of instructions (each verified)
+	Instructions int // number of instructions (verified by the method's first check)
 }
 
 // Method is an execution plan. Its values are decoded on demand from the
-// verified FlatBuffer ([Method.Value]); the rest is read at Open.
+// verified FlatBuffer ([Method.Value]); its instructions are verified and
+// checked the first time they are needed (see [Program.VerifyMethods]);
+// the rest is read and checked at Open.
 type Method struct {
 	Name  string
 	Index int // position in Program.execution_plan
@@ -262,9 +245,10 @@ type Method struct {
 	EncodedInputs  string
 	EncodedOutputs string
 
-	p   *Program
-	pos flatbuffers.UOffsetT // the ExecutionPlan table
-	nv  int                  // len(values)
+	p      *Program
+	pos    flatbuffers.UOffsetT // the ExecutionPlan table
+	nv     int                  // len(values)
+	check1 *methodCheck         // the instructions' check (check.go)
 }
 
 // Tensor is a tensor whose bytes the program holds (constant, mutable) or
@@ -343,19 +327,19 @@ type Program struct {
 	hdr     Header
 	version uint32
 
-	fb     []byte  // the FlatBuffer region, verified
-	region *[]byte // the pooled buffer fb was read into, if it was (package region)
+	fb     []byte         // the FlatBuffer region, verified
+	region *[]byte        // the pooled buffer fb was read into, if it was (package region)
+	checks *programChecks // what the methods' checks share (check.go)
 
 	methods      []Method
 	methodIdx    map[string]int
 	recs         []tensorRec // one per tensor (tensors.go); nil once closed
-	recsBox      *[]tensorRec
-	ntensors     int        // len(recs) before Close
-	constSeg     int        // segment index of the constant segment; -1 legacy
-	mutSeg       int        // segment index of mutable_data_segments[0]; -1 none
-	list         tensorList // the Tensor values, built on first use
-	valueTensor  [][]int32  // per method, per value: index into recs or -1
-	inlineConsts bool       // constants are in the legacy constant_buffer (or there are none)
+	ntensors     int         // len(recs) before Close
+	constSeg     int         // segment index of the constant segment; -1 legacy
+	mutSeg       int         // segment index of mutable_data_segments[0]; -1 none
+	list         tensorList  // the Tensor values, built on first use
+	valueTensor  [][]int32   // per method, per value: index into recs or -1
+	inlineConsts bool        // constants are in the legacy constant_buffer (or there are none)
 
 	// The name index is built by the first Tensor call: a program used by
 	// index or by value (TensorAt) never pays for it.
@@ -441,8 +425,8 @@ func collect(opts []Option) options {
 // one (NewFile); linked .ptd files are never closed. Views handed out
 // become invalid. Close is idempotent. After Close the tensor list is
 // empty unless it was built before, TensorData returns an empty view and
-// AppendTensorBytes ErrClosed (the metadata region and the tensor records
-// go back to pools for the next Open).
+// AppendTensorBytes and a method's check ErrClosed (the metadata region
+// goes back to a pool for the next Open, the tensor records are dropped).
 func (p *Program) Close() error {
 	if p == nil || p.closed.Swap(true) {
 		return nil
@@ -450,11 +434,11 @@ func (p *Program) Close() error {
 	if p.region != nil {
 		// Nothing reads fb once closed (Value and buildList check).
 		p.fb = nil
+		p.checks.close()
 		region.Put(p.region)
 		p.region = nil
 	}
-	putRecs(p.recs, p.recsBox)
-	p.recs, p.recsBox = nil, nil
+	p.recs = nil
 	if p.owns {
 		return p.mf.Close()
 	}

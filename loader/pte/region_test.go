@@ -136,7 +136,7 @@ func TestProgramRegion(t *testing.T) {
 	if n != 40 || q.NumTensors() != n {
 		t.Errorf("NumTensors = %d before Close, %d after, want 40", n, q.NumTensors())
 	}
-	// The records went back to the pool: a view after Close is empty and
+	// The records are dropped at Close: a view after Close is empty and
 	// reports the closed file.
 	if d := q.TensorData(n - 1); d.Len() != 0 {
 		t.Errorf("TensorData after Close = %v, want an empty segment", d)

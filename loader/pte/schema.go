@@ -1,6 +1,10 @@
 package pte
 
-import "github.com/edgeload/edgeload/loader/internal/fbverify"
+import (
+	"slices"
+
+	"github.com/edgeload/edgeload/loader/internal/fbverify"
+)
 
 // The fbverify descriptor of the Program schema (loader/internal/schema/program.fbs,
 // FORMATS.md §1). It describes every field this package reads through the
@@ -166,9 +170,10 @@ var (
 		{Name: "named_data", ID: 7, Kind: fbverify.TableVector, Table: descNamedData},
 	}}
 
-	// descProgramFast is descProgram with the plans' values Deferred: the
-	// builder verifies them as it reads them (fastvalue.go).
-	descProgramFast = deferValues(descProgram)
+	// descProgramOpen is descProgram with the chains' instructions
+	// Deferred: Open verifies the vectors, each method's first check
+	// (Method.check) their instructions.
+	descProgramOpen = deferInstructions(descProgram)
 
 	// descProgramVersion verifies only what the version gate reads, so that
 	// a program of a newer schema generation is reported as a version
@@ -178,18 +183,25 @@ var (
 	}}
 )
 
-// deferValues returns a copy of the Program descriptor whose
-// ExecutionPlan.values vector is Deferred.
-func deferValues(prog *fbverify.Table) *fbverify.Table {
+// deferInstructions returns a copy of the Program descriptor whose
+// Chain.instructions vectors are Deferred.
+func deferInstructions(prog *fbverify.Table) *fbverify.Table {
+	chain := *descChain
+	chain.Fields = slices.Clone(chain.Fields)
+	for i := range chain.Fields {
+		if chain.Fields[i].Name == "instructions" {
+			chain.Fields[i].Deferred = true
+		}
+	}
 	plan := *descExecutionPlan
-	plan.Fields = append([]fbverify.Field(nil), plan.Fields...)
+	plan.Fields = slices.Clone(plan.Fields)
 	for i := range plan.Fields {
-		if plan.Fields[i].Name == "values" {
-			plan.Fields[i].Deferred = true
+		if plan.Fields[i].Name == "chains" {
+			plan.Fields[i].Table = &chain
 		}
 	}
 	root := *prog
-	root.Fields = append([]fbverify.Field(nil), root.Fields...)
+	root.Fields = slices.Clone(root.Fields)
 	for i := range root.Fields {
 		if root.Fields[i].Name == "execution_plan" {
 			root.Fields[i].Table = &plan

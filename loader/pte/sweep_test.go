@@ -14,23 +14,18 @@ import (
 // (sampled for regions over hostile.MaxRegionOffsets bytes). Each must give
 // a Program that passes hostile.PTE (every accessor and view) or a pte
 // *FormatError; no panic, no case over hostile.Timeout, no allocation over
-// hostile.AllocFactor × size; and every case must agree with a full
-// generic verification (pte.CheckFastPath). The values are read on three
-// goroutines, however small the plan. Under qemu or -short it samples every 7th
-// offset.
+// hostile.AllocFactor × size; and a case that opens and checks its
+// methods must pass a full verification (pte.CheckVerified). Under qemu or
+// -short it samples every 7th offset.
 func TestSweep(t *testing.T) {
 	gen, err := hostile.GeneratedPTE()
 	if err != nil {
 		t.Fatal(err)
 	}
 	hostile.Sweep(t, hostile.Target{Format: "pte", Open: func(b []byte) (func() error, error) {
-		// Every case on three workers (however small its plan), so that
-		// the parallel reading meets every bound too; that it matches the
-		// in-order reading is TestParallelMutationsSameAsInOrder's and
-		// FuzzOpen's to check.
-		p, err := pte.NewBytes(b, pte.WithWorkers(3), pte.WithPerWorker(1))
-		if cerr := pte.CheckFastPath(b, err); cerr != nil {
-			t.Errorf("fast path: %v", cerr)
+		p, err := pte.NewBytes(b)
+		if cerr := pte.CheckVerified(b, p, err); cerr != nil {
+			t.Error(cerr)
 		}
 		if err != nil {
 			return nil, err

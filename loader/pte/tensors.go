@@ -1,6 +1,7 @@
 package pte
 
 import (
+	"encoding/binary"
 	"fmt"
 	"slices"
 	"strconv"
@@ -30,47 +31,6 @@ type tensorRec struct {
 	tensor uint32 // position of the Tensor table (a FlatBuffer is under 2 GiB)
 	loc    format.Location
 	dt     format.DType
-}
-
-// The records of a closed program go back to recPool for the next Open
-// (Program.Close): a load then neither allocates nor clears them (24 KiB
-// at 1024 tensors, most of what an Open allocated). Under -tags
-// edgeload_checked they are overwritten as they go back, so that a read
-// after Close shows.
-var recPool sync.Pool // of *[]tensorRec, length 0
-
-// maxPooledRecs is the most records a pooled slice may hold room for.
-const maxPooledRecs = 1 << 16
-
-// getRecs returns an empty slice with room for n records, from the pool
-// when it has one large enough, and the pointer it was pooled in (nil for
-// a new slice), for putRecs to reuse.
-func getRecs(n int) ([]tensorRec, *[]tensorRec) {
-	if x, _ := recPool.Get().(*[]tensorRec); x != nil {
-		if cap(*x) >= n {
-			return *x, x
-		}
-		recPool.Put(x)
-	}
-	return make([]tensorRec, 0, n), nil
-}
-
-// putRecs hands recs back to the pool, in box if it is not nil.
-func putRecs(recs []tensorRec, box *[]tensorRec) {
-	if cap(recs) == 0 || cap(recs) > maxPooledRecs {
-		return
-	}
-	recs = recs[:cap(recs)]
-	if checkedLoads {
-		for i := range recs {
-			recs[i] = tensorRec{off: -1 << 62, nbytes: -1 << 62, tensor: 1<<32 - 1, loc: format.LocExternal}
-		}
-	}
-	if box == nil {
-		box = new([]tensorRec)
-	}
-	*box = recs[:0]
-	recPool.Put(box)
 }
 
 // segmentOf returns the index of the segment that holds the data of
@@ -123,7 +83,7 @@ func (p *Program) closedData(i int) segment.Segment {
 	if i < 0 || i >= p.ntensors {
 		panic(fmt.Sprintf("pte: TensorData(%d) of a program of %d tensors", i, p.ntensors))
 	}
-	s, _ := segment.New(p.mf, 0, 0) // closed: the records went back to the pool
+	s, _ := segment.New(p.mf, 0, 0) // closed: the records were dropped
 	return s
 }
 
@@ -239,7 +199,7 @@ func (p *Program) buildList() {
 		s0 := len(shapes)
 		sp, ns := fbread.FieldVector(fb, tp, fo[tSizes])
 		for k := range ns {
-			shapes = append(shapes, int64(int32(le32(fb, sp+4*k))))
+			shapes = append(shapes, int64(int32(binary.LittleEndian.Uint32(fb[sp+4*k:]))))
 		}
 		t.Shape = shapes[s0:len(shapes):len(shapes)]
 		if len(t.Shape) == 0 {
@@ -267,7 +227,7 @@ func (p *Program) buildList() {
 		if r.loc != format.LocExternal {
 			t.Data, _ = segment.New(p.mf, r.off, r.nbytes) // checked by Open
 			if f := fo[tDataBufferIdx]; f != 0 {
-				t.DataBufferIndex = uint32(le32(fb, tp+f))
+				t.DataBufferIndex = binary.LittleEndian.Uint32(fb[tp+f:])
 			}
 		}
 		if f := fo[tScalarType]; f != 0 {
@@ -289,7 +249,7 @@ func fqn(fb []byte, t int64, fo *[fbread.MaxFields]int64, ef *fbread.Fields) []b
 		return nil
 	}
 	q := t + fo[tExtraInfo]
-	e := q + le32(fb, q)
+	e := fbread.Deref(fb, q)
 	s, n := fbread.FieldVector(fb, e, ef.Of(fb, e)[etiFQN])
 	return fb[s : s+n]
 }

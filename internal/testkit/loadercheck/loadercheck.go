@@ -16,7 +16,8 @@ import (
 
 // Model exercises every accessor of a loader.Model and, through Program,
 // DataFile or RTen, every accessor and view of the format's own value; then
-// Verify, which must accept any file Open accepted.
+// Verify, which must accept any file Open accepted whose methods pass their
+// check (a program's instructions are checked at each method's first use).
 func Model(m *loader.Model) error {
 	_ = m.Format().String()
 	_, _, _ = m.Name(), m.PageSize(), m.Mode()
@@ -83,6 +84,16 @@ func Model(m *loader.Model) error {
 	}
 	_ = m.DataFiles()
 	r, err := m.Verify()
+	if p := m.Program(); p != nil {
+		// A program's instructions are checked at each method's first use,
+		// not at Open: Verify must reject the file exactly when they fail.
+		if merr := p.VerifyMethods(); merr != nil {
+			if err == nil {
+				return fmt.Errorf("loader: Verify accepts a program whose methods fail their check: %w", merr)
+			}
+			return nil
+		}
+	}
 	if err != nil {
 		return fmt.Errorf("loader: Open accepted the file but Verify rejects it: %w", err)
 	}

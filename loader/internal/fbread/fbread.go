@@ -1,9 +1,8 @@
 // Package fbread reads the fields of FlatBuffer tables that a verification
-// (package fbverify, or a format's own fast path making the same checks)
-// has already checked. It follows offsets and vector lengths without
-// checking them again, so it must only be given verified buffers and
-// positions; Go's bounds checks still stop a read outside the buffer (with
-// a panic) should a caller get that wrong.
+// (package fbverify) has already checked. It follows offsets and vector
+// lengths without checking them again, so it must only be given verified
+// buffers and positions; Go's bounds checks still stop a read outside the
+// buffer (with a panic) should a caller get that wrong.
 package fbread
 
 import "encoding/binary"

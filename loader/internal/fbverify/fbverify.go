@@ -243,6 +243,11 @@ type vtSeen struct {
 	nrefs             int
 	refs              [maxRefs]uint8  // the fields to follow (indices in t.Fields), in order
 	refFo             [maxRefs]uint16 // their table offsets (0 for a union: union finds its own)
+	// leaf reports that every field to follow is a string or a vector of
+	// scalars (no table below can replace this entry); elem holds their
+	// element sizes, 0 for a string.
+	leaf bool
+	elem [maxRefs]int64
 }
 
 // seenFor returns what the cache holds for tables of type t, or nil.
@@ -264,10 +269,11 @@ func (v *verifier) remember(t *Table, vt, vtsize, tsize int64) {
 	if v.cache == nil || len(t.Fields) > 256 {
 		return
 	}
-	c := vtSeen{t: t, vt: vt, vtsize: vtsize, tsize: tsize, need: tsize}
+	c := vtSeen{t: t, vt: vt, vtsize: vtsize, tsize: tsize, need: tsize, leaf: true}
 	for i := range t.Fields {
 		f := &t.Fields[i]
 		if f.Kind == Union {
+			c.leaf = false
 			if c.nrefs == maxRefs {
 				return
 			}
@@ -287,6 +293,14 @@ func (v *verifier) remember(t *Table, vt, vtsize, tsize int64) {
 				return
 			}
 			c.refs[c.nrefs], c.refFo[c.nrefs] = uint8(i), uint16(fo)
+			switch f.Kind {
+			case String:
+				c.elem[c.nrefs] = 0
+			case ScalarVector:
+				c.elem[c.nrefs] = int64(f.Size)
+			default:
+				c.leaf = false
+			}
 			c.nrefs++
 		}
 		c.need = max(c.need, fo+size)
@@ -450,8 +464,11 @@ func (v *verifier) table(pos int64, t *Table) error {
 		return v.fail(pos, "tables nested more than %d deep (want at most %d levels)", v.opt.MaxDepth, v.opt.MaxDepth)
 	}
 	if c := v.seenFor(t); c != nil && v.in(pos, 4) && pos-int64(int32(v.u32(pos))) == c.vt && v.in(pos, c.need) {
-		// A vtable seen before: every field lies in the buffer. (A copy:
-		// the tables below may replace the cache entry.)
+		// A vtable seen before: every field lies in the buffer.
+		if c.leaf && v.leaf(pos, c) {
+			return nil
+		}
+		// (A copy: the tables below may replace the cache entry.)
 		c := *c
 		v.depth++
 		for k, i := range c.refs[:c.nrefs] {
@@ -480,6 +497,36 @@ func (v *verifier) table(pos int64, t *Table) error {
 	v.depth--
 	v.remember(t, vt, vtsize, tsize)
 	return nil
+}
+
+// leaf verifies the strings and scalar vectors of the table at pos, whose
+// vtable c describes, and reports whether they all lie in the buffer.
+// When one does not it leaves the object count as it found it, so that the
+// general way verifies the table again and reports what is wrong.
+func (v *verifier) leaf(pos int64, c *vtSeen) bool {
+	objects := v.objects
+	for k := range c.nrefs {
+		p := pos + int64(c.refFo[k]) // in the buffer: c.need covers it
+		off := int64(v.u32(p))
+		q := p + off
+		v.objects++
+		if off == 0 || q > v.n-4 || v.objects > v.opt.MaxObjects {
+			v.objects = objects
+			return false
+		}
+		n, elem := int64(v.u32(q)), c.elem[k]
+		start := q + 4
+		ok := uint64(n)*uint64(elem) <= uint64(v.n-start) // n < 2^32, elem < 2^31: no overflow
+		if elem == 0 {
+			// A string: its bytes and a NUL after them.
+			ok = n < v.n-start && v.buf[start+n] == 0
+		}
+		if !ok {
+			v.objects = objects
+			return false
+		}
+	}
+	return true
 }
 
 // slot returns the table offset of field id from the vtable at vt of

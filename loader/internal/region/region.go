@@ -6,19 +6,14 @@
 // it is small it is read with ReadAt (pread) into a pooled buffer instead of
 // through the mapping: from the page cache the copy costs less than the page
 // faults would, and the mapping is then never touched, so munmap at Close
-// has no page to tear down and no other CPU's TLB to flush (BENCHMARKS.md,
-// session 8: Open and Close of a 1024-tensor .pte both faster). A larger
-// region is read in place: copying it would
-// cost more than its faults, and keep a heap copy of it. A File that holds
+// has no page to tear down and no other CPU's TLB to flush. A larger
+// region is read in place: copying it would cost more than its faults, and
+// keep a heap copy of it. A File that holds
 // its bytes in memory (mmapfile.NewBytes) is always read in place.
 //
 // A format package reads its first bytes with Head, parses its header from
 // them and gets its region with Range, which reads only what Head did not:
 // one system call for a region within the first page, two otherwise.
-//
-// Built with -tags edgeload_checked (CI runs the format packages' tests and
-// fuzz targets so), Put fills a buffer with 0xA5 before pooling it, so that
-// a reader that kept part of it reads garbage its tests see.
 package region
 
 import (
@@ -124,11 +119,6 @@ func Range(mf *mmapfile.File, head []byte, buf *[]byte, off, n int64) ([]byte, *
 func Put(buf *[]byte) {
 	if buf == nil {
 		return
-	}
-	if poison {
-		for i := range *buf {
-			(*buf)[i] = 0xA5
-		}
 	}
 	pool.Put(buf)
 }

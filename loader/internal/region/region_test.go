@@ -63,17 +63,6 @@ func TestRead(t *testing.T) {
 	}
 }
 
-func TestPutPoisons(t *testing.T) {
-	if !poison {
-		t.Skip("poisoning is on with -tags edgeload_checked")
-	}
-	s := []byte("metadata")
-	Put(&s)
-	if !bytes.Equal(s, bytes.Repeat([]byte{0xA5}, len(s))) {
-		t.Errorf("Put left %q", s)
-	}
-}
-
 // Range reads only what Head did not: nothing for a range within the
 // first HeadLen bytes, the rest for one that starts in them, all of it
 // for one that starts after them; the bytes are the file's in each case.

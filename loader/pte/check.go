@@ -1,0 +1,193 @@
+package pte
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+
+	flatbuffers "github.com/google/flatbuffers/go"
+
+	"github.com/edgeload/edgeload/internal/schema/ptefb"
+	"github.com/edgeload/edgeload/loader/format"
+	"github.com/edgeload/edgeload/loader/internal/fbverify"
+)
+
+// Open verifies and checks everything a tensor view depends on; a method's
+// instructions (most of a many-method program's FlatBuffer) are verified
+// and checked by the first call that needs them, once: Method.check.
+
+// programChecks is what the methods' checks share: the walk Open verified
+// the program with, whose object limit they go on counting against, and
+// what is left of the work budget. Checks run one at a time under mu, so
+// that a hostile file's shared references cost no more than a full
+// verification would, whichever methods are asked for.
+type programChecks struct {
+	mu     sync.Mutex
+	walk   *fbverify.Walk
+	budget int64
+}
+
+// methodCheck is the outcome of a method's check, shared by every copy of
+// the Method (Program.Methods hands out values).
+type methodCheck struct {
+	once sync.Once
+	err  error
+}
+
+// check verifies and checks the method's instructions the first time it
+// is called, and returns the outcome (nil, or the method's first problem)
+// at every call. It is safe for concurrent use.
+func (m *Method) check() error {
+	p := m.p
+	if p.closed.Load() {
+		return fmt.Errorf("pte: method %q: %w", m.Name, format.ErrClosed)
+	}
+	c := m.check1
+	c.once.Do(func() {
+		p.checks.mu.Lock()
+		defer p.checks.mu.Unlock()
+		if p.checks.walk == nil {
+			c.err = fmt.Errorf("pte: method %q: %w", m.Name, format.ErrClosed)
+			return
+		}
+		c.err = m.checkInstructions()
+	})
+	return c.err
+}
+
+// close drops the walk, whose buffer goes back to its pool at Close.
+func (pc *programChecks) close() {
+	pc.mu.Lock()
+	pc.walk = nil
+	pc.mu.Unlock()
+}
+
+// VerifyMethods checks every method's instructions (see Open: they are
+// checked when first needed) and returns the first problem, in method
+// order.
+func (p *Program) VerifyMethods() error {
+	for i := range p.methods {
+		if err := p.methods[i].check(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Instruction depth: Program (1) > ExecutionPlan (2) > Chain (3) >
+// Instruction (4).
+const instructionDepth = 4
+
+// checkInstructions verifies every instruction of every chain of m with
+// the program's walk, then checks its indices: operators, delegates,
+// values and jump destinations.
+func (m *Method) checkInstructions() error {
+	p := m.p
+	pc := p.checks
+	var plan ptefb.ExecutionPlan
+	plan.Init(p.fb, m.pos)
+	nv, nops, ndel := m.nv, len(m.Operators), len(m.Delegates)
+	var ch ptefb.Chain
+	var in ptefb.Instruction
+	var tab flatbuffers.Table
+	for ci := range m.Chains {
+		plan.Chains(&ch, ci)
+		field := func() string { return idx(planField(m.Index)+".chains", ci) }
+		ni := ch.InstructionsLength()
+		pc.budget -= int64(ni)
+		if pc.budget < 0 {
+			return overBudget(p, field()+".instructions", int64(ch.Table().Pos))
+		}
+		for k := 0; k < ni; k++ {
+			ch.Instructions(&in, k)
+			// The instruction's table, through the vector Open verified.
+			if err := pc.walk.Table(int64(in.Table().Pos), descInstruction, instructionDepth); err != nil {
+				return prefixField(err, idx(field()+".instructions", k), descInstruction.Name)
+			}
+			// The tag first: with tag NONE the value offset was not
+			// verified and must not be followed.
+			if in.InstrArgsType() == ptefb.InstructionArgumentsNONE || !in.InstrArgs(&tab) {
+				continue
+			}
+			pos := int64(tab.Pos)
+			f := func(suffix string) string { return idx(field()+".instructions", k) + ".instr_args" + suffix }
+			outOfRange := func(what, suffix string, x int32, n int) error {
+				return format.Errorf(formatName, f(suffix), pos, "%s %d out of range (%d)", what, x, n)
+			}
+			args := func() error {
+				v := i32Field(tab, vtCallArgs)
+				pc.budget -= int64(v.len())
+				if pc.budget < 0 {
+					return overBudget(p, f(".args"), pos)
+				}
+				if j := v.bad(0, nv); j >= 0 {
+					return format.Errorf(formatName, idx(f(".args"), j), pos, "value index %d out of range (the plan has %d values)", v.at(j), nv)
+				}
+				return nil
+			}
+			switch in.InstrArgsType() {
+			case ptefb.InstructionArgumentsKernelCall:
+				var kc ptefb.KernelCall
+				kc.Init(tab.Bytes, tab.Pos)
+				if x := kc.OpIndex(); x < 0 || int(x) >= nops {
+					return outOfRange("op_index", ".op_index", x, nops)
+				}
+				if err := args(); err != nil {
+					return err
+				}
+			case ptefb.InstructionArgumentsDelegateCall:
+				var dc ptefb.DelegateCall
+				dc.Init(tab.Bytes, tab.Pos)
+				if x := dc.DelegateIndex(); x < 0 || int(x) >= ndel {
+					return outOfRange("delegate_index", ".delegate_index", x, ndel)
+				}
+				if err := args(); err != nil {
+					return err
+				}
+			case ptefb.InstructionArgumentsMoveCall:
+				var mc ptefb.MoveCall
+				mc.Init(tab.Bytes, tab.Pos)
+				if x := mc.MoveFrom(); x < 0 || int(x) >= nv {
+					return outOfRange("value index", ".move_from", x, nv)
+				}
+				if x := mc.MoveTo(); x < 0 || int(x) >= nv {
+					return outOfRange("value index", ".move_to", x, nv)
+				}
+			case ptefb.InstructionArgumentsJumpFalseCall:
+				var jc ptefb.JumpFalseCall
+				jc.Init(tab.Bytes, tab.Pos)
+				if x := jc.CondValueIndex(); x < 0 || int(x) >= nv {
+					return outOfRange("value index", ".cond_value_index", x, nv)
+				}
+				// Jumping to ni ends the chain.
+				if x := jc.DestinationInstruction(); x < 0 || int(x) >= ni+1 {
+					return outOfRange("destination_instruction", ".destination_instruction", x, ni+1)
+				}
+			case ptefb.InstructionArgumentsFreeCall:
+				var fc ptefb.FreeCall
+				fc.Init(tab.Bytes, tab.Pos)
+				if x := fc.ValueIndex(); x < 0 || int(x) >= nv {
+					return outOfRange("value index", ".value_index", x, nv)
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// prefixField makes the field path of a walk's error, which starts at the
+// table the walk was given (named name), start at the program instead.
+func prefixField(err error, path, name string) error {
+	var fe *format.FormatError
+	if errors.As(err, &fe) {
+		fe.Field = path + strings.TrimPrefix(fe.Field, name)
+	}
+	return err
+}
+
+// overBudget is the error of a field, at offset off, that the program's
+// work budget does not cover.
+func overBudget(p *Program, field string, off int64) error {
+	return format.Errorf(formatName, field, off, "the program's references are shared so much that reading it would take work out of proportion to its %d bytes", len(p.fb))
+}

@@ -1,6 +1,0 @@
-//go:build edgeload_checked
-
-package pte
-
-// checkedLoads: see loads.go.
-const checkedLoads = true

@@ -44,8 +44,9 @@ func fuzzSeeds(tb testing.TB) [][]byte {
 // panic; an error wraps a sentinel and names the format (or, for bytes of
 // no format, the formats tried); when Open succeeds the sniffed format is
 // the one opened, every accessor and view of the model and of its format's
-// own value works (hostile.Model), Verify (which re-checks every range and
-// reads every byte) accepts it, and the copying ReaderAt form agrees.
+// own value works (hostile.Model), every use order lists each tensor once,
+// Verify (which re-checks every range and reads every byte) accepts it,
+// and the copying ReaderAt form agrees.
 func FuzzOpen(f *testing.F) {
 	for _, b := range fuzzSeeds(f) {
 		f.Add(b)
@@ -76,6 +77,9 @@ func FuzzOpen(f *testing.F) {
 			t.Fatalf("size %d, want %d", m.Size(), len(data))
 		}
 		if err := hostile.Model(m); err != nil {
+			t.Fatal(err)
+		}
+		if err := checkUseOrder(m); err != nil {
 			t.Fatal(err)
 		}
 		if len(data) > 256<<10 {

@@ -19,12 +19,19 @@ every tensor, named data, and warnings such as segments not aligned to the
 page size. Offsets are absolute file offsets.
 
 External tensors of a .pte are resolved against the .ptd files given with
---data (repeatable); their offsets are then offsets in that file.`
+--data (repeatable); their offsets are then offsets in that file.
+
+--order adds, for each method of a .pte, its weights in the order the
+method's instructions first use them (unused ones last); for a .rten the
+constants in the order the graph's operators use them; for a .ptd the
+tensors in key order. The JSON always has it as "use_order": method name
+to tensor names, with "" the key of a .rten's or .ptd's one order.`
 
 func runInspect(c *cli, args []string) int {
 	fs := newFlags(lookup("inspect"), inspectAbout)
 	asJSON := fs.Bool("json", false, "print JSON: format, file_size, segments, named_data, tensors, ...")
 	sums := fs.Bool("sha256", false, "add the SHA-256 of each tensor's bytes (reads every tensor)")
+	order := fs.Bool("order", false, "add each method's weights in the order it first uses them (JSON: use_order, always)")
 	var data stringList
 	fs.Var(&data, "data", "a `FILE.ptd` holding external tensors (repeatable)")
 	pos, code, ok := parse(c, fs, args)
@@ -57,6 +64,9 @@ func runInspect(c *cli, args []string) int {
 		buf.WriteByte('\n')
 	} else {
 		printReport(&buf, path, r, *sums)
+		if *order {
+			printUseOrder(&buf, m, r.UseOrder)
+		}
 	}
 	if _, err := c.stdout.Write(buf.Bytes()); err != nil {
 		c.errorf("writing output: %v", err)

@@ -3,7 +3,7 @@
 //
 // Usage:
 //
-//	edgeload inspect [--json] [--sha256] [--data FILE.ptd]... FILE
+//	edgeload inspect [--json] [--sha256] [--order] [--data FILE.ptd]... FILE
 //	edgeload verify [--data FILE.ptd]... FILE...
 //	edgeload resident [--width N] FILE
 //	edgeload version
@@ -13,7 +13,9 @@
 // with their sizes and alignment, methods and delegates (pte) or the graph
 // (rten), every tensor in an aligned table, named data, and warnings such
 // as segments that are not aligned to the page size. With --json it prints
-// the same as JSON, with absolute file offsets.
+// the same as JSON, with absolute file offsets. With --order it adds each
+// method's weights in the order the method first uses them (in JSON,
+// always: "use_order").
 //
 // verify runs the full structural verification and reads every tensor and
 // segment, turning a file truncated under the mapping into an error instead
@@ -72,7 +74,7 @@ var commands []*command
 
 func init() {
 	commands = []*command{
-		{"inspect", "[--json] [--sha256] [--data FILE.ptd]... FILE", "show what a model file holds", runInspect},
+		{"inspect", "[--json] [--sha256] [--order] [--data FILE.ptd]... FILE", "show what a model file holds", runInspect},
 		{"verify", "[--data FILE.ptd]... FILE...", "verify files fully and read every tensor and segment", runVerify},
 		{"resident", "[--width N] FILE", "show how much of each segment is in the page cache", runResident},
 		{"version", "", "print the version", runVersion},

@@ -34,6 +34,7 @@ type report struct {
 	Graph     *graphRep     `json:"graph,omitempty"`
 	Metadata  orderedFields `json:"metadata,omitempty"`
 	DataFiles []string      `json:"data_files,omitempty"`
+	UseOrder  useOrderRep   `json:"use_order"`
 	Warnings  []string      `json:"warnings"`
 }
 
@@ -210,6 +211,10 @@ func buildReport(m *loader.Model, sums bool) (*report, error) {
 		describeRTen(r, m.RTen())
 	}
 	r.HeaderMap = orderedFields(r.Header)
+	var err error
+	if r.UseOrder, err = useOrders(m); err != nil {
+		return nil, err
+	}
 	r.Warnings = append(r.Warnings, alignmentWarnings(m.Segments())...)
 	return r, nil
 }

@@ -236,6 +236,9 @@ func FuzzOpen(f *testing.F) {
 		}
 		defer p.Close()
 		exercise(t, p, int64(len(b)))
+		if err := checkUseOrder(p); err != nil {
+			t.Fatal(err)
+		}
 		// Every accessor and view through every read path (typed views,
 		// checksums, copies, Touch).
 		if err := hostile.PTE(p); err != nil {

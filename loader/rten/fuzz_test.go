@@ -81,6 +81,9 @@ func FuzzOpen(f *testing.F) {
 		if bad := checkModel(m, int64(len(b))); bad != "" {
 			t.Fatal(bad)
 		}
+		if order := m.UseOrder(); !isPermutation(order, len(m.Tensors())) {
+			t.Fatalf("use order %v is not a permutation of the %d constants", order, len(m.Tensors()))
+		}
 		// Every view through every read path (checksums, copies, Touch).
 		if err := hostile.RTen(m); err != nil {
 			t.Fatal(err)

@@ -69,6 +69,9 @@ type PTEMethod struct {
 	// DelegateCall per delegate and one KernelCall per operator, each with
 	// the plan's inputs and outputs as arguments.
 	Instructions []PTEInstruction
+	// MoreChains are chains written after the first (Instructions), each
+	// with the plan's inputs and outputs.
+	MoreChains [][]PTEInstruction
 	// NonConstBufferSizes is written as given.
 	NonConstBufferSizes []int64
 	// EncodedInputs and EncodedOutputs, when set, are written as the
@@ -607,18 +610,21 @@ func (p *PTE) plan() (*ptePlan, error) {
 				instrs = append(instrs, PTEInstruction{Kind: PTEKernelCall, A: int32(i), Args: args})
 			}
 		}
-		ins := make([]flatbuffers.UOffsetT, len(instrs))
-		for i := range instrs {
-			ins[i] = pteInstruction(b, &instrs[i], i32vec)
+		chainTabs := make([]flatbuffers.UOffsetT, 0, 1+len(pm.MoreChains))
+		for _, instrs := range append([][]PTEInstruction{instrs}, pm.MoreChains...) {
+			ins := make([]flatbuffers.UOffsetT, len(instrs))
+			for i := range instrs {
+				ins[i] = pteInstruction(b, &instrs[i], i32vec)
+			}
+			insVec := tables(ins)
+			cin, cout := i32vec(pm.Inputs), i32vec(pm.Outputs)
+			ptefb.ChainStart(b)
+			ptefb.ChainAddInputs(b, cin)
+			ptefb.ChainAddOutputs(b, cout)
+			ptefb.ChainAddInstructions(b, insVec)
+			chainTabs = append(chainTabs, ptefb.ChainEnd(b))
 		}
-		insVec := tables(ins)
-		cin, cout := i32vec(pm.Inputs), i32vec(pm.Outputs)
-		ptefb.ChainStart(b)
-		ptefb.ChainAddInputs(b, cin)
-		ptefb.ChainAddOutputs(b, cout)
-		ptefb.ChainAddInstructions(b, insVec)
-		chain := ptefb.ChainEnd(b)
-		chains := tables([]flatbuffers.UOffsetT{chain})
+		chains := tables(chainTabs)
 		ncb := i64vec(pm.NonConstBufferSizes)
 
 		ptefb.ExecutionPlanStart(b)

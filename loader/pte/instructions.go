@@ -1,0 +1,145 @@
+package pte
+
+import (
+	"fmt"
+
+	flatbuffers "github.com/google/flatbuffers/go"
+
+	"github.com/edgeload/edgeload/internal/schema/ptefb"
+	"github.com/edgeload/edgeload/loader/format"
+)
+
+// InstructionKind is the type of an instruction (the InstructionArguments
+// union tag).
+type InstructionKind uint8
+
+// The instruction kinds, numbered as the InstructionArguments union tags.
+// An instruction without arguments (tag NONE) has kind NoInstruction.
+const (
+	NoInstruction InstructionKind = iota
+	KernelCall
+	DelegateCall
+	MoveCall
+	JumpFalseCall
+	FreeCall
+)
+
+var instructionNames = [...]string{"None", "KernelCall", "DelegateCall", "MoveCall", "JumpFalseCall", "FreeCall"}
+
+// String returns the kind's schema name, e.g. "KernelCall".
+func (k InstructionKind) String() string {
+	if int(k) < len(instructionNames) {
+		return instructionNames[k]
+	}
+	return fmt.Sprintf("InstructionKind(%d)", uint8(k))
+}
+
+// Instruction is one instruction of a chain.
+type Instruction struct {
+	Kind InstructionKind
+	// Op is the operator index into Method.Operators (KernelCall) or the
+	// delegate index into Method.Delegates (DelegateCall); -1 otherwise.
+	Op int
+	// Args are value indices: a KernelCall's or DelegateCall's arguments;
+	// a MoveCall's from and to; a JumpFalseCall's condition; a FreeCall's
+	// value.
+	Args []int32
+	// Dest is a JumpFalseCall's destination instruction (the chain's
+	// length ends the chain); -1 otherwise.
+	Dest int
+}
+
+// Instructions decodes the instructions of chain c of the plan, in order,
+// from the verified FlatBuffer. The result is the caller's: the arguments
+// of all its instructions share one array. Every operator, delegate and
+// value index it holds was checked to be in range. It fails for a chain
+// out of range or a closed program.
+func (m *Method) Instructions(c int) ([]Instruction, error) {
+	p := m.p
+	if c < 0 || c >= len(m.Chains) {
+		return nil, fmt.Errorf("pte: method %q: chain %d out of range (%d chains): %w", m.Name, c, len(m.Chains), format.ErrNotFound)
+	}
+	if p.closed.Load() {
+		return nil, fmt.Errorf("pte: method %q: %w", m.Name, format.ErrClosed)
+	}
+	var plan ptefb.ExecutionPlan
+	plan.Init(p.fb, m.pos)
+	var ch ptefb.Chain
+	if !plan.Chains(&ch, c) {
+		return nil, fmt.Errorf("pte: method %q: chain %d: %w", m.Name, c, format.ErrNotFound)
+	}
+	n := ch.InstructionsLength()
+	out := make([]Instruction, n)
+	var in ptefb.Instruction
+	var tab flatbuffers.Table
+	// args returns instruction k's arguments table, or false for tag NONE,
+	// whose offset was never verified and must not be followed.
+	args := func(k int) (ptefb.InstructionArguments, bool) {
+		ch.Instructions(&in, k)
+		t := in.InstrArgsType()
+		return t, t != ptefb.InstructionArgumentsNONE && in.InstrArgs(&tab)
+	}
+	// The call arguments of every instruction in one array: counted first.
+	total := 0
+	for k := range n {
+		if t, ok := args(k); ok {
+			switch t {
+			case ptefb.InstructionArgumentsKernelCall, ptefb.InstructionArgumentsDelegateCall:
+				total += i32Field(tab, vtCallArgs).len()
+			case ptefb.InstructionArgumentsMoveCall:
+				total += 2
+			case ptefb.InstructionArgumentsJumpFalseCall, ptefb.InstructionArgumentsFreeCall:
+				total++
+			}
+		}
+	}
+	all := make([]int32, 0, total)
+	for k := range out {
+		ins := &out[k]
+		ins.Op, ins.Dest = -1, -1
+		t, ok := args(k)
+		if !ok {
+			continue
+		}
+		start := len(all)
+		switch t {
+		case ptefb.InstructionArgumentsKernelCall:
+			var x ptefb.KernelCall
+			x.Init(tab.Bytes, tab.Pos)
+			ins.Kind, ins.Op = KernelCall, int(x.OpIndex())
+			all = appendI32s(all, i32Field(tab, vtCallArgs))
+		case ptefb.InstructionArgumentsDelegateCall:
+			var x ptefb.DelegateCall
+			x.Init(tab.Bytes, tab.Pos)
+			ins.Kind, ins.Op = DelegateCall, int(x.DelegateIndex())
+			all = appendI32s(all, i32Field(tab, vtCallArgs))
+		case ptefb.InstructionArgumentsMoveCall:
+			var x ptefb.MoveCall
+			x.Init(tab.Bytes, tab.Pos)
+			ins.Kind = MoveCall
+			all = append(all, x.MoveFrom(), x.MoveTo())
+		case ptefb.InstructionArgumentsJumpFalseCall:
+			var x ptefb.JumpFalseCall
+			x.Init(tab.Bytes, tab.Pos)
+			ins.Kind, ins.Dest = JumpFalseCall, int(x.DestinationInstruction())
+			all = append(all, x.CondValueIndex())
+		case ptefb.InstructionArgumentsFreeCall:
+			var x ptefb.FreeCall
+			x.Init(tab.Bytes, tab.Pos)
+			ins.Kind = FreeCall
+			all = append(all, x.ValueIndex())
+		default:
+			continue // a tag this reader does not know: verification rejects it
+		}
+		ins.Args = all[start:len(all):len(all)]
+	}
+	return out, nil
+}
+
+// appendI32s appends the entries of v to dst.
+func appendI32s(dst []int32, v i32s) []int32 {
+	for k := range v.len() {
+		dst = append(dst, v.at(k))
+	}
+	return dst
+}

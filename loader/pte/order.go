@@ -1,0 +1,146 @@
+package pte
+
+import (
+	"fmt"
+
+	flatbuffers "github.com/google/flatbuffers/go"
+
+	"github.com/edgeload/edgeload/internal/schema/ptefb"
+	"github.com/edgeload/edgeload/loader/format"
+)
+
+// UseOrder returns the indices into Tensors of a method's weights (its
+// constant, mutable and external tensors) in the order the method first
+// uses them: the chains in order, each chain's instructions in order, and
+// in each KernelCall and DelegateCall its arguments in order, a weight
+// counting as used when it is an argument or an item of a TensorList or
+// OptionalTensorList argument. The weights no instruction uses follow, in
+// value order. Each index appears once.
+//
+// With method "" the result is every method's order in turn, in file
+// order; a named method that the program does not have wraps
+// format.ErrNotFound. Delegate blobs, which a backend reads at the
+// method's initialisation before any instruction runs, are not tensors and
+// are not listed (see Method.Delegates).
+//
+// UseOrder decodes the instructions each time it is called (see
+// [Method.Instructions]) and builds no tensor list; it allocates its result
+// and scratch space in proportion to the method's values and instructions.
+func (p *Program) UseOrder(method string) ([]int, error) {
+	if p.closed.Load() {
+		return nil, fmt.Errorf("pte: use order: %w", format.ErrClosed)
+	}
+	ms := p.methods
+	if method != "" {
+		i, ok := p.methodIdx[method]
+		if !ok {
+			return nil, fmt.Errorf("pte: use order: method %q: %w", method, format.ErrNotFound)
+		}
+		ms = ms[i : i+1]
+	}
+	n := 0
+	for i := range ms {
+		n += ms[i].numTensors()
+	}
+	u := &user{order: make([]int, 0, n), seen: make([]bool, p.ntensors)}
+	for i := range ms {
+		if err := u.method(&ms[i]); err != nil {
+			return nil, err
+		}
+	}
+	return u.order, nil
+}
+
+// numTensors returns the number of the method's values that are tensors
+// of the tensor list.
+func (m *Method) numTensors() int {
+	n := 0
+	for _, t := range m.p.valueTensor[m.Index] {
+		if t >= 0 {
+			n++
+		}
+	}
+	return n
+}
+
+// user collects a use order.
+type user struct {
+	order   []int
+	seen    []bool // by tensor index
+	visited []bool // by value index, for the method at hand
+	vt      []int32
+	plan    ptefb.ExecutionPlan
+}
+
+// method appends the tensors of m in use order.
+func (u *user) method(m *Method) error {
+	p := m.p
+	u.vt = p.valueTensor[m.Index]
+	u.visited = make([]bool, len(u.vt))
+	u.plan.Init(p.fb, m.pos)
+	for c := range m.Chains {
+		ins, err := m.Instructions(c)
+		if err != nil {
+			return err
+		}
+		for k := range ins {
+			if ins[k].Kind != KernelCall && ins[k].Kind != DelegateCall {
+				continue
+			}
+			for _, a := range ins[k].Args {
+				u.use(a)
+			}
+		}
+	}
+	for v := range u.vt {
+		u.tensor(v)
+	}
+	return nil
+}
+
+// use records the use of value v by an instruction: a tensor, or the
+// items of a TensorList or OptionalTensorList. Each value is looked at
+// once, so that a list used by many instructions costs its length once.
+func (u *user) use(v int32) {
+	if v < 0 || int(v) >= len(u.vt) || u.visited[v] {
+		return
+	}
+	u.visited[v] = true
+	if u.tensor(int(v)) {
+		return
+	}
+	var ev ptefb.EValue
+	if !u.plan.Values(&ev, int(v)) {
+		return
+	}
+	// The tag first: with tag NONE the value offset was never verified.
+	tag := ev.ValType()
+	if tag != ptefb.KernelTypesTensorList && tag != ptefb.KernelTypesOptionalTensorList {
+		return
+	}
+	var tab flatbuffers.Table
+	if !ev.Val(&tab) {
+		return
+	}
+	items := i32Field(tab, vtListItems)
+	for k := range items.len() {
+		// -1 (none) in an optional list; range checked at Open.
+		if x := items.at(k); x >= 0 && int(x) < len(u.vt) {
+			u.tensor(int(x))
+		}
+	}
+}
+
+// tensor appends the tensor of value v if it has one not yet listed, and
+// reports whether v is a tensor of the list.
+func (u *user) tensor(v int) bool {
+	t := u.vt[v]
+	if t < 0 || int(t) >= len(u.seen) {
+		return false
+	}
+	if !u.seen[t] {
+		u.seen[t] = true
+		u.order = append(u.order, int(t))
+	}
+	return true
+}

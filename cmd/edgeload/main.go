@@ -6,6 +6,7 @@
 //	edgeload inspect [--json] [--sha256] [--order] [--data FILE.ptd]... FILE
 //	edgeload verify [--data FILE.ptd]... FILE...
 //	edgeload resident [--width N] FILE
+//	edgeload stream [--budget SIZE] [--method NAME] [--data FILE.ptd]... [--json] [--drop-cache] FILE
 //	edgeload version
 //	edgeload help [COMMAND]
 //
@@ -23,6 +24,10 @@
 //
 // resident maps a file and shows, per segment, how much of it is in the
 // page cache, so that one sees what a model costs in RAM.
+//
+// stream reads every weight in the order the model uses it, holding at most
+// --budget bytes (default 64MiB) of weight pages resident, checksums it and
+// reports bytes, tensors, time, throughput and the peak held.
 //
 // Exit status: 0 on success, 1 when a file is invalid (with one line on
 // standard error beginning "edgeload: "), 2 for a usage error.
@@ -77,6 +82,7 @@ func init() {
 		{"inspect", "[--json] [--sha256] [--order] [--data FILE.ptd]... FILE", "show what a model file holds", runInspect},
 		{"verify", "[--data FILE.ptd]... FILE...", "verify files fully and read every tensor and segment", runVerify},
 		{"resident", "[--width N] FILE", "show how much of each segment is in the page cache", runResident},
+		{"stream", "[--budget SIZE] [--method NAME] [--data FILE.ptd]... [--json] [--drop-cache] FILE", "read every weight in use order under a memory budget", runStream},
 		{"version", "", "print the version", runVersion},
 		{"help", "[COMMAND]", "show help for a command", runHelp},
 	}

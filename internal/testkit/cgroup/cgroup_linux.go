@@ -1,8 +1,5 @@
 //go:build linux
 
-// Package cgroup creates memory cgroups with a hard limit for tests and
-// benchmarks that run a child process under a memory limit (cgroup v1 or
-// v2), and reads their peak usage and OOM kills.
 package cgroup
 
 import (

@@ -111,8 +111,8 @@ type work struct {
 type Stream struct {
 	items    []work
 	budget   int64
-	limit    int64 // the budget less one grain
-	grain    int64 // reads start in grain-aligned pieces
+	limit    int64 // the budget less what the kernel may read beside it
+	grain    int64 // exact reads start in grain-aligned pieces; 0: the kernel reads ahead
 	drop     bool
 	progress func(Stats)
 
@@ -156,11 +156,16 @@ func New(ctx context.Context, m *loader.Model, opts ...Option) (*Stream, error) 
 		}
 	}
 	budget := max(c.budget, 2*ps)
-	grain := ps
-	for grain*2 <= min(maxGrain, budget/8) {
-		grain *= 2
+	s := &Stream{budget: budget, drop: c.drop, progress: c.progress, done: make(chan struct{}), cur: -1}
+	if ra := readAhead(items); ra > 0 && 2*ra <= budget/2 {
+		s.limit = budget - 2*ra
+	} else {
+		s.grain = ps
+		for s.grain*2 <= min(maxGrain, budget/8) {
+			s.grain *= 2
+		}
+		s.limit = budget - s.grain
 	}
-	s := &Stream{budget: budget, limit: budget - grain, grain: grain, drop: c.drop, progress: c.progress, done: make(chan struct{}), cur: -1}
 	s.items = split(items, s.limit)
 	s.cond.L = &s.mu
 	s.stats.Items, s.stats.Budget = len(s.items), budget
@@ -312,13 +317,15 @@ func (s *Stream) prefetch() {
 			s.cond.Wait()
 		}
 		s.mu.Unlock()
-		for _, j := range start {
-			s.items[j].readahead(s.grain)
+		if s.grain > 0 {
+			for _, j := range start {
+				s.items[j].readahead(s.grain)
+			}
 		}
 		start = start[:0]
 
 		w := &s.items[i]
-		err := w.populate()
+		err := w.populate(s.grain > 0)
 		if err != nil || s.shrank(w) {
 			// Prefetch reports a page past the end of the file as an
 			// error; a guarded touch says whether that is truncation.
@@ -357,18 +364,46 @@ func (w *work) readahead(grain int64) {
 	}
 }
 
-// populate maps w's pages into the process (madvise POPULATE_READ). A page
-// the read started by readahead has not brought in is read alone: the range
-// is advised random meanwhile, since a fault reads far ahead and behind
-// otherwise.
-func (w *work) populate() error {
+// populate maps w's pages into the process (madvise POPULATE_READ). When
+// the stream reads exactly, the range is advised random meanwhile, so that
+// a page the readahead has not brought in is read alone (a fault reads far
+// ahead and behind otherwise); else it is advised sequential, so that the
+// kernel reads ahead only.
+func (w *work) populate(exact bool) error {
 	if _, err := w.Data.Bytes(); err != nil { // in windowed mode, map the window first
 		return err
 	}
-	w.Data.Advise(mmapfile.AdviceRandom)
+	if exact {
+		w.Data.Advise(mmapfile.AdviceRandom)
+	} else {
+		w.Data.Advise(mmapfile.AdviceSequential)
+	}
 	err := w.Data.Prefetch()
 	w.Data.Advise(mmapfile.AdviceNormal)
 	return err
+}
+
+// readAhead returns the largest kernel readahead window of the files the
+// items are in, or 0 when one is unknown or a file is not mapped.
+func readAhead(items []Item) int64 {
+	var ra int64
+	seen := make(map[*mmapfile.File]bool)
+	for _, it := range items {
+		f := it.Data.File()
+		if seen[f] {
+			continue
+		}
+		seen[f] = true
+		if f.Fd() == ^uintptr(0) {
+			return 0
+		}
+		n, ok := platform.ReadAhead(f)
+		if !ok || n == 0 {
+			return 0
+		}
+		ra = max(ra, n)
+	}
+	return ra
 }
 
 // shrank reports whether the file holding w is now shorter than w's end.

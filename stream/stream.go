@@ -3,14 +3,21 @@
 // prefetches ahead as far as a byte budget allows, and the pages of each
 // weight are released once the caller moves on.
 //
-// The budget bounds the weight pages a [Stream] holds resident (prefetched
-// or in use), counted as the page-aligned union of the items' byte ranges:
-// tensors that share bytes or a page count them once, and a page is released
-// only when no item of any stream in the process still holds it. An item
-// larger than half the budget is handed over in windows (consecutive items
-// with the same Tensor, see [Item.Part]), so that the next window can be
-// prefetched while one is in use. The stream does not count pages the
-// kernel reads ahead on its own, nor pages of the same file used elsewhere.
+// The budget bounds the weight pages a [Stream] holds (prefetched or in
+// use), counted as the page-aligned union of the items' byte ranges: tensors
+// that share bytes or a page count them once, and a page is released only
+// when no item of any stream in the process still holds it. Where the
+// kernel's readahead window is known (Linux) and three windows fit in half
+// the budget, the stream lets the kernel read ahead and keeps those windows
+// of the budget free for it; otherwise it reads exactly the ranges it holds
+// (fadvise WILLNEED) and maps them with readahead off. An item larger than
+// half of what remains is handed over in windows (consecutive items with the
+// same Tensor, see [Item.Part]), so that the next window is read while one
+// is in use.
+//
+// With [WithDropCache] released pages also leave the page cache, so that the
+// file's resident pages (mincore) stay within the budget; pages of the file
+// that other code reads are not the stream's to count.
 package stream
 
 import (
@@ -45,7 +52,9 @@ type Item struct {
 	// Name is the tensor's name, or "delegate METHOD/INDEX" for a blob.
 	Name string
 	// Data holds the item's bytes (for a window, the window's). Its pages
-	// are resident until the next call to Next or Close.
+	// are resident until the next call to Next or Close. In windowed mode
+	// (mmapfile.ModeWindowed) the stream then unmaps the window: views of
+	// the item must not be kept past that call.
 	Data segment.Segment
 	// Part is the window's number, from 0, of Parts windows; 0 of 1 for an
 	// item handed over whole. Offset is Data's offset within the whole item.
@@ -157,8 +166,8 @@ func New(ctx context.Context, m *loader.Model, opts ...Option) (*Stream, error) 
 	}
 	budget := max(c.budget, 2*ps)
 	s := &Stream{budget: budget, drop: c.drop, progress: c.progress, done: make(chan struct{}), cur: -1}
-	if ra := readAhead(items); ra > 0 && 2*ra <= budget/2 {
-		s.limit = budget - 2*ra
+	if ra := readAhead(items); ra > 0 && raWindows*ra <= budget/2 {
+		s.limit = budget - raWindows*ra
 	} else {
 		s.grain = ps
 		for s.grain*2 <= min(maxGrain, budget/8) {
@@ -342,6 +351,11 @@ func (s *Stream) prefetch() {
 		s.mu.Unlock()
 	}
 }
+
+// raWindows is how many readahead windows beyond the pages it holds the
+// stream leaves free for the kernel's readahead (which reads the next window
+// when a read reaches the current one).
+const raWindows = 3
 
 // maxGrain is the largest grain: the unit in which reads start.
 const maxGrain = 256 << 10

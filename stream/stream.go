@@ -122,6 +122,7 @@ type Stream struct {
 	budget   int64
 	limit    int64 // the budget less what the kernel may read beside it
 	grain    int64 // exact reads start in grain-aligned pieces; 0: the kernel reads ahead
+	ra       int64 // the kernel's readahead window when it reads ahead
 	drop     bool
 	progress func(Stats)
 
@@ -167,7 +168,7 @@ func New(ctx context.Context, m *loader.Model, opts ...Option) (*Stream, error) 
 	budget := max(c.budget, 2*ps)
 	s := &Stream{budget: budget, drop: c.drop, progress: c.progress, done: make(chan struct{}), cur: -1}
 	if ra := readAhead(items); ra > 0 && raWindows*ra <= budget/2 {
-		s.limit = budget - raWindows*ra
+		s.limit, s.ra = budget-raWindows*ra, ra
 	} else {
 		s.grain = ps
 		for s.grain*2 <= min(maxGrain, budget/8) {
@@ -335,6 +336,9 @@ func (s *Stream) prefetch() {
 
 		w := &s.items[i]
 		err := w.populate(s.grain > 0)
+		if s.grain == 0 {
+			s.watchReadahead(admitted)
+		}
 		if err != nil || s.shrank(w) {
 			// Prefetch reports a page past the end of the file as an
 			// error; a guarded touch says whether that is truncation.
@@ -359,6 +363,28 @@ const raWindows = 3
 
 // maxGrain is the largest grain: the unit in which reads start.
 const maxGrain = 256 << 10
+
+// watchReadahead measures (mincore) how far the kernel has read past the
+// last admitted item and, if that is more than the stream keeps free, keeps
+// that much (and one window more) free from now on.
+func (s *Stream) watchReadahead(admitted int) {
+	last := s.items[admitted-1].span
+	f := last.f
+	free := s.budget - s.limit
+	n := min(2*free, f.Len()-last.end)
+	if n <= 0 {
+		return
+	}
+	r, _, err := f.Resident(last.end, n)
+	if err != nil {
+		return
+	}
+	if ahead := int64(r) * int64(f.PageSize()); ahead > free {
+		s.mu.Lock()
+		s.limit = max(s.budget-ahead-s.ra, s.budget/4)
+		s.mu.Unlock()
+	}
+}
 
 // readahead starts reading w's pages into the page cache (fadvise WILLNEED,
 // which reads exactly the range, where a fault would read ahead past it), in

@@ -69,6 +69,7 @@ func main() {
 	svgBudget := flag.String("svg-budget", "64MiB", "the stream budget the picture shows")
 	every := flag.Duration("sample", 5*time.Millisecond, "mincore sampling interval")
 	md := flag.String("md", "", "also write the table to this markdown file")
+	csv := flag.String("csv", "", "write each run's samples (seconds, resident bytes) to FILE-RUN.csv")
 	flag.Parse()
 	if flag.NArg() != 1 {
 		fmt.Fprintln(os.Stderr, "usage: streambench [flags] FILE")
@@ -107,6 +108,16 @@ func main() {
 			rs = append(rs, measure(parent, path, "stream", b, c, lim, *every, &n))
 		}
 		table(&out, rs, c)
+		if *csv != "" {
+			for _, r := range rs {
+				var b strings.Builder
+				for _, x := range r.series {
+					fmt.Fprintf(&b, "%.4f,%d\n", x.t.Seconds(), x.b)
+				}
+				name := strings.ReplaceAll(r.name, " ", "") + "-" + c
+				check(os.WriteFile(*csv+"-"+name+".csv", []byte(b.String()), 0o644))
+			}
+		}
 		if c == consumers[0] {
 			for _, r := range rs {
 				if r.mode == "fault" || (r.mode == "stream" && r.budget == sb) {

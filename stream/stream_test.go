@@ -10,6 +10,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/edgeload/edgeload/internal/testkit/cgroup"
 	"github.com/edgeload/edgeload/internal/testkit/writer"
 	"github.com/edgeload/edgeload/loader"
 	"github.com/edgeload/edgeload/mmapfile"
@@ -106,6 +107,10 @@ func open(t testing.TB, path string, opts ...loader.Option) (*loader.Model, bool
 	f := m.File()
 	if err := f.Release(0, f.Len(), true); err != nil {
 		t.Fatal(err)
+	}
+	if emu, ok := cgroup.Emulated(); ok {
+		t.Logf("under the emulator %s madvise is not the kernel's: mincore checks skipped", emu)
+		return m, false
 	}
 	r, _, err := f.Resident(0, f.Len())
 	if err != nil || r != 0 {

@@ -7,7 +7,7 @@
 // use), counted as the page-aligned union of the items' byte ranges: tensors
 // that share bytes or a page count them once, and a page is released only
 // when no item of any stream in the process still holds it. Where the
-// kernel's readahead window is known (Linux) and three windows fit in half
+// kernel's readahead window is known (Linux) and two windows fit in half
 // the budget, the stream lets the kernel read ahead and keeps those windows
 // of the budget free for it; otherwise it reads exactly the ranges it holds
 // (fadvise WILLNEED) and maps them with readahead off. An item larger than
@@ -359,7 +359,7 @@ func (s *Stream) prefetch() {
 // raWindows is how many readahead windows beyond the pages it holds the
 // stream leaves free for the kernel's readahead (which reads the next window
 // when a read reaches the current one).
-const raWindows = 3
+const raWindows = 2
 
 // maxGrain is the largest grain: the unit in which reads start.
 const maxGrain = 256 << 10

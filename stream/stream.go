@@ -336,7 +336,7 @@ func (s *Stream) prefetch() {
 
 		w := &s.items[i]
 		err := w.populate(s.grain > 0)
-		if s.grain == 0 {
+		if s.grain == 0 && i%watchEvery == 0 {
 			s.watchReadahead(admitted)
 		}
 		if err != nil || s.shrank(w) {
@@ -355,6 +355,9 @@ func (s *Stream) prefetch() {
 		s.mu.Unlock()
 	}
 }
+
+// watchEvery is how many items apart watchReadahead looks.
+const watchEvery = 8
 
 // raWindows is how many readahead windows beyond the pages it holds the
 // stream leaves free for the kernel's readahead (which reads the next window

@@ -410,17 +410,15 @@ func (w *work) readahead(grain int64) {
 // populate maps w's pages into the process (madvise POPULATE_READ). When
 // the stream reads exactly, the range is advised random meanwhile, so that
 // a page the readahead has not brought in is read alone (a fault reads far
-// ahead and behind otherwise); else it is advised sequential, so that the
-// kernel reads ahead only.
+// ahead and behind otherwise).
 func (w *work) populate(exact bool) error {
 	if _, err := w.Data.Bytes(); err != nil { // in windowed mode, map the window first
 		return err
 	}
-	if exact {
-		w.Data.Advise(mmapfile.AdviceRandom)
-	} else {
-		w.Data.Advise(mmapfile.AdviceSequential)
+	if !exact {
+		return w.Data.Prefetch()
 	}
+	w.Data.Advise(mmapfile.AdviceRandom)
 	err := w.Data.Prefetch()
 	w.Data.Advise(mmapfile.AdviceNormal)
 	return err

@@ -28,6 +28,7 @@ func BenchmarkStreamCold(b *testing.B) {
 			b.Fatal(err)
 		}
 		defer f.Close()
+		f.Sync() // a freshly written file's dirty pages cannot be dropped
 		if err := platform.FadviseDontNeed(f, 0, 0); err != nil {
 			b.Fatal(err)
 		}

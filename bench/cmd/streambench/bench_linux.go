@@ -154,6 +154,7 @@ func evict(path string) (float64, error) {
 		return 0, err
 	}
 	defer f.Close()
+	f.Sync() // a freshly written file's dirty pages cannot be dropped
 	if err := platform.FadviseDontNeed(f, 0, 0); err != nil {
 		return 0, err
 	}

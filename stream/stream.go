@@ -159,7 +159,7 @@ func New(ctx context.Context, m *loader.Model, opts ...Option) (*Stream, error) 
 	if err != nil {
 		return nil, err
 	}
-	ps := int64(0)
+	ps := int64(platform.PageSize())
 	for _, it := range items {
 		if f := it.Data.File(); f != nil {
 			ps = max(ps, int64(f.PageSize()))

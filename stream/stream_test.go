@@ -521,3 +521,25 @@ func crc32Of(it Item) (uint32, error) {
 	err := it.Data.Checksum(h)
 	return h.Sum32(), err
 }
+
+// A model with no weight in reach (external tensors not linked) streams
+// nothing and ends at once.
+func TestNothingToStream(t *testing.T) {
+	ts := []writer.PTETensor{{Kind: writer.PTEExternal, ScalarType: writer.PTEFloat32, Sizes: []int32{4}, Name: "w"}}
+	path := filepath.Join(t.TempDir(), "ext.pte")
+	if _, err := (&writer.PTE{Methods: []writer.PTEMethod{{Name: "forward", Tensors: ts}}}).WriteFile(path); err != nil {
+		t.Fatal(err)
+	}
+	m, _ := open(t, path)
+	s, err := New(context.Background(), m, WithBudget(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if it, err := s.Next(); err != io.EOF {
+		t.Fatalf("Next = %+v, %v; want io.EOF", it, err)
+	}
+	if st := s.Stats(); st.Items != 0 || st.Budget < 2 {
+		t.Fatalf("stats %+v", st)
+	}
+}

@@ -9,3 +9,10 @@ func FadviseDontNeed(f File, off, n int64) error {
 	_, _, _ = f, off, n
 	return nil
 }
+
+// FadviseWillNeed asks the kernel to read the pages of f in [off, off+n)
+// into the page cache. This system has no posix_fadvise, so it is a no-op.
+func FadviseWillNeed(f File, off, n int64) error {
+	_, _, _ = f, off, n
+	return nil
+}

@@ -18,3 +18,13 @@ func FadviseDontNeed(f File, off, n int64) error {
 	}
 	return nil
 }
+
+// FadviseWillNeed asks the kernel to read the pages of f in [off, off+n)
+// into the page cache now (posix_fadvise POSIX_FADV_WILLNEED), without
+// reading ahead beyond the range.
+func FadviseWillNeed(f File, off, n int64) error {
+	if err := unix.Fadvise(int(f.Fd()), off, n, unix.FADV_WILLNEED); err != nil {
+		return fmt.Errorf("platform: fadvise WILLNEED %s [%d,+%d): %w", f.Name(), off, n, err)
+	}
+	return nil
+}

@@ -23,6 +23,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/edgeload/edgeload/internal/testkit/cgroup"
 	"github.com/edgeload/edgeload/internal/testkit/writer"
 	"github.com/edgeload/edgeload/loader/pte"
 	"github.com/edgeload/edgeload/mmapfile"
@@ -55,6 +56,10 @@ const (
 	envReps = "EDGELOAD_MEMLIMIT_REPS"
 )
 
+// groupPrefix names the test's groups; a group left behind by a killed
+// run (no processes in it) is removed by the next run.
+const groupPrefix = "edgeload-memlimit-"
+
 // skip skips the test with the reason, or fails it when EDGELOAD_MEMLIMIT
 // is "require".
 func skip(t *testing.T, format string, args ...any) {
@@ -64,23 +69,6 @@ func skip(t *testing.T, format string, args ...any) {
 		t.Fatalf("%s (%s=require)", msg, envMode)
 	}
 	t.Skip(msg)
-}
-
-// emulated reports whether this process runs under a user-mode emulator
-// (qemu-user, as CI does for GOARCH=arm64 and arm): the kernel's own view
-// of the process (/proc/self/status, /proc/thread-self/exe, which qemu does
-// not rewrite) names the emulator rather than the test binary.
-func emulated() (string, bool) {
-	if b, err := os.ReadFile("/proc/self/status"); err == nil {
-		line, _, _ := strings.Cut(string(b), "\n")
-		if name, ok := strings.CutPrefix(line, "Name:"); ok && strings.HasPrefix(strings.TrimSpace(name), "qemu-") {
-			return strings.TrimSpace(name), true
-		}
-	}
-	if exe, err := os.Readlink("/proc/thread-self/exe"); err == nil && strings.HasPrefix(filepath.Base(exe), "qemu-") {
-		return exe, true
-	}
-	return "", false
 }
 
 // a run is one child configuration: a mode, a page-cache state and
@@ -122,35 +110,35 @@ func TestMemLimit(t *testing.T) {
 	if testing.Short() {
 		t.Skip("TestMemLimit skipped in -short mode: it writes a 4 GiB file and runs a child process under a memory cgroup")
 	}
-	if emu, ok := emulated(); ok {
+	if emu, ok := cgroup.Emulated(); ok {
 		// Not "require"-able: under emulation the measurement means nothing.
 		t.Skipf("TestMemLimit skipped: running under the emulator %s; a cgroup memory test is not meaningful under emulation (on an amd64 host the test covers 32-bit with a native 386 child in windowed mode)", emu)
 	}
 	if math.MaxUint == math.MaxUint32 {
 		t.Skip("TestMemLimit skipped: the parent maps the 4 GiB model whole, which a 32-bit address space cannot hold (run it from a 64-bit test; on amd64 it covers 32-bit with a 386 child)")
 	}
-	parent, err := findMemoryCgroup()
+	parent, err := cgroup.FindMemory()
 	if err != nil {
 		skip(t, "%v", err)
 	}
 	// Probe: can a group be created and limited here?
-	probe, err := parent.create(fmt.Sprintf("%s%d-probe", groupPrefix, os.Getpid()), limitBytes)
+	probe, err := parent.Create(fmt.Sprintf("%s%d-probe", groupPrefix, os.Getpid()), limitBytes)
 	if err != nil {
-		if errors.Is(err, errNoCgroup) {
-			skip(t, "cannot create a memory cgroup under %s (needs root, or a cgroup delegated to uid %d, on a writable cgroup file system): %v", parent.dir, os.Geteuid(), err)
+		if errors.Is(err, cgroup.ErrNoCgroup) {
+			skip(t, "cannot create a memory cgroup under %s (needs root, or a cgroup delegated to uid %d, on a writable cgroup file system): %v", parent.Dir, os.Geteuid(), err)
 		}
 		t.Fatal(err)
 	}
-	if err := probe.remove(); err != nil {
+	if err := probe.Remove(); err != nil {
 		t.Fatal(err)
 	}
 	lockMachine(t)
-	parent.removeStale() // empty groups of killed runs; only under the lock
+	parent.RemoveStale(groupPrefix) // empty groups of killed runs; only under the lock
 	version := "v1"
-	if parent.v2 {
+	if parent.V2 {
 		version = "v2"
 	}
-	t.Logf("cgroup %s memory controller at %s; limit %d MiB", version, parent.dir, limitBytes>>20)
+	t.Logf("cgroup %s memory controller at %s; limit %d MiB", version, parent.Dir, limitBytes>>20)
 
 	children := map[string]string{"": buildChild(t, "")}
 	// The bonus row: on amd64 the kernel runs 386 binaries natively, so a
@@ -551,12 +539,12 @@ func setCache(t *testing.T, path string, hot bool) float64 {
 // runChild runs one child in a fresh cgroup with the hard limit: it starts
 // the child (which waits on stdin), moves it into the group, lets it go,
 // waits for it and reads the group's counters before removing the group.
-func runChild(t *testing.T, parent cgroupParent, bin, model string, r run, n int) result {
+func runChild(t *testing.T, parent cgroup.Parent, bin, model string, r run, n int) result {
 	t.Helper()
 	t0 := time.Now()
 	res := result{run: r, residentIn: setCache(t, model, r.hot)}
 	res.prep = time.Since(t0)
-	cg, err := parent.create(fmt.Sprintf("%s%d-%d", groupPrefix, os.Getpid(), n), limitBytes)
+	cg, err := parent.Create(fmt.Sprintf("%s%d-%d", groupPrefix, os.Getpid(), n), limitBytes)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -564,14 +552,14 @@ func runChild(t *testing.T, parent cgroupParent, bin, model string, r run, n int
 	removeGroup := func() {
 		if !removed {
 			removed = true
-			if err := cg.remove(); err != nil {
+			if err := cg.Remove(); err != nil {
 				t.Error(err)
 			}
 		}
 	}
 	t.Cleanup(removeGroup)
-	if lim, err := cg.limit(); err != nil || lim != limitBytes {
-		t.Fatalf("%s: limit reads back as %d (%v), want %d", cg.dir, lim, err, limitBytes)
+	if lim, err := cg.Limit(); err != nil || lim != limitBytes {
+		t.Fatalf("%s: limit reads back as %d (%v), want %d", cg.Dir, lim, err, limitBytes)
 	}
 
 	ctx, cancel := context.WithTimeout(context.Background(), childTimeout)
@@ -594,7 +582,7 @@ func runChild(t *testing.T, parent cgroupParent, bin, model string, r run, n int
 			cmd.Wait()
 		}
 	})
-	if err := cg.addProc(cmd.Process.Pid); err != nil {
+	if err := cg.AddProc(cmd.Process.Pid); err != nil {
 		t.Fatal(err)
 	}
 	hwm := pollHWM(cmd.Process.Pid)
@@ -610,10 +598,10 @@ func runChild(t *testing.T, parent cgroupParent, bin, model string, r run, n int
 	if ctx.Err() != nil {
 		t.Fatalf("%s: child timed out after %v", r.name, childTimeout)
 	}
-	if res.cgPeak, err = cg.peak(); err != nil {
+	if res.cgPeak, err = cg.Peak(); err != nil {
 		t.Errorf("%s: reading the cgroup's peak usage: %v", r.name, err)
 	}
-	res.oomKills = cg.oomKills()
+	res.oomKills = cg.OOMKills()
 	t0 = time.Now()
 	removeGroup()
 	res.cleanup = time.Since(t0)

@@ -8,6 +8,7 @@
 //	edgeload repack [--align N] [--tensor-align N] [--externalize F.ptd] [--rten-v2] [--quick] [--data F.ptd]... IN OUT
 //	edgeload repack --check [--data F.ptd]... IN OUT
 //	edgeload resident [--width N] FILE
+//	edgeload stream [--budget SIZE] [--method NAME] [--data FILE.ptd]... [--json] [--drop-cache] FILE
 //	edgeload version
 //	edgeload help [COMMAND]
 //
@@ -29,6 +30,10 @@
 //
 // resident maps a file and shows, per segment, how much of it is in the
 // page cache, so that one sees what a model costs in RAM.
+//
+// stream reads every weight in the order the model uses it, holding at most
+// --budget bytes (default 64MiB) of weight pages resident, checksums it and
+// reports bytes, tensors, time, throughput and the peak held.
 //
 // Wherever a FILE is accepted (--data included), ARCHIVE!/ENTRY names an
 // entry stored uncompressed in a zip archive or APK, for example
@@ -91,6 +96,7 @@ func init() {
 		{"verify", "[--data FILE.ptd]... FILE...", "verify files fully and read every tensor, segment and bundled test tensor", runVerify},
 		{"repack", "[--align N] [--tensor-align N] [--externalize F.ptd] [--rten-v2] [--quick] [--data F.ptd]... IN OUT | --check [--data F.ptd]... IN OUT", "rewrite a model file realigned, externalized or upgraded", runRepack},
 		{"resident", "[--width N] FILE", "show how much of each segment is in the page cache", runResident},
+		{"stream", "[--budget SIZE] [--method NAME] [--data FILE.ptd]... [--json] [--drop-cache] FILE", "read every weight in use order under a memory budget", runStream},
 		{"version", "", "print the version", runVersion},
 		{"help", "[COMMAND]", "show help for a command", runHelp},
 	}

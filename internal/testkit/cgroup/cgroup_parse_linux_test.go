@@ -1,6 +1,6 @@
 //go:build linux
 
-package memlimit
+package cgroup
 
 import (
 	"errors"
@@ -79,24 +79,24 @@ func TestLocateMemoryCgroup(t *testing.T) {
 	} {
 		p, err := locateMemoryCgroup([]byte(tc.cg), []byte(tc.mi))
 		if tc.noCgroup {
-			if !errors.Is(err, errNoCgroup) {
-				t.Errorf("%s: got %+v, %v; want errNoCgroup", tc.name, p, err)
+			if !errors.Is(err, ErrNoCgroup) {
+				t.Errorf("%s: got %+v, %v; want ErrNoCgroup", tc.name, p, err)
 			}
 			continue
 		}
-		if err != nil || p.dir != tc.dir || p.v2 != tc.v2 {
+		if err != nil || p.Dir != tc.dir || p.V2 != tc.v2 {
 			t.Errorf("%s: got %+v, %v; want dir %q v2 %v", tc.name, p, err, tc.dir, tc.v2)
 		}
 	}
 }
 
-// TestEmulated checks emulated against a second sign: an arm or arm64
+// TestEmulated checks Emulated against a second sign: an arm or arm64
 // binary that sees an x86 /proc/cpuinfo runs under an emulator (as CI runs
 // GOARCH=arm64 and arm under qemu-user), while an amd64 binary here runs
 // natively. A wrong answer would skip TestMemLimit in CI, or run it under
 // emulation.
 func TestEmulated(t *testing.T) {
-	name, emu := emulated()
+	name, emu := Emulated()
 	t.Logf("emulated: %v %s", emu, name)
 	cpuinfo, err := os.ReadFile("/proc/cpuinfo")
 	if err != nil {

@@ -1,6 +1,6 @@
 //go:build linux
 
-package memlimit
+package cgroup
 
 import (
 	"bufio"
@@ -15,37 +15,37 @@ import (
 	"time"
 )
 
-// errNoCgroup marks the reasons a memory cgroup cannot be used here; the
+// ErrNoCgroup marks the reasons a memory cgroup cannot be used here; the
 // test skips on them.
-var errNoCgroup = errors.New("no writable memory cgroup")
+var ErrNoCgroup = errors.New("no writable memory cgroup")
 
-// cgroupParent is the memory cgroup directory this process lives in, under
+// Parent is the memory cgroup directory this process lives in, under
 // which the test creates its child groups.
-type cgroupParent struct {
-	dir string
-	v2  bool
+type Parent struct {
+	Dir string
+	V2  bool
 }
 
-// findMemoryCgroup locates this process's memory cgroup: the v1 memory
+// FindMemory locates this process's memory cgroup: the v1 memory
 // controller's hierarchy when there is one, else the unified (v2)
 // hierarchy when it has the memory controller. It uses /proc/self/cgroup
 // for the path and /proc/self/mountinfo for where the hierarchy is mounted.
-func findMemoryCgroup() (cgroupParent, error) {
+func FindMemory() (Parent, error) {
 	cg, err := os.ReadFile("/proc/self/cgroup")
 	if err != nil {
-		return cgroupParent{}, fmt.Errorf("%w: %v", errNoCgroup, err)
+		return Parent{}, fmt.Errorf("%w: %v", ErrNoCgroup, err)
 	}
 	mi, err := os.ReadFile("/proc/self/mountinfo")
 	if err != nil {
-		return cgroupParent{}, fmt.Errorf("%w: %v", errNoCgroup, err)
+		return Parent{}, fmt.Errorf("%w: %v", ErrNoCgroup, err)
 	}
 	p, err := locateMemoryCgroup(cg, mi)
-	if err != nil || !p.v2 {
+	if err != nil || !p.V2 {
 		return p, err
 	}
-	ctl, err := os.ReadFile(filepath.Join(p.dir, "cgroup.controllers"))
+	ctl, err := os.ReadFile(filepath.Join(p.Dir, "cgroup.controllers"))
 	if err != nil || !hasWord(string(ctl), "memory") {
-		return cgroupParent{}, fmt.Errorf("%w: cgroup v2 group %s has no memory controller", errNoCgroup, p.dir)
+		return Parent{}, fmt.Errorf("%w: cgroup v2 group %s has no memory controller", ErrNoCgroup, p.Dir)
 	}
 	return p, nil
 }
@@ -53,7 +53,7 @@ func findMemoryCgroup() (cgroupParent, error) {
 // locateMemoryCgroup finds the memory cgroup directory from the contents of
 // /proc/self/cgroup and /proc/self/mountinfo, preferring a v1 memory
 // hierarchy to the unified one.
-func locateMemoryCgroup(cg, mi []byte) (cgroupParent, error) {
+func locateMemoryCgroup(cg, mi []byte) (Parent, error) {
 	var v1Path, v2Path string
 	hasV2 := false
 	for _, line := range strings.Split(string(cg), "\n") {
@@ -73,13 +73,13 @@ func locateMemoryCgroup(cg, mi []byte) (cgroupParent, error) {
 		dir, err := cgroupDir(mi, func(fstype, opts string) bool {
 			return fstype == "cgroup" && hasOpt(opts, "memory")
 		}, v1Path)
-		return cgroupParent{dir: dir}, err
+		return Parent{Dir: dir}, err
 	}
 	if !hasV2 {
-		return cgroupParent{}, fmt.Errorf("%w: /proc/self/cgroup names no memory controller", errNoCgroup)
+		return Parent{}, fmt.Errorf("%w: /proc/self/cgroup names no memory controller", ErrNoCgroup)
 	}
 	dir, err := cgroupDir(mi, func(fstype, _ string) bool { return fstype == "cgroup2" }, v2Path)
-	return cgroupParent{dir: dir, v2: true}, err
+	return Parent{Dir: dir, V2: true}, err
 }
 
 func hasOpt(opts, o string) bool {
@@ -126,7 +126,7 @@ func cgroupDir(mountinfo []byte, match func(fstype, superOpts string) bool, p st
 		}
 		return filepath.Join(mnt, rel), nil
 	}
-	return "", fmt.Errorf("%w: the cgroup hierarchy holding %q is not mounted", errNoCgroup, p)
+	return "", fmt.Errorf("%w: the cgroup hierarchy holding %q is not mounted", ErrNoCgroup, p)
 }
 
 // unescapeMount undoes mountinfo's octal escapes (\040 for a space).
@@ -149,24 +149,20 @@ func unescapeMount(s string) string {
 }
 
 // cgroup is a memory cgroup the test created, with a hard limit.
-type cgroup struct {
-	dir string
-	v2  bool
+type Group struct {
+	Dir string
+	V2  bool
 }
 
-// groupPrefix names the test's groups; a group left behind by a killed
-// run (no processes in it) is removed by the next run.
-const groupPrefix = "edgeload-memlimit-"
-
-// removeStale removes empty groups left behind by earlier runs: those
-// named after a test process (groupPrefix + pid + "-" + n) that has exited.
-func (p cgroupParent) removeStale() {
-	ents, err := os.ReadDir(p.dir)
+// RemoveStale removes empty groups left behind by earlier runs: those
+// named after a process (prefix + pid + "-" + n) that has exited.
+func (p Parent) RemoveStale(prefix string) {
+	ents, err := os.ReadDir(p.Dir)
 	if err != nil {
 		return
 	}
 	for _, e := range ents {
-		rest, ok := strings.CutPrefix(e.Name(), groupPrefix)
+		rest, ok := strings.CutPrefix(e.Name(), prefix)
 		pid, _, _ := strings.Cut(rest, "-")
 		if !e.IsDir() || !ok || pid == "" {
 			continue
@@ -174,7 +170,7 @@ func (p cgroupParent) removeStale() {
 		if _, err := os.Stat("/proc/" + pid); err == nil {
 			continue // its test process is still running
 		}
-		d := filepath.Join(p.dir, e.Name())
+		d := filepath.Join(p.Dir, e.Name())
 		if b, err := os.ReadFile(filepath.Join(d, "cgroup.procs")); err == nil && len(bytes.TrimSpace(b)) == 0 {
 			os.Remove(d)
 		}
@@ -183,25 +179,25 @@ func (p cgroupParent) removeStale() {
 
 // create makes a child group named name with a hard memory limit (and no
 // swap, where the group's swap can be limited), with the OOM killer enabled.
-// Permission and read-only errors wrap errNoCgroup.
-func (p cgroupParent) create(name string, limit int64) (*cgroup, error) {
-	dir := filepath.Join(p.dir, name)
+// Permission and read-only errors wrap ErrNoCgroup.
+func (p Parent) Create(name string, limit int64) (*Group, error) {
+	dir := filepath.Join(p.Dir, name)
 	if err := os.Mkdir(dir, 0o755); err != nil {
 		if errors.Is(err, os.ErrPermission) || errors.Is(err, syscall.EROFS) || errors.Is(err, syscall.EACCES) {
-			return nil, fmt.Errorf("%w: %v", errNoCgroup, err)
+			return nil, fmt.Errorf("%w: %v", ErrNoCgroup, err)
 		}
 		return nil, err
 	}
-	c := &cgroup{dir: dir, v2: p.v2}
-	fail := func(err error) (*cgroup, error) {
-		c.remove()
+	c := &Group{Dir: dir, V2: p.V2}
+	fail := func(err error) (*Group, error) {
+		c.Remove()
 		if errors.Is(err, os.ErrPermission) || errors.Is(err, syscall.EROFS) {
-			err = fmt.Errorf("%w: %v", errNoCgroup, err)
+			err = fmt.Errorf("%w: %v", ErrNoCgroup, err)
 		}
 		return nil, err
 	}
 	lim := strconv.FormatInt(limit, 10)
-	if p.v2 {
+	if p.V2 {
 		if err := c.write("memory.max", lim); err != nil {
 			return fail(err)
 		}
@@ -229,18 +225,18 @@ func (p cgroupParent) create(name string, limit int64) (*cgroup, error) {
 	return c, nil
 }
 
-func (c *cgroup) write(file, v string) error {
-	return os.WriteFile(filepath.Join(c.dir, file), []byte(v), 0)
+func (c *Group) write(file, v string) error {
+	return os.WriteFile(filepath.Join(c.Dir, file), []byte(v), 0)
 }
 
-func (c *cgroup) read(file string) (string, error) {
-	b, err := os.ReadFile(filepath.Join(c.dir, file))
+func (c *Group) read(file string) (string, error) {
+	b, err := os.ReadFile(filepath.Join(c.Dir, file))
 	return strings.TrimSpace(string(b)), err
 }
 
 // addProc moves process pid (all its threads) into the group and checks
 // that /proc/pid/cgroup agrees.
-func (c *cgroup) addProc(pid int) error {
+func (c *Group) AddProc(pid int) error {
 	if err := c.write("cgroup.procs", strconv.Itoa(pid)); err != nil {
 		return err
 	}
@@ -248,15 +244,15 @@ func (c *cgroup) addProc(pid int) error {
 	if err != nil {
 		return err
 	}
-	if !strings.Contains(string(b), filepath.Base(c.dir)+"\n") {
-		return fmt.Errorf("process %d is not in %s after the move: %s", pid, c.dir, b)
+	if !strings.Contains(string(b), filepath.Base(c.Dir)+"\n") {
+		return fmt.Errorf("process %d is not in %s after the move: %s", pid, c.Dir, b)
 	}
 	return nil
 }
 
 // limit returns the group's hard limit in bytes.
-func (c *cgroup) limit() (int64, error) {
-	if c.v2 {
+func (c *Group) Limit() (int64, error) {
+	if c.V2 {
 		return c.readInt("memory.max")
 	}
 	return c.readInt("memory.limit_in_bytes")
@@ -265,14 +261,14 @@ func (c *cgroup) limit() (int64, error) {
 // peak returns the group's peak charged memory: memory.max_usage_in_bytes
 // (v1) or memory.peak (v2, Linux 5.19+). It counts the page cache the
 // group's processes brought in as well as their anonymous memory.
-func (c *cgroup) peak() (int64, error) {
-	if c.v2 {
+func (c *Group) Peak() (int64, error) {
+	if c.V2 {
 		return c.readInt("memory.peak")
 	}
 	return c.readInt("memory.max_usage_in_bytes")
 }
 
-func (c *cgroup) readInt(file string) (int64, error) {
+func (c *Group) readInt(file string) (int64, error) {
 	s, err := c.read(file)
 	if err != nil {
 		return 0, err
@@ -283,9 +279,9 @@ func (c *cgroup) readInt(file string) (int64, error) {
 // oomKills returns how many of the group's processes the OOM killer
 // killed (v1 memory.oom_control, v2 memory.events: "oom_kill N"); -1 when
 // the kernel does not say.
-func (c *cgroup) oomKills() int64 {
+func (c *Group) OOMKills() int64 {
 	file := "memory.oom_control"
-	if c.v2 {
+	if c.V2 {
 		file = "memory.events"
 	}
 	s, _ := c.read(file)
@@ -301,10 +297,10 @@ func (c *cgroup) oomKills() int64 {
 
 // remove deletes the group, retrying while the kernel still counts an
 // exiting process in it. Charges left (page cache) move to the parent.
-func (c *cgroup) remove() error {
+func (c *Group) Remove() error {
 	var err error
 	for range 50 {
-		if err = syscall.Rmdir(c.dir); err == nil || errors.Is(err, syscall.ENOENT) {
+		if err = syscall.Rmdir(c.Dir); err == nil || errors.Is(err, syscall.ENOENT) {
 			return nil
 		}
 		if !errors.Is(err, syscall.EBUSY) {
@@ -312,5 +308,22 @@ func (c *cgroup) remove() error {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	return fmt.Errorf("rmdir %s: %w", c.dir, err)
+	return fmt.Errorf("rmdir %s: %w", c.Dir, err)
+}
+
+// Emulated reports whether this process runs under a user-mode emulator
+// (qemu-user, as CI does for GOARCH=arm64 and arm): the kernel's own view
+// of the process (/proc/self/status, /proc/thread-self/exe, which qemu does
+// not rewrite) names the emulator rather than the test binary.
+func Emulated() (string, bool) {
+	if b, err := os.ReadFile("/proc/self/status"); err == nil {
+		line, _, _ := strings.Cut(string(b), "\n")
+		if name, ok := strings.CutPrefix(line, "Name:"); ok && strings.HasPrefix(strings.TrimSpace(name), "qemu-") {
+			return strings.TrimSpace(name), true
+		}
+	}
+	if exe, err := os.Readlink("/proc/thread-self/exe"); err == nil && strings.HasPrefix(filepath.Base(exe), "qemu-") {
+		return exe, true
+	}
+	return "", false
 }

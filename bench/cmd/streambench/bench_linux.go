@@ -1,0 +1,445 @@
+//go:build linux
+
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"hash/crc32"
+	"io"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/edgeload/edgeload/internal/testkit/cgroup"
+	"github.com/edgeload/edgeload/loader"
+	"github.com/edgeload/edgeload/mmapfile"
+	"github.com/edgeload/edgeload/platform"
+	"github.com/edgeload/edgeload/segment"
+	"github.com/edgeload/edgeload/stream"
+)
+
+// childReport is what a child prints as one JSON line.
+type childReport struct {
+	Bytes   int64
+	Items   int
+	Wall    time.Duration
+	CPU     time.Duration // user + system time of the whole process
+	Sum     uint32
+	PeakAcc int64 // the stream's own accounting
+	Err     string
+}
+
+// result is one run as the parent saw it.
+type result struct {
+	name     string
+	mode     string
+	budget   int64
+	consumer string
+	rep      childReport
+	cold     float64 // fraction of the file resident before the run
+	peak     int64   // largest mincore sample, bytes
+	cgPeak   int64
+	ooms     int64
+	outcome  string
+	series   []sample
+	walk     time.Duration // total time of the mincore walks
+	walks    int
+}
+
+type sample struct {
+	t time.Duration
+	b int64
+}
+
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+func main() {
+	child := flag.String("child", "", "run one measurement (pread, fault or stream) and print JSON; used by the parent")
+	budgets := flag.String("budgets", "32MiB,64MiB,128MiB", "comma-separated stream budgets")
+	budget := flag.Int64("budget", 0, "the child's budget in bytes")
+	limit := flag.String("limit", "256MiB", "the memory cgroup's hard limit")
+	consumer := flag.String("consumer", "crc", "what the consumer does with each byte: crc, touch, or both (two tables)")
+	svg := flag.String("svg", "", "write the resident-bytes picture to this SVG file")
+	svgBudget := flag.String("svg-budget", "64MiB", "the stream budget the picture shows")
+	every := flag.Duration("sample", 5*time.Millisecond, "mincore sampling interval")
+	md := flag.String("md", "", "also write the table to this markdown file")
+	csv := flag.String("csv", "", "write each run's samples (seconds, resident bytes) to FILE-RUN.csv")
+	flag.Parse()
+	if flag.NArg() != 1 {
+		fmt.Fprintln(os.Stderr, "usage: streambench [flags] FILE")
+		os.Exit(2)
+	}
+	path := flag.Arg(0)
+	if *child != "" {
+		os.Exit(runChild(*child, *consumer, *budget, path))
+	}
+	lim, err := parseSize(*limit)
+	check(err)
+	var bs []int64
+	for _, s := range strings.Split(*budgets, ",") {
+		b, err := parseSize(s)
+		check(err)
+		bs = append(bs, b)
+	}
+	sb, err := parseSize(*svgBudget)
+	check(err)
+	parent, err := cgroup.FindMemory()
+	check(err)
+	parent.RemoveStale(groupPrefix)
+	consumers := []string{*consumer}
+	if *consumer == "both" {
+		consumers = []string{"crc", "touch"}
+	}
+	var out strings.Builder
+	fmt.Fprintf(&out, "file %s, cgroup limit %s, page cache cold before each run, %s\n", path, sizeStr(lim), time.Now().UTC().Format(time.RFC3339))
+	var picture []result
+	n := 0
+	for _, c := range consumers {
+		var rs []result
+		rs = append(rs, measure(parent, path, "pread", 0, c, lim, *every, &n))
+		rs = append(rs, measure(parent, path, "fault", 0, c, lim, *every, &n))
+		for _, b := range bs {
+			rs = append(rs, measure(parent, path, "stream", b, c, lim, *every, &n))
+		}
+		table(&out, rs, c)
+		if *csv != "" {
+			for _, r := range rs {
+				var b strings.Builder
+				for _, x := range r.series {
+					fmt.Fprintf(&b, "%.4f,%d\n", x.t.Seconds(), x.b)
+				}
+				name := strings.ReplaceAll(r.name, " ", "") + "-" + c
+				check(os.WriteFile(*csv+"-"+name+".csv", []byte(b.String()), 0o644))
+			}
+		}
+		if c == consumers[0] {
+			for _, r := range rs {
+				if r.mode == "fault" || (r.mode == "stream" && r.budget == sb) {
+					picture = append(picture, r)
+				}
+			}
+		}
+	}
+	fmt.Print(out.String())
+	if *md != "" {
+		check(os.WriteFile(*md, []byte(out.String()), 0o644))
+	}
+	if *svg != "" {
+		check(plotSVG(*svg, picture, sb, lim))
+	}
+}
+
+const groupPrefix = "edgeload-streambench-"
+
+func check(err error) {
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "streambench:", err)
+		os.Exit(1)
+	}
+}
+
+// evict drops the file from the page cache and returns the fraction still
+// resident (mincore).
+func evict(path string) (float64, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return 0, err
+	}
+	defer f.Close()
+	f.Sync() // a freshly written file's dirty pages cannot be dropped
+	if err := platform.FadviseDontNeed(f, 0, 0); err != nil {
+		return 0, err
+	}
+	m, err := mmapfile.Open(path)
+	if err != nil {
+		return 0, err
+	}
+	defer m.Close()
+	r, tot, err := m.Resident(0, m.Len())
+	if err != nil || tot == 0 {
+		return 0, err
+	}
+	return float64(r) / float64(tot), nil
+}
+
+// measure runs one child in a fresh cgroup while sampling the file's
+// residency.
+func measure(parent cgroup.Parent, path, mode string, budget int64, consumer string, limit int64, every time.Duration, n *int) result {
+	*n++
+	r := result{mode: mode, budget: budget, consumer: consumer, name: mode}
+	if mode == "stream" {
+		r.name = "stream " + sizeStr(budget)
+	}
+	cold, err := evict(path)
+	check(err)
+	r.cold = cold
+	cg, err := parent.Create(fmt.Sprintf("%s%d-%d", groupPrefix, os.Getpid(), *n), limit)
+	check(err)
+	defer cg.Remove()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, os.Args[0], "-child", mode, "-consumer", consumer, "-budget", strconv.FormatInt(budget, 10), path)
+	var stdout, stderr strings.Builder
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	stdin, err := cmd.StdinPipe()
+	check(err)
+	check(cmd.Start())
+	if err := cg.AddProc(cmd.Process.Pid); err != nil {
+		cmd.Process.Kill()
+		cmd.Wait()
+		check(err)
+	}
+	m, err := mmapfile.Open(path)
+	check(err)
+	defer m.Close()
+	ps := int64(m.PageSize())
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	start := time.Now()
+	go func() {
+		defer wg.Done()
+		tick := time.NewTicker(every)
+		defer tick.Stop()
+		for {
+			w0 := time.Now()
+			res, _, err := m.Resident(0, m.Len())
+			r.walk += time.Since(w0)
+			r.walks++
+			if err == nil {
+				b := int64(res) * ps
+				r.series = append(r.series, sample{time.Since(start), b})
+				r.peak = max(r.peak, b)
+			}
+			select {
+			case <-stop:
+				return
+			case <-tick.C:
+			}
+		}
+	}()
+	io.WriteString(stdin, "go\n")
+	stdin.Close()
+	werr := cmd.Wait()
+	close(stop)
+	wg.Wait()
+	r.cgPeak, _ = cg.Peak()
+	r.ooms = cg.OOMKills()
+	line := strings.TrimSpace(stdout.String())
+	if err := json.Unmarshal([]byte(line), &r.rep); err != nil && line != "" {
+		r.rep.Err = err.Error()
+	}
+	ws, _ := cmd.ProcessState.Sys().(syscall.WaitStatus)
+	switch {
+	case ws.Signaled():
+		r.outcome = "killed (" + ws.Signal().String() + ")"
+		if r.ooms > 0 {
+			r.outcome = "OOM-killed"
+		}
+	case werr != nil || r.rep.Err != "":
+		r.outcome = "failed: " + strings.TrimSpace(r.rep.Err+" "+firstLine(stderr.String()))
+	default:
+		r.outcome = "ok"
+	}
+	fmt.Fprintf(os.Stderr, "%-14s %-5s %6.0f MB/s  peak %6.1f MiB  cpu %5.1f%%  %s\n", r.name, consumer, mbps(r), float64(r.peak)/(1<<20), cpuShare(r), r.outcome)
+	return r
+}
+
+func firstLine(s string) string {
+	l, _, _ := strings.Cut(strings.TrimSpace(s), "\n")
+	return l
+}
+
+func mbps(r result) float64 {
+	if r.rep.Wall <= 0 {
+		return 0
+	}
+	return float64(r.rep.Bytes) / r.rep.Wall.Seconds() / 1e6
+}
+
+func cpuShare(r result) float64 {
+	if r.rep.Wall <= 0 {
+		return 0
+	}
+	return 100 * r.rep.CPU.Seconds() / r.rep.Wall.Seconds()
+}
+
+// table writes the markdown table of one consumer's runs.
+func table(w io.Writer, rs []result, consumer string) {
+	var a, b float64
+	for _, r := range rs {
+		switch r.mode {
+		case "pread":
+			a = mbps(r)
+		case "fault":
+			b = mbps(r)
+		}
+	}
+	fmt.Fprintf(w, "\nconsumer: %s\n\n", map[string]string{"crc": "CRC-32C of every byte", "touch": "one byte per page"}[consumer])
+	fmt.Fprintf(w, "| run | MB/s | ÷ pread | ÷ fault | peak resident (mincore) | mincore walk | budget | cgroup peak | OOM kills | process CPU / wall | cold before | outcome |\n")
+	fmt.Fprintf(w, "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|\n")
+	for _, r := range rs {
+		bud := "-"
+		if r.budget > 0 {
+			bud = sizeStr(r.budget)
+		}
+		ra, rb := "-", "-"
+		if a > 0 && r.mode != "pread" {
+			ra = fmt.Sprintf("%.2f", mbps(r)/a)
+		}
+		if b > 0 && r.mode == "stream" {
+			rb = fmt.Sprintf("%.2f", mbps(r)/b)
+		}
+		walk := time.Duration(0)
+		if r.walks > 0 {
+			walk = r.walk / time.Duration(r.walks)
+		}
+		fmt.Fprintf(w, "| %s | %.0f | %s | %s | %.1f MiB | %.0f ms | %s | %.0f MiB | %d | %.1f%% | %.1f%% | %s |\n",
+			r.name, mbps(r), ra, rb, float64(r.peak)/(1<<20), float64(walk)/float64(time.Millisecond), bud, float64(r.cgPeak)/(1<<20), r.ooms, cpuShare(r), 100*r.cold, r.outcome)
+	}
+}
+
+// runChild waits for the parent's go, reads the file one way and prints a
+// childReport.
+func runChild(mode, consumer string, budget int64, path string) int {
+	bufio.NewReader(os.Stdin).ReadString('\n')
+	var rep childReport
+	start := time.Now()
+	cpu0 := cpuTime()
+	err := read(mode, consumer, budget, path, &rep)
+	rep.Wall = time.Since(start)
+	rep.CPU = cpuTime() - cpu0
+	if err != nil {
+		rep.Err = err.Error()
+	}
+	b, _ := json.Marshal(rep)
+	fmt.Println(string(b))
+	if err != nil {
+		return 1
+	}
+	return 0
+}
+
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// consume feeds b to the consumer.
+func consume(consumer string, b []byte, h *uint32) {
+	if consumer == "touch" {
+		ps := platform.PageSize()
+		for i := 0; i < len(b); i += ps {
+			*h += uint32(b[i])
+		}
+		return
+	}
+	*h = crc32.Update(*h, castagnoli, b)
+}
+
+func read(mode, consumer string, budget int64, path string, rep *childReport) error {
+	if mode == "pread" {
+		f, err := os.Open(path)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		buf := make([]byte, 1<<20)
+		for off := int64(0); ; {
+			n, err := f.ReadAt(buf, off)
+			consume(consumer, buf[:n], &rep.Sum)
+			rep.Bytes += int64(n)
+			off += int64(n)
+			if err == io.EOF {
+				return nil
+			}
+			if err != nil {
+				return err
+			}
+		}
+	}
+	m, err := loader.Open(path)
+	if err != nil {
+		return err
+	}
+	defer m.Close()
+	guarded := func(d segment.Segment) error {
+		b, err := d.Bytes()
+		if err != nil {
+			return err
+		}
+		return d.File().Guard(func() { consume(consumer, b, &rep.Sum) })
+	}
+	if mode == "fault" {
+		order, err := m.UseOrder("")
+		if err != nil {
+			return err
+		}
+		for _, i := range order {
+			d := m.TensorData(i)
+			if err := guarded(d); err != nil {
+				return err
+			}
+			if err := d.Release(segment.DropPageCache()); err != nil {
+				return err
+			}
+			rep.Bytes += d.Len()
+			rep.Items++
+		}
+		return nil
+	}
+	s, err := stream.New(context.Background(), m, stream.WithBudget(budget), stream.WithDropCache())
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	for {
+		it, err := s.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return err
+		}
+		if err := guarded(it.Data); err != nil {
+			return err
+		}
+		rep.Bytes += it.Data.Len()
+		rep.Items++
+	}
+	rep.PeakAcc = s.Stats().Peak
+	return nil
+}
+
+// parseSize parses 64MiB, 1GiB, 512KiB or plain bytes.
+func parseSize(s string) (int64, error) {
+	for _, u := range []struct {
+		suf   string
+		shift uint
+	}{{"KiB", 10}, {"MiB", 20}, {"GiB", 30}} {
+		if v, ok := strings.CutSuffix(s, u.suf); ok {
+			n, err := strconv.ParseInt(v, 10, 64)
+			return n << u.shift, err
+		}
+	}
+	return strconv.ParseInt(s, 10, 64)
+}
+
+func sizeStr(n int64) string {
+	switch {
+	case n >= 1<<30 && n%(1<<30) == 0:
+		return fmt.Sprintf("%d GiB", n>>30)
+	case n >= 1<<20 && n%(1<<20) == 0:
+		return fmt.Sprintf("%d MiB", n>>20)
+	}
+	return fmt.Sprintf("%d B", n)
+}

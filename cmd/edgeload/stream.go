@@ -1,0 +1,208 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"hash/crc32"
+	"io"
+	"math"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/edgeload/edgeload/loader"
+	"github.com/edgeload/edgeload/stream"
+)
+
+const streamAbout = `Read every weight of a model in the order the model uses it, holding at
+most --budget bytes of weight pages resident (see package stream): each
+tensor and delegate blob is checksummed (CRC-32C, every byte read) and
+released. Prints the bytes, tensors, wall time, throughput and the peak of
+weight pages the stream held. A progress bar goes to stderr when it is a
+terminal. Sizes take the suffixes KiB, MiB, GiB and TiB, or plain bytes.`
+
+// streamReport is what stream prints (as JSON with --json).
+type streamReport struct {
+	File       string  `json:"file"`
+	Method     string  `json:"method,omitempty"`
+	Budget     int64   `json:"budget"`
+	Tensors    int     `json:"tensors"`
+	Delegates  int     `json:"delegates"`
+	Bytes      int64   `json:"bytes"`
+	Seconds    float64 `json:"seconds"`
+	MBPerSec   float64 `json:"mb_per_s"`
+	PeakBytes  int64   `json:"peak_resident_bytes"`
+	Checksum   string  `json:"crc32c"`
+	DropCached bool    `json:"drop_cache"`
+}
+
+func runStream(c *cli, args []string) int {
+	fs := newFlags(lookup("stream"), streamAbout)
+	budget := sizeFlag(stream.DefaultBudget)
+	fs.Var(&budget, "budget", "the most weight bytes to hold resident (`SIZE`, e.g. 64MiB)")
+	method := fs.String("method", "", "stream one `NAME`d method of a .pte (default: every method in turn)")
+	var data stringList
+	fs.Var(&data, "data", "a `FILE.ptd` holding external tensors of the .pte (repeatable)")
+	asJSON := fs.Bool("json", false, "print one JSON object")
+	drop := fs.Bool("drop-cache", false, "also drop streamed pages from the page cache")
+	pos, code, ok := parse(c, fs, args)
+	if !ok {
+		return code
+	}
+	if len(pos) != 1 {
+		return usageError(c, fs, "want exactly one FILE")
+	}
+	var opts []loader.Option
+	if len(data) > 0 {
+		opts = append(opts, loader.WithData(data...))
+	}
+	m, err := loader.Open(pos[0], opts...)
+	if err != nil {
+		c.errorf("%v", err)
+		return exitInvalid
+	}
+	defer m.Close()
+	r, err := streamModel(m, int64(budget), *method, *drop, progressBar(c.stderr))
+	if err != nil {
+		c.errorf("%s: %v", pos[0], err)
+		return exitInvalid
+	}
+	r.File = pos[0]
+	if *asJSON {
+		b, _ := json.MarshalIndent(r, "", "  ")
+		fmt.Fprintf(c.stdout, "%s\n", b)
+		return exitOK
+	}
+	fmt.Fprintf(c.stdout, "%s: %d tensors", r.File, r.Tensors)
+	if r.Delegates > 0 {
+		fmt.Fprintf(c.stdout, " and %d delegate blobs", r.Delegates)
+	}
+	fmt.Fprintf(c.stdout, ", %s in %.2fs (%.0f MB/s), peak resident %s of a %s budget, crc32c %s\n",
+		sizeName(r.Bytes), r.Seconds, r.MBPerSec, sizeName(r.PeakBytes), sizeName(r.Budget), r.Checksum)
+	return exitOK
+}
+
+// streamModel streams every weight of m and checksums it.
+func streamModel(m *loader.Model, budget int64, method string, drop bool, progress func(stream.Stats)) (*streamReport, error) {
+	opts := []stream.Option{stream.WithBudget(budget), stream.WithMethod(method)}
+	if drop {
+		opts = append(opts, stream.WithDropCache())
+	}
+	if progress != nil {
+		opts = append(opts, stream.WithProgress(progress))
+	}
+	start := time.Now()
+	s, err := stream.New(context.Background(), m, opts...)
+	if err != nil {
+		return nil, err
+	}
+	defer s.Close()
+	r := &streamReport{Method: method, DropCached: drop}
+	h := crc32.New(crc32.MakeTable(crc32.Castagnoli))
+	for {
+		it, err := s.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return nil, err
+		}
+		if err := it.Data.Checksum(h); err != nil {
+			return nil, err
+		}
+		if it.Part == it.Parts-1 {
+			if it.Tensor >= 0 {
+				r.Tensors++
+			} else {
+				r.Delegates++
+			}
+		}
+	}
+	if progress != nil {
+		progress(stream.Stats{}) // clears the bar
+	}
+	st := s.Stats()
+	r.Seconds = time.Since(start).Seconds()
+	r.Budget, r.Bytes, r.PeakBytes = st.Budget, st.Bytes, st.Peak
+	if r.Seconds > 0 {
+		r.MBPerSec = float64(r.Bytes) / r.Seconds / 1e6
+	}
+	r.Checksum = fmt.Sprintf("%08x", h.Sum32())
+	return r, nil
+}
+
+// progressBar returns a progress callback drawing a bar on w, or nil when w
+// is not a terminal. A zero Stats clears the bar.
+func progressBar(w io.Writer) func(stream.Stats) {
+	f, ok := w.(*os.File)
+	if !ok || !isTerminal(f) {
+		return nil
+	}
+	var last time.Time
+	start := time.Now()
+	return func(st stream.Stats) {
+		if st.Items == 0 {
+			fmt.Fprint(w, "\r\033[K")
+			return
+		}
+		now := time.Now()
+		if now.Sub(last) < 100*time.Millisecond && st.Done < st.Items {
+			return
+		}
+		last = now
+		frac := 1.0
+		if st.Bytes > 0 {
+			frac = float64(st.DoneBytes) / float64(st.Bytes)
+		}
+		const width = 30
+		n := int(frac * width)
+		rate := float64(st.DoneBytes) / time.Since(start).Seconds() / 1e6
+		fmt.Fprintf(w, "\r[%s%s] %3.0f%% %s / %s  %.0f MB/s  resident %s\033[K", strings.Repeat("=", n), strings.Repeat(" ", width-n),
+			100*frac, sizeName(st.DoneBytes), sizeName(st.Bytes), rate, sizeName(st.Resident))
+	}
+}
+
+// sizeFlag is a byte count flag that takes IEC suffixes.
+type sizeFlag int64
+
+func (s *sizeFlag) String() string { return strconv.FormatInt(int64(*s), 10) }
+
+func (s *sizeFlag) Set(v string) error {
+	n, err := parseSize(v)
+	if err != nil {
+		return err
+	}
+	*s = sizeFlag(n)
+	return nil
+}
+
+// parseSize parses a byte count: digits, optionally followed by B, KiB,
+// MiB, GiB or TiB (case-insensitive, K, M, G and T alone allowed too).
+func parseSize(s string) (int64, error) {
+	num := strings.TrimRightFunc(s, func(r rune) bool { return r < '0' || r > '9' })
+	unit := strings.ToLower(strings.TrimSpace(s[len(num):]))
+	if num == "" || strings.TrimLeft(num, "0123456789") != "" {
+		return 0, fmt.Errorf("size %q: want a number of bytes with an optional KiB, MiB, GiB or TiB", s)
+	}
+	shift := 0
+	switch unit {
+	case "", "b":
+	case "k", "kib":
+		shift = 10
+	case "m", "mib":
+		shift = 20
+	case "g", "gib":
+		shift = 30
+	case "t", "tib":
+		shift = 40
+	default:
+		return 0, fmt.Errorf("size %q: unknown unit %q (want KiB, MiB, GiB or TiB)", s, s[len(num):])
+	}
+	n, err := strconv.ParseInt(num, 10, 64)
+	if err != nil || n > math.MaxInt64>>shift {
+		return 0, fmt.Errorf("size %q: too large", s)
+	}
+	return n << shift, nil
+}

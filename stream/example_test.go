@@ -1,0 +1,48 @@
+package stream_test
+
+import (
+	"context"
+	"fmt"
+	"hash/crc32"
+	"io"
+	"log"
+
+	"github.com/edgeload/edgeload/loader"
+	"github.com/edgeload/edgeload/stream"
+)
+
+// Stream every weight of a model in use order, holding at most 1 MiB of
+// weight pages resident.
+func Example() {
+	m, err := loader.Open("../testdata/tiny.pte")
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer m.Close()
+	s, err := stream.New(context.Background(), m, stream.WithBudget(1<<20))
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer s.Close()
+	var tensors, blobs int
+	for {
+		it, err := s.Next() // releases the item before
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			log.Fatal(err)
+		}
+		if err := it.Data.Checksum(crc32.NewIEEE()); err != nil { // use it: here, read every byte
+			log.Fatal(err)
+		}
+		if it.Tensor >= 0 {
+			tensors++
+		} else {
+			blobs++
+		}
+	}
+	st := s.Stats()
+	fmt.Printf("%d tensors, %d delegate blob, %d bytes, peak within budget: %v\n", tensors, blobs, st.Bytes, st.Peak <= st.Budget)
+	// Output: 3 tensors, 1 delegate blob, 98 bytes, peak within budget: true
+}

@@ -1,0 +1,545 @@
+package stream
+
+import (
+	"context"
+	"errors"
+	"hash/crc32"
+	"io"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+
+	"github.com/edgeload/edgeload/internal/testkit/cgroup"
+	"github.com/edgeload/edgeload/internal/testkit/writer"
+	"github.com/edgeload/edgeload/loader"
+	"github.com/edgeload/edgeload/mmapfile"
+)
+
+// fill writes bytes [off, off+len(p)) of tensor i's pattern: a function of
+// i and the offset that differs between tensors and pages.
+func fill(i int, p []byte, off int64) {
+	for k := range p {
+		o := off + int64(k)
+		p[k] = byte(int64(i)*131 + o*7 + o>>12)
+	}
+}
+
+// wantCRC is the CRC-32 of tensor i's n bytes, computed from the pattern.
+func wantCRC(i int, n int64) uint32 {
+	b := make([]byte, n)
+	fill(i, b, 0)
+	return crc32.ChecksumIEEE(b)
+}
+
+// spec describes a test model: tensor sizes, and for each tensor the index
+// of an earlier tensor whose bytes it shares (-1 for its own).
+type spec struct {
+	sizes  []int64
+	shares []int
+	blobs  int // delegate blobs of 10000 bytes
+}
+
+// writeModel writes the model of sp into dir, with tensors packed at a
+// 16-byte alignment so that neighbours share pages.
+func writeModel(t testing.TB, dir string, sp spec) string {
+	t.Helper()
+	ts := make([]writer.PTETensor, len(sp.sizes))
+	buf := make([]uint32, len(sp.sizes)) // data_buffer_idx of the tensors with bytes of their own
+	own := uint32(0)
+	for i, n := range sp.sizes {
+		ts[i] = writer.PTETensor{Kind: writer.PTEConstant, ScalarType: writer.PTEUint8, Sizes: []int32{int32(n)}}
+		if sp.shares != nil && sp.shares[i] >= 0 {
+			ts[i].BufferRef = buf[sp.shares[i]]
+			continue
+		}
+		own++
+		buf[i] = own
+		ts[i].Fill = func(p []byte, off int64) { fill(i, p, off) }
+	}
+	var ds []writer.PTEDelegate
+	for k := range sp.blobs {
+		ds = append(ds, writer.PTEDelegate{ID: "TestBackend", Blob: writer.PTEBlob{Size: 10000, Fill: func(p []byte, off int64) { fill(1000+k, p, off) }}})
+	}
+	w := &writer.PTE{TensorAlignment: 16, Methods: []writer.PTEMethod{{Name: "forward", Tensors: ts, Delegates: ds}}}
+	path := filepath.Join(dir, "model.pte")
+	if _, err := w.WriteFile(path); err != nil {
+		t.Fatal(err)
+	}
+	// Written pages are dirty until synced, and the page cache drops
+	// only clean ones.
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if err := f.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// sizes returns n tensor sizes between lo and lo+span, none a page multiple.
+func sizes(n int, lo int64) []int64 {
+	s := make([]int64, n)
+	for i := range s {
+		s[i] = lo + int64(i*977%5000)*3 + 1
+	}
+	return s
+}
+
+// open opens path and drops the whole file from the process and the page
+// cache; it reports whether the page cache dropped it (tmpfs does not), in
+// which case mincore cannot check the budget.
+func open(t testing.TB, path string, opts ...loader.Option) (*loader.Model, bool) {
+	t.Helper()
+	m, err := loader.Open(path, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { m.Close() })
+	// Read the metadata the stream needs before dropping the file: a
+	// fault in it would read the weights around it ahead.
+	m.Tensors()
+	if _, err := m.UseOrder(""); err != nil {
+		t.Fatal(err)
+	}
+	f := m.File()
+	if err := f.Release(0, f.Len(), true); err != nil {
+		t.Fatal(err)
+	}
+	if emu, ok := cgroup.Emulated(); ok {
+		t.Logf("under the emulator %s madvise is not the kernel's: mincore checks skipped", emu)
+		return m, false
+	}
+	r, _, err := f.Resident(0, f.Len())
+	if err != nil || r != 0 {
+		t.Logf("the page cache keeps %d pages of %s after fadvise DONTNEED (%v): mincore checks skipped", r, path, err)
+		return m, false
+	}
+	return m, true
+}
+
+// residentBytes returns the bytes of m's file resident in the page cache.
+func residentBytes(t testing.TB, m *loader.Model) int64 {
+	t.Helper()
+	f := m.File()
+	r, _, err := f.Resident(0, f.Len())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return int64(r) * int64(f.PageSize())
+}
+
+// drain streams s to the end, checking every tensor's CRC against the
+// pattern (windows of a tensor are joined) and, after each item, the budget
+// by the stream's accounting and, when check is set, by mincore.
+func drain(t testing.TB, s *Stream, m *loader.Model, sp spec, check bool) (tensors int) {
+	t.Helper()
+	h := crc32.NewIEEE()
+	seen := make(map[int]bool)
+	for {
+		it, err := s.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		st := s.Stats()
+		if st.Resident > st.Budget || st.Peak > st.Budget {
+			t.Fatalf("%s: resident %d, peak %d above the budget %d", it.Name, st.Resident, st.Peak, st.Budget)
+		}
+		if check {
+			if r := residentBytes(t, m); r > st.Budget {
+				t.Fatalf("%s: mincore says %d bytes resident, above the budget %d", it.Name, r, st.Budget)
+			}
+		}
+		if it.Tensor < 0 {
+			continue
+		}
+		if it.Part == 0 {
+			h.Reset()
+		}
+		if err := it.Data.Checksum(h); err != nil {
+			t.Fatal(err)
+		}
+		if it.Part < it.Parts-1 {
+			continue
+		}
+		src := it.Tensor
+		if sp.shares != nil && sp.shares[src] >= 0 {
+			src = sp.shares[src]
+		}
+		if got, want := h.Sum32(), wantCRC(src, sp.sizes[src]); got != want {
+			t.Fatalf("%s: crc %08x, want %08x", it.Name, got, want)
+		}
+		if seen[it.Tensor] {
+			t.Fatalf("%s handed out twice", it.Name)
+		}
+		seen[it.Tensor] = true
+	}
+	if len(seen) != m.NumTensors() {
+		t.Fatalf("streamed %d tensors, the model has %d", len(seen), m.NumTensors())
+	}
+	return len(seen)
+}
+
+func TestBudget(t *testing.T) {
+	sp := spec{sizes: sizes(60, 20000)}
+	path := writeModel(t, t.TempDir(), sp)
+	for _, budget := range []int64{64 << 10, 200 << 10, 1 << 20} {
+		m, check := open(t, path)
+		s, err := New(context.Background(), m, WithBudget(budget), WithDropCache())
+		if err != nil {
+			t.Fatal(err)
+		}
+		drain(t, s, m, sp, check)
+		st := s.Stats()
+		if err := s.Close(); err != nil {
+			t.Fatal(err)
+		}
+		if st.Peak == 0 || st.Done != st.Items || st.DoneBytes != st.Bytes {
+			t.Fatalf("stats after the last item: %+v", st)
+		}
+		if st := s.Stats(); st.Resident != 0 || st.Done != st.Items {
+			t.Fatalf("after Close: %+v", st)
+		}
+		if check {
+			if r := residentBytes(t, m); r != 0 {
+				t.Fatalf("after Close %d bytes resident", r)
+			}
+		}
+	}
+}
+
+// Tensors that share bytes count them once, and a page shared by two
+// tensors stays resident until neither holds it.
+func TestShared(t *testing.T) {
+	sp := spec{sizes: []int64{30000, 30000, 30000}, shares: []int{-1, 0, -1}}
+	path := writeModel(t, t.TempDir(), sp)
+	m, check := open(t, path)
+	if a, b := m.TensorData(0), m.TensorData(1); a.Offset() != b.Offset() || a.Len() != b.Len() {
+		t.Fatalf("tensors 0 and 1 do not share bytes: %v %v", a, b)
+	}
+	f := m.File()
+	sp0 := coverSpan(f, m.TensorData(0).Offset(), 30000)
+	s, err := New(context.Background(), m, WithOrder([]int{0, 1}), WithBudget(4*sp0.bytes()), WithDropCache())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if _, err := s.Next(); err != nil {
+		t.Fatal(err)
+	}
+	waitReady(s, 2)
+	if st := s.Stats(); st.Resident != sp0.bytes() {
+		t.Fatalf("tensors 0 and 1 (the same bytes) count %d bytes, want %d", st.Resident, sp0.bytes())
+	}
+	if it, err := s.Next(); err != nil || it.Tensor != 1 { // releases 0; 1 holds the pages
+		t.Fatal(it, err)
+	}
+	if check {
+		if r, _, _ := f.Resident(sp0.start, sp0.bytes()); int64(r)*int64(f.PageSize()) != sp0.bytes() {
+			t.Fatalf("tensor 1's pages dropped while it is in use: %d pages resident", r)
+		}
+	}
+	if _, err := s.Next(); err != io.EOF {
+		t.Fatal(err)
+	}
+
+	// Tensor 2 starts in tensor 1's last page: releasing 1 keeps it.
+	sp2 := coverSpan(f, m.TensorData(2).Offset(), 30000)
+	if sp2.start != sp0.end-int64(f.PageSize()) {
+		t.Fatalf("the writer did not pack tensors 1 and 2 into one page: %v %v", sp0, sp2)
+	}
+	s2, err := New(context.Background(), m, WithOrder([]int{1, 2}), WithBudget(1<<20), WithDropCache())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s2.Close()
+	for range 2 {
+		if _, err := s2.Next(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if st := s2.Stats(); st.Resident != sp2.bytes() {
+		t.Fatalf("after releasing tensor 1 the stream holds %d bytes, want tensor 2's %d", st.Resident, sp2.bytes())
+	}
+	if check {
+		if r, _, _ := f.Resident(sp2.start, 1); r != 1 {
+			t.Fatal("the page tensor 2 shares with tensor 1 was released")
+		}
+		if r, _, _ := f.Resident(sp0.start, sp2.start-sp0.start); r != 0 {
+			t.Fatalf("%d pages only tensor 1 held are still resident", r)
+		}
+	}
+}
+
+// waitReady waits until the stream's prefetcher has prefetched n items.
+func waitReady(s *Stream, n int) {
+	s.mu.Lock()
+	for s.ready < n && !s.closed {
+		s.cond.Wait()
+	}
+	s.mu.Unlock()
+}
+
+// A tensor larger than the budget comes in windows of at most half the
+// budget.
+func TestLargerThanBudget(t *testing.T) {
+	sp := spec{sizes: []int64{5000, 1<<20 + 123, 7000}}
+	path := writeModel(t, t.TempDir(), sp)
+	m, check := open(t, path)
+	const budget = 64 << 10
+	s, err := New(context.Background(), m, WithBudget(budget), WithDropCache())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	parts := 0
+	for i := range s.items {
+		if it := s.items[i]; it.Tensor == 1 {
+			parts++
+			if it.span.bytes() > budget/2 {
+				t.Fatalf("window %d of %d spans %d bytes, more than half the budget", it.Part, it.Parts, it.span.bytes())
+			}
+		}
+	}
+	if parts < 2*(1<<20)/budget {
+		t.Fatalf("the 1 MiB tensor comes in %d windows", parts)
+	}
+	drain(t, s, m, sp, check)
+}
+
+func TestCancel(t *testing.T) {
+	sp := spec{sizes: sizes(40, 30000)}
+	path := writeModel(t, t.TempDir(), sp)
+	m, check := open(t, path)
+	ctx, cancel := context.WithCancel(context.Background())
+	s, err := New(ctx, m, WithBudget(256<<10), WithDropCache())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	for range 5 {
+		if _, err := s.Next(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitReady(s, 7)
+	if st := s.Stats(); st.Resident == 0 {
+		t.Fatal("nothing held before the cancel")
+	}
+	cancel()
+	if _, err := s.Next(); !errors.Is(err, context.Canceled) {
+		t.Fatalf("Next after cancel: %v", err)
+	}
+	if st := s.Stats(); st.Resident != 0 {
+		t.Fatalf("after cancel the stream holds %d bytes", st.Resident)
+	}
+	if check {
+		if r := residentBytes(t, m); r != 0 {
+			t.Fatalf("after cancel %d bytes are resident", r)
+		}
+	}
+	if _, err := s.Next(); !errors.Is(err, context.Canceled) {
+		t.Fatalf("Next again: %v", err)
+	}
+}
+
+func TestTwoStreams(t *testing.T) {
+	sp := spec{sizes: sizes(50, 20000)}
+	path := writeModel(t, t.TempDir(), sp)
+	m, _ := open(t, path)
+	var wg sync.WaitGroup
+	for _, budget := range []int64{64 << 10, 300 << 10} {
+		s, err := New(context.Background(), m, WithBudget(budget))
+		if err != nil {
+			t.Fatal(err)
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer s.Close()
+			drain(t, s, m, sp, false)
+		}()
+	}
+	wg.Wait()
+	holds.Lock()
+	n := len(holds.m)
+	holds.Unlock()
+	if n != 0 {
+		t.Fatalf("%d files still have holds after both streams closed", n)
+	}
+}
+
+// A file truncated under the stream gives ErrTruncated, not a crash.
+func TestTruncated(t *testing.T) {
+	for _, mode := range []mmapfile.Mode{mmapfile.ModeWhole, mmapfile.ModeWindowed} {
+		t.Run(mode.String(), func(t *testing.T) {
+			sp := spec{sizes: sizes(40, 30000)}
+			path := writeModel(t, t.TempDir(), sp)
+			m, _ := open(t, path, loader.WithMmapOptions(mmapfile.WithMode(mode)))
+			s, err := New(context.Background(), m, WithBudget(128<<10))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Close()
+			if _, err := s.Next(); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Truncate(path, m.TensorData(10).Offset()); err != nil {
+				t.Fatal(err)
+			}
+			for i := 0; ; i++ {
+				it, err := s.Next()
+				if errors.Is(err, ErrTruncated) {
+					t.Logf("item %d: %v", i, err)
+					return
+				}
+				if err != nil {
+					t.Fatalf("item %d: %v, want ErrTruncated", i, err)
+				}
+				if err := it.Data.Checksum(crc32.NewIEEE()); errors.Is(err, ErrTruncated) {
+					t.Logf("item %d: %v", i, err)
+					return
+				} else if err != nil {
+					t.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+func TestWindowed(t *testing.T) {
+	sp := spec{sizes: append(sizes(30, 20000), 300000)}
+	path := writeModel(t, t.TempDir(), sp)
+	m, check := open(t, path, loader.WithMmapOptions(mmapfile.WithMode(mmapfile.ModeWindowed)))
+	if m.File().Mode() != mmapfile.ModeWindowed {
+		t.Fatalf("mode %v", m.File().Mode())
+	}
+	s, err := New(context.Background(), m, WithBudget(128<<10), WithDropCache())
+	if err != nil {
+		t.Fatal(err)
+	}
+	drain(t, s, m, sp, check)
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if check {
+		if r := residentBytes(t, m); r != 0 {
+			t.Fatalf("after Close %d bytes resident", r)
+		}
+	}
+}
+
+func TestProgress(t *testing.T) {
+	sp := spec{sizes: sizes(20, 10000)}
+	path := writeModel(t, t.TempDir(), sp)
+	m, _ := open(t, path)
+	var got []Stats
+	s, err := New(context.Background(), m, WithBudget(64<<10), WithProgress(func(st Stats) { got = append(got, st) }))
+	if err != nil {
+		t.Fatal(err)
+	}
+	drain(t, s, m, sp, false)
+	var total int64
+	for _, n := range sp.sizes {
+		total += n
+	}
+	if len(got) != 20 || got[19].Done != 20 || got[19].Items != 20 || got[19].Bytes != total || got[19].DoneBytes != total {
+		t.Fatalf("%d progress calls, last %+v", len(got), got[len(got)-1])
+	}
+	for i, st := range got {
+		if st.Done != i+1 || st.DoneBytes != total-sumFrom(sp.sizes, m, s, i+1) {
+			t.Fatalf("call %d: %+v", i, st)
+		}
+	}
+	s.Close()
+}
+
+// sumFrom returns the bytes of the stream's items from k on.
+func sumFrom(_ []int64, _ *loader.Model, s *Stream, k int) int64 {
+	var n int64
+	for _, it := range s.items[k:] {
+		n += it.Data.Len()
+	}
+	return n
+}
+
+// The default order: each method's delegate blobs, then its tensors in use
+// order.
+func TestDefaultOrder(t *testing.T) {
+	sp := spec{sizes: sizes(10, 5000), blobs: 2}
+	path := writeModel(t, t.TempDir(), sp)
+	m, _ := open(t, path)
+	order, err := m.UseOrder("forward")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := New(context.Background(), m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	var tensors []int
+	for k := 0; ; k++ {
+		it, err := s.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if k < 2 {
+			if it.Delegate != k || it.Tensor != -1 {
+				t.Fatalf("item %d: %+v, want delegate blob %d", k, it, k)
+			}
+			if sum, _ := crc32Of(it); sum != wantCRC(1000+k, 10000) {
+				t.Fatalf("delegate blob %d: wrong bytes", k)
+			}
+			continue
+		}
+		tensors = append(tensors, it.Tensor)
+	}
+	if len(tensors) != len(order) {
+		t.Fatalf("tensors %v, use order %v", tensors, order)
+	}
+	for i := range order {
+		if tensors[i] != order[i] {
+			t.Fatalf("tensors %v, use order %v", tensors, order)
+		}
+	}
+	if _, err := New(context.Background(), m, WithMethod("nope")); !errors.Is(err, loader.ErrNotFound) {
+		t.Fatalf("unknown method: %v", err)
+	}
+}
+
+func crc32Of(it Item) (uint32, error) {
+	h := crc32.NewIEEE()
+	err := it.Data.Checksum(h)
+	return h.Sum32(), err
+}
+
+// A model with no weight in reach (external tensors not linked) streams
+// nothing and ends at once.
+func TestNothingToStream(t *testing.T) {
+	ts := []writer.PTETensor{{Kind: writer.PTEExternal, ScalarType: writer.PTEFloat32, Sizes: []int32{4}, Name: "w"}}
+	path := filepath.Join(t.TempDir(), "ext.pte")
+	if _, err := (&writer.PTE{Methods: []writer.PTEMethod{{Name: "forward", Tensors: ts}}}).WriteFile(path); err != nil {
+		t.Fatal(err)
+	}
+	m, _ := open(t, path)
+	s, err := New(context.Background(), m, WithBudget(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if it, err := s.Next(); err != io.EOF {
+		t.Fatalf("Next = %+v, %v; want io.EOF", it, err)
+	}
+	if st := s.Stats(); st.Items != 0 || st.Budget < 2 {
+		t.Fatalf("stats %+v", st)
+	}
+}

@@ -4,8 +4,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"strconv"
-	"strings"
 
 	"github.com/edgeload/edgeload/repack"
 )
@@ -23,7 +21,7 @@ checked, synced and renamed at the end.
 With --check, compare the tensors of IN and OUT instead (name, dtype, shape
 and SHA-256 of the bytes), print every difference, and exit 1 if any.
 
-Sizes take a K suffix (16K = 16384). See docs/REPACK.md.`
+Sizes are bytes or take a suffix: 16K, 16KiB, 1MiB. See docs/REPACK.md.`
 
 func runRepack(c *cli, args []string) int {
 	fs := newFlags(lookup("repack"), repackAbout)
@@ -69,7 +67,7 @@ func runRepack(c *cli, args []string) int {
 		return exitOK
 	}
 	opts.Data = data
-	if isTerminal(c.stderr) {
+	if f, ok := c.stderr.(*os.File); ok && isTerminal(f) {
 		opts.Progress = progressLine(c.stderr)
 	}
 	res, err := repack.Repack(in, out, opts)
@@ -83,30 +81,6 @@ func runRepack(c *cli, args []string) int {
 	}
 	fmt.Fprintln(c.stdout)
 	return exitOK
-}
-
-// parseSize parses a byte count with an optional K (KiB) suffix.
-func parseSize(s string) (int64, error) {
-	mult := int64(1)
-	t := strings.TrimSuffix(strings.TrimSuffix(s, "iB"), "B")
-	if strings.HasSuffix(t, "K") || strings.HasSuffix(t, "k") {
-		mult, t = 1024, t[:len(t)-1]
-	}
-	v, err := strconv.ParseInt(t, 10, 64)
-	if err != nil || v <= 0 {
-		return 0, fmt.Errorf("bad size %q", s)
-	}
-	return v * mult, nil
-}
-
-// isTerminal reports whether w is a terminal.
-func isTerminal(w io.Writer) bool {
-	f, ok := w.(*os.File)
-	if !ok {
-		return false
-	}
-	st, err := f.Stat()
-	return err == nil && st.Mode()&os.ModeCharDevice != 0
 }
 
 // progressLine returns a Progress function that prints a line on w each

@@ -37,8 +37,10 @@ type Options struct {
 	// of the program moves there under the name Name gives it, each buffer
 	// stored once, and becomes an EXTERNAL tensor of the program.
 	Externalize string
-	// RTenV2 asks for an RTen V1 model to be written as V2; it is not
-	// supported yet (ErrRTenV1). It is ignored for a V2 input.
+	// RTenV2 asks for an RTen V1 model to be written as V2: every inline
+	// constant moves to the tensor data section (each on max(64,
+	// TensorAlign)), the rest of the Model FlatBuffer is copied field by
+	// field. It is ignored for a V2 input.
 	RTenV2 bool
 	// Data names .ptd files holding a program's external tensors; they are
 	// linked so that the input verifies whole. They are not rewritten.

@@ -40,7 +40,7 @@ func runRepack(c *cli, args []string) int {
 	fs.Func("align", fmt.Sprintf("segment `N`: a power of two, 16 to 64K (default %d)", repack.DefaultAlign()), sizeFlag(&opts.Align))
 	fs.Func("tensor-align", "also align every constant inside its segment to `N`", sizeFlag(&opts.TensorAlign))
 	fs.StringVar(&opts.Externalize, "externalize", "", "move a .pte's constants to the new `F.ptd`")
-	fs.BoolVar(&opts.RTenV2, "rten-v2", false, "write an RTen V1 model as V2 (not supported yet: an error)")
+	fs.BoolVar(&opts.RTenV2, "rten-v2", false, "write an RTen V1 model as V2 (inline constants move to the tensor data section)")
 	fs.BoolVar(&opts.VerifyBytes, "verify-bytes", false, "also read every byte of IN to verify it (beside the copy)")
 	fs.BoolVar(&check, "check", false, "compare the tensors of IN and OUT instead of writing")
 	fs.Var(&data, "data", "a `FILE.ptd` holding external tensors of IN (and OUT with --check; repeatable)")

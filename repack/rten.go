@@ -2,7 +2,7 @@ package repack
 
 import (
 	"encoding/binary"
-		"fmt"
+	"fmt"
 
 	flatbuffers "github.com/google/flatbuffers/go"
 

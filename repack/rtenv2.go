@@ -448,7 +448,9 @@ type constNode struct {
 	dtype      rtenfb.ConstantDataType
 }
 
-// constData places a ConstantNode's inline data in the data section.
+// constData places a ConstantNode's inline data in the data section. Its
+// dtype is the inline data's (FloatData: Float32, ...), which is what a
+// reader of the inline constant goes by, whatever the dtype field said.
 func (w *v2build) constData(tab int64) (*constNode, error) {
 	if fbField(w.fb, tab, idConstDataOffset) != 0 {
 		return nil, fmt.Errorf("repack: RTen V1 constant at %d has a data_offset, but V1 has no tensor data section", tab)
@@ -479,9 +481,6 @@ func (w *v2build) constData(tab int64) (*constNode, error) {
 		return nil, err
 	}
 	c := &constNode{external: true, dataOffset: alignUp(w.size, w.talign), dtypeSet: true, dtype: kind.dtype}
-	if p := fbField(w.fb, tab, idConstDType); p != 0 && p+2 <= int64(len(w.fb)) {
-		c.dtype = rtenfb.ConstantDataType(binary.LittleEndian.Uint16(w.fb[p:]))
-	}
 	w.pieces = append(w.pieces, piece{src: src, dst: c.dataOffset})
 	w.size = c.dataOffset + src.Len()
 	return c, nil

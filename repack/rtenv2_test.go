@@ -3,11 +3,13 @@ package repack_test
 import (
 	"bytes"
 	"encoding/binary"
+	"os"
 	"path/filepath"
 	"reflect"
 	"testing"
 
 	"github.com/edgeload/edgeload/internal/schema/rtenfb"
+	"github.com/edgeload/edgeload/internal/testkit/hostile"
 	"github.com/edgeload/edgeload/internal/testkit/testmodels"
 	"github.com/edgeload/edgeload/internal/testkit/writer"
 	"github.com/edgeload/edgeload/loader"
@@ -137,10 +139,96 @@ func TestRTenV1toV2Real(t *testing.T) {
 	}
 }
 
-// TestRTenV1toV2Subgraphs converts a writer-made V1 model with If and Loop
-// subgraphs holding constants of every dtype, metadata, symbolic dims and
-// a constant without data.
+// TestRTenV1toV2Subgraphs converts the writer-made V1 model of
+// subgraphModel.
 func TestRTenV1toV2Subgraphs(t *testing.T) {
+	dir := t.TempDir()
+	in := filepath.Join(dir, "sub-v1.rten")
+	if _, err := subgraphModel().WriteFile(in); err != nil {
+		t.Fatal(err)
+	}
+	want := sums(t, in)
+	for _, l := range layouts {
+		t.Run(l.name, func(t *testing.T) {
+			opts := l.opts
+			opts.RTenV2 = true
+			out, b := repackFile(t, in, t.TempDir(), "sub.rten", opts)
+			sameSums(t, "V1 → V2", sums(t, out), want)
+			checkV1toV2(t, mustRead(t, in), b, 3)
+			checkAlignment(t, out, b, l.opts.Align, l.opts.TensorAlign)
+			m, err := loader.Open(out)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer m.Close()
+			if _, err := m.Verify(); err != nil {
+				t.Errorf("Verify: %v", err)
+			}
+		})
+	}
+	// The mapping copy gives the same bytes as the kernel's.
+	a := filepath.Join(dir, "a.rten")
+	if _, err := repack.Repack(in, a, repack.Options{RTenV2: true, NoSync: true}); err != nil {
+		t.Fatal(err)
+	}
+	defer repack.SetKernelCopy(false)()
+	bb := filepath.Join(dir, "b.rten")
+	if _, err := repack.Repack(in, bb, repack.Options{RTenV2: true, NoSync: true}); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(mustRead(t, a), mustRead(t, bb)) {
+		t.Error("kernel and mapping copies differ")
+	}
+}
+
+// TestRTenV1toV2Hostile overwrites every 4-byte word of a V1 model with
+// hostile values: Repack with RTenV2 must give an error or an output that
+// holds the tensors of the (mutated) input, never a panic.
+func TestRTenV1toV2Hostile(t *testing.T) {
+	good, _, err := subgraphModel().Bytes()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	in := filepath.Join(dir, "in.rten")
+	out := filepath.Join(dir, "out.rten")
+	step := 4
+	if hostile.Slow() {
+		step = 16
+	}
+	ok, refused := 0, 0
+	for off := 0; off+4 <= len(good); off += step {
+		for _, v := range []uint32{0, 0xffffffff, 0x7ffffff0, uint32(len(good))} {
+			b := bytes.Clone(good)
+			binary.LittleEndian.PutUint32(b[off:], v)
+			if err := os.WriteFile(in, b, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			want, err := repack.Sums(in)
+			if err != nil {
+				continue
+			}
+			if _, err := repack.Repack(in, out, repack.Options{RTenV2: true, Align: 16, NoSync: true}); err != nil {
+				refused++
+				continue
+			}
+			ok++
+			got, err := repack.Sums(out)
+			if err != nil {
+				t.Fatalf("word %d = %#x: output does not verify: %v", off, v, err)
+			}
+			for _, d := range repack.Compare(want, got) {
+				t.Errorf("word %d = %#x: %s", off, v, d)
+			}
+		}
+	}
+	t.Logf("%d converted, %d refused", ok, refused)
+}
+
+// subgraphModel is a V1 model with If and Loop subgraphs holding constants
+// of every dtype, metadata, symbolic dims, an empty constant and an
+// attribute table without described fields.
+func subgraphModel() *writer.RTen {
 	f32 := func(n int, seed byte) []byte {
 		b := make([]byte, 4*n)
 		for i := range b {
@@ -181,41 +269,5 @@ func TestRTenV1toV2Subgraphs(t *testing.T) {
 			Outputs: []uint32{7, 8, 10},
 		},
 	}
-	dir := t.TempDir()
-	in := filepath.Join(dir, "sub-v1.rten")
-	if _, err := w.WriteFile(in); err != nil {
-		t.Fatal(err)
-	}
-	want := sums(t, in)
-	for _, l := range layouts {
-		t.Run(l.name, func(t *testing.T) {
-			opts := l.opts
-			opts.RTenV2 = true
-			out, b := repackFile(t, in, t.TempDir(), "sub.rten", opts)
-			sameSums(t, "V1 → V2", sums(t, out), want)
-			checkV1toV2(t, mustRead(t, in), b, 3)
-			checkAlignment(t, out, b, l.opts.Align, l.opts.TensorAlign)
-			m, err := loader.Open(out)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer m.Close()
-			if _, err := m.Verify(); err != nil {
-				t.Errorf("Verify: %v", err)
-			}
-		})
-	}
-	// The mapping copy gives the same bytes as the kernel's.
-	a := filepath.Join(dir, "a.rten")
-	if _, err := repack.Repack(in, a, repack.Options{RTenV2: true, NoSync: true}); err != nil {
-		t.Fatal(err)
-	}
-	defer repack.SetKernelCopy(false)()
-	bb := filepath.Join(dir, "b.rten")
-	if _, err := repack.Repack(in, bb, repack.Options{RTenV2: true, NoSync: true}); err != nil {
-		t.Fatal(err)
-	}
-	if !bytes.Equal(mustRead(t, a), mustRead(t, bb)) {
-		t.Error("kernel and mapping copies differ")
-	}
+	return &w
 }

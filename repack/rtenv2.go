@@ -253,7 +253,7 @@ type v2build struct {
 // the data section (relative to its start) and its size.
 func rebuildV1(fb []byte, region segment.Segment, talign int64) (out []byte, pieces []piece, size int64, err error) {
 	w := &v2build{
-		b:      flatbuffers.NewBuilder(len(fb)/2 + 1024),
+		b:      flatbuffers.NewBuilder(min(len(fb), 1<<20)),
 		fb:     fb,
 		region: region,
 		talign: talign,

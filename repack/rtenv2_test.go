@@ -6,7 +6,10 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"strings"
 	"testing"
+
+	flatbuffers "github.com/google/flatbuffers/go"
 
 	"github.com/edgeload/edgeload/internal/schema/rtenfb"
 	"github.com/edgeload/edgeload/internal/testkit/hostile"
@@ -270,4 +273,59 @@ func subgraphModel() *writer.RTen {
 		},
 	}
 	return &w
+}
+
+// TestRTenV1toV2UnknownField refuses a V1 model whose attribute table has
+// a field the schema does not describe (which a rewrite would drop), and
+// converts the same model when the table has no field.
+func TestRTenV1toV2UnknownField(t *testing.T) {
+	build := func(field bool) []byte {
+		b := flatbuffers.NewBuilder(256)
+		b.StartObject(1)
+		if field {
+			b.PrependUint32Slot(0, 5, 0)
+		}
+		attrs := b.EndObject()
+		rtenfb.OperatorNodeStart(b)
+		rtenfb.OperatorNodeAddType(b, rtenfb.OperatorTypeMultinomial)
+		rtenfb.OperatorNodeAddAttrsType(b, rtenfb.OperatorAttrsMultinomialAttrs)
+		rtenfb.OperatorNodeAddAttrs(b, attrs)
+		op := rtenfb.OperatorNodeEnd(b)
+		name := b.CreateString("mn")
+		rtenfb.NodeStart(b)
+		rtenfb.NodeAddName(b, name)
+		rtenfb.NodeAddDataType(b, rtenfb.NodeKindOperatorNode)
+		rtenfb.NodeAddData(b, op)
+		node := rtenfb.NodeEnd(b)
+		rtenfb.GraphStartNodesVector(b, 1)
+		b.PrependUOffsetT(node)
+		nodes := b.EndVector(1)
+		rtenfb.GraphStart(b)
+		rtenfb.GraphAddNodes(b, nodes)
+		g := rtenfb.GraphEnd(b)
+		rtenfb.ModelStart(b)
+		rtenfb.ModelAddSchemaVersion(b, 1)
+		rtenfb.ModelAddGraph(b, g)
+		b.Finish(rtenfb.ModelEnd(b))
+		return b.FinishedBytes()
+	}
+	dir := t.TempDir()
+	for _, field := range []bool{false, true} {
+		in := filepath.Join(dir, "in.rten")
+		if err := os.WriteFile(in, build(field), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := repack.Sums(in); err != nil {
+			t.Fatalf("the input does not verify: %v", err)
+		}
+		out := filepath.Join(dir, "out.rten")
+		_, err := repack.Repack(in, out, repack.Options{RTenV2: true, NoSync: true})
+		if field && (err == nil || !strings.Contains(err.Error(), "MultinomialAttrs")) {
+			t.Errorf("a field the schema does not describe: error %v, want one naming MultinomialAttrs", err)
+		}
+		if !field && err != nil {
+			t.Errorf("an empty MultinomialAttrs: %v", err)
+		}
+		os.Remove(out)
+	}
 }

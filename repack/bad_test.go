@@ -71,15 +71,10 @@ func TestBadInput(t *testing.T) {
 		{"externalize of a ptd", "../testdata/tiny.ptd", filepath.Join(dir, "out4.ptd"), repack.Options{Externalize: filepath.Join(dir, "x.ptd")}, nil},
 		{"bad align", good, filepath.Join(dir, "out5.pte"), repack.Options{Align: 3000}, nil},
 		{"align too large", good, filepath.Join(dir, "out6.pte"), repack.Options{Align: 128 << 10}, nil},
-		{"rten v1 to v2", "../testdata/tiny-v1.rten", filepath.Join(dir, "out7.rten"), repack.Options{RTenV2: true}, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := repack.Repack(tc.in, tc.out, tc.opts)
 			if err == nil {
-				if tc.name == "rten v1 to v2" {
-					os.Remove(tc.out)
-					t.Skip("RTen V1 to V2 is supported")
-				}
 				t.Fatal("no error")
 			}
 			if tc.is != nil && !errors.Is(err, tc.is) {

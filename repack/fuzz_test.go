@@ -36,7 +36,7 @@ func FuzzRepack(f *testing.F) {
 	}
 	for i, b := range seeds {
 		if len(b) <= 1<<20 {
-			f.Add(b, uint8(i%4), i%3 == 0)
+			f.Add(b, uint8(i%8), i%3 == 0)
 		}
 	}
 	f.Fuzz(func(t *testing.T, data []byte, talign uint8, ext bool) {
@@ -61,7 +61,9 @@ func FuzzRepack(f *testing.F) {
 			// external tensor of the input whose data was not given.
 			ext = ext && w.SHA256 != ""
 		}
-		opts := repack.Options{Align: 16, NoSync: true, TensorAlign: []int64{0, 16, 32, 64}[talign%4]}
+		// RTenV2 (ignored for anything but an RTen V1 model) on every
+		// other seed: V1 is then rewritten as V2, or copied as it is.
+		opts := repack.Options{Align: 16, NoSync: true, TensorAlign: []int64{0, 16, 32, 64}[talign%4], RTenV2: talign&4 == 0}
 		var data2 []string
 		if ext {
 			opts.Externalize = filepath.Join(dir, "out.ptd")
@@ -72,8 +74,9 @@ func FuzzRepack(f *testing.F) {
 			if es, _ := os.ReadDir(dir); len(es) != 1 {
 				t.Fatalf("Repack failed (%v) and left %d files", err, len(es)-1)
 			}
-			// A valid file may still be refused (an RTen V1 to V2, an
-			// externalize of a non-program, two constants under one name).
+			// A valid file may still be refused (an RTen V1 model with a
+			// field the rewrite does not know, an externalize of a
+			// non-program, two constants under one name).
 			return
 		}
 		got, err := repack.Sums(out, data2...)

@@ -37,18 +37,20 @@ type Options struct {
 	// of the program moves there under the name Name gives it, each buffer
 	// stored once, and becomes an EXTERNAL tensor of the program.
 	Externalize string
-	// RTenV2 asks for an RTen V1 model to be written as V2; it is not
-	// supported yet (ErrRTenV1). It is ignored for a V2 input.
+	// RTenV2 asks for an RTen V1 model to be written as V2: every inline
+	// constant moves to the tensor data section (each on max(64,
+	// TensorAlign)), the rest of the Model FlatBuffer is copied field by
+	// field. It is ignored for a V2 input.
 	RTenV2 bool
 	// Data names .ptd files holding a program's external tensors; they are
 	// linked so that the input verifies whole. They are not rewritten.
 	Data []string
-	// Quick skips loader.Verify, which reads every byte of the input
-	// beside the rewrite. The input is still verified structurally by the
-	// loader's Open (headers, FlatBuffer, every range against the file),
-	// the copy still fails on a file that shrinks, and the output is still
-	// opened and checked before it is renamed into place.
-	Quick bool
+	// VerifyBytes also runs loader.Verify, which reads every byte of the
+	// input, beside the rewrite. Without it the input is verified
+	// structurally (the loader's Open and every check of Verify but the
+	// read), and the copy fails on an input that is shorter than its
+	// ranges, since it checks every count it copies.
+	VerifyBytes bool
 	// NoSync skips the fsync of the outputs before they are renamed into
 	// place: faster, but a crash soon after may leave OUT renamed and
 	// incomplete. For measurements against tools that do not sync (cp).
@@ -156,11 +158,13 @@ func Repack(in, out string, opts Options) (*Result, error) {
 	if opts.Externalize != "" && m.Format() != loader.PTE {
 		return nil, fmt.Errorf("repack: --externalize needs a .pte input, %s is %s", in, m.Format())
 	}
-	// Verify (which reads every byte) runs beside the rewrite: Open has
-	// checked every range the rewrite reads, and nothing is renamed into
-	// place unless Verify succeeds.
+	if err := verifyStructure(m); err != nil {
+		return nil, err
+	}
+	// With VerifyBytes, Verify (which reads every byte) runs beside the
+	// rewrite: nothing is renamed into place unless it succeeds.
 	verified := make(chan error, 1)
-	if opts.Quick {
+	if !opts.VerifyBytes {
 		verified <- nil
 	} else {
 		go func() {

@@ -2,7 +2,6 @@ package repack
 
 import (
 	"encoding/binary"
-	"errors"
 	"fmt"
 
 	flatbuffers "github.com/google/flatbuffers/go"
@@ -12,15 +11,16 @@ import (
 	"github.com/edgeload/edgeload/segment"
 )
 
-// ErrRTenV1 is returned for --rten-v2: rewriting a V1 model's FlatBuffer
-// needs every operator attribute table, which the project's RTen schema
-// does not describe.
-var ErrRTenV1 = errors.New("repack: RTen V1 to V2 is not supported: rebuilding the Model FlatBuffer needs the operator attribute tables, which internal/schema/rten.fbs does not describe")
+// rtenTensorAlign is the alignment of every tensor in the data section of a
+// V2 model written from V1: the converter's.
+const rtenTensorAlign = 64
 
 // rten rewrites an RTen model. V2: the header, the Model FlatBuffer (with
 // every data_offset changed when tensors move) and the tensor data section
-// on r.align, each tensor on r.talign when set. V1 has no section to align
-// and is copied as it is.
+// on r.align, each tensor on r.talign when set. V1 with RTenV2: the same
+// layout, the FlatBuffer rebuilt with every inline constant moved to the
+// data section, each on max(64, r.talign). V1 otherwise has no section to
+// align and is copied as it is.
 func (r *run) rten(outs *outputs, out string, res *Result) error {
 	m := r.m.RTen()
 	h := m.Header()
@@ -28,7 +28,7 @@ func (r *run) rten(outs *outputs, out string, res *Result) error {
 	res.Tensors = len(m.Constants())
 	if h.Version != 2 {
 		if r.opts.RTenV2 {
-			return ErrRTenV1
+			return r.rtenV1toV2(outs, out, res)
 		}
 		whole, err := segment.New(mf, 0, r.m.Size())
 		if err != nil {
@@ -77,6 +77,30 @@ func (r *run) rten(outs *outputs, out string, res *Result) error {
 			return err
 		}
 	}
+	return r.writeRTenV2(outs, out, res, fb, pieces, size)
+}
+
+// rtenV1toV2 writes the V1 model as V2.
+func (r *run) rtenV1toV2(outs *outputs, out string, res *Result) error {
+	h := r.m.RTen().Header()
+	region, err := segment.New(r.m.RTen().File(), h.ModelOffset, h.ModelLen)
+	if err != nil {
+		return err
+	}
+	fb, err := region.Bytes()
+	if err != nil {
+		return err
+	}
+	nfb, pieces, size, err := rebuildV1(fb, region, max(rtenTensorAlign, r.talign))
+	if err != nil {
+		return err
+	}
+	return r.writeRTenV2(outs, out, res, nfb, pieces, size)
+}
+
+// writeRTenV2 writes a V2 model: the header, the Model FlatBuffer fb and,
+// on r.align, the tensor data section of size bytes made of pieces.
+func (r *run) writeRTenV2(outs *outputs, out string, res *Result, fb []byte, pieces []piece, size int64) error {
 	for _, pc := range pieces {
 		r.total += pc.src.Len()
 	}

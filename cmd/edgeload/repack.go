@@ -13,10 +13,10 @@ segments of a .pte or .ptd, and the tensor data section of an RTen V2
 model, start on --align boundaries (absolute file offsets); --tensor-align
 also places every constant inside its segment on a boundary; --externalize
 moves every constant of a .pte to a new .ptd (open the result with
---data F.ptd). IN is verified fully (every byte is read, beside the copy;
---quick keeps only the structural checks of the headers, metadata and
-ranges) and never written; OUT is written to a temporary file beside it,
-checked, synced and renamed at the end.
+--data F.ptd). IN is verified (headers, metadata, instructions and every
+range; --verify-bytes also reads every byte, beside the copy) and never
+written; OUT is written to a temporary file beside it, checked, synced and
+renamed at the end.
 
 With --check, compare the tensors of IN and OUT instead (name, dtype, shape
 and SHA-256 of the bytes), print every difference, and exit 1 if any.
@@ -38,8 +38,8 @@ func runRepack(c *cli, args []string) int {
 	fs.Func("align", fmt.Sprintf("segment `N`: a power of two, 16 to 64K (default %d)", repack.DefaultAlign()), sizeFlag(&opts.Align))
 	fs.Func("tensor-align", "also align every constant inside its segment to `N`", sizeFlag(&opts.TensorAlign))
 	fs.StringVar(&opts.Externalize, "externalize", "", "move a .pte's constants to the new `F.ptd`")
-	fs.BoolVar(&opts.RTenV2, "rten-v2", false, "write an RTen V1 model as V2 (not supported yet: an error)")
-	fs.BoolVar(&opts.Quick, "quick", false, "skip reading every byte of IN to verify it (Open's structural checks stay)")
+	fs.BoolVar(&opts.RTenV2, "rten-v2", false, "write an RTen V1 model as V2 (inline constants move to the tensor data section)")
+	fs.BoolVar(&opts.VerifyBytes, "verify-bytes", false, "also read every byte of IN to verify it (beside the copy)")
 	fs.BoolVar(&check, "check", false, "compare the tensors of IN and OUT instead of writing")
 	fs.Var(&data, "data", "a `FILE.ptd` holding external tensors of IN (and OUT with --check; repeatable)")
 	pos, code, ok := parse(c, fs, args)

@@ -31,6 +31,19 @@ func TestRepackCommand(t *testing.T) {
 		t.Errorf("repack --check of different files: exit %d, stdout %q", code, stdout)
 	}
 	checkFailLine(t, stderr)
+
+	v2 := filepath.Join(t.TempDir(), "v2.rten")
+	code, stdout, stderr = runCmd("repack", "--rten-v2", "--verify-bytes", fixture("tiny-v1.rten"), v2)
+	if code != 0 || !strings.Contains(stdout, "rten") {
+		t.Fatalf("repack --rten-v2: exit %d, stdout %q, stderr %q", code, stdout, stderr)
+	}
+	if b, err := os.ReadFile(v2); err != nil || !strings.HasPrefix(string(b), "RTEN") {
+		t.Errorf("repack --rten-v2 wrote no V2 file: %v", err)
+	}
+	code, stdout, stderr = runCmd("repack", "--check", fixture("tiny-v1.rten"), v2)
+	if code != 0 {
+		t.Errorf("repack --check V1 against its V2: exit %d, stdout %q, stderr %q", code, stdout, stderr)
+	}
 }
 
 func TestRepackCommandErrors(t *testing.T) {
@@ -83,6 +96,7 @@ func TestRepackCommandErrors(t *testing.T) {
 		{in},
 		{"--align", "1000", in, filepath.Join(dir, "o.pte")},
 		{"--align", "x", in, filepath.Join(dir, "o.pte")},
+		{"--quick", in, filepath.Join(dir, "o.pte")},
 	} {
 		code, _, _ := runCmd(append([]string{"repack"}, args...)...)
 		if want := exitUsage; args[0] == "--align" && args[1] == "1000" {

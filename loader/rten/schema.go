@@ -1,6 +1,8 @@
 package rten
 
 import (
+	"strconv"
+
 	"github.com/edgeload/edgeload/internal/schema/rtenfb"
 	"github.com/edgeload/edgeload/loader/internal/fbverify"
 )
@@ -10,8 +12,10 @@ import (
 // accessors. Field ids are declaration positions; a union takes two.
 //
 // OperatorAttrs is append-only upstream, so unknown attribute tags are
-// accepted (verified only as tables); only IfAttrs and LoopAttrs, which
-// hold subgraphs, are descended into.
+// accepted (verified only as tables). Every field of the known attribute
+// tables is described, so that the object API's UnPack (which reads every
+// field, as edgeload repack does) is safe on a verified buffer; IfAttrs and
+// LoopAttrs hold subgraphs.
 var (
 	vModel    = &fbverify.Table{Name: "Model"}
 	vGraph    = &fbverify.Table{Name: "Graph"}
@@ -89,12 +93,11 @@ func init() {
 		{Name: "data", ID: idNodeData, Kind: fbverify.Union, Union: kinds},
 	}
 
-	// Every known OperatorAttrs member, by tag, so that errors name them;
-	// only IfAttrs and LoopAttrs have fields the loader reads.
+	// Every known OperatorAttrs member, by tag, with its fields.
 	attrs := make([]*fbverify.Table, len(rtenfb.EnumNamesOperatorAttrs))
 	for tag, name := range rtenfb.EnumNamesOperatorAttrs {
 		if tag != rtenfb.OperatorAttrsNONE && int(tag) < len(attrs) {
-			attrs[tag] = &fbverify.Table{Name: name}
+			attrs[tag] = &fbverify.Table{Name: name, Fields: attrFields(attrSpecs[tag])}
 		}
 	}
 	vIfAttrs.Fields = []fbverify.Field{
@@ -140,4 +143,94 @@ func init() {
 		vMetadata.Fields = append(vMetadata.Fields,
 			fbverify.Field{Name: n, ID: i, Kind: fbverify.String})
 	}
+}
+
+// attrSpecs describes the fields of the operator attribute tables, in
+// declaration order (the index is the field id): "4" and "1" are scalars of
+// that many bytes, "[4]" a vector of 4-byte scalars, "s" a string, "u" the
+// Scalar union of ConstantOfShapeAttrs (two ids). IfAttrs and LoopAttrs are
+// described above.
+var attrSpecs = map[rtenfb.OperatorAttrs][]string{
+	rtenfb.OperatorAttrsArgMaxAttrs:             {"4", "1"},
+	rtenfb.OperatorAttrsAveragePoolAttrs:        {"[4]", "1", "[4]", "[4]", "1", "1"},
+	rtenfb.OperatorAttrsBatchNormalizationAttrs: {"4"},
+	rtenfb.OperatorAttrsCastAttrs:               {"1"},
+	rtenfb.OperatorAttrsConcatAttrs:             {"4"},
+	rtenfb.OperatorAttrsConstantOfShapeAttrs:    {"u"},
+	rtenfb.OperatorAttrsConvAttrs:               {"1", "[4]", "4", "[4]", "[4]"},
+	rtenfb.OperatorAttrsConvTransposeAttrs:      {"[4]", "1", "[4]", "4", "[4]"},
+	rtenfb.OperatorAttrsFlattenAttrs:            {"4"},
+	rtenfb.OperatorAttrsGatherAttrs:             {"4"},
+	rtenfb.OperatorAttrsGemmAttrs:               {"4", "4", "1", "1"},
+	rtenfb.OperatorAttrsGRUAttrs:                {"1", "4", "1"},
+	rtenfb.OperatorAttrsLeakyReluAttrs:          {"4"},
+	rtenfb.OperatorAttrsLSTMAttrs:               {"1", "4"},
+	rtenfb.OperatorAttrsMaxPoolAttrs:            {"[4]", "1", "[4]", "[4]", "1"},
+	rtenfb.OperatorAttrsReduceMeanAttrs:         {"[4]", "1", "1"},
+	rtenfb.OperatorAttrsReshapeAttrs:            {"1"},
+	rtenfb.OperatorAttrsResizeAttrs:             {"1", "1", "1"},
+	rtenfb.OperatorAttrsSplitAttrs:              {"4", "4"},
+	rtenfb.OperatorAttrsSoftmaxAttrs:            {"4"},
+	rtenfb.OperatorAttrsTransposeAttrs:          {"[4]"},
+	rtenfb.OperatorAttrsModAttrs:                {"1"},
+	rtenfb.OperatorAttrsScatterElementsAttrs:    {"4", "1"},
+	rtenfb.OperatorAttrsOneHotAttrs:             {"4"},
+	rtenfb.OperatorAttrsTopKAttrs:               {"4", "1", "1"},
+	rtenfb.OperatorAttrsHardSigmoidAttrs:        {"4", "4"},
+	rtenfb.OperatorAttrsTriluAttrs:              {"1"},
+	rtenfb.OperatorAttrsScatterNDAttrs:          {"1"},
+	rtenfb.OperatorAttrsNonMaxSuppressionAttrs:  {"1"},
+	rtenfb.OperatorAttrsLayerNormalizationAttrs: {"4", "4"},
+	rtenfb.OperatorAttrsRandomUniformAttrs:      {"[4]", "4", "4", "4"},
+	rtenfb.OperatorAttrsEluAttrs:                {"4"},
+	rtenfb.OperatorAttrsRandomUniformLikeAttrs:  {"4", "4", "4"},
+	rtenfb.OperatorAttrsRandomNormalAttrs:       {"4", "4", "4", "[4]"},
+	rtenfb.OperatorAttrsRandomNormalLikeAttrs:   {"4", "4", "4"},
+	rtenfb.OperatorAttrsGatherNDAttrs:           {"4"},
+	rtenfb.OperatorAttrsGeluAttrs:               {"1"},
+	rtenfb.OperatorAttrsEinsumAttrs:             {"s"},
+	rtenfb.OperatorAttrsPadAttrs:                {"1"},
+	rtenfb.OperatorAttrsDequantizeLinearAttrs:   {"4"},
+	rtenfb.OperatorAttrsQuantizeLinearAttrs:     {"4", "1"},
+	rtenfb.OperatorAttrsDepthToSpaceAttrs:       {"1", "4"},
+	rtenfb.OperatorAttrsShapeAttrs:              {"4", "4"},
+	rtenfb.OperatorAttrsDropoutAttrs:            {"4"},
+	rtenfb.OperatorAttrsEyeLikeAttrs:            {"1", "4"},
+	rtenfb.OperatorAttrsSequenceEmptyAttrs:      {"1"},
+	rtenfb.OperatorAttrsConcatFromSequenceAttrs: {"4", "1"},
+	rtenfb.OperatorAttrsSplitToSequenceAttrs:    {"4", "1"},
+	rtenfb.OperatorAttrsGridSampleAttrs:         {"1"},
+	rtenfb.OperatorAttrsSTFTAttrs:               {"1"},
+}
+
+// vScalar is the Scalar union: IntScalar and FloatScalar, each one 4-byte
+// value.
+var vScalar = []*fbverify.Table{
+	rtenfb.ScalarIntScalar:   {Name: "IntScalar", Fields: []fbverify.Field{{Name: "value", ID: 0, Kind: fbverify.Scalar, Size: 4}}},
+	rtenfb.ScalarFloatScalar: {Name: "FloatScalar", Fields: []fbverify.Field{{Name: "value", ID: 0, Kind: fbverify.Scalar, Size: 4}}},
+}
+
+// attrFields turns an attrSpecs entry into fbverify fields.
+func attrFields(spec []string) []fbverify.Field {
+	var fs []fbverify.Field
+	id := 0
+	for _, k := range spec {
+		f := fbverify.Field{Name: "field " + strconv.Itoa(id), ID: id}
+		switch k {
+		case "1":
+			f.Kind, f.Size = fbverify.Scalar, 1
+		case "4":
+			f.Kind, f.Size = fbverify.Scalar, 4
+		case "[4]":
+			f.Kind, f.Size = fbverify.ScalarVector, 4
+		case "s":
+			f.Kind = fbverify.String
+		case "u":
+			f.Kind, f.Union = fbverify.Union, vScalar
+			id++
+		}
+		fs = append(fs, f)
+		id++
+	}
+	return fs
 }

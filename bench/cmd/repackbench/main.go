@@ -4,7 +4,7 @@
 //
 // Usage:
 //
-//	repackbench [-rounds N] [-align N] [-tensor-align N] [-quick] [-out DIR] IN
+//	repackbench [-rounds N] [-align N] [-tensor-align N] [-verify-bytes] [-out DIR] IN
 //
 // It first reads IN once (so the page cache is hot), then runs N rounds of
 // "cp IN OUT" (the system's cp) and repack.Repack(IN, OUT), each followed by
@@ -52,7 +52,7 @@ type result struct {
 	Rounds      int       `json:"rounds"`
 	Align       int64     `json:"align"`
 	TensorAlign int64     `json:"tensor_align"`
-	Quick       bool      `json:"quick"`
+	VerifyBytes bool      `json:"verify_bytes"`
 	Verify      []float64 `json:"verify_s"`
 	CP          []float64 `json:"cp_s"`
 	CPFsync     []float64 `json:"cp_fsync_s"`
@@ -70,13 +70,13 @@ func main() {
 	align := flag.Int64("align", 0, "repack --align (0: the default)")
 	talign := flag.Int64("tensor-align", 0, "repack --tensor-align")
 	outDir := flag.String("out", "", "directory for the outputs (default: IN's)")
-	quick := flag.Bool("quick", false, "repack with Options.Quick (no loader.Verify read of every byte)")
+	verifyBytes := flag.Bool("verify-bytes", false, "repack with Options.VerifyBytes (loader.Verify reads every byte)")
 	flag.Parse()
 	if flag.NArg() != 1 {
-		fmt.Fprintln(os.Stderr, "usage: repackbench [-rounds N] [-align N] [-tensor-align N] [-quick] [-out DIR] IN")
+		fmt.Fprintln(os.Stderr, "usage: repackbench [-rounds N] [-align N] [-tensor-align N] [-verify-bytes] [-out DIR] IN")
 		os.Exit(2)
 	}
-	if err := run(os.Stdout, flag.Arg(0), *outDir, *rounds, repack.Options{Align: *align, TensorAlign: *talign, Quick: *quick}); err != nil {
+	if err := run(os.Stdout, flag.Arg(0), *outDir, *rounds, repack.Options{Align: *align, TensorAlign: *talign, VerifyBytes: *verifyBytes}); err != nil {
 		fmt.Fprintln(os.Stderr, "repackbench:", err)
 		os.Exit(1)
 	}
@@ -95,7 +95,7 @@ func run(w io.Writer, in, outDir string, rounds int, opts repack.Options) error 
 	if err := warm(in); err != nil {
 		return err
 	}
-	res := result{In: in, Size: st.Size(), Rounds: rounds, Align: opts.Align, TensorAlign: opts.TensorAlign, Quick: opts.Quick}
+	res := result{In: in, Size: st.Size(), Rounds: rounds, Align: opts.Align, TensorAlign: opts.TensorAlign, VerifyBytes: opts.VerifyBytes}
 
 	var peak atomic.Uint64
 	var sampling atomic.Bool

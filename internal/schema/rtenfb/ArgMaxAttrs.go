@@ -7,6 +7,8 @@ import (
 )
 
 type ArgMaxAttrsT struct {
+	Axis     int32 `json:"axis"`
+	KeepDims bool  `json:"keep_dims"`
 }
 
 func (t *ArgMaxAttrsT) Pack(builder *flatbuffers.Builder) flatbuffers.UOffsetT {
@@ -14,10 +16,14 @@ func (t *ArgMaxAttrsT) Pack(builder *flatbuffers.Builder) flatbuffers.UOffsetT {
 		return 0
 	}
 	ArgMaxAttrsStart(builder)
+	ArgMaxAttrsAddAxis(builder, t.Axis)
+	ArgMaxAttrsAddKeepDims(builder, t.KeepDims)
 	return ArgMaxAttrsEnd(builder)
 }
 
 func (rcv *ArgMaxAttrs) UnPackTo(t *ArgMaxAttrsT) {
+	t.Axis = rcv.Axis()
+	t.KeepDims = rcv.KeepDims()
 }
 
 func (rcv *ArgMaxAttrs) UnPack() *ArgMaxAttrsT {
@@ -56,8 +62,38 @@ func (rcv *ArgMaxAttrs) Table() flatbuffers.Table {
 	return rcv._tab
 }
 
+func (rcv *ArgMaxAttrs) Axis() int32 {
+	o := flatbuffers.UOffsetT(rcv._tab.Offset(4))
+	if o != 0 {
+		return rcv._tab.GetInt32(o + rcv._tab.Pos)
+	}
+	return 0
+}
+
+func (rcv *ArgMaxAttrs) MutateAxis(n int32) bool {
+	return rcv._tab.MutateInt32Slot(4, n)
+}
+
+func (rcv *ArgMaxAttrs) KeepDims() bool {
+	o := flatbuffers.UOffsetT(rcv._tab.Offset(6))
+	if o != 0 {
+		return rcv._tab.GetBool(o + rcv._tab.Pos)
+	}
+	return false
+}
+
+func (rcv *ArgMaxAttrs) MutateKeepDims(n bool) bool {
+	return rcv._tab.MutateBoolSlot(6, n)
+}
+
 func ArgMaxAttrsStart(builder *flatbuffers.Builder) {
-	builder.StartObject(0)
+	builder.StartObject(2)
+}
+func ArgMaxAttrsAddAxis(builder *flatbuffers.Builder, axis int32) {
+	builder.PrependInt32Slot(0, axis, 0)
+}
+func ArgMaxAttrsAddKeepDims(builder *flatbuffers.Builder, keepDims bool) {
+	builder.PrependBoolSlot(1, keepDims, false)
 }
 func ArgMaxAttrsEnd(builder *flatbuffers.Builder) flatbuffers.UOffsetT {
 	return builder.EndObject()

@@ -7,17 +7,74 @@ import (
 )
 
 type AveragePoolAttrsT struct {
+	KernelSize      []uint32 `json:"kernel_size"`
+	AutoPad         AutoPad  `json:"auto_pad"`
+	Pads            []uint32 `json:"pads"`
+	Strides         []uint32 `json:"strides"`
+	CountIncludePad bool     `json:"count_include_pad"`
+	CeilMode        bool     `json:"ceil_mode"`
 }
 
 func (t *AveragePoolAttrsT) Pack(builder *flatbuffers.Builder) flatbuffers.UOffsetT {
 	if t == nil {
 		return 0
 	}
+	kernelSizeOffset := flatbuffers.UOffsetT(0)
+	if t.KernelSize != nil {
+		kernelSizeLength := len(t.KernelSize)
+		AveragePoolAttrsStartKernelSizeVector(builder, kernelSizeLength)
+		for j := kernelSizeLength - 1; j >= 0; j-- {
+			builder.PrependUint32(t.KernelSize[j])
+		}
+		kernelSizeOffset = builder.EndVector(kernelSizeLength)
+	}
+	padsOffset := flatbuffers.UOffsetT(0)
+	if t.Pads != nil {
+		padsLength := len(t.Pads)
+		AveragePoolAttrsStartPadsVector(builder, padsLength)
+		for j := padsLength - 1; j >= 0; j-- {
+			builder.PrependUint32(t.Pads[j])
+		}
+		padsOffset = builder.EndVector(padsLength)
+	}
+	stridesOffset := flatbuffers.UOffsetT(0)
+	if t.Strides != nil {
+		stridesLength := len(t.Strides)
+		AveragePoolAttrsStartStridesVector(builder, stridesLength)
+		for j := stridesLength - 1; j >= 0; j-- {
+			builder.PrependUint32(t.Strides[j])
+		}
+		stridesOffset = builder.EndVector(stridesLength)
+	}
 	AveragePoolAttrsStart(builder)
+	AveragePoolAttrsAddKernelSize(builder, kernelSizeOffset)
+	AveragePoolAttrsAddAutoPad(builder, t.AutoPad)
+	AveragePoolAttrsAddPads(builder, padsOffset)
+	AveragePoolAttrsAddStrides(builder, stridesOffset)
+	AveragePoolAttrsAddCountIncludePad(builder, t.CountIncludePad)
+	AveragePoolAttrsAddCeilMode(builder, t.CeilMode)
 	return AveragePoolAttrsEnd(builder)
 }
 
 func (rcv *AveragePoolAttrs) UnPackTo(t *AveragePoolAttrsT) {
+	kernelSizeLength := rcv.KernelSizeLength()
+	t.KernelSize = make([]uint32, kernelSizeLength)
+	for j := 0; j < kernelSizeLength; j++ {
+		t.KernelSize[j] = rcv.KernelSize(j)
+	}
+	t.AutoPad = rcv.AutoPad()
+	padsLength := rcv.PadsLength()
+	t.Pads = make([]uint32, padsLength)
+	for j := 0; j < padsLength; j++ {
+		t.Pads[j] = rcv.Pads(j)
+	}
+	stridesLength := rcv.StridesLength()
+	t.Strides = make([]uint32, stridesLength)
+	for j := 0; j < stridesLength; j++ {
+		t.Strides[j] = rcv.Strides(j)
+	}
+	t.CountIncludePad = rcv.CountIncludePad()
+	t.CeilMode = rcv.CeilMode()
 }
 
 func (rcv *AveragePoolAttrs) UnPack() *AveragePoolAttrsT {
@@ -56,8 +113,149 @@ func (rcv *AveragePoolAttrs) Table() flatbuffers.Table {
 	return rcv._tab
 }
 
+func (rcv *AveragePoolAttrs) KernelSize(j int) uint32 {
+	o := flatbuffers.UOffsetT(rcv._tab.Offset(4))
+	if o != 0 {
+		a := rcv._tab.Vector(o)
+		return rcv._tab.GetUint32(a + flatbuffers.UOffsetT(j*4))
+	}
+	return 0
+}
+
+func (rcv *AveragePoolAttrs) KernelSizeLength() int {
+	o := flatbuffers.UOffsetT(rcv._tab.Offset(4))
+	if o != 0 {
+		return rcv._tab.VectorLen(o)
+	}
+	return 0
+}
+
+func (rcv *AveragePoolAttrs) MutateKernelSize(j int, n uint32) bool {
+	o := flatbuffers.UOffsetT(rcv._tab.Offset(4))
+	if o != 0 {
+		a := rcv._tab.Vector(o)
+		return rcv._tab.MutateUint32(a+flatbuffers.UOffsetT(j*4), n)
+	}
+	return false
+}
+
+func (rcv *AveragePoolAttrs) AutoPad() AutoPad {
+	o := flatbuffers.UOffsetT(rcv._tab.Offset(6))
+	if o != 0 {
+		return AutoPad(rcv._tab.GetByte(o + rcv._tab.Pos))
+	}
+	return 0
+}
+
+func (rcv *AveragePoolAttrs) MutateAutoPad(n AutoPad) bool {
+	return rcv._tab.MutateByteSlot(6, byte(n))
+}
+
+func (rcv *AveragePoolAttrs) Pads(j int) uint32 {
+	o := flatbuffers.UOffsetT(rcv._tab.Offset(8))
+	if o != 0 {
+		a := rcv._tab.Vector(o)
+		return rcv._tab.GetUint32(a + flatbuffers.UOffsetT(j*4))
+	}
+	return 0
+}
+
+func (rcv *AveragePoolAttrs) PadsLength() int {
+	o := flatbuffers.UOffsetT(rcv._tab.Offset(8))
+	if o != 0 {
+		return rcv._tab.VectorLen(o)
+	}
+	return 0
+}
+
+func (rcv *AveragePoolAttrs) MutatePads(j int, n uint32) bool {
+	o := flatbuffers.UOffsetT(rcv._tab.Offset(8))
+	if o != 0 {
+		a := rcv._tab.Vector(o)
+		return rcv._tab.MutateUint32(a+flatbuffers.UOffsetT(j*4), n)
+	}
+	return false
+}
+
+func (rcv *AveragePoolAttrs) Strides(j int) uint32 {
+	o := flatbuffers.UOffsetT(rcv._tab.Offset(10))
+	if o != 0 {
+		a := rcv._tab.Vector(o)
+		return rcv._tab.GetUint32(a + flatbuffers.UOffsetT(j*4))
+	}
+	return 0
+}
+
+func (rcv *AveragePoolAttrs) StridesLength() int {
+	o := flatbuffers.UOffsetT(rcv._tab.Offset(10))
+	if o != 0 {
+		return rcv._tab.VectorLen(o)
+	}
+	return 0
+}
+
+func (rcv *AveragePoolAttrs) MutateStrides(j int, n uint32) bool {
+	o := flatbuffers.UOffsetT(rcv._tab.Offset(10))
+	if o != 0 {
+		a := rcv._tab.Vector(o)
+		return rcv._tab.MutateUint32(a+flatbuffers.UOffsetT(j*4), n)
+	}
+	return false
+}
+
+func (rcv *AveragePoolAttrs) CountIncludePad() bool {
+	o := flatbuffers.UOffsetT(rcv._tab.Offset(12))
+	if o != 0 {
+		return rcv._tab.GetBool(o + rcv._tab.Pos)
+	}
+	return false
+}
+
+func (rcv *AveragePoolAttrs) MutateCountIncludePad(n bool) bool {
+	return rcv._tab.MutateBoolSlot(12, n)
+}
+
+func (rcv *AveragePoolAttrs) CeilMode() bool {
+	o := flatbuffers.UOffsetT(rcv._tab.Offset(14))
+	if o != 0 {
+		return rcv._tab.GetBool(o + rcv._tab.Pos)
+	}
+	return false
+}
+
+func (rcv *AveragePoolAttrs) MutateCeilMode(n bool) bool {
+	return rcv._tab.MutateBoolSlot(14, n)
+}
+
 func AveragePoolAttrsStart(builder *flatbuffers.Builder) {
-	builder.StartObject(0)
+	builder.StartObject(6)
+}
+func AveragePoolAttrsAddKernelSize(builder *flatbuffers.Builder, kernelSize flatbuffers.UOffsetT) {
+	builder.PrependUOffsetTSlot(0, flatbuffers.UOffsetT(kernelSize), 0)
+}
+func AveragePoolAttrsStartKernelSizeVector(builder *flatbuffers.Builder, numElems int) flatbuffers.UOffsetT {
+	return builder.StartVector(4, numElems, 4)
+}
+func AveragePoolAttrsAddAutoPad(builder *flatbuffers.Builder, autoPad AutoPad) {
+	builder.PrependByteSlot(1, byte(autoPad), 0)
+}
+func AveragePoolAttrsAddPads(builder *flatbuffers.Builder, pads flatbuffers.UOffsetT) {
+	builder.PrependUOffsetTSlot(2, flatbuffers.UOffsetT(pads), 0)
+}
+func AveragePoolAttrsStartPadsVector(builder *flatbuffers.Builder, numElems int) flatbuffers.UOffsetT {
+	return builder.StartVector(4, numElems, 4)
+}
+func AveragePoolAttrsAddStrides(builder *flatbuffers.Builder, strides flatbuffers.UOffsetT) {
+	builder.PrependUOffsetTSlot(3, flatbuffers.UOffsetT(strides), 0)
+}
+func AveragePoolAttrsStartStridesVector(builder *flatbuffers.Builder, numElems int) flatbuffers.UOffsetT {
+	return builder.StartVector(4, numElems, 4)
+}
+func AveragePoolAttrsAddCountIncludePad(builder *flatbuffers.Builder, countIncludePad bool) {
+	builder.PrependBoolSlot(4, countIncludePad, false)
+}
+func AveragePoolAttrsAddCeilMode(builder *flatbuffers.Builder, ceilMode bool) {
+	builder.PrependBoolSlot(5, ceilMode, false)
 }
 func AveragePoolAttrsEnd(builder *flatbuffers.Builder) flatbuffers.UOffsetT {
 	return builder.EndObject()

@@ -7,6 +7,7 @@ import (
 )
 
 type BatchNormalizationAttrsT struct {
+	Epsilon float32 `json:"epsilon"`
 }
 
 func (t *BatchNormalizationAttrsT) Pack(builder *flatbuffers.Builder) flatbuffers.UOffsetT {
@@ -14,10 +15,12 @@ func (t *BatchNormalizationAttrsT) Pack(builder *flatbuffers.Builder) flatbuffer
 		return 0
 	}
 	BatchNormalizationAttrsStart(builder)
+	BatchNormalizationAttrsAddEpsilon(builder, t.Epsilon)
 	return BatchNormalizationAttrsEnd(builder)
 }
 
 func (rcv *BatchNormalizationAttrs) UnPackTo(t *BatchNormalizationAttrsT) {
+	t.Epsilon = rcv.Epsilon()
 }
 
 func (rcv *BatchNormalizationAttrs) UnPack() *BatchNormalizationAttrsT {
@@ -56,8 +59,23 @@ func (rcv *BatchNormalizationAttrs) Table() flatbuffers.Table {
 	return rcv._tab
 }
 
+func (rcv *BatchNormalizationAttrs) Epsilon() float32 {
+	o := flatbuffers.UOffsetT(rcv._tab.Offset(4))
+	if o != 0 {
+		return rcv._tab.GetFloat32(o + rcv._tab.Pos)
+	}
+	return 0.0
+}
+
+func (rcv *BatchNormalizationAttrs) MutateEpsilon(n float32) bool {
+	return rcv._tab.MutateFloat32Slot(4, n)
+}
+
 func BatchNormalizationAttrsStart(builder *flatbuffers.Builder) {
-	builder.StartObject(0)
+	builder.StartObject(1)
+}
+func BatchNormalizationAttrsAddEpsilon(builder *flatbuffers.Builder, epsilon float32) {
+	builder.PrependFloat32Slot(0, epsilon, 0.0)
 }
 func BatchNormalizationAttrsEnd(builder *flatbuffers.Builder) flatbuffers.UOffsetT {
 	return builder.EndObject()

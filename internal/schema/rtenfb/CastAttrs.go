@@ -7,6 +7,7 @@ import (
 )
 
 type CastAttrsT struct {
+	To DataType `json:"to"`
 }
 
 func (t *CastAttrsT) Pack(builder *flatbuffers.Builder) flatbuffers.UOffsetT {
@@ -14,10 +15,12 @@ func (t *CastAttrsT) Pack(builder *flatbuffers.Builder) flatbuffers.UOffsetT {
 		return 0
 	}
 	CastAttrsStart(builder)
+	CastAttrsAddTo(builder, t.To)
 	return CastAttrsEnd(builder)
 }
 
 func (rcv *CastAttrs) UnPackTo(t *CastAttrsT) {
+	t.To = rcv.To()
 }
 
 func (rcv *CastAttrs) UnPack() *CastAttrsT {
@@ -56,8 +59,23 @@ func (rcv *CastAttrs) Table() flatbuffers.Table {
 	return rcv._tab
 }
 
+func (rcv *CastAttrs) To() DataType {
+	o := flatbuffers.UOffsetT(rcv._tab.Offset(4))
+	if o != 0 {
+		return DataType(rcv._tab.GetByte(o + rcv._tab.Pos))
+	}
+	return 0
+}
+
+func (rcv *CastAttrs) MutateTo(n DataType) bool {
+	return rcv._tab.MutateByteSlot(4, byte(n))
+}
+
 func CastAttrsStart(builder *flatbuffers.Builder) {
-	builder.StartObject(0)
+	builder.StartObject(1)
+}
+func CastAttrsAddTo(builder *flatbuffers.Builder, to DataType) {
+	builder.PrependByteSlot(0, byte(to), 0)
 }
 func CastAttrsEnd(builder *flatbuffers.Builder) flatbuffers.UOffsetT {
 	return builder.EndObject()

@@ -7,6 +7,7 @@ import (
 )
 
 type ConcatAttrsT struct {
+	Axis int32 `json:"axis"`
 }
 
 func (t *ConcatAttrsT) Pack(builder *flatbuffers.Builder) flatbuffers.UOffsetT {
@@ -14,10 +15,12 @@ func (t *ConcatAttrsT) Pack(builder *flatbuffers.Builder) flatbuffers.UOffsetT {
 		return 0
 	}
 	ConcatAttrsStart(builder)
+	ConcatAttrsAddAxis(builder, t.Axis)
 	return ConcatAttrsEnd(builder)
 }
 
 func (rcv *ConcatAttrs) UnPackTo(t *ConcatAttrsT) {
+	t.Axis = rcv.Axis()
 }
 
 func (rcv *ConcatAttrs) UnPack() *ConcatAttrsT {
@@ -56,8 +59,23 @@ func (rcv *ConcatAttrs) Table() flatbuffers.Table {
 	return rcv._tab
 }
 
+func (rcv *ConcatAttrs) Axis() int32 {
+	o := flatbuffers.UOffsetT(rcv._tab.Offset(4))
+	if o != 0 {
+		return rcv._tab.GetInt32(o + rcv._tab.Pos)
+	}
+	return 0
+}
+
+func (rcv *ConcatAttrs) MutateAxis(n int32) bool {
+	return rcv._tab.MutateInt32Slot(4, n)
+}
+
 func ConcatAttrsStart(builder *flatbuffers.Builder) {
-	builder.StartObject(0)
+	builder.StartObject(1)
+}
+func ConcatAttrsAddAxis(builder *flatbuffers.Builder, axis int32) {
+	builder.PrependInt32Slot(0, axis, 0)
 }
 func ConcatAttrsEnd(builder *flatbuffers.Builder) flatbuffers.UOffsetT {
 	return builder.EndObject()

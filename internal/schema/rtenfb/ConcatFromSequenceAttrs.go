@@ -7,6 +7,8 @@ import (
 )
 
 type ConcatFromSequenceAttrsT struct {
+	Axis    int32 `json:"axis"`
+	NewAxis bool  `json:"new_axis"`
 }
 
 func (t *ConcatFromSequenceAttrsT) Pack(builder *flatbuffers.Builder) flatbuffers.UOffsetT {
@@ -14,10 +16,14 @@ func (t *ConcatFromSequenceAttrsT) Pack(builder *flatbuffers.Builder) flatbuffer
 		return 0
 	}
 	ConcatFromSequenceAttrsStart(builder)
+	ConcatFromSequenceAttrsAddAxis(builder, t.Axis)
+	ConcatFromSequenceAttrsAddNewAxis(builder, t.NewAxis)
 	return ConcatFromSequenceAttrsEnd(builder)
 }
 
 func (rcv *ConcatFromSequenceAttrs) UnPackTo(t *ConcatFromSequenceAttrsT) {
+	t.Axis = rcv.Axis()
+	t.NewAxis = rcv.NewAxis()
 }
 
 func (rcv *ConcatFromSequenceAttrs) UnPack() *ConcatFromSequenceAttrsT {
@@ -56,8 +62,38 @@ func (rcv *ConcatFromSequenceAttrs) Table() flatbuffers.Table {
 	return rcv._tab
 }
 
+func (rcv *ConcatFromSequenceAttrs) Axis() int32 {
+	o := flatbuffers.UOffsetT(rcv._tab.Offset(4))
+	if o != 0 {
+		return rcv._tab.GetInt32(o + rcv._tab.Pos)
+	}
+	return 0
+}
+
+func (rcv *ConcatFromSequenceAttrs) MutateAxis(n int32) bool {
+	return rcv._tab.MutateInt32Slot(4, n)
+}
+
+func (rcv *ConcatFromSequenceAttrs) NewAxis() bool {
+	o := flatbuffers.UOffsetT(rcv._tab.Offset(6))
+	if o != 0 {
+		return rcv._tab.GetBool(o + rcv._tab.Pos)
+	}
+	return false
+}
+
+func (rcv *ConcatFromSequenceAttrs) MutateNewAxis(n bool) bool {
+	return rcv._tab.MutateBoolSlot(6, n)
+}
+
 func ConcatFromSequenceAttrsStart(builder *flatbuffers.Builder) {
-	builder.StartObject(0)
+	builder.StartObject(2)
+}
+func ConcatFromSequenceAttrsAddAxis(builder *flatbuffers.Builder, axis int32) {
+	builder.PrependInt32Slot(0, axis, 0)
+}
+func ConcatFromSequenceAttrsAddNewAxis(builder *flatbuffers.Builder, newAxis bool) {
+	builder.PrependBoolSlot(1, newAxis, false)
 }
 func ConcatFromSequenceAttrsEnd(builder *flatbuffers.Builder) flatbuffers.UOffsetT {
 	return builder.EndObject()

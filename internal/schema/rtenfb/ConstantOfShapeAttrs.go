@@ -7,17 +7,28 @@ import (
 )
 
 type ConstantOfShapeAttrsT struct {
+	Value *ScalarT `json:"value"`
 }
 
 func (t *ConstantOfShapeAttrsT) Pack(builder *flatbuffers.Builder) flatbuffers.UOffsetT {
 	if t == nil {
 		return 0
 	}
+	valueOffset := t.Value.Pack(builder)
+
 	ConstantOfShapeAttrsStart(builder)
+	if t.Value != nil {
+		ConstantOfShapeAttrsAddValueType(builder, t.Value.Type)
+	}
+	ConstantOfShapeAttrsAddValue(builder, valueOffset)
 	return ConstantOfShapeAttrsEnd(builder)
 }
 
 func (rcv *ConstantOfShapeAttrs) UnPackTo(t *ConstantOfShapeAttrsT) {
+	valueTable := flatbuffers.Table{}
+	if rcv.Value(&valueTable) {
+		t.Value = rcv.ValueType().UnPack(valueTable)
+	}
 }
 
 func (rcv *ConstantOfShapeAttrs) UnPack() *ConstantOfShapeAttrsT {
@@ -56,8 +67,35 @@ func (rcv *ConstantOfShapeAttrs) Table() flatbuffers.Table {
 	return rcv._tab
 }
 
+func (rcv *ConstantOfShapeAttrs) ValueType() Scalar {
+	o := flatbuffers.UOffsetT(rcv._tab.Offset(4))
+	if o != 0 {
+		return Scalar(rcv._tab.GetByte(o + rcv._tab.Pos))
+	}
+	return 0
+}
+
+func (rcv *ConstantOfShapeAttrs) MutateValueType(n Scalar) bool {
+	return rcv._tab.MutateByteSlot(4, byte(n))
+}
+
+func (rcv *ConstantOfShapeAttrs) Value(obj *flatbuffers.Table) bool {
+	o := flatbuffers.UOffsetT(rcv._tab.Offset(6))
+	if o != 0 {
+		rcv._tab.Union(obj, o)
+		return true
+	}
+	return false
+}
+
 func ConstantOfShapeAttrsStart(builder *flatbuffers.Builder) {
-	builder.StartObject(0)
+	builder.StartObject(2)
+}
+func ConstantOfShapeAttrsAddValueType(builder *flatbuffers.Builder, valueType Scalar) {
+	builder.PrependByteSlot(0, byte(valueType), 0)
+}
+func ConstantOfShapeAttrsAddValue(builder *flatbuffers.Builder, value flatbuffers.UOffsetT) {
+	builder.PrependUOffsetTSlot(1, flatbuffers.UOffsetT(value), 0)
 }
 func ConstantOfShapeAttrsEnd(builder *flatbuffers.Builder) flatbuffers.UOffsetT {
 	return builder.EndObject()

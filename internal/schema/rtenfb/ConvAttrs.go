@@ -7,17 +7,71 @@ import (
 )
 
 type ConvAttrsT struct {
+	AutoPad   AutoPad  `json:"auto_pad"`
+	Pads      []uint32 `json:"pads"`
+	Groups    uint32   `json:"groups"`
+	Strides   []uint32 `json:"strides"`
+	Dilations []uint32 `json:"dilations"`
 }
 
 func (t *ConvAttrsT) Pack(builder *flatbuffers.Builder) flatbuffers.UOffsetT {
 	if t == nil {
 		return 0
 	}
+	padsOffset := flatbuffers.UOffsetT(0)
+	if t.Pads != nil {
+		padsLength := len(t.Pads)
+		ConvAttrsStartPadsVector(builder, padsLength)
+		for j := padsLength - 1; j >= 0; j-- {
+			builder.PrependUint32(t.Pads[j])
+		}
+		padsOffset = builder.EndVector(padsLength)
+	}
+	stridesOffset := flatbuffers.UOffsetT(0)
+	if t.Strides != nil {
+		stridesLength := len(t.Strides)
+		ConvAttrsStartStridesVector(builder, stridesLength)
+		for j := stridesLength - 1; j >= 0; j-- {
+			builder.PrependUint32(t.Strides[j])
+		}
+		stridesOffset = builder.EndVector(stridesLength)
+	}
+	dilationsOffset := flatbuffers.UOffsetT(0)
+	if t.Dilations != nil {
+		dilationsLength := len(t.Dilations)
+		ConvAttrsStartDilationsVector(builder, dilationsLength)
+		for j := dilationsLength - 1; j >= 0; j-- {
+			builder.PrependUint32(t.Dilations[j])
+		}
+		dilationsOffset = builder.EndVector(dilationsLength)
+	}
 	ConvAttrsStart(builder)
+	ConvAttrsAddAutoPad(builder, t.AutoPad)
+	ConvAttrsAddPads(builder, padsOffset)
+	ConvAttrsAddGroups(builder, t.Groups)
+	ConvAttrsAddStrides(builder, stridesOffset)
+	ConvAttrsAddDilations(builder, dilationsOffset)
 	return ConvAttrsEnd(builder)
 }
 
 func (rcv *ConvAttrs) UnPackTo(t *ConvAttrsT) {
+	t.AutoPad = rcv.AutoPad()
+	padsLength := rcv.PadsLength()
+	t.Pads = make([]uint32, padsLength)
+	for j := 0; j < padsLength; j++ {
+		t.Pads[j] = rcv.Pads(j)
+	}
+	t.Groups = rcv.Groups()
+	stridesLength := rcv.StridesLength()
+	t.Strides = make([]uint32, stridesLength)
+	for j := 0; j < stridesLength; j++ {
+		t.Strides[j] = rcv.Strides(j)
+	}
+	dilationsLength := rcv.DilationsLength()
+	t.Dilations = make([]uint32, dilationsLength)
+	for j := 0; j < dilationsLength; j++ {
+		t.Dilations[j] = rcv.Dilations(j)
+	}
 }
 
 func (rcv *ConvAttrs) UnPack() *ConvAttrsT {
@@ -56,8 +110,134 @@ func (rcv *ConvAttrs) Table() flatbuffers.Table {
 	return rcv._tab
 }
 
+func (rcv *ConvAttrs) AutoPad() AutoPad {
+	o := flatbuffers.UOffsetT(rcv._tab.Offset(4))
+	if o != 0 {
+		return AutoPad(rcv._tab.GetByte(o + rcv._tab.Pos))
+	}
+	return 0
+}
+
+func (rcv *ConvAttrs) MutateAutoPad(n AutoPad) bool {
+	return rcv._tab.MutateByteSlot(4, byte(n))
+}
+
+func (rcv *ConvAttrs) Pads(j int) uint32 {
+	o := flatbuffers.UOffsetT(rcv._tab.Offset(6))
+	if o != 0 {
+		a := rcv._tab.Vector(o)
+		return rcv._tab.GetUint32(a + flatbuffers.UOffsetT(j*4))
+	}
+	return 0
+}
+
+func (rcv *ConvAttrs) PadsLength() int {
+	o := flatbuffers.UOffsetT(rcv._tab.Offset(6))
+	if o != 0 {
+		return rcv._tab.VectorLen(o)
+	}
+	return 0
+}
+
+func (rcv *ConvAttrs) MutatePads(j int, n uint32) bool {
+	o := flatbuffers.UOffsetT(rcv._tab.Offset(6))
+	if o != 0 {
+		a := rcv._tab.Vector(o)
+		return rcv._tab.MutateUint32(a+flatbuffers.UOffsetT(j*4), n)
+	}
+	return false
+}
+
+func (rcv *ConvAttrs) Groups() uint32 {
+	o := flatbuffers.UOffsetT(rcv._tab.Offset(8))
+	if o != 0 {
+		return rcv._tab.GetUint32(o + rcv._tab.Pos)
+	}
+	return 0
+}
+
+func (rcv *ConvAttrs) MutateGroups(n uint32) bool {
+	return rcv._tab.MutateUint32Slot(8, n)
+}
+
+func (rcv *ConvAttrs) Strides(j int) uint32 {
+	o := flatbuffers.UOffsetT(rcv._tab.Offset(10))
+	if o != 0 {
+		a := rcv._tab.Vector(o)
+		return rcv._tab.GetUint32(a + flatbuffers.UOffsetT(j*4))
+	}
+	return 0
+}
+
+func (rcv *ConvAttrs) StridesLength() int {
+	o := flatbuffers.UOffsetT(rcv._tab.Offset(10))
+	if o != 0 {
+		return rcv._tab.VectorLen(o)
+	}
+	return 0
+}
+
+func (rcv *ConvAttrs) MutateStrides(j int, n uint32) bool {
+	o := flatbuffers.UOffsetT(rcv._tab.Offset(10))
+	if o != 0 {
+		a := rcv._tab.Vector(o)
+		return rcv._tab.MutateUint32(a+flatbuffers.UOffsetT(j*4), n)
+	}
+	return false
+}
+
+func (rcv *ConvAttrs) Dilations(j int) uint32 {
+	o := flatbuffers.UOffsetT(rcv._tab.Offset(12))
+	if o != 0 {
+		a := rcv._tab.Vector(o)
+		return rcv._tab.GetUint32(a + flatbuffers.UOffsetT(j*4))
+	}
+	return 0
+}
+
+func (rcv *ConvAttrs) DilationsLength() int {
+	o := flatbuffers.UOffsetT(rcv._tab.Offset(12))
+	if o != 0 {
+		return rcv._tab.VectorLen(o)
+	}
+	return 0
+}
+
+func (rcv *ConvAttrs) MutateDilations(j int, n uint32) bool {
+	o := flatbuffers.UOffsetT(rcv._tab.Offset(12))
+	if o != 0 {
+		a := rcv._tab.Vector(o)
+		return rcv._tab.MutateUint32(a+flatbuffers.UOffsetT(j*4), n)
+	}
+	return false
+}
+
 func ConvAttrsStart(builder *flatbuffers.Builder) {
-	builder.StartObject(0)
+	builder.StartObject(5)
+}
+func ConvAttrsAddAutoPad(builder *flatbuffers.Builder, autoPad AutoPad) {
+	builder.PrependByteSlot(0, byte(autoPad), 0)
+}
+func ConvAttrsAddPads(builder *flatbuffers.Builder, pads flatbuffers.UOffsetT) {
+	builder.PrependUOffsetTSlot(1, flatbuffers.UOffsetT(pads), 0)
+}
+func ConvAttrsStartPadsVector(builder *flatbuffers.Builder, numElems int) flatbuffers.UOffsetT {
+	return builder.StartVector(4, numElems, 4)
+}
+func ConvAttrsAddGroups(builder *flatbuffers.Builder, groups uint32) {
+	builder.PrependUint32Slot(2, groups, 0)
+}
+func ConvAttrsAddStrides(builder *flatbuffers.Builder, strides flatbuffers.UOffsetT) {
+	builder.PrependUOffsetTSlot(3, flatbuffers.UOffsetT(strides), 0)
+}
+func ConvAttrsStartStridesVector(builder *flatbuffers.Builder, numElems int) flatbuffers.UOffsetT {
+	return builder.StartVector(4, numElems, 4)
+}
+func ConvAttrsAddDilations(builder *flatbuffers.Builder, dilations flatbuffers.UOffsetT) {
+	builder.PrependUOffsetTSlot(4, flatbuffers.UOffsetT(dilations), 0)
+}
+func ConvAttrsStartDilationsVector(builder *flatbuffers.Builder, numElems int) flatbuffers.UOffsetT {
+	return builder.StartVector(4, numElems, 4)
 }
 func ConvAttrsEnd(builder *flatbuffers.Builder) flatbuffers.UOffsetT {
 	return builder.EndObject()

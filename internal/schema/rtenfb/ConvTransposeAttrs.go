@@ -7,17 +7,71 @@ import (
 )
 
 type ConvTransposeAttrsT struct {
+	Strides       []uint32 `json:"strides"`
+	AutoPad       AutoPad  `json:"auto_pad"`
+	Pads          []uint32 `json:"pads"`
+	Groups        uint32   `json:"groups"`
+	OutputPadding []uint32 `json:"output_padding"`
 }
 
 func (t *ConvTransposeAttrsT) Pack(builder *flatbuffers.Builder) flatbuffers.UOffsetT {
 	if t == nil {
 		return 0
 	}
+	stridesOffset := flatbuffers.UOffsetT(0)
+	if t.Strides != nil {
+		stridesLength := len(t.Strides)
+		ConvTransposeAttrsStartStridesVector(builder, stridesLength)
+		for j := stridesLength - 1; j >= 0; j-- {
+			builder.PrependUint32(t.Strides[j])
+		}
+		stridesOffset = builder.EndVector(stridesLength)
+	}
+	padsOffset := flatbuffers.UOffsetT(0)
+	if t.Pads != nil {
+		padsLength := len(t.Pads)
+		ConvTransposeAttrsStartPadsVector(builder, padsLength)
+		for j := padsLength - 1; j >= 0; j-- {
+			builder.PrependUint32(t.Pads[j])
+		}
+		padsOffset = builder.EndVector(padsLength)
+	}
+	outputPaddingOffset := flatbuffers.UOffsetT(0)
+	if t.OutputPadding != nil {
+		outputPaddingLength := len(t.OutputPadding)
+		ConvTransposeAttrsStartOutputPaddingVector(builder, outputPaddingLength)
+		for j := outputPaddingLength - 1; j >= 0; j-- {
+			builder.PrependUint32(t.OutputPadding[j])
+		}
+		outputPaddingOffset = builder.EndVector(outputPaddingLength)
+	}
 	ConvTransposeAttrsStart(builder)
+	ConvTransposeAttrsAddStrides(builder, stridesOffset)
+	ConvTransposeAttrsAddAutoPad(builder, t.AutoPad)
+	ConvTransposeAttrsAddPads(builder, padsOffset)
+	ConvTransposeAttrsAddGroups(builder, t.Groups)
+	ConvTransposeAttrsAddOutputPadding(builder, outputPaddingOffset)
 	return ConvTransposeAttrsEnd(builder)
 }
 
 func (rcv *ConvTransposeAttrs) UnPackTo(t *ConvTransposeAttrsT) {
+	stridesLength := rcv.StridesLength()
+	t.Strides = make([]uint32, stridesLength)
+	for j := 0; j < stridesLength; j++ {
+		t.Strides[j] = rcv.Strides(j)
+	}
+	t.AutoPad = rcv.AutoPad()
+	padsLength := rcv.PadsLength()
+	t.Pads = make([]uint32, padsLength)
+	for j := 0; j < padsLength; j++ {
+		t.Pads[j] = rcv.Pads(j)
+	}
+	t.Groups = rcv.Groups()
+	outputPaddingLength := rcv.OutputPaddingLength()
+	t.OutputPadding = make([]uint32, outputPaddingLength)
+	for j := 0; j < outputPaddingLength; j++ {
+		t.OutputPadding[j] = rcv.OutputPadding(j)
+	}
 }
 
 func (rcv *ConvTransposeAttrs) UnPack() *ConvTransposeAttrsT {
@@ -56,8 +110,134 @@ func (rcv *ConvTransposeAttrs) Table() flatbuffers.Table {
 	return rcv._tab
 }
 
+func (rcv *ConvTransposeAttrs) Strides(j int) uint32 {
+	o := flatbuffers.UOffsetT(rcv._tab.Offset(4))
+	if o != 0 {
+		a := rcv._tab.Vector(o)
+		return rcv._tab.GetUint32(a + flatbuffers.UOffsetT(j*4))
+	}
+	return 0
+}
+
+func (rcv *ConvTransposeAttrs) StridesLength() int {
+	o := flatbuffers.UOffsetT(rcv._tab.Offset(4))
+	if o != 0 {
+		return rcv._tab.VectorLen(o)
+	}
+	return 0
+}
+
+func (rcv *ConvTransposeAttrs) MutateStrides(j int, n uint32) bool {
+	o := flatbuffers.UOffsetT(rcv._tab.Offset(4))
+	if o != 0 {
+		a := rcv._tab.Vector(o)
+		return rcv._tab.MutateUint32(a+flatbuffers.UOffsetT(j*4), n)
+	}
+	return false
+}
+
+func (rcv *ConvTransposeAttrs) AutoPad() AutoPad {
+	o := flatbuffers.UOffsetT(rcv._tab.Offset(6))
+	if o != 0 {
+		return AutoPad(rcv._tab.GetByte(o + rcv._tab.Pos))
+	}
+	return 1
+}
+
+func (rcv *ConvTransposeAttrs) MutateAutoPad(n AutoPad) bool {
+	return rcv._tab.MutateByteSlot(6, byte(n))
+}
+
+func (rcv *ConvTransposeAttrs) Pads(j int) uint32 {
+	o := flatbuffers.UOffsetT(rcv._tab.Offset(8))
+	if o != 0 {
+		a := rcv._tab.Vector(o)
+		return rcv._tab.GetUint32(a + flatbuffers.UOffsetT(j*4))
+	}
+	return 0
+}
+
+func (rcv *ConvTransposeAttrs) PadsLength() int {
+	o := flatbuffers.UOffsetT(rcv._tab.Offset(8))
+	if o != 0 {
+		return rcv._tab.VectorLen(o)
+	}
+	return 0
+}
+
+func (rcv *ConvTransposeAttrs) MutatePads(j int, n uint32) bool {
+	o := flatbuffers.UOffsetT(rcv._tab.Offset(8))
+	if o != 0 {
+		a := rcv._tab.Vector(o)
+		return rcv._tab.MutateUint32(a+flatbuffers.UOffsetT(j*4), n)
+	}
+	return false
+}
+
+func (rcv *ConvTransposeAttrs) Groups() uint32 {
+	o := flatbuffers.UOffsetT(rcv._tab.Offset(10))
+	if o != 0 {
+		return rcv._tab.GetUint32(o + rcv._tab.Pos)
+	}
+	return 1
+}
+
+func (rcv *ConvTransposeAttrs) MutateGroups(n uint32) bool {
+	return rcv._tab.MutateUint32Slot(10, n)
+}
+
+func (rcv *ConvTransposeAttrs) OutputPadding(j int) uint32 {
+	o := flatbuffers.UOffsetT(rcv._tab.Offset(12))
+	if o != 0 {
+		a := rcv._tab.Vector(o)
+		return rcv._tab.GetUint32(a + flatbuffers.UOffsetT(j*4))
+	}
+	return 0
+}
+
+func (rcv *ConvTransposeAttrs) OutputPaddingLength() int {
+	o := flatbuffers.UOffsetT(rcv._tab.Offset(12))
+	if o != 0 {
+		return rcv._tab.VectorLen(o)
+	}
+	return 0
+}
+
+func (rcv *ConvTransposeAttrs) MutateOutputPadding(j int, n uint32) bool {
+	o := flatbuffers.UOffsetT(rcv._tab.Offset(12))
+	if o != 0 {
+		a := rcv._tab.Vector(o)
+		return rcv._tab.MutateUint32(a+flatbuffers.UOffsetT(j*4), n)
+	}
+	return false
+}
+
 func ConvTransposeAttrsStart(builder *flatbuffers.Builder) {
-	builder.StartObject(0)
+	builder.StartObject(5)
+}
+func ConvTransposeAttrsAddStrides(builder *flatbuffers.Builder, strides flatbuffers.UOffsetT) {
+	builder.PrependUOffsetTSlot(0, flatbuffers.UOffsetT(strides), 0)
+}
+func ConvTransposeAttrsStartStridesVector(builder *flatbuffers.Builder, numElems int) flatbuffers.UOffsetT {
+	return builder.StartVector(4, numElems, 4)
+}
+func ConvTransposeAttrsAddAutoPad(builder *flatbuffers.Builder, autoPad AutoPad) {
+	builder.PrependByteSlot(1, byte(autoPad), 1)
+}
+func ConvTransposeAttrsAddPads(builder *flatbuffers.Builder, pads flatbuffers.UOffsetT) {
+	builder.PrependUOffsetTSlot(2, flatbuffers.UOffsetT(pads), 0)
+}
+func ConvTransposeAttrsStartPadsVector(builder *flatbuffers.Builder, numElems int) flatbuffers.UOffsetT {
+	return builder.StartVector(4, numElems, 4)
+}
+func ConvTransposeAttrsAddGroups(builder *flatbuffers.Builder, groups uint32) {
+	builder.PrependUint32Slot(3, groups, 1)
+}
+func ConvTransposeAttrsAddOutputPadding(builder *flatbuffers.Builder, outputPadding flatbuffers.UOffsetT) {
+	builder.PrependUOffsetTSlot(4, flatbuffers.UOffsetT(outputPadding), 0)
+}
+func ConvTransposeAttrsStartOutputPaddingVector(builder *flatbuffers.Builder, numElems int) flatbuffers.UOffsetT {
+	return builder.StartVector(4, numElems, 4)
 }
 func ConvTransposeAttrsEnd(builder *flatbuffers.Builder) flatbuffers.UOffsetT {
 	return builder.EndObject()

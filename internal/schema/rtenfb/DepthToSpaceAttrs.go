@@ -7,6 +7,8 @@ import (
 )
 
 type DepthToSpaceAttrsT struct {
+	Mode      DepthToSpaceMode `json:"mode"`
+	BlockSize uint32           `json:"block_size"`
 }
 
 func (t *DepthToSpaceAttrsT) Pack(builder *flatbuffers.Builder) flatbuffers.UOffsetT {
@@ -14,10 +16,14 @@ func (t *DepthToSpaceAttrsT) Pack(builder *flatbuffers.Builder) flatbuffers.UOff
 		return 0
 	}
 	DepthToSpaceAttrsStart(builder)
+	DepthToSpaceAttrsAddMode(builder, t.Mode)
+	DepthToSpaceAttrsAddBlockSize(builder, t.BlockSize)
 	return DepthToSpaceAttrsEnd(builder)
 }
 
 func (rcv *DepthToSpaceAttrs) UnPackTo(t *DepthToSpaceAttrsT) {
+	t.Mode = rcv.Mode()
+	t.BlockSize = rcv.BlockSize()
 }
 
 func (rcv *DepthToSpaceAttrs) UnPack() *DepthToSpaceAttrsT {
@@ -56,8 +62,38 @@ func (rcv *DepthToSpaceAttrs) Table() flatbuffers.Table {
 	return rcv._tab
 }
 
+func (rcv *DepthToSpaceAttrs) Mode() DepthToSpaceMode {
+	o := flatbuffers.UOffsetT(rcv._tab.Offset(4))
+	if o != 0 {
+		return DepthToSpaceMode(rcv._tab.GetByte(o + rcv._tab.Pos))
+	}
+	return 0
+}
+
+func (rcv *DepthToSpaceAttrs) MutateMode(n DepthToSpaceMode) bool {
+	return rcv._tab.MutateByteSlot(4, byte(n))
+}
+
+func (rcv *DepthToSpaceAttrs) BlockSize() uint32 {
+	o := flatbuffers.UOffsetT(rcv._tab.Offset(6))
+	if o != 0 {
+		return rcv._tab.GetUint32(o + rcv._tab.Pos)
+	}
+	return 0
+}
+
+func (rcv *DepthToSpaceAttrs) MutateBlockSize(n uint32) bool {
+	return rcv._tab.MutateUint32Slot(6, n)
+}
+
 func DepthToSpaceAttrsStart(builder *flatbuffers.Builder) {
-	builder.StartObject(0)
+	builder.StartObject(2)
+}
+func DepthToSpaceAttrsAddMode(builder *flatbuffers.Builder, mode DepthToSpaceMode) {
+	builder.PrependByteSlot(0, byte(mode), 0)
+}
+func DepthToSpaceAttrsAddBlockSize(builder *flatbuffers.Builder, blockSize uint32) {
+	builder.PrependUint32Slot(1, blockSize, 0)
 }
 func DepthToSpaceAttrsEnd(builder *flatbuffers.Builder) flatbuffers.UOffsetT {
 	return builder.EndObject()

@@ -7,6 +7,7 @@ import (
 )
 
 type DequantizeLinearAttrsT struct {
+	Axis int32 `json:"axis"`
 }
 
 func (t *DequantizeLinearAttrsT) Pack(builder *flatbuffers.Builder) flatbuffers.UOffsetT {
@@ -14,10 +15,12 @@ func (t *DequantizeLinearAttrsT) Pack(builder *flatbuffers.Builder) flatbuffers.
 		return 0
 	}
 	DequantizeLinearAttrsStart(builder)
+	DequantizeLinearAttrsAddAxis(builder, t.Axis)
 	return DequantizeLinearAttrsEnd(builder)
 }
 
 func (rcv *DequantizeLinearAttrs) UnPackTo(t *DequantizeLinearAttrsT) {
+	t.Axis = rcv.Axis()
 }
 
 func (rcv *DequantizeLinearAttrs) UnPack() *DequantizeLinearAttrsT {
@@ -56,8 +59,23 @@ func (rcv *DequantizeLinearAttrs) Table() flatbuffers.Table {
 	return rcv._tab
 }
 
+func (rcv *DequantizeLinearAttrs) Axis() int32 {
+	o := flatbuffers.UOffsetT(rcv._tab.Offset(4))
+	if o != 0 {
+		return rcv._tab.GetInt32(o + rcv._tab.Pos)
+	}
+	return 0
+}
+
+func (rcv *DequantizeLinearAttrs) MutateAxis(n int32) bool {
+	return rcv._tab.MutateInt32Slot(4, n)
+}
+
 func DequantizeLinearAttrsStart(builder *flatbuffers.Builder) {
-	builder.StartObject(0)
+	builder.StartObject(1)
+}
+func DequantizeLinearAttrsAddAxis(builder *flatbuffers.Builder, axis int32) {
+	builder.PrependInt32Slot(0, axis, 0)
 }
 func DequantizeLinearAttrsEnd(builder *flatbuffers.Builder) flatbuffers.UOffsetT {
 	return builder.EndObject()

@@ -7,6 +7,7 @@ import (
 )
 
 type DropoutAttrsT struct {
+	Seed *int32 `json:"seed"`
 }
 
 func (t *DropoutAttrsT) Pack(builder *flatbuffers.Builder) flatbuffers.UOffsetT {
@@ -14,10 +15,14 @@ func (t *DropoutAttrsT) Pack(builder *flatbuffers.Builder) flatbuffers.UOffsetT 
 		return 0
 	}
 	DropoutAttrsStart(builder)
+	if t.Seed != nil {
+		DropoutAttrsAddSeed(builder, *t.Seed)
+	}
 	return DropoutAttrsEnd(builder)
 }
 
 func (rcv *DropoutAttrs) UnPackTo(t *DropoutAttrsT) {
+	t.Seed = rcv.Seed()
 }
 
 func (rcv *DropoutAttrs) UnPack() *DropoutAttrsT {
@@ -56,8 +61,25 @@ func (rcv *DropoutAttrs) Table() flatbuffers.Table {
 	return rcv._tab
 }
 
+func (rcv *DropoutAttrs) Seed() *int32 {
+	o := flatbuffers.UOffsetT(rcv._tab.Offset(4))
+	if o != 0 {
+		v := rcv._tab.GetInt32(o + rcv._tab.Pos)
+		return &v
+	}
+	return nil
+}
+
+func (rcv *DropoutAttrs) MutateSeed(n int32) bool {
+	return rcv._tab.MutateInt32Slot(4, n)
+}
+
 func DropoutAttrsStart(builder *flatbuffers.Builder) {
-	builder.StartObject(0)
+	builder.StartObject(1)
+}
+func DropoutAttrsAddSeed(builder *flatbuffers.Builder, seed int32) {
+	builder.PrependInt32(seed)
+	builder.Slot(0)
 }
 func DropoutAttrsEnd(builder *flatbuffers.Builder) flatbuffers.UOffsetT {
 	return builder.EndObject()

@@ -7,17 +7,21 @@ import (
 )
 
 type EinsumAttrsT struct {
+	Equation string `json:"equation"`
 }
 
 func (t *EinsumAttrsT) Pack(builder *flatbuffers.Builder) flatbuffers.UOffsetT {
 	if t == nil {
 		return 0
 	}
+	equationOffset := builder.CreateString(t.Equation)
 	EinsumAttrsStart(builder)
+	EinsumAttrsAddEquation(builder, equationOffset)
 	return EinsumAttrsEnd(builder)
 }
 
 func (rcv *EinsumAttrs) UnPackTo(t *EinsumAttrsT) {
+	t.Equation = string(rcv.Equation())
 }
 
 func (rcv *EinsumAttrs) UnPack() *EinsumAttrsT {
@@ -56,8 +60,19 @@ func (rcv *EinsumAttrs) Table() flatbuffers.Table {
 	return rcv._tab
 }
 
+func (rcv *EinsumAttrs) Equation() []byte {
+	o := flatbuffers.UOffsetT(rcv._tab.Offset(4))
+	if o != 0 {
+		return rcv._tab.ByteVector(o + rcv._tab.Pos)
+	}
+	return nil
+}
+
 func EinsumAttrsStart(builder *flatbuffers.Builder) {
-	builder.StartObject(0)
+	builder.StartObject(1)
+}
+func EinsumAttrsAddEquation(builder *flatbuffers.Builder, equation flatbuffers.UOffsetT) {
+	builder.PrependUOffsetTSlot(0, flatbuffers.UOffsetT(equation), 0)
 }
 func EinsumAttrsEnd(builder *flatbuffers.Builder) flatbuffers.UOffsetT {
 	return builder.EndObject()

@@ -7,6 +7,7 @@ import (
 )
 
 type EluAttrsT struct {
+	Alpha float32 `json:"alpha"`
 }
 
 func (t *EluAttrsT) Pack(builder *flatbuffers.Builder) flatbuffers.UOffsetT {
@@ -14,10 +15,12 @@ func (t *EluAttrsT) Pack(builder *flatbuffers.Builder) flatbuffers.UOffsetT {
 		return 0
 	}
 	EluAttrsStart(builder)
+	EluAttrsAddAlpha(builder, t.Alpha)
 	return EluAttrsEnd(builder)
 }
 
 func (rcv *EluAttrs) UnPackTo(t *EluAttrsT) {
+	t.Alpha = rcv.Alpha()
 }
 
 func (rcv *EluAttrs) UnPack() *EluAttrsT {
@@ -56,8 +59,23 @@ func (rcv *EluAttrs) Table() flatbuffers.Table {
 	return rcv._tab
 }
 
+func (rcv *EluAttrs) Alpha() float32 {
+	o := flatbuffers.UOffsetT(rcv._tab.Offset(4))
+	if o != 0 {
+		return rcv._tab.GetFloat32(o + rcv._tab.Pos)
+	}
+	return 0.0
+}
+
+func (rcv *EluAttrs) MutateAlpha(n float32) bool {
+	return rcv._tab.MutateFloat32Slot(4, n)
+}
+
 func EluAttrsStart(builder *flatbuffers.Builder) {
-	builder.StartObject(0)
+	builder.StartObject(1)
+}
+func EluAttrsAddAlpha(builder *flatbuffers.Builder, alpha float32) {
+	builder.PrependFloat32Slot(0, alpha, 0.0)
 }
 func EluAttrsEnd(builder *flatbuffers.Builder) flatbuffers.UOffsetT {
 	return builder.EndObject()

@@ -7,6 +7,8 @@ import (
 )
 
 type EyeLikeAttrsT struct {
+	Dtype *DataType `json:"dtype"`
+	K     int32     `json:"k"`
 }
 
 func (t *EyeLikeAttrsT) Pack(builder *flatbuffers.Builder) flatbuffers.UOffsetT {
@@ -14,10 +16,16 @@ func (t *EyeLikeAttrsT) Pack(builder *flatbuffers.Builder) flatbuffers.UOffsetT 
 		return 0
 	}
 	EyeLikeAttrsStart(builder)
+	if t.Dtype != nil {
+		EyeLikeAttrsAddDtype(builder, *t.Dtype)
+	}
+	EyeLikeAttrsAddK(builder, t.K)
 	return EyeLikeAttrsEnd(builder)
 }
 
 func (rcv *EyeLikeAttrs) UnPackTo(t *EyeLikeAttrsT) {
+	t.Dtype = rcv.Dtype()
+	t.K = rcv.K()
 }
 
 func (rcv *EyeLikeAttrs) UnPack() *EyeLikeAttrsT {
@@ -56,8 +64,40 @@ func (rcv *EyeLikeAttrs) Table() flatbuffers.Table {
 	return rcv._tab
 }
 
+func (rcv *EyeLikeAttrs) Dtype() *DataType {
+	o := flatbuffers.UOffsetT(rcv._tab.Offset(4))
+	if o != 0 {
+		v := DataType(rcv._tab.GetByte(o + rcv._tab.Pos))
+		return &v
+	}
+	return nil
+}
+
+func (rcv *EyeLikeAttrs) MutateDtype(n DataType) bool {
+	return rcv._tab.MutateByteSlot(4, byte(n))
+}
+
+func (rcv *EyeLikeAttrs) K() int32 {
+	o := flatbuffers.UOffsetT(rcv._tab.Offset(6))
+	if o != 0 {
+		return rcv._tab.GetInt32(o + rcv._tab.Pos)
+	}
+	return 0
+}
+
+func (rcv *EyeLikeAttrs) MutateK(n int32) bool {
+	return rcv._tab.MutateInt32Slot(6, n)
+}
+
 func EyeLikeAttrsStart(builder *flatbuffers.Builder) {
-	builder.StartObject(0)
+	builder.StartObject(2)
+}
+func EyeLikeAttrsAddDtype(builder *flatbuffers.Builder, dtype DataType) {
+	builder.PrependByte(byte(dtype))
+	builder.Slot(0)
+}
+func EyeLikeAttrsAddK(builder *flatbuffers.Builder, k int32) {
+	builder.PrependInt32Slot(1, k, 0)
 }
 func EyeLikeAttrsEnd(builder *flatbuffers.Builder) flatbuffers.UOffsetT {
 	return builder.EndObject()

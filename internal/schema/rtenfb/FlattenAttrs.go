@@ -7,6 +7,7 @@ import (
 )
 
 type FlattenAttrsT struct {
+	Axis int32 `json:"axis"`
 }
 
 func (t *FlattenAttrsT) Pack(builder *flatbuffers.Builder) flatbuffers.UOffsetT {
@@ -14,10 +15,12 @@ func (t *FlattenAttrsT) Pack(builder *flatbuffers.Builder) flatbuffers.UOffsetT 
 		return 0
 	}
 	FlattenAttrsStart(builder)
+	FlattenAttrsAddAxis(builder, t.Axis)
 	return FlattenAttrsEnd(builder)
 }
 
 func (rcv *FlattenAttrs) UnPackTo(t *FlattenAttrsT) {
+	t.Axis = rcv.Axis()
 }
 
 func (rcv *FlattenAttrs) UnPack() *FlattenAttrsT {
@@ -56,8 +59,23 @@ func (rcv *FlattenAttrs) Table() flatbuffers.Table {
 	return rcv._tab
 }
 
+func (rcv *FlattenAttrs) Axis() int32 {
+	o := flatbuffers.UOffsetT(rcv._tab.Offset(4))
+	if o != 0 {
+		return rcv._tab.GetInt32(o + rcv._tab.Pos)
+	}
+	return 0
+}
+
+func (rcv *FlattenAttrs) MutateAxis(n int32) bool {
+	return rcv._tab.MutateInt32Slot(4, n)
+}
+
 func FlattenAttrsStart(builder *flatbuffers.Builder) {
-	builder.StartObject(0)
+	builder.StartObject(1)
+}
+func FlattenAttrsAddAxis(builder *flatbuffers.Builder, axis int32) {
+	builder.PrependInt32Slot(0, axis, 0)
 }
 func FlattenAttrsEnd(builder *flatbuffers.Builder) flatbuffers.UOffsetT {
 	return builder.EndObject()

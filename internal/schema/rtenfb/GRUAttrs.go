@@ -7,6 +7,9 @@ import (
 )
 
 type GRUAttrsT struct {
+	Direction         RNNDirection `json:"direction"`
+	HiddenSize        uint32       `json:"hidden_size"`
+	LinearBeforeReset bool         `json:"linear_before_reset"`
 }
 
 func (t *GRUAttrsT) Pack(builder *flatbuffers.Builder) flatbuffers.UOffsetT {
@@ -14,10 +17,16 @@ func (t *GRUAttrsT) Pack(builder *flatbuffers.Builder) flatbuffers.UOffsetT {
 		return 0
 	}
 	GRUAttrsStart(builder)
+	GRUAttrsAddDirection(builder, t.Direction)
+	GRUAttrsAddHiddenSize(builder, t.HiddenSize)
+	GRUAttrsAddLinearBeforeReset(builder, t.LinearBeforeReset)
 	return GRUAttrsEnd(builder)
 }
 
 func (rcv *GRUAttrs) UnPackTo(t *GRUAttrsT) {
+	t.Direction = rcv.Direction()
+	t.HiddenSize = rcv.HiddenSize()
+	t.LinearBeforeReset = rcv.LinearBeforeReset()
 }
 
 func (rcv *GRUAttrs) UnPack() *GRUAttrsT {
@@ -56,8 +65,53 @@ func (rcv *GRUAttrs) Table() flatbuffers.Table {
 	return rcv._tab
 }
 
+func (rcv *GRUAttrs) Direction() RNNDirection {
+	o := flatbuffers.UOffsetT(rcv._tab.Offset(4))
+	if o != 0 {
+		return RNNDirection(rcv._tab.GetByte(o + rcv._tab.Pos))
+	}
+	return 0
+}
+
+func (rcv *GRUAttrs) MutateDirection(n RNNDirection) bool {
+	return rcv._tab.MutateByteSlot(4, byte(n))
+}
+
+func (rcv *GRUAttrs) HiddenSize() uint32 {
+	o := flatbuffers.UOffsetT(rcv._tab.Offset(6))
+	if o != 0 {
+		return rcv._tab.GetUint32(o + rcv._tab.Pos)
+	}
+	return 0
+}
+
+func (rcv *GRUAttrs) MutateHiddenSize(n uint32) bool {
+	return rcv._tab.MutateUint32Slot(6, n)
+}
+
+func (rcv *GRUAttrs) LinearBeforeReset() bool {
+	o := flatbuffers.UOffsetT(rcv._tab.Offset(8))
+	if o != 0 {
+		return rcv._tab.GetBool(o + rcv._tab.Pos)
+	}
+	return false
+}
+
+func (rcv *GRUAttrs) MutateLinearBeforeReset(n bool) bool {
+	return rcv._tab.MutateBoolSlot(8, n)
+}
+
 func GRUAttrsStart(builder *flatbuffers.Builder) {
-	builder.StartObject(0)
+	builder.StartObject(3)
+}
+func GRUAttrsAddDirection(builder *flatbuffers.Builder, direction RNNDirection) {
+	builder.PrependByteSlot(0, byte(direction), 0)
+}
+func GRUAttrsAddHiddenSize(builder *flatbuffers.Builder, hiddenSize uint32) {
+	builder.PrependUint32Slot(1, hiddenSize, 0)
+}
+func GRUAttrsAddLinearBeforeReset(builder *flatbuffers.Builder, linearBeforeReset bool) {
+	builder.PrependBoolSlot(2, linearBeforeReset, false)
 }
 func GRUAttrsEnd(builder *flatbuffers.Builder) flatbuffers.UOffsetT {
 	return builder.EndObject()

@@ -7,6 +7,7 @@ import (
 )
 
 type GatherAttrsT struct {
+	Axis int32 `json:"axis"`
 }
 
 func (t *GatherAttrsT) Pack(builder *flatbuffers.Builder) flatbuffers.UOffsetT {
@@ -14,10 +15,12 @@ func (t *GatherAttrsT) Pack(builder *flatbuffers.Builder) flatbuffers.UOffsetT {
 		return 0
 	}
 	GatherAttrsStart(builder)
+	GatherAttrsAddAxis(builder, t.Axis)
 	return GatherAttrsEnd(builder)
 }
 
 func (rcv *GatherAttrs) UnPackTo(t *GatherAttrsT) {
+	t.Axis = rcv.Axis()
 }
 
 func (rcv *GatherAttrs) UnPack() *GatherAttrsT {
@@ -56,8 +59,23 @@ func (rcv *GatherAttrs) Table() flatbuffers.Table {
 	return rcv._tab
 }
 
+func (rcv *GatherAttrs) Axis() int32 {
+	o := flatbuffers.UOffsetT(rcv._tab.Offset(4))
+	if o != 0 {
+		return rcv._tab.GetInt32(o + rcv._tab.Pos)
+	}
+	return 0
+}
+
+func (rcv *GatherAttrs) MutateAxis(n int32) bool {
+	return rcv._tab.MutateInt32Slot(4, n)
+}
+
 func GatherAttrsStart(builder *flatbuffers.Builder) {
-	builder.StartObject(0)
+	builder.StartObject(1)
+}
+func GatherAttrsAddAxis(builder *flatbuffers.Builder, axis int32) {
+	builder.PrependInt32Slot(0, axis, 0)
 }
 func GatherAttrsEnd(builder *flatbuffers.Builder) flatbuffers.UOffsetT {
 	return builder.EndObject()

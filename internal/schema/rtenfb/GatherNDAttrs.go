@@ -7,6 +7,7 @@ import (
 )
 
 type GatherNDAttrsT struct {
+	BatchDims int32 `json:"batch_dims"`
 }
 
 func (t *GatherNDAttrsT) Pack(builder *flatbuffers.Builder) flatbuffers.UOffsetT {
@@ -14,10 +15,12 @@ func (t *GatherNDAttrsT) Pack(builder *flatbuffers.Builder) flatbuffers.UOffsetT
 		return 0
 	}
 	GatherNDAttrsStart(builder)
+	GatherNDAttrsAddBatchDims(builder, t.BatchDims)
 	return GatherNDAttrsEnd(builder)
 }
 
 func (rcv *GatherNDAttrs) UnPackTo(t *GatherNDAttrsT) {
+	t.BatchDims = rcv.BatchDims()
 }
 
 func (rcv *GatherNDAttrs) UnPack() *GatherNDAttrsT {
@@ -56,8 +59,23 @@ func (rcv *GatherNDAttrs) Table() flatbuffers.Table {
 	return rcv._tab
 }
 
+func (rcv *GatherNDAttrs) BatchDims() int32 {
+	o := flatbuffers.UOffsetT(rcv._tab.Offset(4))
+	if o != 0 {
+		return rcv._tab.GetInt32(o + rcv._tab.Pos)
+	}
+	return 0
+}
+
+func (rcv *GatherNDAttrs) MutateBatchDims(n int32) bool {
+	return rcv._tab.MutateInt32Slot(4, n)
+}
+
 func GatherNDAttrsStart(builder *flatbuffers.Builder) {
-	builder.StartObject(0)
+	builder.StartObject(1)
+}
+func GatherNDAttrsAddBatchDims(builder *flatbuffers.Builder, batchDims int32) {
+	builder.PrependInt32Slot(0, batchDims, 0)
 }
 func GatherNDAttrsEnd(builder *flatbuffers.Builder) flatbuffers.UOffsetT {
 	return builder.EndObject()

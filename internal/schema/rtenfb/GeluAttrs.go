@@ -7,6 +7,7 @@ import (
 )
 
 type GeluAttrsT struct {
+	Approximate GeluApproximation `json:"approximate"`
 }
 
 func (t *GeluAttrsT) Pack(builder *flatbuffers.Builder) flatbuffers.UOffsetT {
@@ -14,10 +15,12 @@ func (t *GeluAttrsT) Pack(builder *flatbuffers.Builder) flatbuffers.UOffsetT {
 		return 0
 	}
 	GeluAttrsStart(builder)
+	GeluAttrsAddApproximate(builder, t.Approximate)
 	return GeluAttrsEnd(builder)
 }
 
 func (rcv *GeluAttrs) UnPackTo(t *GeluAttrsT) {
+	t.Approximate = rcv.Approximate()
 }
 
 func (rcv *GeluAttrs) UnPack() *GeluAttrsT {
@@ -56,8 +59,23 @@ func (rcv *GeluAttrs) Table() flatbuffers.Table {
 	return rcv._tab
 }
 
+func (rcv *GeluAttrs) Approximate() GeluApproximation {
+	o := flatbuffers.UOffsetT(rcv._tab.Offset(4))
+	if o != 0 {
+		return GeluApproximation(rcv._tab.GetByte(o + rcv._tab.Pos))
+	}
+	return 0
+}
+
+func (rcv *GeluAttrs) MutateApproximate(n GeluApproximation) bool {
+	return rcv._tab.MutateByteSlot(4, byte(n))
+}
+
 func GeluAttrsStart(builder *flatbuffers.Builder) {
-	builder.StartObject(0)
+	builder.StartObject(1)
+}
+func GeluAttrsAddApproximate(builder *flatbuffers.Builder, approximate GeluApproximation) {
+	builder.PrependByteSlot(0, byte(approximate), 0)
 }
 func GeluAttrsEnd(builder *flatbuffers.Builder) flatbuffers.UOffsetT {
 	return builder.EndObject()

@@ -7,6 +7,10 @@ import (
 )
 
 type GemmAttrsT struct {
+	Alpha      float32 `json:"alpha"`
+	Beta       float32 `json:"beta"`
+	TransposeA bool    `json:"transpose_a"`
+	TransposeB bool    `json:"transpose_b"`
 }
 
 func (t *GemmAttrsT) Pack(builder *flatbuffers.Builder) flatbuffers.UOffsetT {
@@ -14,10 +18,18 @@ func (t *GemmAttrsT) Pack(builder *flatbuffers.Builder) flatbuffers.UOffsetT {
 		return 0
 	}
 	GemmAttrsStart(builder)
+	GemmAttrsAddAlpha(builder, t.Alpha)
+	GemmAttrsAddBeta(builder, t.Beta)
+	GemmAttrsAddTransposeA(builder, t.TransposeA)
+	GemmAttrsAddTransposeB(builder, t.TransposeB)
 	return GemmAttrsEnd(builder)
 }
 
 func (rcv *GemmAttrs) UnPackTo(t *GemmAttrsT) {
+	t.Alpha = rcv.Alpha()
+	t.Beta = rcv.Beta()
+	t.TransposeA = rcv.TransposeA()
+	t.TransposeB = rcv.TransposeB()
 }
 
 func (rcv *GemmAttrs) UnPack() *GemmAttrsT {
@@ -56,8 +68,68 @@ func (rcv *GemmAttrs) Table() flatbuffers.Table {
 	return rcv._tab
 }
 
+func (rcv *GemmAttrs) Alpha() float32 {
+	o := flatbuffers.UOffsetT(rcv._tab.Offset(4))
+	if o != 0 {
+		return rcv._tab.GetFloat32(o + rcv._tab.Pos)
+	}
+	return 0.0
+}
+
+func (rcv *GemmAttrs) MutateAlpha(n float32) bool {
+	return rcv._tab.MutateFloat32Slot(4, n)
+}
+
+func (rcv *GemmAttrs) Beta() float32 {
+	o := flatbuffers.UOffsetT(rcv._tab.Offset(6))
+	if o != 0 {
+		return rcv._tab.GetFloat32(o + rcv._tab.Pos)
+	}
+	return 0.0
+}
+
+func (rcv *GemmAttrs) MutateBeta(n float32) bool {
+	return rcv._tab.MutateFloat32Slot(6, n)
+}
+
+func (rcv *GemmAttrs) TransposeA() bool {
+	o := flatbuffers.UOffsetT(rcv._tab.Offset(8))
+	if o != 0 {
+		return rcv._tab.GetBool(o + rcv._tab.Pos)
+	}
+	return false
+}
+
+func (rcv *GemmAttrs) MutateTransposeA(n bool) bool {
+	return rcv._tab.MutateBoolSlot(8, n)
+}
+
+func (rcv *GemmAttrs) TransposeB() bool {
+	o := flatbuffers.UOffsetT(rcv._tab.Offset(10))
+	if o != 0 {
+		return rcv._tab.GetBool(o + rcv._tab.Pos)
+	}
+	return false
+}
+
+func (rcv *GemmAttrs) MutateTransposeB(n bool) bool {
+	return rcv._tab.MutateBoolSlot(10, n)
+}
+
 func GemmAttrsStart(builder *flatbuffers.Builder) {
-	builder.StartObject(0)
+	builder.StartObject(4)
+}
+func GemmAttrsAddAlpha(builder *flatbuffers.Builder, alpha float32) {
+	builder.PrependFloat32Slot(0, alpha, 0.0)
+}
+func GemmAttrsAddBeta(builder *flatbuffers.Builder, beta float32) {
+	builder.PrependFloat32Slot(1, beta, 0.0)
+}
+func GemmAttrsAddTransposeA(builder *flatbuffers.Builder, transposeA bool) {
+	builder.PrependBoolSlot(2, transposeA, false)
+}
+func GemmAttrsAddTransposeB(builder *flatbuffers.Builder, transposeB bool) {
+	builder.PrependBoolSlot(3, transposeB, false)
 }
 func GemmAttrsEnd(builder *flatbuffers.Builder) flatbuffers.UOffsetT {
 	return builder.EndObject()

@@ -7,6 +7,7 @@ import (
 )
 
 type GridSampleAttrsT struct {
+	AlignCorners bool `json:"align_corners"`
 }
 
 func (t *GridSampleAttrsT) Pack(builder *flatbuffers.Builder) flatbuffers.UOffsetT {
@@ -14,10 +15,12 @@ func (t *GridSampleAttrsT) Pack(builder *flatbuffers.Builder) flatbuffers.UOffse
 		return 0
 	}
 	GridSampleAttrsStart(builder)
+	GridSampleAttrsAddAlignCorners(builder, t.AlignCorners)
 	return GridSampleAttrsEnd(builder)
 }
 
 func (rcv *GridSampleAttrs) UnPackTo(t *GridSampleAttrsT) {
+	t.AlignCorners = rcv.AlignCorners()
 }
 
 func (rcv *GridSampleAttrs) UnPack() *GridSampleAttrsT {
@@ -56,8 +59,23 @@ func (rcv *GridSampleAttrs) Table() flatbuffers.Table {
 	return rcv._tab
 }
 
+func (rcv *GridSampleAttrs) AlignCorners() bool {
+	o := flatbuffers.UOffsetT(rcv._tab.Offset(4))
+	if o != 0 {
+		return rcv._tab.GetBool(o + rcv._tab.Pos)
+	}
+	return false
+}
+
+func (rcv *GridSampleAttrs) MutateAlignCorners(n bool) bool {
+	return rcv._tab.MutateBoolSlot(4, n)
+}
+
 func GridSampleAttrsStart(builder *flatbuffers.Builder) {
-	builder.StartObject(0)
+	builder.StartObject(1)
+}
+func GridSampleAttrsAddAlignCorners(builder *flatbuffers.Builder, alignCorners bool) {
+	builder.PrependBoolSlot(0, alignCorners, false)
 }
 func GridSampleAttrsEnd(builder *flatbuffers.Builder) flatbuffers.UOffsetT {
 	return builder.EndObject()

@@ -7,6 +7,8 @@ import (
 )
 
 type HardSigmoidAttrsT struct {
+	Alpha float32 `json:"alpha"`
+	Beta  float32 `json:"beta"`
 }
 
 func (t *HardSigmoidAttrsT) Pack(builder *flatbuffers.Builder) flatbuffers.UOffsetT {
@@ -14,10 +16,14 @@ func (t *HardSigmoidAttrsT) Pack(builder *flatbuffers.Builder) flatbuffers.UOffs
 		return 0
 	}
 	HardSigmoidAttrsStart(builder)
+	HardSigmoidAttrsAddAlpha(builder, t.Alpha)
+	HardSigmoidAttrsAddBeta(builder, t.Beta)
 	return HardSigmoidAttrsEnd(builder)
 }
 
 func (rcv *HardSigmoidAttrs) UnPackTo(t *HardSigmoidAttrsT) {
+	t.Alpha = rcv.Alpha()
+	t.Beta = rcv.Beta()
 }
 
 func (rcv *HardSigmoidAttrs) UnPack() *HardSigmoidAttrsT {
@@ -56,8 +62,38 @@ func (rcv *HardSigmoidAttrs) Table() flatbuffers.Table {
 	return rcv._tab
 }
 
+func (rcv *HardSigmoidAttrs) Alpha() float32 {
+	o := flatbuffers.UOffsetT(rcv._tab.Offset(4))
+	if o != 0 {
+		return rcv._tab.GetFloat32(o + rcv._tab.Pos)
+	}
+	return 0.0
+}
+
+func (rcv *HardSigmoidAttrs) MutateAlpha(n float32) bool {
+	return rcv._tab.MutateFloat32Slot(4, n)
+}
+
+func (rcv *HardSigmoidAttrs) Beta() float32 {
+	o := flatbuffers.UOffsetT(rcv._tab.Offset(6))
+	if o != 0 {
+		return rcv._tab.GetFloat32(o + rcv._tab.Pos)
+	}
+	return 0.0
+}
+
+func (rcv *HardSigmoidAttrs) MutateBeta(n float32) bool {
+	return rcv._tab.MutateFloat32Slot(6, n)
+}
+
 func HardSigmoidAttrsStart(builder *flatbuffers.Builder) {
-	builder.StartObject(0)
+	builder.StartObject(2)
+}
+func HardSigmoidAttrsAddAlpha(builder *flatbuffers.Builder, alpha float32) {
+	builder.PrependFloat32Slot(0, alpha, 0.0)
+}
+func HardSigmoidAttrsAddBeta(builder *flatbuffers.Builder, beta float32) {
+	builder.PrependFloat32Slot(1, beta, 0.0)
 }
 func HardSigmoidAttrsEnd(builder *flatbuffers.Builder) flatbuffers.UOffsetT {
 	return builder.EndObject()

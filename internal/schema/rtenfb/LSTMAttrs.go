@@ -7,6 +7,8 @@ import (
 )
 
 type LSTMAttrsT struct {
+	Direction  RNNDirection `json:"direction"`
+	HiddenSize uint32       `json:"hidden_size"`
 }
 
 func (t *LSTMAttrsT) Pack(builder *flatbuffers.Builder) flatbuffers.UOffsetT {
@@ -14,10 +16,14 @@ func (t *LSTMAttrsT) Pack(builder *flatbuffers.Builder) flatbuffers.UOffsetT {
 		return 0
 	}
 	LSTMAttrsStart(builder)
+	LSTMAttrsAddDirection(builder, t.Direction)
+	LSTMAttrsAddHiddenSize(builder, t.HiddenSize)
 	return LSTMAttrsEnd(builder)
 }
 
 func (rcv *LSTMAttrs) UnPackTo(t *LSTMAttrsT) {
+	t.Direction = rcv.Direction()
+	t.HiddenSize = rcv.HiddenSize()
 }
 
 func (rcv *LSTMAttrs) UnPack() *LSTMAttrsT {
@@ -56,8 +62,38 @@ func (rcv *LSTMAttrs) Table() flatbuffers.Table {
 	return rcv._tab
 }
 
+func (rcv *LSTMAttrs) Direction() RNNDirection {
+	o := flatbuffers.UOffsetT(rcv._tab.Offset(4))
+	if o != 0 {
+		return RNNDirection(rcv._tab.GetByte(o + rcv._tab.Pos))
+	}
+	return 0
+}
+
+func (rcv *LSTMAttrs) MutateDirection(n RNNDirection) bool {
+	return rcv._tab.MutateByteSlot(4, byte(n))
+}
+
+func (rcv *LSTMAttrs) HiddenSize() uint32 {
+	o := flatbuffers.UOffsetT(rcv._tab.Offset(6))
+	if o != 0 {
+		return rcv._tab.GetUint32(o + rcv._tab.Pos)
+	}
+	return 0
+}
+
+func (rcv *LSTMAttrs) MutateHiddenSize(n uint32) bool {
+	return rcv._tab.MutateUint32Slot(6, n)
+}
+
 func LSTMAttrsStart(builder *flatbuffers.Builder) {
-	builder.StartObject(0)
+	builder.StartObject(2)
+}
+func LSTMAttrsAddDirection(builder *flatbuffers.Builder, direction RNNDirection) {
+	builder.PrependByteSlot(0, byte(direction), 0)
+}
+func LSTMAttrsAddHiddenSize(builder *flatbuffers.Builder, hiddenSize uint32) {
+	builder.PrependUint32Slot(1, hiddenSize, 0)
 }
 func LSTMAttrsEnd(builder *flatbuffers.Builder) flatbuffers.UOffsetT {
 	return builder.EndObject()

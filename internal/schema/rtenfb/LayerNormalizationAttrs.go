@@ -7,6 +7,8 @@ import (
 )
 
 type LayerNormalizationAttrsT struct {
+	Axis    int32   `json:"axis"`
+	Epsilon float32 `json:"epsilon"`
 }
 
 func (t *LayerNormalizationAttrsT) Pack(builder *flatbuffers.Builder) flatbuffers.UOffsetT {
@@ -14,10 +16,14 @@ func (t *LayerNormalizationAttrsT) Pack(builder *flatbuffers.Builder) flatbuffer
 		return 0
 	}
 	LayerNormalizationAttrsStart(builder)
+	LayerNormalizationAttrsAddAxis(builder, t.Axis)
+	LayerNormalizationAttrsAddEpsilon(builder, t.Epsilon)
 	return LayerNormalizationAttrsEnd(builder)
 }
 
 func (rcv *LayerNormalizationAttrs) UnPackTo(t *LayerNormalizationAttrsT) {
+	t.Axis = rcv.Axis()
+	t.Epsilon = rcv.Epsilon()
 }
 
 func (rcv *LayerNormalizationAttrs) UnPack() *LayerNormalizationAttrsT {
@@ -56,8 +62,38 @@ func (rcv *LayerNormalizationAttrs) Table() flatbuffers.Table {
 	return rcv._tab
 }
 
+func (rcv *LayerNormalizationAttrs) Axis() int32 {
+	o := flatbuffers.UOffsetT(rcv._tab.Offset(4))
+	if o != 0 {
+		return rcv._tab.GetInt32(o + rcv._tab.Pos)
+	}
+	return 0
+}
+
+func (rcv *LayerNormalizationAttrs) MutateAxis(n int32) bool {
+	return rcv._tab.MutateInt32Slot(4, n)
+}
+
+func (rcv *LayerNormalizationAttrs) Epsilon() float32 {
+	o := flatbuffers.UOffsetT(rcv._tab.Offset(6))
+	if o != 0 {
+		return rcv._tab.GetFloat32(o + rcv._tab.Pos)
+	}
+	return 0.0
+}
+
+func (rcv *LayerNormalizationAttrs) MutateEpsilon(n float32) bool {
+	return rcv._tab.MutateFloat32Slot(6, n)
+}
+
 func LayerNormalizationAttrsStart(builder *flatbuffers.Builder) {
-	builder.StartObject(0)
+	builder.StartObject(2)
+}
+func LayerNormalizationAttrsAddAxis(builder *flatbuffers.Builder, axis int32) {
+	builder.PrependInt32Slot(0, axis, 0)
+}
+func LayerNormalizationAttrsAddEpsilon(builder *flatbuffers.Builder, epsilon float32) {
+	builder.PrependFloat32Slot(1, epsilon, 0.0)
 }
 func LayerNormalizationAttrsEnd(builder *flatbuffers.Builder) flatbuffers.UOffsetT {
 	return builder.EndObject()

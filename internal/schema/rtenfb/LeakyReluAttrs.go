@@ -7,6 +7,7 @@ import (
 )
 
 type LeakyReluAttrsT struct {
+	Alpha float32 `json:"alpha"`
 }
 
 func (t *LeakyReluAttrsT) Pack(builder *flatbuffers.Builder) flatbuffers.UOffsetT {
@@ -14,10 +15,12 @@ func (t *LeakyReluAttrsT) Pack(builder *flatbuffers.Builder) flatbuffers.UOffset
 		return 0
 	}
 	LeakyReluAttrsStart(builder)
+	LeakyReluAttrsAddAlpha(builder, t.Alpha)
 	return LeakyReluAttrsEnd(builder)
 }
 
 func (rcv *LeakyReluAttrs) UnPackTo(t *LeakyReluAttrsT) {
+	t.Alpha = rcv.Alpha()
 }
 
 func (rcv *LeakyReluAttrs) UnPack() *LeakyReluAttrsT {
@@ -56,8 +59,23 @@ func (rcv *LeakyReluAttrs) Table() flatbuffers.Table {
 	return rcv._tab
 }
 
+func (rcv *LeakyReluAttrs) Alpha() float32 {
+	o := flatbuffers.UOffsetT(rcv._tab.Offset(4))
+	if o != 0 {
+		return rcv._tab.GetFloat32(o + rcv._tab.Pos)
+	}
+	return 0.0
+}
+
+func (rcv *LeakyReluAttrs) MutateAlpha(n float32) bool {
+	return rcv._tab.MutateFloat32Slot(4, n)
+}
+
 func LeakyReluAttrsStart(builder *flatbuffers.Builder) {
-	builder.StartObject(0)
+	builder.StartObject(1)
+}
+func LeakyReluAttrsAddAlpha(builder *flatbuffers.Builder, alpha float32) {
+	builder.PrependFloat32Slot(0, alpha, 0.0)
 }
 func LeakyReluAttrsEnd(builder *flatbuffers.Builder) flatbuffers.UOffsetT {
 	return builder.EndObject()

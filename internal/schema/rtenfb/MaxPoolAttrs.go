@@ -7,17 +7,71 @@ import (
 )
 
 type MaxPoolAttrsT struct {
+	KernelSize []uint32 `json:"kernel_size"`
+	AutoPad    AutoPad  `json:"auto_pad"`
+	Pads       []uint32 `json:"pads"`
+	Strides    []uint32 `json:"strides"`
+	CeilMode   bool     `json:"ceil_mode"`
 }
 
 func (t *MaxPoolAttrsT) Pack(builder *flatbuffers.Builder) flatbuffers.UOffsetT {
 	if t == nil {
 		return 0
 	}
+	kernelSizeOffset := flatbuffers.UOffsetT(0)
+	if t.KernelSize != nil {
+		kernelSizeLength := len(t.KernelSize)
+		MaxPoolAttrsStartKernelSizeVector(builder, kernelSizeLength)
+		for j := kernelSizeLength - 1; j >= 0; j-- {
+			builder.PrependUint32(t.KernelSize[j])
+		}
+		kernelSizeOffset = builder.EndVector(kernelSizeLength)
+	}
+	padsOffset := flatbuffers.UOffsetT(0)
+	if t.Pads != nil {
+		padsLength := len(t.Pads)
+		MaxPoolAttrsStartPadsVector(builder, padsLength)
+		for j := padsLength - 1; j >= 0; j-- {
+			builder.PrependUint32(t.Pads[j])
+		}
+		padsOffset = builder.EndVector(padsLength)
+	}
+	stridesOffset := flatbuffers.UOffsetT(0)
+	if t.Strides != nil {
+		stridesLength := len(t.Strides)
+		MaxPoolAttrsStartStridesVector(builder, stridesLength)
+		for j := stridesLength - 1; j >= 0; j-- {
+			builder.PrependUint32(t.Strides[j])
+		}
+		stridesOffset = builder.EndVector(stridesLength)
+	}
 	MaxPoolAttrsStart(builder)
+	MaxPoolAttrsAddKernelSize(builder, kernelSizeOffset)
+	MaxPoolAttrsAddAutoPad(builder, t.AutoPad)
+	MaxPoolAttrsAddPads(builder, padsOffset)
+	MaxPoolAttrsAddStrides(builder, stridesOffset)
+	MaxPoolAttrsAddCeilMode(builder, t.CeilMode)
 	return MaxPoolAttrsEnd(builder)
 }
 
 func (rcv *MaxPoolAttrs) UnPackTo(t *MaxPoolAttrsT) {
+	kernelSizeLength := rcv.KernelSizeLength()
+	t.KernelSize = make([]uint32, kernelSizeLength)
+	for j := 0; j < kernelSizeLength; j++ {
+		t.KernelSize[j] = rcv.KernelSize(j)
+	}
+	t.AutoPad = rcv.AutoPad()
+	padsLength := rcv.PadsLength()
+	t.Pads = make([]uint32, padsLength)
+	for j := 0; j < padsLength; j++ {
+		t.Pads[j] = rcv.Pads(j)
+	}
+	stridesLength := rcv.StridesLength()
+	t.Strides = make([]uint32, stridesLength)
+	for j := 0; j < stridesLength; j++ {
+		t.Strides[j] = rcv.Strides(j)
+	}
+	t.CeilMode = rcv.CeilMode()
 }
 
 func (rcv *MaxPoolAttrs) UnPack() *MaxPoolAttrsT {
@@ -56,8 +110,134 @@ func (rcv *MaxPoolAttrs) Table() flatbuffers.Table {
 	return rcv._tab
 }
 
+func (rcv *MaxPoolAttrs) KernelSize(j int) uint32 {
+	o := flatbuffers.UOffsetT(rcv._tab.Offset(4))
+	if o != 0 {
+		a := rcv._tab.Vector(o)
+		return rcv._tab.GetUint32(a + flatbuffers.UOffsetT(j*4))
+	}
+	return 0
+}
+
+func (rcv *MaxPoolAttrs) KernelSizeLength() int {
+	o := flatbuffers.UOffsetT(rcv._tab.Offset(4))
+	if o != 0 {
+		return rcv._tab.VectorLen(o)
+	}
+	return 0
+}
+
+func (rcv *MaxPoolAttrs) MutateKernelSize(j int, n uint32) bool {
+	o := flatbuffers.UOffsetT(rcv._tab.Offset(4))
+	if o != 0 {
+		a := rcv._tab.Vector(o)
+		return rcv._tab.MutateUint32(a+flatbuffers.UOffsetT(j*4), n)
+	}
+	return false
+}
+
+func (rcv *MaxPoolAttrs) AutoPad() AutoPad {
+	o := flatbuffers.UOffsetT(rcv._tab.Offset(6))
+	if o != 0 {
+		return AutoPad(rcv._tab.GetByte(o + rcv._tab.Pos))
+	}
+	return 0
+}
+
+func (rcv *MaxPoolAttrs) MutateAutoPad(n AutoPad) bool {
+	return rcv._tab.MutateByteSlot(6, byte(n))
+}
+
+func (rcv *MaxPoolAttrs) Pads(j int) uint32 {
+	o := flatbuffers.UOffsetT(rcv._tab.Offset(8))
+	if o != 0 {
+		a := rcv._tab.Vector(o)
+		return rcv._tab.GetUint32(a + flatbuffers.UOffsetT(j*4))
+	}
+	return 0
+}
+
+func (rcv *MaxPoolAttrs) PadsLength() int {
+	o := flatbuffers.UOffsetT(rcv._tab.Offset(8))
+	if o != 0 {
+		return rcv._tab.VectorLen(o)
+	}
+	return 0
+}
+
+func (rcv *MaxPoolAttrs) MutatePads(j int, n uint32) bool {
+	o := flatbuffers.UOffsetT(rcv._tab.Offset(8))
+	if o != 0 {
+		a := rcv._tab.Vector(o)
+		return rcv._tab.MutateUint32(a+flatbuffers.UOffsetT(j*4), n)
+	}
+	return false
+}
+
+func (rcv *MaxPoolAttrs) Strides(j int) uint32 {
+	o := flatbuffers.UOffsetT(rcv._tab.Offset(10))
+	if o != 0 {
+		a := rcv._tab.Vector(o)
+		return rcv._tab.GetUint32(a + flatbuffers.UOffsetT(j*4))
+	}
+	return 0
+}
+
+func (rcv *MaxPoolAttrs) StridesLength() int {
+	o := flatbuffers.UOffsetT(rcv._tab.Offset(10))
+	if o != 0 {
+		return rcv._tab.VectorLen(o)
+	}
+	return 0
+}
+
+func (rcv *MaxPoolAttrs) MutateStrides(j int, n uint32) bool {
+	o := flatbuffers.UOffsetT(rcv._tab.Offset(10))
+	if o != 0 {
+		a := rcv._tab.Vector(o)
+		return rcv._tab.MutateUint32(a+flatbuffers.UOffsetT(j*4), n)
+	}
+	return false
+}
+
+func (rcv *MaxPoolAttrs) CeilMode() bool {
+	o := flatbuffers.UOffsetT(rcv._tab.Offset(12))
+	if o != 0 {
+		return rcv._tab.GetBool(o + rcv._tab.Pos)
+	}
+	return false
+}
+
+func (rcv *MaxPoolAttrs) MutateCeilMode(n bool) bool {
+	return rcv._tab.MutateBoolSlot(12, n)
+}
+
 func MaxPoolAttrsStart(builder *flatbuffers.Builder) {
-	builder.StartObject(0)
+	builder.StartObject(5)
+}
+func MaxPoolAttrsAddKernelSize(builder *flatbuffers.Builder, kernelSize flatbuffers.UOffsetT) {
+	builder.PrependUOffsetTSlot(0, flatbuffers.UOffsetT(kernelSize), 0)
+}
+func MaxPoolAttrsStartKernelSizeVector(builder *flatbuffers.Builder, numElems int) flatbuffers.UOffsetT {
+	return builder.StartVector(4, numElems, 4)
+}
+func MaxPoolAttrsAddAutoPad(builder *flatbuffers.Builder, autoPad AutoPad) {
+	builder.PrependByteSlot(1, byte(autoPad), 0)
+}
+func MaxPoolAttrsAddPads(builder *flatbuffers.Builder, pads flatbuffers.UOffsetT) {
+	builder.PrependUOffsetTSlot(2, flatbuffers.UOffsetT(pads), 0)
+}
+func MaxPoolAttrsStartPadsVector(builder *flatbuffers.Builder, numElems int) flatbuffers.UOffsetT {
+	return builder.StartVector(4, numElems, 4)
+}
+func MaxPoolAttrsAddStrides(builder *flatbuffers.Builder, strides flatbuffers.UOffsetT) {
+	builder.PrependUOffsetTSlot(3, flatbuffers.UOffsetT(strides), 0)
+}
+func MaxPoolAttrsStartStridesVector(builder *flatbuffers.Builder, numElems int) flatbuffers.UOffsetT {
+	return builder.StartVector(4, numElems, 4)
+}
+func MaxPoolAttrsAddCeilMode(builder *flatbuffers.Builder, ceilMode bool) {
+	builder.PrependBoolSlot(4, ceilMode, false)
 }
 func MaxPoolAttrsEnd(builder *flatbuffers.Builder) flatbuffers.UOffsetT {
 	return builder.EndObject()

@@ -7,6 +7,7 @@ import (
 )
 
 type ModAttrsT struct {
+	Fmod bool `json:"fmod"`
 }
 
 func (t *ModAttrsT) Pack(builder *flatbuffers.Builder) flatbuffers.UOffsetT {
@@ -14,10 +15,12 @@ func (t *ModAttrsT) Pack(builder *flatbuffers.Builder) flatbuffers.UOffsetT {
 		return 0
 	}
 	ModAttrsStart(builder)
+	ModAttrsAddFmod(builder, t.Fmod)
 	return ModAttrsEnd(builder)
 }
 
 func (rcv *ModAttrs) UnPackTo(t *ModAttrsT) {
+	t.Fmod = rcv.Fmod()
 }
 
 func (rcv *ModAttrs) UnPack() *ModAttrsT {
@@ -56,8 +59,23 @@ func (rcv *ModAttrs) Table() flatbuffers.Table {
 	return rcv._tab
 }
 
+func (rcv *ModAttrs) Fmod() bool {
+	o := flatbuffers.UOffsetT(rcv._tab.Offset(4))
+	if o != 0 {
+		return rcv._tab.GetBool(o + rcv._tab.Pos)
+	}
+	return false
+}
+
+func (rcv *ModAttrs) MutateFmod(n bool) bool {
+	return rcv._tab.MutateBoolSlot(4, n)
+}
+
 func ModAttrsStart(builder *flatbuffers.Builder) {
-	builder.StartObject(0)
+	builder.StartObject(1)
+}
+func ModAttrsAddFmod(builder *flatbuffers.Builder, fmod bool) {
+	builder.PrependBoolSlot(0, fmod, false)
 }
 func ModAttrsEnd(builder *flatbuffers.Builder) flatbuffers.UOffsetT {
 	return builder.EndObject()

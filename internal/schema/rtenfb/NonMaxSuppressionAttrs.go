@@ -7,6 +7,7 @@ import (
 )
 
 type NonMaxSuppressionAttrsT struct {
+	BoxOrder NMSBoxOrder `json:"box_order"`
 }
 
 func (t *NonMaxSuppressionAttrsT) Pack(builder *flatbuffers.Builder) flatbuffers.UOffsetT {
@@ -14,10 +15,12 @@ func (t *NonMaxSuppressionAttrsT) Pack(builder *flatbuffers.Builder) flatbuffers
 		return 0
 	}
 	NonMaxSuppressionAttrsStart(builder)
+	NonMaxSuppressionAttrsAddBoxOrder(builder, t.BoxOrder)
 	return NonMaxSuppressionAttrsEnd(builder)
 }
 
 func (rcv *NonMaxSuppressionAttrs) UnPackTo(t *NonMaxSuppressionAttrsT) {
+	t.BoxOrder = rcv.BoxOrder()
 }
 
 func (rcv *NonMaxSuppressionAttrs) UnPack() *NonMaxSuppressionAttrsT {
@@ -56,8 +59,23 @@ func (rcv *NonMaxSuppressionAttrs) Table() flatbuffers.Table {
 	return rcv._tab
 }
 
+func (rcv *NonMaxSuppressionAttrs) BoxOrder() NMSBoxOrder {
+	o := flatbuffers.UOffsetT(rcv._tab.Offset(4))
+	if o != 0 {
+		return NMSBoxOrder(rcv._tab.GetByte(o + rcv._tab.Pos))
+	}
+	return 0
+}
+
+func (rcv *NonMaxSuppressionAttrs) MutateBoxOrder(n NMSBoxOrder) bool {
+	return rcv._tab.MutateByteSlot(4, byte(n))
+}
+
 func NonMaxSuppressionAttrsStart(builder *flatbuffers.Builder) {
-	builder.StartObject(0)
+	builder.StartObject(1)
+}
+func NonMaxSuppressionAttrsAddBoxOrder(builder *flatbuffers.Builder, boxOrder NMSBoxOrder) {
+	builder.PrependByteSlot(0, byte(boxOrder), 0)
 }
 func NonMaxSuppressionAttrsEnd(builder *flatbuffers.Builder) flatbuffers.UOffsetT {
 	return builder.EndObject()

@@ -7,6 +7,7 @@ import (
 )
 
 type OneHotAttrsT struct {
+	Axis int32 `json:"axis"`
 }
 
 func (t *OneHotAttrsT) Pack(builder *flatbuffers.Builder) flatbuffers.UOffsetT {
@@ -14,10 +15,12 @@ func (t *OneHotAttrsT) Pack(builder *flatbuffers.Builder) flatbuffers.UOffsetT {
 		return 0
 	}
 	OneHotAttrsStart(builder)
+	OneHotAttrsAddAxis(builder, t.Axis)
 	return OneHotAttrsEnd(builder)
 }
 
 func (rcv *OneHotAttrs) UnPackTo(t *OneHotAttrsT) {
+	t.Axis = rcv.Axis()
 }
 
 func (rcv *OneHotAttrs) UnPack() *OneHotAttrsT {
@@ -56,8 +59,23 @@ func (rcv *OneHotAttrs) Table() flatbuffers.Table {
 	return rcv._tab
 }
 
+func (rcv *OneHotAttrs) Axis() int32 {
+	o := flatbuffers.UOffsetT(rcv._tab.Offset(4))
+	if o != 0 {
+		return rcv._tab.GetInt32(o + rcv._tab.Pos)
+	}
+	return 0
+}
+
+func (rcv *OneHotAttrs) MutateAxis(n int32) bool {
+	return rcv._tab.MutateInt32Slot(4, n)
+}
+
 func OneHotAttrsStart(builder *flatbuffers.Builder) {
-	builder.StartObject(0)
+	builder.StartObject(1)
+}
+func OneHotAttrsAddAxis(builder *flatbuffers.Builder, axis int32) {
+	builder.PrependInt32Slot(0, axis, 0)
 }
 func OneHotAttrsEnd(builder *flatbuffers.Builder) flatbuffers.UOffsetT {
 	return builder.EndObject()

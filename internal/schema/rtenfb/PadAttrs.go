@@ -7,6 +7,7 @@ import (
 )
 
 type PadAttrsT struct {
+	Mode PadMode `json:"mode"`
 }
 
 func (t *PadAttrsT) Pack(builder *flatbuffers.Builder) flatbuffers.UOffsetT {
@@ -14,10 +15,12 @@ func (t *PadAttrsT) Pack(builder *flatbuffers.Builder) flatbuffers.UOffsetT {
 		return 0
 	}
 	PadAttrsStart(builder)
+	PadAttrsAddMode(builder, t.Mode)
 	return PadAttrsEnd(builder)
 }
 
 func (rcv *PadAttrs) UnPackTo(t *PadAttrsT) {
+	t.Mode = rcv.Mode()
 }
 
 func (rcv *PadAttrs) UnPack() *PadAttrsT {
@@ -56,8 +59,23 @@ func (rcv *PadAttrs) Table() flatbuffers.Table {
 	return rcv._tab
 }
 
+func (rcv *PadAttrs) Mode() PadMode {
+	o := flatbuffers.UOffsetT(rcv._tab.Offset(4))
+	if o != 0 {
+		return PadMode(rcv._tab.GetByte(o + rcv._tab.Pos))
+	}
+	return 0
+}
+
+func (rcv *PadAttrs) MutateMode(n PadMode) bool {
+	return rcv._tab.MutateByteSlot(4, byte(n))
+}
+
 func PadAttrsStart(builder *flatbuffers.Builder) {
-	builder.StartObject(0)
+	builder.StartObject(1)
+}
+func PadAttrsAddMode(builder *flatbuffers.Builder, mode PadMode) {
+	builder.PrependByteSlot(0, byte(mode), 0)
 }
 func PadAttrsEnd(builder *flatbuffers.Builder) flatbuffers.UOffsetT {
 	return builder.EndObject()

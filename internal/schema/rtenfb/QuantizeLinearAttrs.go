@@ -7,6 +7,8 @@ import (
 )
 
 type QuantizeLinearAttrsT struct {
+	Axis        int32     `json:"axis"`
+	OutputDtype *DataType `json:"output_dtype"`
 }
 
 func (t *QuantizeLinearAttrsT) Pack(builder *flatbuffers.Builder) flatbuffers.UOffsetT {
@@ -14,10 +16,16 @@ func (t *QuantizeLinearAttrsT) Pack(builder *flatbuffers.Builder) flatbuffers.UO
 		return 0
 	}
 	QuantizeLinearAttrsStart(builder)
+	QuantizeLinearAttrsAddAxis(builder, t.Axis)
+	if t.OutputDtype != nil {
+		QuantizeLinearAttrsAddOutputDtype(builder, *t.OutputDtype)
+	}
 	return QuantizeLinearAttrsEnd(builder)
 }
 
 func (rcv *QuantizeLinearAttrs) UnPackTo(t *QuantizeLinearAttrsT) {
+	t.Axis = rcv.Axis()
+	t.OutputDtype = rcv.OutputDtype()
 }
 
 func (rcv *QuantizeLinearAttrs) UnPack() *QuantizeLinearAttrsT {
@@ -56,8 +64,40 @@ func (rcv *QuantizeLinearAttrs) Table() flatbuffers.Table {
 	return rcv._tab
 }
 
+func (rcv *QuantizeLinearAttrs) Axis() int32 {
+	o := flatbuffers.UOffsetT(rcv._tab.Offset(4))
+	if o != 0 {
+		return rcv._tab.GetInt32(o + rcv._tab.Pos)
+	}
+	return 0
+}
+
+func (rcv *QuantizeLinearAttrs) MutateAxis(n int32) bool {
+	return rcv._tab.MutateInt32Slot(4, n)
+}
+
+func (rcv *QuantizeLinearAttrs) OutputDtype() *DataType {
+	o := flatbuffers.UOffsetT(rcv._tab.Offset(6))
+	if o != 0 {
+		v := DataType(rcv._tab.GetByte(o + rcv._tab.Pos))
+		return &v
+	}
+	return nil
+}
+
+func (rcv *QuantizeLinearAttrs) MutateOutputDtype(n DataType) bool {
+	return rcv._tab.MutateByteSlot(6, byte(n))
+}
+
 func QuantizeLinearAttrsStart(builder *flatbuffers.Builder) {
-	builder.StartObject(0)
+	builder.StartObject(2)
+}
+func QuantizeLinearAttrsAddAxis(builder *flatbuffers.Builder, axis int32) {
+	builder.PrependInt32Slot(0, axis, 0)
+}
+func QuantizeLinearAttrsAddOutputDtype(builder *flatbuffers.Builder, outputDtype DataType) {
+	builder.PrependByte(byte(outputDtype))
+	builder.Slot(1)
 }
 func QuantizeLinearAttrsEnd(builder *flatbuffers.Builder) flatbuffers.UOffsetT {
 	return builder.EndObject()

@@ -7,17 +7,44 @@ import (
 )
 
 type RandomNormalAttrsT struct {
+	Mean  float32  `json:"mean"`
+	Scale float32  `json:"scale"`
+	Seed  *float32 `json:"seed"`
+	Shape []uint32 `json:"shape"`
 }
 
 func (t *RandomNormalAttrsT) Pack(builder *flatbuffers.Builder) flatbuffers.UOffsetT {
 	if t == nil {
 		return 0
 	}
+	shapeOffset := flatbuffers.UOffsetT(0)
+	if t.Shape != nil {
+		shapeLength := len(t.Shape)
+		RandomNormalAttrsStartShapeVector(builder, shapeLength)
+		for j := shapeLength - 1; j >= 0; j-- {
+			builder.PrependUint32(t.Shape[j])
+		}
+		shapeOffset = builder.EndVector(shapeLength)
+	}
 	RandomNormalAttrsStart(builder)
+	RandomNormalAttrsAddMean(builder, t.Mean)
+	RandomNormalAttrsAddScale(builder, t.Scale)
+	if t.Seed != nil {
+		RandomNormalAttrsAddSeed(builder, *t.Seed)
+	}
+	RandomNormalAttrsAddShape(builder, shapeOffset)
 	return RandomNormalAttrsEnd(builder)
 }
 
 func (rcv *RandomNormalAttrs) UnPackTo(t *RandomNormalAttrsT) {
+	t.Mean = rcv.Mean()
+	t.Scale = rcv.Scale()
+	t.Seed = rcv.Seed()
+	shapeLength := rcv.ShapeLength()
+	t.Shape = make([]uint32, shapeLength)
+	for j := 0; j < shapeLength; j++ {
+		t.Shape[j] = rcv.Shape(j)
+	}
 }
 
 func (rcv *RandomNormalAttrs) UnPack() *RandomNormalAttrsT {
@@ -56,8 +83,87 @@ func (rcv *RandomNormalAttrs) Table() flatbuffers.Table {
 	return rcv._tab
 }
 
+func (rcv *RandomNormalAttrs) Mean() float32 {
+	o := flatbuffers.UOffsetT(rcv._tab.Offset(4))
+	if o != 0 {
+		return rcv._tab.GetFloat32(o + rcv._tab.Pos)
+	}
+	return 0.0
+}
+
+func (rcv *RandomNormalAttrs) MutateMean(n float32) bool {
+	return rcv._tab.MutateFloat32Slot(4, n)
+}
+
+func (rcv *RandomNormalAttrs) Scale() float32 {
+	o := flatbuffers.UOffsetT(rcv._tab.Offset(6))
+	if o != 0 {
+		return rcv._tab.GetFloat32(o + rcv._tab.Pos)
+	}
+	return 0.0
+}
+
+func (rcv *RandomNormalAttrs) MutateScale(n float32) bool {
+	return rcv._tab.MutateFloat32Slot(6, n)
+}
+
+func (rcv *RandomNormalAttrs) Seed() *float32 {
+	o := flatbuffers.UOffsetT(rcv._tab.Offset(8))
+	if o != 0 {
+		v := rcv._tab.GetFloat32(o + rcv._tab.Pos)
+		return &v
+	}
+	return nil
+}
+
+func (rcv *RandomNormalAttrs) MutateSeed(n float32) bool {
+	return rcv._tab.MutateFloat32Slot(8, n)
+}
+
+func (rcv *RandomNormalAttrs) Shape(j int) uint32 {
+	o := flatbuffers.UOffsetT(rcv._tab.Offset(10))
+	if o != 0 {
+		a := rcv._tab.Vector(o)
+		return rcv._tab.GetUint32(a + flatbuffers.UOffsetT(j*4))
+	}
+	return 0
+}
+
+func (rcv *RandomNormalAttrs) ShapeLength() int {
+	o := flatbuffers.UOffsetT(rcv._tab.Offset(10))
+	if o != 0 {
+		return rcv._tab.VectorLen(o)
+	}
+	return 0
+}
+
+func (rcv *RandomNormalAttrs) MutateShape(j int, n uint32) bool {
+	o := flatbuffers.UOffsetT(rcv._tab.Offset(10))
+	if o != 0 {
+		a := rcv._tab.Vector(o)
+		return rcv._tab.MutateUint32(a+flatbuffers.UOffsetT(j*4), n)
+	}
+	return false
+}
+
 func RandomNormalAttrsStart(builder *flatbuffers.Builder) {
-	builder.StartObject(0)
+	builder.StartObject(4)
+}
+func RandomNormalAttrsAddMean(builder *flatbuffers.Builder, mean float32) {
+	builder.PrependFloat32Slot(0, mean, 0.0)
+}
+func RandomNormalAttrsAddScale(builder *flatbuffers.Builder, scale float32) {
+	builder.PrependFloat32Slot(1, scale, 0.0)
+}
+func RandomNormalAttrsAddSeed(builder *flatbuffers.Builder, seed float32) {
+	builder.PrependFloat32(seed)
+	builder.Slot(2)
+}
+func RandomNormalAttrsAddShape(builder *flatbuffers.Builder, shape flatbuffers.UOffsetT) {
+	builder.PrependUOffsetTSlot(3, flatbuffers.UOffsetT(shape), 0)
+}
+func RandomNormalAttrsStartShapeVector(builder *flatbuffers.Builder, numElems int) flatbuffers.UOffsetT {
+	return builder.StartVector(4, numElems, 4)
 }
 func RandomNormalAttrsEnd(builder *flatbuffers.Builder) flatbuffers.UOffsetT {
 	return builder.EndObject()

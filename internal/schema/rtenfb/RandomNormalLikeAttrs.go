@@ -7,6 +7,9 @@ import (
 )
 
 type RandomNormalLikeAttrsT struct {
+	Mean  float32  `json:"mean"`
+	Scale float32  `json:"scale"`
+	Seed  *float32 `json:"seed"`
 }
 
 func (t *RandomNormalLikeAttrsT) Pack(builder *flatbuffers.Builder) flatbuffers.UOffsetT {
@@ -14,10 +17,18 @@ func (t *RandomNormalLikeAttrsT) Pack(builder *flatbuffers.Builder) flatbuffers.
 		return 0
 	}
 	RandomNormalLikeAttrsStart(builder)
+	RandomNormalLikeAttrsAddMean(builder, t.Mean)
+	RandomNormalLikeAttrsAddScale(builder, t.Scale)
+	if t.Seed != nil {
+		RandomNormalLikeAttrsAddSeed(builder, *t.Seed)
+	}
 	return RandomNormalLikeAttrsEnd(builder)
 }
 
 func (rcv *RandomNormalLikeAttrs) UnPackTo(t *RandomNormalLikeAttrsT) {
+	t.Mean = rcv.Mean()
+	t.Scale = rcv.Scale()
+	t.Seed = rcv.Seed()
 }
 
 func (rcv *RandomNormalLikeAttrs) UnPack() *RandomNormalLikeAttrsT {
@@ -56,8 +67,55 @@ func (rcv *RandomNormalLikeAttrs) Table() flatbuffers.Table {
 	return rcv._tab
 }
 
+func (rcv *RandomNormalLikeAttrs) Mean() float32 {
+	o := flatbuffers.UOffsetT(rcv._tab.Offset(4))
+	if o != 0 {
+		return rcv._tab.GetFloat32(o + rcv._tab.Pos)
+	}
+	return 0.0
+}
+
+func (rcv *RandomNormalLikeAttrs) MutateMean(n float32) bool {
+	return rcv._tab.MutateFloat32Slot(4, n)
+}
+
+func (rcv *RandomNormalLikeAttrs) Scale() float32 {
+	o := flatbuffers.UOffsetT(rcv._tab.Offset(6))
+	if o != 0 {
+		return rcv._tab.GetFloat32(o + rcv._tab.Pos)
+	}
+	return 0.0
+}
+
+func (rcv *RandomNormalLikeAttrs) MutateScale(n float32) bool {
+	return rcv._tab.MutateFloat32Slot(6, n)
+}
+
+func (rcv *RandomNormalLikeAttrs) Seed() *float32 {
+	o := flatbuffers.UOffsetT(rcv._tab.Offset(8))
+	if o != 0 {
+		v := rcv._tab.GetFloat32(o + rcv._tab.Pos)
+		return &v
+	}
+	return nil
+}
+
+func (rcv *RandomNormalLikeAttrs) MutateSeed(n float32) bool {
+	return rcv._tab.MutateFloat32Slot(8, n)
+}
+
 func RandomNormalLikeAttrsStart(builder *flatbuffers.Builder) {
-	builder.StartObject(0)
+	builder.StartObject(3)
+}
+func RandomNormalLikeAttrsAddMean(builder *flatbuffers.Builder, mean float32) {
+	builder.PrependFloat32Slot(0, mean, 0.0)
+}
+func RandomNormalLikeAttrsAddScale(builder *flatbuffers.Builder, scale float32) {
+	builder.PrependFloat32Slot(1, scale, 0.0)
+}
+func RandomNormalLikeAttrsAddSeed(builder *flatbuffers.Builder, seed float32) {
+	builder.PrependFloat32(seed)
+	builder.Slot(2)
 }
 func RandomNormalLikeAttrsEnd(builder *flatbuffers.Builder) flatbuffers.UOffsetT {
 	return builder.EndObject()

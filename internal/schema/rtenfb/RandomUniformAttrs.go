@@ -7,17 +7,44 @@ import (
 )
 
 type RandomUniformAttrsT struct {
+	Shape []uint32 `json:"shape"`
+	High  float32  `json:"high"`
+	Low   float32  `json:"low"`
+	Seed  *float32 `json:"seed"`
 }
 
 func (t *RandomUniformAttrsT) Pack(builder *flatbuffers.Builder) flatbuffers.UOffsetT {
 	if t == nil {
 		return 0
 	}
+	shapeOffset := flatbuffers.UOffsetT(0)
+	if t.Shape != nil {
+		shapeLength := len(t.Shape)
+		RandomUniformAttrsStartShapeVector(builder, shapeLength)
+		for j := shapeLength - 1; j >= 0; j-- {
+			builder.PrependUint32(t.Shape[j])
+		}
+		shapeOffset = builder.EndVector(shapeLength)
+	}
 	RandomUniformAttrsStart(builder)
+	RandomUniformAttrsAddShape(builder, shapeOffset)
+	RandomUniformAttrsAddHigh(builder, t.High)
+	RandomUniformAttrsAddLow(builder, t.Low)
+	if t.Seed != nil {
+		RandomUniformAttrsAddSeed(builder, *t.Seed)
+	}
 	return RandomUniformAttrsEnd(builder)
 }
 
 func (rcv *RandomUniformAttrs) UnPackTo(t *RandomUniformAttrsT) {
+	shapeLength := rcv.ShapeLength()
+	t.Shape = make([]uint32, shapeLength)
+	for j := 0; j < shapeLength; j++ {
+		t.Shape[j] = rcv.Shape(j)
+	}
+	t.High = rcv.High()
+	t.Low = rcv.Low()
+	t.Seed = rcv.Seed()
 }
 
 func (rcv *RandomUniformAttrs) UnPack() *RandomUniformAttrsT {
@@ -56,8 +83,87 @@ func (rcv *RandomUniformAttrs) Table() flatbuffers.Table {
 	return rcv._tab
 }
 
+func (rcv *RandomUniformAttrs) Shape(j int) uint32 {
+	o := flatbuffers.UOffsetT(rcv._tab.Offset(4))
+	if o != 0 {
+		a := rcv._tab.Vector(o)
+		return rcv._tab.GetUint32(a + flatbuffers.UOffsetT(j*4))
+	}
+	return 0
+}
+
+func (rcv *RandomUniformAttrs) ShapeLength() int {
+	o := flatbuffers.UOffsetT(rcv._tab.Offset(4))
+	if o != 0 {
+		return rcv._tab.VectorLen(o)
+	}
+	return 0
+}
+
+func (rcv *RandomUniformAttrs) MutateShape(j int, n uint32) bool {
+	o := flatbuffers.UOffsetT(rcv._tab.Offset(4))
+	if o != 0 {
+		a := rcv._tab.Vector(o)
+		return rcv._tab.MutateUint32(a+flatbuffers.UOffsetT(j*4), n)
+	}
+	return false
+}
+
+func (rcv *RandomUniformAttrs) High() float32 {
+	o := flatbuffers.UOffsetT(rcv._tab.Offset(6))
+	if o != 0 {
+		return rcv._tab.GetFloat32(o + rcv._tab.Pos)
+	}
+	return 0.0
+}
+
+func (rcv *RandomUniformAttrs) MutateHigh(n float32) bool {
+	return rcv._tab.MutateFloat32Slot(6, n)
+}
+
+func (rcv *RandomUniformAttrs) Low() float32 {
+	o := flatbuffers.UOffsetT(rcv._tab.Offset(8))
+	if o != 0 {
+		return rcv._tab.GetFloat32(o + rcv._tab.Pos)
+	}
+	return 0.0
+}
+
+func (rcv *RandomUniformAttrs) MutateLow(n float32) bool {
+	return rcv._tab.MutateFloat32Slot(8, n)
+}
+
+func (rcv *RandomUniformAttrs) Seed() *float32 {
+	o := flatbuffers.UOffsetT(rcv._tab.Offset(10))
+	if o != 0 {
+		v := rcv._tab.GetFloat32(o + rcv._tab.Pos)
+		return &v
+	}
+	return nil
+}
+
+func (rcv *RandomUniformAttrs) MutateSeed(n float32) bool {
+	return rcv._tab.MutateFloat32Slot(10, n)
+}
+
 func RandomUniformAttrsStart(builder *flatbuffers.Builder) {
-	builder.StartObject(0)
+	builder.StartObject(4)
+}
+func RandomUniformAttrsAddShape(builder *flatbuffers.Builder, shape flatbuffers.UOffsetT) {
+	builder.PrependUOffsetTSlot(0, flatbuffers.UOffsetT(shape), 0)
+}
+func RandomUniformAttrsStartShapeVector(builder *flatbuffers.Builder, numElems int) flatbuffers.UOffsetT {
+	return builder.StartVector(4, numElems, 4)
+}
+func RandomUniformAttrsAddHigh(builder *flatbuffers.Builder, high float32) {
+	builder.PrependFloat32Slot(1, high, 0.0)
+}
+func RandomUniformAttrsAddLow(builder *flatbuffers.Builder, low float32) {
+	builder.PrependFloat32Slot(2, low, 0.0)
+}
+func RandomUniformAttrsAddSeed(builder *flatbuffers.Builder, seed float32) {
+	builder.PrependFloat32(seed)
+	builder.Slot(3)
 }
 func RandomUniformAttrsEnd(builder *flatbuffers.Builder) flatbuffers.UOffsetT {
 	return builder.EndObject()

@@ -7,6 +7,9 @@ import (
 )
 
 type RandomUniformLikeAttrsT struct {
+	High float32  `json:"high"`
+	Low  float32  `json:"low"`
+	Seed *float32 `json:"seed"`
 }
 
 func (t *RandomUniformLikeAttrsT) Pack(builder *flatbuffers.Builder) flatbuffers.UOffsetT {
@@ -14,10 +17,18 @@ func (t *RandomUniformLikeAttrsT) Pack(builder *flatbuffers.Builder) flatbuffers
 		return 0
 	}
 	RandomUniformLikeAttrsStart(builder)
+	RandomUniformLikeAttrsAddHigh(builder, t.High)
+	RandomUniformLikeAttrsAddLow(builder, t.Low)
+	if t.Seed != nil {
+		RandomUniformLikeAttrsAddSeed(builder, *t.Seed)
+	}
 	return RandomUniformLikeAttrsEnd(builder)
 }
 
 func (rcv *RandomUniformLikeAttrs) UnPackTo(t *RandomUniformLikeAttrsT) {
+	t.High = rcv.High()
+	t.Low = rcv.Low()
+	t.Seed = rcv.Seed()
 }
 
 func (rcv *RandomUniformLikeAttrs) UnPack() *RandomUniformLikeAttrsT {
@@ -56,8 +67,55 @@ func (rcv *RandomUniformLikeAttrs) Table() flatbuffers.Table {
 	return rcv._tab
 }
 
+func (rcv *RandomUniformLikeAttrs) High() float32 {
+	o := flatbuffers.UOffsetT(rcv._tab.Offset(4))
+	if o != 0 {
+		return rcv._tab.GetFloat32(o + rcv._tab.Pos)
+	}
+	return 0.0
+}
+
+func (rcv *RandomUniformLikeAttrs) MutateHigh(n float32) bool {
+	return rcv._tab.MutateFloat32Slot(4, n)
+}
+
+func (rcv *RandomUniformLikeAttrs) Low() float32 {
+	o := flatbuffers.UOffsetT(rcv._tab.Offset(6))
+	if o != 0 {
+		return rcv._tab.GetFloat32(o + rcv._tab.Pos)
+	}
+	return 0.0
+}
+
+func (rcv *RandomUniformLikeAttrs) MutateLow(n float32) bool {
+	return rcv._tab.MutateFloat32Slot(6, n)
+}
+
+func (rcv *RandomUniformLikeAttrs) Seed() *float32 {
+	o := flatbuffers.UOffsetT(rcv._tab.Offset(8))
+	if o != 0 {
+		v := rcv._tab.GetFloat32(o + rcv._tab.Pos)
+		return &v
+	}
+	return nil
+}
+
+func (rcv *RandomUniformLikeAttrs) MutateSeed(n float32) bool {
+	return rcv._tab.MutateFloat32Slot(8, n)
+}
+
 func RandomUniformLikeAttrsStart(builder *flatbuffers.Builder) {
-	builder.StartObject(0)
+	builder.StartObject(3)
+}
+func RandomUniformLikeAttrsAddHigh(builder *flatbuffers.Builder, high float32) {
+	builder.PrependFloat32Slot(0, high, 0.0)
+}
+func RandomUniformLikeAttrsAddLow(builder *flatbuffers.Builder, low float32) {
+	builder.PrependFloat32Slot(1, low, 0.0)
+}
+func RandomUniformLikeAttrsAddSeed(builder *flatbuffers.Builder, seed float32) {
+	builder.PrependFloat32(seed)
+	builder.Slot(2)
 }
 func RandomUniformLikeAttrsEnd(builder *flatbuffers.Builder) flatbuffers.UOffsetT {
 	return builder.EndObject()

@@ -7,17 +7,39 @@ import (
 )
 
 type ReduceMeanAttrsT struct {
+	Axes              []int32 `json:"axes"`
+	KeepDims          bool    `json:"keep_dims"`
+	NoopWithEmptyAxes bool    `json:"noop_with_empty_axes"`
 }
 
 func (t *ReduceMeanAttrsT) Pack(builder *flatbuffers.Builder) flatbuffers.UOffsetT {
 	if t == nil {
 		return 0
 	}
+	axesOffset := flatbuffers.UOffsetT(0)
+	if t.Axes != nil {
+		axesLength := len(t.Axes)
+		ReduceMeanAttrsStartAxesVector(builder, axesLength)
+		for j := axesLength - 1; j >= 0; j-- {
+			builder.PrependInt32(t.Axes[j])
+		}
+		axesOffset = builder.EndVector(axesLength)
+	}
 	ReduceMeanAttrsStart(builder)
+	ReduceMeanAttrsAddAxes(builder, axesOffset)
+	ReduceMeanAttrsAddKeepDims(builder, t.KeepDims)
+	ReduceMeanAttrsAddNoopWithEmptyAxes(builder, t.NoopWithEmptyAxes)
 	return ReduceMeanAttrsEnd(builder)
 }
 
 func (rcv *ReduceMeanAttrs) UnPackTo(t *ReduceMeanAttrsT) {
+	axesLength := rcv.AxesLength()
+	t.Axes = make([]int32, axesLength)
+	for j := 0; j < axesLength; j++ {
+		t.Axes[j] = rcv.Axes(j)
+	}
+	t.KeepDims = rcv.KeepDims()
+	t.NoopWithEmptyAxes = rcv.NoopWithEmptyAxes()
 }
 
 func (rcv *ReduceMeanAttrs) UnPack() *ReduceMeanAttrsT {
@@ -56,8 +78,70 @@ func (rcv *ReduceMeanAttrs) Table() flatbuffers.Table {
 	return rcv._tab
 }
 
+func (rcv *ReduceMeanAttrs) Axes(j int) int32 {
+	o := flatbuffers.UOffsetT(rcv._tab.Offset(4))
+	if o != 0 {
+		a := rcv._tab.Vector(o)
+		return rcv._tab.GetInt32(a + flatbuffers.UOffsetT(j*4))
+	}
+	return 0
+}
+
+func (rcv *ReduceMeanAttrs) AxesLength() int {
+	o := flatbuffers.UOffsetT(rcv._tab.Offset(4))
+	if o != 0 {
+		return rcv._tab.VectorLen(o)
+	}
+	return 0
+}
+
+func (rcv *ReduceMeanAttrs) MutateAxes(j int, n int32) bool {
+	o := flatbuffers.UOffsetT(rcv._tab.Offset(4))
+	if o != 0 {
+		a := rcv._tab.Vector(o)
+		return rcv._tab.MutateInt32(a+flatbuffers.UOffsetT(j*4), n)
+	}
+	return false
+}
+
+func (rcv *ReduceMeanAttrs) KeepDims() bool {
+	o := flatbuffers.UOffsetT(rcv._tab.Offset(6))
+	if o != 0 {
+		return rcv._tab.GetBool(o + rcv._tab.Pos)
+	}
+	return false
+}
+
+func (rcv *ReduceMeanAttrs) MutateKeepDims(n bool) bool {
+	return rcv._tab.MutateBoolSlot(6, n)
+}
+
+func (rcv *ReduceMeanAttrs) NoopWithEmptyAxes() bool {
+	o := flatbuffers.UOffsetT(rcv._tab.Offset(8))
+	if o != 0 {
+		return rcv._tab.GetBool(o + rcv._tab.Pos)
+	}
+	return false
+}
+
+func (rcv *ReduceMeanAttrs) MutateNoopWithEmptyAxes(n bool) bool {
+	return rcv._tab.MutateBoolSlot(8, n)
+}
+
 func ReduceMeanAttrsStart(builder *flatbuffers.Builder) {
-	builder.StartObject(0)
+	builder.StartObject(3)
+}
+func ReduceMeanAttrsAddAxes(builder *flatbuffers.Builder, axes flatbuffers.UOffsetT) {
+	builder.PrependUOffsetTSlot(0, flatbuffers.UOffsetT(axes), 0)
+}
+func ReduceMeanAttrsStartAxesVector(builder *flatbuffers.Builder, numElems int) flatbuffers.UOffsetT {
+	return builder.StartVector(4, numElems, 4)
+}
+func ReduceMeanAttrsAddKeepDims(builder *flatbuffers.Builder, keepDims bool) {
+	builder.PrependBoolSlot(1, keepDims, false)
+}
+func ReduceMeanAttrsAddNoopWithEmptyAxes(builder *flatbuffers.Builder, noopWithEmptyAxes bool) {
+	builder.PrependBoolSlot(2, noopWithEmptyAxes, false)
 }
 func ReduceMeanAttrsEnd(builder *flatbuffers.Builder) flatbuffers.UOffsetT {
 	return builder.EndObject()

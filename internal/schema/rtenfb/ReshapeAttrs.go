@@ -7,6 +7,7 @@ import (
 )
 
 type ReshapeAttrsT struct {
+	AllowZero bool `json:"allow_zero"`
 }
 
 func (t *ReshapeAttrsT) Pack(builder *flatbuffers.Builder) flatbuffers.UOffsetT {
@@ -14,10 +15,12 @@ func (t *ReshapeAttrsT) Pack(builder *flatbuffers.Builder) flatbuffers.UOffsetT 
 		return 0
 	}
 	ReshapeAttrsStart(builder)
+	ReshapeAttrsAddAllowZero(builder, t.AllowZero)
 	return ReshapeAttrsEnd(builder)
 }
 
 func (rcv *ReshapeAttrs) UnPackTo(t *ReshapeAttrsT) {
+	t.AllowZero = rcv.AllowZero()
 }
 
 func (rcv *ReshapeAttrs) UnPack() *ReshapeAttrsT {
@@ -56,8 +59,23 @@ func (rcv *ReshapeAttrs) Table() flatbuffers.Table {
 	return rcv._tab
 }
 
+func (rcv *ReshapeAttrs) AllowZero() bool {
+	o := flatbuffers.UOffsetT(rcv._tab.Offset(4))
+	if o != 0 {
+		return rcv._tab.GetBool(o + rcv._tab.Pos)
+	}
+	return false
+}
+
+func (rcv *ReshapeAttrs) MutateAllowZero(n bool) bool {
+	return rcv._tab.MutateBoolSlot(4, n)
+}
+
 func ReshapeAttrsStart(builder *flatbuffers.Builder) {
-	builder.StartObject(0)
+	builder.StartObject(1)
+}
+func ReshapeAttrsAddAllowZero(builder *flatbuffers.Builder, allowZero bool) {
+	builder.PrependBoolSlot(0, allowZero, false)
 }
 func ReshapeAttrsEnd(builder *flatbuffers.Builder) flatbuffers.UOffsetT {
 	return builder.EndObject()

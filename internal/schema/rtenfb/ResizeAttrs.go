@@ -7,6 +7,9 @@ import (
 )
 
 type ResizeAttrsT struct {
+	Mode        ResizeMode         `json:"mode"`
+	CoordMode   CoordTransformMode `json:"coord_mode"`
+	NearestMode NearestMode        `json:"nearest_mode"`
 }
 
 func (t *ResizeAttrsT) Pack(builder *flatbuffers.Builder) flatbuffers.UOffsetT {
@@ -14,10 +17,16 @@ func (t *ResizeAttrsT) Pack(builder *flatbuffers.Builder) flatbuffers.UOffsetT {
 		return 0
 	}
 	ResizeAttrsStart(builder)
+	ResizeAttrsAddMode(builder, t.Mode)
+	ResizeAttrsAddCoordMode(builder, t.CoordMode)
+	ResizeAttrsAddNearestMode(builder, t.NearestMode)
 	return ResizeAttrsEnd(builder)
 }
 
 func (rcv *ResizeAttrs) UnPackTo(t *ResizeAttrsT) {
+	t.Mode = rcv.Mode()
+	t.CoordMode = rcv.CoordMode()
+	t.NearestMode = rcv.NearestMode()
 }
 
 func (rcv *ResizeAttrs) UnPack() *ResizeAttrsT {
@@ -56,8 +65,53 @@ func (rcv *ResizeAttrs) Table() flatbuffers.Table {
 	return rcv._tab
 }
 
+func (rcv *ResizeAttrs) Mode() ResizeMode {
+	o := flatbuffers.UOffsetT(rcv._tab.Offset(4))
+	if o != 0 {
+		return ResizeMode(rcv._tab.GetByte(o + rcv._tab.Pos))
+	}
+	return 0
+}
+
+func (rcv *ResizeAttrs) MutateMode(n ResizeMode) bool {
+	return rcv._tab.MutateByteSlot(4, byte(n))
+}
+
+func (rcv *ResizeAttrs) CoordMode() CoordTransformMode {
+	o := flatbuffers.UOffsetT(rcv._tab.Offset(6))
+	if o != 0 {
+		return CoordTransformMode(rcv._tab.GetByte(o + rcv._tab.Pos))
+	}
+	return 0
+}
+
+func (rcv *ResizeAttrs) MutateCoordMode(n CoordTransformMode) bool {
+	return rcv._tab.MutateByteSlot(6, byte(n))
+}
+
+func (rcv *ResizeAttrs) NearestMode() NearestMode {
+	o := flatbuffers.UOffsetT(rcv._tab.Offset(8))
+	if o != 0 {
+		return NearestMode(rcv._tab.GetByte(o + rcv._tab.Pos))
+	}
+	return 0
+}
+
+func (rcv *ResizeAttrs) MutateNearestMode(n NearestMode) bool {
+	return rcv._tab.MutateByteSlot(8, byte(n))
+}
+
 func ResizeAttrsStart(builder *flatbuffers.Builder) {
-	builder.StartObject(0)
+	builder.StartObject(3)
+}
+func ResizeAttrsAddMode(builder *flatbuffers.Builder, mode ResizeMode) {
+	builder.PrependByteSlot(0, byte(mode), 0)
+}
+func ResizeAttrsAddCoordMode(builder *flatbuffers.Builder, coordMode CoordTransformMode) {
+	builder.PrependByteSlot(1, byte(coordMode), 0)
+}
+func ResizeAttrsAddNearestMode(builder *flatbuffers.Builder, nearestMode NearestMode) {
+	builder.PrependByteSlot(2, byte(nearestMode), 0)
 }
 func ResizeAttrsEnd(builder *flatbuffers.Builder) flatbuffers.UOffsetT {
 	return builder.EndObject()

@@ -7,6 +7,7 @@ import (
 )
 
 type STFTAttrsT struct {
+	Onesided bool `json:"onesided"`
 }
 
 func (t *STFTAttrsT) Pack(builder *flatbuffers.Builder) flatbuffers.UOffsetT {
@@ -14,10 +15,12 @@ func (t *STFTAttrsT) Pack(builder *flatbuffers.Builder) flatbuffers.UOffsetT {
 		return 0
 	}
 	STFTAttrsStart(builder)
+	STFTAttrsAddOnesided(builder, t.Onesided)
 	return STFTAttrsEnd(builder)
 }
 
 func (rcv *STFTAttrs) UnPackTo(t *STFTAttrsT) {
+	t.Onesided = rcv.Onesided()
 }
 
 func (rcv *STFTAttrs) UnPack() *STFTAttrsT {
@@ -56,8 +59,23 @@ func (rcv *STFTAttrs) Table() flatbuffers.Table {
 	return rcv._tab
 }
 
+func (rcv *STFTAttrs) Onesided() bool {
+	o := flatbuffers.UOffsetT(rcv._tab.Offset(4))
+	if o != 0 {
+		return rcv._tab.GetBool(o + rcv._tab.Pos)
+	}
+	return true
+}
+
+func (rcv *STFTAttrs) MutateOnesided(n bool) bool {
+	return rcv._tab.MutateBoolSlot(4, n)
+}
+
 func STFTAttrsStart(builder *flatbuffers.Builder) {
-	builder.StartObject(0)
+	builder.StartObject(1)
+}
+func STFTAttrsAddOnesided(builder *flatbuffers.Builder, onesided bool) {
+	builder.PrependBoolSlot(0, onesided, true)
 }
 func STFTAttrsEnd(builder *flatbuffers.Builder) flatbuffers.UOffsetT {
 	return builder.EndObject()

@@ -7,6 +7,8 @@ import (
 )
 
 type ScatterElementsAttrsT struct {
+	Axis      int32            `json:"axis"`
+	Reduction ScatterReduction `json:"reduction"`
 }
 
 func (t *ScatterElementsAttrsT) Pack(builder *flatbuffers.Builder) flatbuffers.UOffsetT {
@@ -14,10 +16,14 @@ func (t *ScatterElementsAttrsT) Pack(builder *flatbuffers.Builder) flatbuffers.U
 		return 0
 	}
 	ScatterElementsAttrsStart(builder)
+	ScatterElementsAttrsAddAxis(builder, t.Axis)
+	ScatterElementsAttrsAddReduction(builder, t.Reduction)
 	return ScatterElementsAttrsEnd(builder)
 }
 
 func (rcv *ScatterElementsAttrs) UnPackTo(t *ScatterElementsAttrsT) {
+	t.Axis = rcv.Axis()
+	t.Reduction = rcv.Reduction()
 }
 
 func (rcv *ScatterElementsAttrs) UnPack() *ScatterElementsAttrsT {
@@ -56,8 +62,38 @@ func (rcv *ScatterElementsAttrs) Table() flatbuffers.Table {
 	return rcv._tab
 }
 
+func (rcv *ScatterElementsAttrs) Axis() int32 {
+	o := flatbuffers.UOffsetT(rcv._tab.Offset(4))
+	if o != 0 {
+		return rcv._tab.GetInt32(o + rcv._tab.Pos)
+	}
+	return 0
+}
+
+func (rcv *ScatterElementsAttrs) MutateAxis(n int32) bool {
+	return rcv._tab.MutateInt32Slot(4, n)
+}
+
+func (rcv *ScatterElementsAttrs) Reduction() ScatterReduction {
+	o := flatbuffers.UOffsetT(rcv._tab.Offset(6))
+	if o != 0 {
+		return ScatterReduction(rcv._tab.GetByte(o + rcv._tab.Pos))
+	}
+	return 0
+}
+
+func (rcv *ScatterElementsAttrs) MutateReduction(n ScatterReduction) bool {
+	return rcv._tab.MutateByteSlot(6, byte(n))
+}
+
 func ScatterElementsAttrsStart(builder *flatbuffers.Builder) {
-	builder.StartObject(0)
+	builder.StartObject(2)
+}
+func ScatterElementsAttrsAddAxis(builder *flatbuffers.Builder, axis int32) {
+	builder.PrependInt32Slot(0, axis, 0)
+}
+func ScatterElementsAttrsAddReduction(builder *flatbuffers.Builder, reduction ScatterReduction) {
+	builder.PrependByteSlot(1, byte(reduction), 0)
 }
 func ScatterElementsAttrsEnd(builder *flatbuffers.Builder) flatbuffers.UOffsetT {
 	return builder.EndObject()

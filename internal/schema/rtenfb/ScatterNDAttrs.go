@@ -7,6 +7,7 @@ import (
 )
 
 type ScatterNDAttrsT struct {
+	Reduction ScatterReduction `json:"reduction"`
 }
 
 func (t *ScatterNDAttrsT) Pack(builder *flatbuffers.Builder) flatbuffers.UOffsetT {
@@ -14,10 +15,12 @@ func (t *ScatterNDAttrsT) Pack(builder *flatbuffers.Builder) flatbuffers.UOffset
 		return 0
 	}
 	ScatterNDAttrsStart(builder)
+	ScatterNDAttrsAddReduction(builder, t.Reduction)
 	return ScatterNDAttrsEnd(builder)
 }
 
 func (rcv *ScatterNDAttrs) UnPackTo(t *ScatterNDAttrsT) {
+	t.Reduction = rcv.Reduction()
 }
 
 func (rcv *ScatterNDAttrs) UnPack() *ScatterNDAttrsT {
@@ -56,8 +59,23 @@ func (rcv *ScatterNDAttrs) Table() flatbuffers.Table {
 	return rcv._tab
 }
 
+func (rcv *ScatterNDAttrs) Reduction() ScatterReduction {
+	o := flatbuffers.UOffsetT(rcv._tab.Offset(4))
+	if o != 0 {
+		return ScatterReduction(rcv._tab.GetByte(o + rcv._tab.Pos))
+	}
+	return 0
+}
+
+func (rcv *ScatterNDAttrs) MutateReduction(n ScatterReduction) bool {
+	return rcv._tab.MutateByteSlot(4, byte(n))
+}
+
 func ScatterNDAttrsStart(builder *flatbuffers.Builder) {
-	builder.StartObject(0)
+	builder.StartObject(1)
+}
+func ScatterNDAttrsAddReduction(builder *flatbuffers.Builder, reduction ScatterReduction) {
+	builder.PrependByteSlot(0, byte(reduction), 0)
 }
 func ScatterNDAttrsEnd(builder *flatbuffers.Builder) flatbuffers.UOffsetT {
 	return builder.EndObject()

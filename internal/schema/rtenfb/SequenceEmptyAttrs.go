@@ -7,6 +7,7 @@ import (
 )
 
 type SequenceEmptyAttrsT struct {
+	Dtype *DataType `json:"dtype"`
 }
 
 func (t *SequenceEmptyAttrsT) Pack(builder *flatbuffers.Builder) flatbuffers.UOffsetT {
@@ -14,10 +15,14 @@ func (t *SequenceEmptyAttrsT) Pack(builder *flatbuffers.Builder) flatbuffers.UOf
 		return 0
 	}
 	SequenceEmptyAttrsStart(builder)
+	if t.Dtype != nil {
+		SequenceEmptyAttrsAddDtype(builder, *t.Dtype)
+	}
 	return SequenceEmptyAttrsEnd(builder)
 }
 
 func (rcv *SequenceEmptyAttrs) UnPackTo(t *SequenceEmptyAttrsT) {
+	t.Dtype = rcv.Dtype()
 }
 
 func (rcv *SequenceEmptyAttrs) UnPack() *SequenceEmptyAttrsT {
@@ -56,8 +61,25 @@ func (rcv *SequenceEmptyAttrs) Table() flatbuffers.Table {
 	return rcv._tab
 }
 
+func (rcv *SequenceEmptyAttrs) Dtype() *DataType {
+	o := flatbuffers.UOffsetT(rcv._tab.Offset(4))
+	if o != 0 {
+		v := DataType(rcv._tab.GetByte(o + rcv._tab.Pos))
+		return &v
+	}
+	return nil
+}
+
+func (rcv *SequenceEmptyAttrs) MutateDtype(n DataType) bool {
+	return rcv._tab.MutateByteSlot(4, byte(n))
+}
+
 func SequenceEmptyAttrsStart(builder *flatbuffers.Builder) {
-	builder.StartObject(0)
+	builder.StartObject(1)
+}
+func SequenceEmptyAttrsAddDtype(builder *flatbuffers.Builder, dtype DataType) {
+	builder.PrependByte(byte(dtype))
+	builder.Slot(0)
 }
 func SequenceEmptyAttrsEnd(builder *flatbuffers.Builder) flatbuffers.UOffsetT {
 	return builder.EndObject()

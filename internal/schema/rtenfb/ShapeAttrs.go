@@ -7,6 +7,8 @@ import (
 )
 
 type ShapeAttrsT struct {
+	Start *int32 `json:"start"`
+	End   *int32 `json:"end"`
 }
 
 func (t *ShapeAttrsT) Pack(builder *flatbuffers.Builder) flatbuffers.UOffsetT {
@@ -14,10 +16,18 @@ func (t *ShapeAttrsT) Pack(builder *flatbuffers.Builder) flatbuffers.UOffsetT {
 		return 0
 	}
 	ShapeAttrsStart(builder)
+	if t.Start != nil {
+		ShapeAttrsAddStart(builder, *t.Start)
+	}
+	if t.End != nil {
+		ShapeAttrsAddEnd(builder, *t.End)
+	}
 	return ShapeAttrsEnd(builder)
 }
 
 func (rcv *ShapeAttrs) UnPackTo(t *ShapeAttrsT) {
+	t.Start = rcv.Start()
+	t.End = rcv.End()
 }
 
 func (rcv *ShapeAttrs) UnPack() *ShapeAttrsT {
@@ -56,8 +66,42 @@ func (rcv *ShapeAttrs) Table() flatbuffers.Table {
 	return rcv._tab
 }
 
+func (rcv *ShapeAttrs) Start() *int32 {
+	o := flatbuffers.UOffsetT(rcv._tab.Offset(4))
+	if o != 0 {
+		v := rcv._tab.GetInt32(o + rcv._tab.Pos)
+		return &v
+	}
+	return nil
+}
+
+func (rcv *ShapeAttrs) MutateStart(n int32) bool {
+	return rcv._tab.MutateInt32Slot(4, n)
+}
+
+func (rcv *ShapeAttrs) End() *int32 {
+	o := flatbuffers.UOffsetT(rcv._tab.Offset(6))
+	if o != 0 {
+		v := rcv._tab.GetInt32(o + rcv._tab.Pos)
+		return &v
+	}
+	return nil
+}
+
+func (rcv *ShapeAttrs) MutateEnd(n int32) bool {
+	return rcv._tab.MutateInt32Slot(6, n)
+}
+
 func ShapeAttrsStart(builder *flatbuffers.Builder) {
-	builder.StartObject(0)
+	builder.StartObject(2)
+}
+func ShapeAttrsAddStart(builder *flatbuffers.Builder, start int32) {
+	builder.PrependInt32(start)
+	builder.Slot(0)
+}
+func ShapeAttrsAddEnd(builder *flatbuffers.Builder, end int32) {
+	builder.PrependInt32(end)
+	builder.Slot(1)
 }
 func ShapeAttrsEnd(builder *flatbuffers.Builder) flatbuffers.UOffsetT {
 	return builder.EndObject()

@@ -7,6 +7,7 @@ import (
 )
 
 type SoftmaxAttrsT struct {
+	Axis int32 `json:"axis"`
 }
 
 func (t *SoftmaxAttrsT) Pack(builder *flatbuffers.Builder) flatbuffers.UOffsetT {
@@ -14,10 +15,12 @@ func (t *SoftmaxAttrsT) Pack(builder *flatbuffers.Builder) flatbuffers.UOffsetT 
 		return 0
 	}
 	SoftmaxAttrsStart(builder)
+	SoftmaxAttrsAddAxis(builder, t.Axis)
 	return SoftmaxAttrsEnd(builder)
 }
 
 func (rcv *SoftmaxAttrs) UnPackTo(t *SoftmaxAttrsT) {
+	t.Axis = rcv.Axis()
 }
 
 func (rcv *SoftmaxAttrs) UnPack() *SoftmaxAttrsT {
@@ -56,8 +59,23 @@ func (rcv *SoftmaxAttrs) Table() flatbuffers.Table {
 	return rcv._tab
 }
 
+func (rcv *SoftmaxAttrs) Axis() int32 {
+	o := flatbuffers.UOffsetT(rcv._tab.Offset(4))
+	if o != 0 {
+		return rcv._tab.GetInt32(o + rcv._tab.Pos)
+	}
+	return 0
+}
+
+func (rcv *SoftmaxAttrs) MutateAxis(n int32) bool {
+	return rcv._tab.MutateInt32Slot(4, n)
+}
+
 func SoftmaxAttrsStart(builder *flatbuffers.Builder) {
-	builder.StartObject(0)
+	builder.StartObject(1)
+}
+func SoftmaxAttrsAddAxis(builder *flatbuffers.Builder, axis int32) {
+	builder.PrependInt32Slot(0, axis, 0)
 }
 func SoftmaxAttrsEnd(builder *flatbuffers.Builder) flatbuffers.UOffsetT {
 	return builder.EndObject()

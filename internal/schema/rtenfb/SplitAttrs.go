@@ -7,6 +7,8 @@ import (
 )
 
 type SplitAttrsT struct {
+	Axis       int32  `json:"axis"`
+	NumOutputs *int32 `json:"num_outputs"`
 }
 
 func (t *SplitAttrsT) Pack(builder *flatbuffers.Builder) flatbuffers.UOffsetT {
@@ -14,10 +16,16 @@ func (t *SplitAttrsT) Pack(builder *flatbuffers.Builder) flatbuffers.UOffsetT {
 		return 0
 	}
 	SplitAttrsStart(builder)
+	SplitAttrsAddAxis(builder, t.Axis)
+	if t.NumOutputs != nil {
+		SplitAttrsAddNumOutputs(builder, *t.NumOutputs)
+	}
 	return SplitAttrsEnd(builder)
 }
 
 func (rcv *SplitAttrs) UnPackTo(t *SplitAttrsT) {
+	t.Axis = rcv.Axis()
+	t.NumOutputs = rcv.NumOutputs()
 }
 
 func (rcv *SplitAttrs) UnPack() *SplitAttrsT {
@@ -56,8 +64,40 @@ func (rcv *SplitAttrs) Table() flatbuffers.Table {
 	return rcv._tab
 }
 
+func (rcv *SplitAttrs) Axis() int32 {
+	o := flatbuffers.UOffsetT(rcv._tab.Offset(4))
+	if o != 0 {
+		return rcv._tab.GetInt32(o + rcv._tab.Pos)
+	}
+	return 0
+}
+
+func (rcv *SplitAttrs) MutateAxis(n int32) bool {
+	return rcv._tab.MutateInt32Slot(4, n)
+}
+
+func (rcv *SplitAttrs) NumOutputs() *int32 {
+	o := flatbuffers.UOffsetT(rcv._tab.Offset(6))
+	if o != 0 {
+		v := rcv._tab.GetInt32(o + rcv._tab.Pos)
+		return &v
+	}
+	return nil
+}
+
+func (rcv *SplitAttrs) MutateNumOutputs(n int32) bool {
+	return rcv._tab.MutateInt32Slot(6, n)
+}
+
 func SplitAttrsStart(builder *flatbuffers.Builder) {
-	builder.StartObject(0)
+	builder.StartObject(2)
+}
+func SplitAttrsAddAxis(builder *flatbuffers.Builder, axis int32) {
+	builder.PrependInt32Slot(0, axis, 0)
+}
+func SplitAttrsAddNumOutputs(builder *flatbuffers.Builder, numOutputs int32) {
+	builder.PrependInt32(numOutputs)
+	builder.Slot(1)
 }
 func SplitAttrsEnd(builder *flatbuffers.Builder) flatbuffers.UOffsetT {
 	return builder.EndObject()

@@ -7,6 +7,8 @@ import (
 )
 
 type SplitToSequenceAttrsT struct {
+	Axis     int32 `json:"axis"`
+	KeepDims bool  `json:"keep_dims"`
 }
 
 func (t *SplitToSequenceAttrsT) Pack(builder *flatbuffers.Builder) flatbuffers.UOffsetT {
@@ -14,10 +16,14 @@ func (t *SplitToSequenceAttrsT) Pack(builder *flatbuffers.Builder) flatbuffers.U
 		return 0
 	}
 	SplitToSequenceAttrsStart(builder)
+	SplitToSequenceAttrsAddAxis(builder, t.Axis)
+	SplitToSequenceAttrsAddKeepDims(builder, t.KeepDims)
 	return SplitToSequenceAttrsEnd(builder)
 }
 
 func (rcv *SplitToSequenceAttrs) UnPackTo(t *SplitToSequenceAttrsT) {
+	t.Axis = rcv.Axis()
+	t.KeepDims = rcv.KeepDims()
 }
 
 func (rcv *SplitToSequenceAttrs) UnPack() *SplitToSequenceAttrsT {
@@ -56,8 +62,38 @@ func (rcv *SplitToSequenceAttrs) Table() flatbuffers.Table {
 	return rcv._tab
 }
 
+func (rcv *SplitToSequenceAttrs) Axis() int32 {
+	o := flatbuffers.UOffsetT(rcv._tab.Offset(4))
+	if o != 0 {
+		return rcv._tab.GetInt32(o + rcv._tab.Pos)
+	}
+	return 0
+}
+
+func (rcv *SplitToSequenceAttrs) MutateAxis(n int32) bool {
+	return rcv._tab.MutateInt32Slot(4, n)
+}
+
+func (rcv *SplitToSequenceAttrs) KeepDims() bool {
+	o := flatbuffers.UOffsetT(rcv._tab.Offset(6))
+	if o != 0 {
+		return rcv._tab.GetBool(o + rcv._tab.Pos)
+	}
+	return true
+}
+
+func (rcv *SplitToSequenceAttrs) MutateKeepDims(n bool) bool {
+	return rcv._tab.MutateBoolSlot(6, n)
+}
+
 func SplitToSequenceAttrsStart(builder *flatbuffers.Builder) {
-	builder.StartObject(0)
+	builder.StartObject(2)
+}
+func SplitToSequenceAttrsAddAxis(builder *flatbuffers.Builder, axis int32) {
+	builder.PrependInt32Slot(0, axis, 0)
+}
+func SplitToSequenceAttrsAddKeepDims(builder *flatbuffers.Builder, keepDims bool) {
+	builder.PrependBoolSlot(1, keepDims, true)
 }
 func SplitToSequenceAttrsEnd(builder *flatbuffers.Builder) flatbuffers.UOffsetT {
 	return builder.EndObject()

@@ -7,6 +7,9 @@ import (
 )
 
 type TopKAttrsT struct {
+	Axis    int32 `json:"axis"`
+	Largest bool  `json:"largest"`
+	Sorted  bool  `json:"sorted"`
 }
 
 func (t *TopKAttrsT) Pack(builder *flatbuffers.Builder) flatbuffers.UOffsetT {
@@ -14,10 +17,16 @@ func (t *TopKAttrsT) Pack(builder *flatbuffers.Builder) flatbuffers.UOffsetT {
 		return 0
 	}
 	TopKAttrsStart(builder)
+	TopKAttrsAddAxis(builder, t.Axis)
+	TopKAttrsAddLargest(builder, t.Largest)
+	TopKAttrsAddSorted(builder, t.Sorted)
 	return TopKAttrsEnd(builder)
 }
 
 func (rcv *TopKAttrs) UnPackTo(t *TopKAttrsT) {
+	t.Axis = rcv.Axis()
+	t.Largest = rcv.Largest()
+	t.Sorted = rcv.Sorted()
 }
 
 func (rcv *TopKAttrs) UnPack() *TopKAttrsT {
@@ -56,8 +65,53 @@ func (rcv *TopKAttrs) Table() flatbuffers.Table {
 	return rcv._tab
 }
 
+func (rcv *TopKAttrs) Axis() int32 {
+	o := flatbuffers.UOffsetT(rcv._tab.Offset(4))
+	if o != 0 {
+		return rcv._tab.GetInt32(o + rcv._tab.Pos)
+	}
+	return 0
+}
+
+func (rcv *TopKAttrs) MutateAxis(n int32) bool {
+	return rcv._tab.MutateInt32Slot(4, n)
+}
+
+func (rcv *TopKAttrs) Largest() bool {
+	o := flatbuffers.UOffsetT(rcv._tab.Offset(6))
+	if o != 0 {
+		return rcv._tab.GetBool(o + rcv._tab.Pos)
+	}
+	return false
+}
+
+func (rcv *TopKAttrs) MutateLargest(n bool) bool {
+	return rcv._tab.MutateBoolSlot(6, n)
+}
+
+func (rcv *TopKAttrs) Sorted() bool {
+	o := flatbuffers.UOffsetT(rcv._tab.Offset(8))
+	if o != 0 {
+		return rcv._tab.GetBool(o + rcv._tab.Pos)
+	}
+	return false
+}
+
+func (rcv *TopKAttrs) MutateSorted(n bool) bool {
+	return rcv._tab.MutateBoolSlot(8, n)
+}
+
 func TopKAttrsStart(builder *flatbuffers.Builder) {
-	builder.StartObject(0)
+	builder.StartObject(3)
+}
+func TopKAttrsAddAxis(builder *flatbuffers.Builder, axis int32) {
+	builder.PrependInt32Slot(0, axis, 0)
+}
+func TopKAttrsAddLargest(builder *flatbuffers.Builder, largest bool) {
+	builder.PrependBoolSlot(1, largest, false)
+}
+func TopKAttrsAddSorted(builder *flatbuffers.Builder, sorted bool) {
+	builder.PrependBoolSlot(2, sorted, false)
 }
 func TopKAttrsEnd(builder *flatbuffers.Builder) flatbuffers.UOffsetT {
 	return builder.EndObject()

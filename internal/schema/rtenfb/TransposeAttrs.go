@@ -7,17 +7,33 @@ import (
 )
 
 type TransposeAttrsT struct {
+	Perm []uint32 `json:"perm"`
 }
 
 func (t *TransposeAttrsT) Pack(builder *flatbuffers.Builder) flatbuffers.UOffsetT {
 	if t == nil {
 		return 0
 	}
+	permOffset := flatbuffers.UOffsetT(0)
+	if t.Perm != nil {
+		permLength := len(t.Perm)
+		TransposeAttrsStartPermVector(builder, permLength)
+		for j := permLength - 1; j >= 0; j-- {
+			builder.PrependUint32(t.Perm[j])
+		}
+		permOffset = builder.EndVector(permLength)
+	}
 	TransposeAttrsStart(builder)
+	TransposeAttrsAddPerm(builder, permOffset)
 	return TransposeAttrsEnd(builder)
 }
 
 func (rcv *TransposeAttrs) UnPackTo(t *TransposeAttrsT) {
+	permLength := rcv.PermLength()
+	t.Perm = make([]uint32, permLength)
+	for j := 0; j < permLength; j++ {
+		t.Perm[j] = rcv.Perm(j)
+	}
 }
 
 func (rcv *TransposeAttrs) UnPack() *TransposeAttrsT {
@@ -56,8 +72,40 @@ func (rcv *TransposeAttrs) Table() flatbuffers.Table {
 	return rcv._tab
 }
 
+func (rcv *TransposeAttrs) Perm(j int) uint32 {
+	o := flatbuffers.UOffsetT(rcv._tab.Offset(4))
+	if o != 0 {
+		a := rcv._tab.Vector(o)
+		return rcv._tab.GetUint32(a + flatbuffers.UOffsetT(j*4))
+	}
+	return 0
+}
+
+func (rcv *TransposeAttrs) PermLength() int {
+	o := flatbuffers.UOffsetT(rcv._tab.Offset(4))
+	if o != 0 {
+		return rcv._tab.VectorLen(o)
+	}
+	return 0
+}
+
+func (rcv *TransposeAttrs) MutatePerm(j int, n uint32) bool {
+	o := flatbuffers.UOffsetT(rcv._tab.Offset(4))
+	if o != 0 {
+		a := rcv._tab.Vector(o)
+		return rcv._tab.MutateUint32(a+flatbuffers.UOffsetT(j*4), n)
+	}
+	return false
+}
+
 func TransposeAttrsStart(builder *flatbuffers.Builder) {
-	builder.StartObject(0)
+	builder.StartObject(1)
+}
+func TransposeAttrsAddPerm(builder *flatbuffers.Builder, perm flatbuffers.UOffsetT) {
+	builder.PrependUOffsetTSlot(0, flatbuffers.UOffsetT(perm), 0)
+}
+func TransposeAttrsStartPermVector(builder *flatbuffers.Builder, numElems int) flatbuffers.UOffsetT {
+	return builder.StartVector(4, numElems, 4)
 }
 func TransposeAttrsEnd(builder *flatbuffers.Builder) flatbuffers.UOffsetT {
 	return builder.EndObject()

@@ -7,6 +7,7 @@ import (
 )
 
 type TriluAttrsT struct {
+	Upper bool `json:"upper"`
 }
 
 func (t *TriluAttrsT) Pack(builder *flatbuffers.Builder) flatbuffers.UOffsetT {
@@ -14,10 +15,12 @@ func (t *TriluAttrsT) Pack(builder *flatbuffers.Builder) flatbuffers.UOffsetT {
 		return 0
 	}
 	TriluAttrsStart(builder)
+	TriluAttrsAddUpper(builder, t.Upper)
 	return TriluAttrsEnd(builder)
 }
 
 func (rcv *TriluAttrs) UnPackTo(t *TriluAttrsT) {
+	t.Upper = rcv.Upper()
 }
 
 func (rcv *TriluAttrs) UnPack() *TriluAttrsT {
@@ -56,8 +59,23 @@ func (rcv *TriluAttrs) Table() flatbuffers.Table {
 	return rcv._tab
 }
 
+func (rcv *TriluAttrs) Upper() bool {
+	o := flatbuffers.UOffsetT(rcv._tab.Offset(4))
+	if o != 0 {
+		return rcv._tab.GetBool(o + rcv._tab.Pos)
+	}
+	return false
+}
+
+func (rcv *TriluAttrs) MutateUpper(n bool) bool {
+	return rcv._tab.MutateBoolSlot(4, n)
+}
+
 func TriluAttrsStart(builder *flatbuffers.Builder) {
-	builder.StartObject(0)
+	builder.StartObject(1)
+}
+func TriluAttrsAddUpper(builder *flatbuffers.Builder, upper bool) {
+	builder.PrependBoolSlot(0, upper, false)
 }
 func TriluAttrsEnd(builder *flatbuffers.Builder) flatbuffers.UOffsetT {
 	return builder.EndObject()

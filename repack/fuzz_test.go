@@ -48,7 +48,7 @@ func FuzzRepack(f *testing.F) {
 		want, err := repack.Sums(in)
 		if err != nil {
 			// Repack must refuse what does not verify, and leave nothing.
-			if _, err := repack.Repack(in, filepath.Join(dir, "out"), repack.Options{Align: 16, NoSync: true}); err == nil {
+			if _, err := repack.Repack(in, filepath.Join(dir, "out"), repack.Options{Align: 16}); err == nil {
 				t.Fatal("Repack accepted a file that does not verify")
 			}
 			if es, _ := os.ReadDir(dir); len(es) != 1 {
@@ -63,7 +63,7 @@ func FuzzRepack(f *testing.F) {
 		}
 		// RTenV2 (ignored for anything but an RTen V1 model) on every
 		// other seed: V1 is then rewritten as V2, or copied as it is.
-		opts := repack.Options{Align: 16, NoSync: true, TensorAlign: []int64{0, 16, 32, 64}[talign%4], RTenV2: talign&4 == 0}
+		opts := repack.Options{Align: 16, TensorAlign: []int64{0, 16, 32, 64}[talign%4], RTenV2: talign&4 == 0}
 		var data2 []string
 		if ext {
 			opts.Externalize = filepath.Join(dir, "out.ptd")

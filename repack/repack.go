@@ -51,10 +51,10 @@ type Options struct {
 	// read), and the copy fails on an input that is shorter than its
 	// ranges, since it checks every count it copies.
 	VerifyBytes bool
-	// NoSync skips the fsync of the outputs before they are renamed into
-	// place: faster, but a crash soon after may leave OUT renamed and
-	// incomplete. For measurements against tools that do not sync (cp).
-	NoSync bool
+	// Sync fsyncs the outputs before they are renamed into place (and
+	// their directories after), so that a crash cannot leave OUT renamed
+	// but incomplete. Off by default, as for cp and mv.
+	Sync bool
 	// Progress, when set, is called from time to time with the bytes of
 	// weights copied so far and the total to copy.
 	Progress func(done, total int64)
@@ -181,7 +181,7 @@ func Repack(in, out string, opts Options) (*Result, error) {
 	r := &run{m: m, align: align, talign: talign, opts: &opts, src: src, kernelCopy: kernelCopy}
 	r.align = max(align, talign)
 	res := &Result{Format: m.Format()}
-	outs := &outputs{perm: filePerm(in), sync: !opts.NoSync}
+	outs := &outputs{perm: filePerm(in), sync: opts.Sync}
 	defer outs.abort()
 	switch m.Format() {
 	case loader.PTE:

@@ -24,8 +24,8 @@ var layouts = []struct {
 	name string
 	opts repack.Options
 }{
-	{"align16K", repack.Options{Align: 16384, NoSync: true}},
-	{"align64K-tensor64K", repack.Options{Align: 65536, TensorAlign: 65536, NoSync: true}},
+	{"align16K", repack.Options{Align: 16384}},
+	{"align64K-tensor64K", repack.Options{Align: 65536, TensorAlign: 65536}},
 }
 
 // expectedSums turns the independent reader's tensors into TensorSums.
@@ -234,7 +234,7 @@ func TestMappingCopy(t *testing.T) {
 		}
 		t.Run(filepath.Base(in), func(t *testing.T) {
 			out := filepath.Join(t.TempDir(), filepath.Base(in))
-			opts := repack.Options{Align: 4096, TensorAlign: 64, NoSync: true}
+			opts := repack.Options{Align: 4096, TensorAlign: 64}
 			if _, err := repack.Repack(in, out, opts); err != nil {
 				t.Fatal(err)
 			}

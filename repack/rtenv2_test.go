@@ -171,12 +171,12 @@ func TestRTenV1toV2Subgraphs(t *testing.T) {
 	}
 	// The mapping copy gives the same bytes as the kernel's.
 	a := filepath.Join(dir, "a.rten")
-	if _, err := repack.Repack(in, a, repack.Options{RTenV2: true, NoSync: true}); err != nil {
+	if _, err := repack.Repack(in, a, repack.Options{RTenV2: true}); err != nil {
 		t.Fatal(err)
 	}
 	defer repack.SetKernelCopy(false)()
 	bb := filepath.Join(dir, "b.rten")
-	if _, err := repack.Repack(in, bb, repack.Options{RTenV2: true, NoSync: true}); err != nil {
+	if _, err := repack.Repack(in, bb, repack.Options{RTenV2: true}); err != nil {
 		t.Fatal(err)
 	}
 	if !bytes.Equal(mustRead(t, a), mustRead(t, bb)) {
@@ -211,7 +211,7 @@ func TestRTenV1toV2Hostile(t *testing.T) {
 			if err != nil {
 				continue
 			}
-			if _, err := repack.Repack(in, out, repack.Options{RTenV2: true, Align: 16, NoSync: true}); err != nil {
+			if _, err := repack.Repack(in, out, repack.Options{RTenV2: true, Align: 16}); err != nil {
 				refused++
 				continue
 			}
@@ -319,7 +319,7 @@ func TestRTenV1toV2UnknownField(t *testing.T) {
 			t.Fatalf("the input does not verify: %v", err)
 		}
 		out := filepath.Join(dir, "out.rten")
-		_, err := repack.Repack(in, out, repack.Options{RTenV2: true, NoSync: true})
+		_, err := repack.Repack(in, out, repack.Options{RTenV2: true})
 		if field && (err == nil || !strings.Contains(err.Error(), "MultinomialAttrs")) {
 			t.Errorf("a field the schema does not describe: error %v, want one naming MultinomialAttrs", err)
 		}

@@ -102,7 +102,7 @@ func TestSharedObjects(t *testing.T) {
 	if err := os.WriteFile(small, sharedProgram(50, 50), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := repack.Repack(small, filepath.Join(dir, "small-out.pte"), repack.Options{NoSync: true}); err != nil {
+	if _, err := repack.Repack(small, filepath.Join(dir, "small-out.pte"), repack.Options{}); err != nil {
 		t.Fatalf("small shared program: %v", err)
 	}
 	// 2000 × 2000 frames: about 700 MB unpacked from 16 KB.
@@ -115,7 +115,7 @@ func TestSharedObjects(t *testing.T) {
 		t.Fatalf("the loader refuses the program: %v", err)
 	}
 	m.Close()
-	_, err = repack.Repack(big, filepath.Join(dir, "big-out.pte"), repack.Options{NoSync: true})
+	_, err = repack.Repack(big, filepath.Join(dir, "big-out.pte"), repack.Options{})
 	if err == nil || !strings.Contains(err.Error(), "share objects") {
 		t.Fatalf("Repack of a program of shared objects: %v", err)
 	}

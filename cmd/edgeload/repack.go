@@ -15,8 +15,9 @@ also places every constant inside its segment on a boundary; --externalize
 moves every constant of a .pte to a new .ptd (open the result with
 --data F.ptd). IN is verified (headers, metadata, instructions and every
 range; --verify-bytes also reads every byte, beside the copy) and never
-written; OUT is written to a temporary file beside it, checked, synced and
-renamed at the end.
+written; OUT is written to a temporary file beside it, checked and renamed
+at the end (with --sync, synced to disk first, so that a crash cannot leave
+an incomplete OUT).
 
 With --check, compare the tensors of IN and OUT instead (name, dtype, shape
 and SHA-256 of the bytes), print every difference, and exit 1 if any.
@@ -40,6 +41,7 @@ func runRepack(c *cli, args []string) int {
 	fs.StringVar(&opts.Externalize, "externalize", "", "move a .pte's constants to the new `F.ptd`")
 	fs.BoolVar(&opts.RTenV2, "rten-v2", false, "write an RTen V1 model as V2 (inline constants move to the tensor data section)")
 	fs.BoolVar(&opts.VerifyBytes, "verify-bytes", false, "also read every byte of IN to verify it (beside the copy)")
+	fs.BoolVar(&opts.Sync, "sync", false, "fsync OUT before renaming it into place")
 	fs.BoolVar(&check, "check", false, "compare the tensors of IN and OUT instead of writing")
 	fs.Var(&data, "data", "a `FILE.ptd` holding external tensors of IN (and OUT with --check; repeatable)")
 	pos, code, ok := parse(c, fs, args)

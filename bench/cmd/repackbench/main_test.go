@@ -33,7 +33,7 @@ func TestRun(t *testing.T) {
 	if err := json.Unmarshal(out.Bytes(), &res); err != nil {
 		t.Fatalf("%v: %s", err, out.String())
 	}
-	if res.Size != int64(len(b)) || len(res.CP) != 2 || len(res.Repack) != 2 || len(res.NoSync) != 2 || res.Ratio <= 0 {
+	if res.Size != int64(len(b)) || len(res.CP) != 2 || len(res.Repack) != 2 || len(res.Sync) != 2 || res.Ratio <= 0 {
 		t.Errorf("result %+v", res)
 	}
 	if es, _ := os.ReadDir(dir); len(es) != 1 {

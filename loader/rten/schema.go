@@ -1,6 +1,7 @@
 package rten
 
 import (
+	"github.com/edgeload/edgeload/internal/schema/rtenattr"
 	"strconv"
 
 	"github.com/edgeload/edgeload/internal/schema/rtenfb"
@@ -97,7 +98,7 @@ func init() {
 	attrs := make([]*fbverify.Table, len(rtenfb.EnumNamesOperatorAttrs))
 	for tag, name := range rtenfb.EnumNamesOperatorAttrs {
 		if tag != rtenfb.OperatorAttrsNONE && int(tag) < len(attrs) {
-			attrs[tag] = &fbverify.Table{Name: name, Fields: attrFields(attrSpecs[tag])}
+			attrs[tag] = &fbverify.Table{Name: name, Fields: attrFields(rtenattr.Fields[tag])}
 		}
 	}
 	vIfAttrs.Fields = []fbverify.Field{
@@ -145,64 +146,6 @@ func init() {
 	}
 }
 
-// attrSpecs describes the fields of the operator attribute tables, in
-// declaration order (the index is the field id): "4" and "1" are scalars of
-// that many bytes, "[4]" a vector of 4-byte scalars, "s" a string, "u" the
-// Scalar union of ConstantOfShapeAttrs (two ids). IfAttrs and LoopAttrs are
-// described above.
-var attrSpecs = map[rtenfb.OperatorAttrs][]string{
-	rtenfb.OperatorAttrsArgMaxAttrs:             {"4", "1"},
-	rtenfb.OperatorAttrsAveragePoolAttrs:        {"[4]", "1", "[4]", "[4]", "1", "1"},
-	rtenfb.OperatorAttrsBatchNormalizationAttrs: {"4"},
-	rtenfb.OperatorAttrsCastAttrs:               {"1"},
-	rtenfb.OperatorAttrsConcatAttrs:             {"4"},
-	rtenfb.OperatorAttrsConstantOfShapeAttrs:    {"u"},
-	rtenfb.OperatorAttrsConvAttrs:               {"1", "[4]", "4", "[4]", "[4]"},
-	rtenfb.OperatorAttrsConvTransposeAttrs:      {"[4]", "1", "[4]", "4", "[4]"},
-	rtenfb.OperatorAttrsFlattenAttrs:            {"4"},
-	rtenfb.OperatorAttrsGatherAttrs:             {"4"},
-	rtenfb.OperatorAttrsGemmAttrs:               {"4", "4", "1", "1"},
-	rtenfb.OperatorAttrsGRUAttrs:                {"1", "4", "1"},
-	rtenfb.OperatorAttrsLeakyReluAttrs:          {"4"},
-	rtenfb.OperatorAttrsLSTMAttrs:               {"1", "4"},
-	rtenfb.OperatorAttrsMaxPoolAttrs:            {"[4]", "1", "[4]", "[4]", "1"},
-	rtenfb.OperatorAttrsReduceMeanAttrs:         {"[4]", "1", "1"},
-	rtenfb.OperatorAttrsReshapeAttrs:            {"1"},
-	rtenfb.OperatorAttrsResizeAttrs:             {"1", "1", "1"},
-	rtenfb.OperatorAttrsSplitAttrs:              {"4", "4"},
-	rtenfb.OperatorAttrsSoftmaxAttrs:            {"4"},
-	rtenfb.OperatorAttrsTransposeAttrs:          {"[4]"},
-	rtenfb.OperatorAttrsModAttrs:                {"1"},
-	rtenfb.OperatorAttrsScatterElementsAttrs:    {"4", "1"},
-	rtenfb.OperatorAttrsOneHotAttrs:             {"4"},
-	rtenfb.OperatorAttrsTopKAttrs:               {"4", "1", "1"},
-	rtenfb.OperatorAttrsHardSigmoidAttrs:        {"4", "4"},
-	rtenfb.OperatorAttrsTriluAttrs:              {"1"},
-	rtenfb.OperatorAttrsScatterNDAttrs:          {"1"},
-	rtenfb.OperatorAttrsNonMaxSuppressionAttrs:  {"1"},
-	rtenfb.OperatorAttrsLayerNormalizationAttrs: {"4", "4"},
-	rtenfb.OperatorAttrsRandomUniformAttrs:      {"[4]", "4", "4", "4"},
-	rtenfb.OperatorAttrsEluAttrs:                {"4"},
-	rtenfb.OperatorAttrsRandomUniformLikeAttrs:  {"4", "4", "4"},
-	rtenfb.OperatorAttrsRandomNormalAttrs:       {"4", "4", "4", "[4]"},
-	rtenfb.OperatorAttrsRandomNormalLikeAttrs:   {"4", "4", "4"},
-	rtenfb.OperatorAttrsGatherNDAttrs:           {"4"},
-	rtenfb.OperatorAttrsGeluAttrs:               {"1"},
-	rtenfb.OperatorAttrsEinsumAttrs:             {"s"},
-	rtenfb.OperatorAttrsPadAttrs:                {"1"},
-	rtenfb.OperatorAttrsDequantizeLinearAttrs:   {"4"},
-	rtenfb.OperatorAttrsQuantizeLinearAttrs:     {"4", "1"},
-	rtenfb.OperatorAttrsDepthToSpaceAttrs:       {"1", "4"},
-	rtenfb.OperatorAttrsShapeAttrs:              {"4", "4"},
-	rtenfb.OperatorAttrsDropoutAttrs:            {"4"},
-	rtenfb.OperatorAttrsEyeLikeAttrs:            {"1", "4"},
-	rtenfb.OperatorAttrsSequenceEmptyAttrs:      {"1"},
-	rtenfb.OperatorAttrsConcatFromSequenceAttrs: {"4", "1"},
-	rtenfb.OperatorAttrsSplitToSequenceAttrs:    {"4", "1"},
-	rtenfb.OperatorAttrsGridSampleAttrs:         {"1"},
-	rtenfb.OperatorAttrsSTFTAttrs:               {"1"},
-}
-
 // vScalar is the Scalar union: IntScalar and FloatScalar, each one 4-byte
 // value.
 var vScalar = []*fbverify.Table{
@@ -210,7 +153,7 @@ var vScalar = []*fbverify.Table{
 	rtenfb.ScalarFloatScalar: {Name: "FloatScalar", Fields: []fbverify.Field{{Name: "value", ID: 0, Kind: fbverify.Scalar, Size: 4}}},
 }
 
-// attrFields turns an attrSpecs entry into fbverify fields.
+// attrFields turns an rtenattr.Fields entry into fbverify fields.
 func attrFields(spec []string) []fbverify.Field {
 	var fs []fbverify.Field
 	id := 0
@@ -228,6 +171,8 @@ func attrFields(spec []string) []fbverify.Field {
 		case "u":
 			f.Kind, f.Union = fbverify.Union, vScalar
 			id++
+		case "g":
+			f.Kind, f.Table = fbverify.TableRef, vGraph
 		}
 		fs = append(fs, f)
 		id++

@@ -40,6 +40,19 @@ type VerifyReport struct {
 // All problems found are returned, joined; the report counts what was
 // checked either way.
 func (m *Model) Verify() (VerifyReport, error) {
+	return m.verify(true)
+}
+
+// Check makes every check of Verify but reads no byte of the weights: for a
+// caller that reads them anyway (a copy that checks its counts) or that must
+// not fault them in.
+func (m *Model) Check() error {
+	_, err := m.verify(false)
+	return err
+}
+
+// verify checks the model and, with readBytes, reads every byte (Verify).
+func (m *Model) verify(readBytes bool) (VerifyReport, error) {
 	var r VerifyReport
 	if m.closed.Load() {
 		return r, ErrClosed
@@ -53,6 +66,9 @@ func (m *Model) Verify() (VerifyReport, error) {
 	size := m.mf.Len()
 	h := crc32.NewIEEE()
 	read := func(s segment.Segment, what string) {
+		if !readBytes {
+			return
+		}
 		if err := s.Checksum(h); err != nil {
 			fail("%s: reading %d bytes at offset %d: %w", what, s.Len(), s.Offset(), err)
 			return

@@ -158,7 +158,7 @@ func Repack(in, out string, opts Options) (*Result, error) {
 	if opts.Externalize != "" && m.Format() != loader.PTE {
 		return nil, fmt.Errorf("repack: --externalize needs a .pte input, %s is %s", in, m.Format())
 	}
-	if err := verifyStructure(m); err != nil {
+	if err := m.Check(); err != nil {
 		return nil, err
 	}
 	// With VerifyBytes, Verify (which reads every byte) runs beside the

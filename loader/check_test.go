@@ -1,0 +1,58 @@
+package loader_test
+
+import (
+	"bytes"
+	"errors"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/edgeload/edgeload/internal/testkit/readcount"
+	"github.com/edgeload/edgeload/internal/testkit/testmodels"
+	"github.com/edgeload/edgeload/loader"
+)
+
+// TestCheck: Check accepts what Verify accepts without reading a weight,
+// rejects what Verify rejects structurally, and reports ErrClosed.
+func TestCheck(t *testing.T) {
+	dir := filepath.Join(testmodels.Root(), "testdata")
+	for _, name := range []string{"tiny.pte", "tiny.ptd", "tiny-v1.rten", "tiny-v2.rten", "tiny.bpte"} {
+		m, err := loader.Open(filepath.Join(dir, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := m.Check(); err != nil {
+			t.Errorf("%s: Check: %v", name, err)
+		}
+		if _, err := m.Verify(); err != nil {
+			t.Errorf("%s: Verify: %v", name, err)
+		}
+		m.Close()
+		if err := m.Check(); !errors.Is(err, loader.ErrClosed) {
+			t.Errorf("%s: Check after Close = %v, want ErrClosed", name, err)
+		}
+	}
+
+	// Through a counting ReaderAt (every view a read): Check reads nothing
+	// after Open, Verify reads the weights.
+	b, err := os.ReadFile(filepath.Join(dir, "tiny.pte"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rc := &readcount.ReaderAt{R: bytes.NewReader(b)}
+	m, err := loader.NewReaderAt(rc, int64(len(b)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	opened := rc.Reads
+	if err := m.Check(); err != nil {
+		t.Fatalf("Check: %v", err)
+	}
+	if rc.Reads != opened {
+		t.Errorf("Check made %d reads, want none", rc.Reads-opened)
+	}
+	if r, err := m.Verify(); err != nil || r.BytesRead == 0 || rc.Reads == opened {
+		t.Errorf("Verify read %d bytes in %d reads, %v", r.BytesRead, rc.Reads-opened, err)
+	}
+}

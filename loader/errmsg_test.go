@@ -8,6 +8,9 @@ import (
 	"testing"
 
 	"github.com/edgeload/edgeload/internal/testkit/hostile"
+	"github.com/edgeload/edgeload/internal/testkit/hostile/ptdcheck"
+	"github.com/edgeload/edgeload/internal/testkit/hostile/ptecheck"
+	"github.com/edgeload/edgeload/internal/testkit/hostile/rtencheck"
 	"github.com/edgeload/edgeload/internal/testkit/writer"
 	"github.com/edgeload/edgeload/loader"
 	"github.com/edgeload/edgeload/loader/format"
@@ -40,9 +43,9 @@ func brokenFiles(t *testing.T) []brokenFile {
 		t.Fatalf("no generated %s", name)
 		return nil
 	}
-	pteFile := func() []byte { return gen(hostile.GeneratedPTE, "rich.pte") }
-	ptdFile := func() []byte { return gen(hostile.GeneratedPTD, "mixed.ptd") }
-	rtenFile := func() []byte { return gen(hostile.GeneratedRTen, "simple-v2.rten") }
+	pteFile := func() []byte { return gen(ptecheck.Generated, "rich.pte") }
+	ptdFile := func() []byte { return gen(ptdcheck.Generated, "mixed.ptd") }
+	rtenFile := func() []byte { return gen(rtencheck.Generated, "simple-v2.rten") }
 	build := func(b []byte, err error) []byte {
 		t.Helper()
 		if err != nil {

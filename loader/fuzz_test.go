@@ -7,6 +7,9 @@ import (
 	"testing"
 
 	"github.com/edgeload/edgeload/internal/testkit/hostile"
+	"github.com/edgeload/edgeload/internal/testkit/hostile/ptdcheck"
+	"github.com/edgeload/edgeload/internal/testkit/hostile/ptecheck"
+	"github.com/edgeload/edgeload/internal/testkit/hostile/rtencheck"
 	"github.com/edgeload/edgeload/internal/testkit/loadercheck"
 	"github.com/edgeload/edgeload/internal/testkit/testmodels"
 	"github.com/edgeload/edgeload/loader"
@@ -29,7 +32,7 @@ func fuzzSeeds(tb testing.TB) [][]byte {
 			out = append(out, b)
 		}
 	}
-	for _, gen := range []func() ([]hostile.Seed, error){hostile.GeneratedPTE, hostile.GeneratedPTD, hostile.GeneratedRTen} {
+	for _, gen := range []func() ([]hostile.Seed, error){ptecheck.Generated, ptdcheck.Generated, rtencheck.Generated} {
 		seeds, err := gen()
 		if err != nil {
 			tb.Fatal(err)

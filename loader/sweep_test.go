@@ -40,7 +40,7 @@ func TestSweep(t *testing.T) {
 	if len(seeds) < 5 {
 		t.Fatalf("%d fixtures in testdata/, want the 5 the writer generates", len(seeds))
 	}
-	files := hostile.SweepFiles(t, "", seeds)
+	files := hostile.SweepFiles(t, "", seeds, loadercheck.RegionEnd)
 	hostile.Sweep(t, hostile.Target{Format: "", Open: func(b []byte) (func() error, error) {
 		m, err := loader.NewBytes(b)
 		if err != nil {

@@ -6,6 +6,9 @@ import (
 	"testing"
 
 	"github.com/edgeload/edgeload/internal/testkit/hostile"
+	"github.com/edgeload/edgeload/internal/testkit/hostile/ptdcheck"
+	"github.com/edgeload/edgeload/internal/testkit/hostile/ptecheck"
+	"github.com/edgeload/edgeload/internal/testkit/hostile/rtencheck"
 	"github.com/edgeload/edgeload/internal/testkit/testmodels"
 	"github.com/edgeload/edgeload/repack"
 )
@@ -25,7 +28,7 @@ func FuzzRepack(f *testing.F) {
 			seeds = append(seeds, b)
 		}
 	}
-	for _, gen := range []func() ([]hostile.Seed, error){hostile.GeneratedPTE, hostile.GeneratedPTD, hostile.GeneratedRTen} {
+	for _, gen := range []func() ([]hostile.Seed, error){ptecheck.Generated, ptdcheck.Generated, rtencheck.Generated} {
 		ss, err := gen()
 		if err != nil {
 			f.Fatal(err)

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/edgeload/edgeload/internal/testkit/hostile"
+	"github.com/edgeload/edgeload/internal/testkit/hostile/ptdcheck"
 	"github.com/edgeload/edgeload/internal/testkit/writer"
 	"github.com/edgeload/edgeload/loader/format"
 	"github.com/edgeload/edgeload/loader/ptd"
@@ -21,7 +22,7 @@ var ptdTarget = hostile.Target{Format: "ptd", Open: func(b []byte) (func() error
 	}
 	return func() error {
 		defer f.Close()
-		return hostile.PTD(f)
+		return ptdcheck.File(f)
 	}, nil
 }}
 
@@ -50,14 +51,14 @@ type ptdCase struct {
 }
 
 // TestAdversarial builds hostile .ptd files by patching one field of a
-// valid one (mixed.ptd of hostile.GeneratedPTD: tensors, a blob, a shared
+// valid one (mixed.ptd of ptdcheck.Generated: tensors, a blob, a shared
 // segment): header offsets and sizes overflowing uint64 and int on 32-bit,
 // vectors claiming 2^31 elements, offsets looping back, strings without
 // terminators, segments overlapping the header, numel × element size
 // overflowing, negative dims, reserved scalar types. Each must be rejected
 // with a ptd *FormatError naming the field, within the sweep's bounds.
 func TestAdversarial(t *testing.T) {
-	gen, err := hostile.GeneratedPTD()
+	gen, err := ptdcheck.Generated()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -231,7 +232,7 @@ func TestScalarShapeNotNil(t *testing.T) {
 				t.Errorf("%d entries: scalar tensor shape %#v, %d bytes", len(entries), tn.Shape, tn.NBytes)
 			}
 		}
-		if err := hostile.PTD(f); err != nil {
+		if err := ptdcheck.File(f); err != nil {
 			t.Error(err)
 		}
 		f.Close()

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/edgeload/edgeload/internal/testkit/hostile"
+	"github.com/edgeload/edgeload/internal/testkit/hostile/ptdcheck"
 	"github.com/edgeload/edgeload/internal/testkit/writer"
 	"github.com/edgeload/edgeload/loader/format"
 	"github.com/edgeload/edgeload/loader/ptd"
@@ -109,7 +110,7 @@ func FuzzOpen(f *testing.F) {
 	for _, b := range fuzzSeeds(f) {
 		f.Add(b)
 	}
-	gen, err := hostile.GeneratedPTD()
+	gen, err := ptdcheck.Generated()
 	if err != nil {
 		f.Fatal(err)
 	}
@@ -133,7 +134,7 @@ func FuzzOpen(f *testing.F) {
 		exercise(t, file, int64(len(b)))
 		// Every accessor and view, through every read path (typed views,
 		// checksums, copies).
-		if err := hostile.PTD(file); err != nil {
+		if err := ptdcheck.File(file); err != nil {
 			t.Fatal(err)
 		}
 		// The copying reader must agree with the in-memory one.
@@ -142,7 +143,7 @@ func FuzzOpen(f *testing.F) {
 			t.Fatalf("NewBytes accepted, NewReaderAt rejected: %v", err)
 		}
 		exercise(t, r, int64(len(b)))
-		if err := hostile.PTD(r); err != nil {
+		if err := ptdcheck.File(r); err != nil {
 			t.Fatalf("NewReaderAt: %v", err)
 		}
 		if len(r.NamedData()) != len(file.NamedData()) || len(r.Tensors()) != len(file.Tensors()) {

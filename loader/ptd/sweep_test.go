@@ -4,17 +4,18 @@ import (
 	"testing"
 
 	"github.com/edgeload/edgeload/internal/testkit/hostile"
+	"github.com/edgeload/edgeload/internal/testkit/hostile/ptdcheck"
 	"github.com/edgeload/edgeload/loader/ptd"
 )
 
 // TestSweep opens every truncation of the real and generated .ptd files and
 // every single-byte mutation (0x00, 0xFF, low bit flipped) of
 // their header and FlatBuffer region. Each must give a File that passes
-// hostile.PTD (every accessor and view) or a ptd *FormatError; no panic,
+// ptdcheck.File (every accessor and view) or a ptd *FormatError; no panic,
 // no case over hostile.Timeout, no allocation over hostile.AllocFactor ×
 // size. Under qemu or -short it samples every 7th offset.
 func TestSweep(t *testing.T) {
-	gen, err := hostile.GeneratedPTD()
+	gen, err := ptdcheck.Generated()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -25,7 +26,7 @@ func TestSweep(t *testing.T) {
 		}
 		return func() error {
 			defer f.Close()
-			return hostile.PTD(f)
+			return ptdcheck.File(f)
 		}, nil
-	}}, hostile.SweepFiles(t, "ptd", gen)...)
+	}}, hostile.SweepFiles(t, "ptd", gen, ptdcheck.RegionEnd)...)
 }

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/edgeload/edgeload/internal/testkit/hostile"
+	"github.com/edgeload/edgeload/internal/testkit/hostile/ptecheck"
 	"github.com/edgeload/edgeload/internal/testkit/writer"
 	"github.com/edgeload/edgeload/loader/format"
 	"github.com/edgeload/edgeload/loader/pte"
@@ -37,7 +38,7 @@ var pteTarget = hostile.Target{Format: "pte", Open: func(b []byte) (func() error
 	}
 	return func() error {
 		defer p.Close()
-		return hostile.PTE(p)
+		return ptecheck.Program(p)
 	}, nil
 }}
 
@@ -65,10 +66,10 @@ const (
 )
 
 // adversarialBase is a program with constants of every kind, segments,
-// delegates, lists and several methods (hostile.GeneratedPTE's rich.pte).
+// delegates, lists and several methods (ptecheck.Generated's rich.pte).
 func adversarialBase(t *testing.T) []byte {
 	t.Helper()
-	gen, err := hostile.GeneratedPTE()
+	gen, err := ptecheck.Generated()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/edgeload/edgeload/internal/testkit/hostile"
+	"github.com/edgeload/edgeload/internal/testkit/hostile/ptecheck"
 	"github.com/edgeload/edgeload/internal/testkit/writer"
 	"github.com/edgeload/edgeload/loader/format"
 	"github.com/edgeload/edgeload/loader/ptd"
@@ -204,7 +205,7 @@ func FuzzOpen(f *testing.F) {
 	for _, b := range genSeeds(f) {
 		f.Add(b)
 	}
-	gen, err := hostile.GeneratedPTE()
+	gen, err := ptecheck.Generated()
 	if err != nil {
 		f.Fatal(err)
 	}
@@ -233,7 +234,7 @@ func FuzzOpen(f *testing.F) {
 		}
 		// Every accessor and view through every read path (typed views,
 		// checksums, copies, Touch).
-		if err := hostile.PTE(p); err != nil {
+		if err := ptecheck.Program(p); err != nil {
 			t.Fatal(err)
 		}
 		// The same bytes through the ReaderAt form (its program region
@@ -320,7 +321,7 @@ func FuzzLink(f *testing.F) {
 		}
 		// A linked program still passes every accessor and view (linked
 		// tensors now view the .ptd).
-		if perr := hostile.PTE(p); perr != nil {
+		if perr := ptecheck.Program(p); perr != nil {
 			t.Fatalf("after Link (Link error: %v): %v", err, perr)
 		}
 		if err != nil && !errors.Is(err, format.ErrNotFound) && !errors.Is(err, pte.ErrMismatch) {

@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/edgeload/edgeload/internal/testkit/hostile"
+	"github.com/edgeload/edgeload/internal/testkit/hostile/ptecheck"
 	"github.com/edgeload/edgeload/loader/pte"
 )
 
@@ -12,13 +13,13 @@ import (
 // region, and a sample past it) and every single-byte mutation (0x00,
 // 0xFF, low bit flipped) of their header and FlatBuffer region
 // (sampled for regions over hostile.MaxRegionOffsets bytes). Each must give
-// a Program that passes hostile.PTE (every accessor and view) or a pte
+// a Program that passes ptecheck.Program (every accessor and view) or a pte
 // *FormatError; no panic, no case over hostile.Timeout, no allocation over
 // hostile.AllocFactor × size; and a case that opens and checks its
 // methods must pass a full verification (pte.CheckVerified). Under qemu or
 // -short it samples every 7th offset.
 func TestSweep(t *testing.T) {
-	gen, err := hostile.GeneratedPTE()
+	gen, err := ptecheck.Generated()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -32,7 +33,7 @@ func TestSweep(t *testing.T) {
 		}
 		return func() error {
 			defer p.Close()
-			return hostile.PTE(p)
+			return ptecheck.Program(p)
 		}, nil
-	}}, hostile.SweepFiles(t, "pte", gen)...)
+	}}, hostile.SweepFiles(t, "pte", gen, ptecheck.RegionEnd)...)
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/edgeload/edgeload/internal/schema/rtenfb"
 	"github.com/edgeload/edgeload/internal/testkit/hostile"
+	"github.com/edgeload/edgeload/internal/testkit/hostile/rtencheck"
 	"github.com/edgeload/edgeload/internal/testkit/writer"
 	"github.com/edgeload/edgeload/loader/format"
 	"github.com/edgeload/edgeload/loader/rten"
@@ -23,7 +24,7 @@ var rtenTarget = hostile.Target{Format: "rten", Open: func(b []byte) (func() err
 	}
 	return func() error {
 		defer m.Close()
-		return hostile.RTen(m)
+		return rtencheck.Model(m)
 	}, nil
 }}
 

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/edgeload/edgeload/internal/testkit/hostile"
+	"github.com/edgeload/edgeload/internal/testkit/hostile/rtencheck"
 	"github.com/edgeload/edgeload/internal/testkit/writer"
 	"github.com/edgeload/edgeload/loader/format"
 	"github.com/edgeload/edgeload/loader/rten"
@@ -59,7 +60,7 @@ func FuzzOpen(f *testing.F) {
 	for _, b := range fuzzSeeds(f) {
 		f.Add(b)
 	}
-	gen, err := hostile.GeneratedRTen()
+	gen, err := rtencheck.Generated()
 	if err != nil {
 		f.Fatal(err)
 	}
@@ -85,7 +86,7 @@ func FuzzOpen(f *testing.F) {
 			t.Fatalf("use order %v is not a permutation of the %d constants", order, len(m.Tensors()))
 		}
 		// Every view through every read path (checksums, copies, Touch).
-		if err := hostile.RTen(m); err != nil {
+		if err := rtencheck.Model(m); err != nil {
 			t.Fatal(err)
 		}
 		// The copying reader must agree (on small inputs: the copies of a
@@ -98,7 +99,7 @@ func FuzzOpen(f *testing.F) {
 		if err != nil {
 			t.Fatalf("NewBytes accepted, NewReaderAt rejected: %v", err)
 		}
-		if err := hostile.RTen(r); err != nil {
+		if err := rtencheck.Model(r); err != nil {
 			t.Fatalf("NewReaderAt: %v", err)
 		}
 		if len(r.Constants()) != len(m.Constants()) {

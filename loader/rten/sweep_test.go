@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/edgeload/edgeload/internal/testkit/hostile"
+	"github.com/edgeload/edgeload/internal/testkit/hostile/rtencheck"
 	"github.com/edgeload/edgeload/loader/rten"
 )
 
@@ -12,12 +13,12 @@ import (
 // region, and a sample past it) and every single-byte mutation (0x00,
 // 0xFF, low bit flipped) of their header and FlatBuffer region
 // (sampled for regions over hostile.MaxRegionOffsets bytes). Each must give
-// a Model that passes hostile.RTen (every accessor and view) or an rten
+// a Model that passes rtencheck.Model (every accessor and view) or an rten
 // *FormatError; no panic, no case over hostile.Timeout, no allocation over
 // hostile.AllocFactor × size. Under qemu or -short it samples every 7th
 // offset.
 func TestSweep(t *testing.T) {
-	gen, err := hostile.GeneratedRTen()
+	gen, err := rtencheck.Generated()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -28,7 +29,7 @@ func TestSweep(t *testing.T) {
 		}
 		return func() error {
 			defer m.Close()
-			return hostile.RTen(m)
+			return rtencheck.Model(m)
 		}, nil
-	}}, hostile.SweepFiles(t, "rten", gen)...)
+	}}, hostile.SweepFiles(t, "rten", gen, rtencheck.RegionEnd)...)
 }

@@ -7,52 +7,8 @@ import (
 	"testing"
 
 	"github.com/edgeload/edgeload/internal/testkit/hostile"
-	"github.com/edgeload/edgeload/internal/testkit/loadercheck"
-	"github.com/edgeload/edgeload/loader"
 	"github.com/edgeload/edgeload/loader/format"
 )
-
-// Every generated file opens through loader.NewBytes as the format its
-// name says, and passes the exercise.
-func TestGeneratedFilesOpen(t *testing.T) {
-	for _, gen := range []func() ([]hostile.Seed, error){hostile.GeneratedPTE, hostile.GeneratedPTD, hostile.GeneratedRTen} {
-		seeds, err := gen()
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, s := range seeds {
-			m, err := loader.NewBytes(s.Data)
-			if err != nil {
-				t.Errorf("%s: %v", s.Name, err)
-				continue
-			}
-			if !strings.HasSuffix(s.Name, "."+m.Format().String()) {
-				t.Errorf("%s opened as %v", s.Name, m.Format())
-			}
-			if err := loadercheck.Model(m); err != nil {
-				t.Errorf("%s: %v", s.Name, err)
-			}
-			end, err := hostile.FlatBufferEnd(s.Data)
-			if err != nil || end <= 8 || end > int64(len(s.Data)) {
-				t.Errorf("%s: FlatBufferEnd = %d, %v", s.Name, end, err)
-			}
-			var want int64
-			switch {
-			case m.Program() != nil:
-				want = m.Program().Header().ProgramSize
-			case m.DataFile() != nil:
-				want = m.DataFile().Header().FlatBufferLen()
-			default:
-				want = m.RTen().Header().ModelOffset + m.RTen().Header().ModelLen
-			}
-			if end != want {
-				t.Errorf("%s: FlatBufferEnd = %d, the region opened through loader ends at %d", s.Name, end, want)
-			}
-			t.Logf("%s: %d bytes, FlatBuffer region %d, %d tensors, %d segments", s.Name, len(s.Data), end, len(m.Tensors()), len(m.Segments()))
-			m.Close()
-		}
-	}
-}
 
 func TestCheckError(t *testing.T) {
 	good := format.Errorf("pte", "Program.version", 0x20, "version 3, want 0")

@@ -1,13 +1,13 @@
-// Package hostile is the shared machinery of edgeload's hostile-input
-// tests: mutation sweeps over model files (every truncation length, every
-// byte of the header and FlatBuffer region replaced), with a time and
-// memory bound on every case, and the functions that exercise every
-// accessor and view of an opened program, .ptd or RTen model, used by the
-// sweeps and the fuzz targets of loader, loader/pte, loader/ptd and
-// loader/rten (loadercheck does the same for a loader.Model).
+// Package hostile is the format-agnostic machinery of edgeload's
+// hostile-input tests: mutation sweeps over model files (every truncation
+// length, every byte of the header and FlatBuffer region replaced), with a
+// time and memory bound on every case, and the checks of segments, tensors
+// and named data that every format's exerciser uses.
 //
-// It is imported by tests only (external test packages: it imports the
-// format packages it exercises, never package loader).
+// It imports no format package: each format's exerciser, generated files
+// and region end live in a package of their own (ptecheck, ptdcheck,
+// rtencheck), so that a format's tests import only that format and the
+// layers below it. It is imported by tests only.
 package hostile
 
 import (
@@ -47,9 +47,10 @@ type Target struct {
 	// for loader.Open, which accepts any).
 	Format string
 	// Open opens b. On success it returns use, which exercises every
-	// accessor and view of the opened model (see PTE, PTD, RTen, Model),
-	// closes it and reports a violated invariant. On failure it returns the
-	// error, which CheckError must accept.
+	// accessor and view of the opened model (see ptecheck.Program,
+	// ptdcheck.File, rtencheck.Model, loadercheck.Model), closes it and
+	// reports a violated invariant. On failure it returns the error, which
+	// CheckError must accept.
 	Open func(b []byte) (use func() error, err error)
 }
 

@@ -1,8 +1,8 @@
 // Package loadercheck exercises every accessor and view of a loader.Model,
 // for the tests of package loader and of the layers above it. It sits apart
-// from package hostile, whose per-format checks the format packages' own
-// tests use, so that those tests do not import package loader, which is
-// above them.
+// from ptecheck, ptdcheck and rtencheck, whose per-format checks the format
+// packages' own tests use, so that those tests do not import package
+// loader, which is above them.
 package loadercheck
 
 import (
@@ -10,8 +10,11 @@ import (
 	"fmt"
 
 	"github.com/edgeload/edgeload/internal/testkit/hostile"
+	"github.com/edgeload/edgeload/internal/testkit/hostile/ptdcheck"
+	"github.com/edgeload/edgeload/internal/testkit/hostile/ptecheck"
+	"github.com/edgeload/edgeload/internal/testkit/hostile/rtencheck"
 	"github.com/edgeload/edgeload/loader"
-	"github.com/edgeload/edgeload/segment"
+	"github.com/edgeload/edgeload/loader/rten"
 )
 
 // Model exercises every accessor of a loader.Model and, through Program,
@@ -39,17 +42,17 @@ func Model(m *loader.Model) error {
 		if m.Format() != loader.PTE {
 			return fmt.Errorf("loader: a program opened as %v", m.Format())
 		}
-		err = hostile.PTE(m.Program())
+		err = ptecheck.Program(m.Program())
 	case m.DataFile() != nil:
 		if m.Format() != loader.PTD {
 			return fmt.Errorf("loader: a .ptd opened as %v", m.Format())
 		}
-		err = hostile.PTD(m.DataFile())
+		err = ptdcheck.File(m.DataFile())
 	default:
 		if m.Format() != loader.RTen {
 			return fmt.Errorf("loader: an RTen model opened as %v", m.Format())
 		}
-		err = hostile.RTen(m.RTen())
+		err = rtencheck.Model(m.RTen())
 	}
 	if err != nil {
 		return err
@@ -62,7 +65,7 @@ func Model(m *loader.Model) error {
 		if g, ok := m.Tensor(t.Name); !ok || g.Name != t.Name {
 			return fmt.Errorf("loader: Tensor(%q) not found", t.Name)
 		}
-		if d := m.TensorData(i); !sameView(d, t.Data) || !sameView(d, m.TensorAt(i).Data) {
+		if d := m.TensorData(i); !hostile.SameView(d, t.Data) || !hostile.SameView(d, m.TensorAt(i).Data) {
 			return fmt.Errorf("loader: tensor %q: TensorData [%d, +%d), Data [%d, +%d)", t.Name, d.Offset(), d.Len(), t.Data.Offset(), t.Data.Len())
 		}
 		if err := hostile.Tensor(t); err != nil {
@@ -106,7 +109,18 @@ func Model(m *loader.Model) error {
 	return nil
 }
 
-// sameView reports whether a and b are the same range of the same file.
-func sameView(a, b segment.Segment) bool {
-	return a.File() == b.File() && a.Offset() == b.Offset() && a.Len() == b.Len()
+// RegionEnd returns the end of the header and FlatBuffer region of a
+// valid file of any format (the part a sweep mutates), through the format
+// packages' own RegionEnd. It tells the formats apart as loader.Sniff
+// does.
+func RegionEnd(b []byte) (int64, error) {
+	if len(b) < 4 || string(b[:4]) != rten.Magic {
+		switch {
+		case len(b) >= 8 && string(b[4:6]) == "ET":
+			return ptecheck.RegionEnd(b)
+		case len(b) >= 8 && string(b[4:6]) == "FT":
+			return ptdcheck.RegionEnd(b)
+		}
+	}
+	return rtencheck.RegionEnd(b)
 }

@@ -10,6 +10,7 @@
 // verified buffer, and the weights are copied segment by segment
 // (copy_file_range on Linux, the mapping in 1 MiB chunks elsewhere), never
 // held in memory whole. Outputs are written to temporary files beside them,
-// checked, synced and renamed into place only when all of that succeeded.
+// checked (and synced, with Options.Sync) and renamed into place only when
+// all of that succeeded.
 // Check compares two files' tensors by name and SHA-256.
 package repack

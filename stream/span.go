@@ -1,6 +1,7 @@
 package stream
 
 import (
+	"cmp"
 	"slices"
 	"sync"
 
@@ -39,15 +40,7 @@ func uncovered(x span, others []span) []span {
 		}
 		return []span{x}
 	}
-	slices.SortFunc(in, func(a, b span) int {
-		switch {
-		case a.start < b.start:
-			return -1
-		case a.start > b.start:
-			return 1
-		}
-		return 0
-	})
+	slices.SortFunc(in, func(a, b span) int { return cmp.Compare(a.start, b.start) })
 	var out []span
 	at := x.start
 	for _, o := range in {

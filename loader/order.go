@@ -11,8 +11,8 @@ import "fmt"
 // instruction (a KernelCall's or DelegateCall's arguments, directly or as
 // items of a TensorList or OptionalTensorList), followed by the weights no
 // instruction uses, in value order. Method "" gives every method's order
-// in turn, in file order; a method the program does not have wraps
-// ErrNotFound.
+// in turn, in file order (so a method whose name is empty is reached only
+// through it); a method the program does not have wraps ErrNotFound.
 //
 // For an RTen model (see rten.Model.UseOrder) it is the constants in the
 // order the graph's operators first use them, the operators taken in a

@@ -53,6 +53,9 @@ func checkUseOrder(m *loader.Model) error {
 	}
 	ts := p.Tensors()
 	for _, meth := range p.Methods() {
+		if meth.Name == "" {
+			continue // "" asks for every method's order, checked above
+		}
 		order, err := m.UseOrder(meth.Name)
 		if err != nil {
 			return fmt.Errorf("use order of %q: %w", meth.Name, err)

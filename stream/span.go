@@ -6,10 +6,9 @@ import (
 	"sync"
 
 	"github.com/edgeload/edgeload/mmapfile"
-	"github.com/edgeload/edgeload/platform"
 )
 
-// span is the page-aligned range [start, end) of a file that covers an item.
+// span is a range [start, end) of a file, aligned to the stream's grain.
 type span struct {
 	f          *mmapfile.File
 	start, end int64
@@ -17,13 +16,20 @@ type span struct {
 
 func (s span) bytes() int64 { return s.end - s.start }
 
-// coverSpan returns the pages of f covering [off, off+n).
-func coverSpan(f *mmapfile.File, off, n int64) span {
-	ps := int64(f.PageSize())
+// coverSpan returns the grains of f covering [off, off+n); grain is a power
+// of two.
+func coverSpan(f *mmapfile.File, off, n, grain int64) span {
+	start := off &^ (grain - 1)
 	if n == 0 {
-		return span{f: f, start: off &^ (ps - 1), end: off &^ (ps - 1)}
+		return span{f: f, start: start, end: start}
 	}
-	return span{f: f, start: off &^ (ps - 1), end: (off + n + ps - 1) &^ (ps - 1)}
+	return span{f: f, start: start, end: (off + n + grain - 1) &^ (grain - 1)}
+}
+
+// grainKey names one grain of a file.
+type grainKey struct {
+	f *mmapfile.File
+	g int64 // the grain's offset divided by the grain
 }
 
 // uncovered returns the parts of x that no span in others covers, in order.
@@ -58,17 +64,36 @@ func uncovered(x span, others []span) []span {
 	return out
 }
 
-// bytesOf returns the total length of spans.
-func bytesOf(spans []span) int64 {
-	var n int64
-	for _, s := range spans {
-		n += s.bytes()
+// coalesce sorts spans by file (in order of first appearance) and start,
+// and joins those that touch.
+func coalesce(spans []span) []span {
+	var out []span
+	for len(spans) > 0 {
+		f := spans[0].f
+		var mine, rest []span
+		for _, s := range spans {
+			if s.f == f {
+				mine = append(mine, s)
+			} else {
+				rest = append(rest, s)
+			}
+		}
+		slices.SortFunc(mine, func(a, b span) int { return cmp.Compare(a.start, b.start) })
+		for _, s := range mine {
+			if n := len(out); n > 0 && out[n-1].f == f && out[n-1].end >= s.start {
+				out[n-1].end = max(out[n-1].end, s.end)
+				continue
+			}
+			out = append(out, s)
+		}
+		spans = rest
 	}
-	return n
+	return out
 }
 
-// holds records, for every file, the spans that all streams in the process
-// hold, so that no stream releases or unmaps pages another still needs.
+// holds records, for every file, the spans of the items that all streams in
+// the process hold, so that no stream releases or unmaps pages another
+// still needs.
 var holds = struct {
 	sync.Mutex
 	m map[*mmapfile.File][]span
@@ -80,23 +105,24 @@ func holdSpan(s span) {
 	holds.Unlock()
 }
 
-// releaseSpan drops one hold of s and releases the pages of s that no other
-// hold covers; in windowed mode it unmaps s's window when no other hold lies
-// inside it (a view of such a hold could be served from that window).
-func releaseSpan(s span, drop bool) error {
+// releaseSpans drops one hold of each span in done, then releases the parts
+// of the spans in free that no hold covers (madvise DONTNEED; with drop
+// also fadvise DONTNEED). In windowed mode it unmaps the windows inside a
+// free span when no hold lies inside it (a view of such a hold could be
+// served from that window).
+func releaseSpans(done, free []span, drop bool) error {
 	holds.Lock()
 	defer holds.Unlock()
-	hs := holds.m[s.f]
-	if i := slices.Index(hs, s); i >= 0 {
-		hs = slices.Delete(hs, i, i+1)
-	}
-	if len(hs) == 0 {
-		delete(holds.m, s.f)
-	} else {
-		holds.m[s.f] = hs
-	}
-	if s.start == s.end {
-		return nil
+	for _, s := range done {
+		hs := holds.m[s.f]
+		if i := slices.Index(hs, s); i >= 0 {
+			hs = slices.Delete(hs, i, i+1)
+		}
+		if len(hs) == 0 {
+			delete(holds.m, s.f)
+		} else {
+			holds.m[s.f] = hs
+		}
 	}
 	var firstErr error
 	keep := func(err error) {
@@ -104,29 +130,20 @@ func releaseSpan(s span, drop bool) error {
 			firstErr = err
 		}
 	}
-	size := s.f.Len()
-	if s.f.Mode() == mmapfile.ModeWindowed && !containsAny(s, hs) {
-		keep(s.f.Evict(s.start, min(s.end, size)-s.start))
-	}
-	// The range reaches back over pages a fault near a held item may have
-	// mapped, and over the folio a released neighbour may have left in the
-	// page cache (the page cache drops only whole, unmapped folios).
-	lo := max(0, s.start-dropReach*int64(s.f.PageSize()))
-	for _, r := range uncovered(span{f: s.f, start: lo, end: s.end}, hs) {
-		end := min(r.end, size)
-		if end > r.start {
-			keep(s.f.Release(r.start, end-r.start, false))
+	for _, s := range free {
+		hs := holds.m[s.f]
+		size := s.f.Len()
+		if s.f.Mode() == mmapfile.ModeWindowed && !containsAny(s, hs) && s.start < size {
+			keep(s.f.Evict(s.start, min(s.end, size)-s.start))
 		}
-	}
-	if drop && s.f.Fd() != ^uintptr(0) {
-		keep(platform.FadviseDontNeed(s.f, lo, min(s.end, size)-lo))
+		for _, r := range uncovered(s, hs) {
+			if end := min(r.end, size); end > r.start {
+				keep(s.f.Release(r.start, end-r.start, drop))
+			}
+		}
 	}
 	return firstErr
 }
-
-// dropReach is how many pages before a released span a release reaches:
-// the largest folio ext4 and xfs use with 4 KiB pages.
-const dropReach = 512
 
 // containsAny reports whether some span of hs lies wholly inside s.
 func containsAny(s span, hs []span) bool {

@@ -1,19 +1,22 @@
 // Package stream hands out a model's weights one at a time, in the order the
-// model uses them, with their pages resident: a background goroutine
-// prefetches ahead as far as a byte budget allows, and the pages of each
-// weight are released once the caller moves on.
+// model uses them, with their pages resident: a background goroutine reads
+// ahead as far as a byte budget allows, and releases the pages of the
+// weights the caller has moved past.
 //
-// The budget bounds the weight pages a [Stream] holds (prefetched or in
-// use), counted as the page-aligned union of the items' byte ranges: tensors
-// that share bytes or a page count them once, and a page is released only
-// when no item of any stream in the process still holds it. Where the
-// kernel's readahead window is known (Linux) and two windows fit in half
-// the budget, the stream lets the kernel read ahead and keeps those windows
-// of the budget free for it; otherwise it reads exactly the ranges it holds
-// (fadvise WILLNEED) and maps them with readahead off. An item larger than
-// half of what remains is handed over in windows (consecutive items with the
-// same Tensor, see [Item.Part]), so that the next window is read while one
-// is in use.
+// The budget bounds the weight pages a [Stream] holds (read ahead or in
+// use), counted in grains: aligned blocks of up to 2 MiB, at most an eighth
+// of the budget. A grain that several items cover (tensors that share bytes
+// or a page) counts once, and is released only when no item of any stream
+// in the process still holds it. Releasing whole grains drops whole page
+// cache folios and whole huge mappings, which the kernel does cheaply.
+//
+// Where the kernel's readahead window is known (Linux) and two windows fit
+// in half the budget, the stream lets the kernel read ahead and keeps those
+// windows of the budget free for it; otherwise it reads exactly the grains
+// it holds (fadvise WILLNEED) and maps them with readahead off. An item
+// larger than half of what remains is handed over in windows (consecutive
+// items with the same Tensor, see [Item.Part]), so that the next window is
+// read while one is in use.
 //
 // With [WithDropCache] released pages also leave the page cache, so that the
 // file's resident pages (mincore) stay within the budget; pages of the file
@@ -25,8 +28,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
+	"runtime"
 	"sync"
+	"time"
 
 	"github.com/edgeload/edgeload/loader"
 	"github.com/edgeload/edgeload/mmapfile"
@@ -52,9 +56,10 @@ type Item struct {
 	// Name is the tensor's name, or "delegate METHOD/INDEX" for a blob.
 	Name string
 	// Data holds the item's bytes (for a window, the window's). Its pages
-	// are resident until the next call to Next or Close. In windowed mode
-	// (mmapfile.ModeWindowed) the stream then unmaps the window: views of
-	// the item must not be kept past that call.
+	// are resident until the next call to Next or Close, after which the
+	// stream may release them at any time. In windowed mode
+	// (mmapfile.ModeWindowed) it then unmaps the window: views of the item
+	// must not be kept past that call.
 	Data segment.Segment
 	// Part is the window's number, from 0, of Parts windows; 0 of 1 for an
 	// item handed over whole. Offset is Data's offset within the whole item.
@@ -65,12 +70,16 @@ type Item struct {
 // Stats describes a stream's progress.
 type Stats struct {
 	Items     int   // items in the order (each window counts)
-	Done      int   // items handed out and released
+	Done      int   // items handed out and finished with
 	Bytes     int64 // bytes of all items
-	DoneBytes int64 // bytes of the items released
-	Resident  int64 // bytes of the pages the stream holds now
+	DoneBytes int64 // bytes of the items finished with
+	Resident  int64 // bytes of the grains the stream holds now
 	Peak      int64 // the largest Resident so far
 	Budget    int64
+	// CPU is the CPU time, user and system, of the stream's background
+	// goroutine, which reads, maps and releases the pages; 0 where the
+	// system does not report a thread's CPU time.
+	CPU time.Duration
 }
 
 type config struct {
@@ -103,11 +112,12 @@ func WithOrder(tensors []int) Option {
 // cache (fadvise DONTNEED), for a file that will not be read again soon.
 func WithDropCache() Option { return func(c *config) { c.drop = true } }
 
-// WithProgress calls fn with the stream's Stats after each item is released,
-// on the goroutine that called Next.
+// WithProgress calls fn with the stream's Stats each time the caller
+// finishes with an item (calls Next again), on the goroutine that called
+// Next.
 func WithProgress(fn func(Stats)) Option { return func(c *config) { c.progress = fn } }
 
-// work is an item with its pages and the outcome of its prefetch.
+// work is an item with its grains and the outcome of its read.
 type work struct {
 	Item
 	span span
@@ -120,9 +130,9 @@ type work struct {
 type Stream struct {
 	items    []work
 	budget   int64
-	limit    int64 // the budget less what the kernel may read beside it
-	grain    int64 // exact reads start in grain-aligned pieces; 0: the kernel reads ahead
-	ra       int64 // the kernel's readahead window when it reads ahead
+	limit    int64 // the most the held grains may take: the budget less the room kept for the kernel's readahead
+	grain    int64
+	ra       int64 // the kernel's readahead window; 0 when the stream reads exactly the grains it holds
 	drop     bool
 	progress func(Stats)
 
@@ -133,12 +143,16 @@ type Stream struct {
 
 	mu       sync.Mutex
 	cond     sync.Cond
-	held     []int // items prefetched or in use, in order
-	ready    int   // items [0, ready) are prefetched
-	cur      int   // the item the caller holds, -1 before the first
-	closed   bool  // the prefetcher must stop
-	released bool  // everything held was released
-	err      error // what Next returns from now on
+	count    map[grainKey]int32 // how many held items cover each grain
+	lo, hi   int                // items [lo, hi) are held: admitted and not released
+	ready    int                // items [0, ready) are read and mapped
+	cur      int                // the item the caller holds, -1 before the first
+	freed    int                // items [0, freed) are released
+	finished int64              // bytes of the grains of items [lo, cur)
+	closed   bool               // the background goroutine must stop
+	released bool               // everything held was released
+	relErr   error              // the first error of a release
+	err      error              // what Next returns from now on
 	stats    Stats
 }
 
@@ -146,7 +160,7 @@ type Stream struct {
 // tensor of m in use order (loader.Model.UseOrder), for a program method by
 // method, each method's delegate blobs first (a segment shared by blobs only
 // once). Tensors with no bytes in reach (unresolved external tensors) are
-// left out. Cancelling ctx stops the prefetching; the next call to Next
+// left out. Cancelling ctx stops the reading; the next call to Next
 // returns ctx's error and releases everything. Call Close when done.
 func New(ctx context.Context, m *loader.Model, opts ...Option) (*Stream, error) {
 	c := config{budget: DefaultBudget}
@@ -166,17 +180,19 @@ func New(ctx context.Context, m *loader.Model, opts ...Option) (*Stream, error) 
 		}
 	}
 	budget := max(c.budget, 2*ps)
-	s := &Stream{budget: budget, drop: c.drop, progress: c.progress, done: make(chan struct{}), cur: -1}
+	s := &Stream{budget: budget, drop: c.drop, progress: c.progress, done: make(chan struct{}), cur: -1, grain: ps}
+	for s.grain*2 <= min(maxGrain, budget/8) {
+		s.grain *= 2
+	}
 	if ra := readAhead(items); ra > 0 && raWindows*ra <= budget/2 {
 		s.limit, s.ra = budget-raWindows*ra, ra
 	} else {
-		s.grain = ps
-		for s.grain*2 <= min(maxGrain, budget/8) {
-			s.grain *= 2
-		}
+		// A page cache folio larger than a grain may outlive the release
+		// of the grain it straddles; the budget keeps room for one.
 		s.limit = budget - s.grain
 	}
-	s.items = split(items, s.limit)
+	s.items = split(items, s.limit, s.grain)
+	s.count = make(map[grainKey]int32)
 	s.cond.L = &s.mu
 	s.stats.Items, s.stats.Budget = len(s.items), budget
 	for i := range s.items {
@@ -188,9 +204,18 @@ func New(ctx context.Context, m *loader.Model, opts ...Option) (*Stream, error) 
 		s.cond.Broadcast()
 		s.mu.Unlock()
 	})
-	go s.prefetch()
+	go s.run()
 	return s, nil
 }
+
+// maxGrain is the largest grain: the largest page cache folio and huge
+// mapping of a file with 4 KiB pages on x86-64 and arm64.
+const maxGrain = 2 << 20
+
+// raWindows is how many readahead windows beyond the grains it holds the
+// stream leaves free for the kernel's readahead (which reads the next window
+// when a read reaches the current one).
+const raWindows = 2
 
 // plan lists the items of m in the configured order.
 func plan(m *loader.Model, c *config) ([]Item, error) {
@@ -254,16 +279,15 @@ func plan(m *loader.Model, c *config) ([]Item, error) {
 	return items, nil
 }
 
-// split turns each item whose pages exceed half the budget into windows of
-// at most half the budget, their ends on page boundaries, and computes the
-// pages of every item.
-func split(items []Item, budget int64) []work {
+// split turns each item whose grains exceed half the limit into windows of
+// at most half the limit, their ends on grain boundaries, and computes the
+// grains of every item.
+func split(items []Item, limit, grain int64) []work {
 	var out []work
+	w := max(grain, limit/2/grain*grain)
 	for _, it := range items {
 		f := it.Data.File()
-		sp := coverSpan(f, it.Data.Offset(), it.Data.Len())
-		ps := int64(f.PageSize())
-		w := max(ps, budget/2/ps*ps)
+		sp := coverSpan(f, it.Data.Offset(), it.Data.Len(), grain)
 		if sp.bytes() <= w {
 			it.Parts = 1
 			out = append(out, work{Item: it, span: sp})
@@ -276,109 +300,175 @@ func split(items []Item, budget int64) []work {
 			sub, _ := it.Data.Sub(at-start, e-at)
 			part := it
 			part.Data, part.Part, part.Parts, part.Offset = sub, k, parts, at-start
-			out = append(out, work{Item: part, span: coverSpan(f, at, e-at)})
+			out = append(out, work{Item: part, span: coverSpan(f, at, e-at, grain)})
 			at = e
 		}
 	}
 	return out
 }
 
-// heldSpans returns the spans of the held items, except item skip.
-func (s *Stream) heldSpans(skip int) []span {
-	spans := make([]span, 0, len(s.held))
-	for _, i := range s.held {
-		if i != skip {
-			spans = append(spans, s.items[i].span)
+// need returns the bytes of the grains of sp that no held item covers.
+func (s *Stream) need(sp span) int64 {
+	var n int64
+	for at := sp.start; at < sp.end; at += s.grain {
+		if s.count[grainKey{sp.f, at / s.grain}] == 0 {
+			n += s.grain
 		}
 	}
-	return spans
+	return n
 }
 
-// prefetch runs on its own goroutine. It admits items in order while the
-// budget has room for their pages not held already, starts reading each
-// admitted item at once, and maps them in order.
-func (s *Stream) prefetch() {
+// admit holds the next items while their grains fit in the limit (at least
+// one item when nothing is held).
+func (s *Stream) admit() {
+	for s.hi < len(s.items) {
+		sp := s.items[s.hi].span
+		n := s.need(sp)
+		if s.hi > s.lo && s.stats.Resident+n > s.limit {
+			return
+		}
+		for at := sp.start; at < sp.end; at += s.grain {
+			s.count[grainKey{sp.f, at / s.grain}]++
+		}
+		s.stats.Resident += n
+		s.stats.Peak = max(s.stats.Peak, s.stats.Resident)
+		holdSpan(sp)
+		s.hi++
+	}
+}
+
+// wantRelease reports whether the items the caller has finished with should
+// be released now: when the next item does not fit, when no item is left
+// to admit, or when they amount to a quarter of the limit. Releasing in
+// batches makes fewer, larger system calls.
+func (s *Stream) wantRelease() bool {
+	if s.lo >= min(s.cur, s.hi) {
+		return false
+	}
+	return s.hi == len(s.items) || 4*s.finished >= s.limit ||
+		s.stats.Resident+s.need(s.items[s.hi].span) > s.limit
+}
+
+// unhold gives up items [s.lo, to): it returns their spans and the grains
+// no held item covers any more, which the caller releases (releaseSpans)
+// unless an item admitted meanwhile holds them again (unheld).
+func (s *Stream) unhold(to int, done, free []span) ([]span, []span) {
+	for ; s.lo < to; s.lo++ {
+		sp := s.items[s.lo].span
+		done = append(done, sp)
+		for at := sp.start; at < sp.end; at += s.grain {
+			k := grainKey{sp.f, at / s.grain}
+			if s.count[k]--; s.count[k] == 0 {
+				delete(s.count, k)
+				s.stats.Resident -= s.grain
+				free = append(free, span{f: sp.f, start: at, end: at + s.grain})
+			}
+		}
+	}
+	s.finished = 0
+	return done, free
+}
+
+// unheld returns the grains of free that no held item covers, joined into
+// spans.
+func (s *Stream) unheld(free []span) []span {
+	kept := free[:0]
+	for _, sp := range free {
+		if s.count[grainKey{sp.f, sp.start / s.grain}] == 0 {
+			kept = append(kept, sp)
+		}
+	}
+	return coalesce(kept)
+}
+
+// run is the background goroutine. It releases what the caller has
+// finished with, admits items while the budget has room, starts reading
+// them, and maps them one by one in order. Its thread is its own, so that
+// Stats.CPU can tell its CPU time.
+func (s *Stream) run() {
 	defer close(s.done)
-	admitted := 0
-	var start []int
-	for i := range s.items {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	cpu0, _ := platform.ThreadCPUTime()
+	var done, free []span
+	started := 0      // items [0, started) have their reads started
+	var watched int64 // bytes read since the last look at the kernel's readahead
+	for {
 		s.mu.Lock()
-		for {
-			if s.closed || s.ctx.Err() != nil {
-				s.mu.Unlock()
-				return
-			}
-			for admitted < len(s.items) {
-				w := &s.items[admitted]
-				need := bytesOf(uncovered(w.span, s.heldSpans(-1)))
-				if s.stats.Resident+need > s.limit && len(s.held) > 0 {
-					break
-				}
-				s.held = append(s.held, admitted)
-				s.stats.Resident += need
-				s.stats.Peak = max(s.stats.Peak, s.stats.Resident)
-				holdSpan(w.span)
-				start = append(start, admitted)
-				admitted++
-			}
-			if admitted > i {
+		for !s.closed && s.ctx.Err() == nil && !s.wantRelease() && s.ready == s.hi {
+			s.admit()
+			if s.ready < s.hi {
 				break
 			}
 			s.cond.Wait()
 		}
+		if s.closed || s.ctx.Err() != nil {
+			s.mu.Unlock()
+			return
+		}
+		if s.wantRelease() {
+			done, free = s.unhold(s.cur, done[:0], free[:0])
+			// Admitting into the room first keeps the grains the next
+			// items share with the released ones, and the kernel's
+			// readahead in them.
+			s.admit()
+			free = s.unheld(free)
+			to := s.lo
+			s.mu.Unlock()
+			err := releaseSpans(done, free, s.drop)
+			s.mu.Lock()
+			if s.relErr == nil {
+				s.relErr = err
+			}
+			s.freed = to
+			s.cond.Broadcast()
+			s.mu.Unlock()
+			continue
+		}
+		s.admit()
+		to, i := s.hi, s.ready
 		s.mu.Unlock()
-		if s.grain > 0 {
-			for _, j := range start {
-				s.items[j].readahead(s.grain)
-			}
-		}
-		start = start[:0]
 
-		w := &s.items[i]
-		err := w.populate(s.grain > 0)
-		if s.grain == 0 && i%watchEvery == 0 {
-			s.watchReadahead(admitted)
-		}
-		if err != nil || s.shrank(w) {
-			// Prefetch reports a page past the end of the file as an
-			// error; a guarded touch says whether that is truncation.
-			if terr := w.Data.Touch(); terr != nil {
-				err = terr
-			} else {
-				err = nil
+		if s.ra == 0 {
+			for ; started < to; started++ {
+				s.items[started].readahead(s.grain)
 			}
 		}
+		w := &s.items[i]
+		err := w.populate(s.ra == 0)
+		if err != nil {
+			// A page past the end of the file fails the read; a guarded
+			// touch says whether that is truncation.
+			err = w.Data.Touch()
+		}
+		if watched += w.span.bytes(); s.ra > 0 && watched >= s.limit {
+			watched = 0
+			s.watchReadahead(to)
+		}
+		cpu, _ := platform.ThreadCPUTime()
 		s.mu.Lock()
 		w.err = err
 		s.ready = i + 1
+		s.stats.CPU = cpu - cpu0
 		s.cond.Broadcast()
 		s.mu.Unlock()
 	}
 }
 
-// watchEvery is how many items apart watchReadahead looks.
-const watchEvery = 8
-
-// raWindows is how many readahead windows beyond the pages it holds the
-// stream leaves free for the kernel's readahead (which reads the next window
-// when a read reaches the current one).
-const raWindows = 2
-
-// maxGrain is the largest grain: the unit in which reads start.
-const maxGrain = 256 << 10
-
-// watchReadahead measures (mincore) how far the kernel has read past the
-// last admitted item and, if that is more than the stream keeps free, keeps
-// that much (and one window more) free from now on.
+// watchReadahead looks (mincore) at the pages just past the room the stream
+// keeps free beyond the last admitted item. If the kernel has read that far,
+// it measures how far and keeps that much (and one window more) free from
+// now on.
 func (s *Stream) watchReadahead(admitted int) {
 	last := s.items[admitted-1].span
 	f := last.f
+	s.mu.Lock()
 	free := s.budget - s.limit
-	n := min(2*free, f.Len()-last.end)
-	if n <= 0 {
+	s.mu.Unlock()
+	if r, _, err := f.Resident(min(last.end+free, f.Len()), min(s.ra, max(0, f.Len()-last.end-free))); err != nil || r == 0 {
 		return
 	}
-	r, _, err := f.Resident(last.end, n)
+	r, _, err := f.Resident(last.end, min(2*free, f.Len()-last.end))
 	if err != nil {
 		return
 	}
@@ -389,21 +479,18 @@ func (s *Stream) watchReadahead(admitted int) {
 	}
 }
 
-// readahead starts reading w's pages into the page cache (fadvise WILLNEED,
-// which reads exactly the range, where a fault would read ahead past it), in
-// grain-aligned pieces: the page cache's folios then never straddle a grain,
-// and the one a released neighbour leaves behind fits in the grain the
-// budget keeps free.
+// readahead starts reading w's grains into the page cache (fadvise
+// WILLNEED, which reads exactly the range, where a fault would read ahead
+// past it), a grain per call, as the kernel reads at most a readahead
+// window per call.
 func (w *work) readahead(grain int64) {
 	f := w.Data.File()
 	if f.Fd() == ^uintptr(0) {
 		return
 	}
 	end := min(w.span.end, f.Len())
-	for at := w.span.start; at < end; {
-		e := min((at+grain)&^(grain-1), end)
-		platform.FadviseWillNeed(f, at, e-at)
-		at = e
+	for at := w.span.start; at < end; at += grain {
+		platform.FadviseWillNeed(f, at, min(grain, end-at))
 	}
 }
 
@@ -447,39 +534,11 @@ func readAhead(items []Item) int64 {
 	return ra
 }
 
-// shrank reports whether the file holding w is now shorter than w's end.
-func (s *Stream) shrank(w *work) bool {
-	f := w.Data.File()
-	if f.Name() == "" || !f.ZeroCopy() {
-		return false
-	}
-	fi, err := os.Stat(f.Name())
-	return err == nil && fi.Size() < w.Data.Offset()+w.Data.Len()
-}
-
-// release gives up item i's pages: those no other item of any stream holds.
-func (s *Stream) release(i int) error {
-	k := -1
-	for j, h := range s.held {
-		if h == i {
-			k = j
-			break
-		}
-	}
-	if k < 0 {
-		return nil
-	}
-	s.held = append(s.held[:k], s.held[k+1:]...)
-	w := &s.items[i]
-	s.stats.Resident -= bytesOf(uncovered(w.span, s.heldSpans(-1)))
-	s.cond.Broadcast()
-	return releaseSpan(w.span, s.drop)
-}
-
-// Next releases the item handed out before (if any) and returns the next
-// one, waiting for its prefetch. At the end it returns io.EOF; after an
-// error (a truncated file gives one wrapping ErrTruncated, a cancelled
-// context its error) it releases everything and returns that error again.
+// Next returns the next item, waiting for its read; the item handed out
+// before is then the stream's to release. At the end it returns io.EOF;
+// after an error (a truncated file gives one wrapping ErrTruncated, a
+// cancelled context its error) it releases everything and returns that
+// error again.
 func (s *Stream) Next() (Item, error) {
 	s.mu.Lock()
 	if s.err != nil {
@@ -487,25 +546,25 @@ func (s *Stream) Next() (Item, error) {
 		s.mu.Unlock()
 		return Item{}, err
 	}
-	var rerr error
 	notify := false
 	if s.cur >= 0 {
-		rerr = s.release(s.cur)
 		s.stats.Done++
 		s.stats.DoneBytes += s.items[s.cur].Data.Len()
+		s.finished += s.items[s.cur].span.bytes()
 		notify = s.progress != nil
 	}
 	st := s.stats
-	if rerr == nil {
-		s.cur++
-		for s.cur < len(s.items) && s.ready <= s.cur && s.ctx.Err() == nil {
-			s.cond.Wait()
-		}
+	s.cur++
+	if s.wantRelease() {
+		s.cond.Broadcast()
+	}
+	for s.cur < len(s.items) && s.ready <= s.cur && s.ctx.Err() == nil && s.relErr == nil {
+		s.cond.Wait()
 	}
 	var it Item
 	switch {
-	case rerr != nil:
-		s.err = fmt.Errorf("stream: releasing %s: %w", s.items[s.cur].Name, rerr)
+	case s.relErr != nil:
+		s.err = fmt.Errorf("stream: releasing: %w", s.relErr)
 	case s.cur >= len(s.items):
 		s.err = io.EOF
 	case s.ctx.Err() != nil:
@@ -526,8 +585,8 @@ func (s *Stream) Next() (Item, error) {
 	return it, err
 }
 
-// shutdown stops the prefetcher and releases every held item. It is called
-// with s.mu held and returns with it held.
+// shutdown stops the background goroutine and releases every held item. It
+// is called with s.mu held and returns with it held.
 func (s *Stream) shutdown() error {
 	if s.released {
 		return nil
@@ -537,14 +596,14 @@ func (s *Stream) shutdown() error {
 	s.mu.Unlock()
 	<-s.done
 	s.mu.Lock()
-	var errs []error
-	for len(s.held) > 0 {
-		errs = append(errs, s.release(s.held[0]))
-	}
+	done, free := s.unhold(s.hi, nil, nil)
+	free = s.unheld(free)
 	s.released = true
 	s.cancel()
 	s.stopWake()
-	return errors.Join(errs...)
+	err := releaseSpans(done, free, s.drop)
+	s.freed = s.hi
+	return err
 }
 
 // Close stops the stream and releases every page it holds. It returns the

@@ -213,7 +213,7 @@ func TestBudget(t *testing.T) {
 	}
 }
 
-// Tensors that share bytes count them once, and a page shared by two
+// Tensors that share bytes count them once, and a grain shared by two
 // tensors stays resident until neither holds it.
 func TestShared(t *testing.T) {
 	sp := spec{sizes: []int64{30000, 30000, 30000}, shares: []int{-1, 0, -1}}
@@ -223,12 +223,12 @@ func TestShared(t *testing.T) {
 		t.Fatalf("tensors 0 and 1 do not share bytes: %v %v", a, b)
 	}
 	f := m.File()
-	sp0 := coverSpan(f, m.TensorData(0).Offset(), 30000)
-	s, err := New(context.Background(), m, WithOrder([]int{0, 1}), WithBudget(4*sp0.bytes()), WithDropCache())
+	s, err := New(context.Background(), m, WithOrder([]int{0, 1}), WithBudget(256<<10), WithDropCache())
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer s.Close()
+	sp0 := coverSpan(f, m.TensorData(0).Offset(), 30000, s.grain)
 	if _, err := s.Next(); err != nil {
 		t.Fatal(err)
 	}
@@ -236,9 +236,10 @@ func TestShared(t *testing.T) {
 	if st := s.Stats(); st.Resident != sp0.bytes() {
 		t.Fatalf("tensors 0 and 1 (the same bytes) count %d bytes, want %d", st.Resident, sp0.bytes())
 	}
-	if it, err := s.Next(); err != nil || it.Tensor != 1 { // releases 0; 1 holds the pages
+	if it, err := s.Next(); err != nil || it.Tensor != 1 { // finishes 0; 1 holds the grains
 		t.Fatal(it, err)
 	}
+	waitFreed(s, 1)
 	if check {
 		if r, _, _ := f.Resident(sp0.start, sp0.bytes()); int64(r)*int64(f.PageSize()) != sp0.bytes() {
 			t.Fatalf("tensor 1's pages dropped while it is in use: %d pages resident", r)
@@ -248,32 +249,43 @@ func TestShared(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	// Tensor 2 starts in tensor 1's last page: releasing 1 keeps it.
-	sp2 := coverSpan(f, m.TensorData(2).Offset(), 30000)
-	if sp2.start != sp0.end-int64(f.PageSize()) {
-		t.Fatalf("the writer did not pack tensors 1 and 2 into one page: %v %v", sp0, sp2)
-	}
-	s2, err := New(context.Background(), m, WithOrder([]int{1, 2}), WithBudget(1<<20), WithDropCache())
+	// Tensor 2 starts in tensor 1's last grain: releasing 1 keeps it.
+	s2, err := New(context.Background(), m, WithOrder([]int{1, 2}), WithBudget(64<<10), WithDropCache())
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer s2.Close()
+	sp1 := coverSpan(f, m.TensorData(1).Offset(), 30000, s2.grain)
+	sp2 := coverSpan(f, m.TensorData(2).Offset(), 30000, s2.grain)
+	if sp2.start != sp1.end-s2.grain {
+		t.Fatalf("the writer did not pack tensors 1 and 2 into one grain: %v %v", sp1, sp2)
+	}
 	for range 2 {
 		if _, err := s2.Next(); err != nil {
 			t.Fatal(err)
 		}
 	}
+	waitFreed(s2, 1)
 	if st := s2.Stats(); st.Resident != sp2.bytes() {
 		t.Fatalf("after releasing tensor 1 the stream holds %d bytes, want tensor 2's %d", st.Resident, sp2.bytes())
 	}
 	if check {
 		if r, _, _ := f.Resident(sp2.start, 1); r != 1 {
-			t.Fatal("the page tensor 2 shares with tensor 1 was released")
+			t.Fatal("the grain tensor 2 shares with tensor 1 was released")
 		}
-		if r, _, _ := f.Resident(sp0.start, sp2.start-sp0.start); r != 0 {
+		if r, _, _ := f.Resident(sp1.start, sp2.start-sp1.start); r != 0 {
 			t.Fatalf("%d pages only tensor 1 held are still resident", r)
 		}
 	}
+}
+
+// waitFreed waits until the stream has released its first n items.
+func waitFreed(s *Stream, n int) {
+	s.mu.Lock()
+	for s.freed < n && !s.closed {
+		s.cond.Wait()
+	}
+	s.mu.Unlock()
 }
 
 // waitReady waits until the stream's prefetcher has prefetched n items.
@@ -439,7 +451,7 @@ func TestProgress(t *testing.T) {
 	path := writeModel(t, t.TempDir(), sp)
 	m, _ := open(t, path)
 	var got []Stats
-	s, err := New(context.Background(), m, WithBudget(64<<10), WithProgress(func(st Stats) { got = append(got, st) }))
+	s, err := New(context.Background(), m, WithBudget(256<<10), WithProgress(func(st Stats) { got = append(got, st) }))
 	if err != nil {
 		t.Fatal(err)
 	}

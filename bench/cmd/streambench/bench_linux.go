@@ -28,13 +28,14 @@ import (
 
 // childReport is what a child prints as one JSON line.
 type childReport struct {
-	Bytes   int64
-	Items   int
-	Wall    time.Duration
-	CPU     time.Duration // user + system time of the whole process
-	Sum     uint32
-	PeakAcc int64 // the stream's own accounting
-	Err     string
+	Bytes     int64
+	Items     int
+	Wall      time.Duration
+	CPU       time.Duration // user + system time of the whole process
+	Sum       uint32
+	PeakAcc   int64         // the stream's own accounting
+	StreamCPU time.Duration // the stream's own CPU time (Stats.CPU)
+	Err       string
 }
 
 // result is one run as the parent saw it.
@@ -416,7 +417,8 @@ func read(mode, consumer string, budget int64, path string, rep *childReport) er
 		rep.Bytes += it.Data.Len()
 		rep.Items++
 	}
-	rep.PeakAcc = s.Stats().Peak
+	st := s.Stats()
+	rep.PeakAcc, rep.StreamCPU = st.Peak, st.CPU
 	return nil
 }
 

@@ -1,0 +1,66 @@
+package stream
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"os"
+	"strconv"
+	"testing"
+)
+
+// readBytes returns the bytes this process has caused to be read from
+// storage (/proc/self/io read_bytes).
+func readBytes(t *testing.T) int64 {
+	t.Helper()
+	b, err := os.ReadFile("/proc/self/io")
+	if err != nil {
+		t.Skipf("no per-process I/O counts: %v", err)
+	}
+	for _, line := range bytes.Split(b, []byte("\n")) {
+		if v, ok := bytes.CutPrefix(line, []byte("read_bytes: ")); ok {
+			n, err := strconv.ParseInt(string(v), 10, 64)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return n
+		}
+	}
+	t.Skip("/proc/self/io has no read_bytes")
+	return 0
+}
+
+// A grain the next item shares with a released one is kept, not dropped
+// and read again: the stream reads the file from storage once.
+func TestReadsOnce(t *testing.T) {
+	sp := spec{sizes: sizes(400, 20000)}
+	path := writeModel(t, t.TempDir(), sp)
+	for _, budget := range []int64{64 << 10, 256 << 10} {
+		m, check := open(t, path)
+		if !check {
+			t.Skip("the page cache cannot be emptied here")
+		}
+		size := m.File().Len()
+		before := readBytes(t)
+		s, err := New(context.Background(), m, WithBudget(budget), WithDropCache())
+		if err != nil {
+			t.Fatal(err)
+		}
+		for {
+			if _, err := s.Next(); err == io.EOF {
+				break
+			} else if err != nil {
+				t.Fatal(err)
+			}
+		}
+		s.Close()
+		read := readBytes(t) - before
+		if read == 0 {
+			t.Skip("this file system's reads are not counted")
+		}
+		if read > size+s.grain {
+			t.Errorf("budget %d: read %d bytes from storage for a file of %d", budget, read, size)
+		}
+		t.Logf("budget %d: read %d bytes from storage for a file of %d", budget, read, size)
+	}
+}

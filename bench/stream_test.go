@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"testing"
+	"time"
 
 	"github.com/edgeload/edgeload/loader"
 	"github.com/edgeload/edgeload/platform"
@@ -17,8 +18,9 @@ import (
 // cold (fadvise DONTNEED before each iteration), with a CRC-32C of every
 // byte, three ways: pread into a 1 MiB buffer, the plain faulting loop with
 // Release (DropPageCache), and package stream at 32, 64 and 128 MiB
-// (WithDropCache). It reports the stream's own peak of held bytes; the
-// mincore view of residency and the memory cgroup are in
+// (WithDropCache). It reports the stream's own peak of held bytes and its
+// background goroutine's CPU time as a share of the wall time; the mincore
+// view of residency and the memory cgroup are in
 // bench/cmd/streambench.
 func BenchmarkStreamCold(b *testing.B) {
 	castagnoli := crc32.MakeTable(crc32.Castagnoli)
@@ -96,6 +98,7 @@ func BenchmarkStreamCold(b *testing.B) {
 			b.SetBytes(m.Size())
 			h := crc32.New(castagnoli)
 			var peak int64
+			var cpu time.Duration
 			for b.Loop() {
 				b.StopTimer()
 				evict(b, path)
@@ -116,10 +119,13 @@ func BenchmarkStreamCold(b *testing.B) {
 						b.Fatal(err)
 					}
 				}
-				peak = max(peak, s.Stats().Peak)
+				st := s.Stats()
+				peak = max(peak, st.Peak)
+				cpu += st.CPU
 				s.Close()
 			}
 			b.ReportMetric(float64(peak)/(1<<20), "peak-MiB")
+			b.ReportMetric(cpu.Seconds()/b.Elapsed().Seconds()*100, "stream-cpu-%")
 		})
 	}
 }

@@ -6,7 +6,9 @@ import (
 	"io"
 	"os"
 	"strconv"
+	"syscall"
 	"testing"
+	"time"
 )
 
 // readBytes returns the bytes this process has caused to be read from
@@ -63,4 +65,27 @@ func TestReadsOnce(t *testing.T) {
 		}
 		t.Logf("budget %d: read %d bytes from storage for a file of %d", budget, read, size)
 	}
+}
+
+// Stats.CPU is the background goroutine's CPU time: more than nothing once
+// it has read something, and no more than the whole process has used.
+func TestCPU(t *testing.T) {
+	sp := spec{sizes: sizes(100, 20000)}
+	path := writeModel(t, t.TempDir(), sp)
+	m, _ := open(t, path)
+	var before, after syscall.Rusage
+	syscall.Getrusage(syscall.RUSAGE_SELF, &before)
+	s, err := New(context.Background(), m, WithBudget(256<<10), WithDropCache())
+	if err != nil {
+		t.Fatal(err)
+	}
+	drain(t, s, m, sp, false)
+	st := s.Stats()
+	s.Close()
+	syscall.Getrusage(syscall.RUSAGE_SELF, &after)
+	process := time.Duration(after.Utime.Nano() + after.Stime.Nano() - before.Utime.Nano() - before.Stime.Nano())
+	if st.CPU <= 0 || st.CPU > process {
+		t.Fatalf("stream CPU %v, process CPU meanwhile %v", st.CPU, process)
+	}
+	t.Logf("stream CPU %v of the process's %v", st.CPU, process)
 }

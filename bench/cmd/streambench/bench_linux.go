@@ -4,6 +4,7 @@ package main
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"encoding/json"
 	"flag"
@@ -12,6 +13,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -51,8 +53,6 @@ type result struct {
 	ooms     int64
 	outcome  string
 	series   []sample
-	walk     time.Duration // total time of the mincore walks
-	walks    int
 }
 
 type sample struct {
@@ -70,9 +70,10 @@ func main() {
 	consumer := flag.String("consumer", "crc", "what the consumer does with each byte: crc, touch, or both (two tables)")
 	svg := flag.String("svg", "", "write the resident-bytes picture to this SVG file")
 	svgBudget := flag.String("svg-budget", "64MiB", "the stream budget the picture shows")
-	every := flag.Duration("sample", 5*time.Millisecond, "mincore sampling interval")
+	every := flag.Duration("sample", 50*time.Millisecond, "mincore sampling interval (a walk over 4 GiB takes about 20 ms of a core)")
 	md := flag.String("md", "", "also write the table to this markdown file")
 	csv := flag.String("csv", "", "write each run's samples (seconds, resident bytes) to FILE-RUN.csv")
+	rounds := flag.Int("rounds", 3, "measure every run this many times, interleaved, and report the median")
 	flag.Parse()
 	if flag.NArg() != 1 {
 		fmt.Fprintln(os.Stderr, "usage: streambench [flags] FILE")
@@ -103,14 +104,31 @@ func main() {
 	fmt.Fprintf(&out, "file %s, cgroup limit %s, page cache cold before each run, %s\n", path, sizeStr(lim), time.Now().UTC().Format(time.RFC3339))
 	var picture []result
 	n := 0
-	for _, c := range consumers {
-		var rs []result
-		rs = append(rs, measure(parent, path, "pread", 0, c, lim, *every, &n))
-		rs = append(rs, measure(parent, path, "fault", 0, c, lim, *every, &n))
-		for _, b := range bs {
-			rs = append(rs, measure(parent, path, "stream", b, c, lim, *every, &n))
+	runs := make(map[string][]result) // by consumer and run name, every round
+	for round := 0; round < *rounds; round++ {
+		for _, c := range consumers {
+			modes := []struct {
+				mode string
+				b    int64
+			}{{"pread", 0}, {"fault", 0}}
+			for _, b := range bs {
+				modes = append(modes, struct {
+					mode string
+					b    int64
+				}{"stream", b})
+			}
+			for _, m := range modes {
+				r := measure(parent, path, m.mode, m.b, c, lim, *every, &n)
+				runs[c+"/"+r.name] = append(runs[c+"/"+r.name], r)
+			}
 		}
-		table(&out, rs, c)
+	}
+	for _, c := range consumers {
+		var rs []medianRun
+		for _, name := range append([]string{"pread", "fault"}, streamNames(bs)...) {
+			rs = append(rs, median(runs[c+"/"+name]))
+		}
+		table(&out, rs, c, *rounds)
 		if *csv != "" {
 			for _, r := range rs {
 				var b strings.Builder
@@ -124,7 +142,7 @@ func main() {
 		if c == consumers[0] {
 			for _, r := range rs {
 				if r.mode == "fault" || (r.mode == "stream" && r.budget == sb) {
-					picture = append(picture, r)
+					picture = append(picture, r.result)
 				}
 			}
 		}
@@ -211,10 +229,7 @@ func measure(parent cgroup.Parent, path, mode string, budget int64, consumer str
 		tick := time.NewTicker(every)
 		defer tick.Stop()
 		for {
-			w0 := time.Now()
 			res, _, err := m.Resident(0, m.Len())
-			r.walk += time.Since(w0)
-			r.walks++
 			if err == nil {
 				b := int64(res) * ps
 				r.series = append(r.series, sample{time.Since(start), b})
@@ -250,7 +265,7 @@ func measure(parent cgroup.Parent, path, mode string, budget int64, consumer str
 	default:
 		r.outcome = "ok"
 	}
-	fmt.Fprintf(os.Stderr, "%-14s %-5s %6.0f MB/s  peak %6.1f MiB  cpu %5.1f%%  %s\n", r.name, consumer, mbps(r), float64(r.peak)/(1<<20), cpuShare(r), r.outcome)
+	fmt.Fprintf(os.Stderr, "%-14s %-5s %6.0f MB/s  peak %6.1f MiB  cpu %5.1f%%  stream cpu %4.0f ms  %s\n", r.name, consumer, mbps(r), float64(r.peak)/(1<<20), cpuShare(r), float64(r.rep.StreamCPU)/1e6, r.outcome)
 	return r
 }
 
@@ -273,38 +288,69 @@ func cpuShare(r result) float64 {
 	return 100 * r.rep.CPU.Seconds() / r.rep.Wall.Seconds()
 }
 
+// medianRun is one run's rounds: the median round by throughput, with the
+// range of throughput and the worst of the limits over all rounds.
+type medianRun struct {
+	result
+	lo, hi float64 // MB/s
+}
+
+// median summarises the rounds of one run.
+func median(rs []result) medianRun {
+	sorted := slices.Clone(rs)
+	slices.SortFunc(sorted, func(a, b result) int { return cmp.Compare(mbps(a), mbps(b)) })
+	m := medianRun{result: sorted[len(sorted)/2], lo: mbps(sorted[0]), hi: mbps(sorted[len(sorted)-1])}
+	m.ooms = 0
+	for _, r := range rs {
+		m.peak = max(m.peak, r.peak)
+		m.cgPeak = max(m.cgPeak, r.cgPeak)
+		m.cold = max(m.cold, r.cold)
+		m.ooms += r.ooms
+		if r.outcome != "ok" {
+			m.outcome = r.outcome
+		}
+	}
+	return m
+}
+
+func streamNames(bs []int64) []string {
+	var names []string
+	for _, b := range bs {
+		names = append(names, "stream "+sizeStr(b))
+	}
+	return names
+}
+
 // table writes the markdown table of one consumer's runs.
-func table(w io.Writer, rs []result, consumer string) {
+func table(w io.Writer, rs []medianRun, consumer string, rounds int) {
 	var a, b float64
 	for _, r := range rs {
 		switch r.mode {
 		case "pread":
-			a = mbps(r)
+			a = mbps(r.result)
 		case "fault":
-			b = mbps(r)
+			b = mbps(r.result)
 		}
 	}
-	fmt.Fprintf(w, "\nconsumer: %s\n\n", map[string]string{"crc": "CRC-32C of every byte", "touch": "one byte per page"}[consumer])
-	fmt.Fprintf(w, "| run | MB/s | ÷ pread | ÷ fault | peak resident (mincore) | mincore walk | budget | cgroup peak | OOM kills | process CPU / wall | cold before | outcome |\n")
-	fmt.Fprintf(w, "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|\n")
+	fmt.Fprintf(w, "\nconsumer: %s; median of %d rounds (peaks, OOM kills and outcome over all rounds)\n\n",
+		map[string]string{"crc": "CRC-32C of every byte", "touch": "one byte per page"}[consumer], rounds)
+	fmt.Fprintf(w, "| run | MB/s | range | ÷ pread | ÷ fault | peak resident (mincore) | budget | cgroup peak | OOM kills | process CPU / wall | stream CPU / wall | cold before | outcome |\n")
+	fmt.Fprintf(w, "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|\n")
 	for _, r := range rs {
-		bud := "-"
+		bud, scpu := "-", "-"
 		if r.budget > 0 {
 			bud = sizeStr(r.budget)
+			scpu = fmt.Sprintf("%.1f%%", 100*r.rep.StreamCPU.Seconds()/r.rep.Wall.Seconds())
 		}
 		ra, rb := "-", "-"
 		if a > 0 && r.mode != "pread" {
-			ra = fmt.Sprintf("%.2f", mbps(r)/a)
+			ra = fmt.Sprintf("%.2f", mbps(r.result)/a)
 		}
 		if b > 0 && r.mode == "stream" {
-			rb = fmt.Sprintf("%.2f", mbps(r)/b)
+			rb = fmt.Sprintf("%.2f", mbps(r.result)/b)
 		}
-		walk := time.Duration(0)
-		if r.walks > 0 {
-			walk = r.walk / time.Duration(r.walks)
-		}
-		fmt.Fprintf(w, "| %s | %.0f | %s | %s | %.1f MiB | %.0f ms | %s | %.0f MiB | %d | %.1f%% | %.1f%% | %s |\n",
-			r.name, mbps(r), ra, rb, float64(r.peak)/(1<<20), float64(walk)/float64(time.Millisecond), bud, float64(r.cgPeak)/(1<<20), r.ooms, cpuShare(r), 100*r.cold, r.outcome)
+		fmt.Fprintf(w, "| %s | %.0f | %.0f–%.0f | %s | %s | %.1f MiB | %s | %.0f MiB | %d | %.1f%% | %s | %.1f%% | %s |\n",
+			r.name, mbps(r.result), r.lo, r.hi, ra, rb, float64(r.peak)/(1<<20), bud, float64(r.cgPeak)/(1<<20), r.ooms, cpuShare(r.result), scpu, 100*r.cold, r.outcome)
 	}
 }
 

@@ -84,8 +84,8 @@ func TestCPU(t *testing.T) {
 	s.Close()
 	syscall.Getrusage(syscall.RUSAGE_SELF, &after)
 	process := time.Duration(after.Utime.Nano() + after.Stime.Nano() - before.Utime.Nano() - before.Stime.Nano())
-	if st.CPU <= 0 || st.CPU > process {
-		t.Fatalf("stream CPU %v, process CPU meanwhile %v", st.CPU, process)
+	if st.CPU <= 0 || st.CPU > process || st.SystemCPU < 0 || st.SystemCPU > st.CPU {
+		t.Fatalf("stream CPU %v (system %v), process CPU meanwhile %v", st.CPU, st.SystemCPU, process)
 	}
-	t.Logf("stream CPU %v of the process's %v", st.CPU, process)
+	t.Logf("stream CPU %v (system %v) of the process's %v", st.CPU, st.SystemCPU, process)
 }

@@ -76,10 +76,11 @@ type Stats struct {
 	Resident  int64 // bytes of the grains the stream holds now
 	Peak      int64 // the largest Resident so far
 	Budget    int64
-	// CPU is the CPU time, user and system, of the stream's background
-	// goroutine, which reads, maps and releases the pages; 0 where the
-	// system does not report a thread's CPU time.
-	CPU time.Duration
+	// CPU is the CPU time of the stream's background goroutine, which
+	// reads, maps and releases the pages, and SystemCPU the part of it
+	// spent in the kernel; both 0 where the system does not report a
+	// thread's CPU time.
+	CPU, SystemCPU time.Duration
 }
 
 type config struct {
@@ -389,7 +390,7 @@ func (s *Stream) run() {
 	defer close(s.done)
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
-	cpu0, _ := platform.ThreadCPUTime()
+	user0, sys0, _ := platform.ThreadCPUTime()
 	var done, free []span
 	started := 0      // items [0, started) have their reads started
 	var watched int64 // bytes read since the last look at the kernel's readahead
@@ -445,11 +446,11 @@ func (s *Stream) run() {
 			watched = 0
 			s.watchReadahead(to)
 		}
-		cpu, _ := platform.ThreadCPUTime()
+		user, sys, _ := platform.ThreadCPUTime()
 		s.mu.Lock()
 		w.err = err
 		s.ready = i + 1
-		s.stats.CPU = cpu - cpu0
+		s.stats.CPU, s.stats.SystemCPU = user-user0+sys-sys0, sys-sys0
 		s.cond.Broadcast()
 		s.mu.Unlock()
 	}

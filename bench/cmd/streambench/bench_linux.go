@@ -37,6 +37,7 @@ type childReport struct {
 	Sum       uint32
 	PeakAcc   int64         // the stream's own accounting
 	StreamCPU time.Duration // the stream's own CPU time (Stats.CPU)
+	StreamSys time.Duration // the part of it in the kernel (Stats.SystemCPU)
 	Err       string
 }
 
@@ -334,13 +335,13 @@ func table(w io.Writer, rs []medianRun, consumer string, rounds int) {
 	}
 	fmt.Fprintf(w, "\nconsumer: %s; median of %d rounds (peaks, OOM kills and outcome over all rounds)\n\n",
 		map[string]string{"crc": "CRC-32C of every byte", "touch": "one byte per page"}[consumer], rounds)
-	fmt.Fprintf(w, "| run | MB/s | range | ÷ pread | ÷ fault | peak resident (mincore) | budget | cgroup peak | OOM kills | process CPU / wall | stream CPU / wall | cold before | outcome |\n")
+	fmt.Fprintf(w, "| run | MB/s | range | ÷ pread | ÷ fault | peak resident (mincore) | budget | cgroup peak | OOM kills | process CPU / wall | stream CPU / wall (kernel) | cold before | outcome |\n")
 	fmt.Fprintf(w, "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|\n")
 	for _, r := range rs {
 		bud, scpu := "-", "-"
 		if r.budget > 0 {
 			bud = sizeStr(r.budget)
-			scpu = fmt.Sprintf("%.1f%%", 100*r.rep.StreamCPU.Seconds()/r.rep.Wall.Seconds())
+			scpu = fmt.Sprintf("%.1f%% (%.1f%%)", 100*r.rep.StreamCPU.Seconds()/r.rep.Wall.Seconds(), 100*r.rep.StreamSys.Seconds()/r.rep.Wall.Seconds())
 		}
 		ra, rb := "-", "-"
 		if a > 0 && r.mode != "pread" {
@@ -464,7 +465,7 @@ func read(mode, consumer string, budget int64, path string, rep *childReport) er
 		rep.Items++
 	}
 	st := s.Stats()
-	rep.PeakAcc, rep.StreamCPU = st.Peak, st.CPU
+	rep.PeakAcc, rep.StreamCPU, rep.StreamSys = st.Peak, st.CPU, st.SystemCPU
 	return nil
 }
 

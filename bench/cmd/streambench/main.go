@@ -11,14 +11,16 @@
 // Usage:
 //
 //	streambench [-budgets 32MiB,64MiB,128MiB] [-limit 256MiB] [-consumer crc|touch|both]
-//	            [-rounds 3] [-svg FILE.svg] [-svg-budget 64MiB] [-sample 50ms] [-md FILE] FILE
+//	            [-rounds 3] [-svg FILE.svg] [-svg-budget 64MiB] [-sample 10ms] [-md FILE] FILE
 //
 // Each run is a child process (this binary with -child) moved into a fresh
 // memory cgroup with a hard limit before it starts reading. The consumer
 // reads every byte into a CRC-32C ("crc") or one byte per page ("touch",
 // which leaves mostly the reader's own CPU time). The parent samples the
 // file's pages in the page cache with mincore every -sample during the run
-// and reports the peak; the child reports its wall time, bytes, CPU time
+// (walking only the 64 MiB chunks in which cachestat finds cached pages, so
+// that one sample takes a millisecond rather than the 20 ms of a walk over
+// 4 GiB, during which the stream moves on) and reports the peak; the child reports its wall time, bytes, CPU time
 // (getrusage) and, for the stream, the CPU time of the stream's own
 // goroutine (stream.Stats.CPU). Every run is measured -rounds times, the
 // runs of a round one after another, and the table gives each run's median

@@ -392,8 +392,7 @@ func (s *Stream) run() {
 	defer runtime.UnlockOSThread()
 	user0, sys0, _ := platform.ThreadCPUTime()
 	var done, free []span
-	started := 0      // items [0, started) have their reads started
-	var watched int64 // bytes read since the last look at the kernel's readahead
+	started := 0 // items [0, started) have their reads started
 	for {
 		s.mu.Lock()
 		for !s.closed && s.ctx.Err() == nil && !s.wantRelease() && s.ready == s.hi {
@@ -442,40 +441,12 @@ func (s *Stream) run() {
 			// touch says whether that is truncation.
 			err = w.Data.Touch()
 		}
-		if watched += w.span.bytes(); s.ra > 0 && watched >= s.limit {
-			watched = 0
-			s.watchReadahead(to)
-		}
 		user, sys, _ := platform.ThreadCPUTime()
 		s.mu.Lock()
 		w.err = err
 		s.ready = i + 1
 		s.stats.CPU, s.stats.SystemCPU = user-user0+sys-sys0, sys-sys0
 		s.cond.Broadcast()
-		s.mu.Unlock()
-	}
-}
-
-// watchReadahead looks (mincore) at the pages just past the room the stream
-// keeps free beyond the last admitted item. If the kernel has read that far,
-// it measures how far and keeps that much (and one window more) free from
-// now on.
-func (s *Stream) watchReadahead(admitted int) {
-	last := s.items[admitted-1].span
-	f := last.f
-	s.mu.Lock()
-	free := s.budget - s.limit
-	s.mu.Unlock()
-	if r, _, err := f.Resident(min(last.end+free, f.Len()), min(s.ra, max(0, f.Len()-last.end-free))); err != nil || r == 0 {
-		return
-	}
-	r, _, err := f.Resident(last.end, min(2*free, f.Len()-last.end))
-	if err != nil {
-		return
-	}
-	if ahead := int64(r) * int64(f.PageSize()); ahead > free {
-		s.mu.Lock()
-		s.limit = max(s.budget-ahead-s.ra, s.budget/4)
 		s.mu.Unlock()
 	}
 }

@@ -78,6 +78,7 @@ func main() {
 	md := flag.String("md", "", "also write the table to this markdown file")
 	csv := flag.String("csv", "", "write each run's samples (seconds, resident bytes) to FILE-RUN.csv")
 	rounds := flag.Int("rounds", 3, "measure every run this many times, interleaved, and report the median")
+	readBPS := flag.String("read-bps", "", "throttle each child's reads from the file's disk to `SIZE` a second (a blkio or io cgroup), as a slower disk would")
 	flag.Parse()
 	if flag.NArg() != 1 {
 		fmt.Fprintln(os.Stderr, "usage: streambench [flags] FILE")
@@ -97,6 +98,12 @@ func main() {
 	}
 	sb, err := parseSize(*svgBudget)
 	check(err)
+	if *readBPS != "" {
+		th.bps, err = parseSize(*readBPS)
+		check(err)
+		th.dev, err = cgroup.DiskOf(path)
+		check(err)
+	}
 	parent, err := cgroup.FindMemory()
 	check(err)
 	parent.RemoveStale(groupPrefix)
@@ -106,6 +113,9 @@ func main() {
 	}
 	var out strings.Builder
 	fmt.Fprintf(&out, "file %s, cgroup limit %s, page cache cold before each run, %s\n", path, sizeStr(lim), time.Now().UTC().Format(time.RFC3339))
+	if th.bps > 0 {
+		fmt.Fprintf(&out, "reads from the disk (%s) throttled to %s/s\n", th.dev, sizeStr(th.bps))
+	}
 	var picture []result
 	n := 0
 	runs := make(map[string][]result) // by consumer and run name, every round
@@ -161,6 +171,12 @@ func main() {
 }
 
 const groupPrefix = "edgeload-streambench-"
+
+// th is the read throttle of -read-bps: bytes a second from disk dev.
+var th struct {
+	bps int64
+	dev string
+}
 
 func check(err error) {
 	if err != nil {
@@ -219,6 +235,17 @@ func measure(parent cgroup.Parent, path, mode string, budget int64, consumer str
 		cmd.Process.Kill()
 		cmd.Wait()
 		check(err)
+	}
+	if th.bps > 0 {
+		bg, err := cgroup.ThrottleReads(cg, fmt.Sprintf("%s%d-%d", groupPrefix, os.Getpid(), *n), cmd.Process.Pid, th.dev, th.bps)
+		if err != nil {
+			cmd.Process.Kill()
+			cmd.Wait()
+			check(err)
+		}
+		if bg != nil {
+			defer bg.Remove()
+		}
 	}
 	m, err := mmapfile.Open(path)
 	check(err)

@@ -26,7 +26,7 @@ func Example() {
 	defer s.Close()
 	var tensors, blobs int
 	for {
-		it, err := s.Next() // releases the item before
+		it, err := s.Next() // the item before is now the stream's to release
 		if err == io.EOF {
 			break
 		}

@@ -77,7 +77,7 @@ func main() {
 	every := flag.Duration("sample", 10*time.Millisecond, "residency sampling interval")
 	md := flag.String("md", "", "also write the table to this markdown file")
 	csv := flag.String("csv", "", "write each run's samples (seconds, resident bytes) to FILE-RUN.csv")
-	rounds := flag.Int("rounds", 3, "measure every run this many times, interleaved, and report the median")
+	rounds := flag.Int("rounds", 3, "measure every run this many times, a round of all runs after another, and report the median")
 	readBPS := flag.String("read-bps", "", "throttle each child's reads from the file's disk to `SIZE` a second (a blkio or io cgroup), as a slower disk would")
 	flag.Parse()
 	if flag.NArg() != 1 {
@@ -118,21 +118,19 @@ func main() {
 	}
 	var picture []result
 	n := 0
+	type kind struct {
+		mode   string
+		budget int64
+	}
+	kinds := []kind{{"pread", 0}, {"fault", 0}}
+	for _, b := range bs {
+		kinds = append(kinds, kind{"stream", b})
+	}
 	runs := make(map[string][]result) // by consumer and run name, every round
 	for round := 0; round < *rounds; round++ {
 		for _, c := range consumers {
-			modes := []struct {
-				mode string
-				b    int64
-			}{{"pread", 0}, {"fault", 0}}
-			for _, b := range bs {
-				modes = append(modes, struct {
-					mode string
-					b    int64
-				}{"stream", b})
-			}
-			for _, m := range modes {
-				r := measure(parent, path, m.mode, m.b, c, lim, *every, &n)
+			for _, k := range kinds {
+				r := measure(parent, path, k.mode, k.budget, c, lim, *every, &n)
 				runs[c+"/"+r.name] = append(runs[c+"/"+r.name], r)
 			}
 		}

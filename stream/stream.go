@@ -313,10 +313,17 @@ func (s *Stream) need(sp span) int64 {
 	var n int64
 	for at := sp.start; at < sp.end; at += s.grain {
 		if s.count[grainKey{sp.f, at / s.grain}] == 0 {
-			n += s.grain
+			n += s.grainBytes(sp.f, at)
 		}
 	}
 	return n
+}
+
+// grainBytes returns the bytes of the file's pages in the grain at off: a
+// grain at the end of the file holds only its pages.
+func (s *Stream) grainBytes(f *mmapfile.File, off int64) int64 {
+	ps := int64(f.PageSize())
+	return max(0, min(s.grain, (f.Len()+ps-1)&^(ps-1)-off))
 }
 
 // admit holds the next items while their grains fit in the limit (at least
@@ -361,7 +368,7 @@ func (s *Stream) unhold(to int, done, free []span) ([]span, []span) {
 			k := grainKey{sp.f, at / s.grain}
 			if s.count[k]--; s.count[k] == 0 {
 				delete(s.count, k)
-				s.stats.Resident -= s.grain
+				s.stats.Resident -= s.grainBytes(sp.f, at)
 				free = append(free, span{f: sp.f, start: at, end: at + s.grain})
 			}
 		}

@@ -16,6 +16,9 @@ type span struct {
 
 func (s span) bytes() int64 { return s.end - s.start }
 
+// within reports whether s lies inside o.
+func (s span) within(o span) bool { return s.f == o.f && o.start <= s.start && s.end <= o.end }
+
 // coverSpan returns the grains of f covering [off, off+n); grain is a power
 // of two.
 func coverSpan(f *mmapfile.File, off, n, grain int64) span {
@@ -91,37 +94,52 @@ func coalesce(spans []span) []span {
 	return out
 }
 
-// holds records, for every file, the spans of the items that all streams in
-// the process hold, so that no stream releases or unmaps pages another
+// holds counts, for every file and grain size, the streams in the process
+// that hold each grain, so that no stream releases or unmaps pages another
 // still needs.
 var holds = struct {
 	sync.Mutex
-	m map[*mmapfile.File][]span
-}{m: make(map[*mmapfile.File][]span)}
+	m map[*mmapfile.File]map[int64]map[int64]int32 // file, grain size, grain index
+}{m: make(map[*mmapfile.File]map[int64]map[int64]int32)}
 
-func holdSpan(s span) {
-	holds.Lock()
-	holds.m[s.f] = append(holds.m[s.f], s)
-	holds.Unlock()
-}
-
-// releaseSpans drops one hold of each span in done, then releases the parts
-// of the spans in free that no hold covers (madvise DONTNEED; with drop
-// also fadvise DONTNEED). In windowed mode it unmaps the windows inside a
-// free span when no hold lies inside it (a view of such a hold could be
-// served from that window).
-func releaseSpans(done, free []span, drop bool) error {
+// holdGrains counts one more stream holding each grain of f at offsets at.
+func holdGrains(f *mmapfile.File, grain int64, at []int64) {
 	holds.Lock()
 	defer holds.Unlock()
-	for _, s := range done {
-		hs := holds.m[s.f]
-		if i := slices.Index(hs, s); i >= 0 {
-			hs = slices.Delete(hs, i, i+1)
+	bySize := holds.m[f]
+	if bySize == nil {
+		bySize = make(map[int64]map[int64]int32)
+		holds.m[f] = bySize
+	}
+	count := bySize[grain]
+	if count == nil {
+		count = make(map[int64]int32)
+		bySize[grain] = count
+	}
+	for _, off := range at {
+		count[off/grain]++
+	}
+}
+
+// releaseSpans counts one stream fewer holding each grain of gone (grains
+// of the given size), then releases the parts of the spans in free that no
+// stream holds (madvise DONTNEED; with drop also fadvise DONTNEED). In
+// windowed mode it unmaps the windows inside a free span that no stream
+// holds any of (a view of a held grain could be served from such a window).
+func releaseSpans(gone, free []span, grain int64, drop bool) error {
+	holds.Lock()
+	defer holds.Unlock()
+	for _, s := range gone {
+		bySize := holds.m[s.f]
+		count := bySize[grain]
+		if count[s.start/grain]--; count[s.start/grain] <= 0 {
+			delete(count, s.start/grain)
 		}
-		if len(hs) == 0 {
+		if len(count) == 0 {
+			delete(bySize, grain)
+		}
+		if len(bySize) == 0 {
 			delete(holds.m, s.f)
-		} else {
-			holds.m[s.f] = hs
 		}
 	}
 	var firstErr error
@@ -131,12 +149,12 @@ func releaseSpans(done, free []span, drop bool) error {
 		}
 	}
 	for _, s := range free {
-		hs := holds.m[s.f]
+		held := heldIn(s)
 		size := s.f.Len()
-		if s.f.Mode() == mmapfile.ModeWindowed && !containsAny(s, hs) && s.start < size {
+		if s.f.Mode() == mmapfile.ModeWindowed && len(held) == 0 && s.start < size {
 			keep(s.f.Evict(s.start, min(s.end, size)-s.start))
 		}
-		for _, r := range uncovered(s, hs) {
+		for _, r := range uncovered(s, held) {
 			if end := min(r.end, size); end > r.start {
 				keep(s.f.Release(r.start, end-r.start, drop))
 			}
@@ -145,12 +163,16 @@ func releaseSpans(done, free []span, drop bool) error {
 	return firstErr
 }
 
-// containsAny reports whether some span of hs lies wholly inside s.
-func containsAny(s span, hs []span) bool {
-	for _, h := range hs {
-		if h.f == s.f && s.start <= h.start && h.end <= s.end {
-			return true
+// heldIn returns the grains within or overlapping s that some stream holds.
+// It is called with holds locked.
+func heldIn(s span) []span {
+	var held []span
+	for grain, count := range holds.m[s.f] {
+		for g := s.start / grain; g*grain < s.end; g++ {
+			if count[g] > 0 {
+				held = append(held, span{f: s.f, start: g * grain, end: (g + 1) * grain})
+			}
 		}
 	}
-	return false
+	return held
 }

@@ -149,7 +149,7 @@ type Stream struct {
 	ready    int                // items [0, ready) are read and mapped
 	cur      int                // the item the caller holds, -1 before the first
 	freed    int                // items [0, freed) are released
-	finished int64              // bytes of the grains of items [lo, cur)
+	finished int64              // bytes of items [lo, cur)
 	closed   bool               // the background goroutine must stop
 	released bool               // everything held was released
 	relErr   error              // the first error of a release
@@ -220,7 +220,7 @@ const raWindows = 2
 
 // plan lists the items of m in the configured order.
 func plan(m *loader.Model, c *config) ([]Item, error) {
-	var items []Item
+	items := make([]Item, 0, m.NumTensors())
 	addTensors := func(idx []int) error {
 		n := m.NumTensors()
 		for _, i := range idx {
@@ -284,7 +284,7 @@ func plan(m *loader.Model, c *config) ([]Item, error) {
 // at most half the limit, their ends on grain boundaries, and computes the
 // grains of every item.
 func split(items []Item, limit, grain int64) []work {
-	var out []work
+	out := make([]work, 0, len(items))
 	w := max(grain, limit/2/grain*grain)
 	for _, it := range items {
 		f := it.Data.File()
@@ -335,12 +335,18 @@ func (s *Stream) admit() {
 		if s.hi > s.lo && s.stats.Resident+n > s.limit {
 			return
 		}
+		var fresh []int64
 		for at := sp.start; at < sp.end; at += s.grain {
-			s.count[grainKey{sp.f, at / s.grain}]++
+			k := grainKey{sp.f, at / s.grain}
+			if s.count[k]++; s.count[k] == 1 {
+				fresh = append(fresh, at)
+			}
+		}
+		if len(fresh) > 0 {
+			holdGrains(sp.f, s.grain, fresh)
 		}
 		s.stats.Resident += n
 		s.stats.Peak = max(s.stats.Peak, s.stats.Resident)
-		holdSpan(sp)
 		s.hi++
 	}
 }
@@ -357,36 +363,34 @@ func (s *Stream) wantRelease() bool {
 		s.stats.Resident+s.need(s.items[s.hi].span) > s.limit
 }
 
-// unhold gives up items [s.lo, to): it returns their spans and the grains
-// no held item covers any more, which the caller releases (releaseSpans)
-// unless an item admitted meanwhile holds them again (unheld).
-func (s *Stream) unhold(to int, done, free []span) ([]span, []span) {
+// unhold gives up items [s.lo, to) and returns the grains no held item
+// covers any more.
+func (s *Stream) unhold(to int, gone []span) []span {
 	for ; s.lo < to; s.lo++ {
 		sp := s.items[s.lo].span
-		done = append(done, sp)
 		for at := sp.start; at < sp.end; at += s.grain {
 			k := grainKey{sp.f, at / s.grain}
 			if s.count[k]--; s.count[k] == 0 {
 				delete(s.count, k)
 				s.stats.Resident -= s.grainBytes(sp.f, at)
-				free = append(free, span{f: sp.f, start: at, end: at + s.grain})
+				gone = append(gone, span{f: sp.f, start: at, end: at + s.grain})
 			}
 		}
 	}
 	s.finished = 0
-	return done, free
+	return gone
 }
 
-// unheld returns the grains of free that no held item covers, joined into
-// spans.
-func (s *Stream) unheld(free []span) []span {
-	kept := free[:0]
-	for _, sp := range free {
+// unheld returns the grains of gone that no held item covers (an item
+// admitted since may hold some again), joined into spans.
+func (s *Stream) unheld(gone []span) []span {
+	var free []span
+	for _, sp := range gone {
 		if s.count[grainKey{sp.f, sp.start / s.grain}] == 0 {
-			kept = append(kept, sp)
+			free = append(free, sp)
 		}
 	}
-	return coalesce(kept)
+	return coalesce(free)
 }
 
 // run is the background goroutine. It releases what the caller has
@@ -398,8 +402,13 @@ func (s *Stream) run() {
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
 	user0, sys0, _ := platform.ThreadCPUTime()
-	var done, free []span
-	started := 0 // items [0, started) have their reads started
+	cpu := func() { // with s.mu held
+		user, sys, _ := platform.ThreadCPUTime()
+		s.stats.CPU, s.stats.SystemCPU = user-user0+sys-sys0, sys-sys0
+	}
+	var gone []span
+	started := 0  // items [0, started) have their reads started
+	var read span // the grains read last, forgotten at each release
 	for {
 		s.mu.Lock()
 		for !s.closed && s.ctx.Err() == nil && !s.wantRelease() && s.ready == s.hi {
@@ -410,24 +419,27 @@ func (s *Stream) run() {
 			s.cond.Wait()
 		}
 		if s.closed || s.ctx.Err() != nil {
+			cpu()
 			s.mu.Unlock()
 			return
 		}
 		if s.wantRelease() {
-			done, free = s.unhold(s.cur, done[:0], free[:0])
+			gone = s.unhold(s.cur, gone[:0])
 			// Admitting into the room first keeps the grains the next
 			// items share with the released ones, and the kernel's
 			// readahead in them.
 			s.admit()
-			free = s.unheld(free)
+			free := s.unheld(gone)
 			to := s.lo
 			s.mu.Unlock()
-			err := releaseSpans(done, free, s.drop)
+			err := releaseSpans(gone, free, s.grain, s.drop)
 			s.mu.Lock()
 			if s.relErr == nil {
 				s.relErr = err
 			}
 			s.freed = to
+			read = span{}
+			cpu()
 			s.cond.Broadcast()
 			s.mu.Unlock()
 			continue
@@ -438,7 +450,12 @@ func (s *Stream) run() {
 
 		if s.ra == 0 {
 			for ; started < to; started++ {
-				s.items[started].readahead(s.grain)
+				sp := s.items[started].span
+				if sp.f == read.f && sp.start < read.end && read.start <= sp.start {
+					sp.start = min(read.end, sp.end)
+				}
+				readahead(sp, s.grain)
+				read = s.items[started].span
 			}
 		}
 		w := &s.items[i]
@@ -448,45 +465,54 @@ func (s *Stream) run() {
 			// touch says whether that is truncation.
 			err = w.Data.Touch()
 		}
-		user, sys, _ := platform.ThreadCPUTime()
+		// The next admitted items in the grains just mapped are ready too.
+		j := i + 1
+		for err == nil && w.Data.File().Mode() == mmapfile.ModeWhole && j < to && s.items[j].span.within(w.span) {
+			j++
+		}
 		s.mu.Lock()
 		w.err = err
-		s.ready = i + 1
-		s.stats.CPU, s.stats.SystemCPU = user-user0+sys-sys0, sys-sys0
+		s.ready = j
+		cpu()
 		s.cond.Broadcast()
 		s.mu.Unlock()
 	}
 }
 
-// readahead starts reading w's grains into the page cache (fadvise
+// readahead starts reading the grains of sp into the page cache (fadvise
 // WILLNEED, which reads exactly the range, where a fault would read ahead
 // past it), a grain per call, as the kernel reads at most a readahead
 // window per call.
-func (w *work) readahead(grain int64) {
-	f := w.Data.File()
+func readahead(sp span, grain int64) {
+	f := sp.f
 	if f.Fd() == ^uintptr(0) {
 		return
 	}
-	end := min(w.span.end, f.Len())
-	for at := w.span.start; at < end; at += grain {
+	end := min(sp.end, f.Len())
+	for at := sp.start; at < end; at += grain {
 		platform.FadviseWillNeed(f, at, min(grain, end-at))
 	}
 }
 
-// populate maps w's pages into the process (madvise POPULATE_READ). When
-// the stream reads exactly, the range is advised random meanwhile, so that
-// a page the readahead has not brought in is read alone (a fault reads far
-// ahead and behind otherwise).
+// populate maps the pages of w's grains into the process (madvise
+// POPULATE_READ), or in windowed mode those of its bytes. When the stream
+// reads exactly, the range is advised random meanwhile, so that a page the
+// readahead has not brought in is read alone (a fault reads far ahead and
+// behind otherwise).
 func (w *work) populate(exact bool) error {
 	if _, err := w.Data.Bytes(); err != nil { // in windowed mode, map the window first
 		return err
 	}
-	if !exact {
-		return w.Data.Prefetch()
+	f, off, n := w.Data.File(), w.Data.Offset(), w.Data.Len()
+	if f.Mode() == mmapfile.ModeWhole {
+		off, n = w.span.start, max(0, min(w.span.end, f.Len())-w.span.start)
 	}
-	w.Data.Advise(mmapfile.AdviceRandom)
-	err := w.Data.Prefetch()
-	w.Data.Advise(mmapfile.AdviceNormal)
+	if !exact {
+		return f.Advise(off, n, mmapfile.AdvicePopulateRead)
+	}
+	f.Advise(off, n, mmapfile.AdviceRandom)
+	err := f.Advise(off, n, mmapfile.AdvicePopulateRead)
+	f.Advise(off, n, mmapfile.AdviceNormal)
 	return err
 }
 
@@ -529,7 +555,7 @@ func (s *Stream) Next() (Item, error) {
 	if s.cur >= 0 {
 		s.stats.Done++
 		s.stats.DoneBytes += s.items[s.cur].Data.Len()
-		s.finished += s.items[s.cur].span.bytes()
+		s.finished += s.items[s.cur].Data.Len()
 		notify = s.progress != nil
 	}
 	st := s.stats
@@ -575,12 +601,11 @@ func (s *Stream) shutdown() error {
 	s.mu.Unlock()
 	<-s.done
 	s.mu.Lock()
-	done, free := s.unhold(s.hi, nil, nil)
-	free = s.unheld(free)
+	gone := s.unhold(s.hi, nil)
 	s.released = true
 	s.cancel()
 	s.stopWake()
-	err := releaseSpans(done, free, s.drop)
+	err := releaseSpans(gone, s.unheld(gone), s.grain, s.drop)
 	s.freed = s.hi
 	return err
 }

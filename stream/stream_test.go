@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/edgeload/edgeload/internal/testkit/cgroup"
 	"github.com/edgeload/edgeload/internal/testkit/writer"
@@ -561,4 +562,37 @@ func TestNothingToStream(t *testing.T) {
 	if st := s.Stats(); st.Items != 0 || st.Budget < 2 {
 		t.Fatalf("stats %+v", st)
 	}
+}
+
+// BenchmarkSmallTensors streams a model of 20,000 tensors of about 1 KiB,
+// page cache hot: the cost per item of the stream's bookkeeping.
+func BenchmarkSmallTensors(b *testing.B) {
+	sp := spec{sizes: make([]int64, 20000)}
+	for i := range sp.sizes {
+		sp.sizes[i] = 1000 + int64(i%48)
+	}
+	path := writeModel(b, b.TempDir(), sp)
+	m, err := loader.Open(path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer m.Close()
+	var cpu time.Duration
+	for b.Loop() {
+		s, err := New(context.Background(), m, WithBudget(8<<20))
+		if err != nil {
+			b.Fatal(err)
+		}
+		for {
+			if _, err := s.Next(); err == io.EOF {
+				break
+			} else if err != nil {
+				b.Fatal(err)
+			}
+		}
+		cpu += s.Stats().CPU
+		s.Close()
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(len(sp.sizes)), "ns/item")
+	b.ReportMetric(100*cpu.Seconds()/b.Elapsed().Seconds(), "stream-cpu-%")
 }

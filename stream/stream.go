@@ -395,7 +395,7 @@ func (s *Stream) unheld(gone []span) []span {
 
 // run is the background goroutine. It releases what the caller has
 // finished with, admits items while the budget has room, starts reading
-// them, and maps them one by one in order. Its thread is its own, so that
+// them, and maps their grains in order. Its thread is its own, so that
 // Stats.CPU can tell its CPU time.
 func (s *Stream) run() {
 	defer close(s.done)
@@ -458,17 +458,20 @@ func (s *Stream) run() {
 				read = s.items[started].span
 			}
 		}
+		// Item i and the next admitted items in its grains are mapped at
+		// once (in windowed mode item i alone).
 		w := &s.items[i]
-		err := w.populate(s.ra == 0)
+		f, lo, hi := w.Data.File(), w.Data.Offset(), w.Data.Offset()+w.Data.Len()
+		j := i + 1
+		for ; f.Mode() == mmapfile.ModeWhole && j < to && s.items[j].span.within(w.span); j++ {
+			d := s.items[j].Data
+			lo, hi = min(lo, d.Offset()), max(hi, d.Offset()+d.Len())
+		}
+		err := populate(w.Data, lo, hi-lo, s.ra == 0)
 		if err != nil {
 			// A page past the end of the file fails the read; a guarded
 			// touch says whether that is truncation.
-			err = w.Data.Touch()
-		}
-		// The next admitted items in the grains just mapped are ready too.
-		j := i + 1
-		for err == nil && w.Data.File().Mode() == mmapfile.ModeWhole && j < to && s.items[j].span.within(w.span) {
-			j++
+			err, j = w.Data.Touch(), i+1
 		}
 		s.mu.Lock()
 		w.err = err
@@ -494,19 +497,16 @@ func readahead(sp span, grain int64) {
 	}
 }
 
-// populate maps the pages of w's grains into the process (madvise
-// POPULATE_READ), or in windowed mode those of its bytes. When the stream
-// reads exactly, the range is advised random meanwhile, so that a page the
-// readahead has not brought in is read alone (a fault reads far ahead and
-// behind otherwise).
-func (w *work) populate(exact bool) error {
-	if _, err := w.Data.Bytes(); err != nil { // in windowed mode, map the window first
+// populate maps the pages of d's file covering [off, off+n) into the
+// process (madvise POPULATE_READ), in windowed mode after mapping d's
+// window. When the stream reads exactly, the range is advised random
+// meanwhile, so that a page the readahead has not brought in is read alone
+// (a fault reads far ahead and behind otherwise).
+func populate(d segment.Segment, off, n int64, exact bool) error {
+	if _, err := d.Bytes(); err != nil {
 		return err
 	}
-	f, off, n := w.Data.File(), w.Data.Offset(), w.Data.Len()
-	if f.Mode() == mmapfile.ModeWhole {
-		off, n = w.span.start, max(0, min(w.span.end, f.Len())-w.span.start)
-	}
+	f := d.File()
 	if !exact {
 		return f.Advise(off, n, mmapfile.AdvicePopulateRead)
 	}

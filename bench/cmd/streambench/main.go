@@ -11,7 +11,7 @@
 // Usage:
 //
 //	streambench [-budgets 32MiB,64MiB,128MiB] [-limit 256MiB] [-consumer crc|touch|both]
-//	            [-rounds 3] [-svg FILE.svg] [-svg-budget 64MiB] [-sample 10ms] [-md FILE] FILE
+//	            [-rounds 3] [-read-bps SIZE] [-svg FILE.svg] [-svg-budget 64MiB] [-sample 10ms] [-md FILE] FILE
 //
 // Each run is a child process (this binary with -child) moved into a fresh
 // memory cgroup with a hard limit before it starts reading. The consumer
@@ -28,4 +28,8 @@
 // goes to stdout (and -md); -svg draws resident bytes against time for the
 // fault loop and the stream at -svg-budget (their median rounds), with the
 // budget as a line.
+//
+// -read-bps throttles each child's reads from the file's disk to SIZE a
+// second (a v1 blkio group, or io.max on cgroup v2), as a device's slower
+// flash would.
 package main

@@ -191,52 +191,30 @@ func typedView(t *format.Tensor) (int64, error) {
 	var err error
 	switch t.DType {
 	case format.Float32:
-		var v []float32
-		v, _, err = s.Float32()
-		n = len(v)
+		n, err = viewLen(s.Float32)
 	case format.Float64:
-		var v []float64
-		v, _, err = s.Float64()
-		n = len(v)
+		n, err = viewLen(s.Float64)
 	case format.Float16, format.BFloat16, format.Uint16, format.Bits16:
-		var v []uint16
-		v, _, err = s.Uint16()
-		n = len(v)
+		n, err = viewLen(s.Uint16)
 	case format.Int8, format.QInt8:
-		var v []int8
-		v, _, err = s.Int8()
-		n = len(v)
+		n, err = viewLen(s.Int8)
 	case format.Int16:
-		var v []int16
-		v, _, err = s.Int16()
-		n = len(v)
+		n, err = viewLen(s.Int16)
 	case format.Int32, format.QInt32:
-		var v []int32
-		v, _, err = s.Int32()
-		n = len(v)
+		n, err = viewLen(s.Int32)
 	case format.Int64:
-		var v []int64
-		v, _, err = s.Int64()
-		n = len(v)
+		n, err = viewLen(s.Int64)
 	case format.Uint32:
-		var v []uint32
-		v, _, err = s.Uint32()
-		n = len(v)
+		n, err = viewLen(s.Uint32)
 	case format.Uint64:
-		var v []uint64
-		v, _, err = s.Uint64()
-		n = len(v)
+		n, err = viewLen(s.Uint64)
 	case format.Bool:
-		var v []bool
-		v, _, err = s.Bool()
-		n = len(v)
+		n, err = viewLen(s.Bool)
 		if err != nil && !errors.Is(err, format.ErrTruncated) {
 			return t.NBytes, nil // not a fault: the bytes are not 0/1
 		}
 	default: // uint8, quint8, quint4x2, quint2x4, float8 variants
-		var v []uint8
-		v, _, err = s.Uint8()
-		n = len(v)
+		n, err = viewLen(s.Uint8)
 	}
 	if err != nil {
 		return 0, err
@@ -246,6 +224,12 @@ func typedView(t *format.Tensor) (int64, error) {
 		return 0, nil
 	}
 	return int64(n), nil
+}
+
+// viewLen returns the length of the typed view that view makes.
+func viewLen[T any](view func() ([]T, bool, error)) (int, error) {
+	v, _, err := view()
+	return len(v), err
 }
 
 // FileTensor is Tensor for the i-th tensor of a file: the first

@@ -15,8 +15,9 @@ import (
 
 // FuzzRepack repacks arbitrary bytes. Repack must never panic; when the
 // input opens and verifies, the output must open, verify and hold the same
-// tensors (names, dtypes, shapes, SHA-256), also with its constants moved
-// to a .ptd, and a failed repack leaves no file behind.
+// tensors (names, dtypes, shapes, SHA-256), delegate blobs, named data and
+// methods, also with its constants moved to a .ptd, and a failed repack
+// leaves no file behind.
 func FuzzRepack(f *testing.F) {
 	var seeds [][]byte
 	for _, sub := range []string{"pte", "ptd", "rten"} {
@@ -89,5 +90,6 @@ func FuzzRepack(f *testing.F) {
 		for _, d := range repack.Compare(want, got) {
 			t.Errorf("%s", d)
 		}
+		checkBlobs(t, in, out)
 	})
 }

@@ -35,7 +35,8 @@ type ptdOut struct {
 // with data_buffer_idx > 0 and no allocation_info (a constant in the
 // constant segment or the legacy constant_buffer) becomes EXTERNAL under
 // Name(method, value, fully_qualified_name), and each distinct buffer is
-// stored once, as one segment, with one named-data entry per name.
+// stored once, as one segment as long as the longest constant reading it,
+// with one named-data entry per name.
 func (r *run) externalize(p *pte.Program, prog *ptefb.ProgramT) (*ptdOut, error) {
 	type entry struct {
 		seg    int
@@ -79,12 +80,13 @@ func (r *run) externalize(p *pte.Program, prog *ptefb.ProgramT) (*ptdOut, error)
 			if !ok {
 				seg = len(out.plans)
 				bufSeg[t.DataBufferIdx] = seg
-				data, err := lt.Data.Sub(0, lt.NBytes)
-				if err != nil {
-					return nil, err
-				}
-				out.plans = append(out.plans, segPlan{pieces: []piece{{src: data}}, size: lt.NBytes})
+				out.plans = append(out.plans, segPlan{})
 				out.tensor++
+			}
+			// Constants sharing a buffer may read different lengths of it:
+			// the segment holds the longest.
+			if lt.NBytes > out.plans[seg].size {
+				out.plans[seg] = segPlan{pieces: []piece{{src: lt.Data}}, size: lt.NBytes}
 			}
 			if e, dup := entries[name]; dup {
 				if e.seg != seg || !sameLayout(e.layout, layout) {
@@ -179,7 +181,7 @@ func (r *run) writePTD(outs *outputs, path string, o *ptdOut) (int64, error) {
 
 // ptd rewrites a .ptd with its segments on r.align; with r.talign the
 // tensors of a legacy file (several to a segment) are placed on r.talign
-// inside their segments too.
+// inside their segments too, unless the segment is also named data.
 func (r *run) ptd(outs *outputs, out string, res *Result) error {
 	df := r.m.DataFile()
 	h := df.Header()
@@ -203,6 +205,14 @@ func (r *run) ptd(outs *outputs, out string, res *Result) error {
 		}
 		o.segs = ft.Segments
 		o.plans = make([]segPlan, len(segs))
+		spans := tensorSpans(r.m, df.MappedFile())
+		// A segment that is also named data is read whole: copied as it is.
+		blobs := make(map[int]bool)
+		for _, nd := range ft.NamedData {
+			if nd != nil {
+				blobs[int(nd.SegmentIndex)] = true
+			}
+		}
 		for i, s := range segs {
 			var ts []*ptdfb.LegacyTensorMetadataT
 			var offs []uint64
@@ -212,11 +222,11 @@ func (r *run) ptd(outs *outputs, out string, res *Result) error {
 					offs = append(offs, t.Offset)
 				}
 			}
-			if r.talign == 0 || len(ts) == 0 {
+			if r.talign == 0 || len(ts) == 0 || blobs[i] {
 				o.plans[i] = segPlan{pieces: []piece{{src: s}}, size: s.Len()}
 				continue
 			}
-			pieces, size, remap, err := relayout(s, offs, r.talign)
+			pieces, size, remap, err := relayout(s, offs, within(spans, s), r.talign)
 			if err != nil {
 				return err
 			}

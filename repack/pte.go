@@ -3,13 +3,11 @@ package repack
 import (
 	"encoding/binary"
 	"fmt"
-	"slices"
 
 	flatbuffers "github.com/google/flatbuffers/go"
 
 	"github.com/edgeload/edgeload/internal/schema/ptefb"
 	"github.com/edgeload/edgeload/loader/pte"
-	"github.com/edgeload/edgeload/segment"
 )
 
 // pteHeaderLen is the extended header written: the 32-byte "eh00" header
@@ -62,60 +60,6 @@ func unpackProgram(fb []byte) (*ptefb.ProgramT, error) {
 	return prog, err
 }
 
-// piece is a run of bytes copied from src to dst (relative to the start of
-// the output segment).
-type piece struct {
-	src segment.Segment
-	dst int64
-}
-
-// segPlan is an output segment: its pieces, its size and its offset relative
-// to the segment base.
-type segPlan struct {
-	pieces []piece
-	size   int64
-	off    int64
-}
-
-// relayout places the sub-buffers of seg that start at offs (each running to
-// the next start, the last to the end of seg) on talign boundaries, in
-// order. It returns the pieces, the new size and the new offset of every
-// start; a start at or past the end of seg maps to the new end.
-func relayout(seg segment.Segment, offs []uint64, talign int64) ([]piece, int64, map[uint64]uint64, error) {
-	size := uint64(seg.Len())
-	starts := []uint64{0}
-	for _, o := range offs {
-		if o < size {
-			starts = append(starts, o)
-		}
-	}
-	slices.Sort(starts)
-	starts = slices.Compact(starts)
-	remap := make(map[uint64]uint64, len(starts))
-	var pieces []piece
-	var cur int64
-	for k, s := range starts {
-		end := size
-		if k+1 < len(starts) {
-			end = starts[k+1]
-		}
-		dst := alignUp(cur, talign)
-		sub, err := seg.Sub(int64(s), int64(end-s))
-		if err != nil {
-			return nil, 0, nil, err
-		}
-		pieces = append(pieces, piece{src: sub, dst: dst})
-		remap[s] = uint64(dst)
-		cur = dst + int64(end-s)
-	}
-	for _, o := range offs {
-		if o >= size {
-			remap[o] = uint64(cur)
-		}
-	}
-	return pieces, cur, remap, nil
-}
-
 func (r *run) pte(outs *outputs, out string, res *Result) error {
 	p := r.m.Program()
 	region, err := p.ProgramData().Bytes()
@@ -145,6 +89,7 @@ func (r *run) pte(outs *outputs, out string, res *Result) error {
 		}
 	}
 
+	blobs := blobSegments(prog)
 	var ext *ptdOut
 	emptied := -1
 	if r.opts.Externalize != "" {
@@ -152,23 +97,27 @@ func (r *run) pte(outs *outputs, out string, res *Result) error {
 		if err != nil {
 			return err
 		}
-		if cs := prog.ConstantSegment; cs != nil && int(cs.SegmentIndex) < len(segs) && len(subs[int(cs.SegmentIndex)]) == 1 && !segReferenced(prog, int(cs.SegmentIndex)) {
+		if cs := prog.ConstantSegment; cs != nil && int(cs.SegmentIndex) < len(segs) && len(subs[int(cs.SegmentIndex)]) == 1 && !blobs[int(cs.SegmentIndex)] && !isMutable(prog, int(cs.SegmentIndex)) {
 			emptied = int(cs.SegmentIndex)
 		}
 	}
 
 	// Plan the segments: whole copies, or sub-buffers placed on talign.
+	var spans []span
+	if r.talign > 0 && len(segs) > 0 {
+		spans = tensorSpans(r.m, segs[0].File())
+	}
 	plans := make([]segPlan, len(segs))
 	for i, s := range segs {
 		switch {
 		case i == emptied:
 			// every constant moved to the .ptd
-		case r.talign > 0 && len(subs[i]) > 0:
+		case r.talign > 0 && len(subs[i]) > 0 && !blobs[i]:
 			var offs []uint64
 			for _, t := range subs[i] {
 				offs = append(offs, t.Offsets...)
 			}
-			pieces, size, remap, err := relayout(s, offs, r.talign)
+			pieces, size, remap, err := relayout(s, offs, within(spans, s), r.talign)
 			if err != nil {
 				return err
 			}
@@ -251,11 +200,13 @@ func (r *run) pte(outs *outputs, out string, res *Result) error {
 	return nil
 }
 
-// segReferenced reports whether segment i is a delegate's blob or named data.
-func segReferenced(prog *ptefb.ProgramT, i int) bool {
+// blobSegments returns the segments that are a delegate's blob or named
+// data: their bytes are read whole, so they are copied as they are.
+func blobSegments(prog *ptefb.ProgramT) map[int]bool {
+	blobs := make(map[int]bool)
 	for _, nd := range prog.NamedData {
-		if nd != nil && int(nd.SegmentIndex) == i {
-			return true
+		if nd != nil {
+			blobs[int(nd.SegmentIndex)] = true
 		}
 	}
 	for _, pl := range prog.ExecutionPlan {
@@ -263,11 +214,16 @@ func segReferenced(prog *ptefb.ProgramT, i int) bool {
 			continue
 		}
 		for _, d := range pl.Delegates {
-			if d != nil && d.Processed != nil && d.Processed.Location == 1 && int(d.Processed.Index) == i {
-				return true
+			if d != nil && d.Processed != nil && d.Processed.Location == 1 {
+				blobs[int(d.Processed.Index)] = true
 			}
 		}
 	}
+	return blobs
+}
+
+// isMutable reports whether segment i is a mutable data segment.
+func isMutable(prog *ptefb.ProgramT, i int) bool {
 	for _, t := range prog.MutableDataSegments {
 		if t != nil && int(t.SegmentIndex) == i {
 			return true

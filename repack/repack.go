@@ -31,7 +31,9 @@ type Options struct {
 	// tensor's initial data) on a boundary of that many bytes inside its
 	// segment, and every tensor of an RTen V2 data section. Segments then
 	// start on max(Align, TensorAlign), so the tensors' absolute offsets are
-	// aligned too.
+	// aligned too. Tensors whose bytes overlap stay together, and a
+	// segment that is also a delegate's blob or named data is copied as it
+	// is.
 	TensorAlign int64
 	// Externalize, for a .pte, names a .ptd file to create: every constant
 	// of the program moves there under the name Name gives it, each buffer

@@ -68,7 +68,7 @@ func (r *run) rten(outs *outputs, out string, res *Result) error {
 			}
 		}
 		var remap map[uint64]uint64
-		pieces, size, remap, err = relayout(section, offs, r.talign)
+		pieces, size, remap, err = relayout(section, offs, within(tensorSpans(r.m, mf), section), r.talign)
 		if err != nil {
 			return err
 		}

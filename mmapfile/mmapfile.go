@@ -894,6 +894,20 @@ func (f *File) Release(off, n int64, dropCache bool) error {
 	return platform.FadviseDontNeed(f.fd, start, end-start)
 }
 
+// WillNeed asks the kernel to start reading the pages covering [off, off+n)
+// into the page cache (fadvise WILLNEED), and nothing past them. It does
+// nothing for a File with no file behind it (NewBytes, NewReaderAt).
+func (f *File) WillNeed(off, n int64) error {
+	if err := f.check("willneed", off, n); err != nil {
+		return err
+	}
+	if f.fd == nil || n == 0 {
+		return nil
+	}
+	start, end := coverPages(f.base+off, n, f.ps)
+	return platform.FadviseWillNeed(f.fd, start, end-start)
+}
+
 // innerPages returns the file span of the pages wholly inside the File's
 // range [off, off+n), which a release may drop. A range that ends at the
 // end of the file owns the file's last page; a section that ends before

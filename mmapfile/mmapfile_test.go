@@ -610,6 +610,50 @@ func TestReleaseDropsCache(t *testing.T) {
 	}
 }
 
+// WillNeed reads a section's own pages, not those at the same offsets from
+// the start of its file, and refuses a range outside the section.
+func TestWillNeedSection(t *testing.T) {
+	if !platform.ZeroCopy {
+		t.Skip("no mappings on this platform")
+	}
+	const pad, size = 1<<20 + 100, 1 << 20
+	path, _ := writeFile(t, pattern(pad+size))
+	syncFile(t, path)
+	w, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	if err := platform.FadviseDontNeed(w, 0, 0); err != nil {
+		t.Fatal(err)
+	}
+	f, err := OpenSection(path, pad, size)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if r, _, err := f.Resident(0, size); err != nil || r != 0 {
+		t.Skipf("the page cache keeps %d pages after fadvise DONTNEED (%v)", r, err)
+	}
+	if err := f.WillNeed(0, size); err != nil {
+		t.Fatal(err)
+	}
+	// The reads complete in the background; mincore counts a page once
+	// its read has.
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(time.Millisecond) {
+		r, tot, err := f.Resident(0, size)
+		if err == nil && r == tot {
+			break
+		}
+		if err != nil || time.Now().After(deadline) {
+			t.Fatalf("after WillNeed: %d/%d pages of the section resident (%v)", r, tot, err)
+		}
+	}
+	if err := f.WillNeed(size-10, 20); !errors.Is(err, ErrRange) {
+		t.Errorf("WillNeed past the section's end: %v, want ErrRange", err)
+	}
+}
+
 // A 4 GiB sparse file opens in O(1) and its last page reads back, in whole
 // and windowed mode. On 32-bit systems whole mode must refuse, not wrap.
 func TestSparse4GiB(t *testing.T) {

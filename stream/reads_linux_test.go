@@ -5,10 +5,13 @@ import (
 	"context"
 	"io"
 	"os"
+	"path/filepath"
 	"strconv"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/edgeload/edgeload/loader"
 )
 
 // readBytes returns the bytes this process has caused to be read from
@@ -33,15 +36,45 @@ func readBytes(t *testing.T) int64 {
 }
 
 // A grain the next item shares with a released one is kept, not dropped
-// and read again: the stream reads the file from storage once.
+// and read again: the stream reads the file from storage once, also when
+// the model is a section of a larger file.
 func TestReadsOnce(t *testing.T) {
 	sp := spec{sizes: sizes(400, 20000)}
-	path := writeModel(t, t.TempDir(), sp)
-	for _, budget := range []int64{64 << 10, 256 << 10} {
-		m, check := open(t, path)
+	dir := t.TempDir()
+	path := writeModel(t, dir, sp)
+	model, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The same model after 12 MiB and 100 bytes of something else.
+	const pad = 12<<20 + 100
+	outer := filepath.Join(dir, "outer")
+	if err := os.WriteFile(outer, append(make([]byte, pad), model...), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := syncFile(outer); err != nil {
+		t.Fatal(err)
+	}
+
+	opens := map[string]func() (*loader.Model, bool){
+		"file": func() (*loader.Model, bool) { return open(t, path) },
+		"section": func() (*loader.Model, bool) {
+			m, err := loader.OpenSection(outer, pad, int64(len(model)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			return prepare(t, m, outer)
+		},
+	}
+	for _, c := range []struct {
+		open   string
+		budget int64
+	}{{"file", 64 << 10}, {"file", 256 << 10}, {"section", 64 << 10}} {
+		m, check := opens[c.open]()
 		if !check {
 			t.Skip("the page cache cannot be emptied here")
 		}
+		budget := c.budget
 		size := m.File().Len()
 		before := readBytes(t)
 		s, err := New(context.Background(), m, WithBudget(budget), WithDropCache())
@@ -61,9 +94,9 @@ func TestReadsOnce(t *testing.T) {
 			t.Skip("this file system's reads are not counted")
 		}
 		if read > size+s.grain {
-			t.Errorf("budget %d: read %d bytes from storage for a file of %d", budget, read, size)
+			t.Errorf("%s, budget %d: read %d bytes from storage for a model of %d", c.open, budget, read, size)
 		}
-		t.Logf("budget %d: read %d bytes from storage for a file of %d", budget, read, size)
+		t.Logf("%s, budget %d: read %d bytes from storage for a model of %d", c.open, budget, read, size)
 	}
 }
 

@@ -43,12 +43,6 @@ func uncovered(x span, others []span) []span {
 			in = append(in, o)
 		}
 	}
-	if len(in) == 0 {
-		if x.start == x.end {
-			return nil
-		}
-		return []span{x}
-	}
 	slices.SortFunc(in, func(a, b span) int { return cmp.Compare(a.start, b.start) })
 	var out []span
 	at := x.start

@@ -7,8 +7,10 @@
 // use), counted in grains: aligned blocks of up to 2 MiB, at most an eighth
 // of the budget. A grain that several items cover (tensors that share bytes
 // or a page) counts once, and is released only when no item of any stream
-// in the process still holds it. Releasing whole grains drops whole page
-// cache folios and whole huge mappings, which the kernel does cheaply.
+// in the process still holds it. Grains are aligned in the model's file
+// (a section's offsets count from the section's start): in a whole file,
+// releasing whole grains drops whole page cache folios and whole huge
+// mappings, which the kernel does cheaply.
 //
 // Where the kernel's readahead window is known (Linux) and two windows fit
 // in half the budget, the stream lets the kernel read ahead and keeps those
@@ -130,7 +132,6 @@ type work struct {
 // run over one Model at the same time.
 type Stream struct {
 	items    []work
-	budget   int64
 	limit    int64 // the most the held grains may take: the budget less the room kept for the kernel's readahead
 	grain    int64
 	ra       int64 // the kernel's readahead window; 0 when the stream reads exactly the grains it holds
@@ -150,8 +151,7 @@ type Stream struct {
 	cur      int                // the item the caller holds, -1 before the first
 	freed    int                // items [0, freed) are released
 	finished int64              // bytes of items [lo, cur)
-	closed   bool               // the background goroutine must stop
-	released bool               // everything held was released
+	closed   bool               // shutdown has run: the background goroutine stops, everything held is released
 	relErr   error              // the first error of a release
 	err      error              // what Next returns from now on
 	stats    Stats
@@ -181,7 +181,7 @@ func New(ctx context.Context, m *loader.Model, opts ...Option) (*Stream, error) 
 		}
 	}
 	budget := max(c.budget, 2*ps)
-	s := &Stream{budget: budget, drop: c.drop, progress: c.progress, done: make(chan struct{}), cur: -1, grain: ps}
+	s := &Stream{drop: c.drop, progress: c.progress, done: make(chan struct{}), cur: -1, grain: ps}
 	for s.grain*2 <= min(maxGrain, budget/8) {
 		s.grain *= 2
 	}
@@ -487,13 +487,9 @@ func (s *Stream) run() {
 // past it), a grain per call, as the kernel reads at most a readahead
 // window per call.
 func readahead(sp span, grain int64) {
-	f := sp.f
-	if f.Fd() == ^uintptr(0) {
-		return
-	}
-	end := min(sp.end, f.Len())
+	end := min(sp.end, sp.f.Len())
 	for at := sp.start; at < end; at += grain {
-		platform.FadviseWillNeed(f, at, min(grain, end-at))
+		sp.f.WillNeed(at, min(grain, end-at))
 	}
 }
 
@@ -590,11 +586,11 @@ func (s *Stream) Next() (Item, error) {
 	return it, err
 }
 
-// shutdown stops the background goroutine and releases every held item. It
-// is called with s.mu held and returns with it held.
-func (s *Stream) shutdown() error {
-	if s.released {
-		return nil
+// shutdown stops the background goroutine and releases every held item,
+// once. It is called with s.mu held and returns with it held.
+func (s *Stream) shutdown() {
+	if s.closed {
+		return
 	}
 	s.closed = true
 	s.cond.Broadcast()
@@ -602,23 +598,25 @@ func (s *Stream) shutdown() error {
 	<-s.done
 	s.mu.Lock()
 	gone := s.unhold(s.hi, nil)
-	s.released = true
-	s.cancel()
 	s.stopWake()
+	s.cancel()
 	err := releaseSpans(gone, s.unheld(gone), s.grain, s.drop)
+	if s.relErr == nil {
+		s.relErr = err
+	}
 	s.freed = s.hi
-	return err
 }
 
 // Close stops the stream and releases every page it holds. It returns the
-// first release error; a second Close returns nil.
+// first error met releasing pages, if any.
 func (s *Stream) Close() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.err == nil {
 		s.err = errClosed
 	}
-	return s.shutdown()
+	s.shutdown()
+	return s.relErr
 }
 
 var errClosed = errors.New("stream: closed")

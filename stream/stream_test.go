@@ -15,6 +15,7 @@ import (
 	"github.com/edgeload/edgeload/internal/testkit/writer"
 	"github.com/edgeload/edgeload/loader"
 	"github.com/edgeload/edgeload/mmapfile"
+	"github.com/edgeload/edgeload/platform"
 )
 
 // fill writes bytes [off, off+len(p)) of tensor i's pattern: a function of
@@ -67,17 +68,31 @@ func writeModel(t testing.TB, dir string, sp spec) string {
 	if _, err := w.WriteFile(path); err != nil {
 		t.Fatal(err)
 	}
-	// Written pages are dirty until synced, and the page cache drops
-	// only clean ones.
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	if err := f.Sync(); err != nil {
+	if err := syncFile(path); err != nil {
 		t.Fatal(err)
 	}
 	return path
+}
+
+// evict drops the clean pages of the file at path from the page cache.
+func evict(path string) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	return platform.FadviseDontNeed(f, 0, 0)
+}
+
+// syncFile syncs the file at path: written pages are dirty until synced,
+// and the page cache drops only clean ones.
+func syncFile(path string) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	return f.Sync()
 }
 
 // sizes returns n tensor sizes between lo and lo+span, none a page multiple.
@@ -98,6 +113,12 @@ func open(t testing.TB, path string, opts ...loader.Option) (*loader.Model, bool
 	if err != nil {
 		t.Fatal(err)
 	}
+	return prepare(t, m, path)
+}
+
+// prepare readies an opened model for a stream as open does.
+func prepare(t testing.TB, m *loader.Model, path string) (*loader.Model, bool) {
+	t.Helper()
 	t.Cleanup(func() { m.Close() })
 	// Read the metadata the stream needs before dropping the file: a
 	// fault in it would read the weights around it ahead.
@@ -107,6 +128,10 @@ func open(t testing.TB, path string, opts ...loader.Option) (*loader.Model, bool
 	}
 	f := m.File()
 	if err := f.Release(0, f.Len(), true); err != nil {
+		t.Fatal(err)
+	}
+	// The pages a section shares with the rest of its file too.
+	if err := evict(path); err != nil {
 		t.Fatal(err)
 	}
 	if emu, ok := cgroup.Emulated(); ok {
@@ -296,7 +321,7 @@ func waitFreed(s *Stream, n int) {
 	s.mu.Unlock()
 }
 
-// waitReady waits until the stream's prefetcher has prefetched n items.
+// waitReady waits until the stream has read and mapped n items.
 func waitReady(s *Stream, n int) {
 	s.mu.Lock()
 	for s.ready < n && !s.closed {
@@ -394,6 +419,44 @@ func TestTwoStreams(t *testing.T) {
 	}
 }
 
+// A stream releases no grain that another stream still holds: a second
+// stream over the same tensor, dropping what it releases, leaves the first
+// one's tensor resident.
+func TestHeldByAnother(t *testing.T) {
+	sp := spec{sizes: []int64{100000, 100000}}
+	path := writeModel(t, t.TempDir(), sp)
+	m, check := open(t, path)
+	if !check {
+		t.Skip("the page cache cannot be emptied here: nothing to observe")
+	}
+	a, err := New(context.Background(), m, WithOrder([]int{0}), WithBudget(1<<20))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	if _, err := a.Next(); err != nil {
+		t.Fatal(err)
+	}
+	b, err := New(context.Background(), m, WithOrder([]int{0, 1}), WithBudget(64<<10), WithDropCache())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for {
+		if _, err := b.Next(); err == io.EOF {
+			break
+		} else if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := b.Close(); err != nil {
+		t.Fatal(err)
+	}
+	d := m.TensorData(0)
+	if r, tot, err := m.File().Resident(d.Offset(), d.Len()); err != nil || r != tot {
+		t.Fatalf("the first stream's tensor: %d/%d pages resident after the second stream (%v)", r, tot, err)
+	}
+}
+
 // A file truncated under the stream gives ErrTruncated, not a crash.
 func TestTruncated(t *testing.T) {
 	for _, mode := range []mmapfile.Mode{mmapfile.ModeWhole, mmapfile.ModeWindowed} {
@@ -472,7 +535,7 @@ func TestProgress(t *testing.T) {
 		t.Fatalf("%d progress calls, last %+v", len(got), got[len(got)-1])
 	}
 	for i, st := range got {
-		if st.Done != i+1 || st.DoneBytes != total-sumFrom(sp.sizes, m, s, i+1) {
+		if st.Done != i+1 || st.DoneBytes != total-sumFrom(s, i+1) {
 			t.Fatalf("call %d: %+v", i, st)
 		}
 	}
@@ -480,7 +543,7 @@ func TestProgress(t *testing.T) {
 }
 
 // sumFrom returns the bytes of the stream's items from k on.
-func sumFrom(_ []int64, _ *loader.Model, s *Stream, k int) int64 {
+func sumFrom(s *Stream, k int) int64 {
 	var n int64
 	for _, it := range s.items[k:] {
 		n += it.Data.Len()
@@ -559,7 +622,7 @@ func TestNothingToStream(t *testing.T) {
 	if it, err := s.Next(); err != io.EOF {
 		t.Fatalf("Next = %+v, %v; want io.EOF", it, err)
 	}
-	if st := s.Stats(); st.Items != 0 || st.Budget < 2 {
+	if st := s.Stats(); st.Items != 0 || st.Budget < 2*int64(os.Getpagesize()) {
 		t.Fatalf("stats %+v", st)
 	}
 }

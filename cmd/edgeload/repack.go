@@ -1,10 +1,11 @@
 package main
 
 import (
+	"flag"
 	"fmt"
 	"io"
-	"os"
 
+	"github.com/edgeload/edgeload/internal/sizeflag"
 	"github.com/edgeload/edgeload/repack"
 )
 
@@ -29,15 +30,8 @@ func runRepack(c *cli, args []string) int {
 	var data stringList
 	var opts repack.Options
 	var check bool
-	sizeFlag := func(dst *int64) func(string) error {
-		return func(s string) error {
-			v, err := parseSize(s)
-			*dst = v
-			return err
-		}
-	}
-	fs.Func("align", fmt.Sprintf("segment `N`: a power of two, 16 to 64K (default %d)", repack.DefaultAlign()), sizeFlag(&opts.Align))
-	fs.Func("tensor-align", "also align every constant inside its segment to `N`", sizeFlag(&opts.TensorAlign))
+	fs.Var((*sizeflag.Value)(&opts.Align), "align", fmt.Sprintf("segment `N`: a power of two, 16 to 64K (default %d)", repack.DefaultAlign()))
+	fs.Var((*sizeflag.Value)(&opts.TensorAlign), "tensor-align", "also align every constant inside its segment to `N`")
 	fs.StringVar(&opts.Externalize, "externalize", "", "move a .pte's constants to the new `F.ptd`")
 	fs.BoolVar(&opts.RTenV2, "rten-v2", false, "write an RTen V1 model as V2 (inline constants move to the tensor data section)")
 	fs.BoolVar(&opts.VerifyBytes, "verify-bytes", false, "also read every byte of IN to verify it (beside the copy)")
@@ -50,6 +44,15 @@ func runRepack(c *cli, args []string) int {
 	}
 	if len(pos) != 2 {
 		return usageError(c, fs, "want IN and OUT")
+	}
+	var zero string
+	fs.Visit(func(f *flag.Flag) {
+		if (f.Name == "align" || f.Name == "tensor-align") && f.Value.String() == "0" {
+			zero = f.Name
+		}
+	})
+	if zero != "" {
+		return usageError(c, fs, "--"+zero+" must be more than 0")
 	}
 	in, out := pos[0], pos[1]
 	if check {
@@ -69,7 +72,7 @@ func runRepack(c *cli, args []string) int {
 		return exitOK
 	}
 	opts.Data = data
-	if f, ok := c.stderr.(*os.File); ok && isTerminal(f) {
+	if isTerminal(c.stderr) {
 		opts.Progress = progressLine(c.stderr)
 	}
 	res, err := repack.Repack(in, out, opts)

@@ -96,6 +96,8 @@ func TestRepackCommandErrors(t *testing.T) {
 		{in},
 		{"--align", "1000", in, filepath.Join(dir, "o.pte")},
 		{"--align", "x", in, filepath.Join(dir, "o.pte")},
+		{"--align", "0", in, filepath.Join(dir, "o.pte")},
+		{"--tensor-align", "0", in, filepath.Join(dir, "o.pte")},
 		{"--quick", in, filepath.Join(dir, "o.pte")},
 	} {
 		code, _, _ := runCmd(append([]string{"repack"}, args...)...)

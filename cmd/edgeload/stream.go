@@ -6,10 +6,10 @@ import (
 	"fmt"
 	"hash/crc32"
 	"io"
-	"os"
 	"strings"
 	"time"
 
+	"github.com/edgeload/edgeload/internal/sizeflag"
 	"github.com/edgeload/edgeload/loader"
 	"github.com/edgeload/edgeload/stream"
 )
@@ -41,7 +41,7 @@ type streamReport struct {
 
 func runStream(c *cli, args []string) int {
 	fs := newFlags(lookup("stream"), streamAbout)
-	budget := sizeFlag(stream.DefaultBudget)
+	budget := sizeflag.Value(stream.DefaultBudget)
 	fs.Var(&budget, "budget", "the most weight bytes to hold resident (`SIZE`, e.g. 64MiB)")
 	method := fs.String("method", "", "stream one `NAME`d method of a .pte (default: every method in turn)")
 	var data stringList
@@ -55,13 +55,12 @@ func runStream(c *cli, args []string) int {
 	if len(pos) != 1 {
 		return usageError(c, fs, "want exactly one FILE")
 	}
-	var opts []loader.Option
-	if len(data) > 0 {
-		opts = append(opts, loader.WithData(data...))
+	if budget <= 0 {
+		return usageError(c, fs, "--budget must be more than 0")
 	}
-	m, err := loader.Open(pos[0], opts...)
+	m, err := openModel(pos[0], data)
 	if err != nil {
-		c.errorf("%v", err)
+		c.fileError(pos[0], err)
 		return exitInvalid
 	}
 	defer m.Close()
@@ -138,8 +137,7 @@ func streamModel(m *loader.Model, budget int64, method string, drop bool, progre
 // progressBar returns a progress callback drawing a bar on w, or nil when w
 // is not a terminal. A zero Stats clears the bar.
 func progressBar(w io.Writer) func(stream.Stats) {
-	f, ok := w.(*os.File)
-	if !ok || !isTerminal(f) {
+	if !isTerminal(w) {
 		return nil
 	}
 	var last time.Time

@@ -3,12 +3,14 @@ package main
 import (
 	"encoding/json"
 	"hash/crc32"
+	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/edgeload/edgeload/internal/testkit/writer"
+	"github.com/edgeload/edgeload/internal/testkit/ziptest"
 )
 
 // streamFill is the pattern of tensor i's bytes in the stream test model.
@@ -62,43 +64,30 @@ func TestStream(t *testing.T) {
 	} else {
 		checkFailLine(t, errOut)
 	}
-	for _, args := range [][]string{{"stream"}, {"stream", "--budget", "12QiB", path}, {"stream", path, path}} {
+	// The same model as an entry of a zip archive.
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	archive, _, err := ziptest.Model(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	zp := writeTemp(t, t.TempDir(), "app.apk", archive)
+	code, out, errOut = runCmd("stream", "--json", "--budget", "64KiB", zp+"!/"+ziptest.Stored)
+	if code != 0 || errOut != "" {
+		t.Fatalf("the zip entry: exit %d: %s", code, errOut)
+	}
+	var rz streamReport
+	if err := json.Unmarshal([]byte(out), &rz); err != nil {
+		t.Fatal(err)
+	}
+	if rz.Tensors != r.Tensors || rz.Bytes != r.Bytes || rz.Checksum != r.Checksum {
+		t.Fatalf("the zip entry: report %+v, the file's %+v", rz, r)
+	}
+	for _, args := range [][]string{{"stream"}, {"stream", "--budget", "12QiB", path}, {"stream", "--budget", "0", path}, {"stream", path, path}} {
 		if code, _, _ := runCmd(args...); code != exitUsage {
 			t.Errorf("%q: exit %d, want %d", args, code, exitUsage)
 		}
 	}
-}
-
-func TestParseSize(t *testing.T) {
-	for in, want := range map[string]int64{
-		"0": 0, "4096": 4096, "64MiB": 64 << 20, "1GiB": 1 << 30, "512KiB": 512 << 10, "512kib": 512 << 10,
-		"2G": 2 << 30, "3 MiB": 3 << 20, "7B": 7, "1TiB": 1 << 40, "8388607TiB": 8388607 << 40,
-	} {
-		if got, err := parseSize(in); err != nil || got != want {
-			t.Errorf("parseSize(%q) = %d, %v; want %d", in, got, err, want)
-		}
-	}
-	for _, in := range []string{"", "MiB", "-1", "1.5GiB", "1XiB", "8388608TiB", "99999999999999999999", " 1", "1MiBs"} {
-		if got, err := parseSize(in); err == nil {
-			t.Errorf("parseSize(%q) = %d, want an error", in, got)
-		}
-	}
-}
-
-func FuzzParseSize(f *testing.F) {
-	for _, s := range []string{"64MiB", "1GiB", "512KiB", "4096", "8388607TiB", "1.5G", ""} {
-		f.Add(s)
-	}
-	f.Fuzz(func(t *testing.T, s string) {
-		n, err := parseSize(s)
-		if err != nil {
-			return
-		}
-		if n < 0 {
-			t.Fatalf("parseSize(%q) = %d", s, n)
-		}
-		if m, err := parseSize(strconv.FormatInt(n, 10)); err != nil || m != n {
-			t.Fatalf("parseSize(%q) = %d, but %d reads back as %d, %v", s, n, n, m, err)
-		}
-	})
 }

@@ -2,11 +2,18 @@
 
 package main
 
-import "os"
+import (
+	"io"
+	"os"
+)
 
-// isTerminal reports whether f is a character device, the nearest this
+// isTerminal reports whether w is a character device, the nearest this
 // system offers without a terminal ioctl.
-func isTerminal(f *os.File) bool {
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
 	fi, err := f.Stat()
 	return err == nil && fi.Mode()&os.ModeCharDevice != 0
 }

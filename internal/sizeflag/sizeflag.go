@@ -1,4 +1,6 @@
-package main
+// Package sizeflag reads byte counts written with IEC suffixes (64MiB,
+// 1GiB, 512k), for the command-line flags of edgeload's commands.
+package sizeflag
 
 import (
 	"fmt"
@@ -7,23 +9,28 @@ import (
 	"strings"
 )
 
-// sizeFlag is a byte count flag that takes IEC suffixes.
-type sizeFlag int64
+// Value is a byte count flag (a flag.Value) that takes IEC suffixes; see
+// Parse.
+type Value int64
 
-func (s *sizeFlag) String() string { return strconv.FormatInt(int64(*s), 10) }
+// String returns the byte count in decimal.
+func (v *Value) String() string { return strconv.FormatInt(int64(*v), 10) }
 
-func (s *sizeFlag) Set(v string) error {
-	n, err := parseSize(v)
+// Set parses s with Parse.
+func (v *Value) Set(s string) error {
+	n, err := Parse(s)
 	if err != nil {
 		return err
 	}
-	*s = sizeFlag(n)
+	*v = Value(n)
 	return nil
 }
 
-// parseSize parses a byte count: digits, optionally followed by B, KiB,
-// MiB, GiB or TiB (case-insensitive, K, M, G and T alone allowed too).
-func parseSize(s string) (int64, error) {
+// Parse parses a byte count: digits, optionally followed by B, KiB, MiB,
+// GiB or TiB (case-insensitive, K, M, G and T alone allowed too, spaces
+// allowed before the unit). A count that does not fit in an int64 is an
+// error.
+func Parse(s string) (int64, error) {
 	num := strings.TrimRightFunc(s, func(r rune) bool { return r < '0' || r > '9' })
 	unit := strings.ToLower(strings.TrimSpace(s[len(num):]))
 	if num == "" || strings.TrimLeft(num, "0123456789") != "" {

@@ -17,5 +17,7 @@
 // share: the generated files ([Spec], [Standard]), the loaders ([Open]),
 // touching ([TouchFirst], [TouchPages]) and what the kernel says about
 // resident memory ([ReadSmaps], [ReadRollup]). Go's heap statistics do not see
-// mapped pages, so resident bytes always come from /proc.
+// mapped pages, so resident bytes always come from /proc. [Evict], which
+// the streambench command and the memlimit tests use too, drops a file from
+// the page cache and reports what stays there (mincore).
 package bench

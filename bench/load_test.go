@@ -1,6 +1,7 @@
 package bench_test
 
 import (
+	"errors"
 	"os"
 	"path"
 	"runtime"
@@ -11,7 +12,6 @@ import (
 	"github.com/edgeload/edgeload/bench"
 	"github.com/edgeload/edgeload/internal/testkit/testmodels"
 	"github.com/edgeload/edgeload/mmapfile"
-	"github.com/edgeload/edgeload/platform"
 )
 
 // openFiles are the files of BenchmarkOpen.
@@ -332,37 +332,27 @@ func benchTouchCold(b *testing.B, path string, mode bench.Mode, data string, ran
 	if data != "" {
 		paths = append(paths, data)
 	}
-	var fs []*os.File
 	for _, p := range paths {
 		f, err := os.Open(p)
 		if err != nil {
 			b.Fatal(err)
 		}
-		defer f.Close()
-		if err := f.Sync(); err != nil {
+		err = f.Sync()
+		f.Close()
+		if err != nil {
 			b.Fatal(err)
 		}
-		fs = append(fs, f)
 	}
 	drop := func() (cached int64) {
-		for _, f := range fs {
-			st, err := f.Stat()
-			if err != nil {
-				b.Fatal(err)
-			}
-			if err := platform.FadviseDontNeed(f, 0, st.Size()); err != nil {
+		for _, p := range paths {
+			res, _, err := bench.Evict(p)
+			if errors.Is(err, bench.ErrFadvise) {
 				b.Skip("no fadvise here: ", err)
 			}
-			mf, err := mmapfile.Open(f.Name(), mmapfile.WithMode(mmapfile.ModeWhole))
 			if err != nil {
 				b.Fatal(err)
 			}
-			res, _, err := mf.Resident(0, mf.Len())
-			mf.Close()
-			if err != nil {
-				b.Fatal(err)
-			}
-			cached += int64(res) * int64(mf.PageSize())
+			cached += res
 		}
 		return cached
 	}

@@ -23,11 +23,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/edgeload/edgeload/bench"
 	"github.com/edgeload/edgeload/internal/testkit/cgroup"
 	"github.com/edgeload/edgeload/internal/testkit/writer"
 	"github.com/edgeload/edgeload/loader/pte"
 	"github.com/edgeload/edgeload/mmapfile"
-	"github.com/edgeload/edgeload/platform"
 )
 
 // limitBytes is the cgroup's hard memory limit: 1/16 of the model.
@@ -489,6 +489,13 @@ func fileSize(t *testing.T, path string) int64 {
 // parent's cgroup, not the child's.
 func setCache(t *testing.T, path string, hot bool) float64 {
 	t.Helper()
+	if !hot {
+		_, share, err := bench.Evict(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return share
+	}
 	f, err := os.Open(path)
 	if err != nil {
 		t.Fatal(err)
@@ -506,14 +513,8 @@ func setCache(t *testing.T, path string, hot bool) float64 {
 		}
 		return float64(res) / float64(total)
 	}
-	if hot && cached() == 1 {
+	if cached() == 1 {
 		return 1
-	}
-	if !hot {
-		if err := platform.FadviseDontNeed(f, 0, 0); err != nil {
-			t.Fatal(err)
-		}
-		return cached()
 	}
 	buf := make([]byte, 8<<20)
 	for pass := range 3 {

@@ -176,15 +176,18 @@ func streamSums(path string, rep *streamReport) error {
 		if it.Part == 0 {
 			sum = 0
 		}
-		var v []float32
+		var ferr error
 		err = it.Data.File().Guard(func() {
-			var e error
-			if v, _, e = it.Data.Float32(); e == nil {
+			var v []float32
+			if v, _, ferr = it.Data.Float32(); ferr == nil {
 				sum += Sum(v)
 			}
 		})
 		if err != nil {
 			return err
+		}
+		if ferr != nil {
+			return fmt.Errorf("%s part %d: %w", it.Name, it.Part, ferr)
 		}
 		if it.Part < it.Parts-1 {
 			continue

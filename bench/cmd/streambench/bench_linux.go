@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"hash"
 	"hash/crc32"
 	"io"
 	"os"
@@ -20,6 +21,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/edgeload/edgeload/bench"
+	"github.com/edgeload/edgeload/internal/sizeflag"
 	"github.com/edgeload/edgeload/internal/testkit/cgroup"
 	"github.com/edgeload/edgeload/loader"
 	"github.com/edgeload/edgeload/mmapfile"
@@ -32,7 +35,6 @@ import (
 // childReport is what a child prints as one JSON line.
 type childReport struct {
 	Bytes     int64
-	Items     int
 	Wall      time.Duration
 	CPU       time.Duration // user + system time of the whole process
 	Sum       uint32
@@ -43,19 +45,18 @@ type childReport struct {
 
 // result is one run as the parent saw it.
 type result struct {
-	name     string
-	mode     string
-	budget   int64
-	consumer string
-	rep      childReport
-	cold     float64 // fraction of the file resident before the run
-	peak     int64   // largest mincore sample, bytes
-	cgPeak   int64
-	ooms     int64
-	outcome  string
-	series   []sample
-	walk     time.Duration // total time of the residency samples
-	walks    int
+	name    string
+	mode    string
+	budget  int64
+	rep     childReport
+	cold    float64 // fraction of the file resident before the run
+	peak    int64   // largest mincore sample, bytes
+	cgPeak  int64
+	ooms    int64 // -1 when the kernel does not say
+	outcome string
+	series  []sample
+	walk    time.Duration // total time of the residency samples
+	walks   int
 }
 
 type sample struct {
@@ -75,7 +76,7 @@ func main() {
 	svgBudget := flag.String("svg-budget", "64MiB", "the stream budget the picture shows")
 	every := flag.Duration("sample", 10*time.Millisecond, "residency sampling interval")
 	md := flag.String("md", "", "also write the table to this markdown file")
-	csv := flag.String("csv", "", "write each run's samples (seconds, resident bytes) to FILE-RUN.csv")
+	csv := flag.String("csv", "", "write the samples (seconds, resident bytes) of each run's median round to `PREFIX`-RUN-CONSUMER.csv")
 	rounds := flag.Int("rounds", 3, "measure every run this many times, a round of all runs after another, and report the median")
 	readBPS := flag.String("read-bps", "", "throttle each child's reads from the file's disk to `SIZE` a second (a blkio or io cgroup), as a slower disk would")
 	flag.Parse()
@@ -87,18 +88,18 @@ func main() {
 	if *child != "" {
 		os.Exit(runChild(*child, *consumer, *budget, path))
 	}
-	lim, err := parseSize(*limit)
+	lim, err := sizeflag.Parse(*limit)
 	check(err)
 	var bs []int64
 	for _, s := range strings.Split(*budgets, ",") {
-		b, err := parseSize(s)
+		b, err := sizeflag.Parse(s)
 		check(err)
 		bs = append(bs, b)
 	}
-	sb, err := parseSize(*svgBudget)
+	sb, err := sizeflag.Parse(*svgBudget)
 	check(err)
 	if *readBPS != "" {
-		th.bps, err = parseSize(*readBPS)
+		th.bps, err = sizeflag.Parse(*readBPS)
 		check(err)
 		th.dev, err = cgroup.DiskOf(path)
 		check(err)
@@ -182,42 +183,19 @@ func check(err error) {
 	}
 }
 
-// evict drops the file from the page cache and returns the fraction still
-// resident (mincore).
-func evict(path string) (float64, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return 0, err
-	}
-	defer f.Close()
-	f.Sync() // a freshly written file's dirty pages cannot be dropped
-	if err := platform.FadviseDontNeed(f, 0, 0); err != nil {
-		return 0, err
-	}
-	m, err := mmapfile.Open(path)
-	if err != nil {
-		return 0, err
-	}
-	defer m.Close()
-	r, tot, err := m.Resident(0, m.Len())
-	if err != nil || tot == 0 {
-		return 0, err
-	}
-	return float64(r) / float64(tot), nil
-}
-
 // measure runs one child in a fresh cgroup while sampling the file's
 // residency.
 func measure(parent cgroup.Parent, path, mode string, budget int64, consumer string, limit int64, every time.Duration, n *int) result {
 	*n++
-	r := result{mode: mode, budget: budget, consumer: consumer, name: mode}
+	r := result{mode: mode, budget: budget, name: mode}
 	if mode == "stream" {
 		r.name = "stream " + sizeStr(budget)
 	}
-	cold, err := evict(path)
+	_, cold, err := bench.Evict(path)
 	check(err)
 	r.cold = cold
-	cg, err := parent.Create(fmt.Sprintf("%s%d-%d", groupPrefix, os.Getpid(), *n), limit)
+	group := fmt.Sprintf("%s%d-%d", groupPrefix, os.Getpid(), *n)
+	cg, err := parent.Create(group, limit)
 	check(err)
 	defer cg.Remove()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
@@ -234,7 +212,7 @@ func measure(parent cgroup.Parent, path, mode string, budget int64, consumer str
 		check(err)
 	}
 	if th.bps > 0 {
-		bg, err := cgroup.ThrottleReads(cg, fmt.Sprintf("%s%d-%d", groupPrefix, os.Getpid(), *n), cmd.Process.Pid, th.dev, th.bps)
+		bg, err := cgroup.ThrottleReads(cg, group, cmd.Process.Pid, th.dev, th.bps)
 		if err != nil {
 			cmd.Process.Kill()
 			cmd.Wait()
@@ -355,7 +333,8 @@ type medianRun struct {
 	lo, hi float64 // MB/s
 }
 
-// median summarises the rounds of one run.
+// median summarises the rounds of one run. Its OOM kills are the sum over
+// the rounds, or -1 when the kernel did not say for some round.
 func median(rs []result) medianRun {
 	sorted := slices.Clone(rs)
 	slices.SortFunc(sorted, func(a, b result) int { return cmp.Compare(mbps(a), mbps(b)) })
@@ -365,7 +344,11 @@ func median(rs []result) medianRun {
 		m.peak = max(m.peak, r.peak)
 		m.cgPeak = max(m.cgPeak, r.cgPeak)
 		m.cold = max(m.cold, r.cold)
-		m.ooms += r.ooms
+		if r.ooms < 0 || m.ooms < 0 {
+			m.ooms = -1
+		} else {
+			m.ooms += r.ooms
+		}
 		if r.outcome != "ok" {
 			m.outcome = r.outcome
 		}
@@ -423,11 +406,13 @@ func table(w io.Writer, rs []medianRun, consumer string, rounds int) {
 func runChild(mode, consumer string, budget int64, path string) int {
 	bufio.NewReader(os.Stdin).ReadString('\n')
 	var rep childReport
+	c := newSink(consumer)
 	start := time.Now()
 	cpu0 := cpuTime()
-	err := read(mode, consumer, budget, path, &rep)
+	err := read(mode, c, budget, path, &rep)
 	rep.Wall = time.Since(start)
 	rep.CPU = cpuTime() - cpu0
+	rep.Sum = c.sum()
 	if err != nil {
 		rep.Err = err.Error()
 	}
@@ -445,19 +430,55 @@ func cpuTime() time.Duration {
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
-// consume feeds b to the consumer.
-func consume(consumer string, b []byte, h *uint32) {
-	if consumer == "touch" {
-		ps := platform.PageSize()
-		for i := 0; i < len(b); i += ps {
-			*h += uint32(b[i])
-		}
-		return
-	}
-	*h = crc32.Update(*h, castagnoli, b)
+// sink is the consumer of the bytes read: a CRC-32C of every byte, or
+// ("touch") the first byte of each page-sized step through a buffer, added
+// up. Its sum goes into the report so that the reads are not optimised
+// away.
+type sink struct {
+	crc   hash.Hash32 // nil for touch
+	touch uint32
 }
 
-func read(mode, consumer string, budget int64, path string, rep *childReport) error {
+func newSink(consumer string) *sink {
+	if consumer == "touch" {
+		return &sink{}
+	}
+	return &sink{crc: crc32.New(castagnoli)}
+}
+
+// write feeds b to the consumer.
+func (c *sink) write(b []byte) {
+	if c.crc != nil {
+		c.crc.Write(b)
+		return
+	}
+	ps := platform.PageSize()
+	for i := 0; i < len(b); i += ps {
+		c.touch += uint32(b[i])
+	}
+}
+
+// writeSegment feeds the bytes of d to the consumer through the mapping,
+// turning a fault (SIGBUS) into an error.
+func (c *sink) writeSegment(d segment.Segment) error {
+	if c.crc != nil {
+		return d.Checksum(c.crc)
+	}
+	b, err := d.Bytes()
+	if err != nil {
+		return err
+	}
+	return d.File().Guard(func() { c.write(b) })
+}
+
+func (c *sink) sum() uint32 {
+	if c.crc != nil {
+		return c.crc.Sum32()
+	}
+	return c.touch
+}
+
+func read(mode string, c *sink, budget int64, path string, rep *childReport) error {
 	if mode == "pread" {
 		f, err := os.Open(path)
 		if err != nil {
@@ -467,7 +488,7 @@ func read(mode, consumer string, budget int64, path string, rep *childReport) er
 		buf := make([]byte, 1<<20)
 		for off := int64(0); ; {
 			n, err := f.ReadAt(buf, off)
-			consume(consumer, buf[:n], &rep.Sum)
+			c.write(buf[:n])
 			rep.Bytes += int64(n)
 			off += int64(n)
 			if err == io.EOF {
@@ -483,13 +504,6 @@ func read(mode, consumer string, budget int64, path string, rep *childReport) er
 		return err
 	}
 	defer m.Close()
-	guarded := func(d segment.Segment) error {
-		b, err := d.Bytes()
-		if err != nil {
-			return err
-		}
-		return d.File().Guard(func() { consume(consumer, b, &rep.Sum) })
-	}
 	if mode == "fault" {
 		order, err := m.UseOrder("")
 		if err != nil {
@@ -497,14 +511,13 @@ func read(mode, consumer string, budget int64, path string, rep *childReport) er
 		}
 		for _, i := range order {
 			d := m.TensorData(i)
-			if err := guarded(d); err != nil {
+			if err := c.writeSegment(d); err != nil {
 				return err
 			}
 			if err := d.Release(segment.DropPageCache()); err != nil {
 				return err
 			}
 			rep.Bytes += d.Len()
-			rep.Items++
 		}
 		return nil
 	}
@@ -521,29 +534,14 @@ func read(mode, consumer string, budget int64, path string, rep *childReport) er
 		if err != nil {
 			return err
 		}
-		if err := guarded(it.Data); err != nil {
+		if err := c.writeSegment(it.Data); err != nil {
 			return err
 		}
 		rep.Bytes += it.Data.Len()
-		rep.Items++
 	}
 	st := s.Stats()
 	rep.StreamCPU, rep.StreamSys = st.CPU, st.SystemCPU
 	return nil
-}
-
-// parseSize parses 64MiB, 1GiB, 512KiB or plain bytes.
-func parseSize(s string) (int64, error) {
-	for _, u := range []struct {
-		suf   string
-		shift uint
-	}{{"KiB", 10}, {"MiB", 20}, {"GiB", 30}} {
-		if v, ok := strings.CutSuffix(s, u.suf); ok {
-			n, err := strconv.ParseInt(v, 10, 64)
-			return n << u.shift, err
-		}
-	}
-	return strconv.ParseInt(s, 10, 64)
 }
 
 func sizeStr(n int64) string {

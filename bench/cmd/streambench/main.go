@@ -11,7 +11,8 @@
 // Usage:
 //
 //	streambench [-budgets 32MiB,64MiB,128MiB] [-limit 256MiB] [-consumer crc|touch|both]
-//	            [-rounds 3] [-read-bps SIZE] [-svg FILE.svg] [-svg-budget 64MiB] [-sample 10ms] [-md FILE] FILE
+//	            [-rounds 3] [-read-bps SIZE] [-svg FILE.svg] [-svg-budget 64MiB] [-sample 10ms] [-md FILE]
+//	            [-csv PREFIX] FILE
 //
 // Each run is a child process (this binary with -child) moved into a fresh
 // memory cgroup with a hard limit before it starts reading. The consumer
@@ -27,9 +28,11 @@
 // throughput with its range, and the highest peaks of all rounds. The table
 // goes to stdout (and -md); -svg draws resident bytes against time for the
 // fault loop and the stream at -svg-budget (their median rounds), with the
-// budget as a line.
+// budget as a line. -csv writes each median round's samples (seconds,
+// resident bytes) to PREFIX-RUN-CONSUMER.csv, one file a run.
 //
 // -read-bps throttles each child's reads from the file's disk to SIZE a
 // second (a v1 blkio group, or io.max on cgroup v2), as a device's slower
-// flash would.
+// flash would. Sizes take IEC suffixes (64MiB, 1GiB; see
+// internal/sizeflag).
 package main

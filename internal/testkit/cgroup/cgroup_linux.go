@@ -16,11 +16,11 @@ import (
 )
 
 // ErrNoCgroup marks the reasons a memory cgroup cannot be used here; the
-// test skips on them.
+// tests and benchmarks that need one skip on them.
 var ErrNoCgroup = errors.New("no writable memory cgroup")
 
 // Parent is the memory cgroup directory this process lives in, under
-// which the test creates its child groups.
+// which Create makes child groups.
 type Parent struct {
 	Dir string
 	V2  bool
@@ -31,11 +31,7 @@ type Parent struct {
 // hierarchy when it has the memory controller. It uses /proc/self/cgroup
 // for the path and /proc/self/mountinfo for where the hierarchy is mounted.
 func FindMemory() (Parent, error) {
-	cg, err := os.ReadFile("/proc/self/cgroup")
-	if err != nil {
-		return Parent{}, fmt.Errorf("%w: %v", ErrNoCgroup, err)
-	}
-	mi, err := os.ReadFile("/proc/self/mountinfo")
+	cg, mi, err := readSelf()
 	if err != nil {
 		return Parent{}, fmt.Errorf("%w: %v", ErrNoCgroup, err)
 	}
@@ -54,32 +50,53 @@ func FindMemory() (Parent, error) {
 // /proc/self/cgroup and /proc/self/mountinfo, preferring a v1 memory
 // hierarchy to the unified one.
 func locateMemoryCgroup(cg, mi []byte) (Parent, error) {
-	var v1Path, v2Path string
+	if dir, ok, err := v1Dir(cg, mi, "memory"); ok {
+		return Parent{Dir: dir}, err
+	}
+	var v2Path string
 	hasV2 := false
 	for _, line := range strings.Split(string(cg), "\n") {
-		f := strings.SplitN(line, ":", 3)
-		if len(f) != 3 {
-			continue
-		}
-		if f[0] == "0" && f[1] == "" {
+		if f := strings.SplitN(line, ":", 3); len(f) == 3 && f[0] == "0" && f[1] == "" {
 			v2Path, hasV2 = f[2], true
-			continue
 		}
-		if hasOpt(f[1], "memory") {
-			v1Path = f[2]
-		}
-	}
-	if v1Path != "" {
-		dir, err := cgroupDir(mi, func(fstype, opts string) bool {
-			return fstype == "cgroup" && hasOpt(opts, "memory")
-		}, v1Path)
-		return Parent{Dir: dir}, err
 	}
 	if !hasV2 {
 		return Parent{}, fmt.Errorf("%w: /proc/self/cgroup names no memory controller", ErrNoCgroup)
 	}
 	dir, err := cgroupDir(mi, func(fstype, _ string) bool { return fstype == "cgroup2" }, v2Path)
 	return Parent{Dir: dir, V2: true}, err
+}
+
+// readSelf reads /proc/self/cgroup and /proc/self/mountinfo.
+func readSelf() (cg, mi []byte, err error) {
+	if cg, err = os.ReadFile("/proc/self/cgroup"); err != nil {
+		return nil, nil, err
+	}
+	if mi, err = os.ReadFile("/proc/self/mountinfo"); err != nil {
+		return nil, nil, err
+	}
+	return cg, mi, nil
+}
+
+// v1Dir finds this process's group in the v1 hierarchy of controller
+// ("memory", "blkio") from the contents of /proc/self/cgroup and
+// /proc/self/mountinfo. ok is false when /proc/self/cgroup names no v1
+// hierarchy with that controller; when it names one that is not mounted,
+// ok is true and err wraps ErrNoCgroup.
+func v1Dir(cg, mi []byte, controller string) (dir string, ok bool, err error) {
+	var p string
+	for _, line := range strings.Split(string(cg), "\n") {
+		if f := strings.SplitN(line, ":", 3); len(f) == 3 && hasOpt(f[1], controller) {
+			p = f[2]
+		}
+	}
+	if p == "" {
+		return "", false, nil
+	}
+	dir, err = cgroupDir(mi, func(fstype, opts string) bool {
+		return fstype == "cgroup" && hasOpt(opts, controller)
+	}, p)
+	return dir, true, err
 }
 
 func hasOpt(opts, o string) bool {
@@ -148,7 +165,8 @@ func unescapeMount(s string) string {
 	return b.String()
 }
 
-// cgroup is a memory cgroup the test created, with a hard limit.
+// Group is a cgroup made by Parent.Create (a memory cgroup with a hard
+// limit) or by ThrottleReads (a v1 blkio group).
 type Group struct {
 	Dir string
 	V2  bool
@@ -168,7 +186,7 @@ func (p Parent) RemoveStale(prefix string) {
 			continue
 		}
 		if _, err := os.Stat("/proc/" + pid); err == nil {
-			continue // its test process is still running
+			continue // the process that made it is still running
 		}
 		d := filepath.Join(p.Dir, e.Name())
 		if b, err := os.ReadFile(filepath.Join(d, "cgroup.procs")); err == nil && len(bytes.TrimSpace(b)) == 0 {
@@ -177,7 +195,7 @@ func (p Parent) RemoveStale(prefix string) {
 	}
 }
 
-// create makes a child group named name with a hard memory limit (and no
+// Create makes a child group named name with a hard memory limit (and no
 // swap, where the group's swap can be limited), with the OOM killer enabled.
 // Permission and read-only errors wrap ErrNoCgroup.
 func (p Parent) Create(name string, limit int64) (*Group, error) {
@@ -234,7 +252,7 @@ func (c *Group) read(file string) (string, error) {
 	return strings.TrimSpace(string(b)), err
 }
 
-// addProc moves process pid (all its threads) into the group and checks
+// AddProc moves process pid (all its threads) into the group and checks
 // that /proc/pid/cgroup agrees.
 func (c *Group) AddProc(pid int) error {
 	if err := c.write("cgroup.procs", strconv.Itoa(pid)); err != nil {
@@ -250,7 +268,7 @@ func (c *Group) AddProc(pid int) error {
 	return nil
 }
 
-// limit returns the group's hard limit in bytes.
+// Limit returns the group's hard limit in bytes.
 func (c *Group) Limit() (int64, error) {
 	if c.V2 {
 		return c.readInt("memory.max")
@@ -258,7 +276,7 @@ func (c *Group) Limit() (int64, error) {
 	return c.readInt("memory.limit_in_bytes")
 }
 
-// peak returns the group's peak charged memory: memory.max_usage_in_bytes
+// Peak returns the group's peak charged memory: memory.max_usage_in_bytes
 // (v1) or memory.peak (v2, Linux 5.19+). It counts the page cache the
 // group's processes brought in as well as their anonymous memory.
 func (c *Group) Peak() (int64, error) {
@@ -276,7 +294,7 @@ func (c *Group) readInt(file string) (int64, error) {
 	return strconv.ParseInt(s, 10, 64)
 }
 
-// oomKills returns how many of the group's processes the OOM killer
+// OOMKills returns how many of the group's processes the OOM killer
 // killed (v1 memory.oom_control, v2 memory.events: "oom_kill N"); -1 when
 // the kernel does not say.
 func (c *Group) OOMKills() int64 {
@@ -295,7 +313,7 @@ func (c *Group) OOMKills() int64 {
 	return -1
 }
 
-// remove deletes the group, retrying while the kernel still counts an
+// Remove deletes the group, retrying while the kernel still counts an
 // exiting process in it. Charges left (page cache) move to the parent.
 func (c *Group) Remove() error {
 	var err error
@@ -314,7 +332,7 @@ func (c *Group) Remove() error {
 // Emulated reports whether this process runs under a user-mode emulator
 // (qemu-user, as CI does for GOARCH=arm64 and arm): the kernel's own view
 // of the process (/proc/self/status, /proc/thread-self/exe, which qemu does
-// not rewrite) names the emulator rather than the test binary.
+// not rewrite) names the emulator rather than the program's own binary.
 func Emulated() (string, bool) {
 	if b, err := os.ReadFile("/proc/self/status"); err == nil {
 		line, _, _ := strings.Cut(string(b), "\n")

@@ -22,24 +22,14 @@ func ThrottleReads(g *Group, name string, pid int, dev string, bps int64) (*Grou
 		os.WriteFile(filepath.Join(parent, "cgroup.subtree_control"), []byte("+io"), 0)
 		return nil, g.write("io.max", dev+" rbps="+strconv.FormatInt(bps, 10))
 	}
-	cg, err := os.ReadFile("/proc/self/cgroup")
+	cg, mi, err := readSelf()
 	if err != nil {
 		return nil, err
 	}
-	mi, err := os.ReadFile("/proc/self/mountinfo")
-	if err != nil {
-		return nil, err
-	}
-	var p string
-	for _, line := range strings.Split(string(cg), "\n") {
-		if f := strings.SplitN(line, ":", 3); len(f) == 3 && hasOpt(f[1], "blkio") {
-			p = f[2]
-		}
-	}
-	if p == "" {
+	dir, ok, err := v1Dir(cg, mi, "blkio")
+	if !ok {
 		return nil, fmt.Errorf("%w: /proc/self/cgroup names no blkio controller", ErrNoCgroup)
 	}
-	dir, err := cgroupDir(mi, func(fstype, opts string) bool { return fstype == "cgroup" && hasOpt(opts, "blkio") }, p)
 	if err != nil {
 		return nil, err
 	}

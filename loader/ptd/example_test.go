@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/edgeload/edgeload/internal/testkit/hostile"
 	"github.com/edgeload/edgeload/internal/testkit/writer"
 	"github.com/edgeload/edgeload/loader/ptd"
 )
@@ -21,7 +22,7 @@ func Example() {
 	path := filepath.Join(dir, "weights.ptd")
 	p := &writer.PTD{Entries: []writer.PTDEntry{
 		{Key: "linear.weight", Layout: &writer.PTDLayout{ScalarType: writer.PTDScalarFloat32, Sizes: []int32{2, 2}},
-			Data: f32bytes(1, 2, 3, 4)},
+			Data: hostile.F32(1, 2, 3, 4)},
 		{Key: "backend/blob", Data: []byte("opaque")},
 	}}
 	if _, err := p.WriteFile(path); err != nil {

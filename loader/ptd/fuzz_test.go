@@ -21,14 +21,14 @@ func fuzzSeeds(tb testing.TB) [][]byte {
 		{},
 		{Entries: []writer.PTDEntry{{Key: "blob", Data: []byte("opaque")}}},
 		{Alignment: 128, HeaderLength: 56, Entries: []writer.PTDEntry{
-			{Key: "a", Layout: f32(2, 2), Data: f32bytes(3, 3, 3, 3)},
+			{Key: "a", Layout: f32(2, 2), Data: hostile.F32(3, 3, 3, 3)},
 			{Key: "b", Layout: &writer.PTDLayout{ScalarType: writer.PTDScalarInt8, Sizes: []int32{3, 1}, DimOrder: []uint8{1, 0}}, Data: []byte{1, 2, 3}},
 			{Key: "s", SegmentRef: 1},
 		}},
 		{RootVTablePad: 2, Entries: []writer.PTDEntry{{Key: "x", Layout: f32(1), Size: 16}}},
 		{Legacy: true, Entries: []writer.PTDEntry{
-			{Key: "w", Layout: f32(3, 3), Data: f32bytes(1, 2, 3, 4, 5, 6, 7, 8, 9)},
-			{Key: "bias", Layout: f32(3), Data: f32bytes(1, 2, 3)},
+			{Key: "w", Layout: f32(3, 3), Data: hostile.F32(1, 2, 3, 4, 5, 6, 7, 8, 9)},
+			{Key: "bias", Layout: f32(3), Data: hostile.F32(1, 2, 3)},
 			{Key: "nd", Data: []byte("blob")},
 		}},
 		{Legacy: true, OmitEmptyVectors: true, Entries: []writer.PTDEntry{{Key: "t", Layout: f32(2)}}},

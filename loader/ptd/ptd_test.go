@@ -18,6 +18,7 @@ import (
 	flatbuffers "github.com/google/flatbuffers/go"
 
 	"github.com/edgeload/edgeload/internal/schema/ptdfb"
+	"github.com/edgeload/edgeload/internal/testkit/hostile"
 	"github.com/edgeload/edgeload/internal/testkit/testmodels"
 	"github.com/edgeload/edgeload/internal/testkit/writer"
 	"github.com/edgeload/edgeload/loader/format"
@@ -25,15 +26,6 @@ import (
 	"github.com/edgeload/edgeload/mmapfile"
 	"github.com/edgeload/edgeload/segment"
 )
-
-// f32bytes encodes float32 values little-endian.
-func f32bytes(v ...float32) []byte {
-	b := make([]byte, 4*len(v))
-	for i, x := range v {
-		binary.LittleEndian.PutUint32(b[4*i:], math.Float32bits(x))
-	}
-	return b
-}
 
 func f32layout(sizes ...int32) *writer.PTDLayout {
 	return &writer.PTDLayout{ScalarType: writer.PTDScalarFloat32, Sizes: sizes}
@@ -275,7 +267,7 @@ func TestGenerated(t *testing.T) {
 				HeaderLength: hlen,
 				Entries: []writer.PTDEntry{
 					{Key: "blob", Data: blob},
-					{Key: "w", Layout: f32layout(2, 3), Data: f32bytes(1, 2, 3, 4, 5, 6)},
+					{Key: "w", Layout: f32layout(2, 3), Data: hostile.F32(1, 2, 3, 4, 5, 6)},
 					{Key: "empty", Data: []byte{}},
 					{Key: "i64", Layout: &writer.PTDLayout{ScalarType: writer.PTDScalarInt64, Sizes: []int32{2}, DimOrder: []uint8{0}},
 						Fill: func(p []byte, off int64) {
@@ -404,7 +396,7 @@ func TestIdentifiers(t *testing.T) {
 
 func TestHeaderErrors(t *testing.T) {
 	p := &writer.PTD{Entries: []writer.PTDEntry{
-		{Key: "a", Layout: f32layout(4), Data: f32bytes(1, 2, 3, 4)},
+		{Key: "a", Layout: f32layout(4), Data: hostile.F32(1, 2, 3, 4)},
 		{Key: "b", Data: []byte("xyz")},
 	}}
 	good := build(t, p)
@@ -555,9 +547,9 @@ func TestSegmentErrors(t *testing.T) {
 func TestLegacyGenerated(t *testing.T) {
 	for _, align := range []int64{16, 128} {
 		p := &writer.PTD{Legacy: true, Alignment: align, Entries: []writer.PTDEntry{
-			{Key: "l.weight", Layout: f32layout(2, 2), Data: f32bytes(1, 2, 3, 4)},
+			{Key: "l.weight", Layout: f32layout(2, 2), Data: hostile.F32(1, 2, 3, 4)},
 			{Key: "blob", Data: []byte("backend")},
-			{Key: "l.bias", Layout: f32layout(3), Data: f32bytes(7, 8, 9)},
+			{Key: "l.bias", Layout: f32layout(3), Data: hostile.F32(7, 8, 9)},
 		}}
 		f := mustOpenBytes(t, build(t, p))
 		if !f.Legacy() || f.TensorAlignment() != uint32(align) {
@@ -604,7 +596,7 @@ func TestLegacyGenerated(t *testing.T) {
 func TestSharedMapping(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "shared.ptd")
 	p := &writer.PTD{Alignment: 128, Entries: []writer.PTDEntry{
-		{Key: "w", Layout: f32layout(8), Data: f32bytes(1, 2, 3, 4, 5, 6, 7, 8)}}}
+		{Key: "w", Layout: f32layout(8), Data: hostile.F32(1, 2, 3, 4, 5, 6, 7, 8)}}}
 	if _, err := p.WriteFile(path); err != nil {
 		t.Fatal(err)
 	}

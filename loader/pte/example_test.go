@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/edgeload/edgeload/internal/testkit/hostile"
 	"github.com/edgeload/edgeload/internal/testkit/writer"
 	"github.com/edgeload/edgeload/loader/format"
 	"github.com/edgeload/edgeload/loader/ptd"
@@ -18,8 +19,8 @@ func exampleFile(dir string) string {
 	w := &writer.PTE{Methods: []writer.PTEMethod{{
 		Name: "forward",
 		Tensors: []writer.PTETensor{
-			{ScalarType: writer.PTEFloat32, Sizes: []int32{2, 2}, Data: f32(1, 2, 3, 4), Name: "linear.weight"},
-			{ScalarType: writer.PTEFloat32, Sizes: []int32{2}, Data: f32(0.5, -0.5)},
+			{ScalarType: writer.PTEFloat32, Sizes: []int32{2, 2}, Data: hostile.F32(1, 2, 3, 4), Name: "linear.weight"},
+			{ScalarType: writer.PTEFloat32, Sizes: []int32{2}, Data: hostile.F32(0.5, -0.5)},
 			{Kind: writer.PTEExternal, ScalarType: writer.PTEFloat32, Sizes: []int32{2}, Name: "shared.bias"},
 		},
 	}}}
@@ -62,7 +63,7 @@ func ExampleProgram_Link() {
 	dir, _ := os.MkdirTemp("", "pte-example")
 	defer os.RemoveAll(dir)
 	pd := &writer.PTD{Entries: []writer.PTDEntry{{Key: "shared.bias",
-		Layout: &writer.PTDLayout{ScalarType: writer.PTDScalarFloat32, Sizes: []int32{2}}, Data: f32(7, 8)}}}
+		Layout: &writer.PTDLayout{ScalarType: writer.PTDScalarFloat32, Sizes: []int32{2}}, Data: hostile.F32(7, 8)}}}
 	ptdPath := filepath.Join(dir, "weights.ptd")
 	if _, err := pd.WriteFile(ptdPath); err != nil {
 		log.Fatal(err)

@@ -28,23 +28,24 @@ func realSeeds(sub string) [][]byte {
 }
 
 // genSeeds are writer-generated programs covering what the real files
-// lack.
-func genSeeds(tb testing.TB) [][]byte {
-	ws := []*writer.PTE{
-		richProgram(),
-		{HeaderLength: 24, Methods: []writer.PTEMethod{{Name: "forward", Tensors: []writer.PTETensor{{ScalarType: writer.PTEFloat32, Sizes: []int32{2}, Data: f32(1, 2)}}}}},
-		{Legacy: true, Methods: []writer.PTEMethod{{Name: "forward", Tensors: []writer.PTETensor{{ScalarType: writer.PTEInt8, Sizes: []int32{3}, Data: []byte{1, 2, 3}}}}}},
-		{NoHeader: true, Methods: []writer.PTEMethod{{Name: "forward", Values: []writer.PTEValue{{Kind: writer.PTEInt, Int: 1}}}}},
-		{SegmentAlignment: 16, TensorAlignment: 4, Methods: []writer.PTEMethod{{Name: "m", Tensors: []writer.PTETensor{
-			{Kind: writer.PTEMutable, ScalarType: writer.PTEInt32, Sizes: []int32{1}, Data: []byte{1, 0, 0, 0}}}}}},
+// lack: ptecheck.Generated's, and two it does not make: richProgram (its
+// own mix of tensors, values, delegates and methods) and a program whose
+// only tensor is mutable (an empty constant segment before the mutable
+// one).
+func genSeeds(tb testing.TB) []hostile.Seed {
+	out, err := ptecheck.Generated()
+	if err != nil {
+		tb.Fatal(err)
 	}
-	var out [][]byte
-	for _, w := range ws {
-		b, err := w.Bytes()
-		if err != nil {
-			tb.Fatal(err)
-		}
-		out = append(out, b)
+	for _, w := range []struct {
+		name string
+		w    *writer.PTE
+	}{
+		{"rich-program.pte", richProgram()},
+		{"mutable-only.pte", &writer.PTE{SegmentAlignment: 16, TensorAlignment: 4, Methods: []writer.PTEMethod{{Name: "m", Tensors: []writer.PTETensor{
+			{Kind: writer.PTEMutable, ScalarType: writer.PTEInt32, Sizes: []int32{1}, Data: []byte{1, 0, 0, 0}}}}}}},
+	} {
+		out = append(out, hostile.Seed{Name: w.name, Data: genBytes(tb, w.w)})
 	}
 	return out
 }
@@ -202,14 +203,7 @@ func FuzzOpen(f *testing.F) {
 		}
 		f.Add(b)
 	}
-	for _, b := range genSeeds(f) {
-		f.Add(b)
-	}
-	gen, err := ptecheck.Generated()
-	if err != nil {
-		f.Fatal(err)
-	}
-	for _, s := range gen {
+	for _, s := range genSeeds(f) {
 		f.Add(s.Data)
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {
@@ -269,7 +263,7 @@ func FuzzLink(f *testing.F) {
 		{Kind: writer.PTEExternal, ScalarType: writer.PTEInt8, Sizes: []int32{3}, Name: "v", DimOrder: []uint8{0}},
 	}}}}
 	gd := &writer.PTD{Entries: []writer.PTDEntry{
-		{Key: "w", Layout: &writer.PTDLayout{ScalarType: writer.PTDScalarFloat32, Sizes: []int32{2}}, Data: f32(1, 2)},
+		{Key: "w", Layout: &writer.PTDLayout{ScalarType: writer.PTDScalarFloat32, Sizes: []int32{2}}, Data: hostile.F32(1, 2)},
 		{Key: "v", Layout: &writer.PTDLayout{ScalarType: writer.PTDScalarInt8, Sizes: []int32{3}}, Data: []byte{1, 2, 3}},
 	}}
 	pb, err := gp.Bytes()

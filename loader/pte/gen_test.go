@@ -10,19 +10,11 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/edgeload/edgeload/internal/testkit/hostile"
 	"github.com/edgeload/edgeload/internal/testkit/writer"
 	"github.com/edgeload/edgeload/loader/format"
 	"github.com/edgeload/edgeload/loader/pte"
 )
-
-// f32 returns the little-endian bytes of vals.
-func f32(vals ...float32) []byte {
-	b := make([]byte, 4*len(vals))
-	for i, v := range vals {
-		binary.LittleEndian.PutUint32(b[4*i:], math.Float32bits(v))
-	}
-	return b
-}
 
 // genBytes writes w in memory.
 func genBytes(t testing.TB, w *writer.PTE) []byte {
@@ -57,10 +49,10 @@ func richProgram() *writer.PTE {
 			{
 				Name: "forward",
 				Tensors: []writer.PTETensor{
-					{ScalarType: writer.PTEFloat32, Sizes: []int32{2, 2}, Data: f32(1, 2, 3, 4), Name: "layer.weight"},
+					{ScalarType: writer.PTEFloat32, Sizes: []int32{2, 2}, Data: hostile.F32(1, 2, 3, 4), Name: "layer.weight"},
 					{Kind: writer.PTEPlanned, ScalarType: writer.PTEFloat32, Sizes: []int32{2}},
 					{ScalarType: writer.PTEInt64, Sizes: []int32{3}, Data: []byte{1, 0, 0, 0, 0, 0, 0, 0, 2, 0, 0, 0, 0, 0, 0, 0, 3, 0, 0, 0, 0, 0, 0, 0}},
-					{Kind: writer.PTEMutable, ScalarType: writer.PTEFloat32, Sizes: []int32{2}, Data: f32(5, 6), Name: "cache"},
+					{Kind: writer.PTEMutable, ScalarType: writer.PTEFloat32, Sizes: []int32{2}, Data: hostile.F32(5, 6), Name: "cache"},
 					{Kind: writer.PTEExternal, ScalarType: writer.PTEFloat32, Sizes: []int32{4}, Name: "ext.w"},
 					{ScalarType: writer.PTEFloat16, Sizes: []int32{2, 3}, DimOrder: []uint8{1, 0}, Data: make([]byte, 12)},
 				},
@@ -129,9 +121,9 @@ func TestGeneratedRich(t *testing.T) {
 		value    int
 		data     []byte
 	}{
-		{"layer.weight", true, format.LocSegment, format.Float32, 0, f32(1, 2, 3, 4)},
+		{"layer.weight", true, format.LocSegment, format.Float32, 0, hostile.F32(1, 2, 3, 4)},
 		{"forward/values/2", false, format.LocSegment, format.Int64, 2, w.Methods[0].Tensors[2].Data},
-		{"cache", true, format.LocMutable, format.Float32, 3, f32(5, 6)},
+		{"cache", true, format.LocMutable, format.Float32, 3, hostile.F32(5, 6)},
 		{"ext.w", true, format.LocExternal, format.Float32, 4, nil},
 		{"forward/values/5", false, format.LocSegment, format.Float16, 5, make([]byte, 12)},
 		{"second/values/0", false, format.LocSegment, format.Int8, 0, []byte{1, 2, 3, 4, 5}},
@@ -278,7 +270,7 @@ func TestGeneratedRich(t *testing.T) {
 // size; segments are checked against the file.
 func TestGeneratedHeader24(t *testing.T) {
 	w := &writer.PTE{HeaderLength: 24, Methods: []writer.PTEMethod{{Name: "forward", Tensors: []writer.PTETensor{
-		{ScalarType: writer.PTEFloat32, Sizes: []int32{3}, Data: f32(1, 2, 3)},
+		{ScalarType: writer.PTEFloat32, Sizes: []int32{3}, Data: hostile.F32(1, 2, 3)},
 	}}}}
 	raw := genBytes(t, w)
 	p, err := pte.NewBytes(raw)
@@ -333,8 +325,8 @@ func TestGeneratedNoHeader(t *testing.T) {
 
 func TestGeneratedSegmentAlignment16K(t *testing.T) {
 	w := &writer.PTE{SegmentAlignment: 16384, Methods: []writer.PTEMethod{{Name: "forward", Tensors: []writer.PTETensor{
-		{ScalarType: writer.PTEFloat32, Sizes: []int32{2}, Data: f32(1, 2)},
-		{Kind: writer.PTEMutable, ScalarType: writer.PTEFloat32, Sizes: []int32{2}, Data: f32(3, 4)},
+		{ScalarType: writer.PTEFloat32, Sizes: []int32{2}, Data: hostile.F32(1, 2)},
+		{Kind: writer.PTEMutable, ScalarType: writer.PTEFloat32, Sizes: []int32{2}, Data: hostile.F32(3, 4)},
 	}}}, NamedData: []writer.PTEBlob{{Key: "k", Data: []byte("x")}}}
 	p, _ := openGen(t, w)
 	if len(p.Segments()) != 3 {
@@ -355,7 +347,7 @@ func TestGeneratedSegmentAlignment16K(t *testing.T) {
 
 func TestGeneratedLegacyInline(t *testing.T) {
 	w := &writer.PTE{Legacy: true, Methods: []writer.PTEMethod{{Name: "forward", Tensors: []writer.PTETensor{
-		{ScalarType: writer.PTEFloat32, Sizes: []int32{2}, Data: f32(7, 8)},
+		{ScalarType: writer.PTEFloat32, Sizes: []int32{2}, Data: hostile.F32(7, 8)},
 	}}}}
 	raw := genBytes(t, w)
 	p, err := pte.NewBytes(raw)
@@ -366,10 +358,10 @@ func TestGeneratedLegacyInline(t *testing.T) {
 	if !p.Legacy() || tt.Location != format.LocInline || tt.Offset+8 > p.Header().ProgramSize {
 		t.Fatalf("legacy tensor %+v", tt)
 	}
-	if !bytes.Equal(raw[tt.Offset:tt.Offset+8], f32(7, 8)) {
+	if !bytes.Equal(raw[tt.Offset:tt.Offset+8], hostile.F32(7, 8)) {
 		t.Errorf("offset %d does not hold the tensor's bytes", tt.Offset)
 	}
-	if b, _ := tt.Data.Bytes(); !bytes.Equal(b, f32(7, 8)) {
+	if b, _ := tt.Data.Bytes(); !bytes.Equal(b, hostile.F32(7, 8)) {
 		t.Errorf("view %v", b)
 	}
 }
@@ -411,7 +403,7 @@ func TestGeneratedSemanticErrors(t *testing.T) {
 		w := &writer.PTE{Methods: []writer.PTEMethod{{
 			Name: "forward",
 			Tensors: []writer.PTETensor{
-				{ScalarType: writer.PTEFloat32, Sizes: []int32{2}, Data: f32(1, 2)},
+				{ScalarType: writer.PTEFloat32, Sizes: []int32{2}, Data: hostile.F32(1, 2)},
 				{Kind: writer.PTEPlanned, ScalarType: writer.PTEFloat32, Sizes: []int32{2}},
 			},
 			Inputs: []int32{1}, Outputs: []int32{1}, Operators: []string{"op"},

@@ -222,7 +222,7 @@ func TestAdversarialSharedVectors(t *testing.T) {
 	}
 	g := writer.RTenGraph{Nodes: []writer.RTenNode{{
 		Name:     strings.Repeat("n", 1000),
-		Constant: &writer.RTenConstant{DType: format.Float32, Shape: shape, Inline: true, Data: f32(1)},
+		Constant: &writer.RTenConstant{DType: format.Float32, Shape: shape, Inline: true, Data: hostile.F32(1)},
 	}}}
 	for i := 1; i < nodes; i++ {
 		g.Nodes = append(g.Nodes, writer.RTenNode{Value: &writer.RTenValue{}})

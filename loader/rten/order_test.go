@@ -5,6 +5,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/edgeload/edgeload/internal/testkit/hostile"
 	"github.com/edgeload/edgeload/internal/testkit/testmodels"
 	"github.com/edgeload/edgeload/internal/testkit/writer"
 	"github.com/edgeload/edgeload/loader/format"
@@ -119,7 +120,7 @@ func orderModel() *writer.RTen {
 	then := &writer.RTenGraph{
 		Nodes: []writer.RTenNode{
 			value("shared"), // captured
-			constant("then.k", format.Float32, false, f32(1), 1),
+			constant("then.k", format.Float32, false, hostile.F32(1), 1),
 			value("then.out"),
 			op("then.add", opType("Add"), []int32{0, 1}, []int32{2}),
 		},
@@ -127,7 +128,7 @@ func orderModel() *writer.RTen {
 	}
 	els := &writer.RTenGraph{
 		Nodes: []writer.RTenNode{
-			constant("else.k", format.Float32, true, f32(2), 1),
+			constant("else.k", format.Float32, true, hostile.F32(2), 1),
 			value("else.out"),
 			op("else.neg", opType("Neg"), []int32{0}, []int32{1}),
 		},
@@ -136,18 +137,18 @@ func orderModel() *writer.RTen {
 	return &writer.RTen{Graph: writer.RTenGraph{
 		Nodes: []writer.RTenNode{
 			value("x"), // 0
-			constant("late", format.Float32, false, f32(1), 1),  // 1
-			constant("early", format.Float32, false, f32(2), 1), // 2
+			constant("late", format.Float32, false, hostile.F32(1), 1),  // 1
+			constant("early", format.Float32, false, hostile.F32(2), 1), // 2
 			value("t"), // 3
 			op("B", opType("Add"), []int32{3, 1}, []int32{5}), // 4: after A
 			value("y"), // 5
-			op("A", opType("Mul"), []int32{0, 2}, []int32{3}),   // 6
-			constant("unused", format.Float32, true, f32(3), 1), // 7
+			op("A", opType("Mul"), []int32{0, 2}, []int32{3}),                                                                                   // 6
+			constant("unused", format.Float32, true, hostile.F32(3), 1),                                                                         // 7
 			{Name: "C", Operator: &writer.RTenOperator{Type: uint8(rten.OpIf), Inputs: []int32{5}, Outputs: []int32{9}, Then: then, Else: els}}, // 8: after B
 			value("z"), // 9
-			constant("shared", format.Float32, false, f32(4), 1),    // 10: used only through the capture
-			op("D", opType("Mul"), []int32{0, 12, -1}, []int32{13}), // 11: ready at once
-			constant("d.w", format.Float32, false, f32(5), 1),       // 12
+			constant("shared", format.Float32, false, hostile.F32(4), 1), // 10: used only through the capture
+			op("D", opType("Mul"), []int32{0, 12, -1}, []int32{13}),      // 11: ready at once
+			constant("d.w", format.Float32, false, hostile.F32(5), 1),    // 12
 			value("d.out"), // 13
 		},
 		Inputs: []uint32{0}, Outputs: []uint32{9, 13},
@@ -183,8 +184,8 @@ func TestUseOrderCycle(t *testing.T) {
 		Nodes: []writer.RTenNode{
 			value("a"),
 			value("b"),
-			constant("k1", format.Float32, true, f32(1), 1),
-			constant("k2", format.Float32, true, f32(1), 1),
+			constant("k1", format.Float32, true, hostile.F32(1), 1),
+			constant("k2", format.Float32, true, hostile.F32(1), 1),
 			op("P", opType("Add"), []int32{1, 3}, []int32{0}),
 			op("Q", opType("Add"), []int32{0, 2}, []int32{1}),
 			op("R", opType("Neg"), []int32{2}, []int32{1}), // a second producer of b

@@ -14,6 +14,7 @@ import (
 	"unsafe"
 
 	"github.com/edgeload/edgeload/internal/schema/rtenfb"
+	"github.com/edgeload/edgeload/internal/testkit/hostile"
 	"github.com/edgeload/edgeload/internal/testkit/memstat"
 	"github.com/edgeload/edgeload/internal/testkit/testmodels"
 	"github.com/edgeload/edgeload/internal/testkit/writer"
@@ -195,7 +196,7 @@ func TestSubgraphs(t *testing.T) {
 	}
 	then := &writer.RTenGraph{
 		Nodes: []writer.RTenNode{
-			constant("then.w", format.Float32, false, f32(1.5, 2.5), 2),
+			constant("then.w", format.Float32, false, hostile.F32(1.5, 2.5), 2),
 			constant("then.b", format.Int8, true, []byte{0xff, 0x7f}, 2),
 			value("then.out"),
 			op("then.add", opType("Add"), []int32{0, 1}, []int32{2}),
@@ -205,7 +206,7 @@ func TestSubgraphs(t *testing.T) {
 	els := &writer.RTenGraph{
 		Nodes: []writer.RTenNode{
 			value("outer.cap"),
-			constant("", format.Float32, false, f32(-1), 1),
+			constant("", format.Float32, false, hostile.F32(-1), 1),
 			value("els.out"),
 			{Name: "loop", Operator: &writer.RTenOperator{Type: uint8(rten.OpLoop), Inputs: []int32{0, -1}, Outputs: []int32{2}, Body: inner}},
 		},
@@ -214,7 +215,7 @@ func TestSubgraphs(t *testing.T) {
 	w := &writer.RTen{Graph: writer.RTenGraph{
 		Nodes: []writer.RTenNode{
 			value("cond"),
-			constant("main.before", format.Float32, false, f32(3, 4, 5), 3),
+			constant("main.before", format.Float32, false, hostile.F32(3, 4, 5), 3),
 			value("out"),
 			{Name: "if", Operator: &writer.RTenOperator{Type: uint8(rten.OpIf), Inputs: []int32{0}, Outputs: []int32{2}, Then: then, Else: els}},
 			constant("main.after", format.Uint8, false, []byte{9}, 1),
@@ -240,10 +241,10 @@ func TestSubgraphs(t *testing.T) {
 		data     []byte
 	}
 	wants := []want{
-		{"main.before", true, "graph", 1, format.Float32, format.LocSegment, f32(3, 4, 5)},
-		{"then.w", true, "graph/nodes/3/then_branch", 0, format.Float32, format.LocSegment, f32(1.5, 2.5)},
+		{"main.before", true, "graph", 1, format.Float32, format.LocSegment, hostile.F32(3, 4, 5)},
+		{"then.w", true, "graph/nodes/3/then_branch", 0, format.Float32, format.LocSegment, hostile.F32(1.5, 2.5)},
 		{"then.b", true, "graph/nodes/3/then_branch", 1, format.Int8, format.LocInline, []byte{0xff, 0x7f}},
-		{"graph/nodes/3/else_branch/nodes/1", false, "graph/nodes/3/else_branch", 1, format.Float32, format.LocSegment, f32(-1)},
+		{"graph/nodes/3/else_branch/nodes/1", false, "graph/nodes/3/else_branch", 1, format.Float32, format.LocSegment, hostile.F32(-1)},
 		{"body.k", true, "graph/nodes/3/else_branch/nodes/3/body", 1, format.Int32, format.LocSegment, i32(7, 8, 9)},
 		{"graph/nodes/3/else_branch/nodes/3/body/nodes/2", false, "graph/nodes/3/else_branch/nodes/3/body", 2, format.Uint8, format.LocInline, []byte{1, 2, 3, 4, 5}},
 		{"main.after", true, "graph", 4, format.Uint8, format.LocSegment, []byte{9}},
@@ -295,7 +296,7 @@ func TestSubgraphs(t *testing.T) {
 // external, and reads each back through its bytes and its typed view.
 func TestDTypes(t *testing.T) {
 	data := map[format.DType][]byte{
-		format.Float32: f32(1, -2, 3.25, 0),
+		format.Float32: hostile.F32(1, -2, 3.25, 0),
 		format.Int32:   i32(-1, 0, 1<<30, 5),
 		format.Int8:    {0x80, 0xff, 0, 1},
 		format.Uint8:   {0, 128, 255, 7},
@@ -359,7 +360,7 @@ func TestDTypes(t *testing.T) {
 func TestAlignment(t *testing.T) {
 	nodes := []writer.RTenNode{
 		constant("u8", format.Uint8, false, []byte{1, 2, 3}, 3),
-		constant("f32", format.Float32, false, f32(1, 2, 3), 3),
+		constant("f32", format.Float32, false, hostile.F32(1, 2, 3), 3),
 		constant("i8", format.Int8, false, []byte{5}, 1),
 		constant("i32", format.Int32, false, i32(42, 43), 2),
 		value("out"),
@@ -602,7 +603,7 @@ func TestGraphErrors(t *testing.T) {
 			off := uint64(0)
 			w.Graph.Nodes[1].Constant.DataOffset = &off
 		}, []string{`node 1 ("w")`, "overflows"}, nil},
-		{"inline length", func(w *writer.RTen) { w.Graph.Nodes[2].Constant.Data = f32(1, 2, 3) },
+		{"inline length", func(w *writer.RTen) { w.Graph.Nodes[2].Constant.Data = hostile.F32(1, 2, 3) },
 			[]string{`node 2 ("b")`, "inline data has 3 elements", "needs 2"}, nil},
 		{"external without dtype", func(w *writer.RTen) { w.Graph.Nodes[1].Constant.NoDType = true },
 			[]string{`node 1 ("w")`, "no dtype"}, nil},
@@ -677,7 +678,7 @@ func TestWarnings(t *testing.T) {
 // TestSubgraphDepth: nesting is bounded (WithMaxSubgraphDepth).
 func TestSubgraphDepth(t *testing.T) {
 	nest := func(levels int) *writer.RTen {
-		g := &writer.RTenGraph{Nodes: []writer.RTenNode{constant("leaf", format.Float32, true, f32(1), 1)}, Outputs: []uint32{0}}
+		g := &writer.RTenGraph{Nodes: []writer.RTenNode{constant("leaf", format.Float32, true, hostile.F32(1), 1)}, Outputs: []uint32{0}}
 		for i := 0; i < levels; i++ {
 			g = &writer.RTenGraph{Nodes: []writer.RTenNode{
 				{Name: fmt.Sprint("loop", i), Operator: &writer.RTenOperator{Type: uint8(rten.OpLoop), Body: g}},
@@ -714,7 +715,7 @@ func TestSparse4GiB(t *testing.T) {
 	if testing.Short() {
 		t.Skip("writes a sparse 4 GiB file")
 	}
-	tail := f32(1, 2, 3, 4)
+	tail := hostile.F32(1, 2, 3, 4)
 	w := &writer.RTen{Graph: writer.RTenGraph{
 		Nodes: []writer.RTenNode{
 			{Name: "huge", Constant: &writer.RTenConstant{DType: format.Float32, Shape: []uint32{1 << 30, 1}}}, // 4 GiB, a hole

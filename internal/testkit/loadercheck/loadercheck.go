@@ -14,7 +14,6 @@ import (
 	"github.com/edgeload/edgeload/internal/testkit/hostile/ptecheck"
 	"github.com/edgeload/edgeload/internal/testkit/hostile/rtencheck"
 	"github.com/edgeload/edgeload/loader"
-	"github.com/edgeload/edgeload/loader/rten"
 )
 
 // Model exercises every accessor of a loader.Model and, through Program,
@@ -111,16 +110,15 @@ func Model(m *loader.Model) error {
 
 // RegionEnd returns the end of the header and FlatBuffer region of a
 // valid file of any format (the part a sweep mutates), through the format
-// packages' own RegionEnd. It tells the formats apart as loader.Sniff
-// does.
+// packages' own RegionEnd. It tells the formats apart with loader.Sniff;
+// whatever sniffs as neither PTE nor PTD is tried as RTen (a headerless V1
+// model has no magic).
 func RegionEnd(b []byte) (int64, error) {
-	if len(b) < 4 || string(b[:4]) != rten.Magic {
-		switch {
-		case len(b) >= 8 && string(b[4:6]) == "ET":
-			return ptecheck.RegionEnd(b)
-		case len(b) >= 8 && string(b[4:6]) == "FT":
-			return ptdcheck.RegionEnd(b)
-		}
+	switch loader.Sniff(b) {
+	case loader.PTE:
+		return ptecheck.RegionEnd(b)
+	case loader.PTD:
+		return ptdcheck.RegionEnd(b)
 	}
 	return rtencheck.RegionEnd(b)
 }

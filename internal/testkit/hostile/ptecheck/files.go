@@ -80,19 +80,11 @@ func Generated() ([]hostile.Seed, error) {
 			{Kind: writer.PTEMutable, ScalarType: writer.PTEInt32, Sizes: []int32{1}, Data: []byte{1, 0, 0, 0}},
 			{Kind: writer.PTEConstant, ScalarType: writer.PTEUint8, Sizes: []int32{5}, Data: []byte{1, 2, 3, 4, 5}}}}}}},
 		{"header40.pte", &writer.PTE{HeaderLength: 40, Methods: []writer.PTEMethod{{Name: "forward", Tensors: []writer.PTETensor{{ScalarType: writer.PTEInt16, Sizes: []int32{2, 1}, Data: []byte{1, 0, 2, 0}}}}}}},
+		{"tiny.pte", writer.TinyPTE()},
+		{"tiny-external.pte", writer.TinyExternalPTE()},
 	}
 	var out []hostile.Seed
 	for _, w := range ws {
-		b, err := w.w.Bytes()
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", w.name, err)
-		}
-		out = append(out, hostile.Seed{Name: w.name, Data: b})
-	}
-	for _, w := range []struct {
-		name string
-		w    *writer.PTE
-	}{{"tiny.pte", writer.TinyPTE()}, {"tiny-external.pte", writer.TinyExternalPTE()}} {
 		b, err := w.w.Bytes()
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", w.name, err)

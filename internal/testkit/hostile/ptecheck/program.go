@@ -119,7 +119,7 @@ func Program(p *pte.Program) error {
 	for i := range p.Tensors() {
 		tt := &p.Tensors()[i]
 		if g, ok := p.Tensor(tt.Name); !ok || g.Name != tt.Name {
-			return fmt.Errorf("pte: hostile.Tensor(%q) not found", tt.Name)
+			return fmt.Errorf("pte: Tensor(%q) not found", tt.Name)
 		}
 		if d := p.TensorData(i); !hostile.SameView(d, tt.Data) || !hostile.SameView(data[i], tt.Data) && tt.Location != format.LocExternal {
 			return fmt.Errorf("pte: tensor %q: TensorData [%d, +%d), before the list [%d, +%d), Data [%d, +%d)",

@@ -5,11 +5,14 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/edgeload/edgeload/internal/testkit/readcount"
 	"github.com/edgeload/edgeload/internal/testkit/testmodels"
+	"github.com/edgeload/edgeload/internal/testkit/writer"
 	"github.com/edgeload/edgeload/loader"
+	"github.com/edgeload/edgeload/loader/format"
 )
 
 // TestCheck: Check accepts what Verify accepts without reading a weight,
@@ -54,5 +57,33 @@ func TestCheck(t *testing.T) {
 	}
 	if r, err := m.Verify(); err != nil || r.BytesRead == 0 || rc.Reads == opened {
 		t.Errorf("Verify read %d bytes in %d reads, %v", r.BytesRead, rc.Reads-opened, err)
+	}
+}
+
+// TestCheckRejects: a program whose one instruction names an operator the
+// method does not have opens (Open leaves instructions to a method's first
+// use), and both Check and Verify refuse it.
+func TestCheckRejects(t *testing.T) {
+	b, err := (&writer.PTE{Methods: []writer.PTEMethod{{
+		Name:         "forward",
+		Tensors:      []writer.PTETensor{{Kind: writer.PTEPlanned, ScalarType: writer.PTEFloat32, Sizes: []int32{2}}},
+		Inputs:       []int32{0},
+		Outputs:      []int32{0},
+		Operators:    []string{"op"},
+		Instructions: []writer.PTEInstruction{{Kind: writer.PTEKernelCall, A: 7}},
+	}}}).Bytes()
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := loader.NewBytes(b)
+	if err != nil {
+		t.Fatalf("Open: %v", err)
+	}
+	defer m.Close()
+	if err := m.Check(); !errors.Is(err, format.ErrMalformed) || !strings.Contains(err.Error(), "op_index") {
+		t.Errorf("Check = %v, want a malformed-file error naming op_index", err)
+	}
+	if _, err := m.Verify(); !errors.Is(err, format.ErrMalformed) || !strings.Contains(err.Error(), "op_index") {
+		t.Errorf("Verify = %v, want a malformed-file error naming op_index", err)
 	}
 }

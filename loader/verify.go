@@ -65,10 +65,9 @@ func (m *Model) verify(readBytes bool) (VerifyReport, error) {
 	}
 	size := m.mf.Len()
 	h := crc32.NewIEEE()
+	// read reads s through the checksum; its callers test readBytes first,
+	// so Check formats no name.
 	read := func(s segment.Segment, what string) {
-		if !readBytes {
-			return
-		}
 		if err := s.Checksum(h); err != nil {
 			fail("%s: reading %d bytes at offset %d: %w", what, s.Len(), s.Offset(), err)
 			return
@@ -86,7 +85,9 @@ func (m *Model) verify(readBytes bool) (VerifyReport, error) {
 			fail("segment %d: [%d, +%d) is outside the %d-byte file", i, s.Offset(), s.Len(), size)
 			continue
 		}
-		read(s, fmt.Sprintf("segment %d", i))
+		if readBytes {
+			read(s, fmt.Sprintf("segment %d", i))
+		}
 	}
 
 	named := m.NamedData()
@@ -114,8 +115,8 @@ func (m *Model) verify(readBytes bool) (VerifyReport, error) {
 			r.Unresolved++
 			continue
 		}
-		if t.Data.File() == m.mf && m.inSegment(t.Data) {
-			continue // read with its segment
+		if !readBytes || (t.Data.File() == m.mf && m.inSegment(t.Data)) {
+			continue // not read (Check), or read with its segment
 		}
 		read(t.Data, fmt.Sprintf("tensor %q", t.Name))
 	}
@@ -125,7 +126,11 @@ func (m *Model) verify(readBytes bool) (VerifyReport, error) {
 			fail("%w", err)
 		}
 	}
-	m.verifyBundle(&r, fail, func(t *format.Tensor) { read(t.Data, fmt.Sprintf("bundle: test tensor %q", t.Name)) })
+	m.verifyBundle(&r, fail, func(t *format.Tensor) {
+		if readBytes {
+			read(t.Data, fmt.Sprintf("bundle: test tensor %q", t.Name))
+		}
+	})
 	return r, errors.Join(errs...)
 }
 

@@ -15,38 +15,79 @@ import (
 // those fields (a table outside the buffer) panics inside the generated
 // code's slice expressions and is recovered by unpackSafe.
 
+// fbVtable returns the position and byte length of the vtable of the table
+// at tab; ok is false when the table or the vtable's header does not fit in
+// buf.
+func fbVtable(buf []byte, tab int64) (vt, vlen int64, ok bool) {
+	n := int64(len(buf))
+	if tab < 0 || tab+4 > n {
+		return 0, 0, false
+	}
+	vt = tab - int64(int32(binary.LittleEndian.Uint32(buf[tab:])))
+	if vt < 0 || vt+4 > n {
+		return 0, 0, false
+	}
+	return vt, int64(binary.LittleEndian.Uint16(buf[vt:])), true
+}
+
+// fbSlot returns the offset from its table of field id, read from the
+// vtable at vt of vlen bytes, or 0 when the field is absent or its slot lies
+// outside the vtable or buf.
+func fbSlot(buf []byte, vt, vlen, id int64) int64 {
+	slot := 4 + 2*id
+	if slot+2 > vlen || vt+slot+2 > int64(len(buf)) {
+		return 0
+	}
+	return int64(binary.LittleEndian.Uint16(buf[vt+slot:]))
+}
+
 // fbField returns the absolute position of field id of the table at tab, or
 // 0 when the field is absent or the table does not fit in buf.
 func fbField(buf []byte, tab int64, id int) int64 {
-	n := int64(len(buf))
-	if tab < 0 || tab+4 > n {
+	vt, vlen, ok := fbVtable(buf, tab)
+	if !ok {
 		return 0
 	}
-	vt := tab - int64(int32(binary.LittleEndian.Uint32(buf[tab:])))
-	if vt < 0 || vt+4 > n {
-		return 0
-	}
-	vlen := int64(binary.LittleEndian.Uint16(buf[vt:]))
-	slot := int64(4 + 2*id)
-	if slot+2 > vlen || vt+slot+2 > n {
-		return 0
-	}
-	off := int64(binary.LittleEndian.Uint16(buf[vt+slot:]))
+	off := fbSlot(buf, vt, vlen, int64(id))
 	if off == 0 {
 		return 0
 	}
 	return tab + off
 }
 
+// fbMaxField returns the largest id of a field present in the table at tab
+// (as fbField finds it), or -1 when there is none or the table does not fit
+// in buf.
+func fbMaxField(buf []byte, tab int64) int {
+	vt, vlen, ok := fbVtable(buf, tab)
+	if !ok {
+		return -1
+	}
+	for id := (vlen-4)/2 - 1; id >= 0; id-- {
+		if fbSlot(buf, vt, vlen, id) != 0 {
+			return int(id)
+		}
+	}
+	return -1
+}
+
+// fbRef returns the position the offset field at pos points to.
+func fbRef(buf []byte, pos int64) (int64, error) {
+	if pos < 0 || pos+4 > int64(len(buf)) {
+		return 0, fmt.Errorf("offset at %d outside the buffer", pos)
+	}
+	return pos + int64(binary.LittleEndian.Uint32(buf[pos:])), nil
+}
+
 // fbVector checks the vector the offset field at pos points to: its length
 // and elem-byte elements fit in buf. It returns the position of the first
 // element and the length.
 func fbVector(buf []byte, pos int64, elem int64) (start, length int64, err error) {
-	n := int64(len(buf))
-	if pos+4 > n {
-		return 0, 0, fmt.Errorf("offset at %d outside the buffer", pos)
+	v, err := fbRef(buf, pos)
+	if err != nil {
+		return 0, 0, err
 	}
-	v := pos + int64(binary.LittleEndian.Uint32(buf[pos:]))
+	n := int64(len(buf))
 	if v+4 > n {
 		return 0, 0, fmt.Errorf("vector at %d outside the buffer", v)
 	}
@@ -65,8 +106,11 @@ func fbTableVector(buf []byte, pos int64, fn func(tab int64) error) error {
 		return err
 	}
 	for i := int64(0); i < n; i++ {
-		p := start + 4*i
-		if err := fn(p + int64(binary.LittleEndian.Uint32(buf[p:]))); err != nil {
+		tab, err := fbRef(buf, start+4*i)
+		if err != nil {
+			return err
+		}
+		if err := fn(tab); err != nil {
 			return err
 		}
 	}

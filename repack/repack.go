@@ -104,8 +104,8 @@ func checkAlign(name string, a int64) error {
 
 // Repack reads the model file in, verifies it, and writes it to out with the
 // layout opts asks for. out (and opts.Externalize) is written to a temporary
-// file in its directory, synced and renamed at the end; on error nothing is
-// left behind. in is only read. An out that is the same file as in (also
+// file in its directory and renamed at the end (synced first with
+// opts.Sync); on error nothing is left behind. in is only read. An out that is the same file as in (also
 // through a link) is refused with ErrSameFile.
 func Repack(in, out string, opts Options) (*Result, error) {
 	align, talign, err := opts.check()

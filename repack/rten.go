@@ -26,10 +26,7 @@ func (r *run) rten(outs *outputs, out string, res *Result) error {
 	h := m.Header()
 	mf := m.File()
 	res.Tensors = len(m.Constants())
-	if h.Version != 2 {
-		if r.opts.RTenV2 {
-			return r.rtenV1toV2(outs, out, res)
-		}
+	if h.Version != 2 && !r.opts.RTenV2 {
 		whole, err := segment.New(mf, 0, r.m.Size())
 		if err != nil {
 			return err
@@ -49,6 +46,13 @@ func (r *run) rten(outs *outputs, out string, res *Result) error {
 	region, err := segment.New(mf, h.ModelOffset, h.ModelLen)
 	if err != nil {
 		return err
+	}
+	if h.Version != 2 {
+		fb, pieces, size, err := rebuildV1(region, max(rtenTensorAlign, r.talign))
+		if err != nil {
+			return err
+		}
+		return r.writeRTenV2(outs, out, res, fb, pieces, size)
 	}
 	fb, err := region.Bytes()
 	if err != nil {
@@ -78,24 +82,6 @@ func (r *run) rten(outs *outputs, out string, res *Result) error {
 		}
 	}
 	return r.writeRTenV2(outs, out, res, fb, pieces, size)
-}
-
-// rtenV1toV2 writes the V1 model as V2.
-func (r *run) rtenV1toV2(outs *outputs, out string, res *Result) error {
-	h := r.m.RTen().Header()
-	region, err := segment.New(r.m.RTen().File(), h.ModelOffset, h.ModelLen)
-	if err != nil {
-		return err
-	}
-	fb, err := region.Bytes()
-	if err != nil {
-		return err
-	}
-	nfb, pieces, size, err := rebuildV1(fb, region, max(rtenTensorAlign, r.talign))
-	if err != nil {
-		return err
-	}
-	return r.writeRTenV2(outs, out, res, nfb, pieces, size)
 }
 
 // writeRTenV2 writes a V2 model: the header, the Model FlatBuffer fb and,

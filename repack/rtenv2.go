@@ -3,10 +3,10 @@ package repack
 import (
 	"encoding/binary"
 	"fmt"
-	"github.com/edgeload/edgeload/internal/schema/rtenattr"
 
 	flatbuffers "github.com/google/flatbuffers/go"
 
+	"github.com/edgeload/edgeload/internal/schema/rtenattr"
 	"github.com/edgeload/edgeload/internal/schema/rtenfb"
 	"github.com/edgeload/edgeload/segment"
 )
@@ -25,7 +25,7 @@ type fkind uint8
 
 const (
 	fScalar    fkind = iota + 1 // size bytes inline
-	fVector                     // vector of size-byte scalars
+	fVector                     // vector of 4-byte scalars (every vector described here)
 	fString                     // string
 	fTable                      // table described by table
 	fTableVec                   // vector of tables described by table
@@ -36,7 +36,7 @@ const (
 type fspec struct {
 	id    int
 	kind  fkind
-	size  int
+	size  int // fScalar's
 	table *tspec
 	union []*tspec
 }
@@ -91,7 +91,7 @@ func init() {
 			case "1", "4":
 				f.kind, f.size = fScalar, int(k[0]-'0')
 			case "[4]":
-				f.kind, f.size = fVector, 4
+				f.kind = fVector
 			case "s":
 				f.kind = fString
 			case "u":
@@ -113,9 +113,9 @@ func init() {
 	)
 	sGraph.set(
 		fspec{id: 0, kind: fTableVec, table: sNode},
-		fspec{id: 1, kind: fVector, size: 4},
-		fspec{id: 2, kind: fVector, size: 4},
-		fspec{id: 3, kind: fVector, size: 4},
+		fspec{id: 1, kind: fVector},
+		fspec{id: 2, kind: fVector},
+		fspec{id: 3, kind: fVector},
 	)
 	kinds := make([]*tspec, int(rtenfb.NodeKindValueNode)+1)
 	kinds[rtenfb.NodeKindOperatorNode] = sOperator
@@ -128,11 +128,11 @@ func init() {
 	sOperator.set(
 		fspec{id: 0, kind: fScalar, size: 1},
 		fspec{id: 1, kind: fUnion, union: attrs},
-		fspec{id: 3, kind: fVector, size: 4},
-		fspec{id: 4, kind: fVector, size: 4},
+		fspec{id: 3, kind: fVector},
+		fspec{id: 4, kind: fVector},
 	)
 	sConstant.set(
-		fspec{id: 0, kind: fVector, size: 4},
+		fspec{id: 0, kind: fVector},
 		fspec{id: 1, kind: fConstData},
 		fspec{id: 3, kind: fScalar, size: 2},
 		fspec{id: 4, kind: fScalar, size: 8},
@@ -145,10 +145,11 @@ func init() {
 		fspec{id: 0, kind: fScalar, size: 4},
 		fspec{id: 1, kind: fString},
 	)
-	for i := range 8 {
-		sMetadata.fields = append(sMetadata.fields, fspec{id: i, kind: fString})
+	meta := make([]fspec, 8)
+	for i := range meta {
+		meta[i] = fspec{id: i, kind: fString}
 	}
-	sMetadata.slots = 8
+	sMetadata.set(meta...)
 }
 
 // Field ids of ConstantNode.
@@ -172,6 +173,8 @@ var inlineKinds = map[rtenfb.ConstantData]struct {
 	rtenfb.ConstantDataUInt8Data: {1, rtenfb.ConstantDataTypeUInt8},
 }
 
+// memoKey names an object of the input already written: its kind, its
+// table description (tables and vectors of tables) and its position.
 type memoKey struct {
 	kind fkind
 	spec *tspec
@@ -189,11 +192,15 @@ type v2build struct {
 	memo   map[memoKey]flatbuffers.UOffsetT
 }
 
-// rebuildV1 rewrites the verified V1 Model FlatBuffer fb (at region in the
-// file) with every inline constant moved to a data section whose tensors
-// start on talign boundaries. It returns the new FlatBuffer, the pieces of
-// the data section (relative to its start) and its size.
-func rebuildV1(fb []byte, region segment.Segment, talign int64) (out []byte, pieces []piece, size int64, err error) {
+// rebuildV1 rewrites the verified V1 Model FlatBuffer at region in the file
+// with every inline constant moved to a data section whose tensors start on
+// talign boundaries. It returns the new FlatBuffer, the pieces of the data
+// section (relative to its start) and its size.
+func rebuildV1(region segment.Segment, talign int64) (out []byte, pieces []piece, size int64, err error) {
+	fb, err := region.Bytes()
+	if err != nil {
+		return nil, nil, 0, err
+	}
 	w := &v2build{
 		b:      flatbuffers.NewBuilder(min(len(fb), 1<<20)),
 		fb:     fb,
@@ -219,41 +226,13 @@ func rebuildV1(fb []byte, region segment.Segment, talign int64) (out []byte, pie
 	return w.b.FinishedBytes(), w.pieces, w.size, nil
 }
 
-// ref returns the position an offset field at pos points to.
-func (w *v2build) ref(pos int64) (int64, error) {
-	if pos < 0 || pos+4 > int64(len(w.fb)) {
-		return 0, fmt.Errorf("offset at %d outside the buffer", pos)
-	}
-	return pos + int64(binary.LittleEndian.Uint32(w.fb[pos:])), nil
-}
-
-// maxField returns the largest id of a field present in the table at tab,
-// or -1.
-func (w *v2build) maxField(tab int64) int {
-	n := int64(len(w.fb))
-	if tab < 0 || tab+4 > n {
-		return -1
-	}
-	vt := tab - int64(int32(binary.LittleEndian.Uint32(w.fb[tab:])))
-	if vt < 0 || vt+4 > n {
-		return -1
-	}
-	vlen := int64(binary.LittleEndian.Uint16(w.fb[vt:]))
-	for id := (vlen-4)/2 - 1; id >= 0; id-- {
-		if vt+4+2*id+2 <= n && binary.LittleEndian.Uint16(w.fb[vt+4+2*id:]) != 0 {
-			return int(id)
-		}
-	}
-	return -1
-}
-
 // table copies the table at tab described by s.
 func (w *v2build) table(s *tspec, tab int64) (flatbuffers.UOffsetT, error) {
 	key := memoKey{fTable, s, tab}
 	if off, ok := w.memo[key]; ok {
 		return off, nil
 	}
-	if id := w.maxField(tab); id >= s.slots {
+	if id := fbMaxField(w.fb, tab); id >= s.slots {
 		return 0, fmt.Errorf("repack: RTen %s at %d has field %d, which this rewrite does not know and would drop", s.name, tab, id)
 	}
 	// Children first: a FlatBuffer is built bottom-up.
@@ -264,6 +243,8 @@ func (w *v2build) table(s *tspec, tab int64) (flatbuffers.UOffsetT, error) {
 		tag byte
 	}
 	var slots []slot
+	// A ConstantNode's moved data; s.fields are in id order, so it is set
+	// before the dtype (idConstDType) is reached.
 	var cnode *constNode
 	for _, f := range s.fields {
 		pos := fbField(w.fb, tab, f.id)
@@ -276,16 +257,15 @@ func (w *v2build) table(s *tspec, tab int64) (flatbuffers.UOffsetT, error) {
 			continue
 		}
 		if f.kind == fUnion {
-			tpos := fbField(w.fb, tab, f.id)
 			vpos := fbField(w.fb, tab, f.id+1)
-			if tpos == 0 || vpos == 0 {
+			if pos == 0 || vpos == 0 {
 				continue
 			}
-			tag := w.fb[tpos]
+			tag := w.fb[pos]
 			if tag == 0 {
 				continue
 			}
-			v, err := w.ref(vpos)
+			v, err := fbRef(w.fb, vpos)
 			if err != nil {
 				return 0, err
 			}
@@ -311,13 +291,16 @@ func (w *v2build) table(s *tspec, tab int64) (flatbuffers.UOffsetT, error) {
 			if pos+int64(f.size) > int64(len(w.fb)) {
 				return 0, fmt.Errorf("repack: RTen %s: field %d outside the buffer", s.name, f.id)
 			}
+			if cnode != nil && f.id == idConstDType {
+				continue // the inline data's dtype is written below instead
+			}
 		case fVector:
-			off, err = w.vector(pos, int64(f.size))
+			off, err = w.vector(pos)
 		case fString:
 			off, err = w.str(pos)
 		case fTable:
 			var t int64
-			if t, err = w.ref(pos); err == nil {
+			if t, err = fbRef(w.fb, pos); err == nil {
 				off, err = w.table(f.table, t)
 			}
 		case fTableVec:
@@ -327,15 +310,6 @@ func (w *v2build) table(s *tspec, tab int64) (flatbuffers.UOffsetT, error) {
 			return 0, err
 		}
 		slots = append(slots, slot{f: f, pos: pos, off: off})
-	}
-	if cnode != nil && cnode.dtypeSet {
-		// the derived dtype is written below; drop a copied one
-		for i := range slots {
-			if slots[i].f.id == idConstDType {
-				slots = append(slots[:i], slots[i+1:]...)
-				break
-			}
-		}
 	}
 
 	b := w.b
@@ -367,32 +341,27 @@ func (w *v2build) table(s *tspec, tab int64) (flatbuffers.UOffsetT, error) {
 		}
 	}
 	if cnode != nil {
-		if cnode.external {
-			b.PrependUint64(uint64(cnode.dataOffset))
-			b.Slot(idConstDataOffset)
-		}
-		if cnode.dtypeSet {
-			b.PrependUint16(uint16(cnode.dtype))
-			b.Slot(idConstDType)
-		}
+		b.PrependUint64(uint64(cnode.dataOffset))
+		b.Slot(idConstDataOffset)
+		b.PrependUint16(uint16(cnode.dtype))
+		b.Slot(idConstDType)
 	}
 	off := b.EndObject()
 	w.memo[key] = off
 	return off, nil
 }
 
-// constNode is what the rebuild writes for a ConstantNode beside its copied
-// fields.
+// constNode is what the rebuild writes for a ConstantNode whose inline data
+// moved, beside its copied fields.
 type constNode struct {
-	external   bool
 	dataOffset int64
-	dtypeSet   bool
 	dtype      rtenfb.ConstantDataType
 }
 
 // constData places a ConstantNode's inline data in the data section. Its
 // dtype is the inline data's (FloatData: Float32, ...), which is what a
-// reader of the inline constant goes by, whatever the dtype field said.
+// reader of the inline constant goes by, whatever the dtype field said. It
+// returns nil for a constant without inline data, which is kept as it is.
 func (w *v2build) constData(tab int64) (*constNode, error) {
 	if fbField(w.fb, tab, idConstDataOffset) != 0 {
 		return nil, fmt.Errorf("repack: RTen V1 constant at %d has a data_offset, but V1 has no tensor data section", tab)
@@ -400,13 +369,13 @@ func (w *v2build) constData(tab int64) (*constNode, error) {
 	tpos := fbField(w.fb, tab, idConstDataType)
 	vpos := fbField(w.fb, tab, idConstData)
 	if tpos == 0 || vpos == 0 || w.fb[tpos] == 0 {
-		return &constNode{}, nil // no data: kept as it is
+		return nil, nil
 	}
 	kind, ok := inlineKinds[rtenfb.ConstantData(w.fb[tpos])]
 	if !ok {
 		return nil, fmt.Errorf("repack: RTen constant at %d: unknown data type %d", tab, w.fb[tpos])
 	}
-	dt, err := w.ref(vpos)
+	dt, err := fbRef(w.fb, vpos)
 	if err != nil {
 		return nil, err
 	}
@@ -422,16 +391,16 @@ func (w *v2build) constData(tab int64) (*constNode, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &constNode{external: true, dataOffset: alignUp(w.size, w.talign), dtypeSet: true, dtype: kind.dtype}
+	c := &constNode{dataOffset: alignUp(w.size, w.talign), dtype: kind.dtype}
 	w.pieces = append(w.pieces, piece{src: src, dst: c.dataOffset})
 	w.size = c.dataOffset + src.Len()
 	return c, nil
 }
 
-// vector copies the vector of elem-byte scalars the offset field at pos
-// points to.
-func (w *v2build) vector(pos, elem int64) (flatbuffers.UOffsetT, error) {
-	start, n, err := fbVector(w.fb, pos, elem)
+// vector copies the vector of 4-byte scalars the offset field at pos points
+// to.
+func (w *v2build) vector(pos int64) (flatbuffers.UOffsetT, error) {
+	start, n, err := fbVector(w.fb, pos, 4)
 	if err != nil {
 		return 0, err
 	}
@@ -439,16 +408,9 @@ func (w *v2build) vector(pos, elem int64) (flatbuffers.UOffsetT, error) {
 	if off, ok := w.memo[key]; ok {
 		return off, nil
 	}
-	w.b.StartVector(int(elem), int(n), int(elem))
-	le := binary.LittleEndian
+	w.b.StartVector(4, int(n), 4)
 	for i := n - 1; i >= 0; i-- {
-		p := start + i*elem
-		switch elem {
-		case 1:
-			w.b.PrependByte(w.fb[p])
-		case 4:
-			w.b.PrependUint32(le.Uint32(w.fb[p:]))
-		}
+		w.b.PrependUint32(binary.LittleEndian.Uint32(w.fb[start+4*i:]))
 	}
 	off := w.b.EndVector(int(n))
 	w.memo[key] = off
@@ -472,23 +434,22 @@ func (w *v2build) str(pos int64) (flatbuffers.UOffsetT, error) {
 
 // tableVec copies the vector of s tables the offset field at pos points to.
 func (w *v2build) tableVec(s *tspec, pos int64) (flatbuffers.UOffsetT, error) {
-	start, n, err := fbVector(w.fb, pos, 4)
+	v, err := fbRef(w.fb, pos)
 	if err != nil {
 		return 0, err
 	}
-	key := memoKey{fTableVec, s, start}
+	key := memoKey{fTableVec, s, v}
 	if off, ok := w.memo[key]; ok {
 		return off, nil
 	}
-	offs := make([]flatbuffers.UOffsetT, n)
-	for i := range offs {
-		t, err := w.ref(start + 4*int64(i))
-		if err != nil {
-			return 0, err
-		}
-		if offs[i], err = w.table(s, t); err != nil {
-			return 0, err
-		}
+	var offs []flatbuffers.UOffsetT
+	err = fbTableVector(w.fb, pos, func(t int64) error {
+		off, err := w.table(s, t)
+		offs = append(offs, off)
+		return err
+	})
+	if err != nil {
+		return 0, err
 	}
 	w.b.StartVector(4, len(offs), 4)
 	for i := len(offs) - 1; i >= 0; i-- {

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -328,4 +329,104 @@ func TestRTenV1toV2UnknownField(t *testing.T) {
 		}
 		os.Remove(out)
 	}
+}
+
+// sharedV1 is a V1 model whose objects are shared: the leaf graph has n
+// nodes (each with its own name) of one ConstantNode with 4 KiB of inline
+// float data, and each of depth graphs above it has an If operator whose
+// then and else branches are both the graph below. The file is a few KiB;
+// copied once per reference, the constant's data would be written
+// n × 2^depth times.
+func sharedV1(n, depth int) []byte {
+	b := flatbuffers.NewBuilder(0)
+	const elems = 1024
+	rtenfb.FloatDataStartDataVector(b, elems)
+	for i := range elems {
+		b.PrependFloat32(float32(elems - i))
+	}
+	vec := b.EndVector(elems)
+	rtenfb.FloatDataStart(b)
+	rtenfb.FloatDataAddData(b, vec)
+	fd := rtenfb.FloatDataEnd(b)
+	rtenfb.ConstantNodeStartShapeVector(b, 1)
+	b.PrependUint32(elems)
+	shape := b.EndVector(1)
+	rtenfb.ConstantNodeStart(b)
+	rtenfb.ConstantNodeAddShape(b, shape)
+	rtenfb.ConstantNodeAddDataType(b, rtenfb.ConstantDataFloatData)
+	rtenfb.ConstantNodeAddData(b, fd)
+	c := rtenfb.ConstantNodeEnd(b)
+
+	graph := func(nodes []flatbuffers.UOffsetT) flatbuffers.UOffsetT {
+		rtenfb.GraphStartNodesVector(b, len(nodes))
+		for i := len(nodes) - 1; i >= 0; i-- {
+			b.PrependUOffsetT(nodes[i])
+		}
+		v := b.EndVector(len(nodes))
+		rtenfb.GraphStart(b)
+		rtenfb.GraphAddNodes(b, v)
+		return rtenfb.GraphEnd(b)
+	}
+	node := func(name string, kind rtenfb.NodeKind, data flatbuffers.UOffsetT) flatbuffers.UOffsetT {
+		s := b.CreateString(name)
+		rtenfb.NodeStart(b)
+		rtenfb.NodeAddName(b, s)
+		rtenfb.NodeAddDataType(b, kind)
+		rtenfb.NodeAddData(b, data)
+		return rtenfb.NodeEnd(b)
+	}
+	var nodes []flatbuffers.UOffsetT
+	for i := range n {
+		nodes = append(nodes, node("w"+strconv.Itoa(i), rtenfb.NodeKindConstantNode, c))
+	}
+	g := graph(nodes)
+	for d := range depth {
+		rtenfb.IfAttrsStart(b)
+		rtenfb.IfAttrsAddThenBranch(b, g)
+		rtenfb.IfAttrsAddElseBranch(b, g)
+		attrs := rtenfb.IfAttrsEnd(b)
+		rtenfb.OperatorNodeStart(b)
+		rtenfb.OperatorNodeAddType(b, rtenfb.OperatorTypeIf)
+		rtenfb.OperatorNodeAddAttrsType(b, rtenfb.OperatorAttrsIfAttrs)
+		rtenfb.OperatorNodeAddAttrs(b, attrs)
+		op := rtenfb.OperatorNodeEnd(b)
+		g = graph([]flatbuffers.UOffsetT{node("if"+strconv.Itoa(d), rtenfb.NodeKindOperatorNode, op)})
+	}
+	rtenfb.ModelStart(b)
+	rtenfb.ModelAddSchemaVersion(b, 1)
+	rtenfb.ModelAddGraph(b, g)
+	b.Finish(rtenfb.ModelEnd(b))
+	return b.FinishedBytes()
+}
+
+// TestRTenV1toV2Shared converts sharedV1: every shared object (the
+// constant, its data, the subgraphs) is written once, so the output holds
+// one 4 KiB tensor in its data section, is no larger than the input plus
+// the header and padding, and has the input's tensors.
+func TestRTenV1toV2Shared(t *testing.T) {
+	dir := t.TempDir()
+	in := filepath.Join(dir, "shared-v1.rten")
+	b := sharedV1(8, 4)
+	if err := os.WriteFile(in, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	want := sums(t, in)
+	out := filepath.Join(dir, "shared.rten")
+	if _, err := repack.Repack(in, out, repack.Options{RTenV2: true, Align: 16}); err != nil {
+		t.Fatal(err)
+	}
+	ob := mustRead(t, out)
+	if len(ob) < 32 || string(ob[:4]) != "RTEN" {
+		t.Fatalf("output is not an RTen V2 file: % x", ob[:min(len(ob), 8)])
+	}
+	if data := int64(len(ob)) - int64(binary.LittleEndian.Uint64(ob[24:])); data != 4096 {
+		t.Errorf("data section of %d bytes, want the shared constant's 4096 once", data)
+	}
+	// The header, padding before the data section, and the data_offset and
+	// dtype the rebuild adds to the one constant.
+	if margin := 128; len(ob) > len(b)+margin {
+		t.Errorf("output of %d bytes from an input of %d", len(ob), len(b))
+	}
+	sameSums(t, "V1 → V2 of shared objects", sums(t, out), want)
+	checkV1toV2(t, b, ob, 0)
 }

@@ -1,9 +1,9 @@
 package rten
 
 import (
-	"github.com/edgeload/edgeload/internal/schema/rtenattr"
 	"strconv"
 
+	"github.com/edgeload/edgeload/internal/schema/rtenattr"
 	"github.com/edgeload/edgeload/internal/schema/rtenfb"
 	"github.com/edgeload/edgeload/loader/internal/fbverify"
 )
@@ -14,9 +14,9 @@ import (
 //
 // OperatorAttrs is append-only upstream, so unknown attribute tags are
 // accepted (verified only as tables). Every field of the known attribute
-// tables is described, so that the object API's UnPack (which reads every
-// field, as edgeload repack does) is safe on a verified buffer; IfAttrs and
-// LoopAttrs hold subgraphs.
+// tables is described, so that a reader of every field (the object API's
+// UnPack, repack's V1 to V2 rewrite) is safe on a verified buffer; IfAttrs
+// and LoopAttrs hold subgraphs.
 var (
 	vModel    = &fbverify.Table{Name: "Model"}
 	vGraph    = &fbverify.Table{Name: "Graph"}

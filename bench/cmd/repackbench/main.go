@@ -10,9 +10,11 @@
 // "cp IN OUT" (the system's cp) and repack.Repack(IN, OUT), each followed by
 // removing OUT (not timed). Neither syncs; to compare the durable forms too,
 // each round also times "cp IN OUT" followed by an fsync of OUT
-// ("cp+fsync") against a repack with Options.Sync, and the part of a repack
-// that only reads (loader.Open and the structural checks of IN). It prints
-// one JSON line:
+// ("cp+fsync") against a repack with Options.Sync, and loader.Open of IN
+// followed by loader.Verify, which reads every byte ("verify_s": the read
+// that Options.VerifyBytes adds to a repack; a default repack runs only the
+// structural checks, Model.Check, which read no weight byte). It prints one
+// JSON line:
 //
 //	{"in":..., "size":..., "rounds":N, "verify_s":[...], "cp_s":[...],
 //	 "cp_fsync_s":[...], "repack_s":[...], "repack_sync_s":[...],
@@ -136,10 +138,10 @@ func run(w io.Writer, in, outDir string, rounds int, opts repack.Options) error 
 		res.Repack = append(res.Repack, d)
 		os.Remove(out)
 
-		ns := opts
-		ns.Sync = true
+		syncOpts := opts
+		syncOpts.Sync = true
 		sampling.Store(true)
-		d, err = timed(func() error { _, err := repack.Repack(in, out, ns); return err })
+		d, err = timed(func() error { _, err := repack.Repack(in, out, syncOpts); return err })
 		sampling.Store(false)
 		if err != nil {
 			return err
@@ -160,7 +162,8 @@ func run(w io.Writer, in, outDir string, rounds int, opts repack.Options) error 
 	return json.NewEncoder(w).Encode(res)
 }
 
-// verify is the part of a repack that reads: loader.Open and Verify.
+// verify opens path with the loader and runs Verify, which reads every
+// byte: the read Options.VerifyBytes adds to a repack.
 func verify(path string) error {
 	m, err := loader.Open(path)
 	if err != nil {

@@ -17,12 +17,12 @@ func TestDTypeNamesRoundTrip(t *testing.T) {
 		if got, ok := ParseDType(name); !ok || got != d {
 			t.Errorf("ParseDType(%q) = %v, %v; want %v", name, got, ok, d)
 		}
-		if d.Size() == 0 || !d.Valid() {
-			t.Errorf("%v: size %d valid %v", d, d.Size(), d.Valid())
+		if e, b := d.Block(); (e == 0) != (d == String) || !d.Valid() || (d.Size() != 0) != (e == 1) {
+			t.Errorf("%v: block %d/%d size %d valid %v", d, e, b, d.Size(), d.Valid())
 		}
 	}
-	if _, ok := ParseDType("complex64"); ok {
-		t.Error("ParseDType accepted complex64")
+	if _, ok := ParseDType("complex32"); ok {
+		t.Error("ParseDType accepted complex32")
 	}
 	if Invalid.Valid() || DType(200).Valid() || DType(200).Size() != 0 {
 		t.Error("invalid dtypes reported valid")
@@ -31,6 +31,17 @@ func TestDTypeNamesRoundTrip(t *testing.T) {
 	for d, want := range map[DType]int{Float16: 2, BFloat16: 2, Float32: 4, Float64: 8, Int64: 8, Bool: 1, QUInt4x2: 1, QInt32: 4, Bits16: 2, Float8E4M3FN: 1} {
 		if d.Size() != want {
 			t.Errorf("%v.Size() = %d, want %d", d, d.Size(), want)
+		}
+	}
+	// Packed and block types: bytes for a count of elements (FORMATS-gguf.md's
+	// type table; int4 two to a byte, rounded up).
+	for _, c := range []struct {
+		d     DType
+		dims  []int64
+		bytes int64
+	}{{Q4_0, []int64{2, 64}, 2 * 2 * 18}, {Q6_K, []int64{256}, 210}, {Int4, []int64{3}, 2}, {Float6E2M3FN, []int64{8}, 6}, {MXFP4, []int64{32}, 17}} {
+		if _, n, ok := Numel(c.dims, c.d, math.MaxInt64); !ok || n != c.bytes {
+			t.Errorf("Numel(%v, %v) = %d, %v; want %d", c.dims, c.d, n, ok, c.bytes)
 		}
 	}
 }

@@ -1,0 +1,100 @@
+package format
+
+import (
+	"io"
+
+	"github.com/edgeload/edgeload/mmapfile"
+	"github.com/edgeload/edgeload/segment"
+)
+
+// Model is what a format package hands to package loader for one opened
+// file: its tensors, segments and named data in the shared vocabulary, the
+// order in which a runtime uses the tensors, and the checks Open leaves for
+// later. loader.Model, package stream, package repack and the command work
+// through it alone; what only one format has stays with that format's
+// package (reach it with a type assertion on loader.Model.Impl).
+//
+// Accessors return values read at Open, allocate nothing after their first
+// call and are safe for concurrent use; Close is called once.
+type Model interface {
+	// NumTensors returns the number of tensors.
+	NumTensors() int
+	// TensorAt returns tensor i, 0 <= i < NumTensors; the pointer stays
+	// valid and unchanged until Close.
+	TensorAt(i int) *Tensor
+	// TensorData returns the bytes of tensor i (TensorAt(i).Data), without
+	// building anything a caller did not ask for.
+	TensorData(i int) segment.Segment
+	// Lookup returns the index of the first tensor named name.
+	Lookup(name string) (int, bool)
+	// Segments returns the file's segments, absolute offsets, in file order.
+	Segments() []segment.Segment
+	// NamedData returns the key-addressed blobs that are not tensors.
+	NamedData() []NamedData
+	// Groups names the units a use order is given for (a program's
+	// methods, a TFLite model's subgraphs), in file order; nil when the
+	// format has one order, reached as group "".
+	Groups() []string
+	// UseOrder returns indices of tensors in the order the group first
+	// uses them, each index once, the unused ones last; group "" gives
+	// every group's order in turn. A group the model lacks wraps
+	// ErrNotFound.
+	UseOrder(group string) ([]int, error)
+	// Check makes the checks Open left for later (a method's instructions,
+	// checked at first use otherwise) without reading any tensor's bytes.
+	Check() error
+	// Close releases what the format opened; the mapping is the loader's.
+	Close() error
+}
+
+// Config is what loader passes a format's Open besides the mapping.
+type Config struct {
+	// Head is the file's first bytes (up to a page), already read.
+	Head []byte
+	// Name is the path the model was opened from, or "" (for messages).
+	Name string
+	// Data are the files a caller gave to resolve external tensors
+	// (loader.WithData), each of the format Registration.DataFormat names,
+	// already opened. A format that takes none is never given any.
+	Data []Model
+	// Mmap are the caller's mapping options, for files a format opens
+	// itself (the shards of a sharded checkpoint).
+	Mmap []mmapfile.Option
+}
+
+// Registration is how a format plugs into package loader: a name, a sniff
+// rule and an Open.
+type Registration struct {
+	// Name is the format's name ("pte", "gguf", ...), the value of
+	// loader.Model.Format and of the command's "format".
+	Name string
+	// Sniff reports whether the file's first bytes (up to a page; fewer for
+	// a short file) are this format's. A nil Sniff makes the format a
+	// fallback, tried after every other format declined the bytes.
+	Sniff func(head []byte) bool
+	// Open opens the model in mf, which the loader keeps and closes.
+	Open func(mf *mmapfile.File, c *Config) (Model, error)
+	// DataFormat names the format of the files a model of this format can
+	// link with loader.WithData ("ptd" for a program); "" when it links
+	// none, and loader refuses data files for it.
+	DataFormat string
+}
+
+// Reporter is implemented by a format's Model that has facts of its own to
+// show (a program's methods, GGUF metadata): the command's inspect adds
+// Fields to its JSON object and prints Text under its generic listing.
+type Reporter interface {
+	// ReportFields returns extra members of the JSON report, in order,
+	// with keys that are not the generic ones (format, file_size,
+	// segments, named_data, tensors, use_order).
+	ReportFields() []Field
+	// ReportText writes the human-readable section.
+	ReportText(w io.Writer) error
+}
+
+// Field is one member of a JSON report: Value is marshalled with
+// encoding/json.
+type Field struct {
+	Key   string
+	Value any
+}

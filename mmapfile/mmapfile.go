@@ -171,6 +171,11 @@ type config struct {
 	page     int64 // the page size in use (pageSize, or the OS's)
 	osPage   int64
 	name     string
+	// where: a section [off, off+n) (WithSection), or a zip entry
+	// (WithZipEntry) whose data is then the section.
+	section bool
+	off, n  int64
+	entry   string
 }
 
 // Option configures Open.
@@ -263,20 +268,10 @@ func (f *File) addWindow(key span, w *window) {
 // Open costs O(1) in the file size: in whole mode it maps but does not touch
 // the file, in windowed mode it maps nothing. A zero-length file has no
 // mapping and Len 0.
+//
+// With [WithSection] or [WithZipEntry] the File is a part of the file.
 func Open(path string, opts ...Option) (*File, error) {
-	return openPath(path, 0, 0, false, opts)
-}
-
-// OpenSection opens the bytes [off, off+n) of the named file as a File of
-// its own: Len is n, every offset given to or reported by its methods is
-// relative to off, and nothing outside the section can be viewed or read
-// through it. The mapping starts at the page boundary below off (see
-// [File.Section]); bytes of the file outside the section that share its
-// first or last page are mapped but never handed out, and Release never
-// drops such a shared page. It fails with an error wrapping ErrRange when
-// the section does not lie inside the file. It is otherwise like Open.
-func OpenSection(path string, off, n int64, opts ...Option) (*File, error) {
-	return openPath(path, off, n, true, opts)
+	return openPath(path, opts)
 }
 
 // NewFile maps a file the caller has already opened (for example a
@@ -285,18 +280,6 @@ func OpenSection(path string, off, n int64, opts ...Option) (*File, error) {
 // f, and f must stay open until the File is closed. It is otherwise like
 // Open.
 func NewFile(f *os.File, opts ...Option) (*File, error) {
-	return newFile(f, 0, 0, false, opts)
-}
-
-// NewSection is OpenSection for a file the caller has already opened, with
-// NewFile's ownership: Close does not close f. On Android, an
-// AssetFileDescriptor's descriptor, start offset and length are f, off and
-// n.
-func NewSection(f *os.File, off, n int64, opts ...Option) (*File, error) {
-	return newFile(f, off, n, true, opts)
-}
-
-func newFile(f *os.File, off, n int64, section bool, opts []Option) (*File, error) {
 	if f == nil {
 		return nil, fmt.Errorf("mmapfile: NewFile of a nil *os.File: %w", os.ErrInvalid)
 	}
@@ -311,10 +294,13 @@ func newFile(f *os.File, off, n int64, section bool, opts []Option) (*File, erro
 	if !fi.Mode().IsRegular() {
 		return nil, fmt.Errorf("mmapfile: %s is not a regular file", f.Name())
 	}
-	return build(borrowed{f}, f.Name(), fi.Size(), off, n, section, cfg)
+	if err := cfg.locate(f, f.Name(), fi.Size()); err != nil {
+		return nil, err
+	}
+	return build(borrowed{f}, f.Name(), fi.Size(), cfg.off, cfg.n, cfg.section, cfg)
 }
 
-func openPath(path string, off, n int64, section bool, opts []Option) (*File, error) {
+func openPath(path string, opts []Option) (*File, error) {
 	cfg, err := configure(opts)
 	if err != nil {
 		return nil, err
@@ -327,7 +313,21 @@ func openPath(path string, off, n int64, section bool, opts []Option) (*File, er
 		fd.Close()
 		return nil, fmt.Errorf("mmapfile: %s is not a regular file", path)
 	}
-	f, err := build(fd, path, size, off, n, section, cfg)
+	if cfg.entry != "" {
+		err := func() error {
+			zf, err := os.Open(path)
+			if err != nil {
+				return err
+			}
+			defer zf.Close()
+			return cfg.locate(zf, path, size)
+		}()
+		if err != nil {
+			fd.Close()
+			return nil, err
+		}
+	}
+	f, err := build(fd, path, size, cfg.off, cfg.n, cfg.section, cfg)
 	if err != nil {
 		fd.Close()
 		return nil, err

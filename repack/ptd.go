@@ -66,7 +66,7 @@ func (r *run) externalize(p *pte.Program, prog *ptefb.ProgramT) (*ptdOut, error)
 			if t.ExtraTensorInfo != nil && t.ExtraTensorInfo.Location == locExternal {
 				continue
 			}
-			lt, ok := p.TensorAt(plan.Name, i)
+			lt, ok := p.ValueTensor(plan.Name, i)
 			if !ok || lt.DataBufferIndex != t.DataBufferIdx || !lt.Resolved() {
 				return nil, fmt.Errorf("repack: externalize: %s value %d: no constant data", plan.Name, i)
 			}

@@ -186,7 +186,7 @@ func buildReport(m *loader.Model, sums bool) (*report, error) {
 		r.Tensors = append(r.Tensors, tr)
 	}
 	for _, d := range m.DataFiles() {
-		r.DataFiles = append(r.DataFiles, d.Name())
+		r.DataFiles = append(r.DataFiles, d.MappedFile().Name())
 	}
 	switch {
 	case m.Program() != nil:

@@ -8,6 +8,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/edgeload/edgeload/loader"
+	"github.com/edgeload/edgeload/mmapfile"
 )
 
 // archiveSep separates an archive's path from an entry's name in a FILE
@@ -37,48 +38,52 @@ func splitArchive(arg string) (archive, entry string, ok bool) {
 	}
 }
 
-// dataOptions returns the loader options for --data arguments, each a
-// .ptd file or an ARCHIVE!/ENTRY.
-func dataOptions(data []string) []loader.Option {
-	var opts []loader.Option
-	for _, d := range data {
-		if a, e, ok := splitArchive(d); ok {
-			opts = append(opts, loader.WithDataZipEntry(a, e))
-		} else {
-			opts = append(opts, loader.WithData(d))
-		}
+// openMapped maps a FILE argument: a file, or an entry stored in a zip
+// archive (ARCHIVE!/ENTRY).
+func openMapped(path string) (*mmapfile.File, error) {
+	if a, e, ok := splitArchive(path); ok {
+		return mmapfile.Open(a, mmapfile.WithZipEntry(e))
 	}
-	return opts
+	return mmapfile.Open(path)
 }
 
-// openModel opens a FILE argument: a file, or an entry stored in a zip
-// archive (ARCHIVE!/ENTRY), with the --data files.
+// openModel opens a FILE argument (a file or ARCHIVE!/ENTRY) with the
+// --data files (each a file or ARCHIVE!/ENTRY).
 func openModel(path string, data []string) (*loader.Model, error) {
-	opts := dataOptions(data)
-	if a, e, ok := splitArchive(path); ok {
-		return loader.OpenZipEntry(a, e, opts...)
+	var maps []*mmapfile.File
+	for _, d := range data {
+		mf, err := openMapped(d)
+		if err != nil {
+			for _, m := range maps {
+				m.Close()
+			}
+			return nil, fmt.Errorf("data file %s: %w", d, err)
+		}
+		maps = append(maps, mf)
 	}
-	return loader.Open(path, opts...)
+	mf, err := openMapped(path)
+	if err != nil {
+		for _, m := range maps {
+			m.Close()
+		}
+		return nil, err
+	}
+	return loader.New(mf, loader.WithDataFiles(maps...))
 }
 
 // sniffPath sniffs a FILE argument (see loader.Sniff); an archive entry
 // that cannot be located sniffs as Unknown, and opening it then says why.
 func sniffPath(path string) (loader.Format, error) {
-	a, e, ok := splitArchive(path)
-	if !ok {
+	if _, _, ok := splitArchive(path); !ok {
 		return loader.SniffFile(path)
 	}
-	off, n, err := loader.ZipEntry(a, e)
+	mf, err := openMapped(path)
 	if err != nil {
 		return loader.Unknown, err
 	}
-	f, err := os.Open(a)
-	if err != nil {
-		return loader.Unknown, err
-	}
-	defer f.Close()
-	head := make([]byte, min(n, loader.SniffLen))
-	k, _ := f.ReadAt(head, off)
+	defer mf.Close()
+	head := make([]byte, min(mf.Len(), 4096))
+	k, _ := mf.ReadAt(head, 0)
 	return loader.Sniff(head[:k]), nil
 }
 

@@ -43,8 +43,19 @@ type Model interface {
 	// Check makes the checks Open left for later (a method's instructions,
 	// checked at first use otherwise) without reading any tensor's bytes.
 	Check() error
-	// Close releases what the format opened; the mapping is the loader's.
+	// MappedFile returns the mapping the views point into: the one Open
+	// was given, or a section of it (the program inside a bundle).
+	MappedFile() *mmapfile.File
+	// Close releases what the format opened; the mapping Open was given
+	// is the loader's.
 	Close() error
+}
+
+// AuxTensors is implemented by a Model that carries tensors besides its
+// own (a bundled program's test inputs and expected outputs): loader's
+// Verify checks and reads them too.
+type AuxTensors interface {
+	AuxTensors() []*Tensor
 }
 
 // Config is what loader passes a format's Open besides the mapping.
@@ -68,6 +79,9 @@ type Registration struct {
 	// Name is the format's name ("pte", "gguf", ...), the value of
 	// loader.Model.Format and of the command's "format".
 	Name string
+	// Magic says how the format's files start, for the error about a
+	// file no format claims: `"ET.." at offset 4`.
+	Magic string
 	// Sniff reports whether the file's first bytes (up to a page; fewer for
 	// a short file) are this format's. A nil Sniff makes the format a
 	// fallback, tried after every other format declined the bytes.

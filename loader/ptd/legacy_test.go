@@ -63,7 +63,7 @@ func TestLegacyMisread(t *testing.T) {
 	if f, err := readAs(t, b, false); err == nil {
 		// A guess that verifies still must not show the legacy tensors.
 		for _, k := range []string{"linear.weight", "linear.bias"} {
-			if _, ok := f.Lookup(k); ok {
+			if _, ok := f.Entry(k); ok {
 				t.Errorf("the current layout found %q in a legacy file", k)
 			}
 		}
@@ -75,7 +75,7 @@ func TestLegacyMisread(t *testing.T) {
 	if err != nil {
 		t.Fatalf("legacy layout: %v", err)
 	}
-	if _, ok := f.Lookup("linear.weight"); !ok {
+	if _, ok := f.Entry("linear.weight"); !ok {
 		t.Error("legacy layout did not find linear.weight")
 	}
 	g, err := NewBytes(b)
@@ -95,7 +95,7 @@ func TestCurrentMisreadAsLegacy(t *testing.T) {
 		t.Fatalf("effectiveRootSlots = %d, %v; want 3", n, err)
 	}
 	if f, err := readAs(t, b, true); err == nil {
-		if _, ok := f.Lookup("a"); ok && len(f.tensors) == 2 && f.segs[0].Len() == 16 {
+		if _, ok := f.Entry("a"); ok && len(f.tensors) == 2 && f.segs[0].Len() == 16 {
 			t.Error("the legacy layout read the current file as if it were legacy")
 		}
 	}
@@ -157,7 +157,7 @@ func TestDetection(t *testing.T) {
 			}
 			want := 0
 			for _, e := range tc.p.Entries {
-				if _, ok := f.Lookup(e.Key); ok {
+				if _, ok := f.Entry(e.Key); ok {
 					want++
 				}
 			}

@@ -76,7 +76,7 @@ func ListMatchesAccessors(p *Program) error {
 			return fmt.Errorf("tensor %d: scalar type %d, requires_grad %v, data_buffer_idx %d; the accessors read %d, %v, %d",
 				i, t.ScalarType, t.RequiresGrad, t.DataBufferIndex, x.ScalarType(), x.RequiresGrad(), dbi)
 		}
-		if k, ok := p.TensorAt(t.Method, t.Value); !ok || k != t {
+		if k, ok := p.ValueTensor(t.Method, t.Value); !ok || k != t {
 			return fmt.Errorf("tensor %d: TensorAt(%q, %d) is not it", i, t.Method, t.Value)
 		}
 	}

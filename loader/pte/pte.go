@@ -501,10 +501,10 @@ func (p *Program) buildIndex() {
 	p.tensorIdx = nameindex.New(len(ts), func(i int) string { return ts[i].Name })
 }
 
-// TensorAt returns the tensor of value index value of the named method;
+// ValueTensor returns the tensor of value index value of the named method;
 // false when that value is not a constant, mutable or external tensor. It
 // allocates nothing.
-func (p *Program) TensorAt(method string, value int) (*Tensor, bool) {
+func (p *Program) ValueTensor(method string, value int) (*Tensor, bool) {
 	m, ok := p.methodIdx[method]
 	if !ok || value < 0 || value >= len(p.valueTensor[m]) {
 		return nil, false

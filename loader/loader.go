@@ -83,6 +83,17 @@ func (f Format) String() string {
 	return string(f)
 }
 
+// LinksData reports whether models of the format link data files
+// (WithData): a program links .ptd files.
+func (f Format) LinksData() bool {
+	for _, r := range formats() {
+		if Format(r.Name) == f {
+			return r.DataFormat != ""
+		}
+	}
+	return false
+}
+
 // SniffLen is the number of leading bytes Sniff needs to tell every
 // registered format; fewer may still answer.
 const SniffLen = 8

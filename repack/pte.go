@@ -62,6 +62,10 @@ func unpackProgram(fb []byte) (*ptefb.ProgramT, error) {
 
 func (r *run) pte(outs *outputs, out string, res *Result) error {
 	p := r.m.Program()
+	// A program whose own external tensors were not given their data
+	// cannot be linked: its output is opened unlinked.
+	_, unresolved := p.External()
+	r.unlinked = unresolved > 0
 	region, err := p.ProgramData().Bytes()
 	if err != nil {
 		return err

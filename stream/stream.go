@@ -35,6 +35,7 @@ import (
 	"time"
 
 	"github.com/edgeload/edgeload/loader"
+	"github.com/edgeload/edgeload/loader/format"
 	"github.com/edgeload/edgeload/mmapfile"
 	"github.com/edgeload/edgeload/platform"
 	"github.com/edgeload/edgeload/segment"
@@ -238,44 +239,34 @@ func plan(m *loader.Model, c *config) ([]Item, error) {
 	if c.ordered {
 		return items, addTensors(c.order)
 	}
-	p := m.Program()
-	if p == nil {
-		idx, err := m.UseOrder(c.method)
-		if err != nil {
-			return nil, err
-		}
-		return items, addTensors(idx)
+	groups := []string{c.method}
+	if c.method == "" && m.Groups() != nil {
+		groups = m.Groups()
 	}
+	bu, _ := m.Impl().(format.BlobUser)
 	type blob struct {
 		f      *mmapfile.File
 		off, n int64
 	}
 	seen := make(map[blob]bool)
-	found := false
-	for _, meth := range p.Methods() {
-		if c.method != "" && meth.Name != c.method {
-			continue
-		}
-		found = true
-		for _, di := range meth.Delegates {
-			d := p.Delegates()[di]
-			b := blob{d.Data.File(), d.Data.Offset(), d.Data.Len()}
-			if b.f == nil || seen[b] {
-				continue
-			}
-			seen[b] = true
-			items = append(items, Item{Tensor: -1, Delegate: di, Name: fmt.Sprintf("delegate %s/%d", meth.Name, d.Index), Data: d.Data})
-		}
-		idx, err := m.UseOrder(meth.Name)
+	for _, g := range groups {
+		idx, err := m.UseOrder(g)
 		if err != nil {
 			return nil, err
+		}
+		if bu != nil {
+			for _, d := range bu.GroupBlobs(g) {
+				b := blob{d.Data.File(), d.Data.Offset(), d.Data.Len()}
+				if b.f == nil || seen[b] {
+					continue
+				}
+				seen[b] = true
+				items = append(items, Item{Tensor: -1, Delegate: d.Index, Name: d.Name, Data: d.Data})
+			}
 		}
 		if err := addTensors(idx); err != nil {
 			return nil, err
 		}
-	}
-	if !found && c.method != "" {
-		return nil, fmt.Errorf("stream: method %q: %w", c.method, loader.ErrNotFound)
 	}
 	return items, nil
 }

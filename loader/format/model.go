@@ -112,3 +112,17 @@ type Field struct {
 	Key   string
 	Value any
 }
+
+// BlobUser is implemented by a Model whose groups read blobs besides their
+// tensors, before them (a program's method hands its delegates' payloads
+// to their backends at load): stream reads them first.
+type BlobUser interface {
+	GroupBlobs(group string) []Blob
+}
+
+// Blob is a byte range a group reads that is not a tensor.
+type Blob struct {
+	Name  string          // e.g. "delegate forward/0"
+	Index int             // the format's own index of it (a delegate's)
+	Data  segment.Segment // its bytes
+}

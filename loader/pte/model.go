@@ -50,3 +50,20 @@ func (p *Program) Groups() []string {
 // Check verifies every method's instructions (VerifyMethods), which Open
 // leaves to each method's first use.
 func (p *Program) Check() error { return p.VerifyMethods() }
+
+// GroupBlobs returns the payloads of the delegates the named method calls
+// ("" for every method), in delegate order: what a backend reads at load,
+// before the method's tensors.
+func (p *Program) GroupBlobs(method string) []format.Blob {
+	var out []format.Blob
+	for _, meth := range p.methods {
+		if method != "" && meth.Name != method {
+			continue
+		}
+		for _, di := range meth.Delegates {
+			d := p.delegates[di]
+			out = append(out, format.Blob{Name: fmt.Sprintf("delegate %s/%d", meth.Name, d.Index), Index: di, Data: d.Data})
+		}
+	}
+	return out
+}

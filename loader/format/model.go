@@ -1,6 +1,7 @@
 package format
 
 import (
+	"encoding/json"
 	"io"
 
 	"github.com/edgeload/edgeload/mmapfile"
@@ -111,6 +112,48 @@ type Reporter interface {
 type Field struct {
 	Key   string
 	Value any
+}
+
+// Fields marshals as a JSON object with its members in order.
+type Fields []Field
+
+// MarshalJSON writes the fields as an object, keys in order.
+func (fs Fields) MarshalJSON() ([]byte, error) {
+	b := []byte{'{'}
+	for i, f := range fs {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		k, err := json.Marshal(f.Key)
+		if err != nil {
+			return nil, err
+		}
+		v, err := json.Marshal(f.Value)
+		if err != nil {
+			return nil, err
+		}
+		b = append(append(append(b, k...), ':'), v...)
+	}
+	return append(b, '}'), nil
+}
+
+// Warner is implemented by a Model that has warnings about a file that
+// loads (an RTen graph without outputs, unresolved external tensors).
+type Warner interface {
+	Warnings() []string
+}
+
+// SegmentKinder is implemented by a Model that can say what each of its
+// segments holds ("constant", "delegate+named_data", "tensor_data").
+type SegmentKinder interface {
+	SegmentKinds() []string
+}
+
+// UsedOrderer is implemented by a Model whose use order ends with tensors
+// no operator reads that a report should leave out (a TFLite subgraph's
+// unread constants): UsedOrder is UseOrder without them.
+type UsedOrderer interface {
+	UsedOrder(group string) ([]int, error)
 }
 
 // BlobUser is implemented by a Model whose groups read blobs besides their

@@ -24,12 +24,13 @@
 //
 // # Sections
 //
-// [OpenSection] and [NewSection] open a byte range of a file (a model
-// stored in a zip or APK entry, or handed over as a descriptor with an
-// offset and a length) as a File of its own: Len is the range's length,
-// every offset is relative to its start, and nothing outside it can be
-// viewed or read. The mapping starts at the page boundary below the range.
-// [NewFile] and NewSection map a file the caller has already opened.
+// [WithSection] and [WithZipEntry] make [Open] and [NewFile] open a byte
+// range of a file (a model handed over as a descriptor with an offset and
+// a length, or stored in a zip or APK entry) as a File of its own: Len is
+// the range's length, every offset is relative to its start, and nothing
+// outside it can be viewed or read. The mapping starts at the page
+// boundary below the range. [NewFile] maps a file the caller has already
+// opened.
 //
 // # Pages and alignment
 //
@@ -201,7 +202,7 @@ func WithName(name string) Option { return func(c *config) { c.name = name } }
 
 // File is a read-only mapped file, or section of a file (or byte slice, or
 // ReaderAt), that hands out views of byte ranges. Create it with [Open],
-// [OpenSection], [NewFile], [NewSection], [NewBytes] or [NewReaderAt].
+// [NewFile], [NewBytes] or [NewReaderAt].
 type File struct {
 	name   string
 	fd     handle
@@ -397,7 +398,7 @@ func build(fd handle, path string, fileSize, off, n int64, section bool, cfg con
 }
 
 // Sub returns the bytes [off, off+n) of f as a File of its own, as
-// OpenSection does for a path: its offsets are relative to off and nothing
+// WithSection does for a path: its offsets are relative to off and nothing
 // outside the range can be read through it. It shares f's open file (or,
 // in ModeMemory, f's bytes, or f's ReaderAt) and has its own mapping; it
 // must be closed before f. By default it works in f's mode and page size;
@@ -494,8 +495,8 @@ func (f *File) PageSize() int { return int(f.ps) }
 func (f *File) ZeroCopy() bool { return f.mode != ModeCopy }
 
 // Name returns the path the File was opened with, or the name of the
-// *os.File given to NewFile or NewSection ("" for NewBytes and
-// NewReaderAt).
+// *os.File given to NewFile ("ARCHIVE!/ENTRY" for a zip entry, "" for
+// NewBytes and NewReaderAt), unless WithName gave another.
 func (f *File) Name() string { return f.name }
 
 // Section returns the byte range of the underlying file that the File
@@ -503,8 +504,8 @@ func (f *File) Name() string { return f.name }
 // for a whole file, NewBytes and NewReaderAt.
 func (f *File) Section() (off, n int64) { return f.base, f.size }
 
-// IsSection reports whether the File shows part of its file (OpenSection,
-// NewSection) rather than all of it.
+// IsSection reports whether the File shows part of its file (WithSection,
+// WithZipEntry, Sub) rather than all of it.
 func (f *File) IsSection() bool { return f.fd != nil && (f.base != 0 || !f.atEOF) }
 
 // Fd returns the underlying file descriptor, or ^uintptr(0) when there is no

@@ -122,7 +122,7 @@ func openers() []opener {
 
 // inSection returns an opener that writes the contents into a larger file,
 // after prefix bytes and before a few more, and opens them as a section
-// (through NewSection when fd is set, else OpenSection).
+// (through NewFile when fd is set, else Open, with WithSection).
 func inSection(prefix int, fd bool, opts ...Option) func(t *testing.T, path string, want []byte) *File {
 	return func(t *testing.T, _ string, want []byte) *File {
 		t.Helper()

@@ -89,7 +89,7 @@ func TestSectionErrors(t *testing.T) {
 			if err == nil {
 				f.Close()
 			}
-			t.Errorf("OpenSection(%d, %d) = %v, want ErrRange", sec[0], sec[1], err)
+			t.Errorf("WithSection(%d, %d) = %v, want ErrRange", sec[0], sec[1], err)
 		}
 	}
 	if f, err := Open(path, WithSection(size, 0)); err != nil || f.Len() != 0 {
@@ -109,10 +109,10 @@ func TestSectionErrors(t *testing.T) {
 		t.Error("NewFile of a directory succeeded")
 	}
 	if _, err := NewFile(dir, WithSection(0, 0)); err == nil {
-		t.Error("NewSection of a directory succeeded")
+		t.Error("NewFile of a directory succeeded")
 	}
 	if _, err := Open(path, WithSection(0, 1), WithPageSize(3)); err == nil {
-		t.Error("OpenSection with page size 3 succeeded")
+		t.Error("Open with page size 3 succeeded")
 	}
 }
 

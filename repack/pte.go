@@ -1,12 +1,12 @@
 package repack
 
 import (
-	"encoding/binary"
 	"fmt"
 
 	flatbuffers "github.com/google/flatbuffers/go"
 
 	"github.com/edgeload/edgeload/internal/schema/ptefb"
+	"github.com/edgeload/edgeload/loader/format"
 	"github.com/edgeload/edgeload/loader/pte"
 )
 
@@ -153,21 +153,13 @@ func (r *run) pte(outs *outputs, out string, res *Result) error {
 	if len(fb) < 8 {
 		return fmt.Errorf("%w: program FlatBuffer of %d bytes", errInternal, len(fb))
 	}
-	head := make([]byte, len(fb)+pteHeaderLen)
-	copy(head, fb[:8])
-	copy(head[8+pteHeaderLen:], fb[8:])
-	le := binary.LittleEndian
-	le.PutUint32(head, le.Uint32(fb)+pteHeaderLen)
-	copy(head[8:], "eh00")
-	le.PutUint32(head[12:], pteHeaderLen)
+	head := format.HeaderRoom(fb, pteHeaderLen)
 	progSize := int64(len(head))
 	var base int64
 	if len(plans) > 0 {
 		base = alignUp(progSize, r.align)
 	}
-	le.PutUint64(head[16:], uint64(progSize))
-	le.PutUint64(head[24:], uint64(base))
-	le.PutUint64(head[32:], uint64(dataSize))
+	pte.Header{Length: pteHeaderLen, ProgramSize: progSize, SegmentBase: base, SegmentDataSize: dataSize}.Put(head)
 
 	if ext != nil {
 		n, err := r.writePTD(outs, r.opts.Externalize, ext)

@@ -6,6 +6,7 @@ import (
 	"os"
 
 	"github.com/edgeload/edgeload/loader"
+	"github.com/edgeload/edgeload/loader/format"
 )
 
 // Alignment limits for Options.Align and Options.TensorAlign.
@@ -252,9 +253,7 @@ func sameOrLinked(a, b string) bool {
 	return os.SameFile(sa, sb)
 }
 
-func alignUp(x, a int64) int64 {
-	return (x + a - 1) &^ (a - 1)
-}
+var alignUp = format.AlignUp
 
 // filePerm returns the permission bits of the file at in (0644 if it cannot
 // be read); the output is created with them, less the umask, as cp does.

@@ -31,6 +31,7 @@
 package ptd
 
 import (
+	"encoding/binary"
 	"io"
 	"os"
 	"sync"
@@ -75,6 +76,19 @@ type Header struct {
 	// SegmentDataSize is the length of the segment data region; the file
 	// is at least SegmentBaseOffset + SegmentDataSize bytes.
 	SegmentDataSize uint64
+}
+
+// Put writes h's FH01 header into b, the first bytes of a .ptd that has
+// room for it after its 8-byte prefix (format.HeaderRoom with
+// FlatBufferOffset - 8 bytes).
+func (h Header) Put(b []byte) {
+	le := binary.LittleEndian
+	copy(b[8:], HeaderMagic)
+	le.PutUint32(b[12:], h.Length)
+	le.PutUint64(b[16:], h.FlatBufferOffset)
+	le.PutUint64(b[24:], h.FlatBufferSize)
+	le.PutUint64(b[32:], h.SegmentBaseOffset)
+	le.PutUint64(b[40:], h.SegmentDataSize)
 }
 
 // FlatBufferLen returns the length of the FlatBuffer region [0, n) of the

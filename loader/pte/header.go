@@ -117,3 +117,18 @@ func parseHeader(head []byte, size int64) (Header, error) {
 func quoteBytes(b []byte) string {
 	return fmt.Sprintf("%q", string(b))
 }
+
+// Put writes h's extended header ("eh00", Length, ProgramSize, SegmentBase
+// and, for a Length of 32 or more, SegmentDataSize) into b, the first
+// bytes of a program that has room for it after its 8-byte prefix
+// (format.HeaderRoom with format.AlignUp(Length, 16)).
+func (h Header) Put(b []byte) {
+	le := binary.LittleEndian
+	copy(b[ehStart:], ehMagic)
+	le.PutUint32(b[12:], h.Length)
+	le.PutUint64(b[16:], uint64(h.ProgramSize))
+	le.PutUint64(b[24:], uint64(h.SegmentBase))
+	if h.Length >= ehDataSizeLength {
+		le.PutUint64(b[32:], uint64(h.SegmentDataSize))
+	}
+}

@@ -76,3 +76,14 @@ func parseHeader(b []byte, size int64) (Header, error) {
 	}
 	return Header{Version: 2, ModelOffset: int64(mo), ModelLen: int64(ml), TensorDataOffset: int64(td)}, nil
 }
+
+// Append appends the 32-byte header of a V2 file to b: "RTEN", Version,
+// ModelOffset, ModelLen, TensorDataOffset.
+func (h Header) Append(b []byte) []byte {
+	le := binary.LittleEndian
+	b = append(b, Magic...)
+	b = le.AppendUint32(b, uint32(h.Version))
+	b = le.AppendUint64(b, uint64(h.ModelOffset))
+	b = le.AppendUint64(b, uint64(h.ModelLen))
+	return le.AppendUint64(b, uint64(h.TensorDataOffset))
+}

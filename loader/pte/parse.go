@@ -33,6 +33,7 @@ const (
 	// and OptionalTensorList.items (id 0). (ExecutionPlan's are read in
 	// method, by id.)
 	vtChainInputs, vtChainOutputs = 4 + 2*0, 4 + 2*1
+	vtChainInstructions           = 4 + 2*2
 	vtCallArgs                    = 4 + 2*1
 	vtListItems                   = 4 + 2*0
 )

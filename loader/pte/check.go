@@ -8,9 +8,9 @@ import (
 
 	flatbuffers "github.com/google/flatbuffers/go"
 
+	"github.com/edgeload/edgeload/internal/fbverify"
 	"github.com/edgeload/edgeload/internal/schema/ptefb"
 	"github.com/edgeload/edgeload/loader/format"
-	"github.com/edgeload/edgeload/loader/internal/fbverify"
 )
 
 // Open verifies and checks everything a tensor view depends on; a method's
@@ -96,9 +96,9 @@ func (m *Method) checkInstructions() error {
 		for k := 0; k < ni; k++ {
 			// The instruction's table, reached as the full verification
 			// reaches it: its offset followed in 64-bit arithmetic.
-			ipos, err := pc.walk.Elem(start, k, descInstruction, instructionDepth)
+			ipos, err := pc.walk.ElemWith(start, k, "Instruction", ptefb.VerifyInstruction, instructionDepth)
 			if err != nil {
-				return prefixField(err, idx(field()+".instructions", k), descInstruction.Name)
+				return prefixField(err, idx(field()+".instructions", k), "Instruction")
 			}
 			kind, tab, ok := instrArgs(p.fb, ipos)
 			if !ok {

@@ -10,7 +10,6 @@ import (
 	"github.com/edgeload/edgeload/internal/schema/ptefb"
 	"github.com/edgeload/edgeload/internal/testkit/writer"
 	"github.com/edgeload/edgeload/loader/format"
-	"github.com/edgeload/edgeload/loader/internal/fbverify"
 )
 
 // checkProgram is two methods: "good", and "bad" whose one instruction
@@ -97,7 +96,7 @@ func TestMethodCheckStructure(t *testing.T) {
 	if !errors.As(err, &fe) || fe.Field != "Program.execution_plan[0].chains[0].instructions[0]" {
 		t.Fatalf("check = %v, want an error at instructions[0]", err)
 	}
-	if full := fbverify.Verify(fb, descProgram, fbverify.Options{Format: formatName}); full == nil || full.Error() != err.Error() {
+	if full := fullVerify(fb); full == nil || full.Error() != err.Error() {
 		t.Errorf("check = %v, a full verification %v", err, full)
 	}
 }
@@ -122,7 +121,7 @@ func TestMethodCheckOffsetWrap(t *testing.T) {
 	if !errors.As(err, &fe) || fe.Field != "Program.execution_plan[0].chains[0].instructions[0]" || fe.Offset != q {
 		t.Fatalf("check = %v, want an error at instructions[0], offset %d", err, q)
 	}
-	if full := fbverify.Verify(fb, descProgram, fbverify.Options{Format: formatName}); full == nil || full.Error() != err.Error() {
+	if full := fullVerify(fb); full == nil || full.Error() != err.Error() {
 		t.Errorf("check = %v, a full verification %v", err, full)
 	}
 	if _, ierr := m.Instructions(0); ierr == nil {

@@ -3,7 +3,7 @@ package rten
 import (
 	"fmt"
 
-	"github.com/edgeload/edgeload/loader/internal/fbverify"
+	"github.com/edgeload/edgeload/internal/fbverify"
 )
 
 // CheckVerified checks that a model that opened from data passes a

@@ -3,9 +3,9 @@ package rten
 import (
 	"strconv"
 
+	"github.com/edgeload/edgeload/internal/fbverify"
 	"github.com/edgeload/edgeload/internal/schema/rtenattr"
 	"github.com/edgeload/edgeload/internal/schema/rtenfb"
-	"github.com/edgeload/edgeload/loader/internal/fbverify"
 )
 
 // The fbverify description of internal/schema/rten.fbs: every table,

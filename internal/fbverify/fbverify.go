@@ -131,7 +131,8 @@ func (v *verifier) finish(err error, root string) error {
 // checks, charging every object it visits with [Walk.Count], so that the
 // object limit applies to the whole buffer exactly as in [Verify].
 type Walk struct {
-	v *verifier
+	v    *verifier
+	lazy bool
 }
 
 // NewWalk starts a verification of buf.

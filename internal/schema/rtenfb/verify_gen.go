@@ -75,7 +75,7 @@ func VerifyAveragePoolAttrs(w *fbverify.Walk, pos int64) error {
 }
 
 func verifyAveragePoolAttrsFields(w *fbverify.Walk, t *fbverify.T) error {
-	if q, err := w.Ref(t, 0, true); err != nil {
+	if q, err := w.Ref(t, 0, false); err != nil {
 		return w.At(err, "kernel_size", -1)
 	} else if q != 0 {
 		if _, _, err := w.Vector(q, 4); err != nil {
@@ -177,9 +177,6 @@ func verifyConstantOfShapeAttrsFields(w *fbverify.Walk, t *fbverify.T) error {
 	if tag, q, err := w.Union(t, 0); err != nil {
 		return w.At(err, "value", -1)
 	} else {
-		if tag == 0 {
-			return w.At(w.Missing(t), "value", -1)
-		}
 		switch tag {
 		case 0:
 		case 1:
@@ -418,7 +415,7 @@ func VerifyMaxPoolAttrs(w *fbverify.Walk, pos int64) error {
 }
 
 func verifyMaxPoolAttrsFields(w *fbverify.Walk, t *fbverify.T) error {
-	if q, err := w.Ref(t, 0, true); err != nil {
+	if q, err := w.Ref(t, 0, false); err != nil {
 		return w.At(err, "kernel_size", -1)
 	} else if q != 0 {
 		if _, _, err := w.Vector(q, 4); err != nil {

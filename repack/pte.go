@@ -30,7 +30,7 @@ func unpackProgram(fb []byte) (*ptefb.ProgramT, error) {
 		root.ExecutionPlan(&plan, i)
 		ppos := tablePos(plan.Table())
 		if pos := fbField(fb, ppos, 9); pos != 0 {
-			if _, _, err := fbVector(fb, pos, 4); err != nil {
+			if err := fbTableVector(fb, pos, func(int64) error { return nil }); err != nil {
 				return nil, fmt.Errorf("repack: Program.execution_plan[%d].non_const_buffer_device: %v", i, err)
 			}
 		}
@@ -40,10 +40,19 @@ func unpackProgram(fb []byte) (*ptefb.ProgramT, error) {
 			if pos == 0 {
 				continue
 			}
-			err := fbTableVector(fb, pos, func(tab int64) error {
-				if p := fbField(fb, tab, 0); p != 0 {
-					_, _, err := fbVector(fb, p, 4)
-					return err
+			// FrameList.items, each Frame's strings: filename, name, context.
+			err := fbTableVector(fb, pos, func(list int64) error {
+				if p := fbField(fb, list, 0); p != 0 {
+					return fbTableVector(fb, p, func(frame int64) error {
+						for _, id := range []int{0, 2, 3} {
+							if p := fbField(fb, frame, id); p != 0 {
+								if _, _, err := fbVector(fb, p, 1); err != nil {
+									return err
+								}
+							}
+						}
+						return nil
+					})
 				}
 				return nil
 			})

@@ -13,3 +13,4 @@ package schema
 //go:generate flatc --go --gen-object-api -o . rten.fbs
 //go:generate flatc --go -o . bundled_program.fbs
 //go:generate gofmt -w ptefb ptdfb rtenfb bpfb
+//go:generate go run ./fbgen

@@ -3,14 +3,15 @@ package ptd
 import (
 	"encoding/binary"
 	"errors"
+	"github.com/edgeload/edgeload/internal/schema/ptdfb"
 	"os"
 	"strings"
 	"testing"
 
+	"github.com/edgeload/edgeload/internal/fbverify"
 	"github.com/edgeload/edgeload/internal/testkit/testmodels"
 	"github.com/edgeload/edgeload/internal/testkit/writer"
 	"github.com/edgeload/edgeload/loader/format"
-	"github.com/edgeload/edgeload/loader/internal/fbverify"
 	"github.com/edgeload/edgeload/mmapfile"
 )
 
@@ -35,11 +36,11 @@ func readAs(t *testing.T, b []byte, legacy bool) (*File, error) {
 	}
 	fb := b[:h.FlatBufferLen()]
 	f := &File{mf: mf, size: int64(len(b)), hdr: h, legacy: legacy}
-	desc, read := flatTensorT, f.readCurrent
+	verify, read := ptdfb.VerifyFlatTensor, f.readCurrent
 	if legacy {
-		desc, read = legacyFlatTensorT, f.readLegacy
+		verify, read = ptdfb.VerifyLegacyFlatTensor, f.readLegacy
 	}
-	if err := fbverify.Verify(fb, desc, fbverify.Options{Format: formatName}); err != nil {
+	if err := fbverify.NewWalk(fb, fbverify.Options{Format: formatName}).Verify("FlatTensor", verify); err != nil {
 		return nil, err
 	}
 	return f, read(fb)

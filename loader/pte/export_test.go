@@ -7,9 +7,9 @@ import (
 
 	flatbuffers "github.com/google/flatbuffers/go"
 
+	"github.com/edgeload/edgeload/internal/fbverify"
 	"github.com/edgeload/edgeload/internal/schema/ptefb"
 	"github.com/edgeload/edgeload/loader/format"
-	"github.com/edgeload/edgeload/loader/internal/fbverify"
 )
 
 // CheckVerified checks that a program that opened (p, openErr nil) and
@@ -21,11 +21,17 @@ func CheckVerified(data []byte, p *Program, openErr error) error {
 		return nil
 	}
 	merr := p.VerifyMethods()
-	full := fbverify.Verify(p.fb, descProgram, fbverify.Options{Format: formatName})
+	full := fullVerify(p.fb)
 	if full != nil && merr == nil {
 		return fmt.Errorf("opened and checked a program the full verification rejects: %v", full)
 	}
 	return nil
+}
+
+// fullVerify verifies the whole FlatBuffer fb, instructions included, in
+// one walk.
+func fullVerify(fb []byte) error {
+	return fbverify.NewWalk(fb, fbverify.Options{Format: formatName}).Verify("Program", ptefb.VerifyProgram)
 }
 
 // TensorListBuilt reports whether p's tensor list has been built.

@@ -5,8 +5,8 @@ import (
 	"fmt"
 	"math"
 
+	"github.com/edgeload/edgeload/internal/fbverify"
 	"github.com/edgeload/edgeload/loader/format"
-	"github.com/edgeload/edgeload/loader/internal/fbverify"
 )
 
 // Extended header layout (FORMATS.md §1), offsets from the file's start.

@@ -45,8 +45,8 @@ import (
 
 	flatbuffers "github.com/google/flatbuffers/go"
 
+	"github.com/edgeload/edgeload/internal/fbverify"
 	"github.com/edgeload/edgeload/loader/format"
-	"github.com/edgeload/edgeload/loader/internal/fbverify"
 	"github.com/edgeload/edgeload/loader/internal/nameindex"
 	"github.com/edgeload/edgeload/loader/internal/region"
 	"github.com/edgeload/edgeload/loader/ptd"

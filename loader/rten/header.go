@@ -3,8 +3,8 @@ package rten
 import (
 	"encoding/binary"
 
+	"github.com/edgeload/edgeload/internal/fbverify"
 	"github.com/edgeload/edgeload/loader/format"
-	"github.com/edgeload/edgeload/loader/internal/fbverify"
 )
 
 // HeaderSize is the size of the V2 header.

@@ -62,7 +62,7 @@ type Field struct {
 	// Use it where a format appends union members (RTen operator attributes).
 	AllowUnknown bool
 	// Deferred (TableVector only) verifies the vector but not its
-	// elements: the caller verifies each element itself, with [Walk.Table]
+	// elements: the caller verifies each element itself, with [Walk.Elem]
 	// or its own code that checks the same things (and counts the same
 	// objects with [Walk.Count]).
 	Deferred bool
@@ -127,11 +127,12 @@ func (v *verifier) finish(err error, root string) error {
 
 // A Walk is a verification that a caller continues itself: it verifies
 // from the root with [Walk.Root] (skipping Deferred fields), then the
-// caller verifies the deferred elements with [Walk.Table] or with its own
+// caller verifies the deferred elements with [Walk.Elem] or with its own
 // checks, charging every object it visits with [Walk.Count], so that the
 // object limit applies to the whole buffer exactly as in [Verify].
 type Walk struct {
-	v *verifier
+	v    *verifier
+	lazy bool
 }
 
 // NewWalk starts a verification of buf.
@@ -155,15 +156,22 @@ func (w *Walk) Root(root *Table) error {
 	return v.finish(err, root.Name)
 }
 
-// Table verifies the table at pos described by t, as if reached at the
-// given nesting depth (the root table is at depth 1). Its errors name the
-// field path from t.
-func (w *Walk) Table(pos int64, t *Table, depth int) error {
+// Elem verifies the table that element i of a Deferred vector of
+// tables refers to (the vector's first element at start), described by t,
+// as the walk from the root verifies an element it does not defer: the
+// element's offset is followed with 64-bit arithmetic and its target
+// checked against the buffer. depth is the table's nesting depth (the
+// root table is at depth 1). It returns the table's position; its errors
+// name the field path from t.
+func (w *Walk) Elem(start int64, i int, t *Table, depth int) (int64, error) {
 	v := w.v
 	v.depth = depth - 1
-	err := v.table(pos, t)
+	pos, err := v.deref(start + 4*int64(i))
+	if err == nil {
+		err = v.table(pos, t)
+	}
 	v.depth = 0
-	return v.finish(err, t.Name)
+	return pos, v.finish(err, t.Name)
 }
 
 // Count charges n objects the caller verified itself; [Walk.Left] then

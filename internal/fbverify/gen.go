@@ -1,0 +1,164 @@
+package fbverify
+
+// The steps the verifiers generated from the project's .fbs files
+// (internal/schema/fbgen) are made of. Each makes the checks, in the same
+// order and with the same errors, that the interpreter makes for one
+// field of a described table, so that a generated verifier reports what
+// the interpreter reported.
+
+// T is a table being verified: its position and vtable.
+type T struct {
+	pos, vt, vtsize, tsize int64
+}
+
+// Lazy reports whether the walk leaves the elements of the vectors the
+// schema marks (lazy) to its caller ([Walk.Elem]).
+func (w *Walk) Lazy() bool { return w.lazy }
+
+// SetLazy makes the walk leave the elements of (lazy) vectors to its
+// caller (true), or verify them as any other (false, the default).
+func (w *Walk) SetLazy(lazy bool) { w.lazy = lazy }
+
+// Start counts the table at pos, checks the nesting depth and its vtable,
+// and enters it: [Walk.Leave] leaves it.
+func (w *Walk) Start(pos int64) (T, error) {
+	v := w.v
+	if err := v.enter(pos); err != nil {
+		return T{}, err
+	}
+	if v.depth >= v.opt.MaxDepth {
+		return T{}, v.fail(pos, "tables nested more than %d deep (want at most %d levels)", v.opt.MaxDepth, v.opt.MaxDepth)
+	}
+	vt, vtsize, tsize, err := v.vtable(pos)
+	if err != nil {
+		return T{}, err
+	}
+	v.depth++
+	return T{pos, vt, vtsize, tsize}, nil
+}
+
+// Leave leaves the table Start entered.
+func (w *Walk) Leave() { w.v.depth-- }
+
+// Bare verifies the table at pos as a table with no fields (a union
+// member the schema does not know).
+func (w *Walk) Bare(pos int64) error {
+	_, err := w.Start(pos)
+	w.Leave()
+	return err
+}
+
+// Scalar checks that field id of t, size bytes, lies in the buffer when
+// present.
+func (w *Walk) Scalar(t *T, id int, size int64) error {
+	v := w.v
+	fo := v.slot(t.vt, t.vtsize, id)
+	if fo != 0 && !v.in(t.pos+fo, size) {
+		return v.fieldOutside(t.pos, fo, size, t.tsize)
+	}
+	return nil
+}
+
+// Ref follows the offset field id of t and returns its target; 0 when the
+// field is absent (an error when required).
+func (w *Walk) Ref(t *T, id int, required bool) (int64, error) {
+	v := w.v
+	fo := v.slot(t.vt, t.vtsize, id)
+	if fo == 0 {
+		if required {
+			return 0, v.fail(t.pos, "required field is missing (the schema says it must be present)")
+		}
+		return 0, nil
+	}
+	if !v.in(t.pos+fo, 4) {
+		return 0, v.fieldOutside(t.pos, fo, 4, t.tsize)
+	}
+	p := t.pos + fo
+	off := int64(v.u32(p))
+	if q := p + off; off != 0 && q < v.n {
+		return q, nil
+	}
+	return 0, v.derefFail(p)
+}
+
+// Vector checks the vector at pos of elem-byte elements and returns the
+// position of its first element and its length.
+func (w *Walk) Vector(pos, elem int64) (start, n int64, err error) { return w.v.vector(pos, elem) }
+
+// String checks the string at pos.
+func (w *Walk) String(pos int64) error { return w.v.str(pos) }
+
+// Deref follows the offset at q, which lies in a verified vector, in
+// 64-bit arithmetic.
+func (w *Walk) Deref(q int64) (int64, error) { return w.v.deref(q) }
+
+// Union reads the union whose tag is field id of t and value field id+1:
+// its tag (0, NONE, when absent) and the value's target (0 for NONE).
+func (w *Walk) Union(t *T, id int) (tag int, pos int64, err error) {
+	v := w.v
+	to, vo := v.slot(t.vt, t.vtsize, id), v.slot(t.vt, t.vtsize, id+1)
+	if to != 0 {
+		if !v.in(t.pos+to, 1) {
+			return 0, 0, v.fail(t.pos+to, "union tag lies outside the FlatBuffer (want it before %#x)", v.opt.Base+v.n)
+		}
+		tag = int(v.buf[t.pos+to])
+	}
+	if tag == 0 {
+		return 0, 0, nil
+	}
+	if vo == 0 {
+		return 0, 0, v.fail(t.pos, "union tag %d has no value (want a value offset with any tag but NONE)", tag)
+	}
+	if !v.in(t.pos+vo, 4) {
+		return 0, 0, v.fail(t.pos+vo, "union value lies outside the FlatBuffer (want it before %#x)", v.opt.Base+v.n)
+	}
+	pos, err = v.deref(t.pos + vo)
+	return tag, pos, err
+}
+
+// UnknownTag is the error of a union tag past the n-1 known members of
+// union field id of t.
+func (w *Walk) UnknownTag(t *T, id, tag, n int) error {
+	v := w.v
+	return v.fail(t.pos+v.slot(t.vt, t.vtsize, id), "unknown union tag %d (known: 1..%d)", tag, n-1)
+}
+
+// At records, as the error travels up, that it was met in field name
+// (idx < 0) or in element idx of the vector the field holds.
+func (w *Walk) At(err error, name string, idx int) error { return w.v.at(err, name, idx) }
+
+// Verify verifies the buffer from its root table with verify, the
+// generated verifier of the root type named name.
+func (w *Walk) Verify(name string, verify func(*Walk, int64) error) error {
+	v := w.v
+	if int64(len(v.buf)) > MaxSize {
+		return v.fail(0, "FlatBuffer of %d bytes exceeds the 2 GiB FlatBuffer limit", len(v.buf))
+	}
+	if len(v.buf) < 8 {
+		return v.fail(0, "FlatBuffer of %d bytes is shorter than its 8-byte prefix (want at least 8 bytes)", len(v.buf))
+	}
+	pos, err := v.deref(0)
+	if err == nil {
+		err = verify(w, pos)
+	}
+	return v.finish(err, name)
+}
+
+// ElemWith is Elem for a generated verifier: it verifies the table that
+// element i of a lazy vector (first element at start) refers to with
+// verify, named name, at nesting depth depth, and returns its position.
+func (w *Walk) ElemWith(start int64, i int, name string, verify func(*Walk, int64) error, depth int) (int64, error) {
+	v := w.v
+	v.depth = depth - 1
+	pos, err := v.deref(start + 4*int64(i))
+	if err == nil {
+		err = verify(w, pos)
+	}
+	v.depth = 0
+	return pos, v.finish(err, name)
+}
+
+// Missing is the error of a required field that t lacks.
+func (w *Walk) Missing(t *T) error {
+	return w.v.fail(t.pos, "required field is missing (the schema says it must be present)")
+}

@@ -1,0 +1,313 @@
+// Command fbgen writes, for a FlatBuffers schema, a Go verifier per table:
+// straight-line code built of package fbverify's steps (vtable, each
+// field's bounds, vectors, strings, nested tables, unions), with 64-bit
+// offset arithmetic. It reads the subset of the schema language the
+// project's .fbs files use: namespace, attribute, enum, union, table,
+// root_type, file_identifier; no structs.
+//
+// Usage: go run ./fbgen [FILE.fbs...] (from internal/schema; no files:
+// every *.fbs there): for each schema it writes verify_gen.go into the
+// directory named by the schema's namespace.
+//
+// Two field attributes tune the verifier: (lazy) on a vector of tables
+// leaves its elements to the walk's caller when the walk is lazy
+// (fbverify.Walk.SetLazy); (open) on a union field verifies a tag past
+// the known members as a table without fields instead of refusing it;
+// (unread) marks a field no loader reads, which the verifier skips.
+package main
+
+import (
+	"bytes"
+	"fmt"
+	"go/format"
+	"os"
+	"path/filepath"
+	"strings"
+	"unicode"
+)
+
+func main() {
+	files := os.Args[1:]
+	if len(files) == 0 {
+		files, _ = filepath.Glob("*.fbs")
+	}
+	for _, f := range files {
+		if err := run(f); err != nil {
+			fmt.Fprintln(os.Stderr, "fbgen:", err)
+			os.Exit(1)
+		}
+	}
+}
+
+type field struct {
+	name     string
+	typ      string // scalar name, "string", an enum, union or table name
+	vector   bool
+	required bool
+	lazy     bool
+	open     bool
+	depr     bool
+}
+
+type table struct {
+	name   string
+	fields []field
+}
+
+type schema struct {
+	ns     string
+	enums  map[string]string // name: underlying scalar
+	unions map[string][]string
+	tables []*table
+	byName map[string]*table
+}
+
+var scalarSize = map[string]int{
+	"bool": 1, "byte": 1, "ubyte": 1, "int8": 1, "uint8": 1,
+	"short": 2, "ushort": 2, "int16": 2, "uint16": 2,
+	"int": 4, "uint": 4, "int32": 4, "uint32": 4, "float": 4, "float32": 4,
+	"long": 8, "ulong": 8, "int64": 8, "uint64": 8, "double": 8, "float64": 8,
+}
+
+func tokenize(src string) []string {
+	var toks []string
+	for _, line := range strings.Split(src, "\n") {
+		if i := strings.Index(line, "//"); i >= 0 {
+			line = line[:i]
+		}
+		for i := 0; i < len(line); {
+			c := rune(line[i])
+			switch {
+			case unicode.IsSpace(c):
+				i++
+			case c == '"':
+				j := strings.IndexByte(line[i+1:], '"')
+				toks = append(toks, line[i:i+j+2])
+				i += j + 2
+			case unicode.IsLetter(c) || unicode.IsDigit(c) || c == '_' || c == '-' || c == '.':
+				j := i
+				for j < len(line) && (unicode.IsLetter(rune(line[j])) || unicode.IsDigit(rune(line[j])) || strings.ContainsRune("_-.", rune(line[j]))) {
+					j++
+				}
+				toks = append(toks, line[i:j])
+				i = j
+			default:
+				toks = append(toks, string(c))
+				i++
+			}
+		}
+	}
+	return toks
+}
+
+func parse(src string) (*schema, error) {
+	s := &schema{enums: map[string]string{}, unions: map[string][]string{}, byName: map[string]*table{}}
+	t := tokenize(src)
+	i := 0
+	next := func() string {
+		if i >= len(t) {
+			return ""
+		}
+		i++
+		return t[i-1]
+	}
+	skipTo := func(tok string) {
+		for i < len(t) && t[i] != tok {
+			i++
+		}
+		i++
+	}
+	for i < len(t) {
+		switch kw := next(); kw {
+		case "namespace":
+			s.ns = next()
+			skipTo(";")
+		case "attribute", "root_type", "file_identifier", "file_extension", "include":
+			skipTo(";")
+		case "enum":
+			name := next()
+			if next() != ":" {
+				return nil, fmt.Errorf("enum %s: want an underlying type", name)
+			}
+			s.enums[name] = next()
+			skipTo("}")
+		case "union":
+			name := next()
+			next() // {
+			var members []string
+			for i < len(t) && t[i] != "}" {
+				m := next()
+				if m == "," {
+					continue
+				}
+				if i < len(t) && (t[i] == ":" || t[i] == "=") {
+					return nil, fmt.Errorf("union %s: aliases and explicit values are not supported", name)
+				}
+				members = append(members, m)
+			}
+			next()
+			s.unions[name] = members
+		case "table":
+			tb := &table{name: next()}
+			next() // {
+			for i < len(t) && t[i] != "}" {
+				f := field{name: next()}
+				if next() != ":" {
+					return nil, fmt.Errorf("table %s: field %s: want ':'", tb.name, f.name)
+				}
+				if t[i] == "[" {
+					next()
+					f.vector, f.typ = true, next()
+					next() // ]
+				} else {
+					f.typ = next()
+				}
+				for i < len(t) && t[i] != ";" {
+					switch tok := next(); tok {
+					case "=":
+						next()
+					case "(":
+						for i < len(t) && t[i] != ")" {
+							switch a := next(); a {
+							case "required":
+								f.required = true
+							case "lazy":
+								f.lazy = true
+							case "open":
+								f.open = true
+							case "deprecated", "unread":
+								f.depr = true
+							case "id":
+								return nil, fmt.Errorf("table %s: field %s: id attributes are not supported", tb.name, f.name)
+							}
+						}
+						next()
+					}
+				}
+				next() // ;
+				tb.fields = append(tb.fields, f)
+			}
+			next()
+			s.tables = append(s.tables, tb)
+			s.byName[tb.name] = tb
+		case "struct":
+			return nil, fmt.Errorf("structs are not supported")
+		default:
+			return nil, fmt.Errorf("unexpected %q", kw)
+		}
+	}
+	return s, nil
+}
+
+// size returns the inline size of a scalar or enum type, 0 otherwise.
+func (s *schema) size(typ string) int {
+	if e, ok := s.enums[typ]; ok {
+		typ = e
+	}
+	return scalarSize[typ]
+}
+
+func run(path string) error {
+	src, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	s, err := parse(string(src))
+	if err != nil {
+		return fmt.Errorf("%s: %v", path, err)
+	}
+	if s.ns == "" {
+		return fmt.Errorf("%s: no namespace", path)
+	}
+	var b bytes.Buffer
+	fmt.Fprintf(&b, "// Code generated by fbgen from %s. DO NOT EDIT.\n\n", filepath.Base(path))
+	fmt.Fprintf(&b, "package %s\n\nimport \"github.com/edgeload/edgeload/internal/fbverify\"\n\n", s.ns)
+	fmt.Fprintf(&b, "var _ = fbverify.MaxSize\n\n")
+	for _, tb := range s.tables {
+		if err := s.gen(&b, tb); err != nil {
+			return fmt.Errorf("%s: table %s: %v", path, tb.name, err)
+		}
+	}
+	out, err := format.Source(b.Bytes())
+	if err != nil {
+		return fmt.Errorf("%s: formatting the output: %v", path, err)
+	}
+	dir := filepath.Join(filepath.Dir(path), s.ns)
+	return os.WriteFile(filepath.Join(dir, "verify_gen.go"), out, 0o644)
+}
+
+func (s *schema) gen(b *bytes.Buffer, tb *table) error {
+	p := func(format string, args ...any) { fmt.Fprintf(b, format, args...) }
+	p("// Verify%s verifies the %s table at pos and everything it refers to.\n", tb.name, tb.name)
+	p("func Verify%s(w *fbverify.Walk, pos int64) error {\n", tb.name)
+	p("t, err := w.Start(pos)\nif err != nil {\nreturn err\n}\n")
+	p("err = verify%sFields(w, &t)\nw.Leave()\nreturn err\n}\n\n", tb.name)
+	p("func verify%sFields(w *fbverify.Walk, t *fbverify.T) error {\n", tb.name)
+	id := 0
+	for _, f := range tb.fields {
+		fid := id
+		id++
+		if _, ok := s.unions[f.typ]; ok && !f.vector {
+			id++
+		}
+		if f.depr {
+			continue
+		}
+		fail := fmt.Sprintf("return w.At(err, %q, -1)", f.name)
+		switch {
+		case f.vector && f.typ == "string":
+			p("if q, err := w.Ref(t, %d, %v); err != nil {\n%s\n} else if q != 0 {\n", fid, f.required, fail)
+			p("start, n, err := w.Vector(q, 4)\nif err != nil {\n%s\n}\n", fail)
+			p("for i := int64(0); i < n; i++ {\ne, err := w.Deref(start + 4*i)\nif err == nil {\nerr = w.String(e)\n}\n")
+			p("if err != nil {\nreturn w.At(w.At(err, \"\", int(i)), %q, -1)\n}\n}\n}\n", f.name)
+		case f.vector && s.byName[f.typ] != nil:
+			p("if q, err := w.Ref(t, %d, %v); err != nil {\n%s\n} else if q != 0 {\n", fid, f.required, fail)
+			p("start, n, err := w.Vector(q, 4)\nif err != nil {\n%s\n}\n", fail)
+			if f.lazy {
+				p("if w.Lazy() {\nn = 0\n}\n")
+			}
+			p("for i := int64(0); i < n; i++ {\ne, err := w.Deref(start + 4*i)\nif err == nil {\nerr = Verify%s(w, e)\n}\n", f.typ)
+			p("if err != nil {\nreturn w.At(w.At(err, \"\", int(i)), %q, -1)\n}\n}\n}\n", f.name)
+		case f.vector:
+			sz := s.size(f.typ)
+			if sz == 0 {
+				return fmt.Errorf("field %s: vector of %s", f.name, f.typ)
+			}
+			p("if q, err := w.Ref(t, %d, %v); err != nil {\n%s\n} else if q != 0 {\n", fid, f.required, fail)
+			p("if _, _, err := w.Vector(q, %d); err != nil {\n%s\n}\n}\n", sz, fail)
+		case f.typ == "string":
+			p("if q, err := w.Ref(t, %d, %v); err != nil {\n%s\n} else if q != 0 {\n", fid, f.required, fail)
+			p("if err := w.String(q); err != nil {\n%s\n}\n}\n", fail)
+		case s.byName[f.typ] != nil:
+			p("if q, err := w.Ref(t, %d, %v); err != nil {\n%s\n} else if q != 0 {\n", fid, f.required, fail)
+			p("if err := Verify%s(w, q); err != nil {\n%s\n}\n}\n", f.typ, fail)
+		case s.unions[f.typ] != nil:
+			members := s.unions[f.typ]
+			p("if tag, q, err := w.Union(t, %d); err != nil {\n%s\n} else {\n", fid, fail)
+			if f.required {
+				p("if tag == 0 {\nreturn w.At(w.Missing(t), %q, -1)\n}\n", f.name)
+			}
+			p("switch tag {\ncase 0:\n")
+			for k, m := range members {
+				if s.byName[m] == nil {
+					return fmt.Errorf("union %s: member %s is not a table", f.typ, m)
+				}
+				p("case %d:\nerr = Verify%s(w, q)\n", k+1, m)
+			}
+			if f.open {
+				p("default:\nerr = w.Bare(q)\n")
+			} else {
+				p("default:\nerr = w.UnknownTag(t, %d, tag, %d)\n", fid, len(members)+1)
+			}
+			p("}\nif err != nil {\n%s\n}\n}\n", fail)
+		default:
+			sz := s.size(f.typ)
+			if sz == 0 {
+				return fmt.Errorf("field %s: unknown type %s", f.name, f.typ)
+			}
+			p("if err := w.Scalar(t, %d, %d); err != nil {\n%s\n}\n", fid, sz, fail)
+		}
+	}
+	p("return nil\n}\n\n")
+	return nil
+}

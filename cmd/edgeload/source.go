@@ -2,10 +2,8 @@ package main
 
 import (
 	"fmt"
-	"io"
 	"os"
 	"strings"
-	"text/tabwriter"
 
 	"github.com/edgeload/edgeload/loader"
 	"github.com/edgeload/edgeload/mmapfile"
@@ -85,76 +83,4 @@ func sniffPath(path string) (loader.Format, error) {
 	head := make([]byte, min(mf.Len(), 4096))
 	k, _ := mf.ReadAt(head, 0)
 	return loader.Sniff(head[:k]), nil
-}
-
-// bundleRep describes the bundled program a model came from: in the JSON
-// of inspect, "bundle".
-type bundleRep struct {
-	Version       uint32     `json:"version"`
-	ProgramOffset int64      `json:"program_offset"`
-	ProgramSize   int64      `json:"program_size"`
-	BundleSize    int64      `json:"bundle_size"`
-	TestSuites    []suiteRep `json:"test_suites"`
-}
-
-// suiteRep is one method test suite of a bundle.
-type suiteRep struct {
-	Method    string `json:"method"`
-	TestCases int    `json:"test_cases"`
-	Inputs    int    `json:"inputs"`           // values over all cases
-	Outputs   int    `json:"expected_outputs"` // values over all cases
-}
-
-// describeBundle describes m's bundle, or returns nil if m was not opened
-// from one.
-func describeBundle(m *loader.Model) *bundleRep {
-	b := m.Bundle()
-	if b == nil {
-		return nil
-	}
-	off, n := b.ProgramSection()
-	r := &bundleRep{Version: b.Version(), ProgramOffset: off, ProgramSize: n, BundleSize: b.File().Len(), TestSuites: []suiteRep{}}
-	for _, s := range b.TestSuites() {
-		sr := suiteRep{Method: s.Method, TestCases: len(s.Cases)}
-		for _, c := range s.Cases {
-			sr.Inputs += len(c.Inputs)
-			sr.Outputs += len(c.ExpectedOutputs)
-		}
-		r.TestSuites = append(r.TestSuites, sr)
-	}
-	return r
-}
-
-// printBundle writes the bundle section of inspect's text output.
-func printBundle(w io.Writer, b *bundleRep) {
-	if b == nil {
-		return
-	}
-	section(w, "bundled program", -1)
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintf(tw, "  program\t%d bytes at offset %d of the %d-byte bundle (offsets below are the program's)\n", b.ProgramSize, b.ProgramOffset, b.BundleSize)
-	fmt.Fprintf(tw, "  version\t%d\n", b.Version)
-	tw.Flush()
-	section(w, "method test suites", len(b.TestSuites))
-	if len(b.TestSuites) > 0 {
-		tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-		fmt.Fprintf(tw, "  METHOD\tTEST CASES\tINPUTS\tEXPECTED OUTPUTS\n")
-		for _, s := range b.TestSuites {
-			fmt.Fprintf(tw, "  %s\t%d\t%d\t%d\n", s.Method, s.TestCases, s.Inputs, s.Outputs)
-		}
-		tw.Flush()
-	}
-}
-
-// bundleSummary is verify's note on a bundle's test data.
-func bundleSummary(m *loader.Model, r loader.VerifyReport) string {
-	b := m.Bundle()
-	if b == nil {
-		return ""
-	}
-	cases := 0
-	for _, s := range b.TestSuites() {
-		cases += len(s.Cases)
-	}
-	return fmt.Sprintf("; bundle: %d test suites, %d test cases, %d test tensors", len(b.TestSuites()), cases, r.TestTensors)
 }

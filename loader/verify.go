@@ -97,6 +97,12 @@ func (m *Model) verify(readBytes bool) (VerifyReport, error) {
 	for i := range named {
 		nd := &named[i]
 		r.Named++
+		if nd.Segment == -1 {
+			if nd.Data.File() != mf || nd.Data.Offset() < 0 || nd.Data.Offset() > size-nd.Data.Len() {
+				fail("named data %q: [%d, +%d) is not inside the %d-byte file", nd.Key, nd.Data.Offset(), nd.Data.Len(), size)
+			}
+			continue
+		}
 		if nd.Segment < 0 || nd.Segment >= len(segs) {
 			fail("named data %q: segment %d out of range (%d segments)", nd.Key, nd.Segment, len(segs))
 			continue

@@ -152,7 +152,7 @@ func Repack(in, out string, opts Options) (*Result, error) {
 	}
 	write, ok := writers[m.Format()]
 	if !ok {
-		return nil, fmt.Errorf("repack: %s: edgeload cannot rewrite %s files", in, m.Format())
+		write = (*run).relayout // a format that lays itself out anew
 	}
 	if opts.Externalize != "" && m.Format() != loader.PTE {
 		return nil, fmt.Errorf("repack: --externalize needs a .pte input, %s is %s", in, m.Format())

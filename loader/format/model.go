@@ -169,3 +169,34 @@ type Blob struct {
 	Index int             // the format's own index of it (a delegate's)
 	Data  segment.Segment // its bytes
 }
+
+// SegmentIndexer is implemented by a Model whose segments have indices of
+// their own (a TFLite model's buffers): the report gives segment i the
+// index SegmentIndex(i) instead of its position.
+type SegmentIndexer interface {
+	SegmentIndex(i int) int
+}
+
+// Relayouter is implemented by a Model that can be written anew with its
+// data on an alignment boundary (package repack does the writing).
+type Relayouter interface {
+	// Relayout lays the file out with every tensor the format lets it
+	// place on an align-byte boundary, the meaning unchanged.
+	Relayout(align int64) (*Layout, error)
+}
+
+// Layout is a file laid out anew: Head first, then each piece's bytes at
+// its offset (pieces in offset order, not overlapping Head or each
+// other), zeros between them and up to Size.
+type Layout struct {
+	Head   []byte
+	Pieces []Piece
+	Size   int64
+}
+
+// Piece is a range of the old file (Data) and where it goes in the new
+// one.
+type Piece struct {
+	Offset int64
+	Data   segment.Segment
+}

@@ -43,6 +43,6 @@ func (t *Tensor) Resolved() bool { return t.Offset >= 0 }
 // ptd named-data entry.
 type NamedData struct {
 	Key     string
-	Segment int             // index of the segment holding the blob
+	Segment int             // index of the segment holding the blob; -1 when it lies in none (a file appended to a TFLite model)
 	Data    segment.Segment // the blob's bytes (Offset() is absolute)
 }

@@ -1,10 +1,9 @@
 package fbverify
 
 // The steps the verifiers generated from the project's .fbs files
-// (internal/schema/fbgen) are made of. Each makes the checks, in the same
-// order and with the same errors, that the interpreter makes for one
-// field of a described table, so that a generated verifier reports what
-// the interpreter reported.
+// (internal/schema/fbgen) are made of: each checks one table, field,
+// vector, string or union, and reports what is wrong with the field path
+// collected as the error travels up (Walk.At).
 
 // T is a table being verified: its position and vtable.
 type T struct {
@@ -144,10 +143,12 @@ func (w *Walk) Verify(name string, verify func(*Walk, int64) error) error {
 	return v.finish(err, name)
 }
 
-// ElemWith is Elem for a generated verifier: it verifies the table that
-// element i of a lazy vector (first element at start) refers to with
-// verify, named name, at nesting depth depth, and returns its position.
-func (w *Walk) ElemWith(start int64, i int, name string, verify func(*Walk, int64) error, depth int) (int64, error) {
+// Elem verifies, with verify (the generated verifier of the table type
+// named name), the table that element i of a lazy vector refers to (its
+// first element at start), as a walk that is not lazy does: the offset is
+// followed in 64-bit arithmetic. depth is the table's nesting depth (the
+// root table's is 1). It returns the table's position.
+func (w *Walk) Elem(start int64, i int, name string, verify func(*Walk, int64) error, depth int) (int64, error) {
 	v := w.v
 	v.depth = depth - 1
 	pos, err := v.deref(start + 4*int64(i))

@@ -1,10 +1,9 @@
 package fbverify
 
 // The steps the verifiers generated from the project's .fbs files
-// (internal/schema/fbgen) are made of. Each makes the checks, in the same
-// order and with the same errors, that the interpreter makes for one
-// field of a described table, so that a generated verifier reports what
-// the interpreter reported.
+// (internal/schema/fbgen) are made of: each checks one table, field,
+// vector, string or union, and reports what is wrong with the field path
+// collected as the error travels up (Walk.At).
 
 // T is a table being verified: its position and vtable.
 type T struct {
@@ -144,10 +143,12 @@ func (w *Walk) Verify(name string, verify func(*Walk, int64) error) error {
 	return v.finish(err, name)
 }
 
-// ElemWith is Elem for a generated verifier: it verifies the table that
-// element i of a lazy vector (first element at start) refers to with
-// verify, named name, at nesting depth depth, and returns its position.
-func (w *Walk) ElemWith(start int64, i int, name string, verify func(*Walk, int64) error, depth int) (int64, error) {
+// Elem verifies, with verify (the generated verifier of the table type
+// named name), the table that element i of a lazy vector refers to (its
+// first element at start), as a walk that is not lazy does: the offset is
+// followed in 64-bit arithmetic. depth is the table's nesting depth (the
+// root table's is 1). It returns the table's position.
+func (w *Walk) Elem(start int64, i int, name string, verify func(*Walk, int64) error, depth int) (int64, error) {
 	v := w.v
 	v.depth = depth - 1
 	pos, err := v.deref(start + 4*int64(i))
@@ -161,4 +162,74 @@ func (w *Walk) ElemWith(start int64, i int, name string, verify func(*Walk, int6
 // Missing is the error of a required field that t lacks.
 func (w *Walk) Missing(t *T) error {
 	return w.v.fail(t.pos, "required field is missing (the schema says it must be present)")
+}
+
+// StringField verifies the string field id of t.
+func (w *Walk) StringField(t *T, id int, required bool) error {
+	q, err := w.Ref(t, id, required)
+	if err != nil || q == 0 {
+		return err
+	}
+	return w.v.str(q)
+}
+
+// VectorField verifies the vector field id of t, of elem-byte elements,
+// and returns the position of its first element and its length (0, 0 when
+// absent).
+func (w *Walk) VectorField(t *T, id int, required bool, elem int64) (start, n int64, err error) {
+	q, err := w.Ref(t, id, required)
+	if err != nil || q == 0 {
+		return 0, 0, err
+	}
+	return w.v.vector(q, elem)
+}
+
+// TableField verifies the table field id of t with verify.
+func (w *Walk) TableField(t *T, id int, required bool, verify func(*Walk, int64) error) error {
+	q, err := w.Ref(t, id, required)
+	if err != nil || q == 0 {
+		return err
+	}
+	return verify(w, q)
+}
+
+// Elements verifies the n elements of a vector of offsets whose first
+// element is at start: each a table verify verifies, or a string when
+// verify is nil.
+func (w *Walk) Elements(start, n int64, verify func(*Walk, int64) error) error {
+	for i := int64(0); i < n; i++ {
+		e, err := w.v.deref(start + 4*i)
+		if err == nil {
+			if verify == nil {
+				err = w.v.str(e)
+			} else {
+				err = verify(w, e)
+			}
+		}
+		if err != nil {
+			return w.v.at(err, "", int(i))
+		}
+	}
+	return nil
+}
+
+// UnionField verifies the union field id of t (tag at id, value at id+1),
+// whose members are tags 1..n: members verifies the value of one of them;
+// open verifies an unknown tag's value as a table without fields instead
+// of refusing it.
+func (w *Walk) UnionField(t *T, id int, required, open bool, n int, members func(w *Walk, tag int, pos int64) error) error {
+	tag, q, err := w.Union(t, id)
+	switch {
+	case err != nil:
+		return err
+	case tag == 0 && required:
+		return w.Missing(t)
+	case tag == 0:
+		return nil
+	case tag <= n:
+		return members(w, tag, q)
+	case open:
+		return w.Bare(q)
+	}
+	return w.UnknownTag(t, id, tag, n+1)
 }

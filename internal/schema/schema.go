@@ -5,7 +5,9 @@
 // needs no flatc.
 //
 // The generated accessors have no bounds checks of their own: the loaders
-// read them only after loader/internal/fbverify has verified the buffer.
+// read them only after the verifiers fbgen writes beside them
+// (verify_gen.go, one function per table, built of internal/fbverify's
+// steps) have verified the buffer.
 package schema
 
 //go:generate flatc --go --gen-object-api -o . program.fbs

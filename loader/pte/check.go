@@ -96,7 +96,7 @@ func (m *Method) checkInstructions() error {
 		for k := 0; k < ni; k++ {
 			// The instruction's table, reached as the full verification
 			// reaches it: its offset followed in 64-bit arithmetic.
-			ipos, err := pc.walk.ElemWith(start, k, "Instruction", ptefb.VerifyInstruction, instructionDepth)
+			ipos, err := pc.walk.Elem(start, k, "Instruction", ptefb.VerifyInstruction, instructionDepth)
 			if err != nil {
 				return prefixField(err, idx(field()+".instructions", k), "Instruction")
 			}

@@ -9,12 +9,11 @@
 //
 // Verification always runs before any accessor can: every table, vector,
 // string and union the package reads is checked to lie inside the
-// FlatBuffer region (loader/internal/fbverify, with the descriptor in
-// schema.go), then every index (segment_index, data_buffer_idx, delegate
-// and operator indices, value indices of inputs, outputs, lists and
-// instructions) is checked to be in range, and every segment and tensor
-// byte range is checked against the file with overflow-safe 64-bit
-// arithmetic. After Open succeeds no accessor can panic.
+// FlatBuffer region (ptefb.VerifyProgram, generated from program.fbs),
+// then every index (segment_index, data_buffer_idx, delegate and operator
+// indices, value indices of inputs, outputs, lists and instructions) is
+// checked to be in range, and every segment and tensor byte range is
+// checked against the file with overflow-safe 64-bit arithmetic. After Open succeeds no accessor can panic.
 //
 // Open verifies everything but the chains' instructions, which a method
 // verifies the first time they are needed (once; [Program.VerifyMethods]

@@ -3,7 +3,7 @@
 // A file is either V2 (a 32-byte "RTEN" header, the Model FlatBuffer, then a
 // tensor data section) or V1 (no header: the whole file is the FlatBuffer,
 // every constant inline). Open validates the header, verifies the FlatBuffer
-// (loader/internal/fbverify) and the graph the way the reference runtime
+// (rtenfb.VerifyModel) and the graph the way the reference runtime
 // does (every node reference in range, every constant's data inside the
 // file), and builds the graph, subgraphs included. It reads the header and
 // the FlatBuffer region only: no page of the tensor data section is touched.

@@ -4,21 +4,14 @@ package bpfb
 
 import "github.com/edgeload/edgeload/internal/fbverify"
 
-var _ = fbverify.MaxSize
-
 // VerifyInt verifies the Int table at pos and everything it refers to.
 func VerifyInt(w *fbverify.Walk, pos int64) error {
 	t, err := w.Start(pos)
 	if err != nil {
 		return err
 	}
-	err = verifyIntFields(w, &t)
-	w.Leave()
-	return err
-}
-
-func verifyIntFields(w *fbverify.Walk, t *fbverify.T) error {
-	if err := w.Scalar(t, 0, 8); err != nil {
+	defer w.Leave()
+	if err := w.Scalar(&t, 0, 8); err != nil {
 		return w.At(err, "int_val", -1)
 	}
 	return nil
@@ -30,13 +23,8 @@ func VerifyBool(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	err = verifyBoolFields(w, &t)
-	w.Leave()
-	return err
-}
-
-func verifyBoolFields(w *fbverify.Walk, t *fbverify.T) error {
-	if err := w.Scalar(t, 0, 1); err != nil {
+	defer w.Leave()
+	if err := w.Scalar(&t, 0, 1); err != nil {
 		return w.At(err, "bool_val", -1)
 	}
 	return nil
@@ -48,13 +36,8 @@ func VerifyDouble(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	err = verifyDoubleFields(w, &t)
-	w.Leave()
-	return err
-}
-
-func verifyDoubleFields(w *fbverify.Walk, t *fbverify.T) error {
-	if err := w.Scalar(t, 0, 8); err != nil {
+	defer w.Leave()
+	if err := w.Scalar(&t, 0, 8); err != nil {
 		return w.At(err, "double_val", -1)
 	}
 	return nil
@@ -66,35 +49,18 @@ func VerifyTensor(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	err = verifyTensorFields(w, &t)
-	w.Leave()
-	return err
-}
-
-func verifyTensorFields(w *fbverify.Walk, t *fbverify.T) error {
-	if err := w.Scalar(t, 0, 1); err != nil {
+	defer w.Leave()
+	if err := w.Scalar(&t, 0, 1); err != nil {
 		return w.At(err, "scalar_type", -1)
 	}
-	if q, err := w.Ref(t, 1, false); err != nil {
+	if _, _, err := w.VectorField(&t, 1, false, 4); err != nil {
 		return w.At(err, "sizes", -1)
-	} else if q != 0 {
-		if _, _, err := w.Vector(q, 4); err != nil {
-			return w.At(err, "sizes", -1)
-		}
 	}
-	if q, err := w.Ref(t, 2, false); err != nil {
+	if _, _, err := w.VectorField(&t, 2, false, 1); err != nil {
 		return w.At(err, "data", -1)
-	} else if q != 0 {
-		if _, _, err := w.Vector(q, 1); err != nil {
-			return w.At(err, "data", -1)
-		}
 	}
-	if q, err := w.Ref(t, 3, false); err != nil {
+	if _, _, err := w.VectorField(&t, 3, false, 1); err != nil {
 		return w.At(err, "dim_order", -1)
-	} else if q != 0 {
-		if _, _, err := w.Vector(q, 1); err != nil {
-			return w.At(err, "dim_order", -1)
-		}
 	}
 	return nil
 }
@@ -105,31 +71,9 @@ func VerifyValue(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	err = verifyValueFields(w, &t)
-	w.Leave()
-	return err
-}
-
-func verifyValueFields(w *fbverify.Walk, t *fbverify.T) error {
-	if tag, q, err := w.Union(t, 0); err != nil {
+	defer w.Leave()
+	if err := w.UnionField(&t, 0, false, false, 4, verifyValueUnionMembers); err != nil {
 		return w.At(err, "val", -1)
-	} else {
-		switch tag {
-		case 0:
-		case 1:
-			err = VerifyTensor(w, q)
-		case 2:
-			err = VerifyInt(w, q)
-		case 3:
-			err = VerifyBool(w, q)
-		case 4:
-			err = VerifyDouble(w, q)
-		default:
-			err = w.UnknownTag(t, 0, tag, 5)
-		}
-		if err != nil {
-			return w.At(err, "val", -1)
-		}
 	}
 	return nil
 }
@@ -140,44 +84,19 @@ func VerifyBundledMethodTestCase(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	err = verifyBundledMethodTestCaseFields(w, &t)
-	w.Leave()
-	return err
-}
-
-func verifyBundledMethodTestCaseFields(w *fbverify.Walk, t *fbverify.T) error {
-	if q, err := w.Ref(t, 0, false); err != nil {
+	defer w.Leave()
+	if start, n, err := w.VectorField(&t, 0, false, 4); err != nil {
 		return w.At(err, "inputs", -1)
-	} else if q != 0 {
-		start, n, err := w.Vector(q, 4)
-		if err != nil {
+	} else {
+		if err := w.Elements(start, n, VerifyValue); err != nil {
 			return w.At(err, "inputs", -1)
 		}
-		for i := int64(0); i < n; i++ {
-			e, err := w.Deref(start + 4*i)
-			if err == nil {
-				err = VerifyValue(w, e)
-			}
-			if err != nil {
-				return w.At(w.At(err, "", int(i)), "inputs", -1)
-			}
-		}
 	}
-	if q, err := w.Ref(t, 1, false); err != nil {
+	if start, n, err := w.VectorField(&t, 1, false, 4); err != nil {
 		return w.At(err, "expected_outputs", -1)
-	} else if q != 0 {
-		start, n, err := w.Vector(q, 4)
-		if err != nil {
+	} else {
+		if err := w.Elements(start, n, VerifyValue); err != nil {
 			return w.At(err, "expected_outputs", -1)
-		}
-		for i := int64(0); i < n; i++ {
-			e, err := w.Deref(start + 4*i)
-			if err == nil {
-				err = VerifyValue(w, e)
-			}
-			if err != nil {
-				return w.At(w.At(err, "", int(i)), "expected_outputs", -1)
-			}
 		}
 	}
 	return nil
@@ -189,34 +108,15 @@ func VerifyBundledMethodTestSuite(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	err = verifyBundledMethodTestSuiteFields(w, &t)
-	w.Leave()
-	return err
-}
-
-func verifyBundledMethodTestSuiteFields(w *fbverify.Walk, t *fbverify.T) error {
-	if q, err := w.Ref(t, 0, false); err != nil {
+	defer w.Leave()
+	if err := w.StringField(&t, 0, false); err != nil {
 		return w.At(err, "method_name", -1)
-	} else if q != 0 {
-		if err := w.String(q); err != nil {
-			return w.At(err, "method_name", -1)
-		}
 	}
-	if q, err := w.Ref(t, 1, false); err != nil {
+	if start, n, err := w.VectorField(&t, 1, false, 4); err != nil {
 		return w.At(err, "test_cases", -1)
-	} else if q != 0 {
-		start, n, err := w.Vector(q, 4)
-		if err != nil {
+	} else {
+		if err := w.Elements(start, n, VerifyBundledMethodTestCase); err != nil {
 			return w.At(err, "test_cases", -1)
-		}
-		for i := int64(0); i < n; i++ {
-			e, err := w.Deref(start + 4*i)
-			if err == nil {
-				err = VerifyBundledMethodTestCase(w, e)
-			}
-			if err != nil {
-				return w.At(w.At(err, "", int(i)), "test_cases", -1)
-			}
 		}
 	}
 	return nil
@@ -228,38 +128,31 @@ func VerifyBundledProgram(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	err = verifyBundledProgramFields(w, &t)
-	w.Leave()
-	return err
-}
-
-func verifyBundledProgramFields(w *fbverify.Walk, t *fbverify.T) error {
-	if err := w.Scalar(t, 0, 4); err != nil {
+	defer w.Leave()
+	if err := w.Scalar(&t, 0, 4); err != nil {
 		return w.At(err, "version", -1)
 	}
-	if q, err := w.Ref(t, 1, false); err != nil {
+	if start, n, err := w.VectorField(&t, 1, false, 4); err != nil {
 		return w.At(err, "method_test_suites", -1)
-	} else if q != 0 {
-		start, n, err := w.Vector(q, 4)
-		if err != nil {
+	} else {
+		if err := w.Elements(start, n, VerifyBundledMethodTestSuite); err != nil {
 			return w.At(err, "method_test_suites", -1)
 		}
-		for i := int64(0); i < n; i++ {
-			e, err := w.Deref(start + 4*i)
-			if err == nil {
-				err = VerifyBundledMethodTestSuite(w, e)
-			}
-			if err != nil {
-				return w.At(w.At(err, "", int(i)), "method_test_suites", -1)
-			}
-		}
 	}
-	if q, err := w.Ref(t, 2, true); err != nil {
+	if _, _, err := w.VectorField(&t, 2, true, 1); err != nil {
 		return w.At(err, "program", -1)
-	} else if q != 0 {
-		if _, _, err := w.Vector(q, 1); err != nil {
-			return w.At(err, "program", -1)
-		}
 	}
 	return nil
+}
+
+func verifyValueUnionMembers(w *fbverify.Walk, tag int, pos int64) error {
+	switch tag {
+	case 1:
+		return VerifyTensor(w, pos)
+	case 2:
+		return VerifyInt(w, pos)
+	case 3:
+		return VerifyBool(w, pos)
+	}
+	return VerifyDouble(w, pos)
 }

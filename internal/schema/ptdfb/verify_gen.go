@@ -4,24 +4,17 @@ package ptdfb
 
 import "github.com/edgeload/edgeload/internal/fbverify"
 
-var _ = fbverify.MaxSize
-
 // VerifyDataSegment verifies the DataSegment table at pos and everything it refers to.
 func VerifyDataSegment(w *fbverify.Walk, pos int64) error {
 	t, err := w.Start(pos)
 	if err != nil {
 		return err
 	}
-	err = verifyDataSegmentFields(w, &t)
-	w.Leave()
-	return err
-}
-
-func verifyDataSegmentFields(w *fbverify.Walk, t *fbverify.T) error {
-	if err := w.Scalar(t, 0, 8); err != nil {
+	defer w.Leave()
+	if err := w.Scalar(&t, 0, 8); err != nil {
 		return w.At(err, "offset", -1)
 	}
-	if err := w.Scalar(t, 1, 8); err != nil {
+	if err := w.Scalar(&t, 1, 8); err != nil {
 		return w.At(err, "size", -1)
 	}
 	return nil
@@ -33,28 +26,15 @@ func VerifyTensorLayout(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	err = verifyTensorLayoutFields(w, &t)
-	w.Leave()
-	return err
-}
-
-func verifyTensorLayoutFields(w *fbverify.Walk, t *fbverify.T) error {
-	if err := w.Scalar(t, 0, 1); err != nil {
+	defer w.Leave()
+	if err := w.Scalar(&t, 0, 1); err != nil {
 		return w.At(err, "scalar_type", -1)
 	}
-	if q, err := w.Ref(t, 1, false); err != nil {
+	if _, _, err := w.VectorField(&t, 1, false, 4); err != nil {
 		return w.At(err, "sizes", -1)
-	} else if q != 0 {
-		if _, _, err := w.Vector(q, 4); err != nil {
-			return w.At(err, "sizes", -1)
-		}
 	}
-	if q, err := w.Ref(t, 2, false); err != nil {
+	if _, _, err := w.VectorField(&t, 2, false, 1); err != nil {
 		return w.At(err, "dim_order", -1)
-	} else if q != 0 {
-		if _, _, err := w.Vector(q, 1); err != nil {
-			return w.At(err, "dim_order", -1)
-		}
 	}
 	return nil
 }
@@ -65,28 +45,15 @@ func VerifyNamedData(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	err = verifyNamedDataFields(w, &t)
-	w.Leave()
-	return err
-}
-
-func verifyNamedDataFields(w *fbverify.Walk, t *fbverify.T) error {
-	if q, err := w.Ref(t, 0, true); err != nil {
+	defer w.Leave()
+	if err := w.StringField(&t, 0, true); err != nil {
 		return w.At(err, "key", -1)
-	} else if q != 0 {
-		if err := w.String(q); err != nil {
-			return w.At(err, "key", -1)
-		}
 	}
-	if err := w.Scalar(t, 1, 4); err != nil {
+	if err := w.Scalar(&t, 1, 4); err != nil {
 		return w.At(err, "segment_index", -1)
 	}
-	if q, err := w.Ref(t, 2, false); err != nil {
+	if err := w.TableField(&t, 2, false, VerifyTensorLayout); err != nil {
 		return w.At(err, "tensor_layout", -1)
-	} else if q != 0 {
-		if err := VerifyTensorLayout(w, q); err != nil {
-			return w.At(err, "tensor_layout", -1)
-		}
 	}
 	return nil
 }
@@ -97,47 +64,22 @@ func VerifyFlatTensor(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	err = verifyFlatTensorFields(w, &t)
-	w.Leave()
-	return err
-}
-
-func verifyFlatTensorFields(w *fbverify.Walk, t *fbverify.T) error {
-	if err := w.Scalar(t, 0, 4); err != nil {
+	defer w.Leave()
+	if err := w.Scalar(&t, 0, 4); err != nil {
 		return w.At(err, "version", -1)
 	}
-	if q, err := w.Ref(t, 1, false); err != nil {
+	if start, n, err := w.VectorField(&t, 1, false, 4); err != nil {
 		return w.At(err, "segments", -1)
-	} else if q != 0 {
-		start, n, err := w.Vector(q, 4)
-		if err != nil {
+	} else {
+		if err := w.Elements(start, n, VerifyDataSegment); err != nil {
 			return w.At(err, "segments", -1)
 		}
-		for i := int64(0); i < n; i++ {
-			e, err := w.Deref(start + 4*i)
-			if err == nil {
-				err = VerifyDataSegment(w, e)
-			}
-			if err != nil {
-				return w.At(w.At(err, "", int(i)), "segments", -1)
-			}
-		}
 	}
-	if q, err := w.Ref(t, 2, false); err != nil {
+	if start, n, err := w.VectorField(&t, 2, false, 4); err != nil {
 		return w.At(err, "named_data", -1)
-	} else if q != 0 {
-		start, n, err := w.Vector(q, 4)
-		if err != nil {
+	} else {
+		if err := w.Elements(start, n, VerifyNamedData); err != nil {
 			return w.At(err, "named_data", -1)
-		}
-		for i := int64(0); i < n; i++ {
-			e, err := w.Deref(start + 4*i)
-			if err == nil {
-				err = VerifyNamedData(w, e)
-			}
-			if err != nil {
-				return w.At(w.At(err, "", int(i)), "named_data", -1)
-			}
 		}
 	}
 	return nil
@@ -149,40 +91,23 @@ func VerifyLegacyTensorMetadata(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	err = verifyLegacyTensorMetadataFields(w, &t)
-	w.Leave()
-	return err
-}
-
-func verifyLegacyTensorMetadataFields(w *fbverify.Walk, t *fbverify.T) error {
-	if q, err := w.Ref(t, 0, true); err != nil {
+	defer w.Leave()
+	if err := w.StringField(&t, 0, true); err != nil {
 		return w.At(err, "fully_qualified_name", -1)
-	} else if q != 0 {
-		if err := w.String(q); err != nil {
-			return w.At(err, "fully_qualified_name", -1)
-		}
 	}
-	if err := w.Scalar(t, 1, 1); err != nil {
+	if err := w.Scalar(&t, 1, 1); err != nil {
 		return w.At(err, "scalar_type", -1)
 	}
-	if q, err := w.Ref(t, 2, false); err != nil {
+	if _, _, err := w.VectorField(&t, 2, false, 4); err != nil {
 		return w.At(err, "sizes", -1)
-	} else if q != 0 {
-		if _, _, err := w.Vector(q, 4); err != nil {
-			return w.At(err, "sizes", -1)
-		}
 	}
-	if q, err := w.Ref(t, 3, false); err != nil {
+	if _, _, err := w.VectorField(&t, 3, false, 1); err != nil {
 		return w.At(err, "dim_order", -1)
-	} else if q != 0 {
-		if _, _, err := w.Vector(q, 1); err != nil {
-			return w.At(err, "dim_order", -1)
-		}
 	}
-	if err := w.Scalar(t, 4, 4); err != nil {
+	if err := w.Scalar(&t, 4, 4); err != nil {
 		return w.At(err, "segment_index", -1)
 	}
-	if err := w.Scalar(t, 5, 8); err != nil {
+	if err := w.Scalar(&t, 5, 8); err != nil {
 		return w.At(err, "offset", -1)
 	}
 	return nil
@@ -194,20 +119,11 @@ func VerifyLegacyNamedData(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	err = verifyLegacyNamedDataFields(w, &t)
-	w.Leave()
-	return err
-}
-
-func verifyLegacyNamedDataFields(w *fbverify.Walk, t *fbverify.T) error {
-	if q, err := w.Ref(t, 0, true); err != nil {
+	defer w.Leave()
+	if err := w.StringField(&t, 0, true); err != nil {
 		return w.At(err, "key", -1)
-	} else if q != 0 {
-		if err := w.String(q); err != nil {
-			return w.At(err, "key", -1)
-		}
 	}
-	if err := w.Scalar(t, 1, 4); err != nil {
+	if err := w.Scalar(&t, 1, 4); err != nil {
 		return w.At(err, "segment_index", -1)
 	}
 	return nil
@@ -219,67 +135,32 @@ func VerifyLegacyFlatTensor(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	err = verifyLegacyFlatTensorFields(w, &t)
-	w.Leave()
-	return err
-}
-
-func verifyLegacyFlatTensorFields(w *fbverify.Walk, t *fbverify.T) error {
-	if err := w.Scalar(t, 0, 4); err != nil {
+	defer w.Leave()
+	if err := w.Scalar(&t, 0, 4); err != nil {
 		return w.At(err, "version", -1)
 	}
-	if err := w.Scalar(t, 1, 4); err != nil {
+	if err := w.Scalar(&t, 1, 4); err != nil {
 		return w.At(err, "tensor_alignment", -1)
 	}
-	if q, err := w.Ref(t, 2, false); err != nil {
+	if start, n, err := w.VectorField(&t, 2, false, 4); err != nil {
 		return w.At(err, "tensors", -1)
-	} else if q != 0 {
-		start, n, err := w.Vector(q, 4)
-		if err != nil {
+	} else {
+		if err := w.Elements(start, n, VerifyLegacyTensorMetadata); err != nil {
 			return w.At(err, "tensors", -1)
 		}
-		for i := int64(0); i < n; i++ {
-			e, err := w.Deref(start + 4*i)
-			if err == nil {
-				err = VerifyLegacyTensorMetadata(w, e)
-			}
-			if err != nil {
-				return w.At(w.At(err, "", int(i)), "tensors", -1)
-			}
-		}
 	}
-	if q, err := w.Ref(t, 3, false); err != nil {
+	if start, n, err := w.VectorField(&t, 3, false, 4); err != nil {
 		return w.At(err, "segments", -1)
-	} else if q != 0 {
-		start, n, err := w.Vector(q, 4)
-		if err != nil {
+	} else {
+		if err := w.Elements(start, n, VerifyDataSegment); err != nil {
 			return w.At(err, "segments", -1)
 		}
-		for i := int64(0); i < n; i++ {
-			e, err := w.Deref(start + 4*i)
-			if err == nil {
-				err = VerifyDataSegment(w, e)
-			}
-			if err != nil {
-				return w.At(w.At(err, "", int(i)), "segments", -1)
-			}
-		}
 	}
-	if q, err := w.Ref(t, 4, false); err != nil {
+	if start, n, err := w.VectorField(&t, 4, false, 4); err != nil {
 		return w.At(err, "named_data", -1)
-	} else if q != 0 {
-		start, n, err := w.Vector(q, 4)
-		if err != nil {
+	} else {
+		if err := w.Elements(start, n, VerifyLegacyNamedData); err != nil {
 			return w.At(err, "named_data", -1)
-		}
-		for i := int64(0); i < n; i++ {
-			e, err := w.Deref(start + 4*i)
-			if err == nil {
-				err = VerifyLegacyNamedData(w, e)
-			}
-			if err != nil {
-				return w.At(w.At(err, "", int(i)), "named_data", -1)
-			}
 		}
 	}
 	return nil

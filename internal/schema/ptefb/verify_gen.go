@@ -4,21 +4,9 @@ package ptefb
 
 import "github.com/edgeload/edgeload/internal/fbverify"
 
-var _ = fbverify.MaxSize
-
 // VerifyNull verifies the Null table at pos and everything it refers to.
 func VerifyNull(w *fbverify.Walk, pos int64) error {
-	t, err := w.Start(pos)
-	if err != nil {
-		return err
-	}
-	err = verifyNullFields(w, &t)
-	w.Leave()
-	return err
-}
-
-func verifyNullFields(w *fbverify.Walk, t *fbverify.T) error {
-	return nil
+	return w.Bare(pos)
 }
 
 // VerifyInt verifies the Int table at pos and everything it refers to.
@@ -27,13 +15,8 @@ func VerifyInt(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	err = verifyIntFields(w, &t)
-	w.Leave()
-	return err
-}
-
-func verifyIntFields(w *fbverify.Walk, t *fbverify.T) error {
-	if err := w.Scalar(t, 0, 8); err != nil {
+	defer w.Leave()
+	if err := w.Scalar(&t, 0, 8); err != nil {
 		return w.At(err, "int_val", -1)
 	}
 	return nil
@@ -45,13 +28,8 @@ func VerifyBool(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	err = verifyBoolFields(w, &t)
-	w.Leave()
-	return err
-}
-
-func verifyBoolFields(w *fbverify.Walk, t *fbverify.T) error {
-	if err := w.Scalar(t, 0, 1); err != nil {
+	defer w.Leave()
+	if err := w.Scalar(&t, 0, 1); err != nil {
 		return w.At(err, "bool_val", -1)
 	}
 	return nil
@@ -63,13 +41,8 @@ func VerifyDouble(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	err = verifyDoubleFields(w, &t)
-	w.Leave()
-	return err
-}
-
-func verifyDoubleFields(w *fbverify.Walk, t *fbverify.T) error {
-	if err := w.Scalar(t, 0, 8); err != nil {
+	defer w.Leave()
+	if err := w.Scalar(&t, 0, 8); err != nil {
 		return w.At(err, "double_val", -1)
 	}
 	return nil
@@ -81,18 +54,9 @@ func VerifyString(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	err = verifyStringFields(w, &t)
-	w.Leave()
-	return err
-}
-
-func verifyStringFields(w *fbverify.Walk, t *fbverify.T) error {
-	if q, err := w.Ref(t, 0, false); err != nil {
+	defer w.Leave()
+	if err := w.StringField(&t, 0, false); err != nil {
 		return w.At(err, "string_val", -1)
-	} else if q != 0 {
-		if err := w.String(q); err != nil {
-			return w.At(err, "string_val", -1)
-		}
 	}
 	return nil
 }
@@ -103,18 +67,9 @@ func VerifyIntList(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	err = verifyIntListFields(w, &t)
-	w.Leave()
-	return err
-}
-
-func verifyIntListFields(w *fbverify.Walk, t *fbverify.T) error {
-	if q, err := w.Ref(t, 0, false); err != nil {
+	defer w.Leave()
+	if _, _, err := w.VectorField(&t, 0, false, 8); err != nil {
 		return w.At(err, "items", -1)
-	} else if q != 0 {
-		if _, _, err := w.Vector(q, 8); err != nil {
-			return w.At(err, "items", -1)
-		}
 	}
 	return nil
 }
@@ -125,18 +80,9 @@ func VerifyDoubleList(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	err = verifyDoubleListFields(w, &t)
-	w.Leave()
-	return err
-}
-
-func verifyDoubleListFields(w *fbverify.Walk, t *fbverify.T) error {
-	if q, err := w.Ref(t, 0, false); err != nil {
+	defer w.Leave()
+	if _, _, err := w.VectorField(&t, 0, false, 8); err != nil {
 		return w.At(err, "items", -1)
-	} else if q != 0 {
-		if _, _, err := w.Vector(q, 8); err != nil {
-			return w.At(err, "items", -1)
-		}
 	}
 	return nil
 }
@@ -147,18 +93,9 @@ func VerifyBoolList(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	err = verifyBoolListFields(w, &t)
-	w.Leave()
-	return err
-}
-
-func verifyBoolListFields(w *fbverify.Walk, t *fbverify.T) error {
-	if q, err := w.Ref(t, 0, false); err != nil {
+	defer w.Leave()
+	if _, _, err := w.VectorField(&t, 0, false, 1); err != nil {
 		return w.At(err, "items", -1)
-	} else if q != 0 {
-		if _, _, err := w.Vector(q, 1); err != nil {
-			return w.At(err, "items", -1)
-		}
 	}
 	return nil
 }
@@ -169,18 +106,9 @@ func VerifyTensorList(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	err = verifyTensorListFields(w, &t)
-	w.Leave()
-	return err
-}
-
-func verifyTensorListFields(w *fbverify.Walk, t *fbverify.T) error {
-	if q, err := w.Ref(t, 0, false); err != nil {
+	defer w.Leave()
+	if _, _, err := w.VectorField(&t, 0, false, 4); err != nil {
 		return w.At(err, "items", -1)
-	} else if q != 0 {
-		if _, _, err := w.Vector(q, 4); err != nil {
-			return w.At(err, "items", -1)
-		}
 	}
 	return nil
 }
@@ -191,18 +119,9 @@ func VerifyOptionalTensorList(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	err = verifyOptionalTensorListFields(w, &t)
-	w.Leave()
-	return err
-}
-
-func verifyOptionalTensorListFields(w *fbverify.Walk, t *fbverify.T) error {
-	if q, err := w.Ref(t, 0, false); err != nil {
+	defer w.Leave()
+	if _, _, err := w.VectorField(&t, 0, false, 4); err != nil {
 		return w.At(err, "items", -1)
-	} else if q != 0 {
-		if _, _, err := w.Vector(q, 4); err != nil {
-			return w.At(err, "items", -1)
-		}
 	}
 	return nil
 }
@@ -213,19 +132,14 @@ func VerifyAllocationDetails(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	err = verifyAllocationDetailsFields(w, &t)
-	w.Leave()
-	return err
-}
-
-func verifyAllocationDetailsFields(w *fbverify.Walk, t *fbverify.T) error {
-	if err := w.Scalar(t, 0, 4); err != nil {
+	defer w.Leave()
+	if err := w.Scalar(&t, 0, 4); err != nil {
 		return w.At(err, "memory_id", -1)
 	}
-	if err := w.Scalar(t, 1, 4); err != nil {
+	if err := w.Scalar(&t, 1, 4); err != nil {
 		return w.At(err, "memory_offset_low", -1)
 	}
-	if err := w.Scalar(t, 2, 4); err != nil {
+	if err := w.Scalar(&t, 2, 4); err != nil {
 		return w.At(err, "memory_offset_high", -1)
 	}
 	return nil
@@ -237,29 +151,20 @@ func VerifyExtraTensorInfo(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	err = verifyExtraTensorInfoFields(w, &t)
-	w.Leave()
-	return err
-}
-
-func verifyExtraTensorInfoFields(w *fbverify.Walk, t *fbverify.T) error {
-	if err := w.Scalar(t, 0, 8); err != nil {
+	defer w.Leave()
+	if err := w.Scalar(&t, 0, 8); err != nil {
 		return w.At(err, "mutable_data_segments_idx", -1)
 	}
-	if q, err := w.Ref(t, 1, false); err != nil {
+	if err := w.StringField(&t, 1, false); err != nil {
 		return w.At(err, "fully_qualified_name", -1)
-	} else if q != 0 {
-		if err := w.String(q); err != nil {
-			return w.At(err, "fully_qualified_name", -1)
-		}
 	}
-	if err := w.Scalar(t, 2, 1); err != nil {
+	if err := w.Scalar(&t, 2, 1); err != nil {
 		return w.At(err, "location", -1)
 	}
-	if err := w.Scalar(t, 3, 1); err != nil {
+	if err := w.Scalar(&t, 3, 1); err != nil {
 		return w.At(err, "device_type", -1)
 	}
-	if err := w.Scalar(t, 4, 1); err != nil {
+	if err := w.Scalar(&t, 4, 1); err != nil {
 		return w.At(err, "device_index", -1)
 	}
 	return nil
@@ -271,57 +176,36 @@ func VerifyTensor(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	err = verifyTensorFields(w, &t)
-	w.Leave()
-	return err
-}
-
-func verifyTensorFields(w *fbverify.Walk, t *fbverify.T) error {
-	if err := w.Scalar(t, 0, 1); err != nil {
+	defer w.Leave()
+	if err := w.Scalar(&t, 0, 1); err != nil {
 		return w.At(err, "scalar_type", -1)
 	}
-	if err := w.Scalar(t, 1, 4); err != nil {
+	if err := w.Scalar(&t, 1, 4); err != nil {
 		return w.At(err, "storage_offset", -1)
 	}
-	if q, err := w.Ref(t, 2, false); err != nil {
+	if _, _, err := w.VectorField(&t, 2, false, 4); err != nil {
 		return w.At(err, "sizes", -1)
-	} else if q != 0 {
-		if _, _, err := w.Vector(q, 4); err != nil {
-			return w.At(err, "sizes", -1)
-		}
 	}
-	if q, err := w.Ref(t, 3, false); err != nil {
+	if _, _, err := w.VectorField(&t, 3, false, 1); err != nil {
 		return w.At(err, "dim_order", -1)
-	} else if q != 0 {
-		if _, _, err := w.Vector(q, 1); err != nil {
-			return w.At(err, "dim_order", -1)
-		}
 	}
-	if err := w.Scalar(t, 4, 1); err != nil {
+	if err := w.Scalar(&t, 4, 1); err != nil {
 		return w.At(err, "requires_grad", -1)
 	}
-	if err := w.Scalar(t, 5, 4); err != nil {
+	if err := w.Scalar(&t, 5, 4); err != nil {
 		return w.At(err, "data_buffer_idx", -1)
 	}
-	if q, err := w.Ref(t, 6, false); err != nil {
+	if err := w.TableField(&t, 6, false, VerifyAllocationDetails); err != nil {
 		return w.At(err, "allocation_info", -1)
-	} else if q != 0 {
-		if err := VerifyAllocationDetails(w, q); err != nil {
-			return w.At(err, "allocation_info", -1)
-		}
 	}
-	if err := w.Scalar(t, 7, 1); err != nil {
+	if err := w.Scalar(&t, 7, 1); err != nil {
 		return w.At(err, "layout", -1)
 	}
-	if err := w.Scalar(t, 8, 1); err != nil {
+	if err := w.Scalar(&t, 8, 1); err != nil {
 		return w.At(err, "shape_dynamism", -1)
 	}
-	if q, err := w.Ref(t, 9, false); err != nil {
+	if err := w.TableField(&t, 9, false, VerifyExtraTensorInfo); err != nil {
 		return w.At(err, "extra_tensor_info", -1)
-	} else if q != 0 {
-		if err := VerifyExtraTensorInfo(w, q); err != nil {
-			return w.At(err, "extra_tensor_info", -1)
-		}
 	}
 	return nil
 }
@@ -332,45 +216,9 @@ func VerifyEValue(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	err = verifyEValueFields(w, &t)
-	w.Leave()
-	return err
-}
-
-func verifyEValueFields(w *fbverify.Walk, t *fbverify.T) error {
-	if tag, q, err := w.Union(t, 0); err != nil {
+	defer w.Leave()
+	if err := w.UnionField(&t, 0, false, false, 11, verifyKernelTypesMembers); err != nil {
 		return w.At(err, "val", -1)
-	} else {
-		switch tag {
-		case 0:
-		case 1:
-			err = VerifyNull(w, q)
-		case 2:
-			err = VerifyInt(w, q)
-		case 3:
-			err = VerifyBool(w, q)
-		case 4:
-			err = VerifyDouble(w, q)
-		case 5:
-			err = VerifyTensor(w, q)
-		case 6:
-			err = VerifyString(w, q)
-		case 7:
-			err = VerifyIntList(w, q)
-		case 8:
-			err = VerifyDoubleList(w, q)
-		case 9:
-			err = VerifyBoolList(w, q)
-		case 10:
-			err = VerifyTensorList(w, q)
-		case 11:
-			err = VerifyOptionalTensorList(w, q)
-		default:
-			err = w.UnknownTag(t, 0, tag, 12)
-		}
-		if err != nil {
-			return w.At(err, "val", -1)
-		}
 	}
 	return nil
 }
@@ -381,25 +229,12 @@ func VerifyOperator(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	err = verifyOperatorFields(w, &t)
-	w.Leave()
-	return err
-}
-
-func verifyOperatorFields(w *fbverify.Walk, t *fbverify.T) error {
-	if q, err := w.Ref(t, 0, false); err != nil {
+	defer w.Leave()
+	if err := w.StringField(&t, 0, false); err != nil {
 		return w.At(err, "name", -1)
-	} else if q != 0 {
-		if err := w.String(q); err != nil {
-			return w.At(err, "name", -1)
-		}
 	}
-	if q, err := w.Ref(t, 1, false); err != nil {
+	if err := w.StringField(&t, 1, false); err != nil {
 		return w.At(err, "overload", -1)
-	} else if q != 0 {
-		if err := w.String(q); err != nil {
-			return w.At(err, "overload", -1)
-		}
 	}
 	return nil
 }
@@ -410,21 +245,12 @@ func VerifyKernelCall(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	err = verifyKernelCallFields(w, &t)
-	w.Leave()
-	return err
-}
-
-func verifyKernelCallFields(w *fbverify.Walk, t *fbverify.T) error {
-	if err := w.Scalar(t, 0, 4); err != nil {
+	defer w.Leave()
+	if err := w.Scalar(&t, 0, 4); err != nil {
 		return w.At(err, "op_index", -1)
 	}
-	if q, err := w.Ref(t, 1, false); err != nil {
+	if _, _, err := w.VectorField(&t, 1, false, 4); err != nil {
 		return w.At(err, "args", -1)
-	} else if q != 0 {
-		if _, _, err := w.Vector(q, 4); err != nil {
-			return w.At(err, "args", -1)
-		}
 	}
 	return nil
 }
@@ -435,21 +261,12 @@ func VerifyDelegateCall(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	err = verifyDelegateCallFields(w, &t)
-	w.Leave()
-	return err
-}
-
-func verifyDelegateCallFields(w *fbverify.Walk, t *fbverify.T) error {
-	if err := w.Scalar(t, 0, 4); err != nil {
+	defer w.Leave()
+	if err := w.Scalar(&t, 0, 4); err != nil {
 		return w.At(err, "delegate_index", -1)
 	}
-	if q, err := w.Ref(t, 1, false); err != nil {
+	if _, _, err := w.VectorField(&t, 1, false, 4); err != nil {
 		return w.At(err, "args", -1)
-	} else if q != 0 {
-		if _, _, err := w.Vector(q, 4); err != nil {
-			return w.At(err, "args", -1)
-		}
 	}
 	return nil
 }
@@ -460,16 +277,11 @@ func VerifyMoveCall(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	err = verifyMoveCallFields(w, &t)
-	w.Leave()
-	return err
-}
-
-func verifyMoveCallFields(w *fbverify.Walk, t *fbverify.T) error {
-	if err := w.Scalar(t, 0, 4); err != nil {
+	defer w.Leave()
+	if err := w.Scalar(&t, 0, 4); err != nil {
 		return w.At(err, "move_from", -1)
 	}
-	if err := w.Scalar(t, 1, 4); err != nil {
+	if err := w.Scalar(&t, 1, 4); err != nil {
 		return w.At(err, "move_to", -1)
 	}
 	return nil
@@ -481,16 +293,11 @@ func VerifyJumpFalseCall(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	err = verifyJumpFalseCallFields(w, &t)
-	w.Leave()
-	return err
-}
-
-func verifyJumpFalseCallFields(w *fbverify.Walk, t *fbverify.T) error {
-	if err := w.Scalar(t, 0, 4); err != nil {
+	defer w.Leave()
+	if err := w.Scalar(&t, 0, 4); err != nil {
 		return w.At(err, "cond_value_index", -1)
 	}
-	if err := w.Scalar(t, 1, 4); err != nil {
+	if err := w.Scalar(&t, 1, 4); err != nil {
 		return w.At(err, "destination_instruction", -1)
 	}
 	return nil
@@ -502,13 +309,8 @@ func VerifyFreeCall(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	err = verifyFreeCallFields(w, &t)
-	w.Leave()
-	return err
-}
-
-func verifyFreeCallFields(w *fbverify.Walk, t *fbverify.T) error {
-	if err := w.Scalar(t, 0, 4); err != nil {
+	defer w.Leave()
+	if err := w.Scalar(&t, 0, 4); err != nil {
 		return w.At(err, "value_index", -1)
 	}
 	return nil
@@ -520,33 +322,9 @@ func VerifyInstruction(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	err = verifyInstructionFields(w, &t)
-	w.Leave()
-	return err
-}
-
-func verifyInstructionFields(w *fbverify.Walk, t *fbverify.T) error {
-	if tag, q, err := w.Union(t, 0); err != nil {
+	defer w.Leave()
+	if err := w.UnionField(&t, 0, false, false, 5, verifyInstructionArgumentsMembers); err != nil {
 		return w.At(err, "instr_args", -1)
-	} else {
-		switch tag {
-		case 0:
-		case 1:
-			err = VerifyKernelCall(w, q)
-		case 2:
-			err = VerifyDelegateCall(w, q)
-		case 3:
-			err = VerifyMoveCall(w, q)
-		case 4:
-			err = VerifyJumpFalseCall(w, q)
-		case 5:
-			err = VerifyFreeCall(w, q)
-		default:
-			err = w.UnknownTag(t, 0, tag, 6)
-		}
-		if err != nil {
-			return w.At(err, "instr_args", -1)
-		}
 	}
 	return nil
 }
@@ -557,35 +335,18 @@ func VerifyFrame(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	err = verifyFrameFields(w, &t)
-	w.Leave()
-	return err
-}
-
-func verifyFrameFields(w *fbverify.Walk, t *fbverify.T) error {
-	if q, err := w.Ref(t, 0, false); err != nil {
+	defer w.Leave()
+	if err := w.StringField(&t, 0, false); err != nil {
 		return w.At(err, "filename", -1)
-	} else if q != 0 {
-		if err := w.String(q); err != nil {
-			return w.At(err, "filename", -1)
-		}
 	}
-	if err := w.Scalar(t, 1, 4); err != nil {
+	if err := w.Scalar(&t, 1, 4); err != nil {
 		return w.At(err, "lineno", -1)
 	}
-	if q, err := w.Ref(t, 2, false); err != nil {
+	if err := w.StringField(&t, 2, false); err != nil {
 		return w.At(err, "name", -1)
-	} else if q != 0 {
-		if err := w.String(q); err != nil {
-			return w.At(err, "name", -1)
-		}
 	}
-	if q, err := w.Ref(t, 3, false); err != nil {
+	if err := w.StringField(&t, 3, false); err != nil {
 		return w.At(err, "context", -1)
-	} else if q != 0 {
-		if err := w.String(q); err != nil {
-			return w.At(err, "context", -1)
-		}
 	}
 	return nil
 }
@@ -596,27 +357,12 @@ func VerifyFrameList(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	err = verifyFrameListFields(w, &t)
-	w.Leave()
-	return err
-}
-
-func verifyFrameListFields(w *fbverify.Walk, t *fbverify.T) error {
-	if q, err := w.Ref(t, 0, false); err != nil {
+	defer w.Leave()
+	if start, n, err := w.VectorField(&t, 0, false, 4); err != nil {
 		return w.At(err, "items", -1)
-	} else if q != 0 {
-		start, n, err := w.Vector(q, 4)
-		if err != nil {
+	} else {
+		if err := w.Elements(start, n, VerifyFrame); err != nil {
 			return w.At(err, "items", -1)
-		}
-		for i := int64(0); i < n; i++ {
-			e, err := w.Deref(start + 4*i)
-			if err == nil {
-				err = VerifyFrame(w, e)
-			}
-			if err != nil {
-				return w.At(w.At(err, "", int(i)), "items", -1)
-			}
 		}
 	}
 	return nil
@@ -628,44 +374,18 @@ func VerifyChain(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	err = verifyChainFields(w, &t)
-	w.Leave()
-	return err
-}
-
-func verifyChainFields(w *fbverify.Walk, t *fbverify.T) error {
-	if q, err := w.Ref(t, 0, false); err != nil {
+	defer w.Leave()
+	if _, _, err := w.VectorField(&t, 0, false, 4); err != nil {
 		return w.At(err, "inputs", -1)
-	} else if q != 0 {
-		if _, _, err := w.Vector(q, 4); err != nil {
-			return w.At(err, "inputs", -1)
-		}
 	}
-	if q, err := w.Ref(t, 1, false); err != nil {
+	if _, _, err := w.VectorField(&t, 1, false, 4); err != nil {
 		return w.At(err, "outputs", -1)
-	} else if q != 0 {
-		if _, _, err := w.Vector(q, 4); err != nil {
-			return w.At(err, "outputs", -1)
-		}
 	}
-	if q, err := w.Ref(t, 2, false); err != nil {
+	if start, n, err := w.VectorField(&t, 2, false, 4); err != nil {
 		return w.At(err, "instructions", -1)
-	} else if q != 0 {
-		start, n, err := w.Vector(q, 4)
-		if err != nil {
+	} else if !w.Lazy() {
+		if err := w.Elements(start, n, VerifyInstruction); err != nil {
 			return w.At(err, "instructions", -1)
-		}
-		if w.Lazy() {
-			n = 0
-		}
-		for i := int64(0); i < n; i++ {
-			e, err := w.Deref(start + 4*i)
-			if err == nil {
-				err = VerifyInstruction(w, e)
-			}
-			if err != nil {
-				return w.At(w.At(err, "", int(i)), "instructions", -1)
-			}
 		}
 	}
 	return nil
@@ -677,25 +397,12 @@ func VerifyContainerMetadata(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	err = verifyContainerMetadataFields(w, &t)
-	w.Leave()
-	return err
-}
-
-func verifyContainerMetadataFields(w *fbverify.Walk, t *fbverify.T) error {
-	if q, err := w.Ref(t, 0, false); err != nil {
+	defer w.Leave()
+	if err := w.StringField(&t, 0, false); err != nil {
 		return w.At(err, "encoded_inp_str", -1)
-	} else if q != 0 {
-		if err := w.String(q); err != nil {
-			return w.At(err, "encoded_inp_str", -1)
-		}
 	}
-	if q, err := w.Ref(t, 1, false); err != nil {
+	if err := w.StringField(&t, 1, false); err != nil {
 		return w.At(err, "encoded_out_str", -1)
-	} else if q != 0 {
-		if err := w.String(q); err != nil {
-			return w.At(err, "encoded_out_str", -1)
-		}
 	}
 	return nil
 }
@@ -706,25 +413,12 @@ func VerifyCompileSpec(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	err = verifyCompileSpecFields(w, &t)
-	w.Leave()
-	return err
-}
-
-func verifyCompileSpecFields(w *fbverify.Walk, t *fbverify.T) error {
-	if q, err := w.Ref(t, 0, false); err != nil {
+	defer w.Leave()
+	if err := w.StringField(&t, 0, false); err != nil {
 		return w.At(err, "key", -1)
-	} else if q != 0 {
-		if err := w.String(q); err != nil {
-			return w.At(err, "key", -1)
-		}
 	}
-	if q, err := w.Ref(t, 1, false); err != nil {
+	if _, _, err := w.VectorField(&t, 1, false, 1); err != nil {
 		return w.At(err, "value", -1)
-	} else if q != 0 {
-		if _, _, err := w.Vector(q, 1); err != nil {
-			return w.At(err, "value", -1)
-		}
 	}
 	return nil
 }
@@ -735,16 +429,11 @@ func VerifyBackendDelegateDataReference(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	err = verifyBackendDelegateDataReferenceFields(w, &t)
-	w.Leave()
-	return err
-}
-
-func verifyBackendDelegateDataReferenceFields(w *fbverify.Walk, t *fbverify.T) error {
-	if err := w.Scalar(t, 0, 1); err != nil {
+	defer w.Leave()
+	if err := w.Scalar(&t, 0, 1); err != nil {
 		return w.At(err, "location", -1)
 	}
-	if err := w.Scalar(t, 1, 4); err != nil {
+	if err := w.Scalar(&t, 1, 4); err != nil {
 		return w.At(err, "index", -1)
 	}
 	return nil
@@ -756,41 +445,18 @@ func VerifyBackendDelegate(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	err = verifyBackendDelegateFields(w, &t)
-	w.Leave()
-	return err
-}
-
-func verifyBackendDelegateFields(w *fbverify.Walk, t *fbverify.T) error {
-	if q, err := w.Ref(t, 0, false); err != nil {
+	defer w.Leave()
+	if err := w.StringField(&t, 0, false); err != nil {
 		return w.At(err, "id", -1)
-	} else if q != 0 {
-		if err := w.String(q); err != nil {
-			return w.At(err, "id", -1)
-		}
 	}
-	if q, err := w.Ref(t, 1, false); err != nil {
+	if err := w.TableField(&t, 1, false, VerifyBackendDelegateDataReference); err != nil {
 		return w.At(err, "processed", -1)
-	} else if q != 0 {
-		if err := VerifyBackendDelegateDataReference(w, q); err != nil {
-			return w.At(err, "processed", -1)
-		}
 	}
-	if q, err := w.Ref(t, 2, false); err != nil {
+	if start, n, err := w.VectorField(&t, 2, false, 4); err != nil {
 		return w.At(err, "compile_specs", -1)
-	} else if q != 0 {
-		start, n, err := w.Vector(q, 4)
-		if err != nil {
+	} else {
+		if err := w.Elements(start, n, VerifyCompileSpec); err != nil {
 			return w.At(err, "compile_specs", -1)
-		}
-		for i := int64(0); i < n; i++ {
-			e, err := w.Deref(start + 4*i)
-			if err == nil {
-				err = VerifyCompileSpec(w, e)
-			}
-			if err != nil {
-				return w.At(w.At(err, "", int(i)), "compile_specs", -1)
-			}
 		}
 	}
 	return nil
@@ -802,19 +468,14 @@ func VerifyNonConstBufferDevice(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	err = verifyNonConstBufferDeviceFields(w, &t)
-	w.Leave()
-	return err
-}
-
-func verifyNonConstBufferDeviceFields(w *fbverify.Walk, t *fbverify.T) error {
-	if err := w.Scalar(t, 0, 4); err != nil {
+	defer w.Leave()
+	if err := w.Scalar(&t, 0, 4); err != nil {
 		return w.At(err, "buffer_idx", -1)
 	}
-	if err := w.Scalar(t, 1, 1); err != nil {
+	if err := w.Scalar(&t, 1, 1); err != nil {
 		return w.At(err, "device_type", -1)
 	}
-	if err := w.Scalar(t, 2, 1); err != nil {
+	if err := w.Scalar(&t, 2, 1); err != nil {
 		return w.At(err, "device_index", -1)
 	}
 	return nil
@@ -826,114 +487,49 @@ func VerifyExecutionPlan(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	err = verifyExecutionPlanFields(w, &t)
-	w.Leave()
-	return err
-}
-
-func verifyExecutionPlanFields(w *fbverify.Walk, t *fbverify.T) error {
-	if q, err := w.Ref(t, 0, false); err != nil {
+	defer w.Leave()
+	if err := w.StringField(&t, 0, false); err != nil {
 		return w.At(err, "name", -1)
-	} else if q != 0 {
-		if err := w.String(q); err != nil {
-			return w.At(err, "name", -1)
-		}
 	}
-	if q, err := w.Ref(t, 1, false); err != nil {
+	if err := w.TableField(&t, 1, false, VerifyContainerMetadata); err != nil {
 		return w.At(err, "container_meta_type", -1)
-	} else if q != 0 {
-		if err := VerifyContainerMetadata(w, q); err != nil {
-			return w.At(err, "container_meta_type", -1)
-		}
 	}
-	if q, err := w.Ref(t, 2, false); err != nil {
+	if start, n, err := w.VectorField(&t, 2, false, 4); err != nil {
 		return w.At(err, "values", -1)
-	} else if q != 0 {
-		start, n, err := w.Vector(q, 4)
-		if err != nil {
+	} else {
+		if err := w.Elements(start, n, VerifyEValue); err != nil {
 			return w.At(err, "values", -1)
 		}
-		for i := int64(0); i < n; i++ {
-			e, err := w.Deref(start + 4*i)
-			if err == nil {
-				err = VerifyEValue(w, e)
-			}
-			if err != nil {
-				return w.At(w.At(err, "", int(i)), "values", -1)
-			}
-		}
 	}
-	if q, err := w.Ref(t, 3, false); err != nil {
+	if _, _, err := w.VectorField(&t, 3, false, 4); err != nil {
 		return w.At(err, "inputs", -1)
-	} else if q != 0 {
-		if _, _, err := w.Vector(q, 4); err != nil {
-			return w.At(err, "inputs", -1)
-		}
 	}
-	if q, err := w.Ref(t, 4, false); err != nil {
+	if _, _, err := w.VectorField(&t, 4, false, 4); err != nil {
 		return w.At(err, "outputs", -1)
-	} else if q != 0 {
-		if _, _, err := w.Vector(q, 4); err != nil {
-			return w.At(err, "outputs", -1)
-		}
 	}
-	if q, err := w.Ref(t, 5, false); err != nil {
+	if start, n, err := w.VectorField(&t, 5, false, 4); err != nil {
 		return w.At(err, "chains", -1)
-	} else if q != 0 {
-		start, n, err := w.Vector(q, 4)
-		if err != nil {
+	} else {
+		if err := w.Elements(start, n, VerifyChain); err != nil {
 			return w.At(err, "chains", -1)
 		}
-		for i := int64(0); i < n; i++ {
-			e, err := w.Deref(start + 4*i)
-			if err == nil {
-				err = VerifyChain(w, e)
-			}
-			if err != nil {
-				return w.At(w.At(err, "", int(i)), "chains", -1)
-			}
-		}
 	}
-	if q, err := w.Ref(t, 6, false); err != nil {
+	if start, n, err := w.VectorField(&t, 6, false, 4); err != nil {
 		return w.At(err, "operators", -1)
-	} else if q != 0 {
-		start, n, err := w.Vector(q, 4)
-		if err != nil {
+	} else {
+		if err := w.Elements(start, n, VerifyOperator); err != nil {
 			return w.At(err, "operators", -1)
 		}
-		for i := int64(0); i < n; i++ {
-			e, err := w.Deref(start + 4*i)
-			if err == nil {
-				err = VerifyOperator(w, e)
-			}
-			if err != nil {
-				return w.At(w.At(err, "", int(i)), "operators", -1)
-			}
-		}
 	}
-	if q, err := w.Ref(t, 7, false); err != nil {
+	if start, n, err := w.VectorField(&t, 7, false, 4); err != nil {
 		return w.At(err, "delegates", -1)
-	} else if q != 0 {
-		start, n, err := w.Vector(q, 4)
-		if err != nil {
+	} else {
+		if err := w.Elements(start, n, VerifyBackendDelegate); err != nil {
 			return w.At(err, "delegates", -1)
 		}
-		for i := int64(0); i < n; i++ {
-			e, err := w.Deref(start + 4*i)
-			if err == nil {
-				err = VerifyBackendDelegate(w, e)
-			}
-			if err != nil {
-				return w.At(w.At(err, "", int(i)), "delegates", -1)
-			}
-		}
 	}
-	if q, err := w.Ref(t, 8, false); err != nil {
+	if _, _, err := w.VectorField(&t, 8, false, 8); err != nil {
 		return w.At(err, "non_const_buffer_sizes", -1)
-	} else if q != 0 {
-		if _, _, err := w.Vector(q, 8); err != nil {
-			return w.At(err, "non_const_buffer_sizes", -1)
-		}
 	}
 	return nil
 }
@@ -944,18 +540,9 @@ func VerifyBuffer(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	err = verifyBufferFields(w, &t)
-	w.Leave()
-	return err
-}
-
-func verifyBufferFields(w *fbverify.Walk, t *fbverify.T) error {
-	if q, err := w.Ref(t, 0, false); err != nil {
+	defer w.Leave()
+	if _, _, err := w.VectorField(&t, 0, false, 1); err != nil {
 		return w.At(err, "storage", -1)
-	} else if q != 0 {
-		if _, _, err := w.Vector(q, 1); err != nil {
-			return w.At(err, "storage", -1)
-		}
 	}
 	return nil
 }
@@ -966,18 +553,9 @@ func VerifyBackendDelegateInlineData(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	err = verifyBackendDelegateInlineDataFields(w, &t)
-	w.Leave()
-	return err
-}
-
-func verifyBackendDelegateInlineDataFields(w *fbverify.Walk, t *fbverify.T) error {
-	if q, err := w.Ref(t, 0, false); err != nil {
+	defer w.Leave()
+	if _, _, err := w.VectorField(&t, 0, false, 1); err != nil {
 		return w.At(err, "data", -1)
-	} else if q != 0 {
-		if _, _, err := w.Vector(q, 1); err != nil {
-			return w.At(err, "data", -1)
-		}
 	}
 	return nil
 }
@@ -988,16 +566,11 @@ func VerifyDataSegment(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	err = verifyDataSegmentFields(w, &t)
-	w.Leave()
-	return err
-}
-
-func verifyDataSegmentFields(w *fbverify.Walk, t *fbverify.T) error {
-	if err := w.Scalar(t, 0, 8); err != nil {
+	defer w.Leave()
+	if err := w.Scalar(&t, 0, 8); err != nil {
 		return w.At(err, "offset", -1)
 	}
-	if err := w.Scalar(t, 1, 8); err != nil {
+	if err := w.Scalar(&t, 1, 8); err != nil {
 		return w.At(err, "size", -1)
 	}
 	return nil
@@ -1009,21 +582,12 @@ func VerifySubsegmentOffsets(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	err = verifySubsegmentOffsetsFields(w, &t)
-	w.Leave()
-	return err
-}
-
-func verifySubsegmentOffsetsFields(w *fbverify.Walk, t *fbverify.T) error {
-	if err := w.Scalar(t, 0, 4); err != nil {
+	defer w.Leave()
+	if err := w.Scalar(&t, 0, 4); err != nil {
 		return w.At(err, "segment_index", -1)
 	}
-	if q, err := w.Ref(t, 1, false); err != nil {
+	if _, _, err := w.VectorField(&t, 1, false, 8); err != nil {
 		return w.At(err, "offsets", -1)
-	} else if q != 0 {
-		if _, _, err := w.Vector(q, 8); err != nil {
-			return w.At(err, "offsets", -1)
-		}
 	}
 	return nil
 }
@@ -1034,20 +598,11 @@ func VerifyNamedData(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	err = verifyNamedDataFields(w, &t)
-	w.Leave()
-	return err
-}
-
-func verifyNamedDataFields(w *fbverify.Walk, t *fbverify.T) error {
-	if q, err := w.Ref(t, 0, false); err != nil {
+	defer w.Leave()
+	if err := w.StringField(&t, 0, false); err != nil {
 		return w.At(err, "key", -1)
-	} else if q != 0 {
-		if err := w.String(q); err != nil {
-			return w.At(err, "key", -1)
-		}
 	}
-	if err := w.Scalar(t, 1, 4); err != nil {
+	if err := w.Scalar(&t, 1, 4); err != nil {
 		return w.At(err, "segment_index", -1)
 	}
 	return nil
@@ -1059,123 +614,94 @@ func VerifyProgram(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	err = verifyProgramFields(w, &t)
-	w.Leave()
-	return err
-}
-
-func verifyProgramFields(w *fbverify.Walk, t *fbverify.T) error {
-	if err := w.Scalar(t, 0, 4); err != nil {
+	defer w.Leave()
+	if err := w.Scalar(&t, 0, 4); err != nil {
 		return w.At(err, "version", -1)
 	}
-	if q, err := w.Ref(t, 1, false); err != nil {
+	if start, n, err := w.VectorField(&t, 1, false, 4); err != nil {
 		return w.At(err, "execution_plan", -1)
-	} else if q != 0 {
-		start, n, err := w.Vector(q, 4)
-		if err != nil {
+	} else {
+		if err := w.Elements(start, n, VerifyExecutionPlan); err != nil {
 			return w.At(err, "execution_plan", -1)
 		}
-		for i := int64(0); i < n; i++ {
-			e, err := w.Deref(start + 4*i)
-			if err == nil {
-				err = VerifyExecutionPlan(w, e)
-			}
-			if err != nil {
-				return w.At(w.At(err, "", int(i)), "execution_plan", -1)
-			}
-		}
 	}
-	if q, err := w.Ref(t, 2, false); err != nil {
+	if start, n, err := w.VectorField(&t, 2, false, 4); err != nil {
 		return w.At(err, "constant_buffer", -1)
-	} else if q != 0 {
-		start, n, err := w.Vector(q, 4)
-		if err != nil {
+	} else {
+		if err := w.Elements(start, n, VerifyBuffer); err != nil {
 			return w.At(err, "constant_buffer", -1)
 		}
-		for i := int64(0); i < n; i++ {
-			e, err := w.Deref(start + 4*i)
-			if err == nil {
-				err = VerifyBuffer(w, e)
-			}
-			if err != nil {
-				return w.At(w.At(err, "", int(i)), "constant_buffer", -1)
-			}
-		}
 	}
-	if q, err := w.Ref(t, 3, false); err != nil {
+	if start, n, err := w.VectorField(&t, 3, false, 4); err != nil {
 		return w.At(err, "backend_delegate_data", -1)
-	} else if q != 0 {
-		start, n, err := w.Vector(q, 4)
-		if err != nil {
+	} else {
+		if err := w.Elements(start, n, VerifyBackendDelegateInlineData); err != nil {
 			return w.At(err, "backend_delegate_data", -1)
 		}
-		for i := int64(0); i < n; i++ {
-			e, err := w.Deref(start + 4*i)
-			if err == nil {
-				err = VerifyBackendDelegateInlineData(w, e)
-			}
-			if err != nil {
-				return w.At(w.At(err, "", int(i)), "backend_delegate_data", -1)
-			}
-		}
 	}
-	if q, err := w.Ref(t, 4, false); err != nil {
+	if start, n, err := w.VectorField(&t, 4, false, 4); err != nil {
 		return w.At(err, "segments", -1)
-	} else if q != 0 {
-		start, n, err := w.Vector(q, 4)
-		if err != nil {
+	} else {
+		if err := w.Elements(start, n, VerifyDataSegment); err != nil {
 			return w.At(err, "segments", -1)
 		}
-		for i := int64(0); i < n; i++ {
-			e, err := w.Deref(start + 4*i)
-			if err == nil {
-				err = VerifyDataSegment(w, e)
-			}
-			if err != nil {
-				return w.At(w.At(err, "", int(i)), "segments", -1)
-			}
-		}
 	}
-	if q, err := w.Ref(t, 5, false); err != nil {
+	if err := w.TableField(&t, 5, false, VerifySubsegmentOffsets); err != nil {
 		return w.At(err, "constant_segment", -1)
-	} else if q != 0 {
-		if err := VerifySubsegmentOffsets(w, q); err != nil {
-			return w.At(err, "constant_segment", -1)
-		}
 	}
-	if q, err := w.Ref(t, 6, false); err != nil {
+	if start, n, err := w.VectorField(&t, 6, false, 4); err != nil {
 		return w.At(err, "mutable_data_segments", -1)
-	} else if q != 0 {
-		start, n, err := w.Vector(q, 4)
-		if err != nil {
+	} else {
+		if err := w.Elements(start, n, VerifySubsegmentOffsets); err != nil {
 			return w.At(err, "mutable_data_segments", -1)
 		}
-		for i := int64(0); i < n; i++ {
-			e, err := w.Deref(start + 4*i)
-			if err == nil {
-				err = VerifySubsegmentOffsets(w, e)
-			}
-			if err != nil {
-				return w.At(w.At(err, "", int(i)), "mutable_data_segments", -1)
-			}
-		}
 	}
-	if q, err := w.Ref(t, 7, false); err != nil {
+	if start, n, err := w.VectorField(&t, 7, false, 4); err != nil {
 		return w.At(err, "named_data", -1)
-	} else if q != 0 {
-		start, n, err := w.Vector(q, 4)
-		if err != nil {
+	} else {
+		if err := w.Elements(start, n, VerifyNamedData); err != nil {
 			return w.At(err, "named_data", -1)
-		}
-		for i := int64(0); i < n; i++ {
-			e, err := w.Deref(start + 4*i)
-			if err == nil {
-				err = VerifyNamedData(w, e)
-			}
-			if err != nil {
-				return w.At(w.At(err, "", int(i)), "named_data", -1)
-			}
 		}
 	}
 	return nil
+}
+
+func verifyKernelTypesMembers(w *fbverify.Walk, tag int, pos int64) error {
+	switch tag {
+	case 1:
+		return VerifyNull(w, pos)
+	case 2:
+		return VerifyInt(w, pos)
+	case 3:
+		return VerifyBool(w, pos)
+	case 4:
+		return VerifyDouble(w, pos)
+	case 5:
+		return VerifyTensor(w, pos)
+	case 6:
+		return VerifyString(w, pos)
+	case 7:
+		return VerifyIntList(w, pos)
+	case 8:
+		return VerifyDoubleList(w, pos)
+	case 9:
+		return VerifyBoolList(w, pos)
+	case 10:
+		return VerifyTensorList(w, pos)
+	}
+	return VerifyOptionalTensorList(w, pos)
+}
+
+func verifyInstructionArgumentsMembers(w *fbverify.Walk, tag int, pos int64) error {
+	switch tag {
+	case 1:
+		return VerifyKernelCall(w, pos)
+	case 2:
+		return VerifyDelegateCall(w, pos)
+	case 3:
+		return VerifyMoveCall(w, pos)
+	case 4:
+		return VerifyJumpFalseCall(w, pos)
+	}
+	return VerifyFreeCall(w, pos)
 }

@@ -4,21 +4,14 @@ package rtenfb
 
 import "github.com/edgeload/edgeload/internal/fbverify"
 
-var _ = fbverify.MaxSize
-
 // VerifyIntScalar verifies the IntScalar table at pos and everything it refers to.
 func VerifyIntScalar(w *fbverify.Walk, pos int64) error {
 	t, err := w.Start(pos)
 	if err != nil {
 		return err
 	}
-	err = verifyIntScalarFields(w, &t)
-	w.Leave()
-	return err
-}
-
-func verifyIntScalarFields(w *fbverify.Walk, t *fbverify.T) error {
-	if err := w.Scalar(t, 0, 4); err != nil {
+	defer w.Leave()
+	if err := w.Scalar(&t, 0, 4); err != nil {
 		return w.At(err, "value", -1)
 	}
 	return nil
@@ -30,13 +23,8 @@ func VerifyFloatScalar(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	err = verifyFloatScalarFields(w, &t)
-	w.Leave()
-	return err
-}
-
-func verifyFloatScalarFields(w *fbverify.Walk, t *fbverify.T) error {
-	if err := w.Scalar(t, 0, 4); err != nil {
+	defer w.Leave()
+	if err := w.Scalar(&t, 0, 4); err != nil {
 		return w.At(err, "value", -1)
 	}
 	return nil
@@ -48,16 +36,11 @@ func VerifyArgMaxAttrs(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	err = verifyArgMaxAttrsFields(w, &t)
-	w.Leave()
-	return err
-}
-
-func verifyArgMaxAttrsFields(w *fbverify.Walk, t *fbverify.T) error {
-	if err := w.Scalar(t, 0, 4); err != nil {
+	defer w.Leave()
+	if err := w.Scalar(&t, 0, 4); err != nil {
 		return w.At(err, "axis", -1)
 	}
-	if err := w.Scalar(t, 1, 1); err != nil {
+	if err := w.Scalar(&t, 1, 1); err != nil {
 		return w.At(err, "keep_dims", -1)
 	}
 	return nil
@@ -69,40 +52,23 @@ func VerifyAveragePoolAttrs(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	err = verifyAveragePoolAttrsFields(w, &t)
-	w.Leave()
-	return err
-}
-
-func verifyAveragePoolAttrsFields(w *fbverify.Walk, t *fbverify.T) error {
-	if q, err := w.Ref(t, 0, false); err != nil {
+	defer w.Leave()
+	if _, _, err := w.VectorField(&t, 0, false, 4); err != nil {
 		return w.At(err, "kernel_size", -1)
-	} else if q != 0 {
-		if _, _, err := w.Vector(q, 4); err != nil {
-			return w.At(err, "kernel_size", -1)
-		}
 	}
-	if err := w.Scalar(t, 1, 1); err != nil {
+	if err := w.Scalar(&t, 1, 1); err != nil {
 		return w.At(err, "auto_pad", -1)
 	}
-	if q, err := w.Ref(t, 2, false); err != nil {
+	if _, _, err := w.VectorField(&t, 2, false, 4); err != nil {
 		return w.At(err, "pads", -1)
-	} else if q != 0 {
-		if _, _, err := w.Vector(q, 4); err != nil {
-			return w.At(err, "pads", -1)
-		}
 	}
-	if q, err := w.Ref(t, 3, false); err != nil {
+	if _, _, err := w.VectorField(&t, 3, false, 4); err != nil {
 		return w.At(err, "strides", -1)
-	} else if q != 0 {
-		if _, _, err := w.Vector(q, 4); err != nil {
-			return w.At(err, "strides", -1)
-		}
 	}
-	if err := w.Scalar(t, 4, 1); err != nil {
+	if err := w.Scalar(&t, 4, 1); err != nil {
 		return w.At(err, "count_include_pad", -1)
 	}
-	if err := w.Scalar(t, 5, 1); err != nil {
+	if err := w.Scalar(&t, 5, 1); err != nil {
 		return w.At(err, "ceil_mode", -1)
 	}
 	return nil
@@ -114,13 +80,8 @@ func VerifyBatchNormalizationAttrs(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	err = verifyBatchNormalizationAttrsFields(w, &t)
-	w.Leave()
-	return err
-}
-
-func verifyBatchNormalizationAttrsFields(w *fbverify.Walk, t *fbverify.T) error {
-	if err := w.Scalar(t, 0, 4); err != nil {
+	defer w.Leave()
+	if err := w.Scalar(&t, 0, 4); err != nil {
 		return w.At(err, "epsilon", -1)
 	}
 	return nil
@@ -132,13 +93,8 @@ func VerifyCastAttrs(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	err = verifyCastAttrsFields(w, &t)
-	w.Leave()
-	return err
-}
-
-func verifyCastAttrsFields(w *fbverify.Walk, t *fbverify.T) error {
-	if err := w.Scalar(t, 0, 1); err != nil {
+	defer w.Leave()
+	if err := w.Scalar(&t, 0, 1); err != nil {
 		return w.At(err, "to", -1)
 	}
 	return nil
@@ -150,13 +106,8 @@ func VerifyConcatAttrs(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	err = verifyConcatAttrsFields(w, &t)
-	w.Leave()
-	return err
-}
-
-func verifyConcatAttrsFields(w *fbverify.Walk, t *fbverify.T) error {
-	if err := w.Scalar(t, 0, 4); err != nil {
+	defer w.Leave()
+	if err := w.Scalar(&t, 0, 4); err != nil {
 		return w.At(err, "axis", -1)
 	}
 	return nil
@@ -168,27 +119,9 @@ func VerifyConstantOfShapeAttrs(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	err = verifyConstantOfShapeAttrsFields(w, &t)
-	w.Leave()
-	return err
-}
-
-func verifyConstantOfShapeAttrsFields(w *fbverify.Walk, t *fbverify.T) error {
-	if tag, q, err := w.Union(t, 0); err != nil {
+	defer w.Leave()
+	if err := w.UnionField(&t, 0, false, false, 2, verifyScalarMembers); err != nil {
 		return w.At(err, "value", -1)
-	} else {
-		switch tag {
-		case 0:
-		case 1:
-			err = VerifyIntScalar(w, q)
-		case 2:
-			err = VerifyFloatScalar(w, q)
-		default:
-			err = w.UnknownTag(t, 0, tag, 3)
-		}
-		if err != nil {
-			return w.At(err, "value", -1)
-		}
 	}
 	return nil
 }
@@ -199,38 +132,21 @@ func VerifyConvAttrs(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	err = verifyConvAttrsFields(w, &t)
-	w.Leave()
-	return err
-}
-
-func verifyConvAttrsFields(w *fbverify.Walk, t *fbverify.T) error {
-	if err := w.Scalar(t, 0, 1); err != nil {
+	defer w.Leave()
+	if err := w.Scalar(&t, 0, 1); err != nil {
 		return w.At(err, "auto_pad", -1)
 	}
-	if q, err := w.Ref(t, 1, false); err != nil {
+	if _, _, err := w.VectorField(&t, 1, false, 4); err != nil {
 		return w.At(err, "pads", -1)
-	} else if q != 0 {
-		if _, _, err := w.Vector(q, 4); err != nil {
-			return w.At(err, "pads", -1)
-		}
 	}
-	if err := w.Scalar(t, 2, 4); err != nil {
+	if err := w.Scalar(&t, 2, 4); err != nil {
 		return w.At(err, "groups", -1)
 	}
-	if q, err := w.Ref(t, 3, false); err != nil {
+	if _, _, err := w.VectorField(&t, 3, false, 4); err != nil {
 		return w.At(err, "strides", -1)
-	} else if q != 0 {
-		if _, _, err := w.Vector(q, 4); err != nil {
-			return w.At(err, "strides", -1)
-		}
 	}
-	if q, err := w.Ref(t, 4, false); err != nil {
+	if _, _, err := w.VectorField(&t, 4, false, 4); err != nil {
 		return w.At(err, "dilations", -1)
-	} else if q != 0 {
-		if _, _, err := w.Vector(q, 4); err != nil {
-			return w.At(err, "dilations", -1)
-		}
 	}
 	return nil
 }
@@ -241,38 +157,21 @@ func VerifyConvTransposeAttrs(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	err = verifyConvTransposeAttrsFields(w, &t)
-	w.Leave()
-	return err
-}
-
-func verifyConvTransposeAttrsFields(w *fbverify.Walk, t *fbverify.T) error {
-	if q, err := w.Ref(t, 0, false); err != nil {
+	defer w.Leave()
+	if _, _, err := w.VectorField(&t, 0, false, 4); err != nil {
 		return w.At(err, "strides", -1)
-	} else if q != 0 {
-		if _, _, err := w.Vector(q, 4); err != nil {
-			return w.At(err, "strides", -1)
-		}
 	}
-	if err := w.Scalar(t, 1, 1); err != nil {
+	if err := w.Scalar(&t, 1, 1); err != nil {
 		return w.At(err, "auto_pad", -1)
 	}
-	if q, err := w.Ref(t, 2, false); err != nil {
+	if _, _, err := w.VectorField(&t, 2, false, 4); err != nil {
 		return w.At(err, "pads", -1)
-	} else if q != 0 {
-		if _, _, err := w.Vector(q, 4); err != nil {
-			return w.At(err, "pads", -1)
-		}
 	}
-	if err := w.Scalar(t, 3, 4); err != nil {
+	if err := w.Scalar(&t, 3, 4); err != nil {
 		return w.At(err, "groups", -1)
 	}
-	if q, err := w.Ref(t, 4, false); err != nil {
+	if _, _, err := w.VectorField(&t, 4, false, 4); err != nil {
 		return w.At(err, "output_padding", -1)
-	} else if q != 0 {
-		if _, _, err := w.Vector(q, 4); err != nil {
-			return w.At(err, "output_padding", -1)
-		}
 	}
 	return nil
 }
@@ -283,13 +182,8 @@ func VerifyFlattenAttrs(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	err = verifyFlattenAttrsFields(w, &t)
-	w.Leave()
-	return err
-}
-
-func verifyFlattenAttrsFields(w *fbverify.Walk, t *fbverify.T) error {
-	if err := w.Scalar(t, 0, 4); err != nil {
+	defer w.Leave()
+	if err := w.Scalar(&t, 0, 4); err != nil {
 		return w.At(err, "axis", -1)
 	}
 	return nil
@@ -301,13 +195,8 @@ func VerifyGatherAttrs(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	err = verifyGatherAttrsFields(w, &t)
-	w.Leave()
-	return err
-}
-
-func verifyGatherAttrsFields(w *fbverify.Walk, t *fbverify.T) error {
-	if err := w.Scalar(t, 0, 4); err != nil {
+	defer w.Leave()
+	if err := w.Scalar(&t, 0, 4); err != nil {
 		return w.At(err, "axis", -1)
 	}
 	return nil
@@ -319,22 +208,17 @@ func VerifyGemmAttrs(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	err = verifyGemmAttrsFields(w, &t)
-	w.Leave()
-	return err
-}
-
-func verifyGemmAttrsFields(w *fbverify.Walk, t *fbverify.T) error {
-	if err := w.Scalar(t, 0, 4); err != nil {
+	defer w.Leave()
+	if err := w.Scalar(&t, 0, 4); err != nil {
 		return w.At(err, "alpha", -1)
 	}
-	if err := w.Scalar(t, 1, 4); err != nil {
+	if err := w.Scalar(&t, 1, 4); err != nil {
 		return w.At(err, "beta", -1)
 	}
-	if err := w.Scalar(t, 2, 1); err != nil {
+	if err := w.Scalar(&t, 2, 1); err != nil {
 		return w.At(err, "transpose_a", -1)
 	}
-	if err := w.Scalar(t, 3, 1); err != nil {
+	if err := w.Scalar(&t, 3, 1); err != nil {
 		return w.At(err, "transpose_b", -1)
 	}
 	return nil
@@ -346,19 +230,14 @@ func VerifyGRUAttrs(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	err = verifyGRUAttrsFields(w, &t)
-	w.Leave()
-	return err
-}
-
-func verifyGRUAttrsFields(w *fbverify.Walk, t *fbverify.T) error {
-	if err := w.Scalar(t, 0, 1); err != nil {
+	defer w.Leave()
+	if err := w.Scalar(&t, 0, 1); err != nil {
 		return w.At(err, "direction", -1)
 	}
-	if err := w.Scalar(t, 1, 4); err != nil {
+	if err := w.Scalar(&t, 1, 4); err != nil {
 		return w.At(err, "hidden_size", -1)
 	}
-	if err := w.Scalar(t, 2, 1); err != nil {
+	if err := w.Scalar(&t, 2, 1); err != nil {
 		return w.At(err, "linear_before_reset", -1)
 	}
 	return nil
@@ -370,13 +249,8 @@ func VerifyLeakyReluAttrs(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	err = verifyLeakyReluAttrsFields(w, &t)
-	w.Leave()
-	return err
-}
-
-func verifyLeakyReluAttrsFields(w *fbverify.Walk, t *fbverify.T) error {
-	if err := w.Scalar(t, 0, 4); err != nil {
+	defer w.Leave()
+	if err := w.Scalar(&t, 0, 4); err != nil {
 		return w.At(err, "alpha", -1)
 	}
 	return nil
@@ -388,16 +262,11 @@ func VerifyLSTMAttrs(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	err = verifyLSTMAttrsFields(w, &t)
-	w.Leave()
-	return err
-}
-
-func verifyLSTMAttrsFields(w *fbverify.Walk, t *fbverify.T) error {
-	if err := w.Scalar(t, 0, 1); err != nil {
+	defer w.Leave()
+	if err := w.Scalar(&t, 0, 1); err != nil {
 		return w.At(err, "direction", -1)
 	}
-	if err := w.Scalar(t, 1, 4); err != nil {
+	if err := w.Scalar(&t, 1, 4); err != nil {
 		return w.At(err, "hidden_size", -1)
 	}
 	return nil
@@ -409,37 +278,20 @@ func VerifyMaxPoolAttrs(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	err = verifyMaxPoolAttrsFields(w, &t)
-	w.Leave()
-	return err
-}
-
-func verifyMaxPoolAttrsFields(w *fbverify.Walk, t *fbverify.T) error {
-	if q, err := w.Ref(t, 0, false); err != nil {
+	defer w.Leave()
+	if _, _, err := w.VectorField(&t, 0, false, 4); err != nil {
 		return w.At(err, "kernel_size", -1)
-	} else if q != 0 {
-		if _, _, err := w.Vector(q, 4); err != nil {
-			return w.At(err, "kernel_size", -1)
-		}
 	}
-	if err := w.Scalar(t, 1, 1); err != nil {
+	if err := w.Scalar(&t, 1, 1); err != nil {
 		return w.At(err, "auto_pad", -1)
 	}
-	if q, err := w.Ref(t, 2, false); err != nil {
+	if _, _, err := w.VectorField(&t, 2, false, 4); err != nil {
 		return w.At(err, "pads", -1)
-	} else if q != 0 {
-		if _, _, err := w.Vector(q, 4); err != nil {
-			return w.At(err, "pads", -1)
-		}
 	}
-	if q, err := w.Ref(t, 3, false); err != nil {
+	if _, _, err := w.VectorField(&t, 3, false, 4); err != nil {
 		return w.At(err, "strides", -1)
-	} else if q != 0 {
-		if _, _, err := w.Vector(q, 4); err != nil {
-			return w.At(err, "strides", -1)
-		}
 	}
-	if err := w.Scalar(t, 4, 1); err != nil {
+	if err := w.Scalar(&t, 4, 1); err != nil {
 		return w.At(err, "ceil_mode", -1)
 	}
 	return nil
@@ -451,23 +303,14 @@ func VerifyReduceMeanAttrs(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	err = verifyReduceMeanAttrsFields(w, &t)
-	w.Leave()
-	return err
-}
-
-func verifyReduceMeanAttrsFields(w *fbverify.Walk, t *fbverify.T) error {
-	if q, err := w.Ref(t, 0, false); err != nil {
+	defer w.Leave()
+	if _, _, err := w.VectorField(&t, 0, false, 4); err != nil {
 		return w.At(err, "axes", -1)
-	} else if q != 0 {
-		if _, _, err := w.Vector(q, 4); err != nil {
-			return w.At(err, "axes", -1)
-		}
 	}
-	if err := w.Scalar(t, 1, 1); err != nil {
+	if err := w.Scalar(&t, 1, 1); err != nil {
 		return w.At(err, "keep_dims", -1)
 	}
-	if err := w.Scalar(t, 2, 1); err != nil {
+	if err := w.Scalar(&t, 2, 1); err != nil {
 		return w.At(err, "noop_with_empty_axes", -1)
 	}
 	return nil
@@ -479,13 +322,8 @@ func VerifyReshapeAttrs(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	err = verifyReshapeAttrsFields(w, &t)
-	w.Leave()
-	return err
-}
-
-func verifyReshapeAttrsFields(w *fbverify.Walk, t *fbverify.T) error {
-	if err := w.Scalar(t, 0, 1); err != nil {
+	defer w.Leave()
+	if err := w.Scalar(&t, 0, 1); err != nil {
 		return w.At(err, "allow_zero", -1)
 	}
 	return nil
@@ -497,19 +335,14 @@ func VerifyResizeAttrs(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	err = verifyResizeAttrsFields(w, &t)
-	w.Leave()
-	return err
-}
-
-func verifyResizeAttrsFields(w *fbverify.Walk, t *fbverify.T) error {
-	if err := w.Scalar(t, 0, 1); err != nil {
+	defer w.Leave()
+	if err := w.Scalar(&t, 0, 1); err != nil {
 		return w.At(err, "mode", -1)
 	}
-	if err := w.Scalar(t, 1, 1); err != nil {
+	if err := w.Scalar(&t, 1, 1); err != nil {
 		return w.At(err, "coord_mode", -1)
 	}
-	if err := w.Scalar(t, 2, 1); err != nil {
+	if err := w.Scalar(&t, 2, 1); err != nil {
 		return w.At(err, "nearest_mode", -1)
 	}
 	return nil
@@ -521,16 +354,11 @@ func VerifySplitAttrs(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	err = verifySplitAttrsFields(w, &t)
-	w.Leave()
-	return err
-}
-
-func verifySplitAttrsFields(w *fbverify.Walk, t *fbverify.T) error {
-	if err := w.Scalar(t, 0, 4); err != nil {
+	defer w.Leave()
+	if err := w.Scalar(&t, 0, 4); err != nil {
 		return w.At(err, "axis", -1)
 	}
-	if err := w.Scalar(t, 1, 4); err != nil {
+	if err := w.Scalar(&t, 1, 4); err != nil {
 		return w.At(err, "num_outputs", -1)
 	}
 	return nil
@@ -542,13 +370,8 @@ func VerifySoftmaxAttrs(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	err = verifySoftmaxAttrsFields(w, &t)
-	w.Leave()
-	return err
-}
-
-func verifySoftmaxAttrsFields(w *fbverify.Walk, t *fbverify.T) error {
-	if err := w.Scalar(t, 0, 4); err != nil {
+	defer w.Leave()
+	if err := w.Scalar(&t, 0, 4); err != nil {
 		return w.At(err, "axis", -1)
 	}
 	return nil
@@ -560,18 +383,9 @@ func VerifyTransposeAttrs(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	err = verifyTransposeAttrsFields(w, &t)
-	w.Leave()
-	return err
-}
-
-func verifyTransposeAttrsFields(w *fbverify.Walk, t *fbverify.T) error {
-	if q, err := w.Ref(t, 0, false); err != nil {
+	defer w.Leave()
+	if _, _, err := w.VectorField(&t, 0, false, 4); err != nil {
 		return w.At(err, "perm", -1)
-	} else if q != 0 {
-		if _, _, err := w.Vector(q, 4); err != nil {
-			return w.At(err, "perm", -1)
-		}
 	}
 	return nil
 }
@@ -582,13 +396,8 @@ func VerifyModAttrs(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	err = verifyModAttrsFields(w, &t)
-	w.Leave()
-	return err
-}
-
-func verifyModAttrsFields(w *fbverify.Walk, t *fbverify.T) error {
-	if err := w.Scalar(t, 0, 1); err != nil {
+	defer w.Leave()
+	if err := w.Scalar(&t, 0, 1); err != nil {
 		return w.At(err, "fmod", -1)
 	}
 	return nil
@@ -600,16 +409,11 @@ func VerifyScatterElementsAttrs(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	err = verifyScatterElementsAttrsFields(w, &t)
-	w.Leave()
-	return err
-}
-
-func verifyScatterElementsAttrsFields(w *fbverify.Walk, t *fbverify.T) error {
-	if err := w.Scalar(t, 0, 4); err != nil {
+	defer w.Leave()
+	if err := w.Scalar(&t, 0, 4); err != nil {
 		return w.At(err, "axis", -1)
 	}
-	if err := w.Scalar(t, 1, 1); err != nil {
+	if err := w.Scalar(&t, 1, 1); err != nil {
 		return w.At(err, "reduction", -1)
 	}
 	return nil
@@ -621,13 +425,8 @@ func VerifyOneHotAttrs(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	err = verifyOneHotAttrsFields(w, &t)
-	w.Leave()
-	return err
-}
-
-func verifyOneHotAttrsFields(w *fbverify.Walk, t *fbverify.T) error {
-	if err := w.Scalar(t, 0, 4); err != nil {
+	defer w.Leave()
+	if err := w.Scalar(&t, 0, 4); err != nil {
 		return w.At(err, "axis", -1)
 	}
 	return nil
@@ -639,19 +438,14 @@ func VerifyTopKAttrs(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	err = verifyTopKAttrsFields(w, &t)
-	w.Leave()
-	return err
-}
-
-func verifyTopKAttrsFields(w *fbverify.Walk, t *fbverify.T) error {
-	if err := w.Scalar(t, 0, 4); err != nil {
+	defer w.Leave()
+	if err := w.Scalar(&t, 0, 4); err != nil {
 		return w.At(err, "axis", -1)
 	}
-	if err := w.Scalar(t, 1, 1); err != nil {
+	if err := w.Scalar(&t, 1, 1); err != nil {
 		return w.At(err, "largest", -1)
 	}
-	if err := w.Scalar(t, 2, 1); err != nil {
+	if err := w.Scalar(&t, 2, 1); err != nil {
 		return w.At(err, "sorted", -1)
 	}
 	return nil
@@ -663,16 +457,11 @@ func VerifyHardSigmoidAttrs(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	err = verifyHardSigmoidAttrsFields(w, &t)
-	w.Leave()
-	return err
-}
-
-func verifyHardSigmoidAttrsFields(w *fbverify.Walk, t *fbverify.T) error {
-	if err := w.Scalar(t, 0, 4); err != nil {
+	defer w.Leave()
+	if err := w.Scalar(&t, 0, 4); err != nil {
 		return w.At(err, "alpha", -1)
 	}
-	if err := w.Scalar(t, 1, 4); err != nil {
+	if err := w.Scalar(&t, 1, 4); err != nil {
 		return w.At(err, "beta", -1)
 	}
 	return nil
@@ -684,13 +473,8 @@ func VerifyTriluAttrs(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	err = verifyTriluAttrsFields(w, &t)
-	w.Leave()
-	return err
-}
-
-func verifyTriluAttrsFields(w *fbverify.Walk, t *fbverify.T) error {
-	if err := w.Scalar(t, 0, 1); err != nil {
+	defer w.Leave()
+	if err := w.Scalar(&t, 0, 1); err != nil {
 		return w.At(err, "upper", -1)
 	}
 	return nil
@@ -702,13 +486,8 @@ func VerifyScatterNDAttrs(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	err = verifyScatterNDAttrsFields(w, &t)
-	w.Leave()
-	return err
-}
-
-func verifyScatterNDAttrsFields(w *fbverify.Walk, t *fbverify.T) error {
-	if err := w.Scalar(t, 0, 1); err != nil {
+	defer w.Leave()
+	if err := w.Scalar(&t, 0, 1); err != nil {
 		return w.At(err, "reduction", -1)
 	}
 	return nil
@@ -720,13 +499,8 @@ func VerifyNonMaxSuppressionAttrs(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	err = verifyNonMaxSuppressionAttrsFields(w, &t)
-	w.Leave()
-	return err
-}
-
-func verifyNonMaxSuppressionAttrsFields(w *fbverify.Walk, t *fbverify.T) error {
-	if err := w.Scalar(t, 0, 1); err != nil {
+	defer w.Leave()
+	if err := w.Scalar(&t, 0, 1); err != nil {
 		return w.At(err, "box_order", -1)
 	}
 	return nil
@@ -738,16 +512,11 @@ func VerifyLayerNormalizationAttrs(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	err = verifyLayerNormalizationAttrsFields(w, &t)
-	w.Leave()
-	return err
-}
-
-func verifyLayerNormalizationAttrsFields(w *fbverify.Walk, t *fbverify.T) error {
-	if err := w.Scalar(t, 0, 4); err != nil {
+	defer w.Leave()
+	if err := w.Scalar(&t, 0, 4); err != nil {
 		return w.At(err, "axis", -1)
 	}
-	if err := w.Scalar(t, 1, 4); err != nil {
+	if err := w.Scalar(&t, 1, 4); err != nil {
 		return w.At(err, "epsilon", -1)
 	}
 	return nil
@@ -759,26 +528,17 @@ func VerifyRandomUniformAttrs(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	err = verifyRandomUniformAttrsFields(w, &t)
-	w.Leave()
-	return err
-}
-
-func verifyRandomUniformAttrsFields(w *fbverify.Walk, t *fbverify.T) error {
-	if q, err := w.Ref(t, 0, false); err != nil {
+	defer w.Leave()
+	if _, _, err := w.VectorField(&t, 0, false, 4); err != nil {
 		return w.At(err, "shape", -1)
-	} else if q != 0 {
-		if _, _, err := w.Vector(q, 4); err != nil {
-			return w.At(err, "shape", -1)
-		}
 	}
-	if err := w.Scalar(t, 1, 4); err != nil {
+	if err := w.Scalar(&t, 1, 4); err != nil {
 		return w.At(err, "high", -1)
 	}
-	if err := w.Scalar(t, 2, 4); err != nil {
+	if err := w.Scalar(&t, 2, 4); err != nil {
 		return w.At(err, "low", -1)
 	}
-	if err := w.Scalar(t, 3, 4); err != nil {
+	if err := w.Scalar(&t, 3, 4); err != nil {
 		return w.At(err, "seed", -1)
 	}
 	return nil
@@ -790,13 +550,8 @@ func VerifyEluAttrs(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	err = verifyEluAttrsFields(w, &t)
-	w.Leave()
-	return err
-}
-
-func verifyEluAttrsFields(w *fbverify.Walk, t *fbverify.T) error {
-	if err := w.Scalar(t, 0, 4); err != nil {
+	defer w.Leave()
+	if err := w.Scalar(&t, 0, 4); err != nil {
 		return w.At(err, "alpha", -1)
 	}
 	return nil
@@ -808,19 +563,14 @@ func VerifyRandomUniformLikeAttrs(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	err = verifyRandomUniformLikeAttrsFields(w, &t)
-	w.Leave()
-	return err
-}
-
-func verifyRandomUniformLikeAttrsFields(w *fbverify.Walk, t *fbverify.T) error {
-	if err := w.Scalar(t, 0, 4); err != nil {
+	defer w.Leave()
+	if err := w.Scalar(&t, 0, 4); err != nil {
 		return w.At(err, "high", -1)
 	}
-	if err := w.Scalar(t, 1, 4); err != nil {
+	if err := w.Scalar(&t, 1, 4); err != nil {
 		return w.At(err, "low", -1)
 	}
-	if err := w.Scalar(t, 2, 4); err != nil {
+	if err := w.Scalar(&t, 2, 4); err != nil {
 		return w.At(err, "seed", -1)
 	}
 	return nil
@@ -832,27 +582,18 @@ func VerifyRandomNormalAttrs(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	err = verifyRandomNormalAttrsFields(w, &t)
-	w.Leave()
-	return err
-}
-
-func verifyRandomNormalAttrsFields(w *fbverify.Walk, t *fbverify.T) error {
-	if err := w.Scalar(t, 0, 4); err != nil {
+	defer w.Leave()
+	if err := w.Scalar(&t, 0, 4); err != nil {
 		return w.At(err, "mean", -1)
 	}
-	if err := w.Scalar(t, 1, 4); err != nil {
+	if err := w.Scalar(&t, 1, 4); err != nil {
 		return w.At(err, "scale", -1)
 	}
-	if err := w.Scalar(t, 2, 4); err != nil {
+	if err := w.Scalar(&t, 2, 4); err != nil {
 		return w.At(err, "seed", -1)
 	}
-	if q, err := w.Ref(t, 3, false); err != nil {
+	if _, _, err := w.VectorField(&t, 3, false, 4); err != nil {
 		return w.At(err, "shape", -1)
-	} else if q != 0 {
-		if _, _, err := w.Vector(q, 4); err != nil {
-			return w.At(err, "shape", -1)
-		}
 	}
 	return nil
 }
@@ -863,19 +604,14 @@ func VerifyRandomNormalLikeAttrs(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	err = verifyRandomNormalLikeAttrsFields(w, &t)
-	w.Leave()
-	return err
-}
-
-func verifyRandomNormalLikeAttrsFields(w *fbverify.Walk, t *fbverify.T) error {
-	if err := w.Scalar(t, 0, 4); err != nil {
+	defer w.Leave()
+	if err := w.Scalar(&t, 0, 4); err != nil {
 		return w.At(err, "mean", -1)
 	}
-	if err := w.Scalar(t, 1, 4); err != nil {
+	if err := w.Scalar(&t, 1, 4); err != nil {
 		return w.At(err, "scale", -1)
 	}
-	if err := w.Scalar(t, 2, 4); err != nil {
+	if err := w.Scalar(&t, 2, 4); err != nil {
 		return w.At(err, "seed", -1)
 	}
 	return nil
@@ -887,13 +623,8 @@ func VerifyGatherNDAttrs(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	err = verifyGatherNDAttrsFields(w, &t)
-	w.Leave()
-	return err
-}
-
-func verifyGatherNDAttrsFields(w *fbverify.Walk, t *fbverify.T) error {
-	if err := w.Scalar(t, 0, 4); err != nil {
+	defer w.Leave()
+	if err := w.Scalar(&t, 0, 4); err != nil {
 		return w.At(err, "batch_dims", -1)
 	}
 	return nil
@@ -905,13 +636,8 @@ func VerifyGeluAttrs(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	err = verifyGeluAttrsFields(w, &t)
-	w.Leave()
-	return err
-}
-
-func verifyGeluAttrsFields(w *fbverify.Walk, t *fbverify.T) error {
-	if err := w.Scalar(t, 0, 1); err != nil {
+	defer w.Leave()
+	if err := w.Scalar(&t, 0, 1); err != nil {
 		return w.At(err, "approximate", -1)
 	}
 	return nil
@@ -923,18 +649,9 @@ func VerifyEinsumAttrs(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	err = verifyEinsumAttrsFields(w, &t)
-	w.Leave()
-	return err
-}
-
-func verifyEinsumAttrsFields(w *fbverify.Walk, t *fbverify.T) error {
-	if q, err := w.Ref(t, 0, false); err != nil {
+	defer w.Leave()
+	if err := w.StringField(&t, 0, false); err != nil {
 		return w.At(err, "equation", -1)
-	} else if q != 0 {
-		if err := w.String(q); err != nil {
-			return w.At(err, "equation", -1)
-		}
 	}
 	return nil
 }
@@ -945,25 +662,12 @@ func VerifyIfAttrs(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	err = verifyIfAttrsFields(w, &t)
-	w.Leave()
-	return err
-}
-
-func verifyIfAttrsFields(w *fbverify.Walk, t *fbverify.T) error {
-	if q, err := w.Ref(t, 0, false); err != nil {
+	defer w.Leave()
+	if err := w.TableField(&t, 0, false, VerifyGraph); err != nil {
 		return w.At(err, "then_branch", -1)
-	} else if q != 0 {
-		if err := VerifyGraph(w, q); err != nil {
-			return w.At(err, "then_branch", -1)
-		}
 	}
-	if q, err := w.Ref(t, 1, false); err != nil {
+	if err := w.TableField(&t, 1, false, VerifyGraph); err != nil {
 		return w.At(err, "else_branch", -1)
-	} else if q != 0 {
-		if err := VerifyGraph(w, q); err != nil {
-			return w.At(err, "else_branch", -1)
-		}
 	}
 	return nil
 }
@@ -974,13 +678,8 @@ func VerifyPadAttrs(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	err = verifyPadAttrsFields(w, &t)
-	w.Leave()
-	return err
-}
-
-func verifyPadAttrsFields(w *fbverify.Walk, t *fbverify.T) error {
-	if err := w.Scalar(t, 0, 1); err != nil {
+	defer w.Leave()
+	if err := w.Scalar(&t, 0, 1); err != nil {
 		return w.At(err, "mode", -1)
 	}
 	return nil
@@ -992,13 +691,8 @@ func VerifyDequantizeLinearAttrs(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	err = verifyDequantizeLinearAttrsFields(w, &t)
-	w.Leave()
-	return err
-}
-
-func verifyDequantizeLinearAttrsFields(w *fbverify.Walk, t *fbverify.T) error {
-	if err := w.Scalar(t, 0, 4); err != nil {
+	defer w.Leave()
+	if err := w.Scalar(&t, 0, 4); err != nil {
 		return w.At(err, "axis", -1)
 	}
 	return nil
@@ -1010,16 +704,11 @@ func VerifyQuantizeLinearAttrs(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	err = verifyQuantizeLinearAttrsFields(w, &t)
-	w.Leave()
-	return err
-}
-
-func verifyQuantizeLinearAttrsFields(w *fbverify.Walk, t *fbverify.T) error {
-	if err := w.Scalar(t, 0, 4); err != nil {
+	defer w.Leave()
+	if err := w.Scalar(&t, 0, 4); err != nil {
 		return w.At(err, "axis", -1)
 	}
-	if err := w.Scalar(t, 1, 1); err != nil {
+	if err := w.Scalar(&t, 1, 1); err != nil {
 		return w.At(err, "output_dtype", -1)
 	}
 	return nil
@@ -1031,16 +720,11 @@ func VerifyDepthToSpaceAttrs(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	err = verifyDepthToSpaceAttrsFields(w, &t)
-	w.Leave()
-	return err
-}
-
-func verifyDepthToSpaceAttrsFields(w *fbverify.Walk, t *fbverify.T) error {
-	if err := w.Scalar(t, 0, 1); err != nil {
+	defer w.Leave()
+	if err := w.Scalar(&t, 0, 1); err != nil {
 		return w.At(err, "mode", -1)
 	}
-	if err := w.Scalar(t, 1, 4); err != nil {
+	if err := w.Scalar(&t, 1, 4); err != nil {
 		return w.At(err, "block_size", -1)
 	}
 	return nil
@@ -1048,17 +732,7 @@ func verifyDepthToSpaceAttrsFields(w *fbverify.Walk, t *fbverify.T) error {
 
 // VerifyCastLikeAttrs verifies the CastLikeAttrs table at pos and everything it refers to.
 func VerifyCastLikeAttrs(w *fbverify.Walk, pos int64) error {
-	t, err := w.Start(pos)
-	if err != nil {
-		return err
-	}
-	err = verifyCastLikeAttrsFields(w, &t)
-	w.Leave()
-	return err
-}
-
-func verifyCastLikeAttrsFields(w *fbverify.Walk, t *fbverify.T) error {
-	return nil
+	return w.Bare(pos)
 }
 
 // VerifyShapeAttrs verifies the ShapeAttrs table at pos and everything it refers to.
@@ -1067,16 +741,11 @@ func VerifyShapeAttrs(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	err = verifyShapeAttrsFields(w, &t)
-	w.Leave()
-	return err
-}
-
-func verifyShapeAttrsFields(w *fbverify.Walk, t *fbverify.T) error {
-	if err := w.Scalar(t, 0, 4); err != nil {
+	defer w.Leave()
+	if err := w.Scalar(&t, 0, 4); err != nil {
 		return w.At(err, "start", -1)
 	}
-	if err := w.Scalar(t, 1, 4); err != nil {
+	if err := w.Scalar(&t, 1, 4); err != nil {
 		return w.At(err, "end", -1)
 	}
 	return nil
@@ -1088,13 +757,8 @@ func VerifyDropoutAttrs(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	err = verifyDropoutAttrsFields(w, &t)
-	w.Leave()
-	return err
-}
-
-func verifyDropoutAttrsFields(w *fbverify.Walk, t *fbverify.T) error {
-	if err := w.Scalar(t, 0, 4); err != nil {
+	defer w.Leave()
+	if err := w.Scalar(&t, 0, 4); err != nil {
 		return w.At(err, "seed", -1)
 	}
 	return nil
@@ -1106,16 +770,11 @@ func VerifyEyeLikeAttrs(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	err = verifyEyeLikeAttrsFields(w, &t)
-	w.Leave()
-	return err
-}
-
-func verifyEyeLikeAttrsFields(w *fbverify.Walk, t *fbverify.T) error {
-	if err := w.Scalar(t, 0, 1); err != nil {
+	defer w.Leave()
+	if err := w.Scalar(&t, 0, 1); err != nil {
 		return w.At(err, "dtype", -1)
 	}
-	if err := w.Scalar(t, 1, 4); err != nil {
+	if err := w.Scalar(&t, 1, 4); err != nil {
 		return w.At(err, "k", -1)
 	}
 	return nil
@@ -1123,17 +782,7 @@ func verifyEyeLikeAttrsFields(w *fbverify.Walk, t *fbverify.T) error {
 
 // VerifyIsInfAttrs verifies the IsInfAttrs table at pos and everything it refers to.
 func VerifyIsInfAttrs(w *fbverify.Walk, pos int64) error {
-	t, err := w.Start(pos)
-	if err != nil {
-		return err
-	}
-	err = verifyIsInfAttrsFields(w, &t)
-	w.Leave()
-	return err
-}
-
-func verifyIsInfAttrsFields(w *fbverify.Walk, t *fbverify.T) error {
-	return nil
+	return w.Bare(pos)
 }
 
 // VerifyLoopAttrs verifies the LoopAttrs table at pos and everything it refers to.
@@ -1142,18 +791,9 @@ func VerifyLoopAttrs(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	err = verifyLoopAttrsFields(w, &t)
-	w.Leave()
-	return err
-}
-
-func verifyLoopAttrsFields(w *fbverify.Walk, t *fbverify.T) error {
-	if q, err := w.Ref(t, 0, false); err != nil {
+	defer w.Leave()
+	if err := w.TableField(&t, 0, false, VerifyGraph); err != nil {
 		return w.At(err, "body", -1)
-	} else if q != 0 {
-		if err := VerifyGraph(w, q); err != nil {
-			return w.At(err, "body", -1)
-		}
 	}
 	return nil
 }
@@ -1164,13 +804,8 @@ func VerifySequenceEmptyAttrs(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	err = verifySequenceEmptyAttrsFields(w, &t)
-	w.Leave()
-	return err
-}
-
-func verifySequenceEmptyAttrsFields(w *fbverify.Walk, t *fbverify.T) error {
-	if err := w.Scalar(t, 0, 1); err != nil {
+	defer w.Leave()
+	if err := w.Scalar(&t, 0, 1); err != nil {
 		return w.At(err, "dtype", -1)
 	}
 	return nil
@@ -1182,16 +817,11 @@ func VerifyConcatFromSequenceAttrs(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	err = verifyConcatFromSequenceAttrsFields(w, &t)
-	w.Leave()
-	return err
-}
-
-func verifyConcatFromSequenceAttrsFields(w *fbverify.Walk, t *fbverify.T) error {
-	if err := w.Scalar(t, 0, 4); err != nil {
+	defer w.Leave()
+	if err := w.Scalar(&t, 0, 4); err != nil {
 		return w.At(err, "axis", -1)
 	}
-	if err := w.Scalar(t, 1, 1); err != nil {
+	if err := w.Scalar(&t, 1, 1); err != nil {
 		return w.At(err, "new_axis", -1)
 	}
 	return nil
@@ -1203,16 +833,11 @@ func VerifySplitToSequenceAttrs(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	err = verifySplitToSequenceAttrsFields(w, &t)
-	w.Leave()
-	return err
-}
-
-func verifySplitToSequenceAttrsFields(w *fbverify.Walk, t *fbverify.T) error {
-	if err := w.Scalar(t, 0, 4); err != nil {
+	defer w.Leave()
+	if err := w.Scalar(&t, 0, 4); err != nil {
 		return w.At(err, "axis", -1)
 	}
-	if err := w.Scalar(t, 1, 1); err != nil {
+	if err := w.Scalar(&t, 1, 1); err != nil {
 		return w.At(err, "keep_dims", -1)
 	}
 	return nil
@@ -1224,13 +849,8 @@ func VerifyGridSampleAttrs(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	err = verifyGridSampleAttrsFields(w, &t)
-	w.Leave()
-	return err
-}
-
-func verifyGridSampleAttrsFields(w *fbverify.Walk, t *fbverify.T) error {
-	if err := w.Scalar(t, 0, 1); err != nil {
+	defer w.Leave()
+	if err := w.Scalar(&t, 0, 1); err != nil {
 		return w.At(err, "align_corners", -1)
 	}
 	return nil
@@ -1242,13 +862,8 @@ func VerifySTFTAttrs(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	err = verifySTFTAttrsFields(w, &t)
-	w.Leave()
-	return err
-}
-
-func verifySTFTAttrsFields(w *fbverify.Walk, t *fbverify.T) error {
-	if err := w.Scalar(t, 0, 1); err != nil {
+	defer w.Leave()
+	if err := w.Scalar(&t, 0, 1); err != nil {
 		return w.At(err, "onesided", -1)
 	}
 	return nil
@@ -1256,152 +871,52 @@ func verifySTFTAttrsFields(w *fbverify.Walk, t *fbverify.T) error {
 
 // VerifyMultinomialAttrs verifies the MultinomialAttrs table at pos and everything it refers to.
 func VerifyMultinomialAttrs(w *fbverify.Walk, pos int64) error {
-	t, err := w.Start(pos)
-	if err != nil {
-		return err
-	}
-	err = verifyMultinomialAttrsFields(w, &t)
-	w.Leave()
-	return err
-}
-
-func verifyMultinomialAttrsFields(w *fbverify.Walk, t *fbverify.T) error {
-	return nil
+	return w.Bare(pos)
 }
 
 // VerifyReverseSequenceAttrs verifies the ReverseSequenceAttrs table at pos and everything it refers to.
 func VerifyReverseSequenceAttrs(w *fbverify.Walk, pos int64) error {
-	t, err := w.Start(pos)
-	if err != nil {
-		return err
-	}
-	err = verifyReverseSequenceAttrsFields(w, &t)
-	w.Leave()
-	return err
-}
-
-func verifyReverseSequenceAttrsFields(w *fbverify.Walk, t *fbverify.T) error {
-	return nil
+	return w.Bare(pos)
 }
 
 // VerifyDFTAttrs verifies the DFTAttrs table at pos and everything it refers to.
 func VerifyDFTAttrs(w *fbverify.Walk, pos int64) error {
-	t, err := w.Start(pos)
-	if err != nil {
-		return err
-	}
-	err = verifyDFTAttrsFields(w, &t)
-	w.Leave()
-	return err
-}
-
-func verifyDFTAttrsFields(w *fbverify.Walk, t *fbverify.T) error {
-	return nil
+	return w.Bare(pos)
 }
 
 // VerifyUpsampleAttrs verifies the UpsampleAttrs table at pos and everything it refers to.
 func VerifyUpsampleAttrs(w *fbverify.Walk, pos int64) error {
-	t, err := w.Start(pos)
-	if err != nil {
-		return err
-	}
-	err = verifyUpsampleAttrsFields(w, &t)
-	w.Leave()
-	return err
-}
-
-func verifyUpsampleAttrsFields(w *fbverify.Walk, t *fbverify.T) error {
-	return nil
+	return w.Bare(pos)
 }
 
 // VerifyRotaryEmbeddingAttrs verifies the RotaryEmbeddingAttrs table at pos and everything it refers to.
 func VerifyRotaryEmbeddingAttrs(w *fbverify.Walk, pos int64) error {
-	t, err := w.Start(pos)
-	if err != nil {
-		return err
-	}
-	err = verifyRotaryEmbeddingAttrsFields(w, &t)
-	w.Leave()
-	return err
-}
-
-func verifyRotaryEmbeddingAttrsFields(w *fbverify.Walk, t *fbverify.T) error {
-	return nil
+	return w.Bare(pos)
 }
 
 // VerifyAttentionAttrs verifies the AttentionAttrs table at pos and everything it refers to.
 func VerifyAttentionAttrs(w *fbverify.Walk, pos int64) error {
-	t, err := w.Start(pos)
-	if err != nil {
-		return err
-	}
-	err = verifyAttentionAttrsFields(w, &t)
-	w.Leave()
-	return err
-}
-
-func verifyAttentionAttrsFields(w *fbverify.Walk, t *fbverify.T) error {
-	return nil
+	return w.Bare(pos)
 }
 
 // VerifyCumSumAttrs verifies the CumSumAttrs table at pos and everything it refers to.
 func VerifyCumSumAttrs(w *fbverify.Walk, pos int64) error {
-	t, err := w.Start(pos)
-	if err != nil {
-		return err
-	}
-	err = verifyCumSumAttrsFields(w, &t)
-	w.Leave()
-	return err
-}
-
-func verifyCumSumAttrsFields(w *fbverify.Walk, t *fbverify.T) error {
-	return nil
+	return w.Bare(pos)
 }
 
 // VerifyLpNormalizationAttrs verifies the LpNormalizationAttrs table at pos and everything it refers to.
 func VerifyLpNormalizationAttrs(w *fbverify.Walk, pos int64) error {
-	t, err := w.Start(pos)
-	if err != nil {
-		return err
-	}
-	err = verifyLpNormalizationAttrsFields(w, &t)
-	w.Leave()
-	return err
-}
-
-func verifyLpNormalizationAttrsFields(w *fbverify.Walk, t *fbverify.T) error {
-	return nil
+	return w.Bare(pos)
 }
 
 // VerifySeluAttrs verifies the SeluAttrs table at pos and everything it refers to.
 func VerifySeluAttrs(w *fbverify.Walk, pos int64) error {
-	t, err := w.Start(pos)
-	if err != nil {
-		return err
-	}
-	err = verifySeluAttrsFields(w, &t)
-	w.Leave()
-	return err
-}
-
-func verifySeluAttrsFields(w *fbverify.Walk, t *fbverify.T) error {
-	return nil
+	return w.Bare(pos)
 }
 
 // VerifyShrinkAttrs verifies the ShrinkAttrs table at pos and everything it refers to.
 func VerifyShrinkAttrs(w *fbverify.Walk, pos int64) error {
-	t, err := w.Start(pos)
-	if err != nil {
-		return err
-	}
-	err = verifyShrinkAttrsFields(w, &t)
-	w.Leave()
-	return err
-}
-
-func verifyShrinkAttrsFields(w *fbverify.Walk, t *fbverify.T) error {
-	return nil
+	return w.Bare(pos)
 }
 
 // VerifyOperatorNode verifies the OperatorNode table at pos and everything it refers to.
@@ -1410,168 +925,18 @@ func VerifyOperatorNode(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	err = verifyOperatorNodeFields(w, &t)
-	w.Leave()
-	return err
-}
-
-func verifyOperatorNodeFields(w *fbverify.Walk, t *fbverify.T) error {
-	if err := w.Scalar(t, 0, 1); err != nil {
+	defer w.Leave()
+	if err := w.Scalar(&t, 0, 1); err != nil {
 		return w.At(err, "type", -1)
 	}
-	if tag, q, err := w.Union(t, 1); err != nil {
+	if err := w.UnionField(&t, 1, false, true, 64, verifyOperatorAttrsMembers); err != nil {
 		return w.At(err, "attrs", -1)
-	} else {
-		switch tag {
-		case 0:
-		case 1:
-			err = VerifyArgMaxAttrs(w, q)
-		case 2:
-			err = VerifyAveragePoolAttrs(w, q)
-		case 3:
-			err = VerifyBatchNormalizationAttrs(w, q)
-		case 4:
-			err = VerifyCastAttrs(w, q)
-		case 5:
-			err = VerifyConcatAttrs(w, q)
-		case 6:
-			err = VerifyConstantOfShapeAttrs(w, q)
-		case 7:
-			err = VerifyConvAttrs(w, q)
-		case 8:
-			err = VerifyConvTransposeAttrs(w, q)
-		case 9:
-			err = VerifyFlattenAttrs(w, q)
-		case 10:
-			err = VerifyGatherAttrs(w, q)
-		case 11:
-			err = VerifyGemmAttrs(w, q)
-		case 12:
-			err = VerifyGRUAttrs(w, q)
-		case 13:
-			err = VerifyLeakyReluAttrs(w, q)
-		case 14:
-			err = VerifyLSTMAttrs(w, q)
-		case 15:
-			err = VerifyMaxPoolAttrs(w, q)
-		case 16:
-			err = VerifyReduceMeanAttrs(w, q)
-		case 17:
-			err = VerifyReshapeAttrs(w, q)
-		case 18:
-			err = VerifyResizeAttrs(w, q)
-		case 19:
-			err = VerifySplitAttrs(w, q)
-		case 20:
-			err = VerifySoftmaxAttrs(w, q)
-		case 21:
-			err = VerifyTransposeAttrs(w, q)
-		case 22:
-			err = VerifyModAttrs(w, q)
-		case 23:
-			err = VerifyScatterElementsAttrs(w, q)
-		case 24:
-			err = VerifyOneHotAttrs(w, q)
-		case 25:
-			err = VerifyTopKAttrs(w, q)
-		case 26:
-			err = VerifyHardSigmoidAttrs(w, q)
-		case 27:
-			err = VerifyTriluAttrs(w, q)
-		case 28:
-			err = VerifyScatterNDAttrs(w, q)
-		case 29:
-			err = VerifyNonMaxSuppressionAttrs(w, q)
-		case 30:
-			err = VerifyLayerNormalizationAttrs(w, q)
-		case 31:
-			err = VerifyRandomUniformAttrs(w, q)
-		case 32:
-			err = VerifyEluAttrs(w, q)
-		case 33:
-			err = VerifyRandomUniformLikeAttrs(w, q)
-		case 34:
-			err = VerifyRandomNormalAttrs(w, q)
-		case 35:
-			err = VerifyRandomNormalLikeAttrs(w, q)
-		case 36:
-			err = VerifyGatherNDAttrs(w, q)
-		case 37:
-			err = VerifyGeluAttrs(w, q)
-		case 38:
-			err = VerifyEinsumAttrs(w, q)
-		case 39:
-			err = VerifyIfAttrs(w, q)
-		case 40:
-			err = VerifyPadAttrs(w, q)
-		case 41:
-			err = VerifyDequantizeLinearAttrs(w, q)
-		case 42:
-			err = VerifyQuantizeLinearAttrs(w, q)
-		case 43:
-			err = VerifyDepthToSpaceAttrs(w, q)
-		case 44:
-			err = VerifyCastLikeAttrs(w, q)
-		case 45:
-			err = VerifyShapeAttrs(w, q)
-		case 46:
-			err = VerifyDropoutAttrs(w, q)
-		case 47:
-			err = VerifyEyeLikeAttrs(w, q)
-		case 48:
-			err = VerifyIsInfAttrs(w, q)
-		case 49:
-			err = VerifyLoopAttrs(w, q)
-		case 50:
-			err = VerifySequenceEmptyAttrs(w, q)
-		case 51:
-			err = VerifyConcatFromSequenceAttrs(w, q)
-		case 52:
-			err = VerifySplitToSequenceAttrs(w, q)
-		case 53:
-			err = VerifyGridSampleAttrs(w, q)
-		case 54:
-			err = VerifySTFTAttrs(w, q)
-		case 55:
-			err = VerifyMultinomialAttrs(w, q)
-		case 56:
-			err = VerifyReverseSequenceAttrs(w, q)
-		case 57:
-			err = VerifyDFTAttrs(w, q)
-		case 58:
-			err = VerifyUpsampleAttrs(w, q)
-		case 59:
-			err = VerifyRotaryEmbeddingAttrs(w, q)
-		case 60:
-			err = VerifyAttentionAttrs(w, q)
-		case 61:
-			err = VerifyCumSumAttrs(w, q)
-		case 62:
-			err = VerifyLpNormalizationAttrs(w, q)
-		case 63:
-			err = VerifySeluAttrs(w, q)
-		case 64:
-			err = VerifyShrinkAttrs(w, q)
-		default:
-			err = w.Bare(q)
-		}
-		if err != nil {
-			return w.At(err, "attrs", -1)
-		}
 	}
-	if q, err := w.Ref(t, 3, false); err != nil {
+	if _, _, err := w.VectorField(&t, 3, false, 4); err != nil {
 		return w.At(err, "inputs", -1)
-	} else if q != 0 {
-		if _, _, err := w.Vector(q, 4); err != nil {
-			return w.At(err, "inputs", -1)
-		}
 	}
-	if q, err := w.Ref(t, 4, false); err != nil {
+	if _, _, err := w.VectorField(&t, 4, false, 4); err != nil {
 		return w.At(err, "outputs", -1)
-	} else if q != 0 {
-		if _, _, err := w.Vector(q, 4); err != nil {
-			return w.At(err, "outputs", -1)
-		}
 	}
 	return nil
 }
@@ -1582,18 +947,9 @@ func VerifyFloatData(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	err = verifyFloatDataFields(w, &t)
-	w.Leave()
-	return err
-}
-
-func verifyFloatDataFields(w *fbverify.Walk, t *fbverify.T) error {
-	if q, err := w.Ref(t, 0, true); err != nil {
+	defer w.Leave()
+	if _, _, err := w.VectorField(&t, 0, true, 4); err != nil {
 		return w.At(err, "data", -1)
-	} else if q != 0 {
-		if _, _, err := w.Vector(q, 4); err != nil {
-			return w.At(err, "data", -1)
-		}
 	}
 	return nil
 }
@@ -1604,18 +960,9 @@ func VerifyInt32Data(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	err = verifyInt32DataFields(w, &t)
-	w.Leave()
-	return err
-}
-
-func verifyInt32DataFields(w *fbverify.Walk, t *fbverify.T) error {
-	if q, err := w.Ref(t, 0, true); err != nil {
+	defer w.Leave()
+	if _, _, err := w.VectorField(&t, 0, true, 4); err != nil {
 		return w.At(err, "data", -1)
-	} else if q != 0 {
-		if _, _, err := w.Vector(q, 4); err != nil {
-			return w.At(err, "data", -1)
-		}
 	}
 	return nil
 }
@@ -1626,18 +973,9 @@ func VerifyInt8Data(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	err = verifyInt8DataFields(w, &t)
-	w.Leave()
-	return err
-}
-
-func verifyInt8DataFields(w *fbverify.Walk, t *fbverify.T) error {
-	if q, err := w.Ref(t, 0, true); err != nil {
+	defer w.Leave()
+	if _, _, err := w.VectorField(&t, 0, true, 1); err != nil {
 		return w.At(err, "data", -1)
-	} else if q != 0 {
-		if _, _, err := w.Vector(q, 1); err != nil {
-			return w.At(err, "data", -1)
-		}
 	}
 	return nil
 }
@@ -1648,18 +986,9 @@ func VerifyUInt8Data(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	err = verifyUInt8DataFields(w, &t)
-	w.Leave()
-	return err
-}
-
-func verifyUInt8DataFields(w *fbverify.Walk, t *fbverify.T) error {
-	if q, err := w.Ref(t, 0, true); err != nil {
+	defer w.Leave()
+	if _, _, err := w.VectorField(&t, 0, true, 1); err != nil {
 		return w.At(err, "data", -1)
-	} else if q != 0 {
-		if _, _, err := w.Vector(q, 1); err != nil {
-			return w.At(err, "data", -1)
-		}
 	}
 	return nil
 }
@@ -1670,43 +999,17 @@ func VerifyConstantNode(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	err = verifyConstantNodeFields(w, &t)
-	w.Leave()
-	return err
-}
-
-func verifyConstantNodeFields(w *fbverify.Walk, t *fbverify.T) error {
-	if q, err := w.Ref(t, 0, true); err != nil {
+	defer w.Leave()
+	if _, _, err := w.VectorField(&t, 0, true, 4); err != nil {
 		return w.At(err, "shape", -1)
-	} else if q != 0 {
-		if _, _, err := w.Vector(q, 4); err != nil {
-			return w.At(err, "shape", -1)
-		}
 	}
-	if tag, q, err := w.Union(t, 1); err != nil {
+	if err := w.UnionField(&t, 1, false, false, 4, verifyConstantDataMembers); err != nil {
 		return w.At(err, "data", -1)
-	} else {
-		switch tag {
-		case 0:
-		case 1:
-			err = VerifyFloatData(w, q)
-		case 2:
-			err = VerifyInt32Data(w, q)
-		case 3:
-			err = VerifyInt8Data(w, q)
-		case 4:
-			err = VerifyUInt8Data(w, q)
-		default:
-			err = w.UnknownTag(t, 1, tag, 5)
-		}
-		if err != nil {
-			return w.At(err, "data", -1)
-		}
 	}
-	if err := w.Scalar(t, 3, 2); err != nil {
+	if err := w.Scalar(&t, 3, 2); err != nil {
 		return w.At(err, "dtype", -1)
 	}
-	if err := w.Scalar(t, 4, 8); err != nil {
+	if err := w.Scalar(&t, 4, 8); err != nil {
 		return w.At(err, "data_offset", -1)
 	}
 	return nil
@@ -1718,21 +1021,12 @@ func VerifyDim(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	err = verifyDimFields(w, &t)
-	w.Leave()
-	return err
-}
-
-func verifyDimFields(w *fbverify.Walk, t *fbverify.T) error {
-	if err := w.Scalar(t, 0, 4); err != nil {
+	defer w.Leave()
+	if err := w.Scalar(&t, 0, 4); err != nil {
 		return w.At(err, "value", -1)
 	}
-	if q, err := w.Ref(t, 1, false); err != nil {
+	if err := w.StringField(&t, 1, false); err != nil {
 		return w.At(err, "name", -1)
-	} else if q != 0 {
-		if err := w.String(q); err != nil {
-			return w.At(err, "name", -1)
-		}
 	}
 	return nil
 }
@@ -1743,30 +1037,15 @@ func VerifyValueNode(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	err = verifyValueNodeFields(w, &t)
-	w.Leave()
-	return err
-}
-
-func verifyValueNodeFields(w *fbverify.Walk, t *fbverify.T) error {
-	if q, err := w.Ref(t, 0, false); err != nil {
+	defer w.Leave()
+	if start, n, err := w.VectorField(&t, 0, false, 4); err != nil {
 		return w.At(err, "shape", -1)
-	} else if q != 0 {
-		start, n, err := w.Vector(q, 4)
-		if err != nil {
+	} else {
+		if err := w.Elements(start, n, VerifyDim); err != nil {
 			return w.At(err, "shape", -1)
 		}
-		for i := int64(0); i < n; i++ {
-			e, err := w.Deref(start + 4*i)
-			if err == nil {
-				err = VerifyDim(w, e)
-			}
-			if err != nil {
-				return w.At(w.At(err, "", int(i)), "shape", -1)
-			}
-		}
 	}
-	if err := w.Scalar(t, 1, 1); err != nil {
+	if err := w.Scalar(&t, 1, 1); err != nil {
 		return w.At(err, "dtype", -1)
 	}
 	return nil
@@ -1778,36 +1057,12 @@ func VerifyNode(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	err = verifyNodeFields(w, &t)
-	w.Leave()
-	return err
-}
-
-func verifyNodeFields(w *fbverify.Walk, t *fbverify.T) error {
-	if q, err := w.Ref(t, 0, false); err != nil {
+	defer w.Leave()
+	if err := w.StringField(&t, 0, false); err != nil {
 		return w.At(err, "name", -1)
-	} else if q != 0 {
-		if err := w.String(q); err != nil {
-			return w.At(err, "name", -1)
-		}
 	}
-	if tag, q, err := w.Union(t, 1); err != nil {
+	if err := w.UnionField(&t, 1, false, false, 3, verifyNodeKindMembers); err != nil {
 		return w.At(err, "data", -1)
-	} else {
-		switch tag {
-		case 0:
-		case 1:
-			err = VerifyOperatorNode(w, q)
-		case 2:
-			err = VerifyConstantNode(w, q)
-		case 3:
-			err = VerifyValueNode(w, q)
-		default:
-			err = w.UnknownTag(t, 1, tag, 4)
-		}
-		if err != nil {
-			return w.At(err, "data", -1)
-		}
 	}
 	return nil
 }
@@ -1818,49 +1073,22 @@ func VerifyGraph(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	err = verifyGraphFields(w, &t)
-	w.Leave()
-	return err
-}
-
-func verifyGraphFields(w *fbverify.Walk, t *fbverify.T) error {
-	if q, err := w.Ref(t, 0, false); err != nil {
+	defer w.Leave()
+	if start, n, err := w.VectorField(&t, 0, false, 4); err != nil {
 		return w.At(err, "nodes", -1)
-	} else if q != 0 {
-		start, n, err := w.Vector(q, 4)
-		if err != nil {
+	} else {
+		if err := w.Elements(start, n, VerifyNode); err != nil {
 			return w.At(err, "nodes", -1)
 		}
-		for i := int64(0); i < n; i++ {
-			e, err := w.Deref(start + 4*i)
-			if err == nil {
-				err = VerifyNode(w, e)
-			}
-			if err != nil {
-				return w.At(w.At(err, "", int(i)), "nodes", -1)
-			}
-		}
 	}
-	if q, err := w.Ref(t, 1, false); err != nil {
+	if _, _, err := w.VectorField(&t, 1, false, 4); err != nil {
 		return w.At(err, "inputs", -1)
-	} else if q != 0 {
-		if _, _, err := w.Vector(q, 4); err != nil {
-			return w.At(err, "inputs", -1)
-		}
 	}
-	if q, err := w.Ref(t, 2, false); err != nil {
+	if _, _, err := w.VectorField(&t, 2, false, 4); err != nil {
 		return w.At(err, "outputs", -1)
-	} else if q != 0 {
-		if _, _, err := w.Vector(q, 4); err != nil {
-			return w.At(err, "outputs", -1)
-		}
 	}
-	if q, err := w.Ref(t, 3, false); err != nil {
+	if _, _, err := w.VectorField(&t, 3, false, 4); err != nil {
 		return w.At(err, "captures", -1)
-	} else if q != 0 {
-		if _, _, err := w.Vector(q, 4); err != nil {
-			return w.At(err, "captures", -1)
-		}
 	}
 	return nil
 }
@@ -1871,67 +1099,30 @@ func VerifyMetadata(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	err = verifyMetadataFields(w, &t)
-	w.Leave()
-	return err
-}
-
-func verifyMetadataFields(w *fbverify.Walk, t *fbverify.T) error {
-	if q, err := w.Ref(t, 0, false); err != nil {
+	defer w.Leave()
+	if err := w.StringField(&t, 0, false); err != nil {
 		return w.At(err, "onnx_hash", -1)
-	} else if q != 0 {
-		if err := w.String(q); err != nil {
-			return w.At(err, "onnx_hash", -1)
-		}
 	}
-	if q, err := w.Ref(t, 1, false); err != nil {
+	if err := w.StringField(&t, 1, false); err != nil {
 		return w.At(err, "description", -1)
-	} else if q != 0 {
-		if err := w.String(q); err != nil {
-			return w.At(err, "description", -1)
-		}
 	}
-	if q, err := w.Ref(t, 2, false); err != nil {
+	if err := w.StringField(&t, 2, false); err != nil {
 		return w.At(err, "license", -1)
-	} else if q != 0 {
-		if err := w.String(q); err != nil {
-			return w.At(err, "license", -1)
-		}
 	}
-	if q, err := w.Ref(t, 3, false); err != nil {
+	if err := w.StringField(&t, 3, false); err != nil {
 		return w.At(err, "commit", -1)
-	} else if q != 0 {
-		if err := w.String(q); err != nil {
-			return w.At(err, "commit", -1)
-		}
 	}
-	if q, err := w.Ref(t, 4, false); err != nil {
+	if err := w.StringField(&t, 4, false); err != nil {
 		return w.At(err, "code_repository", -1)
-	} else if q != 0 {
-		if err := w.String(q); err != nil {
-			return w.At(err, "code_repository", -1)
-		}
 	}
-	if q, err := w.Ref(t, 5, false); err != nil {
+	if err := w.StringField(&t, 5, false); err != nil {
 		return w.At(err, "model_repository", -1)
-	} else if q != 0 {
-		if err := w.String(q); err != nil {
-			return w.At(err, "model_repository", -1)
-		}
 	}
-	if q, err := w.Ref(t, 6, false); err != nil {
+	if err := w.StringField(&t, 6, false); err != nil {
 		return w.At(err, "run_id", -1)
-	} else if q != 0 {
-		if err := w.String(q); err != nil {
-			return w.At(err, "run_id", -1)
-		}
 	}
-	if q, err := w.Ref(t, 7, false); err != nil {
+	if err := w.StringField(&t, 7, false); err != nil {
 		return w.At(err, "run_url", -1)
-	} else if q != 0 {
-		if err := w.String(q); err != nil {
-			return w.At(err, "run_url", -1)
-		}
 	}
 	return nil
 }
@@ -1942,28 +1133,177 @@ func VerifyModel(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	err = verifyModelFields(w, &t)
-	w.Leave()
-	return err
-}
-
-func verifyModelFields(w *fbverify.Walk, t *fbverify.T) error {
-	if err := w.Scalar(t, 0, 4); err != nil {
+	defer w.Leave()
+	if err := w.Scalar(&t, 0, 4); err != nil {
 		return w.At(err, "schema_version", -1)
 	}
-	if q, err := w.Ref(t, 1, true); err != nil {
+	if err := w.TableField(&t, 1, true, VerifyGraph); err != nil {
 		return w.At(err, "graph", -1)
-	} else if q != 0 {
-		if err := VerifyGraph(w, q); err != nil {
-			return w.At(err, "graph", -1)
-		}
 	}
-	if q, err := w.Ref(t, 2, false); err != nil {
+	if err := w.TableField(&t, 2, false, VerifyMetadata); err != nil {
 		return w.At(err, "metadata", -1)
-	} else if q != 0 {
-		if err := VerifyMetadata(w, q); err != nil {
-			return w.At(err, "metadata", -1)
-		}
 	}
 	return nil
+}
+
+func verifyOperatorAttrsMembers(w *fbverify.Walk, tag int, pos int64) error {
+	switch tag {
+	case 1:
+		return VerifyArgMaxAttrs(w, pos)
+	case 2:
+		return VerifyAveragePoolAttrs(w, pos)
+	case 3:
+		return VerifyBatchNormalizationAttrs(w, pos)
+	case 4:
+		return VerifyCastAttrs(w, pos)
+	case 5:
+		return VerifyConcatAttrs(w, pos)
+	case 6:
+		return VerifyConstantOfShapeAttrs(w, pos)
+	case 7:
+		return VerifyConvAttrs(w, pos)
+	case 8:
+		return VerifyConvTransposeAttrs(w, pos)
+	case 9:
+		return VerifyFlattenAttrs(w, pos)
+	case 10:
+		return VerifyGatherAttrs(w, pos)
+	case 11:
+		return VerifyGemmAttrs(w, pos)
+	case 12:
+		return VerifyGRUAttrs(w, pos)
+	case 13:
+		return VerifyLeakyReluAttrs(w, pos)
+	case 14:
+		return VerifyLSTMAttrs(w, pos)
+	case 15:
+		return VerifyMaxPoolAttrs(w, pos)
+	case 16:
+		return VerifyReduceMeanAttrs(w, pos)
+	case 17:
+		return VerifyReshapeAttrs(w, pos)
+	case 18:
+		return VerifyResizeAttrs(w, pos)
+	case 19:
+		return VerifySplitAttrs(w, pos)
+	case 20:
+		return VerifySoftmaxAttrs(w, pos)
+	case 21:
+		return VerifyTransposeAttrs(w, pos)
+	case 22:
+		return VerifyModAttrs(w, pos)
+	case 23:
+		return VerifyScatterElementsAttrs(w, pos)
+	case 24:
+		return VerifyOneHotAttrs(w, pos)
+	case 25:
+		return VerifyTopKAttrs(w, pos)
+	case 26:
+		return VerifyHardSigmoidAttrs(w, pos)
+	case 27:
+		return VerifyTriluAttrs(w, pos)
+	case 28:
+		return VerifyScatterNDAttrs(w, pos)
+	case 29:
+		return VerifyNonMaxSuppressionAttrs(w, pos)
+	case 30:
+		return VerifyLayerNormalizationAttrs(w, pos)
+	case 31:
+		return VerifyRandomUniformAttrs(w, pos)
+	case 32:
+		return VerifyEluAttrs(w, pos)
+	case 33:
+		return VerifyRandomUniformLikeAttrs(w, pos)
+	case 34:
+		return VerifyRandomNormalAttrs(w, pos)
+	case 35:
+		return VerifyRandomNormalLikeAttrs(w, pos)
+	case 36:
+		return VerifyGatherNDAttrs(w, pos)
+	case 37:
+		return VerifyGeluAttrs(w, pos)
+	case 38:
+		return VerifyEinsumAttrs(w, pos)
+	case 39:
+		return VerifyIfAttrs(w, pos)
+	case 40:
+		return VerifyPadAttrs(w, pos)
+	case 41:
+		return VerifyDequantizeLinearAttrs(w, pos)
+	case 42:
+		return VerifyQuantizeLinearAttrs(w, pos)
+	case 43:
+		return VerifyDepthToSpaceAttrs(w, pos)
+	case 44:
+		return VerifyCastLikeAttrs(w, pos)
+	case 45:
+		return VerifyShapeAttrs(w, pos)
+	case 46:
+		return VerifyDropoutAttrs(w, pos)
+	case 47:
+		return VerifyEyeLikeAttrs(w, pos)
+	case 48:
+		return VerifyIsInfAttrs(w, pos)
+	case 49:
+		return VerifyLoopAttrs(w, pos)
+	case 50:
+		return VerifySequenceEmptyAttrs(w, pos)
+	case 51:
+		return VerifyConcatFromSequenceAttrs(w, pos)
+	case 52:
+		return VerifySplitToSequenceAttrs(w, pos)
+	case 53:
+		return VerifyGridSampleAttrs(w, pos)
+	case 54:
+		return VerifySTFTAttrs(w, pos)
+	case 55:
+		return VerifyMultinomialAttrs(w, pos)
+	case 56:
+		return VerifyReverseSequenceAttrs(w, pos)
+	case 57:
+		return VerifyDFTAttrs(w, pos)
+	case 58:
+		return VerifyUpsampleAttrs(w, pos)
+	case 59:
+		return VerifyRotaryEmbeddingAttrs(w, pos)
+	case 60:
+		return VerifyAttentionAttrs(w, pos)
+	case 61:
+		return VerifyCumSumAttrs(w, pos)
+	case 62:
+		return VerifyLpNormalizationAttrs(w, pos)
+	case 63:
+		return VerifySeluAttrs(w, pos)
+	}
+	return VerifyShrinkAttrs(w, pos)
+}
+
+func verifyScalarMembers(w *fbverify.Walk, tag int, pos int64) error {
+	switch tag {
+	case 1:
+		return VerifyIntScalar(w, pos)
+	}
+	return VerifyFloatScalar(w, pos)
+}
+
+func verifyNodeKindMembers(w *fbverify.Walk, tag int, pos int64) error {
+	switch tag {
+	case 1:
+		return VerifyOperatorNode(w, pos)
+	case 2:
+		return VerifyConstantNode(w, pos)
+	}
+	return VerifyValueNode(w, pos)
+}
+
+func verifyConstantDataMembers(w *fbverify.Walk, tag int, pos int64) error {
+	switch tag {
+	case 1:
+		return VerifyFloatData(w, pos)
+	case 2:
+		return VerifyInt32Data(w, pos)
+	case 3:
+		return VerifyInt8Data(w, pos)
+	}
+	return VerifyUInt8Data(w, pos)
 }

@@ -69,6 +69,11 @@ const DefaultAlignment = 32
 // arrays is depth 2).
 const MaxArrayDepth = 16
 
+var (
+	_ format.Model    = (*File)(nil)
+	_ format.Reporter = (*File)(nil)
+)
+
 // Format registers GGUF with package loader.
 var Format = format.Registration{
 	Name:  formatName,

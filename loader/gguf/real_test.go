@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
@@ -136,14 +137,14 @@ func sameJSON(got, want []byte) error {
 		return err
 	}
 	if len(g) != len(w) {
-		return errorf("%d keys, want %d", len(g), len(w))
+		return fmt.Errorf("%d keys, want %d", len(g), len(w))
 	}
 	for i := range w {
 		if g[i].key != w[i].key {
-			return errorf("key %d is %q, want %q", i, g[i].key, w[i].key)
+			return fmt.Errorf("key %d is %q, want %q", i, g[i].key, w[i].key)
 		}
 		if !sameValue(g[i].val, w[i].val) {
-			return errorf("%q = %v, want %v", w[i].key, g[i].val, w[i].val)
+			return fmt.Errorf("%q = %v, want %v", w[i].key, g[i].val, w[i].val)
 		}
 	}
 	return nil
@@ -216,12 +217,4 @@ func sameValue(a, b any) bool {
 		return true
 	}
 	return reflect.DeepEqual(a, b)
-}
-
-type testError string
-
-func (e testError) Error() string { return string(e) }
-
-func errorf(format string, args ...any) error {
-	return testError(sprintf(format, args...))
 }

@@ -20,27 +20,49 @@ type Val struct {
 
 func le(n int, put func([]byte)) []byte { b := make([]byte, n); put(b); return b }
 
-// U8 .. F64, Bool and Str encode scalar values.
-func U8(v uint8) Val   { return Val{gguf.TypeUint8, []byte{v}} }
-func I8(v int8) Val    { return Val{gguf.TypeInt8, []byte{byte(v)}} }
+// U8 encodes a uint8 value.
+func U8(v uint8) Val { return Val{gguf.TypeUint8, []byte{v}} }
+
+// I8 encodes an int8 value.
+func I8(v int8) Val { return Val{gguf.TypeInt8, []byte{byte(v)}} }
+
+// U16 encodes a uint16 value.
 func U16(v uint16) Val { return Val{gguf.TypeUint16, binary.LittleEndian.AppendUint16(nil, v)} }
-func I16(v int16) Val  { return Val{gguf.TypeInt16, binary.LittleEndian.AppendUint16(nil, uint16(v))} }
+
+// I16 encodes an int16 value.
+func I16(v int16) Val { return Val{gguf.TypeInt16, binary.LittleEndian.AppendUint16(nil, uint16(v))} }
+
+// U32 encodes a uint32 value.
 func U32(v uint32) Val { return Val{gguf.TypeUint32, binary.LittleEndian.AppendUint32(nil, v)} }
-func I32(v int32) Val  { return Val{gguf.TypeInt32, binary.LittleEndian.AppendUint32(nil, uint32(v))} }
+
+// I32 encodes an int32 value.
+func I32(v int32) Val { return Val{gguf.TypeInt32, binary.LittleEndian.AppendUint32(nil, uint32(v))} }
+
+// U64 encodes a uint64 value.
 func U64(v uint64) Val { return Val{gguf.TypeUint64, binary.LittleEndian.AppendUint64(nil, v)} }
-func I64(v int64) Val  { return Val{gguf.TypeInt64, binary.LittleEndian.AppendUint64(nil, uint64(v))} }
+
+// I64 encodes an int64 value.
+func I64(v int64) Val { return Val{gguf.TypeInt64, binary.LittleEndian.AppendUint64(nil, uint64(v))} }
+
+// F32 encodes a float32 value.
 func F32(v float32) Val {
 	return Val{gguf.TypeFloat32, binary.LittleEndian.AppendUint32(nil, math.Float32bits(v))}
 }
+
+// F64 encodes a float64 value.
 func F64(v float64) Val {
 	return Val{gguf.TypeFloat64, binary.LittleEndian.AppendUint64(nil, math.Float64bits(v))}
 }
+
+// Bool encodes a bool value.
 func Bool(v bool) Val {
 	if v {
 		return Val{gguf.TypeBool, []byte{1}}
 	}
 	return Val{gguf.TypeBool, []byte{0}}
 }
+
+// Str encodes a string value.
 func Str(s string) Val { return Val{gguf.TypeString, AppendStr(nil, s)} }
 
 // AppendStr appends a GGUF string (u64 length, bytes).

@@ -1,0 +1,135 @@
+package gguf
+
+import (
+	"encoding/binary"
+	"fmt"
+	"io"
+	"math"
+)
+
+// Layout is a GGUF file laid out again with a new alignment: the bytes up
+// to its data section and where each tensor goes. Write Header, then each
+// tensor's bytes at its offset (in tensor order, which is offset order),
+// zero bytes between them and after the last up to Size.
+type Layout struct {
+	// Header holds the magic, counts, metadata and tensor infos with
+	// their new offsets, padded with zeros to the data section.
+	Header []byte
+	// Offsets[i] is the absolute offset of tensor i in the new file.
+	Offsets []int64
+	// Size is the new file's size: the last tensor padded to the
+	// alignment (the header alone when there are no tensors).
+	Size int64
+}
+
+// Relayout lays the file out with general.alignment = align and every
+// tensor on that boundary, contiguous in tensor order (the layout ggml's
+// own reader requires). Every metadata pair keeps its key, type and bytes
+// except general.alignment, which takes the new value (and is appended
+// when the file has none and align is not 32); tensor infos keep
+// everything but their offsets. align must be a power of two from 8 to
+// 2^31.
+func (f *File) Relayout(align int64) (*Layout, error) {
+	if align < 8 || align > math.MaxUint32 || align&(align-1) != 0 {
+		return nil, fmt.Errorf("gguf: alignment %d: want a power of two from 8 to 2^31", align)
+	}
+	_, hasAlign := f.Metadata("general.alignment")
+	addAlign := !hasAlign && align != DefaultAlignment
+	kc := uint64(len(f.kvs))
+	if addAlign {
+		kc++
+	}
+	h := make([]byte, 0, f.headEnd+64)
+	h = append(h, Magic...)
+	h = binary.LittleEndian.AppendUint32(h, f.version)
+	h = binary.LittleEndian.AppendUint64(h, uint64(len(f.tensors)))
+	h = binary.LittleEndian.AppendUint64(h, kc)
+	for _, kv := range f.kvs {
+		if kv.Key == "general.alignment" {
+			h = append(h, f.head[kv.Offset:kv.Value.off]...) // key and type
+			h = binary.LittleEndian.AppendUint32(h, uint32(align))
+			continue
+		}
+		h = append(h, f.head[kv.Offset:kv.Value.off+int64(len(kv.Value.b))]...)
+	}
+	if addAlign {
+		const key = "general.alignment"
+		h = binary.LittleEndian.AppendUint64(h, uint64(len(key)))
+		h = append(h, key...)
+		h = binary.LittleEndian.AppendUint32(h, uint32(TypeUint32))
+		h = binary.LittleEndian.AppendUint32(h, uint32(align))
+	}
+	rel := make([]int64, len(f.tensors))
+	var pos int64
+	for i := range f.tensors {
+		t := &f.tensors[i]
+		rel[i] = pos
+		pos = alignUp(pos+t.NBytes, align)
+		end := t.InfoOffset + 8 + int64(len(t.Name)) + 4 + 8*int64(t.NDims) + 4
+		h = append(h, f.head[t.InfoOffset:end]...)
+		h = binary.LittleEndian.AppendUint64(h, uint64(rel[i]))
+	}
+	data := alignUp(int64(len(h)), align)
+	h = append(h, make([]byte, data-int64(len(h)))...)
+	for i := range rel {
+		rel[i] += data
+	}
+	return &Layout{Header: h, Offsets: rel, Size: data + pos}, nil
+}
+
+func alignUp(x, a int64) int64 { return (x + a - 1) &^ (a - 1) }
+
+// copyChunk is the buffer WriteAligned copies tensor bytes through.
+const copyChunk = 1 << 20
+
+// WriteAligned writes the file laid out by Relayout(align) to w and
+// returns the bytes written. Tensor bytes are read through the mapping's
+// ReadAt (pread for a file) a MiB at a time, so the heap holds the header
+// and one buffer whatever the file's size.
+func (f *File) WriteAligned(w io.Writer, align int64) (int64, error) {
+	l, err := f.Relayout(align)
+	if err != nil {
+		return 0, err
+	}
+	var n int64
+	write := func(b []byte) error {
+		k, err := w.Write(b)
+		n += int64(k)
+		return err
+	}
+	if err := write(l.Header); err != nil {
+		return n, err
+	}
+	// The buffer holds a chunk of the largest tensor or padding.
+	chunk := align
+	for i := range f.tensors {
+		chunk = max(chunk, f.tensors[i].NBytes)
+	}
+	buf := make([]byte, min(chunk, copyChunk))
+	pad := func(to int64) error {
+		clear(buf[:min(max(to-n, 0), int64(len(buf)))])
+		for n < to {
+			if err := write(buf[:min(to-n, int64(len(buf)))]); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	for i := range f.tensors {
+		t := &f.tensors[i]
+		if err := pad(l.Offsets[i]); err != nil {
+			return n, err
+		}
+		for off := int64(0); off < t.NBytes; {
+			c := buf[:min(t.NBytes-off, int64(len(buf)))]
+			if _, err := f.mf.ReadAt(c, t.Offset+off); err != nil {
+				return n, fmt.Errorf("gguf: reading tensor %q: %w", t.Name, err)
+			}
+			if err := write(c); err != nil {
+				return n, err
+			}
+			off += int64(len(c))
+		}
+	}
+	return n, pad(l.Size)
+}

@@ -54,12 +54,9 @@ func TestInspectUseOrder(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer m.Close()
-			methods := []string{""}
-			if p := m.Program(); p != nil {
-				methods = nil
-				for _, pm := range p.Methods() {
-					methods = append(methods, pm.Name)
-				}
+			methods := m.Groups()
+			if methods == nil {
+				methods = []string{""}
 			}
 			keys, orders := useOrderDoc(t, out)
 			if !slices.Equal(keys, methods) {

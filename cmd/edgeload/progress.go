@@ -1,14 +1,17 @@
 package main
 
 import (
+	"cmp"
 	"fmt"
 	"hash/crc32"
 	"io"
 	"math"
+	"slices"
 	"time"
 
 	"github.com/edgeload/edgeload/loader"
 	"github.com/edgeload/edgeload/loader/format"
+	"github.com/edgeload/edgeload/mmapfile"
 	"github.com/edgeload/edgeload/segment"
 )
 
@@ -38,12 +41,13 @@ func verifyModel(m *loader.Model, progress func(done, total int64)) (loader.Veri
 		items = append(items, item{fmt.Sprintf("segment %d", i), s})
 	}
 	mf := m.File()
+	inSegment := newSegIndex(mf, segs)
 	for i := range m.NumTensors() {
 		t := m.TensorAt(i)
 		switch {
 		case t.Location == format.LocExternal && !t.Resolved():
 			r.Unresolved++
-		case t.Data.File() == mf && inSegment(t.Data, segs):
+		case inSegment.contains(t.Data):
 			// read with its segment
 		default:
 			items = append(items, item{fmt.Sprintf("tensor %q", t.Name), t.Data})
@@ -86,15 +90,47 @@ func addCapped(a, b int64) int64 {
 	return a + b
 }
 
-// inSegment reports whether s lies inside one of segs (same file).
-func inSegment(s segment.Segment, segs []segment.Segment) bool {
-	for _, seg := range segs {
-		if s.File() == seg.File() && s.Offset() >= seg.Offset() && s.Len() >= 0 &&
-			s.Offset()-seg.Offset() <= seg.Len()-s.Len() {
-			return true
+// segIndex answers whether a range lies inside one of a file's segments
+// in O(log n): the segments sorted by offset, with the largest end of
+// each prefix.
+type segIndex struct {
+	mf     *mmapfile.File
+	starts []int64 // sorted
+	maxEnd []int64 // maxEnd[i]: the largest end of the segments starting at or before starts[i]
+}
+
+func newSegIndex(mf *mmapfile.File, segs []segment.Segment) *segIndex {
+	x := &segIndex{mf: mf}
+	sorted := slices.Clone(segs)
+	slices.SortFunc(sorted, func(a, b segment.Segment) int { return cmp.Compare(a.Offset(), b.Offset()) })
+	end := int64(math.MinInt64)
+	for _, s := range sorted {
+		if s.File() != mf {
+			continue
 		}
+		end = max(end, addCapped(s.Offset(), s.Len()))
+		x.starts = append(x.starts, s.Offset())
+		x.maxEnd = append(x.maxEnd, end)
 	}
-	return false
+	return x
+}
+
+// contains reports whether s lies inside one of the segments: one that
+// starts at or before s ends at or after it.
+func (x *segIndex) contains(s segment.Segment) bool {
+	if s.File() != x.mf || s.Len() < 0 {
+		return false
+	}
+	i, found := slices.BinarySearch(x.starts, s.Offset())
+	if found {
+		// the last segment starting at s.Offset()
+		for i+1 < len(x.starts) && x.starts[i+1] == s.Offset() {
+			i++
+		}
+	} else {
+		i--
+	}
+	return i >= 0 && x.maxEnd[i] >= addCapped(s.Offset(), s.Len())
 }
 
 // progress shows on a terminal how far a long task is: one line, redrawn

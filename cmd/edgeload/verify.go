@@ -30,7 +30,7 @@ func runVerify(c *cli, args []string) int {
 	if len(pos) == 0 {
 		return usageError(c, fs, "want at least one FILE")
 	}
-	tty := isTerminal(c.stderr)
+	tty := terminal(c.stderr)
 	failed := 0
 	for _, path := range pos {
 		var p *progress
@@ -56,6 +56,9 @@ func runVerify(c *cli, args []string) int {
 	}
 	return exitOK
 }
+
+// terminal reports whether w is a terminal (tests replace it).
+var terminal = isTerminal
 
 // verifyFile opens and verifies one file and describes the result. With
 // p, it shows the bytes read as it goes (see verifyModel).

@@ -35,6 +35,7 @@ import (
 
 	"github.com/edgeload/edgeload/loader/bundle"
 	"github.com/edgeload/edgeload/loader/format"
+	"github.com/edgeload/edgeload/loader/gguf"
 	"github.com/edgeload/edgeload/loader/internal/region"
 	"github.com/edgeload/edgeload/loader/ptd"
 	"github.com/edgeload/edgeload/loader/pte"
@@ -70,6 +71,7 @@ const (
 	PTE     Format = "pte"  // ExecuTorch program
 	PTD     Format = "ptd"  // ExecuTorch named data (FlatTensor)
 	RTen    Format = "rten" // RTen model
+	GGUF    Format = "gguf" // llama.cpp model (GGUF v2, v3)
 	// BundledProgram is an ExecuTorch bundled program (.bpte): Open opens
 	// the program it embeds (a *bundle.Program).
 	BundledProgram Format = "bpte"
@@ -106,7 +108,7 @@ var registry struct {
 }
 
 func init() {
-	for _, r := range []format.Registration{pte.Format, bundle.Format, ptd.Format, rten.Format, rten.V1Format} {
+	for _, r := range []format.Registration{pte.Format, bundle.Format, ptd.Format, rten.Format, gguf.Format, rten.V1Format} {
 		Register(r)
 	}
 }

@@ -5,22 +5,9 @@ import (
 	"fmt"
 	"io"
 	"math"
-)
 
-// Layout is a GGUF file laid out again with a new alignment: the bytes up
-// to its data section and where each tensor goes. Write Header, then each
-// tensor's bytes at its offset (in tensor order, which is offset order),
-// zero bytes between them and after the last up to Size.
-type Layout struct {
-	// Header holds the magic, counts, metadata and tensor infos with
-	// their new offsets, padded with zeros to the data section.
-	Header []byte
-	// Offsets[i] is the absolute offset of tensor i in the new file.
-	Offsets []int64
-	// Size is the new file's size: the last tensor padded to the
-	// alignment (the header alone when there are no tensors).
-	Size int64
-}
+	"github.com/edgeload/edgeload/loader/format"
+)
 
 // Relayout lays the file out with general.alignment = align and every
 // tensor on that boundary, contiguous in tensor order (the layout ggml's
@@ -29,7 +16,7 @@ type Layout struct {
 // when the file has none and align is not 32); tensor infos keep
 // everything but their offsets. align must be a power of two from 8 to
 // 2^31.
-func (f *File) Relayout(align int64) (*Layout, error) {
+func (f *File) Relayout(align int64) (*format.Layout, error) {
 	if align < 8 || align > math.MaxUint32 || align&(align-1) != 0 {
 		return nil, fmt.Errorf("gguf: alignment %d: want a power of two from 8 to 2^31", align)
 	}
@@ -74,10 +61,14 @@ func (f *File) Relayout(align int64) (*Layout, error) {
 	for i := range rel {
 		rel[i] += data
 	}
-	return &Layout{Header: h, Offsets: rel, Size: data + pos}, nil
+	pieces := make([]format.Piece, len(rel))
+	for i := range rel {
+		pieces[i] = format.Piece{Offset: rel[i], Data: f.tensors[i].Data}
+	}
+	return &format.Layout{Head: h, Pieces: pieces, Size: data + pos}, nil
 }
 
-func alignUp(x, a int64) int64 { return (x + a - 1) &^ (a - 1) }
+var alignUp = format.AlignUp
 
 // copyChunk is the buffer WriteAligned copies tensor bytes through.
 const copyChunk = 1 << 20
@@ -97,7 +88,7 @@ func (f *File) WriteAligned(w io.Writer, align int64) (int64, error) {
 		n += int64(k)
 		return err
 	}
-	if err := write(l.Header); err != nil {
+	if err := write(l.Head); err != nil {
 		return n, err
 	}
 	// The buffer holds a chunk of the largest tensor or padding.
@@ -117,7 +108,7 @@ func (f *File) WriteAligned(w io.Writer, align int64) (int64, error) {
 	}
 	for i := range f.tensors {
 		t := &f.tensors[i]
-		if err := pad(l.Offsets[i]); err != nil {
+		if err := pad(l.Pieces[i].Offset); err != nil {
 			return n, err
 		}
 		for off := int64(0); off < t.NBytes; {

@@ -32,12 +32,12 @@ func TestWriteAligned(t *testing.T) {
 			if err != nil {
 				t.Fatalf("%s at %d: %v", s.Name, align, err)
 			}
-			if int64(buf.Len()) != l.Size || !bytes.Equal(buf.Bytes()[:len(l.Header)], l.Header) || g.DataOffset() != int64(len(l.Header)) {
-				t.Errorf("%s at %d: %d bytes, layout %d, header %d, data at %d", s.Name, align, buf.Len(), l.Size, len(l.Header), g.DataOffset())
+			if int64(buf.Len()) != l.Size || !bytes.Equal(buf.Bytes()[:len(l.Head)], l.Head) || g.DataOffset() != int64(len(l.Head)) {
+				t.Errorf("%s at %d: %d bytes, layout %d, header %d, data at %d", s.Name, align, buf.Len(), l.Size, len(l.Head), g.DataOffset())
 			}
 			for i := range g.NumTensors() {
-				if g.TensorAt(i).Offset != l.Offsets[i] {
-					t.Errorf("%s at %d: tensor %d at %d, layout says %d", s.Name, align, i, g.TensorAt(i).Offset, l.Offsets[i])
+				if g.TensorAt(i).Offset != l.Pieces[i].Offset {
+					t.Errorf("%s at %d: tensor %d at %d, layout says %d", s.Name, align, i, g.TensorAt(i).Offset, l.Pieces[i].Offset)
 				}
 			}
 			if err := ggufcheck.Same(f, g, align); err != nil {
@@ -191,8 +191,8 @@ func TestPythonReader(t *testing.T) {
 		orig := openFile(t, j.orig)
 		align := j.align
 		l, _ := orig.Relayout(align)
-		if got.Alignment != align || got.DataOffset != int64(len(l.Header)) {
-			t.Errorf("%s: gguf-py reads alignment %d, data at %d; want %d, %d", what, got.Alignment, got.DataOffset, align, len(l.Header))
+		if got.Alignment != align || got.DataOffset != int64(len(l.Head)) {
+			t.Errorf("%s: gguf-py reads alignment %d, data at %d; want %d, %d", what, got.Alignment, got.DataOffset, align, len(l.Head))
 		}
 		var keys []string
 		for _, kv := range orig.KVs() {
@@ -215,9 +215,9 @@ func TestPythonReader(t *testing.T) {
 			for j := range ne {
 				ne[j] = uint64(ot.NE[j])
 			}
-			if gt.Name != ot.Name || gt.Type != uint32(ot.Type) || !equalU64(gt.NE, ne) || gt.Offset != l.Offsets[i] ||
+			if gt.Name != ot.Name || gt.Type != uint32(ot.Type) || !equalU64(gt.NE, ne) || gt.Offset != l.Pieces[i].Offset ||
 				gt.Offset%align != 0 || gt.NBytes != ot.NBytes || gt.SHA256 != hex.EncodeToString(sum[:]) {
-				t.Errorf("%s: tensor %d: gguf-py reads %+v; want %q %v ne %v at %d, %d bytes, sha %x", what, i, gt, ot.Name, ot.Type, ne, l.Offsets[i], ot.NBytes, sum)
+				t.Errorf("%s: tensor %d: gguf-py reads %+v; want %q %v ne %v at %d, %d bytes, sha %x", what, i, gt, ot.Name, ot.Type, ne, l.Pieces[i].Offset, ot.NBytes, sum)
 			}
 		}
 	}

@@ -10,7 +10,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/edgeload/edgeload/internal/fbverify"
 	"github.com/edgeload/edgeload/internal/schema/bpfb"
+	"github.com/edgeload/edgeload/internal/schema/ptefb"
 	"github.com/edgeload/edgeload/internal/testkit/hostile"
 	"github.com/edgeload/edgeload/internal/testkit/testmodels"
 	"github.com/edgeload/edgeload/internal/testkit/writer"
@@ -230,8 +232,24 @@ func exercise(t *testing.T, f *bundle.File) {
 	if off < 0 || n < 0 || off > size || n > size-off {
 		t.Fatalf("program [%d +%d) outside %d bytes", off, n, size)
 	}
-	if _, err := f.Program().Bytes(); err != nil {
+	prog, err := f.Program().Bytes()
+	if err != nil {
 		t.Fatal(err)
+	}
+	// The embedded program, as pte's FuzzOpen checks one: if it opens and
+	// its methods check, a full verification of its FlatBuffer (lazy
+	// instructions included) passes.
+	if p, err := pte.NewBytes(prog); err == nil {
+		if p.VerifyMethods() == nil {
+			region, err := p.ProgramData().Bytes()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := fbverify.NewWalk(region, fbverify.Options{Format: "pte"}).Verify("Program", ptefb.VerifyProgram); err != nil {
+				t.Fatalf("the embedded program opened and checked, but a full verification rejects it: %v", err)
+			}
+		}
+		p.Close()
 	}
 	for _, s := range f.TestSuites() {
 		for _, c := range s.Cases {

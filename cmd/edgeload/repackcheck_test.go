@@ -44,7 +44,7 @@ func TestRepackCheckFlippedByte(t *testing.T) {
 		t.Fatal(err)
 	}
 	at := bytes.Index(raw, data[1])
-	if at < 0 || bytes.Index(raw[at+1:], data[1]) >= 0 {
+	if at < 0 || bytes.Contains(raw[at+1:], data[1]) {
 		t.Fatalf("the second weight's bytes are at %d in the repacked file (want exactly one place)", at)
 	}
 	raw[at+5] ^= 0x40

@@ -102,9 +102,11 @@ func TestSharedObjects(t *testing.T) {
 	if err := os.WriteFile(small, sharedProgram(50, 50), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := repack.Repack(small, filepath.Join(dir, "small-out.pte"), repack.Options{}); err != nil {
+	smallOut := filepath.Join(dir, "small-out.pte")
+	if _, err := repack.Repack(small, smallOut, repack.Options{}); err != nil {
 		t.Fatalf("small shared program: %v", err)
 	}
+	checkShared(t, smallOut, 50, 50)
 	// 2000 × 2000 frames: about 700 MB unpacked from 16 KB.
 	big := filepath.Join(dir, "big.pte")
 	if err := os.WriteFile(big, sharedProgram(2000, 2000), 0o644); err != nil {
@@ -124,5 +126,59 @@ func TestSharedObjects(t *testing.T) {
 	}
 	if es, _ := os.ReadDir(dir); len(es) != 3 {
 		t.Errorf("%d files in the directory, want 3", len(es))
+	}
+}
+
+// checkShared reads the repacked sharedProgram(n, m) at path with the
+// generated FlatBuffer code, not edgeload's reader, and checks what the
+// program held: the method, its Int value 7, its one KernelCall of value
+// 0, and a stack trace of n frame lists of m frames, each the frame
+// written.
+func checkShared(t *testing.T, path string, n, m int) {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := ptefb.GetRootAsProgram(b, 0)
+	var plan ptefb.ExecutionPlan
+	if p.ExecutionPlanLength() != 1 || !p.ExecutionPlan(&plan, 0) || string(plan.Name()) != "forward" {
+		t.Fatalf("repacked: %d plans", p.ExecutionPlanLength())
+	}
+	var ev ptefb.EValue
+	var tab flatbuffers.Table
+	var iv ptefb.Int
+	if plan.ValuesLength() != 1 || !plan.Values(&ev, 0) || ev.ValType() != ptefb.KernelTypesInt || !ev.Val(&tab) {
+		t.Fatalf("repacked: %d values", plan.ValuesLength())
+	}
+	iv.Init(tab.Bytes, tab.Pos)
+	if iv.IntVal() != 7 {
+		t.Errorf("repacked: value 0 is %d, want 7", iv.IntVal())
+	}
+	var ch ptefb.Chain
+	var in ptefb.Instruction
+	var kc ptefb.KernelCall
+	if plan.ChainsLength() != 1 || !plan.Chains(&ch, 0) || ch.InstructionsLength() != 1 || !ch.Instructions(&in, 0) ||
+		in.InstrArgsType() != ptefb.InstructionArgumentsKernelCall || !in.InstrArgs(&tab) {
+		t.Fatal("repacked: not one chain of one KernelCall")
+	}
+	kc.Init(tab.Bytes, tab.Pos)
+	if kc.ArgsLength() != 1 || kc.Args(0) != 0 {
+		t.Errorf("repacked: KernelCall args %d", kc.ArgsLength())
+	}
+	if ch.StacktraceLength() != n {
+		t.Fatalf("repacked: %d frame lists in the stack trace, want %d", ch.StacktraceLength(), n)
+	}
+	var fl ptefb.FrameList
+	var fr ptefb.Frame
+	for i := range n {
+		if !ch.Stacktrace(&fl, i) || fl.ItemsLength() != m {
+			t.Fatalf("repacked: frame list %d has %d frames, want %d", i, fl.ItemsLength(), m)
+		}
+		for j := range m {
+			if !fl.Items(&fr, j) || string(fr.Filename()) != strings.Repeat("model.py/", 12) || fr.Lineno() != 1 {
+				t.Fatalf("repacked: frame %d of list %d is %q:%d", j, i, fr.Filename(), fr.Lineno())
+			}
+		}
 	}
 }

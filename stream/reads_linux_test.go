@@ -20,7 +20,7 @@ func readBytes(t *testing.T) int64 {
 	t.Helper()
 	b, err := os.ReadFile("/proc/self/io")
 	if err != nil {
-		t.Skipf("no per-process I/O counts: %v", err)
+		skipUnlessRequired(t, "no per-process I/O counts: %v", err)
 	}
 	for _, line := range bytes.Split(b, []byte("\n")) {
 		if v, ok := bytes.CutPrefix(line, []byte("read_bytes: ")); ok {
@@ -31,7 +31,7 @@ func readBytes(t *testing.T) int64 {
 			return n
 		}
 	}
-	t.Skip("/proc/self/io has no read_bytes")
+	skipUnlessRequired(t, "/proc/self/io has no read_bytes")
 	return 0
 }
 
@@ -72,7 +72,7 @@ func TestReadsOnce(t *testing.T) {
 	}{{"file", 64 << 10}, {"file", 256 << 10}, {"section", 64 << 10}} {
 		m, check := opens[c.open]()
 		if !check {
-			t.Skip("the page cache cannot be emptied here")
+			t.Skip("the page cache cannot be emptied here (prepare says why)")
 		}
 		budget := c.budget
 		size := m.File().Len()
@@ -91,7 +91,7 @@ func TestReadsOnce(t *testing.T) {
 		s.Close()
 		read := readBytes(t) - before
 		if read == 0 {
-			t.Skip("this file system's reads are not counted")
+			skipUnlessRequired(t, "this file system's reads are not counted")
 		}
 		if read > size+s.grain {
 			t.Errorf("%s, budget %d: read %d bytes from storage for a model of %d", c.open, budget, read, size)
@@ -121,4 +121,14 @@ func TestCPU(t *testing.T) {
 		t.Fatalf("stream CPU %v (system %v), process CPU meanwhile %v", st.CPU, st.SystemCPU, process)
 	}
 	t.Logf("stream CPU %v (system %v) of the process's %v", st.CPU, st.SystemCPU, process)
+}
+
+// skipUnlessRequired skips the test, or fails it where the checks are
+// required (see required).
+func skipUnlessRequired(t *testing.T, format string, args ...any) {
+	t.Helper()
+	if required() {
+		t.Fatalf(format+" (CI=true requires this check)", args...)
+	}
+	t.Skipf(format, args...)
 }

@@ -71,6 +71,13 @@ func skip(t *testing.T, format string, args ...any) {
 	t.Skip(msg)
 }
 
+// required reports whether a part of a running proof that could be left
+// out (the 32-bit row) must be there: under EDGELOAD_MEMLIMIT=require or
+// CI=true.
+func required() bool {
+	return os.Getenv(envMode) == "require" || os.Getenv("CI") == "true"
+}
+
 // a run is one child configuration: a mode, a page-cache state and
 // release options.
 type run struct {
@@ -90,9 +97,10 @@ type result struct {
 	outcome    string
 	ok         bool // exit 0 and every sum checked
 	wall       time.Duration
-	peakRSS    int64 // the child's VmHWM (see pollHWM)
-	cgPeak     int64 // the cgroup's peak usage
-	oomKills   int64
+	peakRSS    int64   // the child's VmHWM (see pollHWM)
+	cgPeak     int64   // the cgroup's peak usage
+	oomKills   int64   // -1 when the kernel does not say
+	killed     bool    // the child died of SIGKILL
 	residentIn float64 // fraction of the file's pages in the page cache before the run
 	rep        *Report
 	stderr     string
@@ -140,16 +148,24 @@ func TestMemLimit(t *testing.T) {
 	}
 	t.Logf("cgroup %s memory controller at %s; limit %d MiB", version, parent.Dir, limitBytes>>20)
 
+	runs := proofRuns()
 	children := map[string]string{"": buildChild(t, "")}
 	// The bonus row: on amd64 the kernel runs 386 binaries natively, so a
 	// 32-bit child shows windowed mode (the file cannot be mapped whole in
 	// a 32-bit address space) under the same limit, without emulation.
 	if runtime.GOARCH == "amd64" {
-		if bin, err := build32(t); err != nil {
-			t.Logf("no 32-bit run: %v", err)
-		} else {
+		bin, err := build32(t)
+		switch {
+		case err == nil:
 			children["386"] = bin
+		case required():
+			t.Fatalf("no 32-bit run (%s=require or CI=true requires the 32-bit row): %v", envMode, err)
+		default:
+			t.Logf("no 32-bit run: %v", err)
 		}
+	}
+	if missing := missingRows(runs, children, runtime.GOARCH, required()); len(missing) > 0 {
+		t.Fatalf("rows of the proof that would not run: %s", strings.Join(missing, "; "))
 	}
 	model := modelFile(t)
 	reps := 3
@@ -160,17 +176,6 @@ func TestMemLimit(t *testing.T) {
 		reps = v
 	}
 
-	runs := []run{
-		{name: "edgeload, plain faulting", mode: ModePlain, edge: true, release: true, compare: true},
-		{name: "edgeload + prefetch-ahead", mode: ModePrefetch, edge: true, release: true, compare: true},
-		{name: "edgeload, plain, Release + DropPageCache (behind)", mode: ModePlain, args: []string{"-drop"}, edge: true, release: true},
-		{name: "edgeload, plain, no Release", mode: ModePlain, args: []string{"-norelease"}, edge: true},
-		{name: "os.ReadFile baseline", mode: ModeReadFile},
-		{name: "edgeload 32-bit (386), windowed + Evict", mode: ModePlain, edge: true, release: true, goarch: "386"},
-		{name: "edgeload, plain faulting", mode: ModePlain, hot: true, edge: true, release: true, compare: true},
-		{name: "edgeload + prefetch-ahead", mode: ModePrefetch, hot: true, edge: true, release: true, compare: true},
-		{name: "os.ReadFile baseline", mode: ModeReadFile, hot: true},
-	}
 	// Cold runs first, then hot ones (warming the cache once); the compared
 	// runs are repeated, interleaved, so that noise from other work on the
 	// machine falls on both alike.
@@ -214,31 +219,69 @@ func TestMemLimit(t *testing.T) {
 	}
 }
 
+// proofRuns lists the rows of the proof: edgeload's ways of reading, cold
+// and hot, the os.ReadFile baseline both ways, and the 32-bit row (run on
+// amd64, where the kernel runs a 386 child natively).
+func proofRuns() []run {
+	return []run{
+		{name: "edgeload, plain faulting", mode: ModePlain, edge: true, release: true, compare: true},
+		{name: "edgeload + prefetch-ahead", mode: ModePrefetch, edge: true, release: true, compare: true},
+		{name: "edgeload, plain, Release + DropPageCache (behind)", mode: ModePlain, args: []string{"-drop"}, edge: true, release: true},
+		{name: "edgeload, plain, no Release", mode: ModePlain, args: []string{"-norelease"}, edge: true},
+		{name: "os.ReadFile baseline", mode: ModeReadFile},
+		{name: "edgeload 32-bit (386), windowed + Evict", mode: ModePlain, edge: true, release: true, goarch: "386"},
+		{name: "edgeload, plain faulting", mode: ModePlain, hot: true, edge: true, release: true, compare: true},
+		{name: "edgeload + prefetch-ahead", mode: ModePrefetch, hot: true, edge: true, release: true, compare: true},
+		{name: "os.ReadFile baseline", mode: ModeReadFile, hot: true},
+	}
+}
+
 // checkRun asserts what one run must show.
 func checkRun(t *testing.T, res result) {
 	t.Helper()
-	label := res.name + ", " + cacheName(res.hot)
+	for _, p := range runProblems(res) {
+		t.Errorf("%s, %s: %s", res.name, cacheName(res.hot), p)
+	}
+}
+
+// runProblems returns what one run shows that it must not: the group's
+// peak outside (0, limit+peakSlack]; for the os.ReadFile baseline, any
+// outcome but a SIGKILL the group's OOM-kill counter records; for an
+// edgeload run, a failure, wrong sums, the wrong mapping mode, a peak RSS
+// out of line with Release, or a page cache not in the state the run asked
+// for.
+func runProblems(res result) []string {
+	var ps []string
+	bad := func(format string, args ...any) { ps = append(ps, fmt.Sprintf(format, args...)) }
 	if res.cgPeak <= 0 || res.cgPeak > limitBytes+peakSlack {
-		t.Errorf("%s: cgroup peak usage %d outside (0, %d]: the limit was not in force", label, res.cgPeak, limitBytes+peakSlack)
+		bad("cgroup peak usage %d outside (0, %d]: the limit was not in force", res.cgPeak, limitBytes+peakSlack)
 	}
 	if !res.edge {
 		// The baseline must not get through: 4 GiB of anonymous memory
-		// cannot fit in 256 MiB without swap.
-		if res.ok || res.rep != nil && res.rep.Err == "" {
-			t.Errorf("%s: succeeded under a %d MiB limit: the limit was not enforced", label, limitBytes>>20)
+		// cannot fit in 256 MiB without swap. What stops it must be the
+		// OOM killer: a SIGKILL, and the group's counter going up.
+		switch {
+		case res.ok || res.rep != nil && res.rep.Err == "":
+			bad("succeeded under a %d MiB limit: the limit was not enforced", limitBytes>>20)
+		case !res.killed:
+			bad("ended %q, not killed: want an OOM kill", res.outcome)
+		case res.oomKills < 0:
+			bad("killed, but the kernel reports no OOM-kill count for the group: cannot show an OOM kill")
+		case res.oomKills == 0:
+			bad("killed (%s) with the group's OOM-kill count at 0: not the OOM killer", res.outcome)
 		}
-		return
+		return ps
 	}
 	if !res.ok {
-		t.Errorf("%s: %s\nstderr: %s", label, res.outcome, res.stderr)
-		return
+		bad("%s\nstderr: %s", res.outcome, res.stderr)
+		return ps
 	}
 	var want float64
 	for i := range Tensors {
 		want += ExpectedSum(i)
 	}
 	if res.rep.Tensors != Tensors || res.rep.Mismatches != 0 || res.rep.Checksum != want || res.rep.Bytes != Tensors*TensorBytes {
-		t.Errorf("%s: read %d tensors (%d bytes), %d mismatches (%s), checksum %v want %v", label,
+		bad("read %d tensors (%d bytes), %d mismatches (%s), checksum %v want %v",
 			res.rep.Tensors, res.rep.Bytes, res.rep.Mismatches, res.rep.FirstBad, res.rep.Checksum, want)
 	}
 	wantMode := mmapfile.ModeWhole
@@ -246,25 +289,46 @@ func checkRun(t *testing.T, res result) {
 		wantMode = mmapfile.ModeWindowed
 	}
 	if res.rep.MappingMode != wantMode.String() {
-		t.Errorf("%s: mapping mode %q, want %q", label, res.rep.MappingMode, wantMode)
+		bad("mapping mode %q, want %q", res.rep.MappingMode, wantMode)
 	}
 	// Released tensors leave the process: its RSS stays a few tensors'
 	// worth (the runtime, the FlatBuffer metadata, the tensors in flight
 	// and the pages shared by neighbouring tensors), far below the limit.
 	if res.release && res.peakRSS > limitBytes/4 {
-		t.Errorf("%s: peak RSS %d MiB with Release after each tensor; want < %d MiB", label, res.peakRSS>>20, limitBytes>>22)
+		bad("peak RSS %d MiB with Release after each tensor; want < %d MiB", res.peakRSS>>20, limitBytes>>22)
 	}
 	// Dropping released pages from the page cache too (release-behind)
 	// keeps even the group's page cache small.
 	if slices.Contains(res.args, "-drop") && res.cgPeak > limitBytes/2 {
-		t.Errorf("%s: cgroup peak %d MiB although released pages were dropped from the page cache; want < %d MiB", label, res.cgPeak>>20, limitBytes>>21)
+		bad("cgroup peak %d MiB although released pages were dropped from the page cache; want < %d MiB", res.cgPeak>>20, limitBytes>>21)
 	}
 	if !res.hot && res.residentIn > 0.01 {
-		t.Errorf("%s: %.1f%% of the file was in the page cache before a cold run", label, 100*res.residentIn)
+		bad("%.1f%% of the file was in the page cache before a cold run", 100*res.residentIn)
 	}
 	if res.hot && res.residentIn < 0.99 {
-		t.Errorf("%s: only %.1f%% of the file was in the page cache before a hot run", label, 100*res.residentIn)
+		bad("only %.1f%% of the file was in the page cache before a hot run", 100*res.residentIn)
 	}
+	return ps
+}
+
+// missingRows returns the rows of runs that would not run because their
+// child was not built: always for the test's own architecture, and for the
+// 32-bit (386) row on amd64 when required is set, which also requires that
+// runs has that row.
+func missingRows(runs []run, children map[string]string, goarch string, required bool) []string {
+	var missing []string
+	if required && goarch == "amd64" && !slices.ContainsFunc(runs, func(r run) bool { return r.goarch == "386" }) {
+		missing = append(missing, "the 32-bit (386) row is not in the list")
+	}
+	for _, r := range runs {
+		if _, ok := children[r.goarch]; ok {
+			continue
+		}
+		if r.goarch == "" || required && r.goarch == "386" && goarch == "amd64" {
+			missing = append(missing, fmt.Sprintf("%s (no %s child)", r.name, cmp.Or(r.goarch, goarch)))
+		}
+	}
+	return missing
 }
 
 // lockMachine serialises TestMemLimit across processes on this machine (a
@@ -620,6 +684,7 @@ func runChild(t *testing.T, parent cgroup.Parent, bin, model string, r run, n in
 	ws, _ := cmd.ProcessState.Sys().(syscall.WaitStatus)
 	switch {
 	case ws.Signaled() && ws.Signal() == syscall.SIGKILL:
+		res.killed = true
 		res.outcome = "killed (SIGKILL)"
 		if res.oomKills > 0 {
 			res.outcome = "OOM-killed (SIGKILL)"

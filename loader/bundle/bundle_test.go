@@ -7,6 +7,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -77,7 +78,7 @@ func TestTiny(t *testing.T) {
 			case w.Tensor != nil:
 				got, err := v.Tensor.Data.Bytes()
 				if v.Kind != bundle.KindTensor || err != nil || !bytes.Equal(got, w.Tensor.Data) || v.Tensor.DType != format.Float32 ||
-					len(v.Tensor.Shape) != 2 || v.Tensor.Shape[1] != int64(len(w.Tensor.Sizes)) && v.Tensor.Shape[1] != int64(w.Tensor.Sizes[1]) ||
+					!slices.Equal(v.Tensor.Shape, shapeOf(w.Tensor.Sizes)) ||
 					v.Tensor.Location != format.LocInline || v.Tensor.Offset%16 != 0 || !bytes.Equal(b[v.Tensor.Offset:v.Tensor.Offset+v.Tensor.NBytes], w.Tensor.Data) {
 					t.Errorf("case %d value %d: %+v", j, k, v.Tensor)
 				}
@@ -326,4 +327,13 @@ func TestValueOffsetWrap(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "inputs[0]") || !strings.Contains(err.Error(), "past the end") {
 		t.Fatalf("NewBytes = %v, want an offset past the end at inputs[0]", err)
 	}
+}
+
+// shapeOf returns the writer's sizes as a shape.
+func shapeOf(sizes []int32) []int64 {
+	out := make([]int64, len(sizes))
+	for i, n := range sizes {
+		out[i] = int64(n)
+	}
+	return out
 }

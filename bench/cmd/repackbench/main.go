@@ -25,8 +25,8 @@
 // ratio_sync_median the median synced repack over the median cp+fsync,
 // heap_peak_bytes the largest
 // heap in use (runtime/metrics /memory/classes/heap/objects:bytes, sampled
-// every millisecond, plus the samples of each GC's live heap) seen during
-// the repacks, and maxrss_bytes the process's peak resident set
+// every millisecond and as each repack starts and ends) seen during the
+// repacks, and maxrss_bytes the process's peak resident set
 // (getrusage), which counts the mapped file pages repack touched and so is
 // not the heap.
 package main
@@ -129,9 +129,7 @@ func run(w io.Writer, in, outDir string, rounds int, opts repack.Options) error 
 		res.CPFsync = append(res.CPFsync, d)
 		os.Remove(out)
 
-		sampling.Store(true)
-		d, err = timed(func() error { _, err := repack.Repack(in, out, opts); return err })
-		sampling.Store(false)
+		d, err = timed(func() error { return sampled(&peak, &sampling, func() error { return repackOnce(in, out, opts) }) })
 		if err != nil {
 			return err
 		}
@@ -140,9 +138,7 @@ func run(w io.Writer, in, outDir string, rounds int, opts repack.Options) error 
 
 		syncOpts := opts
 		syncOpts.Sync = true
-		sampling.Store(true)
-		d, err = timed(func() error { _, err := repack.Repack(in, out, syncOpts); return err })
-		sampling.Store(false)
+		d, err = timed(func() error { return sampled(&peak, &sampling, func() error { return repackOnce(in, out, syncOpts) }) })
 		if err != nil {
 			return err
 		}
@@ -191,6 +187,35 @@ func timed(fn func() error) (float64, error) {
 	return time.Since(t).Seconds(), err
 }
 
+// repackOnce repacks in to out.
+func repackOnce(in, out string, opts repack.Options) error {
+	_, err := repack.Repack(in, out, opts)
+	return err
+}
+
+// sampled runs fn with the heap sampler on, and samples the heap itself
+// as fn starts and ends, so that a run shorter than the sampler's tick is
+// measured too.
+func sampled(peak *atomic.Uint64, sampling *atomic.Bool, fn func() error) error {
+	sampleOnce(peak)
+	sampling.Store(true)
+	err := fn()
+	sampling.Store(false)
+	sampleOnce(peak)
+	return err
+}
+
+// sampleOnce records the heap in use now if it is the largest yet.
+func sampleOnce(peak *atomic.Uint64) {
+	s := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
+	metrics.Read(s)
+	for v := s[0].Value.Uint64(); v > peak.Load(); {
+		if peak.CompareAndSwap(peak.Load(), v) {
+			break
+		}
+	}
+}
+
 // sampleHeap records the largest heap in use while sampling is on.
 func sampleHeap(peak *atomic.Uint64, sampling *atomic.Bool, stop chan struct{}) {
 	s := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
@@ -205,8 +230,10 @@ func sampleHeap(peak *atomic.Uint64, sampling *atomic.Bool, stop chan struct{}) 
 				continue
 			}
 			metrics.Read(s)
-			if v := s[0].Value.Uint64(); v > peak.Load() {
-				peak.Store(v)
+			for v := s[0].Value.Uint64(); v > peak.Load(); {
+				if peak.CompareAndSwap(peak.Load(), v) {
+					break
+				}
 			}
 		}
 	}

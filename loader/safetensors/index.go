@@ -63,8 +63,9 @@ type weightMap struct {
 	lookup nameindex.Index
 }
 
-// maxIndexSize bounds the index file, as MaxHeaderSize bounds a header.
-const maxIndexSize = MaxHeaderSize
+// maxIndexSize bounds the index file, as huggingface_hub bounds it
+// (MAX_INDEX_FILE_SIZE).
+const maxIndexSize = 10 << 20
 
 // openIndex reads the index in mf, at path, and opens its shards.
 func openIndex(mf *mmapfile.File, path string, opts []mmapfile.Option) (*Sharded, error) {

@@ -5,7 +5,6 @@ import (
 	"math"
 	"math/bits"
 	"slices"
-	"strconv"
 
 	"github.com/edgeload/edgeload/loader/format"
 	"github.com/edgeload/edgeload/loader/internal/arena"
@@ -35,7 +34,9 @@ type header struct {
 // the caller.
 func parseHeader(b []byte, base int64) (*header, error) {
 	s := &scanner{b: b, base: base, field: "header"}
-	h := &header{}
+	// The smallest entry, "":{"dtype":"F4","shape":[],"data_offsets":[0,0]},
+	// takes 50 bytes: room for as many entries as the header can hold.
+	h := &header{entries: make([]entry, 0, len(b)/50+1)}
 	var names arena.Strings
 	var dims arena.Slices[int64]
 	var scratch []uint64
@@ -116,7 +117,9 @@ func (s *scanner) metadata(names *arena.Strings) ([]Meta, error) {
 		if err := s.expect(':', ctx); err != nil {
 			return nil, err
 		}
-		v, err := s.str(ctx + "[" + strconv.Quote(key) + "]: value")
+		s.enter(ctx, key)
+		v, err := s.str(": value")
+		s.leave()
 		if err != nil {
 			return nil, err
 		}
@@ -133,7 +136,9 @@ func (s *scanner) metadata(names *arena.Strings) ([]Meta, error) {
 
 // entry reads a tensor entry's object into e and checks it alone.
 func (s *scanner) entry(e *entry, dims *arena.Slices[int64], scratch []uint64) ([]uint64, error) {
-	ctx := "header[" + strconv.Quote(e.name) + "]"
+	const ctx = ""
+	s.enter("header", e.name)
+	defer s.leave()
 	if err := s.expect('{', ctx); err != nil {
 		return scratch, err
 	}
@@ -180,7 +185,7 @@ func (s *scanner) entry(e *entry, dims *arena.Slices[int64], scratch []uint64) (
 				var ok bool
 				if e.dt, bitw, ok = lookupCode(code); !ok {
 					if looksLikeCode(code) {
-						return scratch, format.Wrapf(format.ErrUnsupportedVersion, formatName, "header", s.base+int64(dtPos),
+						return scratch, s.wrapAt(format.ErrUnsupportedVersion, dtPos,
 							"%s.dtype: %q is not a dtype code this reader knows (a newer one?)", ctx, code)
 					}
 					return scratch, s.errAt(dtPos, "%s.dtype: %q is not a safetensors dtype code (BOOL, U8, F16, BF16, F32, ...)", ctx, code)
@@ -251,7 +256,7 @@ func (s *scanner) entry(e *entry, dims *arena.Slices[int64], scratch []uint64) (
 	}
 	for i, name := range [3]string{"dtype", "shape", "data_offsets"} {
 		if !have[i] {
-			return scratch, format.Errorf(formatName, "header", e.pos, "%s: member %q missing", ctx, name)
+			return scratch, s.errAt(int(e.pos-s.base), "%s: member %q missing", ctx, name)
 		}
 	}
 	// numel, then numel × bits, checked in 64 bits left to right (R11)

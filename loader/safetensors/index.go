@@ -6,7 +6,6 @@ import (
 	"io"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 
@@ -250,20 +249,22 @@ func (s *scanner) weightMap(wm *weightMap, names *arena.Strings) error {
 		}
 		s.ws()
 		vpos := s.pos
-		v, err := s.str(ctx + "[" + strconv.Quote(name) + "]")
+		s.enter(ctx, name)
+		v, err := s.str("")
 		if err != nil {
 			return err
 		}
 		si, ok := files[string(v)]
 		if !ok {
 			if !isLocalName(v) {
-				return s.errAt(vpos, "%s[%q]: shard %q is not a file name beside the index", ctx, name, v)
+				return s.errAt(vpos, ": shard %q is not a file name beside the index", v)
 			}
 			si = int32(len(wm.files))
 			f := names.Copy(v)
 			files[f] = si
 			wm.files = append(wm.files, f)
 		}
+		s.leave()
 		wm.names = append(wm.names, name)
 		wm.shard = append(wm.shard, si)
 		more, err := s.more('}', ctx)

@@ -1,7 +1,9 @@
 package safetensors
 
 import (
+	"fmt"
 	"math"
+	"strconv"
 	"unicode/utf16"
 	"unicode/utf8"
 
@@ -23,16 +25,36 @@ type scanner struct {
 	base  int64  // file offset of b[0]
 	field string // what the scanner reads, for errors ("header", "index")
 	buf   []byte // the decoded string when it had escapes
+
+	// While named is set, errors begin with at[name] (the entry being
+	// read): built only when an error is, so reading allocates nothing
+	// for it.
+	named    bool
+	at, name string
 }
 
 func (s *scanner) errorf(msg string, args ...any) error {
-	return format.Errorf(formatName, s.field, s.base+int64(s.pos), msg, args...)
+	return s.wrapAt(format.ErrMalformed, s.pos, msg, args...)
 }
 
 // errAt is errorf at position pos of b.
 func (s *scanner) errAt(pos int, msg string, args ...any) error {
-	return format.Errorf(formatName, s.field, s.base+int64(pos), msg, args...)
+	return s.wrapAt(format.ErrMalformed, pos, msg, args...)
 }
+
+// wrapAt is errAt wrapping sentinel.
+func (s *scanner) wrapAt(sentinel error, pos int, msg string, args ...any) error {
+	text := fmt.Sprintf(msg, args...)
+	if s.named {
+		text = s.at + "[" + strconv.Quote(s.name) + "]" + text
+	}
+	return format.Wrapf(sentinel, formatName, s.field, s.base+int64(pos), "%s", text)
+}
+
+// enter makes errors name the entry at[name] until leave.
+func (s *scanner) enter(at, name string) { s.named, s.at, s.name = true, at, name }
+
+func (s *scanner) leave() { s.named = false }
 
 // what describes the byte at the current position for an error.
 func (s *scanner) what() string {

@@ -54,9 +54,9 @@ func Example() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	format, _ := f.MetadataValue("format")
+	kind, _ := f.MetadataValue("format")
 	fmt.Println(w.Name, w.DType, w.Shape, v, "copied:", copied)
-	fmt.Println("data at", f.DataOffset(), "format", format)
+	fmt.Println("data at", f.DataOffset(), "format", kind)
 	// Output:
 	// linear.weight float32 [2 2] [1 2 3 4] copied: false
 	// data at 176 format pt

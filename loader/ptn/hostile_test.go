@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"testing"
 
 	"github.com/edgeload/edgeload/internal/testkit/hostile"
@@ -71,9 +72,14 @@ func checkErr(err error) error {
 }
 
 func seeds(tb testing.TB) []hostile.Seed {
+	tiny, err := os.ReadFile("testdata/tiny.ptn")
+	if err != nil {
+		tb.Fatal(err)
+	}
 	return []hostile.Seed{
 		{Name: "gen/package", Data: testPackage(tb, false)},
 		{Name: "gen/package-raw", Data: testPackage(tb, true)},
+		{Name: "testdata/tiny.ptn", Data: tiny},
 	}
 }
 

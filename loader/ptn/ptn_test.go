@@ -3,10 +3,12 @@ package ptn_test
 import (
 	"archive/zip"
 	"bytes"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"hash/crc32"
 	"io"
+	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -296,5 +298,67 @@ func TestRefuses(t *testing.T) {
 			continue
 		}
 		t.Logf("%s: %v", c.name, err)
+	}
+}
+
+// TestTiny reads testdata/tiny.ptn, which Python's zipfile wrote as
+// ExecuTorch's writer does (testdata/gen_tiny.py): every tensor at the
+// offset, with the bytes, the generator computed from the zip's local
+// header; the use order derived by hand from testdata/tiny.json.
+func TestTiny(t *testing.T) {
+	b, err := os.ReadFile("testdata/tiny.ptn")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want map[string]struct {
+		DType  string  `json:"dtype"`
+		Shape  []int64 `json:"shape"`
+		Offset int64   `json:"offset"`
+		NBytes int64   `json:"nbytes"`
+		SHA256 string  `json:"sha256"`
+	}
+	e, err := os.ReadFile("testdata/tiny.expected.json")
+	if err != nil || json.Unmarshal(e, &want) != nil {
+		t.Fatal(err)
+	}
+	mf, err := mmapfile.Open("testdata/tiny.ptn")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer mf.Close()
+	if !ptn.Sniff(b) {
+		t.Error("Sniff refuses tiny.ptn")
+	}
+	f, err := ptn.NewFile(mf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f.NumTensors() != len(want) {
+		t.Errorf("%d tensors, want %d", f.NumTensors(), len(want))
+	}
+	for name, w := range want {
+		i, ok := f.Lookup(name)
+		if !ok {
+			t.Errorf("%q missing", name)
+			continue
+		}
+		g := f.TensorAt(i)
+		sum, err := g.Data.SHA256()
+		if err != nil || hex.EncodeToString(sum[:]) != w.SHA256 || g.Offset != w.Offset || g.NBytes != w.NBytes ||
+			safetensors.Code(g.DType) != w.DType || !slices.Equal(g.Shape, w.Shape) {
+			t.Errorf("%q: %v %v at %d, %d bytes; want %+v", name, g.DType, g.Shape, g.Offset, g.NBytes, w)
+		}
+	}
+	o, err := f.UseOrder("forward")
+	var names []string
+	for _, i := range o {
+		names = append(names, f.TensorAt(i).Name)
+	}
+	if err != nil || !slices.Equal(names, []string{"w2", "b", "w", "step"}) {
+		t.Errorf("use order %v, %v", names, err)
+	}
+	m, _ := f.Method("forward")
+	if m == nil || len(m.MutableBuffers) != 1 || m.MutableBuffers[0].FQN != "kv_cache" || !m.Constants[3].Mutated {
+		t.Errorf("forward: %+v", m)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"io"
 	"slices"
+	"strconv"
 	"strings"
 	"unicode/utf8"
 )
@@ -38,11 +39,11 @@ func parseAliases(b []byte, base int64) ([][2]string, error) {
 		}
 		vs, ok := v.(string)
 		if !ok {
-			return nil, bad("the value of " + quoteKey(k.(string)) + " is not a string")
+			return nil, bad("the value of " + strconv.Quote(k.(string)) + " is not a string")
 		}
 		ks := k.(string)
 		if seen[ks] {
-			return nil, errorf(AliasesMember, base, "alias %s appears twice", quoteKey(ks))
+			return nil, errorf(AliasesMember, base, "alias %s appears twice", strconv.Quote(ks))
 		}
 		seen[ks] = true
 		pairs = append(pairs, [2]string{ks, vs})

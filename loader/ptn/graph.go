@@ -135,7 +135,7 @@ func (f *File) readGraph(g Member) error {
 	f.methodIx = nameindex.Make(len(f.methods), func(i int) string { return f.methods[i].Name })
 	for i := range f.methods {
 		if _, rep := f.methodIx.Insert(i); rep {
-			return errorf("Program.methods["+strconv.Itoa(i)+"].name", -1, "method %s appears twice", quoteKey(f.methods[i].Name))
+			return errorf("Program.methods["+strconv.Itoa(i)+"].name", -1, "method %s appears twice", strconv.Quote(f.methods[i].Name))
 		}
 	}
 	return nil
@@ -154,7 +154,7 @@ type reader struct {
 func (r *reader) key(k []byte, field string) (int, error) {
 	i, ok := r.f.index.Lookup(string(k))
 	if !ok {
-		return 0, errorf(field, -1, "data key %s is not in %s or %s", quoteKey(string(k)), ConstantsMember, AliasesMember)
+		return 0, errorf(field, -1, "data key %s is not in %s or %s", strconv.Quote(string(k)), ConstantsMember, AliasesMember)
 	}
 	return i, nil
 }

@@ -85,7 +85,7 @@ func (f *File) ReportFields() []format.Field {
 			}
 		}
 		for _, b := range m.MutableBuffers {
-			o.MutableBuffers = append(o.MutableBuffers, buffer{b.Name, b.FQN})
+			o.MutableBuffers = append(o.MutableBuffers, buffer(b))
 		}
 		ms[i] = o
 	}

@@ -24,7 +24,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"strings"
 
 	"github.com/edgeload/edgeload/loader/format"
 	"github.com/edgeload/edgeload/loader/internal/nameindex"
@@ -359,6 +358,3 @@ var Format = format.Registration{
 		return NewFile(mf)
 	},
 }
-
-// quoteKey names a key in a message.
-func quoteKey(s string) string { return "\"" + strings.ReplaceAll(s, "\"", "\\\"") + "\"" }

@@ -27,7 +27,6 @@ import (
 	"fmt"
 	"os"
 	"sync"
-	"sync/atomic"
 
 	"github.com/edgeload/edgeload/loader/format"
 	"github.com/edgeload/edgeload/loader/internal/nameindex"
@@ -55,7 +54,6 @@ type Meta struct {
 // use; the views it hands out stay valid until the mapping is closed.
 type File struct {
 	mf      *mmapfile.File
-	closed  atomic.Bool
 	hsize   uint64 // N, the JSON header's length
 	tensors []format.Tensor
 	meta    []Meta
@@ -256,10 +254,7 @@ func identity(n int) []int {
 // Check does nothing: NewFile checked everything.
 func (f *File) Check() error { return nil }
 
-// Close marks the File closed; the mapping is the caller's.
-func (f *File) Close() error {
-	f.closed.Store(true)
-	return nil
-}
+// Close does nothing: the mapping is the caller's.
+func (f *File) Close() error { return nil }
 
 var _ format.Model = (*File)(nil)

@@ -39,7 +39,6 @@ func parseHeader(b []byte, base int64) (*header, error) {
 	h := &header{entries: make([]entry, 0, len(b)/50+1)}
 	var names arena.Strings
 	var dims arena.Slices[int64]
-	var scratch []uint64
 	if err := s.expect('{', "header"); err != nil {
 		return nil, err
 	}
@@ -70,7 +69,7 @@ func parseHeader(b []byte, base int64) (*header, error) {
 				if err := s.expect(':', "header"); err != nil {
 					return nil, err
 				}
-				if scratch, err = s.entry(&e, &dims, scratch); err != nil {
+				if err := s.entry(&e, &dims); err != nil {
 					return nil, err
 				}
 				h.entries = append(h.entries, e)
@@ -123,6 +122,10 @@ func (s *scanner) metadata(names *arena.Strings) ([]Meta, error) {
 		if err != nil {
 			return nil, err
 		}
+		if len(meta) == cap(meta) {
+			// doubling, so that the copies add up to the final length
+			meta = append(make([]Meta, 0, 2*cap(meta)+4), meta...)
+		}
 		meta = append(meta, Meta{Key: key, Value: names.Copy(v)})
 		more, err := s.more('}', ctx)
 		if err != nil {
@@ -135,12 +138,12 @@ func (s *scanner) metadata(names *arena.Strings) ([]Meta, error) {
 }
 
 // entry reads a tensor entry's object into e and checks it alone.
-func (s *scanner) entry(e *entry, dims *arena.Slices[int64], scratch []uint64) ([]uint64, error) {
+func (s *scanner) entry(e *entry, dims *arena.Slices[int64]) error {
 	const ctx = ""
 	s.enter("header", e.name)
 	defer s.leave()
 	if err := s.expect('{', ctx); err != nil {
-		return scratch, err
+		return err
 	}
 	var have [3]bool // dtype, shape, data_offsets
 	var bitw uint64
@@ -154,7 +157,7 @@ func (s *scanner) entry(e *entry, dims *arena.Slices[int64], scratch []uint64) (
 			kpos := s.pos
 			k, err := s.str(ctx + ": member name")
 			if err != nil {
-				return scratch, err
+				return err
 			}
 			f := -1
 			switch string(k) {
@@ -167,12 +170,12 @@ func (s *scanner) entry(e *entry, dims *arena.Slices[int64], scratch []uint64) (
 			}
 			if f >= 0 {
 				if have[f] {
-					return scratch, s.errAt(kpos, "%s: member %q appears twice", ctx, k)
+					return s.errAt(kpos, "%s: member %q appears twice", ctx, k)
 				}
 				have[f] = true
 			}
 			if err := s.expect(':', ctx); err != nil {
-				return scratch, err
+				return err
 			}
 			s.ws()
 			switch f {
@@ -180,74 +183,68 @@ func (s *scanner) entry(e *entry, dims *arena.Slices[int64], scratch []uint64) (
 				dtPos = s.pos
 				code, err := s.str(ctx + ".dtype")
 				if err != nil {
-					return scratch, err
+					return err
 				}
 				var ok bool
 				if e.dt, bitw, ok = lookupCode(code); !ok {
 					if looksLikeCode(code) {
-						return scratch, s.wrapAt(format.ErrUnsupportedVersion, dtPos,
+						return s.wrapAt(format.ErrUnsupportedVersion, dtPos,
 							"%s.dtype: %q is not a dtype code this reader knows (a newer one?)", ctx, code)
 					}
-					return scratch, s.errAt(dtPos, "%s.dtype: %q is not a safetensors dtype code (BOOL, U8, F16, BF16, F32, ...)", ctx, code)
+					return s.errAt(dtPos, "%s.dtype: %q is not a safetensors dtype code (BOOL, U8, F16, BF16, F32, ...)", ctx, code)
 				}
 			case 1:
 				shapePos = s.pos
-				scratch = scratch[:0]
 				if err := s.expect('[', ctx+".shape"); err != nil {
-					return scratch, err
+					return err
 				}
-				s.ws()
-				if s.peek() == ']' {
-					s.pos++
-				} else {
-					for {
-						d, err := s.u64(ctx + ".shape")
-						if err != nil {
-							return scratch, err
-						}
-						scratch = append(scratch, d)
-						more, err := s.more(']', ctx+".shape")
-						if err != nil {
-							return scratch, err
-						}
-						if !more {
-							break
+				// sized before it is read: the slice takes 8 bytes for
+				// each dimension's 2 bytes or more of JSON
+				e.shape = dims.Make(s.countElems())
+				for i := range e.shape {
+					if i > 0 {
+						if err := s.expect(',', ctx+".shape"); err != nil {
+							return err
 						}
 					}
-				}
-				e.shape = dims.Make(len(scratch))
-				for i, d := range scratch {
+					d, err := s.u64(ctx + ".shape")
+					if err != nil {
+						return err
+					}
 					if d > math.MaxInt64 {
-						return scratch, s.errAt(shapePos, "%s.shape: dimension %d is %d, more than this reader represents (2^63-1)", ctx, i, d)
+						return s.errAt(shapePos, "%s.shape: dimension %d is %d, more than this reader represents (2^63-1)", ctx, i, d)
 					}
 					e.shape[i] = int64(d)
+				}
+				if err := s.expect(']', ctx+".shape"); err != nil {
+					return err
 				}
 			case 2:
 				offPos = s.pos
 				if err := s.expect('[', ctx+".data_offsets"); err != nil {
-					return scratch, err
+					return err
 				}
 				if e.begin, err = s.u64(ctx + ".data_offsets[0]"); err != nil {
-					return scratch, err
+					return err
 				}
 				if err := s.expect(',', ctx+".data_offsets: want exactly two offsets"); err != nil {
-					return scratch, err
+					return err
 				}
 				if e.end, err = s.u64(ctx + ".data_offsets[1]"); err != nil {
-					return scratch, err
+					return err
 				}
 				if err := s.expect(']', ctx+".data_offsets: want exactly two offsets"); err != nil {
-					return scratch, err
+					return err
 				}
 			default:
 				// serde ignores the members it does not know
 				if err := s.skip(2, ctx); err != nil {
-					return scratch, err
+					return err
 				}
 			}
 			more, err := s.more('}', ctx)
 			if err != nil {
-				return scratch, err
+				return err
 			}
 			if !more {
 				break
@@ -256,7 +253,7 @@ func (s *scanner) entry(e *entry, dims *arena.Slices[int64], scratch []uint64) (
 	}
 	for i, name := range [3]string{"dtype", "shape", "data_offsets"} {
 		if !have[i] {
-			return scratch, s.errAt(int(e.pos-s.base), "%s: member %q missing", ctx, name)
+			return s.errAt(int(e.pos-s.base), "%s: member %q missing", ctx, name)
 		}
 	}
 	// numel, then numel × bits, checked in 64 bits left to right (R11)
@@ -264,26 +261,26 @@ func (s *scanner) entry(e *entry, dims *arena.Slices[int64], scratch []uint64) (
 	for i, d := range e.shape {
 		hi, lo := bits.Mul64(numel, uint64(d))
 		if hi != 0 {
-			return scratch, s.errAt(shapePos, "%s.shape %v: the element count overflows 64 bits at dimension %d", ctx, e.shape, i)
+			return s.errAt(shapePos, "%s.shape %v: the element count overflows 64 bits at dimension %d", ctx, e.shape, i)
 		}
 		numel = lo
 	}
 	hi, nbits := bits.Mul64(numel, bitw)
 	if hi != 0 {
-		return scratch, s.errAt(shapePos, "%s.shape %v: %d elements of %d bits overflow 64 bits", ctx, e.shape, numel, bitw)
+		return s.errAt(shapePos, "%s.shape %v: %d elements of %d bits overflow 64 bits", ctx, e.shape, numel, bitw)
 	}
 	if nbits%8 != 0 { // R12
-		return scratch, s.errAt(dtPos, "%s: %d elements of %d bits (%s) are not a whole number of bytes", ctx, numel, bitw, e.dt)
+		return s.errAt(dtPos, "%s: %d elements of %d bits (%s) are not a whole number of bytes", ctx, numel, bitw, e.dt)
 	}
 	e.nbytes = nbits / 8
 	if e.end < e.begin { // R10
-		return scratch, s.errAt(offPos, "%s.data_offsets [%d, %d]: the end is before the start", ctx, e.begin, e.end)
+		return s.errAt(offPos, "%s.data_offsets [%d, %d]: the end is before the start", ctx, e.begin, e.end)
 	}
 	if e.end-e.begin != e.nbytes { // R13
-		return scratch, s.errAt(offPos, "%s.data_offsets [%d, %d] hold %d bytes; shape %v of %s needs %d",
+		return s.errAt(offPos, "%s.data_offsets [%d, %d] hold %d bytes; shape %v of %s needs %d",
 			ctx, e.begin, e.end, e.end-e.begin, e.shape, e.dt, e.nbytes)
 	}
-	return scratch, nil
+	return nil
 }
 
 // sortEntries puts the entries in data order, by (begin, end), header

@@ -228,6 +228,27 @@ func hex4(b []byte, i int) (rune, bool) {
 	return r, true
 }
 
+// countElems returns the number of elements of the array whose '[' was
+// just read, counting the commas before the next ']' (a nested or
+// malformed array gives a count its reading then refuses).
+func (s *scanner) countElems() int {
+	n := 0
+	for i := s.pos; i < len(s.b); i++ {
+		switch s.b[i] {
+		case ' ', '\t', '\n', '\r':
+		case ']':
+			return n
+		case ',':
+			n++
+		default:
+			if n == 0 {
+				n = 1
+			}
+		}
+	}
+	return n
+}
+
 // u64 reads a non-negative integer that fits in 64 bits, written without
 // sign, fraction or exponent (serde_json's u64).
 func (s *scanner) u64(ctx string) (uint64, error) {

@@ -39,7 +39,9 @@ import (
 	"github.com/edgeload/edgeload/loader/internal/region"
 	"github.com/edgeload/edgeload/loader/ptd"
 	"github.com/edgeload/edgeload/loader/pte"
+	"github.com/edgeload/edgeload/loader/ptn"
 	"github.com/edgeload/edgeload/loader/rten"
+	"github.com/edgeload/edgeload/loader/safetensors"
 	"github.com/edgeload/edgeload/mmapfile"
 	"github.com/edgeload/edgeload/segment"
 )
@@ -56,9 +58,7 @@ var (
 	ErrNotFound           = format.ErrNotFound
 	ErrClosed             = format.ErrClosed
 	ErrMalformed          = format.ErrMalformed
-	// ErrCompressed: a zip entry is stored compressed, so it cannot be
-	// mapped in place (see [mmapfile.ErrCompressed]).
-	ErrCompressed = mmapfile.ErrCompressed
+	ErrCompressed         = format.ErrCompressed
 )
 
 // Format names a model file format: the Name of its registration, and the
@@ -72,6 +72,10 @@ const (
 	PTD     Format = "ptd"  // ExecuTorch named data (FlatTensor)
 	RTen    Format = "rten" // RTen model
 	GGUF    Format = "gguf" // llama.cpp model (GGUF v2, v3)
+	// SafeTensors is a safetensors file, or a sharded checkpoint's
+	// model.safetensors.index.json.
+	SafeTensors Format = "safetensors"
+	PTN         Format = "ptn" // ExecuTorch package (.ptn): graph and safetensors in a stored zip
 	// BundledProgram is an ExecuTorch bundled program (.bpte): Open opens
 	// the program it embeds (a *bundle.Program).
 	BundledProgram Format = "bpte"
@@ -108,7 +112,7 @@ var registry struct {
 }
 
 func init() {
-	for _, r := range []format.Registration{pte.Format, bundle.Format, ptd.Format, rten.Format, gguf.Format, rten.V1Format} {
+	for _, r := range []format.Registration{pte.Format, bundle.Format, ptd.Format, rten.Format, gguf.Format, safetensors.Format, ptn.Format, rten.V1Format} {
 		Register(r)
 	}
 }

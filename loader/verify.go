@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"hash/crc32"
 	"math"
+	"slices"
 
 	"github.com/edgeload/edgeload/loader/format"
 	"github.com/edgeload/edgeload/mmapfile"
@@ -78,14 +79,15 @@ func (m *Model) verify(readBytes bool) (VerifyReport, error) {
 	}
 
 	segs := m.Segments()
+	files := m.files()
 	for i, s := range segs {
 		r.Segments++
-		if s.File() != nil && s.File() != mf {
+		if s.File() != nil && !slices.Contains(files, s.File()) {
 			fail("segment %d: view of another file", i)
 			continue
 		}
-		if s.Offset() < 0 || s.Len() < 0 || s.Offset() > size || s.Len() > size-s.Offset() {
-			fail("segment %d: [%d, +%d) is outside the %d-byte file", i, s.Offset(), s.Len(), size)
+		if n := s.File().Len(); s.Offset() < 0 || s.Len() < 0 || s.Offset() > n || s.Len() > n-s.Offset() {
+			fail("segment %d: [%d, +%d) is outside the %d-byte file", i, s.Offset(), s.Len(), n)
 			continue
 		}
 		if readBytes {
@@ -115,7 +117,7 @@ func (m *Model) verify(readBytes bool) (VerifyReport, error) {
 	for i := 0; i < m.NumTensors(); i++ {
 		t := m.TensorAt(i)
 		r.Tensors++
-		if err := m.verifyTensor(t, segs); err != nil {
+		if err := m.verifyTensor(t, segs, files); err != nil {
 			fail("tensor %q: %w", t.Name, err)
 			continue
 		}
@@ -123,7 +125,7 @@ func (m *Model) verify(readBytes bool) (VerifyReport, error) {
 			r.Unresolved++
 			continue
 		}
-		if !readBytes || (t.Data.File() == mf && inSegment(t.Data, segs)) {
+		if !readBytes || (slices.Contains(files, t.Data.File()) && inSegment(t.Data, segs)) {
 			continue // not read (Check), or read with its segment
 		}
 		read(t.Data, fmt.Sprintf("tensor %q", t.Name))
@@ -149,8 +151,16 @@ func (m *Model) verify(readBytes bool) (VerifyReport, error) {
 	return r, errors.Join(errs...)
 }
 
+// files returns the mappings the model's own views may point into.
+func (m *Model) files() []*mmapfile.File {
+	if mf, ok := m.impl.(format.MultiFile); ok {
+		return append([]*mmapfile.File{m.File()}, mf.Files()...)
+	}
+	return []*mmapfile.File{m.File()}
+}
+
 // verifyTensor checks one tensor's description against its view.
-func (m *Model) verifyTensor(t *format.Tensor, segs []segment.Segment) error {
+func (m *Model) verifyTensor(t *format.Tensor, segs []segment.Segment, files []*mmapfile.File) error {
 	if t.Location == format.LocNone {
 		// declared without data (an RTen constant with neither inline data
 		// nor a data_offset, which rten.Open warns about); its dtype may be
@@ -186,7 +196,7 @@ func (m *Model) verifyTensor(t *format.Tensor, segs []segment.Segment) error {
 	mf := m.File()
 	switch t.Location {
 	case format.LocSegment, format.LocMutable:
-		if t.Data.File() != mf || !inSegment(t.Data, segs) {
+		if !slices.Contains(files, t.Data.File()) || !inSegment(t.Data, segs) {
 			return fmt.Errorf("%s data [%d, +%d) is not inside a segment of the file", t.Location, t.Offset, t.NBytes)
 		}
 	case format.LocInline:

@@ -28,6 +28,9 @@ var (
 	ErrNotFound = errors.New("not found")
 	// ErrClosed: the model (and its mapping) was closed.
 	ErrClosed = mmapfile.ErrClosed
+	// ErrCompressed: a zip entry (an APK asset, a .ptn member) is stored
+	// compressed, so it cannot be mapped in place.
+	ErrCompressed = mmapfile.ErrCompressed
 	// ErrMalformed: the file's structure is inconsistent (an offset outside
 	// its region, an index out of range, a bad FlatBuffer). Every
 	// *FormatError without a more specific sentinel wraps it.

@@ -200,3 +200,9 @@ type Piece struct {
 	Offset int64
 	Data   segment.Segment
 }
+
+// MultiFile is implemented by a Model whose views point into files other
+// than MappedFile (a sharded checkpoint's shards): Files lists them.
+type MultiFile interface {
+	Files() []*mmapfile.File
+}

@@ -11,7 +11,7 @@ import (
 // Sentinels are the sentinel errors every loader error must wrap one of.
 var Sentinels = []error{
 	format.ErrMalformed, format.ErrTruncated, format.ErrUnsupportedVersion,
-	format.ErrUnknownFormat, format.ErrNotFound, format.ErrClosed,
+	format.ErrUnknownFormat, format.ErrNotFound, format.ErrClosed, format.ErrCompressed,
 }
 
 // CheckError returns nil when err is an acceptable error from opening a

@@ -27,7 +27,13 @@ to tensor names, with "" the key of a .rten's or .ptd's one order.
 FILE (and --data) may be an entry stored uncompressed in a zip archive or
 APK, ARCHIVE!/ENTRY: offsets are then relative to the entry. A bundled
 program (.bpte) shows the program it embeds, with offsets relative to the
-program, and its method test suites.`
+program, and its method test suites.
+
+Everything that can fail on a bad file (opening it, each tensor's SHA-256,
+the use orders) happens before anything is written: such a file gives
+exit status 1, one line on stderr and no output. The JSON is written as it
+is produced, tensor by tensor, so an error writing standard output (a
+closed pipe, a full disk) can leave part of it behind, with exit status 1.`
 
 func runInspect(c *cli, args []string) int {
 	fs := newFlags(lookup("inspect"), inspectAbout)

@@ -78,10 +78,14 @@ func inspect(m *loader.Model, sums, asJSON bool) (*inspection, error) {
 			}
 		} else {
 			var b bytes.Buffer
+			b.WriteByte('\n') // each section after a blank line
 			if err := rep.ReportText(&b); err != nil {
 				return nil, err
 			}
 			in.text = b.Bytes()
+			if bytes.HasPrefix(in.text, []byte("\n\n")) {
+				in.text = in.text[1:]
+			}
 		}
 	}
 	var err error

@@ -139,7 +139,7 @@ func firstIndex(ts []format.Tensor, name string) int {
 // TestOpenReal opens every real file through Open, NewBytes and NewReaderAt
 // and compares with the expected values.
 func TestOpenReal(t *testing.T) {
-	for _, path := range testmodels.All(t) {
+	for _, path := range append(testmodels.All(t), testmodels.Refused(t)...) {
 		t.Run(filepath.Base(path), func(t *testing.T) {
 			exp := testmodels.Load(t, path)
 			b, err := os.ReadFile(path)
@@ -169,8 +169,9 @@ func TestOpenReal(t *testing.T) {
 						m.Close()
 						t.Fatalf("%s: opened a file the reference rejects (%s)", how, exp.Error)
 					}
-					if !errors.Is(err, loader.ErrUnknownFormat) {
-						t.Errorf("%s: %v, want ErrUnknownFormat", how, err)
+					var fe *loader.FormatError
+					if !errors.As(err, &fe) || fe.Format != string(loader.Sniff(b)) {
+						t.Errorf("%s: %v, want a FormatError of the format the file sniffs as", how, err)
 					}
 					continue
 				}

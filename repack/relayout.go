@@ -7,7 +7,7 @@ import (
 )
 
 // relayout rewrites a model whose format lays itself out anew
-// (format.Relayouter): its head, then each piece copied from the input.
+// (format.Relayouter): every tensor it can place on r.align.
 func (r *run) relayout(outs *outputs, out string, res *Result) error {
 	rl, ok := r.m.Impl().(format.Relayouter)
 	if !ok {
@@ -17,6 +17,12 @@ func (r *run) relayout(outs *outputs, out string, res *Result) error {
 	if err != nil {
 		return err
 	}
+	return r.writeLayout(outs, out, res, l)
+}
+
+// writeLayout writes l to out: its head, then each piece copied from the
+// input, zeros between them.
+func (r *run) writeLayout(outs *outputs, out string, res *Result, l *format.Layout) error {
 	for _, p := range l.Pieces {
 		r.total += p.Data.Len()
 	}

@@ -40,6 +40,14 @@ type Options struct {
 	// of the program moves there under the name Name gives it, each buffer
 	// stored once, and becomes an EXTERNAL tensor of the program.
 	Externalize string
+	// To, when set, converts the model instead of rewriting it: its
+	// tensors (names, dtypes, shapes, bytes) are written as a file of
+	// that format, "safetensors" (Hugging Face's, the data buffer on Align)
+	// or "ptd" (ExecuTorch's named data, a segment a tensor on Align).
+	// What only the input's format holds (a program's methods, GGUF
+	// metadata) is not carried over; safetensors metadata is, to
+	// safetensors.
+	To string
 	// RTenV2 asks for an RTen V1 model to be written as V2: every inline
 	// constant moves to the tensor data section (each on max(64,
 	// TensorAlign)), the rest of the Model FlatBuffer is copied field by
@@ -154,6 +162,11 @@ func Repack(in, out string, opts Options) (*Result, error) {
 	if !ok {
 		write = (*run).relayout // a format that lays itself out anew
 	}
+	if opts.To != "" {
+		if write, ok = converters[opts.To]; !ok {
+			return nil, fmt.Errorf("repack: cannot convert to %q (want safetensors or ptd)", opts.To)
+		}
+	}
 	if opts.Externalize != "" && m.Format() != loader.PTE {
 		return nil, fmt.Errorf("repack: --externalize needs a .pte input, %s is %s", in, m.Format())
 	}
@@ -180,6 +193,9 @@ func Repack(in, out string, opts Options) (*Result, error) {
 	r := &run{m: m, align: align, talign: talign, opts: &opts, src: src, kernelCopy: kernelCopy}
 	r.align = max(align, talign)
 	res := &Result{Format: m.Format()}
+	if opts.To != "" {
+		res.Format = loader.Format(opts.To)
+	}
 	outs := &outputs{perm: filePerm(in), sync: opts.Sync}
 	defer outs.abort()
 	err = write(r, outs, out, res)

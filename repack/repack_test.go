@@ -16,6 +16,7 @@ import (
 	"github.com/edgeload/edgeload/internal/testkit/testmodels"
 	"github.com/edgeload/edgeload/loader"
 	"github.com/edgeload/edgeload/loader/format"
+	"github.com/edgeload/edgeload/loader/gguf"
 	"github.com/edgeload/edgeload/repack"
 )
 
@@ -196,6 +197,37 @@ func checkAlignment(t *testing.T, path string, b []byte, align, talign int64) {
 		for _, c := range m.RTen().Constants() {
 			if c.External() && (c.DataOffset%talign != 0 || c.Offset%talign != 0) {
 				t.Errorf("%s: constant %s at %d, not on %d", path, c.Name, c.Offset, talign)
+			}
+		}
+	case loader.GGUF:
+		m, err := loader.Open(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer m.Close()
+		if a, _ := m.Impl().(*gguf.File).MetaUint("general.alignment"); int64(a) != segAlign && !(segAlign == 32 && a == 0) {
+			t.Errorf("%s: general.alignment %d, want %d", path, a, segAlign)
+		}
+		for _, tn := range m.Tensors() {
+			if tn.Offset%segAlign != 0 {
+				t.Errorf("%s: tensor %s at %d, not on %d", path, tn.Name, tn.Offset, segAlign)
+			}
+		}
+	case loader.SafeTensors:
+		// The data buffer starts on the boundary, each tensor on a multiple
+		// of its element size (the format allows no gaps between them).
+		data := 8 + int64(le.Uint64(b[:8]))
+		if data%segAlign != 0 {
+			t.Errorf("%s: data buffer at %d, not on %d", path, data, segAlign)
+		}
+		m, err := loader.Open(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer m.Close()
+		for _, tn := range m.Tensors() {
+			if sz := int64(tn.DType.Size()); sz > 0 && (tn.Offset-data)%sz != 0 {
+				t.Errorf("%s: tensor %s of %v at %d in the data buffer", path, tn.Name, tn.DType, tn.Offset-data)
 			}
 		}
 	default:

@@ -45,7 +45,7 @@ func checkFailLine(t *testing.T, stderr string) {
 // format, file size, segments, named data, and each tensor's name, dtype,
 // shape, location, absolute offset, size and SHA-256.
 func TestInspectJSONReal(t *testing.T) {
-	for _, path := range testmodels.All(t) {
+	for _, path := range append(testmodels.All(t), testmodels.Refused(t)...) {
 		t.Run(filepath.Base(path), func(t *testing.T) {
 			if strings.HasSuffix(path, ".bpte") {
 				t.Skip("the reference rejects bundled programs; TestInspectBundle checks edgeload's output")

@@ -20,6 +20,11 @@ written; OUT is written to a temporary file beside it, checked and renamed
 at the end (with --sync, synced to disk first, so that a crash cannot leave
 an incomplete OUT).
 
+With --to safetensors or --to ptd, convert instead: every tensor of IN
+(name, dtype, shape, bytes) is written to OUT in that format, so that
+ExecuTorch's weights open in Hugging Face's tools and theirs in a .ptd a
+program links with --data. Only the tensors carry over.
+
 With --check, compare the tensors of IN and OUT instead (name, dtype, shape
 and SHA-256 of the bytes), print every difference, and exit 1 if any.
 
@@ -33,6 +38,7 @@ func runRepack(c *cli, args []string) int {
 	fs.Var((*sizeflag.Value)(&opts.Align), "align", fmt.Sprintf("segment `N`: a power of two, 16 to 64K (default %d)", repack.DefaultAlign()))
 	fs.Var((*sizeflag.Value)(&opts.TensorAlign), "tensor-align", "also align every constant inside its segment to `N`")
 	fs.StringVar(&opts.Externalize, "externalize", "", "move a .pte's constants to the new `F.ptd`")
+	fs.StringVar(&opts.To, "to", "", "convert IN's tensors to a `FORMAT` file: safetensors or ptd")
 	fs.BoolVar(&opts.RTenV2, "rten-v2", false, "write an RTen V1 model as V2 (inline constants move to the tensor data section)")
 	fs.BoolVar(&opts.VerifyBytes, "verify-bytes", false, "also read every byte of IN to verify it (beside the copy)")
 	fs.BoolVar(&opts.Sync, "sync", false, "fsync OUT before renaming it into place")

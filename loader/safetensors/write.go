@@ -11,6 +11,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/edgeload/edgeload/loader/format"
+	"github.com/edgeload/edgeload/segment"
 )
 
 // DefaultAlign is the alignment of the data buffer Write uses when given 0:
@@ -228,4 +229,32 @@ func Write(w io.Writer, srcs []Source, metadata []Meta, align int64) (*Plan, err
 		}
 	}
 	return p, nil
+}
+
+// Relayout lays the file out again with its data buffer on an align
+// boundary and each tensor at a multiple of its element size, as Write
+// does (format.Relayouter): the metadata and every tensor's bytes are
+// unchanged; only the order of the data may change. The format has no gaps
+// between tensors, so no tensor but the first can be page-aligned.
+func (f *File) Relayout(align int64) (*format.Layout, error) {
+	srcs := make([]Source, len(f.tensors))
+	for i := range f.tensors {
+		t := &f.tensors[i]
+		srcs[i] = Source{Name: t.Name, DType: t.DType, Shape: t.Shape}
+	}
+	p, err := NewPlan(srcs, f.meta, align)
+	if err != nil {
+		return nil, err
+	}
+	return PlanLayout(p, func(i int) segment.Segment { return f.tensors[i].Data }), nil
+}
+
+// PlanLayout turns a Plan into a format.Layout whose pieces are the
+// sources' bytes, data(i) for source i.
+func PlanLayout(p *Plan, data func(i int) segment.Segment) *format.Layout {
+	l := &format.Layout{Head: p.Header, Pieces: make([]format.Piece, len(p.Order)), Size: p.Size}
+	for k, i := range p.Order {
+		l.Pieces[k] = format.Piece{Offset: p.Offsets[i], Data: data(i)}
+	}
+	return l
 }

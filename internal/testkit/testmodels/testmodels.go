@@ -89,11 +89,40 @@ func Files(tb testing.TB, sub string) []string {
 	return m
 }
 
-// All returns every real model file of the three formats.
+// Formats are the folders of ../shared/models whose files All and Refused
+// list.
+var Formats = []string{"pte", "ptd", "rten", "gguf", "safetensors"}
+
+// All returns every real model file that opens: those the independent
+// reader reads (expected exit 0), and the bundled programs, which it
+// refuses and edgeload opens as the program they embed.
 func All(tb testing.TB) []string {
 	tb.Helper()
 	var all []string
-	for _, sub := range []string{"pte", "ptd", "rten"} {
+	for _, p := range every(tb) {
+		if strings.HasSuffix(p, ".bpte") || Load(tb, p).ExitCode == 0 {
+			all = append(all, p)
+		}
+	}
+	return all
+}
+
+// Refused returns every real model file that must be refused (expected
+// exit 1), bundled programs aside.
+func Refused(tb testing.TB) []string {
+	tb.Helper()
+	var out []string
+	for _, p := range every(tb) {
+		if !strings.HasSuffix(p, ".bpte") && Load(tb, p).ExitCode != 0 {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+func every(tb testing.TB) []string {
+	var all []string
+	for _, sub := range Formats {
 		all = append(all, Files(tb, sub)...)
 	}
 	return all
@@ -126,7 +155,7 @@ func Path(tb testing.TB, rel string) string {
 
 // IsModel reports whether a file name looks like one of the model files.
 func IsModel(name string) bool {
-	for _, ext := range []string{".pte", ".ptd", ".rten", ".bpte", ".gguf", ".safetensors"} {
+	for _, ext := range []string{".pte", ".ptd", ".rten", ".bpte", ".gguf", ".safetensors", ".tflite", ".litertlm"} {
 		if strings.HasSuffix(name, ext) {
 			return true
 		}

@@ -1,6 +1,7 @@
 package loader
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"hash/crc32"
@@ -42,19 +43,38 @@ type VerifyReport struct {
 // All problems found are returned, joined; the report counts what was
 // checked either way.
 func (m *Model) Verify() (VerifyReport, error) {
-	return m.verify(true)
+	return m.VerifyWith(VerifyOptions{})
+}
+
+// VerifyOptions configures VerifyWith.
+type VerifyOptions struct {
+	// Progress, if not nil, is called before the first read and after
+	// each chunk (at most 4 MiB) with the bytes read so far and the total
+	// the call reads.
+	Progress func(read, total int64)
+}
+
+// VerifyWith is Verify with options: a progress report for a caller that
+// shows how far a long verification (a large model read cold from flash)
+// has come.
+func (m *Model) VerifyWith(o VerifyOptions) (VerifyReport, error) {
+	return m.verify(true, o.Progress)
 }
 
 // Check makes every check of Verify but reads no byte of the weights: for a
 // caller that reads them anyway (a copy that checks its counts) or that must
 // not fault them in.
 func (m *Model) Check() error {
-	_, err := m.verify(false)
+	_, err := m.verify(false, nil)
 	return err
 }
 
-// verify checks the model and, with readBytes, reads every byte (Verify).
-func (m *Model) verify(readBytes bool) (VerifyReport, error) {
+// verifyChunk is how many bytes Verify reads between progress reports.
+const verifyChunk = 4 << 20
+
+// verify checks the model and, with readBytes, reads every byte (Verify):
+// first every check, listing what to read, then the reads.
+func (m *Model) verify(readBytes bool, progress func(read, total int64)) (VerifyReport, error) {
 	var r VerifyReport
 	if m.closed.Load() {
 		return r, ErrClosed
@@ -67,16 +87,11 @@ func (m *Model) verify(readBytes bool) (VerifyReport, error) {
 	}
 	mf := m.File()
 	size := mf.Len()
-	h := crc32.NewIEEE()
-	// read reads s through the checksum; its callers test readBytes first,
-	// so Check formats no name.
-	read := func(s segment.Segment, what string) {
-		if err := s.Checksum(h); err != nil {
-			fail("%s: reading %d bytes at offset %d: %w", what, s.Len(), s.Offset(), err)
-			return
-		}
-		r.BytesRead += s.Len()
+	type read struct {
+		s    segment.Segment
+		what func() string // formatted only on a failure
 	}
+	var reads []read
 
 	segs := m.Segments()
 	files := m.files()
@@ -90,10 +105,9 @@ func (m *Model) verify(readBytes bool) (VerifyReport, error) {
 			fail("segment %d: [%d, +%d) is outside the %d-byte file", i, s.Offset(), s.Len(), n)
 			continue
 		}
-		if readBytes {
-			read(s, fmt.Sprintf("segment %d", i))
-		}
+		reads = append(reads, read{s, func() string { return fmt.Sprintf("segment %d", i) }})
 	}
+	index := newSegIndex(segs)
 
 	named := m.NamedData()
 	for i := range named {
@@ -117,7 +131,7 @@ func (m *Model) verify(readBytes bool) (VerifyReport, error) {
 	for i := 0; i < m.NumTensors(); i++ {
 		t := m.TensorAt(i)
 		r.Tensors++
-		if err := m.verifyTensor(t, segs, files); err != nil {
+		if err := m.verifyTensor(t, index); err != nil {
 			fail("tensor %q: %w", t.Name, err)
 			continue
 		}
@@ -125,10 +139,10 @@ func (m *Model) verify(readBytes bool) (VerifyReport, error) {
 			r.Unresolved++
 			continue
 		}
-		if !readBytes || (slices.Contains(files, t.Data.File()) && inSegment(t.Data, segs)) {
-			continue // not read (Check), or read with its segment
+		if index.contains(t.Data) {
+			continue // read with its segment
 		}
-		read(t.Data, fmt.Sprintf("tensor %q", t.Name))
+		reads = append(reads, read{t.Data, func() string { return fmt.Sprintf("tensor %q", t.Name) }})
 	}
 	// What Open leaves to first use (a program's instructions).
 	if err := m.impl.Check(); err != nil {
@@ -143,12 +157,48 @@ func (m *Model) verify(readBytes bool) (VerifyReport, error) {
 				fail("test tensor %q: shape %v of %v does not give its %d bytes", t.Name, t.Shape, t.DType, t.NBytes)
 			case t.Data.Offset() != t.Offset || t.Data.Len() != t.NBytes:
 				fail("test tensor %q: view [%d, +%d) does not match offset %d and nbytes %d", t.Name, t.Data.Offset(), t.Data.Len(), t.Offset, t.NBytes)
-			case readBytes:
-				read(t.Data, fmt.Sprintf("test tensor %q", t.Name))
+			default:
+				reads = append(reads, read{t.Data, func() string { return fmt.Sprintf("test tensor %q", t.Name) }})
+			}
+		}
+	}
+	if !readBytes {
+		return r, errors.Join(errs...)
+	}
+
+	var total int64
+	for _, rd := range reads {
+		total = addCapped(total, rd.s.Len())
+	}
+	if progress != nil {
+		progress(0, total)
+	}
+	h := crc32.NewIEEE()
+	for _, rd := range reads {
+		for off := int64(0); off < rd.s.Len(); off += verifyChunk {
+			c, err := rd.s.Sub(off, min(verifyChunk, rd.s.Len()-off))
+			if err == nil {
+				err = c.Checksum(h)
+			}
+			if err != nil {
+				fail("%s: reading %d bytes at offset %d: %w", rd.what(), rd.s.Len(), rd.s.Offset(), err)
+				break
+			}
+			r.BytesRead += c.Len()
+			if progress != nil {
+				progress(r.BytesRead, total)
 			}
 		}
 	}
 	return r, errors.Join(errs...)
+}
+
+// addCapped returns a+b, or MaxInt64 if that overflows.
+func addCapped(a, b int64) int64 {
+	if b > math.MaxInt64-a {
+		return math.MaxInt64
+	}
+	return a + b
 }
 
 // files returns the mappings the model's own views may point into.
@@ -160,7 +210,7 @@ func (m *Model) files() []*mmapfile.File {
 }
 
 // verifyTensor checks one tensor's description against its view.
-func (m *Model) verifyTensor(t *format.Tensor, segs []segment.Segment, files []*mmapfile.File) error {
+func (m *Model) verifyTensor(t *format.Tensor, index segIndex) error {
 	if t.Location == format.LocNone {
 		// declared without data (an RTen constant with neither inline data
 		// nor a data_offset, which rten.Open warns about); its dtype may be
@@ -196,7 +246,7 @@ func (m *Model) verifyTensor(t *format.Tensor, segs []segment.Segment, files []*
 	mf := m.File()
 	switch t.Location {
 	case format.LocSegment, format.LocMutable:
-		if !slices.Contains(files, t.Data.File()) || !inSegment(t.Data, segs) {
+		if !index.contains(t.Data) {
 			return fmt.Errorf("%s data [%d, +%d) is not inside a segment of the file", t.Location, t.Offset, t.NBytes)
 		}
 	case format.LocInline:
@@ -214,14 +264,52 @@ func (m *Model) verifyTensor(t *format.Tensor, segs []segment.Segment, files []*
 	return nil
 }
 
-// inSegment reports whether s lies inside one of segs.
-func inSegment(s segment.Segment, segs []segment.Segment) bool {
-	for _, seg := range segs {
-		if within(s, seg) {
-			return true
+// segIndex answers in O(log n) whether a range lies inside one of a
+// model's segments: per file, the segments sorted by offset, with the
+// largest end of each prefix.
+type segIndex map[*mmapfile.File]*sortedSegs
+
+type sortedSegs struct {
+	starts []int64 // sorted
+	maxEnd []int64 // the largest end of the segments starting at or before starts[i]
+}
+
+func newSegIndex(segs []segment.Segment) segIndex {
+	sorted := slices.Clone(segs)
+	slices.SortFunc(sorted, func(a, b segment.Segment) int { return cmp.Compare(a.Offset(), b.Offset()) })
+	x := segIndex{}
+	for _, s := range sorted {
+		f := x[s.File()]
+		if f == nil {
+			f = &sortedSegs{}
+			x[s.File()] = f
 		}
+		end := addCapped(s.Offset(), s.Len())
+		if n := len(f.maxEnd); n > 0 {
+			end = max(end, f.maxEnd[n-1])
+		}
+		f.starts = append(f.starts, s.Offset())
+		f.maxEnd = append(f.maxEnd, end)
 	}
-	return false
+	return x
+}
+
+// contains reports whether s lies inside one of the segments: one of its
+// file that starts at or before s and ends at or after its end.
+func (x segIndex) contains(s segment.Segment) bool {
+	f := x[s.File()]
+	if f == nil || s.Len() < 0 || s.Offset() < 0 {
+		return false
+	}
+	i, found := slices.BinarySearch(f.starts, s.Offset())
+	if found {
+		for i+1 < len(f.starts) && f.starts[i+1] == s.Offset() {
+			i++
+		}
+	} else {
+		i--
+	}
+	return i >= 0 && f.maxEnd[i] >= addCapped(s.Offset(), s.Len())
 }
 
 // within reports whether s lies inside outer (same file).

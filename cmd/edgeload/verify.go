@@ -61,7 +61,7 @@ func runVerify(c *cli, args []string) int {
 var terminal = isTerminal
 
 // verifyFile opens and verifies one file and describes the result. With
-// p, it shows the bytes read as it goes (see verifyModel).
+// p, it shows the bytes read as it goes (loader.VerifyOptions.Progress).
 func verifyFile(path string, data []string, p *progress) (string, error) {
 	var opts []string
 	if len(data) > 0 {
@@ -76,12 +76,11 @@ func verifyFile(path string, data []string, p *progress) (string, error) {
 		return "", err
 	}
 	defer m.Close()
-	var r loader.VerifyReport
+	var vo loader.VerifyOptions
 	if p != nil {
-		r, err = verifyModel(m, p.update)
-	} else {
-		r, err = m.Verify()
+		vo.Progress = p.update
 	}
+	r, err := m.VerifyWith(vo)
 	if err != nil {
 		return "", err
 	}

@@ -14,9 +14,10 @@ import (
 	"github.com/edgeload/edgeload/loader"
 )
 
-// verifyModel, the read loop verify shows progress with, reads and counts
-// what loader's Verify does, on every fixture and real file.
-func TestVerifyModelMatchesVerify(t *testing.T) {
+// VerifyWith, with the progress hook verify draws from, reads and counts
+// what Verify does, on every fixture and real file, and reports its bytes
+// in order up to what it read.
+func TestVerifyWithProgress(t *testing.T) {
 	paths, _ := filepath.Glob(fixture("*"))
 	paths = append(paths, testmodels.All(t)...)
 	keys, _ := writeManyKeys(t, 300)
@@ -33,17 +34,17 @@ func TestVerifyModelMatchesVerify(t *testing.T) {
 		}
 		want, werr := m.Verify()
 		calls, last := 0, int64(-1)
-		got, gerr := verifyModel(m, func(done, total int64) {
+		got, gerr := m.VerifyWith(loader.VerifyOptions{Progress: func(done, total int64) {
 			calls++
 			if done < last || done > total {
 				t.Errorf("%s: progress %d of %d after %d", path, done, total, last)
 			}
 			last = done
-		})
+		}})
 		m.Close()
 		checked++
 		if (werr == nil) != (gerr == nil) || got != want {
-			t.Errorf("%s: verifyModel %+v, %v; Verify %+v, %v", path, got, gerr, want, werr)
+			t.Errorf("%s: VerifyWith %+v, %v; Verify %+v, %v", path, got, gerr, want, werr)
 		}
 		if calls == 0 || last != got.BytesRead {
 			t.Errorf("%s: %d progress calls, the last at %d of %d bytes read", path, calls, last, got.BytesRead)
@@ -55,8 +56,8 @@ func TestVerifyModelMatchesVerify(t *testing.T) {
 	t.Logf("%d files", checked)
 }
 
-// A file truncated under the mapping fails verifyModel as it fails Verify.
-func TestVerifyModelTruncated(t *testing.T) {
+// A file truncated under the mapping fails VerifyWith as it fails Verify.
+func TestVerifyWithTruncated(t *testing.T) {
 	path, _ := writeManyKeys(t, 300)
 	m, err := loader.Open(path)
 	if err != nil {
@@ -67,9 +68,9 @@ func TestVerifyModelTruncated(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, werr := m.Verify()
-	_, gerr := verifyModel(m, func(int64, int64) {})
+	_, gerr := m.VerifyWith(loader.VerifyOptions{Progress: func(int64, int64) {}})
 	if werr == nil || gerr == nil || !strings.Contains(gerr.Error(), "reading") {
-		t.Errorf("truncated: verifyModel %v; Verify %v", gerr, werr)
+		t.Errorf("truncated: VerifyWith %v; Verify %v", gerr, werr)
 	}
 }
 

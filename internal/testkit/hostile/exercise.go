@@ -144,6 +144,10 @@ func tensor(t *format.Tensor, full bool) error {
 		}
 	}
 	numel, nbytes, ok := numelOf(t)
+	if t.Sparse || t.DType == format.String {
+		// the bytes are an encoding of their own, of NBytes bytes
+		numel, nbytes, ok = -1, t.NBytes, t.NBytes >= 0
+	}
 	if !ok || nbytes != t.NBytes {
 		return fmt.Errorf("%s: shape %v of %v is %d bytes (ok %v), NBytes says %d", what, t.Shape, t.DType, nbytes, ok, t.NBytes)
 	}
@@ -170,10 +174,23 @@ func tensor(t *format.Tensor, full bool) error {
 	if err != nil {
 		return fmt.Errorf("%s: typed view: %w", what, err)
 	}
+	if numel < 0 || wholeElems(t.DType) == 0 {
+		numel = t.NBytes // viewed as bytes
+	}
 	if n != numel {
 		return fmt.Errorf("%s: typed view has %d elements, want %d", what, n, numel)
 	}
 	return nil
+}
+
+// wholeElems returns the element size of a type a typed view reads
+// element by element, or 0 for one read as bytes (the packed and block
+// types, complex numbers, strings).
+func wholeElems(d format.DType) int {
+	if e, b := d.Block(); e == 1 && d != format.Complex64 && d != format.Complex128 {
+		return b
+	}
+	return 0
 }
 
 // numelOf is format.Numel with no bound but int64.
@@ -213,7 +230,7 @@ func typedView(t *format.Tensor) (int64, error) {
 		if err != nil && !errors.Is(err, format.ErrTruncated) {
 			return t.NBytes, nil // not a fault: the bytes are not 0/1
 		}
-	default: // uint8, quint8, quint4x2, quint2x4, float8 variants
+	default: // uint8, quint8, quint4x2, quint2x4, float8 variants; as bytes: packed, block, complex and string types
 		n, err = viewLen(s.Uint8)
 	}
 	if err != nil {

@@ -29,6 +29,10 @@ const (
 	// KindRTen is an .rten V2 whose constant nodes w0000, w0001, ... are
 	// float32 tensors in the tensor data section.
 	KindRTen Kind = "rten"
+	// KindGGUF is a GGUF v3 file of float32 tensors named as llama.cpp
+	// names a model's (token_embd.weight, blk.N.attn_q.weight, ...,
+	// output.weight), in that order, 32-aligned.
+	KindGGUF Kind = "gguf"
 )
 
 // Spec describes a generated model file: Tensors float32 tensors of shape
@@ -67,6 +71,8 @@ func (s Spec) Ext() string {
 		return ".ptd"
 	case KindRTen:
 		return ".rten"
+	case KindGGUF:
+		return ".gguf"
 	}
 	return ".pte"
 }
@@ -110,6 +116,7 @@ func Standard(real bool) []Spec {
 		{Name: "rten-1G", Kind: KindRTen, Tensors: 256, Dims: sq(1024)},
 		{Name: "pte-10k", Kind: KindPTE, Tensors: 10000, Dims: sq(16)},
 		{Name: "pte-100k", Kind: KindPTE, Tensors: 100000, Dims: sq(16)},
+		{Name: "gguf-4G", Kind: KindGGUF, Tensors: 1024, Dims: sq(1024)},
 	}
 	for i := range specs {
 		specs[i].Real = real
@@ -210,8 +217,74 @@ func (s Spec) Write(path string) error {
 		}
 		_, err := r.WriteFile(path)
 		return err
+	case KindGGUF:
+		return s.writeGGUF(path, fillFor)
 	}
 	return fmt.Errorf("bench: unknown kind %q", s.Kind)
+}
+
+// GGUFName returns the name of tensor i of a KindGGUF file of n tensors:
+// token_embd.weight, then seven per block (blk.N.attn_q.weight ...
+// blk.N.ffn_down.weight), output.weight last.
+func GGUFName(i, n int) string {
+	per := []string{"attn_q", "attn_k", "attn_v", "attn_output", "ffn_gate", "ffn_up", "ffn_down"}
+	switch {
+	case i == 0:
+		return "token_embd.weight"
+	case i == n-1:
+		return "output.weight"
+	}
+	return fmt.Sprintf("blk.%d.%s.weight", (i-1)/len(per), per[(i-1)%len(per)])
+}
+
+// writeGGUF writes a KindGGUF file: the header, the tensor infos, then the
+// data, each tensor's bytes streamed from fill (a hole when fill is nil).
+func (s Spec) writeGGUF(path string, fillFor func(i int) func([]byte, int64)) error {
+	le := binary.LittleEndian
+	h := le.AppendUint32([]byte("GGUF"), 3)
+	h = le.AppendUint64(h, uint64(s.Tensors))
+	h = le.AppendUint64(h, 1)
+	str := func(b []byte, v string) []byte { return append(le.AppendUint64(b, uint64(len(v))), v...) }
+	h = str(h, "general.architecture")
+	h = le.AppendUint32(h, 8) // string
+	h = str(h, "llama")
+	nb := s.TensorBytes()
+	for i := range s.Tensors {
+		h = str(h, GGUFName(i, s.Tensors))
+		h = le.AppendUint32(h, uint32(len(s.Dims)))
+		for k := len(s.Dims) - 1; k >= 0; k-- { // ne: innermost first
+			h = le.AppendUint64(h, uint64(s.Dims[k]))
+		}
+		h = le.AppendUint32(h, 0) // f32
+		h = le.AppendUint64(h, uint64(int64(i)*nb))
+	}
+	data := (int64(len(h)) + 31) / 32 * 32
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	if _, err := f.Write(h); err != nil {
+		return err
+	}
+	buf := make([]byte, 1<<20)
+	for i := range s.Tensors {
+		fl := fillFor(i)
+		if fl == nil {
+			continue
+		}
+		for off := int64(0); off < nb; off += int64(len(buf)) {
+			c := buf[:min(int64(len(buf)), nb-off)]
+			fl(c, off)
+			if _, err := f.WriteAt(c, data+int64(i)*nb+off); err != nil {
+				return err
+			}
+		}
+	}
+	if err := f.Truncate(data + int64(s.Tensors)*nb); err != nil {
+		return err
+	}
+	return f.Close()
 }
 
 // Files generates spec files on demand in one directory, each at most once;

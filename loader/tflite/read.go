@@ -42,7 +42,9 @@ func (r reader) fieldU32(t int64, id int, def uint32) uint32 {
 	return def
 }
 
-func (r reader) fieldI32(t int64, id int, def int32) int32 { return int32(r.fieldU32(t, id, uint32(def))) }
+func (r reader) fieldI32(t int64, id int, def int32) int32 {
+	return int32(r.fieldU32(t, id, uint32(def)))
+}
 
 func (r reader) fieldU64(t int64, id int) uint64 {
 	if fo := r.slot(t, id); fo != 0 {

@@ -177,3 +177,5 @@ func TestRejects(t *testing.T) {
 		t.Errorf("placeholder offset: %v", err)
 	}
 }
+
+func mmapfileBytes(b []byte) *mmapfile.File { return mmapfile.NewBytes(b) }

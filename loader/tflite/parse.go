@@ -21,32 +21,33 @@ type parser struct {
 	copied, budget int64
 }
 
-// charge counts n copied bytes.
-func (p *parser) charge(n int64, field string, at int64) error {
+// charge counts n copied bytes of a field of the table at t.
+func (p *parser) charge(n int64, t int64) error {
 	p.copied += n
 	if p.copied > p.budget {
-		return format.Errorf(formatName, field, at, "shared vectors and strings copy to more than %d bytes (want at most 4 times the FlatBuffer region)", p.budget)
+		return format.Errorf(formatName, "", t, "shared vectors and strings of this table copy to more than %d bytes (want at most 4 times the FlatBuffer region)", p.budget)
 	}
 	return nil
 }
 
 // str copies string field id of the table at t.
-func (p *parser) str(t int64, id int, field string) (string, error) {
+func (p *parser) str(t int64, id int) (string, error) {
 	b := p.r.bytes(t, id)
-	if err := p.charge(int64(len(b)), field, t); err != nil {
+	if err := p.charge(int64(len(b)), t); err != nil {
 		return "", err
 	}
 	return string(b), nil
 }
 
 // i32s copies int32 vector field id of the table at t.
-func (p *parser) i32s(t int64, id int, field string) ([]int32, error) {
+func (p *parser) i32s(t int64, id int) ([]int32, error) {
 	_, n := p.r.vector(t, id)
-	if err := p.charge(4*n, field, t); err != nil {
+	if err := p.charge(4*n, t); err != nil {
 		return nil, err
 	}
 	return p.r.i32s(t, id), nil
 }
+
 
 func parse(mf *mmapfile.File) (*Model, error) {
 	fb, err := verify(mf)
@@ -62,7 +63,7 @@ func parse(mf *mmapfile.File) (*Model, error) {
 		return nil, format.Wrapf(format.ErrUnsupportedVersion, formatName, "Model.version", root,
 			"schema version %d (want at most %d)", m.version, MaxVersion)
 	}
-	if m.description, err = p.str(root, 3, "Model.description"); err != nil {
+	if m.description, err = p.str(root, 3); err != nil {
 		return nil, err
 	}
 	steps := []func(int64) error{p.buffers, p.opcodes, p.subgraphs, p.metadata, p.signatures, p.external}
@@ -83,25 +84,25 @@ func (p *parser) buffers(root int64) error {
 	m.buffers = make([]Buffer, n)
 	for i := range m.buffers {
 		b := r.elem(start, int64(i))
-		field := "Model.buffers[" + strconv.Itoa(i) + "]"
+		field := func() string { return "Model.buffers[" + strconv.Itoa(i) + "]" }
 		ds, dn := r.vector(b, 0)
 		off, size := r.fieldU64(b, 1), r.fieldU64(b, 2)
 		var err error
 		switch {
 		case dn > 0 && off > 1:
-			return format.Errorf(formatName, field, b, "buffer has both %d bytes of data and offset %d (want one or the other: runtimes disagree on which wins)", dn, off)
+			return format.Errorf(formatName, field(), b, "buffer has both %d bytes of data and offset %d (want one or the other: runtimes disagree on which wins)", dn, off)
 		case dn > 0:
 			m.buffers[i].Kind = BufferInline
 			m.buffers[i].Data, err = segment.New(m.mf, ds, dn)
 		case off > 1 && size > 0:
-			if err := fileRange(field+".offset", b, off, size, p.size); err != nil {
+			if err := fileRange(field()+".offset", b, off, size, p.size); err != nil {
 				return err
 			}
 			m.buffers[i].Kind = BufferOffset
 			m.buffers[i].Data, err = segment.New(m.mf, int64(off), int64(size))
 		}
 		if err != nil {
-			return format.Wrapf(format.ErrTruncated, formatName, field, b, "%v", err)
+			return format.Wrapf(format.ErrTruncated, formatName, field(), b, "%v", err)
 		}
 	}
 	return nil
@@ -117,7 +118,7 @@ func (p *parser) opcodes(root int64) error {
 		c.Builtin = max(r.fieldI32(t, 3, 0), int32(int8(r.fieldU8(t, 0, 0))))
 		c.Version = r.fieldI32(t, 2, 1)
 		var err error
-		if c.Custom, err = p.str(t, 1, "Model.operator_codes"); err != nil {
+		if c.Custom, err = p.str(t, 1); err != nil {
 			return err
 		}
 	}
@@ -148,21 +149,21 @@ func (p *parser) subgraph(i int, t int64) error {
 	r, m := p.r, p.m
 	sg := &m.subgraphs[i]
 	sg.Index = i
-	field := "Model.subgraphs[" + strconv.Itoa(i) + "]"
+	field := func() string { return "Model.subgraphs[" + strconv.Itoa(i) + "]" }
 	var err error
-	if sg.Name, err = p.str(t, 4, field+".name"); err != nil {
+	if sg.Name, err = p.str(t, 4); err != nil {
 		return err
 	}
-	if sg.Inputs, err = p.i32s(t, 1, field+".inputs"); err != nil {
+	if sg.Inputs, err = p.i32s(t, 1); err != nil {
 		return err
 	}
-	if sg.Outputs, err = p.i32s(t, 2, field+".outputs"); err != nil {
+	if sg.Outputs, err = p.i32s(t, 2); err != nil {
 		return err
 	}
 	ts, nt := r.vector(t, 0)
 	for _, x := range append(sg.Inputs[:len(sg.Inputs):len(sg.Inputs)], sg.Outputs...) {
-		if err := inRange(field+".inputs", t, int64(x), nt, "tensor"); err != nil {
-			return err
+		if outOf(int64(x), nt) {
+			return rangeErr(field()+".inputs", t, int64(x), nt, "tensor")
 		}
 	}
 	sg.ops, _ = r.vector(t, 3)
@@ -170,7 +171,7 @@ func (p *parser) subgraph(i int, t int64) error {
 	sg.NumOperators = int(nops)
 	sg.Tensors = make([]Tensor, nt)
 	sg.consts = make([]int32, nt)
-	if err := p.charge(4*nt, field+".tensors", t); err != nil {
+	if err := p.charge(4*nt, t); err != nil {
 		return err
 	}
 	for j := range sg.Tensors {
@@ -185,7 +186,9 @@ func (p *parser) subgraph(i int, t int64) error {
 func (p *parser) tensor(sg *Subgraph, j int, t int64) error {
 	r, m := p.r, p.m
 	tt := &sg.Tensors[j]
-	field := "Model.subgraphs[" + strconv.Itoa(sg.Index) + "].tensors[" + strconv.Itoa(j) + "]"
+	field := func() string {
+		return "Model.subgraphs[" + strconv.Itoa(sg.Index) + "].tensors[" + strconv.Itoa(j) + "]"
+	}
 	tt.Subgraph, tt.Index = sg.Index, j
 	tt.Offset = -1
 	tt.Type = TensorType(int8(r.fieldU8(t, 1, 0)))
@@ -197,13 +200,13 @@ func (p *parser) tensor(sg *Subgraph, j int, t int64) error {
 	tt.quant, tt.sparsity = r.table(t, 4), r.table(t, 6)
 	tt.Quantized, tt.Sparse = tt.quant != 0, tt.sparsity != 0
 	var err error
-	if tt.RawName, err = p.str(t, 3, field+".name"); err != nil {
+	if tt.RawName, err = p.str(t, 3); err != nil {
 		return err
 	}
 	tt.Name = tt.RawName
 	tt.HasShape = r.has(t, 0)
 	ss, ns := r.vector(t, 0)
-	if err := p.charge(8*ns, field+".shape", t); err != nil {
+	if err := p.charge(8*ns, t); err != nil {
 		return err
 	}
 	tt.Shape = make([]int64, ns)
@@ -211,13 +214,13 @@ func (p *parser) tensor(sg *Subgraph, j int, t int64) error {
 		tt.Shape[k] = int64(int32(r.u32(ss + 4*int64(k))))
 	}
 	if r.has(t, 7) {
-		if tt.ShapeSignature, err = p.i32s(t, 7, field+".shape_signature"); err != nil {
+		if tt.ShapeSignature, err = p.i32s(t, 7); err != nil {
 			return err
 		}
 	}
 	if tt.Buffer != 0 {
-		if err := inRange(field+".buffer", t, int64(tt.Buffer), int64(len(m.buffers)), "buffer"); err != nil {
-			return err
+		if outOf(int64(tt.Buffer), int64(len(m.buffers))) {
+			return rangeErr(field()+".buffer", t, int64(tt.Buffer), int64(len(m.buffers)), "buffer")
 		}
 	}
 	if tt.Buffer == 0 || m.buffers[tt.Buffer].Kind == BufferEmpty {
@@ -227,20 +230,20 @@ func (p *parser) tensor(sg *Subgraph, j int, t int64) error {
 	data := m.buffers[tt.Buffer].Data
 	switch {
 	case tt.DType == format.Invalid:
-		return format.Errorf(formatName, field+".type", t, "constant of type %v (want a type with a fixed layout: not resource or variant)", tt.Type)
+		return format.Errorf(formatName, field()+".type", t, "constant of type %v (want a type with a fixed layout: not resource or variant)", tt.Type)
 	case tt.ExternalBuffer != 0:
-		return format.Errorf(formatName, field+".external_buffer", t, "tensor has both buffer %d and external buffer %d (want one)", tt.Buffer, tt.ExternalBuffer)
+		return format.Errorf(formatName, field()+".external_buffer", t, "tensor has both buffer %d and external buffer %d (want one)", tt.Buffer, tt.ExternalBuffer)
 	}
 	for _, d := range tt.Shape {
 		if d < 0 {
-			return format.Errorf(formatName, field+".shape", t, "constant has shape %v (want no negative dimension)", tt.Shape)
+			return format.Errorf(formatName, field()+".shape", t, "constant has shape %v (want no negative dimension)", tt.Shape)
 		}
 	}
 	if tt.HasShape && !tt.Sparse && tt.DType != format.String {
 		// (Bounded by 4 × the file: int2 packs four elements a byte.)
 		_, nb, ok := format.Numel(tt.Shape, tt.DType, 4*p.size)
 		if !ok || nb != data.Len() {
-			return format.Errorf(formatName, field, t, "%v %v needs %d bytes, buffer %d holds %d", tt.DType, tt.Shape, nb, tt.Buffer, data.Len())
+			return format.Errorf(formatName, field(), t, "%v %v needs %d bytes, buffer %d holds %d", tt.DType, tt.Shape, nb, tt.Buffer, data.Len())
 		}
 	}
 	tt.Location = format.LocSegment
@@ -260,9 +263,9 @@ func (p *parser) operators(i int) error {
 	nt := int64(len(sg.Tensors))
 	for k := range sg.NumOperators {
 		o := r.elem(sg.ops, int64(k))
-		field := "Model.subgraphs[" + strconv.Itoa(i) + "].operators[" + strconv.Itoa(k) + "]"
-		if err := inRange(field+".opcode_index", o, int64(r.fieldU32(o, 0, 0)), int64(len(m.opcodes)), "operator code"); err != nil {
-			return err
+		field := func() string { return "Model.subgraphs[" + strconv.Itoa(i) + "].operators[" + strconv.Itoa(k) + "]" }
+		if outOf(int64(r.fieldU32(o, 0, 0)), int64(len(m.opcodes))) {
+			return rangeErr(field()+".opcode_index", o, int64(r.fieldU32(o, 0, 0)), int64(len(m.opcodes)), "operator code")
 		}
 		for _, id := range [2]int{1, 2} {
 			start, n := r.vector(o, id)
@@ -271,15 +274,15 @@ func (p *parser) operators(i int) error {
 				if x == -1 {
 					continue
 				}
-				if err := inRange(field+".inputs", start+4*e, x, nt, "tensor"); err != nil {
-					return err
+				if outOf(x, nt) {
+					return rangeErr(field()+".inputs", start+4*e, x, nt, "tensor")
 				}
 			}
 		}
 		var bad error
 		calls(r, o, func(s int32) {
 			if bad == nil {
-				bad = inRange(field+".builtin_options", o, int64(s), int64(len(m.subgraphs)), "subgraph")
+				bad = inRange(field()+".builtin_options", o, int64(s), int64(len(m.subgraphs)), "subgraph")
 			}
 		})
 		if bad != nil {
@@ -314,14 +317,14 @@ func (p *parser) metadata(root int64) error {
 	for i := range m.metadata {
 		t := r.elem(start, int64(i))
 		md := &m.metadata[i]
-		field := "Model.metadata[" + strconv.Itoa(i) + "]"
+		field := func() string { return "Model.metadata[" + strconv.Itoa(i) + "]" }
 		var err error
-		if md.Name, err = p.str(t, 0, field+".name"); err != nil {
+		if md.Name, err = p.str(t, 0); err != nil {
 			return err
 		}
 		md.Buffer = int(r.fieldU32(t, 1, 0))
-		if err := inRange(field+".buffer", t, int64(md.Buffer), int64(len(m.buffers)), "buffer"); err != nil {
-			return err
+		if outOf(int64(md.Buffer), int64(len(m.buffers))) {
+			return rangeErr(field()+".buffer", t, int64(md.Buffer), int64(len(m.buffers)), "buffer")
 		}
 		md.Data = m.buffers[md.Buffer].Data
 	}
@@ -335,14 +338,14 @@ func (p *parser) signatures(root int64) error {
 	for i := range m.signatures {
 		t := r.elem(start, int64(i))
 		sd := &m.signatures[i]
-		field := "Model.signature_defs[" + strconv.Itoa(i) + "]"
+		field := func() string { return "Model.signature_defs[" + strconv.Itoa(i) + "]" }
 		var err error
-		if sd.Key, err = p.str(t, 2, field+".signature_key"); err != nil {
+		if sd.Key, err = p.str(t, 2); err != nil {
 			return err
 		}
 		sd.Subgraph = int(r.fieldU32(t, 4, 0))
-		if err := inRange(field+".subgraph_index", t, int64(sd.Subgraph), int64(len(m.subgraphs)), "subgraph"); err != nil {
-			return err
+		if outOf(int64(sd.Subgraph), int64(len(m.subgraphs))) {
+			return rangeErr(field()+".subgraph_index", t, int64(sd.Subgraph), int64(len(m.subgraphs)), "subgraph")
 		}
 		nt := int64(len(m.subgraphs[sd.Subgraph].Tensors))
 		for _, id := range [2]int{0, 1} {
@@ -350,12 +353,12 @@ func (p *parser) signatures(root int64) error {
 			list := make([]TensorMap, vn)
 			for k := range list {
 				e := r.elem(vs, int64(k))
-				if list[k].Name, err = p.str(e, 0, field+".inputs.name"); err != nil {
+				if list[k].Name, err = p.str(e, 0); err != nil {
 					return err
 				}
 				list[k].Tensor = int(r.fieldU32(e, 1, 0))
-				if err := inRange(field+".inputs.tensor_index", e, int64(list[k].Tensor), nt, "tensor"); err != nil {
-					return err
+				if outOf(int64(list[k].Tensor), nt) {
+					return rangeErr(field()+".inputs.tensor_index", e, int64(list[k].Tensor), nt, "tensor")
 				}
 			}
 			if id == 0 {
@@ -374,7 +377,7 @@ func (p *parser) external(root int64) error {
 	groups := make([]string, gn)
 	for i := range groups {
 		var err error
-		if groups[i], err = p.str(r.elem(gs, int64(i)), 0, "Model.external_buffer_groups"); err != nil {
+		if groups[i], err = p.str(r.elem(gs, int64(i)), 0); err != nil {
 			return err
 		}
 	}
@@ -384,11 +387,11 @@ func (p *parser) external(root int64) error {
 		t := r.elem(bs, int64(i))
 		e := &m.extBuffers[i]
 		g := r.fieldU32(t, 1, 0)
-		if err := inRange("Model.external_buffers["+strconv.Itoa(i)+"].group", t, int64(g), gn, "external buffer group"); err != nil {
-			return err
+		if outOf(int64(g), gn) {
+			return rangeErr("Model.external_buffers["+strconv.Itoa(i)+"].group", t, int64(g), gn, "external buffer group")
 		}
 		var err error
-		if e.Packing, err = p.str(t, 4, "Model.external_buffers"); err != nil {
+		if e.Packing, err = p.str(t, 4); err != nil {
 			return err
 		}
 		e.ID, e.Group = r.fieldU32(t, 0, 0), groups[g]

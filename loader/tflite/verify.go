@@ -175,10 +175,18 @@ func verify(mf *mmapfile.File) ([]byte, error) {
 
 // inRange checks an index read from the file against a count.
 func inRange(field string, off int64, i, n int64, what string) error {
-	if i < 0 || i >= n {
-		return format.Errorf(formatName, field, off, "%s index %d out of range (want 0 <= index < %d)", what, i, n)
+	if outOf(i, n) {
+		return rangeErr(field, off, i, n, what)
 	}
 	return nil
+}
+
+// outOf reports whether index i is outside [0, n).
+func outOf(i, n int64) bool { return i < 0 || i >= n }
+
+// rangeErr reports index i outside [0, n).
+func rangeErr(field string, off int64, i, n int64, what string) error {
+	return format.Errorf(formatName, field, off, "%s index %d out of range (want 0 <= index < %d)", what, i, n)
 }
 
 // fileRange checks that [off, off+n) lies inside a file of size bytes

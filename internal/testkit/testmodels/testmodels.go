@@ -126,7 +126,7 @@ func Path(tb testing.TB, rel string) string {
 
 // IsModel reports whether a file name looks like one of the model files.
 func IsModel(name string) bool {
-	for _, ext := range []string{".pte", ".ptd", ".rten", ".bpte"} {
+	for _, ext := range []string{".pte", ".ptd", ".rten", ".bpte", ".tflite", ".litertlm"} {
 		if strings.HasSuffix(name, ext) {
 			return true
 		}

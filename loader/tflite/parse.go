@@ -48,7 +48,6 @@ func (p *parser) i32s(t int64, id int) ([]int32, error) {
 	return p.r.i32s(t, id), nil
 }
 
-
 func parse(mf *mmapfile.File) (*Model, error) {
 	fb, err := verify(mf)
 	if err != nil {

@@ -63,7 +63,6 @@ type Model struct {
 	prog    *pte.Program  // OpenPkg
 	ptd     *ptd.File     // OpenPkg: the .ptd, alone or linked
 	rt      *rten.Model   // OpenPkg
-	dataF   *ptd.File     // Open with readfile or xmmap: the linked .ptd
 	closers []io.Closer
 }
 
@@ -91,25 +90,27 @@ func Open(path string, mode Mode, data string) (*Model, error) {
 		m.lm, err = loader.Open(path, opts...)
 	case ModeReadFile:
 		if data != "" {
-			if m.dataF, err = openPTD(m, data, mode); err != nil {
+			var db []byte
+			if db, err = os.ReadFile(data); err != nil {
 				break
 			}
-			opts = append(opts, loader.WithDataFiles(m.dataF))
+			opts = append(opts, loader.WithDataFiles(mmapfile.NewBytes(db)))
 		}
 		var b []byte
 		if b, err = os.ReadFile(path); err == nil {
-			m.lm, err = loader.NewBytes(b, opts...)
+			m.lm, err = loader.New(mmapfile.NewBytes(b), opts...)
 		}
 	case ModeXMmap:
 		if data != "" {
-			if m.dataF, err = openPTD(m, data, mode); err != nil {
+			var dr *mmap.ReaderAt
+			if dr, err = m.xopen(data); err != nil {
 				break
 			}
-			opts = append(opts, loader.WithDataFiles(m.dataF))
+			opts = append(opts, loader.WithDataFiles(mmapfile.NewReaderAt(dr, int64(dr.Len()))))
 		}
 		var r *mmap.ReaderAt
 		if r, err = m.xopen(path); err == nil {
-			m.lm, err = loader.NewReaderAt(r, int64(r.Len()), opts...)
+			m.lm, err = loader.New(mmapfile.NewReaderAt(r, int64(r.Len())), opts...)
 		}
 	default:
 		err = fmt.Errorf("bench: unknown mode %q", mode)
@@ -363,7 +364,7 @@ func (m *Model) Tensor(name string) (segment.Segment, bool) {
 		}
 		return c.Data, true
 	case m.ptd != nil:
-		nd, ok := m.ptd.Lookup(name)
+		nd, ok := m.ptd.Entry(name)
 		if !ok {
 			return segment.Segment{}, false
 		}
@@ -481,9 +482,6 @@ func (m *Model) Close() error {
 	}
 	if m.ptd != nil {
 		keep(m.ptd.Close())
-	}
-	if m.dataF != nil {
-		keep(m.dataF.Close())
 	}
 	for _, c := range m.closers {
 		keep(c.Close())

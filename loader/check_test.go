@@ -13,6 +13,7 @@ import (
 	"github.com/edgeload/edgeload/internal/testkit/writer"
 	"github.com/edgeload/edgeload/loader"
 	"github.com/edgeload/edgeload/loader/format"
+	"github.com/edgeload/edgeload/mmapfile"
 )
 
 // TestCheck: Check accepts what Verify accepts without reading a weight,
@@ -43,7 +44,7 @@ func TestCheck(t *testing.T) {
 		t.Fatal(err)
 	}
 	rc := &readcount.ReaderAt{R: bytes.NewReader(b)}
-	m, err := loader.NewReaderAt(rc, int64(len(b)))
+	m, err := loader.New(mmapfile.NewReaderAt(rc, int64(len(b))))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -75,7 +76,7 @@ func TestCheckRejects(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m, err := loader.NewBytes(b)
+	m, err := loader.New(mmapfile.NewBytes(b))
 	if err != nil {
 		t.Fatalf("Open: %v", err)
 	}

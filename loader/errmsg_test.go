@@ -14,6 +14,7 @@ import (
 	"github.com/edgeload/edgeload/internal/testkit/writer"
 	"github.com/edgeload/edgeload/loader"
 	"github.com/edgeload/edgeload/loader/format"
+	"github.com/edgeload/edgeload/mmapfile"
 )
 
 // brokenFile is one broken file of a representative set: one per check a
@@ -120,7 +121,7 @@ func brokenFiles(t *testing.T) []brokenFile {
 // (docs/SAFETY.md quotes some).
 func TestErrorMessages(t *testing.T) {
 	for _, c := range brokenFiles(t) {
-		m, err := loader.NewBytes(c.data)
+		m, err := loader.New(mmapfile.NewBytes(c.data))
 		if err == nil {
 			m.Close()
 			t.Errorf("%s: opened", c.check)
@@ -154,15 +155,15 @@ func TestErrorMessageUnknownFormat(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = loader.NewBytes(b)
+	_, err = loader.New(mmapfile.NewBytes(b))
 	t.Log(err)
-	if !errors.Is(err, loader.ErrUnknownFormat) || !strings.Contains(err.Error(), `"QQ08"`) || !strings.Contains(err.Error(), `"ET.." at offset 4`) {
+	if !errors.Is(err, loader.ErrUnknownFormat) || !strings.Contains(err.Error(), `QQ08"`) || !strings.Contains(err.Error(), `"ET.." at offset 4`) {
 		t.Errorf("unknown format: %v", err)
 	}
 	// A program under a bundle's identifier is read as a bundle, and its
 	// error says what the bundle lacks.
 	copy(b[4:8], "BP08")
-	_, err = loader.NewBytes(b)
+	_, err = loader.New(mmapfile.NewBytes(b))
 	var fe *loader.FormatError
 	if !errors.As(err, &fe) || fe.Format != "bpte" || !strings.Contains(err.Error(), "BundledProgram.program") {
 		t.Errorf("a program labelled BP08: %v", err)

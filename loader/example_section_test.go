@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 
 	"github.com/edgeload/edgeload/loader"
+	"github.com/edgeload/edgeload/mmapfile"
 )
 
 // writeZip writes an archive holding tiny.pte twice, stored and deflated,
@@ -45,7 +46,7 @@ func writeZip(dir string) string {
 // OpenZipEntry maps a model stored uncompressed in a zip archive or APK in
 // place: offsets are relative to the entry, as if it were a file of its
 // own. A compressed entry is refused, with the fix in the message.
-func ExampleOpenZipEntry() {
+func ExampleWithZipEntry() {
 	dir, err := os.MkdirTemp("", "edgeload-example")
 	if err != nil {
 		log.Fatal(err)
@@ -53,7 +54,7 @@ func ExampleOpenZipEntry() {
 	defer os.RemoveAll(dir)
 	apk := writeZip(dir)
 
-	m, err := loader.OpenZipEntry(apk, "assets/model.pte")
+	m, err := loader.Open(apk, loader.WithZipEntry("assets/model.pte"))
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -63,7 +64,7 @@ func ExampleOpenZipEntry() {
 	fmt.Printf("%s, %d bytes at offset %d of the archive\n", m.Format(), n, at)
 	fmt.Printf("linear.weight at %d of the entry\n", w.Offset)
 
-	_, err = loader.OpenZipEntry(apk, "assets/packed.pte")
+	_, err = loader.Open(apk, loader.WithZipEntry("assets/packed.pte"))
 	fmt.Println(errors.Is(err, loader.ErrCompressed))
 	// Output:
 	// pte, 1309 bytes at offset 99 of the archive
@@ -73,7 +74,7 @@ func ExampleOpenZipEntry() {
 
 // OpenSection opens a model that sits at an offset in a larger file, with
 // offsets relative to its start; nothing outside it is readable.
-func ExampleOpenSection() {
+func ExampleWithSection() {
 	model, err := os.ReadFile("../testdata/tiny.pte")
 	if err != nil {
 		log.Fatal(err)
@@ -89,7 +90,7 @@ func ExampleOpenSection() {
 		log.Fatal(err)
 	}
 
-	m, err := loader.OpenSection(path, 1000, int64(len(model)))
+	m, err := loader.Open(path, loader.WithSection(1000, int64(len(model))))
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -103,13 +104,17 @@ func ExampleOpenSection() {
 // OpenFile opens a model through a file the caller already has open, such
 // as a descriptor passed by a supervisor (os.NewFile(fd, name)). The
 // caller keeps it and closes it after the Model.
-func ExampleOpenFile() {
+func ExampleNew() {
 	f, err := os.Open("../testdata/tiny-v2.rten")
 	if err != nil {
 		log.Fatal(err)
 	}
 	defer f.Close()
-	m, err := loader.OpenFile(f)
+	mf, err := mmapfile.NewFile(f)
+	if err != nil {
+		log.Fatal(err)
+	}
+	m, err := loader.New(mf)
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -139,7 +144,7 @@ func ExampleModel_Bundle() {
 	r, err := m.Verify()
 	fmt.Println(r.TestTensors, "test tensors verified", err)
 	// Output:
-	// pte 1309 bytes of program
+	// bpte 1309 bytes of program
 	// forward: 2 cases; case 0 expects [3 5]
 	// 4 test tensors verified <nil>
 }

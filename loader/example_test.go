@@ -7,6 +7,7 @@ import (
 	"os"
 
 	"github.com/edgeload/edgeload/loader"
+	"github.com/edgeload/edgeload/mmapfile"
 )
 
 // Open sniffs the format, maps the file and lists its tensors the same way
@@ -84,13 +85,13 @@ func ExampleOpen_errors() {
 	// Bytes that are no model at all.
 	junk := append([]byte("\x1c\x00\x00\x00XY08"), make([]byte, 56)...)
 	fmt.Println(loader.Sniff(junk))
-	_, err := loader.NewBytes(junk)
+	_, err := loader.New(mmapfile.NewBytes(junk))
 	fmt.Println(errors.Is(err, loader.ErrUnknownFormat))
 
 	// A program whose identifier is a later version.
 	tiny, _ := os.ReadFile("../testdata/tiny.pte")
 	copy(tiny[4:8], "ET13")
-	_, err = loader.NewBytes(tiny)
+	_, err = loader.New(mmapfile.NewBytes(tiny))
 	var fe *loader.FormatError
 	fmt.Println(errors.Is(err, loader.ErrUnsupportedVersion), errors.As(err, &fe), fe.Format, fe.Field, fe.Offset)
 	// Output:

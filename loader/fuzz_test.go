@@ -13,6 +13,7 @@ import (
 	"github.com/edgeload/edgeload/internal/testkit/loadercheck"
 	"github.com/edgeload/edgeload/internal/testkit/testmodels"
 	"github.com/edgeload/edgeload/loader"
+	"github.com/edgeload/edgeload/mmapfile"
 )
 
 // fuzzSeeds returns every real file of the three formats (read from
@@ -56,7 +57,7 @@ func FuzzOpen(f *testing.F) {
 		f.Add(b)
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		m, err := loader.NewBytes(data)
+		m, err := loader.New(mmapfile.NewBytes(data))
 		if err != nil {
 			if m != nil {
 				t.Fatal("non-nil model with an error")
@@ -76,7 +77,7 @@ func FuzzOpen(f *testing.F) {
 		case s == loader.Unknown && m.Format() != loader.RTen:
 			t.Fatalf("unknown bytes opened as %s", m.Format())
 		case s == loader.BundledProgram:
-			if m.Format() != loader.PTE || m.Bundle() == nil {
+			if m.Format() != loader.BundledProgram || m.Bundle() == nil {
 				t.Fatalf("a bundled program opened as %s (bundle %v)", m.Format(), m.Bundle() != nil)
 			}
 			_, size = m.Bundle().ProgramSection()
@@ -95,7 +96,7 @@ func FuzzOpen(f *testing.F) {
 		if len(data) > 256<<10 {
 			return // the copies of a multi-megabyte real file would slow the campaign tenfold
 		}
-		r, err := loader.NewReaderAt(bytes.NewReader(data), int64(len(data)))
+		r, err := loader.New(mmapfile.NewReaderAt(bytes.NewReader(data), int64(len(data))))
 		if err != nil {
 			t.Fatalf("NewBytes accepted what NewReaderAt refused: %v", err)
 		}

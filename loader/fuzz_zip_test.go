@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"errors"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"testing"
@@ -13,6 +14,7 @@ import (
 	"github.com/edgeload/edgeload/internal/testkit/loadercheck"
 	"github.com/edgeload/edgeload/internal/testkit/ziptest"
 	"github.com/edgeload/edgeload/loader"
+	"github.com/edgeload/edgeload/mmapfile"
 )
 
 // FuzzZipEntry opens the stored entry of arbitrary zip archives, seeded
@@ -44,12 +46,12 @@ func FuzzZipEntry(f *testing.F) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		m, err := loader.OpenZipEntry(path, ziptest.Stored)
+		m, err := loader.Open(path, loader.WithZipEntry(ziptest.Stored))
 		if err != nil {
 			if m != nil {
 				t.Fatal("non-nil model with an error")
 			}
-			for _, s := range []error{zip.ErrFormat, zip.ErrAlgorithm, io.ErrUnexpectedEOF, io.EOF, loader.ErrCompressed, loader.ErrNotFound} {
+			for _, s := range []error{zip.ErrFormat, zip.ErrAlgorithm, io.ErrUnexpectedEOF, io.EOF, loader.ErrCompressed, fs.ErrNotExist} {
 				if errors.Is(err, s) {
 					return
 				}
@@ -70,7 +72,7 @@ func FuzzZipEntry(f *testing.F) {
 		if err := loadercheck.Model(m); err != nil {
 			t.Fatal(err)
 		}
-		alone, err := loader.NewBytes(bytes.Clone(data[off : off+n]))
+		alone, err := loader.New(mmapfile.NewBytes(bytes.Clone(data[off : off+n])))
 		if err != nil {
 			t.Fatalf("the entry opened, its bytes alone do not: %v", err)
 		}

@@ -1,21 +1,23 @@
-// Package loader opens a model file of any of the formats edgeload reads —
-// an ExecuTorch program (.pte), an ExecuTorch named-data file (.ptd) or an
-// RTen model (.rten) — after sniffing the format from its first bytes, and
-// lists its tensors and segments the same way for all three.
+// Package loader opens a model file of any format edgeload reads, after
+// sniffing the format from its first bytes, and lists its tensors,
+// segments and named data the same way for all of them.
 //
-// The file is memory-mapped once and nothing but its headers and FlatBuffer
-// metadata is read at Open: every tensor and segment is a zero-copy view
-// ([segment.Segment]) of the mapping, faulted in when first touched. What is
-// specific to a format (methods, delegates, graphs, legacy layouts) stays
-// with that format's package, reachable through [Model.Program],
-// [Model.DataFile] and [Model.RTen].
+// Each format is a package of its own that implements [format.Model] and
+// plugs in with one [format.Registration] (see [Register]): ExecuTorch
+// programs (loader/pte), bundled programs (loader/bundle), ExecuTorch
+// named data (loader/ptd) and RTen models (loader/rten). What is specific
+// to a format (methods, delegates, graphs, metadata) stays with that
+// format's package, reached through [Model.Impl].
 //
-// A model may also sit inside another file: [OpenFile] and [NewSection]
-// take a file the caller has open, [OpenSection] a byte range of a file,
-// [OpenZipEntry] an entry stored uncompressed in a zip archive or APK, and
-// Open of an ExecuTorch bundled program (.bpte) opens the program it embeds
-// ([Model.Bundle]). Each is mapped in place, with offsets relative to the
-// model's first byte (docs/SECTIONS.md).
+// The file is memory-mapped once and nothing but its headers and metadata
+// is read at Open: every tensor and segment is a zero-copy view
+// ([segment.Segment]) of the mapping, faulted in when first touched.
+//
+// Where the bytes live is package mmapfile's question: [Open] takes a
+// path, [New] any mapping (a descriptor, a section of a file, a stored zip
+// entry, a byte slice); [WithZipEntry] and [WithSection] open a model
+// inside a file in place, with offsets relative to the model's first byte
+// (docs/SECTIONS.md).
 //
 // Errors are values: a *[FormatError] names the format, the field, the file
 // offset and what was expected, and the sentinels ([ErrUnknownFormat],
@@ -27,12 +29,12 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 	"sync"
 	"sync/atomic"
 
 	"github.com/edgeload/edgeload/loader/bundle"
 	"github.com/edgeload/edgeload/loader/format"
-	"github.com/edgeload/edgeload/loader/internal/nameindex"
 	"github.com/edgeload/edgeload/loader/internal/region"
 	"github.com/edgeload/edgeload/loader/ptd"
 	"github.com/edgeload/edgeload/loader/pte"
@@ -53,20 +55,23 @@ var (
 	ErrNotFound           = format.ErrNotFound
 	ErrClosed             = format.ErrClosed
 	ErrMalformed          = format.ErrMalformed
+	// ErrCompressed: a zip entry is stored compressed, so it cannot be
+	// mapped in place (see [mmapfile.ErrCompressed]).
+	ErrCompressed = mmapfile.ErrCompressed
 )
 
-// Format names a model file format. Its values are the names the command's
-// output uses.
+// Format names a model file format: the Name of its registration, and the
+// "format" of the command's output.
 type Format string
 
-// The formats Sniff recognises. Unknown is the zero value.
+// The formats registered by default. Unknown is the zero value.
 const (
 	Unknown Format = ""
 	PTE     Format = "pte"  // ExecuTorch program
 	PTD     Format = "ptd"  // ExecuTorch named data (FlatTensor)
 	RTen    Format = "rten" // RTen model
 	// BundledProgram is an ExecuTorch bundled program (.bpte): Open opens
-	// the program it embeds (a PTE Model whose Bundle is set).
+	// the program it embeds (a *bundle.Program).
 	BundledProgram Format = "bpte"
 )
 
@@ -78,44 +83,94 @@ func (f Format) String() string {
 	return string(f)
 }
 
-// SniffLen is the number of leading bytes Sniff looks at.
-const SniffLen = 8
-
-// Sniff tells the format of a file from its first bytes (at least SniffLen
-// of them for a pte or ptd answer): "ET" at offset 4 is an ExecuTorch
-// program, "FT" at offset 4 a named-data file, "BP" at offset 4 a bundled
-// program, "RTEN" at offset 0 an RTen V2 model. Anything else is Unknown,
-// which may still be a headerless RTen V1 model: Open tries that before
-// giving up.
-//
-// The version digits are not checked here: a program with identifier
-// "ET13" sniffs as PTE, and opening it reports ErrUnsupportedVersion.
-func Sniff(head []byte) Format {
-	if len(head) >= 4 && string(head[:4]) == rten.Magic {
-		return RTen
-	}
-	if len(head) >= 8 {
-		switch string(head[4:6]) {
-		case "ET":
-			return PTE
-		case "FT":
-			return PTD
-		case "BP":
-			return BundledProgram
+// LinksData reports whether models of the format link data files
+// (WithData): a program links .ptd files.
+func (f Format) LinksData() bool {
+	for _, r := range formats() {
+		if Format(r.Name) == f {
+			return r.DataFormat != ""
 		}
 	}
-	return Unknown
+	return false
 }
 
-// SniffFile reads the first SniffLen bytes of the file at path and sniffs
-// them (see Sniff).
+// SniffLen is the number of leading bytes Sniff needs to tell every
+// registered format; fewer may still answer.
+const SniffLen = 8
+
+// registry holds the formats Open knows, sniffed in order; fallbacks
+// (a nil Sniff) are tried in order after every sniff declined.
+var registry struct {
+	sync.RWMutex
+	formats []format.Registration
+}
+
+func init() {
+	for _, r := range []format.Registration{pte.Format, bundle.Format, ptd.Format, rten.Format, rten.V1Format} {
+		Register(r)
+	}
+}
+
+// Register adds a format to the ones Open sniffs for, after those already
+// registered (a fallback, with a nil Sniff, after every other). A format
+// package exports its Registration; a program registers one of its own the
+// same way.
+func Register(r format.Registration) {
+	if r.Name == "" || r.Open == nil {
+		panic("loader: Register: a format needs a Name and an Open")
+	}
+	registry.Lock()
+	defer registry.Unlock()
+	fs := registry.formats
+	i := len(fs)
+	if r.Sniff != nil {
+		for i > 0 && fs[i-1].Sniff == nil {
+			i--
+		}
+	}
+	registry.formats = append(fs[:i:i], append([]format.Registration{r}, fs[i:]...)...)
+}
+
+// formats returns the registered formats.
+func formats() []format.Registration {
+	registry.RLock()
+	defer registry.RUnlock()
+	return registry.formats
+}
+
+// sniff returns the registration that claims head.
+func sniff(head []byte) (format.Registration, bool) {
+	for _, r := range formats() {
+		if r.Sniff != nil && r.Sniff(head) {
+			return r, true
+		}
+	}
+	return format.Registration{}, false
+}
+
+// Sniff tells the format of a file from its first bytes (at least
+// SniffLen of them, or up to a page for formats that need more): "ET" at
+// offset 4 is an ExecuTorch program, "FT" a named-data file, "BP" a
+// bundled program, "RTEN" at offset 0 an RTen V2 model, and so on for
+// every registered format. Anything else is Unknown, which may still be a
+// format Open tries as a fallback (a headerless RTen V1 model).
+//
+// Version digits are not checked here: a program with identifier "ET13"
+// sniffs as PTE, and opening it reports ErrUnsupportedVersion.
+func Sniff(head []byte) Format {
+	r, _ := sniff(head)
+	return Format(r.Name)
+}
+
+// SniffFile reads the first bytes of the file at path and sniffs them
+// (see Sniff).
 func SniffFile(path string) (Format, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return Unknown, err
 	}
 	defer f.Close()
-	head := make([]byte, SniffLen)
+	head := make([]byte, region.HeadLen)
 	n, err := io.ReadFull(f, head)
 	if err != nil && !errors.Is(err, io.ErrUnexpectedEOF) && !errors.Is(err, io.EOF) {
 		return Unknown, err
@@ -123,34 +178,54 @@ func SniffFile(path string) (Format, error) {
 	return Sniff(head[:n]), nil
 }
 
-// Option configures Open.
+// Option configures Open and New.
 type Option func(*config)
 
 type config struct {
 	data     []string
-	dataFile []*ptd.File
-	dataSrc  []dataSource
+	dataMaps []*mmapfile.File
 	mmap     []mmapfile.Option
+	where    []mmapfile.Option // WithSection, WithZipEntry: the model's file only
 }
 
-// WithData opens the named .ptd files along with a program and resolves the
-// program's external tensors against them (the first file holding a key
-// wins). Open fails if an external tensor cannot be resolved, or if the
-// file is not a program. The Model closes these files.
+// WithData opens the named files along with a model that links data files
+// (a program's .ptd files) and resolves its external tensors against them
+// (the first file holding a key wins). Open fails if an external tensor
+// cannot be resolved, or if the model's format links no data files. The
+// Model closes these files.
 func WithData(paths ...string) Option {
 	return func(c *config) { c.data = append(c.data, paths...) }
 }
 
-// WithDataFiles is WithData for .ptd files the caller has already opened.
-// The Model does not close them; they must stay open while it is used.
-func WithDataFiles(files ...*ptd.File) Option {
-	return func(c *config) { c.dataFile = append(c.dataFile, files...) }
+// WithDataFiles is WithData for files the caller has mapped (a .ptd from a
+// descriptor, a section, or a zip entry: see mmapfile). The Model takes
+// them: its Close closes them, and so does a failed Open.
+func WithDataFiles(files ...*mmapfile.File) Option {
+	return func(c *config) { c.dataMaps = append(c.dataMaps, files...) }
 }
 
 // WithMmapOptions passes options (mapping mode, budget, page size) to
-// mmapfile.Open, for the model file and the WithData files.
+// mmapfile, for the model file and the WithData files.
 func WithMmapOptions(opts ...mmapfile.Option) Option {
 	return func(c *config) { c.mmap = append(c.mmap, opts...) }
+}
+
+// WithSection makes Open read the model stored in the bytes [off, off+n)
+// of the file, mapped in place ([mmapfile.WithSection]): every offset the
+// model reports is relative to off, and nothing outside the section is
+// read. On Android an AssetFileDescriptor's start offset and length are
+// off and n.
+func WithSection(off, n int64) Option {
+	return func(c *config) { c.where = append(c.where, mmapfile.WithSection(off, n)) }
+}
+
+// WithZipEntry makes Open read the model stored as the named entry of the
+// zip archive (APK, JAR, AAR) at the path, mapped in place
+// ([mmapfile.WithZipEntry]). A compressed entry is an error wrapping
+// ErrCompressed that says how to store it; a missing one wraps
+// ErrNotFound. The Model's Name is "path!/entry".
+func WithZipEntry(entry string) Option {
+	return func(c *config) { c.where = append(c.where, mmapfile.WithZipEntry(entry)) }
 }
 
 // Model is an opened model file of any format. Its accessors return values
@@ -160,61 +235,44 @@ func WithMmapOptions(opts ...mmapfile.Option) Option {
 type Model struct {
 	format Format
 	name   string
-	mf     *mmapfile.File
+	mf     *mmapfile.File // the mapping Open made or New was given
+	impl   format.Model
 	closed atomic.Bool
 
-	prog *pte.Program
-	ptd  *ptd.File
-	rt   *rten.Model
+	data     []format.Model   // the linked data files, in option order
+	dataMaps []*mmapfile.File // their mappings
 
-	data     []*ptd.File      // every linked .ptd, in option order
-	ownData  []*ptd.File      // the ones Close closes
-	dataMaps []*mmapfile.File // the mappings of WithDataZipEntry/WithDataSection files
-
-	bundle *bundle.File   // the bundle a program came from
-	outer  *mmapfile.File // the bundle's mapping (mf is the program's)
-
-	// tensors is the file's tensor list (built on first use for a
-	// program); index (of a .ptd's tensors) maps names to it, built by
-	// the first Tensor call. A program and an RTen model look names up in
-	// their own indexes.
+	// tensors is Tensors, built by its first call for a format whose
+	// tensors are not a []format.Tensor already.
 	tensorsOnce sync.Once
 	tensors     []format.Tensor
-	indexOnce   sync.Once
-	index       nameindex.Index
-	segments    []segment.Segment
-	// named is the named data (for a .ptd, a format-neutral copy made by
-	// the first call that needs it).
-	namedOnce sync.Once
-	named     []format.NamedData
 }
 
-// Open maps the file at path, sniffs its format (see [Sniff]), and opens it
-// with the format's package. A bundled program opens as the program it
-// embeds. A file that sniffs as Unknown is tried as a headerless RTen V1
-// model; if that fails too, the error wraps ErrUnknownFormat.
+// Open maps the file at path (or the section or zip entry an option
+// names), sniffs its format (see [Sniff]), and opens it with the format's
+// package. A file no registered format claims is tried with the fallback
+// formats (a headerless RTen V1 model); if they fail too, the error wraps
+// ErrUnknownFormat.
 func Open(path string, opts ...Option) (*Model, error) {
 	c := collect(opts)
-	mf, err := mmapfile.Open(path, c.mmap...)
+	mf, err := mmapfile.Open(path, append(c.mmap[:len(c.mmap):len(c.mmap)], c.where...)...)
 	if err != nil {
+		closeAll(c.dataMaps)
 		return nil, err
 	}
-	return newOwned(mf, path, opts)
+	return newModel(mf, c)
 }
 
-// NewBytes opens the model held in b (views alias b, which must not change
-// while the Model is used). WithData paths are opened from disk.
-func NewBytes(b []byte, opts ...Option) (*Model, error) {
-	return newOwned(mmapfile.NewBytes(b), "", opts)
-}
-
-// NewReaderAt opens the model read through r (size bytes). Nothing is
-// mapped: every view is a copy read from r when asked for.
-func NewReaderAt(r io.ReaderAt, size int64, opts ...Option) (*Model, error) {
-	if r == nil {
+// New opens the model in mf, which the Model takes: its Close closes mf,
+// and so does a failed New. Any mapping works: a descriptor
+// ([mmapfile.NewFile]), a section or zip entry of one, a byte slice
+// ([mmapfile.NewBytes]), or an io.ReaderAt ([mmapfile.NewReaderAt], where
+// every view is a copy). WithSection and WithZipEntry do not apply.
+func New(mf *mmapfile.File, opts ...Option) (*Model, error) {
+	if mf == nil {
 		return nil, os.ErrInvalid
 	}
-	return newOwned(mmapfile.NewReaderAt(r, size), "", opts)
+	return newModel(mf, collect(opts))
 }
 
 func collect(opts []Option) *config {
@@ -227,81 +285,88 @@ func collect(opts []Option) *config {
 	return &c
 }
 
-// newOwned opens the model in mf, closing mf if that fails.
-func newOwned(mf *mmapfile.File, name string, opts []Option) (*Model, error) {
-	m, err := newModel(mf, name, collect(opts))
-	if err != nil {
+func closeAll(mfs []*mmapfile.File) {
+	for _, mf := range mfs {
+		mf.Close()
+	}
+}
+
+// newModel opens the model in mf, closing mf and c's data maps if that
+// fails.
+func newModel(mf *mmapfile.File, c *config) (*Model, error) {
+	m := &Model{name: mf.Name(), mf: mf, dataMaps: c.dataMaps}
+	if err := m.open(c); err != nil {
+		for _, d := range m.data {
+			d.Close()
+		}
+		closeAll(m.dataMaps)
 		mf.Close()
 		return nil, err
 	}
 	return m, nil
 }
 
-// newModel opens the model in mf (which the Model then owns).
-func newModel(mf *mmapfile.File, name string, c *config) (m *Model, err error) {
-	// The first page, which the format package's Open takes (WithHead)
-	// rather than read again.
-	head, hbuf, err := region.Head(mf, nil)
+func (m *Model) open(c *config) error {
+	// The first page, which the format's Open takes rather than read again.
+	head, hbuf, err := region.Head(m.mf, nil)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	defer region.Put(hbuf)
-	f := Sniff(head)
-	if f == BundledProgram {
-		return newBundled(mf, name, c)
+	reg, ok := sniff(head)
+	cands := []format.Registration{reg}
+	if !ok {
+		cands = cands[:0]
+		for _, r := range formats() {
+			if r.Sniff == nil {
+				cands = append(cands, r)
+			}
+		}
 	}
-	m = &Model{format: f, name: name, mf: mf}
-	if len(c.data)+len(c.dataFile)+len(c.dataSrc) > 0 && f != PTE {
-		what := "not a program"
-		if f != Unknown {
-			what = "a " + string(f) + " file"
+	if len(c.data)+len(c.dataMaps) > 0 {
+		if !ok || reg.DataFormat == "" {
+			what := "not a model that links data files"
+			if ok {
+				what = "a " + reg.Name + " file"
+			}
+			return fmt.Errorf("loader: data files apply to models that link them (a .pte program), and %s is %s", displayName(m.name), what)
 		}
-		return nil, fmt.Errorf("loader: data files apply to .pte programs only, and %s is %s", displayName(name), what)
+		if err := m.openData(reg.DataFormat, c); err != nil {
+			return err
+		}
 	}
-	switch f {
-	case PTE:
-		if err := m.openData(c); err != nil {
-			return nil, err
+	cfg := &format.Config{Head: head, Name: m.name, Data: m.data, Mmap: c.mmap}
+	var errs []error
+	for _, r := range cands {
+		impl, err := r.Open(m.mf, cfg)
+		if err == nil {
+			m.format, m.impl = Format(r.Name), impl
+			return nil
 		}
-		p, err := pte.NewFile(mf, pte.WithHead(head), pte.WithData(m.data...))
-		if err != nil {
-			m.closeData()
-			return nil, err
-		}
-		m.prog = p
-	case PTD:
-		d, err := ptd.NewFile(mf, ptd.WithHead(head))
-		if err != nil {
-			return nil, err
-		}
-		m.ptd = d
-	case RTen:
-		r, err := rten.NewFile(mf, rten.WithHead(head))
-		if err != nil {
-			return nil, err
-		}
-		m.rt = r
-	default:
-		r, rerr := rten.NewFile(mf, rten.WithHead(head))
-		if rerr != nil {
-			return nil, unknownFormat(head, rerr)
-		}
-		m.format, m.rt = RTen, r
+		errs = append(errs, err)
 	}
-	m.build()
-	return m, nil
+	if ok {
+		return errs[0]
+	}
+	return unknownFormat(head, errors.Join(errs...))
 }
 
 // unknownFormat builds the error for a file no format accepts.
-func unknownFormat(head []byte, v1err error) error {
+func unknownFormat(head []byte, fallback error) error {
 	hint := ""
 	if len(head) >= 8 {
-		hint = fmt.Sprintf("bytes 4..8 are %q", head[4:8])
+		hint = fmt.Sprintf("bytes 0..8 are %q", head[:8])
 	} else {
 		hint = fmt.Sprintf("the file is only %d bytes long", len(head))
 	}
-	return fmt.Errorf("%w: %s; not a .pte (\"ET..\" at offset 4), .ptd (\"FT..\" at 4) or .rten (\"RTEN\" at 0) file, and not a headerless RTen V1 model either (%v)",
-		ErrUnknownFormat, hint, v1err)
+	var names []string
+	for _, r := range formats() {
+		if r.Sniff != nil {
+			names = append(names, r.Name+": "+r.Magic)
+		}
+	}
+	return fmt.Errorf("%w: %s; no format claims it (%s), and the fallbacks fail too (%v)",
+		ErrUnknownFormat, hint, strings.Join(names, "; "), fallback)
 }
 
 func displayName(name string) string {
@@ -311,158 +376,118 @@ func displayName(name string) string {
 	return name
 }
 
-// openData opens the WithData files.
-func (m *Model) openData(c *config) error {
+// openData opens the WithData and WithDataFiles files as models of the
+// given format.
+func (m *Model) openData(want string, c *config) error {
+	var reg format.Registration
+	for _, r := range formats() {
+		if r.Name == want {
+			reg = r
+		}
+	}
 	for _, p := range c.data {
-		d, err := ptd.Open(p, ptd.WithMmapOptions(c.mmap...))
+		mf, err := mmapfile.Open(p, c.mmap...)
 		if err != nil {
-			m.closeData()
 			return fmt.Errorf("data file %s: %w", p, err)
 		}
-		m.data = append(m.data, d)
-		m.ownData = append(m.ownData, d)
+		m.dataMaps = append(m.dataMaps, mf)
 	}
-	for _, s := range c.dataSrc {
-		d, name, err := s.open(c.mmap)
+	for _, mf := range m.dataMaps {
+		head, hbuf, err := region.Head(mf, nil)
+		if err == nil && (reg.Sniff == nil || !reg.Sniff(head)) {
+			err = fmt.Errorf("%w: not a %s file", ErrUnknownFormat, want)
+		}
+		var d format.Model
+		if err == nil {
+			d, err = reg.Open(mf, &format.Config{Head: head, Name: mf.Name(), Mmap: c.mmap})
+		}
+		region.Put(hbuf)
 		if err != nil {
-			m.closeData()
-			return fmt.Errorf("data file %s: %w", name, err)
+			return fmt.Errorf("data file %s: %w", displayName(mf.Name()), err)
 		}
 		m.data = append(m.data, d)
-		m.ownData = append(m.ownData, d)
-		m.dataMaps = append(m.dataMaps, d.MappedFile())
 	}
-	m.data = append(m.data, c.dataFile...)
 	return nil
 }
 
-func (m *Model) closeData() {
-	for _, d := range m.ownData {
-		d.Close()
-	}
-	for _, mf := range m.dataMaps {
-		mf.Close()
-	}
-	m.ownData, m.dataMaps = nil, nil
-}
-
-// build fills the format-neutral lists.
-func (m *Model) build() {
-	switch {
-	case m.prog != nil:
-		// Tensors are the program's own (TensorAt); the []format.Tensor
-		// copy is made by the first Tensors call.
-		m.segments = m.prog.Segments()
-		m.named = m.prog.NamedData()
-	case m.ptd != nil:
-		m.tensors = m.ptd.Tensors()
-		m.segments = m.ptd.Segments()
-	case m.rt != nil:
-		m.tensors = m.rt.Tensors()
-		m.segments = m.rt.Segments()
-	}
-}
-
-// allTensors returns the tensor list, building it on first use for a
-// program.
-func (m *Model) allTensors() []format.Tensor {
-	if m.prog != nil {
-		m.tensorsOnce.Do(func() {
-			pts := m.prog.Tensors()
-			m.tensors = make([]format.Tensor, len(pts))
-			for i := range pts {
-				m.tensors[i] = pts[i].Tensor
-			}
-		})
-	}
-	return m.tensors
-}
-
-// Close unmaps the file and closes the data files WithData opened. Views
-// handed out become invalid. Close is idempotent.
+// Close unmaps the file and closes the data files. Views handed out become
+// invalid. Close is idempotent.
 func (m *Model) Close() error {
 	if m == nil || m.closed.Swap(true) {
 		return nil
 	}
-	var buf [4]error // room for the usual errors without an allocation
-	errs := buf[:0]
-	switch {
-	case m.prog != nil:
-		errs = append(errs, m.prog.Close())
-	case m.ptd != nil:
-		errs = append(errs, m.ptd.Close())
-	case m.rt != nil:
-		errs = append(errs, m.rt.Close())
-	}
-	for _, d := range m.ownData {
+	errs := []error{m.impl.Close()}
+	for _, d := range m.data {
 		errs = append(errs, d.Close())
 	}
 	for _, mf := range m.dataMaps {
 		errs = append(errs, mf.Close())
 	}
 	errs = append(errs, m.mf.Close())
-	if m.outer != nil {
-		errs = append(errs, m.bundle.Close(), m.outer.Close())
-	}
 	return errors.Join(errs...)
 }
 
-// Format returns the file's format: PTE, PTD or RTen.
+// Format returns the file's format.
 func (m *Model) Format() Format { return m.format }
 
-// Name returns the path the model was opened from ("" for NewBytes and
-// NewReaderAt).
+// Impl returns the format package's own value for the file (a
+// *pte.Program, *bundle.Program, *ptd.File, *rten.Model, ...), for what
+// only that format has.
+func (m *Model) Impl() format.Model { return m.impl }
+
+// Name returns the path the model was opened from ("path!/entry" for a zip
+// entry; "" for a byte slice).
 func (m *Model) Name() string { return m.name }
 
 // Size returns the size in bytes of the model: of its file, of its section
-// (OpenSection, OpenZipEntry), or of the program a bundle embeds.
-func (m *Model) Size() int64 { return m.mf.Len() }
+// or zip entry, or of the program a bundle embeds.
+func (m *Model) Size() int64 { return m.impl.MappedFile().Len() }
 
-// File returns the mapped file every view of the model points into (a
-// resolved external tensor's view points into its .ptd instead).
-func (m *Model) File() *mmapfile.File { return m.mf }
+// File returns the mapping every view of the model points into (a
+// section of the file Open mapped, for the program inside a bundle; a
+// resolved external tensor's view points into its data file instead).
+func (m *Model) File() *mmapfile.File { return m.impl.MappedFile() }
 
 // Tensors returns the tensors the file holds or names, in the format's
-// order: for a program each constant, mutable or external tensor value of
-// each method; for a .ptd each entry with a tensor layout; for an RTen model
-// every constant of every graph, subgraphs included. Do not modify the
-// slice. For a program, the first call copies the program's tensors into
-// it; [Model.NumTensors] and [Model.TensorAt] give the same tensors without
-// the copy, and [Model.TensorData] their bytes without building them.
-func (m *Model) Tensors() []format.Tensor { return m.allTensors() }
+// order (see the format's package). Do not modify the slice. For a format
+// whose own list is not a []format.Tensor (a program's), the first call
+// copies it; [Model.NumTensors], [Model.TensorAt] and [Model.TensorData]
+// give the same tensors without the copy.
+func (m *Model) Tensors() []format.Tensor {
+	if l, ok := m.impl.(interface{ Tensors() []format.Tensor }); ok {
+		return l.Tensors()
+	}
+	m.tensorsOnce.Do(func() {
+		m.tensors = make([]format.Tensor, m.impl.NumTensors())
+		for i := range m.tensors {
+			m.tensors[i] = *m.impl.TensorAt(i)
+		}
+	})
+	return m.tensors
+}
 
 // NumTensors returns the number of tensors (len of Tensors). It builds
 // nothing.
-func (m *Model) NumTensors() int {
-	if m.prog != nil {
-		return m.prog.NumTensors()
-	}
-	return len(m.tensors)
-}
+func (m *Model) NumTensors() int { return m.impl.NumTensors() }
 
 // TensorData returns the bytes of tensor i, 0 <= i < NumTensors: the same
-// view as TensorAt(i).Data. For a program it does not build the tensor list
-// (names, shapes; pte.Program.TensorData): a runtime that wants a data
-// pointer for every weight pays for nothing else. It allocates nothing.
-func (m *Model) TensorData(i int) segment.Segment {
-	if m.prog != nil {
-		return m.prog.TensorData(i)
-	}
-	return m.tensors[i].Data
-}
+// view as TensorAt(i).Data, without building the tensor list where the
+// format can avoid it (a program's). It allocates nothing.
+func (m *Model) TensorData(i int) segment.Segment { return m.impl.TensorData(i) }
 
 // AppendTensorBytes appends the bytes of every tensor, in order, to dst and
-// returns it: element i is TensorData(i).Bytes(). For a program mapped
-// whole the views come from one loop over one mapping
-// (pte.Program.AppendTensorBytes): the cheapest way to a data pointer for
-// every weight. It allocates only when dst has too little room; on error it
-// returns the views taken so far.
+// returns it: element i is TensorData(i).Bytes(). A format with a faster
+// way (a program mapped whole: one loop over one mapping) provides it. It
+// allocates only when dst has too little room; on error it returns the
+// views taken so far.
 func (m *Model) AppendTensorBytes(dst [][]byte) ([][]byte, error) {
-	if m.prog != nil {
-		return m.prog.AppendTensorBytes(dst)
+	if a, ok := m.impl.(interface {
+		AppendTensorBytes([][]byte) ([][]byte, error)
+	}); ok {
+		return a.AppendTensorBytes(dst)
 	}
-	for i := range m.tensors {
-		b, err := m.tensors[i].Data.Bytes()
+	for i := range m.impl.NumTensors() {
+		b, err := m.impl.TensorData(i).Bytes()
 		if err != nil {
 			return dst, err
 		}
@@ -472,69 +497,59 @@ func (m *Model) AppendTensorBytes(dst [][]byte) ([][]byte, error) {
 }
 
 // TensorAt returns tensor i of Tensors, 0 <= i < NumTensors, without
-// copying or allocating: for a program it points into the program's own
-// tensor (the one pte.Program.Tensors holds).
-func (m *Model) TensorAt(i int) *format.Tensor {
-	if m.prog != nil {
-		return &m.prog.Tensors()[i].Tensor
-	}
-	return &m.tensors[i]
-}
+// copying.
+func (m *Model) TensorAt(i int) *format.Tensor { return m.impl.TensorAt(i) }
 
-// Tensor returns the first tensor with the given name. The first call
-// builds the name index; later calls allocate nothing.
+// Tensor returns the first tensor with the given name. The first call may
+// build the format's name index; later calls allocate nothing.
 func (m *Model) Tensor(name string) (*format.Tensor, bool) {
-	if m.prog != nil {
-		t, ok := m.prog.Tensor(name)
-		if !ok {
-			return nil, false
-		}
-		return &t.Tensor, true
-	}
-	if m.rt != nil {
-		return m.rt.Tensor(name)
-	}
-	m.indexOnce.Do(func() {
-		m.index = nameindex.New(len(m.tensors), func(i int) string { return m.tensors[i].Name })
-	})
-	i, ok := m.index.Lookup(name)
+	i, ok := m.impl.Lookup(name)
 	if !ok {
 		return nil, false
 	}
-	return &m.tensors[i], true
+	return m.impl.TensorAt(i), true
 }
 
-// Segments returns the file's segments, with absolute offsets: a program's
-// or a .ptd's segments in file order; for an RTen V2 model one segment, the
-// tensor data section to the end of the file; none for RTen V1.
-func (m *Model) Segments() []segment.Segment { return m.segments }
+// Segments returns the file's segments, with absolute offsets, in file
+// order (what a segment is depends on the format: see its package).
+func (m *Model) Segments() []segment.Segment { return m.impl.Segments() }
 
-// NamedData returns the key-addressed blobs of a program or a .ptd (nil for
-// RTen).
-func (m *Model) NamedData() []format.NamedData {
-	if m.ptd != nil {
-		m.namedOnce.Do(func() {
-			nd := m.ptd.NamedData()
-			m.named = make([]format.NamedData, len(nd))
-			for i := range nd {
-				m.named[i] = nd[i].NamedData
-			}
-		})
+// NamedData returns the key-addressed blobs that are not tensors (a
+// program's or a .ptd's named data).
+func (m *Model) NamedData() []format.NamedData { return m.impl.NamedData() }
+
+// Groups names the units UseOrder can be asked for (a program's methods),
+// in file order; nil when the format has a single order.
+func (m *Model) Groups() []string { return m.impl.Groups() }
+
+// Program returns the ExecuTorch program (plain, or the one a bundle
+// embeds), or nil if the file is neither.
+func (m *Model) Program() *pte.Program {
+	switch p := m.impl.(type) {
+	case *pte.Program:
+		return p
+	case *bundle.Program:
+		return p.Program
 	}
-	return m.named
+	return nil
 }
 
-// Program returns the ExecuTorch program, or nil if the file is not one.
-// Link its external tensors with WithData or WithDataFiles at Open: a later
-// Program().Link is not reflected in the Model's Tensors.
-func (m *Model) Program() *pte.Program { return m.prog }
+// Bundle returns the bundled program a model came from (its test suites),
+// or nil. The Model's file, offsets and Size are then the embedded
+// program's; the bundle's own offsets are in Bundle().File().
+func (m *Model) Bundle() *bundle.File {
+	if p, ok := m.impl.(*bundle.Program); ok {
+		return p.Bundle
+	}
+	return nil
+}
 
 // DataFile returns the .ptd file, or nil if the file is not one.
-func (m *Model) DataFile() *ptd.File { return m.ptd }
+func (m *Model) DataFile() *ptd.File { d, _ := m.impl.(*ptd.File); return d }
 
 // RTen returns the RTen model, or nil if the file is not one.
-func (m *Model) RTen() *rten.Model { return m.rt }
+func (m *Model) RTen() *rten.Model { r, _ := m.impl.(*rten.Model); return r }
 
-// DataFiles returns the .ptd files a program was linked to (WithData and
+// DataFiles returns the data files a model was linked to (WithData and
 // WithDataFiles), in option order.
-func (m *Model) DataFiles() []*ptd.File { return m.data }
+func (m *Model) DataFiles() []format.Model { return m.data }

@@ -147,9 +147,11 @@ func TestOpenReal(t *testing.T) {
 				t.Fatal(err)
 			}
 			opens := map[string]func() (*loader.Model, error){
-				"Open":        func() (*loader.Model, error) { return loader.Open(path) },
-				"NewBytes":    func() (*loader.Model, error) { return loader.NewBytes(b) },
-				"NewReaderAt": func() (*loader.Model, error) { return loader.NewReaderAt(bytes.NewReader(b), int64(len(b))) },
+				"Open":     func() (*loader.Model, error) { return loader.Open(path) },
+				"NewBytes": func() (*loader.Model, error) { return loader.New(mmapfile.NewBytes(b)) },
+				"NewReaderAt": func() (*loader.Model, error) {
+					return loader.New(mmapfile.NewReaderAt(bytes.NewReader(b), int64(len(b))))
+				},
 			}
 			for how, open := range opens {
 				m, err := open()
@@ -249,26 +251,34 @@ func TestWithData(t *testing.T) {
 	}
 }
 
-// TestWithDataFiles links a program to a .ptd the caller opened; Close of
-// the model leaves it open.
+// TestWithDataFiles links a program to a .ptd the caller mapped (here a
+// section of a larger file); the model takes the mapping and its Close
+// closes it.
 func TestWithDataFiles(t *testing.T) {
 	dir := filepath.Join(testmodels.Root(), "testdata")
-	d, err := loader.Open(filepath.Join(dir, "tiny.ptd"))
+	ptdBytes, err := os.ReadFile(filepath.Join(dir, "tiny.ptd"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer d.Close()
-	m, err := loader.Open(filepath.Join(dir, "tiny-external.pte"), loader.WithDataFiles(d.DataFile()))
+	outer := filepath.Join(t.TempDir(), "outer.bin")
+	if err := os.WriteFile(outer, append(bytes.Repeat([]byte{0xAB}, 100), ptdBytes...), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	d, err := mmapfile.Open(outer, mmapfile.WithSection(100, int64(len(ptdBytes))))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := loader.Open(filepath.Join(dir, "tiny-external.pte"), loader.WithDataFiles(d))
 	if err != nil {
 		t.Fatal(err)
 	}
 	w, ok := m.Tensor("linear.weight")
-	if !ok || !w.Resolved() || w.Data.File() != d.File() {
+	if !ok || !w.Resolved() || w.Data.File() != d {
 		t.Fatalf("linear.weight not resolved into the caller's file: %+v", w)
 	}
 	m.Close()
-	if _, err := d.DataFile().MappedFile().View(0, 8); err != nil {
-		t.Errorf("the caller's .ptd was closed by the program's Close: %v", err)
+	if _, err := d.View(0, 8); !errors.Is(err, mmapfile.ErrClosed) {
+		t.Errorf("the data mapping after the model's Close: %v, want ErrClosed", err)
 	}
 }
 
@@ -500,7 +510,7 @@ func TestWriterLayouts(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		m, err := loader.NewBytes(b)
+		m, err := loader.New(mmapfile.NewBytes(b))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -550,7 +560,7 @@ func TestOpenReads(t *testing.T) {
 	}
 	for name, b := range files {
 		cr := &readcount.ReaderAt{R: bytes.NewReader(b)}
-		m, err := loader.NewReaderAt(cr, int64(len(b)))
+		m, err := loader.New(mmapfile.NewReaderAt(cr, int64(len(b))))
 		if err != nil {
 			t.Fatalf("%s: %v", name, err)
 		}
@@ -563,7 +573,7 @@ func TestOpenReads(t *testing.T) {
 			t.Errorf("%s: Open made %d reads, want %d", name, reads, want)
 		}
 		// The same model as Open without the sniffer's bytes.
-		want2, _ := loader.NewBytes(b)
+		want2, _ := loader.New(mmapfile.NewBytes(b))
 		if got, exp := len(m.Tensors()), len(want2.Tensors()); got != exp || got == 0 {
 			t.Errorf("%s: %d tensors, NewBytes %d", name, got, exp)
 		}

@@ -111,7 +111,7 @@ func TestUseOrderReal(t *testing.T) {
 			case m.Program() != nil:
 				want, _ = m.Program().UseOrder("")
 			case m.RTen() != nil:
-				want = m.RTen().UseOrder()
+				want, _ = m.RTen().UseOrder("")
 			default:
 				for i := range m.NumTensors() {
 					want = append(want, i)

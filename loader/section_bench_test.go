@@ -8,6 +8,7 @@ import (
 
 	"github.com/edgeload/edgeload/internal/testkit/ziptest"
 	"github.com/edgeload/edgeload/loader"
+	"github.com/edgeload/edgeload/mmapfile"
 )
 
 // BenchmarkOpenIn compares opening tiny.pte as a file, as a section of a
@@ -39,9 +40,15 @@ func BenchmarkOpenIn(b *testing.B) {
 	defer f.Close()
 	for name, open := range map[string]func() (*loader.Model, error){
 		"file":     func() (*loader.Model, error) { return loader.Open(plain) },
-		"section":  func() (*loader.Model, error) { return loader.OpenSection(outer, 4097, int64(len(model))) },
-		"zipentry": func() (*loader.Model, error) { return loader.OpenZipEntry(zp, ziptest.Stored) },
-		"osfile":   func() (*loader.Model, error) { return loader.OpenFile(f) },
+		"section":  func() (*loader.Model, error) { return loader.Open(outer, loader.WithSection(4097, int64(len(model)))) },
+		"zipentry": func() (*loader.Model, error) { return loader.Open(zp, loader.WithZipEntry(ziptest.Stored)) },
+		"osfile": func() (*loader.Model, error) {
+			mf, err := mmapfile.NewFile(f)
+			if err != nil {
+				return nil, err
+			}
+			return loader.New(mf)
+		},
 	} {
 		b.Run(name, func(b *testing.B) {
 			b.ReportAllocs()

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/hex"
 	"errors"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -52,7 +53,7 @@ func TestZipEntryReal(t *testing.T) {
 				t.Fatal(err)
 			}
 			zp := writeTemp(t, "app.apk", archive)
-			m, err := loader.OpenZipEntry(zp, ziptest.Stored)
+			m, err := loader.Open(zp, loader.WithZipEntry(ziptest.Stored))
 			if err != nil {
 				t.Fatalf("stored entry at %d: %v", off, err)
 			}
@@ -76,7 +77,7 @@ func TestZipEntryReal(t *testing.T) {
 				t.Errorf("Verify: %v", err)
 			}
 
-			_, err = loader.OpenZipEntry(zp, ziptest.Deflated)
+			_, err = loader.Open(zp, loader.WithZipEntry(ziptest.Deflated))
 			if !errors.Is(err, loader.ErrCompressed) {
 				t.Fatalf("deflated entry: %v, want ErrCompressed", err)
 			}
@@ -85,12 +86,12 @@ func TestZipEntryReal(t *testing.T) {
 					t.Errorf("deflated entry: error %q does not say %q", err, s)
 				}
 			}
-			if _, err := loader.OpenZipEntry(zp, "assets/none.pte"); !errors.Is(err, loader.ErrNotFound) {
-				t.Errorf("missing entry: %v, want ErrNotFound", err)
+			if _, err := loader.Open(zp, loader.WithZipEntry("assets/none.pte")); !errors.Is(err, fs.ErrNotExist) {
+				t.Errorf("missing entry: %v, want fs.ErrNotExist", err)
 			}
 		})
 	}
-	if _, err := loader.OpenZipEntry(filepath.Join(t.TempDir(), "none.zip"), "x"); !errors.Is(err, os.ErrNotExist) {
+	if _, err := loader.Open(filepath.Join(t.TempDir(), "none.zip"), loader.WithZipEntry("x")); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("missing archive: %v", err)
 	}
 }
@@ -115,13 +116,13 @@ func TestSectionPastEnd(t *testing.T) {
 			const prefix = 333
 			outer := slices.Concat(bytes.Repeat([]byte{0xAB}, prefix), b, b)
 			p := writeTemp(t, "outer.bin", outer)
-			m, err := loader.OpenSection(p, prefix, int64(len(b)))
+			m, err := loader.Open(p, loader.WithSection(prefix, int64(len(b))))
 			if err != nil {
 				t.Fatalf("the whole model: %v", err)
 			}
 			checkModel(t, m, exp)
 			m.Close()
-			m, err = loader.OpenSection(p, prefix, end-1)
+			m, err = loader.Open(p, loader.WithSection(prefix, end-1))
 			if err == nil {
 				m.Close()
 				t.Fatalf("a section ending 1 byte before the last segment's end (%d) opened", end)
@@ -147,7 +148,11 @@ func TestOpenFileAndNewSection(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer f.Close()
-			m, err := loader.OpenFile(f)
+			mf, err := mmapfile.NewFile(f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			m, err := loader.New(mf)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -170,7 +175,11 @@ func TestOpenFileAndNewSection(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer g.Close()
-			m, err = loader.NewSection(g, 5, int64(len(b)))
+			mf, err = mmapfile.NewFile(g, mmapfile.WithSection(5, int64(len(b))))
+			if err != nil {
+				t.Fatal(err)
+			}
+			m, err = loader.New(mf)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -202,7 +211,7 @@ func TestWithDataZipEntry(t *testing.T) {
 		t.Fatal(err)
 	}
 	zp := writeTemp(t, "app.zip", archive)
-	m, err := loader.OpenZipEntry(zp, "model.pte", loader.WithDataZipEntry(zp, "weights.ptd"))
+	m, err := loader.Open(zp, loader.WithZipEntry("model.pte"), loader.WithDataFiles(mapData(t, zp, mmapfile.WithZipEntry("weights.ptd"))))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -225,7 +234,7 @@ func TestWithDataZipEntry(t *testing.T) {
 	if r, err := m.Verify(); err != nil || r.Unresolved != 0 {
 		t.Errorf("Verify %+v %v", r, err)
 	}
-	_, err = loader.OpenZipEntry(zp, "model.pte", loader.WithDataZipEntry(zp, "packed.ptd"))
+	_, err = mmapfile.Open(zp, mmapfile.WithZipEntry("packed.ptd"))
 	if !errors.Is(err, loader.ErrCompressed) {
 		t.Errorf("deflated data entry: %v, want ErrCompressed", err)
 	}
@@ -234,9 +243,9 @@ func TestWithDataZipEntry(t *testing.T) {
 		t.Fatal(err)
 	}
 	p := writeTemp(t, "outer.bin", slices.Concat([]byte("abc"), d))
-	m2, err := loader.OpenZipEntry(zp, "model.pte", loader.WithDataSection(p, 3, int64(len(d))))
+	m2, err := loader.Open(zp, loader.WithZipEntry("model.pte"), loader.WithDataFiles(mapData(t, p, mmapfile.WithSection(3, int64(len(d))))))
 	if err != nil {
-		t.Fatalf("WithDataSection: %v", err)
+		t.Fatalf("a data file in a section: %v", err)
 	}
 	m2.Close()
 }
@@ -249,14 +258,14 @@ func checkBundled(t *testing.T, m *loader.Model, b []byte) {
 	t.Helper()
 	root := bpfb.GetRootAsBundledProgram(b, 0)
 	prog := bytes.Clone(root.ProgramBytes())
-	want, err := loader.NewBytes(prog)
+	want, err := loader.New(mmapfile.NewBytes(prog))
 	if err != nil {
 		t.Fatalf("the embedded program, copied out: %v", err)
 	}
 	defer want.Close()
 
 	bf := m.Bundle()
-	if bf == nil || m.Format() != loader.PTE || m.Program() == nil || m.Size() != int64(len(prog)) {
+	if bf == nil || m.Format() != loader.BundledProgram || m.Program() == nil || m.Size() != int64(len(prog)) {
 		t.Fatalf("bundle %v format %s size %d, want a %d-byte program", bf != nil, m.Format(), m.Size(), len(prog))
 	}
 	if off, n := bf.ProgramSection(); n != int64(len(prog)) || !bytes.Equal(b[off:off+n], prog) {
@@ -363,9 +372,11 @@ func TestBundledProgramReal(t *testing.T) {
 		t.Fatalf("Sniff = %v", loader.Sniff(b))
 	}
 	for how, open := range map[string]func() (*loader.Model, error){
-		"Open":        func() (*loader.Model, error) { return loader.Open(path) },
-		"NewBytes":    func() (*loader.Model, error) { return loader.NewBytes(b) },
-		"NewReaderAt": func() (*loader.Model, error) { return loader.NewReaderAt(bytes.NewReader(b), int64(len(b))) },
+		"Open":     func() (*loader.Model, error) { return loader.Open(path) },
+		"NewBytes": func() (*loader.Model, error) { return loader.New(mmapfile.NewBytes(b)) },
+		"NewReaderAt": func() (*loader.Model, error) {
+			return loader.New(mmapfile.NewReaderAt(bytes.NewReader(b), int64(len(b))))
+		},
 	} {
 		t.Run(how, func(t *testing.T) {
 			m, err := open()
@@ -416,7 +427,7 @@ func TestZipEntryModes(t *testing.T) {
 				continue // the injected page size must be a multiple of the OS's
 			}
 			t.Run(filepath.Base(path)+"/"+name, func(t *testing.T) {
-				m, err := loader.OpenZipEntry(zp, ziptest.Stored, loader.WithMmapOptions(opts...))
+				m, err := loader.Open(zp, loader.WithZipEntry(ziptest.Stored), loader.WithMmapOptions(opts...))
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -443,4 +454,14 @@ func TestZipEntryModes(t *testing.T) {
 			})
 		}
 	}
+}
+
+// mapData maps a data file for WithDataFiles.
+func mapData(t *testing.T, path string, opts ...mmapfile.Option) *mmapfile.File {
+	t.Helper()
+	mf, err := mmapfile.Open(path, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return mf
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/edgeload/edgeload/internal/testkit/writer"
 	"github.com/edgeload/edgeload/loader"
 	"github.com/edgeload/edgeload/loader/format"
+	"github.com/edgeload/edgeload/mmapfile"
 )
 
 // TestSweep runs the mutation sweep through loader.NewBytes, format
@@ -42,7 +43,7 @@ func TestSweep(t *testing.T) {
 	}
 	files := hostile.SweepFiles(t, "", seeds, loadercheck.RegionEnd)
 	hostile.Sweep(t, hostile.Target{Format: "", Open: func(b []byte) (func() error, error) {
-		m, err := loader.NewBytes(b)
+		m, err := loader.New(mmapfile.NewBytes(b))
 		if err != nil {
 			return nil, err
 		}
@@ -76,7 +77,7 @@ func TestVerifyConstantWithoutData(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		m, err := loader.NewBytes(b)
+		m, err := loader.New(mmapfile.NewBytes(b))
 		if err != nil {
 			t.Fatalf("no dtype %v: %v", noDType, err)
 		}

@@ -20,8 +20,8 @@ type VerifyReport struct {
 	// Unresolved counts external tensors without data (a program opened
 	// without the .ptd files that hold them); they are checked but not read.
 	Unresolved int
-	// TestTensors counts the test tensors of a bundled program, checked
-	// and read.
+	// TestTensors counts the tensors a model carries besides its own (a
+	// bundled program's test tensors: format.AuxTensors), checked and read.
 	TestTensors int
 }
 
@@ -29,13 +29,14 @@ type VerifyReport struct {
 // of every segment and tensor, fault-safe: a file truncated under the
 // mapping gives an error wrapping ErrTruncated instead of a crash (SIGBUS).
 //
-// The structural checks, on top of Open's: every method's instructions (a
-// program's; see pte.Program.VerifyMethods); every segment lies inside the
-// file; every tensor has a valid dtype, NBytes = numel × element size, and,
-// when it has data, a view of exactly NBytes bytes at its Offset, inside a
-// segment of the file for "segment" and "mutable" tensors, inside the
-// FlatBuffer region for "inline" ones, and inside a linked .ptd for resolved
-// external ones; every named data entry names a segment and lies inside it.
+// The structural checks, on top of Open's: the format's own (Check: a
+// program's method instructions); every segment lies inside the file;
+// every tensor has a valid dtype, NBytes as its shape and dtype give
+// (unless the bytes are a sparse or variable-size encoding), and, when it
+// has data, a view of exactly NBytes bytes at its Offset, inside a segment
+// for "segment" and "mutable" tensors, inside the file for "inline" ones
+// and inside a linked data file for resolved external ones; every named
+// data entry names a segment and lies inside it.
 //
 // All problems found are returned, joined; the report counts what was
 // checked either way.
@@ -63,7 +64,8 @@ func (m *Model) verify(readBytes bool) (VerifyReport, error) {
 			errs = append(errs, fmt.Errorf(format, args...))
 		}
 	}
-	size := m.mf.Len()
+	mf := m.File()
+	size := mf.Len()
 	h := crc32.NewIEEE()
 	// read reads s through the checksum; its callers test readBytes first,
 	// so Check formats no name.
@@ -75,9 +77,10 @@ func (m *Model) verify(readBytes bool) (VerifyReport, error) {
 		r.BytesRead += s.Len()
 	}
 
-	for i, s := range m.segments {
+	segs := m.Segments()
+	for i, s := range segs {
 		r.Segments++
-		if s.File() != nil && s.File() != m.mf {
+		if s.File() != nil && s.File() != mf {
 			fail("segment %d: view of another file", i)
 			continue
 		}
@@ -94,20 +97,25 @@ func (m *Model) verify(readBytes bool) (VerifyReport, error) {
 	for i := range named {
 		nd := &named[i]
 		r.Named++
-		if nd.Segment < 0 || nd.Segment >= len(m.segments) {
-			fail("named data %q: segment %d out of range (%d segments)", nd.Key, nd.Segment, len(m.segments))
+		if nd.Segment == -1 {
+			if nd.Data.File() != mf || nd.Data.Offset() < 0 || nd.Data.Offset() > size-nd.Data.Len() {
+				fail("named data %q: [%d, +%d) is not inside the %d-byte file", nd.Key, nd.Data.Offset(), nd.Data.Len(), size)
+			}
 			continue
 		}
-		if !within(nd.Data, m.segments[nd.Segment]) {
+		if nd.Segment < 0 || nd.Segment >= len(segs) {
+			fail("named data %q: segment %d out of range (%d segments)", nd.Key, nd.Segment, len(segs))
+			continue
+		}
+		if !within(nd.Data, segs[nd.Segment]) {
 			fail("named data %q: [%d, +%d) is not inside segment %d", nd.Key, nd.Data.Offset(), nd.Data.Len(), nd.Segment)
 		}
 	}
 
-	inline := m.flatBufferRegion()
 	for i := 0; i < m.NumTensors(); i++ {
 		t := m.TensorAt(i)
 		r.Tensors++
-		if err := m.verifyTensor(t, inline); err != nil {
+		if err := m.verifyTensor(t, segs); err != nil {
 			fail("tensor %q: %w", t.Name, err)
 			continue
 		}
@@ -115,27 +123,34 @@ func (m *Model) verify(readBytes bool) (VerifyReport, error) {
 			r.Unresolved++
 			continue
 		}
-		if !readBytes || (t.Data.File() == m.mf && m.inSegment(t.Data)) {
+		if !readBytes || (t.Data.File() == mf && inSegment(t.Data, segs)) {
 			continue // not read (Check), or read with its segment
 		}
 		read(t.Data, fmt.Sprintf("tensor %q", t.Name))
 	}
-	if m.prog != nil {
-		// The instructions Open leaves to each method's first use.
-		if err := m.prog.VerifyMethods(); err != nil {
-			fail("%w", err)
+	// What Open leaves to first use (a program's instructions).
+	if err := m.impl.Check(); err != nil {
+		fail("%w", err)
+	}
+	if aux, ok := m.impl.(format.AuxTensors); ok {
+		for _, t := range aux.AuxTensors() {
+			r.TestTensors++
+			_, nbytes, ok := format.Numel(t.Shape, t.DType, math.MaxInt64)
+			switch {
+			case !t.DType.Valid() || !ok || nbytes != t.NBytes:
+				fail("test tensor %q: shape %v of %v does not give its %d bytes", t.Name, t.Shape, t.DType, t.NBytes)
+			case t.Data.Offset() != t.Offset || t.Data.Len() != t.NBytes:
+				fail("test tensor %q: view [%d, +%d) does not match offset %d and nbytes %d", t.Name, t.Data.Offset(), t.Data.Len(), t.Offset, t.NBytes)
+			case readBytes:
+				read(t.Data, fmt.Sprintf("test tensor %q", t.Name))
+			}
 		}
 	}
-	m.verifyBundle(&r, fail, func(t *format.Tensor) {
-		if readBytes {
-			read(t.Data, fmt.Sprintf("bundle: test tensor %q", t.Name))
-		}
-	})
 	return r, errors.Join(errs...)
 }
 
 // verifyTensor checks one tensor's description against its view.
-func (m *Model) verifyTensor(t *format.Tensor, inline segment.Segment) error {
+func (m *Model) verifyTensor(t *format.Tensor, segs []segment.Segment) error {
 	if t.Location == format.LocNone {
 		// declared without data (an RTen constant with neither inline data
 		// nor a data_offset, which rten.Open warns about); its dtype may be
@@ -148,8 +163,7 @@ func (m *Model) verifyTensor(t *format.Tensor, inline segment.Segment) error {
 	if !t.DType.Valid() {
 		return fmt.Errorf("invalid dtype %v", t.DType)
 	}
-	_, nbytes, ok := format.Numel(t.Shape, t.DType, math.MaxInt64)
-	if !ok || nbytes != t.NBytes {
+	if _, nbytes, ok := format.Numel(t.Shape, t.DType, math.MaxInt64); !t.Sparse && t.DType != format.String && (!ok || nbytes != t.NBytes) {
 		return fmt.Errorf("shape %v of %v needs %d bytes (ok=%v), but NBytes is %d", t.Shape, t.DType, nbytes, ok, t.NBytes)
 	}
 	switch t.Location {
@@ -169,21 +183,19 @@ func (m *Model) verifyTensor(t *format.Tensor, inline segment.Segment) error {
 	if t.NBytes == 0 {
 		return nil
 	}
+	mf := m.File()
 	switch t.Location {
 	case format.LocSegment, format.LocMutable:
-		if t.Data.File() != m.mf || !m.inSegment(t.Data) {
+		if t.Data.File() != mf || !inSegment(t.Data, segs) {
 			return fmt.Errorf("%s data [%d, +%d) is not inside a segment of the file", t.Location, t.Offset, t.NBytes)
 		}
 	case format.LocInline:
-		if t.Data.File() != m.mf || !within(t.Data, inline) {
-			return fmt.Errorf("inline data [%d, +%d) is not inside the FlatBuffer region [%d, +%d)", t.Offset, t.NBytes, inline.Offset(), inline.Len())
+		if t.Data.File() != mf || t.Offset < 0 || t.Offset > mf.Len()-t.NBytes {
+			return fmt.Errorf("inline data [%d, +%d) is not inside the %d-byte file", t.Offset, t.NBytes, mf.Len())
 		}
 	case format.LocExternal:
 		for _, d := range m.data {
 			if t.Data.File() == d.MappedFile() {
-				if t.DataFile != d.Name() {
-					return fmt.Errorf("data file is %q, but the view is of %q", t.DataFile, d.Name())
-				}
 				return nil
 			}
 		}
@@ -192,26 +204,9 @@ func (m *Model) verifyTensor(t *format.Tensor, inline segment.Segment) error {
 	return nil
 }
 
-// flatBufferRegion returns the part of the file the FlatBuffer occupies,
-// where inline tensor data lives.
-func (m *Model) flatBufferRegion() segment.Segment {
-	var off, n int64
-	switch {
-	case m.prog != nil:
-		n = m.prog.Header().ProgramSize
-	case m.ptd != nil:
-		n = m.ptd.Header().FlatBufferLen()
-	case m.rt != nil:
-		h := m.rt.Header()
-		off, n = h.ModelOffset, h.ModelLen
-	}
-	s, _ := segment.New(m.mf, off, n)
-	return s
-}
-
-// inSegment reports whether s lies inside one of the model's segments.
-func (m *Model) inSegment(s segment.Segment) bool {
-	for _, seg := range m.segments {
+// inSegment reports whether s lies inside one of segs.
+func inSegment(s segment.Segment, segs []segment.Segment) bool {
+	for _, seg := range segs {
 		if within(s, seg) {
 			return true
 		}
@@ -229,15 +224,16 @@ func within(s, outer segment.Segment) bool {
 // cache, for a mapped file) and how many pages it has; see
 // [mmapfile.File.Resident].
 func (m *Model) Resident() (resident, total int, err error) {
-	if m.mf.Len() == 0 {
+	mf := m.File()
+	if mf.Len() == 0 {
 		return 0, 0, nil
 	}
-	return m.mf.Resident(0, m.mf.Len())
+	return mf.Resident(0, mf.Len())
 }
 
 // PageSize returns the page size the mapping uses for residency and
 // release.
-func (m *Model) PageSize() int { return m.mf.PageSize() }
+func (m *Model) PageSize() int { return m.File().PageSize() }
 
 // Mode returns how the file is mapped.
-func (m *Model) Mode() mmapfile.Mode { return m.mf.Mode() }
+func (m *Model) Mode() mmapfile.Mode { return m.File().Mode() }

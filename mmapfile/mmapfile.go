@@ -24,12 +24,13 @@
 //
 // # Sections
 //
-// [OpenSection] and [NewSection] open a byte range of a file (a model
-// stored in a zip or APK entry, or handed over as a descriptor with an
-// offset and a length) as a File of its own: Len is the range's length,
-// every offset is relative to its start, and nothing outside it can be
-// viewed or read. The mapping starts at the page boundary below the range.
-// [NewFile] and NewSection map a file the caller has already opened.
+// [WithSection] and [WithZipEntry] make [Open] and [NewFile] open a byte
+// range of a file (a model handed over as a descriptor with an offset and
+// a length, or stored in a zip or APK entry) as a File of its own: Len is
+// the range's length, every offset is relative to its start, and nothing
+// outside it can be viewed or read. The mapping starts at the page
+// boundary below the range. [NewFile] maps a file the caller has already
+// opened.
 //
 // # Pages and alignment
 //
@@ -77,7 +78,6 @@ import (
 	"os"
 	"runtime"
 	"runtime/debug"
-	"slices"
 	"sync"
 	"sync/atomic"
 	"unsafe"
@@ -171,6 +171,11 @@ type config struct {
 	page     int64 // the page size in use (pageSize, or the OS's)
 	osPage   int64
 	name     string
+	// where: a section [off, off+n) (WithSection), or a zip entry
+	// (WithZipEntry) whose data is then the section.
+	section bool
+	off, n  int64
+	entry   string
 }
 
 // Option configures Open.
@@ -195,19 +200,9 @@ func WithPageSize(n int) Option { return func(c *config) { c.pageSize = n } }
 // a section that is a zip entry.
 func WithName(name string) Option { return func(c *config) { c.name = name } }
 
-// window is one mapping of the file range [start, end) in windowed mode.
-type window struct {
-	start, end int64
-	data       []byte // len == end-start
-	unmapped   bool
-}
-
-// span is a page-aligned file range, the key of the window cache.
-type span struct{ start, end int64 }
-
 // File is a read-only mapped file, or section of a file (or byte slice, or
 // ReaderAt), that hands out views of byte ranges. Create it with [Open],
-// [OpenSection], [NewFile], [NewSection], [NewBytes] or [NewReaderAt].
+// [NewFile], [NewBytes] or [NewReaderAt].
 type File struct {
 	name   string
 	fd     handle
@@ -240,43 +235,16 @@ type File struct {
 	maxWin  int64
 }
 
-// windowsFrom returns the index in byStart of the first window that
-// starts at or after s.
-func (f *File) windowsFrom(s int64) int {
-	i, _ := slices.BinarySearchFunc(f.byStart, s, func(w *window, s int64) int { return cmp.Compare(w.start, s) })
-	return i
-}
-
-// addWindow records a newly mapped window.
-func (f *File) addWindow(key span, w *window) {
-	f.wins[key] = w
-	i, _ := slices.BinarySearchFunc(f.byStart, w, func(a, b *window) int {
-		return cmp.Or(cmp.Compare(a.start, b.start), cmp.Compare(a.end, b.end))
-	})
-	f.byStart = slices.Insert(f.byStart, i, w)
-	f.maxWin = max(f.maxWin, w.end-w.start)
-}
-
 // Open opens the named file read-only and maps it according to opts. The
 // file descriptor stays open until Close.
 //
 // Open costs O(1) in the file size: in whole mode it maps but does not touch
 // the file, in windowed mode it maps nothing. A zero-length file has no
 // mapping and Len 0.
+//
+// With [WithSection] or [WithZipEntry] the File is a part of the file.
 func Open(path string, opts ...Option) (*File, error) {
-	return openPath(path, 0, 0, false, opts)
-}
-
-// OpenSection opens the bytes [off, off+n) of the named file as a File of
-// its own: Len is n, every offset given to or reported by its methods is
-// relative to off, and nothing outside the section can be viewed or read
-// through it. The mapping starts at the page boundary below off (see
-// [File.Section]); bytes of the file outside the section that share its
-// first or last page are mapped but never handed out, and Release never
-// drops such a shared page. It fails with an error wrapping ErrRange when
-// the section does not lie inside the file. It is otherwise like Open.
-func OpenSection(path string, off, n int64, opts ...Option) (*File, error) {
-	return openPath(path, off, n, true, opts)
+	return openPath(path, opts)
 }
 
 // NewFile maps a file the caller has already opened (for example a
@@ -285,18 +253,6 @@ func OpenSection(path string, off, n int64, opts ...Option) (*File, error) {
 // f, and f must stay open until the File is closed. It is otherwise like
 // Open.
 func NewFile(f *os.File, opts ...Option) (*File, error) {
-	return newFile(f, 0, 0, false, opts)
-}
-
-// NewSection is OpenSection for a file the caller has already opened, with
-// NewFile's ownership: Close does not close f. On Android, an
-// AssetFileDescriptor's descriptor, start offset and length are f, off and
-// n.
-func NewSection(f *os.File, off, n int64, opts ...Option) (*File, error) {
-	return newFile(f, off, n, true, opts)
-}
-
-func newFile(f *os.File, off, n int64, section bool, opts []Option) (*File, error) {
 	if f == nil {
 		return nil, fmt.Errorf("mmapfile: NewFile of a nil *os.File: %w", os.ErrInvalid)
 	}
@@ -311,10 +267,13 @@ func newFile(f *os.File, off, n int64, section bool, opts []Option) (*File, erro
 	if !fi.Mode().IsRegular() {
 		return nil, fmt.Errorf("mmapfile: %s is not a regular file", f.Name())
 	}
-	return build(borrowed{f}, f.Name(), fi.Size(), off, n, section, cfg)
+	if err := cfg.locate(f, f.Name(), fi.Size()); err != nil {
+		return nil, err
+	}
+	return build(borrowed{f}, f.Name(), fi.Size(), cfg.off, cfg.n, cfg.section, cfg)
 }
 
-func openPath(path string, off, n int64, section bool, opts []Option) (*File, error) {
+func openPath(path string, opts []Option) (*File, error) {
 	cfg, err := configure(opts)
 	if err != nil {
 		return nil, err
@@ -327,7 +286,21 @@ func openPath(path string, off, n int64, section bool, opts []Option) (*File, er
 		fd.Close()
 		return nil, fmt.Errorf("mmapfile: %s is not a regular file", path)
 	}
-	f, err := build(fd, path, size, off, n, section, cfg)
+	if cfg.entry != "" {
+		err := func() error {
+			zf, err := os.Open(path)
+			if err != nil {
+				return err
+			}
+			defer zf.Close()
+			return cfg.locate(zf, path, size)
+		}()
+		if err != nil {
+			fd.Close()
+			return nil, err
+		}
+	}
+	f, err := build(fd, path, size, cfg.off, cfg.n, cfg.section, cfg)
 	if err != nil {
 		fd.Close()
 		return nil, err
@@ -425,7 +398,7 @@ func build(fd handle, path string, fileSize, off, n int64, section bool, cfg con
 }
 
 // Sub returns the bytes [off, off+n) of f as a File of its own, as
-// OpenSection does for a path: its offsets are relative to off and nothing
+// WithSection does for a path: its offsets are relative to off and nothing
 // outside the range can be read through it. It shares f's open file (or,
 // in ModeMemory, f's bytes, or f's ReaderAt) and has its own mapping; it
 // must be closed before f. By default it works in f's mode and page size;
@@ -522,8 +495,8 @@ func (f *File) PageSize() int { return int(f.ps) }
 func (f *File) ZeroCopy() bool { return f.mode != ModeCopy }
 
 // Name returns the path the File was opened with, or the name of the
-// *os.File given to NewFile or NewSection ("" for NewBytes and
-// NewReaderAt).
+// *os.File given to NewFile ("ARCHIVE!/ENTRY" for a zip entry, "" for
+// NewBytes and NewReaderAt), unless WithName gave another.
 func (f *File) Name() string { return f.name }
 
 // Section returns the byte range of the underlying file that the File
@@ -531,8 +504,8 @@ func (f *File) Name() string { return f.name }
 // for a whole file, NewBytes and NewReaderAt.
 func (f *File) Section() (off, n int64) { return f.base, f.size }
 
-// IsSection reports whether the File shows part of its file (OpenSection,
-// NewSection) rather than all of it.
+// IsSection reports whether the File shows part of its file (WithSection,
+// WithZipEntry, Sub) rather than all of it.
 func (f *File) IsSection() bool { return f.fd != nil && (f.base != 0 || !f.atEOF) }
 
 // Fd returns the underlying file descriptor, or ^uintptr(0) when there is no
@@ -631,60 +604,6 @@ func (f *File) view(off, n int64) ([]byte, error) {
 		}
 		return b, nil
 	}
-}
-
-// window returns a window that contains [off, off+n), mapping it if needed.
-func (f *File) window(off, n int64) (*window, error) {
-	start, end := coverPages(f.base+off, n, f.ps)
-	end = min(end, f.limit)
-	key := span{start, end}
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if f.closed.Load() {
-		return nil, f.closedErr("view")
-	}
-	if w := f.wins[key]; w != nil {
-		return w, nil
-	}
-	for i := f.windowsFrom(start - f.maxWin); i < len(f.byStart) && f.byStart[i].start <= start; i++ {
-		if w := f.byStart[i]; end <= w.end {
-			f.wins[key] = w // remember the alias: the next lookup is O(1)
-			return w, nil
-		}
-	}
-	if end-start > math.MaxInt {
-		return nil, f.rangeErr("view (window larger than the address space)", off, n)
-	}
-	b, err := platform.Map(f.fd, start, int(end-start))
-	if err != nil {
-		return nil, fmt.Errorf("mmapfile: map window [%d,%d) of %s: %w", start, end, f.name, err)
-	}
-	w := &window{start: start, end: end, data: b}
-	f.addWindow(key, w)
-	return w, nil
-}
-
-// forWindows calls fn for every distinct mapped window that intersects the
-// file range [start, end) (file offsets), with the intersection as a slice of the window.
-// It holds the window lock.
-func (f *File) forWindows(start, end int64, fn func(b []byte) error) error {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if f.closed.Load() {
-		return f.closedErr("window")
-	}
-	var firstErr error
-	for i := f.windowsFrom(start - f.maxWin); i < len(f.byStart) && f.byStart[i].start < end; i++ {
-		w := f.byStart[i]
-		s, e := max(start, w.start), min(end, w.end)
-		if s >= e {
-			continue
-		}
-		if err := fn(w.data[s-w.start : e-w.start]); err != nil && firstErr == nil {
-			firstErr = err
-		}
-	}
-	return firstErr
 }
 
 // ReadAt implements io.ReaderAt: it copies len(p) bytes starting at off into
@@ -918,45 +837,6 @@ func (f *File) innerPages(off, n int64) (start, end int64) {
 		size = f.base + f.size
 	}
 	return innerPages(f.base+off, n, size, f.ps)
-}
-
-// Evict unmaps, in windowed mode, the cached windows that lie wholly inside
-// the pages covering [off, off+n). Views of those windows become invalid:
-// touching them afterwards crashes the process, so only evict ranges whose
-// views are no longer used. In whole mode it is Release(off, n, false), which
-// keeps views valid; in ModeMemory and ModeCopy it is a no-op.
-func (f *File) Evict(off, n int64) error {
-	if err := f.check("evict", off, n); err != nil {
-		return err
-	}
-	switch f.mode {
-	case ModeWhole:
-		return f.Release(off, n, false)
-	case ModeWindowed:
-	default:
-		return nil
-	}
-	start, end := coverPages(f.base+off, n, f.ps)
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if f.closed.Load() {
-		return f.closedErr("evict")
-	}
-	var firstErr error
-	for k, w := range f.wins {
-		if w.start < start || w.end > end {
-			continue
-		}
-		delete(f.wins, k)
-		if !w.unmapped {
-			w.unmapped = true
-			if err := platform.Unmap(w.data); err != nil && firstErr == nil {
-				firstErr = err
-			}
-		}
-	}
-	f.byStart = slices.DeleteFunc(f.byStart, func(w *window) bool { return w.unmapped })
-	return firstErr
 }
 
 // Lock locks the pages covering [off, off+n) into RAM (mlock), mapping the

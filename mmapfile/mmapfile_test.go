@@ -122,7 +122,7 @@ func openers() []opener {
 
 // inSection returns an opener that writes the contents into a larger file,
 // after prefix bytes and before a few more, and opens them as a section
-// (through NewSection when fd is set, else OpenSection).
+// (through NewFile when fd is set, else Open, with WithSection).
 func inSection(prefix int, fd bool, opts ...Option) func(t *testing.T, path string, want []byte) *File {
 	return func(t *testing.T, _ string, want []byte) *File {
 		t.Helper()
@@ -140,9 +140,9 @@ func inSection(prefix int, fd bool, opts ...Option) func(t *testing.T, path stri
 			if oerr != nil {
 				t.Fatal(oerr)
 			}
-			f, err = NewSection(osf, int64(prefix), int64(len(want)), opts...)
+			f, err = NewFile(osf, append(opts, WithSection(int64(prefix), int64(len(want))))...)
 		} else {
-			f, err = OpenSection(path, int64(prefix), int64(len(want)), opts...)
+			f, err = Open(path, append(opts, WithSection(int64(prefix), int64(len(want))))...)
 		}
 		if err != nil {
 			t.Fatal(err)
@@ -627,7 +627,7 @@ func TestWillNeedSection(t *testing.T) {
 	if err := platform.FadviseDontNeed(w, 0, 0); err != nil {
 		t.Fatal(err)
 	}
-	f, err := OpenSection(path, pad, size)
+	f, err := Open(path, WithSection(pad, size))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -32,7 +32,7 @@ func TestSectionBounds(t *testing.T) {
 		for _, sec := range [][2]int64{{1, 10}, {ps - 1, ps + 2}, {ps, 2 * ps}, {2*ps + 333, 3*ps + 666 - 333}, {2*ps + 333, 0}} {
 			off, n := sec[0], sec[1]
 			t.Run(fmt.Sprintf("%s/%d+%d", c.name, off, n), func(t *testing.T) {
-				f, err := OpenSection(path, off, n, c.opts...)
+				f, err := Open(path, append(c.opts, WithSection(off, n))...)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -85,14 +85,14 @@ func TestSectionErrors(t *testing.T) {
 	path, want := writeFile(t, pattern(1000))
 	size := int64(len(want))
 	for _, sec := range [][2]int64{{-1, 1}, {0, -1}, {0, size + 1}, {size, 1}, {size + 1, 0}, {1, size}, {1 << 62, 1 << 62}} {
-		if f, err := OpenSection(path, sec[0], sec[1]); !errors.Is(err, ErrRange) {
+		if f, err := Open(path, WithSection(sec[0], sec[1])); !errors.Is(err, ErrRange) {
 			if err == nil {
 				f.Close()
 			}
-			t.Errorf("OpenSection(%d, %d) = %v, want ErrRange", sec[0], sec[1], err)
+			t.Errorf("WithSection(%d, %d) = %v, want ErrRange", sec[0], sec[1], err)
 		}
 	}
-	if f, err := OpenSection(path, size, 0); err != nil || f.Len() != 0 {
+	if f, err := Open(path, WithSection(size, 0)); err != nil || f.Len() != 0 {
 		t.Errorf("empty section at the end: %v", err)
 	} else {
 		f.Close()
@@ -108,11 +108,11 @@ func TestSectionErrors(t *testing.T) {
 	if _, err := NewFile(dir); err == nil {
 		t.Error("NewFile of a directory succeeded")
 	}
-	if _, err := NewSection(dir, 0, 0); err == nil {
-		t.Error("NewSection of a directory succeeded")
+	if _, err := NewFile(dir, WithSection(0, 0)); err == nil {
+		t.Error("NewFile of a directory succeeded")
 	}
-	if _, err := OpenSection(path, 0, 1, WithPageSize(3)); err == nil {
-		t.Error("OpenSection with page size 3 succeeded")
+	if _, err := Open(path, WithSection(0, 1), WithPageSize(3)); err == nil {
+		t.Error("Open with page size 3 succeeded")
 	}
 }
 
@@ -182,7 +182,7 @@ func TestSectionFarOffset(t *testing.T) {
 	path := sparseFile(t, size, tail)
 	off := size - int64(len(tail))
 	for _, mode := range []Mode{ModeAuto, ModeWhole, ModeWindowed} {
-		f, err := OpenSection(path, off-3, int64(len(tail))+3, WithMode(mode))
+		f, err := Open(path, WithSection(off-3, int64(len(tail))+3), WithMode(mode))
 		if err != nil {
 			t.Fatalf("%v: %v", mode, err)
 		}
@@ -200,7 +200,7 @@ func TestSectionFarOffset(t *testing.T) {
 	}
 	// A section larger than 2 GiB: whole mode refuses on 32-bit, windowed
 	// mode works.
-	f, err := OpenSection(path, 1, size-1, WithMode(ModeWhole))
+	f, err := Open(path, WithSection(1, size-1), WithMode(ModeWhole))
 	if unsafe.Sizeof(uintptr(0)) == 4 && platform.ZeroCopy {
 		if !errors.Is(err, ErrRange) {
 			t.Fatalf("whole 4 GiB section on 32-bit: %v", err)
@@ -210,7 +210,7 @@ func TestSectionFarOffset(t *testing.T) {
 	} else {
 		f.Close()
 	}
-	f, err = OpenSection(path, 1, size-1)
+	f, err = Open(path, WithSection(1, size-1))
 	if err != nil {
 		t.Fatal(err)
 	}

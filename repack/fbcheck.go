@@ -12,7 +12,7 @@ import (
 // traces and non-constant buffer devices) are checked here before UnPack
 // runs: each vector must fit in the buffer, so no length read from the file
 // can make UnPack allocate more than the buffer holds. Any other fault in
-// those fields (a table outside the buffer) panics inside the generated
+// those fields (a scalar outside the buffer) panics inside the generated
 // code's slice expressions and is recovered by unpackSafe.
 
 // fbVtable returns the position and byte length of the vtable of the table
@@ -71,12 +71,20 @@ func fbMaxField(buf []byte, tab int64) int {
 	return -1
 }
 
-// fbRef returns the position the offset field at pos points to.
+// fbRef returns the position the offset field at pos points to, which
+// must lie in buf: added in 64 bits, so that an offset past 4 GiB is
+// refused rather than wrapped to another table as the generated code's
+// 32-bit arithmetic would.
 func fbRef(buf []byte, pos int64) (int64, error) {
-	if pos < 0 || pos+4 > int64(len(buf)) {
+	n := int64(len(buf))
+	if pos < 0 || pos+4 > n {
 		return 0, fmt.Errorf("offset at %d outside the buffer", pos)
 	}
-	return pos + int64(binary.LittleEndian.Uint32(buf[pos:])), nil
+	t := pos + int64(binary.LittleEndian.Uint32(buf[pos:]))
+	if t >= n {
+		return 0, fmt.Errorf("offset at %d points to %d, past the buffer's %d bytes", pos, t, n)
+	}
+	return t, nil
 }
 
 // fbVector checks the vector the offset field at pos points to: its length

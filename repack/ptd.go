@@ -1,7 +1,6 @@
 package repack
 
 import (
-	"encoding/binary"
 	"fmt"
 	"slices"
 
@@ -9,6 +8,7 @@ import (
 
 	"github.com/edgeload/edgeload/internal/schema/ptdfb"
 	"github.com/edgeload/edgeload/internal/schema/ptefb"
+	"github.com/edgeload/edgeload/loader/format"
 	"github.com/edgeload/edgeload/loader/ptd"
 	"github.com/edgeload/edgeload/loader/pte"
 	"github.com/edgeload/edgeload/segment"
@@ -66,7 +66,7 @@ func (r *run) externalize(p *pte.Program, prog *ptefb.ProgramT) (*ptdOut, error)
 			if t.ExtraTensorInfo != nil && t.ExtraTensorInfo.Location == locExternal {
 				continue
 			}
-			lt, ok := p.TensorAt(plan.Name, i)
+			lt, ok := p.ValueTensor(plan.Name, i)
 			if !ok || lt.DataBufferIndex != t.DataBufferIdx || !lt.Resolved() {
 				return nil, fmt.Errorf("repack: externalize: %s value %d: no constant data", plan.Name, i)
 			}
@@ -143,18 +143,10 @@ func (r *run) writePTD(outs *outputs, path string, o *ptdOut) (int64, error) {
 	if len(fb) < 8 {
 		return 0, fmt.Errorf("%w: FlatTensor of %d bytes", errInternal, len(fb))
 	}
-	head := make([]byte, len(fb)-8+ptdBody)
-	copy(head, fb[:8])
-	copy(head[ptdBody:], fb[8:])
-	le := binary.LittleEndian
-	le.PutUint32(head, le.Uint32(fb)+ptdBody-8)
-	copy(head[8:], ptd.HeaderMagic)
-	le.PutUint32(head[12:], ptdHeaderLen)
-	le.PutUint64(head[16:], ptdBody)
-	le.PutUint64(head[24:], uint64(len(fb)-8))
+	head := format.HeaderRoom(fb, ptdBody-8)
 	base := alignUp(int64(len(head)), r.align)
-	le.PutUint64(head[32:], uint64(base))
-	le.PutUint64(head[40:], uint64(dataSize))
+	ptd.Header{Length: ptdHeaderLen, FlatBufferOffset: ptdBody, FlatBufferSize: uint64(len(fb) - 8),
+		SegmentBaseOffset: uint64(base), SegmentDataSize: uint64(dataSize)}.Put(head)
 
 	w, err := outs.create(path)
 	if err != nil {

@@ -1,12 +1,12 @@
 package repack
 
 import (
-	"encoding/binary"
 	"fmt"
 
 	flatbuffers "github.com/google/flatbuffers/go"
 
 	"github.com/edgeload/edgeload/internal/schema/ptefb"
+	"github.com/edgeload/edgeload/loader/format"
 	"github.com/edgeload/edgeload/loader/pte"
 )
 
@@ -30,7 +30,7 @@ func unpackProgram(fb []byte) (*ptefb.ProgramT, error) {
 		root.ExecutionPlan(&plan, i)
 		ppos := tablePos(plan.Table())
 		if pos := fbField(fb, ppos, 9); pos != 0 {
-			if _, _, err := fbVector(fb, pos, 4); err != nil {
+			if err := fbTableVector(fb, pos, func(int64) error { return nil }); err != nil {
 				return nil, fmt.Errorf("repack: Program.execution_plan[%d].non_const_buffer_device: %v", i, err)
 			}
 		}
@@ -40,10 +40,19 @@ func unpackProgram(fb []byte) (*ptefb.ProgramT, error) {
 			if pos == 0 {
 				continue
 			}
-			err := fbTableVector(fb, pos, func(tab int64) error {
-				if p := fbField(fb, tab, 0); p != 0 {
-					_, _, err := fbVector(fb, p, 4)
-					return err
+			// FrameList.items, each Frame's strings: filename, name, context.
+			err := fbTableVector(fb, pos, func(list int64) error {
+				if p := fbField(fb, list, 0); p != 0 {
+					return fbTableVector(fb, p, func(frame int64) error {
+						for _, id := range []int{0, 2, 3} {
+							if p := fbField(fb, frame, id); p != 0 {
+								if _, _, err := fbVector(fb, p, 1); err != nil {
+									return err
+								}
+							}
+						}
+						return nil
+					})
 				}
 				return nil
 			})
@@ -62,6 +71,10 @@ func unpackProgram(fb []byte) (*ptefb.ProgramT, error) {
 
 func (r *run) pte(outs *outputs, out string, res *Result) error {
 	p := r.m.Program()
+	// A program whose own external tensors were not given their data
+	// cannot be linked: its output is opened unlinked.
+	_, unresolved := p.External()
+	r.unlinked = unresolved > 0
 	region, err := p.ProgramData().Bytes()
 	if err != nil {
 		return err
@@ -149,21 +162,13 @@ func (r *run) pte(outs *outputs, out string, res *Result) error {
 	if len(fb) < 8 {
 		return fmt.Errorf("%w: program FlatBuffer of %d bytes", errInternal, len(fb))
 	}
-	head := make([]byte, len(fb)+pteHeaderLen)
-	copy(head, fb[:8])
-	copy(head[8+pteHeaderLen:], fb[8:])
-	le := binary.LittleEndian
-	le.PutUint32(head, le.Uint32(fb)+pteHeaderLen)
-	copy(head[8:], "eh00")
-	le.PutUint32(head[12:], pteHeaderLen)
+	head := format.HeaderRoom(fb, pteHeaderLen)
 	progSize := int64(len(head))
 	var base int64
 	if len(plans) > 0 {
 		base = alignUp(progSize, r.align)
 	}
-	le.PutUint64(head[16:], uint64(progSize))
-	le.PutUint64(head[24:], uint64(base))
-	le.PutUint64(head[32:], uint64(dataSize))
+	pte.Header{Length: pteHeaderLen, ProgramSize: progSize, SegmentBase: base, SegmentDataSize: dataSize}.Put(head)
 
 	if ext != nil {
 		n, err := r.writePTD(outs, r.opts.Externalize, ext)

@@ -6,6 +6,7 @@ import (
 	"os"
 
 	"github.com/edgeload/edgeload/loader"
+	"github.com/edgeload/edgeload/loader/format"
 )
 
 // Alignment limits for Options.Align and Options.TensorAlign.
@@ -141,21 +142,17 @@ func Repack(in, out string, opts Options) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	f, err := loader.SniffFile(in)
-	if err != nil {
-		return nil, err
-	}
-	var lopts []loader.Option
-	if f == loader.PTE && len(opts.Data) > 0 {
-		lopts = append(lopts, loader.WithData(opts.Data...))
-	}
-	m, err := loader.Open(in, lopts...)
+	m, err := loader.Open(in, loader.WithData(opts.Data...))
 	if err != nil {
 		return nil, err
 	}
 	defer m.Close()
 	if st, err := os.Stat(in); err != nil || !os.SameFile(st, srcInfo) || st.Size() != m.Size() {
 		return nil, fmt.Errorf("repack: %s changed while it was opened", in)
+	}
+	write, ok := writers[m.Format()]
+	if !ok {
+		write = (*run).relayout // a format that lays itself out anew
 	}
 	if opts.Externalize != "" && m.Format() != loader.PTE {
 		return nil, fmt.Errorf("repack: --externalize needs a .pte input, %s is %s", in, m.Format())
@@ -185,16 +182,7 @@ func Repack(in, out string, opts Options) (*Result, error) {
 	res := &Result{Format: m.Format()}
 	outs := &outputs{perm: filePerm(in), sync: opts.Sync}
 	defer outs.abort()
-	switch m.Format() {
-	case loader.PTE:
-		err = r.pte(outs, out, res)
-	case loader.PTD:
-		err = r.ptd(outs, out, res)
-	case loader.RTen:
-		err = r.rten(outs, out, res)
-	default:
-		err = fmt.Errorf("repack: %s: %w", in, loader.ErrUnknownFormat)
-	}
+	err = write(r, outs, out, res)
 	verr := <-verified
 	verified = nil
 	if err != nil {
@@ -203,14 +191,7 @@ func Repack(in, out string, opts Options) (*Result, error) {
 	if verr != nil {
 		return nil, verr
 	}
-	link := true
-	if p := m.Program(); p != nil {
-		// A program whose own external tensors were not given their data
-		// cannot be linked: its output is opened unlinked.
-		_, unresolved := p.External()
-		link = unresolved == 0
-	}
-	if err := checkOutputs(outs, &opts, link); err != nil {
+	if err := checkOutputs(outs, &opts, !r.unlinked); err != nil {
 		return nil, err
 	}
 	if err := outs.commit(); err != nil {
@@ -230,6 +211,16 @@ type run struct {
 	// src is the input file, for copy_file_range while kernelCopy holds.
 	src        *os.File
 	kernelCopy bool
+	// unlinked: the input has external tensors it was not given the data
+	// of, so its output is checked unlinked too.
+	unlinked bool
+}
+
+// writers rewrites each format, registered by the file that writes it.
+var writers = map[loader.Format]func(r *run, outs *outputs, out string, res *Result) error{
+	loader.PTE:  (*run).pte,
+	loader.PTD:  (*run).ptd,
+	loader.RTen: (*run).rten,
 }
 
 func (r *run) progress(n int64) {
@@ -262,9 +253,7 @@ func sameOrLinked(a, b string) bool {
 	return os.SameFile(sa, sb)
 }
 
-func alignUp(x, a int64) int64 {
-	return (x + a - 1) &^ (a - 1)
-}
+var alignUp = format.AlignUp
 
 // filePerm returns the permission bits of the file at in (0644 if it cannot
 // be read); the output is created with them, less the umask, as cp does.
@@ -289,7 +278,7 @@ func checkOutputs(outs *outputs, opts *Options, link bool) error {
 	}
 	for _, of := range outs.files {
 		var lopts []loader.Option
-		if f, err := loader.SniffFile(of.tmp); err == nil && f == loader.PTE && link && len(data)+len(opts.Data) > 0 {
+		if f, err := loader.SniffFile(of.tmp); err == nil && f.LinksData() && link {
 			lopts = append(lopts, loader.WithData(append(data, opts.Data...)...))
 		}
 		m, err := loader.Open(of.tmp, lopts...)

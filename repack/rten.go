@@ -1,7 +1,6 @@
 package repack
 
 import (
-	"encoding/binary"
 	"fmt"
 
 	flatbuffers "github.com/google/flatbuffers/go"
@@ -92,13 +91,7 @@ func (r *run) writeRTenV2(outs *outputs, out string, res *Result, fb []byte, pie
 	}
 	modelOff := int64(rten.HeaderSize)
 	dataOff := alignUp(modelOff+int64(len(fb)), r.align)
-	head := make([]byte, rten.HeaderSize)
-	copy(head, rten.Magic)
-	le := binary.LittleEndian
-	le.PutUint32(head[4:], 2)
-	le.PutUint64(head[8:], uint64(modelOff))
-	le.PutUint64(head[16:], uint64(len(fb)))
-	le.PutUint64(head[24:], uint64(dataOff))
+	head := rten.Header{Version: 2, ModelOffset: modelOff, ModelLen: int64(len(fb)), TensorDataOffset: dataOff}.Append(nil)
 
 	w, err := outs.create(out)
 	if err != nil {

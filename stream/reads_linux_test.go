@@ -59,7 +59,7 @@ func TestReadsOnce(t *testing.T) {
 	opens := map[string]func() (*loader.Model, bool){
 		"file": func() (*loader.Model, bool) { return open(t, path) },
 		"section": func() (*loader.Model, bool) {
-			m, err := loader.OpenSection(outer, pad, int64(len(model)))
+			m, err := loader.Open(outer, loader.WithSection(pad, int64(len(model))))
 			if err != nil {
 				t.Fatal(err)
 			}

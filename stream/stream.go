@@ -35,6 +35,7 @@ import (
 	"time"
 
 	"github.com/edgeload/edgeload/loader"
+	"github.com/edgeload/edgeload/loader/format"
 	"github.com/edgeload/edgeload/mmapfile"
 	"github.com/edgeload/edgeload/platform"
 	"github.com/edgeload/edgeload/segment"
@@ -185,7 +186,7 @@ func New(ctx context.Context, m *loader.Model, opts ...Option) (*Stream, error) 
 	for s.grain*2 <= min(maxGrain, budget/8) {
 		s.grain *= 2
 	}
-	if ra := readAhead(items); ra > 0 && raWindows*ra <= budget/2 {
+	if ra := kernelWindow(items); ra > 0 && raWindows*ra <= budget/2 {
 		s.limit, s.ra = budget-raWindows*ra, ra
 	} else {
 		// A page cache folio larger than a grain may outlive the release
@@ -238,44 +239,34 @@ func plan(m *loader.Model, c *config) ([]Item, error) {
 	if c.ordered {
 		return items, addTensors(c.order)
 	}
-	p := m.Program()
-	if p == nil {
-		idx, err := m.UseOrder(c.method)
-		if err != nil {
-			return nil, err
-		}
-		return items, addTensors(idx)
+	groups := []string{c.method}
+	if c.method == "" && m.Groups() != nil {
+		groups = m.Groups()
 	}
+	bu, _ := m.Impl().(format.BlobUser)
 	type blob struct {
 		f      *mmapfile.File
 		off, n int64
 	}
 	seen := make(map[blob]bool)
-	found := false
-	for _, meth := range p.Methods() {
-		if c.method != "" && meth.Name != c.method {
-			continue
-		}
-		found = true
-		for _, di := range meth.Delegates {
-			d := p.Delegates()[di]
-			b := blob{d.Data.File(), d.Data.Offset(), d.Data.Len()}
-			if b.f == nil || seen[b] {
-				continue
-			}
-			seen[b] = true
-			items = append(items, Item{Tensor: -1, Delegate: di, Name: fmt.Sprintf("delegate %s/%d", meth.Name, d.Index), Data: d.Data})
-		}
-		idx, err := m.UseOrder(meth.Name)
+	for _, g := range groups {
+		idx, err := m.UseOrder(g)
 		if err != nil {
 			return nil, err
+		}
+		if bu != nil {
+			for _, d := range bu.GroupBlobs(g) {
+				b := blob{d.Data.File(), d.Data.Offset(), d.Data.Len()}
+				if b.f == nil || seen[b] {
+					continue
+				}
+				seen[b] = true
+				items = append(items, Item{Tensor: -1, Delegate: d.Index, Name: d.Name, Data: d.Data})
+			}
 		}
 		if err := addTensors(idx); err != nil {
 			return nil, err
 		}
-	}
-	if !found && c.method != "" {
-		return nil, fmt.Errorf("stream: method %q: %w", c.method, loader.ErrNotFound)
 	}
 	return items, nil
 }
@@ -365,7 +356,7 @@ func (s *Stream) wantRelease() bool {
 
 // unhold gives up items [s.lo, to) and returns the grains no held item
 // covers any more.
-func (s *Stream) unhold(to int, gone []span) []span {
+func (s *Stream) releaseItems(to int, gone []span) []span {
 	for ; s.lo < to; s.lo++ {
 		sp := s.items[s.lo].span
 		for at := sp.start; at < sp.end; at += s.grain {
@@ -383,7 +374,7 @@ func (s *Stream) unhold(to int, gone []span) []span {
 
 // unheld returns the grains of gone that no held item covers (an item
 // admitted since may hold some again), joined into spans.
-func (s *Stream) unheld(gone []span) []span {
+func (s *Stream) unusedGrains(gone []span) []span {
 	var free []span
 	for _, sp := range gone {
 		if s.count[grainKey{sp.f, sp.start / s.grain}] == 0 {
@@ -424,12 +415,12 @@ func (s *Stream) run() {
 			return
 		}
 		if s.wantRelease() {
-			gone = s.unhold(s.cur, gone[:0])
+			gone = s.releaseItems(s.cur, gone[:0])
 			// Admitting into the room first keeps the grains the next
 			// items share with the released ones, and the kernel's
 			// readahead in them.
 			s.admit()
-			free := s.unheld(gone)
+			free := s.unusedGrains(gone)
 			to := s.lo
 			s.mu.Unlock()
 			err := releaseSpans(gone, free, s.grain, s.drop)
@@ -454,7 +445,7 @@ func (s *Stream) run() {
 				if sp.f == read.f && sp.start < read.end && read.start <= sp.start {
 					sp.start = min(read.end, sp.end)
 				}
-				readahead(sp, s.grain)
+				fetchGrains(sp, s.grain)
 				read = s.items[started].span
 			}
 		}
@@ -486,7 +477,7 @@ func (s *Stream) run() {
 // WILLNEED, which reads exactly the range, where a fault would read ahead
 // past it), a grain per call, as the kernel reads at most a readahead
 // window per call.
-func readahead(sp span, grain int64) {
+func fetchGrains(sp span, grain int64) {
 	end := min(sp.end, sp.f.Len())
 	for at := sp.start; at < end; at += grain {
 		sp.f.WillNeed(at, min(grain, end-at))
@@ -514,7 +505,7 @@ func populate(d segment.Segment, off, n int64, exact bool) error {
 
 // readAhead returns the largest kernel readahead window of the files the
 // items are in, or 0 when one is unknown or a file is not mapped.
-func readAhead(items []Item) int64 {
+func kernelWindow(items []Item) int64 {
 	var ra int64
 	seen := make(map[*mmapfile.File]bool)
 	for _, it := range items {
@@ -597,10 +588,10 @@ func (s *Stream) shutdown() {
 	s.mu.Unlock()
 	<-s.done
 	s.mu.Lock()
-	gone := s.unhold(s.hi, nil)
+	gone := s.releaseItems(s.hi, nil)
 	s.stopWake()
 	s.cancel()
-	err := releaseSpans(gone, s.unheld(gone), s.grain, s.drop)
+	err := releaseSpans(gone, s.unusedGrains(gone), s.grain, s.drop)
 	if s.relErr == nil {
 		s.relErr = err
 	}

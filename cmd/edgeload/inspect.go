@@ -1,8 +1,7 @@
 package main
 
 import (
-	"bytes"
-	"encoding/json"
+	"bufio"
 	"errors"
 	"fmt"
 	"io"
@@ -51,27 +50,17 @@ func runInspect(c *cli, args []string) int {
 		return exitInvalid
 	}
 	defer m.Close()
-	r, err := buildReport(m, *sums)
+	in, err := inspect(m, *sums, *asJSON)
 	if err != nil {
 		c.fileError(path, err)
 		return exitInvalid
 	}
-	var buf bytes.Buffer
 	if *asJSON {
-		b, err := json.MarshalIndent(r, "", "  ")
-		if err != nil {
-			c.errorf("%s: %v", path, err)
-			return exitInvalid
-		}
-		buf.Write(b)
-		buf.WriteByte('\n')
+		err = in.writeJSON(c.stdout)
 	} else {
-		printReport(&buf, path, r, *sums)
-		if *order {
-			printUseOrder(&buf, m, r.UseOrder)
-		}
+		err = in.writeText(c.stdout, path, *order)
 	}
-	if _, err := c.stdout.Write(buf.Bytes()); err != nil {
+	if err != nil {
 		c.errorf("writing output: %v", err)
 		return exitInvalid
 	}
@@ -89,98 +78,43 @@ func (c *cli) fileError(path string, err error) {
 	c.errorf("%s: %v", path, err)
 }
 
-func marshal(v any) ([]byte, error) { return json.Marshal(v) }
-
-// formatNames are the long names of the formats for the text output.
-var formatNames = map[string]string{
-	"pte":  "ExecuTorch program",
-	"ptd":  "ExecuTorch named data (FlatTensor)",
-	"rten": "RTen model",
-}
-
-// printReport writes the human-readable summary.
-func printReport(w io.Writer, path string, r *report, sums bool) {
-	kind := formatNames[r.Format]
-	if r.Legacy {
-		kind += ", legacy 2025 layout"
-	}
-	tw := newTable(w)
+// writeText writes the human-readable report: the file, its format and
+// size, the format's own sections (format.Reporter), the segments, tensors
+// and named data, the warnings and, with order, the use orders. It
+// returns the first error writing w.
+func (in *inspection) writeText(w io.Writer, path string, order bool) error {
+	ew := &errWriter{w: w}
+	bw := bufio.NewWriterSize(ew, 64<<10)
+	m := in.m
+	tw := newTable(bw)
 	fmt.Fprintf(tw, "file\t%s\n", path)
-	fmt.Fprintf(tw, "format\t%s (%s)\n", r.Format, kind)
-	fmt.Fprintf(tw, "size\t%d bytes (%s)\n", r.FileSize, sizeName(r.FileSize))
+	fmt.Fprintf(tw, "format\t%s\n", m.Format())
+	fmt.Fprintf(tw, "size\t%d bytes (%s)\n", m.Size(), sizeName(m.Size()))
 	tw.Flush()
-	printBundle(w, r.Bundle)
+	bw.Write(in.text)
 
-	section(w, "header", len(r.Header))
-	tw = newTable(w)
-	for _, f := range r.Header {
-		fmt.Fprintf(tw, "  %s\t%v\n", strings.ReplaceAll(f.Name, "_", " "), f.Value)
-	}
-	tw.Flush()
-
-	if r.Metadata != nil {
-		section(w, "metadata", len(r.Metadata))
-		tw = newTable(w)
-		for _, f := range r.Metadata {
-			fmt.Fprintf(tw, "  %s\t%v\n", strings.ReplaceAll(f.Name, "_", " "), f.Value)
-		}
-		tw.Flush()
-	}
-
-	section(w, "segments", len(r.Segments))
-	if len(r.Segments) > 0 {
-		tw = newTable(w)
+	section(bw, "segments", len(in.segments))
+	if len(in.segments) > 0 {
+		tw = newTable(bw)
 		fmt.Fprintf(tw, "  INDEX\tOFFSET\tSIZE\tALIGN\tHOLDS\n")
-		for _, s := range r.Segments {
+		for _, s := range in.segments {
 			fmt.Fprintf(tw, "  %d\t%d\t%s\t%s\t%s\n", s.Index, s.Offset, bytesName(s.Size), alignName(s), orDash(s.Kind))
 		}
 		tw.Flush()
 	}
 
-	if r.Methods != nil {
-		section(w, "methods", len(r.Methods))
-		tw = newTable(w)
-		fmt.Fprintf(tw, "  NAME\tVALUES\tINPUTS\tOUTPUTS\tOPERATORS\tINSTRUCTIONS\tDELEGATES\n")
-		for _, m := range r.Methods {
-			fmt.Fprintf(tw, "  %s\t%d\t%d\t%d\t%d\t%d\t%d\n", m.Name, m.Values, m.Inputs, m.Outputs, m.Operators, m.Instructions, m.Delegates)
-		}
-		tw.Flush()
-	}
-	if r.Delegates != nil {
-		section(w, "delegates", len(r.Delegates))
-		tw = newTable(w)
-		fmt.Fprintf(tw, "  METHOD\tINDEX\tBACKEND\tBLOB\tOFFSET\tSIZE\tCOMPILE SPECS\n")
-		for _, d := range r.Delegates {
-			where := d.Location
-			if d.Segment != nil {
-				where = fmt.Sprintf("segment %d", *d.Segment)
-			}
-			fmt.Fprintf(tw, "  %s\t%d\t%s\t%s\t%d\t%s\t%d\n", d.Method, d.Index, d.ID, where, d.Offset, sizeName(d.Size), d.CompileSpecs)
-		}
-		tw.Flush()
-	}
-	if g := r.Graph; g != nil {
-		section(w, "graph", -1)
-		tw = newTable(w)
-		fmt.Fprintf(tw, "  nodes\t%d (%d operators, %d constants, %d values)\n", g.Nodes, g.Operators, g.Constants, g.Values)
-		fmt.Fprintf(tw, "  inputs, outputs\t%d, %d\n", g.Inputs, g.Outputs)
-		fmt.Fprintf(tw, "  subgraphs\t%d\n", g.Subgraphs)
-		if len(g.OpTypes) > 0 {
-			fmt.Fprintf(tw, "  operators\t%s\n", opSummary(g.OpTypes))
-		}
-		tw.Flush()
-	}
-
-	section(w, "tensors", len(r.Tensors))
-	if len(r.Tensors) > 0 {
-		tw = newTable(w)
+	n := m.NumTensors()
+	section(bw, "tensors", n)
+	if n > 0 {
+		tw = newTable(bw)
 		head := "  NAME\tDTYPE\tSHAPE\tLOCATION\tOFFSET\tNBYTES"
-		if sums {
+		if in.sums != nil {
 			head += "\tSHA256"
 		}
 		fmt.Fprintln(tw, head)
 		var total int64
-		for _, t := range r.Tensors {
+		for i := range n {
+			t := in.tensorRep(i)
 			off := "-"
 			if t.Offset != nil {
 				off = fmt.Sprint(*t.Offset)
@@ -189,35 +123,40 @@ func printReport(w io.Writer, path string, r *report, sums bool) {
 			if t.DataFile != "" {
 				loc += " (" + t.DataFile + ")"
 			}
-			line := fmt.Sprintf("  %s\t%s\t%s\t%s\t%s\t%d", t.Name, t.DType, shapeName(t.Shape), loc, off, t.NBytes)
-			if sums {
-				line += "\t" + t.SHA256
+			fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\t%d", t.Name, t.DType, shapeName(t.Shape), loc, off, t.NBytes)
+			if in.sums != nil {
+				fmt.Fprintf(tw, "\t%s", t.SHA256)
 			}
-			fmt.Fprintln(tw, line)
+			fmt.Fprintln(tw)
 			total += t.NBytes
 		}
 		tw.Flush()
-		fmt.Fprintf(w, "  sum of nbytes: %s\n", bytesName(total))
+		fmt.Fprintf(bw, "  sum of nbytes: %s\n", bytesName(total))
 	}
 
-	if len(r.NamedData) > 0 || r.Format != "rten" {
-		section(w, "named data", len(r.NamedData))
-		if len(r.NamedData) > 0 {
-			tw = newTable(w)
-			fmt.Fprintf(tw, "  KEY\tSEGMENT\tOFFSET\tSIZE\n")
-			for _, n := range r.NamedData {
-				fmt.Fprintf(tw, "  %s\t%d\t%d\t%d\n", n.Key, n.Segment, n.Offset, n.Size)
-			}
-			tw.Flush()
+	if named := m.NamedData(); len(named) > 0 {
+		section(bw, "named data", len(named))
+		tw = newTable(bw)
+		fmt.Fprintf(tw, "  KEY\tSEGMENT\tOFFSET\tSIZE\n")
+		for _, nd := range named {
+			fmt.Fprintf(tw, "  %s\t%d\t%d\t%d\n", nd.Key, nd.Segment, nd.Data.Offset(), nd.Data.Len())
 		}
+		tw.Flush()
 	}
 
-	if len(r.Warnings) > 0 {
-		section(w, "warnings", len(r.Warnings))
-		for _, s := range r.Warnings {
-			fmt.Fprintf(w, "  %s\n", s)
+	if len(in.warnings) > 0 {
+		section(bw, "warnings", len(in.warnings))
+		for _, s := range in.warnings {
+			fmt.Fprintf(bw, "  %s\n", s)
 		}
 	}
+	if order {
+		printUseOrder(bw, m, in.orders)
+	}
+	if err := bw.Flush(); err != nil {
+		return err
+	}
+	return ew.err
 }
 
 func newTable(w io.Writer) *tabwriter.Writer {

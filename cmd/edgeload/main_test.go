@@ -181,10 +181,10 @@ func TestInspectText(t *testing.T) {
 		file string
 		want []string
 	}{
-		{"tiny.pte", []string{"format  pte (ExecuTorch program)", "segments (3)", "methods (1)", "delegates (1)", "XnnpackBackend", "tensors (3)", "named data (1)", "sha256:0f1e2d3c", "warnings"}},
+		{"tiny.pte", []string{"format  pte\n", "\nExecuTorch program\n", "segments (3)", "methods (1)", "delegates (1)", "XnnpackBackend", "tensors (3)", "named data (1)", "sha256:0f1e2d3c", "warnings"}},
 		{"tiny-external.pte", []string{"tensors (2)", "external", "2 of 2 external tensors are not resolved"}},
 		{"tiny.ptd", []string{"format  ptd", "legacy layout        false", "named data (2)"}},
-		{"tiny-v2.rten", []string{"format  rten (RTen model)", "tensor data offset", "graph", "Add×1 MatMul×1", "license      CC0-1.0", "linear.bias"}},
+		{"tiny-v2.rten", []string{"format  rten\n", "\nRTen model\n", "tensor data offset", "graph", "Add×1 MatMul×1", "license      CC0-1.0", "linear.bias"}},
 		{"tiny-v1.rten", []string{"version       1", "segments (0)", "inline"}},
 	} {
 		code, out, errOut := runCmd("inspect", fixture(c.file))

@@ -5,72 +5,50 @@ import (
 	"io"
 
 	"github.com/edgeload/edgeload/loader"
+	"github.com/edgeload/edgeload/loader/format"
 )
 
-// useOrderRep is the "use_order" of inspect --json: for each method of a
-// program, in file order, the names of its weights in the order the method
-// first uses them (loader.Model.UseOrder); for an RTen model and a .ptd a
-// single order under the key "", the method name UseOrder takes for them.
-type useOrderRep []methodOrder
-
-// methodOrder is one method's use order, as tensor indices and names.
-type methodOrder struct {
-	Method  string
-	Tensors []int
-	Names   []string
-}
-
-// MarshalJSON writes the orders as an object from method to names, keys in
-// order.
-func (u useOrderRep) MarshalJSON() ([]byte, error) {
-	f := make(orderedFields, len(u))
-	for i, o := range u {
-		f[i] = field{o.Method, o.Names}
+// useOrders computes the use order of each of m's groups (a program's
+// methods), in file order; a model without groups has one order, under the
+// group "". A model whose order ends with tensors nothing reads
+// (format.UsedOrderer) gives the order without them. In the JSON of inspect
+// the orders are "use_order": group name to tensor names.
+func useOrders(m *loader.Model) ([]groupOrder, error) {
+	groups := m.Groups()
+	if groups == nil {
+		groups = []string{""}
 	}
-	return f.MarshalJSON()
-}
-
-// useOrders computes the use order of each method of m (one order for a
-// file without methods).
-func useOrders(m *loader.Model) (useOrderRep, error) {
-	methods := []string{""}
-	if p := m.Program(); p != nil {
-		methods = methods[:0]
-		for _, pm := range p.Methods() {
-			methods = append(methods, pm.Name)
-		}
+	get := m.UseOrder
+	if u, ok := m.Impl().(format.UsedOrderer); ok {
+		get = u.UsedOrder
 	}
-	out := make(useOrderRep, 0, len(methods))
-	for _, name := range methods {
-		order, err := m.UseOrder(name)
+	out := make([]groupOrder, 0, len(groups))
+	for _, g := range groups {
+		order, err := get(g)
 		if err != nil {
 			return nil, err
 		}
-		o := methodOrder{Method: name, Tensors: order, Names: make([]string, len(order))}
-		for k, i := range order {
-			o.Names[k] = m.TensorAt(i).Name
-		}
-		out = append(out, o)
+		out = append(out, groupOrder{group: g, order: order})
 	}
 	return out, nil
 }
 
-// printUseOrder writes the text output of inspect --order: for each method
-// (or the file's one order) its weights in use order, with where each
+// printUseOrder writes the text output of inspect --order: for each group
+// (or the file's one order) its tensors in use order, with where each
 // lives.
-func printUseOrder(w io.Writer, m *loader.Model, u useOrderRep) {
-	for _, o := range u {
+func printUseOrder(w io.Writer, m *loader.Model, orders []groupOrder) {
+	for _, o := range orders {
 		title := "use order"
-		if o.Method != "" {
-			title += " of " + o.Method
+		if o.group != "" {
+			title += " of " + o.group
 		}
-		section(w, title, len(o.Tensors))
-		if len(o.Tensors) == 0 {
+		section(w, title, len(o.order))
+		if len(o.order) == 0 {
 			continue
 		}
 		tw := newTable(w)
 		fmt.Fprintf(tw, "  #\tNAME\tOFFSET\tNBYTES\n")
-		for k, i := range o.Tensors {
+		for k, i := range o.order {
 			t := m.TensorAt(i)
 			off := "-"
 			if t.Resolved() {

@@ -1,75 +1,311 @@
 package main
 
 import (
+	"bufio"
+	"bytes"
+	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
+	"io"
 	"math/bits"
-	"sort"
 	"strings"
 
 	"github.com/edgeload/edgeload/loader"
 	"github.com/edgeload/edgeload/loader/format"
-	"github.com/edgeload/edgeload/loader/pte"
-	"github.com/edgeload/edgeload/loader/rten"
 	"github.com/edgeload/edgeload/platform"
 	"github.com/edgeload/edgeload/segment"
 )
 
-// report is what inspect shows: the JSON document of --json, from which
-// the text output is printed too. The keys "format", "file_size",
-// "segments", "named_data" and "tensors" are the stable interface; the
-// others are extras.
-type report struct {
-	Format    string       `json:"format"`
-	Legacy    bool         `json:"legacy,omitempty"` // a 2025-legacy .ptd
-	FileSize  int64        `json:"file_size"`
-	Segments  []segmentRep `json:"segments"`
-	NamedData []namedRep   `json:"named_data"`
-	Tensors   []tensorRep  `json:"tensors"`
-
-	Header    []field       `json:"-"` // printed as text; in JSON as header
-	HeaderMap orderedFields `json:"header"`
-	Methods   []methodRep   `json:"methods,omitempty"`
-	Delegates []delegateRep `json:"delegates,omitempty"`
-	Graph     *graphRep     `json:"graph,omitempty"`
-	Metadata  orderedFields `json:"metadata,omitempty"`
-	DataFiles []string      `json:"data_files,omitempty"`
-	UseOrder  useOrderRep   `json:"use_order"`
-	Bundle    *bundleRep    `json:"bundle,omitempty"` // the bundled program the model came from
-	Warnings  []string      `json:"warnings"`
+// inspection is what inspect learns about a model before it writes a byte:
+// everything that can fail on a bad file (each tensor's SHA-256, the use
+// orders, the format's own report), so that an invalid file gives an error
+// and no output. It holds no copy of the tensor list: the report is
+// written from the model tensor by tensor.
+//
+// The JSON report's keys are, in order: "format", "file_size", "segments",
+// "named_data" and "tensors" (the stable interface), then the members the
+// format adds (format.Reporter), "data_files", "use_order" and "warnings".
+type inspection struct {
+	m        *loader.Model
+	sums     [][sha256.Size]byte // with --sha256, by tensor; zero where unresolved
+	segments []segmentRep
+	fields   []rawField   // the format's JSON members, marshalled
+	text     []byte       // the format's text sections
+	orders   []groupOrder // the use order of each group
+	warnings []string
 }
 
-// field is a named header value, kept in order for the text output.
-type field struct {
-	Name  string
-	Value any
+// rawField is a member of the JSON report, its value marshalled.
+type rawField struct {
+	key   string
+	value json.RawMessage
 }
 
-// orderedFields marshals as a JSON object with its keys in order.
-type orderedFields []field
+// groupOrder is a group's use order: tensor indices.
+type groupOrder struct {
+	group string
+	order []int
+}
 
-// MarshalJSON writes the fields as an object, keys in order.
-func (o orderedFields) MarshalJSON() ([]byte, error) {
-	var b strings.Builder
-	b.WriteByte('{')
-	for i, f := range o {
-		if i > 0 {
-			b.WriteByte(',')
+// inspect reads what the report of m needs (see inspection). With sums it
+// reads every resolved tensor's bytes for their SHA-256; asJSON selects
+// which of the format's reports (fields or text) to prepare.
+func inspect(m *loader.Model, sums, asJSON bool) (*inspection, error) {
+	in := &inspection{m: m, segments: segmentReps(m), warnings: []string{}}
+	if sums {
+		in.sums = make([][sha256.Size]byte, m.NumTensors())
+		for i := range in.sums {
+			t := m.TensorAt(i)
+			if !t.Resolved() {
+				continue
+			}
+			sum, err := t.Data.SHA256()
+			if err != nil {
+				return nil, fmt.Errorf("tensor %q: %w", t.Name, err)
+			}
+			in.sums[i] = sum
 		}
-		k, err := marshal(f.Name)
-		if err != nil {
-			return nil, err
-		}
-		v, err := marshal(f.Value)
-		if err != nil {
-			return nil, err
-		}
-		b.Write(k)
-		b.WriteByte(':')
-		b.Write(v)
 	}
-	b.WriteByte('}')
-	return []byte(b.String()), nil
+	if rep, ok := m.Impl().(format.Reporter); ok {
+		if asJSON {
+			for _, f := range rep.ReportFields() {
+				b, err := json.Marshal(f.Value)
+				if err != nil {
+					return nil, fmt.Errorf("report field %q: %w", f.Key, err)
+				}
+				in.fields = append(in.fields, rawField{f.Key, b})
+			}
+		} else {
+			var b bytes.Buffer
+			if err := rep.ReportText(&b); err != nil {
+				return nil, err
+			}
+			in.text = b.Bytes()
+		}
+	}
+	var err error
+	if in.orders, err = useOrders(m); err != nil {
+		return nil, err
+	}
+	if w, ok := m.Impl().(format.Warner); ok {
+		in.warnings = append(in.warnings, w.Warnings()...)
+	}
+	in.warnings = append(in.warnings, alignmentWarnings(m.Segments())...)
+	return in, nil
+}
+
+// segmentReps describes m's segments, with what each holds where the
+// format says (format.SegmentKinder).
+func segmentReps(m *loader.Model) []segmentRep {
+	var kinds []string
+	if k, ok := m.Impl().(format.SegmentKinder); ok {
+		kinds = k.SegmentKinds()
+	}
+	segs := m.Segments()
+	out := make([]segmentRep, len(segs))
+	for i, s := range segs {
+		out[i] = segmentRep{Index: i, Offset: s.Offset(), Size: s.Len(), Align: alignOf(s.Offset())}
+		if i < len(kinds) {
+			out[i].Kind = kinds[i]
+		}
+	}
+	return out
+}
+
+// tensorRep returns tensor i as the report shows it.
+func (in *inspection) tensorRep(i int) tensorRep {
+	t := in.m.TensorAt(i)
+	tr := tensorRep{
+		Name: t.Name, DType: t.DType.String(), Shape: t.Shape, Location: t.Location.String(),
+		NBytes: t.NBytes, NameExplicit: t.NameExplicit, DataFile: t.DataFile,
+	}
+	if tr.Shape == nil {
+		tr.Shape = []int64{}
+	}
+	if t.Resolved() {
+		off := t.Offset
+		tr.Offset = &off
+		if in.sums != nil {
+			tr.SHA256 = hex.EncodeToString(in.sums[i][:])
+		}
+	}
+	return tr
+}
+
+// writeJSON writes the report as one indented JSON object, as it goes:
+// tensors and use orders element by element, never the whole document in
+// memory. It returns the first error writing w.
+func (in *inspection) writeJSON(w io.Writer) error {
+	ew := &errWriter{w: w}
+	j := &jsonOut{w: bufio.NewWriterSize(ew, 64<<10), ew: ew}
+	m := in.m
+	j.begin('{')
+	j.member("format", m.Format().String())
+	j.member("file_size", m.Size())
+	j.key("segments")
+	j.begin('[')
+	for _, s := range in.segments {
+		j.elem(s)
+	}
+	j.end(']')
+	j.key("named_data")
+	j.begin('[')
+	for _, nd := range m.NamedData() {
+		j.elem(namedRep{Key: nd.Key, Segment: nd.Segment, Offset: nd.Data.Offset(), Size: nd.Data.Len()})
+	}
+	j.end(']')
+	j.key("tensors")
+	j.begin('[')
+	for i := range m.NumTensors() {
+		if j.failed() {
+			break
+		}
+		j.elem(in.tensorRep(i))
+	}
+	j.end(']')
+	for _, f := range in.fields {
+		j.key(f.key)
+		j.raw(f.value)
+	}
+	if ds := m.DataFiles(); len(ds) > 0 {
+		j.key("data_files")
+		j.begin('[')
+		for _, d := range ds {
+			j.elem(d.MappedFile().Name())
+		}
+		j.end(']')
+	}
+	j.key("use_order")
+	j.begin('{')
+	for _, o := range in.orders {
+		j.key(o.group)
+		j.begin('[')
+		for _, i := range o.order {
+			if j.failed() {
+				break
+			}
+			j.elem(m.TensorAt(i).Name)
+		}
+		j.end(']')
+	}
+	j.end('}')
+	j.member("warnings", in.warnings)
+	j.end('}')
+	j.w.WriteByte('\n')
+	return j.flush()
+}
+
+// jsonOut writes indented JSON (as json.MarshalIndent with two spaces) one
+// member or element at a time.
+type jsonOut struct {
+	w       *bufio.Writer
+	ew      *errWriter
+	counts  []int // the members written so far in each open object or array
+	scratch bytes.Buffer
+	err     error // the first error marshalling a value
+}
+
+// errWriter remembers the first error writing w.
+type errWriter struct {
+	w   io.Writer
+	err error
+}
+
+func (e *errWriter) Write(p []byte) (int, error) {
+	if e.err != nil {
+		return 0, e.err
+	}
+	n, err := e.w.Write(p)
+	e.err = err
+	return n, err
+}
+
+// failed reports whether writing or marshalling failed: what follows is
+// not written.
+func (j *jsonOut) failed() bool { return j.err != nil || j.ew.err != nil }
+
+func (j *jsonOut) flush() error {
+	if err := j.w.Flush(); err != nil {
+		return err
+	}
+	return j.err
+}
+
+func (j *jsonOut) newline() {
+	j.w.WriteByte('\n')
+	for range len(j.counts) {
+		j.w.WriteString("  ")
+	}
+}
+
+// begin opens an object ('{') or array ('[').
+func (j *jsonOut) begin(c byte) {
+	j.w.WriteByte(c)
+	j.counts = append(j.counts, 0)
+}
+
+// end closes the innermost object ('}') or array (']').
+func (j *jsonOut) end(c byte) {
+	n := j.counts[len(j.counts)-1]
+	j.counts = j.counts[:len(j.counts)-1]
+	if n > 0 {
+		j.newline()
+	}
+	j.w.WriteByte(c)
+}
+
+// next starts the next member or element of the innermost object or array.
+func (j *jsonOut) next() {
+	k := len(j.counts) - 1
+	if j.counts[k] > 0 {
+		j.w.WriteByte(',')
+	}
+	j.counts[k]++
+	j.newline()
+}
+
+// key starts an object member.
+func (j *jsonOut) key(k string) {
+	j.next()
+	j.value(k)
+	j.w.WriteString(": ")
+}
+
+// member writes an object member.
+func (j *jsonOut) member(k string, v any) {
+	j.key(k)
+	j.value(v)
+}
+
+// elem writes an array element.
+func (j *jsonOut) elem(v any) {
+	j.next()
+	j.value(v)
+}
+
+// value writes v, marshalled, at the current depth.
+func (j *jsonOut) value(v any) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		if j.err == nil {
+			j.err = err
+		}
+		return
+	}
+	j.raw(b)
+}
+
+// raw writes a marshalled value at the current depth.
+func (j *jsonOut) raw(b []byte) {
+	j.scratch.Reset()
+	if err := json.Indent(&j.scratch, b, strings.Repeat("  ", len(j.counts)), "  "); err != nil {
+		if j.err == nil {
+			j.err = err
+		}
+		return
+	}
+	j.w.Write(j.scratch.Bytes())
 }
 
 type segmentRep struct {
@@ -99,39 +335,6 @@ type tensorRep struct {
 	SHA256       string  `json:"sha256,omitempty"`
 }
 
-type methodRep struct {
-	Name         string `json:"name"`
-	Values       int    `json:"values"`
-	Inputs       int    `json:"inputs"`
-	Outputs      int    `json:"outputs"`
-	Operators    int    `json:"operators"`
-	Chains       int    `json:"chains"`
-	Instructions int    `json:"instructions"`
-	Delegates    int    `json:"delegates"`
-}
-
-type delegateRep struct {
-	Method       string `json:"method"`
-	Index        int    `json:"index"`
-	ID           string `json:"id"`
-	Location     string `json:"location"`
-	Segment      *int   `json:"segment"` // nil for an inline blob
-	Offset       int64  `json:"offset"`
-	Size         int64  `json:"size"`
-	CompileSpecs int    `json:"compile_specs"`
-}
-
-type graphRep struct {
-	Nodes     int            `json:"nodes"`
-	Operators int            `json:"operators"`
-	Constants int            `json:"constants"`
-	Values    int            `json:"values"`
-	Inputs    int            `json:"inputs"`
-	Outputs   int            `json:"outputs"`
-	Subgraphs int            `json:"subgraphs"`
-	OpTypes   map[string]int `json:"op_types"`
-}
-
 // maxAlign caps the alignment shown for a segment (an offset of 0 is
 // aligned to everything).
 const maxAlign = 1 << 16
@@ -143,134 +346,6 @@ func alignOf(off int64) int64 {
 	}
 	a := int64(1) << bits.TrailingZeros64(uint64(off))
 	return min(a, maxAlign)
-}
-
-// buildReport describes m. With sums, each tensor whose bytes are available
-// gets the SHA-256 of its bytes (read fault-safe).
-func buildReport(m *loader.Model, sums bool) (*report, error) {
-	r := &report{
-		Format:    m.Format().String(),
-		FileSize:  m.Size(),
-		Segments:  []segmentRep{},
-		NamedData: []namedRep{},
-		Tensors:   []tensorRep{},
-		Warnings:  []string{},
-	}
-	kinds := segmentKinds(m)
-	for i, s := range m.Segments() {
-		r.Segments = append(r.Segments, segmentRep{Index: i, Offset: s.Offset(), Size: s.Len(), Align: alignOf(s.Offset()), Kind: kinds[i]})
-	}
-	for _, nd := range m.NamedData() {
-		r.NamedData = append(r.NamedData, namedRep{Key: nd.Key, Segment: nd.Segment, Offset: nd.Data.Offset(), Size: nd.Data.Len()})
-	}
-	for i := range m.Tensors() {
-		t := &m.Tensors()[i]
-		tr := tensorRep{
-			Name: t.Name, DType: t.DType.String(), Shape: t.Shape, Location: t.Location.String(),
-			NBytes: t.NBytes, NameExplicit: t.NameExplicit, DataFile: t.DataFile,
-		}
-		if tr.Shape == nil {
-			tr.Shape = []int64{}
-		}
-		if t.Resolved() {
-			off := t.Offset
-			tr.Offset = &off
-			if sums {
-				sum, err := t.Data.SHA256()
-				if err != nil {
-					return nil, fmt.Errorf("tensor %q: %w", t.Name, err)
-				}
-				tr.SHA256 = hex.EncodeToString(sum[:])
-			}
-		}
-		r.Tensors = append(r.Tensors, tr)
-	}
-	for _, d := range m.DataFiles() {
-		r.DataFiles = append(r.DataFiles, d.Name())
-	}
-	switch {
-	case m.Program() != nil:
-		describePTE(r, m.Program())
-	case m.DataFile() != nil:
-		f := m.DataFile()
-		h := f.Header()
-		r.Legacy = f.Legacy()
-		r.Header = []field{
-			{"identifier", "FT01"},
-			{"header_length", h.Length},
-			{"flatbuffer_offset", h.FlatBufferOffset},
-			{"flatbuffer_size", h.FlatBufferSize},
-			{"segment_base_offset", h.SegmentBaseOffset},
-			{"segment_data_size", h.SegmentDataSize},
-			{"version", f.Version()},
-			{"legacy_layout", f.Legacy()},
-		}
-		if f.Legacy() {
-			r.Header = append(r.Header, field{"tensor_alignment", f.TensorAlignment()})
-		}
-	case m.RTen() != nil:
-		describeRTen(r, m.RTen())
-	}
-	r.Bundle = describeBundle(m)
-	r.HeaderMap = orderedFields(r.Header)
-	var err error
-	if r.UseOrder, err = useOrders(m); err != nil {
-		return nil, err
-	}
-	r.Warnings = append(r.Warnings, alignmentWarnings(m.Segments())...)
-	return r, nil
-}
-
-// segmentKinds says what each of a program's segments holds, from the
-// tensors, delegates and named data that point into it.
-func segmentKinds(m *loader.Model) []string {
-	kinds := make([]string, len(m.Segments()))
-	add := func(i int, k string) {
-		if i < 0 || i >= len(kinds) || strings.Contains(kinds[i], k) {
-			return
-		}
-		if kinds[i] != "" {
-			kinds[i] += "+"
-		}
-		kinds[i] += k
-	}
-	switch {
-	case m.Program() != nil:
-		p := m.Program()
-		for i := range p.Tensors() {
-			t := &p.Tensors()[i]
-			switch t.Location {
-			case format.LocSegment:
-				add(t.Segment, "constant")
-			case format.LocMutable:
-				add(t.Segment, "mutable")
-			}
-		}
-		for _, d := range p.Delegates() {
-			if d.Location == pte.DelegateSegment {
-				add(d.SegmentIndex, "delegate")
-			}
-		}
-		for _, nd := range p.NamedData() {
-			add(nd.Segment, "named_data")
-		}
-	case m.DataFile() != nil:
-		for _, nd := range m.NamedData() {
-			add(nd.Segment, "named_data")
-		}
-		if m.DataFile().Legacy() {
-			for i := range kinds {
-				if kinds[i] == "" {
-					kinds[i] = "tensors"
-				}
-			}
-		}
-	case m.RTen() != nil:
-		for i := range kinds {
-			kinds[i] = "tensor_data"
-		}
-	}
-	return kinds
 }
 
 // alignmentWarnings reports non-empty segments that do not start on a page
@@ -314,114 +389,6 @@ func alignmentWarnings(segs []segment.Segment) []string {
 		}
 	}
 	return w
-}
-
-func describePTE(r *report, p *pte.Program) {
-	h := p.Header()
-	r.Header = []field{
-		{"identifier", h.Identifier},
-		{"root_offset", h.RootOffset},
-		{"extended_header", h.Extended},
-	}
-	if h.Extended {
-		r.Header = append(r.Header,
-			field{"extended_header_length", h.Length},
-			field{"program_size", h.ProgramSize},
-			field{"segment_base_offset", h.SegmentBase})
-		if h.SegmentDataSizeKnown {
-			r.Header = append(r.Header, field{"segment_data_size", h.SegmentDataSize})
-		}
-	} else {
-		r.Header = append(r.Header, field{"program_size", h.ProgramSize})
-	}
-	r.Header = append(r.Header,
-		field{"version", p.Version()},
-		field{"legacy_constant_buffer", p.Legacy()})
-	for _, me := range p.Methods() {
-		mr := methodRep{Name: me.Name, Values: me.NumValues(), Inputs: len(me.Inputs), Outputs: len(me.Outputs),
-			Operators: len(me.Operators), Chains: len(me.Chains), Delegates: len(me.Delegates)}
-		for _, c := range me.Chains {
-			mr.Instructions += c.Instructions
-		}
-		r.Methods = append(r.Methods, mr)
-	}
-	for _, d := range p.Delegates() {
-		dr := delegateRep{Method: d.Method, Index: d.Index, ID: d.ID, Location: d.Location.String(),
-			Offset: d.Data.Offset(), Size: d.Data.Len(), CompileSpecs: len(d.CompileSpecs)}
-		if d.Location == pte.DelegateSegment {
-			s := d.SegmentIndex
-			dr.Segment = &s
-		}
-		r.Delegates = append(r.Delegates, dr)
-	}
-	if total, unresolved := p.External(); unresolved > 0 {
-		r.Warnings = append(r.Warnings, fmt.Sprintf("%d of %d external tensors are not resolved: pass the .ptd file that holds them with --data", unresolved, total))
-	}
-}
-
-func describeRTen(r *report, m *rten.Model) {
-	h := m.Header()
-	r.Header = []field{{"version", h.Version}, {"model_offset", h.ModelOffset}, {"model_len", h.ModelLen}}
-	if h.Version >= 2 {
-		r.Header = append(r.Header, field{"tensor_data_offset", h.TensorDataOffset})
-	}
-	g := &graphRep{OpTypes: map[string]int{}}
-	m.Graph().Walk(func(gr *rten.Graph) bool {
-		if gr != m.Graph() {
-			g.Subgraphs++
-		}
-		for _, n := range gr.Nodes {
-			g.Nodes++
-			switch n.Kind {
-			case rten.KindOperator:
-				g.Operators++
-				if n.Op != nil {
-					g.OpTypes[n.Op.Type.String()]++
-				}
-			case rten.KindConstant:
-				g.Constants++
-			case rten.KindValue:
-				g.Values++
-			}
-		}
-		return true
-	})
-	g.Inputs, g.Outputs = len(m.Graph().Inputs), len(m.Graph().Outputs)
-	r.Graph = g
-	md := m.Metadata()
-	for _, f := range []field{
-		{"onnx_hash", md.ONNXHash}, {"description", md.Description}, {"license", md.License},
-		{"commit", md.Commit}, {"code_repository", md.CodeRepository}, {"model_repository", md.ModelRepository},
-		{"run_id", md.RunID}, {"run_url", md.RunURL},
-	} {
-		if f.Value != "" {
-			r.Metadata = append(r.Metadata, f)
-		}
-	}
-	r.Warnings = append(r.Warnings, m.Warnings()...)
-}
-
-// opSummary lists operator types by count, most frequent first.
-func opSummary(ops map[string]int) string {
-	type kv struct {
-		k string
-		v int
-	}
-	var l []kv
-	for k, v := range ops {
-		l = append(l, kv{k, v})
-	}
-	sort.Slice(l, func(i, j int) bool {
-		if l[i].v != l[j].v {
-			return l[i].v > l[j].v
-		}
-		return l[i].k < l[j].k
-	})
-	var parts []string
-	for _, e := range l {
-		parts = append(parts, fmt.Sprintf("%s×%d", e.k, e.v))
-	}
-	return strings.Join(parts, " ")
 }
 
 // sizeName writes a byte count as "1.3 MiB", "512 B", "16 KiB".

@@ -132,6 +132,10 @@ func TestInspectBundle(t *testing.T) {
 		t.Fatalf("no \"bundle\" in %s", got)
 	}
 	delete(g, "bundle")
+	if g["format"] != "bpte" {
+		t.Errorf("format %v, want bpte", g["format"])
+	}
+	g["format"] = "pte"
 	gj, _ := json.Marshal(g)
 	wj, _ := json.Marshal(w)
 	if !bytes.Equal(gj, wj) {

@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"io"
+	"path/filepath"
 	"strings"
 	"text/tabwriter"
 
@@ -29,9 +30,15 @@ func runVerify(c *cli, args []string) int {
 	if len(pos) == 0 {
 		return usageError(c, fs, "want at least one FILE")
 	}
+	tty := isTerminal(c.stderr)
 	failed := 0
 	for _, path := range pos {
-		line, err := verifyFile(path, data)
+		var p *progress
+		if tty {
+			p = newProgress(c.stderr, "verify "+filepath.Base(path))
+		}
+		line, err := verifyFile(path, data, p)
+		p.clear()
 		if err != nil {
 			failed++
 			fmt.Fprintf(c.stdout, "FAIL  %s: %s\n", path, oneLine(err.Error()))
@@ -50,13 +57,14 @@ func runVerify(c *cli, args []string) int {
 	return exitOK
 }
 
-// verifyFile opens and verifies one file and describes the result.
-func verifyFile(path string, data []string) (string, error) {
+// verifyFile opens and verifies one file and describes the result. With
+// p, it shows the bytes read as it goes (see verifyModel).
+func verifyFile(path string, data []string, p *progress) (string, error) {
 	var opts []string
 	if len(data) > 0 {
-		// Data files apply to programs only: sniff first so that a .ptd
-		// or .rten verified beside .pte files is not refused.
-		if f, err := sniffPath(path); err == nil && (f == loader.PTE || f == loader.BundledProgram) {
+		// Data files apply to formats that link them: sniff first so that
+		// a .ptd or .rten verified beside .pte files is not refused.
+		if f, err := sniffPath(path); err == nil && f.LinksData() {
 			opts = data
 		}
 	}
@@ -65,7 +73,12 @@ func verifyFile(path string, data []string) (string, error) {
 		return "", err
 	}
 	defer m.Close()
-	r, err := m.Verify()
+	var r loader.VerifyReport
+	if p != nil {
+		r, err = verifyModel(m, p.update)
+	} else {
+		r, err = m.Verify()
+	}
 	if err != nil {
 		return "", err
 	}
@@ -77,7 +90,9 @@ func verifyFile(path string, data []string) (string, error) {
 	if r.Unresolved > 0 {
 		s += fmt.Sprintf(" (%d external tensors unresolved: see --data)", r.Unresolved)
 	}
-	s += bundleSummary(m, r)
+	if r.TestTensors > 0 {
+		s += fmt.Sprintf("; %d test tensors", r.TestTensors)
+	}
 	return s, nil
 }
 

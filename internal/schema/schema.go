@@ -1,11 +1,14 @@
 // Package schema holds edgeload's own FlatBuffers schemas for the three
 // formats, written from the wire facts in shared/spec/FORMATS.md. The Go
 // code generated from them (with Debian's flatc 2.0.8) is committed in the
-// subpackages ptefb, ptdfb, rtenfb, bpfb (bundled programs) and tflitefb
-// (TFLite models), so a build needs no flatc.
+// subpackages ptefb, ptdfb, rtenfb, bpfb (bundled programs), tflitefb
+// (TFLite models) and litertlmfb (the LiteRT-LM container's header), so a
+// build needs no flatc.
 //
 // The generated accessors have no bounds checks of their own: the loaders
-// read them only after loader/internal/fbverify has verified the buffer.
+// read them only after the verifiers fbgen writes beside them
+// (verify_gen.go, one function per table, built of internal/fbverify's
+// steps) have verified the buffer.
 package schema
 
 //go:generate flatc --go --gen-object-api -o . program.fbs
@@ -13,4 +16,6 @@ package schema
 //go:generate flatc --go --gen-object-api -o . rten.fbs
 //go:generate flatc --go -o . bundled_program.fbs
 //go:generate flatc --go -o . tflite.fbs
-//go:generate gofmt -w ptefb ptdfb rtenfb bpfb tflitefb
+//go:generate flatc --go -o . litertlm.fbs
+//go:generate gofmt -w ptefb ptdfb rtenfb bpfb tflitefb litertlmfb
+//go:generate go run ./fbgen

@@ -16,9 +16,9 @@ import (
 
 	flatbuffers "github.com/google/flatbuffers/go"
 
+	"github.com/edgeload/edgeload/internal/fbverify"
 	"github.com/edgeload/edgeload/internal/schema/bpfb"
 	"github.com/edgeload/edgeload/loader/format"
-	"github.com/edgeload/edgeload/loader/internal/fbverify"
 	"github.com/edgeload/edgeload/mmapfile"
 	"github.com/edgeload/edgeload/segment"
 )
@@ -165,36 +165,6 @@ func NewBytes(b []byte) (*File, error) {
 	return f, nil
 }
 
-// The schema, as fbverify checks it before any generated accessor reads
-// the buffer: every field this package reads is described.
-var (
-	intT    = &fbverify.Table{Name: "Int", Fields: []fbverify.Field{{Name: "int_val", ID: 0, Kind: fbverify.Scalar, Size: 8}}}
-	boolT   = &fbverify.Table{Name: "Bool", Fields: []fbverify.Field{{Name: "bool_val", ID: 0, Kind: fbverify.Scalar, Size: 1}}}
-	doubleT = &fbverify.Table{Name: "Double", Fields: []fbverify.Field{{Name: "double_val", ID: 0, Kind: fbverify.Scalar, Size: 8}}}
-	tensorT = &fbverify.Table{Name: "Tensor", Fields: []fbverify.Field{
-		{Name: "scalar_type", ID: 0, Kind: fbverify.Scalar, Size: 1},
-		{Name: "sizes", ID: 1, Kind: fbverify.ScalarVector, Size: 4},
-		{Name: "data", ID: 2, Kind: fbverify.ScalarVector, Size: 1},
-		{Name: "dim_order", ID: 3, Kind: fbverify.ScalarVector, Size: 1},
-	}}
-	valueT = &fbverify.Table{Name: "Value", Fields: []fbverify.Field{
-		{Name: "val", ID: 0, Kind: fbverify.Union, Union: []*fbverify.Table{nil, tensorT, intT, boolT, doubleT}},
-	}}
-	testCaseT = &fbverify.Table{Name: "BundledMethodTestCase", Fields: []fbverify.Field{
-		{Name: "inputs", ID: 0, Kind: fbverify.TableVector, Table: valueT},
-		{Name: "expected_outputs", ID: 1, Kind: fbverify.TableVector, Table: valueT},
-	}}
-	testSuiteT = &fbverify.Table{Name: "BundledMethodTestSuite", Fields: []fbverify.Field{
-		{Name: "method_name", ID: 0, Kind: fbverify.String},
-		{Name: "test_cases", ID: 1, Kind: fbverify.TableVector, Table: testCaseT},
-	}}
-	bundledProgramT = &fbverify.Table{Name: "BundledProgram", Fields: []fbverify.Field{
-		{Name: "version", ID: 0, Kind: fbverify.Scalar, Size: 4},
-		{Name: "method_test_suites", ID: 1, Kind: fbverify.TableVector, Table: testSuiteT},
-		{Name: "program", ID: 2, Kind: fbverify.ScalarVector, Size: 1, Required: true},
-	}}
-)
-
 // Vtable offsets of the vector fields whose positions (not only contents)
 // the File reports: 4 + 2 × field id.
 const (
@@ -231,7 +201,7 @@ func (f *File) parse() error {
 	if err != nil {
 		return err
 	}
-	if err := fbverify.Verify(buf, bundledProgramT, fbverify.Options{Format: formatName}); err != nil {
+	if err := fbverify.NewWalk(buf, fbverify.Options{Format: formatName}).Verify("BundledProgram", bpfb.VerifyBundledProgram); err != nil {
 		return err
 	}
 	root := bpfb.GetRootAsBundledProgram(buf, 0)

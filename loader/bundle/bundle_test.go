@@ -289,3 +289,23 @@ func FuzzOpen(f *testing.F) {
 		exercise(t, bf)
 	})
 }
+
+// A test case's value offset 4 GiB past the table it wraps to in 32-bit
+// arithmetic (the root) is refused like any offset past the buffer.
+func TestValueOffsetWrap(t *testing.T) {
+	_, b := tiny(t)
+	fb := hostile.FB{B: b}
+	// method_test_suites[0].test_cases[0].inputs[0]
+	tc := fb.Path([2]int{1, 0}, [2]int{1, 0})
+	pos, _ := fb.Vector(tc, 0)
+	root := fb.Root()
+	q := pos + 4
+	if root >= q {
+		t.Fatalf("root table at %d is not before the value offset at %d", root, q)
+	}
+	fb.PutU32(q, uint32(int64(root)+1<<32-int64(q)))
+	_, err := bundle.NewBytes(b)
+	if err == nil || !strings.Contains(err.Error(), "inputs[0]") || !strings.Contains(err.Error(), "past the end") {
+		t.Fatalf("NewBytes = %v, want an offset past the end at inputs[0]", err)
+	}
+}

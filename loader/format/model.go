@@ -1,6 +1,7 @@
 package format
 
 import (
+	"encoding/json"
 	"io"
 
 	"github.com/edgeload/edgeload/mmapfile"
@@ -43,8 +44,19 @@ type Model interface {
 	// Check makes the checks Open left for later (a method's instructions,
 	// checked at first use otherwise) without reading any tensor's bytes.
 	Check() error
-	// Close releases what the format opened; the mapping is the loader's.
+	// MappedFile returns the mapping the views point into: the one Open
+	// was given, or a section of it (the program inside a bundle).
+	MappedFile() *mmapfile.File
+	// Close releases what the format opened; the mapping Open was given
+	// is the loader's.
 	Close() error
+}
+
+// AuxTensors is implemented by a Model that carries tensors besides its
+// own (a bundled program's test inputs and expected outputs): loader's
+// Verify checks and reads them too.
+type AuxTensors interface {
+	AuxTensors() []*Tensor
 }
 
 // Config is what loader passes a format's Open besides the mapping.
@@ -68,6 +80,9 @@ type Registration struct {
 	// Name is the format's name ("pte", "gguf", ...), the value of
 	// loader.Model.Format and of the command's "format".
 	Name string
+	// Magic says how the format's files start, for the error about a
+	// file no format claims: `"ET.." at offset 4`.
+	Magic string
 	// Sniff reports whether the file's first bytes (up to a page; fewer for
 	// a short file) are this format's. A nil Sniff makes the format a
 	// fallback, tried after every other format declined the bytes.
@@ -97,4 +112,91 @@ type Reporter interface {
 type Field struct {
 	Key   string
 	Value any
+}
+
+// Fields marshals as a JSON object with its members in order.
+type Fields []Field
+
+// MarshalJSON writes the fields as an object, keys in order.
+func (fs Fields) MarshalJSON() ([]byte, error) {
+	b := []byte{'{'}
+	for i, f := range fs {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		k, err := json.Marshal(f.Key)
+		if err != nil {
+			return nil, err
+		}
+		v, err := json.Marshal(f.Value)
+		if err != nil {
+			return nil, err
+		}
+		b = append(append(append(b, k...), ':'), v...)
+	}
+	return append(b, '}'), nil
+}
+
+// Warner is implemented by a Model that has warnings about a file that
+// loads (an RTen graph without outputs, unresolved external tensors).
+type Warner interface {
+	Warnings() []string
+}
+
+// SegmentKinder is implemented by a Model that can say what each of its
+// segments holds ("constant", "delegate+named_data", "tensor_data").
+type SegmentKinder interface {
+	SegmentKinds() []string
+}
+
+// UsedOrderer is implemented by a Model whose use order ends with tensors
+// no operator reads that a report should leave out (a TFLite subgraph's
+// unread constants): UsedOrder is UseOrder without them.
+type UsedOrderer interface {
+	UsedOrder(group string) ([]int, error)
+}
+
+// BlobUser is implemented by a Model whose groups read blobs besides their
+// tensors, before them (a program's method hands its delegates' payloads
+// to their backends at load): stream reads them first.
+type BlobUser interface {
+	GroupBlobs(group string) []Blob
+}
+
+// Blob is a byte range a group reads that is not a tensor.
+type Blob struct {
+	Name  string          // e.g. "delegate forward/0"
+	Index int             // the format's own index of it (a delegate's)
+	Data  segment.Segment // its bytes
+}
+
+// SegmentIndexer is implemented by a Model whose segments have indices of
+// their own (a TFLite model's buffers): the report gives segment i the
+// index SegmentIndex(i) instead of its position.
+type SegmentIndexer interface {
+	SegmentIndex(i int) int
+}
+
+// Relayouter is implemented by a Model that can be written anew with its
+// data on an alignment boundary (package repack does the writing).
+type Relayouter interface {
+	// Relayout lays the file out with every tensor the format lets it
+	// place on an align-byte boundary, the meaning unchanged.
+	Relayout(align int64) (*Layout, error)
+}
+
+// Layout is a file laid out anew: Head first, then each piece's bytes at
+// its offset (pieces in offset order, not overlapping Head or each
+// other), zeros between them and up to Size.
+type Layout struct {
+	Head   []byte
+	Pieces []Piece
+	Size   int64
+}
+
+// Piece is a range of the old file (Data) and where it goes in the new
+// one.
+type Piece struct {
+	Offset int64
+	Data   segment.Segment
 }

@@ -22,8 +22,12 @@ type Tensor struct {
 	// the data (DataFile for a resolved external tensor); -1 when unknown
 	// (an external tensor not linked to its data).
 	Offset int64
-	// NBytes is numel × element size.
+	// NBytes is the size of the bytes: numel × element size (whole blocks
+	// for packed and block types), unless Sparse or DType is String.
 	NBytes int64
+	// Sparse is true when the bytes are a sparse encoding of the shape
+	// (a TFLite tensor with sparsity parameters), whose size is NBytes.
+	Sparse bool
 	// Data is a zero-copy view of the bytes; the zero Segment when the data
 	// is not available (unresolved external).
 	Data segment.Segment
@@ -39,6 +43,6 @@ func (t *Tensor) Resolved() bool { return t.Offset >= 0 }
 // ptd named-data entry.
 type NamedData struct {
 	Key     string
-	Segment int             // index of the segment holding the blob
+	Segment int             // index of the segment holding the blob; -1 when it lies in none (a file appended to a TFLite model)
 	Data    segment.Segment // the blob's bytes (Offset() is absolute)
 }

@@ -20,7 +20,6 @@ import (
 	"sync/atomic"
 
 	"github.com/edgeload/edgeload/loader/format"
-	"github.com/edgeload/edgeload/loader/internal/fbverify"
 	"github.com/edgeload/edgeload/loader/internal/nameindex"
 	"github.com/edgeload/edgeload/loader/tflite"
 	"github.com/edgeload/edgeload/mmapfile"
@@ -107,6 +106,7 @@ type Model struct {
 	tensors []format.Tensor
 	from    [][2]int // tensor -> (section, index in its model)
 	segs    []segment.Segment
+	segSec  []int // segment -> section
 	named   []format.NamedData
 	index   nameindex.Index
 	groups  []string
@@ -156,26 +156,50 @@ func (m *Model) NamedData() []format.NamedData { return m.named[:len(m.named):le
 func (m *Model) Groups() []string { return m.groups[:len(m.groups):len(m.groups)] }
 
 // UseOrder returns the use order of a group; "" gives every model's
-// order in turn (each model's own "" order).
-func (m *Model) UseOrder(group string) ([]int, error) {
+// used tensors in turn (each model's own "" order), then every model's
+// unused ones.
+func (m *Model) UseOrder(group string) ([]int, error) { return m.order(group, false) }
+
+// UsedOrder is UseOrder without the tensors no operator reads (a
+// subgraph's unread constants); it implements format.UsedOrderer.
+func (m *Model) UsedOrder(group string) ([]int, error) { return m.order(group, true) }
+
+func (m *Model) order(group string, usedOnly bool) ([]int, error) {
 	if group == "" {
-		var out []int
+		var out, rest []int
 		for _, s := range m.models {
-			o, _ := m.sections[s].Model.UseOrder("")
-			out = append(out, m.rebase(s, o)...)
+			sm := m.sections[s].Model
+			all, _ := sm.UseOrder("")
+			used, _ := sm.UsedOrder("")
+			out = append(out, m.rebase(s, used)...)
+			rest = append(rest, m.rebase(s, all[len(used):])...)
 		}
-		return out, nil
+		if usedOnly {
+			return out, nil
+		}
+		return append(out, rest...), nil
 	}
 	for g, name := range m.groups {
 		if name == group {
 			s := m.gfrom[g][0]
 			sm := m.sections[s].Model
-			o, err := sm.UseOrder(sm.Groups()[m.gfrom[g][1]])
+			get := sm.UseOrder
+			if usedOnly {
+				get = sm.UsedOrder
+			}
+			o, err := get(sm.Groups()[m.gfrom[g][1]])
 			return m.rebase(s, o), err
 		}
 	}
 	return nil, format.Wrapf(format.ErrNotFound, formatName, "", -1, "no group %q", group)
 }
+
+// SegmentIndex returns the index of the section segment i holds (the
+// index a report shows); it implements format.SegmentIndexer.
+func (m *Model) SegmentIndex(i int) int { return m.segSec[i] }
+
+// MappedFile returns the container's mapping.
+func (m *Model) MappedFile() *mmapfile.File { return m.mf }
 
 // rebase maps tensor indices of section s's model to the container's.
 func (m *Model) rebase(s int, o []int) []int {
@@ -215,25 +239,3 @@ func (m *Model) Close() error {
 	}
 	return err
 }
-
-// The FlatBuffer's tables (LiteRTLMMetaData), for fbverify.
-var (
-	tKV = &fbverify.Table{Name: "KeyValuePair", Fields: []fbverify.Field{
-		{Name: "key", ID: 0, Kind: fbverify.String, Required: true},
-		{Name: "value_type", ID: 1, Kind: fbverify.Scalar, Size: 1},
-		{Name: "value", ID: 2, Kind: fbverify.Scalar, Size: 4}, // followed by hand: see kv
-	}}
-	tStringValue = &fbverify.Table{Name: "StringValue", Fields: []fbverify.Field{{Name: "value", ID: 0, Kind: fbverify.String}}}
-	tSystem      = &fbverify.Table{Name: "SystemMetadata", Fields: []fbverify.Field{{Name: "entries", ID: 0, Kind: fbverify.TableVector, Table: tKV}}}
-	tSection     = &fbverify.Table{Name: "SectionObject", Fields: []fbverify.Field{
-		{Name: "items", ID: 0, Kind: fbverify.TableVector, Table: tKV},
-		{Name: "begin_offset", ID: 1, Kind: fbverify.Scalar, Size: 8},
-		{Name: "end_offset", ID: 2, Kind: fbverify.Scalar, Size: 8},
-		{Name: "data_type", ID: 3, Kind: fbverify.Scalar, Size: 1},
-	}}
-	tSections = &fbverify.Table{Name: "SectionMetadata", Fields: []fbverify.Field{{Name: "objects", ID: 0, Kind: fbverify.TableVector, Table: tSection}}}
-	tMeta     = &fbverify.Table{Name: "LiteRTLMMetaData", Fields: []fbverify.Field{
-		{Name: "system_metadata", ID: 0, Kind: fbverify.TableRef, Table: tSystem},
-		{Name: "section_metadata", ID: 1, Kind: fbverify.TableRef, Table: tSections},
-	}}
-)

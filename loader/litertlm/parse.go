@@ -6,8 +6,9 @@ import (
 	"slices"
 	"strconv"
 
+	"github.com/edgeload/edgeload/internal/fbverify"
+	"github.com/edgeload/edgeload/internal/schema/litertlmfb"
 	"github.com/edgeload/edgeload/loader/format"
-	"github.com/edgeload/edgeload/loader/internal/fbverify"
 	"github.com/edgeload/edgeload/loader/internal/nameindex"
 	"github.com/edgeload/edgeload/loader/tflite"
 	"github.com/edgeload/edgeload/segment"
@@ -15,9 +16,11 @@ import (
 
 var le = binary.LittleEndian
 
-const tagStringValue = 9
+const tagStringValue = uint8(litertlmfb.VDataStringValue)
 
-// fb reads a verified FlatBuffer (positions relative to its start).
+// fb reads a FlatBuffer that litertlmfb.VerifyLiteRTLMMetaData (generated
+// from internal/schema/litertlm.fbs) has verified, positions relative to
+// its start.
 type fb []byte
 
 func (b fb) u32(p int64) uint32 { return le.Uint32(b[p : p+4]) }
@@ -90,13 +93,12 @@ func (m *Model) parse() error {
 		return format.Wrapf(format.ErrTruncated, formatName, "", HeaderSize, "%v", err)
 	}
 	opt := fbverify.Options{Format: formatName, Base: HeaderSize}
-	w := fbverify.NewWalk(buf, opt)
-	if err := w.Root(tMeta); err != nil {
+	if err := fbverify.NewWalk(buf, opt).Verify("LiteRTLMMetaData", litertlmfb.VerifyLiteRTLMMetaData); err != nil {
 		return err
 	}
 	b := fb(buf)
 	root := int64(b.u32(0))
-	// kvs reads a vector of KeyValuePair, verifying each string value.
+	// kvs reads a vector of KeyValuePair (string values verified with it).
 	kvs := func(t int64, id int) ([]KeyValue, error) {
 		start, n := b.vector(t, id)
 		out := make([]KeyValue, n)
@@ -108,15 +110,8 @@ func (m *Model) parse() error {
 			if out[i].Tag != tagStringValue {
 				continue
 			}
-			fo := b.slot(kv, 2)
-			if fo == 0 {
-				return nil, format.Errorf(formatName, "KeyValuePair.value", HeaderSize+kv, "string value missing")
-			}
-			v := kv + fo + int64(b.u32(kv+fo))
-			if err := w.Table(v, tStringValue, 4); err != nil {
-				return nil, err
-			}
-			out[i].String = b.str(v, 0)
+			// The verifier refuses a tag without a value.
+			out[i].String = b.str(b.ref(kv, 2), 0)
 		}
 		return out, nil
 	}
@@ -165,6 +160,7 @@ func (m *Model) parse() error {
 	for _, i := range order {
 		m.segs = append(m.segs, m.sections[i].Data)
 	}
+	m.segSec = order
 	segOf := make([]int, n)
 	for k, i := range order {
 		segOf[i] = k

@@ -223,7 +223,7 @@ func TestScalarShapeNotNil(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		e, ok := f.Lookup("s")
+		e, ok := f.Entry("s")
 		if !ok || e.Layout.Sizes == nil || len(e.Layout.Sizes) != 0 {
 			t.Errorf("%d entries: scalar layout sizes %#v", len(entries), e.Layout.Sizes)
 		}

@@ -68,7 +68,7 @@ func TestSparseOver4GiB(t *testing.T) {
 		}
 	}
 	for _, key := range []string{"hole", "big"} {
-		e, ok := f.Lookup(key)
+		e, ok := f.Entry(key)
 		if !ok {
 			t.Fatalf("Lookup(%q) failed", key)
 		}
@@ -80,11 +80,11 @@ func TestSparseOver4GiB(t *testing.T) {
 			t.Errorf("%q: %d of %d pages resident after Open, want ~0", key, res, total)
 		}
 	}
-	big, _ := f.Lookup("big")
+	big, _ := f.Entry("big")
 	if big.Data.Offset() <= 4<<30 || big.Data.Len() != 4*bigElems || big.Layout.NBytes() != 4*bigElems {
 		t.Errorf("big at %d, %d bytes", big.Data.Offset(), big.Data.Len())
 	}
-	w, _ := f.Lookup("w")
+	w, _ := f.Entry("w")
 	if w.Data.Offset() < 6<<30 || w.Data.Offset() != info.Entries[2].Offset {
 		t.Errorf("w at %d, want %d (beyond 6 GiB)", w.Data.Offset(), info.Entries[2].Offset)
 	}

@@ -35,7 +35,7 @@ func Example() {
 	}
 	defer f.Close()
 
-	w, ok := f.Lookup("linear.weight")
+	w, ok := f.Entry("linear.weight")
 	if !ok {
 		log.Fatal("no linear.weight")
 	}
@@ -45,10 +45,10 @@ func Example() {
 	}
 	fmt.Println(w.Key, w.Layout.DType, w.Layout.Sizes, v, "copied:", copied)
 
-	blob, _ := f.Lookup("backend/blob")
+	blob, _ := f.Entry("backend/blob")
 	b, _ := blob.Data.Bytes()
 	fmt.Printf("%s: %q (layout: %v)\n", blob.Key, b, blob.Layout != nil)
-	fmt.Println("tensors:", len(f.Tensors()), "named data:", len(f.NamedData()), "legacy:", f.Legacy())
+	fmt.Println("tensors:", len(f.Tensors()), "named data:", len(f.Entries()), "legacy:", f.Legacy())
 	// Output:
 	// linear.weight float32 [2 2] [1 2 3 4] copied: false
 	// backend/blob: "opaque" (layout: false)
@@ -68,9 +68,9 @@ func ExampleFile_Lookup() {
 	}
 	defer f.Close()
 	fmt.Println("legacy:", f.Legacy())
-	b, _ := f.Lookup("linear.bias")
+	b, _ := f.Entry("linear.bias")
 	fmt.Println(b.Key, b.Layout.DType, b.Layout.Sizes, "offset", b.Data.Offset())
-	fmt.Println("named data:", len(f.NamedData()))
+	fmt.Println("named data:", len(f.Entries()))
 	// Output:
 	// legacy: true
 	// linear.bias float32 [3] offset 320

@@ -77,7 +77,7 @@ func exercise(t *testing.T, f *ptd.File, size int64) {
 		if e.Layout != nil && e.Layout.NBytes() > e.Data.Len() {
 			t.Fatalf("%q: layout of %d bytes over %d", e.Key, e.Layout.NBytes(), e.Data.Len())
 		}
-		g, ok := f.Lookup(e.Key)
+		g, ok := f.Entry(e.Key)
 		if !ok {
 			t.Fatalf("Lookup(%q) failed for a listed key", e.Key)
 		}
@@ -85,7 +85,7 @@ func exercise(t *testing.T, f *ptd.File, size int64) {
 			t.Fatalf("Lookup(%q) returned %q", e.Key, g.Key)
 		}
 	}
-	for _, e := range f.NamedData() {
+	for _, e := range f.Entries() {
 		check(e)
 	}
 	for _, tt := range f.Tensors() {
@@ -98,7 +98,7 @@ func exercise(t *testing.T, f *ptd.File, size int64) {
 		if _, _, err := tt.Data.Uint8(); err != nil {
 			t.Fatalf("tensor %q: %v", tt.Name, err)
 		}
-		e, ok := f.Lookup(tt.Name)
+		e, ok := f.Entry(tt.Name)
 		if !ok || e.Layout == nil {
 			t.Fatalf("tensor %q not found by Lookup", tt.Name)
 		}
@@ -146,7 +146,7 @@ func FuzzOpen(f *testing.F) {
 		if err := ptdcheck.File(r); err != nil {
 			t.Fatalf("NewReaderAt: %v", err)
 		}
-		if len(r.NamedData()) != len(file.NamedData()) || len(r.Tensors()) != len(file.Tensors()) {
+		if len(r.Entries()) != len(file.Entries()) || len(r.Tensors()) != len(file.Tensors()) {
 			t.Fatal("NewReaderAt and NewBytes disagree")
 		}
 		r.Close()

@@ -3,14 +3,15 @@ package ptd
 import (
 	"encoding/binary"
 	"errors"
+	"github.com/edgeload/edgeload/internal/schema/ptdfb"
 	"os"
 	"strings"
 	"testing"
 
+	"github.com/edgeload/edgeload/internal/fbverify"
 	"github.com/edgeload/edgeload/internal/testkit/testmodels"
 	"github.com/edgeload/edgeload/internal/testkit/writer"
 	"github.com/edgeload/edgeload/loader/format"
-	"github.com/edgeload/edgeload/loader/internal/fbverify"
 	"github.com/edgeload/edgeload/mmapfile"
 )
 
@@ -35,11 +36,11 @@ func readAs(t *testing.T, b []byte, legacy bool) (*File, error) {
 	}
 	fb := b[:h.FlatBufferLen()]
 	f := &File{mf: mf, size: int64(len(b)), hdr: h, legacy: legacy}
-	desc, read := flatTensorT, f.readCurrent
+	verify, read := ptdfb.VerifyFlatTensor, f.readCurrent
 	if legacy {
-		desc, read = legacyFlatTensorT, f.readLegacy
+		verify, read = ptdfb.VerifyLegacyFlatTensor, f.readLegacy
 	}
-	if err := fbverify.Verify(fb, desc, fbverify.Options{Format: formatName}); err != nil {
+	if err := fbverify.NewWalk(fb, fbverify.Options{Format: formatName}).Verify("FlatTensor", verify); err != nil {
 		return nil, err
 	}
 	return f, read(fb)
@@ -63,7 +64,7 @@ func TestLegacyMisread(t *testing.T) {
 	if f, err := readAs(t, b, false); err == nil {
 		// A guess that verifies still must not show the legacy tensors.
 		for _, k := range []string{"linear.weight", "linear.bias"} {
-			if _, ok := f.Lookup(k); ok {
+			if _, ok := f.Entry(k); ok {
 				t.Errorf("the current layout found %q in a legacy file", k)
 			}
 		}
@@ -75,7 +76,7 @@ func TestLegacyMisread(t *testing.T) {
 	if err != nil {
 		t.Fatalf("legacy layout: %v", err)
 	}
-	if _, ok := f.Lookup("linear.weight"); !ok {
+	if _, ok := f.Entry("linear.weight"); !ok {
 		t.Error("legacy layout did not find linear.weight")
 	}
 	g, err := NewBytes(b)
@@ -95,7 +96,7 @@ func TestCurrentMisreadAsLegacy(t *testing.T) {
 		t.Fatalf("effectiveRootSlots = %d, %v; want 3", n, err)
 	}
 	if f, err := readAs(t, b, true); err == nil {
-		if _, ok := f.Lookup("a"); ok && len(f.tensors) == 2 && f.segs[0].Len() == 16 {
+		if _, ok := f.Entry("a"); ok && len(f.tensors) == 2 && f.segs[0].Len() == 16 {
 			t.Error("the legacy layout read the current file as if it were legacy")
 		}
 	}
@@ -157,7 +158,7 @@ func TestDetection(t *testing.T) {
 			}
 			want := 0
 			for _, e := range tc.p.Entries {
-				if _, ok := f.Lookup(e.Key); ok {
+				if _, ok := f.Entry(e.Key); ok {
 					want++
 				}
 			}

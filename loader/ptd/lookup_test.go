@@ -41,7 +41,7 @@ func TestLookupAllocs(t *testing.T) {
 		i := 0
 		var sink ptd.NamedData
 		allocs := testing.AllocsPerRun(1000, func() {
-			e, ok := f.Lookup(keys[i%len(keys)])
+			e, ok := f.Entry(keys[i%len(keys)])
 			if !ok {
 				panic("missing key " + keys[i%len(keys)])
 			}
@@ -52,7 +52,7 @@ func TestLookupAllocs(t *testing.T) {
 			t.Errorf("legacy %v: Lookup allocates %v times per call", legacy, allocs)
 		}
 		miss := testing.AllocsPerRun(1000, func() {
-			if _, ok := f.Lookup("model.layers.nope.weight"); ok {
+			if _, ok := f.Entry("model.layers.nope.weight"); ok {
 				panic("found a missing key")
 			}
 		})
@@ -71,7 +71,7 @@ func BenchmarkLookup(b *testing.B) {
 	b.ReportAllocs()
 	i := 0
 	for b.Loop() {
-		if _, ok := f.Lookup(keys[i%len(keys)]); !ok {
+		if _, ok := f.Entry(keys[i%len(keys)]); !ok {
 			b.Fatal("missing key")
 		}
 		i++

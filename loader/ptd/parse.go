@@ -8,11 +8,11 @@ import (
 
 	flatbuffers "github.com/google/flatbuffers/go"
 
+	"github.com/edgeload/edgeload/internal/fbverify"
 	"github.com/edgeload/edgeload/internal/schema/ptdfb"
 	"github.com/edgeload/edgeload/loader/format"
 	"github.com/edgeload/edgeload/loader/internal/arena"
 	"github.com/edgeload/edgeload/loader/internal/fbread"
-	"github.com/edgeload/edgeload/loader/internal/fbverify"
 	"github.com/edgeload/edgeload/loader/internal/nameindex"
 	"github.com/edgeload/edgeload/loader/internal/region"
 	"github.com/edgeload/edgeload/mmapfile"
@@ -29,50 +29,6 @@ const (
 	offSegBase    = 32
 	offSegSize    = 40
 	headerEnd     = 48 // 8 + MinHeaderLength
-)
-
-// The schema descriptors: every field parse reads through the generated
-// accessors is described here, so that fbverify has checked it first.
-var (
-	dataSegmentT = &fbverify.Table{Name: "DataSegment", Fields: []fbverify.Field{
-		{Name: "offset", ID: 0, Kind: fbverify.Scalar, Size: 8},
-		{Name: "size", ID: 1, Kind: fbverify.Scalar, Size: 8},
-	}}
-	tensorLayoutT = &fbverify.Table{Name: "TensorLayout", Fields: []fbverify.Field{
-		{Name: "scalar_type", ID: 0, Kind: fbverify.Scalar, Size: 1},
-		{Name: "sizes", ID: 1, Kind: fbverify.ScalarVector, Size: 4},
-		{Name: "dim_order", ID: 2, Kind: fbverify.ScalarVector, Size: 1},
-	}}
-	namedDataT = &fbverify.Table{Name: "NamedData", Fields: []fbverify.Field{
-		{Name: "key", ID: 0, Kind: fbverify.String, Required: true},
-		{Name: "segment_index", ID: 1, Kind: fbverify.Scalar, Size: 4},
-		{Name: "tensor_layout", ID: 2, Kind: fbverify.TableRef, Table: tensorLayoutT},
-	}}
-	flatTensorT = &fbverify.Table{Name: "FlatTensor", Fields: []fbverify.Field{
-		{Name: "version", ID: 0, Kind: fbverify.Scalar, Size: 4},
-		{Name: "segments", ID: 1, Kind: fbverify.TableVector, Table: dataSegmentT},
-		{Name: "named_data", ID: 2, Kind: fbverify.TableVector, Table: namedDataT},
-	}}
-
-	legacyTensorT = &fbverify.Table{Name: "TensorMetadata", Fields: []fbverify.Field{
-		{Name: "fully_qualified_name", ID: 0, Kind: fbverify.String, Required: true},
-		{Name: "scalar_type", ID: 1, Kind: fbverify.Scalar, Size: 1},
-		{Name: "sizes", ID: 2, Kind: fbverify.ScalarVector, Size: 4},
-		{Name: "dim_order", ID: 3, Kind: fbverify.ScalarVector, Size: 1},
-		{Name: "segment_index", ID: 4, Kind: fbverify.Scalar, Size: 4},
-		{Name: "offset", ID: 5, Kind: fbverify.Scalar, Size: 8},
-	}}
-	legacyNamedDataT = &fbverify.Table{Name: "NamedData", Fields: []fbverify.Field{
-		{Name: "key", ID: 0, Kind: fbverify.String, Required: true},
-		{Name: "segment_index", ID: 1, Kind: fbverify.Scalar, Size: 4},
-	}}
-	legacyFlatTensorT = &fbverify.Table{Name: "FlatTensor", Fields: []fbverify.Field{
-		{Name: "version", ID: 0, Kind: fbverify.Scalar, Size: 4},
-		{Name: "tensor_alignment", ID: 1, Kind: fbverify.Scalar, Size: 4},
-		{Name: "tensors", ID: 2, Kind: fbverify.TableVector, Table: legacyTensorT},
-		{Name: "segments", ID: 3, Kind: fbverify.TableVector, Table: dataSegmentT},
-		{Name: "named_data", ID: 4, Kind: fbverify.TableVector, Table: legacyNamedDataT},
-	}}
 )
 
 // currentRootFields is the number of fields of the current FlatTensor.
@@ -230,14 +186,14 @@ func parse(mf *mmapfile.File, c config) (*File, error) {
 		return nil, err
 	}
 	f := &File{mf: mf, name: c.name, size: size, hdr: h, legacy: slots > currentRootFields}
-	opt := fbverify.Options{Format: formatName, CacheVTables: true}
+	w := fbverify.NewWalk(fb, fbverify.Options{Format: formatName})
 	if f.legacy {
-		if err := fbverify.Verify(fb, legacyFlatTensorT, opt); err != nil {
+		if err := w.Verify("FlatTensor", ptdfb.VerifyLegacyFlatTensor); err != nil {
 			return nil, err
 		}
 		err = f.readLegacy(fb)
 	} else {
-		if err := fbverify.Verify(fb, flatTensorT, opt); err != nil {
+		if err := w.Verify("FlatTensor", ptdfb.VerifyFlatTensor); err != nil {
 			return nil, err
 		}
 		err = f.readCurrent(fb)

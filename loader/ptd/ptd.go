@@ -31,8 +31,10 @@
 package ptd
 
 import (
+	"encoding/binary"
 	"io"
 	"os"
+	"sync"
 	"sync/atomic"
 
 	"github.com/edgeload/edgeload/loader/format"
@@ -74,6 +76,19 @@ type Header struct {
 	// SegmentDataSize is the length of the segment data region; the file
 	// is at least SegmentBaseOffset + SegmentDataSize bytes.
 	SegmentDataSize uint64
+}
+
+// Put writes h's FH01 header into b, the first bytes of a .ptd that has
+// room for it after its 8-byte prefix (format.HeaderRoom with
+// FlatBufferOffset - 8 bytes).
+func (h Header) Put(b []byte) {
+	le := binary.LittleEndian
+	copy(b[8:], HeaderMagic)
+	le.PutUint32(b[12:], h.Length)
+	le.PutUint64(b[16:], h.FlatBufferOffset)
+	le.PutUint64(b[24:], h.FlatBufferSize)
+	le.PutUint64(b[32:], h.SegmentBaseOffset)
+	le.PutUint64(b[40:], h.SegmentDataSize)
 }
 
 // FlatBufferLen returns the length of the FlatBuffer region [0, n) of the
@@ -120,11 +135,17 @@ type File struct {
 	version uint32
 	talign  uint32 // legacy tensor_alignment
 
-	segs    []segment.Segment
-	named   []NamedData // FlatTensor.named_data, in file order
-	tensors []format.Tensor
-	entries []NamedData     // every lookup target: named data, then legacy tensors
-	index   nameindex.Index // of entries, by key
+	segs  []segment.Segment
+	named []NamedData // FlatTensor.named_data, in file order
+	// plain (named without the layouts) and byName (of tensors, by name)
+	// are built by the first NamedData and Lookup calls.
+	plainOnce  sync.Once
+	plain      []format.NamedData
+	byNameOnce sync.Once
+	byName     nameindex.Index
+	tensors    []format.Tensor
+	entries    []NamedData     // every lookup target: named data, then legacy tensors
+	index      nameindex.Index // of entries, by key
 }
 
 // entryKey is the key of entry i (the name index's names).
@@ -230,9 +251,9 @@ func NewReaderAt(r io.ReaderAt, size int64, opts ...Option) (*File, error) {
 	return f, nil
 }
 
-// Lookup returns the entry with the given key: a named_data entry or, in a
+// Entry returns the entry with the given key: a named_data entry or, in a
 // legacy file, a tensor by fully-qualified name. It allocates nothing.
-func (f *File) Lookup(key string) (NamedData, bool) {
+func (f *File) Entry(key string) (NamedData, bool) {
 	i, ok := f.index.Lookup(key)
 	if !ok {
 		return NamedData{}, false
@@ -240,12 +261,24 @@ func (f *File) Lookup(key string) (NamedData, bool) {
 	return f.entries[i], true
 }
 
-// NamedData returns the file's named_data entries in file order, opaque
-// blobs and tensors alike; this is the "named_data" list of
-// `edgeload inspect --json`. A legacy file's tensors are not in it (they are
-// in Tensors, and Lookup finds them); its own named_data list is.
+// Entries returns the file's named_data entries in file order, opaque
+// blobs and tensors alike, with their layouts; NamedData gives the same
+// entries without them. A legacy file's tensors are not in it (they are
+// in Tensors, and Entry finds them); its own named_data list is.
 // The slice is shared: do not modify it.
-func (f *File) NamedData() []NamedData { return f.named[:len(f.named):len(f.named)] }
+func (f *File) Entries() []NamedData { return f.named[:len(f.named):len(f.named)] }
+
+// NamedData returns Entries without their layouts: the "named_data" list
+// of `edgeload inspect --json`. The slice is shared: do not modify it.
+func (f *File) NamedData() []format.NamedData {
+	f.plainOnce.Do(func() {
+		f.plain = make([]format.NamedData, len(f.named))
+		for i := range f.named {
+			f.plain[i] = f.named[i].NamedData
+		}
+	})
+	return f.plain[:len(f.plain):len(f.plain)]
+}
 
 // Tensors returns every entry that has a tensor layout, in file order:
 // named data with a layout (current layout) or the tensors list (legacy).

@@ -111,7 +111,7 @@ func checkExpected(t *testing.T, f *ptd.File, exp testmodels.Expected) {
 			t.Errorf("segment %d: [%d,+%d), want [%d,+%d)", es.Index, s.Offset(), s.Len(), es.Offset, es.Size)
 		}
 	}
-	nd := f.NamedData()
+	nd := f.Entries()
 	if len(nd) != len(exp.NamedData) {
 		t.Fatalf("%d named data, want %d", len(nd), len(exp.NamedData))
 	}
@@ -141,7 +141,7 @@ func checkExpected(t *testing.T, f *ptd.File, exp testmodels.Expected) {
 			t.Errorf("tensor %q: sha256 %s, want %s", tt.Name, got, et.SHA256)
 		}
 		// Every tensor is found by name, with the same bytes.
-		e, ok := f.Lookup(tt.Name)
+		e, ok := f.Entry(tt.Name)
 		if !ok || e.Layout == nil || e.Data != tt.Data || e.Layout.DType != tt.DType {
 			t.Errorf("Lookup(%q) = %+v, %v; want the tensor's entry", tt.Name, e, ok)
 		}
@@ -203,7 +203,7 @@ func TestAddmulValues(t *testing.T) {
 	}
 	defer f.Close()
 	for key, want := range map[string]float32{"a": 3, "b": 2} {
-		e, ok := f.Lookup(key)
+		e, ok := f.Entry(key)
 		if !ok {
 			t.Fatalf("Lookup(%q) failed", key)
 		}
@@ -223,7 +223,7 @@ func TestAddmulValues(t *testing.T) {
 			t.Errorf("%q = %v / %v, want 4×%v", key, v, w, want)
 		}
 	}
-	if _, ok := f.Lookup("c"); ok {
+	if _, ok := f.Entry("c"); ok {
 		t.Error("Lookup(c) found a key the file does not have")
 	}
 }
@@ -238,10 +238,10 @@ func TestLegacyReal(t *testing.T) {
 	if !f.Legacy() || f.TensorAlignment() != 16 || f.Version() != 0 {
 		t.Errorf("Legacy %v, TensorAlignment %d, Version %d; want true, 16, 0", f.Legacy(), f.TensorAlignment(), f.Version())
 	}
-	if len(f.NamedData()) != 0 {
-		t.Errorf("NamedData() = %d entries, want none (the file's named_data list is absent)", len(f.NamedData()))
+	if len(f.Entries()) != 0 {
+		t.Errorf("NamedData() = %d entries, want none (the file's named_data list is absent)", len(f.Entries()))
 	}
-	b, ok := f.Lookup("linear.bias")
+	b, ok := f.Entry("linear.bias")
 	if !ok || b.Layout == nil || !slices.Equal(b.Layout.Sizes, []int64{3}) || b.Segment != 0 {
 		t.Fatalf("Lookup(linear.bias) = %+v, %v", b, ok)
 	}
@@ -302,31 +302,31 @@ func TestGenerated(t *testing.T) {
 				}
 			}
 			// Opaque blob: whole segment, no layout, bytes as written.
-			e, ok := f.Lookup("blob")
+			e, ok := f.Entry("blob")
 			got, _ := e.Data.Bytes()
 			if !ok || e.Layout != nil || !bytes.Equal(got, blob) {
 				t.Errorf("blob: %v %+v %q", ok, e.Layout, got)
 			}
-			sh, ok := f.Lookup("shared")
+			sh, ok := f.Entry("shared")
 			if !ok || sh.Data != e.Data || sh.Segment != e.Segment {
 				t.Errorf("shared: %+v, want the blob's segment %+v", sh, e)
 			}
-			w, ok := f.Lookup("w")
+			w, ok := f.Entry("w")
 			v, _, _ := w.Data.Float32()
 			if !ok || w.Layout == nil || !slices.Equal(w.Layout.Sizes, []int64{2, 3}) || !slices.Equal(v, []float32{1, 2, 3, 4, 5, 6}) {
 				t.Errorf("w: %+v %v", w.Layout, v)
 			}
-			i64, _ := f.Lookup("i64")
+			i64, _ := f.Entry("i64")
 			ib, _ := i64.Data.Bytes()
 			if len(ib) != 16 || ib[0] != 0 || ib[15] != 15 {
 				t.Errorf("i64 bytes %v, want 0..15 from the Fill func", ib)
 			}
-			if em, ok := f.Lookup("empty"); !ok || em.Data.Len() != 0 {
+			if em, ok := f.Entry("empty"); !ok || em.Data.Len() != 0 {
 				t.Errorf("empty: %v %+v", ok, em)
 			}
 			// A segment larger than its layout: the named data is the whole
 			// segment, the tensor only numel × elemsize of it.
-			bg, _ := f.Lookup("big")
+			bg, _ := f.Entry("big")
 			if bg.Data.Len() != 64 {
 				t.Errorf("big: named data %d bytes, want the whole 64-byte segment", bg.Data.Len())
 			}
@@ -340,7 +340,7 @@ func TestGenerated(t *testing.T) {
 			if !slices.Equal(names, []string{"w", "i64", "big"}) {
 				t.Errorf("tensors %v, want the three entries with a layout", names)
 			}
-			if nd := f.NamedData(); len(nd) != 6 || nd[0].Key != "blob" || nd[5].Key != "big" {
+			if nd := f.Entries(); len(nd) != 6 || nd[0].Key != "blob" || nd[5].Key != "big" {
 				t.Errorf("NamedData() has %d entries", len(nd))
 			}
 		}
@@ -350,8 +350,8 @@ func TestGenerated(t *testing.T) {
 func TestEmptyFile(t *testing.T) {
 	for _, omit := range []bool{false, true} {
 		f := mustOpenBytes(t, build(t, &writer.PTD{OmitEmptyVectors: omit}))
-		if f.Legacy() || len(f.Segments()) != 0 || len(f.NamedData()) != 0 || len(f.Tensors()) != 0 {
-			t.Errorf("omit %v: empty file read as legacy %v, %d segments, %d named", omit, f.Legacy(), len(f.Segments()), len(f.NamedData()))
+		if f.Legacy() || len(f.Segments()) != 0 || len(f.Entries()) != 0 || len(f.Tensors()) != 0 {
+			t.Errorf("omit %v: empty file read as legacy %v, %d segments, %d named", omit, f.Legacy(), len(f.Segments()), len(f.Entries()))
 		}
 	}
 }
@@ -558,7 +558,7 @@ func TestLegacyGenerated(t *testing.T) {
 		if len(f.Segments()) != 2 {
 			t.Fatalf("%d segments, want 2 (tensors share one)", len(f.Segments()))
 		}
-		nd := f.NamedData()
+		nd := f.Entries()
 		if len(nd) != 1 || nd[0].Key != "blob" || nd[0].Layout != nil || nd[0].Segment != 1 {
 			t.Errorf("NamedData() = %+v, want only the legacy named_data blob", nd)
 		}
@@ -571,13 +571,13 @@ func TestLegacyGenerated(t *testing.T) {
 			t.Errorf("bias at %d (+%d), want %d (+12)", ts[1].Offset, ts[1].NBytes, seg0.Offset()+align)
 		}
 		for key, want := range map[string][]float32{"l.weight": {1, 2, 3, 4}, "l.bias": {7, 8, 9}} {
-			e, ok := f.Lookup(key)
+			e, ok := f.Entry(key)
 			v, _, _ := e.Data.Float32()
 			if !ok || e.Layout == nil || !slices.Equal(v, want) {
 				t.Errorf("Lookup(%q) = %v %v, want %v", key, ok, v, want)
 			}
 		}
-		if e, ok := f.Lookup("blob"); !ok || e.Layout != nil {
+		if e, ok := f.Entry("blob"); !ok || e.Layout != nil {
 			t.Errorf("Lookup(blob) = %+v %v", e, ok)
 		}
 	}
@@ -613,8 +613,8 @@ func TestSharedMapping(t *testing.T) {
 		t.Errorf("MappedFile/Name: %p %q", f.MappedFile(), f.Name())
 	}
 	// Two "programs" look the same key up: same bytes, same address.
-	e1, _ := f.Lookup("w")
-	e2, _ := f.Lookup("w")
+	e1, _ := f.Entry("w")
+	e2, _ := f.Entry("w")
 	b1, _ := e1.Data.Bytes()
 	b2, _ := e2.Data.Bytes()
 	whole, _ := mf.View(0, mf.Len())
@@ -649,7 +649,7 @@ func TestOpenClose(t *testing.T) {
 	if f.MappedFile().Mode() != mmapfile.ModeWindowed {
 		t.Errorf("mode %v, want windowed (WithMmapOptions ignored)", f.MappedFile().Mode())
 	}
-	e, _ := f.Lookup("k")
+	e, _ := f.Entry("k")
 	if b, err := e.Data.Bytes(); err != nil || string(b) != "v" {
 		t.Errorf("windowed read %q %v", b, err)
 	}

@@ -8,9 +8,9 @@ import (
 
 	flatbuffers "github.com/google/flatbuffers/go"
 
+	"github.com/edgeload/edgeload/internal/fbverify"
 	"github.com/edgeload/edgeload/internal/schema/ptefb"
 	"github.com/edgeload/edgeload/loader/format"
-	"github.com/edgeload/edgeload/loader/internal/fbverify"
 )
 
 // Open verifies and checks everything a tensor view depends on; a method's
@@ -85,29 +85,23 @@ const instructionDepth = 4
 func (m *Method) checkInstructions() error {
 	p := m.p
 	pc := p.checks
-	var plan ptefb.ExecutionPlan
-	plan.Init(p.fb, m.pos)
 	nv, nops, ndel := m.nv, len(m.Operators), len(m.Delegates)
-	var ch ptefb.Chain
-	var in ptefb.Instruction
-	var tab flatbuffers.Table
 	for ci := range m.Chains {
-		plan.Chains(&ch, ci)
 		field := func() string { return idx(planField(m.Index)+".chains", ci) }
-		ni := ch.InstructionsLength()
+		start, ni := m.instructions(ci)
 		pc.budget -= int64(ni)
 		if pc.budget < 0 {
-			return overBudget(p, field()+".instructions", int64(ch.Table().Pos))
+			return overBudget(p, field()+".instructions", start)
 		}
 		for k := 0; k < ni; k++ {
-			ch.Instructions(&in, k)
-			// The instruction's table, through the vector Open verified.
-			if err := pc.walk.Table(int64(in.Table().Pos), descInstruction, instructionDepth); err != nil {
-				return prefixField(err, idx(field()+".instructions", k), descInstruction.Name)
+			// The instruction's table, reached as the full verification
+			// reaches it: its offset followed in 64-bit arithmetic.
+			ipos, err := pc.walk.Elem(start, k, "Instruction", ptefb.VerifyInstruction, instructionDepth)
+			if err != nil {
+				return prefixField(err, idx(field()+".instructions", k), "Instruction")
 			}
-			// The tag first: with tag NONE the value offset was not
-			// verified and must not be followed.
-			if in.InstrArgsType() == ptefb.InstructionArgumentsNONE || !in.InstrArgs(&tab) {
+			kind, tab, ok := instrArgs(p.fb, ipos)
+			if !ok {
 				continue
 			}
 			pos := int64(tab.Pos)
@@ -126,7 +120,7 @@ func (m *Method) checkInstructions() error {
 				}
 				return nil
 			}
-			switch in.InstrArgsType() {
+			switch kind {
 			case ptefb.InstructionArgumentsKernelCall:
 				var kc ptefb.KernelCall
 				kc.Init(tab.Bytes, tab.Pos)
@@ -174,6 +168,27 @@ func (m *Method) checkInstructions() error {
 		}
 	}
 	return nil
+}
+
+// instructions returns the position of the first instruction offset of
+// chain c and the number of instructions: the vector Open verified.
+func (m *Method) instructions(c int) (start int64, n int) {
+	var plan ptefb.ExecutionPlan
+	plan.Init(m.p.fb, m.pos)
+	var ch ptefb.Chain
+	plan.Chains(&ch, c)
+	start, n, _ = vecPos(ch.Table(), vtChainInstructions)
+	return start, n
+}
+
+// instrArgs returns the kind and the arguments table of the verified
+// Instruction table at pos; ok is false for tag NONE, whose value offset
+// was not verified and must not be followed.
+func instrArgs(fb []byte, pos int64) (kind ptefb.InstructionArguments, tab flatbuffers.Table, ok bool) {
+	var in ptefb.Instruction
+	in.Init(fb, flatbuffers.UOffsetT(pos))
+	kind = in.InstrArgsType()
+	return kind, tab, kind != ptefb.InstructionArgumentsNONE && in.InstrArgs(&tab)
 }
 
 // prefixField makes the field path of a walk's error, which starts at the

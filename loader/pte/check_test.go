@@ -1,6 +1,7 @@
 package pte
 
 import (
+	"encoding/binary"
 	"errors"
 	"strings"
 	"sync"
@@ -9,7 +10,6 @@ import (
 	"github.com/edgeload/edgeload/internal/schema/ptefb"
 	"github.com/edgeload/edgeload/internal/testkit/writer"
 	"github.com/edgeload/edgeload/loader/format"
-	"github.com/edgeload/edgeload/loader/internal/fbverify"
 )
 
 // checkProgram is two methods: "good", and "bad" whose one instruction
@@ -96,8 +96,36 @@ func TestMethodCheckStructure(t *testing.T) {
 	if !errors.As(err, &fe) || fe.Field != "Program.execution_plan[0].chains[0].instructions[0]" {
 		t.Fatalf("check = %v, want an error at instructions[0]", err)
 	}
-	if full := fbverify.Verify(fb, descProgram, fbverify.Options{Format: formatName}); full == nil || full.Error() != err.Error() {
+	if full := fullVerify(fb); full == nil || full.Error() != err.Error() {
 		t.Errorf("check = %v, a full verification %v", err, full)
+	}
+}
+
+// An instruction offset whose target lies 4 GiB past its own position,
+// far past the buffer, is refused by the method's check with the error a
+// full verification gives, although in 32-bit arithmetic it wraps to an
+// in-bounds table (the root, which reads as an Instruction without
+// arguments); Instructions refuses the method too.
+func TestMethodCheckOffsetWrap(t *testing.T) {
+	p := checkProgram(t)
+	m, _ := p.Method("good")
+	fb := p.fb
+	q, _ := m.instructions(0)
+	root := int64(binary.LittleEndian.Uint32(fb))
+	if root >= q {
+		t.Fatalf("root table at %d is not before the instruction vector at %d", root, q)
+	}
+	binary.LittleEndian.PutUint32(fb[q:], uint32(root+1<<32-q))
+	err := m.check()
+	var fe *format.FormatError
+	if !errors.As(err, &fe) || fe.Field != "Program.execution_plan[0].chains[0].instructions[0]" || fe.Offset != q {
+		t.Fatalf("check = %v, want an error at instructions[0], offset %d", err, q)
+	}
+	if full := fullVerify(fb); full == nil || full.Error() != err.Error() {
+		t.Errorf("check = %v, a full verification %v", err, full)
+	}
+	if _, ierr := m.Instructions(0); ierr == nil {
+		t.Error("Instructions read a chain whose check failed")
 	}
 }
 

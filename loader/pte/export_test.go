@@ -7,9 +7,9 @@ import (
 
 	flatbuffers "github.com/google/flatbuffers/go"
 
+	"github.com/edgeload/edgeload/internal/fbverify"
 	"github.com/edgeload/edgeload/internal/schema/ptefb"
 	"github.com/edgeload/edgeload/loader/format"
-	"github.com/edgeload/edgeload/loader/internal/fbverify"
 )
 
 // CheckVerified checks that a program that opened (p, openErr nil) and
@@ -21,11 +21,17 @@ func CheckVerified(data []byte, p *Program, openErr error) error {
 		return nil
 	}
 	merr := p.VerifyMethods()
-	full := fbverify.Verify(p.fb, descProgram, fbverify.Options{Format: formatName})
+	full := fullVerify(p.fb)
 	if full != nil && merr == nil {
 		return fmt.Errorf("opened and checked a program the full verification rejects: %v", full)
 	}
 	return nil
+}
+
+// fullVerify verifies the whole FlatBuffer fb, instructions included, in
+// one walk.
+func fullVerify(fb []byte) error {
+	return fbverify.NewWalk(fb, fbverify.Options{Format: formatName}).Verify("Program", ptefb.VerifyProgram)
 }
 
 // TensorListBuilt reports whether p's tensor list has been built.
@@ -76,7 +82,7 @@ func ListMatchesAccessors(p *Program) error {
 			return fmt.Errorf("tensor %d: scalar type %d, requires_grad %v, data_buffer_idx %d; the accessors read %d, %v, %d",
 				i, t.ScalarType, t.RequiresGrad, t.DataBufferIndex, x.ScalarType(), x.RequiresGrad(), dbi)
 		}
-		if k, ok := p.TensorAt(t.Method, t.Value); !ok || k != t {
+		if k, ok := p.ValueTensor(t.Method, t.Value); !ok || k != t {
 			return fmt.Errorf("tensor %d: TensorAt(%q, %d) is not it", i, t.Method, t.Value)
 		}
 	}

@@ -78,7 +78,7 @@ func exercise(t *testing.T, p *pte.Program, size int64) {
 		}
 		for v := range vals {
 			val := &vals[v]
-			tt, ok := p.TensorAt(m.Name, v)
+			tt, ok := p.ValueTensor(m.Name, v)
 			if ok != (val.Tensor != nil && val.Tensor.Tensor >= 0) {
 				t.Fatalf("TensorAt(%q, %d) = %v, value %+v", m.Name, v, ok, val)
 			}
@@ -302,7 +302,7 @@ func FuzzLink(f *testing.F) {
 			if tt.Location != format.LocExternal {
 				continue
 			}
-			nd, ok := d.Lookup(tt.Name)
+			nd, ok := d.Entry(tt.Name)
 			if !ok || !tt.Resolved() || tt.Data.Len() != tt.NBytes || tt.Data.Offset() != nd.Data.Offset() || tt.DataFile != d.Name() {
 				t.Fatalf("linked tensor %q: %+v", tt.Name, tt)
 			}

@@ -162,16 +162,16 @@ func TestGeneratedRich(t *testing.T) {
 	if tt, ok := p.Tensor("cache"); !ok || tt.Location != format.LocMutable {
 		t.Errorf("Tensor(cache) = %v, %v", tt, ok)
 	}
-	if tt, ok := p.TensorAt("forward", 2); !ok || tt.Name != "forward/values/2" {
+	if tt, ok := p.ValueTensor("forward", 2); !ok || tt.Name != "forward/values/2" {
 		t.Errorf("TensorAt(forward, 2) = %v, %v", tt, ok)
 	}
-	if _, ok := p.TensorAt("forward", 1); ok {
+	if _, ok := p.ValueTensor("forward", 1); ok {
 		t.Error("TensorAt of a planned activation found a tensor")
 	}
-	if _, ok := p.TensorAt("forward", 1000); ok {
+	if _, ok := p.ValueTensor("forward", 1000); ok {
 		t.Error("TensorAt out of range found a tensor")
 	}
-	if _, ok := p.TensorAt("nope", 0); ok {
+	if _, ok := p.ValueTensor("nope", 0); ok {
 		t.Error("TensorAt of an unknown method found a tensor")
 	}
 	if total, unresolved := p.External(); total != 1 || unresolved != 1 {

@@ -5,8 +5,8 @@ import (
 	"fmt"
 	"math"
 
+	"github.com/edgeload/edgeload/internal/fbverify"
 	"github.com/edgeload/edgeload/loader/format"
-	"github.com/edgeload/edgeload/loader/internal/fbverify"
 )
 
 // Extended header layout (FORMATS.md §1), offsets from the file's start.
@@ -116,4 +116,19 @@ func parseHeader(head []byte, size int64) (Header, error) {
 // "\x00\x01\x02\x03" when they are not printable.
 func quoteBytes(b []byte) string {
 	return fmt.Sprintf("%q", string(b))
+}
+
+// Put writes h's extended header ("eh00", Length, ProgramSize, SegmentBase
+// and, for a Length of 32 or more, SegmentDataSize) into b, the first
+// bytes of a program that has room for it after its 8-byte prefix
+// (format.HeaderRoom with format.AlignUp(Length, 16)).
+func (h Header) Put(b []byte) {
+	le := binary.LittleEndian
+	copy(b[ehStart:], ehMagic)
+	le.PutUint32(b[12:], h.Length)
+	le.PutUint64(b[16:], uint64(h.ProgramSize))
+	le.PutUint64(b[24:], uint64(h.SegmentBase))
+	if h.Length >= ehDataSizeLength {
+		le.PutUint64(b[32:], uint64(h.SegmentDataSize))
+	}
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/edgeload/edgeload/internal/schema/ptefb"
 	"github.com/edgeload/edgeload/loader/format"
+	"github.com/edgeload/edgeload/loader/internal/fbread"
 )
 
 // InstructionKind is the type of an instruction (the InstructionArguments
@@ -63,22 +64,16 @@ func (m *Method) Instructions(c int) ([]Instruction, error) {
 	if err := m.check(); err != nil {
 		return nil, err
 	}
-	var plan ptefb.ExecutionPlan
-	plan.Init(p.fb, m.pos)
-	var ch ptefb.Chain
-	if !plan.Chains(&ch, c) {
-		return nil, fmt.Errorf("pte: method %q: chain %d: %w", m.Name, c, format.ErrNotFound)
-	}
-	n := ch.InstructionsLength()
+	start, n := m.instructions(c)
 	out := make([]Instruction, n)
-	var in ptefb.Instruction
 	var tab flatbuffers.Table
-	// args returns instruction k's arguments table, or false for tag NONE,
-	// whose offset was never verified and must not be followed.
+	// args returns instruction k's arguments table, or false for tag NONE.
+	// The check verified the instructions through 64-bit offsets, which
+	// fbread follows the same way.
 	args := func(k int) (ptefb.InstructionArguments, bool) {
-		ch.Instructions(&in, k)
-		t := in.InstrArgsType()
-		return t, t != ptefb.InstructionArgumentsNONE && in.InstrArgs(&tab)
+		t, a, ok := instrArgs(p.fb, fbread.Deref(p.fb, start+4*int64(k)))
+		tab = a
+		return t, ok
 	}
 	// The call arguments of every instruction in one array: counted first.
 	total := 0

@@ -114,7 +114,7 @@ func TestLookupsAllocateNothing(t *testing.T) {
 	allocs := testing.AllocsPerRun(200, func() {
 		a, _ := p.Tensor(name)
 		b, _ := p.Tensor("layer.weight")
-		c, _ := p.TensorAt("forward", 3)
+		c, _ := p.ValueTensor("forward", 3)
 		d, _ := p.NamedDataByKey("sha-abc")
 		m, _ := p.Method("second")
 		_, miss := p.Tensor("no such tensor")
@@ -138,7 +138,7 @@ func BenchmarkTensorLookup(b *testing.B) {
 		if _, ok := p.Tensor("layer.weight"); !ok {
 			b.Fatal("not found")
 		}
-		if _, ok := p.TensorAt("forward", 2); !ok {
+		if _, ok := p.ValueTensor("forward", 2); !ok {
 			b.Fatal("not found")
 		}
 		if _, ok := p.NamedDataByKey("sha-abc"); !ok {

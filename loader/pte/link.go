@@ -81,7 +81,7 @@ func resolve(t *Tensor, files []*ptd.File) (resolved, error) {
 		if f == nil {
 			continue
 		}
-		nd, ok := f.Lookup(t.Name)
+		nd, ok := f.Entry(t.Name)
 		if !ok {
 			continue
 		}

@@ -38,7 +38,7 @@ func TestLinkAddMul(t *testing.T) {
 		if !ok || !tt.Resolved() || tt.Location != format.LocExternal || tt.DataFile != data.Name() {
 			t.Fatalf("tensor %q: %+v", name, tt)
 		}
-		nd, _ := data.Lookup(name)
+		nd, _ := data.Entry(name)
 		if tt.Offset != nd.Data.Offset() || tt.Data.File() != data.MappedFile() {
 			t.Errorf("tensor %q at %d of %v, want the .ptd's bytes at %d", name, tt.Offset, tt.Data, nd.Data.Offset())
 		}
@@ -126,7 +126,7 @@ func TestLinkSharing(t *testing.T) {
 		if &b1[0] != &b2[0] {
 			t.Errorf("tensor %q: the two programs see different copies (%p, %p)", name, &b1[0], &b2[0])
 		}
-		nd, _ := data.Lookup(name)
+		nd, _ := data.Entry(name)
 		b3, _ := nd.Data.Bytes()
 		if unsafe.SliceData(b3) != unsafe.SliceData(b1) {
 			t.Errorf("tensor %q is not the .ptd's own view", name)

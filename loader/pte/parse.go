@@ -8,11 +8,11 @@ import (
 
 	flatbuffers "github.com/google/flatbuffers/go"
 
+	"github.com/edgeload/edgeload/internal/fbverify"
 	"github.com/edgeload/edgeload/internal/schema/ptefb"
 	"github.com/edgeload/edgeload/loader/format"
 	"github.com/edgeload/edgeload/loader/internal/arena"
 	"github.com/edgeload/edgeload/loader/internal/fbread"
-	"github.com/edgeload/edgeload/loader/internal/fbverify"
 	"github.com/edgeload/edgeload/loader/internal/region"
 	"github.com/edgeload/edgeload/mmapfile"
 	"github.com/edgeload/edgeload/segment"
@@ -33,6 +33,7 @@ const (
 	// and OptionalTensorList.items (id 0). (ExecutionPlan's are read in
 	// method, by id.)
 	vtChainInputs, vtChainOutputs = 4 + 2*0, 4 + 2*1
+	vtChainInstructions           = 4 + 2*2
 	vtCallArgs                    = 4 + 2*1
 	vtListItems                   = 4 + 2*0
 )
@@ -65,16 +66,12 @@ func newProgram(mf *mmapfile.File, owns bool, o options) (*Program, error) {
 	return p, nil
 }
 
-// cacheVTablesFrom is the smallest FlatBuffer verified with fbverify's
-// vtable cache.
-const cacheVTablesFrom = 16 << 10
-
 // parseProgram verifies the FlatBuffer region fb and builds the program.
 func parseProgram(mf *mmapfile.File, owns bool, o options, hdr Header, fb []byte, buf *[]byte) (*Program, error) {
 	vo := o.verifyOptions()
 	// Version gate first, verifying only the field it reads: a newer
 	// schema generation is a version problem, not a malformed file.
-	if err := fbverify.Verify(fb, descProgramVersion, vo); err != nil {
+	if err := fbverify.NewWalk(fb, vo).Verify("Program", verifyVersion); err != nil {
 		return nil, err
 	}
 	root := ptefb.GetRootAsProgram(fb, 0)
@@ -86,13 +83,12 @@ func parseProgram(mf *mmapfile.File, owns bool, o options, hdr Header, fb []byte
 		return nil, format.Wrapf(format.ErrUnsupportedVersion, formatName, "Program.version", off,
 			"program schema version %d is newer than this loader reads (want 0)", v)
 	}
-	// Everything but the chains' instructions, which each method's first
-	// check verifies (Method.check) with the same walk. The vtable cache
-	// pays where tables of a type repeat (a large program's values), and
-	// costs more than it saves in a small program.
-	vo.CacheVTables = len(fb) >= cacheVTablesFrom
+	// Everything but the chains' instructions (lazy in program.fbs),
+	// which each method's first check verifies (Method.check) with the
+	// same walk.
 	walk := fbverify.NewWalk(fb, vo)
-	if err := walk.Root(descProgramOpen); err != nil {
+	walk.SetLazy(true)
+	if err := walk.Verify("Program", ptefb.VerifyProgram); err != nil {
 		return nil, err
 	}
 	p := &Program{mf: mf, owns: owns, name: o.name, hdr: hdr, version: 0, fb: fb, region: buf}
@@ -114,7 +110,7 @@ func parseProgram(mf *mmapfile.File, owns bool, o options, hdr Header, fb []byte
 }
 
 // builder turns the verified FlatBuffer into the Program's tables and runs
-// the semantic checks. Every field it reads is one descProgramOpen covers.
+// the semantic checks. Every field it reads is one the walk verified.
 type builder struct {
 	p    *Program
 	root *ptefb.Program
@@ -172,6 +168,20 @@ func (b *builder) spend(n int) bool {
 // work budget does not cover.
 func (b *builder) overBudget(field string, off int64) error {
 	return b.fail(field, off, "the program's references are shared so much that reading it would take work out of proportion to its %d bytes", len(b.fb))
+}
+
+// verifyVersion verifies the root table and its version field only.
+func verifyVersion(w *fbverify.Walk, pos int64) error {
+	t, err := w.Start(pos)
+	if err != nil {
+		return err
+	}
+	err = w.Scalar(&t, 0, 4)
+	w.Leave()
+	if err != nil {
+		return w.At(err, "version", -1)
+	}
+	return nil
 }
 
 // vecPos returns the file position of the first element of the vector at

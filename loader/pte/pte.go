@@ -9,12 +9,11 @@
 //
 // Verification always runs before any accessor can: every table, vector,
 // string and union the package reads is checked to lie inside the
-// FlatBuffer region (loader/internal/fbverify, with the descriptor in
-// schema.go), then every index (segment_index, data_buffer_idx, delegate
-// and operator indices, value indices of inputs, outputs, lists and
-// instructions) is checked to be in range, and every segment and tensor
-// byte range is checked against the file with overflow-safe 64-bit
-// arithmetic. After Open succeeds no accessor can panic.
+// FlatBuffer region (ptefb.VerifyProgram, generated from program.fbs),
+// then every index (segment_index, data_buffer_idx, delegate and operator
+// indices, value indices of inputs, outputs, lists and instructions) is
+// checked to be in range, and every segment and tensor byte range is
+// checked against the file with overflow-safe 64-bit arithmetic. After Open succeeds no accessor can panic.
 //
 // Open verifies everything but the chains' instructions, which a method
 // verifies the first time they are needed (once; [Program.VerifyMethods]
@@ -45,8 +44,8 @@ import (
 
 	flatbuffers "github.com/google/flatbuffers/go"
 
+	"github.com/edgeload/edgeload/internal/fbverify"
 	"github.com/edgeload/edgeload/loader/format"
-	"github.com/edgeload/edgeload/loader/internal/fbverify"
 	"github.com/edgeload/edgeload/loader/internal/nameindex"
 	"github.com/edgeload/edgeload/loader/internal/region"
 	"github.com/edgeload/edgeload/loader/ptd"
@@ -501,10 +500,10 @@ func (p *Program) buildIndex() {
 	p.tensorIdx = nameindex.New(len(ts), func(i int) string { return ts[i].Name })
 }
 
-// TensorAt returns the tensor of value index value of the named method;
+// ValueTensor returns the tensor of value index value of the named method;
 // false when that value is not a constant, mutable or external tensor. It
 // allocates nothing.
-func (p *Program) TensorAt(method string, value int) (*Tensor, bool) {
+func (p *Program) ValueTensor(method string, value int) (*Tensor, bool) {
 	m, ok := p.methodIdx[method]
 	if !ok || value < 0 || value >= len(p.valueTensor[m]) {
 		return nil, false

@@ -113,7 +113,7 @@ func TestProgramRegion(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, ok := p.TensorAt("forward", 0); !ok {
+	if _, ok := p.ValueTensor("forward", 0); !ok {
 		// TensorAt builds the list: close a second program unused.
 		t.Fatal("TensorAt(forward, 0) not found")
 	}
@@ -127,7 +127,7 @@ func TestProgramRegion(t *testing.T) {
 	if ts := q.Tensors(); len(ts) != 0 {
 		t.Errorf("Tensors after Close = %d tensors, want none (the region is gone)", len(ts))
 	}
-	if _, ok := q.TensorAt("forward", 0); ok {
+	if _, ok := q.ValueTensor("forward", 0); ok {
 		t.Error("TensorAt after Close found a tensor")
 	}
 	if _, ok := q.Tensor("small.0"); ok {

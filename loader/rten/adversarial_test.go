@@ -111,6 +111,10 @@ func TestAdversarial(t *testing.T) {
 			p := fb.MustField(fb.Root(), fModelGraph)
 			fb.PutU32(p, -uint32(p))
 		}, format.ErrMalformed, "graph"},
+		{"node offset past 4 GiB (wraps to the Model table in 32 bits)", func(_ []byte, fb hostile.FB) {
+			p, _ := fb.Vector(fb.Table(fb.Root(), fModelGraph), fGraphNodes)
+			wrapTo(fb, p+4, fb.Root())
+		}, format.ErrMalformed, "nodes[0]"},
 		{"node offset to itself", func(_ []byte, fb hostile.FB) {
 			p, _ := fb.Vector(fb.Table(fb.Root(), fModelGraph), fGraphNodes)
 			fb.PutU32(p+4, 0)
@@ -148,6 +152,27 @@ func TestAdversarial(t *testing.T) {
 			checkRejected(t, b, c.want, c.field)
 		})
 	}
+}
+
+// wrapTo stores at q an offset 4 GiB past target, which 32-bit arithmetic
+// wraps to target (a position before q).
+func wrapTo(fb hostile.FB, q, target int) {
+	if target >= q {
+		panic("wrapTo: target not before the offset")
+	}
+	fb.PutU32(q, uint32(int64(target)+1<<32-int64(q)))
+}
+
+// A subgraph offset (IfAttrs.then_branch) 4 GiB past the graph it wraps to
+// in 32-bit arithmetic is refused like any offset past the buffer.
+func TestSubgraphOffsetWrap(t *testing.T) {
+	seeds := fuzzSeeds(t)
+	b := bytes.Clone(seeds[len(seeds)-1].Data) // if-attrs-on-add.rten
+	fb := hostile.FB{B: b[32:]}
+	graph := fb.Table(fb.Root(), fModelGraph)
+	op := fb.Table(fb.Path([2]int{fModelGraph, -1}, [2]int{fGraphNodes, 6}), fNodeData)
+	wrapTo(fb, fb.MustField(fb.Table(op, 2), 0), graph)
+	checkRejected(t, b, format.ErrMalformed, "nodes[6].data.attrs.then_branch")
 }
 
 // nestedIf builds a V1 model whose graph holds an If operator whose

@@ -68,7 +68,7 @@ func FuzzOpen(f *testing.F) {
 		if bad := checkModel(m, int64(len(b))); bad != "" {
 			t.Fatal(bad)
 		}
-		if order := m.UseOrder(); !isPermutation(order, len(m.Tensors())) {
+		if order := mustOrder(m); !isPermutation(order, len(m.Tensors())) {
 			t.Fatalf("use order %v is not a permutation of the %d constants", order, len(m.Tensors()))
 		}
 		// The copying reader must agree (on small inputs: the copies of a

@@ -3,8 +3,8 @@ package rten
 import (
 	"encoding/binary"
 
+	"github.com/edgeload/edgeload/internal/fbverify"
 	"github.com/edgeload/edgeload/loader/format"
-	"github.com/edgeload/edgeload/loader/internal/fbverify"
 )
 
 // HeaderSize is the size of the V2 header.
@@ -75,4 +75,15 @@ func parseHeader(b []byte, size int64) (Header, error) {
 			"tensor data offset %d lies before the end of the model data [%d, %d): want at least %[3]d", td, mo, mo+ml)
 	}
 	return Header{Version: 2, ModelOffset: int64(mo), ModelLen: int64(ml), TensorDataOffset: int64(td)}, nil
+}
+
+// Append appends the 32-byte header of a V2 file to b: "RTEN", Version,
+// ModelOffset, ModelLen, TensorDataOffset.
+func (h Header) Append(b []byte) []byte {
+	le := binary.LittleEndian
+	b = append(b, Magic...)
+	b = le.AppendUint32(b, uint32(h.Version))
+	b = le.AppendUint64(b, uint64(h.ModelOffset))
+	b = le.AppendUint64(b, uint64(h.ModelLen))
+	return le.AppendUint64(b, uint64(h.TensorDataOffset))
 }

@@ -223,3 +223,12 @@ func readFile(tb testing.TB, p string) []byte {
 	}
 	return b
 }
+
+// mustOrder returns m's use order (group "").
+func mustOrder(m *rten.Model) []int {
+	o, err := m.UseOrder("")
+	if err != nil {
+		panic(err)
+	}
+	return o
+}

@@ -1,6 +1,6 @@
 package rten
 
-// UseOrder returns the indices into Tensors (and Constants) of the model's
+// order returns the indices into Tensors (and Constants) of the model's
 // constants in the order its operators first use them. The operators of a
 // graph run in a topological order of the graph (Kahn's algorithm: an
 // operator is ready once every operator producing one of its inputs has
@@ -15,7 +15,7 @@ package rten
 //
 // UseOrder allocates its result and scratch space in proportion to the
 // graphs' nodes.
-func (m *Model) UseOrder() []int {
+func (m *Model) order() []int {
 	o := &orderer{
 		order: make([]int, 0, len(m.consts)),
 		seen:  make([]bool, len(m.consts)),

@@ -102,7 +102,7 @@ func TestUseOrderReal(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer m.Close()
-			got, want := m.UseOrder(), wantUseOrder(m)
+			got, want := mustOrder(m), wantUseOrder(m)
 			if !slices.Equal(got, want) {
 				t.Errorf("UseOrder = %v\nwant %v", got, want)
 			}
@@ -161,7 +161,7 @@ func TestUseOrderGraph(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer m.Close()
-	got := m.UseOrder()
+	got := mustOrder(m)
 	var names []string
 	for _, i := range got {
 		names = append(names, m.Constants()[i].Name)
@@ -198,7 +198,7 @@ func TestUseOrderCycle(t *testing.T) {
 	}
 	defer m.Close()
 	var names []string
-	for _, i := range m.UseOrder() {
+	for _, i := range mustOrder(m) {
 		names = append(names, m.Constants()[i].Name)
 	}
 	// R is ready at once (k1); P waits for Q (first producer of b), Q for

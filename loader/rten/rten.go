@@ -3,7 +3,7 @@
 // A file is either V2 (a 32-byte "RTEN" header, the Model FlatBuffer, then a
 // tensor data section) or V1 (no header: the whole file is the FlatBuffer,
 // every constant inline). Open validates the header, verifies the FlatBuffer
-// (loader/internal/fbverify) and the graph the way the reference runtime
+// (rtenfb.VerifyModel) and the graph the way the reference runtime
 // does (every node reference in range, every constant's data inside the
 // file), and builds the graph, subgraphs included. It reads the header and
 // the FlatBuffer region only: no page of the tensor data section is touched.
@@ -25,9 +25,9 @@ import (
 
 	flatbuffers "github.com/google/flatbuffers/go"
 
+	"github.com/edgeload/edgeload/internal/fbverify"
 	"github.com/edgeload/edgeload/internal/schema/rtenfb"
 	"github.com/edgeload/edgeload/loader/format"
-	"github.com/edgeload/edgeload/loader/internal/fbverify"
 	"github.com/edgeload/edgeload/loader/internal/nameindex"
 	"github.com/edgeload/edgeload/loader/internal/region"
 	"github.com/edgeload/edgeload/mmapfile"
@@ -181,8 +181,8 @@ func parse(f *mmapfile.File, c config) (*Model, error) {
 	defer region.Put(rbuf)
 	// Table nesting per subgraph level: Graph > Node > OperatorNode >
 	// IfAttrs; plus Model, and Node > ValueNode > Dim below the deepest.
-	vopt := fbverify.Options{Format: fmtName, Base: hdr.ModelOffset, MaxDepth: 4*(c.maxDepth+1) + 8, CacheVTables: true}
-	if err := fbverify.Verify(buf, vModel, vopt); err != nil {
+	vopt := fbverify.Options{Format: fmtName, Base: hdr.ModelOffset, MaxDepth: 4*(c.maxDepth+1) + 8}
+	if err := fbverify.NewWalk(buf, vopt).Verify("Model", rtenfb.VerifyModel); err != nil {
 		if fe, ok := err.(*format.FormatError); ok && hdr.Version == 1 {
 			fe.Msg += " (the file has no " + Magic + " header and was read as a V1 model)"
 		}

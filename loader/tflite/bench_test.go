@@ -94,7 +94,7 @@ func TestLookupAllocs(t *testing.T) {
 		}
 		_ = m.TensorData(i)
 		_, _ = m.UseOrder("main")
-		_, _ = m.Used("")
+		_, _ = m.UsedOrder("")
 	})
 	if n != 0 {
 		t.Errorf("%v allocations per lookup, want 0", n)

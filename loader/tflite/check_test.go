@@ -26,7 +26,7 @@ func exercise(m *tflite.Model) error {
 			return fmt.Errorf("segment %d at %d (len %d) after %d", i, s.Offset(), s.Len(), last)
 		}
 		last = s.Offset()
-		if b := m.SegmentBuffer(i); m.Buffers()[b].Data != s {
+		if b := m.SegmentIndex(i); m.Buffers()[b].Data != s {
 			return fmt.Errorf("segment %d is not buffer %d", i, b)
 		}
 	}
@@ -68,7 +68,7 @@ func exercise(m *tflite.Model) error {
 		if err != nil {
 			return err
 		}
-		used, err := m.Used(g)
+		used, err := m.UsedOrder(g)
 		if err != nil || len(used) > len(order) {
 			return fmt.Errorf("Used(%q): %d of %d, %v", g, len(used), len(order), err)
 		}

@@ -22,7 +22,7 @@ func Example() {
 		t := m.Tensors()[i]
 		fmt.Println(t.Name, t.DType, t.Shape, t.NBytes, "bytes, blockwise scales in tensor", m.Quantization(t).Blockwise.Scales)
 	}
-	used, _ := m.Used("main")
+	used, _ := m.UsedOrder("main")
 	for _, i := range used {
 		fmt.Println("use", m.TensorAt(i).Name)
 	}

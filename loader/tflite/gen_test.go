@@ -34,7 +34,7 @@ func TestSample(t *testing.T) {
 			t.Errorf("external=%v: %d segments, want 7", external, n)
 		}
 		for i, s := range m.Segments() {
-			bi := m.SegmentBuffer(i)
+			bi := m.SegmentIndex(i)
 			got, _ := s.Bytes()
 			if !slices.Equal(got, g.Buffers[bi].Data) || m.Buffers()[bi].Kind != wantKind {
 				t.Errorf("external=%v: segment %d (buffer %d) = %v kind %v, want %v", external, i, bi, got, m.Buffers()[bi].Kind, g.Buffers[bi].Data)
@@ -110,7 +110,7 @@ func TestSample(t *testing.T) {
 			{"", []string{"0/tensors/4", "0/w", "2/c", "1/w", "q", "0/c", "q_scale"}, 6},
 		} {
 			order, err := m.UseOrder(c.group)
-			used, err2 := m.Used(c.group)
+			used, err2 := m.UsedOrder(c.group)
 			if err != nil || err2 != nil || !slices.Equal(names(order), c.order) || len(used) != c.used || !slices.Equal(used, order[:c.used]) {
 				t.Errorf("group %q: order %q used %d (%v %v), want %q %d", c.group, names(order), len(used), err, err2, c.order, c.used)
 			}

@@ -38,9 +38,10 @@ func (m *Model) UseOrder(group string) ([]int, error) {
 	return o.sub[i], nil
 }
 
-// Used returns the part of UseOrder(group) that operators read: what is
-// left of it is unused (and left out of the JSON report's use_order).
-func (m *Model) Used(group string) ([]int, error) {
+// UsedOrder returns the part of UseOrder(group) that operators read: what
+// is left of it is unused (and left out of the JSON report's use_order).
+// It implements format.UsedOrderer.
+func (m *Model) UsedOrder(group string) ([]int, error) {
 	o := m.useOrder()
 	if group == "" {
 		return o.all[:o.nAll:o.nAll], nil

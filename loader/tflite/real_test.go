@@ -106,7 +106,7 @@ func checkExpected(t *testing.T, m *tflite.Model, exp expected) {
 	// Segments: as a set keyed by buffer index.
 	got := map[int][2]int64{}
 	for i, s := range m.Segments() {
-		got[m.SegmentBuffer(i)] = [2]int64{s.Offset(), s.Len()}
+		got[m.SegmentIndex(i)] = [2]int64{s.Offset(), s.Len()}
 		if i > 0 && s.Offset() < m.Segments()[i-1].Offset() {
 			t.Errorf("segment %d at %d before segment %d at %d: want file order", i, s.Offset(), i-1, m.Segments()[i-1].Offset())
 		}
@@ -178,7 +178,7 @@ func checkExpected(t *testing.T, m *tflite.Model, exp expected) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		used, err := m.Used(sg.Group)
+		used, err := m.UsedOrder(sg.Group)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -40,7 +40,7 @@ func (m *Model) ReportFields() []format.Field {
 	for i := range m.subgraphs {
 		sg := &m.subgraphs[i]
 		order, _ := m.UseOrder(sg.Group)
-		used, _ := m.Used(sg.Group)
+		used, _ := m.UsedOrder(sg.Group)
 		s := SubgraphReport{Name: sg.Name, Tensors: len(sg.Tensors), Operators: sg.NumOperators,
 			UseOrder: []string{}, UseOrderTensors: []int{}, Unused: []string{}}
 		for k, c := range order {
@@ -82,7 +82,7 @@ func (m *Model) ReportText(w io.Writer) error {
 	p("TFLite schema version %d, %q; %d buffers, FlatBuffer region %d bytes\n", m.version, m.description, len(m.buffers), len(m.fb))
 	for i := range m.subgraphs {
 		sg := &m.subgraphs[i]
-		used, _ := m.Used(sg.Group)
+		used, _ := m.UsedOrder(sg.Group)
 		order, _ := m.UseOrder(sg.Group)
 		p("subgraph %d %q: %d tensors, %d operators, %d constants (%d unused)\n",
 			i, sg.Name, len(sg.Tensors), sg.NumOperators, len(order), len(order)-len(used))

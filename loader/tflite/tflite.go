@@ -19,7 +19,7 @@
 //     name, each gets "<subgraph index>/<name>"; an unnamed tensor gets
 //     "<subgraph index>/tensors/<tensor index>" with NameExplicit false.
 //   - Segments: one per buffer holding bytes (metadata buffers and buffers
-//     no tensor names included), in file order; SegmentBuffer gives each
+//     no tensor names included), in file order; SegmentIndex gives each
 //     one's buffer index.
 //   - NamedData: the files of the zip archive TFLite Support appends after
 //     a model with TFLITE_METADATA, those stored uncompressed (zero-copy).
@@ -347,8 +347,9 @@ func (m *Model) AssociatedFiles() []AssociatedFile { return m.assoc }
 // Tensors returns the listed tensors (see the package doc).
 func (m *Model) Tensors() []*Tensor { return m.tensors }
 
-// SegmentBuffer returns the buffer index of segment i.
-func (m *Model) SegmentBuffer(i int) int { return m.segBuf[i] }
+// SegmentIndex returns the buffer index of segment i (the index a report
+// shows); it implements format.SegmentIndexer.
+func (m *Model) SegmentIndex(i int) int { return m.segBuf[i] }
 
 // NumTensors returns the number of listed tensors.
 func (m *Model) NumTensors() int { return len(m.tensors) }

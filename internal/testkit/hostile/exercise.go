@@ -242,7 +242,7 @@ func FileTensor(t *format.Tensor, i int) error {
 // NamedData checks a named-data entry's view.
 func NamedData(nd format.NamedData, nseg int) error {
 	what := fmt.Sprintf("named data %q", nd.Key)
-	if nd.Segment < 0 || nd.Segment >= nseg {
+	if nd.Segment < -1 || nd.Segment >= nseg {
 		return fmt.Errorf("%s: segment %d of %d", what, nd.Segment, nseg)
 	}
 	return Segment(what, nd.Data)

@@ -26,19 +26,10 @@ func Model(m *loader.Model) error {
 	if m.File() == nil || m.Size() != m.File().Len() {
 		return errors.New("loader: File/Size")
 	}
-	n := 0
-	for _, set := range []bool{m.Program() != nil, m.DataFile() != nil, m.RTen() != nil} {
-		if set {
-			n++
-		}
-	}
-	if n != 1 {
-		return fmt.Errorf("loader: %d format values set", n)
-	}
 	var err error
 	switch {
 	case m.Program() != nil:
-		if m.Format() != loader.PTE {
+		if m.Format() != loader.PTE && m.Format() != loader.BundledProgram {
 			return fmt.Errorf("loader: a program opened as %v", m.Format())
 		}
 		err = ptecheck.Program(m.Program())
@@ -47,7 +38,7 @@ func Model(m *loader.Model) error {
 			return fmt.Errorf("loader: a .ptd opened as %v", m.Format())
 		}
 		err = ptdcheck.File(m.DataFile())
-	default:
+	case m.RTen() != nil:
 		if m.Format() != loader.RTen {
 			return fmt.Errorf("loader: an RTen model opened as %v", m.Format())
 		}

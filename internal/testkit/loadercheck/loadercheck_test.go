@@ -12,6 +12,7 @@ import (
 	"github.com/edgeload/edgeload/internal/testkit/loadercheck"
 	"github.com/edgeload/edgeload/internal/testkit/writer"
 	"github.com/edgeload/edgeload/loader"
+	"github.com/edgeload/edgeload/mmapfile"
 )
 
 // laidOut is a file the writer made and the end of its header and
@@ -70,7 +71,7 @@ func TestGeneratedFilesOpen(t *testing.T) {
 			t.Fatal(err)
 		}
 		for _, s := range seeds {
-			m, err := loader.NewBytes(s.Data)
+			m, err := loader.New(mmapfile.NewBytes(s.Data))
 			if err != nil {
 				t.Errorf("%s: %v", s.Name, err)
 				continue

@@ -45,12 +45,12 @@ func ptdSame(t *testing.T, got, want *ptd.File) {
 		got.Header().FlatBufferOffset != want.Header().FlatBufferOffset {
 		t.Errorf("header %+v, want %+v (apart from sizes and offsets)", got.Header(), want.Header())
 	}
-	if len(got.NamedData()) != len(want.NamedData()) || len(got.Tensors()) != len(want.Tensors()) {
-		t.Fatalf("%d named / %d tensors, want %d / %d", len(got.NamedData()), len(got.Tensors()), len(want.NamedData()), len(want.Tensors()))
+	if len(got.Entries()) != len(want.Entries()) || len(got.Tensors()) != len(want.Tensors()) {
+		t.Fatalf("%d named / %d tensors, want %d / %d", len(got.Entries()), len(got.Tensors()), len(want.Entries()), len(want.Tensors()))
 	}
 	keys := func(f *ptd.File) []string {
 		var k []string
-		for _, e := range f.NamedData() {
+		for _, e := range f.Entries() {
 			k = append(k, e.Key)
 		}
 		for _, tt := range f.Tensors() {
@@ -62,8 +62,8 @@ func ptdSame(t *testing.T, got, want *ptd.File) {
 		t.Fatalf("keys %v, want %v", keys(got), keys(want))
 	}
 	for _, k := range keys(want) {
-		g, _ := got.Lookup(k)
-		w, _ := want.Lookup(k)
+		g, _ := got.Entry(k)
+		w, _ := want.Entry(k)
 		gbytes, err1 := g.Data.Bytes()
 		wbytes, err2 := w.Data.Bytes()
 		if err1 != nil || err2 != nil || !bytes.Equal(gbytes, wbytes) {
@@ -156,7 +156,7 @@ func TestPTDMatchesRealLegacy(t *testing.T) {
 	// Segment sizes differ (upstream pads the segment to 64); compare the
 	// entries.
 	for _, tt := range real.Tensors() {
-		g, ok := ours.Lookup(tt.Name)
+		g, ok := ours.Entry(tt.Name)
 		gb, _ := g.Data.Bytes()
 		wb, _ := tt.Data.Bytes()
 		if !ok || !bytes.Equal(gb, wb) || g.Data.Offset()-int64(ours.Header().SegmentBaseOffset) != tt.Offset-int64(real.Header().SegmentBaseOffset) ||
@@ -164,8 +164,8 @@ func TestPTDMatchesRealLegacy(t *testing.T) {
 			t.Errorf("%s: %v %x at %d, want %x at %d", tt.Name, ok, gb, g.Data.Offset(), wb, tt.Offset)
 		}
 	}
-	if len(ours.NamedData()) != 0 {
-		t.Errorf("named data %d, want 0", len(ours.NamedData()))
+	if len(ours.Entries()) != 0 {
+		t.Errorf("named data %d, want 0", len(ours.Entries()))
 	}
 }
 

@@ -16,6 +16,7 @@ import (
 	"github.com/edgeload/edgeload/loader/ptd"
 	"github.com/edgeload/edgeload/loader/pte"
 	"github.com/edgeload/edgeload/loader/rten"
+	"github.com/edgeload/edgeload/mmapfile"
 	"github.com/edgeload/edgeload/segment"
 )
 
@@ -269,7 +270,7 @@ func realPTETensor(t *testing.T, p *pte.Program, mi, vi int, tv *pte.TensorValue
 	for _, s := range tv.Sizes {
 		wt.Sizes = append(wt.Sizes, int32(s))
 	}
-	pt, ok := p.TensorAt(p.Methods()[mi].Name, vi)
+	pt, ok := p.ValueTensor(p.Methods()[mi].Name, vi)
 	if !ok {
 		if tv.Location != format.LocNone {
 			t.Fatalf("value %d of method %d: location %s but no tensor", vi, mi, tv.Location)
@@ -388,16 +389,16 @@ func realPTD(t *testing.T, f *ptd.File) *writer.PTD {
 	w.Alignment = realAlign(16384, offs...)
 	if f.Legacy() {
 		// The upstream legacy writer left empty vectors out of the root.
-		w.Alignment, w.OmitEmptyVectors = int64(f.TensorAlignment()), len(f.NamedData()) == 0
+		w.Alignment, w.OmitEmptyVectors = int64(f.TensorAlignment()), len(f.Entries()) == 0
 		for _, tn := range f.Tensors() {
-			nd, ok := f.Lookup(tn.Name)
+			nd, ok := f.Entry(tn.Name)
 			if !ok || nd.Layout == nil {
 				t.Fatalf("legacy tensor %q has no layout", tn.Name)
 			}
 			w.Entries = append(w.Entries, writer.PTDEntry{Key: tn.Name, Layout: realLayout(nd.Layout), Data: realBytes(t, tn.Data)})
 		}
 	}
-	for _, nd := range f.NamedData() {
+	for _, nd := range f.Entries() {
 		e := writer.PTDEntry{Key: nd.Key, Data: realBytes(t, nd.Data)}
 		if nd.Layout != nil {
 			e.Layout = realLayout(nd.Layout)
@@ -476,7 +477,7 @@ func TestRealPTD(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer pa.Close()
-			pb, err := loader.Open(testmodels.Path(t, "pte/"+c.pte), loader.WithDataFiles(got.DataFile()))
+			pb, err := loader.Open(testmodels.Path(t, "pte/"+c.pte), loader.WithDataFiles(mmapfile.NewBytes(b)))
 			if err != nil {
 				t.Fatalf("%s against the rewritten %s: %v", c.pte, c.ptd, err)
 			}

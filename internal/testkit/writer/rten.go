@@ -11,6 +11,7 @@ import (
 
 	"github.com/edgeload/edgeload/internal/schema/rtenfb"
 	"github.com/edgeload/edgeload/loader/format"
+	"github.com/edgeload/edgeload/loader/rten"
 )
 
 // RTen describes an RTen model file (.rten) to write: a V2 file (32-byte
@@ -343,17 +344,12 @@ func (r *RTen) plan() (*rtenPlan, error) {
 	for i := range pl.ext {
 		pl.ext[i].off += td
 	}
-	head := make([]byte, mo+flen)
-	copy(head, "RTEN")
 	hv := r.HeaderVersion
 	if hv == 0 {
 		hv = 2
 	}
-	le := binary.LittleEndian
-	le.PutUint32(head[4:], hv)
-	le.PutUint64(head[8:], uint64(mo))
-	le.PutUint64(head[16:], uint64(flen))
-	le.PutUint64(head[24:], uint64(td))
+	head := make([]byte, mo+flen)
+	copy(head, rten.Header{Version: int(hv), ModelOffset: mo, ModelLen: flen, TensorDataOffset: td}.Append(nil))
 	copy(head[mo:], fb)
 	pl.head = head
 	return pl, nil

@@ -39,13 +39,13 @@ func File(f *ptd.File) error {
 		if e.Layout != nil && (e.Layout.NBytes() > e.Data.Len() || !e.Layout.DType.Valid()) {
 			return fmt.Errorf("ptd: %q: layout of %d bytes over %d", e.Key, e.Layout.NBytes(), e.Data.Len())
 		}
-		g, ok := f.Lookup(e.Key)
+		g, ok := f.Entry(e.Key)
 		if !ok || g.Key != e.Key {
 			return fmt.Errorf("ptd: Lookup(%q) = %q, %v", e.Key, g.Key, ok)
 		}
 		return nil
 	}
-	for _, e := range f.NamedData() {
+	for _, e := range f.Entries() {
 		if err := check(e); err != nil {
 			return err
 		}
@@ -58,7 +58,7 @@ func File(f *ptd.File) error {
 		if err := hostile.Tensor(tt); err != nil {
 			return fmt.Errorf("ptd: %w", err)
 		}
-		e, ok := f.Lookup(tt.Name)
+		e, ok := f.Entry(tt.Name)
 		if !ok || e.Layout == nil {
 			return fmt.Errorf("ptd: tensor %q not found by Lookup", tt.Name)
 		}

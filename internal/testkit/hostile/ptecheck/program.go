@@ -87,7 +87,7 @@ func Program(p *pte.Program) error {
 					return fmt.Errorf("pte: method %q value %d list item %d out of range", m.Name, v, it)
 				}
 			}
-			tt, ok := p.TensorAt(m.Name, v)
+			tt, ok := p.ValueTensor(m.Name, v)
 			want := val.Tensor != nil && val.Tensor.Tensor >= 0
 			if ok != want {
 				return fmt.Errorf("pte: TensorAt(%q, %d) = %v, value %+v", m.Name, v, ok, val)
@@ -104,7 +104,7 @@ func Program(p *pte.Program) error {
 				}
 			}
 		}
-		if _, ok := p.TensorAt(m.Name, nv); ok {
+		if _, ok := p.ValueTensor(m.Name, nv); ok {
 			return fmt.Errorf("pte: TensorAt past the values of %q", m.Name)
 		}
 		for _, d := range m.Delegates {

@@ -40,7 +40,7 @@ type TensorSum struct {
 func Sums(path string, data ...string) ([]TensorSum, error) {
 	var opts []loader.Option
 	if len(data) > 0 {
-		if f, err := loader.SniffFile(path); err == nil && f == loader.PTE {
+		if f, err := loader.SniffFile(path); err == nil && f.LinksData() {
 			opts = append(opts, loader.WithData(data...))
 		}
 	}

@@ -1,0 +1,304 @@
+// Package fbverify holds the steps of FlatBuffer verification: the
+// verifiers internal/schema/fbgen generates from the project's .fbs files,
+// one straight-line function per table, are made of them. A verification
+// checks, with 64-bit arithmetic, everything the generated accessors will
+// read:
+//
+//   - every offset lands inside the buffer, and every object fits in it;
+//   - vtables are well formed (even size >= 4, inside the buffer), and every
+//     field lies inside the buffer;
+//   - vector lengths fit the remaining buffer (so a claimed 2^31 elements is
+//     an error before anything is allocated or looped over);
+//   - strings are NUL-terminated;
+//   - union tags are known (or the union is open) and carry a value;
+//   - required fields are present;
+//   - nesting depth is bounded, and so is the total number of objects
+//     visited (a DAG of shared tables cannot make verification exponential).
+//
+// What it does not check is meaning: indices, sizes and offsets into the
+// file's segments are the format packages' business.
+package fbverify
+
+import (
+	"encoding/binary"
+	"fmt"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/edgeload/edgeload/loader/format"
+)
+
+// Options tune a verification.
+type Options struct {
+	// Format names the format in errors ("pte", "ptd", "rten").
+	Format string
+	// Base is the file offset of buf[0]; errors report Base+position.
+	Base int64
+	// MaxDepth bounds table nesting; 0 means DefaultMaxDepth.
+	MaxDepth int
+	// MaxObjects bounds the number of tables, vectors and strings visited;
+	// 0 means len(buf)/2 + 1024, which no tree-shaped buffer reaches (every
+	// object takes at least 4 bytes of its own plus a 4-byte reference).
+	MaxObjects int
+}
+
+// DefaultMaxDepth is the nesting limit when Options.MaxDepth is 0.
+const DefaultMaxDepth = 128
+
+// MaxSize is the largest FlatBuffer: offsets are 32-bit, and the Go runtime
+// converts positions to int32 when it follows a vtable.
+const MaxSize = math.MaxInt32
+
+// finish completes the error that stopped a walk: the path of the bad
+// field was collected frame by frame as the error travelled up (nothing is
+// recorded on the way down, so a good buffer costs no bookkeeping).
+func (v *verifier) finish(err error, root string) error {
+	if err == nil || v.err == nil {
+		return err
+	}
+	v.path = append(v.path, frame{root, -1})
+	slices.Reverse(v.path)
+	v.err.Field = v.pathString()
+	return err
+}
+
+// A Walk is a verification: [Walk.Verify] verifies from the root with a
+// generated verifier; a lazy walk ([Walk.SetLazy]) leaves the elements of
+// the vectors the schema marks lazy to its caller, who verifies them later
+// with [Walk.ElemWith], so that the object limit applies to the whole
+// buffer as in one walk.
+type Walk struct {
+	v    *verifier
+	lazy bool
+}
+
+// NewWalk starts a verification of buf.
+func NewWalk(buf []byte, opt Options) *Walk {
+	return &Walk{v: newVerifier(buf, opt)}
+}
+
+// Left returns how many more objects the walk may visit within
+// Options.MaxObjects (negative once it has visited more).
+func (w *Walk) Left() int { return w.v.opt.MaxObjects - w.v.objects }
+
+// RootFieldSlots returns the number of field slots in the root table's
+// vtable (how many field ids its writer knew of, less trailing absent
+// ones). Format packages use it to tell schema generations apart. It
+// checks only what it reads.
+func RootFieldSlots(buf []byte, opt Options) (int, error) {
+	v := newVerifier(buf, opt)
+	if len(buf) < 8 || int64(len(buf)) > MaxSize {
+		return 0, v.fail(0, "FlatBuffer of %d bytes is not of a valid size", len(buf))
+	}
+	pos, err := v.deref(0)
+	if err != nil {
+		return 0, err
+	}
+	vt, vtsize, _, err := v.vtable(pos)
+	if err != nil {
+		return 0, err
+	}
+	_ = vt
+	return int((vtsize - 4) / 2), nil
+}
+
+type frame struct {
+	name string
+	idx  int // -1: not an element
+}
+
+type verifier struct {
+	buf     []byte
+	n       int64
+	opt     Options
+	depth   int
+	objects int
+	// path is filled only on failure, innermost frame first, as the error
+	// returns through the walk; err is the error it belongs to.
+	path []frame
+	err  *format.FormatError
+}
+
+func newVerifier(buf []byte, opt Options) *verifier {
+	if opt.MaxDepth <= 0 {
+		opt.MaxDepth = DefaultMaxDepth
+	}
+	if opt.MaxObjects <= 0 {
+		opt.MaxObjects = len(buf)/2 + 1024
+	}
+	return &verifier{buf: buf, n: int64(len(buf)), opt: opt}
+}
+
+// at records, on the way up, that the failing object was field name (idx
+// < 0) or element idx of its parent, and passes err on.
+func (v *verifier) at(err error, name string, idx int) error {
+	v.path = append(v.path, frame{name, idx})
+	return err
+}
+
+func (v *verifier) pathString() string {
+	var b strings.Builder
+	for i, f := range v.path {
+		if i > 0 && f.idx < 0 {
+			b.WriteByte('.')
+		}
+		if f.idx < 0 {
+			b.WriteString(f.name)
+		} else {
+			b.WriteByte('[')
+			b.WriteString(strconv.Itoa(f.idx))
+			b.WriteByte(']')
+		}
+	}
+	return b.String()
+}
+
+func (v *verifier) fail(pos int64, msg string, args ...any) error {
+	v.err = &format.FormatError{
+		Format: v.opt.Format,
+		Offset: v.opt.Base + pos,
+		Msg:    fmt.Sprintf(msg, args...),
+	}
+	v.path = v.path[:0]
+	return v.err
+}
+
+// The checks a valid buffer passes come first, in a few instructions
+// each; the messages of those that fail are built by functions of their
+// own (derefFail, tooMany, vtableFail, fieldOutside, vectorFail), which
+// make the same checks again in the same order, so that the common path
+// keeps few values live across calls (TestOutcomesUnchanged checks that
+// the outcomes are those of the plain checks).
+
+// in reports whether [pos, pos+size) lies inside the buffer. (As
+// unsigned numbers a negative pos or size is above any length; with pos
+// at most n, n-pos is not negative.)
+func (v *verifier) in(pos, size int64) bool {
+	return uint64(pos) <= uint64(v.n) && uint64(size) <= uint64(v.n-pos)
+}
+
+func (v *verifier) u32(pos int64) uint32 { return binary.LittleEndian.Uint32(v.buf[pos : pos+4]) }
+func (v *verifier) u16(pos int64) int64  { return int64(binary.LittleEndian.Uint16(v.buf[pos : pos+2])) }
+
+// deref follows the unsigned offset stored at pos.
+func (v *verifier) deref(pos int64) (int64, error) {
+	if v.in(pos, 4) {
+		off := int64(v.u32(pos))
+		if t := pos + off; off != 0 && t < v.n {
+			return t, nil
+		}
+	}
+	return 0, v.derefFail(pos)
+}
+
+// derefFail reports why the offset at pos cannot be followed.
+func (v *verifier) derefFail(pos int64) error {
+	if !v.in(pos, 4) {
+		return v.fail(pos, "offset field runs past the end of the FlatBuffer (%d bytes); want 4 bytes inside it", v.n)
+	}
+	off := int64(v.u32(pos))
+	if off == 0 {
+		return v.fail(pos, "offset 0 points at itself (want a positive offset)")
+	}
+	t := pos + off
+	return v.fail(pos, "offset %d points to %#x, past the end of the FlatBuffer (%d bytes); want a target below %#x", off, v.opt.Base+t, v.n, v.opt.Base+v.n)
+}
+
+// enter counts one more object against Options.MaxObjects.
+func (v *verifier) enter(pos int64) error {
+	v.objects++
+	if v.objects > v.opt.MaxObjects {
+		return v.tooMany(pos)
+	}
+	return nil
+}
+
+//go:noinline (keeps enter small enough to inline)
+func (v *verifier) tooMany(pos int64) error {
+	return v.fail(pos, "more than %d objects: shared or looping references (want at most %d, one per 2 bytes of FlatBuffer)", v.opt.MaxObjects, v.opt.MaxObjects)
+}
+
+// vtable checks the table header at pos and its vtable.
+func (v *verifier) vtable(pos int64) (vt, vtsize, tsize int64, err error) {
+	if v.in(pos, 4) {
+		vt = pos - int64(int32(v.u32(pos)))
+		if v.in(vt, 4) {
+			vtsize, tsize = v.u16(vt), v.u16(vt+2)
+			if vtsize >= 4 && vtsize%2 == 0 && v.in(vt, vtsize) && tsize >= 4 && v.in(pos, tsize) {
+				return vt, vtsize, tsize, nil
+			}
+		}
+	}
+	return 0, 0, 0, v.vtableFail(pos)
+}
+
+// vtableFail reports what is wrong with the table header at pos or its
+// vtable.
+func (v *verifier) vtableFail(pos int64) error {
+	if !v.in(pos, 4) {
+		return v.fail(pos, "table runs past the end of the FlatBuffer (want 4 bytes before %#x)", v.opt.Base+v.n)
+	}
+	vt := pos - int64(int32(v.u32(pos)))
+	if !v.in(vt, 4) {
+		return v.fail(pos, "vtable offset points to %#x, outside the FlatBuffer (want [%#x, %#x))", v.opt.Base+vt, v.opt.Base, v.opt.Base+v.n)
+	}
+	vtsize, tsize := v.u16(vt), v.u16(vt+2)
+	if vtsize < 4 || vtsize%2 != 0 || !v.in(vt, vtsize) {
+		return v.fail(vt, "bad vtable size %d (want an even size >= 4 inside the FlatBuffer)", vtsize)
+	}
+	// (tsize < 4 or the table runs past the end: what vtable found.)
+	return v.fail(pos, "table size %d runs past the end of the FlatBuffer (want at least 4 and at most %d)", tsize, v.n-pos)
+}
+
+// slot returns the table offset of field id from the vtable at vt of
+// vtsize bytes; 0 when absent.
+func (v *verifier) slot(vt, vtsize int64, id int) int64 {
+	e := 4 + 2*int64(id)
+	if e+2 > vtsize {
+		return 0
+	}
+	return v.u16(vt + e)
+}
+
+func (v *verifier) fieldOutside(pos, fo, size, tsize int64) error {
+	return v.fail(pos+fo, "field at table offset %d (%d bytes) lies outside the FlatBuffer (table of %d bytes); want it to end by %#x", fo, size, tsize, v.opt.Base+v.n)
+}
+
+// vector checks a vector header at pos with elements of size elem (0 <=
+// elem < 2^31: a schema's scalar size, or 4) and returns the position of
+// its first element and its length.
+func (v *verifier) vector(pos, elem int64) (start, n int64, err error) {
+	if err := v.enter(pos); err != nil {
+		return 0, 0, err
+	}
+	if v.in(pos, 4) {
+		// n < 2^32 and elem < 2^31: the product does not overflow.
+		if n, start = int64(v.u32(pos)), pos+4; uint64(n)*uint64(elem) <= uint64(v.n-start) {
+			return start, n, nil
+		}
+	}
+	return 0, 0, v.vectorFail(pos, elem)
+}
+
+// vectorFail reports why the vector at pos does not lie in the buffer.
+func (v *verifier) vectorFail(pos, elem int64) error {
+	if !v.in(pos, 4) {
+		return v.fail(pos, "vector length runs past the end of the FlatBuffer (want 4 bytes before %#x)", v.opt.Base+v.n)
+	}
+	n := int64(v.u32(pos))
+	start := pos + 4
+	return v.fail(pos, "vector of %d elements of %d bytes runs past the end of the FlatBuffer (%d bytes left: want at most %d elements)", n, elem, v.n-start, (v.n-start)/elem)
+}
+
+func (v *verifier) str(pos int64) error {
+	start, n, err := v.vector(pos, 1)
+	if err != nil {
+		return err
+	}
+	if end := start + n; end < v.n && v.buf[end] == 0 {
+		return nil
+	}
+	return v.fail(pos, "string of %d bytes has no NUL terminator (want a 0 byte at %#x)", n, v.opt.Base+start+n)
+}

@@ -1,0 +1,235 @@
+package fbverify
+
+// The steps the verifiers generated from the project's .fbs files
+// (internal/schema/fbgen) are made of: each checks one table, field,
+// vector, string or union, and reports what is wrong with the field path
+// collected as the error travels up (Walk.At).
+
+// T is a table being verified: its position and vtable.
+type T struct {
+	pos, vt, vtsize, tsize int64
+}
+
+// Lazy reports whether the walk leaves the elements of the vectors the
+// schema marks (lazy) to its caller ([Walk.Elem]).
+func (w *Walk) Lazy() bool { return w.lazy }
+
+// SetLazy makes the walk leave the elements of (lazy) vectors to its
+// caller (true), or verify them as any other (false, the default).
+func (w *Walk) SetLazy(lazy bool) { w.lazy = lazy }
+
+// Start counts the table at pos, checks the nesting depth and its vtable,
+// and enters it: [Walk.Leave] leaves it.
+func (w *Walk) Start(pos int64) (T, error) {
+	v := w.v
+	if err := v.enter(pos); err != nil {
+		return T{}, err
+	}
+	if v.depth >= v.opt.MaxDepth {
+		return T{}, v.fail(pos, "tables nested more than %d deep (want at most %d levels)", v.opt.MaxDepth, v.opt.MaxDepth)
+	}
+	vt, vtsize, tsize, err := v.vtable(pos)
+	if err != nil {
+		return T{}, err
+	}
+	v.depth++
+	return T{pos, vt, vtsize, tsize}, nil
+}
+
+// Leave leaves the table Start entered.
+func (w *Walk) Leave() { w.v.depth-- }
+
+// Bare verifies the table at pos as a table with no fields (a union
+// member the schema does not know).
+func (w *Walk) Bare(pos int64) error {
+	_, err := w.Start(pos)
+	w.Leave()
+	return err
+}
+
+// Scalar checks that field id of t, size bytes, lies in the buffer when
+// present.
+func (w *Walk) Scalar(t *T, id int, size int64) error {
+	v := w.v
+	fo := v.slot(t.vt, t.vtsize, id)
+	if fo != 0 && !v.in(t.pos+fo, size) {
+		return v.fieldOutside(t.pos, fo, size, t.tsize)
+	}
+	return nil
+}
+
+// Ref follows the offset field id of t and returns its target; 0 when the
+// field is absent (an error when required).
+func (w *Walk) Ref(t *T, id int, required bool) (int64, error) {
+	v := w.v
+	fo := v.slot(t.vt, t.vtsize, id)
+	if fo == 0 {
+		if required {
+			return 0, v.fail(t.pos, "required field is missing (the schema says it must be present)")
+		}
+		return 0, nil
+	}
+	if !v.in(t.pos+fo, 4) {
+		return 0, v.fieldOutside(t.pos, fo, 4, t.tsize)
+	}
+	p := t.pos + fo
+	off := int64(v.u32(p))
+	if q := p + off; off != 0 && q < v.n {
+		return q, nil
+	}
+	return 0, v.derefFail(p)
+}
+
+// Vector checks the vector at pos of elem-byte elements and returns the
+// position of its first element and its length.
+func (w *Walk) Vector(pos, elem int64) (start, n int64, err error) { return w.v.vector(pos, elem) }
+
+// String checks the string at pos.
+func (w *Walk) String(pos int64) error { return w.v.str(pos) }
+
+// Deref follows the offset at q, which lies in a verified vector, in
+// 64-bit arithmetic.
+func (w *Walk) Deref(q int64) (int64, error) { return w.v.deref(q) }
+
+// Union reads the union whose tag is field id of t and value field id+1:
+// its tag (0, NONE, when absent) and the value's target (0 for NONE).
+func (w *Walk) Union(t *T, id int) (tag int, pos int64, err error) {
+	v := w.v
+	to, vo := v.slot(t.vt, t.vtsize, id), v.slot(t.vt, t.vtsize, id+1)
+	if to != 0 {
+		if !v.in(t.pos+to, 1) {
+			return 0, 0, v.fail(t.pos+to, "union tag lies outside the FlatBuffer (want it before %#x)", v.opt.Base+v.n)
+		}
+		tag = int(v.buf[t.pos+to])
+	}
+	if tag == 0 {
+		return 0, 0, nil
+	}
+	if vo == 0 {
+		return 0, 0, v.fail(t.pos, "union tag %d has no value (want a value offset with any tag but NONE)", tag)
+	}
+	if !v.in(t.pos+vo, 4) {
+		return 0, 0, v.fail(t.pos+vo, "union value lies outside the FlatBuffer (want it before %#x)", v.opt.Base+v.n)
+	}
+	pos, err = v.deref(t.pos + vo)
+	return tag, pos, err
+}
+
+// UnknownTag is the error of a union tag past the n-1 known members of
+// union field id of t.
+func (w *Walk) UnknownTag(t *T, id, tag, n int) error {
+	v := w.v
+	return v.fail(t.pos+v.slot(t.vt, t.vtsize, id), "unknown union tag %d (known: 1..%d)", tag, n-1)
+}
+
+// At records, as the error travels up, that it was met in field name
+// (idx < 0) or in element idx of the vector the field holds.
+func (w *Walk) At(err error, name string, idx int) error { return w.v.at(err, name, idx) }
+
+// Verify verifies the buffer from its root table with verify, the
+// generated verifier of the root type named name.
+func (w *Walk) Verify(name string, verify func(*Walk, int64) error) error {
+	v := w.v
+	if int64(len(v.buf)) > MaxSize {
+		return v.fail(0, "FlatBuffer of %d bytes exceeds the 2 GiB FlatBuffer limit", len(v.buf))
+	}
+	if len(v.buf) < 8 {
+		return v.fail(0, "FlatBuffer of %d bytes is shorter than its 8-byte prefix (want at least 8 bytes)", len(v.buf))
+	}
+	pos, err := v.deref(0)
+	if err == nil {
+		err = verify(w, pos)
+	}
+	return v.finish(err, name)
+}
+
+// Elem verifies, with verify (the generated verifier of the table type
+// named name), the table that element i of a lazy vector refers to (its
+// first element at start), as a walk that is not lazy does: the offset is
+// followed in 64-bit arithmetic. depth is the table's nesting depth (the
+// root table's is 1). It returns the table's position.
+func (w *Walk) Elem(start int64, i int, name string, verify func(*Walk, int64) error, depth int) (int64, error) {
+	v := w.v
+	v.depth = depth - 1
+	pos, err := v.deref(start + 4*int64(i))
+	if err == nil {
+		err = verify(w, pos)
+	}
+	v.depth = 0
+	return pos, v.finish(err, name)
+}
+
+// Missing is the error of a required field that t lacks.
+func (w *Walk) Missing(t *T) error {
+	return w.v.fail(t.pos, "required field is missing (the schema says it must be present)")
+}
+
+// StringField verifies the string field id of t.
+func (w *Walk) StringField(t *T, id int, required bool) error {
+	q, err := w.Ref(t, id, required)
+	if err != nil || q == 0 {
+		return err
+	}
+	return w.v.str(q)
+}
+
+// VectorField verifies the vector field id of t, of elem-byte elements,
+// and returns the position of its first element and its length (0, 0 when
+// absent).
+func (w *Walk) VectorField(t *T, id int, required bool, elem int64) (start, n int64, err error) {
+	q, err := w.Ref(t, id, required)
+	if err != nil || q == 0 {
+		return 0, 0, err
+	}
+	return w.v.vector(q, elem)
+}
+
+// TableField verifies the table field id of t with verify.
+func (w *Walk) TableField(t *T, id int, required bool, verify func(*Walk, int64) error) error {
+	q, err := w.Ref(t, id, required)
+	if err != nil || q == 0 {
+		return err
+	}
+	return verify(w, q)
+}
+
+// Elements verifies the n elements of a vector of offsets whose first
+// element is at start: each a table verify verifies, or a string when
+// verify is nil.
+func (w *Walk) Elements(start, n int64, verify func(*Walk, int64) error) error {
+	for i := int64(0); i < n; i++ {
+		e, err := w.v.deref(start + 4*i)
+		if err == nil {
+			if verify == nil {
+				err = w.v.str(e)
+			} else {
+				err = verify(w, e)
+			}
+		}
+		if err != nil {
+			return w.v.at(err, "", int(i))
+		}
+	}
+	return nil
+}
+
+// UnionField verifies the union field id of t (tag at id, value at id+1),
+// whose members are tags 1..n: members verifies the value of one of them;
+// open verifies an unknown tag's value as a table without fields instead
+// of refusing it.
+func (w *Walk) UnionField(t *T, id int, required, open bool, n int, members func(w *Walk, tag int, pos int64) error) error {
+	tag, q, err := w.Union(t, id)
+	switch {
+	case err != nil:
+		return err
+	case tag == 0 && required:
+		return w.Missing(t)
+	case tag == 0:
+		return nil
+	case tag <= n:
+		return members(w, tag, q)
+	case open:
+		return w.Bare(q)
+	}
+	return w.UnknownTag(t, id, tag, n+1)
+}

@@ -1,0 +1,406 @@
+// Command fbgen writes, for a FlatBuffers schema, a Go verifier per table:
+// straight-line code built of package fbverify's steps (vtable, each
+// field's bounds, vectors, strings, nested tables, unions), with 64-bit
+// offset arithmetic. It reads the subset of the schema language the
+// project's .fbs files use: namespace, attribute, enum, union, table,
+// root_type, file_identifier; no structs.
+//
+// Usage: go run ./fbgen [FILE.fbs...] (from internal/schema; no files:
+// every *.fbs there): for each schema it writes verify_gen.go into the
+// directory named by the schema's namespace.
+//
+// Two field attributes tune the verifier: (lazy) on a vector of tables
+// leaves its elements to the walk's caller when the walk is lazy
+// (fbverify.Walk.SetLazy); (open) on a union field verifies a tag past
+// the known members as a table without fields instead of refusing it;
+// (unread) marks a field no loader reads, which the verifier skips;
+// (opaque) on a union field checks only that an unknown tag's value offset
+// lands in the buffer (its members may be structs the schema leaves out).
+//
+// Union members may carry explicit tags (Member = 16): the schema then
+// lists only the members a loader reads, and every field of that union
+// type must be (open) or (opaque), so that the tags it leaves out are
+// accepted.
+package main
+
+import (
+	"bytes"
+	"fmt"
+	"go/format"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"unicode"
+)
+
+func main() {
+	files := os.Args[1:]
+	if len(files) == 0 {
+		files, _ = filepath.Glob("*.fbs")
+	}
+	for _, f := range files {
+		if err := run(f); err != nil {
+			fmt.Fprintln(os.Stderr, "fbgen:", err)
+			os.Exit(1)
+		}
+	}
+}
+
+type field struct {
+	name     string
+	typ      string // scalar name, "string", an enum, union or table name
+	vector   bool
+	required bool
+	lazy     bool
+	open     bool
+	opaque   bool
+	depr     bool
+}
+
+type table struct {
+	name   string
+	fields []field
+}
+
+// member is a union member and its tag.
+type member struct {
+	name string
+	tag  int
+}
+
+// explicit reports whether the union's tags are not 1..n in order.
+func explicit(ms []member) bool {
+	for k, m := range ms {
+		if m.tag != k+1 {
+			return true
+		}
+	}
+	return false
+}
+
+type schema struct {
+	ns     string
+	enums  map[string]string // name: underlying scalar
+	unions map[string][]member
+	// unionOrder lists the unions in declaration order.
+	unionOrder []string
+	tables     []*table
+	// opaque and open hold the unions some (opaque) or (open) field has.
+	opaque, open map[string]bool
+	byName       map[string]*table
+}
+
+var scalarSize = map[string]int{
+	"bool": 1, "byte": 1, "ubyte": 1, "int8": 1, "uint8": 1,
+	"short": 2, "ushort": 2, "int16": 2, "uint16": 2,
+	"int": 4, "uint": 4, "int32": 4, "uint32": 4, "float": 4, "float32": 4,
+	"long": 8, "ulong": 8, "int64": 8, "uint64": 8, "double": 8, "float64": 8,
+}
+
+func tokenize(src string) []string {
+	var toks []string
+	for _, line := range strings.Split(src, "\n") {
+		if i := strings.Index(line, "//"); i >= 0 {
+			line = line[:i]
+		}
+		for i := 0; i < len(line); {
+			c := rune(line[i])
+			switch {
+			case unicode.IsSpace(c):
+				i++
+			case c == '"':
+				j := strings.IndexByte(line[i+1:], '"')
+				toks = append(toks, line[i:i+j+2])
+				i += j + 2
+			case unicode.IsLetter(c) || unicode.IsDigit(c) || c == '_' || c == '-' || c == '.':
+				j := i
+				for j < len(line) && (unicode.IsLetter(rune(line[j])) || unicode.IsDigit(rune(line[j])) || strings.ContainsRune("_-.", rune(line[j]))) {
+					j++
+				}
+				toks = append(toks, line[i:j])
+				i = j
+			default:
+				toks = append(toks, string(c))
+				i++
+			}
+		}
+	}
+	return toks
+}
+
+func parse(src string) (*schema, error) {
+	s := &schema{enums: map[string]string{}, unions: map[string][]member{}, byName: map[string]*table{}}
+	t := tokenize(src)
+	i := 0
+	next := func() string {
+		if i >= len(t) {
+			return ""
+		}
+		i++
+		return t[i-1]
+	}
+	skipTo := func(tok string) {
+		for i < len(t) && t[i] != tok {
+			i++
+		}
+		i++
+	}
+	for i < len(t) {
+		switch kw := next(); kw {
+		case "namespace":
+			s.ns = next()
+			skipTo(";")
+		case "attribute", "root_type", "file_identifier", "file_extension", "include":
+			skipTo(";")
+		case "enum":
+			name := next()
+			if next() != ":" {
+				return nil, fmt.Errorf("enum %s: want an underlying type", name)
+			}
+			s.enums[name] = next()
+			skipTo("}")
+		case "union":
+			name := next()
+			next() // {
+			var members []member
+			for i < len(t) && t[i] != "}" {
+				m := next()
+				if m == "," {
+					continue
+				}
+				tag := len(members) + 1
+				if len(members) > 0 {
+					tag = members[len(members)-1].tag + 1
+				}
+				if i < len(t) && t[i] == ":" {
+					return nil, fmt.Errorf("union %s: aliases are not supported", name)
+				}
+				if i < len(t) && t[i] == "=" {
+					next()
+					v, err := strconv.Atoi(next())
+					if err != nil || v < tag || v > 255 {
+						return nil, fmt.Errorf("union %s: member %s: want a tag in [%d, 255]", name, m, tag)
+					}
+					tag = v
+				}
+				members = append(members, member{m, tag})
+			}
+			next()
+			s.unions[name] = members
+			s.unionOrder = append(s.unionOrder, name)
+		case "table":
+			tb := &table{name: next()}
+			next() // {
+			for i < len(t) && t[i] != "}" {
+				f := field{name: next()}
+				if next() != ":" {
+					return nil, fmt.Errorf("table %s: field %s: want ':'", tb.name, f.name)
+				}
+				if t[i] == "[" {
+					next()
+					f.vector, f.typ = true, next()
+					next() // ]
+				} else {
+					f.typ = next()
+				}
+				for i < len(t) && t[i] != ";" {
+					switch tok := next(); tok {
+					case "=":
+						next()
+					case "(":
+						for i < len(t) && t[i] != ")" {
+							switch a := next(); a {
+							case "required":
+								f.required = true
+							case "lazy":
+								f.lazy = true
+							case "open":
+								f.open = true
+							case "opaque":
+								f.opaque = true
+							case "deprecated", "unread":
+								f.depr = true
+							case "id":
+								return nil, fmt.Errorf("table %s: field %s: id attributes are not supported", tb.name, f.name)
+							}
+						}
+						next()
+					}
+				}
+				next() // ;
+				tb.fields = append(tb.fields, f)
+			}
+			next()
+			s.tables = append(s.tables, tb)
+			s.byName[tb.name] = tb
+		case "struct":
+			return nil, fmt.Errorf("structs are not supported")
+		default:
+			return nil, fmt.Errorf("unexpected %q", kw)
+		}
+	}
+	return s, nil
+}
+
+// size returns the inline size of a scalar or enum type, 0 otherwise.
+func (s *schema) size(typ string) int {
+	if e, ok := s.enums[typ]; ok {
+		typ = e
+	}
+	return scalarSize[typ]
+}
+
+func run(path string) error {
+	src, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	s, err := parse(string(src))
+	if err != nil {
+		return fmt.Errorf("%s: %v", path, err)
+	}
+	if s.ns == "" {
+		return fmt.Errorf("%s: no namespace", path)
+	}
+	var b bytes.Buffer
+	fmt.Fprintf(&b, "// Code generated by fbgen from %s. DO NOT EDIT.\n\n", filepath.Base(path))
+	fmt.Fprintf(&b, "package %s\n\nimport \"github.com/edgeload/edgeload/internal/fbverify\"\n\n", s.ns)
+	for _, tb := range s.tables {
+		if err := s.gen(&b, tb); err != nil {
+			return fmt.Errorf("%s: table %s: %v", path, tb.name, err)
+		}
+	}
+	s.opaque, s.open = map[string]bool{}, map[string]bool{}
+	for _, tb := range s.tables {
+		for _, f := range tb.fields {
+			if !f.depr {
+				s.opaque[f.typ] = s.opaque[f.typ] || f.opaque
+				s.open[f.typ] = s.open[f.typ] || f.open
+			}
+		}
+	}
+	for _, u := range s.unionOrder {
+		s.genUnion(&b, u)
+	}
+	out, err := format.Source(b.Bytes())
+	if err != nil {
+		return fmt.Errorf("%s: formatting the output: %v", path, err)
+	}
+	dir := filepath.Join(filepath.Dir(path), s.ns)
+	return os.WriteFile(filepath.Join(dir, "verify_gen.go"), out, 0o644)
+}
+
+func (s *schema) gen(b *bytes.Buffer, tb *table) error {
+	p := func(format string, args ...any) { fmt.Fprintf(b, format, args...) }
+	p("// Verify%s verifies the %s table at pos and everything it refers to.\n", tb.name, tb.name)
+	p("func Verify%s(w *fbverify.Walk, pos int64) error {\n", tb.name)
+	if !slices.ContainsFunc(tb.fields, func(f field) bool { return !f.depr }) {
+		p("return w.Bare(pos)\n}\n\n")
+		return nil
+	}
+	// t stays on the stack: it is passed to no indirect call.
+	p("t, err := w.Start(pos)\nif err != nil {\nreturn err\n}\ndefer w.Leave()\n")
+	id := 0
+	for _, f := range tb.fields {
+		fid := id
+		id++
+		if _, ok := s.unions[f.typ]; ok && !f.vector {
+			id++
+		}
+		if f.depr {
+			continue
+		}
+		var call string
+		switch {
+		case f.vector && (f.typ == "string" || s.byName[f.typ] != nil):
+			verify := "nil"
+			if f.typ != "string" {
+				verify = "Verify" + f.typ
+			}
+			p("if start, n, err := w.VectorField(&t, %d, %v, 4); err != nil {\nreturn w.At(err, %q, -1)\n}", fid, f.required, f.name)
+			if f.lazy {
+				p(" else if !w.Lazy() {\n")
+			} else {
+				p(" else {\n")
+			}
+			p("if err := w.Elements(start, n, %s); err != nil {\nreturn w.At(err, %q, -1)\n}\n}\n", verify, f.name)
+			continue
+		case f.vector:
+			sz := s.size(f.typ)
+			if sz == 0 {
+				return fmt.Errorf("field %s: vector of %s", f.name, f.typ)
+			}
+			call = fmt.Sprintf("_, _, err := w.VectorField(&t, %d, %v, %d)", fid, f.required, sz)
+		case f.typ == "string":
+			call = fmt.Sprintf("err := w.StringField(&t, %d, %v)", fid, f.required)
+		case s.byName[f.typ] != nil:
+			call = fmt.Sprintf("err := w.TableField(&t, %d, %v, Verify%s)", fid, f.required, f.typ)
+		case s.unions[f.typ] != nil:
+			ms := s.unions[f.typ]
+			for _, m := range ms {
+				if s.byName[m.name] == nil {
+					return fmt.Errorf("union %s: member %s is not a table", f.typ, m.name)
+				}
+			}
+			switch {
+			case f.open && f.opaque:
+				return fmt.Errorf("field %s: (open) and (opaque) exclude each other", f.name)
+			case f.opaque:
+				// Every tag reaches the members' verifier, whose default
+				// leaves a tag it does not know alone.
+				call = fmt.Sprintf("err := w.UnionField(&t, %d, %v, false, 255, verify%sOpaque)", fid, f.required, f.typ)
+			case explicit(ms) && !f.open:
+				return fmt.Errorf("field %s: union %s has explicit tags: want the field (open) or (opaque)", f.name, f.typ)
+			case explicit(ms):
+				call = fmt.Sprintf("err := w.UnionField(&t, %d, %v, false, 255, verify%sOpen)", fid, f.required, f.typ)
+			default:
+				call = fmt.Sprintf("err := w.UnionField(&t, %d, %v, %v, %d, verify%sMembers)", fid, f.required, f.open, len(ms), f.typ)
+			}
+		default:
+			sz := s.size(f.typ)
+			if sz == 0 {
+				return fmt.Errorf("field %s: unknown type %s", f.name, f.typ)
+			}
+			call = fmt.Sprintf("err := w.Scalar(&t, %d, %d)", fid, sz)
+		}
+		p("if %s; err != nil {\nreturn w.At(err, %q, -1)\n}\n", call, f.name)
+	}
+	p("return nil\n}\n\n")
+	return nil
+}
+
+// genUnion writes the verifiers of the members of union u: the value at
+// pos of tag (1 to the number of members). A union with explicit tags
+// gets verify<u>Open, which verifies a tag it does not list as a table
+// without fields; any union gets verify<u>Opaque, which leaves such a tag
+// alone.
+func (s *schema) genUnion(b *bytes.Buffer, u string) {
+	ms := s.unions[u]
+	p := func(format string, args ...any) { fmt.Fprintf(b, format, args...) }
+	cases := func() {
+		for _, m := range ms {
+			p("case %d:\nreturn Verify%s(w, pos)\n", m.tag, m.name)
+		}
+	}
+	if !explicit(ms) {
+		p("func verify%sMembers(w *fbverify.Walk, tag int, pos int64) error {\nswitch tag {\n", u)
+		for k, m := range ms {
+			if k == len(ms)-1 {
+				p("}\nreturn Verify%s(w, pos)\n}\n\n", m.name)
+				break
+			}
+			p("case %d:\nreturn Verify%s(w, pos)\n", m.tag, m.name)
+		}
+	} else if s.open[u] {
+		p("func verify%sOpen(w *fbverify.Walk, tag int, pos int64) error {\nswitch tag {\n", u)
+		cases()
+		p("}\nreturn w.Bare(pos)\n}\n\n")
+	}
+	if s.opaque[u] {
+		p("func verify%sOpaque(w *fbverify.Walk, tag int, pos int64) error {\nswitch tag {\n", u)
+		cases()
+		p("}\nreturn nil\n}\n\n")
+	}
+}

@@ -38,6 +38,19 @@ func FuzzOpen(f *testing.F) {
 		if err := exercise(m); err != nil {
 			t.Fatal(err)
 		}
+		// A model that opens relays out to a copy that opens, or Relayout
+		// says why not.
+		l, err := m.Relayout(64)
+		if err != nil {
+			var fe *format.FormatError
+			if !errors.As(err, &fe) {
+				t.Fatalf("Relayout: %v is not a FormatError", err)
+			}
+			return
+		}
+		if _, err := open(write(t, l)); err != nil {
+			t.Fatalf("the relaid copy does not open: %v", err)
+		}
 	})
 }
 

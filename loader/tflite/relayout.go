@@ -190,10 +190,17 @@ func (m *Model) Relayout(align int64) (*format.Layout, error) {
 	end := int64(len(head))
 	type key struct{ off, n int64 }
 	placed := map[key]int64{}
+	var copied int64
 	for _, p := range patches {
 		k := key{p.data.Offset(), p.data.Len()}
 		at, ok := placed[k]
 		if !ok {
+			// Distinct ranges that overlap are copied apart: bound the
+			// copies by the file, so that many overlapping buffers cannot
+			// make the copy out of proportion to it.
+			if copied += k.n; copied > 2*size {
+				return nil, format.Errorf(formatName, "Model.buffers", -1, "buffers overlap so much that their copies would take more than %d bytes (twice the file)", 2*size)
+			}
 			at = alignUp(end, align)
 			if at < end || at > math.MaxInt64-k.n {
 				return nil, format.Errorf(formatName, "", -1, "the relaid file would exceed 2^63 bytes")

@@ -37,11 +37,13 @@ import (
 	"github.com/edgeload/edgeload/loader/format"
 	"github.com/edgeload/edgeload/loader/gguf"
 	"github.com/edgeload/edgeload/loader/internal/region"
+	"github.com/edgeload/edgeload/loader/litertlm"
 	"github.com/edgeload/edgeload/loader/ptd"
 	"github.com/edgeload/edgeload/loader/pte"
 	"github.com/edgeload/edgeload/loader/ptn"
 	"github.com/edgeload/edgeload/loader/rten"
 	"github.com/edgeload/edgeload/loader/safetensors"
+	"github.com/edgeload/edgeload/loader/tflite"
 	"github.com/edgeload/edgeload/mmapfile"
 	"github.com/edgeload/edgeload/segment"
 )
@@ -75,7 +77,9 @@ const (
 	// SafeTensors is a safetensors file, or a sharded checkpoint's
 	// model.safetensors.index.json.
 	SafeTensors Format = "safetensors"
-	PTN         Format = "ptn" // ExecuTorch package (.ptn): graph and safetensors in a stored zip
+	PTN         Format = "ptn"      // ExecuTorch package (.ptn): graph and safetensors in a stored zip
+	TFLite      Format = "tflite"   // TFLite / LiteRT model
+	LiteRTLM    Format = "litertlm" // LiteRT-LM container of TFLite models and their tokenizer
 	// BundledProgram is an ExecuTorch bundled program (.bpte): Open opens
 	// the program it embeds (a *bundle.Program).
 	BundledProgram Format = "bpte"
@@ -112,7 +116,7 @@ var registry struct {
 }
 
 func init() {
-	for _, r := range []format.Registration{pte.Format, bundle.Format, ptd.Format, rten.Format, gguf.Format, safetensors.Format, ptn.Format, rten.V1Format} {
+	for _, r := range []format.Registration{pte.Format, bundle.Format, ptd.Format, rten.Format, gguf.Format, safetensors.Format, ptn.Format, tflite.Format, litertlm.Format, rten.V1Format} {
 		Register(r)
 	}
 }

@@ -3,12 +3,14 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
 	"math/bits"
+	"slices"
 	"strings"
 
 	"github.com/edgeload/edgeload/loader"
@@ -100,7 +102,8 @@ func inspect(m *loader.Model, sums, asJSON bool) (*inspection, error) {
 }
 
 // segmentReps describes m's segments, with what each holds where the
-// format says (format.SegmentKinder).
+// format says (format.SegmentKinder) and the index it gives each
+// (format.SegmentIndexer: a TFLite buffer's).
 func segmentReps(m *loader.Model) []segmentRep {
 	var kinds []string
 	if k, ok := m.Impl().(format.SegmentKinder); ok {
@@ -108,11 +111,19 @@ func segmentReps(m *loader.Model) []segmentRep {
 	}
 	segs := m.Segments()
 	out := make([]segmentRep, len(segs))
+	ix, _ := m.Impl().(format.SegmentIndexer)
 	for i, s := range segs {
 		out[i] = segmentRep{Index: i, Offset: s.Offset(), Size: s.Len(), Align: alignOf(s.Offset())}
+		if ix != nil {
+			out[i].Index = ix.SegmentIndex(i)
+		}
 		if i < len(kinds) {
 			out[i].Kind = kinds[i]
 		}
+	}
+	if ix != nil {
+		// by the format's own index (a TFLite buffer's), as readers list them
+		slices.SortStableFunc(out, func(a, b segmentRep) int { return cmp.Compare(a.Index, b.Index) })
 	}
 	return out
 }

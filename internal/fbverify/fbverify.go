@@ -38,6 +38,11 @@ type Options struct {
 	Base int64
 	// MaxDepth bounds table nesting; 0 means DefaultMaxDepth.
 	MaxDepth int
+	// AtEOF says the buffer ends where the file ends (a format whose
+	// FlatBuffer has no recorded length runs to the end of the file): an
+	// object past its end then means a file cut short, and the error wraps
+	// ErrTruncated.
+	AtEOF bool
 	// MaxObjects bounds the number of tables, vectors and strings visited;
 	// 0 means len(buf)/2 + 1024, which no tree-shaped buffer reaches (every
 	// object takes at least 4 bytes of its own plus a 4-byte reference).
@@ -165,6 +170,16 @@ func (v *verifier) fail(pos int64, msg string, args ...any) error {
 	return v.err
 }
 
+// failPast is fail for an object that runs past the end of the buffer: a
+// truncated file when the buffer ends at the end of the file (AtEOF).
+func (v *verifier) failPast(pos int64, msg string, args ...any) error {
+	err := v.fail(pos, msg, args...)
+	if v.opt.AtEOF {
+		v.err.Err = format.ErrTruncated
+	}
+	return err
+}
+
 // The checks a valid buffer passes come first, in a few instructions
 // each; the messages of those that fail are built by functions of their
 // own (derefFail, tooMany, vtableFail, fieldOutside, vectorFail), which
@@ -196,14 +211,14 @@ func (v *verifier) deref(pos int64) (int64, error) {
 // derefFail reports why the offset at pos cannot be followed.
 func (v *verifier) derefFail(pos int64) error {
 	if !v.in(pos, 4) {
-		return v.fail(pos, "offset field runs past the end of the FlatBuffer (%d bytes); want 4 bytes inside it", v.n)
+		return v.failPast(pos, "offset field runs past the end of the FlatBuffer (%d bytes); want 4 bytes inside it", v.n)
 	}
 	off := int64(v.u32(pos))
 	if off == 0 {
 		return v.fail(pos, "offset 0 points at itself (want a positive offset)")
 	}
 	t := pos + off
-	return v.fail(pos, "offset %d points to %#x, past the end of the FlatBuffer (%d bytes); want a target below %#x", off, v.opt.Base+t, v.n, v.opt.Base+v.n)
+	return v.failPast(pos, "offset %d points to %#x, past the end of the FlatBuffer (%d bytes); want a target below %#x", off, v.opt.Base+t, v.n, v.opt.Base+v.n)
 }
 
 // enter counts one more object against Options.MaxObjects.
@@ -238,7 +253,7 @@ func (v *verifier) vtable(pos int64) (vt, vtsize, tsize int64, err error) {
 // vtable.
 func (v *verifier) vtableFail(pos int64) error {
 	if !v.in(pos, 4) {
-		return v.fail(pos, "table runs past the end of the FlatBuffer (want 4 bytes before %#x)", v.opt.Base+v.n)
+		return v.failPast(pos, "table runs past the end of the FlatBuffer (want 4 bytes before %#x)", v.opt.Base+v.n)
 	}
 	vt := pos - int64(int32(v.u32(pos)))
 	if !v.in(vt, 4) {
@@ -249,7 +264,7 @@ func (v *verifier) vtableFail(pos int64) error {
 		return v.fail(vt, "bad vtable size %d (want an even size >= 4 inside the FlatBuffer)", vtsize)
 	}
 	// (tsize < 4 or the table runs past the end: what vtable found.)
-	return v.fail(pos, "table size %d runs past the end of the FlatBuffer (want at least 4 and at most %d)", tsize, v.n-pos)
+	return v.failPast(pos, "table size %d runs past the end of the FlatBuffer (want at least 4 and at most %d)", tsize, v.n-pos)
 }
 
 // slot returns the table offset of field id from the vtable at vt of
@@ -285,11 +300,11 @@ func (v *verifier) vector(pos, elem int64) (start, n int64, err error) {
 // vectorFail reports why the vector at pos does not lie in the buffer.
 func (v *verifier) vectorFail(pos, elem int64) error {
 	if !v.in(pos, 4) {
-		return v.fail(pos, "vector length runs past the end of the FlatBuffer (want 4 bytes before %#x)", v.opt.Base+v.n)
+		return v.failPast(pos, "vector length runs past the end of the FlatBuffer (want 4 bytes before %#x)", v.opt.Base+v.n)
 	}
 	n := int64(v.u32(pos))
 	start := pos + 4
-	return v.fail(pos, "vector of %d elements of %d bytes runs past the end of the FlatBuffer (%d bytes left: want at most %d elements)", n, elem, v.n-start, (v.n-start)/elem)
+	return v.failPast(pos, "vector of %d elements of %d bytes runs past the end of the FlatBuffer (%d bytes left: want at most %d elements)", n, elem, v.n-start, (v.n-start)/elem)
 }
 
 func (v *verifier) str(pos int64) error {

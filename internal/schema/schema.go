@@ -1,9 +1,9 @@
 // Package schema holds edgeload's own FlatBuffers schemas for the three
 // formats, written from the wire facts in shared/spec/FORMATS.md. The Go
 // code generated from them (with Debian's flatc 2.0.8) is committed in the
-// subpackages ptefb, ptdfb, rtenfb, bpfb (bundled programs) and ptnfb (the
-// graph of an ExecuTorch .ptn package, from FORMATS-safetensors-ptn.md), so
-// a build needs no flatc.
+// subpackages ptefb, ptdfb, rtenfb, bpfb (bundled programs), ptnfb (the
+// graph of an ExecuTorch .ptn package), tflitefb (TFLite models) and
+// litertlmfb (the LiteRT-LM container's header), so a build needs no flatc.
 //
 // The generated accessors have no bounds checks of their own: the loaders
 // read them only after the verifiers fbgen writes beside them
@@ -16,5 +16,7 @@ package schema
 //go:generate flatc --go --gen-object-api -o . rten.fbs
 //go:generate flatc --go -o . bundled_program.fbs
 //go:generate flatc --go --gen-object-api -o . nptg.fbs
-//go:generate gofmt -w ptefb ptdfb rtenfb bpfb ptnfb
+//go:generate flatc --go -o . tflite.fbs
+//go:generate flatc --go -o . litertlm.fbs
+//go:generate gofmt -w ptefb ptdfb rtenfb bpfb ptnfb tflitefb litertlmfb
 //go:generate go run ./fbgen

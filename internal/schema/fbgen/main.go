@@ -13,7 +13,14 @@
 // leaves its elements to the walk's caller when the walk is lazy
 // (fbverify.Walk.SetLazy); (open) on a union field verifies a tag past
 // the known members as a table without fields instead of refusing it;
-// (unread) marks a field no loader reads, which the verifier skips.
+// (unread) marks a field no loader reads, which the verifier skips;
+// (opaque) on a union field checks only that an unknown tag's value offset
+// lands in the buffer (its members may be structs the schema leaves out).
+//
+// Union members may carry explicit tags (Member = 16): the schema then
+// lists only the members a loader reads, and every field of that union
+// type must be (open) or (opaque), so that the tags it leaves out are
+// accepted.
 package main
 
 import (
@@ -23,6 +30,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"unicode"
 )
@@ -47,6 +55,7 @@ type field struct {
 	required bool
 	lazy     bool
 	open     bool
+	opaque   bool
 	depr     bool
 }
 
@@ -55,14 +64,32 @@ type table struct {
 	fields []field
 }
 
+// member is a union member and its tag.
+type member struct {
+	name string
+	tag  int
+}
+
+// explicit reports whether the union's tags are not 1..n in order.
+func explicit(ms []member) bool {
+	for k, m := range ms {
+		if m.tag != k+1 {
+			return true
+		}
+	}
+	return false
+}
+
 type schema struct {
 	ns     string
 	enums  map[string]string // name: underlying scalar
-	unions map[string][]string
+	unions map[string][]member
 	// unionOrder lists the unions in declaration order.
 	unionOrder []string
 	tables     []*table
-	byName     map[string]*table
+	// opaque and open hold the unions some (opaque) or (open) field has.
+	opaque, open map[string]bool
+	byName       map[string]*table
 }
 
 var scalarSize = map[string]int{
@@ -104,7 +131,7 @@ func tokenize(src string) []string {
 }
 
 func parse(src string) (*schema, error) {
-	s := &schema{enums: map[string]string{}, unions: map[string][]string{}, byName: map[string]*table{}}
+	s := &schema{enums: map[string]string{}, unions: map[string][]member{}, byName: map[string]*table{}}
 	t := tokenize(src)
 	i := 0
 	next := func() string {
@@ -137,16 +164,28 @@ func parse(src string) (*schema, error) {
 		case "union":
 			name := next()
 			next() // {
-			var members []string
+			var members []member
 			for i < len(t) && t[i] != "}" {
 				m := next()
 				if m == "," {
 					continue
 				}
-				if i < len(t) && (t[i] == ":" || t[i] == "=") {
-					return nil, fmt.Errorf("union %s: aliases and explicit values are not supported", name)
+				tag := len(members) + 1
+				if len(members) > 0 {
+					tag = members[len(members)-1].tag + 1
 				}
-				members = append(members, m)
+				if i < len(t) && t[i] == ":" {
+					return nil, fmt.Errorf("union %s: aliases are not supported", name)
+				}
+				if i < len(t) && t[i] == "=" {
+					next()
+					v, err := strconv.Atoi(next())
+					if err != nil || v < tag || v > 255 {
+						return nil, fmt.Errorf("union %s: member %s: want a tag in [%d, 255]", name, m, tag)
+					}
+					tag = v
+				}
+				members = append(members, member{m, tag})
 			}
 			next()
 			s.unions[name] = members
@@ -179,6 +218,8 @@ func parse(src string) (*schema, error) {
 								f.lazy = true
 							case "open":
 								f.open = true
+							case "opaque":
+								f.opaque = true
 							case "deprecated", "unread":
 								f.depr = true
 							case "id":
@@ -229,6 +270,15 @@ func run(path string) error {
 	for _, tb := range s.tables {
 		if err := s.gen(&b, tb); err != nil {
 			return fmt.Errorf("%s: table %s: %v", path, tb.name, err)
+		}
+	}
+	s.opaque, s.open = map[string]bool{}, map[string]bool{}
+	for _, tb := range s.tables {
+		for _, f := range tb.fields {
+			if !f.depr {
+				s.opaque[f.typ] = s.opaque[f.typ] || f.opaque
+				s.open[f.typ] = s.open[f.typ] || f.open
+			}
 		}
 	}
 	for _, u := range s.unionOrder {
@@ -288,12 +338,26 @@ func (s *schema) gen(b *bytes.Buffer, tb *table) error {
 		case s.byName[f.typ] != nil:
 			call = fmt.Sprintf("err := w.TableField(&t, %d, %v, Verify%s)", fid, f.required, f.typ)
 		case s.unions[f.typ] != nil:
-			for _, m := range s.unions[f.typ] {
-				if s.byName[m] == nil {
-					return fmt.Errorf("union %s: member %s is not a table", f.typ, m)
+			ms := s.unions[f.typ]
+			for _, m := range ms {
+				if s.byName[m.name] == nil {
+					return fmt.Errorf("union %s: member %s is not a table", f.typ, m.name)
 				}
 			}
-			call = fmt.Sprintf("err := w.UnionField(&t, %d, %v, %v, %d, verify%sMembers)", fid, f.required, f.open, len(s.unions[f.typ]), f.typ)
+			switch {
+			case f.open && f.opaque:
+				return fmt.Errorf("field %s: (open) and (opaque) exclude each other", f.name)
+			case f.opaque:
+				// Every tag reaches the members' verifier, whose default
+				// leaves a tag it does not know alone.
+				call = fmt.Sprintf("err := w.UnionField(&t, %d, %v, false, 255, verify%sOpaque)", fid, f.required, f.typ)
+			case explicit(ms) && !f.open:
+				return fmt.Errorf("field %s: union %s has explicit tags: want the field (open) or (opaque)", f.name, f.typ)
+			case explicit(ms):
+				call = fmt.Sprintf("err := w.UnionField(&t, %d, %v, false, 255, verify%sOpen)", fid, f.required, f.typ)
+			default:
+				call = fmt.Sprintf("err := w.UnionField(&t, %d, %v, %v, %d, verify%sMembers)", fid, f.required, f.open, len(ms), f.typ)
+			}
 		default:
 			sz := s.size(f.typ)
 			if sz == 0 {
@@ -307,15 +371,36 @@ func (s *schema) gen(b *bytes.Buffer, tb *table) error {
 	return nil
 }
 
-// genUnion writes the verifier of the members of union u: the value at
-// pos of tag (1 to the number of members).
+// genUnion writes the verifiers of the members of union u: the value at
+// pos of tag (1 to the number of members). A union with explicit tags
+// gets verify<u>Open, which verifies a tag it does not list as a table
+// without fields; any union gets verify<u>Opaque, which leaves such a tag
+// alone.
 func (s *schema) genUnion(b *bytes.Buffer, u string) {
-	fmt.Fprintf(b, "func verify%sMembers(w *fbverify.Walk, tag int, pos int64) error {\nswitch tag {\n", u)
-	for k, m := range s.unions[u] {
-		if k == len(s.unions[u])-1 {
-			fmt.Fprintf(b, "}\nreturn Verify%s(w, pos)\n}\n\n", m)
-			return
+	ms := s.unions[u]
+	p := func(format string, args ...any) { fmt.Fprintf(b, format, args...) }
+	cases := func() {
+		for _, m := range ms {
+			p("case %d:\nreturn Verify%s(w, pos)\n", m.tag, m.name)
 		}
-		fmt.Fprintf(b, "case %d:\nreturn Verify%s(w, pos)\n", k+1, m)
+	}
+	if !explicit(ms) {
+		p("func verify%sMembers(w *fbverify.Walk, tag int, pos int64) error {\nswitch tag {\n", u)
+		for k, m := range ms {
+			if k == len(ms)-1 {
+				p("}\nreturn Verify%s(w, pos)\n}\n\n", m.name)
+				break
+			}
+			p("case %d:\nreturn Verify%s(w, pos)\n", m.tag, m.name)
+		}
+	} else if s.open[u] {
+		p("func verify%sOpen(w *fbverify.Walk, tag int, pos int64) error {\nswitch tag {\n", u)
+		cases()
+		p("}\nreturn w.Bare(pos)\n}\n\n")
+	}
+	if s.opaque[u] {
+		p("func verify%sOpaque(w *fbverify.Walk, tag int, pos int64) error {\nswitch tag {\n", u)
+		cases()
+		p("}\nreturn nil\n}\n\n")
 	}
 }

@@ -91,7 +91,7 @@ func Files(tb testing.TB, sub string) []string {
 
 // Formats are the folders of ../shared/models whose files All and Refused
 // list.
-var Formats = []string{"pte", "ptd", "rten", "gguf", "safetensors"}
+var Formats = []string{"pte", "ptd", "rten", "gguf", "safetensors", "tflite"}
 
 // All returns every real model file that opens: those the independent
 // reader reads (expected exit 0), and the bundled programs, which it

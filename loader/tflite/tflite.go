@@ -1,0 +1,403 @@
+// Package tflite reads TensorFlow Lite / LiteRT models (.tflite): one
+// FlatBuffer (identifier "TFL3") at byte 0 whose constant tensors keep their
+// bytes in buffers, inline in the FlatBuffer or, in the large-model layout,
+// at Buffer.offset/size from the file start.
+//
+// NewFile verifies every table, vector and string it reads and checks every
+// index and byte range against what it points into; it reads the FlatBuffer
+// region and touches no buffer page. Tensors, segments and named data are
+// zero-copy views of the mapping. A *Model implements format.Model (package
+// loader opens it through Format) and format.Reporter; what only TFLite has
+// (subgraphs, buffers, quantization, sparsity, signatures, metadata, the
+// associated files TFLite Support appends) is reached through its methods.
+//
+// What a Model lists, following shared/spec/FORMATS-tflite.md §5:
+//   - Tensors: every (subgraph, tensor) whose buffer holds bytes, in
+//     subgraph order then tensor order. NBytes is the buffer's size (packed
+//     int4/uint4/int2, sparse and string tensors included). The name is
+//     Tensor.name; when listed tensors of two or more subgraphs share a
+//     name, each gets "<subgraph index>/<name>"; an unnamed tensor gets
+//     "<subgraph index>/tensors/<tensor index>" with NameExplicit false.
+//   - Segments: one per buffer holding bytes (metadata buffers and buffers
+//     no tensor names included), in file order; SegmentIndex gives each
+//     one's buffer index.
+//   - NamedData: the files of the zip archive TFLite Support appends after
+//     a model with TFLITE_METADATA, those stored uncompressed (zero-copy).
+//     They lie in no buffer: their Segment is -1.
+//
+// Every error about the file's content is a *format.FormatError with
+// Format "tflite", naming the field path and the absolute file offset.
+package tflite
+
+import (
+	"strconv"
+	"sync"
+	"sync/atomic"
+
+	"github.com/edgeload/edgeload/loader/format"
+	"github.com/edgeload/edgeload/loader/internal/nameindex"
+	"github.com/edgeload/edgeload/mmapfile"
+	"github.com/edgeload/edgeload/segment"
+)
+
+// formatName is the Format of every *format.FormatError the package returns.
+const formatName = "tflite"
+
+// Identifier is the FlatBuffer file identifier of a .tflite file, at bytes
+// [4, 8).
+const Identifier = "TFL3"
+
+// MaxVersion is the highest Model.version the package reads (schema 3;
+// versions 0 to 2 are read the same way).
+const MaxVersion = 3
+
+// Format registers TFLite with package loader.
+var Format = format.Registration{
+	Name:  formatName,
+	Sniff: Sniff,
+	Open: func(mf *mmapfile.File, _ *format.Config) (format.Model, error) {
+		return NewFile(mf)
+	},
+}
+
+// Sniff reports whether head, a file's first bytes, carries the TFLite
+// identifier.
+func Sniff(head []byte) bool { return len(head) >= 8 && string(head[4:8]) == Identifier }
+
+// TensorType is a TFLite tensor element type code (schema enum TensorType).
+type TensorType int8
+
+// The TensorType codes.
+const (
+	TypeFloat32 TensorType = iota
+	TypeFloat16
+	TypeInt32
+	TypeUint8
+	TypeInt64
+	TypeString
+	TypeBool
+	TypeInt16
+	TypeComplex64
+	TypeInt8
+	TypeFloat64
+	TypeComplex128
+	TypeUint64
+	TypeResource
+	TypeVariant
+	TypeUint32
+	TypeUint16
+	TypeInt4
+	TypeBFloat16
+	TypeInt2
+	TypeUint4
+	TypeFloat8E4M3FN
+	TypeFloat8E5M2
+	numTypes
+)
+
+var typeDTypes = [numTypes]format.DType{
+	TypeFloat32: format.Float32, TypeFloat16: format.Float16, TypeInt32: format.Int32,
+	TypeUint8: format.Uint8, TypeInt64: format.Int64, TypeString: format.String,
+	TypeBool: format.Bool, TypeInt16: format.Int16, TypeComplex64: format.Complex64,
+	TypeInt8: format.Int8, TypeFloat64: format.Float64, TypeComplex128: format.Complex128,
+	TypeUint64: format.Uint64, TypeUint32: format.Uint32, TypeUint16: format.Uint16,
+	TypeInt4: format.Int4, TypeBFloat16: format.BFloat16, TypeInt2: format.Int2,
+	TypeUint4: format.Uint4, TypeFloat8E4M3FN: format.Float8E4M3FN, TypeFloat8E5M2: format.Float8E5M2,
+}
+
+// DType returns the element type, or format.Invalid for resource, variant
+// and codes past the known ones.
+func (t TensorType) DType() format.DType {
+	if t >= 0 && t < numTypes {
+		return typeDTypes[t]
+	}
+	return format.Invalid
+}
+
+// String returns the type's name ("float32", "resource", ...).
+func (t TensorType) String() string {
+	switch t {
+	case TypeResource:
+		return "resource"
+	case TypeVariant:
+		return "variant"
+	}
+	if d := t.DType(); d != format.Invalid {
+		return d.String()
+	}
+	return "type(" + strconv.Itoa(int(t)) + ")"
+}
+
+// Tensor is one tensor of a subgraph. For a listed tensor (one whose
+// buffer holds bytes) the embedded format.Tensor has the name of §5,
+// Location segment, the absolute Offset, NBytes = the buffer's size and a
+// zero-copy Data view; for the others Location is none and Name is
+// Tensor.name as stored.
+type Tensor struct {
+	format.Tensor
+	// Subgraph and Index place the tensor: tensor Index of subgraph Subgraph.
+	Subgraph, Index int
+	// Type is the TFLite type code (DType maps it; resource and variant
+	// have none).
+	Type TensorType
+	// Buffer is Tensor.buffer: an index into Model.Buffers, 0 for none.
+	Buffer int
+	// RawName is Tensor.name as stored ("" when absent).
+	RawName string
+	// Variable is Tensor.is_variable (a variable tensor's buffer, if any,
+	// holds its initial value).
+	Variable bool
+	// HasRank is Tensor.has_rank.
+	HasRank bool
+	// HasShape reports whether the file gives a shape; without one, Shape
+	// is empty and says nothing of NBytes.
+	HasShape bool
+	// ShapeSignature is Tensor.shape_signature (-1: unknown dimension);
+	// nil when absent.
+	ShapeSignature []int32
+	// Quantized reports that the tensor has quantization parameters
+	// (Model.Quantization).
+	Quantized bool
+	// ExternalBuffer is Tensor.external_buffer: an ExternalBuffer id
+	// (schema 3d, bytes in another file), 0 for none.
+	ExternalBuffer uint32
+
+	quant, sparsity int64 // positions of the tables in the FlatBuffer; 0: none
+}
+
+// Listed reports whether the tensor is one of the model's tensors (its
+// buffer holds bytes).
+func (t *Tensor) Listed() bool { return t.Location != format.LocNone }
+
+// Subgraph is one subgraph of the model (subgraph 0 is the main graph).
+type Subgraph struct {
+	// Index is the subgraph's position in Model.subgraphs.
+	Index int
+	// Name is SubGraph.name ("" when absent).
+	Name string
+	// Group is the name UseOrder knows the subgraph by: Name, or the index
+	// when the subgraph is unnamed, its name is repeated or is a number.
+	Group string
+	// Tensors are every tensor of the subgraph, by index.
+	Tensors []Tensor
+	// Inputs and Outputs are SubGraph.inputs and outputs (tensor indices).
+	Inputs, Outputs []int32
+	// NumOperators is the number of operators.
+	NumOperators int
+
+	ops    int64   // position of the operators vector's first element
+	consts []int32 // tensor index -> position in Model.Tensors, -1 for none
+}
+
+// BufferKind says where a buffer's bytes are.
+type BufferKind uint8
+
+// The buffer kinds.
+const (
+	// BufferEmpty: the buffer holds no bytes (no data, offset <= 1 or
+	// size 0).
+	BufferEmpty BufferKind = iota
+	// BufferInline: the bytes are Buffer.data, inside the FlatBuffer.
+	BufferInline
+	// BufferOffset: the bytes are [Buffer.offset, +Buffer.size) of the
+	// file (the large-model layout).
+	BufferOffset
+)
+
+// Buffer is one entry of Model.buffers.
+type Buffer struct {
+	Kind BufferKind
+	// Data is a zero-copy view of the bytes (the zero Segment when empty);
+	// Data.Offset() is absolute.
+	Data segment.Segment
+}
+
+// Metadata is one Model.metadata entry: a named buffer.
+type Metadata struct {
+	Name   string
+	Buffer int
+	Data   segment.Segment // the buffer's bytes (zero when it holds none)
+}
+
+// TensorMap maps a signature's input or output name to a tensor index of
+// the signature's subgraph.
+type TensorMap struct {
+	Name   string
+	Tensor int
+}
+
+// SignatureDef is one Model.signature_defs entry.
+type SignatureDef struct {
+	Key             string
+	Subgraph        int
+	Inputs, Outputs []TensorMap
+}
+
+// OperatorCode is one Model.operator_codes entry.
+type OperatorCode struct {
+	// Builtin is the builtin operator code (the larger of builtin_code and
+	// deprecated_builtin_code, as the runtime reads it); 32 is CUSTOM.
+	Builtin int32
+	// Custom is custom_code ("" when absent).
+	Custom  string
+	Version int32
+}
+
+// ExternalBuffer is one Model.external_buffers entry (schema 3d): a slice
+// of another file, named by its group.
+type ExternalBuffer struct {
+	ID             uint32
+	Group          string
+	Offset, Length uint64
+	Packing        string
+}
+
+// AssociatedFile is a file of the zip archive TFLite Support appends after
+// a model (labels, vocabularies).
+type AssociatedFile struct {
+	Name string
+	// Method is the zip compression method (0: stored, 8: deflated).
+	Method uint16
+	// Size is the uncompressed size.
+	Size int64
+	// Data is a zero-copy view of the bytes as stored (compressed unless
+	// Method is 0).
+	Data segment.Segment
+}
+
+// Model is an opened .tflite model. Its methods are safe for concurrent
+// use; views stay valid until the mapping is closed.
+type Model struct {
+	mf     *mmapfile.File
+	fb     reader // the verified FlatBuffer region [0, len(fb))
+	closed atomic.Bool
+
+	version     uint32
+	description string
+	subgraphs   []Subgraph
+	buffers     []Buffer
+	opcodes     []OperatorCode
+	metadata    []Metadata
+	signatures  []SignatureDef
+	extBuffers  []ExternalBuffer
+	assoc       []AssociatedFile
+	named       []format.NamedData
+
+	tensors []*Tensor // the listed tensors
+	segs    []segment.Segment
+	segBuf  []int // buffer index of each segment
+	index   nameindex.Index
+	groups  []string
+
+	orderOnce sync.Once
+	order     *useOrder
+}
+
+// NewFile reads the model in mf. mf stays the caller's: Close does not
+// close it, and views are valid until it is closed.
+func NewFile(mf *mmapfile.File) (*Model, error) {
+	if mf == nil {
+		return nil, format.Errorf(formatName, "", -1, "no file")
+	}
+	return parse(mf)
+}
+
+// Version returns Model.version.
+func (m *Model) Version() uint32 { return m.version }
+
+// Description returns Model.description.
+func (m *Model) Description() string { return m.description }
+
+// Size returns the file's size in bytes.
+func (m *Model) Size() int64 { return m.mf.Len() }
+
+// FlatBufferLen returns the length of the verified FlatBuffer region [0, n)
+// (it may extend past the FlatBuffer's own tables: its end is not stored).
+func (m *Model) FlatBufferLen() int64 { return int64(len(m.fb)) }
+
+// MappedFile returns the mapping the views point into.
+func (m *Model) MappedFile() *mmapfile.File { return m.mf }
+
+// Subgraphs returns the subgraphs. The slice is shared: do not modify it.
+func (m *Model) Subgraphs() []Subgraph { return m.subgraphs }
+
+// Buffers returns Model.buffers. The slice is shared: do not modify it.
+func (m *Model) Buffers() []Buffer { return m.buffers }
+
+// OperatorCodes returns Model.operator_codes.
+func (m *Model) OperatorCodes() []OperatorCode { return m.opcodes }
+
+// Metadata returns Model.metadata.
+func (m *Model) Metadata() []Metadata { return m.metadata }
+
+// SignatureDefs returns Model.signature_defs.
+func (m *Model) SignatureDefs() []SignatureDef { return m.signatures }
+
+// ExternalBuffers returns Model.external_buffers (schema 3d).
+func (m *Model) ExternalBuffers() []ExternalBuffer { return m.extBuffers }
+
+// AssociatedFiles returns the files of the zip archive appended after a
+// model with TFLITE_METADATA (none when there is no such archive, or it
+// does not parse as a zip).
+func (m *Model) AssociatedFiles() []AssociatedFile { return m.assoc }
+
+// Tensors returns the listed tensors (see the package doc).
+func (m *Model) Tensors() []*Tensor { return m.tensors }
+
+// SegmentIndex returns the buffer index of segment i (the index a report
+// shows); it implements format.SegmentIndexer.
+func (m *Model) SegmentIndex(i int) int { return m.segBuf[i] }
+
+// NumTensors returns the number of listed tensors.
+func (m *Model) NumTensors() int { return len(m.tensors) }
+
+// TensorAt returns listed tensor i.
+func (m *Model) TensorAt(i int) *format.Tensor { return &m.tensors[i].Tensor }
+
+// TensorData returns the bytes of listed tensor i.
+func (m *Model) TensorData(i int) segment.Segment { return m.tensors[i].Data }
+
+// Lookup returns the index of the first listed tensor named name. It
+// allocates nothing.
+func (m *Model) Lookup(name string) (int, bool) { return m.index.Lookup(name) }
+
+// Segments returns one segment per buffer holding bytes, in file order.
+func (m *Model) Segments() []segment.Segment { return m.segs[:len(m.segs):len(m.segs)] }
+
+// NamedData returns the stored associated files, Segment -1 (see the
+// package doc).
+func (m *Model) NamedData() []format.NamedData { return m.named[:len(m.named):len(m.named)] }
+
+// Check makes no further checks: NewFile made them all.
+func (m *Model) Check() error {
+	if m.closed.Load() {
+		return format.ErrClosed
+	}
+	return nil
+}
+
+// Close marks the model closed; the mapping is the caller's.
+func (m *Model) Close() error {
+	m.closed.Store(true)
+	return nil
+}
+
+// MinRuntimeVersion returns the min_runtime_version metadata (the
+// converter's zero-padded version string), "" when absent.
+func (m *Model) MinRuntimeVersion() string {
+	for _, md := range m.metadata {
+		if md.Name == "min_runtime_version" {
+			b := make([]byte, min(md.Data.Len(), 64))
+			n, _ := md.Data.CopyTo(b)
+			b = b[:n]
+			for i, c := range b {
+				if c == 0 {
+					b = b[:i]
+					break
+				}
+			}
+			return string(b)
+		}
+	}
+	return ""
+}

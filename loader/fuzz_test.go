@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/edgeload/edgeload/internal/testkit/hostile"
+	"github.com/edgeload/edgeload/internal/testkit/hostile/ggufcheck"
 	"github.com/edgeload/edgeload/internal/testkit/hostile/ptdcheck"
 	"github.com/edgeload/edgeload/internal/testkit/hostile/ptecheck"
 	"github.com/edgeload/edgeload/internal/testkit/hostile/rtencheck"
@@ -16,12 +17,12 @@ import (
 	"github.com/edgeload/edgeload/mmapfile"
 )
 
-// fuzzSeeds returns every real file of the three formats (read from
+// fuzzSeeds returns every real file of every format (read from
 // ../shared/models at test time, when it is there), the committed fixtures
 // of testdata/ and the writer-made files of internal/testkit/hostile.
 func fuzzSeeds(tb testing.TB) [][]byte {
 	var out [][]byte
-	for _, sub := range []string{"pte", "ptd", "rten"} {
+	for _, sub := range append(testmodels.Formats, "litertlm") {
 		out = append(out, hostile.RealSeeds(sub)...)
 	}
 	paths, _ := filepath.Glob(filepath.Join(testmodels.Root(), "testdata", "*"))
@@ -41,6 +42,9 @@ func fuzzSeeds(tb testing.TB) [][]byte {
 		for _, s := range seeds {
 			out = append(out, s.Data)
 		}
+	}
+	for _, s := range ggufcheck.Generated() {
+		out = append(out, s.Data)
 	}
 	return out
 }

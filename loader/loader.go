@@ -104,8 +104,9 @@ func (f Format) LinksData() bool {
 	return false
 }
 
-// SniffLen is the number of leading bytes Sniff needs to tell every
-// registered format; fewer may still answer.
+// SniffLen is the number of leading bytes Sniff needs to tell the built-in
+// formats apart (a .ptn package needs its first zip header, up to a page);
+// fewer may still answer.
 const SniffLen = 8
 
 // registry holds the formats Open knows, sniffed in order; fallbacks
@@ -115,8 +116,15 @@ var registry struct {
 	formats []format.Registration
 }
 
+// The formats edgeload reads, one registration each.
 func init() {
-	for _, r := range []format.Registration{pte.Format, bundle.Format, ptd.Format, rten.Format, gguf.Format, safetensors.Format, ptn.Format, tflite.Format, litertlm.Format, rten.V1Format} {
+	for _, r := range []format.Registration{
+		pte.Format, bundle.Format, ptd.Format, ptn.Format,
+		rten.Format, rten.V1Format,
+		gguf.Format,
+		safetensors.Format,
+		tflite.Format, litertlm.Format,
+	} {
 		Register(r)
 	}
 }
@@ -126,8 +134,8 @@ func init() {
 // package exports its Registration; a program registers one of its own the
 // same way.
 func Register(r format.Registration) {
-	if r.Name == "" || r.Open == nil {
-		panic("loader: Register: a format needs a Name and an Open")
+	if r.Name == "" || r.Open == nil || (r.Sniff != nil && r.Magic == "") {
+		panic("loader: Register: a format needs a Name, an Open, and a Magic if it sniffs")
 	}
 	registry.Lock()
 	defer registry.Unlock()

@@ -77,6 +77,7 @@ var (
 // Format registers GGUF with package loader.
 var Format = format.Registration{
 	Name:  formatName,
+	Magic: `"GGUF" at offset 0`,
 	Sniff: Sniff,
 	Open: func(mf *mmapfile.File, _ *format.Config) (format.Model, error) {
 		f, err := NewFile(mf)

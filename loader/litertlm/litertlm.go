@@ -40,6 +40,7 @@ const HeaderSize = 32
 // Format registers LiteRT-LM with package loader.
 var Format = format.Registration{
 	Name:  formatName,
+	Magic: `"LITERTLM" at offset 0`,
 	Sniff: func(head []byte) bool { return len(head) >= 8 && string(head[:8]) == Magic },
 	Open: func(mf *mmapfile.File, _ *format.Config) (format.Model, error) {
 		return NewFile(mf)

@@ -353,6 +353,7 @@ func Sniff(head []byte) bool {
 // Format registers .ptn packages with package loader.
 var Format = format.Registration{
 	Name:  formatName,
+	Magic: "a zip whose first entry is program.ptg, program.safetensors or aliases.json",
 	Sniff: Sniff,
 	Open: func(mf *mmapfile.File, _ *format.Config) (format.Model, error) {
 		return NewFile(mf)

@@ -18,6 +18,7 @@ import (
 // is the index's path; Config.Mmap maps them).
 var Format = format.Registration{
 	Name:  formatName,
+	Magic: "a little-endian header length, then a JSON header; or a model.safetensors.index.json",
 	Sniff: Sniff,
 	Open:  open,
 }

@@ -54,6 +54,7 @@ const MaxVersion = 3
 // Format registers TFLite with package loader.
 var Format = format.Registration{
 	Name:  formatName,
+	Magic: `"TFL3" at offset 4`,
 	Sniff: Sniff,
 	Open: func(mf *mmapfile.File, _ *format.Config) (format.Model, error) {
 		return NewFile(mf)

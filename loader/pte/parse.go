@@ -13,6 +13,7 @@ import (
 	"github.com/edgeload/edgeload/loader/format"
 	"github.com/edgeload/edgeload/loader/internal/arena"
 	"github.com/edgeload/edgeload/loader/internal/fbread"
+	"github.com/edgeload/edgeload/loader/internal/nameindex"
 	"github.com/edgeload/edgeload/loader/internal/region"
 	"github.com/edgeload/edgeload/mmapfile"
 	"github.com/edgeload/edgeload/segment"
@@ -143,6 +144,15 @@ type builder struct {
 	ints   arena.Slices[int32]
 	int64s arena.Slices[int64] // non_const_buffer_sizes
 	chains arena.Slices[Chain]
+	// The plans' operator tables and delegate lists, and the delegates'
+	// compile specs and their values, in shared chunks as well.
+	ops   arena.Slices[Operator]
+	dels  arena.Slices[int]
+	specs arena.Slices[CompileSpec]
+	bytes arena.Slices[byte]
+	// checks holds the methods' instruction checks, one allocation for
+	// all of them.
+	checks []methodCheck
 }
 
 func (b *builder) fail(field string, off int64, msg string, args ...any) error {
@@ -210,9 +220,23 @@ func (b *builder) build() error {
 	n := root.ExecutionPlanLength()
 	p.methods = make([]Method, n)
 	p.valueTensor = make([][]int32, n)
-	p.methodIdx = make(map[string]int, n)
+	b.checks = make([]methodCheck, n)
+	if n > methodScan {
+		p.methodIdx = nameindex.Make(n, func(i int) string { return p.methods[i].Name })
+	}
 	p.inlineConsts = b.constOffsets.n == 0
 	var plan ptefb.ExecutionPlan
+	// Room for every delegate in one allocation, unless there are more
+	// than the work budget covers (plans sharing a delegate list): then
+	// the plans' own charges stop the build as they are read.
+	var nd int64
+	for i := 0; i < n && nd <= b.budget; i++ {
+		root.ExecutionPlan(&plan, i)
+		nd += int64(plan.DelegatesLength())
+	}
+	if nd > 0 && nd <= b.budget {
+		p.delegates = make([]Delegate, 0, nd)
+	}
 	for i := 0; i < n; i++ {
 		root.ExecutionPlan(&plan, i)
 		if err := b.method(i, &plan); err != nil {
@@ -370,7 +394,7 @@ func (b *builder) method(i int, plan *ptefb.ExecutionPlan) error {
 	m := &p.methods[i]
 	m.Index = i
 	m.p = p
-	m.check1 = new(methodCheck)
+	m.check1 = &b.checks[i]
 	m.pos = plan.Table().Pos
 	// The field path, for errors only: built when one is reported.
 	pf := func() string { return planField(i) }
@@ -385,10 +409,9 @@ func (b *builder) method(i int, plan *ptefb.ExecutionPlan) error {
 		return b.overBudget(pf()+".name", int64(m.pos))
 	}
 	m.Name = b.strs.Copy(name)
-	if _, dup := p.methodIdx[m.Name]; dup {
+	if p.repeatsName(i) {
 		return b.fail(pf()+".name", int64(plan.Table().Pos), "execution plan name %q repeats an earlier plan's", m.Name)
 	}
-	p.methodIdx[m.Name] = i
 	if fo[1] != 0 {
 		cm := fbread.Deref(fb, pp+fo[1])
 		cf := b.metaF.Of(fb, cm)
@@ -433,7 +456,7 @@ func (b *builder) method(i int, plan *ptefb.ExecutionPlan) error {
 	if !b.spend(no) {
 		return b.overBudget(pf()+".operators", int64(m.pos))
 	}
-	m.Operators = make([]Operator, no)
+	m.Operators = b.ops.Make(no)
 	var op ptefb.Operator
 	for k := 0; k < no; k++ {
 		plan.Operators(&op, k)
@@ -559,7 +582,7 @@ func (b *builder) delegates(m *Method, plan *ptefb.ExecutionPlan, pf func() stri
 	if !b.spend(nd) {
 		return b.overBudget(pf()+".delegates", int64(m.pos))
 	}
-	m.Delegates = make([]int, nd)
+	m.Delegates = b.dels.Make(nd)
 	var bd ptefb.BackendDelegate
 	var ref ptefb.BackendDelegateDataReference
 	var cs ptefb.CompileSpec
@@ -573,19 +596,22 @@ func (b *builder) delegates(m *Method, plan *ptefb.ExecutionPlan, pf func() stri
 		if !b.spend(len(id)) {
 			return b.overBudget(field()+".id", pos)
 		}
-		d.ID = string(id)
+		d.ID = b.strs.Copy(id)
 		ncs := bd.CompileSpecsLength()
 		if !b.spend(ncs) {
 			return b.overBudget(field()+".compile_specs", pos)
 		}
-		d.CompileSpecs = make([]CompileSpec, ncs)
+		d.CompileSpecs = b.specs.Make(ncs)
 		for c := 0; c < ncs; c++ {
 			bd.CompileSpecs(&cs, c)
 			key, val := cs.Key(), cs.ValueBytes()
 			if !b.spend(len(key) + len(val)) {
 				return b.overBudget(idx(field()+".compile_specs", c), int64(cs.Table().Pos))
 			}
-			d.CompileSpecs[c] = CompileSpec{Key: string(key), Value: append([]byte(nil), val...)}
+			d.CompileSpecs[c] = CompileSpec{Key: b.strs.Copy(key)}
+			if len(val) > 0 {
+				d.CompileSpecs[c].Value = b.bytes.Copy(val)
+			}
 		}
 		if bd.Processed(&ref) == nil {
 			return b.fail(field()+".processed", pos, "delegate %q has no processed data reference", d.ID)

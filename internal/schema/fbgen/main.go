@@ -59,10 +59,8 @@ type schema struct {
 	ns     string
 	enums  map[string]string // name: underlying scalar
 	unions map[string][]string
-	// unionOrder lists the unions in declaration order.
-	unionOrder []string
-	tables     []*table
-	byName     map[string]*table
+	tables []*table
+	byName map[string]*table
 }
 
 var scalarSize = map[string]int{
@@ -150,7 +148,6 @@ func parse(src string) (*schema, error) {
 			}
 			next()
 			s.unions[name] = members
-			s.unionOrder = append(s.unionOrder, name)
 		case "table":
 			tb := &table{name: next()}
 			next() // {
@@ -231,9 +228,6 @@ func run(path string) error {
 			return fmt.Errorf("%s: table %s: %v", path, tb.name, err)
 		}
 	}
-	for _, u := range s.unionOrder {
-		s.genUnion(&b, u)
-	}
 	out, err := format.Source(b.Bytes())
 	if err != nil {
 		return fmt.Errorf("%s: formatting the output: %v", path, err)
@@ -250,8 +244,11 @@ func (s *schema) gen(b *bytes.Buffer, tb *table) error {
 		p("return w.Bare(pos)\n}\n\n")
 		return nil
 	}
-	// t stays on the stack: it is passed to no indirect call.
-	p("t, err := w.Start(pos)\nif err != nil {\nreturn err\n}\ndefer w.Leave()\n")
+	// t stays on the stack: it is passed to no indirect call. The table is
+	// left on success only: a walk that failed is not walked on (Verify
+	// and Elem reset the depth). Nested tables, vector elements and union
+	// members are verified by direct calls of their verifiers.
+	p("t, err := w.Start(pos)\nif err != nil {\nreturn err\n}\n")
 	id := 0
 	for _, f := range tb.fields {
 		fid := id
@@ -275,7 +272,12 @@ func (s *schema) gen(b *bytes.Buffer, tb *table) error {
 			} else {
 				p(" else {\n")
 			}
-			p("if err := w.Elements(start, n, %s); err != nil {\nreturn w.At(err, %q, -1)\n}\n}\n", verify, f.name)
+			call := "w.String(e)"
+			if verify != "nil" {
+				call = verify + "(w, e)"
+			}
+			p("for i := int64(0); i < n; i++ {\ne, err := w.Deref(start + 4*i)\nif err == nil {\nerr = %s\n}\n", call)
+			p("if err != nil {\nreturn w.At(w.At(err, \"\", int(i)), %q, -1)\n}\n}\n}\n", f.name)
 			continue
 		case f.vector:
 			sz := s.size(f.typ)
@@ -286,14 +288,33 @@ func (s *schema) gen(b *bytes.Buffer, tb *table) error {
 		case f.typ == "string":
 			call = fmt.Sprintf("err := w.StringField(&t, %d, %v)", fid, f.required)
 		case s.byName[f.typ] != nil:
-			call = fmt.Sprintf("err := w.TableField(&t, %d, %v, Verify%s)", fid, f.required, f.typ)
+			p("if q, err := w.Ref(&t, %d, %v); err != nil {\nreturn w.At(err, %q, -1)\n} else if q != 0 {\n", fid, f.required, f.name)
+			p("if err := Verify%s(w, q); err != nil {\nreturn w.At(err, %q, -1)\n}\n}\n", f.typ, f.name)
+			continue
 		case s.unions[f.typ] != nil:
-			for _, m := range s.unions[f.typ] {
+			members := s.unions[f.typ]
+			for _, m := range members {
 				if s.byName[m] == nil {
 					return fmt.Errorf("union %s: member %s is not a table", f.typ, m)
 				}
 			}
-			call = fmt.Sprintf("err := w.UnionField(&t, %d, %v, %v, %d, verify%sMembers)", fid, f.required, f.open, len(s.unions[f.typ]), f.typ)
+			// UnionField's steps, with a direct call per member.
+			p("if tag, q, err := w.Union(&t, %d); err != nil {\nreturn w.At(err, %q, -1)\n} else if tag != 0 {\nswitch tag {\n", fid, f.name)
+			for k, m := range members {
+				p("case %d:\nerr = Verify%s(w, q)\n", k+1, m)
+			}
+			if f.open {
+				p("default:\nerr = w.Bare(q)\n")
+			} else {
+				p("default:\nerr = w.UnknownTag(&t, %d, tag, %d)\n", fid, len(members)+1)
+			}
+			p("}\nif err != nil {\nreturn w.At(err, %q, -1)\n}\n}", f.name)
+			if f.required {
+				p(" else {\nreturn w.At(w.Missing(&t), %q, -1)\n}\n", f.name)
+			} else {
+				p("\n")
+			}
+			continue
 		default:
 			sz := s.size(f.typ)
 			if sz == 0 {
@@ -303,19 +324,6 @@ func (s *schema) gen(b *bytes.Buffer, tb *table) error {
 		}
 		p("if %s; err != nil {\nreturn w.At(err, %q, -1)\n}\n", call, f.name)
 	}
-	p("return nil\n}\n\n")
+	p("w.Leave()\nreturn nil\n}\n\n")
 	return nil
-}
-
-// genUnion writes the verifier of the members of union u: the value at
-// pos of tag (1 to the number of members).
-func (s *schema) genUnion(b *bytes.Buffer, u string) {
-	fmt.Fprintf(b, "func verify%sMembers(w *fbverify.Walk, tag int, pos int64) error {\nswitch tag {\n", u)
-	for k, m := range s.unions[u] {
-		if k == len(s.unions[u])-1 {
-			fmt.Fprintf(b, "}\nreturn Verify%s(w, pos)\n}\n\n", m)
-			return
-		}
-		fmt.Fprintf(b, "case %d:\nreturn Verify%s(w, pos)\n", k+1, m)
-	}
 }

@@ -3,6 +3,7 @@ package pte
 import (
 	"encoding/binary"
 	"math"
+	"math/bits"
 	"slices"
 	"strconv"
 
@@ -670,7 +671,8 @@ func (b *builder) value(i int, m *Method, v, nv int, pos int64) (int32, error) {
 	val := fbread.Deref(fb, pos+fo[1])
 	switch tag {
 	case tagTensor:
-		x := b.readTensor(val)
+		var x rawTensor
+		b.readTensor(val, &x)
 		return b.tensor(i, m, v, &x)
 	case tagTensorList, tagOptionalTensorList:
 		// Value indices; an optional list may hold -1 (no tensor).
@@ -724,9 +726,9 @@ type rawTensor struct {
 
 // readTensor decodes the verified Tensor table at pos, through the vtables
 // the builder decoded last.
-func (b *builder) readTensor(pos int64) rawTensor {
+func (b *builder) readTensor(pos int64, x *rawTensor) {
 	fb := b.fb
-	x := rawTensor{pos: pos}
+	x.pos = pos
 	fo := b.tensorF.Of(fb, pos)
 	if f := fo[tScalarType]; f != 0 {
 		x.scalarType = int8(fb[pos+f])
@@ -746,7 +748,6 @@ func (b *builder) readTensor(pos int64) rawTensor {
 			x.location = int8(fb[e+f])
 		}
 	}
-	return x
 }
 
 // tensor checks a tensor value (value v of plan i, method m) and, when the
@@ -768,17 +769,14 @@ func (b *builder) tensor(i int, m *Method, v int, x *rawTensor) (int32, error) {
 	if !b.spend(ns + nd) {
 		return -1, b.overBudget(valueField(i, v, ".sizes"), pos)
 	}
-	// The sizes, for the checks here and Numel's, in a buffer reused from
-	// tensor to tensor.
-	dims := b.dims[:0]
+	zero := false
 	for k := 0; k < ns; k++ {
 		s := x.sizes.at(k)
 		if s < 0 {
 			return -1, b.fail(idx(valueField(i, v, ".sizes"), k), pos, "negative size %d (want >= 0)", s)
 		}
-		dims = append(dims, int64(s))
+		zero = zero || s == 0
 	}
-	b.dims = dims
 	if nd > 0 {
 		if nd != ns {
 			return -1, b.fail(valueField(i, v, ".dim_order"), pos, "dim_order has %d entries for %d sizes", nd, ns)
@@ -817,7 +815,7 @@ func (b *builder) tensor(i int, m *Method, v int, x *rawTensor) (int32, error) {
 	if external {
 		maxBytes = math.MaxInt64
 	}
-	_, nbytes, ok := format.Numel(dims, dt, maxBytes)
+	nbytes, ok := b.nbytes(x.sizes, zero, dt, maxBytes)
 	if !ok {
 		return -1, b.fail(valueField(i, v, ".sizes"), pos, "tensor %q: numel × %d-byte elements overflows or exceeds the %d-byte file", name(), dt.Size(), b.size)
 	}
@@ -884,6 +882,40 @@ func (b *builder) tensor(i int, m *Method, v int, x *rawTensor) (int32, error) {
 	}
 	b.recs = append(b.recs, r)
 	return int32(len(b.recs) - 1), nil
+}
+
+// nbytes returns the byte size of a tensor of type dt and the given sizes
+// (none negative; zero reports whether one is 0), as format.Numel does,
+// and false when it exceeds maxBytes or overflows. A type of one element a
+// block (every type but the packed ones) takes the product of its size and
+// the sizes, checked against maxBytes at each step (the sizes being at
+// least 1, a product past it only grows); the packed ones go to Numel.
+func (b *builder) nbytes(sizes i32s, zero bool, dt format.DType, maxBytes int64) (int64, bool) {
+	elems, bsize := dt.Block()
+	if elems != 1 || maxBytes < 0 {
+		dims := b.dims[:0]
+		for k := range sizes.len() {
+			dims = append(dims, int64(sizes.at(k)))
+		}
+		b.dims = dims
+		_, n, ok := format.Numel(dims, dt, maxBytes)
+		return n, ok
+	}
+	if zero {
+		return 0, true
+	}
+	limit, n := uint64(maxBytes), uint64(bsize)
+	if n > limit {
+		return 0, false
+	}
+	for k := range sizes.len() {
+		hi, lo := bits.Mul64(n, uint64(sizes.at(k)))
+		if hi != 0 || lo > limit {
+			return 0, false
+		}
+		n = lo
+	}
+	return int64(n), true
 }
 
 // tensorCost is the work budget charged per tensor kept: the budget is

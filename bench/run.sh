@@ -147,7 +147,7 @@ if command -v flatc >/dev/null && command -v g++ >/dev/null && [ -e /usr/include
   {
     for r in $(seq "${ROUNDS:-3}"); do
       for f in "$DIR/pte-64M.pte" "$DIR/pte-1G.pte" "$P4G" "$DIR/flat-64M.pte" $( [ -e "$kws" ] && echo "$kws" ); do
-        for m in minimal verify; do "${nice[@]}" "$OUT/cxxload" $m "$f" 3000; done
+        for m in minimal verify pread; do "${nice[@]}" "$OUT/cxxload" $m "$f" 3000; done
         # edgeload in the same minute, for the side by side.
         $LB -n 3000 -mode whole "$f"
       done
@@ -160,7 +160,7 @@ if command -v flatc >/dev/null && command -v g++ >/dev/null && [ -e /usr/include
   go build -o "$OUT/pairbench" ./bench/cmd/pairbench
   {
     for f in "$P4G" "$DIR/pte-1G.pte" "$DIR/flat-64M.pte" $( [ -e "$kws" ] && echo "$kws" ); do
-      for m in minimal verify; do
+      for m in minimal verify pread; do
         "${nice[@]}" "$OUT/pairbench" -rounds "${PAIRROUNDS:-20}" -pairs 20 -n 50 -a "$OUT/cxxload $m $f serve" -b "$OUT/loadbench -serve $f"
       done
     done

@@ -8,8 +8,8 @@
 // constant_segment.offsets, checked to lie in its segment), touching no
 // weight (the legacy constant_buffer's storage for programs without a
 // constant segment; external tensors are skipped: their data is in a .ptd);
-// munmap, close. The program's FlatBuffer is read through the
-// mapping (page faults), as a mapping loader does.
+// munmap, close. In modes minimal and verify the program's FlatBuffer is
+// read through the mapping (page faults), as a mapping loader does.
 //
 // Modes:
 //   minimal  the headers and the file identifier only: the FlatBuffer is
@@ -18,6 +18,15 @@
 //            program (every table, vector, string and offset in bounds):
 //            structural verification in C++, a part of what edgeload's
 //            Open checks
+//   pread    verify's work, the headers and the FlatBuffer region read as
+//            edgeload reads them (package loader/internal/region): the
+//            first 4 KiB with pread into a buffer kept from load to load,
+//            then the rest of the region [0, program_size) with a second
+//            pread when it is longer (a region over 256 KiB is read through
+//            the mapping, as edgeload reads it in place); the constants'
+//            pointers still point into the mapping. No page of the mapping
+//            is touched, so edgeload and this mode make the same system
+//            calls but for the Go runtime's, and compare CPU work alone
 //
 // A benchmark tool for the project's generated files, not a loader: in
 // minimal mode a malformed FlatBuffer is read unchecked.
@@ -26,8 +35,8 @@
 //
 //   flatc --cpp -o /tmp/fbgen internal/schema/program.fbs
 //   g++ -O2 -std=c++17 -I/tmp/fbgen -o /tmp/cxxload bench/cxxload/load.cc
-//   /tmp/cxxload minimal|verify FILE [N]
-//   /tmp/cxxload minimal|verify FILE serve
+//   /tmp/cxxload minimal|verify|pread FILE [N]
+//   /tmp/cxxload minimal|verify|pread FILE serve
 //
 // It prints one JSON line: {"file", "mode", "iters", "tensors",
 // "median_us", "min_us", "p10_us", "p90_us"}. With serve it instead reads
@@ -86,10 +95,35 @@ int elemSize(int8_t st) {
 	return 0;
 }
 
-// load is one load of the program in b (size bytes); it appends a pointer
-// per constant tensor to ptrs and returns false when the file is not one
-// it can read.
-bool load(const uint8_t *b, uint64_t size, bool verify, std::vector<const uint8_t *> &ptrs) {
+// Mode is what a load does (see the modes above).
+enum Mode { kMinimal, kVerify, kPread };
+
+// regionLen returns the program_size the headers in b (n bytes of a file of
+// size bytes) declare, or the file size without an extended header; 0 when
+// the headers are bad.
+uint64_t regionLen(const uint8_t *b, uint64_t n, uint64_t size) {
+	if (n < 8 || !flatbuffers::BufferHasIdentifier(b, ptefb::ProgramIdentifier())) {
+		return 0;
+	}
+	if (n >= 32 && memcmp(b + 8, "eh00", 4) == 0) {
+		if (le32(b + 12) < 24) {
+			return 0;
+		}
+		uint64_t progSize = le64(b + 16), segBase = le64(b + 24);
+		if (progSize > size || segBase > size || progSize < 8) {
+			return 0;
+		}
+		return progSize;
+	}
+	return size;
+}
+
+// load is one load of the program in the file mapped at file (size bytes),
+// its FlatBuffer region read from b (the mapping itself, or a copy of the
+// region [0, program_size) in pread mode); it appends a pointer into the
+// mapping per constant tensor to ptrs and returns false when the file is
+// not one it can read.
+bool load(const uint8_t *b, const uint8_t *file, uint64_t size, bool verify, std::vector<const uint8_t *> &ptrs) {
 	if (size < 8 || !flatbuffers::BufferHasIdentifier(b, ptefb::ProgramIdentifier())) {
 		return false;
 	}
@@ -122,7 +156,7 @@ bool load(const uint8_t *b, uint64_t size, bool verify, std::vector<const uint8_
 		if (s->offset() > size - segBase || s->size() > size - segBase - s->offset()) {
 			return false;
 		}
-		seg = b + segBase + s->offset(), segLen = s->size(), offs = cs->offsets();
+		seg = file + segBase + s->offset(), segLen = s->size(), offs = cs->offsets();
 	}
 	if (p->execution_plan() == nullptr) {
 		return true;
@@ -160,7 +194,7 @@ bool load(const uint8_t *b, uint64_t size, bool verify, std::vector<const uint8_
 				if (n > legacy->size()) {
 					return false;
 				}
-				ptrs.push_back(legacy->data());
+				ptrs.push_back(file + (legacy->data() - b)); // the same bytes in the mapping
 				continue;
 			}
 			uint64_t off = offs->Get(t->data_buffer_idx());
@@ -175,10 +209,50 @@ bool load(const uint8_t *b, uint64_t size, bool verify, std::vector<const uint8_
 
 } // namespace
 
+// regionMax is the largest region pread mode reads into its buffer
+// (edgeload's region.Max); headLen is what its first read asks for
+// (region.HeadLen).
+const uint64_t regionMax = 256 << 10, headLen = 4 << 10;
+
+// readRegion reads the headers and the FlatBuffer region of fd (size bytes,
+// mapped at m) as edgeload does: the first min(4 KiB, size) bytes into buf,
+// then the rest of [0, program_size) when it is longer. It returns the
+// region's bytes (buf's, or the mapping's for a region over regionMax), or
+// nullptr.
+const uint8_t *readRegion(int fd, const uint8_t *m, uint64_t size, std::vector<uint8_t> &buf) {
+	uint64_t n = std::min(size, headLen);
+	if (buf.size() < n) {
+		buf.resize(std::max<uint64_t>(n, 64 << 10));
+	}
+	if (pread(fd, buf.data(), n, 0) != ssize_t(n)) {
+		return nullptr;
+	}
+	uint64_t len = regionLen(buf.data(), n, size);
+	if (len == 0) {
+		return nullptr;
+	}
+	if (len <= n) {
+		return buf.data();
+	}
+	if (len > regionMax) {
+		return m;
+	}
+	if (buf.size() < len) {
+		std::vector<uint8_t> big(std::max<uint64_t>(len, 64 << 10));
+		memcpy(big.data(), buf.data(), n);
+		buf.swap(big);
+	}
+	if (pread(fd, buf.data() + n, len - n, off_t(n)) != ssize_t(len - n)) {
+		return nullptr;
+	}
+	return buf.data();
+}
+
 // timed runs n loads of the file at path, storing each one's time in
 // microseconds in t[0..n), and returns the number of constants of the last
 // load, or -1 after printing why a load failed.
-long timed(const char *path, bool verify, int n, double *t, std::vector<const uint8_t *> &ptrs) {
+long timed(const char *path, Mode mode, int n, double *t, std::vector<const uint8_t *> &ptrs) {
+	static std::vector<uint8_t> buf; // pread mode's region, kept from load to load
 	for (int i = 0; i < n; i++) {
 		double t0 = now_us();
 		int fd = open(path, O_RDONLY | O_CLOEXEC);
@@ -192,8 +266,13 @@ long timed(const char *path, bool verify, int n, double *t, std::vector<const ui
 			perror("mmap");
 			return -1;
 		}
+		const uint8_t *file = static_cast<const uint8_t *>(m), *b = file;
+		if (mode == kPread && (b = readRegion(fd, file, uint64_t(st.st_size), buf)) == nullptr) {
+			fprintf(stderr, "%s: not a program this tool reads\n", path);
+			return -1;
+		}
 		ptrs.clear();
-		if (!load(static_cast<const uint8_t *>(m), uint64_t(st.st_size), verify, ptrs)) {
+		if (!load(b, file, uint64_t(st.st_size), mode != kMinimal, ptrs)) {
 			fprintf(stderr, "%s: not a program this tool reads\n", path);
 			return -1;
 		}
@@ -207,7 +286,7 @@ long timed(const char *path, bool verify, int n, double *t, std::vector<const ui
 // serve is the serve protocol (bench/cmd/pairbench drives it): for each
 // count N read from stdin, N loads, and one line of their times in
 // nanoseconds separated by spaces; it returns at the end of stdin.
-int serve(const char *path, bool verify, std::vector<const uint8_t *> &ptrs) {
+int serve(const char *path, Mode mode, std::vector<const uint8_t *> &ptrs) {
 	long n;
 	std::vector<double> t;
 	while (scanf("%ld", &n) == 1) {
@@ -216,7 +295,7 @@ int serve(const char *path, bool verify, std::vector<const uint8_t *> &ptrs) {
 			return 2;
 		}
 		t.resize(n);
-		if (timed(path, verify, int(n), t.data(), ptrs) < 0) {
+		if (timed(path, mode, int(n), t.data(), ptrs) < 0) {
 			return 1;
 		}
 		for (long i = 0; i < n; i++) {
@@ -229,16 +308,20 @@ int serve(const char *path, bool verify, std::vector<const uint8_t *> &ptrs) {
 }
 
 int main(int argc, char **argv) {
-	if (argc < 3 || (strcmp(argv[1], "minimal") != 0 && strcmp(argv[1], "verify") != 0)) {
-		fprintf(stderr, "usage: %s minimal|verify FILE [N|serve]\n", argv[0]);
+	Mode mode = kMinimal;
+	if (argc >= 3 && strcmp(argv[1], "verify") == 0) {
+		mode = kVerify;
+	} else if (argc >= 3 && strcmp(argv[1], "pread") == 0) {
+		mode = kPread;
+	} else if (argc < 3 || strcmp(argv[1], "minimal") != 0) {
+		fprintf(stderr, "usage: %s minimal|verify|pread FILE [N|serve]\n", argv[0]);
 		return 2;
 	}
-	bool verify = strcmp(argv[1], "verify") == 0;
 	const char *path = argv[2];
 	std::vector<const uint8_t *> ptrs;
 	ptrs.reserve(1 << 20);
 	if (argc > 3 && strcmp(argv[3], "serve") == 0) {
-		return serve(path, verify, ptrs);
+		return serve(path, mode, ptrs);
 	}
 	int n = argc > 3 ? atoi(argv[3]) : 2000;
 	if (n < 1) {
@@ -246,7 +329,7 @@ int main(int argc, char **argv) {
 		return 2;
 	}
 	std::vector<double> t(n);
-	long tensors = timed(path, verify, n, t.data(), ptrs);
+	long tensors = timed(path, mode, n, t.data(), ptrs);
 	if (tensors < 0) {
 		return 1;
 	}

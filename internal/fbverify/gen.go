@@ -19,7 +19,8 @@ func (w *Walk) Lazy() bool { return w.lazy }
 func (w *Walk) SetLazy(lazy bool) { w.lazy = lazy }
 
 // Start counts the table at pos, checks the nesting depth and its vtable,
-// and enters it: [Walk.Leave] leaves it.
+// and enters it: [Walk.Leave] leaves it once its fields are verified (a
+// walk that failed is left as it is: Verify and Elem reset the depth).
 func (w *Walk) Start(pos int64) (T, error) {
 	v := w.v
 	if err := v.enter(pos); err != nil {
@@ -48,11 +49,19 @@ func (w *Walk) Bare(pos int64) error {
 }
 
 // Scalar checks that field id of t, size bytes, lies in the buffer when
-// present.
+// present. A field inside the table's own bytes (which Start checked lie
+// in the buffer) is the common case, a comparison; one past them is
+// checked against the buffer.
 func (w *Walk) Scalar(t *T, id int, size int64) error {
-	v := w.v
-	fo := v.slot(t.vt, t.vtsize, id)
-	if fo != 0 && !v.in(t.pos+fo, size) {
+	if fo := w.v.slot(t.vt, t.vtsize, id); fo != 0 && fo+size > t.tsize {
+		return w.scalarOutside(t, fo, size)
+	}
+	return nil
+}
+
+// scalarOutside checks a field Scalar found past its table's bytes.
+func (w *Walk) scalarOutside(t *T, fo, size int64) error {
+	if v := w.v; !v.in(t.pos+fo, size) {
 		return v.fieldOutside(t.pos, fo, size, t.tsize)
 	}
 	return nil
@@ -63,6 +72,15 @@ func (w *Walk) Scalar(t *T, id int, size int64) error {
 func (w *Walk) Ref(t *T, id int, required bool) (int64, error) {
 	v := w.v
 	fo := v.slot(t.vt, t.vtsize, id)
+	if fo != 0 && fo+4 <= t.tsize {
+		// Inside the table's bytes, which lie in the buffer.
+		p := t.pos + fo
+		off := int64(v.u32(p))
+		if q := p + off; off != 0 && q < v.n {
+			return q, nil
+		}
+		return 0, v.derefFail(p)
+	}
 	if fo == 0 {
 		if required {
 			return 0, v.fail(t.pos, "required field is missing (the schema says it must be present)")
@@ -130,6 +148,7 @@ func (w *Walk) At(err error, name string, idx int) error { return w.v.at(err, na
 // generated verifier of the root type named name.
 func (w *Walk) Verify(name string, verify func(*Walk, int64) error) error {
 	v := w.v
+	v.depth = 0
 	if int64(len(v.buf)) > MaxSize {
 		return v.fail(0, "FlatBuffer of %d bytes exceeds the 2 GiB FlatBuffer limit", len(v.buf))
 	}

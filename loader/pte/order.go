@@ -32,7 +32,7 @@ func (p *Program) UseOrder(method string) ([]int, error) {
 	}
 	ms := p.methods
 	if method != "" {
-		i, ok := p.methodIdx[method]
+		i, ok := p.methodIndex(method)
 		if !ok {
 			return nil, fmt.Errorf("pte: use order: method %q: %w", method, format.ErrNotFound)
 		}

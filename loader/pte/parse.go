@@ -3,6 +3,7 @@ package pte
 import (
 	"encoding/binary"
 	"math"
+	"math/bits"
 	"slices"
 	"strconv"
 
@@ -13,6 +14,7 @@ import (
 	"github.com/edgeload/edgeload/loader/format"
 	"github.com/edgeload/edgeload/loader/internal/arena"
 	"github.com/edgeload/edgeload/loader/internal/fbread"
+	"github.com/edgeload/edgeload/loader/internal/nameindex"
 	"github.com/edgeload/edgeload/loader/internal/region"
 	"github.com/edgeload/edgeload/mmapfile"
 	"github.com/edgeload/edgeload/segment"
@@ -143,6 +145,15 @@ type builder struct {
 	ints   arena.Slices[int32]
 	int64s arena.Slices[int64] // non_const_buffer_sizes
 	chains arena.Slices[Chain]
+	// The plans' operator tables and delegate lists, and the delegates'
+	// compile specs and their values, in shared chunks as well.
+	ops   arena.Slices[Operator]
+	dels  arena.Slices[int]
+	specs arena.Slices[CompileSpec]
+	bytes arena.Slices[byte]
+	// checks holds the methods' instruction checks, one allocation for
+	// all of them.
+	checks []methodCheck
 }
 
 func (b *builder) fail(field string, off int64, msg string, args ...any) error {
@@ -210,9 +221,23 @@ func (b *builder) build() error {
 	n := root.ExecutionPlanLength()
 	p.methods = make([]Method, n)
 	p.valueTensor = make([][]int32, n)
-	p.methodIdx = make(map[string]int, n)
+	b.checks = make([]methodCheck, n)
+	if n > methodScan {
+		p.methodIdx = nameindex.Make(n, func(i int) string { return p.methods[i].Name })
+	}
 	p.inlineConsts = b.constOffsets.n == 0
 	var plan ptefb.ExecutionPlan
+	// Room for every delegate in one allocation, unless there are more
+	// than the work budget covers (plans sharing a delegate list): then
+	// the plans' own charges stop the build as they are read.
+	var nd int64
+	for i := 0; i < n && nd <= b.budget; i++ {
+		root.ExecutionPlan(&plan, i)
+		nd += int64(plan.DelegatesLength())
+	}
+	if nd > 0 && nd <= b.budget {
+		p.delegates = make([]Delegate, 0, nd)
+	}
 	for i := 0; i < n; i++ {
 		root.ExecutionPlan(&plan, i)
 		if err := b.method(i, &plan); err != nil {
@@ -370,7 +395,7 @@ func (b *builder) method(i int, plan *ptefb.ExecutionPlan) error {
 	m := &p.methods[i]
 	m.Index = i
 	m.p = p
-	m.check1 = new(methodCheck)
+	m.check1 = &b.checks[i]
 	m.pos = plan.Table().Pos
 	// The field path, for errors only: built when one is reported.
 	pf := func() string { return planField(i) }
@@ -385,10 +410,9 @@ func (b *builder) method(i int, plan *ptefb.ExecutionPlan) error {
 		return b.overBudget(pf()+".name", int64(m.pos))
 	}
 	m.Name = b.strs.Copy(name)
-	if _, dup := p.methodIdx[m.Name]; dup {
+	if p.repeatsName(i) {
 		return b.fail(pf()+".name", int64(plan.Table().Pos), "execution plan name %q repeats an earlier plan's", m.Name)
 	}
-	p.methodIdx[m.Name] = i
 	if fo[1] != 0 {
 		cm := fbread.Deref(fb, pp+fo[1])
 		cf := b.metaF.Of(fb, cm)
@@ -433,7 +457,7 @@ func (b *builder) method(i int, plan *ptefb.ExecutionPlan) error {
 	if !b.spend(no) {
 		return b.overBudget(pf()+".operators", int64(m.pos))
 	}
-	m.Operators = make([]Operator, no)
+	m.Operators = b.ops.Make(no)
 	var op ptefb.Operator
 	for k := 0; k < no; k++ {
 		plan.Operators(&op, k)
@@ -559,7 +583,7 @@ func (b *builder) delegates(m *Method, plan *ptefb.ExecutionPlan, pf func() stri
 	if !b.spend(nd) {
 		return b.overBudget(pf()+".delegates", int64(m.pos))
 	}
-	m.Delegates = make([]int, nd)
+	m.Delegates = b.dels.Make(nd)
 	var bd ptefb.BackendDelegate
 	var ref ptefb.BackendDelegateDataReference
 	var cs ptefb.CompileSpec
@@ -573,19 +597,22 @@ func (b *builder) delegates(m *Method, plan *ptefb.ExecutionPlan, pf func() stri
 		if !b.spend(len(id)) {
 			return b.overBudget(field()+".id", pos)
 		}
-		d.ID = string(id)
+		d.ID = b.strs.Copy(id)
 		ncs := bd.CompileSpecsLength()
 		if !b.spend(ncs) {
 			return b.overBudget(field()+".compile_specs", pos)
 		}
-		d.CompileSpecs = make([]CompileSpec, ncs)
+		d.CompileSpecs = b.specs.Make(ncs)
 		for c := 0; c < ncs; c++ {
 			bd.CompileSpecs(&cs, c)
 			key, val := cs.Key(), cs.ValueBytes()
 			if !b.spend(len(key) + len(val)) {
 				return b.overBudget(idx(field()+".compile_specs", c), int64(cs.Table().Pos))
 			}
-			d.CompileSpecs[c] = CompileSpec{Key: string(key), Value: append([]byte(nil), val...)}
+			d.CompileSpecs[c] = CompileSpec{Key: b.strs.Copy(key)}
+			if len(val) > 0 {
+				d.CompileSpecs[c].Value = b.bytes.Copy(val)
+			}
 		}
 		if bd.Processed(&ref) == nil {
 			return b.fail(field()+".processed", pos, "delegate %q has no processed data reference", d.ID)
@@ -644,7 +671,8 @@ func (b *builder) value(i int, m *Method, v, nv int, pos int64) (int32, error) {
 	val := fbread.Deref(fb, pos+fo[1])
 	switch tag {
 	case tagTensor:
-		x := b.readTensor(val)
+		var x rawTensor
+		b.readTensor(val, &x)
 		return b.tensor(i, m, v, &x)
 	case tagTensorList, tagOptionalTensorList:
 		// Value indices; an optional list may hold -1 (no tensor).
@@ -698,9 +726,9 @@ type rawTensor struct {
 
 // readTensor decodes the verified Tensor table at pos, through the vtables
 // the builder decoded last.
-func (b *builder) readTensor(pos int64) rawTensor {
+func (b *builder) readTensor(pos int64, x *rawTensor) {
 	fb := b.fb
-	x := rawTensor{pos: pos}
+	x.pos = pos
 	fo := b.tensorF.Of(fb, pos)
 	if f := fo[tScalarType]; f != 0 {
 		x.scalarType = int8(fb[pos+f])
@@ -720,7 +748,6 @@ func (b *builder) readTensor(pos int64) rawTensor {
 			x.location = int8(fb[e+f])
 		}
 	}
-	return x
 }
 
 // tensor checks a tensor value (value v of plan i, method m) and, when the
@@ -742,17 +769,14 @@ func (b *builder) tensor(i int, m *Method, v int, x *rawTensor) (int32, error) {
 	if !b.spend(ns + nd) {
 		return -1, b.overBudget(valueField(i, v, ".sizes"), pos)
 	}
-	// The sizes, for the checks here and Numel's, in a buffer reused from
-	// tensor to tensor.
-	dims := b.dims[:0]
+	zero := false
 	for k := 0; k < ns; k++ {
 		s := x.sizes.at(k)
 		if s < 0 {
 			return -1, b.fail(idx(valueField(i, v, ".sizes"), k), pos, "negative size %d (want >= 0)", s)
 		}
-		dims = append(dims, int64(s))
+		zero = zero || s == 0
 	}
-	b.dims = dims
 	if nd > 0 {
 		if nd != ns {
 			return -1, b.fail(valueField(i, v, ".dim_order"), pos, "dim_order has %d entries for %d sizes", nd, ns)
@@ -791,7 +815,7 @@ func (b *builder) tensor(i int, m *Method, v int, x *rawTensor) (int32, error) {
 	if external {
 		maxBytes = math.MaxInt64
 	}
-	_, nbytes, ok := format.Numel(dims, dt, maxBytes)
+	nbytes, ok := b.nbytes(x.sizes, zero, dt, maxBytes)
 	if !ok {
 		return -1, b.fail(valueField(i, v, ".sizes"), pos, "tensor %q: numel × %d-byte elements overflows or exceeds the %d-byte file", name(), dt.Size(), b.size)
 	}
@@ -858,6 +882,40 @@ func (b *builder) tensor(i int, m *Method, v int, x *rawTensor) (int32, error) {
 	}
 	b.recs = append(b.recs, r)
 	return int32(len(b.recs) - 1), nil
+}
+
+// nbytes returns the byte size of a tensor of type dt and the given sizes
+// (none negative; zero reports whether one is 0), as format.Numel does,
+// and false when it exceeds maxBytes or overflows. A type of one element a
+// block (every type but the packed ones) takes the product of its size and
+// the sizes, checked against maxBytes at each step (the sizes being at
+// least 1, a product past it only grows); the packed ones go to Numel.
+func (b *builder) nbytes(sizes i32s, zero bool, dt format.DType, maxBytes int64) (int64, bool) {
+	elems, bsize := dt.Block()
+	if elems != 1 || maxBytes < 0 {
+		dims := b.dims[:0]
+		for k := range sizes.len() {
+			dims = append(dims, int64(sizes.at(k)))
+		}
+		b.dims = dims
+		_, n, ok := format.Numel(dims, dt, maxBytes)
+		return n, ok
+	}
+	if zero {
+		return 0, true
+	}
+	limit, n := uint64(maxBytes), uint64(bsize)
+	if n > limit {
+		return 0, false
+	}
+	for k := range sizes.len() {
+		hi, lo := bits.Mul64(n, uint64(sizes.at(k)))
+		if hi != 0 || lo > limit {
+			return 0, false
+		}
+		n = lo
+	}
+	return int64(n), true
 }
 
 // tensorCost is the work budget charged per tensor kept: the budget is

@@ -331,14 +331,14 @@ type Program struct {
 	checks *programChecks // what the methods' checks share (check.go)
 
 	methods      []Method
-	methodIdx    map[string]int
-	recs         []tensorRec // one per tensor (tensors.go); nil once closed
-	ntensors     int         // len(recs) before Close
-	constSeg     int         // segment index of the constant segment; -1 legacy
-	mutSeg       int         // segment index of mutable_data_segments[0]; -1 none
-	list         tensorList  // the Tensor values, built on first use
-	valueTensor  [][]int32   // per method, per value: index into recs or -1
-	inlineConsts bool        // constants are in the legacy constant_buffer (or there are none)
+	methodIdx    nameindex.Index // by name, for more than methodScan methods
+	recs         []tensorRec     // one per tensor (tensors.go); nil once closed
+	ntensors     int             // len(recs) before Close
+	constSeg     int             // segment index of the constant segment; -1 legacy
+	mutSeg       int             // segment index of mutable_data_segments[0]; -1 none
+	list         tensorList      // the Tensor values, built on first use
+	valueTensor  [][]int32       // per method, per value: index into recs or -1
+	inlineConsts bool            // constants are in the legacy constant_buffer (or there are none)
 
 	// The name index is built by the first Tensor call: a program used by
 	// index or by value (TensorAt) never pays for it.
@@ -467,11 +467,44 @@ func (p *Program) Methods() []Method { return p.methods }
 
 // Method returns the execution plan with the given name.
 func (p *Program) Method(name string) (*Method, bool) {
-	i, ok := p.methodIdx[name]
+	i, ok := p.methodIndex(name)
 	if !ok {
 		return nil, false
 	}
 	return &p.methods[i], true
+}
+
+// methodScan is the most methods found by name with a scan of their
+// names; a program with more has a name index (Program.methodIdx).
+const methodScan = 8
+
+// methodIndex returns the index of the method with the given name.
+func (p *Program) methodIndex(name string) (int, bool) {
+	if len(p.methods) > methodScan {
+		return p.methodIdx.Lookup(name)
+	}
+	for i := range p.methods {
+		if p.methods[i].Name == name {
+			return i, true
+		}
+	}
+	return 0, false
+}
+
+// repeatsName reports whether the name of method i, just read, repeats the
+// name of a method before it (adding it to the name index when it does
+// not).
+func (p *Program) repeatsName(i int) bool {
+	if len(p.methods) > methodScan {
+		_, dup := p.methodIdx.Insert(i)
+		return dup
+	}
+	for k := range i {
+		if p.methods[k].Name == p.methods[i].Name {
+			return true
+		}
+	}
+	return false
 }
 
 // Tensors returns every tensor with data in (or named by) the program: for
@@ -504,7 +537,7 @@ func (p *Program) buildIndex() {
 // false when that value is not a constant, mutable or external tensor. It
 // allocates nothing.
 func (p *Program) ValueTensor(method string, value int) (*Tensor, bool) {
-	m, ok := p.methodIdx[method]
+	m, ok := p.methodIndex(method)
 	if !ok || value < 0 || value >= len(p.valueTensor[m]) {
 		return nil, false
 	}

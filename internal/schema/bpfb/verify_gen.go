@@ -10,10 +10,10 @@ func VerifyInt(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	defer w.Leave()
 	if err := w.Scalar(&t, 0, 8); err != nil {
 		return w.At(err, "int_val", -1)
 	}
+	w.Leave()
 	return nil
 }
 
@@ -23,10 +23,10 @@ func VerifyBool(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	defer w.Leave()
 	if err := w.Scalar(&t, 0, 1); err != nil {
 		return w.At(err, "bool_val", -1)
 	}
+	w.Leave()
 	return nil
 }
 
@@ -36,10 +36,10 @@ func VerifyDouble(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	defer w.Leave()
 	if err := w.Scalar(&t, 0, 8); err != nil {
 		return w.At(err, "double_val", -1)
 	}
+	w.Leave()
 	return nil
 }
 
@@ -49,7 +49,6 @@ func VerifyTensor(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	defer w.Leave()
 	if err := w.Scalar(&t, 0, 1); err != nil {
 		return w.At(err, "scalar_type", -1)
 	}
@@ -62,6 +61,7 @@ func VerifyTensor(w *fbverify.Walk, pos int64) error {
 	if _, _, err := w.VectorField(&t, 3, false, 1); err != nil {
 		return w.At(err, "dim_order", -1)
 	}
+	w.Leave()
 	return nil
 }
 
@@ -71,10 +71,26 @@ func VerifyValue(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	defer w.Leave()
-	if err := w.UnionField(&t, 0, false, false, 4, verifyValueUnionMembers); err != nil {
+	if tag, q, err := w.Union(&t, 0); err != nil {
 		return w.At(err, "val", -1)
+	} else if tag != 0 {
+		switch tag {
+		case 1:
+			err = VerifyTensor(w, q)
+		case 2:
+			err = VerifyInt(w, q)
+		case 3:
+			err = VerifyBool(w, q)
+		case 4:
+			err = VerifyDouble(w, q)
+		default:
+			err = w.UnknownTag(&t, 0, tag, 5)
+		}
+		if err != nil {
+			return w.At(err, "val", -1)
+		}
 	}
+	w.Leave()
 	return nil
 }
 
@@ -84,21 +100,33 @@ func VerifyBundledMethodTestCase(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	defer w.Leave()
 	if start, n, err := w.VectorField(&t, 0, false, 4); err != nil {
 		return w.At(err, "inputs", -1)
 	} else {
-		if err := w.Elements(start, n, VerifyValue); err != nil {
-			return w.At(err, "inputs", -1)
+		for i := int64(0); i < n; i++ {
+			e, err := w.Deref(start + 4*i)
+			if err == nil {
+				err = VerifyValue(w, e)
+			}
+			if err != nil {
+				return w.At(w.At(err, "", int(i)), "inputs", -1)
+			}
 		}
 	}
 	if start, n, err := w.VectorField(&t, 1, false, 4); err != nil {
 		return w.At(err, "expected_outputs", -1)
 	} else {
-		if err := w.Elements(start, n, VerifyValue); err != nil {
-			return w.At(err, "expected_outputs", -1)
+		for i := int64(0); i < n; i++ {
+			e, err := w.Deref(start + 4*i)
+			if err == nil {
+				err = VerifyValue(w, e)
+			}
+			if err != nil {
+				return w.At(w.At(err, "", int(i)), "expected_outputs", -1)
+			}
 		}
 	}
+	w.Leave()
 	return nil
 }
 
@@ -108,17 +136,23 @@ func VerifyBundledMethodTestSuite(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	defer w.Leave()
 	if err := w.StringField(&t, 0, false); err != nil {
 		return w.At(err, "method_name", -1)
 	}
 	if start, n, err := w.VectorField(&t, 1, false, 4); err != nil {
 		return w.At(err, "test_cases", -1)
 	} else {
-		if err := w.Elements(start, n, VerifyBundledMethodTestCase); err != nil {
-			return w.At(err, "test_cases", -1)
+		for i := int64(0); i < n; i++ {
+			e, err := w.Deref(start + 4*i)
+			if err == nil {
+				err = VerifyBundledMethodTestCase(w, e)
+			}
+			if err != nil {
+				return w.At(w.At(err, "", int(i)), "test_cases", -1)
+			}
 		}
 	}
+	w.Leave()
 	return nil
 }
 
@@ -128,31 +162,25 @@ func VerifyBundledProgram(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	defer w.Leave()
 	if err := w.Scalar(&t, 0, 4); err != nil {
 		return w.At(err, "version", -1)
 	}
 	if start, n, err := w.VectorField(&t, 1, false, 4); err != nil {
 		return w.At(err, "method_test_suites", -1)
 	} else {
-		if err := w.Elements(start, n, VerifyBundledMethodTestSuite); err != nil {
-			return w.At(err, "method_test_suites", -1)
+		for i := int64(0); i < n; i++ {
+			e, err := w.Deref(start + 4*i)
+			if err == nil {
+				err = VerifyBundledMethodTestSuite(w, e)
+			}
+			if err != nil {
+				return w.At(w.At(err, "", int(i)), "method_test_suites", -1)
+			}
 		}
 	}
 	if _, _, err := w.VectorField(&t, 2, true, 1); err != nil {
 		return w.At(err, "program", -1)
 	}
+	w.Leave()
 	return nil
-}
-
-func verifyValueUnionMembers(w *fbverify.Walk, tag int, pos int64) error {
-	switch tag {
-	case 1:
-		return VerifyTensor(w, pos)
-	case 2:
-		return VerifyInt(w, pos)
-	case 3:
-		return VerifyBool(w, pos)
-	}
-	return VerifyDouble(w, pos)
 }

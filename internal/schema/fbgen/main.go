@@ -84,12 +84,8 @@ type schema struct {
 	ns     string
 	enums  map[string]string // name: underlying scalar
 	unions map[string][]member
-	// unionOrder lists the unions in declaration order.
-	unionOrder []string
-	tables     []*table
-	// opaque and open hold the unions some (opaque) or (open) field has.
-	opaque, open map[string]bool
-	byName       map[string]*table
+	tables []*table
+	byName map[string]*table
 }
 
 var scalarSize = map[string]int{
@@ -189,7 +185,6 @@ func parse(src string) (*schema, error) {
 			}
 			next()
 			s.unions[name] = members
-			s.unionOrder = append(s.unionOrder, name)
 		case "table":
 			tb := &table{name: next()}
 			next() // {
@@ -272,18 +267,6 @@ func run(path string) error {
 			return fmt.Errorf("%s: table %s: %v", path, tb.name, err)
 		}
 	}
-	s.opaque, s.open = map[string]bool{}, map[string]bool{}
-	for _, tb := range s.tables {
-		for _, f := range tb.fields {
-			if !f.depr {
-				s.opaque[f.typ] = s.opaque[f.typ] || f.opaque
-				s.open[f.typ] = s.open[f.typ] || f.open
-			}
-		}
-	}
-	for _, u := range s.unionOrder {
-		s.genUnion(&b, u)
-	}
 	out, err := format.Source(b.Bytes())
 	if err != nil {
 		return fmt.Errorf("%s: formatting the output: %v", path, err)
@@ -300,8 +283,11 @@ func (s *schema) gen(b *bytes.Buffer, tb *table) error {
 		p("return w.Bare(pos)\n}\n\n")
 		return nil
 	}
-	// t stays on the stack: it is passed to no indirect call.
-	p("t, err := w.Start(pos)\nif err != nil {\nreturn err\n}\ndefer w.Leave()\n")
+	// t stays on the stack: it is passed to no indirect call. The table is
+	// left on success only: a walk that failed is not walked on (Verify
+	// and Elem reset the depth). Nested tables, vector elements and union
+	// members are verified by direct calls of their verifiers.
+	p("t, err := w.Start(pos)\nif err != nil {\nreturn err\n}\n")
 	id := 0
 	for _, f := range tb.fields {
 		fid := id
@@ -325,7 +311,12 @@ func (s *schema) gen(b *bytes.Buffer, tb *table) error {
 			} else {
 				p(" else {\n")
 			}
-			p("if err := w.Elements(start, n, %s); err != nil {\nreturn w.At(err, %q, -1)\n}\n}\n", verify, f.name)
+			call := "w.String(e)"
+			if verify != "nil" {
+				call = verify + "(w, e)"
+			}
+			p("for i := int64(0); i < n; i++ {\ne, err := w.Deref(start + 4*i)\nif err == nil {\nerr = %s\n}\n", call)
+			p("if err != nil {\nreturn w.At(w.At(err, \"\", int(i)), %q, -1)\n}\n}\n}\n", f.name)
 			continue
 		case f.vector:
 			sz := s.size(f.typ)
@@ -336,7 +327,9 @@ func (s *schema) gen(b *bytes.Buffer, tb *table) error {
 		case f.typ == "string":
 			call = fmt.Sprintf("err := w.StringField(&t, %d, %v)", fid, f.required)
 		case s.byName[f.typ] != nil:
-			call = fmt.Sprintf("err := w.TableField(&t, %d, %v, Verify%s)", fid, f.required, f.typ)
+			p("if q, err := w.Ref(&t, %d, %v); err != nil {\nreturn w.At(err, %q, -1)\n} else if q != 0 {\n", fid, f.required, f.name)
+			p("if err := Verify%s(w, q); err != nil {\nreturn w.At(err, %q, -1)\n}\n}\n", f.typ, f.name)
+			continue
 		case s.unions[f.typ] != nil:
 			ms := s.unions[f.typ]
 			for _, m := range ms {
@@ -347,17 +340,30 @@ func (s *schema) gen(b *bytes.Buffer, tb *table) error {
 			switch {
 			case f.open && f.opaque:
 				return fmt.Errorf("field %s: (open) and (opaque) exclude each other", f.name)
-			case f.opaque:
-				// Every tag reaches the members' verifier, whose default
-				// leaves a tag it does not know alone.
-				call = fmt.Sprintf("err := w.UnionField(&t, %d, %v, false, 255, verify%sOpaque)", fid, f.required, f.typ)
-			case explicit(ms) && !f.open:
+			case explicit(ms) && !f.open && !f.opaque:
 				return fmt.Errorf("field %s: union %s has explicit tags: want the field (open) or (opaque)", f.name, f.typ)
-			case explicit(ms):
-				call = fmt.Sprintf("err := w.UnionField(&t, %d, %v, false, 255, verify%sOpen)", fid, f.required, f.typ)
-			default:
-				call = fmt.Sprintf("err := w.UnionField(&t, %d, %v, %v, %d, verify%sMembers)", fid, f.required, f.open, len(ms), f.typ)
 			}
+			// UnionField's steps, with a direct call per member.
+			p("if tag, q, err := w.Union(&t, %d); err != nil {\nreturn w.At(err, %q, -1)\n} else if tag != 0 {\nswitch tag {\n", fid, f.name)
+			for _, m := range ms {
+				p("case %d:\nerr = Verify%s(w, q)\n", m.tag, m.name)
+			}
+			switch {
+			case f.opaque:
+				// a tag the schema leaves out: only its offset, which
+				// Union checked, is the verifier's business
+			case f.open:
+				p("default:\nerr = w.Bare(q)\n")
+			default:
+				p("default:\nerr = w.UnknownTag(&t, %d, tag, %d)\n", fid, len(ms)+1)
+			}
+			p("}\nif err != nil {\nreturn w.At(err, %q, -1)\n}\n}", f.name)
+			if f.required {
+				p(" else {\nreturn w.At(w.Missing(&t), %q, -1)\n}\n", f.name)
+			} else {
+				p("\n")
+			}
+			continue
 		default:
 			sz := s.size(f.typ)
 			if sz == 0 {
@@ -367,40 +373,6 @@ func (s *schema) gen(b *bytes.Buffer, tb *table) error {
 		}
 		p("if %s; err != nil {\nreturn w.At(err, %q, -1)\n}\n", call, f.name)
 	}
-	p("return nil\n}\n\n")
+	p("w.Leave()\nreturn nil\n}\n\n")
 	return nil
-}
-
-// genUnion writes the verifiers of the members of union u: the value at
-// pos of tag (1 to the number of members). A union with explicit tags
-// gets verify<u>Open, which verifies a tag it does not list as a table
-// without fields; any union gets verify<u>Opaque, which leaves such a tag
-// alone.
-func (s *schema) genUnion(b *bytes.Buffer, u string) {
-	ms := s.unions[u]
-	p := func(format string, args ...any) { fmt.Fprintf(b, format, args...) }
-	cases := func() {
-		for _, m := range ms {
-			p("case %d:\nreturn Verify%s(w, pos)\n", m.tag, m.name)
-		}
-	}
-	if !explicit(ms) {
-		p("func verify%sMembers(w *fbverify.Walk, tag int, pos int64) error {\nswitch tag {\n", u)
-		for k, m := range ms {
-			if k == len(ms)-1 {
-				p("}\nreturn Verify%s(w, pos)\n}\n\n", m.name)
-				break
-			}
-			p("case %d:\nreturn Verify%s(w, pos)\n", m.tag, m.name)
-		}
-	} else if s.open[u] {
-		p("func verify%sOpen(w *fbverify.Walk, tag int, pos int64) error {\nswitch tag {\n", u)
-		cases()
-		p("}\nreturn w.Bare(pos)\n}\n\n")
-	}
-	if s.opaque[u] {
-		p("func verify%sOpaque(w *fbverify.Walk, tag int, pos int64) error {\nswitch tag {\n", u)
-		cases()
-		p("}\nreturn nil\n}\n\n")
-	}
 }

@@ -10,10 +10,10 @@ func VerifyStringValue(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	defer w.Leave()
 	if err := w.StringField(&t, 0, false); err != nil {
 		return w.At(err, "value", -1)
 	}
+	w.Leave()
 	return nil
 }
 
@@ -23,13 +23,21 @@ func VerifyKeyValuePair(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	defer w.Leave()
 	if err := w.StringField(&t, 0, true); err != nil {
 		return w.At(err, "key", -1)
 	}
-	if err := w.UnionField(&t, 1, false, false, 255, verifyVDataOpaque); err != nil {
+	if tag, q, err := w.Union(&t, 1); err != nil {
 		return w.At(err, "value", -1)
+	} else if tag != 0 {
+		switch tag {
+		case 9:
+			err = VerifyStringValue(w, q)
+		}
+		if err != nil {
+			return w.At(err, "value", -1)
+		}
 	}
+	w.Leave()
 	return nil
 }
 
@@ -39,14 +47,20 @@ func VerifySystemMetadata(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	defer w.Leave()
 	if start, n, err := w.VectorField(&t, 0, false, 4); err != nil {
 		return w.At(err, "entries", -1)
 	} else {
-		if err := w.Elements(start, n, VerifyKeyValuePair); err != nil {
-			return w.At(err, "entries", -1)
+		for i := int64(0); i < n; i++ {
+			e, err := w.Deref(start + 4*i)
+			if err == nil {
+				err = VerifyKeyValuePair(w, e)
+			}
+			if err != nil {
+				return w.At(w.At(err, "", int(i)), "entries", -1)
+			}
 		}
 	}
+	w.Leave()
 	return nil
 }
 
@@ -56,12 +70,17 @@ func VerifySectionObject(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	defer w.Leave()
 	if start, n, err := w.VectorField(&t, 0, false, 4); err != nil {
 		return w.At(err, "items", -1)
 	} else {
-		if err := w.Elements(start, n, VerifyKeyValuePair); err != nil {
-			return w.At(err, "items", -1)
+		for i := int64(0); i < n; i++ {
+			e, err := w.Deref(start + 4*i)
+			if err == nil {
+				err = VerifyKeyValuePair(w, e)
+			}
+			if err != nil {
+				return w.At(w.At(err, "", int(i)), "items", -1)
+			}
 		}
 	}
 	if err := w.Scalar(&t, 1, 8); err != nil {
@@ -73,6 +92,7 @@ func VerifySectionObject(w *fbverify.Walk, pos int64) error {
 	if err := w.Scalar(&t, 3, 1); err != nil {
 		return w.At(err, "data_type", -1)
 	}
+	w.Leave()
 	return nil
 }
 
@@ -82,14 +102,20 @@ func VerifySectionMetadata(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	defer w.Leave()
 	if start, n, err := w.VectorField(&t, 0, false, 4); err != nil {
 		return w.At(err, "objects", -1)
 	} else {
-		if err := w.Elements(start, n, VerifySectionObject); err != nil {
-			return w.At(err, "objects", -1)
+		for i := int64(0); i < n; i++ {
+			e, err := w.Deref(start + 4*i)
+			if err == nil {
+				err = VerifySectionObject(w, e)
+			}
+			if err != nil {
+				return w.At(w.At(err, "", int(i)), "objects", -1)
+			}
 		}
 	}
+	w.Leave()
 	return nil
 }
 
@@ -99,20 +125,20 @@ func VerifyLiteRTLMMetaData(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	defer w.Leave()
-	if err := w.TableField(&t, 0, false, VerifySystemMetadata); err != nil {
+	if q, err := w.Ref(&t, 0, false); err != nil {
 		return w.At(err, "system_metadata", -1)
+	} else if q != 0 {
+		if err := VerifySystemMetadata(w, q); err != nil {
+			return w.At(err, "system_metadata", -1)
+		}
 	}
-	if err := w.TableField(&t, 1, false, VerifySectionMetadata); err != nil {
+	if q, err := w.Ref(&t, 1, false); err != nil {
 		return w.At(err, "section_metadata", -1)
+	} else if q != 0 {
+		if err := VerifySectionMetadata(w, q); err != nil {
+			return w.At(err, "section_metadata", -1)
+		}
 	}
-	return nil
-}
-
-func verifyVDataOpaque(w *fbverify.Walk, tag int, pos int64) error {
-	switch tag {
-	case 9:
-		return VerifyStringValue(w, pos)
-	}
+	w.Leave()
 	return nil
 }

@@ -10,13 +10,13 @@ func VerifyDataSegment(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	defer w.Leave()
 	if err := w.Scalar(&t, 0, 8); err != nil {
 		return w.At(err, "offset", -1)
 	}
 	if err := w.Scalar(&t, 1, 8); err != nil {
 		return w.At(err, "size", -1)
 	}
+	w.Leave()
 	return nil
 }
 
@@ -26,7 +26,6 @@ func VerifyTensorLayout(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	defer w.Leave()
 	if err := w.Scalar(&t, 0, 1); err != nil {
 		return w.At(err, "scalar_type", -1)
 	}
@@ -36,6 +35,7 @@ func VerifyTensorLayout(w *fbverify.Walk, pos int64) error {
 	if _, _, err := w.VectorField(&t, 2, false, 1); err != nil {
 		return w.At(err, "dim_order", -1)
 	}
+	w.Leave()
 	return nil
 }
 
@@ -45,16 +45,20 @@ func VerifyNamedData(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	defer w.Leave()
 	if err := w.StringField(&t, 0, true); err != nil {
 		return w.At(err, "key", -1)
 	}
 	if err := w.Scalar(&t, 1, 4); err != nil {
 		return w.At(err, "segment_index", -1)
 	}
-	if err := w.TableField(&t, 2, false, VerifyTensorLayout); err != nil {
+	if q, err := w.Ref(&t, 2, false); err != nil {
 		return w.At(err, "tensor_layout", -1)
+	} else if q != 0 {
+		if err := VerifyTensorLayout(w, q); err != nil {
+			return w.At(err, "tensor_layout", -1)
+		}
 	}
+	w.Leave()
 	return nil
 }
 
@@ -64,24 +68,36 @@ func VerifyFlatTensor(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	defer w.Leave()
 	if err := w.Scalar(&t, 0, 4); err != nil {
 		return w.At(err, "version", -1)
 	}
 	if start, n, err := w.VectorField(&t, 1, false, 4); err != nil {
 		return w.At(err, "segments", -1)
 	} else {
-		if err := w.Elements(start, n, VerifyDataSegment); err != nil {
-			return w.At(err, "segments", -1)
+		for i := int64(0); i < n; i++ {
+			e, err := w.Deref(start + 4*i)
+			if err == nil {
+				err = VerifyDataSegment(w, e)
+			}
+			if err != nil {
+				return w.At(w.At(err, "", int(i)), "segments", -1)
+			}
 		}
 	}
 	if start, n, err := w.VectorField(&t, 2, false, 4); err != nil {
 		return w.At(err, "named_data", -1)
 	} else {
-		if err := w.Elements(start, n, VerifyNamedData); err != nil {
-			return w.At(err, "named_data", -1)
+		for i := int64(0); i < n; i++ {
+			e, err := w.Deref(start + 4*i)
+			if err == nil {
+				err = VerifyNamedData(w, e)
+			}
+			if err != nil {
+				return w.At(w.At(err, "", int(i)), "named_data", -1)
+			}
 		}
 	}
+	w.Leave()
 	return nil
 }
 
@@ -91,7 +107,6 @@ func VerifyLegacyTensorMetadata(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	defer w.Leave()
 	if err := w.StringField(&t, 0, true); err != nil {
 		return w.At(err, "fully_qualified_name", -1)
 	}
@@ -110,6 +125,7 @@ func VerifyLegacyTensorMetadata(w *fbverify.Walk, pos int64) error {
 	if err := w.Scalar(&t, 5, 8); err != nil {
 		return w.At(err, "offset", -1)
 	}
+	w.Leave()
 	return nil
 }
 
@@ -119,13 +135,13 @@ func VerifyLegacyNamedData(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	defer w.Leave()
 	if err := w.StringField(&t, 0, true); err != nil {
 		return w.At(err, "key", -1)
 	}
 	if err := w.Scalar(&t, 1, 4); err != nil {
 		return w.At(err, "segment_index", -1)
 	}
+	w.Leave()
 	return nil
 }
 
@@ -135,7 +151,6 @@ func VerifyLegacyFlatTensor(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	defer w.Leave()
 	if err := w.Scalar(&t, 0, 4); err != nil {
 		return w.At(err, "version", -1)
 	}
@@ -145,23 +160,42 @@ func VerifyLegacyFlatTensor(w *fbverify.Walk, pos int64) error {
 	if start, n, err := w.VectorField(&t, 2, false, 4); err != nil {
 		return w.At(err, "tensors", -1)
 	} else {
-		if err := w.Elements(start, n, VerifyLegacyTensorMetadata); err != nil {
-			return w.At(err, "tensors", -1)
+		for i := int64(0); i < n; i++ {
+			e, err := w.Deref(start + 4*i)
+			if err == nil {
+				err = VerifyLegacyTensorMetadata(w, e)
+			}
+			if err != nil {
+				return w.At(w.At(err, "", int(i)), "tensors", -1)
+			}
 		}
 	}
 	if start, n, err := w.VectorField(&t, 3, false, 4); err != nil {
 		return w.At(err, "segments", -1)
 	} else {
-		if err := w.Elements(start, n, VerifyDataSegment); err != nil {
-			return w.At(err, "segments", -1)
+		for i := int64(0); i < n; i++ {
+			e, err := w.Deref(start + 4*i)
+			if err == nil {
+				err = VerifyDataSegment(w, e)
+			}
+			if err != nil {
+				return w.At(w.At(err, "", int(i)), "segments", -1)
+			}
 		}
 	}
 	if start, n, err := w.VectorField(&t, 4, false, 4); err != nil {
 		return w.At(err, "named_data", -1)
 	} else {
-		if err := w.Elements(start, n, VerifyLegacyNamedData); err != nil {
-			return w.At(err, "named_data", -1)
+		for i := int64(0); i < n; i++ {
+			e, err := w.Deref(start + 4*i)
+			if err == nil {
+				err = VerifyLegacyNamedData(w, e)
+			}
+			if err != nil {
+				return w.At(w.At(err, "", int(i)), "named_data", -1)
+			}
 		}
 	}
+	w.Leave()
 	return nil
 }

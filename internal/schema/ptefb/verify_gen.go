@@ -15,10 +15,10 @@ func VerifyInt(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	defer w.Leave()
 	if err := w.Scalar(&t, 0, 8); err != nil {
 		return w.At(err, "int_val", -1)
 	}
+	w.Leave()
 	return nil
 }
 
@@ -28,10 +28,10 @@ func VerifyBool(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	defer w.Leave()
 	if err := w.Scalar(&t, 0, 1); err != nil {
 		return w.At(err, "bool_val", -1)
 	}
+	w.Leave()
 	return nil
 }
 
@@ -41,10 +41,10 @@ func VerifyDouble(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	defer w.Leave()
 	if err := w.Scalar(&t, 0, 8); err != nil {
 		return w.At(err, "double_val", -1)
 	}
+	w.Leave()
 	return nil
 }
 
@@ -54,10 +54,10 @@ func VerifyString(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	defer w.Leave()
 	if err := w.StringField(&t, 0, false); err != nil {
 		return w.At(err, "string_val", -1)
 	}
+	w.Leave()
 	return nil
 }
 
@@ -67,10 +67,10 @@ func VerifyIntList(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	defer w.Leave()
 	if _, _, err := w.VectorField(&t, 0, false, 8); err != nil {
 		return w.At(err, "items", -1)
 	}
+	w.Leave()
 	return nil
 }
 
@@ -80,10 +80,10 @@ func VerifyDoubleList(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	defer w.Leave()
 	if _, _, err := w.VectorField(&t, 0, false, 8); err != nil {
 		return w.At(err, "items", -1)
 	}
+	w.Leave()
 	return nil
 }
 
@@ -93,10 +93,10 @@ func VerifyBoolList(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	defer w.Leave()
 	if _, _, err := w.VectorField(&t, 0, false, 1); err != nil {
 		return w.At(err, "items", -1)
 	}
+	w.Leave()
 	return nil
 }
 
@@ -106,10 +106,10 @@ func VerifyTensorList(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	defer w.Leave()
 	if _, _, err := w.VectorField(&t, 0, false, 4); err != nil {
 		return w.At(err, "items", -1)
 	}
+	w.Leave()
 	return nil
 }
 
@@ -119,10 +119,10 @@ func VerifyOptionalTensorList(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	defer w.Leave()
 	if _, _, err := w.VectorField(&t, 0, false, 4); err != nil {
 		return w.At(err, "items", -1)
 	}
+	w.Leave()
 	return nil
 }
 
@@ -132,7 +132,6 @@ func VerifyAllocationDetails(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	defer w.Leave()
 	if err := w.Scalar(&t, 0, 4); err != nil {
 		return w.At(err, "memory_id", -1)
 	}
@@ -142,6 +141,7 @@ func VerifyAllocationDetails(w *fbverify.Walk, pos int64) error {
 	if err := w.Scalar(&t, 2, 4); err != nil {
 		return w.At(err, "memory_offset_high", -1)
 	}
+	w.Leave()
 	return nil
 }
 
@@ -151,7 +151,6 @@ func VerifyExtraTensorInfo(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	defer w.Leave()
 	if err := w.Scalar(&t, 0, 8); err != nil {
 		return w.At(err, "mutable_data_segments_idx", -1)
 	}
@@ -167,6 +166,7 @@ func VerifyExtraTensorInfo(w *fbverify.Walk, pos int64) error {
 	if err := w.Scalar(&t, 4, 1); err != nil {
 		return w.At(err, "device_index", -1)
 	}
+	w.Leave()
 	return nil
 }
 
@@ -176,7 +176,6 @@ func VerifyTensor(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	defer w.Leave()
 	if err := w.Scalar(&t, 0, 1); err != nil {
 		return w.At(err, "scalar_type", -1)
 	}
@@ -195,8 +194,12 @@ func VerifyTensor(w *fbverify.Walk, pos int64) error {
 	if err := w.Scalar(&t, 5, 4); err != nil {
 		return w.At(err, "data_buffer_idx", -1)
 	}
-	if err := w.TableField(&t, 6, false, VerifyAllocationDetails); err != nil {
+	if q, err := w.Ref(&t, 6, false); err != nil {
 		return w.At(err, "allocation_info", -1)
+	} else if q != 0 {
+		if err := VerifyAllocationDetails(w, q); err != nil {
+			return w.At(err, "allocation_info", -1)
+		}
 	}
 	if err := w.Scalar(&t, 7, 1); err != nil {
 		return w.At(err, "layout", -1)
@@ -204,9 +207,14 @@ func VerifyTensor(w *fbverify.Walk, pos int64) error {
 	if err := w.Scalar(&t, 8, 1); err != nil {
 		return w.At(err, "shape_dynamism", -1)
 	}
-	if err := w.TableField(&t, 9, false, VerifyExtraTensorInfo); err != nil {
+	if q, err := w.Ref(&t, 9, false); err != nil {
 		return w.At(err, "extra_tensor_info", -1)
+	} else if q != 0 {
+		if err := VerifyExtraTensorInfo(w, q); err != nil {
+			return w.At(err, "extra_tensor_info", -1)
+		}
 	}
+	w.Leave()
 	return nil
 }
 
@@ -216,10 +224,40 @@ func VerifyEValue(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	defer w.Leave()
-	if err := w.UnionField(&t, 0, false, false, 11, verifyKernelTypesMembers); err != nil {
+	if tag, q, err := w.Union(&t, 0); err != nil {
 		return w.At(err, "val", -1)
+	} else if tag != 0 {
+		switch tag {
+		case 1:
+			err = VerifyNull(w, q)
+		case 2:
+			err = VerifyInt(w, q)
+		case 3:
+			err = VerifyBool(w, q)
+		case 4:
+			err = VerifyDouble(w, q)
+		case 5:
+			err = VerifyTensor(w, q)
+		case 6:
+			err = VerifyString(w, q)
+		case 7:
+			err = VerifyIntList(w, q)
+		case 8:
+			err = VerifyDoubleList(w, q)
+		case 9:
+			err = VerifyBoolList(w, q)
+		case 10:
+			err = VerifyTensorList(w, q)
+		case 11:
+			err = VerifyOptionalTensorList(w, q)
+		default:
+			err = w.UnknownTag(&t, 0, tag, 12)
+		}
+		if err != nil {
+			return w.At(err, "val", -1)
+		}
 	}
+	w.Leave()
 	return nil
 }
 
@@ -229,13 +267,13 @@ func VerifyOperator(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	defer w.Leave()
 	if err := w.StringField(&t, 0, false); err != nil {
 		return w.At(err, "name", -1)
 	}
 	if err := w.StringField(&t, 1, false); err != nil {
 		return w.At(err, "overload", -1)
 	}
+	w.Leave()
 	return nil
 }
 
@@ -245,13 +283,13 @@ func VerifyKernelCall(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	defer w.Leave()
 	if err := w.Scalar(&t, 0, 4); err != nil {
 		return w.At(err, "op_index", -1)
 	}
 	if _, _, err := w.VectorField(&t, 1, false, 4); err != nil {
 		return w.At(err, "args", -1)
 	}
+	w.Leave()
 	return nil
 }
 
@@ -261,13 +299,13 @@ func VerifyDelegateCall(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	defer w.Leave()
 	if err := w.Scalar(&t, 0, 4); err != nil {
 		return w.At(err, "delegate_index", -1)
 	}
 	if _, _, err := w.VectorField(&t, 1, false, 4); err != nil {
 		return w.At(err, "args", -1)
 	}
+	w.Leave()
 	return nil
 }
 
@@ -277,13 +315,13 @@ func VerifyMoveCall(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	defer w.Leave()
 	if err := w.Scalar(&t, 0, 4); err != nil {
 		return w.At(err, "move_from", -1)
 	}
 	if err := w.Scalar(&t, 1, 4); err != nil {
 		return w.At(err, "move_to", -1)
 	}
+	w.Leave()
 	return nil
 }
 
@@ -293,13 +331,13 @@ func VerifyJumpFalseCall(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	defer w.Leave()
 	if err := w.Scalar(&t, 0, 4); err != nil {
 		return w.At(err, "cond_value_index", -1)
 	}
 	if err := w.Scalar(&t, 1, 4); err != nil {
 		return w.At(err, "destination_instruction", -1)
 	}
+	w.Leave()
 	return nil
 }
 
@@ -309,10 +347,10 @@ func VerifyFreeCall(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	defer w.Leave()
 	if err := w.Scalar(&t, 0, 4); err != nil {
 		return w.At(err, "value_index", -1)
 	}
+	w.Leave()
 	return nil
 }
 
@@ -322,10 +360,28 @@ func VerifyInstruction(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	defer w.Leave()
-	if err := w.UnionField(&t, 0, false, false, 5, verifyInstructionArgumentsMembers); err != nil {
+	if tag, q, err := w.Union(&t, 0); err != nil {
 		return w.At(err, "instr_args", -1)
+	} else if tag != 0 {
+		switch tag {
+		case 1:
+			err = VerifyKernelCall(w, q)
+		case 2:
+			err = VerifyDelegateCall(w, q)
+		case 3:
+			err = VerifyMoveCall(w, q)
+		case 4:
+			err = VerifyJumpFalseCall(w, q)
+		case 5:
+			err = VerifyFreeCall(w, q)
+		default:
+			err = w.UnknownTag(&t, 0, tag, 6)
+		}
+		if err != nil {
+			return w.At(err, "instr_args", -1)
+		}
 	}
+	w.Leave()
 	return nil
 }
 
@@ -335,7 +391,6 @@ func VerifyFrame(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	defer w.Leave()
 	if err := w.StringField(&t, 0, false); err != nil {
 		return w.At(err, "filename", -1)
 	}
@@ -348,6 +403,7 @@ func VerifyFrame(w *fbverify.Walk, pos int64) error {
 	if err := w.StringField(&t, 3, false); err != nil {
 		return w.At(err, "context", -1)
 	}
+	w.Leave()
 	return nil
 }
 
@@ -357,14 +413,20 @@ func VerifyFrameList(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	defer w.Leave()
 	if start, n, err := w.VectorField(&t, 0, false, 4); err != nil {
 		return w.At(err, "items", -1)
 	} else {
-		if err := w.Elements(start, n, VerifyFrame); err != nil {
-			return w.At(err, "items", -1)
+		for i := int64(0); i < n; i++ {
+			e, err := w.Deref(start + 4*i)
+			if err == nil {
+				err = VerifyFrame(w, e)
+			}
+			if err != nil {
+				return w.At(w.At(err, "", int(i)), "items", -1)
+			}
 		}
 	}
+	w.Leave()
 	return nil
 }
 
@@ -374,7 +436,6 @@ func VerifyChain(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	defer w.Leave()
 	if _, _, err := w.VectorField(&t, 0, false, 4); err != nil {
 		return w.At(err, "inputs", -1)
 	}
@@ -384,10 +445,17 @@ func VerifyChain(w *fbverify.Walk, pos int64) error {
 	if start, n, err := w.VectorField(&t, 2, false, 4); err != nil {
 		return w.At(err, "instructions", -1)
 	} else if !w.Lazy() {
-		if err := w.Elements(start, n, VerifyInstruction); err != nil {
-			return w.At(err, "instructions", -1)
+		for i := int64(0); i < n; i++ {
+			e, err := w.Deref(start + 4*i)
+			if err == nil {
+				err = VerifyInstruction(w, e)
+			}
+			if err != nil {
+				return w.At(w.At(err, "", int(i)), "instructions", -1)
+			}
 		}
 	}
+	w.Leave()
 	return nil
 }
 
@@ -397,13 +465,13 @@ func VerifyContainerMetadata(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	defer w.Leave()
 	if err := w.StringField(&t, 0, false); err != nil {
 		return w.At(err, "encoded_inp_str", -1)
 	}
 	if err := w.StringField(&t, 1, false); err != nil {
 		return w.At(err, "encoded_out_str", -1)
 	}
+	w.Leave()
 	return nil
 }
 
@@ -413,13 +481,13 @@ func VerifyCompileSpec(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	defer w.Leave()
 	if err := w.StringField(&t, 0, false); err != nil {
 		return w.At(err, "key", -1)
 	}
 	if _, _, err := w.VectorField(&t, 1, false, 1); err != nil {
 		return w.At(err, "value", -1)
 	}
+	w.Leave()
 	return nil
 }
 
@@ -429,13 +497,13 @@ func VerifyBackendDelegateDataReference(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	defer w.Leave()
 	if err := w.Scalar(&t, 0, 1); err != nil {
 		return w.At(err, "location", -1)
 	}
 	if err := w.Scalar(&t, 1, 4); err != nil {
 		return w.At(err, "index", -1)
 	}
+	w.Leave()
 	return nil
 }
 
@@ -445,20 +513,30 @@ func VerifyBackendDelegate(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	defer w.Leave()
 	if err := w.StringField(&t, 0, false); err != nil {
 		return w.At(err, "id", -1)
 	}
-	if err := w.TableField(&t, 1, false, VerifyBackendDelegateDataReference); err != nil {
+	if q, err := w.Ref(&t, 1, false); err != nil {
 		return w.At(err, "processed", -1)
+	} else if q != 0 {
+		if err := VerifyBackendDelegateDataReference(w, q); err != nil {
+			return w.At(err, "processed", -1)
+		}
 	}
 	if start, n, err := w.VectorField(&t, 2, false, 4); err != nil {
 		return w.At(err, "compile_specs", -1)
 	} else {
-		if err := w.Elements(start, n, VerifyCompileSpec); err != nil {
-			return w.At(err, "compile_specs", -1)
+		for i := int64(0); i < n; i++ {
+			e, err := w.Deref(start + 4*i)
+			if err == nil {
+				err = VerifyCompileSpec(w, e)
+			}
+			if err != nil {
+				return w.At(w.At(err, "", int(i)), "compile_specs", -1)
+			}
 		}
 	}
+	w.Leave()
 	return nil
 }
 
@@ -468,7 +546,6 @@ func VerifyNonConstBufferDevice(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	defer w.Leave()
 	if err := w.Scalar(&t, 0, 4); err != nil {
 		return w.At(err, "buffer_idx", -1)
 	}
@@ -478,6 +555,7 @@ func VerifyNonConstBufferDevice(w *fbverify.Walk, pos int64) error {
 	if err := w.Scalar(&t, 2, 1); err != nil {
 		return w.At(err, "device_index", -1)
 	}
+	w.Leave()
 	return nil
 }
 
@@ -487,18 +565,27 @@ func VerifyExecutionPlan(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	defer w.Leave()
 	if err := w.StringField(&t, 0, false); err != nil {
 		return w.At(err, "name", -1)
 	}
-	if err := w.TableField(&t, 1, false, VerifyContainerMetadata); err != nil {
+	if q, err := w.Ref(&t, 1, false); err != nil {
 		return w.At(err, "container_meta_type", -1)
+	} else if q != 0 {
+		if err := VerifyContainerMetadata(w, q); err != nil {
+			return w.At(err, "container_meta_type", -1)
+		}
 	}
 	if start, n, err := w.VectorField(&t, 2, false, 4); err != nil {
 		return w.At(err, "values", -1)
 	} else {
-		if err := w.Elements(start, n, VerifyEValue); err != nil {
-			return w.At(err, "values", -1)
+		for i := int64(0); i < n; i++ {
+			e, err := w.Deref(start + 4*i)
+			if err == nil {
+				err = VerifyEValue(w, e)
+			}
+			if err != nil {
+				return w.At(w.At(err, "", int(i)), "values", -1)
+			}
 		}
 	}
 	if _, _, err := w.VectorField(&t, 3, false, 4); err != nil {
@@ -510,27 +597,46 @@ func VerifyExecutionPlan(w *fbverify.Walk, pos int64) error {
 	if start, n, err := w.VectorField(&t, 5, false, 4); err != nil {
 		return w.At(err, "chains", -1)
 	} else {
-		if err := w.Elements(start, n, VerifyChain); err != nil {
-			return w.At(err, "chains", -1)
+		for i := int64(0); i < n; i++ {
+			e, err := w.Deref(start + 4*i)
+			if err == nil {
+				err = VerifyChain(w, e)
+			}
+			if err != nil {
+				return w.At(w.At(err, "", int(i)), "chains", -1)
+			}
 		}
 	}
 	if start, n, err := w.VectorField(&t, 6, false, 4); err != nil {
 		return w.At(err, "operators", -1)
 	} else {
-		if err := w.Elements(start, n, VerifyOperator); err != nil {
-			return w.At(err, "operators", -1)
+		for i := int64(0); i < n; i++ {
+			e, err := w.Deref(start + 4*i)
+			if err == nil {
+				err = VerifyOperator(w, e)
+			}
+			if err != nil {
+				return w.At(w.At(err, "", int(i)), "operators", -1)
+			}
 		}
 	}
 	if start, n, err := w.VectorField(&t, 7, false, 4); err != nil {
 		return w.At(err, "delegates", -1)
 	} else {
-		if err := w.Elements(start, n, VerifyBackendDelegate); err != nil {
-			return w.At(err, "delegates", -1)
+		for i := int64(0); i < n; i++ {
+			e, err := w.Deref(start + 4*i)
+			if err == nil {
+				err = VerifyBackendDelegate(w, e)
+			}
+			if err != nil {
+				return w.At(w.At(err, "", int(i)), "delegates", -1)
+			}
 		}
 	}
 	if _, _, err := w.VectorField(&t, 8, false, 8); err != nil {
 		return w.At(err, "non_const_buffer_sizes", -1)
 	}
+	w.Leave()
 	return nil
 }
 
@@ -540,10 +646,10 @@ func VerifyBuffer(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	defer w.Leave()
 	if _, _, err := w.VectorField(&t, 0, false, 1); err != nil {
 		return w.At(err, "storage", -1)
 	}
+	w.Leave()
 	return nil
 }
 
@@ -553,10 +659,10 @@ func VerifyBackendDelegateInlineData(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	defer w.Leave()
 	if _, _, err := w.VectorField(&t, 0, false, 1); err != nil {
 		return w.At(err, "data", -1)
 	}
+	w.Leave()
 	return nil
 }
 
@@ -566,13 +672,13 @@ func VerifyDataSegment(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	defer w.Leave()
 	if err := w.Scalar(&t, 0, 8); err != nil {
 		return w.At(err, "offset", -1)
 	}
 	if err := w.Scalar(&t, 1, 8); err != nil {
 		return w.At(err, "size", -1)
 	}
+	w.Leave()
 	return nil
 }
 
@@ -582,13 +688,13 @@ func VerifySubsegmentOffsets(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	defer w.Leave()
 	if err := w.Scalar(&t, 0, 4); err != nil {
 		return w.At(err, "segment_index", -1)
 	}
 	if _, _, err := w.VectorField(&t, 1, false, 8); err != nil {
 		return w.At(err, "offsets", -1)
 	}
+	w.Leave()
 	return nil
 }
 
@@ -598,13 +704,13 @@ func VerifyNamedData(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	defer w.Leave()
 	if err := w.StringField(&t, 0, false); err != nil {
 		return w.At(err, "key", -1)
 	}
 	if err := w.Scalar(&t, 1, 4); err != nil {
 		return w.At(err, "segment_index", -1)
 	}
+	w.Leave()
 	return nil
 }
 
@@ -614,94 +720,94 @@ func VerifyProgram(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	defer w.Leave()
 	if err := w.Scalar(&t, 0, 4); err != nil {
 		return w.At(err, "version", -1)
 	}
 	if start, n, err := w.VectorField(&t, 1, false, 4); err != nil {
 		return w.At(err, "execution_plan", -1)
 	} else {
-		if err := w.Elements(start, n, VerifyExecutionPlan); err != nil {
-			return w.At(err, "execution_plan", -1)
+		for i := int64(0); i < n; i++ {
+			e, err := w.Deref(start + 4*i)
+			if err == nil {
+				err = VerifyExecutionPlan(w, e)
+			}
+			if err != nil {
+				return w.At(w.At(err, "", int(i)), "execution_plan", -1)
+			}
 		}
 	}
 	if start, n, err := w.VectorField(&t, 2, false, 4); err != nil {
 		return w.At(err, "constant_buffer", -1)
 	} else {
-		if err := w.Elements(start, n, VerifyBuffer); err != nil {
-			return w.At(err, "constant_buffer", -1)
+		for i := int64(0); i < n; i++ {
+			e, err := w.Deref(start + 4*i)
+			if err == nil {
+				err = VerifyBuffer(w, e)
+			}
+			if err != nil {
+				return w.At(w.At(err, "", int(i)), "constant_buffer", -1)
+			}
 		}
 	}
 	if start, n, err := w.VectorField(&t, 3, false, 4); err != nil {
 		return w.At(err, "backend_delegate_data", -1)
 	} else {
-		if err := w.Elements(start, n, VerifyBackendDelegateInlineData); err != nil {
-			return w.At(err, "backend_delegate_data", -1)
+		for i := int64(0); i < n; i++ {
+			e, err := w.Deref(start + 4*i)
+			if err == nil {
+				err = VerifyBackendDelegateInlineData(w, e)
+			}
+			if err != nil {
+				return w.At(w.At(err, "", int(i)), "backend_delegate_data", -1)
+			}
 		}
 	}
 	if start, n, err := w.VectorField(&t, 4, false, 4); err != nil {
 		return w.At(err, "segments", -1)
 	} else {
-		if err := w.Elements(start, n, VerifyDataSegment); err != nil {
-			return w.At(err, "segments", -1)
+		for i := int64(0); i < n; i++ {
+			e, err := w.Deref(start + 4*i)
+			if err == nil {
+				err = VerifyDataSegment(w, e)
+			}
+			if err != nil {
+				return w.At(w.At(err, "", int(i)), "segments", -1)
+			}
 		}
 	}
-	if err := w.TableField(&t, 5, false, VerifySubsegmentOffsets); err != nil {
+	if q, err := w.Ref(&t, 5, false); err != nil {
 		return w.At(err, "constant_segment", -1)
+	} else if q != 0 {
+		if err := VerifySubsegmentOffsets(w, q); err != nil {
+			return w.At(err, "constant_segment", -1)
+		}
 	}
 	if start, n, err := w.VectorField(&t, 6, false, 4); err != nil {
 		return w.At(err, "mutable_data_segments", -1)
 	} else {
-		if err := w.Elements(start, n, VerifySubsegmentOffsets); err != nil {
-			return w.At(err, "mutable_data_segments", -1)
+		for i := int64(0); i < n; i++ {
+			e, err := w.Deref(start + 4*i)
+			if err == nil {
+				err = VerifySubsegmentOffsets(w, e)
+			}
+			if err != nil {
+				return w.At(w.At(err, "", int(i)), "mutable_data_segments", -1)
+			}
 		}
 	}
 	if start, n, err := w.VectorField(&t, 7, false, 4); err != nil {
 		return w.At(err, "named_data", -1)
 	} else {
-		if err := w.Elements(start, n, VerifyNamedData); err != nil {
-			return w.At(err, "named_data", -1)
+		for i := int64(0); i < n; i++ {
+			e, err := w.Deref(start + 4*i)
+			if err == nil {
+				err = VerifyNamedData(w, e)
+			}
+			if err != nil {
+				return w.At(w.At(err, "", int(i)), "named_data", -1)
+			}
 		}
 	}
+	w.Leave()
 	return nil
-}
-
-func verifyKernelTypesMembers(w *fbverify.Walk, tag int, pos int64) error {
-	switch tag {
-	case 1:
-		return VerifyNull(w, pos)
-	case 2:
-		return VerifyInt(w, pos)
-	case 3:
-		return VerifyBool(w, pos)
-	case 4:
-		return VerifyDouble(w, pos)
-	case 5:
-		return VerifyTensor(w, pos)
-	case 6:
-		return VerifyString(w, pos)
-	case 7:
-		return VerifyIntList(w, pos)
-	case 8:
-		return VerifyDoubleList(w, pos)
-	case 9:
-		return VerifyBoolList(w, pos)
-	case 10:
-		return VerifyTensorList(w, pos)
-	}
-	return VerifyOptionalTensorList(w, pos)
-}
-
-func verifyInstructionArgumentsMembers(w *fbverify.Walk, tag int, pos int64) error {
-	switch tag {
-	case 1:
-		return VerifyKernelCall(w, pos)
-	case 2:
-		return VerifyDelegateCall(w, pos)
-	case 3:
-		return VerifyMoveCall(w, pos)
-	case 4:
-		return VerifyJumpFalseCall(w, pos)
-	}
-	return VerifyFreeCall(w, pos)
 }

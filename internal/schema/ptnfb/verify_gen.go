@@ -10,13 +10,13 @@ func VerifyDim(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	defer w.Leave()
 	if err := w.Scalar(&t, 0, 8); err != nil {
 		return w.At(err, "min", -1)
 	}
 	if err := w.Scalar(&t, 1, 8); err != nil {
 		return w.At(err, "max", -1)
 	}
+	w.Leave()
 	return nil
 }
 
@@ -26,7 +26,6 @@ func VerifyAffineGroup(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	defer w.Leave()
 	if err := w.StringField(&t, 0, true); err != nil {
 		return w.At(err, "scale_data_key", -1)
 	}
@@ -48,6 +47,7 @@ func VerifyAffineGroup(w *fbverify.Walk, pos int64) error {
 	if err := w.Scalar(&t, 6, 1); err != nil {
 		return w.At(err, "zero_point_dtype", -1)
 	}
+	w.Leave()
 	return nil
 }
 
@@ -57,10 +57,10 @@ func VerifyPackedQuant(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	defer w.Leave()
 	if err := w.StringField(&t, 0, false); err != nil {
 		return w.At(err, "codec", -1)
 	}
+	w.Leave()
 	return nil
 }
 
@@ -70,10 +70,22 @@ func VerifyQuantSpec(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	defer w.Leave()
-	if err := w.UnionField(&t, 0, false, true, 2, verifyQuantSchemeMembers); err != nil {
+	if tag, q, err := w.Union(&t, 0); err != nil {
 		return w.At(err, "scheme", -1)
+	} else if tag != 0 {
+		switch tag {
+		case 1:
+			err = VerifyAffineGroup(w, q)
+		case 2:
+			err = VerifyPackedQuant(w, q)
+		default:
+			err = w.Bare(q)
+		}
+		if err != nil {
+			return w.At(err, "scheme", -1)
+		}
 	}
+	w.Leave()
 	return nil
 }
 
@@ -83,23 +95,33 @@ func VerifyTensorMeta(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	defer w.Leave()
 	if err := w.Scalar(&t, 0, 1); err != nil {
 		return w.At(err, "dtype", -1)
 	}
 	if start, n, err := w.VectorField(&t, 1, false, 4); err != nil {
 		return w.At(err, "sizes", -1)
 	} else {
-		if err := w.Elements(start, n, VerifyDim); err != nil {
-			return w.At(err, "sizes", -1)
+		for i := int64(0); i < n; i++ {
+			e, err := w.Deref(start + 4*i)
+			if err == nil {
+				err = VerifyDim(w, e)
+			}
+			if err != nil {
+				return w.At(w.At(err, "", int(i)), "sizes", -1)
+			}
 		}
 	}
 	if _, _, err := w.VectorField(&t, 2, false, 4); err != nil {
 		return w.At(err, "dim_order", -1)
 	}
-	if err := w.TableField(&t, 3, false, VerifyQuantSpec); err != nil {
+	if q, err := w.Ref(&t, 3, false); err != nil {
 		return w.At(err, "quant", -1)
+	} else if q != 0 {
+		if err := VerifyQuantSpec(w, q); err != nil {
+			return w.At(err, "quant", -1)
+		}
 	}
+	w.Leave()
 	return nil
 }
 
@@ -109,13 +131,17 @@ func VerifyTensorValue(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	defer w.Leave()
 	if err := w.StringField(&t, 0, false); err != nil {
 		return w.At(err, "name", -1)
 	}
-	if err := w.TableField(&t, 1, false, VerifyTensorMeta); err != nil {
+	if q, err := w.Ref(&t, 1, false); err != nil {
 		return w.At(err, "meta", -1)
+	} else if q != 0 {
+		if err := VerifyTensorMeta(w, q); err != nil {
+			return w.At(err, "meta", -1)
+		}
 	}
+	w.Leave()
 	return nil
 }
 
@@ -125,10 +151,10 @@ func VerifyTensorArg(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	defer w.Leave()
 	if err := w.StringField(&t, 0, true); err != nil {
 		return w.At(err, "name", -1)
 	}
+	w.Leave()
 	return nil
 }
 
@@ -183,14 +209,20 @@ func VerifyTensorListArg(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	defer w.Leave()
 	if start, n, err := w.VectorField(&t, 0, true, 4); err != nil {
 		return w.At(err, "names", -1)
 	} else {
-		if err := w.Elements(start, n, nil); err != nil {
-			return w.At(err, "names", -1)
+		for i := int64(0); i < n; i++ {
+			e, err := w.Deref(start + 4*i)
+			if err == nil {
+				err = w.String(e)
+			}
+			if err != nil {
+				return w.At(w.At(err, "", int(i)), "names", -1)
+			}
 		}
 	}
+	w.Leave()
 	return nil
 }
 
@@ -200,17 +232,23 @@ func VerifyOptionalTensorListArg(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	defer w.Leave()
 	if start, n, err := w.VectorField(&t, 0, true, 4); err != nil {
 		return w.At(err, "names", -1)
 	} else {
-		if err := w.Elements(start, n, nil); err != nil {
-			return w.At(err, "names", -1)
+		for i := int64(0); i < n; i++ {
+			e, err := w.Deref(start + 4*i)
+			if err == nil {
+				err = w.String(e)
+			}
+			if err != nil {
+				return w.At(w.At(err, "", int(i)), "names", -1)
+			}
 		}
 	}
 	if _, _, err := w.VectorField(&t, 1, true, 1); err != nil {
 		return w.At(err, "has_value", -1)
 	}
+	w.Leave()
 	return nil
 }
 
@@ -220,13 +258,17 @@ func VerifyGraphArg(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	defer w.Leave()
 	if err := w.StringField(&t, 0, false); err != nil {
 		return w.At(err, "name", -1)
 	}
-	if err := w.TableField(&t, 1, true, VerifyGraph); err != nil {
+	if q, err := w.Ref(&t, 1, true); err != nil {
 		return w.At(err, "graph", -1)
+	} else if q != 0 {
+		if err := VerifyGraph(w, q); err != nil {
+			return w.At(err, "graph", -1)
+		}
 	}
+	w.Leave()
 	return nil
 }
 
@@ -236,10 +278,44 @@ func VerifyArgument(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	defer w.Leave()
-	if err := w.UnionField(&t, 0, false, true, 13, verifyArgumentValueMembers); err != nil {
+	if tag, q, err := w.Union(&t, 0); err != nil {
 		return w.At(err, "value", -1)
+	} else if tag != 0 {
+		switch tag {
+		case 1:
+			err = VerifyTensorArg(w, q)
+		case 2:
+			err = VerifyNoneArg(w, q)
+		case 3:
+			err = VerifyIntArg(w, q)
+		case 4:
+			err = VerifyFloatArg(w, q)
+		case 5:
+			err = VerifyBoolArg(w, q)
+		case 6:
+			err = VerifyStringArg(w, q)
+		case 7:
+			err = VerifyScalarTypeArg(w, q)
+		case 8:
+			err = VerifyIntListArg(w, q)
+		case 9:
+			err = VerifyFloatListArg(w, q)
+		case 10:
+			err = VerifyBoolListArg(w, q)
+		case 11:
+			err = VerifyTensorListArg(w, q)
+		case 12:
+			err = VerifyOptionalTensorListArg(w, q)
+		case 13:
+			err = VerifyGraphArg(w, q)
+		default:
+			err = w.Bare(q)
+		}
+		if err != nil {
+			return w.At(err, "value", -1)
+		}
 	}
+	w.Leave()
 	return nil
 }
 
@@ -249,16 +325,20 @@ func VerifyNamedArgument(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	defer w.Leave()
 	if err := w.StringField(&t, 0, false); err != nil {
 		return w.At(err, "name", -1)
 	}
-	if err := w.TableField(&t, 1, true, VerifyArgument); err != nil {
+	if q, err := w.Ref(&t, 1, true); err != nil {
 		return w.At(err, "arg", -1)
+	} else if q != 0 {
+		if err := VerifyArgument(w, q); err != nil {
+			return w.At(err, "arg", -1)
+		}
 	}
 	if err := w.Scalar(&t, 2, 1); err != nil {
 		return w.At(err, "mutated", -1)
 	}
+	w.Leave()
 	return nil
 }
 
@@ -268,7 +348,6 @@ func VerifyNode(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	defer w.Leave()
 	if err := w.StringField(&t, 0, false); err != nil {
 		return w.At(err, "name", -1)
 	}
@@ -281,10 +360,17 @@ func VerifyNode(w *fbverify.Walk, pos int64) error {
 	if start, n, err := w.VectorField(&t, 3, false, 4); err != nil {
 		return w.At(err, "inputs", -1)
 	} else {
-		if err := w.Elements(start, n, VerifyNamedArgument); err != nil {
-			return w.At(err, "inputs", -1)
+		for i := int64(0); i < n; i++ {
+			e, err := w.Deref(start + 4*i)
+			if err == nil {
+				err = VerifyNamedArgument(w, e)
+			}
+			if err != nil {
+				return w.At(w.At(err, "", int(i)), "inputs", -1)
+			}
 		}
 	}
+	w.Leave()
 	return nil
 }
 
@@ -294,35 +380,59 @@ func VerifyGraph(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	defer w.Leave()
 	if start, n, err := w.VectorField(&t, 0, true, 4); err != nil {
 		return w.At(err, "nodes", -1)
 	} else {
-		if err := w.Elements(start, n, VerifyNode); err != nil {
-			return w.At(err, "nodes", -1)
+		for i := int64(0); i < n; i++ {
+			e, err := w.Deref(start + 4*i)
+			if err == nil {
+				err = VerifyNode(w, e)
+			}
+			if err != nil {
+				return w.At(w.At(err, "", int(i)), "nodes", -1)
+			}
 		}
 	}
 	if start, n, err := w.VectorField(&t, 1, false, 4); err != nil {
 		return w.At(err, "inputs", -1)
 	} else {
-		if err := w.Elements(start, n, nil); err != nil {
-			return w.At(err, "inputs", -1)
+		for i := int64(0); i < n; i++ {
+			e, err := w.Deref(start + 4*i)
+			if err == nil {
+				err = w.String(e)
+			}
+			if err != nil {
+				return w.At(w.At(err, "", int(i)), "inputs", -1)
+			}
 		}
 	}
 	if start, n, err := w.VectorField(&t, 2, false, 4); err != nil {
 		return w.At(err, "outputs", -1)
 	} else {
-		if err := w.Elements(start, n, nil); err != nil {
-			return w.At(err, "outputs", -1)
+		for i := int64(0); i < n; i++ {
+			e, err := w.Deref(start + 4*i)
+			if err == nil {
+				err = w.String(e)
+			}
+			if err != nil {
+				return w.At(w.At(err, "", int(i)), "outputs", -1)
+			}
 		}
 	}
 	if start, n, err := w.VectorField(&t, 3, false, 4); err != nil {
 		return w.At(err, "tensor_values", -1)
 	} else {
-		if err := w.Elements(start, n, VerifyTensorValue); err != nil {
-			return w.At(err, "tensor_values", -1)
+		for i := int64(0); i < n; i++ {
+			e, err := w.Deref(start + 4*i)
+			if err == nil {
+				err = VerifyTensorValue(w, e)
+			}
+			if err != nil {
+				return w.At(w.At(err, "", int(i)), "tensor_values", -1)
+			}
 		}
 	}
+	w.Leave()
 	return nil
 }
 
@@ -332,15 +442,18 @@ func VerifyNamedTensorRef(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	defer w.Leave()
 	if err := w.StringField(&t, 0, true); err != nil {
 		return w.At(err, "name", -1)
 	}
 	if err := w.StringField(&t, 1, true); err != nil {
 		return w.At(err, "data_key", -1)
 	}
-	if err := w.TableField(&t, 2, true, VerifyTensorMeta); err != nil {
+	if q, err := w.Ref(&t, 2, true); err != nil {
 		return w.At(err, "meta", -1)
+	} else if q != 0 {
+		if err := VerifyTensorMeta(w, q); err != nil {
+			return w.At(err, "meta", -1)
+		}
 	}
 	if err := w.Scalar(&t, 3, 1); err != nil {
 		return w.At(err, "kind", -1)
@@ -348,6 +461,7 @@ func VerifyNamedTensorRef(w *fbverify.Walk, pos int64) error {
 	if err := w.Scalar(&t, 4, 1); err != nil {
 		return w.At(err, "mutated", -1)
 	}
+	w.Leave()
 	return nil
 }
 
@@ -357,7 +471,6 @@ func VerifyOutputSpec(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	defer w.Leave()
 	if err := w.StringField(&t, 0, false); err != nil {
 		return w.At(err, "name", -1)
 	}
@@ -367,6 +480,7 @@ func VerifyOutputSpec(w *fbverify.Walk, pos int64) error {
 	if err := w.StringField(&t, 2, false); err != nil {
 		return w.At(err, "target", -1)
 	}
+	w.Leave()
 	return nil
 }
 
@@ -376,13 +490,13 @@ func VerifyMutableBufferSpec(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	defer w.Leave()
 	if err := w.StringField(&t, 0, true); err != nil {
 		return w.At(err, "name", -1)
 	}
 	if err := w.StringField(&t, 1, true); err != nil {
 		return w.At(err, "fqn", -1)
 	}
+	w.Leave()
 	return nil
 }
 
@@ -392,34 +506,56 @@ func VerifyMethod(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	defer w.Leave()
 	if err := w.StringField(&t, 0, true); err != nil {
 		return w.At(err, "name", -1)
 	}
-	if err := w.TableField(&t, 1, true, VerifyGraph); err != nil {
+	if q, err := w.Ref(&t, 1, true); err != nil {
 		return w.At(err, "graph", -1)
+	} else if q != 0 {
+		if err := VerifyGraph(w, q); err != nil {
+			return w.At(err, "graph", -1)
+		}
 	}
 	if start, n, err := w.VectorField(&t, 2, false, 4); err != nil {
 		return w.At(err, "constants", -1)
 	} else {
-		if err := w.Elements(start, n, VerifyNamedTensorRef); err != nil {
-			return w.At(err, "constants", -1)
+		for i := int64(0); i < n; i++ {
+			e, err := w.Deref(start + 4*i)
+			if err == nil {
+				err = VerifyNamedTensorRef(w, e)
+			}
+			if err != nil {
+				return w.At(w.At(err, "", int(i)), "constants", -1)
+			}
 		}
 	}
 	if start, n, err := w.VectorField(&t, 3, false, 4); err != nil {
 		return w.At(err, "output_specs", -1)
 	} else {
-		if err := w.Elements(start, n, VerifyOutputSpec); err != nil {
-			return w.At(err, "output_specs", -1)
+		for i := int64(0); i < n; i++ {
+			e, err := w.Deref(start + 4*i)
+			if err == nil {
+				err = VerifyOutputSpec(w, e)
+			}
+			if err != nil {
+				return w.At(w.At(err, "", int(i)), "output_specs", -1)
+			}
 		}
 	}
 	if start, n, err := w.VectorField(&t, 4, false, 4); err != nil {
 		return w.At(err, "mutable_buffers", -1)
 	} else {
-		if err := w.Elements(start, n, VerifyMutableBufferSpec); err != nil {
-			return w.At(err, "mutable_buffers", -1)
+		for i := int64(0); i < n; i++ {
+			e, err := w.Deref(start + 4*i)
+			if err == nil {
+				err = VerifyMutableBufferSpec(w, e)
+			}
+			if err != nil {
+				return w.At(w.At(err, "", int(i)), "mutable_buffers", -1)
+			}
 		}
 	}
+	w.Leave()
 	return nil
 }
 
@@ -429,54 +565,22 @@ func VerifyProgram(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	defer w.Leave()
 	if err := w.StringField(&t, 0, false); err != nil {
 		return w.At(err, "version", -1)
 	}
 	if start, n, err := w.VectorField(&t, 1, true, 4); err != nil {
 		return w.At(err, "methods", -1)
 	} else {
-		if err := w.Elements(start, n, VerifyMethod); err != nil {
-			return w.At(err, "methods", -1)
+		for i := int64(0); i < n; i++ {
+			e, err := w.Deref(start + 4*i)
+			if err == nil {
+				err = VerifyMethod(w, e)
+			}
+			if err != nil {
+				return w.At(w.At(err, "", int(i)), "methods", -1)
+			}
 		}
 	}
+	w.Leave()
 	return nil
-}
-
-func verifyQuantSchemeMembers(w *fbverify.Walk, tag int, pos int64) error {
-	switch tag {
-	case 1:
-		return VerifyAffineGroup(w, pos)
-	}
-	return VerifyPackedQuant(w, pos)
-}
-
-func verifyArgumentValueMembers(w *fbverify.Walk, tag int, pos int64) error {
-	switch tag {
-	case 1:
-		return VerifyTensorArg(w, pos)
-	case 2:
-		return VerifyNoneArg(w, pos)
-	case 3:
-		return VerifyIntArg(w, pos)
-	case 4:
-		return VerifyFloatArg(w, pos)
-	case 5:
-		return VerifyBoolArg(w, pos)
-	case 6:
-		return VerifyStringArg(w, pos)
-	case 7:
-		return VerifyScalarTypeArg(w, pos)
-	case 8:
-		return VerifyIntListArg(w, pos)
-	case 9:
-		return VerifyFloatListArg(w, pos)
-	case 10:
-		return VerifyBoolListArg(w, pos)
-	case 11:
-		return VerifyTensorListArg(w, pos)
-	case 12:
-		return VerifyOptionalTensorListArg(w, pos)
-	}
-	return VerifyGraphArg(w, pos)
 }

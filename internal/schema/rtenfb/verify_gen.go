@@ -10,10 +10,10 @@ func VerifyIntScalar(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	defer w.Leave()
 	if err := w.Scalar(&t, 0, 4); err != nil {
 		return w.At(err, "value", -1)
 	}
+	w.Leave()
 	return nil
 }
 
@@ -23,10 +23,10 @@ func VerifyFloatScalar(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	defer w.Leave()
 	if err := w.Scalar(&t, 0, 4); err != nil {
 		return w.At(err, "value", -1)
 	}
+	w.Leave()
 	return nil
 }
 
@@ -36,13 +36,13 @@ func VerifyArgMaxAttrs(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	defer w.Leave()
 	if err := w.Scalar(&t, 0, 4); err != nil {
 		return w.At(err, "axis", -1)
 	}
 	if err := w.Scalar(&t, 1, 1); err != nil {
 		return w.At(err, "keep_dims", -1)
 	}
+	w.Leave()
 	return nil
 }
 
@@ -52,7 +52,6 @@ func VerifyAveragePoolAttrs(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	defer w.Leave()
 	if _, _, err := w.VectorField(&t, 0, false, 4); err != nil {
 		return w.At(err, "kernel_size", -1)
 	}
@@ -71,6 +70,7 @@ func VerifyAveragePoolAttrs(w *fbverify.Walk, pos int64) error {
 	if err := w.Scalar(&t, 5, 1); err != nil {
 		return w.At(err, "ceil_mode", -1)
 	}
+	w.Leave()
 	return nil
 }
 
@@ -80,10 +80,10 @@ func VerifyBatchNormalizationAttrs(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	defer w.Leave()
 	if err := w.Scalar(&t, 0, 4); err != nil {
 		return w.At(err, "epsilon", -1)
 	}
+	w.Leave()
 	return nil
 }
 
@@ -93,10 +93,10 @@ func VerifyCastAttrs(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	defer w.Leave()
 	if err := w.Scalar(&t, 0, 1); err != nil {
 		return w.At(err, "to", -1)
 	}
+	w.Leave()
 	return nil
 }
 
@@ -106,10 +106,10 @@ func VerifyConcatAttrs(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	defer w.Leave()
 	if err := w.Scalar(&t, 0, 4); err != nil {
 		return w.At(err, "axis", -1)
 	}
+	w.Leave()
 	return nil
 }
 
@@ -119,10 +119,22 @@ func VerifyConstantOfShapeAttrs(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	defer w.Leave()
-	if err := w.UnionField(&t, 0, false, false, 2, verifyScalarMembers); err != nil {
+	if tag, q, err := w.Union(&t, 0); err != nil {
 		return w.At(err, "value", -1)
+	} else if tag != 0 {
+		switch tag {
+		case 1:
+			err = VerifyIntScalar(w, q)
+		case 2:
+			err = VerifyFloatScalar(w, q)
+		default:
+			err = w.UnknownTag(&t, 0, tag, 3)
+		}
+		if err != nil {
+			return w.At(err, "value", -1)
+		}
 	}
+	w.Leave()
 	return nil
 }
 
@@ -132,7 +144,6 @@ func VerifyConvAttrs(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	defer w.Leave()
 	if err := w.Scalar(&t, 0, 1); err != nil {
 		return w.At(err, "auto_pad", -1)
 	}
@@ -148,6 +159,7 @@ func VerifyConvAttrs(w *fbverify.Walk, pos int64) error {
 	if _, _, err := w.VectorField(&t, 4, false, 4); err != nil {
 		return w.At(err, "dilations", -1)
 	}
+	w.Leave()
 	return nil
 }
 
@@ -157,7 +169,6 @@ func VerifyConvTransposeAttrs(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	defer w.Leave()
 	if _, _, err := w.VectorField(&t, 0, false, 4); err != nil {
 		return w.At(err, "strides", -1)
 	}
@@ -173,6 +184,7 @@ func VerifyConvTransposeAttrs(w *fbverify.Walk, pos int64) error {
 	if _, _, err := w.VectorField(&t, 4, false, 4); err != nil {
 		return w.At(err, "output_padding", -1)
 	}
+	w.Leave()
 	return nil
 }
 
@@ -182,10 +194,10 @@ func VerifyFlattenAttrs(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	defer w.Leave()
 	if err := w.Scalar(&t, 0, 4); err != nil {
 		return w.At(err, "axis", -1)
 	}
+	w.Leave()
 	return nil
 }
 
@@ -195,10 +207,10 @@ func VerifyGatherAttrs(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	defer w.Leave()
 	if err := w.Scalar(&t, 0, 4); err != nil {
 		return w.At(err, "axis", -1)
 	}
+	w.Leave()
 	return nil
 }
 
@@ -208,7 +220,6 @@ func VerifyGemmAttrs(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	defer w.Leave()
 	if err := w.Scalar(&t, 0, 4); err != nil {
 		return w.At(err, "alpha", -1)
 	}
@@ -221,6 +232,7 @@ func VerifyGemmAttrs(w *fbverify.Walk, pos int64) error {
 	if err := w.Scalar(&t, 3, 1); err != nil {
 		return w.At(err, "transpose_b", -1)
 	}
+	w.Leave()
 	return nil
 }
 
@@ -230,7 +242,6 @@ func VerifyGRUAttrs(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	defer w.Leave()
 	if err := w.Scalar(&t, 0, 1); err != nil {
 		return w.At(err, "direction", -1)
 	}
@@ -240,6 +251,7 @@ func VerifyGRUAttrs(w *fbverify.Walk, pos int64) error {
 	if err := w.Scalar(&t, 2, 1); err != nil {
 		return w.At(err, "linear_before_reset", -1)
 	}
+	w.Leave()
 	return nil
 }
 
@@ -249,10 +261,10 @@ func VerifyLeakyReluAttrs(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	defer w.Leave()
 	if err := w.Scalar(&t, 0, 4); err != nil {
 		return w.At(err, "alpha", -1)
 	}
+	w.Leave()
 	return nil
 }
 
@@ -262,13 +274,13 @@ func VerifyLSTMAttrs(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	defer w.Leave()
 	if err := w.Scalar(&t, 0, 1); err != nil {
 		return w.At(err, "direction", -1)
 	}
 	if err := w.Scalar(&t, 1, 4); err != nil {
 		return w.At(err, "hidden_size", -1)
 	}
+	w.Leave()
 	return nil
 }
 
@@ -278,7 +290,6 @@ func VerifyMaxPoolAttrs(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	defer w.Leave()
 	if _, _, err := w.VectorField(&t, 0, false, 4); err != nil {
 		return w.At(err, "kernel_size", -1)
 	}
@@ -294,6 +305,7 @@ func VerifyMaxPoolAttrs(w *fbverify.Walk, pos int64) error {
 	if err := w.Scalar(&t, 4, 1); err != nil {
 		return w.At(err, "ceil_mode", -1)
 	}
+	w.Leave()
 	return nil
 }
 
@@ -303,7 +315,6 @@ func VerifyReduceMeanAttrs(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	defer w.Leave()
 	if _, _, err := w.VectorField(&t, 0, false, 4); err != nil {
 		return w.At(err, "axes", -1)
 	}
@@ -313,6 +324,7 @@ func VerifyReduceMeanAttrs(w *fbverify.Walk, pos int64) error {
 	if err := w.Scalar(&t, 2, 1); err != nil {
 		return w.At(err, "noop_with_empty_axes", -1)
 	}
+	w.Leave()
 	return nil
 }
 
@@ -322,10 +334,10 @@ func VerifyReshapeAttrs(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	defer w.Leave()
 	if err := w.Scalar(&t, 0, 1); err != nil {
 		return w.At(err, "allow_zero", -1)
 	}
+	w.Leave()
 	return nil
 }
 
@@ -335,7 +347,6 @@ func VerifyResizeAttrs(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	defer w.Leave()
 	if err := w.Scalar(&t, 0, 1); err != nil {
 		return w.At(err, "mode", -1)
 	}
@@ -345,6 +356,7 @@ func VerifyResizeAttrs(w *fbverify.Walk, pos int64) error {
 	if err := w.Scalar(&t, 2, 1); err != nil {
 		return w.At(err, "nearest_mode", -1)
 	}
+	w.Leave()
 	return nil
 }
 
@@ -354,13 +366,13 @@ func VerifySplitAttrs(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	defer w.Leave()
 	if err := w.Scalar(&t, 0, 4); err != nil {
 		return w.At(err, "axis", -1)
 	}
 	if err := w.Scalar(&t, 1, 4); err != nil {
 		return w.At(err, "num_outputs", -1)
 	}
+	w.Leave()
 	return nil
 }
 
@@ -370,10 +382,10 @@ func VerifySoftmaxAttrs(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	defer w.Leave()
 	if err := w.Scalar(&t, 0, 4); err != nil {
 		return w.At(err, "axis", -1)
 	}
+	w.Leave()
 	return nil
 }
 
@@ -383,10 +395,10 @@ func VerifyTransposeAttrs(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	defer w.Leave()
 	if _, _, err := w.VectorField(&t, 0, false, 4); err != nil {
 		return w.At(err, "perm", -1)
 	}
+	w.Leave()
 	return nil
 }
 
@@ -396,10 +408,10 @@ func VerifyModAttrs(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	defer w.Leave()
 	if err := w.Scalar(&t, 0, 1); err != nil {
 		return w.At(err, "fmod", -1)
 	}
+	w.Leave()
 	return nil
 }
 
@@ -409,13 +421,13 @@ func VerifyScatterElementsAttrs(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	defer w.Leave()
 	if err := w.Scalar(&t, 0, 4); err != nil {
 		return w.At(err, "axis", -1)
 	}
 	if err := w.Scalar(&t, 1, 1); err != nil {
 		return w.At(err, "reduction", -1)
 	}
+	w.Leave()
 	return nil
 }
 
@@ -425,10 +437,10 @@ func VerifyOneHotAttrs(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	defer w.Leave()
 	if err := w.Scalar(&t, 0, 4); err != nil {
 		return w.At(err, "axis", -1)
 	}
+	w.Leave()
 	return nil
 }
 
@@ -438,7 +450,6 @@ func VerifyTopKAttrs(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	defer w.Leave()
 	if err := w.Scalar(&t, 0, 4); err != nil {
 		return w.At(err, "axis", -1)
 	}
@@ -448,6 +459,7 @@ func VerifyTopKAttrs(w *fbverify.Walk, pos int64) error {
 	if err := w.Scalar(&t, 2, 1); err != nil {
 		return w.At(err, "sorted", -1)
 	}
+	w.Leave()
 	return nil
 }
 
@@ -457,13 +469,13 @@ func VerifyHardSigmoidAttrs(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	defer w.Leave()
 	if err := w.Scalar(&t, 0, 4); err != nil {
 		return w.At(err, "alpha", -1)
 	}
 	if err := w.Scalar(&t, 1, 4); err != nil {
 		return w.At(err, "beta", -1)
 	}
+	w.Leave()
 	return nil
 }
 
@@ -473,10 +485,10 @@ func VerifyTriluAttrs(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	defer w.Leave()
 	if err := w.Scalar(&t, 0, 1); err != nil {
 		return w.At(err, "upper", -1)
 	}
+	w.Leave()
 	return nil
 }
 
@@ -486,10 +498,10 @@ func VerifyScatterNDAttrs(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	defer w.Leave()
 	if err := w.Scalar(&t, 0, 1); err != nil {
 		return w.At(err, "reduction", -1)
 	}
+	w.Leave()
 	return nil
 }
 
@@ -499,10 +511,10 @@ func VerifyNonMaxSuppressionAttrs(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	defer w.Leave()
 	if err := w.Scalar(&t, 0, 1); err != nil {
 		return w.At(err, "box_order", -1)
 	}
+	w.Leave()
 	return nil
 }
 
@@ -512,13 +524,13 @@ func VerifyLayerNormalizationAttrs(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	defer w.Leave()
 	if err := w.Scalar(&t, 0, 4); err != nil {
 		return w.At(err, "axis", -1)
 	}
 	if err := w.Scalar(&t, 1, 4); err != nil {
 		return w.At(err, "epsilon", -1)
 	}
+	w.Leave()
 	return nil
 }
 
@@ -528,7 +540,6 @@ func VerifyRandomUniformAttrs(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	defer w.Leave()
 	if _, _, err := w.VectorField(&t, 0, false, 4); err != nil {
 		return w.At(err, "shape", -1)
 	}
@@ -541,6 +552,7 @@ func VerifyRandomUniformAttrs(w *fbverify.Walk, pos int64) error {
 	if err := w.Scalar(&t, 3, 4); err != nil {
 		return w.At(err, "seed", -1)
 	}
+	w.Leave()
 	return nil
 }
 
@@ -550,10 +562,10 @@ func VerifyEluAttrs(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	defer w.Leave()
 	if err := w.Scalar(&t, 0, 4); err != nil {
 		return w.At(err, "alpha", -1)
 	}
+	w.Leave()
 	return nil
 }
 
@@ -563,7 +575,6 @@ func VerifyRandomUniformLikeAttrs(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	defer w.Leave()
 	if err := w.Scalar(&t, 0, 4); err != nil {
 		return w.At(err, "high", -1)
 	}
@@ -573,6 +584,7 @@ func VerifyRandomUniformLikeAttrs(w *fbverify.Walk, pos int64) error {
 	if err := w.Scalar(&t, 2, 4); err != nil {
 		return w.At(err, "seed", -1)
 	}
+	w.Leave()
 	return nil
 }
 
@@ -582,7 +594,6 @@ func VerifyRandomNormalAttrs(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	defer w.Leave()
 	if err := w.Scalar(&t, 0, 4); err != nil {
 		return w.At(err, "mean", -1)
 	}
@@ -595,6 +606,7 @@ func VerifyRandomNormalAttrs(w *fbverify.Walk, pos int64) error {
 	if _, _, err := w.VectorField(&t, 3, false, 4); err != nil {
 		return w.At(err, "shape", -1)
 	}
+	w.Leave()
 	return nil
 }
 
@@ -604,7 +616,6 @@ func VerifyRandomNormalLikeAttrs(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	defer w.Leave()
 	if err := w.Scalar(&t, 0, 4); err != nil {
 		return w.At(err, "mean", -1)
 	}
@@ -614,6 +625,7 @@ func VerifyRandomNormalLikeAttrs(w *fbverify.Walk, pos int64) error {
 	if err := w.Scalar(&t, 2, 4); err != nil {
 		return w.At(err, "seed", -1)
 	}
+	w.Leave()
 	return nil
 }
 
@@ -623,10 +635,10 @@ func VerifyGatherNDAttrs(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	defer w.Leave()
 	if err := w.Scalar(&t, 0, 4); err != nil {
 		return w.At(err, "batch_dims", -1)
 	}
+	w.Leave()
 	return nil
 }
 
@@ -636,10 +648,10 @@ func VerifyGeluAttrs(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	defer w.Leave()
 	if err := w.Scalar(&t, 0, 1); err != nil {
 		return w.At(err, "approximate", -1)
 	}
+	w.Leave()
 	return nil
 }
 
@@ -649,10 +661,10 @@ func VerifyEinsumAttrs(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	defer w.Leave()
 	if err := w.StringField(&t, 0, false); err != nil {
 		return w.At(err, "equation", -1)
 	}
+	w.Leave()
 	return nil
 }
 
@@ -662,13 +674,21 @@ func VerifyIfAttrs(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	defer w.Leave()
-	if err := w.TableField(&t, 0, false, VerifyGraph); err != nil {
+	if q, err := w.Ref(&t, 0, false); err != nil {
 		return w.At(err, "then_branch", -1)
+	} else if q != 0 {
+		if err := VerifyGraph(w, q); err != nil {
+			return w.At(err, "then_branch", -1)
+		}
 	}
-	if err := w.TableField(&t, 1, false, VerifyGraph); err != nil {
+	if q, err := w.Ref(&t, 1, false); err != nil {
 		return w.At(err, "else_branch", -1)
+	} else if q != 0 {
+		if err := VerifyGraph(w, q); err != nil {
+			return w.At(err, "else_branch", -1)
+		}
 	}
+	w.Leave()
 	return nil
 }
 
@@ -678,10 +698,10 @@ func VerifyPadAttrs(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	defer w.Leave()
 	if err := w.Scalar(&t, 0, 1); err != nil {
 		return w.At(err, "mode", -1)
 	}
+	w.Leave()
 	return nil
 }
 
@@ -691,10 +711,10 @@ func VerifyDequantizeLinearAttrs(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	defer w.Leave()
 	if err := w.Scalar(&t, 0, 4); err != nil {
 		return w.At(err, "axis", -1)
 	}
+	w.Leave()
 	return nil
 }
 
@@ -704,13 +724,13 @@ func VerifyQuantizeLinearAttrs(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	defer w.Leave()
 	if err := w.Scalar(&t, 0, 4); err != nil {
 		return w.At(err, "axis", -1)
 	}
 	if err := w.Scalar(&t, 1, 1); err != nil {
 		return w.At(err, "output_dtype", -1)
 	}
+	w.Leave()
 	return nil
 }
 
@@ -720,13 +740,13 @@ func VerifyDepthToSpaceAttrs(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	defer w.Leave()
 	if err := w.Scalar(&t, 0, 1); err != nil {
 		return w.At(err, "mode", -1)
 	}
 	if err := w.Scalar(&t, 1, 4); err != nil {
 		return w.At(err, "block_size", -1)
 	}
+	w.Leave()
 	return nil
 }
 
@@ -741,13 +761,13 @@ func VerifyShapeAttrs(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	defer w.Leave()
 	if err := w.Scalar(&t, 0, 4); err != nil {
 		return w.At(err, "start", -1)
 	}
 	if err := w.Scalar(&t, 1, 4); err != nil {
 		return w.At(err, "end", -1)
 	}
+	w.Leave()
 	return nil
 }
 
@@ -757,10 +777,10 @@ func VerifyDropoutAttrs(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	defer w.Leave()
 	if err := w.Scalar(&t, 0, 4); err != nil {
 		return w.At(err, "seed", -1)
 	}
+	w.Leave()
 	return nil
 }
 
@@ -770,13 +790,13 @@ func VerifyEyeLikeAttrs(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	defer w.Leave()
 	if err := w.Scalar(&t, 0, 1); err != nil {
 		return w.At(err, "dtype", -1)
 	}
 	if err := w.Scalar(&t, 1, 4); err != nil {
 		return w.At(err, "k", -1)
 	}
+	w.Leave()
 	return nil
 }
 
@@ -791,10 +811,14 @@ func VerifyLoopAttrs(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	defer w.Leave()
-	if err := w.TableField(&t, 0, false, VerifyGraph); err != nil {
+	if q, err := w.Ref(&t, 0, false); err != nil {
 		return w.At(err, "body", -1)
+	} else if q != 0 {
+		if err := VerifyGraph(w, q); err != nil {
+			return w.At(err, "body", -1)
+		}
 	}
+	w.Leave()
 	return nil
 }
 
@@ -804,10 +828,10 @@ func VerifySequenceEmptyAttrs(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	defer w.Leave()
 	if err := w.Scalar(&t, 0, 1); err != nil {
 		return w.At(err, "dtype", -1)
 	}
+	w.Leave()
 	return nil
 }
 
@@ -817,13 +841,13 @@ func VerifyConcatFromSequenceAttrs(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	defer w.Leave()
 	if err := w.Scalar(&t, 0, 4); err != nil {
 		return w.At(err, "axis", -1)
 	}
 	if err := w.Scalar(&t, 1, 1); err != nil {
 		return w.At(err, "new_axis", -1)
 	}
+	w.Leave()
 	return nil
 }
 
@@ -833,13 +857,13 @@ func VerifySplitToSequenceAttrs(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	defer w.Leave()
 	if err := w.Scalar(&t, 0, 4); err != nil {
 		return w.At(err, "axis", -1)
 	}
 	if err := w.Scalar(&t, 1, 1); err != nil {
 		return w.At(err, "keep_dims", -1)
 	}
+	w.Leave()
 	return nil
 }
 
@@ -849,10 +873,10 @@ func VerifyGridSampleAttrs(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	defer w.Leave()
 	if err := w.Scalar(&t, 0, 1); err != nil {
 		return w.At(err, "align_corners", -1)
 	}
+	w.Leave()
 	return nil
 }
 
@@ -862,10 +886,10 @@ func VerifySTFTAttrs(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	defer w.Leave()
 	if err := w.Scalar(&t, 0, 1); err != nil {
 		return w.At(err, "onesided", -1)
 	}
+	w.Leave()
 	return nil
 }
 
@@ -925,12 +949,147 @@ func VerifyOperatorNode(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	defer w.Leave()
 	if err := w.Scalar(&t, 0, 1); err != nil {
 		return w.At(err, "type", -1)
 	}
-	if err := w.UnionField(&t, 1, false, true, 64, verifyOperatorAttrsMembers); err != nil {
+	if tag, q, err := w.Union(&t, 1); err != nil {
 		return w.At(err, "attrs", -1)
+	} else if tag != 0 {
+		switch tag {
+		case 1:
+			err = VerifyArgMaxAttrs(w, q)
+		case 2:
+			err = VerifyAveragePoolAttrs(w, q)
+		case 3:
+			err = VerifyBatchNormalizationAttrs(w, q)
+		case 4:
+			err = VerifyCastAttrs(w, q)
+		case 5:
+			err = VerifyConcatAttrs(w, q)
+		case 6:
+			err = VerifyConstantOfShapeAttrs(w, q)
+		case 7:
+			err = VerifyConvAttrs(w, q)
+		case 8:
+			err = VerifyConvTransposeAttrs(w, q)
+		case 9:
+			err = VerifyFlattenAttrs(w, q)
+		case 10:
+			err = VerifyGatherAttrs(w, q)
+		case 11:
+			err = VerifyGemmAttrs(w, q)
+		case 12:
+			err = VerifyGRUAttrs(w, q)
+		case 13:
+			err = VerifyLeakyReluAttrs(w, q)
+		case 14:
+			err = VerifyLSTMAttrs(w, q)
+		case 15:
+			err = VerifyMaxPoolAttrs(w, q)
+		case 16:
+			err = VerifyReduceMeanAttrs(w, q)
+		case 17:
+			err = VerifyReshapeAttrs(w, q)
+		case 18:
+			err = VerifyResizeAttrs(w, q)
+		case 19:
+			err = VerifySplitAttrs(w, q)
+		case 20:
+			err = VerifySoftmaxAttrs(w, q)
+		case 21:
+			err = VerifyTransposeAttrs(w, q)
+		case 22:
+			err = VerifyModAttrs(w, q)
+		case 23:
+			err = VerifyScatterElementsAttrs(w, q)
+		case 24:
+			err = VerifyOneHotAttrs(w, q)
+		case 25:
+			err = VerifyTopKAttrs(w, q)
+		case 26:
+			err = VerifyHardSigmoidAttrs(w, q)
+		case 27:
+			err = VerifyTriluAttrs(w, q)
+		case 28:
+			err = VerifyScatterNDAttrs(w, q)
+		case 29:
+			err = VerifyNonMaxSuppressionAttrs(w, q)
+		case 30:
+			err = VerifyLayerNormalizationAttrs(w, q)
+		case 31:
+			err = VerifyRandomUniformAttrs(w, q)
+		case 32:
+			err = VerifyEluAttrs(w, q)
+		case 33:
+			err = VerifyRandomUniformLikeAttrs(w, q)
+		case 34:
+			err = VerifyRandomNormalAttrs(w, q)
+		case 35:
+			err = VerifyRandomNormalLikeAttrs(w, q)
+		case 36:
+			err = VerifyGatherNDAttrs(w, q)
+		case 37:
+			err = VerifyGeluAttrs(w, q)
+		case 38:
+			err = VerifyEinsumAttrs(w, q)
+		case 39:
+			err = VerifyIfAttrs(w, q)
+		case 40:
+			err = VerifyPadAttrs(w, q)
+		case 41:
+			err = VerifyDequantizeLinearAttrs(w, q)
+		case 42:
+			err = VerifyQuantizeLinearAttrs(w, q)
+		case 43:
+			err = VerifyDepthToSpaceAttrs(w, q)
+		case 44:
+			err = VerifyCastLikeAttrs(w, q)
+		case 45:
+			err = VerifyShapeAttrs(w, q)
+		case 46:
+			err = VerifyDropoutAttrs(w, q)
+		case 47:
+			err = VerifyEyeLikeAttrs(w, q)
+		case 48:
+			err = VerifyIsInfAttrs(w, q)
+		case 49:
+			err = VerifyLoopAttrs(w, q)
+		case 50:
+			err = VerifySequenceEmptyAttrs(w, q)
+		case 51:
+			err = VerifyConcatFromSequenceAttrs(w, q)
+		case 52:
+			err = VerifySplitToSequenceAttrs(w, q)
+		case 53:
+			err = VerifyGridSampleAttrs(w, q)
+		case 54:
+			err = VerifySTFTAttrs(w, q)
+		case 55:
+			err = VerifyMultinomialAttrs(w, q)
+		case 56:
+			err = VerifyReverseSequenceAttrs(w, q)
+		case 57:
+			err = VerifyDFTAttrs(w, q)
+		case 58:
+			err = VerifyUpsampleAttrs(w, q)
+		case 59:
+			err = VerifyRotaryEmbeddingAttrs(w, q)
+		case 60:
+			err = VerifyAttentionAttrs(w, q)
+		case 61:
+			err = VerifyCumSumAttrs(w, q)
+		case 62:
+			err = VerifyLpNormalizationAttrs(w, q)
+		case 63:
+			err = VerifySeluAttrs(w, q)
+		case 64:
+			err = VerifyShrinkAttrs(w, q)
+		default:
+			err = w.Bare(q)
+		}
+		if err != nil {
+			return w.At(err, "attrs", -1)
+		}
 	}
 	if _, _, err := w.VectorField(&t, 3, false, 4); err != nil {
 		return w.At(err, "inputs", -1)
@@ -938,6 +1097,7 @@ func VerifyOperatorNode(w *fbverify.Walk, pos int64) error {
 	if _, _, err := w.VectorField(&t, 4, false, 4); err != nil {
 		return w.At(err, "outputs", -1)
 	}
+	w.Leave()
 	return nil
 }
 
@@ -947,10 +1107,10 @@ func VerifyFloatData(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	defer w.Leave()
 	if _, _, err := w.VectorField(&t, 0, true, 4); err != nil {
 		return w.At(err, "data", -1)
 	}
+	w.Leave()
 	return nil
 }
 
@@ -960,10 +1120,10 @@ func VerifyInt32Data(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	defer w.Leave()
 	if _, _, err := w.VectorField(&t, 0, true, 4); err != nil {
 		return w.At(err, "data", -1)
 	}
+	w.Leave()
 	return nil
 }
 
@@ -973,10 +1133,10 @@ func VerifyInt8Data(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	defer w.Leave()
 	if _, _, err := w.VectorField(&t, 0, true, 1); err != nil {
 		return w.At(err, "data", -1)
 	}
+	w.Leave()
 	return nil
 }
 
@@ -986,10 +1146,10 @@ func VerifyUInt8Data(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	defer w.Leave()
 	if _, _, err := w.VectorField(&t, 0, true, 1); err != nil {
 		return w.At(err, "data", -1)
 	}
+	w.Leave()
 	return nil
 }
 
@@ -999,12 +1159,27 @@ func VerifyConstantNode(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	defer w.Leave()
 	if _, _, err := w.VectorField(&t, 0, true, 4); err != nil {
 		return w.At(err, "shape", -1)
 	}
-	if err := w.UnionField(&t, 1, false, false, 4, verifyConstantDataMembers); err != nil {
+	if tag, q, err := w.Union(&t, 1); err != nil {
 		return w.At(err, "data", -1)
+	} else if tag != 0 {
+		switch tag {
+		case 1:
+			err = VerifyFloatData(w, q)
+		case 2:
+			err = VerifyInt32Data(w, q)
+		case 3:
+			err = VerifyInt8Data(w, q)
+		case 4:
+			err = VerifyUInt8Data(w, q)
+		default:
+			err = w.UnknownTag(&t, 1, tag, 5)
+		}
+		if err != nil {
+			return w.At(err, "data", -1)
+		}
 	}
 	if err := w.Scalar(&t, 3, 2); err != nil {
 		return w.At(err, "dtype", -1)
@@ -1012,6 +1187,7 @@ func VerifyConstantNode(w *fbverify.Walk, pos int64) error {
 	if err := w.Scalar(&t, 4, 8); err != nil {
 		return w.At(err, "data_offset", -1)
 	}
+	w.Leave()
 	return nil
 }
 
@@ -1021,13 +1197,13 @@ func VerifyDim(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	defer w.Leave()
 	if err := w.Scalar(&t, 0, 4); err != nil {
 		return w.At(err, "value", -1)
 	}
 	if err := w.StringField(&t, 1, false); err != nil {
 		return w.At(err, "name", -1)
 	}
+	w.Leave()
 	return nil
 }
 
@@ -1037,17 +1213,23 @@ func VerifyValueNode(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	defer w.Leave()
 	if start, n, err := w.VectorField(&t, 0, false, 4); err != nil {
 		return w.At(err, "shape", -1)
 	} else {
-		if err := w.Elements(start, n, VerifyDim); err != nil {
-			return w.At(err, "shape", -1)
+		for i := int64(0); i < n; i++ {
+			e, err := w.Deref(start + 4*i)
+			if err == nil {
+				err = VerifyDim(w, e)
+			}
+			if err != nil {
+				return w.At(w.At(err, "", int(i)), "shape", -1)
+			}
 		}
 	}
 	if err := w.Scalar(&t, 1, 1); err != nil {
 		return w.At(err, "dtype", -1)
 	}
+	w.Leave()
 	return nil
 }
 
@@ -1057,13 +1239,27 @@ func VerifyNode(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	defer w.Leave()
 	if err := w.StringField(&t, 0, false); err != nil {
 		return w.At(err, "name", -1)
 	}
-	if err := w.UnionField(&t, 1, false, false, 3, verifyNodeKindMembers); err != nil {
+	if tag, q, err := w.Union(&t, 1); err != nil {
 		return w.At(err, "data", -1)
+	} else if tag != 0 {
+		switch tag {
+		case 1:
+			err = VerifyOperatorNode(w, q)
+		case 2:
+			err = VerifyConstantNode(w, q)
+		case 3:
+			err = VerifyValueNode(w, q)
+		default:
+			err = w.UnknownTag(&t, 1, tag, 4)
+		}
+		if err != nil {
+			return w.At(err, "data", -1)
+		}
 	}
+	w.Leave()
 	return nil
 }
 
@@ -1073,12 +1269,17 @@ func VerifyGraph(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	defer w.Leave()
 	if start, n, err := w.VectorField(&t, 0, false, 4); err != nil {
 		return w.At(err, "nodes", -1)
 	} else {
-		if err := w.Elements(start, n, VerifyNode); err != nil {
-			return w.At(err, "nodes", -1)
+		for i := int64(0); i < n; i++ {
+			e, err := w.Deref(start + 4*i)
+			if err == nil {
+				err = VerifyNode(w, e)
+			}
+			if err != nil {
+				return w.At(w.At(err, "", int(i)), "nodes", -1)
+			}
 		}
 	}
 	if _, _, err := w.VectorField(&t, 1, false, 4); err != nil {
@@ -1090,6 +1291,7 @@ func VerifyGraph(w *fbverify.Walk, pos int64) error {
 	if _, _, err := w.VectorField(&t, 3, false, 4); err != nil {
 		return w.At(err, "captures", -1)
 	}
+	w.Leave()
 	return nil
 }
 
@@ -1099,7 +1301,6 @@ func VerifyMetadata(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	defer w.Leave()
 	if err := w.StringField(&t, 0, false); err != nil {
 		return w.At(err, "onnx_hash", -1)
 	}
@@ -1124,6 +1325,7 @@ func VerifyMetadata(w *fbverify.Walk, pos int64) error {
 	if err := w.StringField(&t, 7, false); err != nil {
 		return w.At(err, "run_url", -1)
 	}
+	w.Leave()
 	return nil
 }
 
@@ -1133,177 +1335,23 @@ func VerifyModel(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	defer w.Leave()
 	if err := w.Scalar(&t, 0, 4); err != nil {
 		return w.At(err, "schema_version", -1)
 	}
-	if err := w.TableField(&t, 1, true, VerifyGraph); err != nil {
+	if q, err := w.Ref(&t, 1, true); err != nil {
 		return w.At(err, "graph", -1)
+	} else if q != 0 {
+		if err := VerifyGraph(w, q); err != nil {
+			return w.At(err, "graph", -1)
+		}
 	}
-	if err := w.TableField(&t, 2, false, VerifyMetadata); err != nil {
+	if q, err := w.Ref(&t, 2, false); err != nil {
 		return w.At(err, "metadata", -1)
+	} else if q != 0 {
+		if err := VerifyMetadata(w, q); err != nil {
+			return w.At(err, "metadata", -1)
+		}
 	}
+	w.Leave()
 	return nil
-}
-
-func verifyOperatorAttrsMembers(w *fbverify.Walk, tag int, pos int64) error {
-	switch tag {
-	case 1:
-		return VerifyArgMaxAttrs(w, pos)
-	case 2:
-		return VerifyAveragePoolAttrs(w, pos)
-	case 3:
-		return VerifyBatchNormalizationAttrs(w, pos)
-	case 4:
-		return VerifyCastAttrs(w, pos)
-	case 5:
-		return VerifyConcatAttrs(w, pos)
-	case 6:
-		return VerifyConstantOfShapeAttrs(w, pos)
-	case 7:
-		return VerifyConvAttrs(w, pos)
-	case 8:
-		return VerifyConvTransposeAttrs(w, pos)
-	case 9:
-		return VerifyFlattenAttrs(w, pos)
-	case 10:
-		return VerifyGatherAttrs(w, pos)
-	case 11:
-		return VerifyGemmAttrs(w, pos)
-	case 12:
-		return VerifyGRUAttrs(w, pos)
-	case 13:
-		return VerifyLeakyReluAttrs(w, pos)
-	case 14:
-		return VerifyLSTMAttrs(w, pos)
-	case 15:
-		return VerifyMaxPoolAttrs(w, pos)
-	case 16:
-		return VerifyReduceMeanAttrs(w, pos)
-	case 17:
-		return VerifyReshapeAttrs(w, pos)
-	case 18:
-		return VerifyResizeAttrs(w, pos)
-	case 19:
-		return VerifySplitAttrs(w, pos)
-	case 20:
-		return VerifySoftmaxAttrs(w, pos)
-	case 21:
-		return VerifyTransposeAttrs(w, pos)
-	case 22:
-		return VerifyModAttrs(w, pos)
-	case 23:
-		return VerifyScatterElementsAttrs(w, pos)
-	case 24:
-		return VerifyOneHotAttrs(w, pos)
-	case 25:
-		return VerifyTopKAttrs(w, pos)
-	case 26:
-		return VerifyHardSigmoidAttrs(w, pos)
-	case 27:
-		return VerifyTriluAttrs(w, pos)
-	case 28:
-		return VerifyScatterNDAttrs(w, pos)
-	case 29:
-		return VerifyNonMaxSuppressionAttrs(w, pos)
-	case 30:
-		return VerifyLayerNormalizationAttrs(w, pos)
-	case 31:
-		return VerifyRandomUniformAttrs(w, pos)
-	case 32:
-		return VerifyEluAttrs(w, pos)
-	case 33:
-		return VerifyRandomUniformLikeAttrs(w, pos)
-	case 34:
-		return VerifyRandomNormalAttrs(w, pos)
-	case 35:
-		return VerifyRandomNormalLikeAttrs(w, pos)
-	case 36:
-		return VerifyGatherNDAttrs(w, pos)
-	case 37:
-		return VerifyGeluAttrs(w, pos)
-	case 38:
-		return VerifyEinsumAttrs(w, pos)
-	case 39:
-		return VerifyIfAttrs(w, pos)
-	case 40:
-		return VerifyPadAttrs(w, pos)
-	case 41:
-		return VerifyDequantizeLinearAttrs(w, pos)
-	case 42:
-		return VerifyQuantizeLinearAttrs(w, pos)
-	case 43:
-		return VerifyDepthToSpaceAttrs(w, pos)
-	case 44:
-		return VerifyCastLikeAttrs(w, pos)
-	case 45:
-		return VerifyShapeAttrs(w, pos)
-	case 46:
-		return VerifyDropoutAttrs(w, pos)
-	case 47:
-		return VerifyEyeLikeAttrs(w, pos)
-	case 48:
-		return VerifyIsInfAttrs(w, pos)
-	case 49:
-		return VerifyLoopAttrs(w, pos)
-	case 50:
-		return VerifySequenceEmptyAttrs(w, pos)
-	case 51:
-		return VerifyConcatFromSequenceAttrs(w, pos)
-	case 52:
-		return VerifySplitToSequenceAttrs(w, pos)
-	case 53:
-		return VerifyGridSampleAttrs(w, pos)
-	case 54:
-		return VerifySTFTAttrs(w, pos)
-	case 55:
-		return VerifyMultinomialAttrs(w, pos)
-	case 56:
-		return VerifyReverseSequenceAttrs(w, pos)
-	case 57:
-		return VerifyDFTAttrs(w, pos)
-	case 58:
-		return VerifyUpsampleAttrs(w, pos)
-	case 59:
-		return VerifyRotaryEmbeddingAttrs(w, pos)
-	case 60:
-		return VerifyAttentionAttrs(w, pos)
-	case 61:
-		return VerifyCumSumAttrs(w, pos)
-	case 62:
-		return VerifyLpNormalizationAttrs(w, pos)
-	case 63:
-		return VerifySeluAttrs(w, pos)
-	}
-	return VerifyShrinkAttrs(w, pos)
-}
-
-func verifyScalarMembers(w *fbverify.Walk, tag int, pos int64) error {
-	switch tag {
-	case 1:
-		return VerifyIntScalar(w, pos)
-	}
-	return VerifyFloatScalar(w, pos)
-}
-
-func verifyNodeKindMembers(w *fbverify.Walk, tag int, pos int64) error {
-	switch tag {
-	case 1:
-		return VerifyOperatorNode(w, pos)
-	case 2:
-		return VerifyConstantNode(w, pos)
-	}
-	return VerifyValueNode(w, pos)
-}
-
-func verifyConstantDataMembers(w *fbverify.Walk, tag int, pos int64) error {
-	switch tag {
-	case 1:
-		return VerifyFloatData(w, pos)
-	case 2:
-		return VerifyInt32Data(w, pos)
-	case 3:
-		return VerifyInt8Data(w, pos)
-	}
-	return VerifyUInt8Data(w, pos)
 }

@@ -10,10 +10,10 @@ func VerifyCustomQuantization(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	defer w.Leave()
 	if _, _, err := w.VectorField(&t, 0, false, 1); err != nil {
 		return w.At(err, "custom", -1)
 	}
+	w.Leave()
 	return nil
 }
 
@@ -23,7 +23,6 @@ func VerifyBlockwiseQuantization(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	defer w.Leave()
 	if err := w.Scalar(&t, 0, 4); err != nil {
 		return w.At(err, "scales", -1)
 	}
@@ -33,6 +32,7 @@ func VerifyBlockwiseQuantization(w *fbverify.Walk, pos int64) error {
 	if err := w.Scalar(&t, 2, 4); err != nil {
 		return w.At(err, "block_size", -1)
 	}
+	w.Leave()
 	return nil
 }
 
@@ -42,7 +42,6 @@ func VerifyQuantizationParameters(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	defer w.Leave()
 	if _, _, err := w.VectorField(&t, 0, false, 4); err != nil {
 		return w.At(err, "min", -1)
 	}
@@ -55,12 +54,25 @@ func VerifyQuantizationParameters(w *fbverify.Walk, pos int64) error {
 	if _, _, err := w.VectorField(&t, 3, false, 8); err != nil {
 		return w.At(err, "zero_point", -1)
 	}
-	if err := w.UnionField(&t, 4, false, true, 2, verifyQuantizationDetailsMembers); err != nil {
+	if tag, q, err := w.Union(&t, 4); err != nil {
 		return w.At(err, "details", -1)
+	} else if tag != 0 {
+		switch tag {
+		case 1:
+			err = VerifyCustomQuantization(w, q)
+		case 2:
+			err = VerifyBlockwiseQuantization(w, q)
+		default:
+			err = w.Bare(q)
+		}
+		if err != nil {
+			return w.At(err, "details", -1)
+		}
 	}
 	if err := w.Scalar(&t, 6, 4); err != nil {
 		return w.At(err, "quantized_dimension", -1)
 	}
+	w.Leave()
 	return nil
 }
 
@@ -70,10 +82,10 @@ func VerifyInt32Vector(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	defer w.Leave()
 	if _, _, err := w.VectorField(&t, 0, false, 4); err != nil {
 		return w.At(err, "values", -1)
 	}
+	w.Leave()
 	return nil
 }
 
@@ -83,10 +95,10 @@ func VerifyUint16Vector(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	defer w.Leave()
 	if _, _, err := w.VectorField(&t, 0, false, 2); err != nil {
 		return w.At(err, "values", -1)
 	}
+	w.Leave()
 	return nil
 }
 
@@ -96,10 +108,10 @@ func VerifyUint8Vector(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	defer w.Leave()
 	if _, _, err := w.VectorField(&t, 0, false, 1); err != nil {
 		return w.At(err, "values", -1)
 	}
+	w.Leave()
 	return nil
 }
 
@@ -109,19 +121,47 @@ func VerifyDimensionMetadata(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	defer w.Leave()
 	if err := w.Scalar(&t, 0, 1); err != nil {
 		return w.At(err, "format", -1)
 	}
 	if err := w.Scalar(&t, 1, 4); err != nil {
 		return w.At(err, "dense_size", -1)
 	}
-	if err := w.UnionField(&t, 2, false, true, 3, verifySparseIndexVectorMembers); err != nil {
+	if tag, q, err := w.Union(&t, 2); err != nil {
 		return w.At(err, "array_segments", -1)
+	} else if tag != 0 {
+		switch tag {
+		case 1:
+			err = VerifyInt32Vector(w, q)
+		case 2:
+			err = VerifyUint16Vector(w, q)
+		case 3:
+			err = VerifyUint8Vector(w, q)
+		default:
+			err = w.Bare(q)
+		}
+		if err != nil {
+			return w.At(err, "array_segments", -1)
+		}
 	}
-	if err := w.UnionField(&t, 4, false, true, 3, verifySparseIndexVectorMembers); err != nil {
+	if tag, q, err := w.Union(&t, 4); err != nil {
 		return w.At(err, "array_indices", -1)
+	} else if tag != 0 {
+		switch tag {
+		case 1:
+			err = VerifyInt32Vector(w, q)
+		case 2:
+			err = VerifyUint16Vector(w, q)
+		case 3:
+			err = VerifyUint8Vector(w, q)
+		default:
+			err = w.Bare(q)
+		}
+		if err != nil {
+			return w.At(err, "array_indices", -1)
+		}
 	}
+	w.Leave()
 	return nil
 }
 
@@ -131,7 +171,6 @@ func VerifySparsityParameters(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	defer w.Leave()
 	if _, _, err := w.VectorField(&t, 0, false, 4); err != nil {
 		return w.At(err, "traversal_order", -1)
 	}
@@ -141,10 +180,17 @@ func VerifySparsityParameters(w *fbverify.Walk, pos int64) error {
 	if start, n, err := w.VectorField(&t, 2, false, 4); err != nil {
 		return w.At(err, "dim_metadata", -1)
 	} else {
-		if err := w.Elements(start, n, VerifyDimensionMetadata); err != nil {
-			return w.At(err, "dim_metadata", -1)
+		for i := int64(0); i < n; i++ {
+			e, err := w.Deref(start + 4*i)
+			if err == nil {
+				err = VerifyDimensionMetadata(w, e)
+			}
+			if err != nil {
+				return w.At(w.At(err, "", int(i)), "dim_metadata", -1)
+			}
 		}
 	}
+	w.Leave()
 	return nil
 }
 
@@ -154,7 +200,6 @@ func VerifyVariantSubType(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	defer w.Leave()
 	if _, _, err := w.VectorField(&t, 0, false, 4); err != nil {
 		return w.At(err, "shape", -1)
 	}
@@ -164,6 +209,7 @@ func VerifyVariantSubType(w *fbverify.Walk, pos int64) error {
 	if err := w.Scalar(&t, 2, 1); err != nil {
 		return w.At(err, "has_rank", -1)
 	}
+	w.Leave()
 	return nil
 }
 
@@ -173,7 +219,6 @@ func VerifyTensor(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	defer w.Leave()
 	if _, _, err := w.VectorField(&t, 0, false, 4); err != nil {
 		return w.At(err, "shape", -1)
 	}
@@ -186,14 +231,22 @@ func VerifyTensor(w *fbverify.Walk, pos int64) error {
 	if err := w.StringField(&t, 3, false); err != nil {
 		return w.At(err, "name", -1)
 	}
-	if err := w.TableField(&t, 4, false, VerifyQuantizationParameters); err != nil {
+	if q, err := w.Ref(&t, 4, false); err != nil {
 		return w.At(err, "quantization", -1)
+	} else if q != 0 {
+		if err := VerifyQuantizationParameters(w, q); err != nil {
+			return w.At(err, "quantization", -1)
+		}
 	}
 	if err := w.Scalar(&t, 5, 1); err != nil {
 		return w.At(err, "is_variable", -1)
 	}
-	if err := w.TableField(&t, 6, false, VerifySparsityParameters); err != nil {
+	if q, err := w.Ref(&t, 6, false); err != nil {
 		return w.At(err, "sparsity", -1)
+	} else if q != 0 {
+		if err := VerifySparsityParameters(w, q); err != nil {
+			return w.At(err, "sparsity", -1)
+		}
 	}
 	if _, _, err := w.VectorField(&t, 7, false, 4); err != nil {
 		return w.At(err, "shape_signature", -1)
@@ -204,6 +257,7 @@ func VerifyTensor(w *fbverify.Walk, pos int64) error {
 	if err := w.Scalar(&t, 10, 4); err != nil {
 		return w.At(err, "external_buffer", -1)
 	}
+	w.Leave()
 	return nil
 }
 
@@ -213,10 +267,10 @@ func VerifyCallOptions(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	defer w.Leave()
 	if err := w.Scalar(&t, 0, 4); err != nil {
 		return w.At(err, "subgraph", -1)
 	}
+	w.Leave()
 	return nil
 }
 
@@ -226,13 +280,13 @@ func VerifyIfOptions(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	defer w.Leave()
 	if err := w.Scalar(&t, 0, 4); err != nil {
 		return w.At(err, "then_subgraph_index", -1)
 	}
 	if err := w.Scalar(&t, 1, 4); err != nil {
 		return w.At(err, "else_subgraph_index", -1)
 	}
+	w.Leave()
 	return nil
 }
 
@@ -242,13 +296,13 @@ func VerifyWhileOptions(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	defer w.Leave()
 	if err := w.Scalar(&t, 0, 4); err != nil {
 		return w.At(err, "cond_subgraph_index", -1)
 	}
 	if err := w.Scalar(&t, 1, 4); err != nil {
 		return w.At(err, "body_subgraph_index", -1)
 	}
+	w.Leave()
 	return nil
 }
 
@@ -258,10 +312,10 @@ func VerifyCallOnceOptions(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	defer w.Leave()
 	if err := w.Scalar(&t, 0, 4); err != nil {
 		return w.At(err, "init_subgraph_index", -1)
 	}
+	w.Leave()
 	return nil
 }
 
@@ -271,7 +325,6 @@ func VerifyStableHLOCompositeOptions(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	defer w.Leave()
 	if err := w.StringField(&t, 0, false); err != nil {
 		return w.At(err, "name", -1)
 	}
@@ -284,6 +337,7 @@ func VerifyStableHLOCompositeOptions(w *fbverify.Walk, pos int64) error {
 	if err := w.Scalar(&t, 4, 4); err != nil {
 		return w.At(err, "version", -1)
 	}
+	w.Leave()
 	return nil
 }
 
@@ -293,7 +347,6 @@ func VerifyOperatorCode(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	defer w.Leave()
 	if err := w.Scalar(&t, 0, 1); err != nil {
 		return w.At(err, "deprecated_builtin_code", -1)
 	}
@@ -306,6 +359,7 @@ func VerifyOperatorCode(w *fbverify.Walk, pos int64) error {
 	if err := w.Scalar(&t, 3, 4); err != nil {
 		return w.At(err, "builtin_code", -1)
 	}
+	w.Leave()
 	return nil
 }
 
@@ -315,7 +369,6 @@ func VerifyOperator(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	defer w.Leave()
 	if err := w.Scalar(&t, 0, 4); err != nil {
 		return w.At(err, "opcode_index", -1)
 	}
@@ -325,8 +378,24 @@ func VerifyOperator(w *fbverify.Walk, pos int64) error {
 	if _, _, err := w.VectorField(&t, 2, false, 4); err != nil {
 		return w.At(err, "outputs", -1)
 	}
-	if err := w.UnionField(&t, 3, false, false, 255, verifyBuiltinOptionsOpen); err != nil {
+	if tag, q, err := w.Union(&t, 3); err != nil {
 		return w.At(err, "builtin_options", -1)
+	} else if tag != 0 {
+		switch tag {
+		case 16:
+			err = VerifyCallOptions(w, q)
+		case 92:
+			err = VerifyIfOptions(w, q)
+		case 93:
+			err = VerifyWhileOptions(w, q)
+		case 103:
+			err = VerifyCallOnceOptions(w, q)
+		default:
+			err = w.Bare(q)
+		}
+		if err != nil {
+			return w.At(err, "builtin_options", -1)
+		}
 	}
 	if err := w.Scalar(&t, 6, 1); err != nil {
 		return w.At(err, "custom_options_format", -1)
@@ -337,12 +406,23 @@ func VerifyOperator(w *fbverify.Walk, pos int64) error {
 	if err := w.Scalar(&t, 10, 8); err != nil {
 		return w.At(err, "large_custom_options_size", -1)
 	}
-	if err := w.UnionField(&t, 11, false, false, 255, verifyBuiltinOptions2Open); err != nil {
+	if tag, q, err := w.Union(&t, 11); err != nil {
 		return w.At(err, "builtin_options_2", -1)
+	} else if tag != 0 {
+		switch tag {
+		case 21:
+			err = VerifyStableHLOCompositeOptions(w, q)
+		default:
+			err = w.Bare(q)
+		}
+		if err != nil {
+			return w.At(err, "builtin_options_2", -1)
+		}
 	}
 	if err := w.Scalar(&t, 13, 4); err != nil {
 		return w.At(err, "debug_metadata_index", -1)
 	}
+	w.Leave()
 	return nil
 }
 
@@ -352,12 +432,17 @@ func VerifySubGraph(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	defer w.Leave()
 	if start, n, err := w.VectorField(&t, 0, false, 4); err != nil {
 		return w.At(err, "tensors", -1)
 	} else {
-		if err := w.Elements(start, n, VerifyTensor); err != nil {
-			return w.At(err, "tensors", -1)
+		for i := int64(0); i < n; i++ {
+			e, err := w.Deref(start + 4*i)
+			if err == nil {
+				err = VerifyTensor(w, e)
+			}
+			if err != nil {
+				return w.At(w.At(err, "", int(i)), "tensors", -1)
+			}
 		}
 	}
 	if _, _, err := w.VectorField(&t, 1, false, 4); err != nil {
@@ -369,8 +454,14 @@ func VerifySubGraph(w *fbverify.Walk, pos int64) error {
 	if start, n, err := w.VectorField(&t, 3, false, 4); err != nil {
 		return w.At(err, "operators", -1)
 	} else {
-		if err := w.Elements(start, n, VerifyOperator); err != nil {
-			return w.At(err, "operators", -1)
+		for i := int64(0); i < n; i++ {
+			e, err := w.Deref(start + 4*i)
+			if err == nil {
+				err = VerifyOperator(w, e)
+			}
+			if err != nil {
+				return w.At(w.At(err, "", int(i)), "operators", -1)
+			}
 		}
 	}
 	if err := w.StringField(&t, 4, false); err != nil {
@@ -379,6 +470,7 @@ func VerifySubGraph(w *fbverify.Walk, pos int64) error {
 	if err := w.Scalar(&t, 5, 4); err != nil {
 		return w.At(err, "debug_metadata_index", -1)
 	}
+	w.Leave()
 	return nil
 }
 
@@ -388,7 +480,6 @@ func VerifyBuffer(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	defer w.Leave()
 	if _, _, err := w.VectorField(&t, 0, false, 1); err != nil {
 		return w.At(err, "data", -1)
 	}
@@ -398,6 +489,7 @@ func VerifyBuffer(w *fbverify.Walk, pos int64) error {
 	if err := w.Scalar(&t, 2, 8); err != nil {
 		return w.At(err, "size", -1)
 	}
+	w.Leave()
 	return nil
 }
 
@@ -407,10 +499,10 @@ func VerifyExternalBufferGroup(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	defer w.Leave()
 	if err := w.StringField(&t, 0, false); err != nil {
 		return w.At(err, "name", -1)
 	}
+	w.Leave()
 	return nil
 }
 
@@ -420,7 +512,6 @@ func VerifyExternalBuffer(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	defer w.Leave()
 	if err := w.Scalar(&t, 0, 4); err != nil {
 		return w.At(err, "id", -1)
 	}
@@ -436,6 +527,7 @@ func VerifyExternalBuffer(w *fbverify.Walk, pos int64) error {
 	if err := w.StringField(&t, 4, false); err != nil {
 		return w.At(err, "packing", -1)
 	}
+	w.Leave()
 	return nil
 }
 
@@ -445,13 +537,13 @@ func VerifyMetadata(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	defer w.Leave()
 	if err := w.StringField(&t, 0, false); err != nil {
 		return w.At(err, "name", -1)
 	}
 	if err := w.Scalar(&t, 1, 4); err != nil {
 		return w.At(err, "buffer", -1)
 	}
+	w.Leave()
 	return nil
 }
 
@@ -461,13 +553,13 @@ func VerifyTensorMap(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	defer w.Leave()
 	if err := w.StringField(&t, 0, false); err != nil {
 		return w.At(err, "name", -1)
 	}
 	if err := w.Scalar(&t, 1, 4); err != nil {
 		return w.At(err, "tensor_index", -1)
 	}
+	w.Leave()
 	return nil
 }
 
@@ -477,19 +569,30 @@ func VerifySignatureDef(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	defer w.Leave()
 	if start, n, err := w.VectorField(&t, 0, false, 4); err != nil {
 		return w.At(err, "inputs", -1)
 	} else {
-		if err := w.Elements(start, n, VerifyTensorMap); err != nil {
-			return w.At(err, "inputs", -1)
+		for i := int64(0); i < n; i++ {
+			e, err := w.Deref(start + 4*i)
+			if err == nil {
+				err = VerifyTensorMap(w, e)
+			}
+			if err != nil {
+				return w.At(w.At(err, "", int(i)), "inputs", -1)
+			}
 		}
 	}
 	if start, n, err := w.VectorField(&t, 1, false, 4); err != nil {
 		return w.At(err, "outputs", -1)
 	} else {
-		if err := w.Elements(start, n, VerifyTensorMap); err != nil {
-			return w.At(err, "outputs", -1)
+		for i := int64(0); i < n; i++ {
+			e, err := w.Deref(start + 4*i)
+			if err == nil {
+				err = VerifyTensorMap(w, e)
+			}
+			if err != nil {
+				return w.At(w.At(err, "", int(i)), "outputs", -1)
+			}
 		}
 	}
 	if err := w.StringField(&t, 2, false); err != nil {
@@ -498,6 +601,7 @@ func VerifySignatureDef(w *fbverify.Walk, pos int64) error {
 	if err := w.Scalar(&t, 4, 4); err != nil {
 		return w.At(err, "subgraph_index", -1)
 	}
+	w.Leave()
 	return nil
 }
 
@@ -507,22 +611,33 @@ func VerifyModel(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	defer w.Leave()
 	if err := w.Scalar(&t, 0, 4); err != nil {
 		return w.At(err, "version", -1)
 	}
 	if start, n, err := w.VectorField(&t, 1, false, 4); err != nil {
 		return w.At(err, "operator_codes", -1)
 	} else {
-		if err := w.Elements(start, n, VerifyOperatorCode); err != nil {
-			return w.At(err, "operator_codes", -1)
+		for i := int64(0); i < n; i++ {
+			e, err := w.Deref(start + 4*i)
+			if err == nil {
+				err = VerifyOperatorCode(w, e)
+			}
+			if err != nil {
+				return w.At(w.At(err, "", int(i)), "operator_codes", -1)
+			}
 		}
 	}
 	if start, n, err := w.VectorField(&t, 2, false, 4); err != nil {
 		return w.At(err, "subgraphs", -1)
 	} else {
-		if err := w.Elements(start, n, VerifySubGraph); err != nil {
-			return w.At(err, "subgraphs", -1)
+		for i := int64(0); i < n; i++ {
+			e, err := w.Deref(start + 4*i)
+			if err == nil {
+				err = VerifySubGraph(w, e)
+			}
+			if err != nil {
+				return w.At(w.At(err, "", int(i)), "subgraphs", -1)
+			}
 		}
 	}
 	if err := w.StringField(&t, 3, false); err != nil {
@@ -531,77 +646,68 @@ func VerifyModel(w *fbverify.Walk, pos int64) error {
 	if start, n, err := w.VectorField(&t, 4, false, 4); err != nil {
 		return w.At(err, "buffers", -1)
 	} else {
-		if err := w.Elements(start, n, VerifyBuffer); err != nil {
-			return w.At(err, "buffers", -1)
+		for i := int64(0); i < n; i++ {
+			e, err := w.Deref(start + 4*i)
+			if err == nil {
+				err = VerifyBuffer(w, e)
+			}
+			if err != nil {
+				return w.At(w.At(err, "", int(i)), "buffers", -1)
+			}
 		}
 	}
 	if start, n, err := w.VectorField(&t, 6, false, 4); err != nil {
 		return w.At(err, "metadata", -1)
 	} else {
-		if err := w.Elements(start, n, VerifyMetadata); err != nil {
-			return w.At(err, "metadata", -1)
+		for i := int64(0); i < n; i++ {
+			e, err := w.Deref(start + 4*i)
+			if err == nil {
+				err = VerifyMetadata(w, e)
+			}
+			if err != nil {
+				return w.At(w.At(err, "", int(i)), "metadata", -1)
+			}
 		}
 	}
 	if start, n, err := w.VectorField(&t, 7, false, 4); err != nil {
 		return w.At(err, "signature_defs", -1)
 	} else {
-		if err := w.Elements(start, n, VerifySignatureDef); err != nil {
-			return w.At(err, "signature_defs", -1)
+		for i := int64(0); i < n; i++ {
+			e, err := w.Deref(start + 4*i)
+			if err == nil {
+				err = VerifySignatureDef(w, e)
+			}
+			if err != nil {
+				return w.At(w.At(err, "", int(i)), "signature_defs", -1)
+			}
 		}
 	}
 	if start, n, err := w.VectorField(&t, 8, false, 4); err != nil {
 		return w.At(err, "external_buffer_groups", -1)
 	} else {
-		if err := w.Elements(start, n, VerifyExternalBufferGroup); err != nil {
-			return w.At(err, "external_buffer_groups", -1)
+		for i := int64(0); i < n; i++ {
+			e, err := w.Deref(start + 4*i)
+			if err == nil {
+				err = VerifyExternalBufferGroup(w, e)
+			}
+			if err != nil {
+				return w.At(w.At(err, "", int(i)), "external_buffer_groups", -1)
+			}
 		}
 	}
 	if start, n, err := w.VectorField(&t, 9, false, 4); err != nil {
 		return w.At(err, "external_buffers", -1)
 	} else {
-		if err := w.Elements(start, n, VerifyExternalBuffer); err != nil {
-			return w.At(err, "external_buffers", -1)
+		for i := int64(0); i < n; i++ {
+			e, err := w.Deref(start + 4*i)
+			if err == nil {
+				err = VerifyExternalBuffer(w, e)
+			}
+			if err != nil {
+				return w.At(w.At(err, "", int(i)), "external_buffers", -1)
+			}
 		}
 	}
+	w.Leave()
 	return nil
-}
-
-func verifyQuantizationDetailsMembers(w *fbverify.Walk, tag int, pos int64) error {
-	switch tag {
-	case 1:
-		return VerifyCustomQuantization(w, pos)
-	}
-	return VerifyBlockwiseQuantization(w, pos)
-}
-
-func verifySparseIndexVectorMembers(w *fbverify.Walk, tag int, pos int64) error {
-	switch tag {
-	case 1:
-		return VerifyInt32Vector(w, pos)
-	case 2:
-		return VerifyUint16Vector(w, pos)
-	}
-	return VerifyUint8Vector(w, pos)
-}
-
-func verifyBuiltinOptionsOpen(w *fbverify.Walk, tag int, pos int64) error {
-	switch tag {
-	case 16:
-		return VerifyCallOptions(w, pos)
-	case 92:
-		return VerifyIfOptions(w, pos)
-	case 93:
-		return VerifyWhileOptions(w, pos)
-	case 103:
-		return VerifyCallOnceOptions(w, pos)
-	}
-	return w.Bare(pos)
-}
-
-func verifyBuiltinOptions2Open(w *fbverify.Walk, tag int, pos int64) error {
-	switch tag {
-	case 21:
-		return VerifyStableHLOCompositeOptions(w, pos)
-	}
-	return w.Bare(pos)
 }

@@ -1,10 +1,14 @@
-// Package format holds the vocabulary the three model formats share: the
-// FormatError type, the sentinel errors, the element types (DType) and the
-// places a tensor's bytes can live (Location).
+// Package format is the seam every model format plugs into, and the
+// vocabulary the formats share: the Model interface a format package
+// implements and the Registration it hands package loader, the optional
+// interfaces a format adds (Reporter, Relayouter, ...), the FormatError type
+// and its sentinels, the element types (DType, with the packed and block
+// types of GGUF, safetensors and TFLite), and the places a tensor's bytes
+// can live (Location).
 //
-// It sits below the format packages (loader/pte, loader/ptd, loader/rten) so
-// that each of them, and loader above them, can speak the same language
-// without importing one another.
+// It sits below the format packages (loader/pte, loader/gguf, ...) so that
+// each of them, and loader above them, speak the same language without
+// importing one another.
 package format
 
 import (

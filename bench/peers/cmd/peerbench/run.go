@@ -34,10 +34,10 @@ type peerResult struct {
 	MinUS        float64         `json:"min_us"`
 	P10US        float64         `json:"p10_us"`
 	P90US        float64         `json:"p90_us"`
-	Ratio        float64         `json:"ratio_median"`        // median / base's median
-	CycleP10     float64         `json:"cycle_ratio_p10"`     // percentiles over the cycles of the
-	CycleP50     float64         `json:"cycle_ratio_median"`  // ratio of this peer's block median
-	CycleP90     float64         `json:"cycle_ratio_p90"`     // to its base's block median
+	Ratio        float64         `json:"ratio_median"`       // median / base's median
+	CycleP10     float64         `json:"cycle_ratio_p10"`    // percentiles over the cycles of the
+	CycleP50     float64         `json:"cycle_ratio_median"` // ratio of this peer's block median
+	CycleP90     float64         `json:"cycle_ratio_p90"`    // to its base's block median
 	RoundMin     float64         `json:"round_ratio_min"`
 	RoundMax     float64         `json:"round_ratio_max"`
 	Stat         json.RawMessage `json:"stat,omitempty"`
@@ -332,8 +332,8 @@ func markdown(title string, res []*peerResult) string {
 		if st.FileRss != nil {
 			file = fmt.Sprintf("%d KiB", *st.FileRss)
 		}
-		fmt.Fprintf(&b, "| %s | %d | %.1f | %.1f–%.1f | %s | %s | %g | %g | %d KiB | %s |\n",
-			p.Name, p.Loads, p.MedianUS, p.P10US, p.P90US, ratio, cyc, st.AllocsPerOpen, st.AllocsPerLookup,
+		fmt.Fprintf(&b, "| %s | %d | %.1f | %.1f–%.1f | %s | %s | %s | %g | %d KiB | %s |\n",
+			p.Name, p.Loads, p.MedianUS, p.P10US, p.P90US, ratio, cyc, strconv.FormatFloat(st.AllocsPerOpen, 'f', -1, 64), st.AllocsPerLookup,
 			st.RssAfter-st.RssBefore, file)
 	}
 	fmt.Fprintf(&b, "\n_%s_\n", time.Now().UTC().Format(time.RFC3339))

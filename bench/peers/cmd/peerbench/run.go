@@ -228,11 +228,9 @@ func runCase(specs []peerSpec, rounds, cycles, warmup int, blockMS float64) ([]*
 				if err != nil {
 					return nil, nil, fmt.Errorf("%s: %w", specs[i].Name, err)
 				}
-				if c == 0 {
-					// size the blocks from the first one
-					n[i] = int(min(max(blockMS*1e6/median(t), 1), 2000))
-				}
 				if c < warmup {
+					// size the blocks from the last warm-up block
+					n[i] = int(min(max(blockMS*1e6/median(t), 1), 2000))
 					continue
 				}
 				meds[i] = median(t)

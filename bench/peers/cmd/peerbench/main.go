@@ -18,7 +18,7 @@
 // run measures every case. Each round starts every peer of the case as a
 // fresh process (serve below, or the Rust and C harnesses' serve mode),
 // then asks each in turn for a block of loads (about block-ms long, sized
-// in the round's first warm-up block), W+P times, rotating which peer goes
+// in the round's warm-up blocks), W+P times, rotating which peer goes
 // first; the W warm-up cycles are discarded. Then each peer runs once more
 // in a fresh process in stat mode, for its resident memory and allocations.
 // run prints one markdown table per case and, with -out, writes the raw

@@ -543,11 +543,8 @@ func (m *Model) Groups() []string { return m.impl.Groups() }
 // Program returns the ExecuTorch program (plain, or the one a bundle
 // embeds), or nil if the file is neither.
 func (m *Model) Program() *pte.Program {
-	switch p := m.impl.(type) {
-	case *pte.Program:
-		return p
-	case *bundle.Program:
-		return p.Program
+	if p, ok := m.impl.(interface{ PTE() *pte.Program }); ok {
+		return p.PTE()
 	}
 	return nil
 }

@@ -67,3 +67,7 @@ func (p *Program) GroupBlobs(method string) []format.Blob {
 	}
 	return out
 }
+
+// PTE returns p. A value that embeds a *Program (a bundled program) has it
+// too, so that a caller can ask any format.Model for the program it holds.
+func (p *Program) PTE() *Program { return p }

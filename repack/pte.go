@@ -8,6 +8,7 @@ import (
 	"github.com/edgeload/edgeload/internal/schema/ptefb"
 	"github.com/edgeload/edgeload/loader/format"
 	"github.com/edgeload/edgeload/loader/pte"
+	"github.com/edgeload/edgeload/segment"
 )
 
 // pteHeaderLen is the extended header written: the 32-byte "eh00" header
@@ -87,7 +88,34 @@ func (r *run) pte(outs *outputs, out string, res *Result) error {
 	if len(segs) != len(prog.Segments) {
 		return fmt.Errorf("%w: %d segment views for %d segments", errInternal, len(segs), len(prog.Segments))
 	}
+	plans, ext, err := r.planPTE(p, prog, segs)
+	if err != nil {
+		return err
+	}
+	dataSize := r.placeSegments(plans, prog)
+	head, base, err := encodePTE(prog, len(region), len(plans) > 0, r.align, dataSize)
+	if err != nil {
+		return err
+	}
+	if ext != nil {
+		n, err := r.writePTD(outs, r.opts.Externalize, ext)
+		if err != nil {
+			return err
+		}
+		res.DataSize = n
+	}
+	if err := r.writeSegments(outs, out, res, head, base, plans, dataSize); err != nil {
+		return err
+	}
+	res.Tensors = p.NumTensors()
+	return nil
+}
 
+// planPTE plans the program's segments: whole copies, none for the
+// constant segment --externalize empties (its constants planned into the
+// .ptd it returns), or sub-buffers placed on r.talign, their offsets in
+// prog updated.
+func (r *run) planPTE(p *pte.Program, prog *ptefb.ProgramT, segs []segment.Segment) ([]segPlan, *ptdOut, error) {
 	// Which segments hold sub-buffers (constant and mutable segments), and
 	// which are referenced by anything else.
 	subs := make(map[int][]*ptefb.SubsegmentOffsetsT)
@@ -106,16 +134,16 @@ func (r *run) pte(outs *outputs, out string, res *Result) error {
 	var ext *ptdOut
 	emptied := -1
 	if r.opts.Externalize != "" {
+		var err error
 		ext, err = r.externalize(p, prog)
 		if err != nil {
-			return err
+			return nil, nil, err
 		}
 		if cs := prog.ConstantSegment; cs != nil && int(cs.SegmentIndex) < len(segs) && len(subs[int(cs.SegmentIndex)]) == 1 && !blobs[int(cs.SegmentIndex)] && !isMutable(prog, int(cs.SegmentIndex)) {
 			emptied = int(cs.SegmentIndex)
 		}
 	}
 
-	// Plan the segments: whole copies, or sub-buffers placed on talign.
 	var spans []span
 	if r.talign > 0 && len(segs) > 0 {
 		spans = tensorSpans(r.m, segs[0].File())
@@ -132,7 +160,7 @@ func (r *run) pte(outs *outputs, out string, res *Result) error {
 			}
 			pieces, size, remap, err := relayout(s, offs, within(spans, s), r.talign)
 			if err != nil {
-				return err
+				return nil, nil, err
 			}
 			plans[i] = segPlan{pieces: pieces, size: size}
 			for _, t := range subs[i] {
@@ -144,6 +172,13 @@ func (r *run) pte(outs *outputs, out string, res *Result) error {
 			plans[i] = segPlan{pieces: []piece{{src: s}}, size: s.Len()}
 		}
 	}
+	return plans, ext, nil
+}
+
+// placeSegments places each planned segment on r.align after the one
+// before, records the places in prog, and returns the size of the
+// segment data.
+func (r *run) placeSegments(plans []segPlan, prog *ptefb.ProgramT) int64 {
 	var cur int64
 	for i := range plans {
 		plans[i].off = alignUp(cur, r.align)
@@ -154,29 +189,31 @@ func (r *run) pte(outs *outputs, out string, res *Result) error {
 			r.total += pc.src.Len()
 		}
 	}
-	dataSize := cur
+	return cur
+}
 
-	b := flatbuffers.NewBuilder(len(region) + 4096)
+// encodePTE packs prog and puts the extended header before it: the
+// program's first bytes, and where its segment data starts (on align, when
+// it has segments).
+func encodePTE(prog *ptefb.ProgramT, sizeHint int, hasSegments bool, align, dataSize int64) (head []byte, base int64, err error) {
+	b := flatbuffers.NewBuilder(sizeHint + 4096)
 	b.FinishWithFileIdentifier(prog.Pack(b), []byte(pte.Identifier))
 	fb := b.FinishedBytes()
 	if len(fb) < 8 {
-		return fmt.Errorf("%w: program FlatBuffer of %d bytes", errInternal, len(fb))
+		return nil, 0, fmt.Errorf("%w: program FlatBuffer of %d bytes", errInternal, len(fb))
 	}
-	head := format.HeaderRoom(fb, pteHeaderLen)
+	head = format.HeaderRoom(fb, pteHeaderLen)
 	progSize := int64(len(head))
-	var base int64
-	if len(plans) > 0 {
-		base = alignUp(progSize, r.align)
+	if hasSegments {
+		base = alignUp(progSize, align)
 	}
 	pte.Header{Length: pteHeaderLen, ProgramSize: progSize, SegmentBase: base, SegmentDataSize: dataSize}.Put(head)
+	return head, base, nil
+}
 
-	if ext != nil {
-		n, err := r.writePTD(outs, r.opts.Externalize, ext)
-		if err != nil {
-			return err
-		}
-		res.DataSize = n
-	}
+// writeSegments writes head, then each planned segment's pieces at base +
+// its offset, zeros between them.
+func (r *run) writeSegments(outs *outputs, out string, res *Result, head []byte, base int64, plans []segPlan, dataSize int64) error {
 	w, err := outs.create(out)
 	if err != nil {
 		return err
@@ -201,7 +238,6 @@ func (r *run) pte(outs *outputs, out string, res *Result) error {
 	}
 	res.Size = w.pos
 	res.Segments = len(plans)
-	res.Tensors = p.NumTensors()
 	return nil
 }
 

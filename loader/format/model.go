@@ -2,7 +2,10 @@ package format
 
 import (
 	"encoding/json"
+	"fmt"
 	"io"
+	"strings"
+	"text/tabwriter"
 
 	"github.com/edgeload/edgeload/mmapfile"
 	"github.com/edgeload/edgeload/segment"
@@ -135,6 +138,20 @@ func (fs Fields) MarshalJSON() ([]byte, error) {
 		b = append(append(append(b, k...), ':'), v...)
 	}
 	return append(b, '}'), nil
+}
+
+// WriteText writes fs as a section of a text report: a blank line, the
+// title, then a line per field, the key's underscores as spaces, the
+// values aligned.
+func (fs Fields) WriteText(w io.Writer, title string) error {
+	if _, err := fmt.Fprintf(w, "\n%s\n", title); err != nil {
+		return err
+	}
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	for _, f := range fs {
+		fmt.Fprintf(tw, "  %s\t%v\n", strings.ReplaceAll(f.Key, "_", " "), f.Value)
+	}
+	return tw.Flush()
 }
 
 // Warner is implemented by a Model that has warnings about a file that

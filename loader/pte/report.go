@@ -118,7 +118,7 @@ func (p *Program) ReportFields() []format.Field {
 // the delegates tables.
 func (p *Program) ReportText(w io.Writer) error {
 	var b bytes.Buffer
-	writeFields(&b, "ExecuTorch program", p.headerFields())
+	p.headerFields().WriteText(&b, "ExecuTorch program")
 	if ms := p.methodSummaries(); len(ms) > 0 {
 		fmt.Fprintf(&b, "\nmethods (%d)\n", len(ms))
 		tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
@@ -185,17 +185,6 @@ func (p *Program) SegmentKinds() []string {
 		add(nd.Segment, "named_data")
 	}
 	return kinds
-}
-
-// writeFields writes a section: a blank line, the title, and one line per
-// field with the key's underscores as spaces, values aligned.
-func writeFields(b *bytes.Buffer, title string, fs format.Fields) {
-	fmt.Fprintf(b, "\n%s\n", title)
-	tw := tabwriter.NewWriter(b, 0, 0, 2, ' ', 0)
-	for _, f := range fs {
-		fmt.Fprintf(tw, "  %s\t%v\n", strings.ReplaceAll(f.Key, "_", " "), f.Value)
-	}
-	tw.Flush()
 }
 
 // sizeName writes a byte count as "512 B", "16 KiB" or "1.3 MiB".

@@ -102,9 +102,9 @@ func (m *Model) ReportFields() []format.Field {
 // and the graph's counts with its operator types, most frequent first.
 func (m *Model) ReportText(w io.Writer) error {
 	var b bytes.Buffer
-	writeFields(&b, "RTen model", m.headerFields())
+	m.headerFields().WriteText(&b, "RTen model")
 	if md := m.metadataFields(); len(md) > 0 {
-		writeFields(&b, fmt.Sprintf("metadata (%d)", len(md)), md)
+		md.WriteText(&b, fmt.Sprintf("metadata (%d)", len(md)))
 	}
 	g := m.graphSummary()
 	b.WriteString("\ngraph\n")
@@ -127,17 +127,6 @@ func (m *Model) SegmentKinds() []string {
 		kinds[i] = "tensor_data"
 	}
 	return kinds
-}
-
-// writeFields writes a section: a blank line, the title, and one line per
-// field with the key's underscores as spaces, values aligned.
-func writeFields(b *bytes.Buffer, title string, fs format.Fields) {
-	fmt.Fprintf(b, "\n%s\n", title)
-	tw := tabwriter.NewWriter(b, 0, 0, 2, ' ', 0)
-	for _, f := range fs {
-		fmt.Fprintf(tw, "  %s\t%v\n", strings.ReplaceAll(f.Key, "_", " "), f.Value)
-	}
-	tw.Flush()
 }
 
 // opSummary lists operator types by count, most frequent first, as

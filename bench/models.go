@@ -213,12 +213,12 @@ func (m *Model) openPTE(path string) error {
 	case ModeReadFile:
 		var b []byte
 		if b, err = os.ReadFile(path); err == nil {
-			m.prog, err = pte.NewBytes(b, append(opts, pte.WithName(path))...)
+			m.prog, err = pte.NewFile(mmapfile.NewBytes(b), append(opts, pte.WithName(path))...)
 		}
 	case ModeXMmap:
 		var r *mmap.ReaderAt
 		if r, err = m.xopen(path); err == nil {
-			m.prog, err = pte.NewReaderAt(r, int64(r.Len()), append(opts, pte.WithName(path))...)
+			m.prog, err = pte.NewFile(mmapfile.NewReaderAt(r, int64(r.Len())), append(opts, pte.WithName(path))...)
 		}
 	case ModeWhole, ModeWindowed:
 		m.prog, err = pte.Open(path, append(opts, pte.WithMmapOptions(mmapMode(m.mode)))...)
@@ -235,13 +235,13 @@ func openPTD(m *Model, path string, mode Mode) (*ptd.File, error) {
 		if err != nil {
 			return nil, err
 		}
-		return ptd.NewBytes(b, ptd.WithName(path))
+		return ptd.NewFile(mmapfile.NewBytes(b), ptd.WithName(path))
 	case ModeXMmap:
 		r, err := m.xopen(path)
 		if err != nil {
 			return nil, err
 		}
-		return ptd.NewReaderAt(r, int64(r.Len()), ptd.WithName(path))
+		return ptd.NewFile(mmapfile.NewReaderAt(r, int64(r.Len())), ptd.WithName(path))
 	case ModeWhole, ModeWindowed:
 		return ptd.Open(path, ptd.WithMmapOptions(mmapMode(mode)))
 	}
@@ -254,12 +254,12 @@ func (m *Model) openRTen(path string) error {
 	case ModeReadFile:
 		var b []byte
 		if b, err = os.ReadFile(path); err == nil {
-			m.rt, err = rten.NewBytes(b)
+			m.rt, err = rten.NewFile(mmapfile.NewBytes(b))
 		}
 	case ModeXMmap:
 		var r *mmap.ReaderAt
 		if r, err = m.xopen(path); err == nil {
-			m.rt, err = rten.NewReaderAt(r, int64(r.Len()))
+			m.rt, err = rten.NewFile(mmapfile.NewReaderAt(r, int64(r.Len())))
 		}
 	case ModeWhole, ModeWindowed:
 		m.rt, err = rten.Open(path, rten.WithMmapOptions(mmapMode(m.mode)))

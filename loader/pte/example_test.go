@@ -12,6 +12,7 @@ import (
 	"github.com/edgeload/edgeload/loader/format"
 	"github.com/edgeload/edgeload/loader/ptd"
 	"github.com/edgeload/edgeload/loader/pte"
+	"github.com/edgeload/edgeload/mmapfile"
 )
 
 // exampleFile writes a small program for the examples and returns its path.
@@ -91,7 +92,7 @@ func ExampleProgram_Link() {
 
 // Errors are *format.FormatError values; errors.Is tells the kinds apart.
 func ExampleOpen_errors() {
-	_, err := pte.NewBytes([]byte("\x10\x00\x00\x00BP08\x00\x00\x00\x00\x00\x00\x00\x00"))
+	_, err := pte.NewFile(mmapfile.NewBytes([]byte("\x10\x00\x00\x00BP08\x00\x00\x00\x00\x00\x00\x00\x00")))
 	fmt.Println(errors.Is(err, format.ErrUnknownFormat))
 	fmt.Println(err)
 	var fe *format.FormatError

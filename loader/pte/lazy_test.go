@@ -155,7 +155,7 @@ func BenchmarkOpenRealSized(b *testing.B) {
 	}
 	b.ReportAllocs()
 	for b.Loop() {
-		p, err := pte.NewBytes(raw)
+		p, err := pte.NewFile(mmapfile.NewBytes(raw))
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -293,8 +293,10 @@ func TestAppendTensorBytes(t *testing.T) {
 		"copy": func() (*pte.Program, error) {
 			return pte.Open(path, pte.WithMmapOptions(mmapfile.WithMode(mmapfile.ModeCopy)))
 		},
-		"bytes":    func() (*pte.Program, error) { return pte.NewBytes(raw) },
-		"readerat": func() (*pte.Program, error) { return pte.NewReaderAt(bytes.NewReader(raw), int64(len(raw))) },
+		"bytes": func() (*pte.Program, error) { return pte.NewFile(mmapfile.NewBytes(raw)) },
+		"readerat": func() (*pte.Program, error) {
+			return pte.NewFile(mmapfile.NewReaderAt(bytes.NewReader(raw), int64(len(raw))))
+		},
 	}
 	for how, open := range opens {
 		p, err := open()

@@ -11,6 +11,7 @@ import (
 	"github.com/edgeload/edgeload/loader/format"
 	"github.com/edgeload/edgeload/loader/ptd"
 	"github.com/edgeload/edgeload/loader/pte"
+	"github.com/edgeload/edgeload/mmapfile"
 )
 
 func openPTD(t testing.TB, rel string) *ptd.File {
@@ -140,7 +141,7 @@ func linkCase(t *testing.T, tensor writer.PTETensor, entry writer.PTDEntry) erro
 	t.Helper()
 	tensor.Kind = writer.PTEExternal
 	w := &writer.PTE{Methods: []writer.PTEMethod{{Name: "forward", Tensors: []writer.PTETensor{tensor}}}}
-	p, err := pte.NewBytes(genBytes(t, w))
+	p, err := pte.NewFile(mmapfile.NewBytes(genBytes(t, w)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -150,7 +151,7 @@ func linkCase(t *testing.T, tensor writer.PTETensor, entry writer.PTDEntry) erro
 	if err != nil {
 		t.Fatal(err)
 	}
-	f, err := ptd.NewBytes(raw, ptd.WithName("data.ptd"))
+	f, err := ptd.NewFile(mmapfile.NewBytes(raw), ptd.WithName("data.ptd"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -211,13 +212,13 @@ func TestLinkTooSmall(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f, err := ptd.NewBytes(raw)
+	f, err := ptd.NewFile(mmapfile.NewBytes(raw))
 	if err == nil {
 		// The .ptd reader accepted it: Link must refuse it.
 		defer f.Close()
 		w := &writer.PTE{Methods: []writer.PTEMethod{{Name: "forward", Tensors: []writer.PTETensor{
 			{Kind: writer.PTEExternal, ScalarType: writer.PTEFloat32, Sizes: []int32{2, 2}, Name: "w"}}}}}
-		p, perr := pte.NewBytes(genBytes(t, w))
+		p, perr := pte.NewFile(mmapfile.NewBytes(genBytes(t, w)))
 		if perr != nil {
 			t.Fatal(perr)
 		}

@@ -50,7 +50,7 @@ func BenchmarkOpenPhases(b *testing.B) {
 					b.Fatal(err)
 				}
 			}
-			prog, err := NewBytes(data)
+			prog, err := NewFile(mmapfile.NewBytes(data))
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -72,7 +72,7 @@ func BenchmarkOpenPhases(b *testing.B) {
 				var dst [][]byte
 				defer cpuMetric(b)()
 				for b.Loop() {
-					prog, err := NewBytes(data)
+					prog, err := NewFile(mmapfile.NewBytes(data))
 					if err != nil {
 						b.Fatal(err)
 					}

@@ -109,9 +109,9 @@ func TestRealFiles(t *testing.T) {
 				"Windowed": func() (*pte.Program, error) {
 					return pte.Open(path, pte.WithMmapOptions(mmapfile.WithMode(mmapfile.ModeWindowed)))
 				},
-				"NewBytes": func() (*pte.Program, error) { return pte.NewBytes(raw) },
+				"NewBytes": func() (*pte.Program, error) { return pte.NewFile(mmapfile.NewBytes(raw)) },
 				"NewReaderAt": func() (*pte.Program, error) {
-					return pte.NewReaderAt(strings.NewReader(string(raw)), int64(len(raw)))
+					return pte.NewFile(mmapfile.NewReaderAt(strings.NewReader(string(raw)), int64(len(raw))))
 				},
 			}
 			for how, open := range opens {

@@ -12,6 +12,7 @@ import (
 	"github.com/edgeload/edgeload/internal/testkit/writer"
 	"github.com/edgeload/edgeload/loader/format"
 	"github.com/edgeload/edgeload/loader/pte"
+	"github.com/edgeload/edgeload/mmapfile"
 	"github.com/edgeload/edgeload/platform"
 )
 
@@ -80,7 +81,7 @@ func TestProgramRegion(t *testing.T) {
 	}
 	want := map[string][]string{}
 	for path, b := range map[string][]byte{small: smallBytes, large: largeBytes} {
-		p, err := pte.NewBytes(b)
+		p, err := pte.NewFile(mmapfile.NewBytes(b))
 		if err != nil {
 			t.Fatal(err)
 		}

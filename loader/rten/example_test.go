@@ -9,6 +9,7 @@ import (
 	"github.com/edgeload/edgeload/internal/testkit/writer"
 	"github.com/edgeload/edgeload/loader/format"
 	"github.com/edgeload/edgeload/loader/rten"
+	"github.com/edgeload/edgeload/mmapfile"
 )
 
 // exampleFile writes a small V2 model (with the project's own writer) and
@@ -66,7 +67,7 @@ func ExampleGraph_Walk() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	m, err := rten.NewBytes(b)
+	m, err := rten.NewFile(mmapfile.NewBytes(b))
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -97,7 +98,7 @@ func ExampleNewBytes_error() {
 		log.Fatal(err)
 	}
 	b[4] = 3 // header version 3
-	_, err = rten.NewBytes(b)
+	_, err = rten.NewFile(mmapfile.NewBytes(b))
 	fmt.Println(err)
 	// Output:
 	// rten: header.version at offset 0x4: version 3; want 2 (this loader reads version 2, and headerless version 1 files)

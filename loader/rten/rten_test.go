@@ -43,8 +43,8 @@ func TestRealFiles(t *testing.T) {
 			defer mf.Close()
 			opens := map[string]func() (*rten.Model, error){
 				"Open":        func() (*rten.Model, error) { return rten.Open(path) },
-				"NewBytes":    func() (*rten.Model, error) { return rten.NewBytes(raw) },
-				"NewReaderAt": func() (*rten.Model, error) { return rten.NewReaderAt(osf, int64(len(raw))) },
+				"NewBytes":    func() (*rten.Model, error) { return rten.NewFile(mmapfile.NewBytes(raw)) },
+				"NewReaderAt": func() (*rten.Model, error) { return rten.NewFile(mmapfile.NewReaderAt(osf, int64(len(raw)))) },
 				"NewFile":     func() (*rten.Model, error) { return rten.NewFile(mf) },
 				"Windowed": func() (*rten.Model, error) {
 					return rten.Open(path, rten.WithMmapOptions(mmapfile.WithMode(mmapfile.ModeWindowed)))
@@ -223,7 +223,7 @@ func TestSubgraphs(t *testing.T) {
 		Inputs: []uint32{0}, Outputs: []uint32{2},
 	}}
 	b, info := build(t, w)
-	m, err := rten.NewBytes(b)
+	m, err := rten.NewFile(mmapfile.NewBytes(b))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -427,7 +427,7 @@ func TestOptionalScalarPresence(t *testing.T) {
 		Outputs: []uint32{1},
 	}}
 	b, _ := build(t, w)
-	m, err := rten.NewBytes(b)
+	m, err := rten.NewFile(mmapfile.NewBytes(b))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -451,7 +451,7 @@ func TestMetadata(t *testing.T) {
 	w.Metadata = &writer.RTenMetadata{ONNXHash: "h", Description: "d", License: "MIT", Commit: "c",
 		CodeRepository: "cr", ModelRepository: "mr", RunID: "id", RunURL: "url"}
 	b, _ := build(t, w)
-	m, err := rten.NewBytes(b)
+	m, err := rten.NewFile(mmapfile.NewBytes(b))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -460,7 +460,7 @@ func TestMetadata(t *testing.T) {
 	if got := m.Metadata(); got != want {
 		t.Errorf("metadata %+v, want %+v", got, want)
 	}
-	m2, err := rten.NewBytes(bytesOf(t, simpleModel()))
+	m2, err := rten.NewFile(mmapfile.NewBytes(bytesOf(t, simpleModel())))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -497,7 +497,7 @@ func TestOperatorTypes(t *testing.T) {
 	w.Graph.Nodes[4].Operator.Type = 200
 	w.Graph.Nodes[4].Operator.AttrsType = 250 // an attribute table from a newer schema
 	b, _ := build(t, w)
-	m, err := rten.NewBytes(b)
+	m, err := rten.NewFile(mmapfile.NewBytes(b))
 	if err != nil {
 		t.Fatalf("unknown operator type and attrs: %v", err)
 	}
@@ -540,7 +540,7 @@ func TestHeaderErrors(t *testing.T) {
 		{"truncated file", good[:len(good)-4], format.ErrTruncated, []string{"past the end"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			m, err := rten.NewBytes(tc.b)
+			m, err := rten.NewFile(mmapfile.NewBytes(tc.b))
 			if m != nil {
 				t.Fatalf("opened as version %d", m.Header().Version)
 			}
@@ -551,9 +551,9 @@ func TestHeaderErrors(t *testing.T) {
 	// fails FlatBuffer verification and says how it was read
 	b := bytes.Clone(good)
 	copy(b, "XXXX")
-	_, err := rten.NewBytes(b)
+	_, err := rten.NewFile(mmapfile.NewBytes(b))
 	wantFormatError(t, err, format.ErrMalformed, "read as a V1 model")
-	_, err = rten.NewBytes(nil)
+	_, err = rten.NewFile(mmapfile.NewBytes(nil))
 	wantFormatError(t, err, format.ErrMalformed)
 }
 
@@ -564,7 +564,7 @@ func TestSchemaVersion(t *testing.T) {
 		w.V1 = v1
 		w.SchemaVersion = 2
 		b, _ := build(t, w)
-		_, err := rten.NewBytes(b)
+		_, err := rten.NewFile(mmapfile.NewBytes(b))
 		fe := wantFormatError(t, err, format.ErrUnsupportedVersion, "Model.schema_version", "schema version 2")
 		if fe.Offset <= 0 {
 			t.Errorf("schema version error at offset %d", fe.Offset)
@@ -620,7 +620,7 @@ func TestGraphErrors(t *testing.T) {
 			w := simpleModel()
 			tc.mutate(w)
 			b, _ := build(t, w)
-			m, err := rten.NewBytes(b)
+			m, err := rten.NewFile(mmapfile.NewBytes(b))
 			if m != nil {
 				t.Fatal("opened")
 			}
@@ -634,13 +634,13 @@ func TestGraphErrors(t *testing.T) {
 	w := simpleModel()
 	w.V1 = true
 	b, _ := build(t, w)
-	if _, err := rten.NewBytes(b); err != nil {
+	if _, err := rten.NewFile(mmapfile.NewBytes(b)); err != nil {
 		t.Fatalf("V1 model: %v", err)
 	}
 	off := uint64(0)
 	w.Graph.Nodes[1].Constant.DataOffset = &off
 	b, _ = build(t, w)
-	_, err := rten.NewBytes(b)
+	_, err := rten.NewFile(mmapfile.NewBytes(b))
 	wantFormatError(t, err, format.ErrMalformed, `node 1 ("w") has a data_offset`, "V1")
 }
 
@@ -652,7 +652,7 @@ func TestWarnings(t *testing.T) {
 	w.Graph.Nodes[6].Operator.Type = uint8(rten.OpIf)
 	w.Graph.Nodes[1].Constant.NoDType = false
 	b, _ := build(t, w)
-	m, err := rten.NewBytes(b)
+	m, err := rten.NewFile(mmapfile.NewBytes(b))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -669,7 +669,7 @@ func TestWarnings(t *testing.T) {
 	if bad := checkModel(m, int64(len(b))); bad != "" {
 		t.Error(bad)
 	}
-	clean, err := rten.NewBytes(bytesOf(t, simpleModel()))
+	clean, err := rten.NewFile(mmapfile.NewBytes(bytesOf(t, simpleModel())))
 	if err != nil || len(clean.Warnings()) != 0 {
 		t.Errorf("valid model: warnings %q, %v", clean.Warnings(), err)
 	}
@@ -687,23 +687,23 @@ func TestSubgraphDepth(t *testing.T) {
 		return &writer.RTen{Graph: *g}
 	}
 	b, _ := build(t, nest(5))
-	m, err := rten.NewBytes(b)
+	m, err := rten.NewFile(mmapfile.NewBytes(b))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if c := m.Constants(); len(c) != 1 || strings.Count(c[0].Graph, "/body") != 5 {
 		t.Errorf("constants %+v", c)
 	}
-	if _, err := rten.NewBytes(b, rten.WithMaxSubgraphDepth(4)); err == nil {
+	if _, err := rten.NewFile(mmapfile.NewBytes(b), rten.WithMaxSubgraphDepth(4)); err == nil {
 		t.Error("5 levels opened with a limit of 4")
 	} else {
 		wantFormatError(t, err, format.ErrMalformed, "nested more than 4 deep")
 	}
-	if _, err := rten.NewBytes(b, rten.WithMaxSubgraphDepth(5)); err != nil {
+	if _, err := rten.NewFile(mmapfile.NewBytes(b), rten.WithMaxSubgraphDepth(5)); err != nil {
 		t.Errorf("5 levels with a limit of 5: %v", err)
 	}
 	deep, _ := build(t, nest(rten.DefaultMaxSubgraphDepth+1))
-	_, err = rten.NewBytes(deep)
+	_, err = rten.NewFile(mmapfile.NewBytes(deep))
 	wantFormatError(t, err, format.ErrMalformed)
 }
 
@@ -812,7 +812,7 @@ func TestOpenErrors(t *testing.T) {
 
 // TestConstantLookupAllocs proves that lookup by name allocates nothing.
 func TestConstantLookupAllocs(t *testing.T) {
-	m, err := rten.NewBytes(bytesOf(t, simpleModel()))
+	m, err := rten.NewFile(mmapfile.NewBytes(bytesOf(t, simpleModel())))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -97,7 +97,7 @@ func run(mode, path string, drop, release, forceWindowed bool) (r memlimit.Repor
 		var b []byte
 		b, err = os.ReadFile(path)
 		if err == nil {
-			p, err = pte.NewBytes(b, pte.WithName(path))
+			p, err = pte.NewFile(mmapfile.NewBytes(b), pte.WithName(path))
 		}
 	default:
 		err = fmt.Errorf("unknown mode %q", mode)

@@ -13,6 +13,7 @@ import (
 	"github.com/edgeload/edgeload/internal/testkit/testmodels"
 	"github.com/edgeload/edgeload/internal/testkit/writer"
 	"github.com/edgeload/edgeload/loader/ptd"
+	"github.com/edgeload/edgeload/mmapfile"
 )
 
 func ptdF32(v ...float32) []byte {
@@ -145,7 +146,7 @@ func TestPTDMatchesRealLegacy(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ours, err := ptd.NewBytes(b)
+	ours, err := ptd.NewFile(mmapfile.NewBytes(b))
 	if err != nil {
 		t.Fatal(err)
 	}

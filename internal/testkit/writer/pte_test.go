@@ -10,6 +10,7 @@ import (
 	"github.com/edgeload/edgeload/internal/testkit/writer"
 	"github.com/edgeload/edgeload/loader/format"
 	"github.com/edgeload/edgeload/loader/pte"
+	"github.com/edgeload/edgeload/mmapfile"
 )
 
 // pteFromProgram describes a program with the same methods and tensors as
@@ -177,7 +178,7 @@ func TestPTETensorAlignment(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		p, err := pte.NewBytes(raw)
+		p, err := pte.NewFile(mmapfile.NewBytes(raw))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -157,7 +157,7 @@ func TestRealFiles(t *testing.T) {
 				t.Fatal(err)
 			}
 			// The three ways in must agree with the expected values.
-			f, err := ptd.Open(path)
+			f, err := mapOpen(t, path, nil)
 			if err != nil {
 				t.Fatalf("Open: %v", err)
 			}
@@ -197,7 +197,7 @@ func TestRealFiles(t *testing.T) {
 
 // TestAddmulValues reads the real addmul-external.ptd through float32 views.
 func TestAddmulValues(t *testing.T) {
-	f, err := ptd.Open(testmodels.Path(t, "ptd/addmul-external.ptd"))
+	f, err := mapOpen(t, testmodels.Path(t, "ptd/addmul-external.ptd"), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -230,7 +230,7 @@ func TestAddmulValues(t *testing.T) {
 
 // TestLegacyReal checks the 2025-layout file beyond the expected JSON.
 func TestLegacyReal(t *testing.T) {
-	f, err := ptd.Open(testmodels.Path(t, "ptd/linear-legacy-2025.ptd"))
+	f, err := mapOpen(t, testmodels.Path(t, "ptd/linear-legacy-2025.ptd"), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -633,8 +633,8 @@ func TestSharedMapping(t *testing.T) {
 	}
 }
 
-// TestOpenClose: Open owns its mapping, Close releases it, errors from
-// Open name the file.
+// TestOpenClose: a File over a windowed mapping reads through it; its
+// Close leaves the mapping to the caller, whose Close ends the views.
 func TestOpenClose(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "x.ptd")
@@ -642,22 +642,31 @@ func TestOpenClose(t *testing.T) {
 	if _, err := p.WriteFile(path); err != nil {
 		t.Fatal(err)
 	}
-	f, err := ptd.Open(path, ptd.WithMmapOptions(mmapfile.WithMode(mmapfile.ModeWindowed)))
+	mf, err := mmapfile.Open(path, mmapfile.WithMode(mmapfile.ModeWindowed))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer mf.Close()
+	f, err := ptd.NewFile(mf)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if f.MappedFile().Mode() != mmapfile.ModeWindowed {
-		t.Errorf("mode %v, want windowed (WithMmapOptions ignored)", f.MappedFile().Mode())
+		t.Errorf("mode %v, want windowed", f.MappedFile().Mode())
 	}
 	e, _ := f.Entry("k")
 	if b, err := e.Data.Bytes(); err != nil || string(b) != "v" {
 		t.Errorf("windowed read %q %v", b, err)
 	}
 	f.Close()
+	if _, err := e.Data.Bytes(); err != nil {
+		t.Errorf("view after the File's Close: %v, want the bytes (the mapping is open)", err)
+	}
+	mf.Close()
 	if _, err := e.Data.Bytes(); !errors.Is(err, format.ErrClosed) {
 		t.Errorf("view after Close: %v, want ErrClosed", err)
 	}
-	if _, err := ptd.Open(filepath.Join(dir, "missing.ptd")); !errors.Is(err, os.ErrNotExist) {
+	if _, err := mapOpen(t, filepath.Join(dir, "missing.ptd"), nil); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("missing file: %v", err)
 	}
 }

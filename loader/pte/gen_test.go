@@ -35,7 +35,7 @@ func openGen(t testing.TB, w *writer.PTE, opts ...pte.Option) (*pte.Program, wri
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := pte.Open(path, opts...)
+	p, err := mapOpen(t, path, nil, opts...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -609,14 +609,15 @@ func TestReservedScalarTypes(t *testing.T) {
 	}
 }
 
-// TestClosedFile: NewFile does not own the file; Open does.
+// TestNewFileAndClose: a program's Close leaves its file to the caller
+// (views still read); the caller's Close of the file ends the views.
 func TestNewFileAndClose(t *testing.T) {
 	w := richProgram()
 	path := filepath.Join(t.TempDir(), "p.pte")
 	if _, err := w.WriteFile(path); err != nil {
 		t.Fatal(err)
 	}
-	p, err := pte.Open(path)
+	p, err := mapOpen(t, path, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -640,8 +641,12 @@ func TestNewFileAndClose(t *testing.T) {
 	if err := p.Close(); err != nil {
 		t.Errorf("second Close: %v", err)
 	}
+	if _, err := p.Tensors()[0].Data.Bytes(); err != nil {
+		t.Errorf("view after the program's Close: %v, want the bytes (the file is open)", err)
+	}
+	mf.Close()
 	if _, err := p.Tensors()[0].Data.Bytes(); !errors.Is(err, format.ErrClosed) {
-		t.Errorf("view after Close: %v, want ErrClosed", err)
+		t.Errorf("view after the file's Close: %v, want ErrClosed", err)
 	}
 	if err := p.Link(); !errors.Is(err, format.ErrClosed) {
 		t.Errorf("Link after Close: %v", err)

@@ -250,7 +250,7 @@ func TestUseOrderReal(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			p, err := pte.Open(path)
+			p, err := mapOpen(t, path, nil)
 			if err != nil {
 				t.Fatal(err)
 			}

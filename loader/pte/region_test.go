@@ -91,7 +91,7 @@ func TestProgramRegion(t *testing.T) {
 	// Large, small, small, large: buffers of both sizes come back from
 	// the pool holding another program's bytes.
 	for i, path := range []string{large, small, small, large} {
-		p, err := pte.Open(path)
+		p, err := mapOpen(t, path, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -110,7 +110,7 @@ func TestProgramRegion(t *testing.T) {
 		p.Close()
 	}
 	// Closed before anything built the tensor list.
-	p, err := pte.Open(small)
+	p, err := mapOpen(t, small, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -119,7 +119,7 @@ func TestProgramRegion(t *testing.T) {
 		t.Fatal("TensorAt(forward, 0) not found")
 	}
 	p.Close()
-	q, err := pte.Open(small)
+	q, err := mapOpen(t, small, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -23,8 +23,9 @@ func exampleFile(dir string) string {
 	return p
 }
 
-// Open a model, list its constants and read one as []float32 without
-// copying it.
+// Map a model file, open the model in it, list its constants and read one
+// as []float32 without copying it. The mapping is the caller's: the
+// model's Close leaves it open.
 func Example() {
 	dir, err := os.MkdirTemp("", "rten-example")
 	if err != nil {
@@ -32,7 +33,12 @@ func Example() {
 	}
 	defer os.RemoveAll(dir)
 
-	m, err := rten.Open(exampleFile(dir))
+	mf, err := mmapfile.Open(exampleFile(dir))
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer mf.Close()
+	m, err := rten.NewFile(mf)
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -92,7 +98,7 @@ func ExampleGraph_Walk() {
 
 // Errors are *format.FormatError values naming the field and file offset,
 // and wrap sentinels for errors.Is.
-func ExampleNewBytes_error() {
+func ExampleNewFile_error() {
 	b, _, err := simpleModel().Bytes()
 	if err != nil {
 		log.Fatal(err)

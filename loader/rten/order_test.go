@@ -99,7 +99,7 @@ func wantUseOrder(m *rten.Model) []int {
 func TestUseOrderReal(t *testing.T) {
 	for _, path := range testmodels.Files(t, "rten") {
 		t.Run(filepath.Base(path), func(t *testing.T) {
-			m, err := rten.Open(path)
+			m, err := mapOpen(t, path, nil)
 			if err != nil {
 				t.Fatal(err)
 			}

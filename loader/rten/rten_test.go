@@ -42,12 +42,12 @@ func TestRealFiles(t *testing.T) {
 			}
 			defer mf.Close()
 			opens := map[string]func() (*rten.Model, error){
-				"Open":        func() (*rten.Model, error) { return rten.Open(path) },
+				"Open":        func() (*rten.Model, error) { return mapOpen(t, path, nil) },
 				"NewBytes":    func() (*rten.Model, error) { return rten.NewFile(mmapfile.NewBytes(raw)) },
 				"NewReaderAt": func() (*rten.Model, error) { return rten.NewFile(mmapfile.NewReaderAt(osf, int64(len(raw)))) },
 				"NewFile":     func() (*rten.Model, error) { return rten.NewFile(mf) },
 				"Windowed": func() (*rten.Model, error) {
-					return rten.Open(path, rten.WithMmapOptions(mmapfile.WithMode(mmapfile.ModeWindowed)))
+					return mapOpen(t, path, []mmapfile.Option{mmapfile.WithMode(mmapfile.ModeWindowed)})
 				},
 			}
 			for how, open := range opens {
@@ -142,7 +142,7 @@ func compareExpected(t *testing.T, how string, m *rten.Model, exp testmodels.Exp
 // converter wrote: 33 nodes, one input, one output, 11 operators).
 func TestRealGraph(t *testing.T) {
 	for _, name := range []string{"rten/mnist-v1.rten", "rten/mnist-v2.rten"} {
-		m, err := rten.Open(testmodels.Path(t, name))
+		m, err := mapOpen(t, testmodels.Path(t, name), nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -169,7 +169,7 @@ func TestRealGraph(t *testing.T) {
 		}
 		m.Close()
 	}
-	m, err := rten.Open(testmodels.Path(t, "rten/ocrs-text-detection.rten"))
+	m, err := mapOpen(t, testmodels.Path(t, "rten/ocrs-text-detection.rten"), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -311,7 +311,7 @@ func TestDTypes(t *testing.T) {
 	for _, v1 := range []bool{false, true} {
 		w := &writer.RTen{V1: v1, Graph: writer.RTenGraph{Nodes: nodes, Outputs: []uint32{uint32(len(nodes) - 1)}}}
 		p, _ := writeFile(t, w, "dtypes.rten")
-		m, err := rten.Open(p)
+		m, err := mapOpen(t, p, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -377,7 +377,7 @@ func TestAlignment(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			w := &writer.RTen{Align: tc.align, Graph: writer.RTenGraph{Nodes: nodes, Outputs: []uint32{4}}}
 			p, info := writeFile(t, w, "align.rten")
-			m, err := rten.Open(p)
+			m, err := mapOpen(t, p, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -730,7 +730,7 @@ func TestSparse4GiB(t *testing.T) {
 	}
 	var before int64
 	before, rssErr := memstat.RSS()
-	m, err := rten.Open(p)
+	m, err := mapOpen(t, p, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -772,8 +772,8 @@ func TestSparse4GiB(t *testing.T) {
 	}
 }
 
-// TestNewFileDoesNotOwn: Close on a Model from NewFile leaves the file open;
-// Close on one from Open closes its mapping.
+// TestNewFileDoesNotOwn: Close on a Model leaves the file open; the
+// views die with the caller's Close of the file.
 func TestNewFileDoesNotOwn(t *testing.T) {
 	p, _ := writeFile(t, simpleModel(), "m.rten")
 	mf, err := mmapfile.Open(p)
@@ -791,20 +791,25 @@ func TestNewFileDoesNotOwn(t *testing.T) {
 	if _, err := mf.View(0, 4); err != nil {
 		t.Errorf("file closed by a Model that does not own it: %v", err)
 	}
-	m2, err := rten.Open(p)
+	m2, err := rten.NewFile(mf)
 	if err != nil {
 		t.Fatal(err)
 	}
 	c, _ := m2.Constant("w")
 	m2.Close()
+	if _, err := c.Data.Bytes(); err != nil {
+		t.Errorf("view after the Model's Close: %v, want the bytes (the file is open)", err)
+	}
+	mf.Close()
 	if _, err := c.Data.Bytes(); !errors.Is(err, format.ErrClosed) {
 		t.Errorf("view after Close: %v, want ErrClosed", err)
 	}
 }
 
-// TestOpenErrors: a missing file is an *fs.PathError, not a FormatError.
+// TestOpenErrors: a missing file is an *fs.PathError from mmapfile.Open,
+// not a FormatError.
 func TestOpenErrors(t *testing.T) {
-	_, err := rten.Open(filepath.Join(t.TempDir(), "missing.rten"))
+	_, err := mapOpen(t, filepath.Join(t.TempDir(), "missing.rten"), nil)
 	if !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("missing file: %v", err)
 	}
@@ -832,7 +837,7 @@ func TestConstantLookupAllocs(t *testing.T) {
 
 func BenchmarkConstantLookup(b *testing.B) {
 	p := filepath.Join(testmodels.Dir(b), "rten", "ocrs-text-detection.rten")
-	m, err := rten.Open(p)
+	m, err := mapOpen(b, p, nil)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -854,10 +859,15 @@ func BenchmarkOpen(b *testing.B) {
 	p := filepath.Join(testmodels.Dir(b), "rten", "ocrs-text-detection.rten")
 	b.ReportAllocs()
 	for b.Loop() {
-		m, err := rten.Open(p)
+		mf, err := mmapfile.Open(p)
+		if err != nil {
+			b.Fatal(err)
+		}
+		m, err := rten.NewFile(mf)
 		if err != nil {
 			b.Fatal(err)
 		}
 		m.Close()
+		mf.Close()
 	}
 }

@@ -53,7 +53,7 @@ func pteFromProgram(t *testing.T, p *pte.Program) *writer.PTE {
 func TestPTERoundTripRealFiles(t *testing.T) {
 	for _, name := range []string{"arduino-add.pte", "arduino-keyword-spotting.pte", "linear-inline-constant-buffer.pte"} {
 		t.Run(name, func(t *testing.T) {
-			orig, err := pte.Open(testmodels.Path(t, "pte/"+name))
+			orig, err := pte.NewFile(mapFile(t, testmodels.Path(t, "pte/"+name)))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -64,7 +64,7 @@ func TestPTERoundTripRealFiles(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			got, err := pte.Open(path)
+			got, err := pte.NewFile(mapFile(t, path))
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -87,7 +87,7 @@ func rtenRebuild(t *testing.T, m *rten.Model) *writer.RTen {
 // same graph and metadata. The V1 rebuild must match mnist-v1.rten's
 // expected values.
 func TestRTenRebuildMNIST(t *testing.T) {
-	orig, err := rten.Open(testmodels.Path(t, "rten/mnist-v2.rten"))
+	orig, err := rten.NewFile(mapFile(t, testmodels.Path(t, "rten/mnist-v2.rten")))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -98,7 +98,7 @@ func TestRTenRebuildMNIST(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	back, err := rten.Open(p)
+	back, err := rten.NewFile(mapFile(t, p))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -235,7 +235,7 @@ func TestRTenWriteFile(t *testing.T) {
 		binary.LittleEndian.Uint64(onDisk[24:]) != uint64(info.TensorDataOffset) || info.TensorDataOffset%64 != 0 {
 		t.Errorf("file of %d bytes, header %x, layout %+v", len(onDisk), onDisk[:32], info)
 	}
-	m, err := rten.Open(p)
+	m, err := rten.NewFile(mapFile(t, p))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,9 +6,9 @@
 // The loaders compared (see [Mode]):
 //
 //   - readfile: os.ReadFile, then the same parser over the heap copy
-//     (pte.NewBytes, ptd.NewBytes, rten.NewBytes): the naive loader;
+//     (mmapfile.NewBytes): the naive loader;
 //   - xmmap: golang.org/x/exp/mmap, the parser over its io.ReaderAt
-//     (NewReaderAt), and a fresh copy of every tensor's bytes;
+//     (mmapfile.NewReaderAt), and a fresh copy of every tensor's bytes;
 //   - whole: edgeload, the whole file mapped once (mmapfile.ModeWhole);
 //   - windowed: edgeload, a window mapped per range on demand
 //     (mmapfile.ModeWindowed).

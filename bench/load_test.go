@@ -32,7 +32,8 @@ var openFiles = []string{
 // takes under 100 ms): rss-B, the growth of the process's Rss (smaps_rollup)
 // from before Open to after the views; model-rss-B, the Rss of the file's
 // own mappings (smaps) then; maps, the number of mappings of the file(s). Mode whole-pkg is whole through the
-// format packages (pte.Open, ptd.Open, rten.Open) instead of loader.Open.
+// format packages (pte.NewFile, ptd.NewFile, rten.NewFile over
+// mmapfile.Open) instead of loader.Open.
 func BenchmarkOpen(b *testing.B) {
 	for _, f := range openFiles {
 		b.Run(name("file", f), func(b *testing.B) {

@@ -24,10 +24,10 @@ type Mode string
 // The loaders compared.
 const (
 	// ModeReadFile reads the whole file with os.ReadFile and parses the heap
-	// copy (pte.NewBytes, ptd.NewBytes, rten.NewBytes): the naive loader.
+	// copy (over mmapfile.NewBytes): the naive loader.
 	ModeReadFile Mode = "readfile"
 	// ModeXMmap maps the file with golang.org/x/exp/mmap and parses it
-	// through its io.ReaderAt (NewReaderAt): every tensor view is a fresh
+	// through its io.ReaderAt (mmapfile.NewReaderAt): every tensor view is a fresh
 	// copy read from the mapping.
 	ModeXMmap Mode = "xmmap"
 	// ModeWhole is edgeload with the whole file mapped at Open.
@@ -72,7 +72,7 @@ type Model struct {
 // readfile, loader.NewReaderAt over an x/exp/mmap ReaderAt for xmmap. data,
 // when not empty, names a .ptd file holding the program's external tensors:
 // it is opened the same way and linked (loader.WithData, or WithDataFiles
-// over ptd.NewBytes / ptd.NewReaderAt for the baselines).
+// over mmapfile.NewBytes / mmapfile.NewReaderAt for the baselines).
 //
 // Open does the full verification edgeload does (every table, index and
 // byte range) but touches no weight; the readfile loader has of course
@@ -122,9 +122,9 @@ func Open(path string, mode Mode, data string) (*Model, error) {
 	return m, nil
 }
 
-// OpenPkg is Open through the format packages directly (pte.Open,
-// ptd.Open, rten.Open and their NewBytes and NewReaderAt), without package
-// loader's sniffing and format-neutral index. The format comes from the
+// OpenPkg is Open through the format packages directly (pte.NewFile,
+// ptd.NewFile, rten.NewFile over mmapfile.Open, NewBytes or NewReaderAt),
+// without package loader's sniffing and format-neutral index. The format comes from the
 // extension (.pte, .ptd, .rten), or else from the file's first bytes.
 func OpenPkg(path string, mode Mode, data string) (*Model, error) {
 	m := &Model{mode: mode, path: path, data: data}
@@ -193,6 +193,17 @@ func mmapMode(mode Mode) mmapfile.Option {
 	return mmapfile.WithMode(mmapfile.ModeWhole)
 }
 
+// mopen maps path with mmapfile.Open in the mode's mapping mode,
+// remembering to close it (after the model that reads it).
+func (m *Model) mopen(path string, mode Mode) (*mmapfile.File, error) {
+	mf, err := mmapfile.Open(path, mmapMode(mode))
+	if err != nil {
+		return nil, err
+	}
+	m.closers = append(m.closers, mf)
+	return mf, nil
+}
+
 // xopen maps path with x/exp/mmap, remembering to close it.
 func (m *Model) xopen(path string) (*mmap.ReaderAt, error) {
 	r, err := mmap.Open(path)
@@ -213,15 +224,18 @@ func (m *Model) openPTE(path string) error {
 	case ModeReadFile:
 		var b []byte
 		if b, err = os.ReadFile(path); err == nil {
-			m.prog, err = pte.NewBytes(b, append(opts, pte.WithName(path))...)
+			m.prog, err = pte.NewFile(mmapfile.NewBytes(b), append(opts, pte.WithName(path))...)
 		}
 	case ModeXMmap:
 		var r *mmap.ReaderAt
 		if r, err = m.xopen(path); err == nil {
-			m.prog, err = pte.NewReaderAt(r, int64(r.Len()), append(opts, pte.WithName(path))...)
+			m.prog, err = pte.NewFile(mmapfile.NewReaderAt(r, int64(r.Len())), append(opts, pte.WithName(path))...)
 		}
 	case ModeWhole, ModeWindowed:
-		m.prog, err = pte.Open(path, append(opts, pte.WithMmapOptions(mmapMode(m.mode)))...)
+		var mf *mmapfile.File
+		if mf, err = m.mopen(path, m.mode); err == nil {
+			m.prog, err = pte.NewFile(mf, opts...)
+		}
 	default:
 		err = fmt.Errorf("bench: unknown mode %q", m.mode)
 	}
@@ -235,15 +249,19 @@ func openPTD(m *Model, path string, mode Mode) (*ptd.File, error) {
 		if err != nil {
 			return nil, err
 		}
-		return ptd.NewBytes(b, ptd.WithName(path))
+		return ptd.NewFile(mmapfile.NewBytes(b), ptd.WithName(path))
 	case ModeXMmap:
 		r, err := m.xopen(path)
 		if err != nil {
 			return nil, err
 		}
-		return ptd.NewReaderAt(r, int64(r.Len()), ptd.WithName(path))
+		return ptd.NewFile(mmapfile.NewReaderAt(r, int64(r.Len())), ptd.WithName(path))
 	case ModeWhole, ModeWindowed:
-		return ptd.Open(path, ptd.WithMmapOptions(mmapMode(mode)))
+		mf, err := m.mopen(path, mode)
+		if err != nil {
+			return nil, err
+		}
+		return ptd.NewFile(mf)
 	}
 	return nil, fmt.Errorf("bench: unknown mode %q", mode)
 }
@@ -254,15 +272,18 @@ func (m *Model) openRTen(path string) error {
 	case ModeReadFile:
 		var b []byte
 		if b, err = os.ReadFile(path); err == nil {
-			m.rt, err = rten.NewBytes(b)
+			m.rt, err = rten.NewFile(mmapfile.NewBytes(b))
 		}
 	case ModeXMmap:
 		var r *mmap.ReaderAt
 		if r, err = m.xopen(path); err == nil {
-			m.rt, err = rten.NewReaderAt(r, int64(r.Len()))
+			m.rt, err = rten.NewFile(mmapfile.NewReaderAt(r, int64(r.Len())))
 		}
 	case ModeWhole, ModeWindowed:
-		m.rt, err = rten.Open(path, rten.WithMmapOptions(mmapMode(m.mode)))
+		var mf *mmapfile.File
+		if mf, err = m.mopen(path, m.mode); err == nil {
+			m.rt, err = rten.NewFile(mf)
+		}
 	default:
 		err = fmt.Errorf("bench: unknown mode %q", m.mode)
 	}

@@ -63,7 +63,7 @@ func TestSweep(t *testing.T) {
 }
 
 // TestVerifyConstantWithoutData: an RTen constant with neither inline data
-// nor a data_offset loads (rten.Open warns: "constant ... has no data"), so
+// nor a data_offset loads (rten.NewFile warns: "constant ... has no data"), so
 // Verify must accept it too, as it promises for every file Open accepted
 // (found by TestSweep: one flipped union tag of tiny-v2.rten). The tensor
 // has location none and no view; with no dtype declared, its dtype is

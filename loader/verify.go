@@ -213,7 +213,7 @@ func (m *Model) files() []*mmapfile.File {
 func (m *Model) verifyTensor(t *format.Tensor, index segIndex) error {
 	if t.Location == format.LocNone {
 		// declared without data (an RTen constant with neither inline data
-		// nor a data_offset, which rten.Open warns about); its dtype may be
+		// nor a data_offset, which rten.NewFile warns about); its dtype may be
 		// unknown too
 		if t.Data.Len() != 0 || t.Data.File() != nil {
 			return fmt.Errorf("tensor without data has a %d-byte view", t.Data.Len())

@@ -110,7 +110,7 @@ const (
 	// summed, a second goroutine prefetches tensor i+1 (MADV_POPULATE_READ).
 	ModePrefetch = "prefetch"
 	// ModeReadFile is the baseline a Go user would write: os.ReadFile the
-	// whole file, then parse it from memory (pte.NewBytes) and sum.
+	// whole file, then parse it from memory (pte.NewFile over mmapfile.NewBytes) and sum.
 	ModeReadFile = "readfile"
 )
 

@@ -499,7 +499,12 @@ func cachedOK(path string, size int64) bool {
 	if err != nil || st.Size() != size {
 		return false
 	}
-	p, err := pte.Open(path)
+	mf, err := mmapfile.Open(path)
+	if err != nil {
+		return false
+	}
+	defer mf.Close()
+	p, err := pte.NewFile(mf)
 	if err != nil {
 		return false
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/edgeload/edgeload/internal/testkit/writer"
 	"github.com/edgeload/edgeload/loader/pte"
+	"github.com/edgeload/edgeload/mmapfile"
 )
 
 // TestFillMatchesValue checks that Fill, called with chunks of awkward
@@ -78,7 +79,12 @@ func TestSmallModelRoundTrip(t *testing.T) {
 	if _, err := w.WriteFile(path); err != nil {
 		t.Fatal(err)
 	}
-	p, err := pte.Open(path)
+	mf, err := mmapfile.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer mf.Close()
+	p, err := pte.NewFile(mf)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -2,10 +2,12 @@
 // "BP08"): an ordinary program (.pte) wrapped in a FlatBuffer together with
 // test cases for its methods, inputs and the outputs they must produce.
 //
-// The embedded program is a section of the bundle ([File.Program],
-// [File.OpenProgram]): it is mapped in place, never copied. Every test value
-// is read at Open; a test tensor's bytes are a zero-copy view like a model's
-// weights.
+// [NewFile] reads a bundle from an *mmapfile.File the caller owns. The
+// embedded program is a section of the bundle ([File.Program],
+// [File.OpenProgram]): it is mapped in place, never copied. Every test
+// value is read by NewFile; a test tensor's bytes are a zero-copy view like
+// a model's weights. Package loader opens a bundle through [Format], as
+// the *[Program] it embeds.
 package bundle
 
 import (
@@ -89,56 +91,21 @@ type TestSuite struct {
 type File struct {
 	name    string
 	mf      *mmapfile.File
-	owns    bool
 	version uint32
 	progOff int64
 	progLen int64
 	suites  []TestSuite
 }
 
-// Option configures Open.
-type Option func(*config)
-
-type config struct {
-	mapOpts []mmapfile.Option
-}
-
-// WithMmapOptions passes options (mode, budget, page size) to mmapfile.Open
-// when Open maps the file. NewFile ignores it.
-func WithMmapOptions(opts ...mmapfile.Option) Option {
-	return func(c *config) { c.mapOpts = append(c.mapOpts, opts...) }
-}
-
-// Open maps the bundled program at path and reads its test suites. Close
-// unmaps it.
-func Open(path string, opts ...Option) (*File, error) {
-	var c config
-	for _, o := range opts {
-		if o != nil {
-			o(&c)
-		}
-	}
-	mf, err := mmapfile.Open(path, c.mapOpts...)
-	if err != nil {
-		return nil, err
-	}
-	f, err := NewFile(mf)
-	if err != nil {
-		mf.Close()
-		return nil, err
-	}
-	f.owns = true
-	return f, nil
-}
-
-// NewFile reads the bundled program in a file the caller has mapped (which
-// may be a section of a larger file). Close does not close mf: the caller
-// does, after the File and every view from it are no longer used.
+// NewFile reads the bundled program in mf: a mapped file or section of a
+// larger one, bytes in memory (mmapfile.NewBytes) or an io.ReaderAt
+// (mmapfile.NewReaderAt). The File does not own mf: the caller closes it
+// after the File and every view from it are no longer used.
 //
 // A bundle is one FlatBuffer, verified through one view of the whole file:
 // in windowed mode that maps it whole, and a File that copies its views
 // (mmapfile.ModeCopy) reads it whole, program included.
-func NewFile(mf *mmapfile.File, _ ...Option) (*File, error) {
+func NewFile(mf *mmapfile.File) (*File, error) {
 	if mf == nil {
 		return nil, os.ErrInvalid
 	}
@@ -150,18 +117,6 @@ func NewFile(mf *mmapfile.File, _ ...Option) (*File, error) {
 	if err != nil {
 		return nil, err
 	}
-	return f, nil
-}
-
-// NewBytes reads a bundled program held in memory. Views point into b,
-// which must not change while the File is in use.
-func NewBytes(b []byte) (*File, error) {
-	mf := mmapfile.NewBytes(b)
-	f, err := NewFile(mf)
-	if err != nil {
-		return nil, err
-	}
-	f.owns = true
 	return f, nil
 }
 
@@ -375,12 +330,6 @@ func (f *File) Tensors() []*format.Tensor {
 	return ts
 }
 
-// Close unmaps the file if Open or NewBytes mapped it. Views become
-// invalid. Close is idempotent.
-func (f *File) Close() error {
-	if f == nil || !f.owns {
-		return nil
-	}
-	f.owns = false
-	return f.mf.Close()
-}
+// Close leaves the file open: it is the caller's, and the File holds
+// nothing else to release.
+func (f *File) Close() error { return nil }

@@ -48,7 +48,7 @@ func f32(b []byte) []float32 {
 // program the writer embedded, mapped in place.
 func TestTiny(t *testing.T) {
 	p, b := tiny(t)
-	f, err := bundle.NewBytes(b)
+	f, err := bundle.NewFile(mmapfile.NewBytes(b))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -119,10 +119,15 @@ func TestTiny(t *testing.T) {
 	pf.Close()
 }
 
-// Open maps a file; the real bundled program reads as the schema says.
+// The real bundled program, mapped, reads as the schema says.
 func TestOpenReal(t *testing.T) {
 	path := testmodels.Path(t, "pte/bundled-program.bpte")
-	f, err := bundle.Open(path)
+	mf, err := mmapfile.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer mf.Close()
+	f, err := bundle.NewFile(mf)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -172,7 +177,7 @@ func TestErrors(t *testing.T) {
 		{"negative size", badTensor(func(x *writer.BPTETensor) { x.Sizes[0] = -1 }), format.ErrMalformed, ".inputs[0].val.sizes"},
 		{"bad dtype", badTensor(func(x *writer.BPTETensor) { x.ScalarType = 9 }), format.ErrMalformed, ".inputs[0].val.scalar_type"},
 	} {
-		_, err := bundle.NewBytes(c.b)
+		_, err := bundle.NewFile(mmapfile.NewBytes(c.b))
 		var fe *format.FormatError
 		if err == nil || !errors.As(err, &fe) || fe.Format != "bpte" {
 			t.Errorf("%s: %v, want a bpte FormatError", c.name, err)
@@ -191,9 +196,6 @@ func TestErrors(t *testing.T) {
 	if _, err := bundle.NewFile(nil); err == nil {
 		t.Error("NewFile(nil) succeeded")
 	}
-	if _, err := bundle.Open(filepath.Join(t.TempDir(), "none.bpte")); !errors.Is(err, os.ErrNotExist) {
-		t.Errorf("Open of a missing file: %v", err)
-	}
 }
 
 // Every prefix of a bundle and every single-byte change of its metadata
@@ -201,7 +203,7 @@ func TestErrors(t *testing.T) {
 func TestTruncateAndMutate(t *testing.T) {
 	_, good := tiny(t)
 	for n := 0; n < len(good); n++ {
-		if f, err := bundle.NewBytes(good[:n]); err == nil {
+		if f, err := bundle.NewFile(mmapfile.NewBytes(good[:n])); err == nil {
 			exercise(t, f)
 		} else if err := hostile.CheckError("bpte", err); err != nil {
 			t.Fatalf("prefix %d: %v", n, err)
@@ -215,7 +217,7 @@ func TestTruncateAndMutate(t *testing.T) {
 		for _, v := range []byte{0, 0xff, b[i] ^ 0x80} {
 			old := b[i]
 			b[i] = v
-			if f, err := bundle.NewBytes(b); err == nil {
+			if f, err := bundle.NewFile(mmapfile.NewBytes(b)); err == nil {
 				exercise(t, f)
 			} else if err := hostile.CheckError("bpte", err); err != nil {
 				t.Fatalf("byte %d = %#x: %v", i, v, err)
@@ -240,7 +242,7 @@ func exercise(t *testing.T, f *bundle.File) {
 	// The embedded program, as pte's FuzzOpen checks one: if it opens and
 	// its methods check, a full verification of its FlatBuffer (lazy
 	// instructions included) passes.
-	if p, err := pte.NewBytes(prog); err == nil {
+	if p, err := pte.NewFile(mmapfile.NewBytes(prog)); err == nil {
 		if p.VerifyMethods() == nil {
 			region, err := p.ProgramData().Bytes()
 			if err != nil {
@@ -298,7 +300,7 @@ func FuzzOpen(f *testing.F) {
 	}
 	f.Add(empty)
 	f.Fuzz(func(t *testing.T, data []byte) {
-		bf, err := bundle.NewBytes(data)
+		bf, err := bundle.NewFile(mmapfile.NewBytes(data))
 		if err != nil {
 			if err := hostile.CheckError("bpte", err); err != nil {
 				t.Fatal(err)
@@ -323,7 +325,7 @@ func TestValueOffsetWrap(t *testing.T) {
 		t.Fatalf("root table at %d is not before the value offset at %d", root, q)
 	}
 	fb.PutU32(q, uint32(int64(root)+1<<32-int64(q)))
-	_, err := bundle.NewBytes(b)
+	_, err := bundle.NewFile(mmapfile.NewBytes(b))
 	if err == nil || !strings.Contains(err.Error(), "inputs[0]") || !strings.Contains(err.Error(), "past the end") {
 		t.Fatalf("NewBytes = %v, want an offset past the end at inputs[0]", err)
 	}

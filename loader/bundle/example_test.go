@@ -6,16 +6,21 @@ import (
 
 	"github.com/edgeload/edgeload/loader/bundle"
 	"github.com/edgeload/edgeload/loader/pte"
+	"github.com/edgeload/edgeload/mmapfile"
 )
 
 // A bundled program holds a program and test cases for its methods; the
-// program is opened in place, as a section of the bundle.
-func ExampleOpen() {
-	f, err := bundle.Open("../../testdata/tiny.bpte")
+// program is opened in place, as a section of the bundle's mapping.
+func Example() {
+	bmf, err := mmapfile.Open("../../testdata/tiny.bpte")
 	if err != nil {
 		log.Fatal(err)
 	}
-	defer f.Close()
+	defer bmf.Close()
+	f, err := bundle.NewFile(bmf)
+	if err != nil {
+		log.Fatal(err)
+	}
 	for _, s := range f.TestSuites() {
 		fmt.Printf("method %s: %d test cases\n", s.Method, len(s.Cases))
 		in := s.Cases[0].Inputs[0].Tensor

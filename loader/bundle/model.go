@@ -23,7 +23,7 @@ var Format = format.Registration{
 				data = append(data, f)
 			}
 		}
-		return OpenProgram(mf, c.Name, pte.WithData(data...))
+		return openProgram(mf, c.Name, pte.WithData(data...))
 	},
 }
 
@@ -36,10 +36,10 @@ type Program struct {
 	pmf    *mmapfile.File
 }
 
-// OpenProgram opens the bundle in mf and the program it embeds, as a
+// openProgram opens the bundle in mf and the program it embeds, as a
 // section of mf, with opts. Every test suite must name a method of the
 // program. mf stays the caller's; Close closes the rest.
-func OpenProgram(mf *mmapfile.File, name string, opts ...pte.Option) (*Program, error) {
+func openProgram(mf *mmapfile.File, name string, opts ...pte.Option) (*Program, error) {
 	b, err := NewFile(mf)
 	if err != nil {
 		return nil, err

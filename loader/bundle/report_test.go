@@ -24,10 +24,11 @@ func TestReport(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := bundle.OpenProgram(mmapfile.NewBytes(b), "tiny.bpte")
+	m, err := bundle.Format.Open(mmapfile.NewBytes(b), &format.Config{Name: "tiny.bpte"})
 	if err != nil {
 		t.Fatal(err)
 	}
+	p := m.(*bundle.Program)
 	defer p.Close()
 	fs := format.Fields(p.ReportFields())
 	var keys []string

@@ -4,6 +4,8 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/edgeload/edgeload/mmapfile"
+
 	"github.com/edgeload/edgeload/internal/testkit/writer"
 	"github.com/edgeload/edgeload/loader/bundle"
 )
@@ -29,7 +31,7 @@ func TestShapes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f, err := bundle.NewBytes(b)
+	f, err := bundle.NewFile(mmapfile.NewBytes(b))
 	if err != nil {
 		t.Fatal(err)
 	}

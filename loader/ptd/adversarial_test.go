@@ -12,11 +12,12 @@ import (
 	"github.com/edgeload/edgeload/internal/testkit/writer"
 	"github.com/edgeload/edgeload/loader/format"
 	"github.com/edgeload/edgeload/loader/ptd"
+	"github.com/edgeload/edgeload/mmapfile"
 )
 
 // ptdTarget opens with NewBytes and exercises every accessor and view.
 var ptdTarget = hostile.Target{Format: "ptd", Open: func(b []byte) (func() error, error) {
-	f, err := ptd.NewBytes(b)
+	f, err := ptd.NewFile(mmapfile.NewBytes(b))
 	if err != nil {
 		return nil, err
 	}
@@ -219,7 +220,7 @@ func TestScalarShapeNotNil(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		f, err := ptd.NewBytes(b)
+		f, err := ptd.NewFile(mmapfile.NewBytes(b))
 		if err != nil {
 			t.Fatal(err)
 		}

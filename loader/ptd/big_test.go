@@ -9,7 +9,6 @@ import (
 
 	"github.com/edgeload/edgeload/internal/testkit/memstat"
 	"github.com/edgeload/edgeload/internal/testkit/writer"
-	"github.com/edgeload/edgeload/loader/ptd"
 )
 
 // TestSparseOver4GiB opens a 6.5 GiB sparse .ptd whose segments lie beyond
@@ -49,7 +48,7 @@ func TestSparseOver4GiB(t *testing.T) {
 	}
 
 	rss0, rssErr := memstat.RSS()
-	f, err := ptd.Open(path)
+	f, err := mapOpen(t, path, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,6 +9,7 @@ import (
 	"github.com/edgeload/edgeload/internal/testkit/hostile"
 	"github.com/edgeload/edgeload/internal/testkit/writer"
 	"github.com/edgeload/edgeload/loader/ptd"
+	"github.com/edgeload/edgeload/mmapfile"
 )
 
 // Example writes a small .ptd with the project's writer, opens it, and
@@ -29,7 +30,12 @@ func Example() {
 		log.Fatal(err)
 	}
 
-	f, err := ptd.Open(path)
+	mf, err := mmapfile.Open(path)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer mf.Close()
+	f, err := ptd.NewFile(mf)
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -59,12 +65,17 @@ func Example() {
 // fully-qualified name; its named_data list is empty.
 func ExampleFile_Lookup() {
 	path := filepath.Join("..", "..", "..", "shared", "models", "ptd", "linear-legacy-2025.ptd")
-	f, err := ptd.Open(path)
+	mf, err := mmapfile.Open(path)
 	if err != nil {
 		// The real models live beside the repository; without them, say
 		// what would have been printed.
 		fmt.Println("legacy: true\nlinear.bias float32 [3] offset 320\nnamed data: 0")
 		return
+	}
+	defer mf.Close()
+	f, err := ptd.NewFile(mf)
+	if err != nil {
+		log.Fatal(err)
 	}
 	defer f.Close()
 	fmt.Println("legacy:", f.Legacy())

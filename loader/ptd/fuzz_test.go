@@ -10,6 +10,7 @@ import (
 	"github.com/edgeload/edgeload/internal/testkit/writer"
 	"github.com/edgeload/edgeload/loader/format"
 	"github.com/edgeload/edgeload/loader/ptd"
+	"github.com/edgeload/edgeload/mmapfile"
 )
 
 // fuzzSeeds are writer-made files covering both layouts and the options.
@@ -123,7 +124,7 @@ func FuzzOpen(f *testing.F) {
 		f.Add(b)
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {
-		file, err := ptd.NewBytes(b)
+		file, err := ptd.NewFile(mmapfile.NewBytes(b))
 		if err != nil {
 			var fe *format.FormatError
 			if !errors.As(err, &fe) || fe.Format != "ptd" {
@@ -138,7 +139,7 @@ func FuzzOpen(f *testing.F) {
 			t.Fatal(err)
 		}
 		// The copying reader must agree with the in-memory one.
-		r, err := ptd.NewReaderAt(bytes.NewReader(b), int64(len(b)))
+		r, err := ptd.NewFile(mmapfile.NewReaderAt(bytes.NewReader(b), int64(len(b))))
 		if err != nil {
 			t.Fatalf("NewBytes accepted, NewReaderAt rejected: %v", err)
 		}

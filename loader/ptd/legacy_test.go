@@ -3,10 +3,11 @@ package ptd
 import (
 	"encoding/binary"
 	"errors"
-	"github.com/edgeload/edgeload/internal/schema/ptdfb"
 	"os"
 	"strings"
 	"testing"
+
+	"github.com/edgeload/edgeload/internal/schema/ptdfb"
 
 	"github.com/edgeload/edgeload/internal/fbverify"
 	"github.com/edgeload/edgeload/internal/testkit/testmodels"
@@ -79,7 +80,7 @@ func TestLegacyMisread(t *testing.T) {
 	if _, ok := f.Entry("linear.weight"); !ok {
 		t.Error("legacy layout did not find linear.weight")
 	}
-	g, err := NewBytes(b)
+	g, err := NewFile(mmapfile.NewBytes(b))
 	if err != nil || !g.Legacy() {
 		t.Fatalf("detection: Legacy %v, %v", g != nil && g.Legacy(), err)
 	}
@@ -100,7 +101,7 @@ func TestCurrentMisreadAsLegacy(t *testing.T) {
 			t.Error("the legacy layout read the current file as if it were legacy")
 		}
 	}
-	g, err := NewBytes(b)
+	g, err := NewFile(mmapfile.NewBytes(b))
 	if err != nil || g.Legacy() {
 		t.Fatalf("detection: Legacy %v, %v", g != nil && g.Legacy(), err)
 	}
@@ -149,7 +150,7 @@ func TestDetection(t *testing.T) {
 					t.Errorf("padded vtable has %d raw slots, not more than %d", raw, n)
 				}
 			}
-			f, err := NewBytes(b)
+			f, err := NewFile(mmapfile.NewBytes(b))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -183,7 +184,7 @@ func TestLegacyWithoutSegments(t *testing.T) {
 		if n, _ := effectiveRootSlots(flatBuffer(t, b)); n > currentRootFields {
 			t.Fatalf("align %d: %d slots", align, n)
 		}
-		f, err := NewBytes(b)
+		f, err := NewFile(mmapfile.NewBytes(b))
 		if err != nil {
 			t.Logf("align %d: rejected: %v", align, err)
 			continue
@@ -205,7 +206,7 @@ func TestLegacyTensorOffsetPastSegment(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		_, err = NewBytes(b)
+		_, err = NewFile(mmapfile.NewBytes(b))
 		var fe *format.FormatError
 		if !errors.As(err, &fe) || !strings.Contains(err.Error(), `"x"`) {
 			t.Fatalf("offset %d: %v, want a FormatError naming x", off, err)

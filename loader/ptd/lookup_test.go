@@ -4,6 +4,8 @@ import (
 	"strconv"
 	"testing"
 
+	"github.com/edgeload/edgeload/mmapfile"
+
 	"github.com/edgeload/edgeload/internal/testkit/writer"
 	"github.com/edgeload/edgeload/loader/ptd"
 )
@@ -27,7 +29,7 @@ func manyKeys(tb testing.TB, n int, legacy bool) (*ptd.File, []string) {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	f, err := ptd.NewBytes(b)
+	f, err := ptd.NewFile(mmapfile.NewBytes(b))
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -90,7 +92,7 @@ func BenchmarkOpen1000(b *testing.B) {
 	b.ReportAllocs()
 	b.SetBytes(int64(len(raw)))
 	for b.Loop() {
-		f, err := ptd.NewBytes(raw)
+		f, err := ptd.NewFile(mmapfile.NewBytes(raw))
 		if err != nil {
 			b.Fatal(err)
 		}

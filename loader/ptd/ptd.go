@@ -2,8 +2,9 @@
 // format): a FlatBuffer of keys, tensor layouts and segment offsets behind
 // an FH01 header, followed by the segments that hold the bytes.
 //
-// The file is memory-mapped once; Open reads only the header and the
-// FlatBuffer and touches no segment page. Every NamedData, Tensor and
+// [NewFile] reads a .ptd from an *mmapfile.File the caller owns; over a
+// mapping it reads only the header and the FlatBuffer and touches no
+// segment page. Every NamedData, Tensor and
 // Segment it hands out is a zero-copy view into that one mapping, so one
 // .ptd can serve the weights of several programs (.pte files) at the cost
 // of one mapping, and Lookup by key allocates nothing.
@@ -11,7 +12,7 @@
 // Two layouts carry the same "FT01" identifier: the current one (root
 // FlatTensor: version, segments, named_data with optional TensorLayout)
 // and the January-June 2025 one (root: version, tensor_alignment, tensors
-// of TensorMetadata, segments, named_data). Open tells them apart by the
+// of TensorMetadata, segments, named_data). NewFile tells them apart by the
 // root table's vtable (see [File.Legacy]) and reads both.
 //
 // Which accessor lists what:
@@ -32,7 +33,6 @@ package ptd
 
 import (
 	"encoding/binary"
-	"io"
 	"os"
 	"sync"
 	"sync/atomic"
@@ -126,7 +126,6 @@ type NamedData struct {
 // Views (NamedData.Data, Tensor.Data, segments) stay valid until Close.
 type File struct {
 	mf      *mmapfile.File
-	owns    bool // Close closes mf
 	closed  atomic.Bool
 	name    string
 	size    int64
@@ -151,32 +150,25 @@ type File struct {
 // entryKey is the key of entry i (the name index's names).
 func (f *File) entryKey(i int) string { return f.entries[i].Key }
 
-// Option configures Open and the New functions.
+// Option configures NewFile.
 type Option func(*config)
 
 type config struct {
-	name    string
-	mapOpts []mmapfile.Option
-	head    []byte // WithHead
+	name string
+	head []byte // WithHead
 }
 
-// WithHead gives Open the file's first bytes when the caller has already
-// read them (as a format sniffer has): Open then reads only what they do not
-// cover, one system call fewer. They must be the file's own first bytes:
-// Open parses the headers and metadata from them as if it had read them
-// (still checking everything it hands out against the file itself). Open
-// copies what it uses: head is the caller's again when Open returns.
+// WithHead gives NewFile the file's first bytes when the caller has already
+// read them (as a format sniffer has): NewFile then reads only what they do
+// not cover, one system call fewer. They must be the file's own first bytes:
+// NewFile parses the headers and metadata from them as if it had read them
+// (still checking everything it hands out against the file itself). It
+// copies what it uses: head is the caller's again when NewFile returns.
 func WithHead(head []byte) Option { return func(c *config) { c.head = head } }
 
-// WithName sets the name File.Name reports (and errors may mention) for a
-// file not opened by path.
+// WithName sets the name File.Name reports (and errors may mention); by
+// default it is the file's, mmapfile.File.Name.
 func WithName(name string) Option { return func(c *config) { c.name = name } }
-
-// WithMmapOptions passes options (mode, budget, page size) to mmapfile.Open
-// when Open maps the file. The New functions ignore it.
-func WithMmapOptions(opts ...mmapfile.Option) Option {
-	return func(c *config) { c.mapOpts = append(c.mapOpts, opts...) }
-}
 
 func newConfig(opts []Option) config {
 	var c config
@@ -188,28 +180,11 @@ func newConfig(opts []Option) config {
 	return c
 }
 
-// Open maps the file at path and parses it. Close unmaps it.
-func Open(path string, opts ...Option) (*File, error) {
-	c := newConfig(opts)
-	mf, err := mmapfile.Open(path, c.mapOpts...)
-	if err != nil {
-		return nil, err
-	}
-	if c.name == "" {
-		c.name = path
-	}
-	f, err := parse(mf, c)
-	if err != nil {
-		mf.Close()
-		return nil, err
-	}
-	f.owns = true
-	return f, nil
-}
-
-// NewFile parses a file the caller has already mapped (for instance one
-// mapping shared with other readers). Close does not close mf: the caller
-// does, after the File and every view from it are no longer used.
+// NewFile parses the .ptd in mf: a mapped file or section (one mapping may
+// be shared with other readers), bytes in memory (mmapfile.NewBytes) or an
+// io.ReaderAt (mmapfile.NewReaderAt, every view a copy). The File does not
+// own mf: Close leaves it open, and the caller closes it after the File
+// and every view from it are no longer used.
 func NewFile(mf *mmapfile.File, opts ...Option) (*File, error) {
 	if mf == nil {
 		return nil, os.ErrInvalid
@@ -219,36 +194,6 @@ func NewFile(mf *mmapfile.File, opts ...Option) (*File, error) {
 		c.name = mf.Name()
 	}
 	return parse(mf, c)
-}
-
-// NewBytes parses a .ptd held in memory. Views point into b, which must not
-// change while the File is in use.
-func NewBytes(b []byte, opts ...Option) (*File, error) {
-	mf := mmapfile.NewBytes(b)
-	f, err := parse(mf, newConfig(opts))
-	if err != nil {
-		mf.Close()
-		return nil, err
-	}
-	f.owns = true
-	return f, nil
-}
-
-// NewReaderAt parses a .ptd read through r (size bytes). Nothing is mapped:
-// every view is a copy read from r on demand (mmapfile's ModeCopy), so use
-// Open where mapping is possible.
-func NewReaderAt(r io.ReaderAt, size int64, opts ...Option) (*File, error) {
-	if r == nil {
-		return nil, os.ErrInvalid
-	}
-	mf := mmapfile.NewReaderAt(r, size)
-	f, err := parse(mf, newConfig(opts))
-	if err != nil {
-		mf.Close()
-		return nil, err
-	}
-	f.owns = true
-	return f, nil
 }
 
 // Entry returns the entry with the given key: a named_data entry or, in a
@@ -320,21 +265,18 @@ func (f *File) TensorAlignment() uint32 { return f.talign }
 // Size returns the file's size in bytes.
 func (f *File) Size() int64 { return f.size }
 
-// Name returns the path given to Open, or the WithName option's value.
+// Name returns the file's name (mmapfile.File.Name), or the WithName
+// option's value.
 func (f *File) Name() string { return f.name }
 
-// MappedFile returns the mapping the views point into. It stays owned by
-// the File (or by the caller of NewFile).
+// MappedFile returns the file the views point into, the one given to
+// NewFile (the caller's).
 func (f *File) MappedFile() *mmapfile.File { return f.mf }
 
-// Close releases the mapping (unless the File came from NewFile). Views
-// obtained from the File must not be used afterwards. Close is idempotent.
+// Close marks the File closed (Check then reports ErrClosed) and leaves
+// its file open: that is the caller's, and views read until it is closed.
+// Close is idempotent.
 func (f *File) Close() error {
-	if f.closed.Swap(true) {
-		return nil
-	}
-	if f.owns {
-		return f.mf.Close()
-	}
+	f.closed.Store(true)
 	return nil
 }

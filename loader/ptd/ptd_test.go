@@ -43,7 +43,7 @@ func build(t testing.TB, p *writer.PTD) []byte {
 
 func mustOpenBytes(t testing.TB, b []byte) *ptd.File {
 	t.Helper()
-	f, err := ptd.NewBytes(b)
+	f, err := ptd.NewFile(mmapfile.NewBytes(b))
 	if err != nil {
 		t.Fatalf("NewBytes: %v", err)
 	}
@@ -157,7 +157,7 @@ func TestRealFiles(t *testing.T) {
 				t.Fatal(err)
 			}
 			// The three ways in must agree with the expected values.
-			f, err := ptd.Open(path)
+			f, err := mapOpen(t, path, nil)
 			if err != nil {
 				t.Fatalf("Open: %v", err)
 			}
@@ -167,7 +167,7 @@ func TestRealFiles(t *testing.T) {
 			}
 			checkExpected(t, f, exp)
 
-			fb, err := ptd.NewBytes(raw, ptd.WithName("mem"))
+			fb, err := ptd.NewFile(mmapfile.NewBytes(raw), ptd.WithName("mem"))
 			if err != nil {
 				t.Fatalf("NewBytes: %v", err)
 			}
@@ -177,7 +177,7 @@ func TestRealFiles(t *testing.T) {
 			}
 			checkExpected(t, fb, exp)
 
-			fr, err := ptd.NewReaderAt(bytes.NewReader(raw), int64(len(raw)))
+			fr, err := ptd.NewFile(mmapfile.NewReaderAt(bytes.NewReader(raw), int64(len(raw))))
 			if err != nil {
 				t.Fatalf("NewReaderAt: %v", err)
 			}
@@ -197,7 +197,7 @@ func TestRealFiles(t *testing.T) {
 
 // TestAddmulValues reads the real addmul-external.ptd through float32 views.
 func TestAddmulValues(t *testing.T) {
-	f, err := ptd.Open(testmodels.Path(t, "ptd/addmul-external.ptd"))
+	f, err := mapOpen(t, testmodels.Path(t, "ptd/addmul-external.ptd"), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -230,7 +230,7 @@ func TestAddmulValues(t *testing.T) {
 
 // TestLegacyReal checks the 2025-layout file beyond the expected JSON.
 func TestLegacyReal(t *testing.T) {
-	f, err := ptd.Open(testmodels.Path(t, "ptd/linear-legacy-2025.ptd"))
+	f, err := mapOpen(t, testmodels.Path(t, "ptd/linear-legacy-2025.ptd"), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -372,7 +372,7 @@ func TestIdentifiers(t *testing.T) {
 	} {
 		p := *ok
 		p.Identifier, p.HeaderMagic = tc.ident, tc.magic
-		_, err := ptd.NewBytes(build(t, &p))
+		_, err := ptd.NewFile(mmapfile.NewBytes(build(t, &p)))
 		seen := tc.ident
 		if seen == "" {
 			seen = tc.magic
@@ -387,10 +387,10 @@ func TestIdentifiers(t *testing.T) {
 		}
 	}
 	// Too short to identify, and short but identified.
-	_, err := ptd.NewBytes([]byte("abc"))
+	_, err := ptd.NewFile(mmapfile.NewBytes([]byte("abc")))
 	wantFormatError(t, err, format.ErrUnknownFormat, "identifier")
 	good := build(t, ok)
-	_, err = ptd.NewBytes(good[:30])
+	_, err = ptd.NewFile(mmapfile.NewBytes(good[:30]))
 	wantFormatError(t, err, format.ErrTruncated, "header")
 }
 
@@ -431,7 +431,7 @@ func TestHeaderErrors(t *testing.T) {
 		{"truncated file", good[:len(good)-1], format.ErrTruncated, "header.segment_data_size", 40},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := ptd.NewBytes(tc.b)
+			_, err := ptd.NewFile(mmapfile.NewBytes(tc.b))
 			fe := wantFormatError(t, err, tc.sentinel, tc.field)
 			if fe.Offset != tc.off {
 				t.Errorf("offset %d, want %d", fe.Offset, tc.off)
@@ -441,7 +441,7 @@ func TestHeaderErrors(t *testing.T) {
 	// A header claiming more segment data than written (the writer knob).
 	q := *p
 	q.SegmentDataSize = 1 << 40
-	_, err := ptd.NewBytes(build(t, &q))
+	_, err := ptd.NewFile(mmapfile.NewBytes(build(t, &q)))
 	wantFormatError(t, err, format.ErrTruncated, "segment_data_size", "too small")
 }
 
@@ -495,7 +495,7 @@ func TestEntryErrors(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			b := build(t, &tc.p)
-			_, err := ptd.NewBytes(b)
+			_, err := ptd.NewFile(mmapfile.NewBytes(b))
 			fe := wantFormatError(t, err, tc.sentinel, tc.field, tc.msgs...)
 			h := int64(le.Uint64(b[16:]) + le.Uint64(b[24:]))
 			if fe.Offset < 48 || fe.Offset >= h {
@@ -535,7 +535,7 @@ func TestSegmentErrors(t *testing.T) {
 	} {
 		b := slices.Clone(good)
 		le.PutUint64(b[tc.pos:], tc.val)
-		_, err := ptd.NewBytes(b)
+		_, err := ptd.NewFile(mmapfile.NewBytes(b))
 		fe := wantFormatError(t, err, format.ErrMalformed, tc.field)
 		if fe.Offset != int64(tc.pos) {
 			t.Errorf("%s: offset %d, want %d", tc.name, fe.Offset, tc.pos)
@@ -586,7 +586,7 @@ func TestLegacyGenerated(t *testing.T) {
 		{Key: "x", Layout: f32layout(4), Size: 16},
 		{Key: "y", Layout: f32layout(4), Size: 8}, // shares segment 0, but needs 16 bytes at offset 16
 	}}
-	_, err := ptd.NewBytes(build(t, p))
+	_, err := ptd.NewFile(mmapfile.NewBytes(build(t, p)))
 	wantFormatError(t, err, format.ErrMalformed, "tensors[1].sizes", `"y"`, "16 bytes", "8 past offset 16")
 }
 
@@ -633,8 +633,8 @@ func TestSharedMapping(t *testing.T) {
 	}
 }
 
-// TestOpenClose: Open owns its mapping, Close releases it, errors from
-// Open name the file.
+// TestOpenClose: a File over a windowed mapping reads through it; its
+// Close leaves the mapping to the caller, whose Close ends the views.
 func TestOpenClose(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "x.ptd")
@@ -642,22 +642,31 @@ func TestOpenClose(t *testing.T) {
 	if _, err := p.WriteFile(path); err != nil {
 		t.Fatal(err)
 	}
-	f, err := ptd.Open(path, ptd.WithMmapOptions(mmapfile.WithMode(mmapfile.ModeWindowed)))
+	mf, err := mmapfile.Open(path, mmapfile.WithMode(mmapfile.ModeWindowed))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer mf.Close()
+	f, err := ptd.NewFile(mf)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if f.MappedFile().Mode() != mmapfile.ModeWindowed {
-		t.Errorf("mode %v, want windowed (WithMmapOptions ignored)", f.MappedFile().Mode())
+		t.Errorf("mode %v, want windowed", f.MappedFile().Mode())
 	}
 	e, _ := f.Entry("k")
 	if b, err := e.Data.Bytes(); err != nil || string(b) != "v" {
 		t.Errorf("windowed read %q %v", b, err)
 	}
 	f.Close()
+	if _, err := e.Data.Bytes(); err != nil {
+		t.Errorf("view after the File's Close: %v, want the bytes (the mapping is open)", err)
+	}
+	mf.Close()
 	if _, err := e.Data.Bytes(); !errors.Is(err, format.ErrClosed) {
 		t.Errorf("view after Close: %v, want ErrClosed", err)
 	}
-	if _, err := ptd.Open(filepath.Join(dir, "missing.ptd")); !errors.Is(err, os.ErrNotExist) {
+	if _, err := mapOpen(t, filepath.Join(dir, "missing.ptd"), nil); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("missing file: %v", err)
 	}
 }
@@ -703,7 +712,7 @@ func TestSharedSizesVector(t *testing.T) {
 	raw := build(t, &writer.PTD{FlatBuffer: b.FinishedBytes(), Entries: []writer.PTDEntry{{Key: "data", Size: 1}}})
 	var ms0, ms1 runtime.MemStats
 	runtime.ReadMemStats(&ms0)
-	_, err := ptd.NewBytes(raw)
+	_, err := ptd.NewFile(mmapfile.NewBytes(raw))
 	runtime.ReadMemStats(&ms1)
 	wantFormatError(t, err, format.ErrMalformed, "tensor_layout.sizes", "shared sizes vectors")
 	if grew := ms1.TotalAlloc - ms0.TotalAlloc; grew > 20*uint64(len(raw)) {

@@ -9,6 +9,7 @@ import (
 	"github.com/edgeload/edgeload/internal/testkit/writer"
 	"github.com/edgeload/edgeload/loader/format"
 	"github.com/edgeload/edgeload/loader/ptd"
+	"github.com/edgeload/edgeload/mmapfile"
 )
 
 // The report of a current and of a legacy .ptd: "legacy" only for the
@@ -27,7 +28,7 @@ func TestReport(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		f, err := ptd.NewBytes(b)
+		f, err := ptd.NewFile(mmapfile.NewBytes(b))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -3,6 +3,8 @@ package ptd_test
 import (
 	"testing"
 
+	"github.com/edgeload/edgeload/mmapfile"
+
 	"github.com/edgeload/edgeload/internal/testkit/hostile"
 	"github.com/edgeload/edgeload/internal/testkit/hostile/ptdcheck"
 	"github.com/edgeload/edgeload/loader/ptd"
@@ -20,7 +22,7 @@ func TestSweep(t *testing.T) {
 		t.Fatal(err)
 	}
 	hostile.Sweep(t, hostile.Target{Format: "ptd", Open: func(b []byte) (func() error, error) {
-		f, err := ptd.NewBytes(b)
+		f, err := ptd.NewFile(mmapfile.NewBytes(b))
 		if err != nil {
 			return nil, err
 		}

@@ -13,13 +13,14 @@ import (
 	"github.com/edgeload/edgeload/internal/testkit/writer"
 	"github.com/edgeload/edgeload/loader/format"
 	"github.com/edgeload/edgeload/loader/pte"
+	"github.com/edgeload/edgeload/mmapfile"
 )
 
 // openChecked opens b with NewBytes and checks every method (the
 // instructions Open leaves to each method's first use): a file is
 // accepted only when both pass.
 func openChecked(b []byte, opts ...pte.Option) (*pte.Program, error) {
-	p, err := pte.NewBytes(b, opts...)
+	p, err := pte.NewFile(mmapfile.NewBytes(b), opts...)
 	if err != nil {
 		return nil, err
 	}
@@ -265,7 +266,7 @@ func TestAdversarialSharedScalarAlloc(t *testing.T) {
 	var before, after runtime.MemStats
 	runtime.GC()
 	runtime.ReadMemStats(&before)
-	p, err := pte.NewBytes(b)
+	p, err := pte.NewFile(mmapfile.NewBytes(b))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/edgeload/edgeload/internal/schema/ptefb"
 	"github.com/edgeload/edgeload/internal/testkit/writer"
 	"github.com/edgeload/edgeload/loader/format"
+	"github.com/edgeload/edgeload/mmapfile"
 )
 
 // checkProgram is two methods: "good", and "bad" whose one instruction
@@ -30,7 +31,7 @@ func checkProgram(t *testing.T) *Program {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := NewBytes(b)
+	p, err := NewFile(mmapfile.NewBytes(b))
 	if err != nil {
 		t.Fatalf("Open checks no instruction, but: %v", err)
 	}

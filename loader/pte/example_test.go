@@ -12,6 +12,7 @@ import (
 	"github.com/edgeload/edgeload/loader/format"
 	"github.com/edgeload/edgeload/loader/ptd"
 	"github.com/edgeload/edgeload/loader/pte"
+	"github.com/edgeload/edgeload/mmapfile"
 )
 
 // exampleFile writes a small program for the examples and returns its path.
@@ -31,13 +32,19 @@ func exampleFile(dir string) string {
 	return path
 }
 
-// Open a program and list its tensors: where their bytes live and what
-// they hold, read through zero-copy views of the mapping.
+// Map a program file, open the program in it and list its tensors: where
+// their bytes live and what they hold, read through zero-copy views of the
+// mapping. The mapping is the caller's: the program's Close leaves it open.
 func Example() {
 	dir, _ := os.MkdirTemp("", "pte-example")
 	defer os.RemoveAll(dir)
 
-	p, err := pte.Open(exampleFile(dir))
+	mf, err := mmapfile.Open(exampleFile(dir))
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer mf.Close()
+	p, err := pte.NewFile(mf)
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -68,13 +75,23 @@ func ExampleProgram_Link() {
 	if _, err := pd.WriteFile(ptdPath); err != nil {
 		log.Fatal(err)
 	}
-	data, err := ptd.Open(ptdPath)
+	dmf, err := mmapfile.Open(ptdPath)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer dmf.Close()
+	data, err := ptd.NewFile(dmf)
 	if err != nil {
 		log.Fatal(err)
 	}
 	defer data.Close()
 
-	p, err := pte.Open(exampleFile(dir))
+	mf, err := mmapfile.Open(exampleFile(dir))
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer mf.Close()
+	p, err := pte.NewFile(mf)
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -90,8 +107,8 @@ func ExampleProgram_Link() {
 }
 
 // Errors are *format.FormatError values; errors.Is tells the kinds apart.
-func ExampleOpen_errors() {
-	_, err := pte.NewBytes([]byte("\x10\x00\x00\x00BP08\x00\x00\x00\x00\x00\x00\x00\x00"))
+func ExampleNewFile_errors() {
+	_, err := pte.NewFile(mmapfile.NewBytes([]byte("\x10\x00\x00\x00BP08\x00\x00\x00\x00\x00\x00\x00\x00")))
 	fmt.Println(errors.Is(err, format.ErrUnknownFormat))
 	fmt.Println(err)
 	var fe *format.FormatError

@@ -13,6 +13,7 @@ import (
 	"github.com/edgeload/edgeload/loader/format"
 	"github.com/edgeload/edgeload/loader/ptd"
 	"github.com/edgeload/edgeload/loader/pte"
+	"github.com/edgeload/edgeload/mmapfile"
 )
 
 // realSeeds returns the real files in ../shared/models/<sub>, or nothing
@@ -151,7 +152,7 @@ func exercise(t *testing.T, p *pte.Program, size int64) {
 // header), so that the fuzzer mutates the program's tables rather than
 // megabytes of weights; nil when that cannot be done.
 func shrinkSeed(b []byte) []byte {
-	p, err := pte.NewBytes(b)
+	p, err := pte.NewFile(mmapfile.NewBytes(b))
 	if err != nil {
 		return nil
 	}
@@ -181,7 +182,7 @@ func shrinkSeed(b []byte) []byte {
 	}
 	out = append(out, make([]byte, h.SegmentBase-h.ProgramSize)...)
 	out = append(out, b[h.SegmentBase:h.SegmentBase+end]...)
-	q, err := pte.NewBytes(out)
+	q, err := pte.NewFile(mmapfile.NewBytes(out))
 	if err != nil {
 		return nil
 	}
@@ -207,7 +208,7 @@ func FuzzOpen(f *testing.F) {
 		f.Add(s.Data)
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {
-		p, err := pte.NewBytes(b, pte.WithName("fuzz.pte"))
+		p, err := pte.NewFile(mmapfile.NewBytes(b), pte.WithName("fuzz.pte"))
 		if cerr := pte.CheckVerified(b, p, err); cerr != nil {
 			t.Fatal(cerr)
 		}
@@ -234,7 +235,7 @@ func FuzzOpen(f *testing.F) {
 		// The same bytes through the ReaderAt form (its program region
 		// read into a pooled buffer that earlier inputs used: loader/internal/region)
 		// must agree.
-		q, err := pte.NewReaderAt(bytes.NewReader(b), int64(len(b)))
+		q, err := pte.NewFile(mmapfile.NewReaderAt(bytes.NewReader(b), int64(len(b))))
 		if err != nil {
 			t.Fatalf("NewBytes accepted what NewReaderAt refused: %v", err)
 		}
@@ -276,12 +277,12 @@ func FuzzLink(f *testing.F) {
 	}
 	f.Add(pb, db)
 	f.Fuzz(func(t *testing.T, pbytes, dbytes []byte) {
-		p, err := pte.NewBytes(pbytes)
+		p, err := pte.NewFile(mmapfile.NewBytes(pbytes))
 		if err != nil {
 			return
 		}
 		defer p.Close()
-		d, err := ptd.NewBytes(dbytes)
+		d, err := ptd.NewFile(mmapfile.NewBytes(dbytes))
 		if err != nil {
 			return
 		}

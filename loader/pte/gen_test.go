@@ -14,6 +14,7 @@ import (
 	"github.com/edgeload/edgeload/internal/testkit/writer"
 	"github.com/edgeload/edgeload/loader/format"
 	"github.com/edgeload/edgeload/loader/pte"
+	"github.com/edgeload/edgeload/mmapfile"
 )
 
 // genBytes writes w in memory.
@@ -34,7 +35,7 @@ func openGen(t testing.TB, w *writer.PTE, opts ...pte.Option) (*pte.Program, wri
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := pte.Open(path, opts...)
+	p, err := mapOpen(t, path, nil, opts...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -273,7 +274,7 @@ func TestGeneratedHeader24(t *testing.T) {
 		{ScalarType: writer.PTEFloat32, Sizes: []int32{3}, Data: hostile.F32(1, 2, 3)},
 	}}}}
 	raw := genBytes(t, w)
-	p, err := pte.NewBytes(raw)
+	p, err := pte.NewFile(mmapfile.NewBytes(raw))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -287,7 +288,7 @@ func TestGeneratedHeader24(t *testing.T) {
 	}
 	// Cut the file inside the constant segment: the segment check must say
 	// the file is truncated.
-	_, err = pte.NewBytes(raw[:len(raw)-4])
+	_, err = pte.NewFile(mmapfile.NewBytes(raw[:len(raw)-4]))
 	if !errors.Is(err, format.ErrTruncated) {
 		t.Errorf("truncated 24-byte-header file: %v, want ErrTruncated", err)
 	}
@@ -299,7 +300,7 @@ func TestGeneratedHeaderLonger(t *testing.T) {
 	w := &writer.PTE{HeaderLength: 48, Methods: []writer.PTEMethod{{Name: "forward", Tensors: []writer.PTETensor{
 		{ScalarType: writer.PTEInt32, Sizes: []int32{1}, Data: []byte{9, 0, 0, 0}},
 	}}}}
-	p, err := pte.NewBytes(genBytes(t, w))
+	p, err := pte.NewFile(mmapfile.NewBytes(genBytes(t, w)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -311,7 +312,7 @@ func TestGeneratedHeaderLonger(t *testing.T) {
 func TestGeneratedNoHeader(t *testing.T) {
 	w := &writer.PTE{NoHeader: true, Methods: []writer.PTEMethod{{Name: "forward"}}}
 	raw := genBytes(t, w)
-	p, err := pte.NewBytes(raw)
+	p, err := pte.NewFile(mmapfile.NewBytes(raw))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -350,7 +351,7 @@ func TestGeneratedLegacyInline(t *testing.T) {
 		{ScalarType: writer.PTEFloat32, Sizes: []int32{2}, Data: hostile.F32(7, 8)},
 	}}}}
 	raw := genBytes(t, w)
-	p, err := pte.NewBytes(raw)
+	p, err := pte.NewFile(mmapfile.NewBytes(raw))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -384,7 +385,7 @@ func TestGeneratedVersionAndIdentifier(t *testing.T) {
 	} {
 		w := base()
 		tc.mod(w)
-		_, err := pte.NewBytes(genBytes(t, w))
+		_, err := pte.NewFile(mmapfile.NewBytes(genBytes(t, w)))
 		if !errors.Is(err, tc.sentinel) || !strings.Contains(err.Error(), tc.text) {
 			t.Errorf("got %v, want %v mentioning %s", err, tc.sentinel, tc.text)
 		}
@@ -495,7 +496,7 @@ func TestGeneratedHeaderErrors(t *testing.T) {
 		{ScalarType: writer.PTEFloat32, Sizes: []int32{64}},
 	}}}}
 	good := genBytes(t, w)
-	if _, err := pte.NewBytes(good); err != nil {
+	if _, err := pte.NewFile(mmapfile.NewBytes(good)); err != nil {
 		t.Fatal(err)
 	}
 	put32 := func(off int, v uint32) []byte {
@@ -534,7 +535,7 @@ func TestGeneratedHeaderErrors(t *testing.T) {
 	} {
 		_ = base
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := pte.NewBytes(tc.b)
+			_, err := pte.NewFile(mmapfile.NewBytes(tc.b))
 			if !errors.Is(err, tc.sentinel) || !strings.Contains(err.Error(), tc.text) {
 				t.Errorf("got %v, want %v mentioning %q", err, tc.sentinel, tc.text)
 			}
@@ -549,7 +550,7 @@ func TestSegmentOverflow(t *testing.T) {
 		{ScalarType: writer.PTEUint8, Sizes: []int32{1}, Data: []byte{0xAB}},
 	}}}}
 	raw := genBytes(t, w)
-	p, err := pte.NewBytes(raw)
+	p, err := pte.NewFile(mmapfile.NewBytes(raw))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -571,7 +572,7 @@ func TestSegmentOverflow(t *testing.T) {
 	}
 	b := bytes.Clone(raw)
 	binary.LittleEndian.PutUint64(b[idx:], math.MaxUint64)
-	if _, err := pte.NewBytes(b); !errors.Is(err, format.ErrMalformed) || !strings.Contains(err.Error(), "overflow") {
+	if _, err := pte.NewFile(mmapfile.NewBytes(b)); !errors.Is(err, format.ErrMalformed) || !strings.Contains(err.Error(), "overflow") {
 		t.Errorf("got %v, want an overflow error", err)
 	}
 }
@@ -608,14 +609,15 @@ func TestReservedScalarTypes(t *testing.T) {
 	}
 }
 
-// TestClosedFile: NewFile does not own the file; Open does.
+// TestNewFileAndClose: a program's Close leaves its file to the caller
+// (views still read); the caller's Close of the file ends the views.
 func TestNewFileAndClose(t *testing.T) {
 	w := richProgram()
 	path := filepath.Join(t.TempDir(), "p.pte")
 	if _, err := w.WriteFile(path); err != nil {
 		t.Fatal(err)
 	}
-	p, err := pte.Open(path)
+	p, err := mapOpen(t, path, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -639,8 +641,12 @@ func TestNewFileAndClose(t *testing.T) {
 	if err := p.Close(); err != nil {
 		t.Errorf("second Close: %v", err)
 	}
+	if _, err := p.Tensors()[0].Data.Bytes(); err != nil {
+		t.Errorf("view after the program's Close: %v, want the bytes (the file is open)", err)
+	}
+	mf.Close()
 	if _, err := p.Tensors()[0].Data.Bytes(); !errors.Is(err, format.ErrClosed) {
-		t.Errorf("view after Close: %v, want ErrClosed", err)
+		t.Errorf("view after the file's Close: %v, want ErrClosed", err)
 	}
 	if err := p.Link(); !errors.Is(err, format.ErrClosed) {
 		t.Errorf("Link after Close: %v", err)

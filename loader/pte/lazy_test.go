@@ -46,7 +46,7 @@ func TestOpenTouchesNoSegmentPage(t *testing.T) {
 	}
 	runtime.GC()
 	before, rssErr := memstat.Read()
-	p, err := pte.Open(path)
+	p, err := mapOpen(t, path, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -155,7 +155,7 @@ func BenchmarkOpenRealSized(b *testing.B) {
 	}
 	b.ReportAllocs()
 	for b.Loop() {
-		p, err := pte.NewBytes(raw)
+		p, err := pte.NewFile(mmapfile.NewBytes(raw))
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -172,11 +172,16 @@ func BenchmarkOpenReal(b *testing.B) {
 		b.Run(filepath.Base(path), func(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
-				p, err := pte.Open(path)
+				mf, err := mmapfile.Open(path)
+				if err != nil {
+					b.Fatal(err)
+				}
+				p, err := pte.NewFile(mf)
 				if err != nil {
 					b.Fatal(err)
 				}
 				p.Close()
+				mf.Close()
 			}
 		})
 	}
@@ -285,16 +290,18 @@ func TestAppendTensorBytes(t *testing.T) {
 	}
 	opens := map[string]func() (*pte.Program, error){
 		"whole": func() (*pte.Program, error) {
-			return pte.Open(path, pte.WithMmapOptions(mmapfile.WithMode(mmapfile.ModeWhole)))
+			return mapOpen(t, path, []mmapfile.Option{mmapfile.WithMode(mmapfile.ModeWhole)})
 		},
 		"windowed": func() (*pte.Program, error) {
-			return pte.Open(path, pte.WithMmapOptions(mmapfile.WithMode(mmapfile.ModeWindowed)))
+			return mapOpen(t, path, []mmapfile.Option{mmapfile.WithMode(mmapfile.ModeWindowed)})
 		},
 		"copy": func() (*pte.Program, error) {
-			return pte.Open(path, pte.WithMmapOptions(mmapfile.WithMode(mmapfile.ModeCopy)))
+			return mapOpen(t, path, []mmapfile.Option{mmapfile.WithMode(mmapfile.ModeCopy)})
 		},
-		"bytes":    func() (*pte.Program, error) { return pte.NewBytes(raw) },
-		"readerat": func() (*pte.Program, error) { return pte.NewReaderAt(bytes.NewReader(raw), int64(len(raw))) },
+		"bytes": func() (*pte.Program, error) { return pte.NewFile(mmapfile.NewBytes(raw)) },
+		"readerat": func() (*pte.Program, error) {
+			return pte.NewFile(mmapfile.NewReaderAt(bytes.NewReader(raw), int64(len(raw))))
+		},
 	}
 	for how, open := range opens {
 		p, err := open()

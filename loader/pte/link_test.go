@@ -11,11 +11,17 @@ import (
 	"github.com/edgeload/edgeload/loader/format"
 	"github.com/edgeload/edgeload/loader/ptd"
 	"github.com/edgeload/edgeload/loader/pte"
+	"github.com/edgeload/edgeload/mmapfile"
 )
 
 func openPTD(t testing.TB, rel string) *ptd.File {
 	t.Helper()
-	f, err := ptd.Open(testmodels.Path(t, rel))
+	mf, err := mmapfile.Open(testmodels.Path(t, rel))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { mf.Close() })
+	f, err := ptd.NewFile(mf)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -28,7 +34,7 @@ func openPTD(t testing.TB, rel string) *ptd.File {
 // mapping.
 func TestLinkAddMul(t *testing.T) {
 	data := openPTD(t, "ptd/addmul-external.ptd")
-	p, err := pte.Open(testmodels.Path(t, "pte/addmul-external.pte"), pte.WithData(data))
+	p, err := mapOpen(t, testmodels.Path(t, "pte/addmul-external.pte"), nil, pte.WithData(data))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -66,7 +72,7 @@ func TestLinkAddMul(t *testing.T) {
 // ptd/linear-legacy-2025.ptd.
 func TestLinkLegacyPTD(t *testing.T) {
 	data := openPTD(t, "ptd/linear-legacy-2025.ptd")
-	p, err := pte.Open(testmodels.Path(t, "pte/linear-external.pte"))
+	p, err := mapOpen(t, testmodels.Path(t, "pte/linear-external.pte"), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -105,12 +111,12 @@ func hexs(b []byte) string {
 func TestLinkSharing(t *testing.T) {
 	data := openPTD(t, "ptd/addmul-external.ptd")
 	path := testmodels.Path(t, "pte/addmul-external.pte")
-	p1, err := pte.Open(path, pte.WithData(data))
+	p1, err := mapOpen(t, path, nil, pte.WithData(data))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer p1.Close()
-	p2, err := pte.Open(path, pte.WithData(data))
+	p2, err := mapOpen(t, path, nil, pte.WithData(data))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -140,7 +146,7 @@ func linkCase(t *testing.T, tensor writer.PTETensor, entry writer.PTDEntry) erro
 	t.Helper()
 	tensor.Kind = writer.PTEExternal
 	w := &writer.PTE{Methods: []writer.PTEMethod{{Name: "forward", Tensors: []writer.PTETensor{tensor}}}}
-	p, err := pte.NewBytes(genBytes(t, w))
+	p, err := pte.NewFile(mmapfile.NewBytes(genBytes(t, w)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -150,7 +156,7 @@ func linkCase(t *testing.T, tensor writer.PTETensor, entry writer.PTDEntry) erro
 	if err != nil {
 		t.Fatal(err)
 	}
-	f, err := ptd.NewBytes(raw, ptd.WithName("data.ptd"))
+	f, err := ptd.NewFile(mmapfile.NewBytes(raw), ptd.WithName("data.ptd"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -211,13 +217,13 @@ func TestLinkTooSmall(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f, err := ptd.NewBytes(raw)
+	f, err := ptd.NewFile(mmapfile.NewBytes(raw))
 	if err == nil {
 		// The .ptd reader accepted it: Link must refuse it.
 		defer f.Close()
 		w := &writer.PTE{Methods: []writer.PTEMethod{{Name: "forward", Tensors: []writer.PTETensor{
 			{Kind: writer.PTEExternal, ScalarType: writer.PTEFloat32, Sizes: []int32{2, 2}, Name: "w"}}}}}
-		p, perr := pte.NewBytes(genBytes(t, w))
+		p, perr := pte.NewFile(mmapfile.NewBytes(genBytes(t, w)))
 		if perr != nil {
 			t.Fatal(perr)
 		}
@@ -235,7 +241,7 @@ func TestLinkTooSmall(t *testing.T) {
 // TestLinkAtOpenFails: WithData makes Open fail when a tensor is missing.
 func TestLinkAtOpenFails(t *testing.T) {
 	data := openPTD(t, "ptd/addmul-external.ptd")
-	_, err := pte.Open(testmodels.Path(t, "pte/linear-external.pte"), pte.WithData(data))
+	_, err := mapOpen(t, testmodels.Path(t, "pte/linear-external.pte"), nil, pte.WithData(data))
 	if !errors.Is(err, format.ErrNotFound) || !strings.Contains(err.Error(), "linear.weight") || !strings.Contains(err.Error(), "linear.bias") {
 		t.Errorf("got %v, want ErrNotFound naming both tensors", err)
 	}

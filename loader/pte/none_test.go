@@ -9,6 +9,7 @@ import (
 
 	"github.com/edgeload/edgeload/internal/schema/ptefb"
 	"github.com/edgeload/edgeload/loader/pte"
+	"github.com/edgeload/edgeload/mmapfile"
 )
 
 // TestUnionNoneValueNotFollowed: a union whose tag is NONE is not
@@ -63,7 +64,7 @@ func TestUnionNoneValueNotFollowed(t *testing.T) {
 		ptefb.ProgramAddSegments(b, segs) // so the root's vtable differs from the union's
 		b.FinishWithFileIdentifier(ptefb.ProgramEnd(b), []byte("ET12"))
 		raw := bytes.Clone(b.FinishedBytes())
-		if _, err := pte.NewBytes(raw); err != nil {
+		if _, err := pte.NewFile(mmapfile.NewBytes(raw)); err != nil {
 			t.Fatalf("%s: the well-formed program does not open: %v", which, err)
 		}
 		// The union's vtable: 8 bytes, table of 8 bytes, no tag slot, the
@@ -73,7 +74,7 @@ func TestUnionNoneValueNotFollowed(t *testing.T) {
 			t.Fatalf("%s: vtable not found", which)
 		}
 		binary.LittleEndian.PutUint16(raw[vt+6:], 0xfff0)
-		p, err := pte.NewBytes(raw)
+		p, err := pte.NewFile(mmapfile.NewBytes(raw))
 		if err != nil {
 			t.Fatalf("%s: %v", which, err)
 		}

@@ -16,6 +16,7 @@ import (
 	"github.com/edgeload/edgeload/internal/testkit/writer"
 	"github.com/edgeload/edgeload/loader/format"
 	"github.com/edgeload/edgeload/loader/pte"
+	"github.com/edgeload/edgeload/mmapfile"
 )
 
 // The tests' own reading of a program's instructions, through the
@@ -249,7 +250,7 @@ func TestUseOrderReal(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			p, err := pte.Open(path)
+			p, err := mapOpen(t, path, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -341,7 +342,7 @@ func TestUseOrderWriter(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := pte.NewBytes(b)
+	p, err := pte.NewFile(mmapfile.NewBytes(b))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -464,7 +465,7 @@ func TestUseOrderHostile(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			p, err := pte.NewBytes(b)
+			p, err := pte.NewFile(mmapfile.NewBytes(b))
 			if err != nil {
 				if c.want != nil {
 					t.Fatalf("Open: %v", err)
@@ -579,7 +580,7 @@ func BenchmarkUseOrder(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	p, err := pte.NewBytes(data)
+	p, err := pte.NewFile(mmapfile.NewBytes(data))
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -42,7 +42,7 @@ const (
 
 // newProgram reads the headers and the FlatBuffer region of mf, verifies
 // them and builds the program's indexes.
-func newProgram(mf *mmapfile.File, owns bool, o options) (*Program, error) {
+func newProgram(mf *mmapfile.File, o options) (*Program, error) {
 	size := mf.Len()
 	// The first bytes (package region), then the region the headers in
 	// them describe, read into the same pooled buffer when small (only
@@ -60,7 +60,7 @@ func newProgram(mf *mmapfile.File, owns bool, o options) (*Program, error) {
 	if err != nil {
 		return nil, err
 	}
-	p, err := parseProgram(mf, owns, o, hdr, fb, buf)
+	p, err := parseProgram(mf, o, hdr, fb, buf)
 	if err != nil {
 		region.Put(buf)
 		return nil, err
@@ -69,7 +69,7 @@ func newProgram(mf *mmapfile.File, owns bool, o options) (*Program, error) {
 }
 
 // parseProgram verifies the FlatBuffer region fb and builds the program.
-func parseProgram(mf *mmapfile.File, owns bool, o options, hdr Header, fb []byte, buf *[]byte) (*Program, error) {
+func parseProgram(mf *mmapfile.File, o options, hdr Header, fb []byte, buf *[]byte) (*Program, error) {
 	vo := o.verifyOptions()
 	// Version gate first, verifying only the field it reads: a newer
 	// schema generation is a version problem, not a malformed file.
@@ -93,7 +93,7 @@ func parseProgram(mf *mmapfile.File, owns bool, o options, hdr Header, fb []byte
 	if err := walk.Verify("Program", ptefb.VerifyProgram); err != nil {
 		return nil, err
 	}
-	p := &Program{mf: mf, owns: owns, name: o.name, hdr: hdr, version: 0, fb: fb, region: buf}
+	p := &Program{mf: mf, name: o.name, hdr: hdr, version: 0, fb: fb, region: buf}
 	budget := 4*int64(len(fb)) + 1<<16
 	if o.budget > 0 {
 		budget = o.budget

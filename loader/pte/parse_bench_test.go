@@ -11,6 +11,7 @@ import (
 	"github.com/edgeload/edgeload/internal/testkit/testmodels"
 	"github.com/edgeload/edgeload/internal/testkit/writer"
 	"github.com/edgeload/edgeload/loader/pte"
+	"github.com/edgeload/edgeload/mmapfile"
 )
 
 // constProgram returns a program of n float32 [16,16] constants in one
@@ -45,7 +46,7 @@ func BenchmarkParse(b *testing.B) {
 				dst := make([][]byte, 0, n)
 				for b.Loop() {
 					t0 := time.Now()
-					p, err := pte.NewBytes(data)
+					p, err := pte.NewFile(mmapfile.NewBytes(data))
 					if err != nil {
 						b.Fatal(err)
 					}
@@ -98,7 +99,7 @@ func BenchmarkParseReal(b *testing.B) {
 			least := time.Duration(math.MaxInt64)
 			for b.Loop() {
 				t0 := time.Now()
-				p, err := pte.NewBytes(data)
+				p, err := pte.NewFile(mmapfile.NewBytes(data))
 				if err != nil {
 					b.Fatal(err)
 				}

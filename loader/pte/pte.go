@@ -1,8 +1,9 @@
 // Package pte reads ExecuTorch program files (.pte) without copying them.
 //
-// A program is opened over a memory mapping ([Open], [NewFile]) or over
-// bytes already in memory ([NewBytes], [NewReaderAt]), in the manner of
-// debug/elf. Opening reads the 8-byte prefix, the optional "eh00" extended
+// [NewFile] opens a program in an *mmapfile.File the caller owns: a
+// mapping (mmapfile.Open, a section or zip entry through its options),
+// bytes in memory (mmapfile.NewBytes) or an io.ReaderAt
+// (mmapfile.NewReaderAt). Opening reads the 8-byte prefix, the optional "eh00" extended
 // header and the FlatBuffer region [0, program_size) and nothing else: no
 // page of segment data (weights, delegate blobs, named data) is touched
 // until a caller reads a view.
@@ -13,9 +14,9 @@
 // then every index (segment_index, data_buffer_idx, delegate and operator
 // indices, value indices of inputs, outputs, lists and instructions) is
 // checked to be in range, and every segment and tensor byte range is
-// checked against the file with overflow-safe 64-bit arithmetic. After Open succeeds no accessor can panic.
+// checked against the file with overflow-safe 64-bit arithmetic. After NewFile succeeds no accessor can panic.
 //
-// Open verifies everything but the chains' instructions, which a method
+// NewFile verifies everything but the chains' instructions, which a method
 // verifies the first time they are needed (once; [Program.VerifyMethods]
 // checks every method's), and builds little: one pointer-free record per
 // tensor (tensors.go), from which [Program.TensorData] hands out a tensor's
@@ -23,7 +24,7 @@
 // three shared arrays) is built from the records by the first call that
 // needs it, a plan's values are decoded only when asked for
 // ([Method.Value]), and the name indexes are built by the first lookup.
-// Open's cost is one pass over the FlatBuffer region and a few dozen
+// Its cost is one pass over the FlatBuffer region and a few dozen
 // allocations, whatever the size of the weights.
 //
 // Tensors whose data lives in the file (constant segment, legacy inline
@@ -38,7 +39,6 @@ package pte
 
 import (
 	"fmt"
-	"io"
 	"sync"
 	"sync/atomic"
 
@@ -59,13 +59,12 @@ const formatName = "pte"
 // package reads.
 const Identifier = "ET12"
 
-// Option configures Open, NewFile, NewBytes and NewReaderAt.
+// Option configures NewFile.
 type Option func(*options)
 
 type options struct {
 	data     []*ptd.File
 	maxDepth int
-	mmap     []mmapfile.Option
 	name     string
 	head     []byte // WithHead
 
@@ -76,18 +75,18 @@ type options struct {
 	budget     int64
 }
 
-// WithHead gives Open the file's first bytes when the caller has already
-// read them (as a format sniffer has): Open then reads only what they do not
-// cover, one system call fewer. They must be the file's own first bytes:
-// Open parses the headers and metadata from them as if it had read them
-// (still checking everything it hands out against the file itself). Open
-// copies what it uses: head is the caller's again when Open returns.
+// WithHead gives NewFile the file's first bytes when the caller has already
+// read them (as a format sniffer has): NewFile then reads only what they do
+// not cover, one system call fewer. They must be the file's own first bytes:
+// NewFile parses the headers and metadata from them as if it had read them
+// (still checking everything it hands out against the file itself). It
+// copies what it uses: head is the caller's again when NewFile returns.
 func WithHead(head []byte) Option {
 	return func(o *options) { o.head = head }
 }
 
 // WithData links the program to the given .ptd files as it is opened (see
-// [Program.Link]); Open fails if an external tensor cannot be resolved.
+// [Program.Link]); NewFile fails if an external tensor cannot be resolved.
 func WithData(files ...*ptd.File) Option {
 	return func(o *options) { o.data = append(o.data, files...) }
 }
@@ -99,14 +98,8 @@ func WithMaxDepth(n int) Option {
 	return func(o *options) { o.maxDepth = n }
 }
 
-// WithMmapOptions passes options to mmapfile.Open (used by Open only; NewFile
-// takes an already opened file).
-func WithMmapOptions(opts ...mmapfile.Option) Option {
-	return func(o *options) { o.mmap = append(o.mmap, opts...) }
-}
-
-// WithName sets the name reported by [Program.Name] for NewBytes and
-// NewReaderAt (Open uses the path).
+// WithName sets the name reported by [Program.Name] (by default the
+// file's, mmapfile.File.Name).
 func WithName(name string) Option {
 	return func(o *options) { o.name = name }
 }
@@ -319,7 +312,6 @@ type Delegate struct {
 // concurrent use; Link and Close are not safe beside other calls.
 type Program struct {
 	mf     *mmapfile.File
-	owns   bool
 	name   string
 	closed atomic.Bool
 
@@ -353,60 +345,16 @@ type Program struct {
 	external  int // number of external tensors
 }
 
-// Open maps the file at path and opens the program in it. The mapping is
-// closed by Close.
-func Open(path string, opts ...Option) (*Program, error) {
-	o := collect(opts)
-	mf, err := mmapfile.Open(path, o.mmap...)
-	if err != nil {
-		return nil, err
-	}
-	if o.name == "" {
-		o.name = path
-	}
-	p, err := newProgram(mf, true, o)
-	if err != nil {
-		mf.Close()
-		return nil, err
-	}
-	return p, nil
-}
-
-// NewFile opens the program in an already opened file (any mapping mode).
-// Close does not close mf; mf must stay open while the program is used.
+// NewFile opens the program in mf: a mapped file or section, bytes in
+// memory (mmapfile.NewBytes) or an io.ReaderAt (mmapfile.NewReaderAt). The
+// program does not own mf: Close leaves it open, and the caller closes it
+// after the program and every view from it are no longer used.
 func NewFile(mf *mmapfile.File, opts ...Option) (*Program, error) {
 	o := collect(opts)
 	if o.name == "" {
 		o.name = mf.Name()
 	}
-	return newProgram(mf, false, o)
-}
-
-// NewBytes opens the program held in b. The views handed out alias b,
-// which must not be modified while the program is used.
-func NewBytes(b []byte, opts ...Option) (*Program, error) {
-	o := collect(opts)
-	mf := mmapfile.NewBytes(b)
-	p, err := newProgram(mf, true, o)
-	if err != nil {
-		mf.Close()
-		return nil, err
-	}
-	return p, nil
-}
-
-// NewReaderAt opens the program read from r, of the given size, through
-// mmapfile.NewReaderAt: the FlatBuffer region is read into memory at open,
-// and every view's bytes are read (copied) from r when asked for.
-func NewReaderAt(r io.ReaderAt, size int64, opts ...Option) (*Program, error) {
-	o := collect(opts)
-	mf := mmapfile.NewReaderAt(r, size)
-	p, err := newProgram(mf, true, o)
-	if err != nil {
-		mf.Close()
-		return nil, err
-	}
-	return p, nil
+	return newProgram(mf, o)
 }
 
 func collect(opts []Option) options {
@@ -419,9 +367,8 @@ func collect(opts []Option) options {
 	return o
 }
 
-// Close releases the program. It closes the underlying file when the
-// program opened it (Open, NewBytes, NewReaderAt), not when it was given
-// one (NewFile); linked .ptd files are never closed. Views handed out
+// Close releases the program. It closes neither its file nor the linked
+// .ptd files: they are the caller's. Views handed out
 // become invalid. Close is idempotent. After Close the tensor list is
 // empty unless it was built before, TensorData returns an empty view and
 // AppendTensorBytes and a method's check ErrClosed (the metadata region
@@ -438,14 +385,11 @@ func (p *Program) Close() error {
 		p.region = nil
 	}
 	p.recs = nil
-	if p.owns {
-		return p.mf.Close()
-	}
 	return nil
 }
 
-// Name returns the path the program was opened from, or the name given
-// with WithName.
+// Name returns the name of the program's file (mmapfile.File.Name), or the
+// name given with WithName.
 func (p *Program) Name() string { return p.name }
 
 // MappedFile returns the file the program's views point into.

@@ -50,7 +50,7 @@ func BenchmarkOpenPhases(b *testing.B) {
 					b.Fatal(err)
 				}
 			}
-			prog, err := NewBytes(data)
+			prog, err := NewFile(mmapfile.NewBytes(data))
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -72,7 +72,7 @@ func BenchmarkOpenPhases(b *testing.B) {
 				var dst [][]byte
 				defer cpuMetric(b)()
 				for b.Loop() {
-					prog, err := NewBytes(data)
+					prog, err := NewFile(mmapfile.NewBytes(data))
 					if err != nil {
 						b.Fatal(err)
 					}
@@ -87,7 +87,11 @@ func BenchmarkOpenPhases(b *testing.B) {
 				var dst [][]byte
 				defer cpuMetric(b)()
 				for b.Loop() {
-					prog, err := Open(p, WithMmapOptions(mmapfile.WithMode(mmapfile.ModeWhole)))
+					mf, err := mmapfile.Open(p, mmapfile.WithMode(mmapfile.ModeWhole))
+					if err != nil {
+						b.Fatal(err)
+					}
+					prog, err := NewFile(mf)
 					if err != nil {
 						b.Fatal(err)
 					}
@@ -95,6 +99,7 @@ func BenchmarkOpenPhases(b *testing.B) {
 						b.Fatal(err)
 					}
 					prog.Close()
+					mf.Close()
 				}
 			})
 		})

@@ -94,7 +94,7 @@ func TestRealFiles(t *testing.T) {
 		exp := testmodels.Load(t, path)
 		t.Run(name, func(t *testing.T) {
 			if exp.ExitCode != 0 {
-				_, err := pte.Open(path)
+				_, err := mapOpen(t, path, nil)
 				if err == nil {
 					t.Fatalf("Open succeeded; the oracle says: %s", exp.Error)
 				}
@@ -105,13 +105,13 @@ func TestRealFiles(t *testing.T) {
 				t.Fatal(err)
 			}
 			opens := map[string]func() (*pte.Program, error){
-				"Open": func() (*pte.Program, error) { return pte.Open(path) },
+				"Open": func() (*pte.Program, error) { return mapOpen(t, path, nil) },
 				"Windowed": func() (*pte.Program, error) {
-					return pte.Open(path, pte.WithMmapOptions(mmapfile.WithMode(mmapfile.ModeWindowed)))
+					return mapOpen(t, path, []mmapfile.Option{mmapfile.WithMode(mmapfile.ModeWindowed)})
 				},
-				"NewBytes": func() (*pte.Program, error) { return pte.NewBytes(raw) },
+				"NewBytes": func() (*pte.Program, error) { return pte.NewFile(mmapfile.NewBytes(raw)) },
 				"NewReaderAt": func() (*pte.Program, error) {
-					return pte.NewReaderAt(strings.NewReader(string(raw)), int64(len(raw)))
+					return pte.NewFile(mmapfile.NewReaderAt(strings.NewReader(string(raw)), int64(len(raw))))
 				},
 			}
 			for how, open := range opens {
@@ -131,7 +131,7 @@ func TestRealFiles(t *testing.T) {
 // TestBundledProgramRejected: a bundled program (BP08) is not a program.
 func TestBundledProgramRejected(t *testing.T) {
 	path := testmodels.Path(t, "pte/bundled-program.bpte")
-	_, err := pte.Open(path)
+	_, err := mapOpen(t, path, nil)
 	if !errors.Is(err, format.ErrUnknownFormat) {
 		t.Fatalf("err = %v, want ErrUnknownFormat", err)
 	}

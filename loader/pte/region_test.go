@@ -12,6 +12,7 @@ import (
 	"github.com/edgeload/edgeload/internal/testkit/writer"
 	"github.com/edgeload/edgeload/loader/format"
 	"github.com/edgeload/edgeload/loader/pte"
+	"github.com/edgeload/edgeload/mmapfile"
 	"github.com/edgeload/edgeload/platform"
 )
 
@@ -80,7 +81,7 @@ func TestProgramRegion(t *testing.T) {
 	}
 	want := map[string][]string{}
 	for path, b := range map[string][]byte{small: smallBytes, large: largeBytes} {
-		p, err := pte.NewBytes(b)
+		p, err := pte.NewFile(mmapfile.NewBytes(b))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -90,7 +91,7 @@ func TestProgramRegion(t *testing.T) {
 	// Large, small, small, large: buffers of both sizes come back from
 	// the pool holding another program's bytes.
 	for i, path := range []string{large, small, small, large} {
-		p, err := pte.Open(path)
+		p, err := mapOpen(t, path, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -109,7 +110,7 @@ func TestProgramRegion(t *testing.T) {
 		p.Close()
 	}
 	// Closed before anything built the tensor list.
-	p, err := pte.Open(small)
+	p, err := mapOpen(t, small, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -118,7 +119,7 @@ func TestProgramRegion(t *testing.T) {
 		t.Fatal("TensorAt(forward, 0) not found")
 	}
 	p.Close()
-	q, err := pte.Open(small)
+	q, err := mapOpen(t, small, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -136,8 +137,9 @@ func TestProgramRegion(t *testing.T) {
 	if n != 40 || q.NumTensors() != n {
 		t.Errorf("NumTensors = %d before Close, %d after, want 40", n, q.NumTensors())
 	}
-	// The records are dropped at Close: a view after Close is empty and
-	// reports the closed file.
+	// The records are dropped at Close: a view after Close is empty and,
+	// once the caller has closed the file too, reports the closed file.
+	q.MappedFile().Close()
 	if d := q.TensorData(n - 1); d.Len() != 0 {
 		t.Errorf("TensorData after Close = %v, want an empty segment", d)
 	} else if _, err := d.Bytes(); !errors.Is(err, format.ErrClosed) {

@@ -10,6 +10,7 @@ import (
 	"github.com/edgeload/edgeload/internal/testkit/writer"
 	"github.com/edgeload/edgeload/loader/format"
 	"github.com/edgeload/edgeload/loader/pte"
+	"github.com/edgeload/edgeload/mmapfile"
 )
 
 // reportJSON marshals a Reporter's fields as the command's object does.
@@ -35,7 +36,7 @@ func openTiny(t *testing.T, w *writer.PTE) *pte.Program {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := pte.NewBytes(b)
+	p, err := pte.NewFile(mmapfile.NewBytes(b))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -3,6 +3,8 @@ package pte_test
 import (
 	"testing"
 
+	"github.com/edgeload/edgeload/mmapfile"
+
 	"github.com/edgeload/edgeload/internal/testkit/hostile"
 	"github.com/edgeload/edgeload/internal/testkit/hostile/ptecheck"
 	"github.com/edgeload/edgeload/loader/pte"
@@ -24,7 +26,7 @@ func TestSweep(t *testing.T) {
 		t.Fatal(err)
 	}
 	hostile.Sweep(t, hostile.Target{Format: "pte", Open: func(b []byte) (func() error, error) {
-		p, err := pte.NewBytes(b)
+		p, err := pte.NewFile(mmapfile.NewBytes(b))
 		if cerr := pte.CheckVerified(b, p, err); cerr != nil {
 			t.Error(cerr)
 		}

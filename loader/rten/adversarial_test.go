@@ -14,11 +14,12 @@ import (
 	"github.com/edgeload/edgeload/internal/testkit/writer"
 	"github.com/edgeload/edgeload/loader/format"
 	"github.com/edgeload/edgeload/loader/rten"
+	"github.com/edgeload/edgeload/mmapfile"
 )
 
 // rtenTarget opens with NewBytes and exercises every accessor and view.
 var rtenTarget = hostile.Target{Format: "rten", Open: func(b []byte) (func() error, error) {
-	m, err := rten.NewBytes(b)
+	m, err := rten.NewFile(mmapfile.NewBytes(b))
 	if err != nil {
 		return nil, err
 	}

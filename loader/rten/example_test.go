@@ -9,6 +9,7 @@ import (
 	"github.com/edgeload/edgeload/internal/testkit/writer"
 	"github.com/edgeload/edgeload/loader/format"
 	"github.com/edgeload/edgeload/loader/rten"
+	"github.com/edgeload/edgeload/mmapfile"
 )
 
 // exampleFile writes a small V2 model (with the project's own writer) and
@@ -22,8 +23,9 @@ func exampleFile(dir string) string {
 	return p
 }
 
-// Open a model, list its constants and read one as []float32 without
-// copying it.
+// Map a model file, open the model in it, list its constants and read one
+// as []float32 without copying it. The mapping is the caller's: the
+// model's Close leaves it open.
 func Example() {
 	dir, err := os.MkdirTemp("", "rten-example")
 	if err != nil {
@@ -31,7 +33,12 @@ func Example() {
 	}
 	defer os.RemoveAll(dir)
 
-	m, err := rten.Open(exampleFile(dir))
+	mf, err := mmapfile.Open(exampleFile(dir))
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer mf.Close()
+	m, err := rten.NewFile(mf)
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -66,7 +73,7 @@ func ExampleGraph_Walk() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	m, err := rten.NewBytes(b)
+	m, err := rten.NewFile(mmapfile.NewBytes(b))
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -91,13 +98,13 @@ func ExampleGraph_Walk() {
 
 // Errors are *format.FormatError values naming the field and file offset,
 // and wrap sentinels for errors.Is.
-func ExampleNewBytes_error() {
+func ExampleNewFile_error() {
 	b, _, err := simpleModel().Bytes()
 	if err != nil {
 		log.Fatal(err)
 	}
 	b[4] = 3 // header version 3
-	_, err = rten.NewBytes(b)
+	_, err = rten.NewFile(mmapfile.NewBytes(b))
 	fmt.Println(err)
 	// Output:
 	// rten: header.version at offset 0x4: version 3; want 2 (this loader reads version 2, and headerless version 1 files)

@@ -10,6 +10,7 @@ import (
 	"github.com/edgeload/edgeload/internal/testkit/writer"
 	"github.com/edgeload/edgeload/loader/format"
 	"github.com/edgeload/edgeload/loader/rten"
+	"github.com/edgeload/edgeload/mmapfile"
 )
 
 // fuzzSeeds returns the generated files covering what the real ones lack
@@ -52,7 +53,7 @@ func FuzzOpen(f *testing.F) {
 		f.Add(s.Data)
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {
-		m, err := rten.NewBytes(b)
+		m, err := rten.NewFile(mmapfile.NewBytes(b))
 		if err != nil {
 			var fe *format.FormatError
 			if !errors.As(err, &fe) {
@@ -77,7 +78,7 @@ func FuzzOpen(f *testing.F) {
 			m.Close()
 			return
 		}
-		r, err := rten.NewReaderAt(bytes.NewReader(b), int64(len(b)))
+		r, err := rten.NewFile(mmapfile.NewReaderAt(bytes.NewReader(b), int64(len(b))))
 		if err != nil {
 			t.Fatalf("NewBytes accepted, NewReaderAt rejected: %v", err)
 		}
@@ -98,7 +99,7 @@ func FuzzOpen(f *testing.F) {
 // `go test` (the seed corpus runs too, but this names what failed).
 func TestFuzzSeeds(t *testing.T) {
 	for _, s := range fuzzSeeds(t) {
-		m, err := rten.NewBytes(s.Data)
+		m, err := rten.NewFile(mmapfile.NewBytes(s.Data))
 		if err != nil {
 			t.Fatalf("%s: %v", s.Name, err)
 		}

@@ -5,6 +5,8 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/edgeload/edgeload/mmapfile"
+
 	"github.com/edgeload/edgeload/internal/testkit/hostile"
 	"github.com/edgeload/edgeload/internal/testkit/testmodels"
 	"github.com/edgeload/edgeload/internal/testkit/writer"
@@ -97,7 +99,7 @@ func wantUseOrder(m *rten.Model) []int {
 func TestUseOrderReal(t *testing.T) {
 	for _, path := range testmodels.Files(t, "rten") {
 		t.Run(filepath.Base(path), func(t *testing.T) {
-			m, err := rten.Open(path)
+			m, err := mapOpen(t, path, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -156,7 +158,7 @@ func orderModel() *writer.RTen {
 }
 
 func TestUseOrderGraph(t *testing.T) {
-	m, err := rten.NewBytes(bytesOf(t, orderModel()))
+	m, err := rten.NewFile(mmapfile.NewBytes(bytesOf(t, orderModel())))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -192,7 +194,7 @@ func TestUseOrderCycle(t *testing.T) {
 		},
 		Outputs: []uint32{1},
 	}}
-	m, err := rten.NewBytes(bytesOf(t, w))
+	m, err := rten.NewFile(mmapfile.NewBytes(bytesOf(t, w)))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,6 +9,7 @@ import (
 	"github.com/edgeload/edgeload/internal/testkit/writer"
 	"github.com/edgeload/edgeload/loader/format"
 	"github.com/edgeload/edgeload/loader/rten"
+	"github.com/edgeload/edgeload/mmapfile"
 )
 
 // The report of tiny-v2.rten and tiny-v1.rten: header, graph counts and
@@ -20,7 +21,7 @@ func TestReport(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		m, err := rten.NewBytes(b)
+		m, err := rten.NewFile(mmapfile.NewBytes(b))
 		if err != nil {
 			t.Fatal(err)
 		}

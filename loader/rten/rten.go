@@ -2,7 +2,7 @@
 //
 // A file is either V2 (a 32-byte "RTEN" header, the Model FlatBuffer, then a
 // tensor data section) or V1 (no header: the whole file is the FlatBuffer,
-// every constant inline). Open validates the header, verifies the FlatBuffer
+// every constant inline). NewFile validates the header, verifies the FlatBuffer
 // (rtenfb.VerifyModel) and the graph the way the reference runtime
 // does (every node reference in range, every constant's data inside the
 // file), and builds the graph, subgraphs included. It reads the header and
@@ -15,14 +15,12 @@
 // the element type and copy (reporting copied = true) when they are not, as
 // in files whose writer aligned tensors to less than their element size.
 //
-// The API follows debug/elf: [Open] and [Model.Close], or [NewFile],
-// [NewBytes] and [NewReaderAt] over data the caller already has. After a
-// successful Open no accessor can panic, whatever the file held.
+// [NewFile] reads a model from an *mmapfile.File the caller owns (a mapping,
+// a section or zip entry, bytes in memory or an io.ReaderAt). After it
+// succeeds no accessor can panic, whatever the file held.
 package rten
 
 import (
-	"io"
-
 	flatbuffers "github.com/google/flatbuffers/go"
 
 	"github.com/edgeload/edgeload/internal/fbverify"
@@ -52,39 +50,31 @@ type Metadata struct {
 	RunURL          string
 }
 
-// Option tunes Open and the New functions.
+// Option tunes NewFile.
 type Option func(*config)
 
 type config struct {
 	maxDepth int
-	fileOpts []mmapfile.Option
 	head     []byte // WithHead
 }
 
-// WithHead gives Open the file's first bytes when the caller has already
-// read them (as a format sniffer has): Open then reads only what they do not
-// cover, one system call fewer. They must be the file's own first bytes:
-// Open parses the headers and metadata from them as if it had read them
-// (still checking everything it hands out against the file itself). Open
-// copies what it uses: head is the caller's again when Open returns.
+// WithHead gives NewFile the file's first bytes when the caller has already
+// read them (as a format sniffer has): NewFile then reads only what they do
+// not cover, one system call fewer. They must be the file's own first bytes:
+// NewFile parses the headers and metadata from them as if it had read them
+// (still checking everything it hands out against the file itself). It
+// copies what it uses: head is the caller's again when NewFile returns.
 func WithHead(head []byte) Option { return func(c *config) { c.head = head } }
 
 // WithMaxSubgraphDepth sets how deeply If/Loop subgraphs may nest before the
 // file is rejected (DefaultMaxSubgraphDepth when n <= 0).
 func WithMaxSubgraphDepth(n int) Option { return func(c *config) { c.maxDepth = n } }
 
-// WithMmapOptions passes options to mmapfile.Open (Open only), e.g.
-// mmapfile.WithMode(mmapfile.ModeWindowed).
-func WithMmapOptions(opts ...mmapfile.Option) Option {
-	return func(c *config) { c.fileOpts = append(c.fileOpts, opts...) }
-}
-
 // Model is an opened RTen file. Its accessors return the values read at Open
 // and may be called concurrently; the slices they return are shared and must
 // not be modified. Data views are valid until Close.
 type Model struct {
 	f        *mmapfile.File
-	own      bool
 	hdr      Header
 	meta     Metadata
 	graph    *Graph
@@ -95,55 +85,17 @@ type Model struct {
 	warnings []string
 }
 
-// Open maps the named file and reads it as an RTen model.
-func Open(path string, opts ...Option) (*Model, error) {
-	var c config
-	for _, o := range opts {
-		o(&c)
-	}
-	f, err := mmapfile.Open(path, c.fileOpts...)
-	if err != nil {
-		return nil, err
-	}
-	m, err := load(f, c)
-	if err != nil {
-		f.Close()
-		return nil, err
-	}
-	m.own = true
-	return m, nil
-}
-
-// NewFile reads an RTen model from an opened mmapfile. The Model does not
-// own f: its Close leaves f open, and f must stay open while the Model and
-// its views are in use.
+// NewFile reads an RTen model from f: a mapped file or section, bytes in
+// memory (mmapfile.NewBytes) or an io.ReaderAt (mmapfile.NewReaderAt: the
+// FlatBuffer is read into memory and every Data view is a copy read on
+// demand). The Model does not own f: its Close leaves f open, and f must
+// stay open while the Model and its views are in use.
 func NewFile(f *mmapfile.File, opts ...Option) (*Model, error) {
 	var c config
 	for _, o := range opts {
 		o(&c)
 	}
 	return load(f, c)
-}
-
-// NewBytes reads an RTen model held in b (views are sub-slices of b, which
-// must not be modified while the Model is in use).
-func NewBytes(b []byte, opts ...Option) (*Model, error) {
-	m, err := NewFile(mmapfile.NewBytes(b), opts...)
-	if err == nil {
-		m.own = true
-	}
-	return m, err
-}
-
-// NewReaderAt reads an RTen model of the given size from r. Nothing is
-// mapped: the FlatBuffer is read into memory at Open and every Data view
-// is a copy read on demand.
-func NewReaderAt(r io.ReaderAt, size int64, opts ...Option) (*Model, error) {
-	m, err := NewFile(mmapfile.NewReaderAt(r, size), opts...)
-	if err == nil {
-		m.own = true
-	}
-	return m, err
 }
 
 // load reads the header and the FlatBuffer of f and builds the Model. It
@@ -230,15 +182,10 @@ func parse(f *mmapfile.File, c config) (*Model, error) {
 	return m, nil
 }
 
-// Close releases the mapping when the Model owns it (Open, NewBytes,
-// NewReaderAt); a Model from NewFile leaves its file open. Views obtained
-// from the Model must not be used afterwards.
-func (m *Model) Close() error {
-	if m.own {
-		return m.f.Close()
-	}
-	return nil
-}
+// Close leaves the file open: it is the caller's, and the Model holds
+// nothing else to release. Views stay readable until the caller closes the
+// file.
+func (m *Model) Close() error { return nil }
 
 // File returns the mapped file the Model reads.
 func (m *Model) File() *mmapfile.File { return m.f }

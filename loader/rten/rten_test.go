@@ -42,12 +42,12 @@ func TestRealFiles(t *testing.T) {
 			}
 			defer mf.Close()
 			opens := map[string]func() (*rten.Model, error){
-				"Open":        func() (*rten.Model, error) { return rten.Open(path) },
-				"NewBytes":    func() (*rten.Model, error) { return rten.NewBytes(raw) },
-				"NewReaderAt": func() (*rten.Model, error) { return rten.NewReaderAt(osf, int64(len(raw))) },
+				"Open":        func() (*rten.Model, error) { return mapOpen(t, path, nil) },
+				"NewBytes":    func() (*rten.Model, error) { return rten.NewFile(mmapfile.NewBytes(raw)) },
+				"NewReaderAt": func() (*rten.Model, error) { return rten.NewFile(mmapfile.NewReaderAt(osf, int64(len(raw)))) },
 				"NewFile":     func() (*rten.Model, error) { return rten.NewFile(mf) },
 				"Windowed": func() (*rten.Model, error) {
-					return rten.Open(path, rten.WithMmapOptions(mmapfile.WithMode(mmapfile.ModeWindowed)))
+					return mapOpen(t, path, []mmapfile.Option{mmapfile.WithMode(mmapfile.ModeWindowed)})
 				},
 			}
 			for how, open := range opens {
@@ -142,7 +142,7 @@ func compareExpected(t *testing.T, how string, m *rten.Model, exp testmodels.Exp
 // converter wrote: 33 nodes, one input, one output, 11 operators).
 func TestRealGraph(t *testing.T) {
 	for _, name := range []string{"rten/mnist-v1.rten", "rten/mnist-v2.rten"} {
-		m, err := rten.Open(testmodels.Path(t, name))
+		m, err := mapOpen(t, testmodels.Path(t, name), nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -169,7 +169,7 @@ func TestRealGraph(t *testing.T) {
 		}
 		m.Close()
 	}
-	m, err := rten.Open(testmodels.Path(t, "rten/ocrs-text-detection.rten"))
+	m, err := mapOpen(t, testmodels.Path(t, "rten/ocrs-text-detection.rten"), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -223,7 +223,7 @@ func TestSubgraphs(t *testing.T) {
 		Inputs: []uint32{0}, Outputs: []uint32{2},
 	}}
 	b, info := build(t, w)
-	m, err := rten.NewBytes(b)
+	m, err := rten.NewFile(mmapfile.NewBytes(b))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -311,7 +311,7 @@ func TestDTypes(t *testing.T) {
 	for _, v1 := range []bool{false, true} {
 		w := &writer.RTen{V1: v1, Graph: writer.RTenGraph{Nodes: nodes, Outputs: []uint32{uint32(len(nodes) - 1)}}}
 		p, _ := writeFile(t, w, "dtypes.rten")
-		m, err := rten.Open(p)
+		m, err := mapOpen(t, p, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -377,7 +377,7 @@ func TestAlignment(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			w := &writer.RTen{Align: tc.align, Graph: writer.RTenGraph{Nodes: nodes, Outputs: []uint32{4}}}
 			p, info := writeFile(t, w, "align.rten")
-			m, err := rten.Open(p)
+			m, err := mapOpen(t, p, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -427,7 +427,7 @@ func TestOptionalScalarPresence(t *testing.T) {
 		Outputs: []uint32{1},
 	}}
 	b, _ := build(t, w)
-	m, err := rten.NewBytes(b)
+	m, err := rten.NewFile(mmapfile.NewBytes(b))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -451,7 +451,7 @@ func TestMetadata(t *testing.T) {
 	w.Metadata = &writer.RTenMetadata{ONNXHash: "h", Description: "d", License: "MIT", Commit: "c",
 		CodeRepository: "cr", ModelRepository: "mr", RunID: "id", RunURL: "url"}
 	b, _ := build(t, w)
-	m, err := rten.NewBytes(b)
+	m, err := rten.NewFile(mmapfile.NewBytes(b))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -460,7 +460,7 @@ func TestMetadata(t *testing.T) {
 	if got := m.Metadata(); got != want {
 		t.Errorf("metadata %+v, want %+v", got, want)
 	}
-	m2, err := rten.NewBytes(bytesOf(t, simpleModel()))
+	m2, err := rten.NewFile(mmapfile.NewBytes(bytesOf(t, simpleModel())))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -497,7 +497,7 @@ func TestOperatorTypes(t *testing.T) {
 	w.Graph.Nodes[4].Operator.Type = 200
 	w.Graph.Nodes[4].Operator.AttrsType = 250 // an attribute table from a newer schema
 	b, _ := build(t, w)
-	m, err := rten.NewBytes(b)
+	m, err := rten.NewFile(mmapfile.NewBytes(b))
 	if err != nil {
 		t.Fatalf("unknown operator type and attrs: %v", err)
 	}
@@ -540,7 +540,7 @@ func TestHeaderErrors(t *testing.T) {
 		{"truncated file", good[:len(good)-4], format.ErrTruncated, []string{"past the end"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			m, err := rten.NewBytes(tc.b)
+			m, err := rten.NewFile(mmapfile.NewBytes(tc.b))
 			if m != nil {
 				t.Fatalf("opened as version %d", m.Header().Version)
 			}
@@ -551,9 +551,9 @@ func TestHeaderErrors(t *testing.T) {
 	// fails FlatBuffer verification and says how it was read
 	b := bytes.Clone(good)
 	copy(b, "XXXX")
-	_, err := rten.NewBytes(b)
+	_, err := rten.NewFile(mmapfile.NewBytes(b))
 	wantFormatError(t, err, format.ErrMalformed, "read as a V1 model")
-	_, err = rten.NewBytes(nil)
+	_, err = rten.NewFile(mmapfile.NewBytes(nil))
 	wantFormatError(t, err, format.ErrMalformed)
 }
 
@@ -564,7 +564,7 @@ func TestSchemaVersion(t *testing.T) {
 		w.V1 = v1
 		w.SchemaVersion = 2
 		b, _ := build(t, w)
-		_, err := rten.NewBytes(b)
+		_, err := rten.NewFile(mmapfile.NewBytes(b))
 		fe := wantFormatError(t, err, format.ErrUnsupportedVersion, "Model.schema_version", "schema version 2")
 		if fe.Offset <= 0 {
 			t.Errorf("schema version error at offset %d", fe.Offset)
@@ -620,7 +620,7 @@ func TestGraphErrors(t *testing.T) {
 			w := simpleModel()
 			tc.mutate(w)
 			b, _ := build(t, w)
-			m, err := rten.NewBytes(b)
+			m, err := rten.NewFile(mmapfile.NewBytes(b))
 			if m != nil {
 				t.Fatal("opened")
 			}
@@ -634,13 +634,13 @@ func TestGraphErrors(t *testing.T) {
 	w := simpleModel()
 	w.V1 = true
 	b, _ := build(t, w)
-	if _, err := rten.NewBytes(b); err != nil {
+	if _, err := rten.NewFile(mmapfile.NewBytes(b)); err != nil {
 		t.Fatalf("V1 model: %v", err)
 	}
 	off := uint64(0)
 	w.Graph.Nodes[1].Constant.DataOffset = &off
 	b, _ = build(t, w)
-	_, err := rten.NewBytes(b)
+	_, err := rten.NewFile(mmapfile.NewBytes(b))
 	wantFormatError(t, err, format.ErrMalformed, `node 1 ("w") has a data_offset`, "V1")
 }
 
@@ -652,7 +652,7 @@ func TestWarnings(t *testing.T) {
 	w.Graph.Nodes[6].Operator.Type = uint8(rten.OpIf)
 	w.Graph.Nodes[1].Constant.NoDType = false
 	b, _ := build(t, w)
-	m, err := rten.NewBytes(b)
+	m, err := rten.NewFile(mmapfile.NewBytes(b))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -669,7 +669,7 @@ func TestWarnings(t *testing.T) {
 	if bad := checkModel(m, int64(len(b))); bad != "" {
 		t.Error(bad)
 	}
-	clean, err := rten.NewBytes(bytesOf(t, simpleModel()))
+	clean, err := rten.NewFile(mmapfile.NewBytes(bytesOf(t, simpleModel())))
 	if err != nil || len(clean.Warnings()) != 0 {
 		t.Errorf("valid model: warnings %q, %v", clean.Warnings(), err)
 	}
@@ -687,23 +687,23 @@ func TestSubgraphDepth(t *testing.T) {
 		return &writer.RTen{Graph: *g}
 	}
 	b, _ := build(t, nest(5))
-	m, err := rten.NewBytes(b)
+	m, err := rten.NewFile(mmapfile.NewBytes(b))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if c := m.Constants(); len(c) != 1 || strings.Count(c[0].Graph, "/body") != 5 {
 		t.Errorf("constants %+v", c)
 	}
-	if _, err := rten.NewBytes(b, rten.WithMaxSubgraphDepth(4)); err == nil {
+	if _, err := rten.NewFile(mmapfile.NewBytes(b), rten.WithMaxSubgraphDepth(4)); err == nil {
 		t.Error("5 levels opened with a limit of 4")
 	} else {
 		wantFormatError(t, err, format.ErrMalformed, "nested more than 4 deep")
 	}
-	if _, err := rten.NewBytes(b, rten.WithMaxSubgraphDepth(5)); err != nil {
+	if _, err := rten.NewFile(mmapfile.NewBytes(b), rten.WithMaxSubgraphDepth(5)); err != nil {
 		t.Errorf("5 levels with a limit of 5: %v", err)
 	}
 	deep, _ := build(t, nest(rten.DefaultMaxSubgraphDepth+1))
-	_, err = rten.NewBytes(deep)
+	_, err = rten.NewFile(mmapfile.NewBytes(deep))
 	wantFormatError(t, err, format.ErrMalformed)
 }
 
@@ -730,7 +730,7 @@ func TestSparse4GiB(t *testing.T) {
 	}
 	var before int64
 	before, rssErr := memstat.RSS()
-	m, err := rten.Open(p)
+	m, err := mapOpen(t, p, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -772,8 +772,8 @@ func TestSparse4GiB(t *testing.T) {
 	}
 }
 
-// TestNewFileDoesNotOwn: Close on a Model from NewFile leaves the file open;
-// Close on one from Open closes its mapping.
+// TestNewFileDoesNotOwn: Close on a Model leaves the file open; the
+// views die with the caller's Close of the file.
 func TestNewFileDoesNotOwn(t *testing.T) {
 	p, _ := writeFile(t, simpleModel(), "m.rten")
 	mf, err := mmapfile.Open(p)
@@ -791,20 +791,25 @@ func TestNewFileDoesNotOwn(t *testing.T) {
 	if _, err := mf.View(0, 4); err != nil {
 		t.Errorf("file closed by a Model that does not own it: %v", err)
 	}
-	m2, err := rten.Open(p)
+	m2, err := rten.NewFile(mf)
 	if err != nil {
 		t.Fatal(err)
 	}
 	c, _ := m2.Constant("w")
 	m2.Close()
+	if _, err := c.Data.Bytes(); err != nil {
+		t.Errorf("view after the Model's Close: %v, want the bytes (the file is open)", err)
+	}
+	mf.Close()
 	if _, err := c.Data.Bytes(); !errors.Is(err, format.ErrClosed) {
 		t.Errorf("view after Close: %v, want ErrClosed", err)
 	}
 }
 
-// TestOpenErrors: a missing file is an *fs.PathError, not a FormatError.
+// TestOpenErrors: a missing file is an *fs.PathError from mmapfile.Open,
+// not a FormatError.
 func TestOpenErrors(t *testing.T) {
-	_, err := rten.Open(filepath.Join(t.TempDir(), "missing.rten"))
+	_, err := mapOpen(t, filepath.Join(t.TempDir(), "missing.rten"), nil)
 	if !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("missing file: %v", err)
 	}
@@ -812,7 +817,7 @@ func TestOpenErrors(t *testing.T) {
 
 // TestConstantLookupAllocs proves that lookup by name allocates nothing.
 func TestConstantLookupAllocs(t *testing.T) {
-	m, err := rten.NewBytes(bytesOf(t, simpleModel()))
+	m, err := rten.NewFile(mmapfile.NewBytes(bytesOf(t, simpleModel())))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -832,7 +837,7 @@ func TestConstantLookupAllocs(t *testing.T) {
 
 func BenchmarkConstantLookup(b *testing.B) {
 	p := filepath.Join(testmodels.Dir(b), "rten", "ocrs-text-detection.rten")
-	m, err := rten.Open(p)
+	m, err := mapOpen(b, p, nil)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -854,10 +859,15 @@ func BenchmarkOpen(b *testing.B) {
 	p := filepath.Join(testmodels.Dir(b), "rten", "ocrs-text-detection.rten")
 	b.ReportAllocs()
 	for b.Loop() {
-		m, err := rten.Open(p)
+		mf, err := mmapfile.Open(p)
+		if err != nil {
+			b.Fatal(err)
+		}
+		m, err := rten.NewFile(mf)
 		if err != nil {
 			b.Fatal(err)
 		}
 		m.Close()
+		mf.Close()
 	}
 }

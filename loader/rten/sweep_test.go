@@ -3,6 +3,8 @@ package rten_test
 import (
 	"testing"
 
+	"github.com/edgeload/edgeload/mmapfile"
+
 	"github.com/edgeload/edgeload/internal/testkit/hostile"
 	"github.com/edgeload/edgeload/internal/testkit/hostile/rtencheck"
 	"github.com/edgeload/edgeload/loader/rten"
@@ -23,7 +25,7 @@ func TestSweep(t *testing.T) {
 		t.Fatal(err)
 	}
 	hostile.Sweep(t, hostile.Target{Format: "rten", Open: func(b []byte) (func() error, error) {
-		m, err := rten.NewBytes(b)
+		m, err := rten.NewFile(mmapfile.NewBytes(b))
 		if err != nil {
 			return nil, err
 		}

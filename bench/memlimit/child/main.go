@@ -88,16 +88,20 @@ func run(mode, path string, drop, release, forceWindowed bool) (r memlimit.Repor
 	var err error
 	switch mode {
 	case memlimit.ModePlain, memlimit.ModePrefetch:
-		var opts []pte.Option
+		var opts []mmapfile.Option
 		if forceWindowed {
-			opts = append(opts, pte.WithMmapOptions(mmapfile.WithMode(mmapfile.ModeWindowed)))
+			opts = append(opts, mmapfile.WithMode(mmapfile.ModeWindowed))
 		}
-		p, err = pte.Open(path, opts...)
+		var mf *mmapfile.File
+		if mf, err = mmapfile.Open(path, opts...); err == nil {
+			defer mf.Close()
+			p, err = pte.NewFile(mf)
+		}
 	case memlimit.ModeReadFile:
 		var b []byte
 		b, err = os.ReadFile(path)
 		if err == nil {
-			p, err = pte.NewBytes(b, pte.WithName(path))
+			p, err = pte.NewFile(mmapfile.NewBytes(b), pte.WithName(path))
 		}
 	default:
 		err = fmt.Errorf("unknown mode %q", mode)

@@ -13,6 +13,7 @@ import (
 	"github.com/edgeload/edgeload/internal/testkit/testmodels"
 	"github.com/edgeload/edgeload/internal/testkit/writer"
 	"github.com/edgeload/edgeload/loader/ptd"
+	"github.com/edgeload/edgeload/mmapfile"
 )
 
 func ptdF32(v ...float32) []byte {
@@ -85,7 +86,7 @@ func ptdSame(t *testing.T, got, want *ptd.File) {
 // TestPTDMatchesRealAddmul writes the content of the real
 // addmul-external.ptd and reads both back.
 func TestPTDMatchesRealAddmul(t *testing.T) {
-	real, err := ptd.Open(testmodels.Path(t, "ptd/addmul-external.ptd"))
+	real, err := ptd.NewFile(mapFile(t, testmodels.Path(t, "ptd/addmul-external.ptd")))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -99,7 +100,7 @@ func TestPTDMatchesRealAddmul(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ours, err := ptd.Open(path)
+	ours, err := ptd.NewFile(mapFile(t, path))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -121,7 +122,7 @@ func TestPTDMatchesRealAddmul(t *testing.T) {
 // TestPTDMatchesRealLegacy writes the real legacy file's tensors in the
 // 2025 layout and reads both back.
 func TestPTDMatchesRealLegacy(t *testing.T) {
-	real, err := ptd.Open(testmodels.Path(t, "ptd/linear-legacy-2025.ptd"))
+	real, err := ptd.NewFile(mapFile(t, testmodels.Path(t, "ptd/linear-legacy-2025.ptd")))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -145,7 +146,7 @@ func TestPTDMatchesRealLegacy(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ours, err := ptd.NewBytes(b)
+	ours, err := ptd.NewFile(mmapfile.NewBytes(b))
 	if err != nil {
 		t.Fatal(err)
 	}

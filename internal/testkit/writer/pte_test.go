@@ -10,6 +10,7 @@ import (
 	"github.com/edgeload/edgeload/internal/testkit/writer"
 	"github.com/edgeload/edgeload/loader/format"
 	"github.com/edgeload/edgeload/loader/pte"
+	"github.com/edgeload/edgeload/mmapfile"
 )
 
 // pteFromProgram describes a program with the same methods and tensors as
@@ -52,7 +53,7 @@ func pteFromProgram(t *testing.T, p *pte.Program) *writer.PTE {
 func TestPTERoundTripRealFiles(t *testing.T) {
 	for _, name := range []string{"arduino-add.pte", "arduino-keyword-spotting.pte", "linear-inline-constant-buffer.pte"} {
 		t.Run(name, func(t *testing.T) {
-			orig, err := pte.Open(testmodels.Path(t, "pte/"+name))
+			orig, err := pte.NewFile(mapFile(t, testmodels.Path(t, "pte/"+name)))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -63,7 +64,7 @@ func TestPTERoundTripRealFiles(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			got, err := pte.Open(path)
+			got, err := pte.NewFile(mapFile(t, path))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -177,7 +178,7 @@ func TestPTETensorAlignment(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		p, err := pte.NewBytes(raw)
+		p, err := pte.NewFile(mmapfile.NewBytes(raw))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -13,6 +13,7 @@ import (
 	"github.com/edgeload/edgeload/internal/testkit/writer"
 	"github.com/edgeload/edgeload/loader/format"
 	"github.com/edgeload/edgeload/loader/rten"
+	"github.com/edgeload/edgeload/mmapfile"
 )
 
 // rtenRebuild turns a loaded model back into a writer description: every
@@ -86,7 +87,7 @@ func rtenRebuild(t *testing.T, m *rten.Model) *writer.RTen {
 // same graph and metadata. The V1 rebuild must match mnist-v1.rten's
 // expected values.
 func TestRTenRebuildMNIST(t *testing.T) {
-	orig, err := rten.Open(testmodels.Path(t, "rten/mnist-v2.rten"))
+	orig, err := rten.NewFile(mapFile(t, testmodels.Path(t, "rten/mnist-v2.rten")))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -97,7 +98,7 @@ func TestRTenRebuildMNIST(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	back, err := rten.Open(p)
+	back, err := rten.NewFile(mapFile(t, p))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -145,7 +146,7 @@ func TestRTenRebuildMNIST(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	v1, err := rten.NewBytes(b)
+	v1, err := rten.NewFile(mmapfile.NewBytes(b))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -234,7 +235,7 @@ func TestRTenWriteFile(t *testing.T) {
 		binary.LittleEndian.Uint64(onDisk[24:]) != uint64(info.TensorDataOffset) || info.TensorDataOffset%64 != 0 {
 		t.Errorf("file of %d bytes, header %x, layout %+v", len(onDisk), onDisk[:32], info)
 	}
-	m, err := rten.Open(p)
+	m, err := rten.NewFile(mapFile(t, p))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -291,13 +292,13 @@ func TestRTenKnobs(t *testing.T) {
 		t.Errorf("element alignment: section at %d, model data ends at %d", info.TensorDataOffset, info.ModelOffset+info.ModelLen)
 	}
 	le.PutUint32(b[4:], 2)
-	if _, err := rten.NewBytes(b); err == nil {
+	if _, err := rten.NewFile(mmapfile.NewBytes(b)); err == nil {
 		t.Error("schema version 3 accepted")
 	}
 	w.SchemaVersion = 0
 	b, _, _ = w.Bytes()
 	le.PutUint32(b[4:], 2)
-	m, err := rten.NewBytes(b)
+	m, err := rten.NewFile(mmapfile.NewBytes(b))
 	if err != nil {
 		t.Fatalf("model data at 64, element alignment: %v", err)
 	}

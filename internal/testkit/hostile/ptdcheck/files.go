@@ -6,13 +6,14 @@ import (
 	"github.com/edgeload/edgeload/internal/testkit/hostile"
 	"github.com/edgeload/edgeload/internal/testkit/writer"
 	"github.com/edgeload/edgeload/loader/ptd"
+	"github.com/edgeload/edgeload/mmapfile"
 )
 
 // RegionEnd returns the end of the header and FlatBuffer region of a
 // valid .ptd file (the part a sweep mutates): its flatbuffer_offset +
 // flatbuffer_size.
 func RegionEnd(b []byte) (int64, error) {
-	f, err := ptd.NewBytes(b)
+	f, err := ptd.NewFile(mmapfile.NewBytes(b))
 	if err != nil {
 		return 0, err
 	}

@@ -6,12 +6,13 @@ import (
 	"github.com/edgeload/edgeload/internal/testkit/hostile"
 	"github.com/edgeload/edgeload/internal/testkit/writer"
 	"github.com/edgeload/edgeload/loader/pte"
+	"github.com/edgeload/edgeload/mmapfile"
 )
 
 // RegionEnd returns the end of the header and FlatBuffer region of a
 // valid program (the part a sweep mutates): its program_size.
 func RegionEnd(b []byte) (int64, error) {
-	p, err := pte.NewBytes(b)
+	p, err := pte.NewFile(mmapfile.NewBytes(b))
 	if err != nil {
 		return 0, err
 	}

@@ -7,13 +7,14 @@ import (
 	"github.com/edgeload/edgeload/internal/testkit/writer"
 	"github.com/edgeload/edgeload/loader/format"
 	"github.com/edgeload/edgeload/loader/rten"
+	"github.com/edgeload/edgeload/mmapfile"
 )
 
 // RegionEnd returns the end of the header and FlatBuffer region of a
 // valid RTen model (the part a sweep mutates): a V2 model's model_offset +
 // model_len, the whole of a V1 model.
 func RegionEnd(b []byte) (int64, error) {
-	m, err := rten.NewBytes(b)
+	m, err := rten.NewFile(mmapfile.NewBytes(b))
 	if err != nil {
 		return 0, err
 	}

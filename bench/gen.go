@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"sync"
 
+	"github.com/edgeload/edgeload/internal/schema/tflitefb"
+	"github.com/edgeload/edgeload/internal/testkit/tflitegen"
 	"github.com/edgeload/edgeload/internal/testkit/writer"
 	"github.com/edgeload/edgeload/loader/format"
 )
@@ -33,6 +35,15 @@ const (
 	// names a model's (token_embd.weight, blk.N.attn_q.weight, ...,
 	// output.weight), in that order, 32-aligned.
 	KindGGUF Kind = "gguf"
+	// KindTFLite is a .tflite whose float32 constants w0000, w0001, ... keep
+	// their bytes inline in the FlatBuffer (Buffer.data), each read by one
+	// operator of the main subgraph. The FlatBuffer holds the data, so the
+	// file is never sparse and stays under 2 GiB.
+	KindTFLite Kind = "tflite"
+	// KindTFLiteExternal is the same model in the large-model layout: every
+	// buffer's bytes after the FlatBuffer at Buffer.offset/size, each
+	// Align-aligned (64 when 0).
+	KindTFLiteExternal Kind = "tflite-ext"
 )
 
 // Spec describes a generated model file: Tensors float32 tensors of shape
@@ -73,6 +84,8 @@ func (s Spec) Ext() string {
 		return ".rten"
 	case KindGGUF:
 		return ".gguf"
+	case KindTFLite, KindTFLiteExternal:
+		return ".tflite"
 	}
 	return ".pte"
 }
@@ -80,7 +93,7 @@ func (s Spec) Ext() string {
 // FileName returns the file's base name: Name, "-sparse" for a file
 // without real bytes, and the extension.
 func (s Spec) FileName() string {
-	if s.Real || s.Kind == KindPTEExternal {
+	if s.Real || s.Kind == KindPTEExternal || s.Kind == KindTFLite {
 		return s.Name + s.Ext()
 	}
 	return s.Name + "-sparse" + s.Ext()
@@ -97,7 +110,9 @@ func Key(i int) string { return fmt.Sprintf("w%04d", i) }
 // 64 MiB file with the tensor count of pte-4G); ptd-1G (256 keys of
 // [1024,1024]) with pte-ext (256 external tensors linked to it) and rten-1G
 // (the same weights as an .rten V2); pte-10k and pte-100k (10,000 and 100,000
-// tensors of [16,16]) for the index build.
+// tensors of [16,16]) for the index build; tflite-256M (1024 × [256,256]
+// float32 inline in the FlatBuffer) and tflite-ext-1G (1024 × [512,512] in
+// the large-model layout), the model-sized TFLite files.
 //
 // Real says whether the data is written (the 4 GiB files need 4 GiB of disk
 // then); pte-ext has no data and is the same either way.
@@ -117,6 +132,8 @@ func Standard(real bool) []Spec {
 		{Name: "pte-10k", Kind: KindPTE, Tensors: 10000, Dims: sq(16)},
 		{Name: "pte-100k", Kind: KindPTE, Tensors: 100000, Dims: sq(16)},
 		{Name: "gguf-4G", Kind: KindGGUF, Tensors: 1024, Dims: sq(1024)},
+		{Name: "tflite-256M", Kind: KindTFLite, Tensors: 1024, Dims: sq(256)},
+		{Name: "tflite-ext-1G", Kind: KindTFLiteExternal, Tensors: 1024, Dims: sq(512)},
 	}
 	for i := range specs {
 		specs[i].Real = real
@@ -219,6 +236,8 @@ func (s Spec) Write(path string) error {
 		return err
 	case KindGGUF:
 		return s.writeGGUF(path, fillFor)
+	case KindTFLite, KindTFLiteExternal:
+		return s.writeTFLite(path, fillFor)
 	}
 	return fmt.Errorf("bench: unknown kind %q", s.Kind)
 }
@@ -340,4 +359,76 @@ func (f *Files) Path(s Spec) (path, data string, err error) {
 		}
 	})
 	return o.path, data, o.err
+}
+
+// writeTFLite writes a KindTFLite or KindTFLiteExternal file with
+// tflitegen: a main subgraph with an input x, the constants w0000, ...
+// (buffers 1, 2, ...) and one operator per constant reading x and it. In
+// the external layout the FlatBuffer names each buffer by offset and size
+// and the data is streamed after it (a hole when fill is nil); inline, the
+// FlatBuffer holds every byte (zeros when fill is nil).
+func (s Spec) writeTFLite(path string, fillFor func(i int) func([]byte, int64)) error {
+	nb := s.TensorBytes()
+	m := &tflitegen.Model{Description: "edgeload bench " + s.Name, Buffers: make([]tflitegen.Buffer, s.Tensors+1)}
+	sg := tflitegen.Subgraph{Name: "main", Tensors: make([]tflitegen.Tensor, 0, s.Tensors+1), Inputs: []int32{0}, Outputs: []int32{0}}
+	sg.Tensors = append(sg.Tensors, tflitegen.Tensor{Name: "x", Type: tflitefb.TensorTypeFLOAT32, Shape: s.Dims[len(s.Dims)-1:]})
+	for i := range s.Tensors {
+		sg.Tensors = append(sg.Tensors, tflitegen.Tensor{Name: Key(i), Type: tflitefb.TensorTypeFLOAT32, Shape: s.Dims, Buffer: uint32(i + 1)})
+		sg.Ops = append(sg.Ops, tflitegen.Op{Inputs: []int32{0, int32(i + 1)}, Outputs: []int32{0}})
+	}
+	m.Subgraphs = []tflitegen.Subgraph{sg}
+	if s.Kind == KindTFLite {
+		for i := range s.Tensors {
+			b := make([]byte, nb)
+			if fl := fillFor(i); fl != nil {
+				fl(b, 0)
+			}
+			m.Buffers[i+1].Data = b
+		}
+		return os.WriteFile(path, m.Bytes(), 0o644)
+	}
+	align := s.Align
+	if align == 0 {
+		align = 64
+	}
+	// The FlatBuffer's length does not depend on the offsets' values (each
+	// is a non-default ulong): lay it out with placeholders first.
+	for i := range s.Tensors {
+		m.Buffers[i+1] = tflitegen.Buffer{Offset: 1, Size: uint64(nb)}
+	}
+	data := (int64(len(m.Bytes())) + align - 1) / align * align
+	stride := (nb + align - 1) / align * align
+	for i := range s.Tensors {
+		m.Buffers[i+1].Offset = uint64(data + int64(i)*stride)
+	}
+	fb := m.Bytes()
+	if int64(len(fb)) > data {
+		return fmt.Errorf("bench: %s: FlatBuffer grew from %d to %d bytes", path, data, len(fb))
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	if _, err := f.Write(fb); err != nil {
+		return err
+	}
+	buf := make([]byte, 1<<20)
+	for i := range s.Tensors {
+		fl := fillFor(i)
+		if fl == nil {
+			continue
+		}
+		for off := int64(0); off < nb; off += int64(len(buf)) {
+			c := buf[:min(int64(len(buf)), nb-off)]
+			fl(c, off)
+			if _, err := f.WriteAt(c, data+int64(i)*stride+off); err != nil {
+				return err
+			}
+		}
+	}
+	if err := f.Truncate(data + int64(s.Tensors-1)*stride + nb); err != nil {
+		return err
+	}
+	return f.Close()
 }

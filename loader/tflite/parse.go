@@ -19,6 +19,10 @@ type parser struct {
 	// copied counts the bytes of vectors and strings copied out of the
 	// FlatBuffer; shared vectors could otherwise make it exceed the file.
 	copied, budget int64
+	// dimArena and nameArena are what is left of the current subgraph's arenas
+	// (arenas): its tensors' shapes and names, in tensor order.
+	dimArena  []int64
+	nameArena string
 }
 
 // charge counts n copied bytes of a field of the table at t.
@@ -94,8 +98,8 @@ func (p *parser) buffers(root int64) error {
 			m.buffers[i].Kind = BufferInline
 			m.buffers[i].Data, err = segment.New(m.mf, ds, dn)
 		case off > 1 && size > 0:
-			if err := fileRange(field()+".offset", b, off, size, p.size); err != nil {
-				return err
+			if outOfFile(off, size, p.size) { // (the field's name is built only for the error)
+				return fileRange(field()+".offset", b, off, size, p.size)
 			}
 			m.buffers[i].Kind = BufferOffset
 			m.buffers[i].Data, err = segment.New(m.mf, int64(off), int64(size))
@@ -173,12 +177,40 @@ func (p *parser) subgraph(i int, t int64) error {
 	if err := p.charge(4*nt, t); err != nil {
 		return err
 	}
+	if err := p.arenas(t, ts, nt); err != nil {
+		return err
+	}
 	for j := range sg.Tensors {
 		sg.consts[j] = -1
 		if err := p.tensor(sg, j, r.elem(ts, int64(j))); err != nil {
 			return err
 		}
 	}
+	return nil
+}
+
+// arenas sizes the shapes and names of the nt tensors of the vector at ts
+// (of the subgraph at t) and makes one slice of dimensions and one string
+// of names that tensor carves its shapes and names from: two allocations a
+// subgraph instead of two a tensor. Both are charged as copies.
+func (p *parser) arenas(t, ts, nt int64) error {
+	r := p.r
+	var dims, chars int64
+	for j := range nt {
+		e := r.elem(ts, j)
+		_, nd := r.vector(e, 0)
+		_, nc := r.vector(e, 3)
+		dims, chars = dims+nd, chars+nc
+	}
+	if err := p.charge(8*dims+chars, t); err != nil {
+		return err
+	}
+	p.dimArena = make([]int64, dims)
+	b := make([]byte, 0, chars)
+	for j := range nt {
+		b = append(b, r.bytes(r.elem(ts, j), 3)...)
+	}
+	p.nameArena = string(b)
 	return nil
 }
 
@@ -198,17 +230,13 @@ func (p *parser) tensor(sg *Subgraph, j int, t int64) error {
 	tt.ExternalBuffer = r.fieldU32(t, 10, 0)
 	tt.quant, tt.sparsity = r.table(t, 4), r.table(t, 6)
 	tt.Quantized, tt.Sparse = tt.quant != 0, tt.sparsity != 0
-	var err error
-	if tt.RawName, err = p.str(t, 3); err != nil {
-		return err
-	}
+	_, nc := r.vector(t, 3) // the name and the shape, from arenas' (charged there)
+	tt.RawName, p.nameArena = p.nameArena[:nc], p.nameArena[nc:]
 	tt.Name = tt.RawName
 	tt.HasShape = r.has(t, 0)
 	ss, ns := r.vector(t, 0)
-	if err := p.charge(8*ns, t); err != nil {
-		return err
-	}
-	tt.Shape = make([]int64, ns)
+	tt.Shape, p.dimArena = p.dimArena[:ns:ns], p.dimArena[ns:]
+	var err error
 	for k := range tt.Shape {
 		tt.Shape[k] = int64(int32(r.u32(ss + 4*int64(k))))
 	}
@@ -420,10 +448,17 @@ func (p *parser) segments() {
 // subgraphs their groups, and builds the name index.
 func (p *parser) names() {
 	m := p.m
-	// Which names do listed tensors of two or more subgraphs carry?
-	first := make(map[string]int, len(m.tensors)) // name -> subgraph of its first carrier
+	// Which names do listed tensors of two or more subgraphs carry? (None
+	// when they all belong to one subgraph.)
+	var first map[string]int // name -> subgraph of its first carrier
 	shared := map[string]bool{}
+	if len(m.tensors) > 0 && m.tensors[0].Subgraph != m.tensors[len(m.tensors)-1].Subgraph {
+		first = make(map[string]int, len(m.tensors))
+	}
 	for _, t := range m.tensors {
+		if first == nil {
+			break
+		}
 		if t.RawName == "" {
 			continue
 		}

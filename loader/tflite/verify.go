@@ -82,12 +82,15 @@ func rangeErr(field string, off int64, i, n int64, what string) error {
 // fileRange checks that [off, off+n) lies inside a file of size bytes
 // (off and n as unsigned 64-bit values from the file).
 func fileRange(field string, at int64, off, n uint64, size int64) error {
-	if n > uint64(size) || off > uint64(size)-n {
+	if outOfFile(off, n, size) {
 		return format.Wrapf(format.ErrTruncated, formatName, field, at,
 			"bytes [%d, +%d) run past the end of the %d-byte file", off, n, size)
 	}
 	return nil
 }
+
+// outOfFile reports whether [off, off+n) runs past a file of size bytes.
+func outOfFile(off, n uint64, size int64) bool { return n > uint64(size) || off > uint64(size)-n }
 
 // le is the byte order of every FlatBuffer.
 var le = binary.LittleEndian

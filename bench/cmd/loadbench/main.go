@@ -45,8 +45,8 @@
 //
 // With -gen DIR it writes the standard benchmark files (all of them, or the
 // NAMEs given: pte-64M, pte-1G, pte-4G, flat-64M, ptd-1G, pte-ext, rten-1G,
-// pte-10k, ...) into DIR with real bytes (sparse with -sparse) and prints
-// their paths.
+// pte-10k, tflite-256M, tflite-ext-1G, ...) into DIR with real bytes
+// (sparse with -sparse) and prints their paths.
 package main
 
 import (

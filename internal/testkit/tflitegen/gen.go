@@ -1,7 +1,7 @@
-// Package tflitegen writes small .tflite models for the tests of
-// loader/tflite and loader/litertlm, with the FlatBuffers builder and the
-// code generated from internal/schema/tflite.fbs. It is imported by tests
-// only.
+// Package tflitegen writes .tflite models with the FlatBuffers builder and
+// the code generated from internal/schema/tflite.fbs: small ones for the
+// tests of loader/tflite and loader/litertlm, model-sized ones for the
+// benchmarks' generated files (package bench).
 package tflitegen
 
 import (

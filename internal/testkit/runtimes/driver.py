@@ -142,17 +142,42 @@ def run_pte(pl, torch, run):
     return res
 
 
+def isolated(fn, run):
+    """Runs fn(run) in a forked child, so that a runtime that crashes on one
+    file is reported as that file's error instead of ending the driver."""
+    log("driver: %s" % run.get("name"))
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        os.close(r)
+        try:
+            res = fn(run)
+        except Exception:  # noqa: BLE001
+            res = {"name": run.get("name"), "error": traceback.format_exc()}
+        with os.fdopen(w, "w") as f:
+            json.dump(res, f)
+        os._exit(0)
+    os.close(w)
+    with os.fdopen(r) as f:
+        data = f.read()
+    _, status = os.waitpid(pid, 0)
+    if os.WIFSIGNALED(status) or not data:
+        why = "signal %d" % os.WTERMSIG(status) if os.WIFSIGNALED(status) else "status %d" % os.WEXITSTATUS(status)
+        return {"name": run.get("name"), "load_error": "the runtime crashed (%s)" % why, "error": "crashed"}
+    return json.loads(data)
+
+
 def cmd_pte(job):
     import torch
     from executorch.extension.pybindings import portable_lib as pl
 
-    return {"runs": [run_pte(pl, torch, run) for run in job["runs"]]}
+    return {"runs": [isolated(lambda r: run_pte(pl, torch, r), run) for run in job["runs"]]}
 
 
 def run_bundled(pl, torch, run):
     from executorch.devtools.bundled_program.serialize import (
+        _bundled_program_schema_to_flatbuffer,
         deserialize_from_flatbuffer_to_bundled_program,
-        serialize_from_bundled_program_to_flatbuffer,
     )
 
     res = {"name": run["name"], "cases": []}
@@ -164,7 +189,7 @@ def run_bundled(pl, torch, run):
             f.write(bytes(bp.program))
     if run.get("program"):
         bp.program = open(run["program"], "rb").read()
-        raw = serialize_from_bundled_program_to_flatbuffer(bp)
+        raw = _bundled_program_schema_to_flatbuffer(bp)
     res["program_sha256"] = hashlib.sha256(bytes(bp.program)).hexdigest()
     try:
         bm = pl._load_bundled_program_from_buffer(raw)
@@ -199,7 +224,7 @@ def cmd_bundled(job):
     import torch
     from executorch.extension.pybindings import portable_lib as pl
 
-    return {"runs": [run_bundled(pl, torch, run) for run in job["runs"]]}
+    return {"runs": [isolated(lambda r: run_bundled(pl, torch, r), run) for run in job["runs"]]}
 
 
 def cmd_time_load(job):
@@ -236,11 +261,14 @@ def cmd_time_load(job):
 
 
 def cmd_tflite(job):
+    return {"runs": [isolated(run_tflite, run) for run in job["runs"]]}
+
+
+def run_tflite(run):
     import numpy as np
     from ai_edge_litert.interpreter import Interpreter
 
-    runs = []
-    for run in job["runs"]:
+    if True:
         r = {"name": run["name"]}
         try:
             it = Interpreter(model_path=run["model"])
@@ -272,18 +300,25 @@ def cmd_tflite(job):
                 )
         except Exception as e:  # noqa: BLE001
             r["error"] = str(e)
-        runs.append(r)
-    return {"runs": runs}
+        return r
 
 
 def cmd_gguf(job):
+    return {"runs": [isolated(run_gguf, run) for run in job["runs"]]}
+
+
+def run_gguf(run):
     import numpy as np
     from llama_cpp import Llama
 
-    runs = []
-    for run in job["runs"]:
+    if True:
         r = {"name": run["name"]}
         try:
+            if run.get("vocab_only"):
+                llm = Llama(model_path=run["model"], vocab_only=True, verbose=False)
+                toks = llm.tokenize(run.get("text", "Hello, world! 123").encode())
+                r["outputs"] = [{"kind": "tokens", "repr": repr(toks)}]
+                return r
             llm = Llama(model_path=run["model"], n_ctx=64, n_threads=1, logits_all=True, verbose=False, seed=1)
             toks = run.get("tokens", [1, 2, 3, 4])
             llm.eval(toks)
@@ -298,8 +333,7 @@ def cmd_gguf(job):
             ]
         except Exception as e:  # noqa: BLE001
             r["error"] = str(e)
-        runs.append(r)
-    return {"runs": runs}
+        return r
 
 
 COMMANDS = {

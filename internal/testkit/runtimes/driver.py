@@ -268,39 +268,38 @@ def run_tflite(run):
     import numpy as np
     from ai_edge_litert.interpreter import Interpreter
 
-    if True:
-        r = {"name": run["name"]}
-        try:
-            it = Interpreter(model_path=run["model"])
-            it.allocate_tensors()
-            rng = np.random.default_rng(run.get("seed", 1))
-            r["inputs"] = []
-            for d in it.get_input_details():
-                dt = np.dtype(d["dtype"])
-                shape = [int(s) for s in d["shape"]]
-                if dt.kind == "f":
-                    x = rng.standard_normal(shape).astype(dt)
-                elif dt.kind == "b":
-                    x = rng.integers(0, 2, shape).astype(dt)
-                else:
-                    x = rng.integers(0, 8, shape).astype(dt)
-                it.set_tensor(d["index"], x)
-                r["inputs"].append(hashlib.sha256(x.tobytes()).hexdigest())
-            it.invoke()
-            r["outputs"] = []
-            for d in it.get_output_details():
-                y = it.get_tensor(d["index"])
-                r["outputs"].append(
-                    {
-                        "kind": "tensor",
-                        "dtype": str(y.dtype),
-                        "shape": list(y.shape),
-                        "sha256": hashlib.sha256(np.ascontiguousarray(y).tobytes()).hexdigest(),
-                    }
-                )
-        except Exception as e:  # noqa: BLE001
-            r["error"] = str(e)
-        return r
+    r = {"name": run["name"]}
+    try:
+        it = Interpreter(model_path=run["model"])
+        it.allocate_tensors()
+        rng = np.random.default_rng(run.get("seed", 1))
+        r["inputs"] = []
+        for d in it.get_input_details():
+            dt = np.dtype(d["dtype"])
+            shape = [int(s) for s in d["shape"]]
+            if dt.kind == "f":
+                x = rng.standard_normal(shape).astype(dt)
+            elif dt.kind == "b":
+                x = rng.integers(0, 2, shape).astype(dt)
+            else:
+                x = rng.integers(0, 8, shape).astype(dt)
+            it.set_tensor(d["index"], x)
+            r["inputs"].append(hashlib.sha256(x.tobytes()).hexdigest())
+        it.invoke()
+        r["outputs"] = []
+        for d in it.get_output_details():
+            y = it.get_tensor(d["index"])
+            r["outputs"].append(
+                {
+                    "kind": "tensor",
+                    "dtype": str(y.dtype),
+                    "shape": list(y.shape),
+                    "sha256": hashlib.sha256(np.ascontiguousarray(y).tobytes()).hexdigest(),
+                }
+            )
+    except Exception as e:  # noqa: BLE001
+        r["error"] = str(e)
+    return r
 
 
 def cmd_gguf(job):
@@ -311,29 +310,28 @@ def run_gguf(run):
     import numpy as np
     from llama_cpp import Llama
 
-    if True:
-        r = {"name": run["name"]}
-        try:
-            if run.get("vocab_only"):
-                llm = Llama(model_path=run["model"], vocab_only=True, verbose=False)
-                toks = llm.tokenize(run.get("text", "Hello, world! 123").encode())
-                r["outputs"] = [{"kind": "tokens", "repr": repr(toks)}]
-                return r
-            llm = Llama(model_path=run["model"], n_ctx=64, n_threads=1, logits_all=True, verbose=False, seed=1)
-            toks = run.get("tokens", [1, 2, 3, 4])
-            llm.eval(toks)
-            logits = np.ascontiguousarray(np.array(llm.scores[: len(toks)], dtype=np.float32))
-            r["outputs"] = [
-                {
-                    "kind": "tensor",
-                    "dtype": "float32",
-                    "shape": list(logits.shape),
-                    "sha256": hashlib.sha256(logits.tobytes()).hexdigest(),
-                }
-            ]
-        except Exception as e:  # noqa: BLE001
-            r["error"] = str(e)
-        return r
+    r = {"name": run["name"]}
+    try:
+        if run.get("vocab_only"):
+            llm = Llama(model_path=run["model"], vocab_only=True, verbose=False)
+            toks = llm.tokenize(run.get("text", "Hello, world! 123").encode())
+            r["outputs"] = [{"kind": "tokens", "repr": repr(toks)}]
+            return r
+        llm = Llama(model_path=run["model"], n_ctx=64, n_threads=1, logits_all=True, verbose=False, seed=1)
+        toks = run.get("tokens", [1, 2, 3, 4])
+        llm.eval(toks)
+        logits = np.ascontiguousarray(np.array(llm.scores[: len(toks)], dtype=np.float32))
+        r["outputs"] = [
+            {
+                "kind": "tensor",
+                "dtype": "float32",
+                "shape": list(logits.shape),
+                "sha256": hashlib.sha256(logits.tobytes()).hexdigest(),
+            }
+        ]
+    except Exception as e:  # noqa: BLE001
+        r["error"] = str(e)
+    return r
 
 
 COMMANDS = {

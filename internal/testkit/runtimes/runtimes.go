@@ -205,11 +205,8 @@ func Edgeload(tb testing.TB) string {
 		if buildErr != nil {
 			return
 		}
-		goTool := filepath.Join(runtime.GOROOT(), "bin", "go")
-		if _, err := os.Stat(goTool); err != nil {
-			goTool = "go"
-		}
-		cmd := exec.Command(goTool, "build", "-o", filepath.Join(buildDir, "edgeload"), "./cmd/edgeload")
+		// go test puts its own toolchain's bin first in PATH.
+		cmd := exec.Command("go", "build", "-o", filepath.Join(buildDir, "edgeload"), "./cmd/edgeload")
 		cmd.Dir = testmodels.Root()
 		buildOut, buildErr = cmd.CombinedOutput()
 	})

@@ -8,6 +8,9 @@ import (
 	"strings"
 	"testing"
 
+	flatbuffers "github.com/google/flatbuffers/go"
+
+	"github.com/edgeload/edgeload/internal/schema/ptdfb"
 	"github.com/edgeload/edgeload/internal/testkit/testmodels"
 	"github.com/edgeload/edgeload/loader"
 	"github.com/edgeload/edgeload/repack"
@@ -103,5 +106,28 @@ func TestConvertRefuses(t *testing.T) {
 	}
 	if _, err := repack.Repack(in, out, repack.Options{To: "onnx"}); err == nil {
 		t.Error("an unknown target was accepted")
+	}
+}
+
+// TestExternalizeNoConstants: a program without constants externalizes to
+// a .ptd whose segment and named-data vectors are present and empty, as
+// ExecuTorch's reader requires (it refuses a .ptd without named_data).
+func TestExternalizeNoConstants(t *testing.T) {
+	in := testmodels.Path(t, "pte/apple-add-noheader.pte")
+	dir := t.TempDir()
+	ptd := filepath.Join(dir, "w.ptd")
+	if _, err := repack.Repack(in, filepath.Join(dir, "o.pte"), repack.Options{Externalize: ptd}); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(ptd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ft := ptdfb.GetRootAsFlatTensor(b, 0)
+	tab := ft.Table()
+	for name, vt := range map[string]flatbuffers.VOffsetT{"segments": 6, "named_data": 8} {
+		if tab.Offset(vt) == 0 {
+			t.Errorf("the .ptd has no %s vector", name)
+		}
 	}
 }

@@ -45,7 +45,7 @@ func (r *run) externalize(p *pte.Program, prog *ptefb.ProgramT) (*ptdOut, error)
 	entries := map[string]entry{}
 	bufSeg := map[uint32]int{}
 	out := &ptdOut{ident: ptd.Identifier}
-	var named []*ptdfb.NamedDataT
+	named := []*ptdfb.NamedDataT{} // an empty vector, not none: ExecuTorch refuses a .ptd without one
 	methods := map[string]bool{}
 	for _, plan := range prog.ExecutionPlan {
 		if plan == nil {

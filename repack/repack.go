@@ -155,7 +155,7 @@ func Repack(in, out string, opts Options) (*Result, error) {
 		return nil, err
 	}
 	defer m.Close()
-	if st, err := os.Stat(in); err != nil || !os.SameFile(st, srcInfo) || st.Size() != m.Size() {
+	if st, err := os.Stat(in); err != nil || !os.SameFile(st, srcInfo) || st.Size() != srcInfo.Size() {
 		return nil, fmt.Errorf("repack: %s changed while it was opened", in)
 	}
 	write, ok := writers[m.Format()]

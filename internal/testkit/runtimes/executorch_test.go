@@ -156,10 +156,10 @@ func runCases(t *testing.T, py string, cases []pteCase) {
 }
 
 // emptyPTD marks the --externalize variant of a program without constants:
-// edgeload then writes a .ptd with no named_data vector at all, and
-// ExecuTorch 1.5 refuses it ("FlatTensor named_data is nullptr, malformed
-// PTD file"). A repack bug, logged here until repack writes an empty vector.
-var emptyPTD = map[string]string{"externalize": "KNOWN REPACK BUG: the .ptd written for a program without constants has no named_data vector, which ExecuTorch refuses"}
+// its .ptd is valid but holds nothing, and ExecuTorch 1.5 refuses a data
+// map with no entries ("No non-empty named data maps provided to merge",
+// error 0x12); the externalized program runs without it.
+var emptyPTD = map[string]string{"externalize": "ExecuTorch refuses a .ptd with no entries; the program has no constants to move"}
 
 // TestExecuTorchRealFiles runs the real programs of ../shared/models and
 // their repacked variants in ExecuTorch's portable runtime.

@@ -19,11 +19,14 @@ import (
 // realExpected is one package of testdata/real/expected.json, which
 // testdata/real/make.py computed from torch and ExecuTorch's own objects.
 type realExpected struct {
-	Version string `json:"version"`
+	Version string       `json:"version"`
+	Members []ptn.Member `json:"members"`
 	Tensors map[string]struct {
 		DType  string  `json:"dtype"`
 		Shape  []int64 `json:"shape"`
 		SHA256 string  `json:"sha256"`
+		Offset int64   `json:"offset"`
+		NBytes int64   `json:"nbytes"`
 	} `json:"tensors"`
 	Aliases map[string]string `json:"aliases"`
 	Methods []struct {
@@ -136,6 +139,9 @@ func TestReal(t *testing.T) {
 			if err := checkFile(f); err != nil {
 				t.Error(err)
 			}
+			if !slices.Equal(f.Members(), e.Members) {
+				t.Errorf("members %+v, want %+v", f.Members(), e.Members)
+			}
 			if f.Version() != e.Version {
 				t.Errorf("version %q, want %q", f.Version(), e.Version)
 			}
@@ -151,6 +157,9 @@ func TestReal(t *testing.T) {
 				g := f.TensorAt(i)
 				if g.Name != name || safetensors.Code(g.DType) != w.DType || !slices.Equal(g.Shape, w.Shape) {
 					t.Errorf("%q: %s %v %v, want %s %v", name, g.Name, g.DType, g.Shape, w.DType, w.Shape)
+				}
+				if g.Offset != w.Offset || g.NBytes != w.NBytes {
+					t.Errorf("%q: %d bytes at %d, want %d at %d", name, g.NBytes, g.Offset, w.NBytes, w.Offset)
 				}
 				if s := sha256Hex(t, g); s != w.SHA256 {
 					t.Errorf("%q: sha256 %s, want %s", name, s, w.SHA256)

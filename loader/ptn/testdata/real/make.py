@@ -12,8 +12,13 @@ schema dataclasses and serialized by ExecuTorch's own serializer (flatc with the
 shipped native_graph.fbs), then written by write_ptn.
 
 expected.json is computed on the torch/ExecuTorch side, never by edgeload:
-  tensors   every data key (owners and aliases): safetensors dtype, shape and the
-            sha256 of the tensor's bytes as torch holds them before saving;
+  members   each zip member's data offset (past its local header) and size,
+            from Python's zipfile and the local header bytes;
+  tensors   every data key (owners and aliases): safetensors dtype, shape, the
+            sha256 of the tensor's bytes as torch holds them before saving, and
+            the absolute offset and length in the package of its (owner's)
+            bytes, from the local header and the safetensors header (checked
+            here to hold those bytes);
   aliases   alias -> owner, as the written aliases.json says (checked here to
             hold byte-identical immutable tensors);
   methods   per method, from the NPTG Program object (deserialize_program of the
@@ -101,12 +106,32 @@ def reads(method) -> list[str]:
 
 def describe(name: str, ptg: bytes, constants: dict, path: str) -> dict:
     program = gs.deserialize_program(ptg)
+    with open(path, "rb") as fh:
+        raw = fh.read()
+    members = []
     with zipfile.ZipFile(path) as z:
         aliases = json.loads(z.read("aliases.json")) if "aliases.json" in z.namelist() else {}
-    tensors = {
-        k: {"dtype": _DTYPE_CODES[t.dtype], "shape": list(t.shape), "sha256": sha(t)}
-        for k, t in sorted(constants.items())
-    }
+        for zi in z.infolist():
+            lh = raw[zi.header_offset : zi.header_offset + 30]
+            assert lh[:4] == b"PK\x03\x04"
+            start = zi.header_offset + 30 + int.from_bytes(lh[26:28], "little") + int.from_bytes(lh[28:30], "little")
+            members.append({"name": zi.filename, "offset": start, "size": zi.file_size})
+    st = next(m for m in members if m["name"] == "program.safetensors")
+    hlen = int.from_bytes(raw[st["offset"] : st["offset"] + 8], "little")
+    header = json.loads(raw[st["offset"] + 8 : st["offset"] + 8 + hlen])
+    tensors = {}
+    for k, t in sorted(constants.items()):
+        entry = header[aliases.get(k, k)]
+        off = st["offset"] + 8 + hlen + entry["data_offsets"][0]
+        nbytes = entry["data_offsets"][1] - entry["data_offsets"][0]
+        tensors[k] = {
+            "dtype": _DTYPE_CODES[t.dtype],
+            "shape": list(t.shape),
+            "sha256": sha(t),
+            "offset": off,
+            "nbytes": nbytes,
+        }
+        assert hashlib.sha256(raw[off : off + nbytes]).hexdigest() == tensors[k]["sha256"], k
     for a, o in aliases.items():
         assert tensors[a] == tensors[o], (a, o)
     methods = []
@@ -125,6 +150,7 @@ def describe(name: str, ptg: bytes, constants: dict, path: str) -> dict:
     assert sorted(gs.collect_data_keys(program)) == sorted(constants), name
     return {
         "version": program.version,
+        "members": members,
         "tensors": tensors,
         "aliases": dict(sorted(aliases.items())),
         "methods": methods,
@@ -183,15 +209,42 @@ class TwoHeads(nn.Module):
         return self.head(torch.relu(self.body(x)))
 
 
+class Ops(nn.Module):
+    """Constants read through a tensor list (cat, in an order other than their
+    declaration's) and an optional-tensor list (index with a None), an int64
+    buffer, int list, int and float arguments."""
+
+    def __init__(self):
+        super().__init__()
+        self.register_buffer("pad_b", torch.arange(8, dtype=torch.float32).reshape(2, 4))
+        self.register_buffer("pad_a", torch.full((1, 4), 3.0))
+        self.register_buffer("rows", torch.tensor([2, 0, 1], dtype=torch.int64))
+        self.register_buffer("cols", torch.tensor([3, 1], dtype=torch.int64))
+        self.w = nn.Parameter(torch.randn(2))
+
+    def forward(self, x):
+        y = torch.cat([x, self.pad_a, self.pad_b], dim=0)[self.rows]
+        y = y.reshape(3, 2, 2).reshape(3, 4).clamp(-1.5, 1.5)
+        return y[:, self.cols] * self.w
+
+
 def quant_package(name: str) -> dict:
-    """An int4 group-quantized linear weight (AffineGroup keys) built from
-    ExecuTorch's schema objects, serialized by ExecuTorch and written by write_ptn."""
+    """An int4 group-quantized linear weight (AffineGroup keys) and a constant no
+    node reads, built from ExecuTorch's schema objects, serialized by ExecuTorch
+    and written by write_ptn."""
     g = torch.Generator().manual_seed(1)
     qdata = torch.randint(0, 256, (4, 4), dtype=torch.uint8, generator=g)  # 4x8 int4, packed
     scale = (torch.rand(4, 2, generator=g) * 0.1).to(torch.float16)
     zp = torch.randint(0, 16, (4, 2), dtype=torch.int8, generator=g)
     bias = torch.randn(4, generator=g)
-    constants = {"lin.weight": qdata, "lin.weight.scale": scale, "lin.weight.zero_point": zp, "lin.bias": bias}
+    unused = torch.arange(3, dtype=torch.int32)
+    constants = {
+        "lin.weight": qdata,
+        "lin.weight.scale": scale,
+        "lin.weight.zero_point": zp,
+        "lin.bias": bias,
+        "lin.unused": unused,
+    }
 
     def meta(dtype, *sizes, quant=None):
         return TensorMeta(dtype=dtype, sizes=[Dim(min=s, max=s) for s in sizes], quant=quant)
@@ -214,6 +267,7 @@ def quant_package(name: str) -> dict:
     graph = Graph(
         nodes=[
             Node(name="p_lin_weight", op_kind=OpKind.PLACEHOLDER, outputs=[Output(name="p_lin_weight")]),
+            Node(name="p_lin_unused", op_kind=OpKind.PLACEHOLDER, outputs=[Output(name="p_lin_unused")]),
             Node(name="p_lin_bias", op_kind=OpKind.PLACEHOLDER, outputs=[Output(name="p_lin_bias")]),
             Node(name="x", op_kind=OpKind.PLACEHOLDER, outputs=[Output(name="x")]),
             Node(
@@ -238,6 +292,7 @@ def quant_package(name: str) -> dict:
             TensorValue(name="x", meta=meta(ScalarType.FLOAT, 2, 8)),
             TensorValue(name="p_lin_weight", meta=meta(ScalarType.BYTE, 4, 8, quant=q)),
             TensorValue(name="p_lin_bias", meta=meta(ScalarType.FLOAT, 4)),
+            TensorValue(name="p_lin_unused", meta=meta(ScalarType.INT, 3)),
             TensorValue(name="dq", meta=meta(ScalarType.FLOAT, 4, 8)),
             TensorValue(name="lin", meta=meta(ScalarType.FLOAT, 2, 4)),
         ],
@@ -247,6 +302,7 @@ def quant_package(name: str) -> dict:
         graph=graph,
         constants=[
             NamedTensorRef(name="p_lin_weight", data_key="lin.weight", meta=meta(ScalarType.BYTE, 4, 8, quant=q), kind=InputKind.PARAMETER),
+            NamedTensorRef(name="p_lin_unused", data_key="lin.unused", meta=meta(ScalarType.INT, 3), kind=InputKind.CONSTANT_TENSOR),
             NamedTensorRef(name="p_lin_bias", data_key="lin.bias", meta=meta(ScalarType.FLOAT, 4), kind=InputKind.PARAMETER),
         ],
     )
@@ -274,6 +330,7 @@ def main() -> None:
             "decode": torch.export.export(two, (torch.randn(1, 8),)),
         },
     )
+    expected["ops"] = save_native("ops", torch.export.export(Ops(), (torch.randn(1, 4),)))
     expected["quant"] = quant_package("quant")
     with open(os.path.join(HERE, "expected.json"), "w") as f:
         json.dump(expected, f, indent=1, sort_keys=True)

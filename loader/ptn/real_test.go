@@ -70,6 +70,20 @@ func sha256Hex(t *testing.T, tn *format.Tensor) string {
 	return hex.EncodeToString(sum[:])
 }
 
+// jsonEqual reports whether the JSON b holds the map want.
+func jsonEqual(b []byte, want map[string]string) bool {
+	var got map[string]string
+	if json.Unmarshal(b, &got) != nil || len(got) != len(want) {
+		return false
+	}
+	for k, v := range want {
+		if got[k] != v {
+			return false
+		}
+	}
+	return true
+}
+
 // wantOrder is a method's use order as FORMATS-safetensors-ptn.md §7
 // gives it, up to the tensors the method does not bind: the keys its nodes
 // read in first-read order, then its unread constants in declaration
@@ -173,6 +187,13 @@ func TestReal(t *testing.T) {
 					t.Errorf("%q: at %d (%d bytes), its owner %q at %d (%d bytes)", name, g.Offset, g.NBytes, wo, f.TensorAt(owner).Offset, f.TensorAt(owner).NBytes)
 				}
 			}
+			for _, fl := range f.ReportFields() {
+				if fl.Key == "aliases" {
+					if got, _ := json.Marshal(fl.Value); !jsonEqual(got, e.Aliases) {
+						t.Errorf("report aliases %s, want %v", got, e.Aliases)
+					}
+				}
+			}
 			var names []string
 			for _, m := range e.Methods {
 				names = append(names, m.Name)
@@ -271,6 +292,9 @@ func TestRealOpen(t *testing.T) {
 				checkOrder(t, wm.Name, o, func(i int) string { return m.TensorAt(i).Name }, m.NumTensors(), wantOrder(&e, mi))
 			}
 			if err := m.Check(); err != nil {
+				t.Error(err)
+			}
+			if _, err := m.Verify(); err != nil {
 				t.Error(err)
 			}
 		})

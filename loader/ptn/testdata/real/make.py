@@ -32,6 +32,7 @@ expected.json is computed on the torch/ExecuTorch side, never by edgeload:
 import hashlib
 import json
 import os
+import sys
 import zipfile
 
 import torch
@@ -59,7 +60,7 @@ from executorch.backends.native.serialization.schema import (
     TensorMeta,
     TensorValue,
 )
-from executorch.exir._serialize._ptn import _DTYPE_CODES, write_ptn
+from executorch.exir._serialize._ptn import _DTYPE_CODES, read_ptn, write_ptn
 from executorch.exir.native import to_native
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -134,6 +135,16 @@ def describe(name: str, ptg: bytes, constants: dict, path: str) -> dict:
         assert hashlib.sha256(raw[off : off + nbytes]).hexdigest() == tensors[k]["sha256"], k
     for a, o in aliases.items():
         assert tensors[a] == tensors[o], (a, o)
+    # ExecuTorch's own reader (it needs the safetensors package) gives back
+    # every key with the same bytes.
+    try:
+        back_ptg, back = read_ptn(path)
+    except ModuleNotFoundError as e:
+        print(f"{name}: read_ptn round trip skipped: {e}", file=sys.stderr)
+    else:
+        assert back_ptg == ptg and sorted(back) == sorted(tensors), name
+        for k, t in back.items():
+            assert sha(t) == tensors[k]["sha256"] and _DTYPE_CODES[t.dtype] == tensors[k]["dtype"], (name, k)
     methods = []
     for m in program.methods:
         methods.append(

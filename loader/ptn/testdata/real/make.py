@@ -5,6 +5,9 @@ and exir/native) and torch:
 
     python3 make.py            # writes *.ptn and expected.json here
 
+(the safetensors package, if importable, lets it round-trip each package through
+ExecuTorch's read_ptn too). Reruns change only the zip timestamps of the packages.
+
 Each package comes from a tiny torch model lowered by executorch.exir.native.to_native
 and saved by NativeProgramManager.save (write_ptn). quant.ptn is the exception: no
 lowering pass sets TensorMeta.quant yet, so its Program is built from ExecuTorch's

@@ -76,11 +76,20 @@ func seeds(tb testing.TB) []hostile.Seed {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	return []hostile.Seed{
+	seeds := []hostile.Seed{
 		{Name: "gen/package", Data: testPackage(tb, false)},
 		{Name: "gen/package-raw", Data: testPackage(tb, true)},
 		{Name: "testdata/tiny.ptn", Data: tiny},
 	}
+	// Packages ExecuTorch wrote: aliases.json and quantization keys.
+	for _, name := range []string{"dedup", "quant"} {
+		b, err := os.ReadFile("testdata/real/" + name + ".ptn")
+		if err != nil {
+			tb.Fatal(err)
+		}
+		seeds = append(seeds, hostile.Seed{Name: "testdata/real/" + name + ".ptn", Data: b})
+	}
+	return seeds
 }
 
 // FuzzOpen opens any bytes: a package that passes checkFile, or a ptn
@@ -88,6 +97,11 @@ func seeds(tb testing.TB) []hostile.Seed {
 func FuzzOpen(f *testing.F) {
 	for _, s := range seeds(f) {
 		f.Add(s.Data)
+	}
+	for _, name := range []string{"mlp", "multi", "mutable"} {
+		if b, err := os.ReadFile("testdata/real/" + name + ".ptn"); err == nil {
+			f.Add(b)
+		}
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {
 		p, err := ptn.NewFile(mmapfile.NewBytes(b))

@@ -59,6 +59,20 @@ func (w *Walk) Scalar(t *T, id int, size int64) error {
 	return nil
 }
 
+// Slot returns the table offset of field id of t (0 when absent): the
+// generated verifiers check a scalar field inline, comparing its end with
+// t's size, and call [Walk.ScalarOutside] only for one past it, as Scalar
+// does.
+func (w *Walk) Slot(t *T, id int) int64 { return w.v.slot(t.vt, t.vtsize, id) }
+
+// Size returns the size of t's own bytes, which Start checked lie in the
+// buffer.
+func (t *T) Size() int64 { return t.tsize }
+
+// ScalarOutside checks field id of t, size bytes at table offset fo past
+// t's own bytes, against the buffer.
+func (w *Walk) ScalarOutside(t *T, fo, size int64) error { return w.scalarOutside(t, fo, size) }
+
 // scalarOutside checks a field Scalar found past its table's bytes.
 func (w *Walk) scalarOutside(t *T, fo, size int64) error {
 	if v := w.v; !v.in(t.pos+fo, size) {

@@ -83,14 +83,20 @@ func VerifySectionObject(w *fbverify.Walk, pos int64) error {
 			}
 		}
 	}
-	if err := w.Scalar(&t, 1, 8); err != nil {
-		return w.At(err, "begin_offset", -1)
+	if fo := w.Slot(&t, 1); fo != 0 && fo+8 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 8); err != nil {
+			return w.At(err, "begin_offset", -1)
+		}
 	}
-	if err := w.Scalar(&t, 2, 8); err != nil {
-		return w.At(err, "end_offset", -1)
+	if fo := w.Slot(&t, 2); fo != 0 && fo+8 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 8); err != nil {
+			return w.At(err, "end_offset", -1)
+		}
 	}
-	if err := w.Scalar(&t, 3, 1); err != nil {
-		return w.At(err, "data_type", -1)
+	if fo := w.Slot(&t, 3); fo != 0 && fo+1 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 1); err != nil {
+			return w.At(err, "data_type", -1)
+		}
 	}
 	w.Leave()
 	return nil

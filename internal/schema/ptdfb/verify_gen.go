@@ -10,11 +10,15 @@ func VerifyDataSegment(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	if err := w.Scalar(&t, 0, 8); err != nil {
-		return w.At(err, "offset", -1)
+	if fo := w.Slot(&t, 0); fo != 0 && fo+8 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 8); err != nil {
+			return w.At(err, "offset", -1)
+		}
 	}
-	if err := w.Scalar(&t, 1, 8); err != nil {
-		return w.At(err, "size", -1)
+	if fo := w.Slot(&t, 1); fo != 0 && fo+8 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 8); err != nil {
+			return w.At(err, "size", -1)
+		}
 	}
 	w.Leave()
 	return nil
@@ -26,8 +30,10 @@ func VerifyTensorLayout(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	if err := w.Scalar(&t, 0, 1); err != nil {
-		return w.At(err, "scalar_type", -1)
+	if fo := w.Slot(&t, 0); fo != 0 && fo+1 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 1); err != nil {
+			return w.At(err, "scalar_type", -1)
+		}
 	}
 	if _, _, err := w.VectorField(&t, 1, false, 4); err != nil {
 		return w.At(err, "sizes", -1)
@@ -48,8 +54,10 @@ func VerifyNamedData(w *fbverify.Walk, pos int64) error {
 	if err := w.StringField(&t, 0, true); err != nil {
 		return w.At(err, "key", -1)
 	}
-	if err := w.Scalar(&t, 1, 4); err != nil {
-		return w.At(err, "segment_index", -1)
+	if fo := w.Slot(&t, 1); fo != 0 && fo+4 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 4); err != nil {
+			return w.At(err, "segment_index", -1)
+		}
 	}
 	if q, err := w.Ref(&t, 2, false); err != nil {
 		return w.At(err, "tensor_layout", -1)
@@ -68,8 +76,10 @@ func VerifyFlatTensor(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	if err := w.Scalar(&t, 0, 4); err != nil {
-		return w.At(err, "version", -1)
+	if fo := w.Slot(&t, 0); fo != 0 && fo+4 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 4); err != nil {
+			return w.At(err, "version", -1)
+		}
 	}
 	if start, n, err := w.VectorField(&t, 1, false, 4); err != nil {
 		return w.At(err, "segments", -1)
@@ -110,8 +120,10 @@ func VerifyLegacyTensorMetadata(w *fbverify.Walk, pos int64) error {
 	if err := w.StringField(&t, 0, true); err != nil {
 		return w.At(err, "fully_qualified_name", -1)
 	}
-	if err := w.Scalar(&t, 1, 1); err != nil {
-		return w.At(err, "scalar_type", -1)
+	if fo := w.Slot(&t, 1); fo != 0 && fo+1 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 1); err != nil {
+			return w.At(err, "scalar_type", -1)
+		}
 	}
 	if _, _, err := w.VectorField(&t, 2, false, 4); err != nil {
 		return w.At(err, "sizes", -1)
@@ -119,11 +131,15 @@ func VerifyLegacyTensorMetadata(w *fbverify.Walk, pos int64) error {
 	if _, _, err := w.VectorField(&t, 3, false, 1); err != nil {
 		return w.At(err, "dim_order", -1)
 	}
-	if err := w.Scalar(&t, 4, 4); err != nil {
-		return w.At(err, "segment_index", -1)
+	if fo := w.Slot(&t, 4); fo != 0 && fo+4 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 4); err != nil {
+			return w.At(err, "segment_index", -1)
+		}
 	}
-	if err := w.Scalar(&t, 5, 8); err != nil {
-		return w.At(err, "offset", -1)
+	if fo := w.Slot(&t, 5); fo != 0 && fo+8 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 8); err != nil {
+			return w.At(err, "offset", -1)
+		}
 	}
 	w.Leave()
 	return nil
@@ -138,8 +154,10 @@ func VerifyLegacyNamedData(w *fbverify.Walk, pos int64) error {
 	if err := w.StringField(&t, 0, true); err != nil {
 		return w.At(err, "key", -1)
 	}
-	if err := w.Scalar(&t, 1, 4); err != nil {
-		return w.At(err, "segment_index", -1)
+	if fo := w.Slot(&t, 1); fo != 0 && fo+4 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 4); err != nil {
+			return w.At(err, "segment_index", -1)
+		}
 	}
 	w.Leave()
 	return nil
@@ -151,11 +169,15 @@ func VerifyLegacyFlatTensor(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	if err := w.Scalar(&t, 0, 4); err != nil {
-		return w.At(err, "version", -1)
+	if fo := w.Slot(&t, 0); fo != 0 && fo+4 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 4); err != nil {
+			return w.At(err, "version", -1)
+		}
 	}
-	if err := w.Scalar(&t, 1, 4); err != nil {
-		return w.At(err, "tensor_alignment", -1)
+	if fo := w.Slot(&t, 1); fo != 0 && fo+4 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 4); err != nil {
+			return w.At(err, "tensor_alignment", -1)
+		}
 	}
 	if start, n, err := w.VectorField(&t, 2, false, 4); err != nil {
 		return w.At(err, "tensors", -1)

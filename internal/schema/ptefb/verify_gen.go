@@ -15,8 +15,10 @@ func VerifyInt(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	if err := w.Scalar(&t, 0, 8); err != nil {
-		return w.At(err, "int_val", -1)
+	if fo := w.Slot(&t, 0); fo != 0 && fo+8 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 8); err != nil {
+			return w.At(err, "int_val", -1)
+		}
 	}
 	w.Leave()
 	return nil
@@ -28,8 +30,10 @@ func VerifyBool(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	if err := w.Scalar(&t, 0, 1); err != nil {
-		return w.At(err, "bool_val", -1)
+	if fo := w.Slot(&t, 0); fo != 0 && fo+1 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 1); err != nil {
+			return w.At(err, "bool_val", -1)
+		}
 	}
 	w.Leave()
 	return nil
@@ -41,8 +45,10 @@ func VerifyDouble(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	if err := w.Scalar(&t, 0, 8); err != nil {
-		return w.At(err, "double_val", -1)
+	if fo := w.Slot(&t, 0); fo != 0 && fo+8 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 8); err != nil {
+			return w.At(err, "double_val", -1)
+		}
 	}
 	w.Leave()
 	return nil
@@ -132,14 +138,20 @@ func VerifyAllocationDetails(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	if err := w.Scalar(&t, 0, 4); err != nil {
-		return w.At(err, "memory_id", -1)
+	if fo := w.Slot(&t, 0); fo != 0 && fo+4 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 4); err != nil {
+			return w.At(err, "memory_id", -1)
+		}
 	}
-	if err := w.Scalar(&t, 1, 4); err != nil {
-		return w.At(err, "memory_offset_low", -1)
+	if fo := w.Slot(&t, 1); fo != 0 && fo+4 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 4); err != nil {
+			return w.At(err, "memory_offset_low", -1)
+		}
 	}
-	if err := w.Scalar(&t, 2, 4); err != nil {
-		return w.At(err, "memory_offset_high", -1)
+	if fo := w.Slot(&t, 2); fo != 0 && fo+4 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 4); err != nil {
+			return w.At(err, "memory_offset_high", -1)
+		}
 	}
 	w.Leave()
 	return nil
@@ -151,20 +163,28 @@ func VerifyExtraTensorInfo(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	if err := w.Scalar(&t, 0, 8); err != nil {
-		return w.At(err, "mutable_data_segments_idx", -1)
+	if fo := w.Slot(&t, 0); fo != 0 && fo+8 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 8); err != nil {
+			return w.At(err, "mutable_data_segments_idx", -1)
+		}
 	}
 	if err := w.StringField(&t, 1, false); err != nil {
 		return w.At(err, "fully_qualified_name", -1)
 	}
-	if err := w.Scalar(&t, 2, 1); err != nil {
-		return w.At(err, "location", -1)
+	if fo := w.Slot(&t, 2); fo != 0 && fo+1 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 1); err != nil {
+			return w.At(err, "location", -1)
+		}
 	}
-	if err := w.Scalar(&t, 3, 1); err != nil {
-		return w.At(err, "device_type", -1)
+	if fo := w.Slot(&t, 3); fo != 0 && fo+1 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 1); err != nil {
+			return w.At(err, "device_type", -1)
+		}
 	}
-	if err := w.Scalar(&t, 4, 1); err != nil {
-		return w.At(err, "device_index", -1)
+	if fo := w.Slot(&t, 4); fo != 0 && fo+1 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 1); err != nil {
+			return w.At(err, "device_index", -1)
+		}
 	}
 	w.Leave()
 	return nil
@@ -176,11 +196,15 @@ func VerifyTensor(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	if err := w.Scalar(&t, 0, 1); err != nil {
-		return w.At(err, "scalar_type", -1)
+	if fo := w.Slot(&t, 0); fo != 0 && fo+1 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 1); err != nil {
+			return w.At(err, "scalar_type", -1)
+		}
 	}
-	if err := w.Scalar(&t, 1, 4); err != nil {
-		return w.At(err, "storage_offset", -1)
+	if fo := w.Slot(&t, 1); fo != 0 && fo+4 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 4); err != nil {
+			return w.At(err, "storage_offset", -1)
+		}
 	}
 	if _, _, err := w.VectorField(&t, 2, false, 4); err != nil {
 		return w.At(err, "sizes", -1)
@@ -188,11 +212,15 @@ func VerifyTensor(w *fbverify.Walk, pos int64) error {
 	if _, _, err := w.VectorField(&t, 3, false, 1); err != nil {
 		return w.At(err, "dim_order", -1)
 	}
-	if err := w.Scalar(&t, 4, 1); err != nil {
-		return w.At(err, "requires_grad", -1)
+	if fo := w.Slot(&t, 4); fo != 0 && fo+1 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 1); err != nil {
+			return w.At(err, "requires_grad", -1)
+		}
 	}
-	if err := w.Scalar(&t, 5, 4); err != nil {
-		return w.At(err, "data_buffer_idx", -1)
+	if fo := w.Slot(&t, 5); fo != 0 && fo+4 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 4); err != nil {
+			return w.At(err, "data_buffer_idx", -1)
+		}
 	}
 	if q, err := w.Ref(&t, 6, false); err != nil {
 		return w.At(err, "allocation_info", -1)
@@ -201,11 +229,15 @@ func VerifyTensor(w *fbverify.Walk, pos int64) error {
 			return w.At(err, "allocation_info", -1)
 		}
 	}
-	if err := w.Scalar(&t, 7, 1); err != nil {
-		return w.At(err, "layout", -1)
+	if fo := w.Slot(&t, 7); fo != 0 && fo+1 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 1); err != nil {
+			return w.At(err, "layout", -1)
+		}
 	}
-	if err := w.Scalar(&t, 8, 1); err != nil {
-		return w.At(err, "shape_dynamism", -1)
+	if fo := w.Slot(&t, 8); fo != 0 && fo+1 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 1); err != nil {
+			return w.At(err, "shape_dynamism", -1)
+		}
 	}
 	if q, err := w.Ref(&t, 9, false); err != nil {
 		return w.At(err, "extra_tensor_info", -1)
@@ -283,8 +315,10 @@ func VerifyKernelCall(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	if err := w.Scalar(&t, 0, 4); err != nil {
-		return w.At(err, "op_index", -1)
+	if fo := w.Slot(&t, 0); fo != 0 && fo+4 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 4); err != nil {
+			return w.At(err, "op_index", -1)
+		}
 	}
 	if _, _, err := w.VectorField(&t, 1, false, 4); err != nil {
 		return w.At(err, "args", -1)
@@ -299,8 +333,10 @@ func VerifyDelegateCall(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	if err := w.Scalar(&t, 0, 4); err != nil {
-		return w.At(err, "delegate_index", -1)
+	if fo := w.Slot(&t, 0); fo != 0 && fo+4 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 4); err != nil {
+			return w.At(err, "delegate_index", -1)
+		}
 	}
 	if _, _, err := w.VectorField(&t, 1, false, 4); err != nil {
 		return w.At(err, "args", -1)
@@ -315,11 +351,15 @@ func VerifyMoveCall(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	if err := w.Scalar(&t, 0, 4); err != nil {
-		return w.At(err, "move_from", -1)
+	if fo := w.Slot(&t, 0); fo != 0 && fo+4 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 4); err != nil {
+			return w.At(err, "move_from", -1)
+		}
 	}
-	if err := w.Scalar(&t, 1, 4); err != nil {
-		return w.At(err, "move_to", -1)
+	if fo := w.Slot(&t, 1); fo != 0 && fo+4 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 4); err != nil {
+			return w.At(err, "move_to", -1)
+		}
 	}
 	w.Leave()
 	return nil
@@ -331,11 +371,15 @@ func VerifyJumpFalseCall(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	if err := w.Scalar(&t, 0, 4); err != nil {
-		return w.At(err, "cond_value_index", -1)
+	if fo := w.Slot(&t, 0); fo != 0 && fo+4 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 4); err != nil {
+			return w.At(err, "cond_value_index", -1)
+		}
 	}
-	if err := w.Scalar(&t, 1, 4); err != nil {
-		return w.At(err, "destination_instruction", -1)
+	if fo := w.Slot(&t, 1); fo != 0 && fo+4 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 4); err != nil {
+			return w.At(err, "destination_instruction", -1)
+		}
 	}
 	w.Leave()
 	return nil
@@ -347,8 +391,10 @@ func VerifyFreeCall(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	if err := w.Scalar(&t, 0, 4); err != nil {
-		return w.At(err, "value_index", -1)
+	if fo := w.Slot(&t, 0); fo != 0 && fo+4 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 4); err != nil {
+			return w.At(err, "value_index", -1)
+		}
 	}
 	w.Leave()
 	return nil
@@ -394,8 +440,10 @@ func VerifyFrame(w *fbverify.Walk, pos int64) error {
 	if err := w.StringField(&t, 0, false); err != nil {
 		return w.At(err, "filename", -1)
 	}
-	if err := w.Scalar(&t, 1, 4); err != nil {
-		return w.At(err, "lineno", -1)
+	if fo := w.Slot(&t, 1); fo != 0 && fo+4 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 4); err != nil {
+			return w.At(err, "lineno", -1)
+		}
 	}
 	if err := w.StringField(&t, 2, false); err != nil {
 		return w.At(err, "name", -1)
@@ -497,11 +545,15 @@ func VerifyBackendDelegateDataReference(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	if err := w.Scalar(&t, 0, 1); err != nil {
-		return w.At(err, "location", -1)
+	if fo := w.Slot(&t, 0); fo != 0 && fo+1 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 1); err != nil {
+			return w.At(err, "location", -1)
+		}
 	}
-	if err := w.Scalar(&t, 1, 4); err != nil {
-		return w.At(err, "index", -1)
+	if fo := w.Slot(&t, 1); fo != 0 && fo+4 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 4); err != nil {
+			return w.At(err, "index", -1)
+		}
 	}
 	w.Leave()
 	return nil
@@ -546,14 +598,20 @@ func VerifyNonConstBufferDevice(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	if err := w.Scalar(&t, 0, 4); err != nil {
-		return w.At(err, "buffer_idx", -1)
+	if fo := w.Slot(&t, 0); fo != 0 && fo+4 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 4); err != nil {
+			return w.At(err, "buffer_idx", -1)
+		}
 	}
-	if err := w.Scalar(&t, 1, 1); err != nil {
-		return w.At(err, "device_type", -1)
+	if fo := w.Slot(&t, 1); fo != 0 && fo+1 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 1); err != nil {
+			return w.At(err, "device_type", -1)
+		}
 	}
-	if err := w.Scalar(&t, 2, 1); err != nil {
-		return w.At(err, "device_index", -1)
+	if fo := w.Slot(&t, 2); fo != 0 && fo+1 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 1); err != nil {
+			return w.At(err, "device_index", -1)
+		}
 	}
 	w.Leave()
 	return nil
@@ -672,11 +730,15 @@ func VerifyDataSegment(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	if err := w.Scalar(&t, 0, 8); err != nil {
-		return w.At(err, "offset", -1)
+	if fo := w.Slot(&t, 0); fo != 0 && fo+8 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 8); err != nil {
+			return w.At(err, "offset", -1)
+		}
 	}
-	if err := w.Scalar(&t, 1, 8); err != nil {
-		return w.At(err, "size", -1)
+	if fo := w.Slot(&t, 1); fo != 0 && fo+8 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 8); err != nil {
+			return w.At(err, "size", -1)
+		}
 	}
 	w.Leave()
 	return nil
@@ -688,8 +750,10 @@ func VerifySubsegmentOffsets(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	if err := w.Scalar(&t, 0, 4); err != nil {
-		return w.At(err, "segment_index", -1)
+	if fo := w.Slot(&t, 0); fo != 0 && fo+4 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 4); err != nil {
+			return w.At(err, "segment_index", -1)
+		}
 	}
 	if _, _, err := w.VectorField(&t, 1, false, 8); err != nil {
 		return w.At(err, "offsets", -1)
@@ -707,8 +771,10 @@ func VerifyNamedData(w *fbverify.Walk, pos int64) error {
 	if err := w.StringField(&t, 0, false); err != nil {
 		return w.At(err, "key", -1)
 	}
-	if err := w.Scalar(&t, 1, 4); err != nil {
-		return w.At(err, "segment_index", -1)
+	if fo := w.Slot(&t, 1); fo != 0 && fo+4 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 4); err != nil {
+			return w.At(err, "segment_index", -1)
+		}
 	}
 	w.Leave()
 	return nil
@@ -720,8 +786,10 @@ func VerifyProgram(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	if err := w.Scalar(&t, 0, 4); err != nil {
-		return w.At(err, "version", -1)
+	if fo := w.Slot(&t, 0); fo != 0 && fo+4 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 4); err != nil {
+			return w.At(err, "version", -1)
+		}
 	}
 	if start, n, err := w.VectorField(&t, 1, false, 4); err != nil {
 		return w.At(err, "execution_plan", -1)

@@ -10,11 +10,15 @@ func VerifyDim(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	if err := w.Scalar(&t, 0, 8); err != nil {
-		return w.At(err, "min", -1)
+	if fo := w.Slot(&t, 0); fo != 0 && fo+8 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 8); err != nil {
+			return w.At(err, "min", -1)
+		}
 	}
-	if err := w.Scalar(&t, 1, 8); err != nil {
-		return w.At(err, "max", -1)
+	if fo := w.Slot(&t, 1); fo != 0 && fo+8 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 8); err != nil {
+			return w.At(err, "max", -1)
+		}
 	}
 	w.Leave()
 	return nil
@@ -29,23 +33,33 @@ func VerifyAffineGroup(w *fbverify.Walk, pos int64) error {
 	if err := w.StringField(&t, 0, true); err != nil {
 		return w.At(err, "scale_data_key", -1)
 	}
-	if err := w.Scalar(&t, 1, 1); err != nil {
-		return w.At(err, "scale_dtype", -1)
+	if fo := w.Slot(&t, 1); fo != 0 && fo+1 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 1); err != nil {
+			return w.At(err, "scale_dtype", -1)
+		}
 	}
-	if err := w.Scalar(&t, 2, 4); err != nil {
-		return w.At(err, "quant_min", -1)
+	if fo := w.Slot(&t, 2); fo != 0 && fo+4 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 4); err != nil {
+			return w.At(err, "quant_min", -1)
+		}
 	}
-	if err := w.Scalar(&t, 3, 4); err != nil {
-		return w.At(err, "quant_max", -1)
+	if fo := w.Slot(&t, 3); fo != 0 && fo+4 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 4); err != nil {
+			return w.At(err, "quant_max", -1)
+		}
 	}
-	if err := w.Scalar(&t, 4, 4); err != nil {
-		return w.At(err, "group_size", -1)
+	if fo := w.Slot(&t, 4); fo != 0 && fo+4 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 4); err != nil {
+			return w.At(err, "group_size", -1)
+		}
 	}
 	if err := w.StringField(&t, 5, false); err != nil {
 		return w.At(err, "zero_point_data_key", -1)
 	}
-	if err := w.Scalar(&t, 6, 1); err != nil {
-		return w.At(err, "zero_point_dtype", -1)
+	if fo := w.Slot(&t, 6); fo != 0 && fo+1 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 1); err != nil {
+			return w.At(err, "zero_point_dtype", -1)
+		}
 	}
 	w.Leave()
 	return nil
@@ -95,8 +109,10 @@ func VerifyTensorMeta(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	if err := w.Scalar(&t, 0, 1); err != nil {
-		return w.At(err, "dtype", -1)
+	if fo := w.Slot(&t, 0); fo != 0 && fo+1 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 1); err != nil {
+			return w.At(err, "dtype", -1)
+		}
 	}
 	if start, n, err := w.VectorField(&t, 1, false, 4); err != nil {
 		return w.At(err, "sizes", -1)
@@ -335,8 +351,10 @@ func VerifyNamedArgument(w *fbverify.Walk, pos int64) error {
 			return w.At(err, "arg", -1)
 		}
 	}
-	if err := w.Scalar(&t, 2, 1); err != nil {
-		return w.At(err, "mutated", -1)
+	if fo := w.Slot(&t, 2); fo != 0 && fo+1 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 1); err != nil {
+			return w.At(err, "mutated", -1)
+		}
 	}
 	w.Leave()
 	return nil
@@ -351,8 +369,10 @@ func VerifyNode(w *fbverify.Walk, pos int64) error {
 	if err := w.StringField(&t, 0, false); err != nil {
 		return w.At(err, "name", -1)
 	}
-	if err := w.Scalar(&t, 1, 1); err != nil {
-		return w.At(err, "op_kind", -1)
+	if fo := w.Slot(&t, 1); fo != 0 && fo+1 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 1); err != nil {
+			return w.At(err, "op_kind", -1)
+		}
 	}
 	if err := w.StringField(&t, 2, false); err != nil {
 		return w.At(err, "target", -1)
@@ -455,11 +475,15 @@ func VerifyNamedTensorRef(w *fbverify.Walk, pos int64) error {
 			return w.At(err, "meta", -1)
 		}
 	}
-	if err := w.Scalar(&t, 3, 1); err != nil {
-		return w.At(err, "kind", -1)
+	if fo := w.Slot(&t, 3); fo != 0 && fo+1 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 1); err != nil {
+			return w.At(err, "kind", -1)
+		}
 	}
-	if err := w.Scalar(&t, 4, 1); err != nil {
-		return w.At(err, "mutated", -1)
+	if fo := w.Slot(&t, 4); fo != 0 && fo+1 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 1); err != nil {
+			return w.At(err, "mutated", -1)
+		}
 	}
 	w.Leave()
 	return nil
@@ -474,8 +498,10 @@ func VerifyOutputSpec(w *fbverify.Walk, pos int64) error {
 	if err := w.StringField(&t, 0, false); err != nil {
 		return w.At(err, "name", -1)
 	}
-	if err := w.Scalar(&t, 1, 1); err != nil {
-		return w.At(err, "kind", -1)
+	if fo := w.Slot(&t, 1); fo != 0 && fo+1 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 1); err != nil {
+			return w.At(err, "kind", -1)
+		}
 	}
 	if err := w.StringField(&t, 2, false); err != nil {
 		return w.At(err, "target", -1)

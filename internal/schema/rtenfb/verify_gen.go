@@ -10,8 +10,10 @@ func VerifyIntScalar(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	if err := w.Scalar(&t, 0, 4); err != nil {
-		return w.At(err, "value", -1)
+	if fo := w.Slot(&t, 0); fo != 0 && fo+4 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 4); err != nil {
+			return w.At(err, "value", -1)
+		}
 	}
 	w.Leave()
 	return nil
@@ -23,8 +25,10 @@ func VerifyFloatScalar(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	if err := w.Scalar(&t, 0, 4); err != nil {
-		return w.At(err, "value", -1)
+	if fo := w.Slot(&t, 0); fo != 0 && fo+4 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 4); err != nil {
+			return w.At(err, "value", -1)
+		}
 	}
 	w.Leave()
 	return nil
@@ -36,11 +40,15 @@ func VerifyArgMaxAttrs(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	if err := w.Scalar(&t, 0, 4); err != nil {
-		return w.At(err, "axis", -1)
+	if fo := w.Slot(&t, 0); fo != 0 && fo+4 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 4); err != nil {
+			return w.At(err, "axis", -1)
+		}
 	}
-	if err := w.Scalar(&t, 1, 1); err != nil {
-		return w.At(err, "keep_dims", -1)
+	if fo := w.Slot(&t, 1); fo != 0 && fo+1 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 1); err != nil {
+			return w.At(err, "keep_dims", -1)
+		}
 	}
 	w.Leave()
 	return nil
@@ -55,8 +63,10 @@ func VerifyAveragePoolAttrs(w *fbverify.Walk, pos int64) error {
 	if _, _, err := w.VectorField(&t, 0, false, 4); err != nil {
 		return w.At(err, "kernel_size", -1)
 	}
-	if err := w.Scalar(&t, 1, 1); err != nil {
-		return w.At(err, "auto_pad", -1)
+	if fo := w.Slot(&t, 1); fo != 0 && fo+1 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 1); err != nil {
+			return w.At(err, "auto_pad", -1)
+		}
 	}
 	if _, _, err := w.VectorField(&t, 2, false, 4); err != nil {
 		return w.At(err, "pads", -1)
@@ -64,11 +74,15 @@ func VerifyAveragePoolAttrs(w *fbverify.Walk, pos int64) error {
 	if _, _, err := w.VectorField(&t, 3, false, 4); err != nil {
 		return w.At(err, "strides", -1)
 	}
-	if err := w.Scalar(&t, 4, 1); err != nil {
-		return w.At(err, "count_include_pad", -1)
+	if fo := w.Slot(&t, 4); fo != 0 && fo+1 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 1); err != nil {
+			return w.At(err, "count_include_pad", -1)
+		}
 	}
-	if err := w.Scalar(&t, 5, 1); err != nil {
-		return w.At(err, "ceil_mode", -1)
+	if fo := w.Slot(&t, 5); fo != 0 && fo+1 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 1); err != nil {
+			return w.At(err, "ceil_mode", -1)
+		}
 	}
 	w.Leave()
 	return nil
@@ -80,8 +94,10 @@ func VerifyBatchNormalizationAttrs(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	if err := w.Scalar(&t, 0, 4); err != nil {
-		return w.At(err, "epsilon", -1)
+	if fo := w.Slot(&t, 0); fo != 0 && fo+4 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 4); err != nil {
+			return w.At(err, "epsilon", -1)
+		}
 	}
 	w.Leave()
 	return nil
@@ -93,8 +109,10 @@ func VerifyCastAttrs(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	if err := w.Scalar(&t, 0, 1); err != nil {
-		return w.At(err, "to", -1)
+	if fo := w.Slot(&t, 0); fo != 0 && fo+1 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 1); err != nil {
+			return w.At(err, "to", -1)
+		}
 	}
 	w.Leave()
 	return nil
@@ -106,8 +124,10 @@ func VerifyConcatAttrs(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	if err := w.Scalar(&t, 0, 4); err != nil {
-		return w.At(err, "axis", -1)
+	if fo := w.Slot(&t, 0); fo != 0 && fo+4 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 4); err != nil {
+			return w.At(err, "axis", -1)
+		}
 	}
 	w.Leave()
 	return nil
@@ -144,14 +164,18 @@ func VerifyConvAttrs(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	if err := w.Scalar(&t, 0, 1); err != nil {
-		return w.At(err, "auto_pad", -1)
+	if fo := w.Slot(&t, 0); fo != 0 && fo+1 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 1); err != nil {
+			return w.At(err, "auto_pad", -1)
+		}
 	}
 	if _, _, err := w.VectorField(&t, 1, false, 4); err != nil {
 		return w.At(err, "pads", -1)
 	}
-	if err := w.Scalar(&t, 2, 4); err != nil {
-		return w.At(err, "groups", -1)
+	if fo := w.Slot(&t, 2); fo != 0 && fo+4 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 4); err != nil {
+			return w.At(err, "groups", -1)
+		}
 	}
 	if _, _, err := w.VectorField(&t, 3, false, 4); err != nil {
 		return w.At(err, "strides", -1)
@@ -172,14 +196,18 @@ func VerifyConvTransposeAttrs(w *fbverify.Walk, pos int64) error {
 	if _, _, err := w.VectorField(&t, 0, false, 4); err != nil {
 		return w.At(err, "strides", -1)
 	}
-	if err := w.Scalar(&t, 1, 1); err != nil {
-		return w.At(err, "auto_pad", -1)
+	if fo := w.Slot(&t, 1); fo != 0 && fo+1 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 1); err != nil {
+			return w.At(err, "auto_pad", -1)
+		}
 	}
 	if _, _, err := w.VectorField(&t, 2, false, 4); err != nil {
 		return w.At(err, "pads", -1)
 	}
-	if err := w.Scalar(&t, 3, 4); err != nil {
-		return w.At(err, "groups", -1)
+	if fo := w.Slot(&t, 3); fo != 0 && fo+4 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 4); err != nil {
+			return w.At(err, "groups", -1)
+		}
 	}
 	if _, _, err := w.VectorField(&t, 4, false, 4); err != nil {
 		return w.At(err, "output_padding", -1)
@@ -194,8 +222,10 @@ func VerifyFlattenAttrs(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	if err := w.Scalar(&t, 0, 4); err != nil {
-		return w.At(err, "axis", -1)
+	if fo := w.Slot(&t, 0); fo != 0 && fo+4 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 4); err != nil {
+			return w.At(err, "axis", -1)
+		}
 	}
 	w.Leave()
 	return nil
@@ -207,8 +237,10 @@ func VerifyGatherAttrs(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	if err := w.Scalar(&t, 0, 4); err != nil {
-		return w.At(err, "axis", -1)
+	if fo := w.Slot(&t, 0); fo != 0 && fo+4 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 4); err != nil {
+			return w.At(err, "axis", -1)
+		}
 	}
 	w.Leave()
 	return nil
@@ -220,17 +252,25 @@ func VerifyGemmAttrs(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	if err := w.Scalar(&t, 0, 4); err != nil {
-		return w.At(err, "alpha", -1)
+	if fo := w.Slot(&t, 0); fo != 0 && fo+4 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 4); err != nil {
+			return w.At(err, "alpha", -1)
+		}
 	}
-	if err := w.Scalar(&t, 1, 4); err != nil {
-		return w.At(err, "beta", -1)
+	if fo := w.Slot(&t, 1); fo != 0 && fo+4 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 4); err != nil {
+			return w.At(err, "beta", -1)
+		}
 	}
-	if err := w.Scalar(&t, 2, 1); err != nil {
-		return w.At(err, "transpose_a", -1)
+	if fo := w.Slot(&t, 2); fo != 0 && fo+1 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 1); err != nil {
+			return w.At(err, "transpose_a", -1)
+		}
 	}
-	if err := w.Scalar(&t, 3, 1); err != nil {
-		return w.At(err, "transpose_b", -1)
+	if fo := w.Slot(&t, 3); fo != 0 && fo+1 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 1); err != nil {
+			return w.At(err, "transpose_b", -1)
+		}
 	}
 	w.Leave()
 	return nil
@@ -242,14 +282,20 @@ func VerifyGRUAttrs(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	if err := w.Scalar(&t, 0, 1); err != nil {
-		return w.At(err, "direction", -1)
+	if fo := w.Slot(&t, 0); fo != 0 && fo+1 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 1); err != nil {
+			return w.At(err, "direction", -1)
+		}
 	}
-	if err := w.Scalar(&t, 1, 4); err != nil {
-		return w.At(err, "hidden_size", -1)
+	if fo := w.Slot(&t, 1); fo != 0 && fo+4 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 4); err != nil {
+			return w.At(err, "hidden_size", -1)
+		}
 	}
-	if err := w.Scalar(&t, 2, 1); err != nil {
-		return w.At(err, "linear_before_reset", -1)
+	if fo := w.Slot(&t, 2); fo != 0 && fo+1 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 1); err != nil {
+			return w.At(err, "linear_before_reset", -1)
+		}
 	}
 	w.Leave()
 	return nil
@@ -261,8 +307,10 @@ func VerifyLeakyReluAttrs(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	if err := w.Scalar(&t, 0, 4); err != nil {
-		return w.At(err, "alpha", -1)
+	if fo := w.Slot(&t, 0); fo != 0 && fo+4 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 4); err != nil {
+			return w.At(err, "alpha", -1)
+		}
 	}
 	w.Leave()
 	return nil
@@ -274,11 +322,15 @@ func VerifyLSTMAttrs(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	if err := w.Scalar(&t, 0, 1); err != nil {
-		return w.At(err, "direction", -1)
+	if fo := w.Slot(&t, 0); fo != 0 && fo+1 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 1); err != nil {
+			return w.At(err, "direction", -1)
+		}
 	}
-	if err := w.Scalar(&t, 1, 4); err != nil {
-		return w.At(err, "hidden_size", -1)
+	if fo := w.Slot(&t, 1); fo != 0 && fo+4 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 4); err != nil {
+			return w.At(err, "hidden_size", -1)
+		}
 	}
 	w.Leave()
 	return nil
@@ -293,8 +345,10 @@ func VerifyMaxPoolAttrs(w *fbverify.Walk, pos int64) error {
 	if _, _, err := w.VectorField(&t, 0, false, 4); err != nil {
 		return w.At(err, "kernel_size", -1)
 	}
-	if err := w.Scalar(&t, 1, 1); err != nil {
-		return w.At(err, "auto_pad", -1)
+	if fo := w.Slot(&t, 1); fo != 0 && fo+1 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 1); err != nil {
+			return w.At(err, "auto_pad", -1)
+		}
 	}
 	if _, _, err := w.VectorField(&t, 2, false, 4); err != nil {
 		return w.At(err, "pads", -1)
@@ -302,8 +356,10 @@ func VerifyMaxPoolAttrs(w *fbverify.Walk, pos int64) error {
 	if _, _, err := w.VectorField(&t, 3, false, 4); err != nil {
 		return w.At(err, "strides", -1)
 	}
-	if err := w.Scalar(&t, 4, 1); err != nil {
-		return w.At(err, "ceil_mode", -1)
+	if fo := w.Slot(&t, 4); fo != 0 && fo+1 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 1); err != nil {
+			return w.At(err, "ceil_mode", -1)
+		}
 	}
 	w.Leave()
 	return nil
@@ -318,11 +374,15 @@ func VerifyReduceMeanAttrs(w *fbverify.Walk, pos int64) error {
 	if _, _, err := w.VectorField(&t, 0, false, 4); err != nil {
 		return w.At(err, "axes", -1)
 	}
-	if err := w.Scalar(&t, 1, 1); err != nil {
-		return w.At(err, "keep_dims", -1)
+	if fo := w.Slot(&t, 1); fo != 0 && fo+1 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 1); err != nil {
+			return w.At(err, "keep_dims", -1)
+		}
 	}
-	if err := w.Scalar(&t, 2, 1); err != nil {
-		return w.At(err, "noop_with_empty_axes", -1)
+	if fo := w.Slot(&t, 2); fo != 0 && fo+1 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 1); err != nil {
+			return w.At(err, "noop_with_empty_axes", -1)
+		}
 	}
 	w.Leave()
 	return nil
@@ -334,8 +394,10 @@ func VerifyReshapeAttrs(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	if err := w.Scalar(&t, 0, 1); err != nil {
-		return w.At(err, "allow_zero", -1)
+	if fo := w.Slot(&t, 0); fo != 0 && fo+1 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 1); err != nil {
+			return w.At(err, "allow_zero", -1)
+		}
 	}
 	w.Leave()
 	return nil
@@ -347,14 +409,20 @@ func VerifyResizeAttrs(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	if err := w.Scalar(&t, 0, 1); err != nil {
-		return w.At(err, "mode", -1)
+	if fo := w.Slot(&t, 0); fo != 0 && fo+1 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 1); err != nil {
+			return w.At(err, "mode", -1)
+		}
 	}
-	if err := w.Scalar(&t, 1, 1); err != nil {
-		return w.At(err, "coord_mode", -1)
+	if fo := w.Slot(&t, 1); fo != 0 && fo+1 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 1); err != nil {
+			return w.At(err, "coord_mode", -1)
+		}
 	}
-	if err := w.Scalar(&t, 2, 1); err != nil {
-		return w.At(err, "nearest_mode", -1)
+	if fo := w.Slot(&t, 2); fo != 0 && fo+1 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 1); err != nil {
+			return w.At(err, "nearest_mode", -1)
+		}
 	}
 	w.Leave()
 	return nil
@@ -366,11 +434,15 @@ func VerifySplitAttrs(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	if err := w.Scalar(&t, 0, 4); err != nil {
-		return w.At(err, "axis", -1)
+	if fo := w.Slot(&t, 0); fo != 0 && fo+4 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 4); err != nil {
+			return w.At(err, "axis", -1)
+		}
 	}
-	if err := w.Scalar(&t, 1, 4); err != nil {
-		return w.At(err, "num_outputs", -1)
+	if fo := w.Slot(&t, 1); fo != 0 && fo+4 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 4); err != nil {
+			return w.At(err, "num_outputs", -1)
+		}
 	}
 	w.Leave()
 	return nil
@@ -382,8 +454,10 @@ func VerifySoftmaxAttrs(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	if err := w.Scalar(&t, 0, 4); err != nil {
-		return w.At(err, "axis", -1)
+	if fo := w.Slot(&t, 0); fo != 0 && fo+4 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 4); err != nil {
+			return w.At(err, "axis", -1)
+		}
 	}
 	w.Leave()
 	return nil
@@ -408,8 +482,10 @@ func VerifyModAttrs(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	if err := w.Scalar(&t, 0, 1); err != nil {
-		return w.At(err, "fmod", -1)
+	if fo := w.Slot(&t, 0); fo != 0 && fo+1 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 1); err != nil {
+			return w.At(err, "fmod", -1)
+		}
 	}
 	w.Leave()
 	return nil
@@ -421,11 +497,15 @@ func VerifyScatterElementsAttrs(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	if err := w.Scalar(&t, 0, 4); err != nil {
-		return w.At(err, "axis", -1)
+	if fo := w.Slot(&t, 0); fo != 0 && fo+4 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 4); err != nil {
+			return w.At(err, "axis", -1)
+		}
 	}
-	if err := w.Scalar(&t, 1, 1); err != nil {
-		return w.At(err, "reduction", -1)
+	if fo := w.Slot(&t, 1); fo != 0 && fo+1 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 1); err != nil {
+			return w.At(err, "reduction", -1)
+		}
 	}
 	w.Leave()
 	return nil
@@ -437,8 +517,10 @@ func VerifyOneHotAttrs(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	if err := w.Scalar(&t, 0, 4); err != nil {
-		return w.At(err, "axis", -1)
+	if fo := w.Slot(&t, 0); fo != 0 && fo+4 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 4); err != nil {
+			return w.At(err, "axis", -1)
+		}
 	}
 	w.Leave()
 	return nil
@@ -450,14 +532,20 @@ func VerifyTopKAttrs(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	if err := w.Scalar(&t, 0, 4); err != nil {
-		return w.At(err, "axis", -1)
+	if fo := w.Slot(&t, 0); fo != 0 && fo+4 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 4); err != nil {
+			return w.At(err, "axis", -1)
+		}
 	}
-	if err := w.Scalar(&t, 1, 1); err != nil {
-		return w.At(err, "largest", -1)
+	if fo := w.Slot(&t, 1); fo != 0 && fo+1 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 1); err != nil {
+			return w.At(err, "largest", -1)
+		}
 	}
-	if err := w.Scalar(&t, 2, 1); err != nil {
-		return w.At(err, "sorted", -1)
+	if fo := w.Slot(&t, 2); fo != 0 && fo+1 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 1); err != nil {
+			return w.At(err, "sorted", -1)
+		}
 	}
 	w.Leave()
 	return nil
@@ -469,11 +557,15 @@ func VerifyHardSigmoidAttrs(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	if err := w.Scalar(&t, 0, 4); err != nil {
-		return w.At(err, "alpha", -1)
+	if fo := w.Slot(&t, 0); fo != 0 && fo+4 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 4); err != nil {
+			return w.At(err, "alpha", -1)
+		}
 	}
-	if err := w.Scalar(&t, 1, 4); err != nil {
-		return w.At(err, "beta", -1)
+	if fo := w.Slot(&t, 1); fo != 0 && fo+4 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 4); err != nil {
+			return w.At(err, "beta", -1)
+		}
 	}
 	w.Leave()
 	return nil
@@ -485,8 +577,10 @@ func VerifyTriluAttrs(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	if err := w.Scalar(&t, 0, 1); err != nil {
-		return w.At(err, "upper", -1)
+	if fo := w.Slot(&t, 0); fo != 0 && fo+1 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 1); err != nil {
+			return w.At(err, "upper", -1)
+		}
 	}
 	w.Leave()
 	return nil
@@ -498,8 +592,10 @@ func VerifyScatterNDAttrs(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	if err := w.Scalar(&t, 0, 1); err != nil {
-		return w.At(err, "reduction", -1)
+	if fo := w.Slot(&t, 0); fo != 0 && fo+1 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 1); err != nil {
+			return w.At(err, "reduction", -1)
+		}
 	}
 	w.Leave()
 	return nil
@@ -511,8 +607,10 @@ func VerifyNonMaxSuppressionAttrs(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	if err := w.Scalar(&t, 0, 1); err != nil {
-		return w.At(err, "box_order", -1)
+	if fo := w.Slot(&t, 0); fo != 0 && fo+1 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 1); err != nil {
+			return w.At(err, "box_order", -1)
+		}
 	}
 	w.Leave()
 	return nil
@@ -524,11 +622,15 @@ func VerifyLayerNormalizationAttrs(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	if err := w.Scalar(&t, 0, 4); err != nil {
-		return w.At(err, "axis", -1)
+	if fo := w.Slot(&t, 0); fo != 0 && fo+4 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 4); err != nil {
+			return w.At(err, "axis", -1)
+		}
 	}
-	if err := w.Scalar(&t, 1, 4); err != nil {
-		return w.At(err, "epsilon", -1)
+	if fo := w.Slot(&t, 1); fo != 0 && fo+4 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 4); err != nil {
+			return w.At(err, "epsilon", -1)
+		}
 	}
 	w.Leave()
 	return nil
@@ -543,14 +645,20 @@ func VerifyRandomUniformAttrs(w *fbverify.Walk, pos int64) error {
 	if _, _, err := w.VectorField(&t, 0, false, 4); err != nil {
 		return w.At(err, "shape", -1)
 	}
-	if err := w.Scalar(&t, 1, 4); err != nil {
-		return w.At(err, "high", -1)
+	if fo := w.Slot(&t, 1); fo != 0 && fo+4 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 4); err != nil {
+			return w.At(err, "high", -1)
+		}
 	}
-	if err := w.Scalar(&t, 2, 4); err != nil {
-		return w.At(err, "low", -1)
+	if fo := w.Slot(&t, 2); fo != 0 && fo+4 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 4); err != nil {
+			return w.At(err, "low", -1)
+		}
 	}
-	if err := w.Scalar(&t, 3, 4); err != nil {
-		return w.At(err, "seed", -1)
+	if fo := w.Slot(&t, 3); fo != 0 && fo+4 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 4); err != nil {
+			return w.At(err, "seed", -1)
+		}
 	}
 	w.Leave()
 	return nil
@@ -562,8 +670,10 @@ func VerifyEluAttrs(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	if err := w.Scalar(&t, 0, 4); err != nil {
-		return w.At(err, "alpha", -1)
+	if fo := w.Slot(&t, 0); fo != 0 && fo+4 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 4); err != nil {
+			return w.At(err, "alpha", -1)
+		}
 	}
 	w.Leave()
 	return nil
@@ -575,14 +685,20 @@ func VerifyRandomUniformLikeAttrs(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	if err := w.Scalar(&t, 0, 4); err != nil {
-		return w.At(err, "high", -1)
+	if fo := w.Slot(&t, 0); fo != 0 && fo+4 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 4); err != nil {
+			return w.At(err, "high", -1)
+		}
 	}
-	if err := w.Scalar(&t, 1, 4); err != nil {
-		return w.At(err, "low", -1)
+	if fo := w.Slot(&t, 1); fo != 0 && fo+4 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 4); err != nil {
+			return w.At(err, "low", -1)
+		}
 	}
-	if err := w.Scalar(&t, 2, 4); err != nil {
-		return w.At(err, "seed", -1)
+	if fo := w.Slot(&t, 2); fo != 0 && fo+4 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 4); err != nil {
+			return w.At(err, "seed", -1)
+		}
 	}
 	w.Leave()
 	return nil
@@ -594,14 +710,20 @@ func VerifyRandomNormalAttrs(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	if err := w.Scalar(&t, 0, 4); err != nil {
-		return w.At(err, "mean", -1)
+	if fo := w.Slot(&t, 0); fo != 0 && fo+4 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 4); err != nil {
+			return w.At(err, "mean", -1)
+		}
 	}
-	if err := w.Scalar(&t, 1, 4); err != nil {
-		return w.At(err, "scale", -1)
+	if fo := w.Slot(&t, 1); fo != 0 && fo+4 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 4); err != nil {
+			return w.At(err, "scale", -1)
+		}
 	}
-	if err := w.Scalar(&t, 2, 4); err != nil {
-		return w.At(err, "seed", -1)
+	if fo := w.Slot(&t, 2); fo != 0 && fo+4 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 4); err != nil {
+			return w.At(err, "seed", -1)
+		}
 	}
 	if _, _, err := w.VectorField(&t, 3, false, 4); err != nil {
 		return w.At(err, "shape", -1)
@@ -616,14 +738,20 @@ func VerifyRandomNormalLikeAttrs(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	if err := w.Scalar(&t, 0, 4); err != nil {
-		return w.At(err, "mean", -1)
+	if fo := w.Slot(&t, 0); fo != 0 && fo+4 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 4); err != nil {
+			return w.At(err, "mean", -1)
+		}
 	}
-	if err := w.Scalar(&t, 1, 4); err != nil {
-		return w.At(err, "scale", -1)
+	if fo := w.Slot(&t, 1); fo != 0 && fo+4 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 4); err != nil {
+			return w.At(err, "scale", -1)
+		}
 	}
-	if err := w.Scalar(&t, 2, 4); err != nil {
-		return w.At(err, "seed", -1)
+	if fo := w.Slot(&t, 2); fo != 0 && fo+4 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 4); err != nil {
+			return w.At(err, "seed", -1)
+		}
 	}
 	w.Leave()
 	return nil
@@ -635,8 +763,10 @@ func VerifyGatherNDAttrs(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	if err := w.Scalar(&t, 0, 4); err != nil {
-		return w.At(err, "batch_dims", -1)
+	if fo := w.Slot(&t, 0); fo != 0 && fo+4 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 4); err != nil {
+			return w.At(err, "batch_dims", -1)
+		}
 	}
 	w.Leave()
 	return nil
@@ -648,8 +778,10 @@ func VerifyGeluAttrs(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	if err := w.Scalar(&t, 0, 1); err != nil {
-		return w.At(err, "approximate", -1)
+	if fo := w.Slot(&t, 0); fo != 0 && fo+1 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 1); err != nil {
+			return w.At(err, "approximate", -1)
+		}
 	}
 	w.Leave()
 	return nil
@@ -698,8 +830,10 @@ func VerifyPadAttrs(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	if err := w.Scalar(&t, 0, 1); err != nil {
-		return w.At(err, "mode", -1)
+	if fo := w.Slot(&t, 0); fo != 0 && fo+1 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 1); err != nil {
+			return w.At(err, "mode", -1)
+		}
 	}
 	w.Leave()
 	return nil
@@ -711,8 +845,10 @@ func VerifyDequantizeLinearAttrs(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	if err := w.Scalar(&t, 0, 4); err != nil {
-		return w.At(err, "axis", -1)
+	if fo := w.Slot(&t, 0); fo != 0 && fo+4 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 4); err != nil {
+			return w.At(err, "axis", -1)
+		}
 	}
 	w.Leave()
 	return nil
@@ -724,11 +860,15 @@ func VerifyQuantizeLinearAttrs(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	if err := w.Scalar(&t, 0, 4); err != nil {
-		return w.At(err, "axis", -1)
+	if fo := w.Slot(&t, 0); fo != 0 && fo+4 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 4); err != nil {
+			return w.At(err, "axis", -1)
+		}
 	}
-	if err := w.Scalar(&t, 1, 1); err != nil {
-		return w.At(err, "output_dtype", -1)
+	if fo := w.Slot(&t, 1); fo != 0 && fo+1 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 1); err != nil {
+			return w.At(err, "output_dtype", -1)
+		}
 	}
 	w.Leave()
 	return nil
@@ -740,11 +880,15 @@ func VerifyDepthToSpaceAttrs(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	if err := w.Scalar(&t, 0, 1); err != nil {
-		return w.At(err, "mode", -1)
+	if fo := w.Slot(&t, 0); fo != 0 && fo+1 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 1); err != nil {
+			return w.At(err, "mode", -1)
+		}
 	}
-	if err := w.Scalar(&t, 1, 4); err != nil {
-		return w.At(err, "block_size", -1)
+	if fo := w.Slot(&t, 1); fo != 0 && fo+4 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 4); err != nil {
+			return w.At(err, "block_size", -1)
+		}
 	}
 	w.Leave()
 	return nil
@@ -761,11 +905,15 @@ func VerifyShapeAttrs(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	if err := w.Scalar(&t, 0, 4); err != nil {
-		return w.At(err, "start", -1)
+	if fo := w.Slot(&t, 0); fo != 0 && fo+4 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 4); err != nil {
+			return w.At(err, "start", -1)
+		}
 	}
-	if err := w.Scalar(&t, 1, 4); err != nil {
-		return w.At(err, "end", -1)
+	if fo := w.Slot(&t, 1); fo != 0 && fo+4 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 4); err != nil {
+			return w.At(err, "end", -1)
+		}
 	}
 	w.Leave()
 	return nil
@@ -777,8 +925,10 @@ func VerifyDropoutAttrs(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	if err := w.Scalar(&t, 0, 4); err != nil {
-		return w.At(err, "seed", -1)
+	if fo := w.Slot(&t, 0); fo != 0 && fo+4 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 4); err != nil {
+			return w.At(err, "seed", -1)
+		}
 	}
 	w.Leave()
 	return nil
@@ -790,11 +940,15 @@ func VerifyEyeLikeAttrs(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	if err := w.Scalar(&t, 0, 1); err != nil {
-		return w.At(err, "dtype", -1)
+	if fo := w.Slot(&t, 0); fo != 0 && fo+1 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 1); err != nil {
+			return w.At(err, "dtype", -1)
+		}
 	}
-	if err := w.Scalar(&t, 1, 4); err != nil {
-		return w.At(err, "k", -1)
+	if fo := w.Slot(&t, 1); fo != 0 && fo+4 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 4); err != nil {
+			return w.At(err, "k", -1)
+		}
 	}
 	w.Leave()
 	return nil
@@ -828,8 +982,10 @@ func VerifySequenceEmptyAttrs(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	if err := w.Scalar(&t, 0, 1); err != nil {
-		return w.At(err, "dtype", -1)
+	if fo := w.Slot(&t, 0); fo != 0 && fo+1 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 1); err != nil {
+			return w.At(err, "dtype", -1)
+		}
 	}
 	w.Leave()
 	return nil
@@ -841,11 +997,15 @@ func VerifyConcatFromSequenceAttrs(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	if err := w.Scalar(&t, 0, 4); err != nil {
-		return w.At(err, "axis", -1)
+	if fo := w.Slot(&t, 0); fo != 0 && fo+4 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 4); err != nil {
+			return w.At(err, "axis", -1)
+		}
 	}
-	if err := w.Scalar(&t, 1, 1); err != nil {
-		return w.At(err, "new_axis", -1)
+	if fo := w.Slot(&t, 1); fo != 0 && fo+1 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 1); err != nil {
+			return w.At(err, "new_axis", -1)
+		}
 	}
 	w.Leave()
 	return nil
@@ -857,11 +1017,15 @@ func VerifySplitToSequenceAttrs(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	if err := w.Scalar(&t, 0, 4); err != nil {
-		return w.At(err, "axis", -1)
+	if fo := w.Slot(&t, 0); fo != 0 && fo+4 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 4); err != nil {
+			return w.At(err, "axis", -1)
+		}
 	}
-	if err := w.Scalar(&t, 1, 1); err != nil {
-		return w.At(err, "keep_dims", -1)
+	if fo := w.Slot(&t, 1); fo != 0 && fo+1 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 1); err != nil {
+			return w.At(err, "keep_dims", -1)
+		}
 	}
 	w.Leave()
 	return nil
@@ -873,8 +1037,10 @@ func VerifyGridSampleAttrs(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	if err := w.Scalar(&t, 0, 1); err != nil {
-		return w.At(err, "align_corners", -1)
+	if fo := w.Slot(&t, 0); fo != 0 && fo+1 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 1); err != nil {
+			return w.At(err, "align_corners", -1)
+		}
 	}
 	w.Leave()
 	return nil
@@ -886,8 +1052,10 @@ func VerifySTFTAttrs(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	if err := w.Scalar(&t, 0, 1); err != nil {
-		return w.At(err, "onesided", -1)
+	if fo := w.Slot(&t, 0); fo != 0 && fo+1 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 1); err != nil {
+			return w.At(err, "onesided", -1)
+		}
 	}
 	w.Leave()
 	return nil
@@ -949,8 +1117,10 @@ func VerifyOperatorNode(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	if err := w.Scalar(&t, 0, 1); err != nil {
-		return w.At(err, "type", -1)
+	if fo := w.Slot(&t, 0); fo != 0 && fo+1 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 1); err != nil {
+			return w.At(err, "type", -1)
+		}
 	}
 	if tag, q, err := w.Union(&t, 1); err != nil {
 		return w.At(err, "attrs", -1)
@@ -1181,11 +1351,15 @@ func VerifyConstantNode(w *fbverify.Walk, pos int64) error {
 			return w.At(err, "data", -1)
 		}
 	}
-	if err := w.Scalar(&t, 3, 2); err != nil {
-		return w.At(err, "dtype", -1)
+	if fo := w.Slot(&t, 3); fo != 0 && fo+2 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 2); err != nil {
+			return w.At(err, "dtype", -1)
+		}
 	}
-	if err := w.Scalar(&t, 4, 8); err != nil {
-		return w.At(err, "data_offset", -1)
+	if fo := w.Slot(&t, 4); fo != 0 && fo+8 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 8); err != nil {
+			return w.At(err, "data_offset", -1)
+		}
 	}
 	w.Leave()
 	return nil
@@ -1197,8 +1371,10 @@ func VerifyDim(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	if err := w.Scalar(&t, 0, 4); err != nil {
-		return w.At(err, "value", -1)
+	if fo := w.Slot(&t, 0); fo != 0 && fo+4 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 4); err != nil {
+			return w.At(err, "value", -1)
+		}
 	}
 	if err := w.StringField(&t, 1, false); err != nil {
 		return w.At(err, "name", -1)
@@ -1226,8 +1402,10 @@ func VerifyValueNode(w *fbverify.Walk, pos int64) error {
 			}
 		}
 	}
-	if err := w.Scalar(&t, 1, 1); err != nil {
-		return w.At(err, "dtype", -1)
+	if fo := w.Slot(&t, 1); fo != 0 && fo+1 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 1); err != nil {
+			return w.At(err, "dtype", -1)
+		}
 	}
 	w.Leave()
 	return nil
@@ -1335,8 +1513,10 @@ func VerifyModel(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	if err := w.Scalar(&t, 0, 4); err != nil {
-		return w.At(err, "schema_version", -1)
+	if fo := w.Slot(&t, 0); fo != 0 && fo+4 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 4); err != nil {
+			return w.At(err, "schema_version", -1)
+		}
 	}
 	if q, err := w.Ref(&t, 1, true); err != nil {
 		return w.At(err, "graph", -1)

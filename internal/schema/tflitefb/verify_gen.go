@@ -23,14 +23,20 @@ func VerifyBlockwiseQuantization(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	if err := w.Scalar(&t, 0, 4); err != nil {
-		return w.At(err, "scales", -1)
+	if fo := w.Slot(&t, 0); fo != 0 && fo+4 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 4); err != nil {
+			return w.At(err, "scales", -1)
+		}
 	}
-	if err := w.Scalar(&t, 1, 4); err != nil {
-		return w.At(err, "zero_points", -1)
+	if fo := w.Slot(&t, 1); fo != 0 && fo+4 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 4); err != nil {
+			return w.At(err, "zero_points", -1)
+		}
 	}
-	if err := w.Scalar(&t, 2, 4); err != nil {
-		return w.At(err, "block_size", -1)
+	if fo := w.Slot(&t, 2); fo != 0 && fo+4 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 4); err != nil {
+			return w.At(err, "block_size", -1)
+		}
 	}
 	w.Leave()
 	return nil
@@ -69,8 +75,10 @@ func VerifyQuantizationParameters(w *fbverify.Walk, pos int64) error {
 			return w.At(err, "details", -1)
 		}
 	}
-	if err := w.Scalar(&t, 6, 4); err != nil {
-		return w.At(err, "quantized_dimension", -1)
+	if fo := w.Slot(&t, 6); fo != 0 && fo+4 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 4); err != nil {
+			return w.At(err, "quantized_dimension", -1)
+		}
 	}
 	w.Leave()
 	return nil
@@ -121,11 +129,15 @@ func VerifyDimensionMetadata(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	if err := w.Scalar(&t, 0, 1); err != nil {
-		return w.At(err, "format", -1)
+	if fo := w.Slot(&t, 0); fo != 0 && fo+1 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 1); err != nil {
+			return w.At(err, "format", -1)
+		}
 	}
-	if err := w.Scalar(&t, 1, 4); err != nil {
-		return w.At(err, "dense_size", -1)
+	if fo := w.Slot(&t, 1); fo != 0 && fo+4 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 4); err != nil {
+			return w.At(err, "dense_size", -1)
+		}
 	}
 	if tag, q, err := w.Union(&t, 2); err != nil {
 		return w.At(err, "array_segments", -1)
@@ -203,11 +215,15 @@ func VerifyVariantSubType(w *fbverify.Walk, pos int64) error {
 	if _, _, err := w.VectorField(&t, 0, false, 4); err != nil {
 		return w.At(err, "shape", -1)
 	}
-	if err := w.Scalar(&t, 1, 1); err != nil {
-		return w.At(err, "type", -1)
+	if fo := w.Slot(&t, 1); fo != 0 && fo+1 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 1); err != nil {
+			return w.At(err, "type", -1)
+		}
 	}
-	if err := w.Scalar(&t, 2, 1); err != nil {
-		return w.At(err, "has_rank", -1)
+	if fo := w.Slot(&t, 2); fo != 0 && fo+1 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 1); err != nil {
+			return w.At(err, "has_rank", -1)
+		}
 	}
 	w.Leave()
 	return nil
@@ -222,11 +238,15 @@ func VerifyTensor(w *fbverify.Walk, pos int64) error {
 	if _, _, err := w.VectorField(&t, 0, false, 4); err != nil {
 		return w.At(err, "shape", -1)
 	}
-	if err := w.Scalar(&t, 1, 1); err != nil {
-		return w.At(err, "type", -1)
+	if fo := w.Slot(&t, 1); fo != 0 && fo+1 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 1); err != nil {
+			return w.At(err, "type", -1)
+		}
 	}
-	if err := w.Scalar(&t, 2, 4); err != nil {
-		return w.At(err, "buffer", -1)
+	if fo := w.Slot(&t, 2); fo != 0 && fo+4 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 4); err != nil {
+			return w.At(err, "buffer", -1)
+		}
 	}
 	if err := w.StringField(&t, 3, false); err != nil {
 		return w.At(err, "name", -1)
@@ -238,8 +258,10 @@ func VerifyTensor(w *fbverify.Walk, pos int64) error {
 			return w.At(err, "quantization", -1)
 		}
 	}
-	if err := w.Scalar(&t, 5, 1); err != nil {
-		return w.At(err, "is_variable", -1)
+	if fo := w.Slot(&t, 5); fo != 0 && fo+1 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 1); err != nil {
+			return w.At(err, "is_variable", -1)
+		}
 	}
 	if q, err := w.Ref(&t, 6, false); err != nil {
 		return w.At(err, "sparsity", -1)
@@ -251,11 +273,15 @@ func VerifyTensor(w *fbverify.Walk, pos int64) error {
 	if _, _, err := w.VectorField(&t, 7, false, 4); err != nil {
 		return w.At(err, "shape_signature", -1)
 	}
-	if err := w.Scalar(&t, 8, 1); err != nil {
-		return w.At(err, "has_rank", -1)
+	if fo := w.Slot(&t, 8); fo != 0 && fo+1 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 1); err != nil {
+			return w.At(err, "has_rank", -1)
+		}
 	}
-	if err := w.Scalar(&t, 10, 4); err != nil {
-		return w.At(err, "external_buffer", -1)
+	if fo := w.Slot(&t, 10); fo != 0 && fo+4 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 4); err != nil {
+			return w.At(err, "external_buffer", -1)
+		}
 	}
 	w.Leave()
 	return nil
@@ -267,8 +293,10 @@ func VerifyCallOptions(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	if err := w.Scalar(&t, 0, 4); err != nil {
-		return w.At(err, "subgraph", -1)
+	if fo := w.Slot(&t, 0); fo != 0 && fo+4 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 4); err != nil {
+			return w.At(err, "subgraph", -1)
+		}
 	}
 	w.Leave()
 	return nil
@@ -280,11 +308,15 @@ func VerifyIfOptions(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	if err := w.Scalar(&t, 0, 4); err != nil {
-		return w.At(err, "then_subgraph_index", -1)
+	if fo := w.Slot(&t, 0); fo != 0 && fo+4 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 4); err != nil {
+			return w.At(err, "then_subgraph_index", -1)
+		}
 	}
-	if err := w.Scalar(&t, 1, 4); err != nil {
-		return w.At(err, "else_subgraph_index", -1)
+	if fo := w.Slot(&t, 1); fo != 0 && fo+4 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 4); err != nil {
+			return w.At(err, "else_subgraph_index", -1)
+		}
 	}
 	w.Leave()
 	return nil
@@ -296,11 +328,15 @@ func VerifyWhileOptions(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	if err := w.Scalar(&t, 0, 4); err != nil {
-		return w.At(err, "cond_subgraph_index", -1)
+	if fo := w.Slot(&t, 0); fo != 0 && fo+4 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 4); err != nil {
+			return w.At(err, "cond_subgraph_index", -1)
+		}
 	}
-	if err := w.Scalar(&t, 1, 4); err != nil {
-		return w.At(err, "body_subgraph_index", -1)
+	if fo := w.Slot(&t, 1); fo != 0 && fo+4 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 4); err != nil {
+			return w.At(err, "body_subgraph_index", -1)
+		}
 	}
 	w.Leave()
 	return nil
@@ -312,8 +348,10 @@ func VerifyCallOnceOptions(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	if err := w.Scalar(&t, 0, 4); err != nil {
-		return w.At(err, "init_subgraph_index", -1)
+	if fo := w.Slot(&t, 0); fo != 0 && fo+4 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 4); err != nil {
+			return w.At(err, "init_subgraph_index", -1)
+		}
 	}
 	w.Leave()
 	return nil
@@ -328,14 +366,20 @@ func VerifyStableHLOCompositeOptions(w *fbverify.Walk, pos int64) error {
 	if err := w.StringField(&t, 0, false); err != nil {
 		return w.At(err, "name", -1)
 	}
-	if err := w.Scalar(&t, 1, 4); err != nil {
-		return w.At(err, "decomposition_subgraph_index", -1)
+	if fo := w.Slot(&t, 1); fo != 0 && fo+4 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 4); err != nil {
+			return w.At(err, "decomposition_subgraph_index", -1)
+		}
 	}
-	if err := w.Scalar(&t, 3, 1); err != nil {
-		return w.At(err, "composite_attributes_format", -1)
+	if fo := w.Slot(&t, 3); fo != 0 && fo+1 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 1); err != nil {
+			return w.At(err, "composite_attributes_format", -1)
+		}
 	}
-	if err := w.Scalar(&t, 4, 4); err != nil {
-		return w.At(err, "version", -1)
+	if fo := w.Slot(&t, 4); fo != 0 && fo+4 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 4); err != nil {
+			return w.At(err, "version", -1)
+		}
 	}
 	w.Leave()
 	return nil
@@ -347,17 +391,23 @@ func VerifyOperatorCode(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	if err := w.Scalar(&t, 0, 1); err != nil {
-		return w.At(err, "deprecated_builtin_code", -1)
+	if fo := w.Slot(&t, 0); fo != 0 && fo+1 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 1); err != nil {
+			return w.At(err, "deprecated_builtin_code", -1)
+		}
 	}
 	if err := w.StringField(&t, 1, false); err != nil {
 		return w.At(err, "custom_code", -1)
 	}
-	if err := w.Scalar(&t, 2, 4); err != nil {
-		return w.At(err, "version", -1)
+	if fo := w.Slot(&t, 2); fo != 0 && fo+4 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 4); err != nil {
+			return w.At(err, "version", -1)
+		}
 	}
-	if err := w.Scalar(&t, 3, 4); err != nil {
-		return w.At(err, "builtin_code", -1)
+	if fo := w.Slot(&t, 3); fo != 0 && fo+4 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 4); err != nil {
+			return w.At(err, "builtin_code", -1)
+		}
 	}
 	w.Leave()
 	return nil
@@ -369,8 +419,10 @@ func VerifyOperator(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	if err := w.Scalar(&t, 0, 4); err != nil {
-		return w.At(err, "opcode_index", -1)
+	if fo := w.Slot(&t, 0); fo != 0 && fo+4 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 4); err != nil {
+			return w.At(err, "opcode_index", -1)
+		}
 	}
 	if _, _, err := w.VectorField(&t, 1, false, 4); err != nil {
 		return w.At(err, "inputs", -1)
@@ -397,14 +449,20 @@ func VerifyOperator(w *fbverify.Walk, pos int64) error {
 			return w.At(err, "builtin_options", -1)
 		}
 	}
-	if err := w.Scalar(&t, 6, 1); err != nil {
-		return w.At(err, "custom_options_format", -1)
+	if fo := w.Slot(&t, 6); fo != 0 && fo+1 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 1); err != nil {
+			return w.At(err, "custom_options_format", -1)
+		}
 	}
-	if err := w.Scalar(&t, 9, 8); err != nil {
-		return w.At(err, "large_custom_options_offset", -1)
+	if fo := w.Slot(&t, 9); fo != 0 && fo+8 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 8); err != nil {
+			return w.At(err, "large_custom_options_offset", -1)
+		}
 	}
-	if err := w.Scalar(&t, 10, 8); err != nil {
-		return w.At(err, "large_custom_options_size", -1)
+	if fo := w.Slot(&t, 10); fo != 0 && fo+8 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 8); err != nil {
+			return w.At(err, "large_custom_options_size", -1)
+		}
 	}
 	if tag, q, err := w.Union(&t, 11); err != nil {
 		return w.At(err, "builtin_options_2", -1)
@@ -419,8 +477,10 @@ func VerifyOperator(w *fbverify.Walk, pos int64) error {
 			return w.At(err, "builtin_options_2", -1)
 		}
 	}
-	if err := w.Scalar(&t, 13, 4); err != nil {
-		return w.At(err, "debug_metadata_index", -1)
+	if fo := w.Slot(&t, 13); fo != 0 && fo+4 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 4); err != nil {
+			return w.At(err, "debug_metadata_index", -1)
+		}
 	}
 	w.Leave()
 	return nil
@@ -467,8 +527,10 @@ func VerifySubGraph(w *fbverify.Walk, pos int64) error {
 	if err := w.StringField(&t, 4, false); err != nil {
 		return w.At(err, "name", -1)
 	}
-	if err := w.Scalar(&t, 5, 4); err != nil {
-		return w.At(err, "debug_metadata_index", -1)
+	if fo := w.Slot(&t, 5); fo != 0 && fo+4 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 4); err != nil {
+			return w.At(err, "debug_metadata_index", -1)
+		}
 	}
 	w.Leave()
 	return nil
@@ -483,11 +545,15 @@ func VerifyBuffer(w *fbverify.Walk, pos int64) error {
 	if _, _, err := w.VectorField(&t, 0, false, 1); err != nil {
 		return w.At(err, "data", -1)
 	}
-	if err := w.Scalar(&t, 1, 8); err != nil {
-		return w.At(err, "offset", -1)
+	if fo := w.Slot(&t, 1); fo != 0 && fo+8 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 8); err != nil {
+			return w.At(err, "offset", -1)
+		}
 	}
-	if err := w.Scalar(&t, 2, 8); err != nil {
-		return w.At(err, "size", -1)
+	if fo := w.Slot(&t, 2); fo != 0 && fo+8 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 8); err != nil {
+			return w.At(err, "size", -1)
+		}
 	}
 	w.Leave()
 	return nil
@@ -512,17 +578,25 @@ func VerifyExternalBuffer(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	if err := w.Scalar(&t, 0, 4); err != nil {
-		return w.At(err, "id", -1)
+	if fo := w.Slot(&t, 0); fo != 0 && fo+4 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 4); err != nil {
+			return w.At(err, "id", -1)
+		}
 	}
-	if err := w.Scalar(&t, 1, 4); err != nil {
-		return w.At(err, "group", -1)
+	if fo := w.Slot(&t, 1); fo != 0 && fo+4 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 4); err != nil {
+			return w.At(err, "group", -1)
+		}
 	}
-	if err := w.Scalar(&t, 2, 8); err != nil {
-		return w.At(err, "offset", -1)
+	if fo := w.Slot(&t, 2); fo != 0 && fo+8 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 8); err != nil {
+			return w.At(err, "offset", -1)
+		}
 	}
-	if err := w.Scalar(&t, 3, 8); err != nil {
-		return w.At(err, "length", -1)
+	if fo := w.Slot(&t, 3); fo != 0 && fo+8 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 8); err != nil {
+			return w.At(err, "length", -1)
+		}
 	}
 	if err := w.StringField(&t, 4, false); err != nil {
 		return w.At(err, "packing", -1)
@@ -540,8 +614,10 @@ func VerifyMetadata(w *fbverify.Walk, pos int64) error {
 	if err := w.StringField(&t, 0, false); err != nil {
 		return w.At(err, "name", -1)
 	}
-	if err := w.Scalar(&t, 1, 4); err != nil {
-		return w.At(err, "buffer", -1)
+	if fo := w.Slot(&t, 1); fo != 0 && fo+4 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 4); err != nil {
+			return w.At(err, "buffer", -1)
+		}
 	}
 	w.Leave()
 	return nil
@@ -556,8 +632,10 @@ func VerifyTensorMap(w *fbverify.Walk, pos int64) error {
 	if err := w.StringField(&t, 0, false); err != nil {
 		return w.At(err, "name", -1)
 	}
-	if err := w.Scalar(&t, 1, 4); err != nil {
-		return w.At(err, "tensor_index", -1)
+	if fo := w.Slot(&t, 1); fo != 0 && fo+4 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 4); err != nil {
+			return w.At(err, "tensor_index", -1)
+		}
 	}
 	w.Leave()
 	return nil
@@ -598,8 +676,10 @@ func VerifySignatureDef(w *fbverify.Walk, pos int64) error {
 	if err := w.StringField(&t, 2, false); err != nil {
 		return w.At(err, "signature_key", -1)
 	}
-	if err := w.Scalar(&t, 4, 4); err != nil {
-		return w.At(err, "subgraph_index", -1)
+	if fo := w.Slot(&t, 4); fo != 0 && fo+4 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 4); err != nil {
+			return w.At(err, "subgraph_index", -1)
+		}
 	}
 	w.Leave()
 	return nil
@@ -611,8 +691,10 @@ func VerifyModel(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	if err := w.Scalar(&t, 0, 4); err != nil {
-		return w.At(err, "version", -1)
+	if fo := w.Slot(&t, 0); fo != 0 && fo+4 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 4); err != nil {
+			return w.At(err, "version", -1)
+		}
 	}
 	if start, n, err := w.VectorField(&t, 1, false, 4); err != nil {
 		return w.At(err, "operator_codes", -1)

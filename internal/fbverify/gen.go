@@ -112,6 +112,23 @@ func (w *Walk) Ref(t *T, id int, required bool) (int64, error) {
 	return 0, v.derefFail(p)
 }
 
+// RefAt is Ref's common case, inline in the generated verifiers: the
+// offset field at table offset fo of t (from [Walk.Slot]) inside t's own
+// bytes, whose target lies in the buffer. It returns the target and true;
+// false in any other case (an absent field too), which the caller leaves
+// to Ref.
+func (w *Walk) RefAt(t *T, fo int64) (int64, bool) {
+	if fo != 0 && fo+4 <= t.tsize {
+		v := w.v
+		p := t.pos + fo
+		off := int64(v.u32(p))
+		if q := p + off; off != 0 && q < v.n {
+			return q, true
+		}
+	}
+	return 0, false
+}
+
 // Vector checks the vector at pos of elem-byte elements and returns the
 // position of its first element and its length.
 func (w *Walk) Vector(pos, elem int64) (start, n int64, err error) { return w.v.vector(pos, elem) }

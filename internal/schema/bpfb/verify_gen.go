@@ -60,14 +60,44 @@ func VerifyTensor(w *fbverify.Walk, pos int64) error {
 			return w.At(err, "scalar_type", -1)
 		}
 	}
-	if _, _, err := w.VectorField(&t, 1, false, 4); err != nil {
-		return w.At(err, "sizes", -1)
+	{
+		q, ok := w.RefAt(&t, w.Slot(&t, 1))
+		if !ok {
+			if q, err = w.Ref(&t, 1, false); err != nil {
+				return w.At(err, "sizes", -1)
+			}
+		}
+		if q != 0 {
+			if _, _, err := w.Vector(q, 4); err != nil {
+				return w.At(err, "sizes", -1)
+			}
+		}
 	}
-	if _, _, err := w.VectorField(&t, 2, false, 1); err != nil {
-		return w.At(err, "data", -1)
+	{
+		q, ok := w.RefAt(&t, w.Slot(&t, 2))
+		if !ok {
+			if q, err = w.Ref(&t, 2, false); err != nil {
+				return w.At(err, "data", -1)
+			}
+		}
+		if q != 0 {
+			if _, _, err := w.Vector(q, 1); err != nil {
+				return w.At(err, "data", -1)
+			}
+		}
 	}
-	if _, _, err := w.VectorField(&t, 3, false, 1); err != nil {
-		return w.At(err, "dim_order", -1)
+	{
+		q, ok := w.RefAt(&t, w.Slot(&t, 3))
+		if !ok {
+			if q, err = w.Ref(&t, 3, false); err != nil {
+				return w.At(err, "dim_order", -1)
+			}
+		}
+		if q != 0 {
+			if _, _, err := w.Vector(q, 1); err != nil {
+				return w.At(err, "dim_order", -1)
+			}
+		}
 	}
 	w.Leave()
 	return nil
@@ -108,29 +138,53 @@ func VerifyBundledMethodTestCase(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	if start, n, err := w.VectorField(&t, 0, false, 4); err != nil {
-		return w.At(err, "inputs", -1)
-	} else {
-		for i := int64(0); i < n; i++ {
-			e, err := w.Deref(start + 4*i)
-			if err == nil {
-				err = VerifyValue(w, e)
+	{
+		q, ok := w.RefAt(&t, w.Slot(&t, 0))
+		if !ok {
+			if q, err = w.Ref(&t, 0, false); err != nil {
+				return w.At(err, "inputs", -1)
 			}
+		}
+		if q != 0 {
+			start, n, err := w.Vector(q, 4)
 			if err != nil {
-				return w.At(w.At(err, "", int(i)), "inputs", -1)
+				return w.At(err, "inputs", -1)
+			}
+			{
+				for i := int64(0); i < n; i++ {
+					e, err := w.Deref(start + 4*i)
+					if err == nil {
+						err = VerifyValue(w, e)
+					}
+					if err != nil {
+						return w.At(w.At(err, "", int(i)), "inputs", -1)
+					}
+				}
 			}
 		}
 	}
-	if start, n, err := w.VectorField(&t, 1, false, 4); err != nil {
-		return w.At(err, "expected_outputs", -1)
-	} else {
-		for i := int64(0); i < n; i++ {
-			e, err := w.Deref(start + 4*i)
-			if err == nil {
-				err = VerifyValue(w, e)
+	{
+		q, ok := w.RefAt(&t, w.Slot(&t, 1))
+		if !ok {
+			if q, err = w.Ref(&t, 1, false); err != nil {
+				return w.At(err, "expected_outputs", -1)
 			}
+		}
+		if q != 0 {
+			start, n, err := w.Vector(q, 4)
 			if err != nil {
-				return w.At(w.At(err, "", int(i)), "expected_outputs", -1)
+				return w.At(err, "expected_outputs", -1)
+			}
+			{
+				for i := int64(0); i < n; i++ {
+					e, err := w.Deref(start + 4*i)
+					if err == nil {
+						err = VerifyValue(w, e)
+					}
+					if err != nil {
+						return w.At(w.At(err, "", int(i)), "expected_outputs", -1)
+					}
+				}
 			}
 		}
 	}
@@ -144,19 +198,41 @@ func VerifyBundledMethodTestSuite(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	if err := w.StringField(&t, 0, false); err != nil {
-		return w.At(err, "method_name", -1)
-	}
-	if start, n, err := w.VectorField(&t, 1, false, 4); err != nil {
-		return w.At(err, "test_cases", -1)
-	} else {
-		for i := int64(0); i < n; i++ {
-			e, err := w.Deref(start + 4*i)
-			if err == nil {
-				err = VerifyBundledMethodTestCase(w, e)
+	{
+		q, ok := w.RefAt(&t, w.Slot(&t, 0))
+		if !ok {
+			if q, err = w.Ref(&t, 0, false); err != nil {
+				return w.At(err, "method_name", -1)
 			}
+		}
+		if q != 0 {
+			if err := w.String(q); err != nil {
+				return w.At(err, "method_name", -1)
+			}
+		}
+	}
+	{
+		q, ok := w.RefAt(&t, w.Slot(&t, 1))
+		if !ok {
+			if q, err = w.Ref(&t, 1, false); err != nil {
+				return w.At(err, "test_cases", -1)
+			}
+		}
+		if q != 0 {
+			start, n, err := w.Vector(q, 4)
 			if err != nil {
-				return w.At(w.At(err, "", int(i)), "test_cases", -1)
+				return w.At(err, "test_cases", -1)
+			}
+			{
+				for i := int64(0); i < n; i++ {
+					e, err := w.Deref(start + 4*i)
+					if err == nil {
+						err = VerifyBundledMethodTestCase(w, e)
+					}
+					if err != nil {
+						return w.At(w.At(err, "", int(i)), "test_cases", -1)
+					}
+				}
 			}
 		}
 	}
@@ -175,21 +251,43 @@ func VerifyBundledProgram(w *fbverify.Walk, pos int64) error {
 			return w.At(err, "version", -1)
 		}
 	}
-	if start, n, err := w.VectorField(&t, 1, false, 4); err != nil {
-		return w.At(err, "method_test_suites", -1)
-	} else {
-		for i := int64(0); i < n; i++ {
-			e, err := w.Deref(start + 4*i)
-			if err == nil {
-				err = VerifyBundledMethodTestSuite(w, e)
+	{
+		q, ok := w.RefAt(&t, w.Slot(&t, 1))
+		if !ok {
+			if q, err = w.Ref(&t, 1, false); err != nil {
+				return w.At(err, "method_test_suites", -1)
 			}
+		}
+		if q != 0 {
+			start, n, err := w.Vector(q, 4)
 			if err != nil {
-				return w.At(w.At(err, "", int(i)), "method_test_suites", -1)
+				return w.At(err, "method_test_suites", -1)
+			}
+			{
+				for i := int64(0); i < n; i++ {
+					e, err := w.Deref(start + 4*i)
+					if err == nil {
+						err = VerifyBundledMethodTestSuite(w, e)
+					}
+					if err != nil {
+						return w.At(w.At(err, "", int(i)), "method_test_suites", -1)
+					}
+				}
 			}
 		}
 	}
-	if _, _, err := w.VectorField(&t, 2, true, 1); err != nil {
-		return w.At(err, "program", -1)
+	{
+		q, ok := w.RefAt(&t, w.Slot(&t, 2))
+		if !ok {
+			if q, err = w.Ref(&t, 2, true); err != nil {
+				return w.At(err, "program", -1)
+			}
+		}
+		if q != 0 {
+			if _, _, err := w.Vector(q, 1); err != nil {
+				return w.At(err, "program", -1)
+			}
+		}
 	}
 	w.Leave()
 	return nil

@@ -60,8 +60,18 @@ func VerifyString(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	if err := w.StringField(&t, 0, false); err != nil {
-		return w.At(err, "string_val", -1)
+	{
+		q, ok := w.RefAt(&t, w.Slot(&t, 0))
+		if !ok {
+			if q, err = w.Ref(&t, 0, false); err != nil {
+				return w.At(err, "string_val", -1)
+			}
+		}
+		if q != 0 {
+			if err := w.String(q); err != nil {
+				return w.At(err, "string_val", -1)
+			}
+		}
 	}
 	w.Leave()
 	return nil
@@ -73,8 +83,18 @@ func VerifyIntList(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	if _, _, err := w.VectorField(&t, 0, false, 8); err != nil {
-		return w.At(err, "items", -1)
+	{
+		q, ok := w.RefAt(&t, w.Slot(&t, 0))
+		if !ok {
+			if q, err = w.Ref(&t, 0, false); err != nil {
+				return w.At(err, "items", -1)
+			}
+		}
+		if q != 0 {
+			if _, _, err := w.Vector(q, 8); err != nil {
+				return w.At(err, "items", -1)
+			}
+		}
 	}
 	w.Leave()
 	return nil
@@ -86,8 +106,18 @@ func VerifyDoubleList(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	if _, _, err := w.VectorField(&t, 0, false, 8); err != nil {
-		return w.At(err, "items", -1)
+	{
+		q, ok := w.RefAt(&t, w.Slot(&t, 0))
+		if !ok {
+			if q, err = w.Ref(&t, 0, false); err != nil {
+				return w.At(err, "items", -1)
+			}
+		}
+		if q != 0 {
+			if _, _, err := w.Vector(q, 8); err != nil {
+				return w.At(err, "items", -1)
+			}
+		}
 	}
 	w.Leave()
 	return nil
@@ -99,8 +129,18 @@ func VerifyBoolList(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	if _, _, err := w.VectorField(&t, 0, false, 1); err != nil {
-		return w.At(err, "items", -1)
+	{
+		q, ok := w.RefAt(&t, w.Slot(&t, 0))
+		if !ok {
+			if q, err = w.Ref(&t, 0, false); err != nil {
+				return w.At(err, "items", -1)
+			}
+		}
+		if q != 0 {
+			if _, _, err := w.Vector(q, 1); err != nil {
+				return w.At(err, "items", -1)
+			}
+		}
 	}
 	w.Leave()
 	return nil
@@ -112,8 +152,18 @@ func VerifyTensorList(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	if _, _, err := w.VectorField(&t, 0, false, 4); err != nil {
-		return w.At(err, "items", -1)
+	{
+		q, ok := w.RefAt(&t, w.Slot(&t, 0))
+		if !ok {
+			if q, err = w.Ref(&t, 0, false); err != nil {
+				return w.At(err, "items", -1)
+			}
+		}
+		if q != 0 {
+			if _, _, err := w.Vector(q, 4); err != nil {
+				return w.At(err, "items", -1)
+			}
+		}
 	}
 	w.Leave()
 	return nil
@@ -125,8 +175,18 @@ func VerifyOptionalTensorList(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	if _, _, err := w.VectorField(&t, 0, false, 4); err != nil {
-		return w.At(err, "items", -1)
+	{
+		q, ok := w.RefAt(&t, w.Slot(&t, 0))
+		if !ok {
+			if q, err = w.Ref(&t, 0, false); err != nil {
+				return w.At(err, "items", -1)
+			}
+		}
+		if q != 0 {
+			if _, _, err := w.Vector(q, 4); err != nil {
+				return w.At(err, "items", -1)
+			}
+		}
 	}
 	w.Leave()
 	return nil
@@ -168,8 +228,18 @@ func VerifyExtraTensorInfo(w *fbverify.Walk, pos int64) error {
 			return w.At(err, "mutable_data_segments_idx", -1)
 		}
 	}
-	if err := w.StringField(&t, 1, false); err != nil {
-		return w.At(err, "fully_qualified_name", -1)
+	{
+		q, ok := w.RefAt(&t, w.Slot(&t, 1))
+		if !ok {
+			if q, err = w.Ref(&t, 1, false); err != nil {
+				return w.At(err, "fully_qualified_name", -1)
+			}
+		}
+		if q != 0 {
+			if err := w.String(q); err != nil {
+				return w.At(err, "fully_qualified_name", -1)
+			}
+		}
 	}
 	if fo := w.Slot(&t, 2); fo != 0 && fo+1 > t.Size() {
 		if err := w.ScalarOutside(&t, fo, 1); err != nil {
@@ -206,11 +276,31 @@ func VerifyTensor(w *fbverify.Walk, pos int64) error {
 			return w.At(err, "storage_offset", -1)
 		}
 	}
-	if _, _, err := w.VectorField(&t, 2, false, 4); err != nil {
-		return w.At(err, "sizes", -1)
+	{
+		q, ok := w.RefAt(&t, w.Slot(&t, 2))
+		if !ok {
+			if q, err = w.Ref(&t, 2, false); err != nil {
+				return w.At(err, "sizes", -1)
+			}
+		}
+		if q != 0 {
+			if _, _, err := w.Vector(q, 4); err != nil {
+				return w.At(err, "sizes", -1)
+			}
+		}
 	}
-	if _, _, err := w.VectorField(&t, 3, false, 1); err != nil {
-		return w.At(err, "dim_order", -1)
+	{
+		q, ok := w.RefAt(&t, w.Slot(&t, 3))
+		if !ok {
+			if q, err = w.Ref(&t, 3, false); err != nil {
+				return w.At(err, "dim_order", -1)
+			}
+		}
+		if q != 0 {
+			if _, _, err := w.Vector(q, 1); err != nil {
+				return w.At(err, "dim_order", -1)
+			}
+		}
 	}
 	if fo := w.Slot(&t, 4); fo != 0 && fo+1 > t.Size() {
 		if err := w.ScalarOutside(&t, fo, 1); err != nil {
@@ -222,11 +312,17 @@ func VerifyTensor(w *fbverify.Walk, pos int64) error {
 			return w.At(err, "data_buffer_idx", -1)
 		}
 	}
-	if q, err := w.Ref(&t, 6, false); err != nil {
-		return w.At(err, "allocation_info", -1)
-	} else if q != 0 {
-		if err := VerifyAllocationDetails(w, q); err != nil {
-			return w.At(err, "allocation_info", -1)
+	{
+		q, ok := w.RefAt(&t, w.Slot(&t, 6))
+		if !ok {
+			if q, err = w.Ref(&t, 6, false); err != nil {
+				return w.At(err, "allocation_info", -1)
+			}
+		}
+		if q != 0 {
+			if err := VerifyAllocationDetails(w, q); err != nil {
+				return w.At(err, "allocation_info", -1)
+			}
 		}
 	}
 	if fo := w.Slot(&t, 7); fo != 0 && fo+1 > t.Size() {
@@ -239,11 +335,17 @@ func VerifyTensor(w *fbverify.Walk, pos int64) error {
 			return w.At(err, "shape_dynamism", -1)
 		}
 	}
-	if q, err := w.Ref(&t, 9, false); err != nil {
-		return w.At(err, "extra_tensor_info", -1)
-	} else if q != 0 {
-		if err := VerifyExtraTensorInfo(w, q); err != nil {
-			return w.At(err, "extra_tensor_info", -1)
+	{
+		q, ok := w.RefAt(&t, w.Slot(&t, 9))
+		if !ok {
+			if q, err = w.Ref(&t, 9, false); err != nil {
+				return w.At(err, "extra_tensor_info", -1)
+			}
+		}
+		if q != 0 {
+			if err := VerifyExtraTensorInfo(w, q); err != nil {
+				return w.At(err, "extra_tensor_info", -1)
+			}
 		}
 	}
 	w.Leave()
@@ -299,11 +401,31 @@ func VerifyOperator(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	if err := w.StringField(&t, 0, false); err != nil {
-		return w.At(err, "name", -1)
+	{
+		q, ok := w.RefAt(&t, w.Slot(&t, 0))
+		if !ok {
+			if q, err = w.Ref(&t, 0, false); err != nil {
+				return w.At(err, "name", -1)
+			}
+		}
+		if q != 0 {
+			if err := w.String(q); err != nil {
+				return w.At(err, "name", -1)
+			}
+		}
 	}
-	if err := w.StringField(&t, 1, false); err != nil {
-		return w.At(err, "overload", -1)
+	{
+		q, ok := w.RefAt(&t, w.Slot(&t, 1))
+		if !ok {
+			if q, err = w.Ref(&t, 1, false); err != nil {
+				return w.At(err, "overload", -1)
+			}
+		}
+		if q != 0 {
+			if err := w.String(q); err != nil {
+				return w.At(err, "overload", -1)
+			}
+		}
 	}
 	w.Leave()
 	return nil
@@ -320,8 +442,18 @@ func VerifyKernelCall(w *fbverify.Walk, pos int64) error {
 			return w.At(err, "op_index", -1)
 		}
 	}
-	if _, _, err := w.VectorField(&t, 1, false, 4); err != nil {
-		return w.At(err, "args", -1)
+	{
+		q, ok := w.RefAt(&t, w.Slot(&t, 1))
+		if !ok {
+			if q, err = w.Ref(&t, 1, false); err != nil {
+				return w.At(err, "args", -1)
+			}
+		}
+		if q != 0 {
+			if _, _, err := w.Vector(q, 4); err != nil {
+				return w.At(err, "args", -1)
+			}
+		}
 	}
 	w.Leave()
 	return nil
@@ -338,8 +470,18 @@ func VerifyDelegateCall(w *fbverify.Walk, pos int64) error {
 			return w.At(err, "delegate_index", -1)
 		}
 	}
-	if _, _, err := w.VectorField(&t, 1, false, 4); err != nil {
-		return w.At(err, "args", -1)
+	{
+		q, ok := w.RefAt(&t, w.Slot(&t, 1))
+		if !ok {
+			if q, err = w.Ref(&t, 1, false); err != nil {
+				return w.At(err, "args", -1)
+			}
+		}
+		if q != 0 {
+			if _, _, err := w.Vector(q, 4); err != nil {
+				return w.At(err, "args", -1)
+			}
+		}
 	}
 	w.Leave()
 	return nil
@@ -437,19 +579,49 @@ func VerifyFrame(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	if err := w.StringField(&t, 0, false); err != nil {
-		return w.At(err, "filename", -1)
+	{
+		q, ok := w.RefAt(&t, w.Slot(&t, 0))
+		if !ok {
+			if q, err = w.Ref(&t, 0, false); err != nil {
+				return w.At(err, "filename", -1)
+			}
+		}
+		if q != 0 {
+			if err := w.String(q); err != nil {
+				return w.At(err, "filename", -1)
+			}
+		}
 	}
 	if fo := w.Slot(&t, 1); fo != 0 && fo+4 > t.Size() {
 		if err := w.ScalarOutside(&t, fo, 4); err != nil {
 			return w.At(err, "lineno", -1)
 		}
 	}
-	if err := w.StringField(&t, 2, false); err != nil {
-		return w.At(err, "name", -1)
+	{
+		q, ok := w.RefAt(&t, w.Slot(&t, 2))
+		if !ok {
+			if q, err = w.Ref(&t, 2, false); err != nil {
+				return w.At(err, "name", -1)
+			}
+		}
+		if q != 0 {
+			if err := w.String(q); err != nil {
+				return w.At(err, "name", -1)
+			}
+		}
 	}
-	if err := w.StringField(&t, 3, false); err != nil {
-		return w.At(err, "context", -1)
+	{
+		q, ok := w.RefAt(&t, w.Slot(&t, 3))
+		if !ok {
+			if q, err = w.Ref(&t, 3, false); err != nil {
+				return w.At(err, "context", -1)
+			}
+		}
+		if q != 0 {
+			if err := w.String(q); err != nil {
+				return w.At(err, "context", -1)
+			}
+		}
 	}
 	w.Leave()
 	return nil
@@ -461,16 +633,28 @@ func VerifyFrameList(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	if start, n, err := w.VectorField(&t, 0, false, 4); err != nil {
-		return w.At(err, "items", -1)
-	} else {
-		for i := int64(0); i < n; i++ {
-			e, err := w.Deref(start + 4*i)
-			if err == nil {
-				err = VerifyFrame(w, e)
+	{
+		q, ok := w.RefAt(&t, w.Slot(&t, 0))
+		if !ok {
+			if q, err = w.Ref(&t, 0, false); err != nil {
+				return w.At(err, "items", -1)
 			}
+		}
+		if q != 0 {
+			start, n, err := w.Vector(q, 4)
 			if err != nil {
-				return w.At(w.At(err, "", int(i)), "items", -1)
+				return w.At(err, "items", -1)
+			}
+			{
+				for i := int64(0); i < n; i++ {
+					e, err := w.Deref(start + 4*i)
+					if err == nil {
+						err = VerifyFrame(w, e)
+					}
+					if err != nil {
+						return w.At(w.At(err, "", int(i)), "items", -1)
+					}
+				}
 			}
 		}
 	}
@@ -484,22 +668,54 @@ func VerifyChain(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	if _, _, err := w.VectorField(&t, 0, false, 4); err != nil {
-		return w.At(err, "inputs", -1)
-	}
-	if _, _, err := w.VectorField(&t, 1, false, 4); err != nil {
-		return w.At(err, "outputs", -1)
-	}
-	if start, n, err := w.VectorField(&t, 2, false, 4); err != nil {
-		return w.At(err, "instructions", -1)
-	} else if !w.Lazy() {
-		for i := int64(0); i < n; i++ {
-			e, err := w.Deref(start + 4*i)
-			if err == nil {
-				err = VerifyInstruction(w, e)
+	{
+		q, ok := w.RefAt(&t, w.Slot(&t, 0))
+		if !ok {
+			if q, err = w.Ref(&t, 0, false); err != nil {
+				return w.At(err, "inputs", -1)
 			}
+		}
+		if q != 0 {
+			if _, _, err := w.Vector(q, 4); err != nil {
+				return w.At(err, "inputs", -1)
+			}
+		}
+	}
+	{
+		q, ok := w.RefAt(&t, w.Slot(&t, 1))
+		if !ok {
+			if q, err = w.Ref(&t, 1, false); err != nil {
+				return w.At(err, "outputs", -1)
+			}
+		}
+		if q != 0 {
+			if _, _, err := w.Vector(q, 4); err != nil {
+				return w.At(err, "outputs", -1)
+			}
+		}
+	}
+	{
+		q, ok := w.RefAt(&t, w.Slot(&t, 2))
+		if !ok {
+			if q, err = w.Ref(&t, 2, false); err != nil {
+				return w.At(err, "instructions", -1)
+			}
+		}
+		if q != 0 {
+			start, n, err := w.Vector(q, 4)
 			if err != nil {
-				return w.At(w.At(err, "", int(i)), "instructions", -1)
+				return w.At(err, "instructions", -1)
+			}
+			if !w.Lazy() {
+				for i := int64(0); i < n; i++ {
+					e, err := w.Deref(start + 4*i)
+					if err == nil {
+						err = VerifyInstruction(w, e)
+					}
+					if err != nil {
+						return w.At(w.At(err, "", int(i)), "instructions", -1)
+					}
+				}
 			}
 		}
 	}
@@ -513,11 +729,31 @@ func VerifyContainerMetadata(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	if err := w.StringField(&t, 0, false); err != nil {
-		return w.At(err, "encoded_inp_str", -1)
+	{
+		q, ok := w.RefAt(&t, w.Slot(&t, 0))
+		if !ok {
+			if q, err = w.Ref(&t, 0, false); err != nil {
+				return w.At(err, "encoded_inp_str", -1)
+			}
+		}
+		if q != 0 {
+			if err := w.String(q); err != nil {
+				return w.At(err, "encoded_inp_str", -1)
+			}
+		}
 	}
-	if err := w.StringField(&t, 1, false); err != nil {
-		return w.At(err, "encoded_out_str", -1)
+	{
+		q, ok := w.RefAt(&t, w.Slot(&t, 1))
+		if !ok {
+			if q, err = w.Ref(&t, 1, false); err != nil {
+				return w.At(err, "encoded_out_str", -1)
+			}
+		}
+		if q != 0 {
+			if err := w.String(q); err != nil {
+				return w.At(err, "encoded_out_str", -1)
+			}
+		}
 	}
 	w.Leave()
 	return nil
@@ -529,11 +765,31 @@ func VerifyCompileSpec(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	if err := w.StringField(&t, 0, false); err != nil {
-		return w.At(err, "key", -1)
+	{
+		q, ok := w.RefAt(&t, w.Slot(&t, 0))
+		if !ok {
+			if q, err = w.Ref(&t, 0, false); err != nil {
+				return w.At(err, "key", -1)
+			}
+		}
+		if q != 0 {
+			if err := w.String(q); err != nil {
+				return w.At(err, "key", -1)
+			}
+		}
 	}
-	if _, _, err := w.VectorField(&t, 1, false, 1); err != nil {
-		return w.At(err, "value", -1)
+	{
+		q, ok := w.RefAt(&t, w.Slot(&t, 1))
+		if !ok {
+			if q, err = w.Ref(&t, 1, false); err != nil {
+				return w.At(err, "value", -1)
+			}
+		}
+		if q != 0 {
+			if _, _, err := w.Vector(q, 1); err != nil {
+				return w.At(err, "value", -1)
+			}
+		}
 	}
 	w.Leave()
 	return nil
@@ -565,26 +821,54 @@ func VerifyBackendDelegate(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	if err := w.StringField(&t, 0, false); err != nil {
-		return w.At(err, "id", -1)
-	}
-	if q, err := w.Ref(&t, 1, false); err != nil {
-		return w.At(err, "processed", -1)
-	} else if q != 0 {
-		if err := VerifyBackendDelegateDataReference(w, q); err != nil {
-			return w.At(err, "processed", -1)
+	{
+		q, ok := w.RefAt(&t, w.Slot(&t, 0))
+		if !ok {
+			if q, err = w.Ref(&t, 0, false); err != nil {
+				return w.At(err, "id", -1)
+			}
+		}
+		if q != 0 {
+			if err := w.String(q); err != nil {
+				return w.At(err, "id", -1)
+			}
 		}
 	}
-	if start, n, err := w.VectorField(&t, 2, false, 4); err != nil {
-		return w.At(err, "compile_specs", -1)
-	} else {
-		for i := int64(0); i < n; i++ {
-			e, err := w.Deref(start + 4*i)
-			if err == nil {
-				err = VerifyCompileSpec(w, e)
+	{
+		q, ok := w.RefAt(&t, w.Slot(&t, 1))
+		if !ok {
+			if q, err = w.Ref(&t, 1, false); err != nil {
+				return w.At(err, "processed", -1)
 			}
+		}
+		if q != 0 {
+			if err := VerifyBackendDelegateDataReference(w, q); err != nil {
+				return w.At(err, "processed", -1)
+			}
+		}
+	}
+	{
+		q, ok := w.RefAt(&t, w.Slot(&t, 2))
+		if !ok {
+			if q, err = w.Ref(&t, 2, false); err != nil {
+				return w.At(err, "compile_specs", -1)
+			}
+		}
+		if q != 0 {
+			start, n, err := w.Vector(q, 4)
 			if err != nil {
-				return w.At(w.At(err, "", int(i)), "compile_specs", -1)
+				return w.At(err, "compile_specs", -1)
+			}
+			{
+				for i := int64(0); i < n; i++ {
+					e, err := w.Deref(start + 4*i)
+					if err == nil {
+						err = VerifyCompileSpec(w, e)
+					}
+					if err != nil {
+						return w.At(w.At(err, "", int(i)), "compile_specs", -1)
+					}
+				}
 			}
 		}
 	}
@@ -623,76 +907,170 @@ func VerifyExecutionPlan(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	if err := w.StringField(&t, 0, false); err != nil {
-		return w.At(err, "name", -1)
-	}
-	if q, err := w.Ref(&t, 1, false); err != nil {
-		return w.At(err, "container_meta_type", -1)
-	} else if q != 0 {
-		if err := VerifyContainerMetadata(w, q); err != nil {
-			return w.At(err, "container_meta_type", -1)
+	{
+		q, ok := w.RefAt(&t, w.Slot(&t, 0))
+		if !ok {
+			if q, err = w.Ref(&t, 0, false); err != nil {
+				return w.At(err, "name", -1)
+			}
+		}
+		if q != 0 {
+			if err := w.String(q); err != nil {
+				return w.At(err, "name", -1)
+			}
 		}
 	}
-	if start, n, err := w.VectorField(&t, 2, false, 4); err != nil {
-		return w.At(err, "values", -1)
-	} else {
-		for i := int64(0); i < n; i++ {
-			e, err := w.Deref(start + 4*i)
-			if err == nil {
-				err = VerifyEValue(w, e)
+	{
+		q, ok := w.RefAt(&t, w.Slot(&t, 1))
+		if !ok {
+			if q, err = w.Ref(&t, 1, false); err != nil {
+				return w.At(err, "container_meta_type", -1)
 			}
+		}
+		if q != 0 {
+			if err := VerifyContainerMetadata(w, q); err != nil {
+				return w.At(err, "container_meta_type", -1)
+			}
+		}
+	}
+	{
+		q, ok := w.RefAt(&t, w.Slot(&t, 2))
+		if !ok {
+			if q, err = w.Ref(&t, 2, false); err != nil {
+				return w.At(err, "values", -1)
+			}
+		}
+		if q != 0 {
+			start, n, err := w.Vector(q, 4)
 			if err != nil {
-				return w.At(w.At(err, "", int(i)), "values", -1)
+				return w.At(err, "values", -1)
+			}
+			{
+				for i := int64(0); i < n; i++ {
+					e, err := w.Deref(start + 4*i)
+					if err == nil {
+						err = VerifyEValue(w, e)
+					}
+					if err != nil {
+						return w.At(w.At(err, "", int(i)), "values", -1)
+					}
+				}
 			}
 		}
 	}
-	if _, _, err := w.VectorField(&t, 3, false, 4); err != nil {
-		return w.At(err, "inputs", -1)
-	}
-	if _, _, err := w.VectorField(&t, 4, false, 4); err != nil {
-		return w.At(err, "outputs", -1)
-	}
-	if start, n, err := w.VectorField(&t, 5, false, 4); err != nil {
-		return w.At(err, "chains", -1)
-	} else {
-		for i := int64(0); i < n; i++ {
-			e, err := w.Deref(start + 4*i)
-			if err == nil {
-				err = VerifyChain(w, e)
+	{
+		q, ok := w.RefAt(&t, w.Slot(&t, 3))
+		if !ok {
+			if q, err = w.Ref(&t, 3, false); err != nil {
+				return w.At(err, "inputs", -1)
 			}
+		}
+		if q != 0 {
+			if _, _, err := w.Vector(q, 4); err != nil {
+				return w.At(err, "inputs", -1)
+			}
+		}
+	}
+	{
+		q, ok := w.RefAt(&t, w.Slot(&t, 4))
+		if !ok {
+			if q, err = w.Ref(&t, 4, false); err != nil {
+				return w.At(err, "outputs", -1)
+			}
+		}
+		if q != 0 {
+			if _, _, err := w.Vector(q, 4); err != nil {
+				return w.At(err, "outputs", -1)
+			}
+		}
+	}
+	{
+		q, ok := w.RefAt(&t, w.Slot(&t, 5))
+		if !ok {
+			if q, err = w.Ref(&t, 5, false); err != nil {
+				return w.At(err, "chains", -1)
+			}
+		}
+		if q != 0 {
+			start, n, err := w.Vector(q, 4)
 			if err != nil {
-				return w.At(w.At(err, "", int(i)), "chains", -1)
+				return w.At(err, "chains", -1)
+			}
+			{
+				for i := int64(0); i < n; i++ {
+					e, err := w.Deref(start + 4*i)
+					if err == nil {
+						err = VerifyChain(w, e)
+					}
+					if err != nil {
+						return w.At(w.At(err, "", int(i)), "chains", -1)
+					}
+				}
 			}
 		}
 	}
-	if start, n, err := w.VectorField(&t, 6, false, 4); err != nil {
-		return w.At(err, "operators", -1)
-	} else {
-		for i := int64(0); i < n; i++ {
-			e, err := w.Deref(start + 4*i)
-			if err == nil {
-				err = VerifyOperator(w, e)
+	{
+		q, ok := w.RefAt(&t, w.Slot(&t, 6))
+		if !ok {
+			if q, err = w.Ref(&t, 6, false); err != nil {
+				return w.At(err, "operators", -1)
 			}
+		}
+		if q != 0 {
+			start, n, err := w.Vector(q, 4)
 			if err != nil {
-				return w.At(w.At(err, "", int(i)), "operators", -1)
+				return w.At(err, "operators", -1)
+			}
+			{
+				for i := int64(0); i < n; i++ {
+					e, err := w.Deref(start + 4*i)
+					if err == nil {
+						err = VerifyOperator(w, e)
+					}
+					if err != nil {
+						return w.At(w.At(err, "", int(i)), "operators", -1)
+					}
+				}
 			}
 		}
 	}
-	if start, n, err := w.VectorField(&t, 7, false, 4); err != nil {
-		return w.At(err, "delegates", -1)
-	} else {
-		for i := int64(0); i < n; i++ {
-			e, err := w.Deref(start + 4*i)
-			if err == nil {
-				err = VerifyBackendDelegate(w, e)
+	{
+		q, ok := w.RefAt(&t, w.Slot(&t, 7))
+		if !ok {
+			if q, err = w.Ref(&t, 7, false); err != nil {
+				return w.At(err, "delegates", -1)
 			}
+		}
+		if q != 0 {
+			start, n, err := w.Vector(q, 4)
 			if err != nil {
-				return w.At(w.At(err, "", int(i)), "delegates", -1)
+				return w.At(err, "delegates", -1)
+			}
+			{
+				for i := int64(0); i < n; i++ {
+					e, err := w.Deref(start + 4*i)
+					if err == nil {
+						err = VerifyBackendDelegate(w, e)
+					}
+					if err != nil {
+						return w.At(w.At(err, "", int(i)), "delegates", -1)
+					}
+				}
 			}
 		}
 	}
-	if _, _, err := w.VectorField(&t, 8, false, 8); err != nil {
-		return w.At(err, "non_const_buffer_sizes", -1)
+	{
+		q, ok := w.RefAt(&t, w.Slot(&t, 8))
+		if !ok {
+			if q, err = w.Ref(&t, 8, false); err != nil {
+				return w.At(err, "non_const_buffer_sizes", -1)
+			}
+		}
+		if q != 0 {
+			if _, _, err := w.Vector(q, 8); err != nil {
+				return w.At(err, "non_const_buffer_sizes", -1)
+			}
+		}
 	}
 	w.Leave()
 	return nil
@@ -704,8 +1082,18 @@ func VerifyBuffer(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	if _, _, err := w.VectorField(&t, 0, false, 1); err != nil {
-		return w.At(err, "storage", -1)
+	{
+		q, ok := w.RefAt(&t, w.Slot(&t, 0))
+		if !ok {
+			if q, err = w.Ref(&t, 0, false); err != nil {
+				return w.At(err, "storage", -1)
+			}
+		}
+		if q != 0 {
+			if _, _, err := w.Vector(q, 1); err != nil {
+				return w.At(err, "storage", -1)
+			}
+		}
 	}
 	w.Leave()
 	return nil
@@ -717,8 +1105,18 @@ func VerifyBackendDelegateInlineData(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	if _, _, err := w.VectorField(&t, 0, false, 1); err != nil {
-		return w.At(err, "data", -1)
+	{
+		q, ok := w.RefAt(&t, w.Slot(&t, 0))
+		if !ok {
+			if q, err = w.Ref(&t, 0, false); err != nil {
+				return w.At(err, "data", -1)
+			}
+		}
+		if q != 0 {
+			if _, _, err := w.Vector(q, 1); err != nil {
+				return w.At(err, "data", -1)
+			}
+		}
 	}
 	w.Leave()
 	return nil
@@ -755,8 +1153,18 @@ func VerifySubsegmentOffsets(w *fbverify.Walk, pos int64) error {
 			return w.At(err, "segment_index", -1)
 		}
 	}
-	if _, _, err := w.VectorField(&t, 1, false, 8); err != nil {
-		return w.At(err, "offsets", -1)
+	{
+		q, ok := w.RefAt(&t, w.Slot(&t, 1))
+		if !ok {
+			if q, err = w.Ref(&t, 1, false); err != nil {
+				return w.At(err, "offsets", -1)
+			}
+		}
+		if q != 0 {
+			if _, _, err := w.Vector(q, 8); err != nil {
+				return w.At(err, "offsets", -1)
+			}
+		}
 	}
 	w.Leave()
 	return nil
@@ -768,8 +1176,18 @@ func VerifyNamedData(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	if err := w.StringField(&t, 0, false); err != nil {
-		return w.At(err, "key", -1)
+	{
+		q, ok := w.RefAt(&t, w.Slot(&t, 0))
+		if !ok {
+			if q, err = w.Ref(&t, 0, false); err != nil {
+				return w.At(err, "key", -1)
+			}
+		}
+		if q != 0 {
+			if err := w.String(q); err != nil {
+				return w.At(err, "key", -1)
+			}
+		}
 	}
 	if fo := w.Slot(&t, 1); fo != 0 && fo+4 > t.Size() {
 		if err := w.ScalarOutside(&t, fo, 4); err != nil {
@@ -791,88 +1209,166 @@ func VerifyProgram(w *fbverify.Walk, pos int64) error {
 			return w.At(err, "version", -1)
 		}
 	}
-	if start, n, err := w.VectorField(&t, 1, false, 4); err != nil {
-		return w.At(err, "execution_plan", -1)
-	} else {
-		for i := int64(0); i < n; i++ {
-			e, err := w.Deref(start + 4*i)
-			if err == nil {
-				err = VerifyExecutionPlan(w, e)
+	{
+		q, ok := w.RefAt(&t, w.Slot(&t, 1))
+		if !ok {
+			if q, err = w.Ref(&t, 1, false); err != nil {
+				return w.At(err, "execution_plan", -1)
 			}
+		}
+		if q != 0 {
+			start, n, err := w.Vector(q, 4)
 			if err != nil {
-				return w.At(w.At(err, "", int(i)), "execution_plan", -1)
+				return w.At(err, "execution_plan", -1)
+			}
+			{
+				for i := int64(0); i < n; i++ {
+					e, err := w.Deref(start + 4*i)
+					if err == nil {
+						err = VerifyExecutionPlan(w, e)
+					}
+					if err != nil {
+						return w.At(w.At(err, "", int(i)), "execution_plan", -1)
+					}
+				}
 			}
 		}
 	}
-	if start, n, err := w.VectorField(&t, 2, false, 4); err != nil {
-		return w.At(err, "constant_buffer", -1)
-	} else {
-		for i := int64(0); i < n; i++ {
-			e, err := w.Deref(start + 4*i)
-			if err == nil {
-				err = VerifyBuffer(w, e)
+	{
+		q, ok := w.RefAt(&t, w.Slot(&t, 2))
+		if !ok {
+			if q, err = w.Ref(&t, 2, false); err != nil {
+				return w.At(err, "constant_buffer", -1)
 			}
+		}
+		if q != 0 {
+			start, n, err := w.Vector(q, 4)
 			if err != nil {
-				return w.At(w.At(err, "", int(i)), "constant_buffer", -1)
+				return w.At(err, "constant_buffer", -1)
+			}
+			{
+				for i := int64(0); i < n; i++ {
+					e, err := w.Deref(start + 4*i)
+					if err == nil {
+						err = VerifyBuffer(w, e)
+					}
+					if err != nil {
+						return w.At(w.At(err, "", int(i)), "constant_buffer", -1)
+					}
+				}
 			}
 		}
 	}
-	if start, n, err := w.VectorField(&t, 3, false, 4); err != nil {
-		return w.At(err, "backend_delegate_data", -1)
-	} else {
-		for i := int64(0); i < n; i++ {
-			e, err := w.Deref(start + 4*i)
-			if err == nil {
-				err = VerifyBackendDelegateInlineData(w, e)
+	{
+		q, ok := w.RefAt(&t, w.Slot(&t, 3))
+		if !ok {
+			if q, err = w.Ref(&t, 3, false); err != nil {
+				return w.At(err, "backend_delegate_data", -1)
 			}
+		}
+		if q != 0 {
+			start, n, err := w.Vector(q, 4)
 			if err != nil {
-				return w.At(w.At(err, "", int(i)), "backend_delegate_data", -1)
+				return w.At(err, "backend_delegate_data", -1)
+			}
+			{
+				for i := int64(0); i < n; i++ {
+					e, err := w.Deref(start + 4*i)
+					if err == nil {
+						err = VerifyBackendDelegateInlineData(w, e)
+					}
+					if err != nil {
+						return w.At(w.At(err, "", int(i)), "backend_delegate_data", -1)
+					}
+				}
 			}
 		}
 	}
-	if start, n, err := w.VectorField(&t, 4, false, 4); err != nil {
-		return w.At(err, "segments", -1)
-	} else {
-		for i := int64(0); i < n; i++ {
-			e, err := w.Deref(start + 4*i)
-			if err == nil {
-				err = VerifyDataSegment(w, e)
+	{
+		q, ok := w.RefAt(&t, w.Slot(&t, 4))
+		if !ok {
+			if q, err = w.Ref(&t, 4, false); err != nil {
+				return w.At(err, "segments", -1)
 			}
+		}
+		if q != 0 {
+			start, n, err := w.Vector(q, 4)
 			if err != nil {
-				return w.At(w.At(err, "", int(i)), "segments", -1)
+				return w.At(err, "segments", -1)
+			}
+			{
+				for i := int64(0); i < n; i++ {
+					e, err := w.Deref(start + 4*i)
+					if err == nil {
+						err = VerifyDataSegment(w, e)
+					}
+					if err != nil {
+						return w.At(w.At(err, "", int(i)), "segments", -1)
+					}
+				}
 			}
 		}
 	}
-	if q, err := w.Ref(&t, 5, false); err != nil {
-		return w.At(err, "constant_segment", -1)
-	} else if q != 0 {
-		if err := VerifySubsegmentOffsets(w, q); err != nil {
-			return w.At(err, "constant_segment", -1)
-		}
-	}
-	if start, n, err := w.VectorField(&t, 6, false, 4); err != nil {
-		return w.At(err, "mutable_data_segments", -1)
-	} else {
-		for i := int64(0); i < n; i++ {
-			e, err := w.Deref(start + 4*i)
-			if err == nil {
-				err = VerifySubsegmentOffsets(w, e)
+	{
+		q, ok := w.RefAt(&t, w.Slot(&t, 5))
+		if !ok {
+			if q, err = w.Ref(&t, 5, false); err != nil {
+				return w.At(err, "constant_segment", -1)
 			}
-			if err != nil {
-				return w.At(w.At(err, "", int(i)), "mutable_data_segments", -1)
+		}
+		if q != 0 {
+			if err := VerifySubsegmentOffsets(w, q); err != nil {
+				return w.At(err, "constant_segment", -1)
 			}
 		}
 	}
-	if start, n, err := w.VectorField(&t, 7, false, 4); err != nil {
-		return w.At(err, "named_data", -1)
-	} else {
-		for i := int64(0); i < n; i++ {
-			e, err := w.Deref(start + 4*i)
-			if err == nil {
-				err = VerifyNamedData(w, e)
+	{
+		q, ok := w.RefAt(&t, w.Slot(&t, 6))
+		if !ok {
+			if q, err = w.Ref(&t, 6, false); err != nil {
+				return w.At(err, "mutable_data_segments", -1)
 			}
+		}
+		if q != 0 {
+			start, n, err := w.Vector(q, 4)
 			if err != nil {
-				return w.At(w.At(err, "", int(i)), "named_data", -1)
+				return w.At(err, "mutable_data_segments", -1)
+			}
+			{
+				for i := int64(0); i < n; i++ {
+					e, err := w.Deref(start + 4*i)
+					if err == nil {
+						err = VerifySubsegmentOffsets(w, e)
+					}
+					if err != nil {
+						return w.At(w.At(err, "", int(i)), "mutable_data_segments", -1)
+					}
+				}
+			}
+		}
+	}
+	{
+		q, ok := w.RefAt(&t, w.Slot(&t, 7))
+		if !ok {
+			if q, err = w.Ref(&t, 7, false); err != nil {
+				return w.At(err, "named_data", -1)
+			}
+		}
+		if q != 0 {
+			start, n, err := w.Vector(q, 4)
+			if err != nil {
+				return w.At(err, "named_data", -1)
+			}
+			{
+				for i := int64(0); i < n; i++ {
+					e, err := w.Deref(start + 4*i)
+					if err == nil {
+						err = VerifyNamedData(w, e)
+					}
+					if err != nil {
+						return w.At(w.At(err, "", int(i)), "named_data", -1)
+					}
+				}
 			}
 		}
 	}

@@ -60,19 +60,49 @@ func VerifyAveragePoolAttrs(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	if _, _, err := w.VectorField(&t, 0, false, 4); err != nil {
-		return w.At(err, "kernel_size", -1)
+	{
+		q, ok := w.RefAt(&t, w.Slot(&t, 0))
+		if !ok {
+			if q, err = w.Ref(&t, 0, false); err != nil {
+				return w.At(err, "kernel_size", -1)
+			}
+		}
+		if q != 0 {
+			if _, _, err := w.Vector(q, 4); err != nil {
+				return w.At(err, "kernel_size", -1)
+			}
+		}
 	}
 	if fo := w.Slot(&t, 1); fo != 0 && fo+1 > t.Size() {
 		if err := w.ScalarOutside(&t, fo, 1); err != nil {
 			return w.At(err, "auto_pad", -1)
 		}
 	}
-	if _, _, err := w.VectorField(&t, 2, false, 4); err != nil {
-		return w.At(err, "pads", -1)
+	{
+		q, ok := w.RefAt(&t, w.Slot(&t, 2))
+		if !ok {
+			if q, err = w.Ref(&t, 2, false); err != nil {
+				return w.At(err, "pads", -1)
+			}
+		}
+		if q != 0 {
+			if _, _, err := w.Vector(q, 4); err != nil {
+				return w.At(err, "pads", -1)
+			}
+		}
 	}
-	if _, _, err := w.VectorField(&t, 3, false, 4); err != nil {
-		return w.At(err, "strides", -1)
+	{
+		q, ok := w.RefAt(&t, w.Slot(&t, 3))
+		if !ok {
+			if q, err = w.Ref(&t, 3, false); err != nil {
+				return w.At(err, "strides", -1)
+			}
+		}
+		if q != 0 {
+			if _, _, err := w.Vector(q, 4); err != nil {
+				return w.At(err, "strides", -1)
+			}
+		}
 	}
 	if fo := w.Slot(&t, 4); fo != 0 && fo+1 > t.Size() {
 		if err := w.ScalarOutside(&t, fo, 1); err != nil {
@@ -169,19 +199,49 @@ func VerifyConvAttrs(w *fbverify.Walk, pos int64) error {
 			return w.At(err, "auto_pad", -1)
 		}
 	}
-	if _, _, err := w.VectorField(&t, 1, false, 4); err != nil {
-		return w.At(err, "pads", -1)
+	{
+		q, ok := w.RefAt(&t, w.Slot(&t, 1))
+		if !ok {
+			if q, err = w.Ref(&t, 1, false); err != nil {
+				return w.At(err, "pads", -1)
+			}
+		}
+		if q != 0 {
+			if _, _, err := w.Vector(q, 4); err != nil {
+				return w.At(err, "pads", -1)
+			}
+		}
 	}
 	if fo := w.Slot(&t, 2); fo != 0 && fo+4 > t.Size() {
 		if err := w.ScalarOutside(&t, fo, 4); err != nil {
 			return w.At(err, "groups", -1)
 		}
 	}
-	if _, _, err := w.VectorField(&t, 3, false, 4); err != nil {
-		return w.At(err, "strides", -1)
+	{
+		q, ok := w.RefAt(&t, w.Slot(&t, 3))
+		if !ok {
+			if q, err = w.Ref(&t, 3, false); err != nil {
+				return w.At(err, "strides", -1)
+			}
+		}
+		if q != 0 {
+			if _, _, err := w.Vector(q, 4); err != nil {
+				return w.At(err, "strides", -1)
+			}
+		}
 	}
-	if _, _, err := w.VectorField(&t, 4, false, 4); err != nil {
-		return w.At(err, "dilations", -1)
+	{
+		q, ok := w.RefAt(&t, w.Slot(&t, 4))
+		if !ok {
+			if q, err = w.Ref(&t, 4, false); err != nil {
+				return w.At(err, "dilations", -1)
+			}
+		}
+		if q != 0 {
+			if _, _, err := w.Vector(q, 4); err != nil {
+				return w.At(err, "dilations", -1)
+			}
+		}
 	}
 	w.Leave()
 	return nil
@@ -193,24 +253,54 @@ func VerifyConvTransposeAttrs(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	if _, _, err := w.VectorField(&t, 0, false, 4); err != nil {
-		return w.At(err, "strides", -1)
+	{
+		q, ok := w.RefAt(&t, w.Slot(&t, 0))
+		if !ok {
+			if q, err = w.Ref(&t, 0, false); err != nil {
+				return w.At(err, "strides", -1)
+			}
+		}
+		if q != 0 {
+			if _, _, err := w.Vector(q, 4); err != nil {
+				return w.At(err, "strides", -1)
+			}
+		}
 	}
 	if fo := w.Slot(&t, 1); fo != 0 && fo+1 > t.Size() {
 		if err := w.ScalarOutside(&t, fo, 1); err != nil {
 			return w.At(err, "auto_pad", -1)
 		}
 	}
-	if _, _, err := w.VectorField(&t, 2, false, 4); err != nil {
-		return w.At(err, "pads", -1)
+	{
+		q, ok := w.RefAt(&t, w.Slot(&t, 2))
+		if !ok {
+			if q, err = w.Ref(&t, 2, false); err != nil {
+				return w.At(err, "pads", -1)
+			}
+		}
+		if q != 0 {
+			if _, _, err := w.Vector(q, 4); err != nil {
+				return w.At(err, "pads", -1)
+			}
+		}
 	}
 	if fo := w.Slot(&t, 3); fo != 0 && fo+4 > t.Size() {
 		if err := w.ScalarOutside(&t, fo, 4); err != nil {
 			return w.At(err, "groups", -1)
 		}
 	}
-	if _, _, err := w.VectorField(&t, 4, false, 4); err != nil {
-		return w.At(err, "output_padding", -1)
+	{
+		q, ok := w.RefAt(&t, w.Slot(&t, 4))
+		if !ok {
+			if q, err = w.Ref(&t, 4, false); err != nil {
+				return w.At(err, "output_padding", -1)
+			}
+		}
+		if q != 0 {
+			if _, _, err := w.Vector(q, 4); err != nil {
+				return w.At(err, "output_padding", -1)
+			}
+		}
 	}
 	w.Leave()
 	return nil
@@ -342,19 +432,49 @@ func VerifyMaxPoolAttrs(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	if _, _, err := w.VectorField(&t, 0, false, 4); err != nil {
-		return w.At(err, "kernel_size", -1)
+	{
+		q, ok := w.RefAt(&t, w.Slot(&t, 0))
+		if !ok {
+			if q, err = w.Ref(&t, 0, false); err != nil {
+				return w.At(err, "kernel_size", -1)
+			}
+		}
+		if q != 0 {
+			if _, _, err := w.Vector(q, 4); err != nil {
+				return w.At(err, "kernel_size", -1)
+			}
+		}
 	}
 	if fo := w.Slot(&t, 1); fo != 0 && fo+1 > t.Size() {
 		if err := w.ScalarOutside(&t, fo, 1); err != nil {
 			return w.At(err, "auto_pad", -1)
 		}
 	}
-	if _, _, err := w.VectorField(&t, 2, false, 4); err != nil {
-		return w.At(err, "pads", -1)
+	{
+		q, ok := w.RefAt(&t, w.Slot(&t, 2))
+		if !ok {
+			if q, err = w.Ref(&t, 2, false); err != nil {
+				return w.At(err, "pads", -1)
+			}
+		}
+		if q != 0 {
+			if _, _, err := w.Vector(q, 4); err != nil {
+				return w.At(err, "pads", -1)
+			}
+		}
 	}
-	if _, _, err := w.VectorField(&t, 3, false, 4); err != nil {
-		return w.At(err, "strides", -1)
+	{
+		q, ok := w.RefAt(&t, w.Slot(&t, 3))
+		if !ok {
+			if q, err = w.Ref(&t, 3, false); err != nil {
+				return w.At(err, "strides", -1)
+			}
+		}
+		if q != 0 {
+			if _, _, err := w.Vector(q, 4); err != nil {
+				return w.At(err, "strides", -1)
+			}
+		}
 	}
 	if fo := w.Slot(&t, 4); fo != 0 && fo+1 > t.Size() {
 		if err := w.ScalarOutside(&t, fo, 1); err != nil {
@@ -371,8 +491,18 @@ func VerifyReduceMeanAttrs(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	if _, _, err := w.VectorField(&t, 0, false, 4); err != nil {
-		return w.At(err, "axes", -1)
+	{
+		q, ok := w.RefAt(&t, w.Slot(&t, 0))
+		if !ok {
+			if q, err = w.Ref(&t, 0, false); err != nil {
+				return w.At(err, "axes", -1)
+			}
+		}
+		if q != 0 {
+			if _, _, err := w.Vector(q, 4); err != nil {
+				return w.At(err, "axes", -1)
+			}
+		}
 	}
 	if fo := w.Slot(&t, 1); fo != 0 && fo+1 > t.Size() {
 		if err := w.ScalarOutside(&t, fo, 1); err != nil {
@@ -469,8 +599,18 @@ func VerifyTransposeAttrs(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	if _, _, err := w.VectorField(&t, 0, false, 4); err != nil {
-		return w.At(err, "perm", -1)
+	{
+		q, ok := w.RefAt(&t, w.Slot(&t, 0))
+		if !ok {
+			if q, err = w.Ref(&t, 0, false); err != nil {
+				return w.At(err, "perm", -1)
+			}
+		}
+		if q != 0 {
+			if _, _, err := w.Vector(q, 4); err != nil {
+				return w.At(err, "perm", -1)
+			}
+		}
 	}
 	w.Leave()
 	return nil
@@ -642,8 +782,18 @@ func VerifyRandomUniformAttrs(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	if _, _, err := w.VectorField(&t, 0, false, 4); err != nil {
-		return w.At(err, "shape", -1)
+	{
+		q, ok := w.RefAt(&t, w.Slot(&t, 0))
+		if !ok {
+			if q, err = w.Ref(&t, 0, false); err != nil {
+				return w.At(err, "shape", -1)
+			}
+		}
+		if q != 0 {
+			if _, _, err := w.Vector(q, 4); err != nil {
+				return w.At(err, "shape", -1)
+			}
+		}
 	}
 	if fo := w.Slot(&t, 1); fo != 0 && fo+4 > t.Size() {
 		if err := w.ScalarOutside(&t, fo, 4); err != nil {
@@ -725,8 +875,18 @@ func VerifyRandomNormalAttrs(w *fbverify.Walk, pos int64) error {
 			return w.At(err, "seed", -1)
 		}
 	}
-	if _, _, err := w.VectorField(&t, 3, false, 4); err != nil {
-		return w.At(err, "shape", -1)
+	{
+		q, ok := w.RefAt(&t, w.Slot(&t, 3))
+		if !ok {
+			if q, err = w.Ref(&t, 3, false); err != nil {
+				return w.At(err, "shape", -1)
+			}
+		}
+		if q != 0 {
+			if _, _, err := w.Vector(q, 4); err != nil {
+				return w.At(err, "shape", -1)
+			}
+		}
 	}
 	w.Leave()
 	return nil
@@ -793,8 +953,18 @@ func VerifyEinsumAttrs(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	if err := w.StringField(&t, 0, false); err != nil {
-		return w.At(err, "equation", -1)
+	{
+		q, ok := w.RefAt(&t, w.Slot(&t, 0))
+		if !ok {
+			if q, err = w.Ref(&t, 0, false); err != nil {
+				return w.At(err, "equation", -1)
+			}
+		}
+		if q != 0 {
+			if err := w.String(q); err != nil {
+				return w.At(err, "equation", -1)
+			}
+		}
 	}
 	w.Leave()
 	return nil
@@ -806,18 +976,30 @@ func VerifyIfAttrs(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	if q, err := w.Ref(&t, 0, false); err != nil {
-		return w.At(err, "then_branch", -1)
-	} else if q != 0 {
-		if err := VerifyGraph(w, q); err != nil {
-			return w.At(err, "then_branch", -1)
+	{
+		q, ok := w.RefAt(&t, w.Slot(&t, 0))
+		if !ok {
+			if q, err = w.Ref(&t, 0, false); err != nil {
+				return w.At(err, "then_branch", -1)
+			}
+		}
+		if q != 0 {
+			if err := VerifyGraph(w, q); err != nil {
+				return w.At(err, "then_branch", -1)
+			}
 		}
 	}
-	if q, err := w.Ref(&t, 1, false); err != nil {
-		return w.At(err, "else_branch", -1)
-	} else if q != 0 {
-		if err := VerifyGraph(w, q); err != nil {
-			return w.At(err, "else_branch", -1)
+	{
+		q, ok := w.RefAt(&t, w.Slot(&t, 1))
+		if !ok {
+			if q, err = w.Ref(&t, 1, false); err != nil {
+				return w.At(err, "else_branch", -1)
+			}
+		}
+		if q != 0 {
+			if err := VerifyGraph(w, q); err != nil {
+				return w.At(err, "else_branch", -1)
+			}
 		}
 	}
 	w.Leave()
@@ -965,11 +1147,17 @@ func VerifyLoopAttrs(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	if q, err := w.Ref(&t, 0, false); err != nil {
-		return w.At(err, "body", -1)
-	} else if q != 0 {
-		if err := VerifyGraph(w, q); err != nil {
-			return w.At(err, "body", -1)
+	{
+		q, ok := w.RefAt(&t, w.Slot(&t, 0))
+		if !ok {
+			if q, err = w.Ref(&t, 0, false); err != nil {
+				return w.At(err, "body", -1)
+			}
+		}
+		if q != 0 {
+			if err := VerifyGraph(w, q); err != nil {
+				return w.At(err, "body", -1)
+			}
 		}
 	}
 	w.Leave()
@@ -1261,11 +1449,31 @@ func VerifyOperatorNode(w *fbverify.Walk, pos int64) error {
 			return w.At(err, "attrs", -1)
 		}
 	}
-	if _, _, err := w.VectorField(&t, 3, false, 4); err != nil {
-		return w.At(err, "inputs", -1)
+	{
+		q, ok := w.RefAt(&t, w.Slot(&t, 3))
+		if !ok {
+			if q, err = w.Ref(&t, 3, false); err != nil {
+				return w.At(err, "inputs", -1)
+			}
+		}
+		if q != 0 {
+			if _, _, err := w.Vector(q, 4); err != nil {
+				return w.At(err, "inputs", -1)
+			}
+		}
 	}
-	if _, _, err := w.VectorField(&t, 4, false, 4); err != nil {
-		return w.At(err, "outputs", -1)
+	{
+		q, ok := w.RefAt(&t, w.Slot(&t, 4))
+		if !ok {
+			if q, err = w.Ref(&t, 4, false); err != nil {
+				return w.At(err, "outputs", -1)
+			}
+		}
+		if q != 0 {
+			if _, _, err := w.Vector(q, 4); err != nil {
+				return w.At(err, "outputs", -1)
+			}
+		}
 	}
 	w.Leave()
 	return nil
@@ -1277,8 +1485,18 @@ func VerifyFloatData(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	if _, _, err := w.VectorField(&t, 0, true, 4); err != nil {
-		return w.At(err, "data", -1)
+	{
+		q, ok := w.RefAt(&t, w.Slot(&t, 0))
+		if !ok {
+			if q, err = w.Ref(&t, 0, true); err != nil {
+				return w.At(err, "data", -1)
+			}
+		}
+		if q != 0 {
+			if _, _, err := w.Vector(q, 4); err != nil {
+				return w.At(err, "data", -1)
+			}
+		}
 	}
 	w.Leave()
 	return nil
@@ -1290,8 +1508,18 @@ func VerifyInt32Data(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	if _, _, err := w.VectorField(&t, 0, true, 4); err != nil {
-		return w.At(err, "data", -1)
+	{
+		q, ok := w.RefAt(&t, w.Slot(&t, 0))
+		if !ok {
+			if q, err = w.Ref(&t, 0, true); err != nil {
+				return w.At(err, "data", -1)
+			}
+		}
+		if q != 0 {
+			if _, _, err := w.Vector(q, 4); err != nil {
+				return w.At(err, "data", -1)
+			}
+		}
 	}
 	w.Leave()
 	return nil
@@ -1303,8 +1531,18 @@ func VerifyInt8Data(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	if _, _, err := w.VectorField(&t, 0, true, 1); err != nil {
-		return w.At(err, "data", -1)
+	{
+		q, ok := w.RefAt(&t, w.Slot(&t, 0))
+		if !ok {
+			if q, err = w.Ref(&t, 0, true); err != nil {
+				return w.At(err, "data", -1)
+			}
+		}
+		if q != 0 {
+			if _, _, err := w.Vector(q, 1); err != nil {
+				return w.At(err, "data", -1)
+			}
+		}
 	}
 	w.Leave()
 	return nil
@@ -1316,8 +1554,18 @@ func VerifyUInt8Data(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	if _, _, err := w.VectorField(&t, 0, true, 1); err != nil {
-		return w.At(err, "data", -1)
+	{
+		q, ok := w.RefAt(&t, w.Slot(&t, 0))
+		if !ok {
+			if q, err = w.Ref(&t, 0, true); err != nil {
+				return w.At(err, "data", -1)
+			}
+		}
+		if q != 0 {
+			if _, _, err := w.Vector(q, 1); err != nil {
+				return w.At(err, "data", -1)
+			}
+		}
 	}
 	w.Leave()
 	return nil
@@ -1329,8 +1577,18 @@ func VerifyConstantNode(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	if _, _, err := w.VectorField(&t, 0, true, 4); err != nil {
-		return w.At(err, "shape", -1)
+	{
+		q, ok := w.RefAt(&t, w.Slot(&t, 0))
+		if !ok {
+			if q, err = w.Ref(&t, 0, true); err != nil {
+				return w.At(err, "shape", -1)
+			}
+		}
+		if q != 0 {
+			if _, _, err := w.Vector(q, 4); err != nil {
+				return w.At(err, "shape", -1)
+			}
+		}
 	}
 	if tag, q, err := w.Union(&t, 1); err != nil {
 		return w.At(err, "data", -1)
@@ -1376,8 +1634,18 @@ func VerifyDim(w *fbverify.Walk, pos int64) error {
 			return w.At(err, "value", -1)
 		}
 	}
-	if err := w.StringField(&t, 1, false); err != nil {
-		return w.At(err, "name", -1)
+	{
+		q, ok := w.RefAt(&t, w.Slot(&t, 1))
+		if !ok {
+			if q, err = w.Ref(&t, 1, false); err != nil {
+				return w.At(err, "name", -1)
+			}
+		}
+		if q != 0 {
+			if err := w.String(q); err != nil {
+				return w.At(err, "name", -1)
+			}
+		}
 	}
 	w.Leave()
 	return nil
@@ -1389,16 +1657,28 @@ func VerifyValueNode(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	if start, n, err := w.VectorField(&t, 0, false, 4); err != nil {
-		return w.At(err, "shape", -1)
-	} else {
-		for i := int64(0); i < n; i++ {
-			e, err := w.Deref(start + 4*i)
-			if err == nil {
-				err = VerifyDim(w, e)
+	{
+		q, ok := w.RefAt(&t, w.Slot(&t, 0))
+		if !ok {
+			if q, err = w.Ref(&t, 0, false); err != nil {
+				return w.At(err, "shape", -1)
 			}
+		}
+		if q != 0 {
+			start, n, err := w.Vector(q, 4)
 			if err != nil {
-				return w.At(w.At(err, "", int(i)), "shape", -1)
+				return w.At(err, "shape", -1)
+			}
+			{
+				for i := int64(0); i < n; i++ {
+					e, err := w.Deref(start + 4*i)
+					if err == nil {
+						err = VerifyDim(w, e)
+					}
+					if err != nil {
+						return w.At(w.At(err, "", int(i)), "shape", -1)
+					}
+				}
 			}
 		}
 	}
@@ -1417,8 +1697,18 @@ func VerifyNode(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	if err := w.StringField(&t, 0, false); err != nil {
-		return w.At(err, "name", -1)
+	{
+		q, ok := w.RefAt(&t, w.Slot(&t, 0))
+		if !ok {
+			if q, err = w.Ref(&t, 0, false); err != nil {
+				return w.At(err, "name", -1)
+			}
+		}
+		if q != 0 {
+			if err := w.String(q); err != nil {
+				return w.At(err, "name", -1)
+			}
+		}
 	}
 	if tag, q, err := w.Union(&t, 1); err != nil {
 		return w.At(err, "data", -1)
@@ -1447,27 +1737,69 @@ func VerifyGraph(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	if start, n, err := w.VectorField(&t, 0, false, 4); err != nil {
-		return w.At(err, "nodes", -1)
-	} else {
-		for i := int64(0); i < n; i++ {
-			e, err := w.Deref(start + 4*i)
-			if err == nil {
-				err = VerifyNode(w, e)
+	{
+		q, ok := w.RefAt(&t, w.Slot(&t, 0))
+		if !ok {
+			if q, err = w.Ref(&t, 0, false); err != nil {
+				return w.At(err, "nodes", -1)
 			}
+		}
+		if q != 0 {
+			start, n, err := w.Vector(q, 4)
 			if err != nil {
-				return w.At(w.At(err, "", int(i)), "nodes", -1)
+				return w.At(err, "nodes", -1)
+			}
+			{
+				for i := int64(0); i < n; i++ {
+					e, err := w.Deref(start + 4*i)
+					if err == nil {
+						err = VerifyNode(w, e)
+					}
+					if err != nil {
+						return w.At(w.At(err, "", int(i)), "nodes", -1)
+					}
+				}
 			}
 		}
 	}
-	if _, _, err := w.VectorField(&t, 1, false, 4); err != nil {
-		return w.At(err, "inputs", -1)
+	{
+		q, ok := w.RefAt(&t, w.Slot(&t, 1))
+		if !ok {
+			if q, err = w.Ref(&t, 1, false); err != nil {
+				return w.At(err, "inputs", -1)
+			}
+		}
+		if q != 0 {
+			if _, _, err := w.Vector(q, 4); err != nil {
+				return w.At(err, "inputs", -1)
+			}
+		}
 	}
-	if _, _, err := w.VectorField(&t, 2, false, 4); err != nil {
-		return w.At(err, "outputs", -1)
+	{
+		q, ok := w.RefAt(&t, w.Slot(&t, 2))
+		if !ok {
+			if q, err = w.Ref(&t, 2, false); err != nil {
+				return w.At(err, "outputs", -1)
+			}
+		}
+		if q != 0 {
+			if _, _, err := w.Vector(q, 4); err != nil {
+				return w.At(err, "outputs", -1)
+			}
+		}
 	}
-	if _, _, err := w.VectorField(&t, 3, false, 4); err != nil {
-		return w.At(err, "captures", -1)
+	{
+		q, ok := w.RefAt(&t, w.Slot(&t, 3))
+		if !ok {
+			if q, err = w.Ref(&t, 3, false); err != nil {
+				return w.At(err, "captures", -1)
+			}
+		}
+		if q != 0 {
+			if _, _, err := w.Vector(q, 4); err != nil {
+				return w.At(err, "captures", -1)
+			}
+		}
 	}
 	w.Leave()
 	return nil
@@ -1479,29 +1811,109 @@ func VerifyMetadata(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	if err := w.StringField(&t, 0, false); err != nil {
-		return w.At(err, "onnx_hash", -1)
+	{
+		q, ok := w.RefAt(&t, w.Slot(&t, 0))
+		if !ok {
+			if q, err = w.Ref(&t, 0, false); err != nil {
+				return w.At(err, "onnx_hash", -1)
+			}
+		}
+		if q != 0 {
+			if err := w.String(q); err != nil {
+				return w.At(err, "onnx_hash", -1)
+			}
+		}
 	}
-	if err := w.StringField(&t, 1, false); err != nil {
-		return w.At(err, "description", -1)
+	{
+		q, ok := w.RefAt(&t, w.Slot(&t, 1))
+		if !ok {
+			if q, err = w.Ref(&t, 1, false); err != nil {
+				return w.At(err, "description", -1)
+			}
+		}
+		if q != 0 {
+			if err := w.String(q); err != nil {
+				return w.At(err, "description", -1)
+			}
+		}
 	}
-	if err := w.StringField(&t, 2, false); err != nil {
-		return w.At(err, "license", -1)
+	{
+		q, ok := w.RefAt(&t, w.Slot(&t, 2))
+		if !ok {
+			if q, err = w.Ref(&t, 2, false); err != nil {
+				return w.At(err, "license", -1)
+			}
+		}
+		if q != 0 {
+			if err := w.String(q); err != nil {
+				return w.At(err, "license", -1)
+			}
+		}
 	}
-	if err := w.StringField(&t, 3, false); err != nil {
-		return w.At(err, "commit", -1)
+	{
+		q, ok := w.RefAt(&t, w.Slot(&t, 3))
+		if !ok {
+			if q, err = w.Ref(&t, 3, false); err != nil {
+				return w.At(err, "commit", -1)
+			}
+		}
+		if q != 0 {
+			if err := w.String(q); err != nil {
+				return w.At(err, "commit", -1)
+			}
+		}
 	}
-	if err := w.StringField(&t, 4, false); err != nil {
-		return w.At(err, "code_repository", -1)
+	{
+		q, ok := w.RefAt(&t, w.Slot(&t, 4))
+		if !ok {
+			if q, err = w.Ref(&t, 4, false); err != nil {
+				return w.At(err, "code_repository", -1)
+			}
+		}
+		if q != 0 {
+			if err := w.String(q); err != nil {
+				return w.At(err, "code_repository", -1)
+			}
+		}
 	}
-	if err := w.StringField(&t, 5, false); err != nil {
-		return w.At(err, "model_repository", -1)
+	{
+		q, ok := w.RefAt(&t, w.Slot(&t, 5))
+		if !ok {
+			if q, err = w.Ref(&t, 5, false); err != nil {
+				return w.At(err, "model_repository", -1)
+			}
+		}
+		if q != 0 {
+			if err := w.String(q); err != nil {
+				return w.At(err, "model_repository", -1)
+			}
+		}
 	}
-	if err := w.StringField(&t, 6, false); err != nil {
-		return w.At(err, "run_id", -1)
+	{
+		q, ok := w.RefAt(&t, w.Slot(&t, 6))
+		if !ok {
+			if q, err = w.Ref(&t, 6, false); err != nil {
+				return w.At(err, "run_id", -1)
+			}
+		}
+		if q != 0 {
+			if err := w.String(q); err != nil {
+				return w.At(err, "run_id", -1)
+			}
+		}
 	}
-	if err := w.StringField(&t, 7, false); err != nil {
-		return w.At(err, "run_url", -1)
+	{
+		q, ok := w.RefAt(&t, w.Slot(&t, 7))
+		if !ok {
+			if q, err = w.Ref(&t, 7, false); err != nil {
+				return w.At(err, "run_url", -1)
+			}
+		}
+		if q != 0 {
+			if err := w.String(q); err != nil {
+				return w.At(err, "run_url", -1)
+			}
+		}
 	}
 	w.Leave()
 	return nil
@@ -1518,18 +1930,30 @@ func VerifyModel(w *fbverify.Walk, pos int64) error {
 			return w.At(err, "schema_version", -1)
 		}
 	}
-	if q, err := w.Ref(&t, 1, true); err != nil {
-		return w.At(err, "graph", -1)
-	} else if q != 0 {
-		if err := VerifyGraph(w, q); err != nil {
-			return w.At(err, "graph", -1)
+	{
+		q, ok := w.RefAt(&t, w.Slot(&t, 1))
+		if !ok {
+			if q, err = w.Ref(&t, 1, true); err != nil {
+				return w.At(err, "graph", -1)
+			}
+		}
+		if q != 0 {
+			if err := VerifyGraph(w, q); err != nil {
+				return w.At(err, "graph", -1)
+			}
 		}
 	}
-	if q, err := w.Ref(&t, 2, false); err != nil {
-		return w.At(err, "metadata", -1)
-	} else if q != 0 {
-		if err := VerifyMetadata(w, q); err != nil {
-			return w.At(err, "metadata", -1)
+	{
+		q, ok := w.RefAt(&t, w.Slot(&t, 2))
+		if !ok {
+			if q, err = w.Ref(&t, 2, false); err != nil {
+				return w.At(err, "metadata", -1)
+			}
+		}
+		if q != 0 {
+			if err := VerifyMetadata(w, q); err != nil {
+				return w.At(err, "metadata", -1)
+			}
 		}
 	}
 	w.Leave()

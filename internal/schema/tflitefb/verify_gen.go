@@ -10,8 +10,18 @@ func VerifyCustomQuantization(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	if _, _, err := w.VectorField(&t, 0, false, 1); err != nil {
-		return w.At(err, "custom", -1)
+	{
+		q, ok := w.RefAt(&t, w.Slot(&t, 0))
+		if !ok {
+			if q, err = w.Ref(&t, 0, false); err != nil {
+				return w.At(err, "custom", -1)
+			}
+		}
+		if q != 0 {
+			if _, _, err := w.Vector(q, 1); err != nil {
+				return w.At(err, "custom", -1)
+			}
+		}
 	}
 	w.Leave()
 	return nil
@@ -48,17 +58,57 @@ func VerifyQuantizationParameters(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	if _, _, err := w.VectorField(&t, 0, false, 4); err != nil {
-		return w.At(err, "min", -1)
+	{
+		q, ok := w.RefAt(&t, w.Slot(&t, 0))
+		if !ok {
+			if q, err = w.Ref(&t, 0, false); err != nil {
+				return w.At(err, "min", -1)
+			}
+		}
+		if q != 0 {
+			if _, _, err := w.Vector(q, 4); err != nil {
+				return w.At(err, "min", -1)
+			}
+		}
 	}
-	if _, _, err := w.VectorField(&t, 1, false, 4); err != nil {
-		return w.At(err, "max", -1)
+	{
+		q, ok := w.RefAt(&t, w.Slot(&t, 1))
+		if !ok {
+			if q, err = w.Ref(&t, 1, false); err != nil {
+				return w.At(err, "max", -1)
+			}
+		}
+		if q != 0 {
+			if _, _, err := w.Vector(q, 4); err != nil {
+				return w.At(err, "max", -1)
+			}
+		}
 	}
-	if _, _, err := w.VectorField(&t, 2, false, 4); err != nil {
-		return w.At(err, "scale", -1)
+	{
+		q, ok := w.RefAt(&t, w.Slot(&t, 2))
+		if !ok {
+			if q, err = w.Ref(&t, 2, false); err != nil {
+				return w.At(err, "scale", -1)
+			}
+		}
+		if q != 0 {
+			if _, _, err := w.Vector(q, 4); err != nil {
+				return w.At(err, "scale", -1)
+			}
+		}
 	}
-	if _, _, err := w.VectorField(&t, 3, false, 8); err != nil {
-		return w.At(err, "zero_point", -1)
+	{
+		q, ok := w.RefAt(&t, w.Slot(&t, 3))
+		if !ok {
+			if q, err = w.Ref(&t, 3, false); err != nil {
+				return w.At(err, "zero_point", -1)
+			}
+		}
+		if q != 0 {
+			if _, _, err := w.Vector(q, 8); err != nil {
+				return w.At(err, "zero_point", -1)
+			}
+		}
 	}
 	if tag, q, err := w.Union(&t, 4); err != nil {
 		return w.At(err, "details", -1)
@@ -90,8 +140,18 @@ func VerifyInt32Vector(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	if _, _, err := w.VectorField(&t, 0, false, 4); err != nil {
-		return w.At(err, "values", -1)
+	{
+		q, ok := w.RefAt(&t, w.Slot(&t, 0))
+		if !ok {
+			if q, err = w.Ref(&t, 0, false); err != nil {
+				return w.At(err, "values", -1)
+			}
+		}
+		if q != 0 {
+			if _, _, err := w.Vector(q, 4); err != nil {
+				return w.At(err, "values", -1)
+			}
+		}
 	}
 	w.Leave()
 	return nil
@@ -103,8 +163,18 @@ func VerifyUint16Vector(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	if _, _, err := w.VectorField(&t, 0, false, 2); err != nil {
-		return w.At(err, "values", -1)
+	{
+		q, ok := w.RefAt(&t, w.Slot(&t, 0))
+		if !ok {
+			if q, err = w.Ref(&t, 0, false); err != nil {
+				return w.At(err, "values", -1)
+			}
+		}
+		if q != 0 {
+			if _, _, err := w.Vector(q, 2); err != nil {
+				return w.At(err, "values", -1)
+			}
+		}
 	}
 	w.Leave()
 	return nil
@@ -116,8 +186,18 @@ func VerifyUint8Vector(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	if _, _, err := w.VectorField(&t, 0, false, 1); err != nil {
-		return w.At(err, "values", -1)
+	{
+		q, ok := w.RefAt(&t, w.Slot(&t, 0))
+		if !ok {
+			if q, err = w.Ref(&t, 0, false); err != nil {
+				return w.At(err, "values", -1)
+			}
+		}
+		if q != 0 {
+			if _, _, err := w.Vector(q, 1); err != nil {
+				return w.At(err, "values", -1)
+			}
+		}
 	}
 	w.Leave()
 	return nil
@@ -183,22 +263,54 @@ func VerifySparsityParameters(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	if _, _, err := w.VectorField(&t, 0, false, 4); err != nil {
-		return w.At(err, "traversal_order", -1)
-	}
-	if _, _, err := w.VectorField(&t, 1, false, 4); err != nil {
-		return w.At(err, "block_map", -1)
-	}
-	if start, n, err := w.VectorField(&t, 2, false, 4); err != nil {
-		return w.At(err, "dim_metadata", -1)
-	} else {
-		for i := int64(0); i < n; i++ {
-			e, err := w.Deref(start + 4*i)
-			if err == nil {
-				err = VerifyDimensionMetadata(w, e)
+	{
+		q, ok := w.RefAt(&t, w.Slot(&t, 0))
+		if !ok {
+			if q, err = w.Ref(&t, 0, false); err != nil {
+				return w.At(err, "traversal_order", -1)
 			}
+		}
+		if q != 0 {
+			if _, _, err := w.Vector(q, 4); err != nil {
+				return w.At(err, "traversal_order", -1)
+			}
+		}
+	}
+	{
+		q, ok := w.RefAt(&t, w.Slot(&t, 1))
+		if !ok {
+			if q, err = w.Ref(&t, 1, false); err != nil {
+				return w.At(err, "block_map", -1)
+			}
+		}
+		if q != 0 {
+			if _, _, err := w.Vector(q, 4); err != nil {
+				return w.At(err, "block_map", -1)
+			}
+		}
+	}
+	{
+		q, ok := w.RefAt(&t, w.Slot(&t, 2))
+		if !ok {
+			if q, err = w.Ref(&t, 2, false); err != nil {
+				return w.At(err, "dim_metadata", -1)
+			}
+		}
+		if q != 0 {
+			start, n, err := w.Vector(q, 4)
 			if err != nil {
-				return w.At(w.At(err, "", int(i)), "dim_metadata", -1)
+				return w.At(err, "dim_metadata", -1)
+			}
+			{
+				for i := int64(0); i < n; i++ {
+					e, err := w.Deref(start + 4*i)
+					if err == nil {
+						err = VerifyDimensionMetadata(w, e)
+					}
+					if err != nil {
+						return w.At(w.At(err, "", int(i)), "dim_metadata", -1)
+					}
+				}
 			}
 		}
 	}
@@ -212,8 +324,18 @@ func VerifyVariantSubType(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	if _, _, err := w.VectorField(&t, 0, false, 4); err != nil {
-		return w.At(err, "shape", -1)
+	{
+		q, ok := w.RefAt(&t, w.Slot(&t, 0))
+		if !ok {
+			if q, err = w.Ref(&t, 0, false); err != nil {
+				return w.At(err, "shape", -1)
+			}
+		}
+		if q != 0 {
+			if _, _, err := w.Vector(q, 4); err != nil {
+				return w.At(err, "shape", -1)
+			}
+		}
 	}
 	if fo := w.Slot(&t, 1); fo != 0 && fo+1 > t.Size() {
 		if err := w.ScalarOutside(&t, fo, 1); err != nil {
@@ -235,8 +357,18 @@ func VerifyTensor(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	if _, _, err := w.VectorField(&t, 0, false, 4); err != nil {
-		return w.At(err, "shape", -1)
+	{
+		q, ok := w.RefAt(&t, w.Slot(&t, 0))
+		if !ok {
+			if q, err = w.Ref(&t, 0, false); err != nil {
+				return w.At(err, "shape", -1)
+			}
+		}
+		if q != 0 {
+			if _, _, err := w.Vector(q, 4); err != nil {
+				return w.At(err, "shape", -1)
+			}
+		}
 	}
 	if fo := w.Slot(&t, 1); fo != 0 && fo+1 > t.Size() {
 		if err := w.ScalarOutside(&t, fo, 1); err != nil {
@@ -248,14 +380,30 @@ func VerifyTensor(w *fbverify.Walk, pos int64) error {
 			return w.At(err, "buffer", -1)
 		}
 	}
-	if err := w.StringField(&t, 3, false); err != nil {
-		return w.At(err, "name", -1)
+	{
+		q, ok := w.RefAt(&t, w.Slot(&t, 3))
+		if !ok {
+			if q, err = w.Ref(&t, 3, false); err != nil {
+				return w.At(err, "name", -1)
+			}
+		}
+		if q != 0 {
+			if err := w.String(q); err != nil {
+				return w.At(err, "name", -1)
+			}
+		}
 	}
-	if q, err := w.Ref(&t, 4, false); err != nil {
-		return w.At(err, "quantization", -1)
-	} else if q != 0 {
-		if err := VerifyQuantizationParameters(w, q); err != nil {
-			return w.At(err, "quantization", -1)
+	{
+		q, ok := w.RefAt(&t, w.Slot(&t, 4))
+		if !ok {
+			if q, err = w.Ref(&t, 4, false); err != nil {
+				return w.At(err, "quantization", -1)
+			}
+		}
+		if q != 0 {
+			if err := VerifyQuantizationParameters(w, q); err != nil {
+				return w.At(err, "quantization", -1)
+			}
 		}
 	}
 	if fo := w.Slot(&t, 5); fo != 0 && fo+1 > t.Size() {
@@ -263,15 +411,31 @@ func VerifyTensor(w *fbverify.Walk, pos int64) error {
 			return w.At(err, "is_variable", -1)
 		}
 	}
-	if q, err := w.Ref(&t, 6, false); err != nil {
-		return w.At(err, "sparsity", -1)
-	} else if q != 0 {
-		if err := VerifySparsityParameters(w, q); err != nil {
-			return w.At(err, "sparsity", -1)
+	{
+		q, ok := w.RefAt(&t, w.Slot(&t, 6))
+		if !ok {
+			if q, err = w.Ref(&t, 6, false); err != nil {
+				return w.At(err, "sparsity", -1)
+			}
+		}
+		if q != 0 {
+			if err := VerifySparsityParameters(w, q); err != nil {
+				return w.At(err, "sparsity", -1)
+			}
 		}
 	}
-	if _, _, err := w.VectorField(&t, 7, false, 4); err != nil {
-		return w.At(err, "shape_signature", -1)
+	{
+		q, ok := w.RefAt(&t, w.Slot(&t, 7))
+		if !ok {
+			if q, err = w.Ref(&t, 7, false); err != nil {
+				return w.At(err, "shape_signature", -1)
+			}
+		}
+		if q != 0 {
+			if _, _, err := w.Vector(q, 4); err != nil {
+				return w.At(err, "shape_signature", -1)
+			}
+		}
 	}
 	if fo := w.Slot(&t, 8); fo != 0 && fo+1 > t.Size() {
 		if err := w.ScalarOutside(&t, fo, 1); err != nil {
@@ -363,8 +527,18 @@ func VerifyStableHLOCompositeOptions(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	if err := w.StringField(&t, 0, false); err != nil {
-		return w.At(err, "name", -1)
+	{
+		q, ok := w.RefAt(&t, w.Slot(&t, 0))
+		if !ok {
+			if q, err = w.Ref(&t, 0, false); err != nil {
+				return w.At(err, "name", -1)
+			}
+		}
+		if q != 0 {
+			if err := w.String(q); err != nil {
+				return w.At(err, "name", -1)
+			}
+		}
 	}
 	if fo := w.Slot(&t, 1); fo != 0 && fo+4 > t.Size() {
 		if err := w.ScalarOutside(&t, fo, 4); err != nil {
@@ -396,8 +570,18 @@ func VerifyOperatorCode(w *fbverify.Walk, pos int64) error {
 			return w.At(err, "deprecated_builtin_code", -1)
 		}
 	}
-	if err := w.StringField(&t, 1, false); err != nil {
-		return w.At(err, "custom_code", -1)
+	{
+		q, ok := w.RefAt(&t, w.Slot(&t, 1))
+		if !ok {
+			if q, err = w.Ref(&t, 1, false); err != nil {
+				return w.At(err, "custom_code", -1)
+			}
+		}
+		if q != 0 {
+			if err := w.String(q); err != nil {
+				return w.At(err, "custom_code", -1)
+			}
+		}
 	}
 	if fo := w.Slot(&t, 2); fo != 0 && fo+4 > t.Size() {
 		if err := w.ScalarOutside(&t, fo, 4); err != nil {
@@ -424,11 +608,31 @@ func VerifyOperator(w *fbverify.Walk, pos int64) error {
 			return w.At(err, "opcode_index", -1)
 		}
 	}
-	if _, _, err := w.VectorField(&t, 1, false, 4); err != nil {
-		return w.At(err, "inputs", -1)
+	{
+		q, ok := w.RefAt(&t, w.Slot(&t, 1))
+		if !ok {
+			if q, err = w.Ref(&t, 1, false); err != nil {
+				return w.At(err, "inputs", -1)
+			}
+		}
+		if q != 0 {
+			if _, _, err := w.Vector(q, 4); err != nil {
+				return w.At(err, "inputs", -1)
+			}
+		}
 	}
-	if _, _, err := w.VectorField(&t, 2, false, 4); err != nil {
-		return w.At(err, "outputs", -1)
+	{
+		q, ok := w.RefAt(&t, w.Slot(&t, 2))
+		if !ok {
+			if q, err = w.Ref(&t, 2, false); err != nil {
+				return w.At(err, "outputs", -1)
+			}
+		}
+		if q != 0 {
+			if _, _, err := w.Vector(q, 4); err != nil {
+				return w.At(err, "outputs", -1)
+			}
+		}
 	}
 	if tag, q, err := w.Union(&t, 3); err != nil {
 		return w.At(err, "builtin_options", -1)
@@ -492,40 +696,94 @@ func VerifySubGraph(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	if start, n, err := w.VectorField(&t, 0, false, 4); err != nil {
-		return w.At(err, "tensors", -1)
-	} else {
-		for i := int64(0); i < n; i++ {
-			e, err := w.Deref(start + 4*i)
-			if err == nil {
-				err = VerifyTensor(w, e)
+	{
+		q, ok := w.RefAt(&t, w.Slot(&t, 0))
+		if !ok {
+			if q, err = w.Ref(&t, 0, false); err != nil {
+				return w.At(err, "tensors", -1)
 			}
+		}
+		if q != 0 {
+			start, n, err := w.Vector(q, 4)
 			if err != nil {
-				return w.At(w.At(err, "", int(i)), "tensors", -1)
+				return w.At(err, "tensors", -1)
+			}
+			{
+				for i := int64(0); i < n; i++ {
+					e, err := w.Deref(start + 4*i)
+					if err == nil {
+						err = VerifyTensor(w, e)
+					}
+					if err != nil {
+						return w.At(w.At(err, "", int(i)), "tensors", -1)
+					}
+				}
 			}
 		}
 	}
-	if _, _, err := w.VectorField(&t, 1, false, 4); err != nil {
-		return w.At(err, "inputs", -1)
-	}
-	if _, _, err := w.VectorField(&t, 2, false, 4); err != nil {
-		return w.At(err, "outputs", -1)
-	}
-	if start, n, err := w.VectorField(&t, 3, false, 4); err != nil {
-		return w.At(err, "operators", -1)
-	} else {
-		for i := int64(0); i < n; i++ {
-			e, err := w.Deref(start + 4*i)
-			if err == nil {
-				err = VerifyOperator(w, e)
+	{
+		q, ok := w.RefAt(&t, w.Slot(&t, 1))
+		if !ok {
+			if q, err = w.Ref(&t, 1, false); err != nil {
+				return w.At(err, "inputs", -1)
 			}
-			if err != nil {
-				return w.At(w.At(err, "", int(i)), "operators", -1)
+		}
+		if q != 0 {
+			if _, _, err := w.Vector(q, 4); err != nil {
+				return w.At(err, "inputs", -1)
 			}
 		}
 	}
-	if err := w.StringField(&t, 4, false); err != nil {
-		return w.At(err, "name", -1)
+	{
+		q, ok := w.RefAt(&t, w.Slot(&t, 2))
+		if !ok {
+			if q, err = w.Ref(&t, 2, false); err != nil {
+				return w.At(err, "outputs", -1)
+			}
+		}
+		if q != 0 {
+			if _, _, err := w.Vector(q, 4); err != nil {
+				return w.At(err, "outputs", -1)
+			}
+		}
+	}
+	{
+		q, ok := w.RefAt(&t, w.Slot(&t, 3))
+		if !ok {
+			if q, err = w.Ref(&t, 3, false); err != nil {
+				return w.At(err, "operators", -1)
+			}
+		}
+		if q != 0 {
+			start, n, err := w.Vector(q, 4)
+			if err != nil {
+				return w.At(err, "operators", -1)
+			}
+			{
+				for i := int64(0); i < n; i++ {
+					e, err := w.Deref(start + 4*i)
+					if err == nil {
+						err = VerifyOperator(w, e)
+					}
+					if err != nil {
+						return w.At(w.At(err, "", int(i)), "operators", -1)
+					}
+				}
+			}
+		}
+	}
+	{
+		q, ok := w.RefAt(&t, w.Slot(&t, 4))
+		if !ok {
+			if q, err = w.Ref(&t, 4, false); err != nil {
+				return w.At(err, "name", -1)
+			}
+		}
+		if q != 0 {
+			if err := w.String(q); err != nil {
+				return w.At(err, "name", -1)
+			}
+		}
 	}
 	if fo := w.Slot(&t, 5); fo != 0 && fo+4 > t.Size() {
 		if err := w.ScalarOutside(&t, fo, 4); err != nil {
@@ -542,8 +800,18 @@ func VerifyBuffer(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	if _, _, err := w.VectorField(&t, 0, false, 1); err != nil {
-		return w.At(err, "data", -1)
+	{
+		q, ok := w.RefAt(&t, w.Slot(&t, 0))
+		if !ok {
+			if q, err = w.Ref(&t, 0, false); err != nil {
+				return w.At(err, "data", -1)
+			}
+		}
+		if q != 0 {
+			if _, _, err := w.Vector(q, 1); err != nil {
+				return w.At(err, "data", -1)
+			}
+		}
 	}
 	if fo := w.Slot(&t, 1); fo != 0 && fo+8 > t.Size() {
 		if err := w.ScalarOutside(&t, fo, 8); err != nil {
@@ -565,8 +833,18 @@ func VerifyExternalBufferGroup(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	if err := w.StringField(&t, 0, false); err != nil {
-		return w.At(err, "name", -1)
+	{
+		q, ok := w.RefAt(&t, w.Slot(&t, 0))
+		if !ok {
+			if q, err = w.Ref(&t, 0, false); err != nil {
+				return w.At(err, "name", -1)
+			}
+		}
+		if q != 0 {
+			if err := w.String(q); err != nil {
+				return w.At(err, "name", -1)
+			}
+		}
 	}
 	w.Leave()
 	return nil
@@ -598,8 +876,18 @@ func VerifyExternalBuffer(w *fbverify.Walk, pos int64) error {
 			return w.At(err, "length", -1)
 		}
 	}
-	if err := w.StringField(&t, 4, false); err != nil {
-		return w.At(err, "packing", -1)
+	{
+		q, ok := w.RefAt(&t, w.Slot(&t, 4))
+		if !ok {
+			if q, err = w.Ref(&t, 4, false); err != nil {
+				return w.At(err, "packing", -1)
+			}
+		}
+		if q != 0 {
+			if err := w.String(q); err != nil {
+				return w.At(err, "packing", -1)
+			}
+		}
 	}
 	w.Leave()
 	return nil
@@ -611,8 +899,18 @@ func VerifyMetadata(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	if err := w.StringField(&t, 0, false); err != nil {
-		return w.At(err, "name", -1)
+	{
+		q, ok := w.RefAt(&t, w.Slot(&t, 0))
+		if !ok {
+			if q, err = w.Ref(&t, 0, false); err != nil {
+				return w.At(err, "name", -1)
+			}
+		}
+		if q != 0 {
+			if err := w.String(q); err != nil {
+				return w.At(err, "name", -1)
+			}
+		}
 	}
 	if fo := w.Slot(&t, 1); fo != 0 && fo+4 > t.Size() {
 		if err := w.ScalarOutside(&t, fo, 4); err != nil {
@@ -629,8 +927,18 @@ func VerifyTensorMap(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	if err := w.StringField(&t, 0, false); err != nil {
-		return w.At(err, "name", -1)
+	{
+		q, ok := w.RefAt(&t, w.Slot(&t, 0))
+		if !ok {
+			if q, err = w.Ref(&t, 0, false); err != nil {
+				return w.At(err, "name", -1)
+			}
+		}
+		if q != 0 {
+			if err := w.String(q); err != nil {
+				return w.At(err, "name", -1)
+			}
+		}
 	}
 	if fo := w.Slot(&t, 1); fo != 0 && fo+4 > t.Size() {
 		if err := w.ScalarOutside(&t, fo, 4); err != nil {
@@ -647,34 +955,68 @@ func VerifySignatureDef(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	if start, n, err := w.VectorField(&t, 0, false, 4); err != nil {
-		return w.At(err, "inputs", -1)
-	} else {
-		for i := int64(0); i < n; i++ {
-			e, err := w.Deref(start + 4*i)
-			if err == nil {
-				err = VerifyTensorMap(w, e)
+	{
+		q, ok := w.RefAt(&t, w.Slot(&t, 0))
+		if !ok {
+			if q, err = w.Ref(&t, 0, false); err != nil {
+				return w.At(err, "inputs", -1)
 			}
+		}
+		if q != 0 {
+			start, n, err := w.Vector(q, 4)
 			if err != nil {
-				return w.At(w.At(err, "", int(i)), "inputs", -1)
+				return w.At(err, "inputs", -1)
+			}
+			{
+				for i := int64(0); i < n; i++ {
+					e, err := w.Deref(start + 4*i)
+					if err == nil {
+						err = VerifyTensorMap(w, e)
+					}
+					if err != nil {
+						return w.At(w.At(err, "", int(i)), "inputs", -1)
+					}
+				}
 			}
 		}
 	}
-	if start, n, err := w.VectorField(&t, 1, false, 4); err != nil {
-		return w.At(err, "outputs", -1)
-	} else {
-		for i := int64(0); i < n; i++ {
-			e, err := w.Deref(start + 4*i)
-			if err == nil {
-				err = VerifyTensorMap(w, e)
+	{
+		q, ok := w.RefAt(&t, w.Slot(&t, 1))
+		if !ok {
+			if q, err = w.Ref(&t, 1, false); err != nil {
+				return w.At(err, "outputs", -1)
 			}
+		}
+		if q != 0 {
+			start, n, err := w.Vector(q, 4)
 			if err != nil {
-				return w.At(w.At(err, "", int(i)), "outputs", -1)
+				return w.At(err, "outputs", -1)
+			}
+			{
+				for i := int64(0); i < n; i++ {
+					e, err := w.Deref(start + 4*i)
+					if err == nil {
+						err = VerifyTensorMap(w, e)
+					}
+					if err != nil {
+						return w.At(w.At(err, "", int(i)), "outputs", -1)
+					}
+				}
 			}
 		}
 	}
-	if err := w.StringField(&t, 2, false); err != nil {
-		return w.At(err, "signature_key", -1)
+	{
+		q, ok := w.RefAt(&t, w.Slot(&t, 2))
+		if !ok {
+			if q, err = w.Ref(&t, 2, false); err != nil {
+				return w.At(err, "signature_key", -1)
+			}
+		}
+		if q != 0 {
+			if err := w.String(q); err != nil {
+				return w.At(err, "signature_key", -1)
+			}
+		}
 	}
 	if fo := w.Slot(&t, 4); fo != 0 && fo+4 > t.Size() {
 		if err := w.ScalarOutside(&t, fo, 4); err != nil {
@@ -696,97 +1038,191 @@ func VerifyModel(w *fbverify.Walk, pos int64) error {
 			return w.At(err, "version", -1)
 		}
 	}
-	if start, n, err := w.VectorField(&t, 1, false, 4); err != nil {
-		return w.At(err, "operator_codes", -1)
-	} else {
-		for i := int64(0); i < n; i++ {
-			e, err := w.Deref(start + 4*i)
-			if err == nil {
-				err = VerifyOperatorCode(w, e)
+	{
+		q, ok := w.RefAt(&t, w.Slot(&t, 1))
+		if !ok {
+			if q, err = w.Ref(&t, 1, false); err != nil {
+				return w.At(err, "operator_codes", -1)
 			}
+		}
+		if q != 0 {
+			start, n, err := w.Vector(q, 4)
 			if err != nil {
-				return w.At(w.At(err, "", int(i)), "operator_codes", -1)
+				return w.At(err, "operator_codes", -1)
+			}
+			{
+				for i := int64(0); i < n; i++ {
+					e, err := w.Deref(start + 4*i)
+					if err == nil {
+						err = VerifyOperatorCode(w, e)
+					}
+					if err != nil {
+						return w.At(w.At(err, "", int(i)), "operator_codes", -1)
+					}
+				}
 			}
 		}
 	}
-	if start, n, err := w.VectorField(&t, 2, false, 4); err != nil {
-		return w.At(err, "subgraphs", -1)
-	} else {
-		for i := int64(0); i < n; i++ {
-			e, err := w.Deref(start + 4*i)
-			if err == nil {
-				err = VerifySubGraph(w, e)
+	{
+		q, ok := w.RefAt(&t, w.Slot(&t, 2))
+		if !ok {
+			if q, err = w.Ref(&t, 2, false); err != nil {
+				return w.At(err, "subgraphs", -1)
 			}
+		}
+		if q != 0 {
+			start, n, err := w.Vector(q, 4)
 			if err != nil {
-				return w.At(w.At(err, "", int(i)), "subgraphs", -1)
+				return w.At(err, "subgraphs", -1)
+			}
+			{
+				for i := int64(0); i < n; i++ {
+					e, err := w.Deref(start + 4*i)
+					if err == nil {
+						err = VerifySubGraph(w, e)
+					}
+					if err != nil {
+						return w.At(w.At(err, "", int(i)), "subgraphs", -1)
+					}
+				}
 			}
 		}
 	}
-	if err := w.StringField(&t, 3, false); err != nil {
-		return w.At(err, "description", -1)
-	}
-	if start, n, err := w.VectorField(&t, 4, false, 4); err != nil {
-		return w.At(err, "buffers", -1)
-	} else {
-		for i := int64(0); i < n; i++ {
-			e, err := w.Deref(start + 4*i)
-			if err == nil {
-				err = VerifyBuffer(w, e)
+	{
+		q, ok := w.RefAt(&t, w.Slot(&t, 3))
+		if !ok {
+			if q, err = w.Ref(&t, 3, false); err != nil {
+				return w.At(err, "description", -1)
 			}
-			if err != nil {
-				return w.At(w.At(err, "", int(i)), "buffers", -1)
+		}
+		if q != 0 {
+			if err := w.String(q); err != nil {
+				return w.At(err, "description", -1)
 			}
 		}
 	}
-	if start, n, err := w.VectorField(&t, 6, false, 4); err != nil {
-		return w.At(err, "metadata", -1)
-	} else {
-		for i := int64(0); i < n; i++ {
-			e, err := w.Deref(start + 4*i)
-			if err == nil {
-				err = VerifyMetadata(w, e)
+	{
+		q, ok := w.RefAt(&t, w.Slot(&t, 4))
+		if !ok {
+			if q, err = w.Ref(&t, 4, false); err != nil {
+				return w.At(err, "buffers", -1)
 			}
+		}
+		if q != 0 {
+			start, n, err := w.Vector(q, 4)
 			if err != nil {
-				return w.At(w.At(err, "", int(i)), "metadata", -1)
+				return w.At(err, "buffers", -1)
+			}
+			{
+				for i := int64(0); i < n; i++ {
+					e, err := w.Deref(start + 4*i)
+					if err == nil {
+						err = VerifyBuffer(w, e)
+					}
+					if err != nil {
+						return w.At(w.At(err, "", int(i)), "buffers", -1)
+					}
+				}
 			}
 		}
 	}
-	if start, n, err := w.VectorField(&t, 7, false, 4); err != nil {
-		return w.At(err, "signature_defs", -1)
-	} else {
-		for i := int64(0); i < n; i++ {
-			e, err := w.Deref(start + 4*i)
-			if err == nil {
-				err = VerifySignatureDef(w, e)
+	{
+		q, ok := w.RefAt(&t, w.Slot(&t, 6))
+		if !ok {
+			if q, err = w.Ref(&t, 6, false); err != nil {
+				return w.At(err, "metadata", -1)
 			}
+		}
+		if q != 0 {
+			start, n, err := w.Vector(q, 4)
 			if err != nil {
-				return w.At(w.At(err, "", int(i)), "signature_defs", -1)
+				return w.At(err, "metadata", -1)
+			}
+			{
+				for i := int64(0); i < n; i++ {
+					e, err := w.Deref(start + 4*i)
+					if err == nil {
+						err = VerifyMetadata(w, e)
+					}
+					if err != nil {
+						return w.At(w.At(err, "", int(i)), "metadata", -1)
+					}
+				}
 			}
 		}
 	}
-	if start, n, err := w.VectorField(&t, 8, false, 4); err != nil {
-		return w.At(err, "external_buffer_groups", -1)
-	} else {
-		for i := int64(0); i < n; i++ {
-			e, err := w.Deref(start + 4*i)
-			if err == nil {
-				err = VerifyExternalBufferGroup(w, e)
+	{
+		q, ok := w.RefAt(&t, w.Slot(&t, 7))
+		if !ok {
+			if q, err = w.Ref(&t, 7, false); err != nil {
+				return w.At(err, "signature_defs", -1)
 			}
+		}
+		if q != 0 {
+			start, n, err := w.Vector(q, 4)
 			if err != nil {
-				return w.At(w.At(err, "", int(i)), "external_buffer_groups", -1)
+				return w.At(err, "signature_defs", -1)
+			}
+			{
+				for i := int64(0); i < n; i++ {
+					e, err := w.Deref(start + 4*i)
+					if err == nil {
+						err = VerifySignatureDef(w, e)
+					}
+					if err != nil {
+						return w.At(w.At(err, "", int(i)), "signature_defs", -1)
+					}
+				}
 			}
 		}
 	}
-	if start, n, err := w.VectorField(&t, 9, false, 4); err != nil {
-		return w.At(err, "external_buffers", -1)
-	} else {
-		for i := int64(0); i < n; i++ {
-			e, err := w.Deref(start + 4*i)
-			if err == nil {
-				err = VerifyExternalBuffer(w, e)
+	{
+		q, ok := w.RefAt(&t, w.Slot(&t, 8))
+		if !ok {
+			if q, err = w.Ref(&t, 8, false); err != nil {
+				return w.At(err, "external_buffer_groups", -1)
 			}
+		}
+		if q != 0 {
+			start, n, err := w.Vector(q, 4)
 			if err != nil {
-				return w.At(w.At(err, "", int(i)), "external_buffers", -1)
+				return w.At(err, "external_buffer_groups", -1)
+			}
+			{
+				for i := int64(0); i < n; i++ {
+					e, err := w.Deref(start + 4*i)
+					if err == nil {
+						err = VerifyExternalBufferGroup(w, e)
+					}
+					if err != nil {
+						return w.At(w.At(err, "", int(i)), "external_buffer_groups", -1)
+					}
+				}
+			}
+		}
+	}
+	{
+		q, ok := w.RefAt(&t, w.Slot(&t, 9))
+		if !ok {
+			if q, err = w.Ref(&t, 9, false); err != nil {
+				return w.At(err, "external_buffers", -1)
+			}
+		}
+		if q != 0 {
+			start, n, err := w.Vector(q, 4)
+			if err != nil {
+				return w.At(err, "external_buffers", -1)
+			}
+			{
+				for i := int64(0); i < n; i++ {
+					e, err := w.Deref(start + 4*i)
+					if err == nil {
+						err = VerifyExternalBuffer(w, e)
+					}
+					if err != nil {
+						return w.At(w.At(err, "", int(i)), "external_buffers", -1)
+					}
+				}
 			}
 		}
 	}

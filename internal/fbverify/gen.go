@@ -29,12 +29,18 @@ func (w *Walk) Start(pos int64) (T, error) {
 	if v.depth >= v.opt.MaxDepth {
 		return T{}, v.fail(pos, "tables nested more than %d deep (want at most %d levels)", v.opt.MaxDepth, v.opt.MaxDepth)
 	}
-	vt, vtsize, tsize, err := v.vtable(pos)
-	if err != nil {
-		return T{}, err
+	// vtable's checks, without a call.
+	if v.in(pos, 4) {
+		vt := pos - int64(int32(v.u32(pos)))
+		if v.in(vt, 4) {
+			vtsize, tsize := v.u16(vt), v.u16(vt+2)
+			if vtsize >= 4 && vtsize%2 == 0 && v.in(vt, vtsize) && tsize >= 4 && v.in(pos, tsize) {
+				v.depth++
+				return T{pos, vt, vtsize, tsize}, nil
+			}
+		}
 	}
-	v.depth++
-	return T{pos, vt, vtsize, tsize}, nil
+	return T{}, v.vtableFail(pos)
 }
 
 // Leave leaves the table Start entered.

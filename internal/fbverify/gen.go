@@ -151,6 +151,24 @@ func (w *Walk) Deref(q int64) (int64, error) { return w.v.deref(q) }
 func (w *Walk) Union(t *T, id int) (tag int, pos int64, err error) {
 	v := w.v
 	to, vo := v.slot(t.vt, t.vtsize, id), v.slot(t.vt, t.vtsize, id+1)
+	// The common case: tag and value inside the table's own bytes (which
+	// lie in the buffer), the value's target in the buffer.
+	if to != 0 && vo != 0 && to < t.tsize && vo+4 <= t.tsize {
+		if tag = int(v.buf[t.pos+to]); tag == 0 {
+			return 0, 0, nil
+		}
+		p := t.pos + vo
+		off := int64(v.u32(p))
+		if q := p + off; off != 0 && q < v.n {
+			return tag, q, nil
+		}
+	}
+	return w.union(t, to, vo)
+}
+
+// union is Union for any case but the common one.
+func (w *Walk) union(t *T, to, vo int64) (tag int, pos int64, err error) {
+	v := w.v
 	if to != 0 {
 		if !v.in(t.pos+to, 1) {
 			return 0, 0, v.fail(t.pos+to, "union tag lies outside the FlatBuffer (want it before %#x)", v.opt.Base+v.n)

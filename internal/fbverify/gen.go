@@ -135,6 +135,22 @@ func (w *Walk) RefAt(t *T, fo int64) (int64, bool) {
 	return 0, false
 }
 
+// VectorAt is Vector's common case, inline in the generated verifiers:
+// the object limit not reached and the vector inside the buffer. It counts
+// the vector and returns the position of its first element, its length
+// and true; false in any other case, which the caller leaves to Vector.
+func (w *Walk) VectorAt(pos, elem int64) (start, n int64, ok bool) {
+	v := w.v
+	if v.objects < v.opt.MaxObjects && uint64(pos) < uint64(v.n) && v.n-pos >= 4 {
+		// n < 2^32 and elem < 2^31: the product does not overflow.
+		if n, start = int64(v.u32(pos)), pos+4; uint64(n)*uint64(elem) <= uint64(v.n-start) {
+			v.objects++
+			return start, n, true
+		}
+	}
+	return 0, 0, false
+}
+
 // Vector checks the vector at pos of elem-byte elements and returns the
 // position of its first element and its length.
 func (w *Walk) Vector(pos, elem int64) (start, n int64, err error) { return w.v.vector(pos, elem) }

@@ -68,8 +68,10 @@ func VerifyTensor(w *fbverify.Walk, pos int64) error {
 			}
 		}
 		if q != 0 {
-			if _, _, err := w.Vector(q, 4); err != nil {
-				return w.At(err, "sizes", -1)
+			if _, _, ok := w.VectorAt(q, 4); !ok {
+				if _, _, err := w.Vector(q, 4); err != nil {
+					return w.At(err, "sizes", -1)
+				}
 			}
 		}
 	}
@@ -81,8 +83,10 @@ func VerifyTensor(w *fbverify.Walk, pos int64) error {
 			}
 		}
 		if q != 0 {
-			if _, _, err := w.Vector(q, 1); err != nil {
-				return w.At(err, "data", -1)
+			if _, _, ok := w.VectorAt(q, 1); !ok {
+				if _, _, err := w.Vector(q, 1); err != nil {
+					return w.At(err, "data", -1)
+				}
 			}
 		}
 	}
@@ -94,8 +98,10 @@ func VerifyTensor(w *fbverify.Walk, pos int64) error {
 			}
 		}
 		if q != 0 {
-			if _, _, err := w.Vector(q, 1); err != nil {
-				return w.At(err, "dim_order", -1)
+			if _, _, ok := w.VectorAt(q, 1); !ok {
+				if _, _, err := w.Vector(q, 1); err != nil {
+					return w.At(err, "dim_order", -1)
+				}
 			}
 		}
 	}
@@ -146,9 +152,11 @@ func VerifyBundledMethodTestCase(w *fbverify.Walk, pos int64) error {
 			}
 		}
 		if q != 0 {
-			start, n, err := w.Vector(q, 4)
-			if err != nil {
-				return w.At(err, "inputs", -1)
+			start, n, ok := w.VectorAt(q, 4)
+			if !ok {
+				if start, n, err = w.Vector(q, 4); err != nil {
+					return w.At(err, "inputs", -1)
+				}
 			}
 			{
 				for i := int64(0); i < n; i++ {
@@ -171,9 +179,11 @@ func VerifyBundledMethodTestCase(w *fbverify.Walk, pos int64) error {
 			}
 		}
 		if q != 0 {
-			start, n, err := w.Vector(q, 4)
-			if err != nil {
-				return w.At(err, "expected_outputs", -1)
+			start, n, ok := w.VectorAt(q, 4)
+			if !ok {
+				if start, n, err = w.Vector(q, 4); err != nil {
+					return w.At(err, "expected_outputs", -1)
+				}
 			}
 			{
 				for i := int64(0); i < n; i++ {
@@ -219,9 +229,11 @@ func VerifyBundledMethodTestSuite(w *fbverify.Walk, pos int64) error {
 			}
 		}
 		if q != 0 {
-			start, n, err := w.Vector(q, 4)
-			if err != nil {
-				return w.At(err, "test_cases", -1)
+			start, n, ok := w.VectorAt(q, 4)
+			if !ok {
+				if start, n, err = w.Vector(q, 4); err != nil {
+					return w.At(err, "test_cases", -1)
+				}
 			}
 			{
 				for i := int64(0); i < n; i++ {
@@ -259,9 +271,11 @@ func VerifyBundledProgram(w *fbverify.Walk, pos int64) error {
 			}
 		}
 		if q != 0 {
-			start, n, err := w.Vector(q, 4)
-			if err != nil {
-				return w.At(err, "method_test_suites", -1)
+			start, n, ok := w.VectorAt(q, 4)
+			if !ok {
+				if start, n, err = w.Vector(q, 4); err != nil {
+					return w.At(err, "method_test_suites", -1)
+				}
 			}
 			{
 				for i := int64(0); i < n; i++ {
@@ -284,8 +298,10 @@ func VerifyBundledProgram(w *fbverify.Walk, pos int64) error {
 			}
 		}
 		if q != 0 {
-			if _, _, err := w.Vector(q, 1); err != nil {
-				return w.At(err, "program", -1)
+			if _, _, ok := w.VectorAt(q, 1); !ok {
+				if _, _, err := w.Vector(q, 1); err != nil {
+					return w.At(err, "program", -1)
+				}
 			}
 		}
 	}

@@ -299,7 +299,8 @@ func (s *schema) gen(b *bytes.Buffer, tb *table) error {
 			continue
 		}
 		// Offset fields: Ref's common case inline (Walk.RefAt), Ref for
-		// any other (an absent field, an error).
+		// any other (an absent field, an error); so for vectors
+		// (Walk.VectorAt, Walk.Vector).
 		ref := func() {
 			p("{\nq, ok := w.RefAt(&t, w.Slot(&t, %d))\nif !ok {\nif q, err = w.Ref(&t, %d, %v); err != nil {\nreturn w.At(err, %q, -1)\n}\n}\nif q != 0 {\n", fid, fid, f.required, f.name)
 		}
@@ -310,7 +311,7 @@ func (s *schema) gen(b *bytes.Buffer, tb *table) error {
 				verify = "Verify" + f.typ
 			}
 			ref()
-			p("start, n, err := w.Vector(q, 4)\nif err != nil {\nreturn w.At(err, %q, -1)\n}\n", f.name)
+			p("start, n, ok := w.VectorAt(q, 4)\nif !ok {\nif start, n, err = w.Vector(q, 4); err != nil {\nreturn w.At(err, %q, -1)\n}\n}\n", f.name)
 			if f.lazy {
 				p("if !w.Lazy() {\n")
 			} else {
@@ -329,7 +330,7 @@ func (s *schema) gen(b *bytes.Buffer, tb *table) error {
 				return fmt.Errorf("field %s: vector of %s", f.name, f.typ)
 			}
 			ref()
-			p("if _, _, err := w.Vector(q, %d); err != nil {\nreturn w.At(err, %q, -1)\n}\n}\n}\n", sz, f.name)
+			p("if _, _, ok := w.VectorAt(q, %d); !ok {\nif _, _, err := w.Vector(q, %d); err != nil {\nreturn w.At(err, %q, -1)\n}\n}\n}\n}\n", sz, sz, f.name)
 			continue
 		case f.typ == "string":
 			ref()

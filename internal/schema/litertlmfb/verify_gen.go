@@ -75,9 +75,11 @@ func VerifySystemMetadata(w *fbverify.Walk, pos int64) error {
 			}
 		}
 		if q != 0 {
-			start, n, err := w.Vector(q, 4)
-			if err != nil {
-				return w.At(err, "entries", -1)
+			start, n, ok := w.VectorAt(q, 4)
+			if !ok {
+				if start, n, err = w.Vector(q, 4); err != nil {
+					return w.At(err, "entries", -1)
+				}
 			}
 			{
 				for i := int64(0); i < n; i++ {
@@ -110,9 +112,11 @@ func VerifySectionObject(w *fbverify.Walk, pos int64) error {
 			}
 		}
 		if q != 0 {
-			start, n, err := w.Vector(q, 4)
-			if err != nil {
-				return w.At(err, "items", -1)
+			start, n, ok := w.VectorAt(q, 4)
+			if !ok {
+				if start, n, err = w.Vector(q, 4); err != nil {
+					return w.At(err, "items", -1)
+				}
 			}
 			{
 				for i := int64(0); i < n; i++ {
@@ -160,9 +164,11 @@ func VerifySectionMetadata(w *fbverify.Walk, pos int64) error {
 			}
 		}
 		if q != 0 {
-			start, n, err := w.Vector(q, 4)
-			if err != nil {
-				return w.At(err, "objects", -1)
+			start, n, ok := w.VectorAt(q, 4)
+			if !ok {
+				if start, n, err = w.Vector(q, 4); err != nil {
+					return w.At(err, "objects", -1)
+				}
 			}
 			{
 				for i := int64(0); i < n; i++ {

@@ -43,8 +43,10 @@ func VerifyTensorLayout(w *fbverify.Walk, pos int64) error {
 			}
 		}
 		if q != 0 {
-			if _, _, err := w.Vector(q, 4); err != nil {
-				return w.At(err, "sizes", -1)
+			if _, _, ok := w.VectorAt(q, 4); !ok {
+				if _, _, err := w.Vector(q, 4); err != nil {
+					return w.At(err, "sizes", -1)
+				}
 			}
 		}
 	}
@@ -56,8 +58,10 @@ func VerifyTensorLayout(w *fbverify.Walk, pos int64) error {
 			}
 		}
 		if q != 0 {
-			if _, _, err := w.Vector(q, 1); err != nil {
-				return w.At(err, "dim_order", -1)
+			if _, _, ok := w.VectorAt(q, 1); !ok {
+				if _, _, err := w.Vector(q, 1); err != nil {
+					return w.At(err, "dim_order", -1)
+				}
 			}
 		}
 	}
@@ -125,9 +129,11 @@ func VerifyFlatTensor(w *fbverify.Walk, pos int64) error {
 			}
 		}
 		if q != 0 {
-			start, n, err := w.Vector(q, 4)
-			if err != nil {
-				return w.At(err, "segments", -1)
+			start, n, ok := w.VectorAt(q, 4)
+			if !ok {
+				if start, n, err = w.Vector(q, 4); err != nil {
+					return w.At(err, "segments", -1)
+				}
 			}
 			{
 				for i := int64(0); i < n; i++ {
@@ -150,9 +156,11 @@ func VerifyFlatTensor(w *fbverify.Walk, pos int64) error {
 			}
 		}
 		if q != 0 {
-			start, n, err := w.Vector(q, 4)
-			if err != nil {
-				return w.At(err, "named_data", -1)
+			start, n, ok := w.VectorAt(q, 4)
+			if !ok {
+				if start, n, err = w.Vector(q, 4); err != nil {
+					return w.At(err, "named_data", -1)
+				}
 			}
 			{
 				for i := int64(0); i < n; i++ {
@@ -203,8 +211,10 @@ func VerifyLegacyTensorMetadata(w *fbverify.Walk, pos int64) error {
 			}
 		}
 		if q != 0 {
-			if _, _, err := w.Vector(q, 4); err != nil {
-				return w.At(err, "sizes", -1)
+			if _, _, ok := w.VectorAt(q, 4); !ok {
+				if _, _, err := w.Vector(q, 4); err != nil {
+					return w.At(err, "sizes", -1)
+				}
 			}
 		}
 	}
@@ -216,8 +226,10 @@ func VerifyLegacyTensorMetadata(w *fbverify.Walk, pos int64) error {
 			}
 		}
 		if q != 0 {
-			if _, _, err := w.Vector(q, 1); err != nil {
-				return w.At(err, "dim_order", -1)
+			if _, _, ok := w.VectorAt(q, 1); !ok {
+				if _, _, err := w.Vector(q, 1); err != nil {
+					return w.At(err, "dim_order", -1)
+				}
 			}
 		}
 	}
@@ -287,9 +299,11 @@ func VerifyLegacyFlatTensor(w *fbverify.Walk, pos int64) error {
 			}
 		}
 		if q != 0 {
-			start, n, err := w.Vector(q, 4)
-			if err != nil {
-				return w.At(err, "tensors", -1)
+			start, n, ok := w.VectorAt(q, 4)
+			if !ok {
+				if start, n, err = w.Vector(q, 4); err != nil {
+					return w.At(err, "tensors", -1)
+				}
 			}
 			{
 				for i := int64(0); i < n; i++ {
@@ -312,9 +326,11 @@ func VerifyLegacyFlatTensor(w *fbverify.Walk, pos int64) error {
 			}
 		}
 		if q != 0 {
-			start, n, err := w.Vector(q, 4)
-			if err != nil {
-				return w.At(err, "segments", -1)
+			start, n, ok := w.VectorAt(q, 4)
+			if !ok {
+				if start, n, err = w.Vector(q, 4); err != nil {
+					return w.At(err, "segments", -1)
+				}
 			}
 			{
 				for i := int64(0); i < n; i++ {
@@ -337,9 +353,11 @@ func VerifyLegacyFlatTensor(w *fbverify.Walk, pos int64) error {
 			}
 		}
 		if q != 0 {
-			start, n, err := w.Vector(q, 4)
-			if err != nil {
-				return w.At(err, "named_data", -1)
+			start, n, ok := w.VectorAt(q, 4)
+			if !ok {
+				if start, n, err = w.Vector(q, 4); err != nil {
+					return w.At(err, "named_data", -1)
+				}
 			}
 			{
 				for i := int64(0); i < n; i++ {

@@ -91,8 +91,10 @@ func VerifyIntList(w *fbverify.Walk, pos int64) error {
 			}
 		}
 		if q != 0 {
-			if _, _, err := w.Vector(q, 8); err != nil {
-				return w.At(err, "items", -1)
+			if _, _, ok := w.VectorAt(q, 8); !ok {
+				if _, _, err := w.Vector(q, 8); err != nil {
+					return w.At(err, "items", -1)
+				}
 			}
 		}
 	}
@@ -114,8 +116,10 @@ func VerifyDoubleList(w *fbverify.Walk, pos int64) error {
 			}
 		}
 		if q != 0 {
-			if _, _, err := w.Vector(q, 8); err != nil {
-				return w.At(err, "items", -1)
+			if _, _, ok := w.VectorAt(q, 8); !ok {
+				if _, _, err := w.Vector(q, 8); err != nil {
+					return w.At(err, "items", -1)
+				}
 			}
 		}
 	}
@@ -137,8 +141,10 @@ func VerifyBoolList(w *fbverify.Walk, pos int64) error {
 			}
 		}
 		if q != 0 {
-			if _, _, err := w.Vector(q, 1); err != nil {
-				return w.At(err, "items", -1)
+			if _, _, ok := w.VectorAt(q, 1); !ok {
+				if _, _, err := w.Vector(q, 1); err != nil {
+					return w.At(err, "items", -1)
+				}
 			}
 		}
 	}
@@ -160,8 +166,10 @@ func VerifyTensorList(w *fbverify.Walk, pos int64) error {
 			}
 		}
 		if q != 0 {
-			if _, _, err := w.Vector(q, 4); err != nil {
-				return w.At(err, "items", -1)
+			if _, _, ok := w.VectorAt(q, 4); !ok {
+				if _, _, err := w.Vector(q, 4); err != nil {
+					return w.At(err, "items", -1)
+				}
 			}
 		}
 	}
@@ -183,8 +191,10 @@ func VerifyOptionalTensorList(w *fbverify.Walk, pos int64) error {
 			}
 		}
 		if q != 0 {
-			if _, _, err := w.Vector(q, 4); err != nil {
-				return w.At(err, "items", -1)
+			if _, _, ok := w.VectorAt(q, 4); !ok {
+				if _, _, err := w.Vector(q, 4); err != nil {
+					return w.At(err, "items", -1)
+				}
 			}
 		}
 	}
@@ -284,8 +294,10 @@ func VerifyTensor(w *fbverify.Walk, pos int64) error {
 			}
 		}
 		if q != 0 {
-			if _, _, err := w.Vector(q, 4); err != nil {
-				return w.At(err, "sizes", -1)
+			if _, _, ok := w.VectorAt(q, 4); !ok {
+				if _, _, err := w.Vector(q, 4); err != nil {
+					return w.At(err, "sizes", -1)
+				}
 			}
 		}
 	}
@@ -297,8 +309,10 @@ func VerifyTensor(w *fbverify.Walk, pos int64) error {
 			}
 		}
 		if q != 0 {
-			if _, _, err := w.Vector(q, 1); err != nil {
-				return w.At(err, "dim_order", -1)
+			if _, _, ok := w.VectorAt(q, 1); !ok {
+				if _, _, err := w.Vector(q, 1); err != nil {
+					return w.At(err, "dim_order", -1)
+				}
 			}
 		}
 	}
@@ -450,8 +464,10 @@ func VerifyKernelCall(w *fbverify.Walk, pos int64) error {
 			}
 		}
 		if q != 0 {
-			if _, _, err := w.Vector(q, 4); err != nil {
-				return w.At(err, "args", -1)
+			if _, _, ok := w.VectorAt(q, 4); !ok {
+				if _, _, err := w.Vector(q, 4); err != nil {
+					return w.At(err, "args", -1)
+				}
 			}
 		}
 	}
@@ -478,8 +494,10 @@ func VerifyDelegateCall(w *fbverify.Walk, pos int64) error {
 			}
 		}
 		if q != 0 {
-			if _, _, err := w.Vector(q, 4); err != nil {
-				return w.At(err, "args", -1)
+			if _, _, ok := w.VectorAt(q, 4); !ok {
+				if _, _, err := w.Vector(q, 4); err != nil {
+					return w.At(err, "args", -1)
+				}
 			}
 		}
 	}
@@ -641,9 +659,11 @@ func VerifyFrameList(w *fbverify.Walk, pos int64) error {
 			}
 		}
 		if q != 0 {
-			start, n, err := w.Vector(q, 4)
-			if err != nil {
-				return w.At(err, "items", -1)
+			start, n, ok := w.VectorAt(q, 4)
+			if !ok {
+				if start, n, err = w.Vector(q, 4); err != nil {
+					return w.At(err, "items", -1)
+				}
 			}
 			{
 				for i := int64(0); i < n; i++ {
@@ -676,8 +696,10 @@ func VerifyChain(w *fbverify.Walk, pos int64) error {
 			}
 		}
 		if q != 0 {
-			if _, _, err := w.Vector(q, 4); err != nil {
-				return w.At(err, "inputs", -1)
+			if _, _, ok := w.VectorAt(q, 4); !ok {
+				if _, _, err := w.Vector(q, 4); err != nil {
+					return w.At(err, "inputs", -1)
+				}
 			}
 		}
 	}
@@ -689,8 +711,10 @@ func VerifyChain(w *fbverify.Walk, pos int64) error {
 			}
 		}
 		if q != 0 {
-			if _, _, err := w.Vector(q, 4); err != nil {
-				return w.At(err, "outputs", -1)
+			if _, _, ok := w.VectorAt(q, 4); !ok {
+				if _, _, err := w.Vector(q, 4); err != nil {
+					return w.At(err, "outputs", -1)
+				}
 			}
 		}
 	}
@@ -702,9 +726,11 @@ func VerifyChain(w *fbverify.Walk, pos int64) error {
 			}
 		}
 		if q != 0 {
-			start, n, err := w.Vector(q, 4)
-			if err != nil {
-				return w.At(err, "instructions", -1)
+			start, n, ok := w.VectorAt(q, 4)
+			if !ok {
+				if start, n, err = w.Vector(q, 4); err != nil {
+					return w.At(err, "instructions", -1)
+				}
 			}
 			if !w.Lazy() {
 				for i := int64(0); i < n; i++ {
@@ -786,8 +812,10 @@ func VerifyCompileSpec(w *fbverify.Walk, pos int64) error {
 			}
 		}
 		if q != 0 {
-			if _, _, err := w.Vector(q, 1); err != nil {
-				return w.At(err, "value", -1)
+			if _, _, ok := w.VectorAt(q, 1); !ok {
+				if _, _, err := w.Vector(q, 1); err != nil {
+					return w.At(err, "value", -1)
+				}
 			}
 		}
 	}
@@ -855,9 +883,11 @@ func VerifyBackendDelegate(w *fbverify.Walk, pos int64) error {
 			}
 		}
 		if q != 0 {
-			start, n, err := w.Vector(q, 4)
-			if err != nil {
-				return w.At(err, "compile_specs", -1)
+			start, n, ok := w.VectorAt(q, 4)
+			if !ok {
+				if start, n, err = w.Vector(q, 4); err != nil {
+					return w.At(err, "compile_specs", -1)
+				}
 			}
 			{
 				for i := int64(0); i < n; i++ {
@@ -941,9 +971,11 @@ func VerifyExecutionPlan(w *fbverify.Walk, pos int64) error {
 			}
 		}
 		if q != 0 {
-			start, n, err := w.Vector(q, 4)
-			if err != nil {
-				return w.At(err, "values", -1)
+			start, n, ok := w.VectorAt(q, 4)
+			if !ok {
+				if start, n, err = w.Vector(q, 4); err != nil {
+					return w.At(err, "values", -1)
+				}
 			}
 			{
 				for i := int64(0); i < n; i++ {
@@ -966,8 +998,10 @@ func VerifyExecutionPlan(w *fbverify.Walk, pos int64) error {
 			}
 		}
 		if q != 0 {
-			if _, _, err := w.Vector(q, 4); err != nil {
-				return w.At(err, "inputs", -1)
+			if _, _, ok := w.VectorAt(q, 4); !ok {
+				if _, _, err := w.Vector(q, 4); err != nil {
+					return w.At(err, "inputs", -1)
+				}
 			}
 		}
 	}
@@ -979,8 +1013,10 @@ func VerifyExecutionPlan(w *fbverify.Walk, pos int64) error {
 			}
 		}
 		if q != 0 {
-			if _, _, err := w.Vector(q, 4); err != nil {
-				return w.At(err, "outputs", -1)
+			if _, _, ok := w.VectorAt(q, 4); !ok {
+				if _, _, err := w.Vector(q, 4); err != nil {
+					return w.At(err, "outputs", -1)
+				}
 			}
 		}
 	}
@@ -992,9 +1028,11 @@ func VerifyExecutionPlan(w *fbverify.Walk, pos int64) error {
 			}
 		}
 		if q != 0 {
-			start, n, err := w.Vector(q, 4)
-			if err != nil {
-				return w.At(err, "chains", -1)
+			start, n, ok := w.VectorAt(q, 4)
+			if !ok {
+				if start, n, err = w.Vector(q, 4); err != nil {
+					return w.At(err, "chains", -1)
+				}
 			}
 			{
 				for i := int64(0); i < n; i++ {
@@ -1017,9 +1055,11 @@ func VerifyExecutionPlan(w *fbverify.Walk, pos int64) error {
 			}
 		}
 		if q != 0 {
-			start, n, err := w.Vector(q, 4)
-			if err != nil {
-				return w.At(err, "operators", -1)
+			start, n, ok := w.VectorAt(q, 4)
+			if !ok {
+				if start, n, err = w.Vector(q, 4); err != nil {
+					return w.At(err, "operators", -1)
+				}
 			}
 			{
 				for i := int64(0); i < n; i++ {
@@ -1042,9 +1082,11 @@ func VerifyExecutionPlan(w *fbverify.Walk, pos int64) error {
 			}
 		}
 		if q != 0 {
-			start, n, err := w.Vector(q, 4)
-			if err != nil {
-				return w.At(err, "delegates", -1)
+			start, n, ok := w.VectorAt(q, 4)
+			if !ok {
+				if start, n, err = w.Vector(q, 4); err != nil {
+					return w.At(err, "delegates", -1)
+				}
 			}
 			{
 				for i := int64(0); i < n; i++ {
@@ -1067,8 +1109,10 @@ func VerifyExecutionPlan(w *fbverify.Walk, pos int64) error {
 			}
 		}
 		if q != 0 {
-			if _, _, err := w.Vector(q, 8); err != nil {
-				return w.At(err, "non_const_buffer_sizes", -1)
+			if _, _, ok := w.VectorAt(q, 8); !ok {
+				if _, _, err := w.Vector(q, 8); err != nil {
+					return w.At(err, "non_const_buffer_sizes", -1)
+				}
 			}
 		}
 	}
@@ -1090,8 +1134,10 @@ func VerifyBuffer(w *fbverify.Walk, pos int64) error {
 			}
 		}
 		if q != 0 {
-			if _, _, err := w.Vector(q, 1); err != nil {
-				return w.At(err, "storage", -1)
+			if _, _, ok := w.VectorAt(q, 1); !ok {
+				if _, _, err := w.Vector(q, 1); err != nil {
+					return w.At(err, "storage", -1)
+				}
 			}
 		}
 	}
@@ -1113,8 +1159,10 @@ func VerifyBackendDelegateInlineData(w *fbverify.Walk, pos int64) error {
 			}
 		}
 		if q != 0 {
-			if _, _, err := w.Vector(q, 1); err != nil {
-				return w.At(err, "data", -1)
+			if _, _, ok := w.VectorAt(q, 1); !ok {
+				if _, _, err := w.Vector(q, 1); err != nil {
+					return w.At(err, "data", -1)
+				}
 			}
 		}
 	}
@@ -1161,8 +1209,10 @@ func VerifySubsegmentOffsets(w *fbverify.Walk, pos int64) error {
 			}
 		}
 		if q != 0 {
-			if _, _, err := w.Vector(q, 8); err != nil {
-				return w.At(err, "offsets", -1)
+			if _, _, ok := w.VectorAt(q, 8); !ok {
+				if _, _, err := w.Vector(q, 8); err != nil {
+					return w.At(err, "offsets", -1)
+				}
 			}
 		}
 	}
@@ -1217,9 +1267,11 @@ func VerifyProgram(w *fbverify.Walk, pos int64) error {
 			}
 		}
 		if q != 0 {
-			start, n, err := w.Vector(q, 4)
-			if err != nil {
-				return w.At(err, "execution_plan", -1)
+			start, n, ok := w.VectorAt(q, 4)
+			if !ok {
+				if start, n, err = w.Vector(q, 4); err != nil {
+					return w.At(err, "execution_plan", -1)
+				}
 			}
 			{
 				for i := int64(0); i < n; i++ {
@@ -1242,9 +1294,11 @@ func VerifyProgram(w *fbverify.Walk, pos int64) error {
 			}
 		}
 		if q != 0 {
-			start, n, err := w.Vector(q, 4)
-			if err != nil {
-				return w.At(err, "constant_buffer", -1)
+			start, n, ok := w.VectorAt(q, 4)
+			if !ok {
+				if start, n, err = w.Vector(q, 4); err != nil {
+					return w.At(err, "constant_buffer", -1)
+				}
 			}
 			{
 				for i := int64(0); i < n; i++ {
@@ -1267,9 +1321,11 @@ func VerifyProgram(w *fbverify.Walk, pos int64) error {
 			}
 		}
 		if q != 0 {
-			start, n, err := w.Vector(q, 4)
-			if err != nil {
-				return w.At(err, "backend_delegate_data", -1)
+			start, n, ok := w.VectorAt(q, 4)
+			if !ok {
+				if start, n, err = w.Vector(q, 4); err != nil {
+					return w.At(err, "backend_delegate_data", -1)
+				}
 			}
 			{
 				for i := int64(0); i < n; i++ {
@@ -1292,9 +1348,11 @@ func VerifyProgram(w *fbverify.Walk, pos int64) error {
 			}
 		}
 		if q != 0 {
-			start, n, err := w.Vector(q, 4)
-			if err != nil {
-				return w.At(err, "segments", -1)
+			start, n, ok := w.VectorAt(q, 4)
+			if !ok {
+				if start, n, err = w.Vector(q, 4); err != nil {
+					return w.At(err, "segments", -1)
+				}
 			}
 			{
 				for i := int64(0); i < n; i++ {
@@ -1330,9 +1388,11 @@ func VerifyProgram(w *fbverify.Walk, pos int64) error {
 			}
 		}
 		if q != 0 {
-			start, n, err := w.Vector(q, 4)
-			if err != nil {
-				return w.At(err, "mutable_data_segments", -1)
+			start, n, ok := w.VectorAt(q, 4)
+			if !ok {
+				if start, n, err = w.Vector(q, 4); err != nil {
+					return w.At(err, "mutable_data_segments", -1)
+				}
 			}
 			{
 				for i := int64(0); i < n; i++ {
@@ -1355,9 +1415,11 @@ func VerifyProgram(w *fbverify.Walk, pos int64) error {
 			}
 		}
 		if q != 0 {
-			start, n, err := w.Vector(q, 4)
-			if err != nil {
-				return w.At(err, "named_data", -1)
+			start, n, ok := w.VectorAt(q, 4)
+			if !ok {
+				if start, n, err = w.Vector(q, 4); err != nil {
+					return w.At(err, "named_data", -1)
+				}
 			}
 			{
 				for i := int64(0); i < n; i++ {

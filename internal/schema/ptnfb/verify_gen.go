@@ -152,9 +152,11 @@ func VerifyTensorMeta(w *fbverify.Walk, pos int64) error {
 			}
 		}
 		if q != 0 {
-			start, n, err := w.Vector(q, 4)
-			if err != nil {
-				return w.At(err, "sizes", -1)
+			start, n, ok := w.VectorAt(q, 4)
+			if !ok {
+				if start, n, err = w.Vector(q, 4); err != nil {
+					return w.At(err, "sizes", -1)
+				}
 			}
 			{
 				for i := int64(0); i < n; i++ {
@@ -177,8 +179,10 @@ func VerifyTensorMeta(w *fbverify.Walk, pos int64) error {
 			}
 		}
 		if q != 0 {
-			if _, _, err := w.Vector(q, 4); err != nil {
-				return w.At(err, "dim_order", -1)
+			if _, _, ok := w.VectorAt(q, 4); !ok {
+				if _, _, err := w.Vector(q, 4); err != nil {
+					return w.At(err, "dim_order", -1)
+				}
 			}
 		}
 	}
@@ -317,9 +321,11 @@ func VerifyTensorListArg(w *fbverify.Walk, pos int64) error {
 			}
 		}
 		if q != 0 {
-			start, n, err := w.Vector(q, 4)
-			if err != nil {
-				return w.At(err, "names", -1)
+			start, n, ok := w.VectorAt(q, 4)
+			if !ok {
+				if start, n, err = w.Vector(q, 4); err != nil {
+					return w.At(err, "names", -1)
+				}
 			}
 			{
 				for i := int64(0); i < n; i++ {
@@ -352,9 +358,11 @@ func VerifyOptionalTensorListArg(w *fbverify.Walk, pos int64) error {
 			}
 		}
 		if q != 0 {
-			start, n, err := w.Vector(q, 4)
-			if err != nil {
-				return w.At(err, "names", -1)
+			start, n, ok := w.VectorAt(q, 4)
+			if !ok {
+				if start, n, err = w.Vector(q, 4); err != nil {
+					return w.At(err, "names", -1)
+				}
 			}
 			{
 				for i := int64(0); i < n; i++ {
@@ -377,8 +385,10 @@ func VerifyOptionalTensorListArg(w *fbverify.Walk, pos int64) error {
 			}
 		}
 		if q != 0 {
-			if _, _, err := w.Vector(q, 1); err != nil {
-				return w.At(err, "has_value", -1)
+			if _, _, ok := w.VectorAt(q, 1); !ok {
+				if _, _, err := w.Vector(q, 1); err != nil {
+					return w.At(err, "has_value", -1)
+				}
 			}
 		}
 	}
@@ -555,9 +565,11 @@ func VerifyNode(w *fbverify.Walk, pos int64) error {
 			}
 		}
 		if q != 0 {
-			start, n, err := w.Vector(q, 4)
-			if err != nil {
-				return w.At(err, "inputs", -1)
+			start, n, ok := w.VectorAt(q, 4)
+			if !ok {
+				if start, n, err = w.Vector(q, 4); err != nil {
+					return w.At(err, "inputs", -1)
+				}
 			}
 			{
 				for i := int64(0); i < n; i++ {
@@ -590,9 +602,11 @@ func VerifyGraph(w *fbverify.Walk, pos int64) error {
 			}
 		}
 		if q != 0 {
-			start, n, err := w.Vector(q, 4)
-			if err != nil {
-				return w.At(err, "nodes", -1)
+			start, n, ok := w.VectorAt(q, 4)
+			if !ok {
+				if start, n, err = w.Vector(q, 4); err != nil {
+					return w.At(err, "nodes", -1)
+				}
 			}
 			{
 				for i := int64(0); i < n; i++ {
@@ -615,9 +629,11 @@ func VerifyGraph(w *fbverify.Walk, pos int64) error {
 			}
 		}
 		if q != 0 {
-			start, n, err := w.Vector(q, 4)
-			if err != nil {
-				return w.At(err, "inputs", -1)
+			start, n, ok := w.VectorAt(q, 4)
+			if !ok {
+				if start, n, err = w.Vector(q, 4); err != nil {
+					return w.At(err, "inputs", -1)
+				}
 			}
 			{
 				for i := int64(0); i < n; i++ {
@@ -640,9 +656,11 @@ func VerifyGraph(w *fbverify.Walk, pos int64) error {
 			}
 		}
 		if q != 0 {
-			start, n, err := w.Vector(q, 4)
-			if err != nil {
-				return w.At(err, "outputs", -1)
+			start, n, ok := w.VectorAt(q, 4)
+			if !ok {
+				if start, n, err = w.Vector(q, 4); err != nil {
+					return w.At(err, "outputs", -1)
+				}
 			}
 			{
 				for i := int64(0); i < n; i++ {
@@ -665,9 +683,11 @@ func VerifyGraph(w *fbverify.Walk, pos int64) error {
 			}
 		}
 		if q != 0 {
-			start, n, err := w.Vector(q, 4)
-			if err != nil {
-				return w.At(err, "tensor_values", -1)
+			start, n, ok := w.VectorAt(q, 4)
+			if !ok {
+				if start, n, err = w.Vector(q, 4); err != nil {
+					return w.At(err, "tensor_values", -1)
+				}
 			}
 			{
 				for i := int64(0); i < n; i++ {
@@ -862,9 +882,11 @@ func VerifyMethod(w *fbverify.Walk, pos int64) error {
 			}
 		}
 		if q != 0 {
-			start, n, err := w.Vector(q, 4)
-			if err != nil {
-				return w.At(err, "constants", -1)
+			start, n, ok := w.VectorAt(q, 4)
+			if !ok {
+				if start, n, err = w.Vector(q, 4); err != nil {
+					return w.At(err, "constants", -1)
+				}
 			}
 			{
 				for i := int64(0); i < n; i++ {
@@ -887,9 +909,11 @@ func VerifyMethod(w *fbverify.Walk, pos int64) error {
 			}
 		}
 		if q != 0 {
-			start, n, err := w.Vector(q, 4)
-			if err != nil {
-				return w.At(err, "output_specs", -1)
+			start, n, ok := w.VectorAt(q, 4)
+			if !ok {
+				if start, n, err = w.Vector(q, 4); err != nil {
+					return w.At(err, "output_specs", -1)
+				}
 			}
 			{
 				for i := int64(0); i < n; i++ {
@@ -912,9 +936,11 @@ func VerifyMethod(w *fbverify.Walk, pos int64) error {
 			}
 		}
 		if q != 0 {
-			start, n, err := w.Vector(q, 4)
-			if err != nil {
-				return w.At(err, "mutable_buffers", -1)
+			start, n, ok := w.VectorAt(q, 4)
+			if !ok {
+				if start, n, err = w.Vector(q, 4); err != nil {
+					return w.At(err, "mutable_buffers", -1)
+				}
 			}
 			{
 				for i := int64(0); i < n; i++ {
@@ -960,9 +986,11 @@ func VerifyProgram(w *fbverify.Walk, pos int64) error {
 			}
 		}
 		if q != 0 {
-			start, n, err := w.Vector(q, 4)
-			if err != nil {
-				return w.At(err, "methods", -1)
+			start, n, ok := w.VectorAt(q, 4)
+			if !ok {
+				if start, n, err = w.Vector(q, 4); err != nil {
+					return w.At(err, "methods", -1)
+				}
 			}
 			{
 				for i := int64(0); i < n; i++ {

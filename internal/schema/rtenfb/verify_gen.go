@@ -68,8 +68,10 @@ func VerifyAveragePoolAttrs(w *fbverify.Walk, pos int64) error {
 			}
 		}
 		if q != 0 {
-			if _, _, err := w.Vector(q, 4); err != nil {
-				return w.At(err, "kernel_size", -1)
+			if _, _, ok := w.VectorAt(q, 4); !ok {
+				if _, _, err := w.Vector(q, 4); err != nil {
+					return w.At(err, "kernel_size", -1)
+				}
 			}
 		}
 	}
@@ -86,8 +88,10 @@ func VerifyAveragePoolAttrs(w *fbverify.Walk, pos int64) error {
 			}
 		}
 		if q != 0 {
-			if _, _, err := w.Vector(q, 4); err != nil {
-				return w.At(err, "pads", -1)
+			if _, _, ok := w.VectorAt(q, 4); !ok {
+				if _, _, err := w.Vector(q, 4); err != nil {
+					return w.At(err, "pads", -1)
+				}
 			}
 		}
 	}
@@ -99,8 +103,10 @@ func VerifyAveragePoolAttrs(w *fbverify.Walk, pos int64) error {
 			}
 		}
 		if q != 0 {
-			if _, _, err := w.Vector(q, 4); err != nil {
-				return w.At(err, "strides", -1)
+			if _, _, ok := w.VectorAt(q, 4); !ok {
+				if _, _, err := w.Vector(q, 4); err != nil {
+					return w.At(err, "strides", -1)
+				}
 			}
 		}
 	}
@@ -207,8 +213,10 @@ func VerifyConvAttrs(w *fbverify.Walk, pos int64) error {
 			}
 		}
 		if q != 0 {
-			if _, _, err := w.Vector(q, 4); err != nil {
-				return w.At(err, "pads", -1)
+			if _, _, ok := w.VectorAt(q, 4); !ok {
+				if _, _, err := w.Vector(q, 4); err != nil {
+					return w.At(err, "pads", -1)
+				}
 			}
 		}
 	}
@@ -225,8 +233,10 @@ func VerifyConvAttrs(w *fbverify.Walk, pos int64) error {
 			}
 		}
 		if q != 0 {
-			if _, _, err := w.Vector(q, 4); err != nil {
-				return w.At(err, "strides", -1)
+			if _, _, ok := w.VectorAt(q, 4); !ok {
+				if _, _, err := w.Vector(q, 4); err != nil {
+					return w.At(err, "strides", -1)
+				}
 			}
 		}
 	}
@@ -238,8 +248,10 @@ func VerifyConvAttrs(w *fbverify.Walk, pos int64) error {
 			}
 		}
 		if q != 0 {
-			if _, _, err := w.Vector(q, 4); err != nil {
-				return w.At(err, "dilations", -1)
+			if _, _, ok := w.VectorAt(q, 4); !ok {
+				if _, _, err := w.Vector(q, 4); err != nil {
+					return w.At(err, "dilations", -1)
+				}
 			}
 		}
 	}
@@ -261,8 +273,10 @@ func VerifyConvTransposeAttrs(w *fbverify.Walk, pos int64) error {
 			}
 		}
 		if q != 0 {
-			if _, _, err := w.Vector(q, 4); err != nil {
-				return w.At(err, "strides", -1)
+			if _, _, ok := w.VectorAt(q, 4); !ok {
+				if _, _, err := w.Vector(q, 4); err != nil {
+					return w.At(err, "strides", -1)
+				}
 			}
 		}
 	}
@@ -279,8 +293,10 @@ func VerifyConvTransposeAttrs(w *fbverify.Walk, pos int64) error {
 			}
 		}
 		if q != 0 {
-			if _, _, err := w.Vector(q, 4); err != nil {
-				return w.At(err, "pads", -1)
+			if _, _, ok := w.VectorAt(q, 4); !ok {
+				if _, _, err := w.Vector(q, 4); err != nil {
+					return w.At(err, "pads", -1)
+				}
 			}
 		}
 	}
@@ -297,8 +313,10 @@ func VerifyConvTransposeAttrs(w *fbverify.Walk, pos int64) error {
 			}
 		}
 		if q != 0 {
-			if _, _, err := w.Vector(q, 4); err != nil {
-				return w.At(err, "output_padding", -1)
+			if _, _, ok := w.VectorAt(q, 4); !ok {
+				if _, _, err := w.Vector(q, 4); err != nil {
+					return w.At(err, "output_padding", -1)
+				}
 			}
 		}
 	}
@@ -440,8 +458,10 @@ func VerifyMaxPoolAttrs(w *fbverify.Walk, pos int64) error {
 			}
 		}
 		if q != 0 {
-			if _, _, err := w.Vector(q, 4); err != nil {
-				return w.At(err, "kernel_size", -1)
+			if _, _, ok := w.VectorAt(q, 4); !ok {
+				if _, _, err := w.Vector(q, 4); err != nil {
+					return w.At(err, "kernel_size", -1)
+				}
 			}
 		}
 	}
@@ -458,8 +478,10 @@ func VerifyMaxPoolAttrs(w *fbverify.Walk, pos int64) error {
 			}
 		}
 		if q != 0 {
-			if _, _, err := w.Vector(q, 4); err != nil {
-				return w.At(err, "pads", -1)
+			if _, _, ok := w.VectorAt(q, 4); !ok {
+				if _, _, err := w.Vector(q, 4); err != nil {
+					return w.At(err, "pads", -1)
+				}
 			}
 		}
 	}
@@ -471,8 +493,10 @@ func VerifyMaxPoolAttrs(w *fbverify.Walk, pos int64) error {
 			}
 		}
 		if q != 0 {
-			if _, _, err := w.Vector(q, 4); err != nil {
-				return w.At(err, "strides", -1)
+			if _, _, ok := w.VectorAt(q, 4); !ok {
+				if _, _, err := w.Vector(q, 4); err != nil {
+					return w.At(err, "strides", -1)
+				}
 			}
 		}
 	}
@@ -499,8 +523,10 @@ func VerifyReduceMeanAttrs(w *fbverify.Walk, pos int64) error {
 			}
 		}
 		if q != 0 {
-			if _, _, err := w.Vector(q, 4); err != nil {
-				return w.At(err, "axes", -1)
+			if _, _, ok := w.VectorAt(q, 4); !ok {
+				if _, _, err := w.Vector(q, 4); err != nil {
+					return w.At(err, "axes", -1)
+				}
 			}
 		}
 	}
@@ -607,8 +633,10 @@ func VerifyTransposeAttrs(w *fbverify.Walk, pos int64) error {
 			}
 		}
 		if q != 0 {
-			if _, _, err := w.Vector(q, 4); err != nil {
-				return w.At(err, "perm", -1)
+			if _, _, ok := w.VectorAt(q, 4); !ok {
+				if _, _, err := w.Vector(q, 4); err != nil {
+					return w.At(err, "perm", -1)
+				}
 			}
 		}
 	}
@@ -790,8 +818,10 @@ func VerifyRandomUniformAttrs(w *fbverify.Walk, pos int64) error {
 			}
 		}
 		if q != 0 {
-			if _, _, err := w.Vector(q, 4); err != nil {
-				return w.At(err, "shape", -1)
+			if _, _, ok := w.VectorAt(q, 4); !ok {
+				if _, _, err := w.Vector(q, 4); err != nil {
+					return w.At(err, "shape", -1)
+				}
 			}
 		}
 	}
@@ -883,8 +913,10 @@ func VerifyRandomNormalAttrs(w *fbverify.Walk, pos int64) error {
 			}
 		}
 		if q != 0 {
-			if _, _, err := w.Vector(q, 4); err != nil {
-				return w.At(err, "shape", -1)
+			if _, _, ok := w.VectorAt(q, 4); !ok {
+				if _, _, err := w.Vector(q, 4); err != nil {
+					return w.At(err, "shape", -1)
+				}
 			}
 		}
 	}
@@ -1457,8 +1489,10 @@ func VerifyOperatorNode(w *fbverify.Walk, pos int64) error {
 			}
 		}
 		if q != 0 {
-			if _, _, err := w.Vector(q, 4); err != nil {
-				return w.At(err, "inputs", -1)
+			if _, _, ok := w.VectorAt(q, 4); !ok {
+				if _, _, err := w.Vector(q, 4); err != nil {
+					return w.At(err, "inputs", -1)
+				}
 			}
 		}
 	}
@@ -1470,8 +1504,10 @@ func VerifyOperatorNode(w *fbverify.Walk, pos int64) error {
 			}
 		}
 		if q != 0 {
-			if _, _, err := w.Vector(q, 4); err != nil {
-				return w.At(err, "outputs", -1)
+			if _, _, ok := w.VectorAt(q, 4); !ok {
+				if _, _, err := w.Vector(q, 4); err != nil {
+					return w.At(err, "outputs", -1)
+				}
 			}
 		}
 	}
@@ -1493,8 +1529,10 @@ func VerifyFloatData(w *fbverify.Walk, pos int64) error {
 			}
 		}
 		if q != 0 {
-			if _, _, err := w.Vector(q, 4); err != nil {
-				return w.At(err, "data", -1)
+			if _, _, ok := w.VectorAt(q, 4); !ok {
+				if _, _, err := w.Vector(q, 4); err != nil {
+					return w.At(err, "data", -1)
+				}
 			}
 		}
 	}
@@ -1516,8 +1554,10 @@ func VerifyInt32Data(w *fbverify.Walk, pos int64) error {
 			}
 		}
 		if q != 0 {
-			if _, _, err := w.Vector(q, 4); err != nil {
-				return w.At(err, "data", -1)
+			if _, _, ok := w.VectorAt(q, 4); !ok {
+				if _, _, err := w.Vector(q, 4); err != nil {
+					return w.At(err, "data", -1)
+				}
 			}
 		}
 	}
@@ -1539,8 +1579,10 @@ func VerifyInt8Data(w *fbverify.Walk, pos int64) error {
 			}
 		}
 		if q != 0 {
-			if _, _, err := w.Vector(q, 1); err != nil {
-				return w.At(err, "data", -1)
+			if _, _, ok := w.VectorAt(q, 1); !ok {
+				if _, _, err := w.Vector(q, 1); err != nil {
+					return w.At(err, "data", -1)
+				}
 			}
 		}
 	}
@@ -1562,8 +1604,10 @@ func VerifyUInt8Data(w *fbverify.Walk, pos int64) error {
 			}
 		}
 		if q != 0 {
-			if _, _, err := w.Vector(q, 1); err != nil {
-				return w.At(err, "data", -1)
+			if _, _, ok := w.VectorAt(q, 1); !ok {
+				if _, _, err := w.Vector(q, 1); err != nil {
+					return w.At(err, "data", -1)
+				}
 			}
 		}
 	}
@@ -1585,8 +1629,10 @@ func VerifyConstantNode(w *fbverify.Walk, pos int64) error {
 			}
 		}
 		if q != 0 {
-			if _, _, err := w.Vector(q, 4); err != nil {
-				return w.At(err, "shape", -1)
+			if _, _, ok := w.VectorAt(q, 4); !ok {
+				if _, _, err := w.Vector(q, 4); err != nil {
+					return w.At(err, "shape", -1)
+				}
 			}
 		}
 	}
@@ -1665,9 +1711,11 @@ func VerifyValueNode(w *fbverify.Walk, pos int64) error {
 			}
 		}
 		if q != 0 {
-			start, n, err := w.Vector(q, 4)
-			if err != nil {
-				return w.At(err, "shape", -1)
+			start, n, ok := w.VectorAt(q, 4)
+			if !ok {
+				if start, n, err = w.Vector(q, 4); err != nil {
+					return w.At(err, "shape", -1)
+				}
 			}
 			{
 				for i := int64(0); i < n; i++ {
@@ -1745,9 +1793,11 @@ func VerifyGraph(w *fbverify.Walk, pos int64) error {
 			}
 		}
 		if q != 0 {
-			start, n, err := w.Vector(q, 4)
-			if err != nil {
-				return w.At(err, "nodes", -1)
+			start, n, ok := w.VectorAt(q, 4)
+			if !ok {
+				if start, n, err = w.Vector(q, 4); err != nil {
+					return w.At(err, "nodes", -1)
+				}
 			}
 			{
 				for i := int64(0); i < n; i++ {
@@ -1770,8 +1820,10 @@ func VerifyGraph(w *fbverify.Walk, pos int64) error {
 			}
 		}
 		if q != 0 {
-			if _, _, err := w.Vector(q, 4); err != nil {
-				return w.At(err, "inputs", -1)
+			if _, _, ok := w.VectorAt(q, 4); !ok {
+				if _, _, err := w.Vector(q, 4); err != nil {
+					return w.At(err, "inputs", -1)
+				}
 			}
 		}
 	}
@@ -1783,8 +1835,10 @@ func VerifyGraph(w *fbverify.Walk, pos int64) error {
 			}
 		}
 		if q != 0 {
-			if _, _, err := w.Vector(q, 4); err != nil {
-				return w.At(err, "outputs", -1)
+			if _, _, ok := w.VectorAt(q, 4); !ok {
+				if _, _, err := w.Vector(q, 4); err != nil {
+					return w.At(err, "outputs", -1)
+				}
 			}
 		}
 	}
@@ -1796,8 +1850,10 @@ func VerifyGraph(w *fbverify.Walk, pos int64) error {
 			}
 		}
 		if q != 0 {
-			if _, _, err := w.Vector(q, 4); err != nil {
-				return w.At(err, "captures", -1)
+			if _, _, ok := w.VectorAt(q, 4); !ok {
+				if _, _, err := w.Vector(q, 4); err != nil {
+					return w.At(err, "captures", -1)
+				}
 			}
 		}
 	}

@@ -18,8 +18,10 @@ func VerifyCustomQuantization(w *fbverify.Walk, pos int64) error {
 			}
 		}
 		if q != 0 {
-			if _, _, err := w.Vector(q, 1); err != nil {
-				return w.At(err, "custom", -1)
+			if _, _, ok := w.VectorAt(q, 1); !ok {
+				if _, _, err := w.Vector(q, 1); err != nil {
+					return w.At(err, "custom", -1)
+				}
 			}
 		}
 	}
@@ -66,8 +68,10 @@ func VerifyQuantizationParameters(w *fbverify.Walk, pos int64) error {
 			}
 		}
 		if q != 0 {
-			if _, _, err := w.Vector(q, 4); err != nil {
-				return w.At(err, "min", -1)
+			if _, _, ok := w.VectorAt(q, 4); !ok {
+				if _, _, err := w.Vector(q, 4); err != nil {
+					return w.At(err, "min", -1)
+				}
 			}
 		}
 	}
@@ -79,8 +83,10 @@ func VerifyQuantizationParameters(w *fbverify.Walk, pos int64) error {
 			}
 		}
 		if q != 0 {
-			if _, _, err := w.Vector(q, 4); err != nil {
-				return w.At(err, "max", -1)
+			if _, _, ok := w.VectorAt(q, 4); !ok {
+				if _, _, err := w.Vector(q, 4); err != nil {
+					return w.At(err, "max", -1)
+				}
 			}
 		}
 	}
@@ -92,8 +98,10 @@ func VerifyQuantizationParameters(w *fbverify.Walk, pos int64) error {
 			}
 		}
 		if q != 0 {
-			if _, _, err := w.Vector(q, 4); err != nil {
-				return w.At(err, "scale", -1)
+			if _, _, ok := w.VectorAt(q, 4); !ok {
+				if _, _, err := w.Vector(q, 4); err != nil {
+					return w.At(err, "scale", -1)
+				}
 			}
 		}
 	}
@@ -105,8 +113,10 @@ func VerifyQuantizationParameters(w *fbverify.Walk, pos int64) error {
 			}
 		}
 		if q != 0 {
-			if _, _, err := w.Vector(q, 8); err != nil {
-				return w.At(err, "zero_point", -1)
+			if _, _, ok := w.VectorAt(q, 8); !ok {
+				if _, _, err := w.Vector(q, 8); err != nil {
+					return w.At(err, "zero_point", -1)
+				}
 			}
 		}
 	}
@@ -148,8 +158,10 @@ func VerifyInt32Vector(w *fbverify.Walk, pos int64) error {
 			}
 		}
 		if q != 0 {
-			if _, _, err := w.Vector(q, 4); err != nil {
-				return w.At(err, "values", -1)
+			if _, _, ok := w.VectorAt(q, 4); !ok {
+				if _, _, err := w.Vector(q, 4); err != nil {
+					return w.At(err, "values", -1)
+				}
 			}
 		}
 	}
@@ -171,8 +183,10 @@ func VerifyUint16Vector(w *fbverify.Walk, pos int64) error {
 			}
 		}
 		if q != 0 {
-			if _, _, err := w.Vector(q, 2); err != nil {
-				return w.At(err, "values", -1)
+			if _, _, ok := w.VectorAt(q, 2); !ok {
+				if _, _, err := w.Vector(q, 2); err != nil {
+					return w.At(err, "values", -1)
+				}
 			}
 		}
 	}
@@ -194,8 +208,10 @@ func VerifyUint8Vector(w *fbverify.Walk, pos int64) error {
 			}
 		}
 		if q != 0 {
-			if _, _, err := w.Vector(q, 1); err != nil {
-				return w.At(err, "values", -1)
+			if _, _, ok := w.VectorAt(q, 1); !ok {
+				if _, _, err := w.Vector(q, 1); err != nil {
+					return w.At(err, "values", -1)
+				}
 			}
 		}
 	}
@@ -271,8 +287,10 @@ func VerifySparsityParameters(w *fbverify.Walk, pos int64) error {
 			}
 		}
 		if q != 0 {
-			if _, _, err := w.Vector(q, 4); err != nil {
-				return w.At(err, "traversal_order", -1)
+			if _, _, ok := w.VectorAt(q, 4); !ok {
+				if _, _, err := w.Vector(q, 4); err != nil {
+					return w.At(err, "traversal_order", -1)
+				}
 			}
 		}
 	}
@@ -284,8 +302,10 @@ func VerifySparsityParameters(w *fbverify.Walk, pos int64) error {
 			}
 		}
 		if q != 0 {
-			if _, _, err := w.Vector(q, 4); err != nil {
-				return w.At(err, "block_map", -1)
+			if _, _, ok := w.VectorAt(q, 4); !ok {
+				if _, _, err := w.Vector(q, 4); err != nil {
+					return w.At(err, "block_map", -1)
+				}
 			}
 		}
 	}
@@ -297,9 +317,11 @@ func VerifySparsityParameters(w *fbverify.Walk, pos int64) error {
 			}
 		}
 		if q != 0 {
-			start, n, err := w.Vector(q, 4)
-			if err != nil {
-				return w.At(err, "dim_metadata", -1)
+			start, n, ok := w.VectorAt(q, 4)
+			if !ok {
+				if start, n, err = w.Vector(q, 4); err != nil {
+					return w.At(err, "dim_metadata", -1)
+				}
 			}
 			{
 				for i := int64(0); i < n; i++ {
@@ -332,8 +354,10 @@ func VerifyVariantSubType(w *fbverify.Walk, pos int64) error {
 			}
 		}
 		if q != 0 {
-			if _, _, err := w.Vector(q, 4); err != nil {
-				return w.At(err, "shape", -1)
+			if _, _, ok := w.VectorAt(q, 4); !ok {
+				if _, _, err := w.Vector(q, 4); err != nil {
+					return w.At(err, "shape", -1)
+				}
 			}
 		}
 	}
@@ -365,8 +389,10 @@ func VerifyTensor(w *fbverify.Walk, pos int64) error {
 			}
 		}
 		if q != 0 {
-			if _, _, err := w.Vector(q, 4); err != nil {
-				return w.At(err, "shape", -1)
+			if _, _, ok := w.VectorAt(q, 4); !ok {
+				if _, _, err := w.Vector(q, 4); err != nil {
+					return w.At(err, "shape", -1)
+				}
 			}
 		}
 	}
@@ -432,8 +458,10 @@ func VerifyTensor(w *fbverify.Walk, pos int64) error {
 			}
 		}
 		if q != 0 {
-			if _, _, err := w.Vector(q, 4); err != nil {
-				return w.At(err, "shape_signature", -1)
+			if _, _, ok := w.VectorAt(q, 4); !ok {
+				if _, _, err := w.Vector(q, 4); err != nil {
+					return w.At(err, "shape_signature", -1)
+				}
 			}
 		}
 	}
@@ -616,8 +644,10 @@ func VerifyOperator(w *fbverify.Walk, pos int64) error {
 			}
 		}
 		if q != 0 {
-			if _, _, err := w.Vector(q, 4); err != nil {
-				return w.At(err, "inputs", -1)
+			if _, _, ok := w.VectorAt(q, 4); !ok {
+				if _, _, err := w.Vector(q, 4); err != nil {
+					return w.At(err, "inputs", -1)
+				}
 			}
 		}
 	}
@@ -629,8 +659,10 @@ func VerifyOperator(w *fbverify.Walk, pos int64) error {
 			}
 		}
 		if q != 0 {
-			if _, _, err := w.Vector(q, 4); err != nil {
-				return w.At(err, "outputs", -1)
+			if _, _, ok := w.VectorAt(q, 4); !ok {
+				if _, _, err := w.Vector(q, 4); err != nil {
+					return w.At(err, "outputs", -1)
+				}
 			}
 		}
 	}
@@ -704,9 +736,11 @@ func VerifySubGraph(w *fbverify.Walk, pos int64) error {
 			}
 		}
 		if q != 0 {
-			start, n, err := w.Vector(q, 4)
-			if err != nil {
-				return w.At(err, "tensors", -1)
+			start, n, ok := w.VectorAt(q, 4)
+			if !ok {
+				if start, n, err = w.Vector(q, 4); err != nil {
+					return w.At(err, "tensors", -1)
+				}
 			}
 			{
 				for i := int64(0); i < n; i++ {
@@ -729,8 +763,10 @@ func VerifySubGraph(w *fbverify.Walk, pos int64) error {
 			}
 		}
 		if q != 0 {
-			if _, _, err := w.Vector(q, 4); err != nil {
-				return w.At(err, "inputs", -1)
+			if _, _, ok := w.VectorAt(q, 4); !ok {
+				if _, _, err := w.Vector(q, 4); err != nil {
+					return w.At(err, "inputs", -1)
+				}
 			}
 		}
 	}
@@ -742,8 +778,10 @@ func VerifySubGraph(w *fbverify.Walk, pos int64) error {
 			}
 		}
 		if q != 0 {
-			if _, _, err := w.Vector(q, 4); err != nil {
-				return w.At(err, "outputs", -1)
+			if _, _, ok := w.VectorAt(q, 4); !ok {
+				if _, _, err := w.Vector(q, 4); err != nil {
+					return w.At(err, "outputs", -1)
+				}
 			}
 		}
 	}
@@ -755,9 +793,11 @@ func VerifySubGraph(w *fbverify.Walk, pos int64) error {
 			}
 		}
 		if q != 0 {
-			start, n, err := w.Vector(q, 4)
-			if err != nil {
-				return w.At(err, "operators", -1)
+			start, n, ok := w.VectorAt(q, 4)
+			if !ok {
+				if start, n, err = w.Vector(q, 4); err != nil {
+					return w.At(err, "operators", -1)
+				}
 			}
 			{
 				for i := int64(0); i < n; i++ {
@@ -808,8 +848,10 @@ func VerifyBuffer(w *fbverify.Walk, pos int64) error {
 			}
 		}
 		if q != 0 {
-			if _, _, err := w.Vector(q, 1); err != nil {
-				return w.At(err, "data", -1)
+			if _, _, ok := w.VectorAt(q, 1); !ok {
+				if _, _, err := w.Vector(q, 1); err != nil {
+					return w.At(err, "data", -1)
+				}
 			}
 		}
 	}
@@ -963,9 +1005,11 @@ func VerifySignatureDef(w *fbverify.Walk, pos int64) error {
 			}
 		}
 		if q != 0 {
-			start, n, err := w.Vector(q, 4)
-			if err != nil {
-				return w.At(err, "inputs", -1)
+			start, n, ok := w.VectorAt(q, 4)
+			if !ok {
+				if start, n, err = w.Vector(q, 4); err != nil {
+					return w.At(err, "inputs", -1)
+				}
 			}
 			{
 				for i := int64(0); i < n; i++ {
@@ -988,9 +1032,11 @@ func VerifySignatureDef(w *fbverify.Walk, pos int64) error {
 			}
 		}
 		if q != 0 {
-			start, n, err := w.Vector(q, 4)
-			if err != nil {
-				return w.At(err, "outputs", -1)
+			start, n, ok := w.VectorAt(q, 4)
+			if !ok {
+				if start, n, err = w.Vector(q, 4); err != nil {
+					return w.At(err, "outputs", -1)
+				}
 			}
 			{
 				for i := int64(0); i < n; i++ {
@@ -1046,9 +1092,11 @@ func VerifyModel(w *fbverify.Walk, pos int64) error {
 			}
 		}
 		if q != 0 {
-			start, n, err := w.Vector(q, 4)
-			if err != nil {
-				return w.At(err, "operator_codes", -1)
+			start, n, ok := w.VectorAt(q, 4)
+			if !ok {
+				if start, n, err = w.Vector(q, 4); err != nil {
+					return w.At(err, "operator_codes", -1)
+				}
 			}
 			{
 				for i := int64(0); i < n; i++ {
@@ -1071,9 +1119,11 @@ func VerifyModel(w *fbverify.Walk, pos int64) error {
 			}
 		}
 		if q != 0 {
-			start, n, err := w.Vector(q, 4)
-			if err != nil {
-				return w.At(err, "subgraphs", -1)
+			start, n, ok := w.VectorAt(q, 4)
+			if !ok {
+				if start, n, err = w.Vector(q, 4); err != nil {
+					return w.At(err, "subgraphs", -1)
+				}
 			}
 			{
 				for i := int64(0); i < n; i++ {
@@ -1109,9 +1159,11 @@ func VerifyModel(w *fbverify.Walk, pos int64) error {
 			}
 		}
 		if q != 0 {
-			start, n, err := w.Vector(q, 4)
-			if err != nil {
-				return w.At(err, "buffers", -1)
+			start, n, ok := w.VectorAt(q, 4)
+			if !ok {
+				if start, n, err = w.Vector(q, 4); err != nil {
+					return w.At(err, "buffers", -1)
+				}
 			}
 			{
 				for i := int64(0); i < n; i++ {
@@ -1134,9 +1186,11 @@ func VerifyModel(w *fbverify.Walk, pos int64) error {
 			}
 		}
 		if q != 0 {
-			start, n, err := w.Vector(q, 4)
-			if err != nil {
-				return w.At(err, "metadata", -1)
+			start, n, ok := w.VectorAt(q, 4)
+			if !ok {
+				if start, n, err = w.Vector(q, 4); err != nil {
+					return w.At(err, "metadata", -1)
+				}
 			}
 			{
 				for i := int64(0); i < n; i++ {
@@ -1159,9 +1213,11 @@ func VerifyModel(w *fbverify.Walk, pos int64) error {
 			}
 		}
 		if q != 0 {
-			start, n, err := w.Vector(q, 4)
-			if err != nil {
-				return w.At(err, "signature_defs", -1)
+			start, n, ok := w.VectorAt(q, 4)
+			if !ok {
+				if start, n, err = w.Vector(q, 4); err != nil {
+					return w.At(err, "signature_defs", -1)
+				}
 			}
 			{
 				for i := int64(0); i < n; i++ {
@@ -1184,9 +1240,11 @@ func VerifyModel(w *fbverify.Walk, pos int64) error {
 			}
 		}
 		if q != 0 {
-			start, n, err := w.Vector(q, 4)
-			if err != nil {
-				return w.At(err, "external_buffer_groups", -1)
+			start, n, ok := w.VectorAt(q, 4)
+			if !ok {
+				if start, n, err = w.Vector(q, 4); err != nil {
+					return w.At(err, "external_buffer_groups", -1)
+				}
 			}
 			{
 				for i := int64(0); i < n; i++ {
@@ -1209,9 +1267,11 @@ func VerifyModel(w *fbverify.Walk, pos int64) error {
 			}
 		}
 		if q != 0 {
-			start, n, err := w.Vector(q, 4)
-			if err != nil {
-				return w.At(err, "external_buffers", -1)
+			start, n, ok := w.VectorAt(q, 4)
+			if !ok {
+				if start, n, err = w.Vector(q, 4); err != nil {
+					return w.At(err, "external_buffers", -1)
+				}
 			}
 			{
 				for i := int64(0); i < n; i++ {

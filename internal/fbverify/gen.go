@@ -158,6 +158,20 @@ func (w *Walk) Vector(pos, elem int64) (start, n int64, err error) { return w.v.
 // String checks the string at pos.
 func (w *Walk) String(pos int64) error { return w.v.str(pos) }
 
+// DerefAt is Deref's common case, inline in the generated verifiers: the
+// offset at q inside the buffer, its target in it. It returns the target
+// and true; false in any other case, which the caller leaves to Deref.
+func (w *Walk) DerefAt(q int64) (int64, bool) {
+	v := w.v
+	if uint64(q) < uint64(v.n) && v.n-q >= 4 {
+		off := int64(v.u32(q))
+		if t := q + off; off != 0 && t < v.n {
+			return t, true
+		}
+	}
+	return 0, false
+}
+
 // Deref follows the offset at q, which lies in a verified vector, in
 // 64-bit arithmetic.
 func (w *Walk) Deref(q int64) (int64, error) { return w.v.deref(q) }

@@ -321,7 +321,7 @@ func (s *schema) gen(b *bytes.Buffer, tb *table) error {
 			if verify != "nil" {
 				call = verify + "(w, e)"
 			}
-			p("for i := int64(0); i < n; i++ {\ne, err := w.Deref(start + 4*i)\nif err == nil {\nerr = %s\n}\n", call)
+			p("for i := int64(0); i < n; i++ {\nvar err error\ne, ok := w.DerefAt(start + 4*i)\nif !ok {\ne, err = w.Deref(start + 4*i)\n}\nif err == nil {\nerr = %s\n}\n", call)
 			p("if err != nil {\nreturn w.At(w.At(err, \"\", int(i)), %q, -1)\n}\n}\n}\n}\n}\n", f.name)
 			continue
 		case f.vector:

@@ -137,7 +137,11 @@ func VerifyFlatTensor(w *fbverify.Walk, pos int64) error {
 			}
 			{
 				for i := int64(0); i < n; i++ {
-					e, err := w.Deref(start + 4*i)
+					var err error
+					e, ok := w.DerefAt(start + 4*i)
+					if !ok {
+						e, err = w.Deref(start + 4*i)
+					}
 					if err == nil {
 						err = VerifyDataSegment(w, e)
 					}
@@ -164,7 +168,11 @@ func VerifyFlatTensor(w *fbverify.Walk, pos int64) error {
 			}
 			{
 				for i := int64(0); i < n; i++ {
-					e, err := w.Deref(start + 4*i)
+					var err error
+					e, ok := w.DerefAt(start + 4*i)
+					if !ok {
+						e, err = w.Deref(start + 4*i)
+					}
 					if err == nil {
 						err = VerifyNamedData(w, e)
 					}
@@ -307,7 +315,11 @@ func VerifyLegacyFlatTensor(w *fbverify.Walk, pos int64) error {
 			}
 			{
 				for i := int64(0); i < n; i++ {
-					e, err := w.Deref(start + 4*i)
+					var err error
+					e, ok := w.DerefAt(start + 4*i)
+					if !ok {
+						e, err = w.Deref(start + 4*i)
+					}
 					if err == nil {
 						err = VerifyLegacyTensorMetadata(w, e)
 					}
@@ -334,7 +346,11 @@ func VerifyLegacyFlatTensor(w *fbverify.Walk, pos int64) error {
 			}
 			{
 				for i := int64(0); i < n; i++ {
-					e, err := w.Deref(start + 4*i)
+					var err error
+					e, ok := w.DerefAt(start + 4*i)
+					if !ok {
+						e, err = w.Deref(start + 4*i)
+					}
 					if err == nil {
 						err = VerifyDataSegment(w, e)
 					}
@@ -361,7 +377,11 @@ func VerifyLegacyFlatTensor(w *fbverify.Walk, pos int64) error {
 			}
 			{
 				for i := int64(0); i < n; i++ {
-					e, err := w.Deref(start + 4*i)
+					var err error
+					e, ok := w.DerefAt(start + 4*i)
+					if !ok {
+						e, err = w.Deref(start + 4*i)
+					}
 					if err == nil {
 						err = VerifyLegacyNamedData(w, e)
 					}

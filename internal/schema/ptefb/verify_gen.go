@@ -667,7 +667,11 @@ func VerifyFrameList(w *fbverify.Walk, pos int64) error {
 			}
 			{
 				for i := int64(0); i < n; i++ {
-					e, err := w.Deref(start + 4*i)
+					var err error
+					e, ok := w.DerefAt(start + 4*i)
+					if !ok {
+						e, err = w.Deref(start + 4*i)
+					}
 					if err == nil {
 						err = VerifyFrame(w, e)
 					}
@@ -734,7 +738,11 @@ func VerifyChain(w *fbverify.Walk, pos int64) error {
 			}
 			if !w.Lazy() {
 				for i := int64(0); i < n; i++ {
-					e, err := w.Deref(start + 4*i)
+					var err error
+					e, ok := w.DerefAt(start + 4*i)
+					if !ok {
+						e, err = w.Deref(start + 4*i)
+					}
 					if err == nil {
 						err = VerifyInstruction(w, e)
 					}
@@ -891,7 +899,11 @@ func VerifyBackendDelegate(w *fbverify.Walk, pos int64) error {
 			}
 			{
 				for i := int64(0); i < n; i++ {
-					e, err := w.Deref(start + 4*i)
+					var err error
+					e, ok := w.DerefAt(start + 4*i)
+					if !ok {
+						e, err = w.Deref(start + 4*i)
+					}
 					if err == nil {
 						err = VerifyCompileSpec(w, e)
 					}
@@ -979,7 +991,11 @@ func VerifyExecutionPlan(w *fbverify.Walk, pos int64) error {
 			}
 			{
 				for i := int64(0); i < n; i++ {
-					e, err := w.Deref(start + 4*i)
+					var err error
+					e, ok := w.DerefAt(start + 4*i)
+					if !ok {
+						e, err = w.Deref(start + 4*i)
+					}
 					if err == nil {
 						err = VerifyEValue(w, e)
 					}
@@ -1036,7 +1052,11 @@ func VerifyExecutionPlan(w *fbverify.Walk, pos int64) error {
 			}
 			{
 				for i := int64(0); i < n; i++ {
-					e, err := w.Deref(start + 4*i)
+					var err error
+					e, ok := w.DerefAt(start + 4*i)
+					if !ok {
+						e, err = w.Deref(start + 4*i)
+					}
 					if err == nil {
 						err = VerifyChain(w, e)
 					}
@@ -1063,7 +1083,11 @@ func VerifyExecutionPlan(w *fbverify.Walk, pos int64) error {
 			}
 			{
 				for i := int64(0); i < n; i++ {
-					e, err := w.Deref(start + 4*i)
+					var err error
+					e, ok := w.DerefAt(start + 4*i)
+					if !ok {
+						e, err = w.Deref(start + 4*i)
+					}
 					if err == nil {
 						err = VerifyOperator(w, e)
 					}
@@ -1090,7 +1114,11 @@ func VerifyExecutionPlan(w *fbverify.Walk, pos int64) error {
 			}
 			{
 				for i := int64(0); i < n; i++ {
-					e, err := w.Deref(start + 4*i)
+					var err error
+					e, ok := w.DerefAt(start + 4*i)
+					if !ok {
+						e, err = w.Deref(start + 4*i)
+					}
 					if err == nil {
 						err = VerifyBackendDelegate(w, e)
 					}
@@ -1275,7 +1303,11 @@ func VerifyProgram(w *fbverify.Walk, pos int64) error {
 			}
 			{
 				for i := int64(0); i < n; i++ {
-					e, err := w.Deref(start + 4*i)
+					var err error
+					e, ok := w.DerefAt(start + 4*i)
+					if !ok {
+						e, err = w.Deref(start + 4*i)
+					}
 					if err == nil {
 						err = VerifyExecutionPlan(w, e)
 					}
@@ -1302,7 +1334,11 @@ func VerifyProgram(w *fbverify.Walk, pos int64) error {
 			}
 			{
 				for i := int64(0); i < n; i++ {
-					e, err := w.Deref(start + 4*i)
+					var err error
+					e, ok := w.DerefAt(start + 4*i)
+					if !ok {
+						e, err = w.Deref(start + 4*i)
+					}
 					if err == nil {
 						err = VerifyBuffer(w, e)
 					}
@@ -1329,7 +1365,11 @@ func VerifyProgram(w *fbverify.Walk, pos int64) error {
 			}
 			{
 				for i := int64(0); i < n; i++ {
-					e, err := w.Deref(start + 4*i)
+					var err error
+					e, ok := w.DerefAt(start + 4*i)
+					if !ok {
+						e, err = w.Deref(start + 4*i)
+					}
 					if err == nil {
 						err = VerifyBackendDelegateInlineData(w, e)
 					}
@@ -1356,7 +1396,11 @@ func VerifyProgram(w *fbverify.Walk, pos int64) error {
 			}
 			{
 				for i := int64(0); i < n; i++ {
-					e, err := w.Deref(start + 4*i)
+					var err error
+					e, ok := w.DerefAt(start + 4*i)
+					if !ok {
+						e, err = w.Deref(start + 4*i)
+					}
 					if err == nil {
 						err = VerifyDataSegment(w, e)
 					}
@@ -1396,7 +1440,11 @@ func VerifyProgram(w *fbverify.Walk, pos int64) error {
 			}
 			{
 				for i := int64(0); i < n; i++ {
-					e, err := w.Deref(start + 4*i)
+					var err error
+					e, ok := w.DerefAt(start + 4*i)
+					if !ok {
+						e, err = w.Deref(start + 4*i)
+					}
 					if err == nil {
 						err = VerifySubsegmentOffsets(w, e)
 					}
@@ -1423,7 +1471,11 @@ func VerifyProgram(w *fbverify.Walk, pos int64) error {
 			}
 			{
 				for i := int64(0); i < n; i++ {
-					e, err := w.Deref(start + 4*i)
+					var err error
+					e, ok := w.DerefAt(start + 4*i)
+					if !ok {
+						e, err = w.Deref(start + 4*i)
+					}
 					if err == nil {
 						err = VerifyNamedData(w, e)
 					}

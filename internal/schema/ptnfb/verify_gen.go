@@ -160,7 +160,11 @@ func VerifyTensorMeta(w *fbverify.Walk, pos int64) error {
 			}
 			{
 				for i := int64(0); i < n; i++ {
-					e, err := w.Deref(start + 4*i)
+					var err error
+					e, ok := w.DerefAt(start + 4*i)
+					if !ok {
+						e, err = w.Deref(start + 4*i)
+					}
 					if err == nil {
 						err = VerifyDim(w, e)
 					}
@@ -329,7 +333,11 @@ func VerifyTensorListArg(w *fbverify.Walk, pos int64) error {
 			}
 			{
 				for i := int64(0); i < n; i++ {
-					e, err := w.Deref(start + 4*i)
+					var err error
+					e, ok := w.DerefAt(start + 4*i)
+					if !ok {
+						e, err = w.Deref(start + 4*i)
+					}
 					if err == nil {
 						err = w.String(e)
 					}
@@ -366,7 +374,11 @@ func VerifyOptionalTensorListArg(w *fbverify.Walk, pos int64) error {
 			}
 			{
 				for i := int64(0); i < n; i++ {
-					e, err := w.Deref(start + 4*i)
+					var err error
+					e, ok := w.DerefAt(start + 4*i)
+					if !ok {
+						e, err = w.Deref(start + 4*i)
+					}
 					if err == nil {
 						err = w.String(e)
 					}
@@ -573,7 +585,11 @@ func VerifyNode(w *fbverify.Walk, pos int64) error {
 			}
 			{
 				for i := int64(0); i < n; i++ {
-					e, err := w.Deref(start + 4*i)
+					var err error
+					e, ok := w.DerefAt(start + 4*i)
+					if !ok {
+						e, err = w.Deref(start + 4*i)
+					}
 					if err == nil {
 						err = VerifyNamedArgument(w, e)
 					}
@@ -610,7 +626,11 @@ func VerifyGraph(w *fbverify.Walk, pos int64) error {
 			}
 			{
 				for i := int64(0); i < n; i++ {
-					e, err := w.Deref(start + 4*i)
+					var err error
+					e, ok := w.DerefAt(start + 4*i)
+					if !ok {
+						e, err = w.Deref(start + 4*i)
+					}
 					if err == nil {
 						err = VerifyNode(w, e)
 					}
@@ -637,7 +657,11 @@ func VerifyGraph(w *fbverify.Walk, pos int64) error {
 			}
 			{
 				for i := int64(0); i < n; i++ {
-					e, err := w.Deref(start + 4*i)
+					var err error
+					e, ok := w.DerefAt(start + 4*i)
+					if !ok {
+						e, err = w.Deref(start + 4*i)
+					}
 					if err == nil {
 						err = w.String(e)
 					}
@@ -664,7 +688,11 @@ func VerifyGraph(w *fbverify.Walk, pos int64) error {
 			}
 			{
 				for i := int64(0); i < n; i++ {
-					e, err := w.Deref(start + 4*i)
+					var err error
+					e, ok := w.DerefAt(start + 4*i)
+					if !ok {
+						e, err = w.Deref(start + 4*i)
+					}
 					if err == nil {
 						err = w.String(e)
 					}
@@ -691,7 +719,11 @@ func VerifyGraph(w *fbverify.Walk, pos int64) error {
 			}
 			{
 				for i := int64(0); i < n; i++ {
-					e, err := w.Deref(start + 4*i)
+					var err error
+					e, ok := w.DerefAt(start + 4*i)
+					if !ok {
+						e, err = w.Deref(start + 4*i)
+					}
 					if err == nil {
 						err = VerifyTensorValue(w, e)
 					}
@@ -890,7 +922,11 @@ func VerifyMethod(w *fbverify.Walk, pos int64) error {
 			}
 			{
 				for i := int64(0); i < n; i++ {
-					e, err := w.Deref(start + 4*i)
+					var err error
+					e, ok := w.DerefAt(start + 4*i)
+					if !ok {
+						e, err = w.Deref(start + 4*i)
+					}
 					if err == nil {
 						err = VerifyNamedTensorRef(w, e)
 					}
@@ -917,7 +953,11 @@ func VerifyMethod(w *fbverify.Walk, pos int64) error {
 			}
 			{
 				for i := int64(0); i < n; i++ {
-					e, err := w.Deref(start + 4*i)
+					var err error
+					e, ok := w.DerefAt(start + 4*i)
+					if !ok {
+						e, err = w.Deref(start + 4*i)
+					}
 					if err == nil {
 						err = VerifyOutputSpec(w, e)
 					}
@@ -944,7 +984,11 @@ func VerifyMethod(w *fbverify.Walk, pos int64) error {
 			}
 			{
 				for i := int64(0); i < n; i++ {
-					e, err := w.Deref(start + 4*i)
+					var err error
+					e, ok := w.DerefAt(start + 4*i)
+					if !ok {
+						e, err = w.Deref(start + 4*i)
+					}
 					if err == nil {
 						err = VerifyMutableBufferSpec(w, e)
 					}
@@ -994,7 +1038,11 @@ func VerifyProgram(w *fbverify.Walk, pos int64) error {
 			}
 			{
 				for i := int64(0); i < n; i++ {
-					e, err := w.Deref(start + 4*i)
+					var err error
+					e, ok := w.DerefAt(start + 4*i)
+					if !ok {
+						e, err = w.Deref(start + 4*i)
+					}
 					if err == nil {
 						err = VerifyMethod(w, e)
 					}

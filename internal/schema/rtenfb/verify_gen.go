@@ -1719,7 +1719,11 @@ func VerifyValueNode(w *fbverify.Walk, pos int64) error {
 			}
 			{
 				for i := int64(0); i < n; i++ {
-					e, err := w.Deref(start + 4*i)
+					var err error
+					e, ok := w.DerefAt(start + 4*i)
+					if !ok {
+						e, err = w.Deref(start + 4*i)
+					}
 					if err == nil {
 						err = VerifyDim(w, e)
 					}
@@ -1801,7 +1805,11 @@ func VerifyGraph(w *fbverify.Walk, pos int64) error {
 			}
 			{
 				for i := int64(0); i < n; i++ {
-					e, err := w.Deref(start + 4*i)
+					var err error
+					e, ok := w.DerefAt(start + 4*i)
+					if !ok {
+						e, err = w.Deref(start + 4*i)
+					}
 					if err == nil {
 						err = VerifyNode(w, e)
 					}

@@ -325,7 +325,11 @@ func VerifySparsityParameters(w *fbverify.Walk, pos int64) error {
 			}
 			{
 				for i := int64(0); i < n; i++ {
-					e, err := w.Deref(start + 4*i)
+					var err error
+					e, ok := w.DerefAt(start + 4*i)
+					if !ok {
+						e, err = w.Deref(start + 4*i)
+					}
 					if err == nil {
 						err = VerifyDimensionMetadata(w, e)
 					}
@@ -744,7 +748,11 @@ func VerifySubGraph(w *fbverify.Walk, pos int64) error {
 			}
 			{
 				for i := int64(0); i < n; i++ {
-					e, err := w.Deref(start + 4*i)
+					var err error
+					e, ok := w.DerefAt(start + 4*i)
+					if !ok {
+						e, err = w.Deref(start + 4*i)
+					}
 					if err == nil {
 						err = VerifyTensor(w, e)
 					}
@@ -801,7 +809,11 @@ func VerifySubGraph(w *fbverify.Walk, pos int64) error {
 			}
 			{
 				for i := int64(0); i < n; i++ {
-					e, err := w.Deref(start + 4*i)
+					var err error
+					e, ok := w.DerefAt(start + 4*i)
+					if !ok {
+						e, err = w.Deref(start + 4*i)
+					}
 					if err == nil {
 						err = VerifyOperator(w, e)
 					}
@@ -1013,7 +1025,11 @@ func VerifySignatureDef(w *fbverify.Walk, pos int64) error {
 			}
 			{
 				for i := int64(0); i < n; i++ {
-					e, err := w.Deref(start + 4*i)
+					var err error
+					e, ok := w.DerefAt(start + 4*i)
+					if !ok {
+						e, err = w.Deref(start + 4*i)
+					}
 					if err == nil {
 						err = VerifyTensorMap(w, e)
 					}
@@ -1040,7 +1056,11 @@ func VerifySignatureDef(w *fbverify.Walk, pos int64) error {
 			}
 			{
 				for i := int64(0); i < n; i++ {
-					e, err := w.Deref(start + 4*i)
+					var err error
+					e, ok := w.DerefAt(start + 4*i)
+					if !ok {
+						e, err = w.Deref(start + 4*i)
+					}
 					if err == nil {
 						err = VerifyTensorMap(w, e)
 					}
@@ -1100,7 +1120,11 @@ func VerifyModel(w *fbverify.Walk, pos int64) error {
 			}
 			{
 				for i := int64(0); i < n; i++ {
-					e, err := w.Deref(start + 4*i)
+					var err error
+					e, ok := w.DerefAt(start + 4*i)
+					if !ok {
+						e, err = w.Deref(start + 4*i)
+					}
 					if err == nil {
 						err = VerifyOperatorCode(w, e)
 					}
@@ -1127,7 +1151,11 @@ func VerifyModel(w *fbverify.Walk, pos int64) error {
 			}
 			{
 				for i := int64(0); i < n; i++ {
-					e, err := w.Deref(start + 4*i)
+					var err error
+					e, ok := w.DerefAt(start + 4*i)
+					if !ok {
+						e, err = w.Deref(start + 4*i)
+					}
 					if err == nil {
 						err = VerifySubGraph(w, e)
 					}
@@ -1167,7 +1195,11 @@ func VerifyModel(w *fbverify.Walk, pos int64) error {
 			}
 			{
 				for i := int64(0); i < n; i++ {
-					e, err := w.Deref(start + 4*i)
+					var err error
+					e, ok := w.DerefAt(start + 4*i)
+					if !ok {
+						e, err = w.Deref(start + 4*i)
+					}
 					if err == nil {
 						err = VerifyBuffer(w, e)
 					}
@@ -1194,7 +1226,11 @@ func VerifyModel(w *fbverify.Walk, pos int64) error {
 			}
 			{
 				for i := int64(0); i < n; i++ {
-					e, err := w.Deref(start + 4*i)
+					var err error
+					e, ok := w.DerefAt(start + 4*i)
+					if !ok {
+						e, err = w.Deref(start + 4*i)
+					}
 					if err == nil {
 						err = VerifyMetadata(w, e)
 					}
@@ -1221,7 +1257,11 @@ func VerifyModel(w *fbverify.Walk, pos int64) error {
 			}
 			{
 				for i := int64(0); i < n; i++ {
-					e, err := w.Deref(start + 4*i)
+					var err error
+					e, ok := w.DerefAt(start + 4*i)
+					if !ok {
+						e, err = w.Deref(start + 4*i)
+					}
 					if err == nil {
 						err = VerifySignatureDef(w, e)
 					}
@@ -1248,7 +1288,11 @@ func VerifyModel(w *fbverify.Walk, pos int64) error {
 			}
 			{
 				for i := int64(0); i < n; i++ {
-					e, err := w.Deref(start + 4*i)
+					var err error
+					e, ok := w.DerefAt(start + 4*i)
+					if !ok {
+						e, err = w.Deref(start + 4*i)
+					}
 					if err == nil {
 						err = VerifyExternalBufferGroup(w, e)
 					}
@@ -1275,7 +1319,11 @@ func VerifyModel(w *fbverify.Walk, pos int64) error {
 			}
 			{
 				for i := int64(0); i < n; i++ {
-					e, err := w.Deref(start + 4*i)
+					var err error
+					e, ok := w.DerefAt(start + 4*i)
+					if !ok {
+						e, err = w.Deref(start + 4*i)
+					}
 					if err == nil {
 						err = VerifyExternalBuffer(w, e)
 					}

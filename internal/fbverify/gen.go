@@ -29,12 +29,18 @@ func (w *Walk) Start(pos int64) (T, error) {
 	if v.depth >= v.opt.MaxDepth {
 		return T{}, v.fail(pos, "tables nested more than %d deep (want at most %d levels)", v.opt.MaxDepth, v.opt.MaxDepth)
 	}
-	vt, vtsize, tsize, err := v.vtable(pos)
-	if err != nil {
-		return T{}, err
+	// vtable's checks, without a call.
+	if v.in(pos, 4) {
+		vt := pos - int64(int32(v.u32(pos)))
+		if v.in(vt, 4) {
+			vtsize, tsize := v.u16(vt), v.u16(vt+2)
+			if vtsize >= 4 && vtsize%2 == 0 && v.in(vt, vtsize) && tsize >= 4 && v.in(pos, tsize) {
+				v.depth++
+				return T{pos, vt, vtsize, tsize}, nil
+			}
+		}
 	}
-	v.depth++
-	return T{pos, vt, vtsize, tsize}, nil
+	return T{}, v.vtableFail(pos)
 }
 
 // Leave leaves the table Start entered.
@@ -58,6 +64,20 @@ func (w *Walk) Scalar(t *T, id int, size int64) error {
 	}
 	return nil
 }
+
+// Slot returns the table offset of field id of t (0 when absent): the
+// generated verifiers check a scalar field inline, comparing its end with
+// t's size, and call [Walk.ScalarOutside] only for one past it, as Scalar
+// does.
+func (w *Walk) Slot(t *T, id int) int64 { return w.v.slot(t.vt, t.vtsize, id) }
+
+// Size returns the size of t's own bytes, which Start checked lie in the
+// buffer.
+func (t *T) Size() int64 { return t.tsize }
+
+// ScalarOutside checks field id of t, size bytes at table offset fo past
+// t's own bytes, against the buffer.
+func (w *Walk) ScalarOutside(t *T, fo, size int64) error { return w.scalarOutside(t, fo, size) }
 
 // scalarOutside checks a field Scalar found past its table's bytes.
 func (w *Walk) scalarOutside(t *T, fo, size int64) error {
@@ -98,12 +118,59 @@ func (w *Walk) Ref(t *T, id int, required bool) (int64, error) {
 	return 0, v.derefFail(p)
 }
 
+// RefAt is Ref's common case, inline in the generated verifiers: the
+// offset field at table offset fo of t (from [Walk.Slot]) inside t's own
+// bytes, whose target lies in the buffer. It returns the target and true;
+// false in any other case (an absent field too), which the caller leaves
+// to Ref.
+func (w *Walk) RefAt(t *T, fo int64) (int64, bool) {
+	if fo != 0 && fo+4 <= t.tsize {
+		v := w.v
+		p := t.pos + fo
+		off := int64(v.u32(p))
+		if q := p + off; off != 0 && q < v.n {
+			return q, true
+		}
+	}
+	return 0, false
+}
+
+// VectorAt is Vector's common case, inline in the generated verifiers:
+// the object limit not reached and the vector inside the buffer. It counts
+// the vector and returns the position of its first element, its length
+// and true; false in any other case, which the caller leaves to Vector.
+func (w *Walk) VectorAt(pos, elem int64) (start, n int64, ok bool) {
+	v := w.v
+	if v.objects < v.opt.MaxObjects && uint64(pos) < uint64(v.n) && v.n-pos >= 4 {
+		// n < 2^32 and elem < 2^31: the product does not overflow.
+		if n, start = int64(v.u32(pos)), pos+4; uint64(n)*uint64(elem) <= uint64(v.n-start) {
+			v.objects++
+			return start, n, true
+		}
+	}
+	return 0, 0, false
+}
+
 // Vector checks the vector at pos of elem-byte elements and returns the
 // position of its first element and its length.
 func (w *Walk) Vector(pos, elem int64) (start, n int64, err error) { return w.v.vector(pos, elem) }
 
 // String checks the string at pos.
 func (w *Walk) String(pos int64) error { return w.v.str(pos) }
+
+// DerefAt is Deref's common case, inline in the generated verifiers: the
+// offset at q inside the buffer, its target in it. It returns the target
+// and true; false in any other case, which the caller leaves to Deref.
+func (w *Walk) DerefAt(q int64) (int64, bool) {
+	v := w.v
+	if uint64(q) < uint64(v.n) && v.n-q >= 4 {
+		off := int64(v.u32(q))
+		if t := q + off; off != 0 && t < v.n {
+			return t, true
+		}
+	}
+	return 0, false
+}
 
 // Deref follows the offset at q, which lies in a verified vector, in
 // 64-bit arithmetic.
@@ -114,6 +181,24 @@ func (w *Walk) Deref(q int64) (int64, error) { return w.v.deref(q) }
 func (w *Walk) Union(t *T, id int) (tag int, pos int64, err error) {
 	v := w.v
 	to, vo := v.slot(t.vt, t.vtsize, id), v.slot(t.vt, t.vtsize, id+1)
+	// The common case: tag and value inside the table's own bytes (which
+	// lie in the buffer), the value's target in the buffer.
+	if to != 0 && vo != 0 && to < t.tsize && vo+4 <= t.tsize {
+		if tag = int(v.buf[t.pos+to]); tag == 0 {
+			return 0, 0, nil
+		}
+		p := t.pos + vo
+		off := int64(v.u32(p))
+		if q := p + off; off != 0 && q < v.n {
+			return tag, q, nil
+		}
+	}
+	return w.union(t, to, vo)
+}
+
+// union is Union for any case but the common one.
+func (w *Walk) union(t *T, to, vo int64) (tag int, pos int64, err error) {
+	v := w.v
 	if to != 0 {
 		if !v.in(t.pos+to, 1) {
 			return 0, 0, v.fail(t.pos+to, "union tag lies outside the FlatBuffer (want it before %#x)", v.opt.Base+v.n)

@@ -671,8 +671,7 @@ func (b *builder) value(i int, m *Method, v, nv int, pos int64) (int32, error) {
 	val := fbread.Deref(fb, pos+fo[1])
 	switch tag {
 	case tagTensor:
-		var x rawTensor
-		b.readTensor(val, &x)
+		x := b.readTensor(val)
 		return b.tensor(i, m, v, &x)
 	case tagTensorList, tagOptionalTensorList:
 		// Value indices; an optional list may hold -1 (no tensor).
@@ -725,8 +724,10 @@ type rawTensor struct {
 }
 
 // readTensor decodes the verified Tensor table at pos, through the vtables
-// the builder decoded last.
-func (b *builder) readTensor(pos int64, x *rawTensor) {
+// the builder decoded last. It returns the record by value: its slices are
+// written to the caller's stack, with no write barrier while the garbage
+// collector marks.
+func (b *builder) readTensor(pos int64) (x rawTensor) {
 	fb := b.fb
 	x.pos = pos
 	fo := b.tensorF.Of(fb, pos)
@@ -748,6 +749,7 @@ func (b *builder) readTensor(pos int64, x *rawTensor) {
 			x.location = int8(fb[e+f])
 		}
 	}
+	return x
 }
 
 // tensor checks a tensor value (value v of plan i, method m) and, when the

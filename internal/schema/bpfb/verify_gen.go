@@ -10,8 +10,10 @@ func VerifyInt(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	if err := w.Scalar(&t, 0, 8); err != nil {
-		return w.At(err, "int_val", -1)
+	if fo := w.Slot(&t, 0); fo != 0 && fo+8 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 8); err != nil {
+			return w.At(err, "int_val", -1)
+		}
 	}
 	w.Leave()
 	return nil
@@ -23,8 +25,10 @@ func VerifyBool(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	if err := w.Scalar(&t, 0, 1); err != nil {
-		return w.At(err, "bool_val", -1)
+	if fo := w.Slot(&t, 0); fo != 0 && fo+1 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 1); err != nil {
+			return w.At(err, "bool_val", -1)
+		}
 	}
 	w.Leave()
 	return nil
@@ -36,8 +40,10 @@ func VerifyDouble(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	if err := w.Scalar(&t, 0, 8); err != nil {
-		return w.At(err, "double_val", -1)
+	if fo := w.Slot(&t, 0); fo != 0 && fo+8 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 8); err != nil {
+			return w.At(err, "double_val", -1)
+		}
 	}
 	w.Leave()
 	return nil
@@ -49,17 +55,55 @@ func VerifyTensor(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	if err := w.Scalar(&t, 0, 1); err != nil {
-		return w.At(err, "scalar_type", -1)
+	if fo := w.Slot(&t, 0); fo != 0 && fo+1 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 1); err != nil {
+			return w.At(err, "scalar_type", -1)
+		}
 	}
-	if _, _, err := w.VectorField(&t, 1, false, 4); err != nil {
-		return w.At(err, "sizes", -1)
+	{
+		q, ok := w.RefAt(&t, w.Slot(&t, 1))
+		if !ok {
+			if q, err = w.Ref(&t, 1, false); err != nil {
+				return w.At(err, "sizes", -1)
+			}
+		}
+		if q != 0 {
+			if _, _, ok := w.VectorAt(q, 4); !ok {
+				if _, _, err := w.Vector(q, 4); err != nil {
+					return w.At(err, "sizes", -1)
+				}
+			}
+		}
 	}
-	if _, _, err := w.VectorField(&t, 2, false, 1); err != nil {
-		return w.At(err, "data", -1)
+	{
+		q, ok := w.RefAt(&t, w.Slot(&t, 2))
+		if !ok {
+			if q, err = w.Ref(&t, 2, false); err != nil {
+				return w.At(err, "data", -1)
+			}
+		}
+		if q != 0 {
+			if _, _, ok := w.VectorAt(q, 1); !ok {
+				if _, _, err := w.Vector(q, 1); err != nil {
+					return w.At(err, "data", -1)
+				}
+			}
+		}
 	}
-	if _, _, err := w.VectorField(&t, 3, false, 1); err != nil {
-		return w.At(err, "dim_order", -1)
+	{
+		q, ok := w.RefAt(&t, w.Slot(&t, 3))
+		if !ok {
+			if q, err = w.Ref(&t, 3, false); err != nil {
+				return w.At(err, "dim_order", -1)
+			}
+		}
+		if q != 0 {
+			if _, _, ok := w.VectorAt(q, 1); !ok {
+				if _, _, err := w.Vector(q, 1); err != nil {
+					return w.At(err, "dim_order", -1)
+				}
+			}
+		}
 	}
 	w.Leave()
 	return nil
@@ -100,29 +144,65 @@ func VerifyBundledMethodTestCase(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	if start, n, err := w.VectorField(&t, 0, false, 4); err != nil {
-		return w.At(err, "inputs", -1)
-	} else {
-		for i := int64(0); i < n; i++ {
-			e, err := w.Deref(start + 4*i)
-			if err == nil {
-				err = VerifyValue(w, e)
+	{
+		q, ok := w.RefAt(&t, w.Slot(&t, 0))
+		if !ok {
+			if q, err = w.Ref(&t, 0, false); err != nil {
+				return w.At(err, "inputs", -1)
 			}
-			if err != nil {
-				return w.At(w.At(err, "", int(i)), "inputs", -1)
+		}
+		if q != 0 {
+			start, n, ok := w.VectorAt(q, 4)
+			if !ok {
+				if start, n, err = w.Vector(q, 4); err != nil {
+					return w.At(err, "inputs", -1)
+				}
+			}
+			{
+				for i := int64(0); i < n; i++ {
+					var err error
+					e, ok := w.DerefAt(start + 4*i)
+					if !ok {
+						e, err = w.Deref(start + 4*i)
+					}
+					if err == nil {
+						err = VerifyValue(w, e)
+					}
+					if err != nil {
+						return w.At(w.At(err, "", int(i)), "inputs", -1)
+					}
+				}
 			}
 		}
 	}
-	if start, n, err := w.VectorField(&t, 1, false, 4); err != nil {
-		return w.At(err, "expected_outputs", -1)
-	} else {
-		for i := int64(0); i < n; i++ {
-			e, err := w.Deref(start + 4*i)
-			if err == nil {
-				err = VerifyValue(w, e)
+	{
+		q, ok := w.RefAt(&t, w.Slot(&t, 1))
+		if !ok {
+			if q, err = w.Ref(&t, 1, false); err != nil {
+				return w.At(err, "expected_outputs", -1)
 			}
-			if err != nil {
-				return w.At(w.At(err, "", int(i)), "expected_outputs", -1)
+		}
+		if q != 0 {
+			start, n, ok := w.VectorAt(q, 4)
+			if !ok {
+				if start, n, err = w.Vector(q, 4); err != nil {
+					return w.At(err, "expected_outputs", -1)
+				}
+			}
+			{
+				for i := int64(0); i < n; i++ {
+					var err error
+					e, ok := w.DerefAt(start + 4*i)
+					if !ok {
+						e, err = w.Deref(start + 4*i)
+					}
+					if err == nil {
+						err = VerifyValue(w, e)
+					}
+					if err != nil {
+						return w.At(w.At(err, "", int(i)), "expected_outputs", -1)
+					}
+				}
 			}
 		}
 	}
@@ -136,19 +216,47 @@ func VerifyBundledMethodTestSuite(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	if err := w.StringField(&t, 0, false); err != nil {
-		return w.At(err, "method_name", -1)
-	}
-	if start, n, err := w.VectorField(&t, 1, false, 4); err != nil {
-		return w.At(err, "test_cases", -1)
-	} else {
-		for i := int64(0); i < n; i++ {
-			e, err := w.Deref(start + 4*i)
-			if err == nil {
-				err = VerifyBundledMethodTestCase(w, e)
+	{
+		q, ok := w.RefAt(&t, w.Slot(&t, 0))
+		if !ok {
+			if q, err = w.Ref(&t, 0, false); err != nil {
+				return w.At(err, "method_name", -1)
 			}
-			if err != nil {
-				return w.At(w.At(err, "", int(i)), "test_cases", -1)
+		}
+		if q != 0 {
+			if err := w.String(q); err != nil {
+				return w.At(err, "method_name", -1)
+			}
+		}
+	}
+	{
+		q, ok := w.RefAt(&t, w.Slot(&t, 1))
+		if !ok {
+			if q, err = w.Ref(&t, 1, false); err != nil {
+				return w.At(err, "test_cases", -1)
+			}
+		}
+		if q != 0 {
+			start, n, ok := w.VectorAt(q, 4)
+			if !ok {
+				if start, n, err = w.Vector(q, 4); err != nil {
+					return w.At(err, "test_cases", -1)
+				}
+			}
+			{
+				for i := int64(0); i < n; i++ {
+					var err error
+					e, ok := w.DerefAt(start + 4*i)
+					if !ok {
+						e, err = w.Deref(start + 4*i)
+					}
+					if err == nil {
+						err = VerifyBundledMethodTestCase(w, e)
+					}
+					if err != nil {
+						return w.At(w.At(err, "", int(i)), "test_cases", -1)
+					}
+				}
 			}
 		}
 	}
@@ -162,24 +270,56 @@ func VerifyBundledProgram(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	if err := w.Scalar(&t, 0, 4); err != nil {
-		return w.At(err, "version", -1)
+	if fo := w.Slot(&t, 0); fo != 0 && fo+4 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 4); err != nil {
+			return w.At(err, "version", -1)
+		}
 	}
-	if start, n, err := w.VectorField(&t, 1, false, 4); err != nil {
-		return w.At(err, "method_test_suites", -1)
-	} else {
-		for i := int64(0); i < n; i++ {
-			e, err := w.Deref(start + 4*i)
-			if err == nil {
-				err = VerifyBundledMethodTestSuite(w, e)
+	{
+		q, ok := w.RefAt(&t, w.Slot(&t, 1))
+		if !ok {
+			if q, err = w.Ref(&t, 1, false); err != nil {
+				return w.At(err, "method_test_suites", -1)
 			}
-			if err != nil {
-				return w.At(w.At(err, "", int(i)), "method_test_suites", -1)
+		}
+		if q != 0 {
+			start, n, ok := w.VectorAt(q, 4)
+			if !ok {
+				if start, n, err = w.Vector(q, 4); err != nil {
+					return w.At(err, "method_test_suites", -1)
+				}
+			}
+			{
+				for i := int64(0); i < n; i++ {
+					var err error
+					e, ok := w.DerefAt(start + 4*i)
+					if !ok {
+						e, err = w.Deref(start + 4*i)
+					}
+					if err == nil {
+						err = VerifyBundledMethodTestSuite(w, e)
+					}
+					if err != nil {
+						return w.At(w.At(err, "", int(i)), "method_test_suites", -1)
+					}
+				}
 			}
 		}
 	}
-	if _, _, err := w.VectorField(&t, 2, true, 1); err != nil {
-		return w.At(err, "program", -1)
+	{
+		q, ok := w.RefAt(&t, w.Slot(&t, 2))
+		if !ok {
+			if q, err = w.Ref(&t, 2, true); err != nil {
+				return w.At(err, "program", -1)
+			}
+		}
+		if q != 0 {
+			if _, _, ok := w.VectorAt(q, 1); !ok {
+				if _, _, err := w.Vector(q, 1); err != nil {
+					return w.At(err, "program", -1)
+				}
+			}
+		}
 	}
 	w.Leave()
 	return nil

@@ -298,37 +298,47 @@ func (s *schema) gen(b *bytes.Buffer, tb *table) error {
 		if f.depr {
 			continue
 		}
-		var call string
+		// Offset fields: Ref's common case inline (Walk.RefAt), Ref for
+		// any other (an absent field, an error); so for vectors
+		// (Walk.VectorAt, Walk.Vector).
+		ref := func() {
+			p("{\nq, ok := w.RefAt(&t, w.Slot(&t, %d))\nif !ok {\nif q, err = w.Ref(&t, %d, %v); err != nil {\nreturn w.At(err, %q, -1)\n}\n}\nif q != 0 {\n", fid, fid, f.required, f.name)
+		}
 		switch {
 		case f.vector && (f.typ == "string" || s.byName[f.typ] != nil):
 			verify := "nil"
 			if f.typ != "string" {
 				verify = "Verify" + f.typ
 			}
-			p("if start, n, err := w.VectorField(&t, %d, %v, 4); err != nil {\nreturn w.At(err, %q, -1)\n}", fid, f.required, f.name)
+			ref()
+			p("start, n, ok := w.VectorAt(q, 4)\nif !ok {\nif start, n, err = w.Vector(q, 4); err != nil {\nreturn w.At(err, %q, -1)\n}\n}\n", f.name)
 			if f.lazy {
-				p(" else if !w.Lazy() {\n")
+				p("if !w.Lazy() {\n")
 			} else {
-				p(" else {\n")
+				p("{\n")
 			}
 			call := "w.String(e)"
 			if verify != "nil" {
 				call = verify + "(w, e)"
 			}
-			p("for i := int64(0); i < n; i++ {\ne, err := w.Deref(start + 4*i)\nif err == nil {\nerr = %s\n}\n", call)
-			p("if err != nil {\nreturn w.At(w.At(err, \"\", int(i)), %q, -1)\n}\n}\n}\n", f.name)
+			p("for i := int64(0); i < n; i++ {\nvar err error\ne, ok := w.DerefAt(start + 4*i)\nif !ok {\ne, err = w.Deref(start + 4*i)\n}\nif err == nil {\nerr = %s\n}\n", call)
+			p("if err != nil {\nreturn w.At(w.At(err, \"\", int(i)), %q, -1)\n}\n}\n}\n}\n}\n", f.name)
 			continue
 		case f.vector:
 			sz := s.size(f.typ)
 			if sz == 0 {
 				return fmt.Errorf("field %s: vector of %s", f.name, f.typ)
 			}
-			call = fmt.Sprintf("_, _, err := w.VectorField(&t, %d, %v, %d)", fid, f.required, sz)
+			ref()
+			p("if _, _, ok := w.VectorAt(q, %d); !ok {\nif _, _, err := w.Vector(q, %d); err != nil {\nreturn w.At(err, %q, -1)\n}\n}\n}\n}\n", sz, sz, f.name)
+			continue
 		case f.typ == "string":
-			call = fmt.Sprintf("err := w.StringField(&t, %d, %v)", fid, f.required)
+			ref()
+			p("if err := w.String(q); err != nil {\nreturn w.At(err, %q, -1)\n}\n}\n}\n", f.name)
+			continue
 		case s.byName[f.typ] != nil:
-			p("if q, err := w.Ref(&t, %d, %v); err != nil {\nreturn w.At(err, %q, -1)\n} else if q != 0 {\n", fid, f.required, f.name)
-			p("if err := Verify%s(w, q); err != nil {\nreturn w.At(err, %q, -1)\n}\n}\n", f.typ, f.name)
+			ref()
+			p("if err := Verify%s(w, q); err != nil {\nreturn w.At(err, %q, -1)\n}\n}\n}\n", f.typ, f.name)
 			continue
 		case s.unions[f.typ] != nil:
 			ms := s.unions[f.typ]
@@ -369,9 +379,10 @@ func (s *schema) gen(b *bytes.Buffer, tb *table) error {
 			if sz == 0 {
 				return fmt.Errorf("field %s: unknown type %s", f.name, f.typ)
 			}
-			call = fmt.Sprintf("err := w.Scalar(&t, %d, %d)", fid, sz)
+			// Scalar's steps inline: the common case, a field inside the
+			// table's own bytes, costs a vtable read and a comparison.
+			p("if fo := w.Slot(&t, %d); fo != 0 && fo+%d > t.Size() {\nif err := w.ScalarOutside(&t, fo, %d); err != nil {\nreturn w.At(err, %q, -1)\n}\n}\n", fid, sz, sz, f.name)
 		}
-		p("if %s; err != nil {\nreturn w.At(err, %q, -1)\n}\n", call, f.name)
 	}
 	p("w.Leave()\nreturn nil\n}\n\n")
 	return nil

@@ -10,8 +10,18 @@ func VerifyStringValue(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	if err := w.StringField(&t, 0, false); err != nil {
-		return w.At(err, "value", -1)
+	{
+		q, ok := w.RefAt(&t, w.Slot(&t, 0))
+		if !ok {
+			if q, err = w.Ref(&t, 0, false); err != nil {
+				return w.At(err, "value", -1)
+			}
+		}
+		if q != 0 {
+			if err := w.String(q); err != nil {
+				return w.At(err, "value", -1)
+			}
+		}
 	}
 	w.Leave()
 	return nil
@@ -23,8 +33,18 @@ func VerifyKeyValuePair(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	if err := w.StringField(&t, 0, true); err != nil {
-		return w.At(err, "key", -1)
+	{
+		q, ok := w.RefAt(&t, w.Slot(&t, 0))
+		if !ok {
+			if q, err = w.Ref(&t, 0, true); err != nil {
+				return w.At(err, "key", -1)
+			}
+		}
+		if q != 0 {
+			if err := w.String(q); err != nil {
+				return w.At(err, "key", -1)
+			}
+		}
 	}
 	if tag, q, err := w.Union(&t, 1); err != nil {
 		return w.At(err, "value", -1)
@@ -47,16 +67,34 @@ func VerifySystemMetadata(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	if start, n, err := w.VectorField(&t, 0, false, 4); err != nil {
-		return w.At(err, "entries", -1)
-	} else {
-		for i := int64(0); i < n; i++ {
-			e, err := w.Deref(start + 4*i)
-			if err == nil {
-				err = VerifyKeyValuePair(w, e)
+	{
+		q, ok := w.RefAt(&t, w.Slot(&t, 0))
+		if !ok {
+			if q, err = w.Ref(&t, 0, false); err != nil {
+				return w.At(err, "entries", -1)
 			}
-			if err != nil {
-				return w.At(w.At(err, "", int(i)), "entries", -1)
+		}
+		if q != 0 {
+			start, n, ok := w.VectorAt(q, 4)
+			if !ok {
+				if start, n, err = w.Vector(q, 4); err != nil {
+					return w.At(err, "entries", -1)
+				}
+			}
+			{
+				for i := int64(0); i < n; i++ {
+					var err error
+					e, ok := w.DerefAt(start + 4*i)
+					if !ok {
+						e, err = w.Deref(start + 4*i)
+					}
+					if err == nil {
+						err = VerifyKeyValuePair(w, e)
+					}
+					if err != nil {
+						return w.At(w.At(err, "", int(i)), "entries", -1)
+					}
+				}
 			}
 		}
 	}
@@ -70,27 +108,51 @@ func VerifySectionObject(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	if start, n, err := w.VectorField(&t, 0, false, 4); err != nil {
-		return w.At(err, "items", -1)
-	} else {
-		for i := int64(0); i < n; i++ {
-			e, err := w.Deref(start + 4*i)
-			if err == nil {
-				err = VerifyKeyValuePair(w, e)
+	{
+		q, ok := w.RefAt(&t, w.Slot(&t, 0))
+		if !ok {
+			if q, err = w.Ref(&t, 0, false); err != nil {
+				return w.At(err, "items", -1)
 			}
-			if err != nil {
-				return w.At(w.At(err, "", int(i)), "items", -1)
+		}
+		if q != 0 {
+			start, n, ok := w.VectorAt(q, 4)
+			if !ok {
+				if start, n, err = w.Vector(q, 4); err != nil {
+					return w.At(err, "items", -1)
+				}
+			}
+			{
+				for i := int64(0); i < n; i++ {
+					var err error
+					e, ok := w.DerefAt(start + 4*i)
+					if !ok {
+						e, err = w.Deref(start + 4*i)
+					}
+					if err == nil {
+						err = VerifyKeyValuePair(w, e)
+					}
+					if err != nil {
+						return w.At(w.At(err, "", int(i)), "items", -1)
+					}
+				}
 			}
 		}
 	}
-	if err := w.Scalar(&t, 1, 8); err != nil {
-		return w.At(err, "begin_offset", -1)
+	if fo := w.Slot(&t, 1); fo != 0 && fo+8 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 8); err != nil {
+			return w.At(err, "begin_offset", -1)
+		}
 	}
-	if err := w.Scalar(&t, 2, 8); err != nil {
-		return w.At(err, "end_offset", -1)
+	if fo := w.Slot(&t, 2); fo != 0 && fo+8 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 8); err != nil {
+			return w.At(err, "end_offset", -1)
+		}
 	}
-	if err := w.Scalar(&t, 3, 1); err != nil {
-		return w.At(err, "data_type", -1)
+	if fo := w.Slot(&t, 3); fo != 0 && fo+1 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 1); err != nil {
+			return w.At(err, "data_type", -1)
+		}
 	}
 	w.Leave()
 	return nil
@@ -102,16 +164,34 @@ func VerifySectionMetadata(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	if start, n, err := w.VectorField(&t, 0, false, 4); err != nil {
-		return w.At(err, "objects", -1)
-	} else {
-		for i := int64(0); i < n; i++ {
-			e, err := w.Deref(start + 4*i)
-			if err == nil {
-				err = VerifySectionObject(w, e)
+	{
+		q, ok := w.RefAt(&t, w.Slot(&t, 0))
+		if !ok {
+			if q, err = w.Ref(&t, 0, false); err != nil {
+				return w.At(err, "objects", -1)
 			}
-			if err != nil {
-				return w.At(w.At(err, "", int(i)), "objects", -1)
+		}
+		if q != 0 {
+			start, n, ok := w.VectorAt(q, 4)
+			if !ok {
+				if start, n, err = w.Vector(q, 4); err != nil {
+					return w.At(err, "objects", -1)
+				}
+			}
+			{
+				for i := int64(0); i < n; i++ {
+					var err error
+					e, ok := w.DerefAt(start + 4*i)
+					if !ok {
+						e, err = w.Deref(start + 4*i)
+					}
+					if err == nil {
+						err = VerifySectionObject(w, e)
+					}
+					if err != nil {
+						return w.At(w.At(err, "", int(i)), "objects", -1)
+					}
+				}
 			}
 		}
 	}
@@ -125,18 +205,30 @@ func VerifyLiteRTLMMetaData(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	if q, err := w.Ref(&t, 0, false); err != nil {
-		return w.At(err, "system_metadata", -1)
-	} else if q != 0 {
-		if err := VerifySystemMetadata(w, q); err != nil {
-			return w.At(err, "system_metadata", -1)
+	{
+		q, ok := w.RefAt(&t, w.Slot(&t, 0))
+		if !ok {
+			if q, err = w.Ref(&t, 0, false); err != nil {
+				return w.At(err, "system_metadata", -1)
+			}
+		}
+		if q != 0 {
+			if err := VerifySystemMetadata(w, q); err != nil {
+				return w.At(err, "system_metadata", -1)
+			}
 		}
 	}
-	if q, err := w.Ref(&t, 1, false); err != nil {
-		return w.At(err, "section_metadata", -1)
-	} else if q != 0 {
-		if err := VerifySectionMetadata(w, q); err != nil {
-			return w.At(err, "section_metadata", -1)
+	{
+		q, ok := w.RefAt(&t, w.Slot(&t, 1))
+		if !ok {
+			if q, err = w.Ref(&t, 1, false); err != nil {
+				return w.At(err, "section_metadata", -1)
+			}
+		}
+		if q != 0 {
+			if err := VerifySectionMetadata(w, q); err != nil {
+				return w.At(err, "section_metadata", -1)
+			}
 		}
 	}
 	w.Leave()

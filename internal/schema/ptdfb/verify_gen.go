@@ -10,11 +10,15 @@ func VerifyDataSegment(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	if err := w.Scalar(&t, 0, 8); err != nil {
-		return w.At(err, "offset", -1)
+	if fo := w.Slot(&t, 0); fo != 0 && fo+8 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 8); err != nil {
+			return w.At(err, "offset", -1)
+		}
 	}
-	if err := w.Scalar(&t, 1, 8); err != nil {
-		return w.At(err, "size", -1)
+	if fo := w.Slot(&t, 1); fo != 0 && fo+8 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 8); err != nil {
+			return w.At(err, "size", -1)
+		}
 	}
 	w.Leave()
 	return nil
@@ -26,14 +30,40 @@ func VerifyTensorLayout(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	if err := w.Scalar(&t, 0, 1); err != nil {
-		return w.At(err, "scalar_type", -1)
+	if fo := w.Slot(&t, 0); fo != 0 && fo+1 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 1); err != nil {
+			return w.At(err, "scalar_type", -1)
+		}
 	}
-	if _, _, err := w.VectorField(&t, 1, false, 4); err != nil {
-		return w.At(err, "sizes", -1)
+	{
+		q, ok := w.RefAt(&t, w.Slot(&t, 1))
+		if !ok {
+			if q, err = w.Ref(&t, 1, false); err != nil {
+				return w.At(err, "sizes", -1)
+			}
+		}
+		if q != 0 {
+			if _, _, ok := w.VectorAt(q, 4); !ok {
+				if _, _, err := w.Vector(q, 4); err != nil {
+					return w.At(err, "sizes", -1)
+				}
+			}
+		}
 	}
-	if _, _, err := w.VectorField(&t, 2, false, 1); err != nil {
-		return w.At(err, "dim_order", -1)
+	{
+		q, ok := w.RefAt(&t, w.Slot(&t, 2))
+		if !ok {
+			if q, err = w.Ref(&t, 2, false); err != nil {
+				return w.At(err, "dim_order", -1)
+			}
+		}
+		if q != 0 {
+			if _, _, ok := w.VectorAt(q, 1); !ok {
+				if _, _, err := w.Vector(q, 1); err != nil {
+					return w.At(err, "dim_order", -1)
+				}
+			}
+		}
 	}
 	w.Leave()
 	return nil
@@ -45,17 +75,35 @@ func VerifyNamedData(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	if err := w.StringField(&t, 0, true); err != nil {
-		return w.At(err, "key", -1)
+	{
+		q, ok := w.RefAt(&t, w.Slot(&t, 0))
+		if !ok {
+			if q, err = w.Ref(&t, 0, true); err != nil {
+				return w.At(err, "key", -1)
+			}
+		}
+		if q != 0 {
+			if err := w.String(q); err != nil {
+				return w.At(err, "key", -1)
+			}
+		}
 	}
-	if err := w.Scalar(&t, 1, 4); err != nil {
-		return w.At(err, "segment_index", -1)
+	if fo := w.Slot(&t, 1); fo != 0 && fo+4 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 4); err != nil {
+			return w.At(err, "segment_index", -1)
+		}
 	}
-	if q, err := w.Ref(&t, 2, false); err != nil {
-		return w.At(err, "tensor_layout", -1)
-	} else if q != 0 {
-		if err := VerifyTensorLayout(w, q); err != nil {
-			return w.At(err, "tensor_layout", -1)
+	{
+		q, ok := w.RefAt(&t, w.Slot(&t, 2))
+		if !ok {
+			if q, err = w.Ref(&t, 2, false); err != nil {
+				return w.At(err, "tensor_layout", -1)
+			}
+		}
+		if q != 0 {
+			if err := VerifyTensorLayout(w, q); err != nil {
+				return w.At(err, "tensor_layout", -1)
+			}
 		}
 	}
 	w.Leave()
@@ -68,32 +116,70 @@ func VerifyFlatTensor(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	if err := w.Scalar(&t, 0, 4); err != nil {
-		return w.At(err, "version", -1)
+	if fo := w.Slot(&t, 0); fo != 0 && fo+4 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 4); err != nil {
+			return w.At(err, "version", -1)
+		}
 	}
-	if start, n, err := w.VectorField(&t, 1, false, 4); err != nil {
-		return w.At(err, "segments", -1)
-	} else {
-		for i := int64(0); i < n; i++ {
-			e, err := w.Deref(start + 4*i)
-			if err == nil {
-				err = VerifyDataSegment(w, e)
+	{
+		q, ok := w.RefAt(&t, w.Slot(&t, 1))
+		if !ok {
+			if q, err = w.Ref(&t, 1, false); err != nil {
+				return w.At(err, "segments", -1)
 			}
-			if err != nil {
-				return w.At(w.At(err, "", int(i)), "segments", -1)
+		}
+		if q != 0 {
+			start, n, ok := w.VectorAt(q, 4)
+			if !ok {
+				if start, n, err = w.Vector(q, 4); err != nil {
+					return w.At(err, "segments", -1)
+				}
+			}
+			{
+				for i := int64(0); i < n; i++ {
+					var err error
+					e, ok := w.DerefAt(start + 4*i)
+					if !ok {
+						e, err = w.Deref(start + 4*i)
+					}
+					if err == nil {
+						err = VerifyDataSegment(w, e)
+					}
+					if err != nil {
+						return w.At(w.At(err, "", int(i)), "segments", -1)
+					}
+				}
 			}
 		}
 	}
-	if start, n, err := w.VectorField(&t, 2, false, 4); err != nil {
-		return w.At(err, "named_data", -1)
-	} else {
-		for i := int64(0); i < n; i++ {
-			e, err := w.Deref(start + 4*i)
-			if err == nil {
-				err = VerifyNamedData(w, e)
+	{
+		q, ok := w.RefAt(&t, w.Slot(&t, 2))
+		if !ok {
+			if q, err = w.Ref(&t, 2, false); err != nil {
+				return w.At(err, "named_data", -1)
 			}
-			if err != nil {
-				return w.At(w.At(err, "", int(i)), "named_data", -1)
+		}
+		if q != 0 {
+			start, n, ok := w.VectorAt(q, 4)
+			if !ok {
+				if start, n, err = w.Vector(q, 4); err != nil {
+					return w.At(err, "named_data", -1)
+				}
+			}
+			{
+				for i := int64(0); i < n; i++ {
+					var err error
+					e, ok := w.DerefAt(start + 4*i)
+					if !ok {
+						e, err = w.Deref(start + 4*i)
+					}
+					if err == nil {
+						err = VerifyNamedData(w, e)
+					}
+					if err != nil {
+						return w.At(w.At(err, "", int(i)), "named_data", -1)
+					}
+				}
 			}
 		}
 	}
@@ -107,23 +193,63 @@ func VerifyLegacyTensorMetadata(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	if err := w.StringField(&t, 0, true); err != nil {
-		return w.At(err, "fully_qualified_name", -1)
+	{
+		q, ok := w.RefAt(&t, w.Slot(&t, 0))
+		if !ok {
+			if q, err = w.Ref(&t, 0, true); err != nil {
+				return w.At(err, "fully_qualified_name", -1)
+			}
+		}
+		if q != 0 {
+			if err := w.String(q); err != nil {
+				return w.At(err, "fully_qualified_name", -1)
+			}
+		}
 	}
-	if err := w.Scalar(&t, 1, 1); err != nil {
-		return w.At(err, "scalar_type", -1)
+	if fo := w.Slot(&t, 1); fo != 0 && fo+1 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 1); err != nil {
+			return w.At(err, "scalar_type", -1)
+		}
 	}
-	if _, _, err := w.VectorField(&t, 2, false, 4); err != nil {
-		return w.At(err, "sizes", -1)
+	{
+		q, ok := w.RefAt(&t, w.Slot(&t, 2))
+		if !ok {
+			if q, err = w.Ref(&t, 2, false); err != nil {
+				return w.At(err, "sizes", -1)
+			}
+		}
+		if q != 0 {
+			if _, _, ok := w.VectorAt(q, 4); !ok {
+				if _, _, err := w.Vector(q, 4); err != nil {
+					return w.At(err, "sizes", -1)
+				}
+			}
+		}
 	}
-	if _, _, err := w.VectorField(&t, 3, false, 1); err != nil {
-		return w.At(err, "dim_order", -1)
+	{
+		q, ok := w.RefAt(&t, w.Slot(&t, 3))
+		if !ok {
+			if q, err = w.Ref(&t, 3, false); err != nil {
+				return w.At(err, "dim_order", -1)
+			}
+		}
+		if q != 0 {
+			if _, _, ok := w.VectorAt(q, 1); !ok {
+				if _, _, err := w.Vector(q, 1); err != nil {
+					return w.At(err, "dim_order", -1)
+				}
+			}
+		}
 	}
-	if err := w.Scalar(&t, 4, 4); err != nil {
-		return w.At(err, "segment_index", -1)
+	if fo := w.Slot(&t, 4); fo != 0 && fo+4 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 4); err != nil {
+			return w.At(err, "segment_index", -1)
+		}
 	}
-	if err := w.Scalar(&t, 5, 8); err != nil {
-		return w.At(err, "offset", -1)
+	if fo := w.Slot(&t, 5); fo != 0 && fo+8 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 8); err != nil {
+			return w.At(err, "offset", -1)
+		}
 	}
 	w.Leave()
 	return nil
@@ -135,11 +261,23 @@ func VerifyLegacyNamedData(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	if err := w.StringField(&t, 0, true); err != nil {
-		return w.At(err, "key", -1)
+	{
+		q, ok := w.RefAt(&t, w.Slot(&t, 0))
+		if !ok {
+			if q, err = w.Ref(&t, 0, true); err != nil {
+				return w.At(err, "key", -1)
+			}
+		}
+		if q != 0 {
+			if err := w.String(q); err != nil {
+				return w.At(err, "key", -1)
+			}
+		}
 	}
-	if err := w.Scalar(&t, 1, 4); err != nil {
-		return w.At(err, "segment_index", -1)
+	if fo := w.Slot(&t, 1); fo != 0 && fo+4 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 4); err != nil {
+			return w.At(err, "segment_index", -1)
+		}
 	}
 	w.Leave()
 	return nil
@@ -151,48 +289,106 @@ func VerifyLegacyFlatTensor(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	if err := w.Scalar(&t, 0, 4); err != nil {
-		return w.At(err, "version", -1)
+	if fo := w.Slot(&t, 0); fo != 0 && fo+4 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 4); err != nil {
+			return w.At(err, "version", -1)
+		}
 	}
-	if err := w.Scalar(&t, 1, 4); err != nil {
-		return w.At(err, "tensor_alignment", -1)
+	if fo := w.Slot(&t, 1); fo != 0 && fo+4 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 4); err != nil {
+			return w.At(err, "tensor_alignment", -1)
+		}
 	}
-	if start, n, err := w.VectorField(&t, 2, false, 4); err != nil {
-		return w.At(err, "tensors", -1)
-	} else {
-		for i := int64(0); i < n; i++ {
-			e, err := w.Deref(start + 4*i)
-			if err == nil {
-				err = VerifyLegacyTensorMetadata(w, e)
+	{
+		q, ok := w.RefAt(&t, w.Slot(&t, 2))
+		if !ok {
+			if q, err = w.Ref(&t, 2, false); err != nil {
+				return w.At(err, "tensors", -1)
 			}
-			if err != nil {
-				return w.At(w.At(err, "", int(i)), "tensors", -1)
+		}
+		if q != 0 {
+			start, n, ok := w.VectorAt(q, 4)
+			if !ok {
+				if start, n, err = w.Vector(q, 4); err != nil {
+					return w.At(err, "tensors", -1)
+				}
+			}
+			{
+				for i := int64(0); i < n; i++ {
+					var err error
+					e, ok := w.DerefAt(start + 4*i)
+					if !ok {
+						e, err = w.Deref(start + 4*i)
+					}
+					if err == nil {
+						err = VerifyLegacyTensorMetadata(w, e)
+					}
+					if err != nil {
+						return w.At(w.At(err, "", int(i)), "tensors", -1)
+					}
+				}
 			}
 		}
 	}
-	if start, n, err := w.VectorField(&t, 3, false, 4); err != nil {
-		return w.At(err, "segments", -1)
-	} else {
-		for i := int64(0); i < n; i++ {
-			e, err := w.Deref(start + 4*i)
-			if err == nil {
-				err = VerifyDataSegment(w, e)
+	{
+		q, ok := w.RefAt(&t, w.Slot(&t, 3))
+		if !ok {
+			if q, err = w.Ref(&t, 3, false); err != nil {
+				return w.At(err, "segments", -1)
 			}
-			if err != nil {
-				return w.At(w.At(err, "", int(i)), "segments", -1)
+		}
+		if q != 0 {
+			start, n, ok := w.VectorAt(q, 4)
+			if !ok {
+				if start, n, err = w.Vector(q, 4); err != nil {
+					return w.At(err, "segments", -1)
+				}
+			}
+			{
+				for i := int64(0); i < n; i++ {
+					var err error
+					e, ok := w.DerefAt(start + 4*i)
+					if !ok {
+						e, err = w.Deref(start + 4*i)
+					}
+					if err == nil {
+						err = VerifyDataSegment(w, e)
+					}
+					if err != nil {
+						return w.At(w.At(err, "", int(i)), "segments", -1)
+					}
+				}
 			}
 		}
 	}
-	if start, n, err := w.VectorField(&t, 4, false, 4); err != nil {
-		return w.At(err, "named_data", -1)
-	} else {
-		for i := int64(0); i < n; i++ {
-			e, err := w.Deref(start + 4*i)
-			if err == nil {
-				err = VerifyLegacyNamedData(w, e)
+	{
+		q, ok := w.RefAt(&t, w.Slot(&t, 4))
+		if !ok {
+			if q, err = w.Ref(&t, 4, false); err != nil {
+				return w.At(err, "named_data", -1)
 			}
-			if err != nil {
-				return w.At(w.At(err, "", int(i)), "named_data", -1)
+		}
+		if q != 0 {
+			start, n, ok := w.VectorAt(q, 4)
+			if !ok {
+				if start, n, err = w.Vector(q, 4); err != nil {
+					return w.At(err, "named_data", -1)
+				}
+			}
+			{
+				for i := int64(0); i < n; i++ {
+					var err error
+					e, ok := w.DerefAt(start + 4*i)
+					if !ok {
+						e, err = w.Deref(start + 4*i)
+					}
+					if err == nil {
+						err = VerifyLegacyNamedData(w, e)
+					}
+					if err != nil {
+						return w.At(w.At(err, "", int(i)), "named_data", -1)
+					}
+				}
 			}
 		}
 	}

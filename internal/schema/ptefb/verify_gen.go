@@ -15,8 +15,10 @@ func VerifyInt(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	if err := w.Scalar(&t, 0, 8); err != nil {
-		return w.At(err, "int_val", -1)
+	if fo := w.Slot(&t, 0); fo != 0 && fo+8 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 8); err != nil {
+			return w.At(err, "int_val", -1)
+		}
 	}
 	w.Leave()
 	return nil
@@ -28,8 +30,10 @@ func VerifyBool(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	if err := w.Scalar(&t, 0, 1); err != nil {
-		return w.At(err, "bool_val", -1)
+	if fo := w.Slot(&t, 0); fo != 0 && fo+1 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 1); err != nil {
+			return w.At(err, "bool_val", -1)
+		}
 	}
 	w.Leave()
 	return nil
@@ -41,8 +45,10 @@ func VerifyDouble(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	if err := w.Scalar(&t, 0, 8); err != nil {
-		return w.At(err, "double_val", -1)
+	if fo := w.Slot(&t, 0); fo != 0 && fo+8 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 8); err != nil {
+			return w.At(err, "double_val", -1)
+		}
 	}
 	w.Leave()
 	return nil
@@ -54,8 +60,18 @@ func VerifyString(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	if err := w.StringField(&t, 0, false); err != nil {
-		return w.At(err, "string_val", -1)
+	{
+		q, ok := w.RefAt(&t, w.Slot(&t, 0))
+		if !ok {
+			if q, err = w.Ref(&t, 0, false); err != nil {
+				return w.At(err, "string_val", -1)
+			}
+		}
+		if q != 0 {
+			if err := w.String(q); err != nil {
+				return w.At(err, "string_val", -1)
+			}
+		}
 	}
 	w.Leave()
 	return nil
@@ -67,8 +83,20 @@ func VerifyIntList(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	if _, _, err := w.VectorField(&t, 0, false, 8); err != nil {
-		return w.At(err, "items", -1)
+	{
+		q, ok := w.RefAt(&t, w.Slot(&t, 0))
+		if !ok {
+			if q, err = w.Ref(&t, 0, false); err != nil {
+				return w.At(err, "items", -1)
+			}
+		}
+		if q != 0 {
+			if _, _, ok := w.VectorAt(q, 8); !ok {
+				if _, _, err := w.Vector(q, 8); err != nil {
+					return w.At(err, "items", -1)
+				}
+			}
+		}
 	}
 	w.Leave()
 	return nil
@@ -80,8 +108,20 @@ func VerifyDoubleList(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	if _, _, err := w.VectorField(&t, 0, false, 8); err != nil {
-		return w.At(err, "items", -1)
+	{
+		q, ok := w.RefAt(&t, w.Slot(&t, 0))
+		if !ok {
+			if q, err = w.Ref(&t, 0, false); err != nil {
+				return w.At(err, "items", -1)
+			}
+		}
+		if q != 0 {
+			if _, _, ok := w.VectorAt(q, 8); !ok {
+				if _, _, err := w.Vector(q, 8); err != nil {
+					return w.At(err, "items", -1)
+				}
+			}
+		}
 	}
 	w.Leave()
 	return nil
@@ -93,8 +133,20 @@ func VerifyBoolList(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	if _, _, err := w.VectorField(&t, 0, false, 1); err != nil {
-		return w.At(err, "items", -1)
+	{
+		q, ok := w.RefAt(&t, w.Slot(&t, 0))
+		if !ok {
+			if q, err = w.Ref(&t, 0, false); err != nil {
+				return w.At(err, "items", -1)
+			}
+		}
+		if q != 0 {
+			if _, _, ok := w.VectorAt(q, 1); !ok {
+				if _, _, err := w.Vector(q, 1); err != nil {
+					return w.At(err, "items", -1)
+				}
+			}
+		}
 	}
 	w.Leave()
 	return nil
@@ -106,8 +158,20 @@ func VerifyTensorList(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	if _, _, err := w.VectorField(&t, 0, false, 4); err != nil {
-		return w.At(err, "items", -1)
+	{
+		q, ok := w.RefAt(&t, w.Slot(&t, 0))
+		if !ok {
+			if q, err = w.Ref(&t, 0, false); err != nil {
+				return w.At(err, "items", -1)
+			}
+		}
+		if q != 0 {
+			if _, _, ok := w.VectorAt(q, 4); !ok {
+				if _, _, err := w.Vector(q, 4); err != nil {
+					return w.At(err, "items", -1)
+				}
+			}
+		}
 	}
 	w.Leave()
 	return nil
@@ -119,8 +183,20 @@ func VerifyOptionalTensorList(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	if _, _, err := w.VectorField(&t, 0, false, 4); err != nil {
-		return w.At(err, "items", -1)
+	{
+		q, ok := w.RefAt(&t, w.Slot(&t, 0))
+		if !ok {
+			if q, err = w.Ref(&t, 0, false); err != nil {
+				return w.At(err, "items", -1)
+			}
+		}
+		if q != 0 {
+			if _, _, ok := w.VectorAt(q, 4); !ok {
+				if _, _, err := w.Vector(q, 4); err != nil {
+					return w.At(err, "items", -1)
+				}
+			}
+		}
 	}
 	w.Leave()
 	return nil
@@ -132,14 +208,20 @@ func VerifyAllocationDetails(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	if err := w.Scalar(&t, 0, 4); err != nil {
-		return w.At(err, "memory_id", -1)
+	if fo := w.Slot(&t, 0); fo != 0 && fo+4 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 4); err != nil {
+			return w.At(err, "memory_id", -1)
+		}
 	}
-	if err := w.Scalar(&t, 1, 4); err != nil {
-		return w.At(err, "memory_offset_low", -1)
+	if fo := w.Slot(&t, 1); fo != 0 && fo+4 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 4); err != nil {
+			return w.At(err, "memory_offset_low", -1)
+		}
 	}
-	if err := w.Scalar(&t, 2, 4); err != nil {
-		return w.At(err, "memory_offset_high", -1)
+	if fo := w.Slot(&t, 2); fo != 0 && fo+4 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 4); err != nil {
+			return w.At(err, "memory_offset_high", -1)
+		}
 	}
 	w.Leave()
 	return nil
@@ -151,20 +233,38 @@ func VerifyExtraTensorInfo(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	if err := w.Scalar(&t, 0, 8); err != nil {
-		return w.At(err, "mutable_data_segments_idx", -1)
+	if fo := w.Slot(&t, 0); fo != 0 && fo+8 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 8); err != nil {
+			return w.At(err, "mutable_data_segments_idx", -1)
+		}
 	}
-	if err := w.StringField(&t, 1, false); err != nil {
-		return w.At(err, "fully_qualified_name", -1)
+	{
+		q, ok := w.RefAt(&t, w.Slot(&t, 1))
+		if !ok {
+			if q, err = w.Ref(&t, 1, false); err != nil {
+				return w.At(err, "fully_qualified_name", -1)
+			}
+		}
+		if q != 0 {
+			if err := w.String(q); err != nil {
+				return w.At(err, "fully_qualified_name", -1)
+			}
+		}
 	}
-	if err := w.Scalar(&t, 2, 1); err != nil {
-		return w.At(err, "location", -1)
+	if fo := w.Slot(&t, 2); fo != 0 && fo+1 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 1); err != nil {
+			return w.At(err, "location", -1)
+		}
 	}
-	if err := w.Scalar(&t, 3, 1); err != nil {
-		return w.At(err, "device_type", -1)
+	if fo := w.Slot(&t, 3); fo != 0 && fo+1 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 1); err != nil {
+			return w.At(err, "device_type", -1)
+		}
 	}
-	if err := w.Scalar(&t, 4, 1); err != nil {
-		return w.At(err, "device_index", -1)
+	if fo := w.Slot(&t, 4); fo != 0 && fo+1 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 1); err != nil {
+			return w.At(err, "device_index", -1)
+		}
 	}
 	w.Leave()
 	return nil
@@ -176,42 +276,90 @@ func VerifyTensor(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	if err := w.Scalar(&t, 0, 1); err != nil {
-		return w.At(err, "scalar_type", -1)
-	}
-	if err := w.Scalar(&t, 1, 4); err != nil {
-		return w.At(err, "storage_offset", -1)
-	}
-	if _, _, err := w.VectorField(&t, 2, false, 4); err != nil {
-		return w.At(err, "sizes", -1)
-	}
-	if _, _, err := w.VectorField(&t, 3, false, 1); err != nil {
-		return w.At(err, "dim_order", -1)
-	}
-	if err := w.Scalar(&t, 4, 1); err != nil {
-		return w.At(err, "requires_grad", -1)
-	}
-	if err := w.Scalar(&t, 5, 4); err != nil {
-		return w.At(err, "data_buffer_idx", -1)
-	}
-	if q, err := w.Ref(&t, 6, false); err != nil {
-		return w.At(err, "allocation_info", -1)
-	} else if q != 0 {
-		if err := VerifyAllocationDetails(w, q); err != nil {
-			return w.At(err, "allocation_info", -1)
+	if fo := w.Slot(&t, 0); fo != 0 && fo+1 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 1); err != nil {
+			return w.At(err, "scalar_type", -1)
 		}
 	}
-	if err := w.Scalar(&t, 7, 1); err != nil {
-		return w.At(err, "layout", -1)
+	if fo := w.Slot(&t, 1); fo != 0 && fo+4 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 4); err != nil {
+			return w.At(err, "storage_offset", -1)
+		}
 	}
-	if err := w.Scalar(&t, 8, 1); err != nil {
-		return w.At(err, "shape_dynamism", -1)
+	{
+		q, ok := w.RefAt(&t, w.Slot(&t, 2))
+		if !ok {
+			if q, err = w.Ref(&t, 2, false); err != nil {
+				return w.At(err, "sizes", -1)
+			}
+		}
+		if q != 0 {
+			if _, _, ok := w.VectorAt(q, 4); !ok {
+				if _, _, err := w.Vector(q, 4); err != nil {
+					return w.At(err, "sizes", -1)
+				}
+			}
+		}
 	}
-	if q, err := w.Ref(&t, 9, false); err != nil {
-		return w.At(err, "extra_tensor_info", -1)
-	} else if q != 0 {
-		if err := VerifyExtraTensorInfo(w, q); err != nil {
-			return w.At(err, "extra_tensor_info", -1)
+	{
+		q, ok := w.RefAt(&t, w.Slot(&t, 3))
+		if !ok {
+			if q, err = w.Ref(&t, 3, false); err != nil {
+				return w.At(err, "dim_order", -1)
+			}
+		}
+		if q != 0 {
+			if _, _, ok := w.VectorAt(q, 1); !ok {
+				if _, _, err := w.Vector(q, 1); err != nil {
+					return w.At(err, "dim_order", -1)
+				}
+			}
+		}
+	}
+	if fo := w.Slot(&t, 4); fo != 0 && fo+1 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 1); err != nil {
+			return w.At(err, "requires_grad", -1)
+		}
+	}
+	if fo := w.Slot(&t, 5); fo != 0 && fo+4 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 4); err != nil {
+			return w.At(err, "data_buffer_idx", -1)
+		}
+	}
+	{
+		q, ok := w.RefAt(&t, w.Slot(&t, 6))
+		if !ok {
+			if q, err = w.Ref(&t, 6, false); err != nil {
+				return w.At(err, "allocation_info", -1)
+			}
+		}
+		if q != 0 {
+			if err := VerifyAllocationDetails(w, q); err != nil {
+				return w.At(err, "allocation_info", -1)
+			}
+		}
+	}
+	if fo := w.Slot(&t, 7); fo != 0 && fo+1 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 1); err != nil {
+			return w.At(err, "layout", -1)
+		}
+	}
+	if fo := w.Slot(&t, 8); fo != 0 && fo+1 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 1); err != nil {
+			return w.At(err, "shape_dynamism", -1)
+		}
+	}
+	{
+		q, ok := w.RefAt(&t, w.Slot(&t, 9))
+		if !ok {
+			if q, err = w.Ref(&t, 9, false); err != nil {
+				return w.At(err, "extra_tensor_info", -1)
+			}
+		}
+		if q != 0 {
+			if err := VerifyExtraTensorInfo(w, q); err != nil {
+				return w.At(err, "extra_tensor_info", -1)
+			}
 		}
 	}
 	w.Leave()
@@ -267,11 +415,31 @@ func VerifyOperator(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	if err := w.StringField(&t, 0, false); err != nil {
-		return w.At(err, "name", -1)
+	{
+		q, ok := w.RefAt(&t, w.Slot(&t, 0))
+		if !ok {
+			if q, err = w.Ref(&t, 0, false); err != nil {
+				return w.At(err, "name", -1)
+			}
+		}
+		if q != 0 {
+			if err := w.String(q); err != nil {
+				return w.At(err, "name", -1)
+			}
+		}
 	}
-	if err := w.StringField(&t, 1, false); err != nil {
-		return w.At(err, "overload", -1)
+	{
+		q, ok := w.RefAt(&t, w.Slot(&t, 1))
+		if !ok {
+			if q, err = w.Ref(&t, 1, false); err != nil {
+				return w.At(err, "overload", -1)
+			}
+		}
+		if q != 0 {
+			if err := w.String(q); err != nil {
+				return w.At(err, "overload", -1)
+			}
+		}
 	}
 	w.Leave()
 	return nil
@@ -283,11 +451,25 @@ func VerifyKernelCall(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	if err := w.Scalar(&t, 0, 4); err != nil {
-		return w.At(err, "op_index", -1)
+	if fo := w.Slot(&t, 0); fo != 0 && fo+4 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 4); err != nil {
+			return w.At(err, "op_index", -1)
+		}
 	}
-	if _, _, err := w.VectorField(&t, 1, false, 4); err != nil {
-		return w.At(err, "args", -1)
+	{
+		q, ok := w.RefAt(&t, w.Slot(&t, 1))
+		if !ok {
+			if q, err = w.Ref(&t, 1, false); err != nil {
+				return w.At(err, "args", -1)
+			}
+		}
+		if q != 0 {
+			if _, _, ok := w.VectorAt(q, 4); !ok {
+				if _, _, err := w.Vector(q, 4); err != nil {
+					return w.At(err, "args", -1)
+				}
+			}
+		}
 	}
 	w.Leave()
 	return nil
@@ -299,11 +481,25 @@ func VerifyDelegateCall(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	if err := w.Scalar(&t, 0, 4); err != nil {
-		return w.At(err, "delegate_index", -1)
+	if fo := w.Slot(&t, 0); fo != 0 && fo+4 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 4); err != nil {
+			return w.At(err, "delegate_index", -1)
+		}
 	}
-	if _, _, err := w.VectorField(&t, 1, false, 4); err != nil {
-		return w.At(err, "args", -1)
+	{
+		q, ok := w.RefAt(&t, w.Slot(&t, 1))
+		if !ok {
+			if q, err = w.Ref(&t, 1, false); err != nil {
+				return w.At(err, "args", -1)
+			}
+		}
+		if q != 0 {
+			if _, _, ok := w.VectorAt(q, 4); !ok {
+				if _, _, err := w.Vector(q, 4); err != nil {
+					return w.At(err, "args", -1)
+				}
+			}
+		}
 	}
 	w.Leave()
 	return nil
@@ -315,11 +511,15 @@ func VerifyMoveCall(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	if err := w.Scalar(&t, 0, 4); err != nil {
-		return w.At(err, "move_from", -1)
+	if fo := w.Slot(&t, 0); fo != 0 && fo+4 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 4); err != nil {
+			return w.At(err, "move_from", -1)
+		}
 	}
-	if err := w.Scalar(&t, 1, 4); err != nil {
-		return w.At(err, "move_to", -1)
+	if fo := w.Slot(&t, 1); fo != 0 && fo+4 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 4); err != nil {
+			return w.At(err, "move_to", -1)
+		}
 	}
 	w.Leave()
 	return nil
@@ -331,11 +531,15 @@ func VerifyJumpFalseCall(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	if err := w.Scalar(&t, 0, 4); err != nil {
-		return w.At(err, "cond_value_index", -1)
+	if fo := w.Slot(&t, 0); fo != 0 && fo+4 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 4); err != nil {
+			return w.At(err, "cond_value_index", -1)
+		}
 	}
-	if err := w.Scalar(&t, 1, 4); err != nil {
-		return w.At(err, "destination_instruction", -1)
+	if fo := w.Slot(&t, 1); fo != 0 && fo+4 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 4); err != nil {
+			return w.At(err, "destination_instruction", -1)
+		}
 	}
 	w.Leave()
 	return nil
@@ -347,8 +551,10 @@ func VerifyFreeCall(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	if err := w.Scalar(&t, 0, 4); err != nil {
-		return w.At(err, "value_index", -1)
+	if fo := w.Slot(&t, 0); fo != 0 && fo+4 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 4); err != nil {
+			return w.At(err, "value_index", -1)
+		}
 	}
 	w.Leave()
 	return nil
@@ -391,17 +597,49 @@ func VerifyFrame(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	if err := w.StringField(&t, 0, false); err != nil {
-		return w.At(err, "filename", -1)
+	{
+		q, ok := w.RefAt(&t, w.Slot(&t, 0))
+		if !ok {
+			if q, err = w.Ref(&t, 0, false); err != nil {
+				return w.At(err, "filename", -1)
+			}
+		}
+		if q != 0 {
+			if err := w.String(q); err != nil {
+				return w.At(err, "filename", -1)
+			}
+		}
 	}
-	if err := w.Scalar(&t, 1, 4); err != nil {
-		return w.At(err, "lineno", -1)
+	if fo := w.Slot(&t, 1); fo != 0 && fo+4 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 4); err != nil {
+			return w.At(err, "lineno", -1)
+		}
 	}
-	if err := w.StringField(&t, 2, false); err != nil {
-		return w.At(err, "name", -1)
+	{
+		q, ok := w.RefAt(&t, w.Slot(&t, 2))
+		if !ok {
+			if q, err = w.Ref(&t, 2, false); err != nil {
+				return w.At(err, "name", -1)
+			}
+		}
+		if q != 0 {
+			if err := w.String(q); err != nil {
+				return w.At(err, "name", -1)
+			}
+		}
 	}
-	if err := w.StringField(&t, 3, false); err != nil {
-		return w.At(err, "context", -1)
+	{
+		q, ok := w.RefAt(&t, w.Slot(&t, 3))
+		if !ok {
+			if q, err = w.Ref(&t, 3, false); err != nil {
+				return w.At(err, "context", -1)
+			}
+		}
+		if q != 0 {
+			if err := w.String(q); err != nil {
+				return w.At(err, "context", -1)
+			}
+		}
 	}
 	w.Leave()
 	return nil
@@ -413,16 +651,34 @@ func VerifyFrameList(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	if start, n, err := w.VectorField(&t, 0, false, 4); err != nil {
-		return w.At(err, "items", -1)
-	} else {
-		for i := int64(0); i < n; i++ {
-			e, err := w.Deref(start + 4*i)
-			if err == nil {
-				err = VerifyFrame(w, e)
+	{
+		q, ok := w.RefAt(&t, w.Slot(&t, 0))
+		if !ok {
+			if q, err = w.Ref(&t, 0, false); err != nil {
+				return w.At(err, "items", -1)
 			}
-			if err != nil {
-				return w.At(w.At(err, "", int(i)), "items", -1)
+		}
+		if q != 0 {
+			start, n, ok := w.VectorAt(q, 4)
+			if !ok {
+				if start, n, err = w.Vector(q, 4); err != nil {
+					return w.At(err, "items", -1)
+				}
+			}
+			{
+				for i := int64(0); i < n; i++ {
+					var err error
+					e, ok := w.DerefAt(start + 4*i)
+					if !ok {
+						e, err = w.Deref(start + 4*i)
+					}
+					if err == nil {
+						err = VerifyFrame(w, e)
+					}
+					if err != nil {
+						return w.At(w.At(err, "", int(i)), "items", -1)
+					}
+				}
 			}
 		}
 	}
@@ -436,22 +692,64 @@ func VerifyChain(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	if _, _, err := w.VectorField(&t, 0, false, 4); err != nil {
-		return w.At(err, "inputs", -1)
-	}
-	if _, _, err := w.VectorField(&t, 1, false, 4); err != nil {
-		return w.At(err, "outputs", -1)
-	}
-	if start, n, err := w.VectorField(&t, 2, false, 4); err != nil {
-		return w.At(err, "instructions", -1)
-	} else if !w.Lazy() {
-		for i := int64(0); i < n; i++ {
-			e, err := w.Deref(start + 4*i)
-			if err == nil {
-				err = VerifyInstruction(w, e)
+	{
+		q, ok := w.RefAt(&t, w.Slot(&t, 0))
+		if !ok {
+			if q, err = w.Ref(&t, 0, false); err != nil {
+				return w.At(err, "inputs", -1)
 			}
-			if err != nil {
-				return w.At(w.At(err, "", int(i)), "instructions", -1)
+		}
+		if q != 0 {
+			if _, _, ok := w.VectorAt(q, 4); !ok {
+				if _, _, err := w.Vector(q, 4); err != nil {
+					return w.At(err, "inputs", -1)
+				}
+			}
+		}
+	}
+	{
+		q, ok := w.RefAt(&t, w.Slot(&t, 1))
+		if !ok {
+			if q, err = w.Ref(&t, 1, false); err != nil {
+				return w.At(err, "outputs", -1)
+			}
+		}
+		if q != 0 {
+			if _, _, ok := w.VectorAt(q, 4); !ok {
+				if _, _, err := w.Vector(q, 4); err != nil {
+					return w.At(err, "outputs", -1)
+				}
+			}
+		}
+	}
+	{
+		q, ok := w.RefAt(&t, w.Slot(&t, 2))
+		if !ok {
+			if q, err = w.Ref(&t, 2, false); err != nil {
+				return w.At(err, "instructions", -1)
+			}
+		}
+		if q != 0 {
+			start, n, ok := w.VectorAt(q, 4)
+			if !ok {
+				if start, n, err = w.Vector(q, 4); err != nil {
+					return w.At(err, "instructions", -1)
+				}
+			}
+			if !w.Lazy() {
+				for i := int64(0); i < n; i++ {
+					var err error
+					e, ok := w.DerefAt(start + 4*i)
+					if !ok {
+						e, err = w.Deref(start + 4*i)
+					}
+					if err == nil {
+						err = VerifyInstruction(w, e)
+					}
+					if err != nil {
+						return w.At(w.At(err, "", int(i)), "instructions", -1)
+					}
+				}
 			}
 		}
 	}
@@ -465,11 +763,31 @@ func VerifyContainerMetadata(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	if err := w.StringField(&t, 0, false); err != nil {
-		return w.At(err, "encoded_inp_str", -1)
+	{
+		q, ok := w.RefAt(&t, w.Slot(&t, 0))
+		if !ok {
+			if q, err = w.Ref(&t, 0, false); err != nil {
+				return w.At(err, "encoded_inp_str", -1)
+			}
+		}
+		if q != 0 {
+			if err := w.String(q); err != nil {
+				return w.At(err, "encoded_inp_str", -1)
+			}
+		}
 	}
-	if err := w.StringField(&t, 1, false); err != nil {
-		return w.At(err, "encoded_out_str", -1)
+	{
+		q, ok := w.RefAt(&t, w.Slot(&t, 1))
+		if !ok {
+			if q, err = w.Ref(&t, 1, false); err != nil {
+				return w.At(err, "encoded_out_str", -1)
+			}
+		}
+		if q != 0 {
+			if err := w.String(q); err != nil {
+				return w.At(err, "encoded_out_str", -1)
+			}
+		}
 	}
 	w.Leave()
 	return nil
@@ -481,11 +799,33 @@ func VerifyCompileSpec(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	if err := w.StringField(&t, 0, false); err != nil {
-		return w.At(err, "key", -1)
+	{
+		q, ok := w.RefAt(&t, w.Slot(&t, 0))
+		if !ok {
+			if q, err = w.Ref(&t, 0, false); err != nil {
+				return w.At(err, "key", -1)
+			}
+		}
+		if q != 0 {
+			if err := w.String(q); err != nil {
+				return w.At(err, "key", -1)
+			}
+		}
 	}
-	if _, _, err := w.VectorField(&t, 1, false, 1); err != nil {
-		return w.At(err, "value", -1)
+	{
+		q, ok := w.RefAt(&t, w.Slot(&t, 1))
+		if !ok {
+			if q, err = w.Ref(&t, 1, false); err != nil {
+				return w.At(err, "value", -1)
+			}
+		}
+		if q != 0 {
+			if _, _, ok := w.VectorAt(q, 1); !ok {
+				if _, _, err := w.Vector(q, 1); err != nil {
+					return w.At(err, "value", -1)
+				}
+			}
+		}
 	}
 	w.Leave()
 	return nil
@@ -497,11 +837,15 @@ func VerifyBackendDelegateDataReference(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	if err := w.Scalar(&t, 0, 1); err != nil {
-		return w.At(err, "location", -1)
+	if fo := w.Slot(&t, 0); fo != 0 && fo+1 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 1); err != nil {
+			return w.At(err, "location", -1)
+		}
 	}
-	if err := w.Scalar(&t, 1, 4); err != nil {
-		return w.At(err, "index", -1)
+	if fo := w.Slot(&t, 1); fo != 0 && fo+4 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 4); err != nil {
+			return w.At(err, "index", -1)
+		}
 	}
 	w.Leave()
 	return nil
@@ -513,26 +857,60 @@ func VerifyBackendDelegate(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	if err := w.StringField(&t, 0, false); err != nil {
-		return w.At(err, "id", -1)
-	}
-	if q, err := w.Ref(&t, 1, false); err != nil {
-		return w.At(err, "processed", -1)
-	} else if q != 0 {
-		if err := VerifyBackendDelegateDataReference(w, q); err != nil {
-			return w.At(err, "processed", -1)
+	{
+		q, ok := w.RefAt(&t, w.Slot(&t, 0))
+		if !ok {
+			if q, err = w.Ref(&t, 0, false); err != nil {
+				return w.At(err, "id", -1)
+			}
+		}
+		if q != 0 {
+			if err := w.String(q); err != nil {
+				return w.At(err, "id", -1)
+			}
 		}
 	}
-	if start, n, err := w.VectorField(&t, 2, false, 4); err != nil {
-		return w.At(err, "compile_specs", -1)
-	} else {
-		for i := int64(0); i < n; i++ {
-			e, err := w.Deref(start + 4*i)
-			if err == nil {
-				err = VerifyCompileSpec(w, e)
+	{
+		q, ok := w.RefAt(&t, w.Slot(&t, 1))
+		if !ok {
+			if q, err = w.Ref(&t, 1, false); err != nil {
+				return w.At(err, "processed", -1)
 			}
-			if err != nil {
-				return w.At(w.At(err, "", int(i)), "compile_specs", -1)
+		}
+		if q != 0 {
+			if err := VerifyBackendDelegateDataReference(w, q); err != nil {
+				return w.At(err, "processed", -1)
+			}
+		}
+	}
+	{
+		q, ok := w.RefAt(&t, w.Slot(&t, 2))
+		if !ok {
+			if q, err = w.Ref(&t, 2, false); err != nil {
+				return w.At(err, "compile_specs", -1)
+			}
+		}
+		if q != 0 {
+			start, n, ok := w.VectorAt(q, 4)
+			if !ok {
+				if start, n, err = w.Vector(q, 4); err != nil {
+					return w.At(err, "compile_specs", -1)
+				}
+			}
+			{
+				for i := int64(0); i < n; i++ {
+					var err error
+					e, ok := w.DerefAt(start + 4*i)
+					if !ok {
+						e, err = w.Deref(start + 4*i)
+					}
+					if err == nil {
+						err = VerifyCompileSpec(w, e)
+					}
+					if err != nil {
+						return w.At(w.At(err, "", int(i)), "compile_specs", -1)
+					}
+				}
 			}
 		}
 	}
@@ -546,14 +924,20 @@ func VerifyNonConstBufferDevice(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	if err := w.Scalar(&t, 0, 4); err != nil {
-		return w.At(err, "buffer_idx", -1)
+	if fo := w.Slot(&t, 0); fo != 0 && fo+4 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 4); err != nil {
+			return w.At(err, "buffer_idx", -1)
+		}
 	}
-	if err := w.Scalar(&t, 1, 1); err != nil {
-		return w.At(err, "device_type", -1)
+	if fo := w.Slot(&t, 1); fo != 0 && fo+1 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 1); err != nil {
+			return w.At(err, "device_type", -1)
+		}
 	}
-	if err := w.Scalar(&t, 2, 1); err != nil {
-		return w.At(err, "device_index", -1)
+	if fo := w.Slot(&t, 2); fo != 0 && fo+1 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 1); err != nil {
+			return w.At(err, "device_index", -1)
+		}
 	}
 	w.Leave()
 	return nil
@@ -565,76 +949,200 @@ func VerifyExecutionPlan(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	if err := w.StringField(&t, 0, false); err != nil {
-		return w.At(err, "name", -1)
-	}
-	if q, err := w.Ref(&t, 1, false); err != nil {
-		return w.At(err, "container_meta_type", -1)
-	} else if q != 0 {
-		if err := VerifyContainerMetadata(w, q); err != nil {
-			return w.At(err, "container_meta_type", -1)
-		}
-	}
-	if start, n, err := w.VectorField(&t, 2, false, 4); err != nil {
-		return w.At(err, "values", -1)
-	} else {
-		for i := int64(0); i < n; i++ {
-			e, err := w.Deref(start + 4*i)
-			if err == nil {
-				err = VerifyEValue(w, e)
+	{
+		q, ok := w.RefAt(&t, w.Slot(&t, 0))
+		if !ok {
+			if q, err = w.Ref(&t, 0, false); err != nil {
+				return w.At(err, "name", -1)
 			}
-			if err != nil {
-				return w.At(w.At(err, "", int(i)), "values", -1)
+		}
+		if q != 0 {
+			if err := w.String(q); err != nil {
+				return w.At(err, "name", -1)
 			}
 		}
 	}
-	if _, _, err := w.VectorField(&t, 3, false, 4); err != nil {
-		return w.At(err, "inputs", -1)
-	}
-	if _, _, err := w.VectorField(&t, 4, false, 4); err != nil {
-		return w.At(err, "outputs", -1)
-	}
-	if start, n, err := w.VectorField(&t, 5, false, 4); err != nil {
-		return w.At(err, "chains", -1)
-	} else {
-		for i := int64(0); i < n; i++ {
-			e, err := w.Deref(start + 4*i)
-			if err == nil {
-				err = VerifyChain(w, e)
+	{
+		q, ok := w.RefAt(&t, w.Slot(&t, 1))
+		if !ok {
+			if q, err = w.Ref(&t, 1, false); err != nil {
+				return w.At(err, "container_meta_type", -1)
 			}
-			if err != nil {
-				return w.At(w.At(err, "", int(i)), "chains", -1)
+		}
+		if q != 0 {
+			if err := VerifyContainerMetadata(w, q); err != nil {
+				return w.At(err, "container_meta_type", -1)
 			}
 		}
 	}
-	if start, n, err := w.VectorField(&t, 6, false, 4); err != nil {
-		return w.At(err, "operators", -1)
-	} else {
-		for i := int64(0); i < n; i++ {
-			e, err := w.Deref(start + 4*i)
-			if err == nil {
-				err = VerifyOperator(w, e)
+	{
+		q, ok := w.RefAt(&t, w.Slot(&t, 2))
+		if !ok {
+			if q, err = w.Ref(&t, 2, false); err != nil {
+				return w.At(err, "values", -1)
 			}
-			if err != nil {
-				return w.At(w.At(err, "", int(i)), "operators", -1)
+		}
+		if q != 0 {
+			start, n, ok := w.VectorAt(q, 4)
+			if !ok {
+				if start, n, err = w.Vector(q, 4); err != nil {
+					return w.At(err, "values", -1)
+				}
+			}
+			{
+				for i := int64(0); i < n; i++ {
+					var err error
+					e, ok := w.DerefAt(start + 4*i)
+					if !ok {
+						e, err = w.Deref(start + 4*i)
+					}
+					if err == nil {
+						err = VerifyEValue(w, e)
+					}
+					if err != nil {
+						return w.At(w.At(err, "", int(i)), "values", -1)
+					}
+				}
 			}
 		}
 	}
-	if start, n, err := w.VectorField(&t, 7, false, 4); err != nil {
-		return w.At(err, "delegates", -1)
-	} else {
-		for i := int64(0); i < n; i++ {
-			e, err := w.Deref(start + 4*i)
-			if err == nil {
-				err = VerifyBackendDelegate(w, e)
+	{
+		q, ok := w.RefAt(&t, w.Slot(&t, 3))
+		if !ok {
+			if q, err = w.Ref(&t, 3, false); err != nil {
+				return w.At(err, "inputs", -1)
 			}
-			if err != nil {
-				return w.At(w.At(err, "", int(i)), "delegates", -1)
+		}
+		if q != 0 {
+			if _, _, ok := w.VectorAt(q, 4); !ok {
+				if _, _, err := w.Vector(q, 4); err != nil {
+					return w.At(err, "inputs", -1)
+				}
 			}
 		}
 	}
-	if _, _, err := w.VectorField(&t, 8, false, 8); err != nil {
-		return w.At(err, "non_const_buffer_sizes", -1)
+	{
+		q, ok := w.RefAt(&t, w.Slot(&t, 4))
+		if !ok {
+			if q, err = w.Ref(&t, 4, false); err != nil {
+				return w.At(err, "outputs", -1)
+			}
+		}
+		if q != 0 {
+			if _, _, ok := w.VectorAt(q, 4); !ok {
+				if _, _, err := w.Vector(q, 4); err != nil {
+					return w.At(err, "outputs", -1)
+				}
+			}
+		}
+	}
+	{
+		q, ok := w.RefAt(&t, w.Slot(&t, 5))
+		if !ok {
+			if q, err = w.Ref(&t, 5, false); err != nil {
+				return w.At(err, "chains", -1)
+			}
+		}
+		if q != 0 {
+			start, n, ok := w.VectorAt(q, 4)
+			if !ok {
+				if start, n, err = w.Vector(q, 4); err != nil {
+					return w.At(err, "chains", -1)
+				}
+			}
+			{
+				for i := int64(0); i < n; i++ {
+					var err error
+					e, ok := w.DerefAt(start + 4*i)
+					if !ok {
+						e, err = w.Deref(start + 4*i)
+					}
+					if err == nil {
+						err = VerifyChain(w, e)
+					}
+					if err != nil {
+						return w.At(w.At(err, "", int(i)), "chains", -1)
+					}
+				}
+			}
+		}
+	}
+	{
+		q, ok := w.RefAt(&t, w.Slot(&t, 6))
+		if !ok {
+			if q, err = w.Ref(&t, 6, false); err != nil {
+				return w.At(err, "operators", -1)
+			}
+		}
+		if q != 0 {
+			start, n, ok := w.VectorAt(q, 4)
+			if !ok {
+				if start, n, err = w.Vector(q, 4); err != nil {
+					return w.At(err, "operators", -1)
+				}
+			}
+			{
+				for i := int64(0); i < n; i++ {
+					var err error
+					e, ok := w.DerefAt(start + 4*i)
+					if !ok {
+						e, err = w.Deref(start + 4*i)
+					}
+					if err == nil {
+						err = VerifyOperator(w, e)
+					}
+					if err != nil {
+						return w.At(w.At(err, "", int(i)), "operators", -1)
+					}
+				}
+			}
+		}
+	}
+	{
+		q, ok := w.RefAt(&t, w.Slot(&t, 7))
+		if !ok {
+			if q, err = w.Ref(&t, 7, false); err != nil {
+				return w.At(err, "delegates", -1)
+			}
+		}
+		if q != 0 {
+			start, n, ok := w.VectorAt(q, 4)
+			if !ok {
+				if start, n, err = w.Vector(q, 4); err != nil {
+					return w.At(err, "delegates", -1)
+				}
+			}
+			{
+				for i := int64(0); i < n; i++ {
+					var err error
+					e, ok := w.DerefAt(start + 4*i)
+					if !ok {
+						e, err = w.Deref(start + 4*i)
+					}
+					if err == nil {
+						err = VerifyBackendDelegate(w, e)
+					}
+					if err != nil {
+						return w.At(w.At(err, "", int(i)), "delegates", -1)
+					}
+				}
+			}
+		}
+	}
+	{
+		q, ok := w.RefAt(&t, w.Slot(&t, 8))
+		if !ok {
+			if q, err = w.Ref(&t, 8, false); err != nil {
+				return w.At(err, "non_const_buffer_sizes", -1)
+			}
+		}
+		if q != 0 {
+			if _, _, ok := w.VectorAt(q, 8); !ok {
+				if _, _, err := w.Vector(q, 8); err != nil {
+					return w.At(err, "non_const_buffer_sizes", -1)
+				}
+			}
+		}
 	}
 	w.Leave()
 	return nil
@@ -646,8 +1154,20 @@ func VerifyBuffer(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	if _, _, err := w.VectorField(&t, 0, false, 1); err != nil {
-		return w.At(err, "storage", -1)
+	{
+		q, ok := w.RefAt(&t, w.Slot(&t, 0))
+		if !ok {
+			if q, err = w.Ref(&t, 0, false); err != nil {
+				return w.At(err, "storage", -1)
+			}
+		}
+		if q != 0 {
+			if _, _, ok := w.VectorAt(q, 1); !ok {
+				if _, _, err := w.Vector(q, 1); err != nil {
+					return w.At(err, "storage", -1)
+				}
+			}
+		}
 	}
 	w.Leave()
 	return nil
@@ -659,8 +1179,20 @@ func VerifyBackendDelegateInlineData(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	if _, _, err := w.VectorField(&t, 0, false, 1); err != nil {
-		return w.At(err, "data", -1)
+	{
+		q, ok := w.RefAt(&t, w.Slot(&t, 0))
+		if !ok {
+			if q, err = w.Ref(&t, 0, false); err != nil {
+				return w.At(err, "data", -1)
+			}
+		}
+		if q != 0 {
+			if _, _, ok := w.VectorAt(q, 1); !ok {
+				if _, _, err := w.Vector(q, 1); err != nil {
+					return w.At(err, "data", -1)
+				}
+			}
+		}
 	}
 	w.Leave()
 	return nil
@@ -672,11 +1204,15 @@ func VerifyDataSegment(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	if err := w.Scalar(&t, 0, 8); err != nil {
-		return w.At(err, "offset", -1)
+	if fo := w.Slot(&t, 0); fo != 0 && fo+8 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 8); err != nil {
+			return w.At(err, "offset", -1)
+		}
 	}
-	if err := w.Scalar(&t, 1, 8); err != nil {
-		return w.At(err, "size", -1)
+	if fo := w.Slot(&t, 1); fo != 0 && fo+8 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 8); err != nil {
+			return w.At(err, "size", -1)
+		}
 	}
 	w.Leave()
 	return nil
@@ -688,11 +1224,25 @@ func VerifySubsegmentOffsets(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	if err := w.Scalar(&t, 0, 4); err != nil {
-		return w.At(err, "segment_index", -1)
+	if fo := w.Slot(&t, 0); fo != 0 && fo+4 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 4); err != nil {
+			return w.At(err, "segment_index", -1)
+		}
 	}
-	if _, _, err := w.VectorField(&t, 1, false, 8); err != nil {
-		return w.At(err, "offsets", -1)
+	{
+		q, ok := w.RefAt(&t, w.Slot(&t, 1))
+		if !ok {
+			if q, err = w.Ref(&t, 1, false); err != nil {
+				return w.At(err, "offsets", -1)
+			}
+		}
+		if q != 0 {
+			if _, _, ok := w.VectorAt(q, 8); !ok {
+				if _, _, err := w.Vector(q, 8); err != nil {
+					return w.At(err, "offsets", -1)
+				}
+			}
+		}
 	}
 	w.Leave()
 	return nil
@@ -704,11 +1254,23 @@ func VerifyNamedData(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	if err := w.StringField(&t, 0, false); err != nil {
-		return w.At(err, "key", -1)
+	{
+		q, ok := w.RefAt(&t, w.Slot(&t, 0))
+		if !ok {
+			if q, err = w.Ref(&t, 0, false); err != nil {
+				return w.At(err, "key", -1)
+			}
+		}
+		if q != 0 {
+			if err := w.String(q); err != nil {
+				return w.At(err, "key", -1)
+			}
+		}
 	}
-	if err := w.Scalar(&t, 1, 4); err != nil {
-		return w.At(err, "segment_index", -1)
+	if fo := w.Slot(&t, 1); fo != 0 && fo+4 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 4); err != nil {
+			return w.At(err, "segment_index", -1)
+		}
 	}
 	w.Leave()
 	return nil
@@ -720,91 +1282,207 @@ func VerifyProgram(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	if err := w.Scalar(&t, 0, 4); err != nil {
-		return w.At(err, "version", -1)
+	if fo := w.Slot(&t, 0); fo != 0 && fo+4 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 4); err != nil {
+			return w.At(err, "version", -1)
+		}
 	}
-	if start, n, err := w.VectorField(&t, 1, false, 4); err != nil {
-		return w.At(err, "execution_plan", -1)
-	} else {
-		for i := int64(0); i < n; i++ {
-			e, err := w.Deref(start + 4*i)
-			if err == nil {
-				err = VerifyExecutionPlan(w, e)
+	{
+		q, ok := w.RefAt(&t, w.Slot(&t, 1))
+		if !ok {
+			if q, err = w.Ref(&t, 1, false); err != nil {
+				return w.At(err, "execution_plan", -1)
 			}
-			if err != nil {
-				return w.At(w.At(err, "", int(i)), "execution_plan", -1)
+		}
+		if q != 0 {
+			start, n, ok := w.VectorAt(q, 4)
+			if !ok {
+				if start, n, err = w.Vector(q, 4); err != nil {
+					return w.At(err, "execution_plan", -1)
+				}
+			}
+			{
+				for i := int64(0); i < n; i++ {
+					var err error
+					e, ok := w.DerefAt(start + 4*i)
+					if !ok {
+						e, err = w.Deref(start + 4*i)
+					}
+					if err == nil {
+						err = VerifyExecutionPlan(w, e)
+					}
+					if err != nil {
+						return w.At(w.At(err, "", int(i)), "execution_plan", -1)
+					}
+				}
 			}
 		}
 	}
-	if start, n, err := w.VectorField(&t, 2, false, 4); err != nil {
-		return w.At(err, "constant_buffer", -1)
-	} else {
-		for i := int64(0); i < n; i++ {
-			e, err := w.Deref(start + 4*i)
-			if err == nil {
-				err = VerifyBuffer(w, e)
+	{
+		q, ok := w.RefAt(&t, w.Slot(&t, 2))
+		if !ok {
+			if q, err = w.Ref(&t, 2, false); err != nil {
+				return w.At(err, "constant_buffer", -1)
 			}
-			if err != nil {
-				return w.At(w.At(err, "", int(i)), "constant_buffer", -1)
+		}
+		if q != 0 {
+			start, n, ok := w.VectorAt(q, 4)
+			if !ok {
+				if start, n, err = w.Vector(q, 4); err != nil {
+					return w.At(err, "constant_buffer", -1)
+				}
+			}
+			{
+				for i := int64(0); i < n; i++ {
+					var err error
+					e, ok := w.DerefAt(start + 4*i)
+					if !ok {
+						e, err = w.Deref(start + 4*i)
+					}
+					if err == nil {
+						err = VerifyBuffer(w, e)
+					}
+					if err != nil {
+						return w.At(w.At(err, "", int(i)), "constant_buffer", -1)
+					}
+				}
 			}
 		}
 	}
-	if start, n, err := w.VectorField(&t, 3, false, 4); err != nil {
-		return w.At(err, "backend_delegate_data", -1)
-	} else {
-		for i := int64(0); i < n; i++ {
-			e, err := w.Deref(start + 4*i)
-			if err == nil {
-				err = VerifyBackendDelegateInlineData(w, e)
+	{
+		q, ok := w.RefAt(&t, w.Slot(&t, 3))
+		if !ok {
+			if q, err = w.Ref(&t, 3, false); err != nil {
+				return w.At(err, "backend_delegate_data", -1)
 			}
-			if err != nil {
-				return w.At(w.At(err, "", int(i)), "backend_delegate_data", -1)
+		}
+		if q != 0 {
+			start, n, ok := w.VectorAt(q, 4)
+			if !ok {
+				if start, n, err = w.Vector(q, 4); err != nil {
+					return w.At(err, "backend_delegate_data", -1)
+				}
+			}
+			{
+				for i := int64(0); i < n; i++ {
+					var err error
+					e, ok := w.DerefAt(start + 4*i)
+					if !ok {
+						e, err = w.Deref(start + 4*i)
+					}
+					if err == nil {
+						err = VerifyBackendDelegateInlineData(w, e)
+					}
+					if err != nil {
+						return w.At(w.At(err, "", int(i)), "backend_delegate_data", -1)
+					}
+				}
 			}
 		}
 	}
-	if start, n, err := w.VectorField(&t, 4, false, 4); err != nil {
-		return w.At(err, "segments", -1)
-	} else {
-		for i := int64(0); i < n; i++ {
-			e, err := w.Deref(start + 4*i)
-			if err == nil {
-				err = VerifyDataSegment(w, e)
+	{
+		q, ok := w.RefAt(&t, w.Slot(&t, 4))
+		if !ok {
+			if q, err = w.Ref(&t, 4, false); err != nil {
+				return w.At(err, "segments", -1)
 			}
-			if err != nil {
-				return w.At(w.At(err, "", int(i)), "segments", -1)
+		}
+		if q != 0 {
+			start, n, ok := w.VectorAt(q, 4)
+			if !ok {
+				if start, n, err = w.Vector(q, 4); err != nil {
+					return w.At(err, "segments", -1)
+				}
+			}
+			{
+				for i := int64(0); i < n; i++ {
+					var err error
+					e, ok := w.DerefAt(start + 4*i)
+					if !ok {
+						e, err = w.Deref(start + 4*i)
+					}
+					if err == nil {
+						err = VerifyDataSegment(w, e)
+					}
+					if err != nil {
+						return w.At(w.At(err, "", int(i)), "segments", -1)
+					}
+				}
 			}
 		}
 	}
-	if q, err := w.Ref(&t, 5, false); err != nil {
-		return w.At(err, "constant_segment", -1)
-	} else if q != 0 {
-		if err := VerifySubsegmentOffsets(w, q); err != nil {
-			return w.At(err, "constant_segment", -1)
-		}
-	}
-	if start, n, err := w.VectorField(&t, 6, false, 4); err != nil {
-		return w.At(err, "mutable_data_segments", -1)
-	} else {
-		for i := int64(0); i < n; i++ {
-			e, err := w.Deref(start + 4*i)
-			if err == nil {
-				err = VerifySubsegmentOffsets(w, e)
+	{
+		q, ok := w.RefAt(&t, w.Slot(&t, 5))
+		if !ok {
+			if q, err = w.Ref(&t, 5, false); err != nil {
+				return w.At(err, "constant_segment", -1)
 			}
-			if err != nil {
-				return w.At(w.At(err, "", int(i)), "mutable_data_segments", -1)
+		}
+		if q != 0 {
+			if err := VerifySubsegmentOffsets(w, q); err != nil {
+				return w.At(err, "constant_segment", -1)
 			}
 		}
 	}
-	if start, n, err := w.VectorField(&t, 7, false, 4); err != nil {
-		return w.At(err, "named_data", -1)
-	} else {
-		for i := int64(0); i < n; i++ {
-			e, err := w.Deref(start + 4*i)
-			if err == nil {
-				err = VerifyNamedData(w, e)
+	{
+		q, ok := w.RefAt(&t, w.Slot(&t, 6))
+		if !ok {
+			if q, err = w.Ref(&t, 6, false); err != nil {
+				return w.At(err, "mutable_data_segments", -1)
 			}
-			if err != nil {
-				return w.At(w.At(err, "", int(i)), "named_data", -1)
+		}
+		if q != 0 {
+			start, n, ok := w.VectorAt(q, 4)
+			if !ok {
+				if start, n, err = w.Vector(q, 4); err != nil {
+					return w.At(err, "mutable_data_segments", -1)
+				}
+			}
+			{
+				for i := int64(0); i < n; i++ {
+					var err error
+					e, ok := w.DerefAt(start + 4*i)
+					if !ok {
+						e, err = w.Deref(start + 4*i)
+					}
+					if err == nil {
+						err = VerifySubsegmentOffsets(w, e)
+					}
+					if err != nil {
+						return w.At(w.At(err, "", int(i)), "mutable_data_segments", -1)
+					}
+				}
+			}
+		}
+	}
+	{
+		q, ok := w.RefAt(&t, w.Slot(&t, 7))
+		if !ok {
+			if q, err = w.Ref(&t, 7, false); err != nil {
+				return w.At(err, "named_data", -1)
+			}
+		}
+		if q != 0 {
+			start, n, ok := w.VectorAt(q, 4)
+			if !ok {
+				if start, n, err = w.Vector(q, 4); err != nil {
+					return w.At(err, "named_data", -1)
+				}
+			}
+			{
+				for i := int64(0); i < n; i++ {
+					var err error
+					e, ok := w.DerefAt(start + 4*i)
+					if !ok {
+						e, err = w.Deref(start + 4*i)
+					}
+					if err == nil {
+						err = VerifyNamedData(w, e)
+					}
+					if err != nil {
+						return w.At(w.At(err, "", int(i)), "named_data", -1)
+					}
+				}
 			}
 		}
 	}

@@ -10,11 +10,15 @@ func VerifyDim(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	if err := w.Scalar(&t, 0, 8); err != nil {
-		return w.At(err, "min", -1)
+	if fo := w.Slot(&t, 0); fo != 0 && fo+8 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 8); err != nil {
+			return w.At(err, "min", -1)
+		}
 	}
-	if err := w.Scalar(&t, 1, 8); err != nil {
-		return w.At(err, "max", -1)
+	if fo := w.Slot(&t, 1); fo != 0 && fo+8 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 8); err != nil {
+			return w.At(err, "max", -1)
+		}
 	}
 	w.Leave()
 	return nil
@@ -26,26 +30,56 @@ func VerifyAffineGroup(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	if err := w.StringField(&t, 0, true); err != nil {
-		return w.At(err, "scale_data_key", -1)
+	{
+		q, ok := w.RefAt(&t, w.Slot(&t, 0))
+		if !ok {
+			if q, err = w.Ref(&t, 0, true); err != nil {
+				return w.At(err, "scale_data_key", -1)
+			}
+		}
+		if q != 0 {
+			if err := w.String(q); err != nil {
+				return w.At(err, "scale_data_key", -1)
+			}
+		}
 	}
-	if err := w.Scalar(&t, 1, 1); err != nil {
-		return w.At(err, "scale_dtype", -1)
+	if fo := w.Slot(&t, 1); fo != 0 && fo+1 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 1); err != nil {
+			return w.At(err, "scale_dtype", -1)
+		}
 	}
-	if err := w.Scalar(&t, 2, 4); err != nil {
-		return w.At(err, "quant_min", -1)
+	if fo := w.Slot(&t, 2); fo != 0 && fo+4 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 4); err != nil {
+			return w.At(err, "quant_min", -1)
+		}
 	}
-	if err := w.Scalar(&t, 3, 4); err != nil {
-		return w.At(err, "quant_max", -1)
+	if fo := w.Slot(&t, 3); fo != 0 && fo+4 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 4); err != nil {
+			return w.At(err, "quant_max", -1)
+		}
 	}
-	if err := w.Scalar(&t, 4, 4); err != nil {
-		return w.At(err, "group_size", -1)
+	if fo := w.Slot(&t, 4); fo != 0 && fo+4 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 4); err != nil {
+			return w.At(err, "group_size", -1)
+		}
 	}
-	if err := w.StringField(&t, 5, false); err != nil {
-		return w.At(err, "zero_point_data_key", -1)
+	{
+		q, ok := w.RefAt(&t, w.Slot(&t, 5))
+		if !ok {
+			if q, err = w.Ref(&t, 5, false); err != nil {
+				return w.At(err, "zero_point_data_key", -1)
+			}
+		}
+		if q != 0 {
+			if err := w.String(q); err != nil {
+				return w.At(err, "zero_point_data_key", -1)
+			}
+		}
 	}
-	if err := w.Scalar(&t, 6, 1); err != nil {
-		return w.At(err, "zero_point_dtype", -1)
+	if fo := w.Slot(&t, 6); fo != 0 && fo+1 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 1); err != nil {
+			return w.At(err, "zero_point_dtype", -1)
+		}
 	}
 	w.Leave()
 	return nil
@@ -57,8 +91,18 @@ func VerifyPackedQuant(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	if err := w.StringField(&t, 0, false); err != nil {
-		return w.At(err, "codec", -1)
+	{
+		q, ok := w.RefAt(&t, w.Slot(&t, 0))
+		if !ok {
+			if q, err = w.Ref(&t, 0, false); err != nil {
+				return w.At(err, "codec", -1)
+			}
+		}
+		if q != 0 {
+			if err := w.String(q); err != nil {
+				return w.At(err, "codec", -1)
+			}
+		}
 	}
 	w.Leave()
 	return nil
@@ -95,30 +139,68 @@ func VerifyTensorMeta(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	if err := w.Scalar(&t, 0, 1); err != nil {
-		return w.At(err, "dtype", -1)
+	if fo := w.Slot(&t, 0); fo != 0 && fo+1 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 1); err != nil {
+			return w.At(err, "dtype", -1)
+		}
 	}
-	if start, n, err := w.VectorField(&t, 1, false, 4); err != nil {
-		return w.At(err, "sizes", -1)
-	} else {
-		for i := int64(0); i < n; i++ {
-			e, err := w.Deref(start + 4*i)
-			if err == nil {
-				err = VerifyDim(w, e)
+	{
+		q, ok := w.RefAt(&t, w.Slot(&t, 1))
+		if !ok {
+			if q, err = w.Ref(&t, 1, false); err != nil {
+				return w.At(err, "sizes", -1)
 			}
-			if err != nil {
-				return w.At(w.At(err, "", int(i)), "sizes", -1)
+		}
+		if q != 0 {
+			start, n, ok := w.VectorAt(q, 4)
+			if !ok {
+				if start, n, err = w.Vector(q, 4); err != nil {
+					return w.At(err, "sizes", -1)
+				}
+			}
+			{
+				for i := int64(0); i < n; i++ {
+					var err error
+					e, ok := w.DerefAt(start + 4*i)
+					if !ok {
+						e, err = w.Deref(start + 4*i)
+					}
+					if err == nil {
+						err = VerifyDim(w, e)
+					}
+					if err != nil {
+						return w.At(w.At(err, "", int(i)), "sizes", -1)
+					}
+				}
 			}
 		}
 	}
-	if _, _, err := w.VectorField(&t, 2, false, 4); err != nil {
-		return w.At(err, "dim_order", -1)
+	{
+		q, ok := w.RefAt(&t, w.Slot(&t, 2))
+		if !ok {
+			if q, err = w.Ref(&t, 2, false); err != nil {
+				return w.At(err, "dim_order", -1)
+			}
+		}
+		if q != 0 {
+			if _, _, ok := w.VectorAt(q, 4); !ok {
+				if _, _, err := w.Vector(q, 4); err != nil {
+					return w.At(err, "dim_order", -1)
+				}
+			}
+		}
 	}
-	if q, err := w.Ref(&t, 3, false); err != nil {
-		return w.At(err, "quant", -1)
-	} else if q != 0 {
-		if err := VerifyQuantSpec(w, q); err != nil {
-			return w.At(err, "quant", -1)
+	{
+		q, ok := w.RefAt(&t, w.Slot(&t, 3))
+		if !ok {
+			if q, err = w.Ref(&t, 3, false); err != nil {
+				return w.At(err, "quant", -1)
+			}
+		}
+		if q != 0 {
+			if err := VerifyQuantSpec(w, q); err != nil {
+				return w.At(err, "quant", -1)
+			}
 		}
 	}
 	w.Leave()
@@ -131,14 +213,30 @@ func VerifyTensorValue(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	if err := w.StringField(&t, 0, false); err != nil {
-		return w.At(err, "name", -1)
+	{
+		q, ok := w.RefAt(&t, w.Slot(&t, 0))
+		if !ok {
+			if q, err = w.Ref(&t, 0, false); err != nil {
+				return w.At(err, "name", -1)
+			}
+		}
+		if q != 0 {
+			if err := w.String(q); err != nil {
+				return w.At(err, "name", -1)
+			}
+		}
 	}
-	if q, err := w.Ref(&t, 1, false); err != nil {
-		return w.At(err, "meta", -1)
-	} else if q != 0 {
-		if err := VerifyTensorMeta(w, q); err != nil {
-			return w.At(err, "meta", -1)
+	{
+		q, ok := w.RefAt(&t, w.Slot(&t, 1))
+		if !ok {
+			if q, err = w.Ref(&t, 1, false); err != nil {
+				return w.At(err, "meta", -1)
+			}
+		}
+		if q != 0 {
+			if err := VerifyTensorMeta(w, q); err != nil {
+				return w.At(err, "meta", -1)
+			}
 		}
 	}
 	w.Leave()
@@ -151,8 +249,18 @@ func VerifyTensorArg(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	if err := w.StringField(&t, 0, true); err != nil {
-		return w.At(err, "name", -1)
+	{
+		q, ok := w.RefAt(&t, w.Slot(&t, 0))
+		if !ok {
+			if q, err = w.Ref(&t, 0, true); err != nil {
+				return w.At(err, "name", -1)
+			}
+		}
+		if q != 0 {
+			if err := w.String(q); err != nil {
+				return w.At(err, "name", -1)
+			}
+		}
 	}
 	w.Leave()
 	return nil
@@ -209,16 +317,34 @@ func VerifyTensorListArg(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	if start, n, err := w.VectorField(&t, 0, true, 4); err != nil {
-		return w.At(err, "names", -1)
-	} else {
-		for i := int64(0); i < n; i++ {
-			e, err := w.Deref(start + 4*i)
-			if err == nil {
-				err = w.String(e)
+	{
+		q, ok := w.RefAt(&t, w.Slot(&t, 0))
+		if !ok {
+			if q, err = w.Ref(&t, 0, true); err != nil {
+				return w.At(err, "names", -1)
 			}
-			if err != nil {
-				return w.At(w.At(err, "", int(i)), "names", -1)
+		}
+		if q != 0 {
+			start, n, ok := w.VectorAt(q, 4)
+			if !ok {
+				if start, n, err = w.Vector(q, 4); err != nil {
+					return w.At(err, "names", -1)
+				}
+			}
+			{
+				for i := int64(0); i < n; i++ {
+					var err error
+					e, ok := w.DerefAt(start + 4*i)
+					if !ok {
+						e, err = w.Deref(start + 4*i)
+					}
+					if err == nil {
+						err = w.String(e)
+					}
+					if err != nil {
+						return w.At(w.At(err, "", int(i)), "names", -1)
+					}
+				}
 			}
 		}
 	}
@@ -232,21 +358,51 @@ func VerifyOptionalTensorListArg(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	if start, n, err := w.VectorField(&t, 0, true, 4); err != nil {
-		return w.At(err, "names", -1)
-	} else {
-		for i := int64(0); i < n; i++ {
-			e, err := w.Deref(start + 4*i)
-			if err == nil {
-				err = w.String(e)
+	{
+		q, ok := w.RefAt(&t, w.Slot(&t, 0))
+		if !ok {
+			if q, err = w.Ref(&t, 0, true); err != nil {
+				return w.At(err, "names", -1)
 			}
-			if err != nil {
-				return w.At(w.At(err, "", int(i)), "names", -1)
+		}
+		if q != 0 {
+			start, n, ok := w.VectorAt(q, 4)
+			if !ok {
+				if start, n, err = w.Vector(q, 4); err != nil {
+					return w.At(err, "names", -1)
+				}
+			}
+			{
+				for i := int64(0); i < n; i++ {
+					var err error
+					e, ok := w.DerefAt(start + 4*i)
+					if !ok {
+						e, err = w.Deref(start + 4*i)
+					}
+					if err == nil {
+						err = w.String(e)
+					}
+					if err != nil {
+						return w.At(w.At(err, "", int(i)), "names", -1)
+					}
+				}
 			}
 		}
 	}
-	if _, _, err := w.VectorField(&t, 1, true, 1); err != nil {
-		return w.At(err, "has_value", -1)
+	{
+		q, ok := w.RefAt(&t, w.Slot(&t, 1))
+		if !ok {
+			if q, err = w.Ref(&t, 1, true); err != nil {
+				return w.At(err, "has_value", -1)
+			}
+		}
+		if q != 0 {
+			if _, _, ok := w.VectorAt(q, 1); !ok {
+				if _, _, err := w.Vector(q, 1); err != nil {
+					return w.At(err, "has_value", -1)
+				}
+			}
+		}
 	}
 	w.Leave()
 	return nil
@@ -258,14 +414,30 @@ func VerifyGraphArg(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	if err := w.StringField(&t, 0, false); err != nil {
-		return w.At(err, "name", -1)
+	{
+		q, ok := w.RefAt(&t, w.Slot(&t, 0))
+		if !ok {
+			if q, err = w.Ref(&t, 0, false); err != nil {
+				return w.At(err, "name", -1)
+			}
+		}
+		if q != 0 {
+			if err := w.String(q); err != nil {
+				return w.At(err, "name", -1)
+			}
+		}
 	}
-	if q, err := w.Ref(&t, 1, true); err != nil {
-		return w.At(err, "graph", -1)
-	} else if q != 0 {
-		if err := VerifyGraph(w, q); err != nil {
-			return w.At(err, "graph", -1)
+	{
+		q, ok := w.RefAt(&t, w.Slot(&t, 1))
+		if !ok {
+			if q, err = w.Ref(&t, 1, true); err != nil {
+				return w.At(err, "graph", -1)
+			}
+		}
+		if q != 0 {
+			if err := VerifyGraph(w, q); err != nil {
+				return w.At(err, "graph", -1)
+			}
 		}
 	}
 	w.Leave()
@@ -325,18 +497,36 @@ func VerifyNamedArgument(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	if err := w.StringField(&t, 0, false); err != nil {
-		return w.At(err, "name", -1)
-	}
-	if q, err := w.Ref(&t, 1, true); err != nil {
-		return w.At(err, "arg", -1)
-	} else if q != 0 {
-		if err := VerifyArgument(w, q); err != nil {
-			return w.At(err, "arg", -1)
+	{
+		q, ok := w.RefAt(&t, w.Slot(&t, 0))
+		if !ok {
+			if q, err = w.Ref(&t, 0, false); err != nil {
+				return w.At(err, "name", -1)
+			}
+		}
+		if q != 0 {
+			if err := w.String(q); err != nil {
+				return w.At(err, "name", -1)
+			}
 		}
 	}
-	if err := w.Scalar(&t, 2, 1); err != nil {
-		return w.At(err, "mutated", -1)
+	{
+		q, ok := w.RefAt(&t, w.Slot(&t, 1))
+		if !ok {
+			if q, err = w.Ref(&t, 1, true); err != nil {
+				return w.At(err, "arg", -1)
+			}
+		}
+		if q != 0 {
+			if err := VerifyArgument(w, q); err != nil {
+				return w.At(err, "arg", -1)
+			}
+		}
+	}
+	if fo := w.Slot(&t, 2); fo != 0 && fo+1 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 1); err != nil {
+			return w.At(err, "mutated", -1)
+		}
 	}
 	w.Leave()
 	return nil
@@ -348,25 +538,65 @@ func VerifyNode(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	if err := w.StringField(&t, 0, false); err != nil {
-		return w.At(err, "name", -1)
-	}
-	if err := w.Scalar(&t, 1, 1); err != nil {
-		return w.At(err, "op_kind", -1)
-	}
-	if err := w.StringField(&t, 2, false); err != nil {
-		return w.At(err, "target", -1)
-	}
-	if start, n, err := w.VectorField(&t, 3, false, 4); err != nil {
-		return w.At(err, "inputs", -1)
-	} else {
-		for i := int64(0); i < n; i++ {
-			e, err := w.Deref(start + 4*i)
-			if err == nil {
-				err = VerifyNamedArgument(w, e)
+	{
+		q, ok := w.RefAt(&t, w.Slot(&t, 0))
+		if !ok {
+			if q, err = w.Ref(&t, 0, false); err != nil {
+				return w.At(err, "name", -1)
 			}
-			if err != nil {
-				return w.At(w.At(err, "", int(i)), "inputs", -1)
+		}
+		if q != 0 {
+			if err := w.String(q); err != nil {
+				return w.At(err, "name", -1)
+			}
+		}
+	}
+	if fo := w.Slot(&t, 1); fo != 0 && fo+1 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 1); err != nil {
+			return w.At(err, "op_kind", -1)
+		}
+	}
+	{
+		q, ok := w.RefAt(&t, w.Slot(&t, 2))
+		if !ok {
+			if q, err = w.Ref(&t, 2, false); err != nil {
+				return w.At(err, "target", -1)
+			}
+		}
+		if q != 0 {
+			if err := w.String(q); err != nil {
+				return w.At(err, "target", -1)
+			}
+		}
+	}
+	{
+		q, ok := w.RefAt(&t, w.Slot(&t, 3))
+		if !ok {
+			if q, err = w.Ref(&t, 3, false); err != nil {
+				return w.At(err, "inputs", -1)
+			}
+		}
+		if q != 0 {
+			start, n, ok := w.VectorAt(q, 4)
+			if !ok {
+				if start, n, err = w.Vector(q, 4); err != nil {
+					return w.At(err, "inputs", -1)
+				}
+			}
+			{
+				for i := int64(0); i < n; i++ {
+					var err error
+					e, ok := w.DerefAt(start + 4*i)
+					if !ok {
+						e, err = w.Deref(start + 4*i)
+					}
+					if err == nil {
+						err = VerifyNamedArgument(w, e)
+					}
+					if err != nil {
+						return w.At(w.At(err, "", int(i)), "inputs", -1)
+					}
+				}
 			}
 		}
 	}
@@ -380,55 +610,127 @@ func VerifyGraph(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	if start, n, err := w.VectorField(&t, 0, true, 4); err != nil {
-		return w.At(err, "nodes", -1)
-	} else {
-		for i := int64(0); i < n; i++ {
-			e, err := w.Deref(start + 4*i)
-			if err == nil {
-				err = VerifyNode(w, e)
+	{
+		q, ok := w.RefAt(&t, w.Slot(&t, 0))
+		if !ok {
+			if q, err = w.Ref(&t, 0, true); err != nil {
+				return w.At(err, "nodes", -1)
 			}
-			if err != nil {
-				return w.At(w.At(err, "", int(i)), "nodes", -1)
+		}
+		if q != 0 {
+			start, n, ok := w.VectorAt(q, 4)
+			if !ok {
+				if start, n, err = w.Vector(q, 4); err != nil {
+					return w.At(err, "nodes", -1)
+				}
+			}
+			{
+				for i := int64(0); i < n; i++ {
+					var err error
+					e, ok := w.DerefAt(start + 4*i)
+					if !ok {
+						e, err = w.Deref(start + 4*i)
+					}
+					if err == nil {
+						err = VerifyNode(w, e)
+					}
+					if err != nil {
+						return w.At(w.At(err, "", int(i)), "nodes", -1)
+					}
+				}
 			}
 		}
 	}
-	if start, n, err := w.VectorField(&t, 1, false, 4); err != nil {
-		return w.At(err, "inputs", -1)
-	} else {
-		for i := int64(0); i < n; i++ {
-			e, err := w.Deref(start + 4*i)
-			if err == nil {
-				err = w.String(e)
+	{
+		q, ok := w.RefAt(&t, w.Slot(&t, 1))
+		if !ok {
+			if q, err = w.Ref(&t, 1, false); err != nil {
+				return w.At(err, "inputs", -1)
 			}
-			if err != nil {
-				return w.At(w.At(err, "", int(i)), "inputs", -1)
+		}
+		if q != 0 {
+			start, n, ok := w.VectorAt(q, 4)
+			if !ok {
+				if start, n, err = w.Vector(q, 4); err != nil {
+					return w.At(err, "inputs", -1)
+				}
+			}
+			{
+				for i := int64(0); i < n; i++ {
+					var err error
+					e, ok := w.DerefAt(start + 4*i)
+					if !ok {
+						e, err = w.Deref(start + 4*i)
+					}
+					if err == nil {
+						err = w.String(e)
+					}
+					if err != nil {
+						return w.At(w.At(err, "", int(i)), "inputs", -1)
+					}
+				}
 			}
 		}
 	}
-	if start, n, err := w.VectorField(&t, 2, false, 4); err != nil {
-		return w.At(err, "outputs", -1)
-	} else {
-		for i := int64(0); i < n; i++ {
-			e, err := w.Deref(start + 4*i)
-			if err == nil {
-				err = w.String(e)
+	{
+		q, ok := w.RefAt(&t, w.Slot(&t, 2))
+		if !ok {
+			if q, err = w.Ref(&t, 2, false); err != nil {
+				return w.At(err, "outputs", -1)
 			}
-			if err != nil {
-				return w.At(w.At(err, "", int(i)), "outputs", -1)
+		}
+		if q != 0 {
+			start, n, ok := w.VectorAt(q, 4)
+			if !ok {
+				if start, n, err = w.Vector(q, 4); err != nil {
+					return w.At(err, "outputs", -1)
+				}
+			}
+			{
+				for i := int64(0); i < n; i++ {
+					var err error
+					e, ok := w.DerefAt(start + 4*i)
+					if !ok {
+						e, err = w.Deref(start + 4*i)
+					}
+					if err == nil {
+						err = w.String(e)
+					}
+					if err != nil {
+						return w.At(w.At(err, "", int(i)), "outputs", -1)
+					}
+				}
 			}
 		}
 	}
-	if start, n, err := w.VectorField(&t, 3, false, 4); err != nil {
-		return w.At(err, "tensor_values", -1)
-	} else {
-		for i := int64(0); i < n; i++ {
-			e, err := w.Deref(start + 4*i)
-			if err == nil {
-				err = VerifyTensorValue(w, e)
+	{
+		q, ok := w.RefAt(&t, w.Slot(&t, 3))
+		if !ok {
+			if q, err = w.Ref(&t, 3, false); err != nil {
+				return w.At(err, "tensor_values", -1)
 			}
-			if err != nil {
-				return w.At(w.At(err, "", int(i)), "tensor_values", -1)
+		}
+		if q != 0 {
+			start, n, ok := w.VectorAt(q, 4)
+			if !ok {
+				if start, n, err = w.Vector(q, 4); err != nil {
+					return w.At(err, "tensor_values", -1)
+				}
+			}
+			{
+				for i := int64(0); i < n; i++ {
+					var err error
+					e, ok := w.DerefAt(start + 4*i)
+					if !ok {
+						e, err = w.Deref(start + 4*i)
+					}
+					if err == nil {
+						err = VerifyTensorValue(w, e)
+					}
+					if err != nil {
+						return w.At(w.At(err, "", int(i)), "tensor_values", -1)
+					}
+				}
 			}
 		}
 	}
@@ -442,24 +744,54 @@ func VerifyNamedTensorRef(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	if err := w.StringField(&t, 0, true); err != nil {
-		return w.At(err, "name", -1)
-	}
-	if err := w.StringField(&t, 1, true); err != nil {
-		return w.At(err, "data_key", -1)
-	}
-	if q, err := w.Ref(&t, 2, true); err != nil {
-		return w.At(err, "meta", -1)
-	} else if q != 0 {
-		if err := VerifyTensorMeta(w, q); err != nil {
-			return w.At(err, "meta", -1)
+	{
+		q, ok := w.RefAt(&t, w.Slot(&t, 0))
+		if !ok {
+			if q, err = w.Ref(&t, 0, true); err != nil {
+				return w.At(err, "name", -1)
+			}
+		}
+		if q != 0 {
+			if err := w.String(q); err != nil {
+				return w.At(err, "name", -1)
+			}
 		}
 	}
-	if err := w.Scalar(&t, 3, 1); err != nil {
-		return w.At(err, "kind", -1)
+	{
+		q, ok := w.RefAt(&t, w.Slot(&t, 1))
+		if !ok {
+			if q, err = w.Ref(&t, 1, true); err != nil {
+				return w.At(err, "data_key", -1)
+			}
+		}
+		if q != 0 {
+			if err := w.String(q); err != nil {
+				return w.At(err, "data_key", -1)
+			}
+		}
 	}
-	if err := w.Scalar(&t, 4, 1); err != nil {
-		return w.At(err, "mutated", -1)
+	{
+		q, ok := w.RefAt(&t, w.Slot(&t, 2))
+		if !ok {
+			if q, err = w.Ref(&t, 2, true); err != nil {
+				return w.At(err, "meta", -1)
+			}
+		}
+		if q != 0 {
+			if err := VerifyTensorMeta(w, q); err != nil {
+				return w.At(err, "meta", -1)
+			}
+		}
+	}
+	if fo := w.Slot(&t, 3); fo != 0 && fo+1 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 1); err != nil {
+			return w.At(err, "kind", -1)
+		}
+	}
+	if fo := w.Slot(&t, 4); fo != 0 && fo+1 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 1); err != nil {
+			return w.At(err, "mutated", -1)
+		}
 	}
 	w.Leave()
 	return nil
@@ -471,14 +803,36 @@ func VerifyOutputSpec(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	if err := w.StringField(&t, 0, false); err != nil {
-		return w.At(err, "name", -1)
+	{
+		q, ok := w.RefAt(&t, w.Slot(&t, 0))
+		if !ok {
+			if q, err = w.Ref(&t, 0, false); err != nil {
+				return w.At(err, "name", -1)
+			}
+		}
+		if q != 0 {
+			if err := w.String(q); err != nil {
+				return w.At(err, "name", -1)
+			}
+		}
 	}
-	if err := w.Scalar(&t, 1, 1); err != nil {
-		return w.At(err, "kind", -1)
+	if fo := w.Slot(&t, 1); fo != 0 && fo+1 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 1); err != nil {
+			return w.At(err, "kind", -1)
+		}
 	}
-	if err := w.StringField(&t, 2, false); err != nil {
-		return w.At(err, "target", -1)
+	{
+		q, ok := w.RefAt(&t, w.Slot(&t, 2))
+		if !ok {
+			if q, err = w.Ref(&t, 2, false); err != nil {
+				return w.At(err, "target", -1)
+			}
+		}
+		if q != 0 {
+			if err := w.String(q); err != nil {
+				return w.At(err, "target", -1)
+			}
+		}
 	}
 	w.Leave()
 	return nil
@@ -490,11 +844,31 @@ func VerifyMutableBufferSpec(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	if err := w.StringField(&t, 0, true); err != nil {
-		return w.At(err, "name", -1)
+	{
+		q, ok := w.RefAt(&t, w.Slot(&t, 0))
+		if !ok {
+			if q, err = w.Ref(&t, 0, true); err != nil {
+				return w.At(err, "name", -1)
+			}
+		}
+		if q != 0 {
+			if err := w.String(q); err != nil {
+				return w.At(err, "name", -1)
+			}
+		}
 	}
-	if err := w.StringField(&t, 1, true); err != nil {
-		return w.At(err, "fqn", -1)
+	{
+		q, ok := w.RefAt(&t, w.Slot(&t, 1))
+		if !ok {
+			if q, err = w.Ref(&t, 1, true); err != nil {
+				return w.At(err, "fqn", -1)
+			}
+		}
+		if q != 0 {
+			if err := w.String(q); err != nil {
+				return w.At(err, "fqn", -1)
+			}
+		}
 	}
 	w.Leave()
 	return nil
@@ -506,52 +880,122 @@ func VerifyMethod(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	if err := w.StringField(&t, 0, true); err != nil {
-		return w.At(err, "name", -1)
-	}
-	if q, err := w.Ref(&t, 1, true); err != nil {
-		return w.At(err, "graph", -1)
-	} else if q != 0 {
-		if err := VerifyGraph(w, q); err != nil {
-			return w.At(err, "graph", -1)
-		}
-	}
-	if start, n, err := w.VectorField(&t, 2, false, 4); err != nil {
-		return w.At(err, "constants", -1)
-	} else {
-		for i := int64(0); i < n; i++ {
-			e, err := w.Deref(start + 4*i)
-			if err == nil {
-				err = VerifyNamedTensorRef(w, e)
+	{
+		q, ok := w.RefAt(&t, w.Slot(&t, 0))
+		if !ok {
+			if q, err = w.Ref(&t, 0, true); err != nil {
+				return w.At(err, "name", -1)
 			}
-			if err != nil {
-				return w.At(w.At(err, "", int(i)), "constants", -1)
+		}
+		if q != 0 {
+			if err := w.String(q); err != nil {
+				return w.At(err, "name", -1)
 			}
 		}
 	}
-	if start, n, err := w.VectorField(&t, 3, false, 4); err != nil {
-		return w.At(err, "output_specs", -1)
-	} else {
-		for i := int64(0); i < n; i++ {
-			e, err := w.Deref(start + 4*i)
-			if err == nil {
-				err = VerifyOutputSpec(w, e)
+	{
+		q, ok := w.RefAt(&t, w.Slot(&t, 1))
+		if !ok {
+			if q, err = w.Ref(&t, 1, true); err != nil {
+				return w.At(err, "graph", -1)
 			}
-			if err != nil {
-				return w.At(w.At(err, "", int(i)), "output_specs", -1)
+		}
+		if q != 0 {
+			if err := VerifyGraph(w, q); err != nil {
+				return w.At(err, "graph", -1)
 			}
 		}
 	}
-	if start, n, err := w.VectorField(&t, 4, false, 4); err != nil {
-		return w.At(err, "mutable_buffers", -1)
-	} else {
-		for i := int64(0); i < n; i++ {
-			e, err := w.Deref(start + 4*i)
-			if err == nil {
-				err = VerifyMutableBufferSpec(w, e)
+	{
+		q, ok := w.RefAt(&t, w.Slot(&t, 2))
+		if !ok {
+			if q, err = w.Ref(&t, 2, false); err != nil {
+				return w.At(err, "constants", -1)
 			}
-			if err != nil {
-				return w.At(w.At(err, "", int(i)), "mutable_buffers", -1)
+		}
+		if q != 0 {
+			start, n, ok := w.VectorAt(q, 4)
+			if !ok {
+				if start, n, err = w.Vector(q, 4); err != nil {
+					return w.At(err, "constants", -1)
+				}
+			}
+			{
+				for i := int64(0); i < n; i++ {
+					var err error
+					e, ok := w.DerefAt(start + 4*i)
+					if !ok {
+						e, err = w.Deref(start + 4*i)
+					}
+					if err == nil {
+						err = VerifyNamedTensorRef(w, e)
+					}
+					if err != nil {
+						return w.At(w.At(err, "", int(i)), "constants", -1)
+					}
+				}
+			}
+		}
+	}
+	{
+		q, ok := w.RefAt(&t, w.Slot(&t, 3))
+		if !ok {
+			if q, err = w.Ref(&t, 3, false); err != nil {
+				return w.At(err, "output_specs", -1)
+			}
+		}
+		if q != 0 {
+			start, n, ok := w.VectorAt(q, 4)
+			if !ok {
+				if start, n, err = w.Vector(q, 4); err != nil {
+					return w.At(err, "output_specs", -1)
+				}
+			}
+			{
+				for i := int64(0); i < n; i++ {
+					var err error
+					e, ok := w.DerefAt(start + 4*i)
+					if !ok {
+						e, err = w.Deref(start + 4*i)
+					}
+					if err == nil {
+						err = VerifyOutputSpec(w, e)
+					}
+					if err != nil {
+						return w.At(w.At(err, "", int(i)), "output_specs", -1)
+					}
+				}
+			}
+		}
+	}
+	{
+		q, ok := w.RefAt(&t, w.Slot(&t, 4))
+		if !ok {
+			if q, err = w.Ref(&t, 4, false); err != nil {
+				return w.At(err, "mutable_buffers", -1)
+			}
+		}
+		if q != 0 {
+			start, n, ok := w.VectorAt(q, 4)
+			if !ok {
+				if start, n, err = w.Vector(q, 4); err != nil {
+					return w.At(err, "mutable_buffers", -1)
+				}
+			}
+			{
+				for i := int64(0); i < n; i++ {
+					var err error
+					e, ok := w.DerefAt(start + 4*i)
+					if !ok {
+						e, err = w.Deref(start + 4*i)
+					}
+					if err == nil {
+						err = VerifyMutableBufferSpec(w, e)
+					}
+					if err != nil {
+						return w.At(w.At(err, "", int(i)), "mutable_buffers", -1)
+					}
+				}
 			}
 		}
 	}
@@ -565,19 +1009,47 @@ func VerifyProgram(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	if err := w.StringField(&t, 0, false); err != nil {
-		return w.At(err, "version", -1)
-	}
-	if start, n, err := w.VectorField(&t, 1, true, 4); err != nil {
-		return w.At(err, "methods", -1)
-	} else {
-		for i := int64(0); i < n; i++ {
-			e, err := w.Deref(start + 4*i)
-			if err == nil {
-				err = VerifyMethod(w, e)
+	{
+		q, ok := w.RefAt(&t, w.Slot(&t, 0))
+		if !ok {
+			if q, err = w.Ref(&t, 0, false); err != nil {
+				return w.At(err, "version", -1)
 			}
-			if err != nil {
-				return w.At(w.At(err, "", int(i)), "methods", -1)
+		}
+		if q != 0 {
+			if err := w.String(q); err != nil {
+				return w.At(err, "version", -1)
+			}
+		}
+	}
+	{
+		q, ok := w.RefAt(&t, w.Slot(&t, 1))
+		if !ok {
+			if q, err = w.Ref(&t, 1, true); err != nil {
+				return w.At(err, "methods", -1)
+			}
+		}
+		if q != 0 {
+			start, n, ok := w.VectorAt(q, 4)
+			if !ok {
+				if start, n, err = w.Vector(q, 4); err != nil {
+					return w.At(err, "methods", -1)
+				}
+			}
+			{
+				for i := int64(0); i < n; i++ {
+					var err error
+					e, ok := w.DerefAt(start + 4*i)
+					if !ok {
+						e, err = w.Deref(start + 4*i)
+					}
+					if err == nil {
+						err = VerifyMethod(w, e)
+					}
+					if err != nil {
+						return w.At(w.At(err, "", int(i)), "methods", -1)
+					}
+				}
 			}
 		}
 	}

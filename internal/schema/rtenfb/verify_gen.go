@@ -10,8 +10,10 @@ func VerifyIntScalar(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	if err := w.Scalar(&t, 0, 4); err != nil {
-		return w.At(err, "value", -1)
+	if fo := w.Slot(&t, 0); fo != 0 && fo+4 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 4); err != nil {
+			return w.At(err, "value", -1)
+		}
 	}
 	w.Leave()
 	return nil
@@ -23,8 +25,10 @@ func VerifyFloatScalar(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	if err := w.Scalar(&t, 0, 4); err != nil {
-		return w.At(err, "value", -1)
+	if fo := w.Slot(&t, 0); fo != 0 && fo+4 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 4); err != nil {
+			return w.At(err, "value", -1)
+		}
 	}
 	w.Leave()
 	return nil
@@ -36,11 +40,15 @@ func VerifyArgMaxAttrs(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	if err := w.Scalar(&t, 0, 4); err != nil {
-		return w.At(err, "axis", -1)
+	if fo := w.Slot(&t, 0); fo != 0 && fo+4 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 4); err != nil {
+			return w.At(err, "axis", -1)
+		}
 	}
-	if err := w.Scalar(&t, 1, 1); err != nil {
-		return w.At(err, "keep_dims", -1)
+	if fo := w.Slot(&t, 1); fo != 0 && fo+1 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 1); err != nil {
+			return w.At(err, "keep_dims", -1)
+		}
 	}
 	w.Leave()
 	return nil
@@ -52,23 +60,65 @@ func VerifyAveragePoolAttrs(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	if _, _, err := w.VectorField(&t, 0, false, 4); err != nil {
-		return w.At(err, "kernel_size", -1)
+	{
+		q, ok := w.RefAt(&t, w.Slot(&t, 0))
+		if !ok {
+			if q, err = w.Ref(&t, 0, false); err != nil {
+				return w.At(err, "kernel_size", -1)
+			}
+		}
+		if q != 0 {
+			if _, _, ok := w.VectorAt(q, 4); !ok {
+				if _, _, err := w.Vector(q, 4); err != nil {
+					return w.At(err, "kernel_size", -1)
+				}
+			}
+		}
 	}
-	if err := w.Scalar(&t, 1, 1); err != nil {
-		return w.At(err, "auto_pad", -1)
+	if fo := w.Slot(&t, 1); fo != 0 && fo+1 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 1); err != nil {
+			return w.At(err, "auto_pad", -1)
+		}
 	}
-	if _, _, err := w.VectorField(&t, 2, false, 4); err != nil {
-		return w.At(err, "pads", -1)
+	{
+		q, ok := w.RefAt(&t, w.Slot(&t, 2))
+		if !ok {
+			if q, err = w.Ref(&t, 2, false); err != nil {
+				return w.At(err, "pads", -1)
+			}
+		}
+		if q != 0 {
+			if _, _, ok := w.VectorAt(q, 4); !ok {
+				if _, _, err := w.Vector(q, 4); err != nil {
+					return w.At(err, "pads", -1)
+				}
+			}
+		}
 	}
-	if _, _, err := w.VectorField(&t, 3, false, 4); err != nil {
-		return w.At(err, "strides", -1)
+	{
+		q, ok := w.RefAt(&t, w.Slot(&t, 3))
+		if !ok {
+			if q, err = w.Ref(&t, 3, false); err != nil {
+				return w.At(err, "strides", -1)
+			}
+		}
+		if q != 0 {
+			if _, _, ok := w.VectorAt(q, 4); !ok {
+				if _, _, err := w.Vector(q, 4); err != nil {
+					return w.At(err, "strides", -1)
+				}
+			}
+		}
 	}
-	if err := w.Scalar(&t, 4, 1); err != nil {
-		return w.At(err, "count_include_pad", -1)
+	if fo := w.Slot(&t, 4); fo != 0 && fo+1 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 1); err != nil {
+			return w.At(err, "count_include_pad", -1)
+		}
 	}
-	if err := w.Scalar(&t, 5, 1); err != nil {
-		return w.At(err, "ceil_mode", -1)
+	if fo := w.Slot(&t, 5); fo != 0 && fo+1 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 1); err != nil {
+			return w.At(err, "ceil_mode", -1)
+		}
 	}
 	w.Leave()
 	return nil
@@ -80,8 +130,10 @@ func VerifyBatchNormalizationAttrs(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	if err := w.Scalar(&t, 0, 4); err != nil {
-		return w.At(err, "epsilon", -1)
+	if fo := w.Slot(&t, 0); fo != 0 && fo+4 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 4); err != nil {
+			return w.At(err, "epsilon", -1)
+		}
 	}
 	w.Leave()
 	return nil
@@ -93,8 +145,10 @@ func VerifyCastAttrs(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	if err := w.Scalar(&t, 0, 1); err != nil {
-		return w.At(err, "to", -1)
+	if fo := w.Slot(&t, 0); fo != 0 && fo+1 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 1); err != nil {
+			return w.At(err, "to", -1)
+		}
 	}
 	w.Leave()
 	return nil
@@ -106,8 +160,10 @@ func VerifyConcatAttrs(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	if err := w.Scalar(&t, 0, 4); err != nil {
-		return w.At(err, "axis", -1)
+	if fo := w.Slot(&t, 0); fo != 0 && fo+4 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 4); err != nil {
+			return w.At(err, "axis", -1)
+		}
 	}
 	w.Leave()
 	return nil
@@ -144,20 +200,60 @@ func VerifyConvAttrs(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	if err := w.Scalar(&t, 0, 1); err != nil {
-		return w.At(err, "auto_pad", -1)
+	if fo := w.Slot(&t, 0); fo != 0 && fo+1 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 1); err != nil {
+			return w.At(err, "auto_pad", -1)
+		}
 	}
-	if _, _, err := w.VectorField(&t, 1, false, 4); err != nil {
-		return w.At(err, "pads", -1)
+	{
+		q, ok := w.RefAt(&t, w.Slot(&t, 1))
+		if !ok {
+			if q, err = w.Ref(&t, 1, false); err != nil {
+				return w.At(err, "pads", -1)
+			}
+		}
+		if q != 0 {
+			if _, _, ok := w.VectorAt(q, 4); !ok {
+				if _, _, err := w.Vector(q, 4); err != nil {
+					return w.At(err, "pads", -1)
+				}
+			}
+		}
 	}
-	if err := w.Scalar(&t, 2, 4); err != nil {
-		return w.At(err, "groups", -1)
+	if fo := w.Slot(&t, 2); fo != 0 && fo+4 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 4); err != nil {
+			return w.At(err, "groups", -1)
+		}
 	}
-	if _, _, err := w.VectorField(&t, 3, false, 4); err != nil {
-		return w.At(err, "strides", -1)
+	{
+		q, ok := w.RefAt(&t, w.Slot(&t, 3))
+		if !ok {
+			if q, err = w.Ref(&t, 3, false); err != nil {
+				return w.At(err, "strides", -1)
+			}
+		}
+		if q != 0 {
+			if _, _, ok := w.VectorAt(q, 4); !ok {
+				if _, _, err := w.Vector(q, 4); err != nil {
+					return w.At(err, "strides", -1)
+				}
+			}
+		}
 	}
-	if _, _, err := w.VectorField(&t, 4, false, 4); err != nil {
-		return w.At(err, "dilations", -1)
+	{
+		q, ok := w.RefAt(&t, w.Slot(&t, 4))
+		if !ok {
+			if q, err = w.Ref(&t, 4, false); err != nil {
+				return w.At(err, "dilations", -1)
+			}
+		}
+		if q != 0 {
+			if _, _, ok := w.VectorAt(q, 4); !ok {
+				if _, _, err := w.Vector(q, 4); err != nil {
+					return w.At(err, "dilations", -1)
+				}
+			}
+		}
 	}
 	w.Leave()
 	return nil
@@ -169,20 +265,60 @@ func VerifyConvTransposeAttrs(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	if _, _, err := w.VectorField(&t, 0, false, 4); err != nil {
-		return w.At(err, "strides", -1)
+	{
+		q, ok := w.RefAt(&t, w.Slot(&t, 0))
+		if !ok {
+			if q, err = w.Ref(&t, 0, false); err != nil {
+				return w.At(err, "strides", -1)
+			}
+		}
+		if q != 0 {
+			if _, _, ok := w.VectorAt(q, 4); !ok {
+				if _, _, err := w.Vector(q, 4); err != nil {
+					return w.At(err, "strides", -1)
+				}
+			}
+		}
 	}
-	if err := w.Scalar(&t, 1, 1); err != nil {
-		return w.At(err, "auto_pad", -1)
+	if fo := w.Slot(&t, 1); fo != 0 && fo+1 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 1); err != nil {
+			return w.At(err, "auto_pad", -1)
+		}
 	}
-	if _, _, err := w.VectorField(&t, 2, false, 4); err != nil {
-		return w.At(err, "pads", -1)
+	{
+		q, ok := w.RefAt(&t, w.Slot(&t, 2))
+		if !ok {
+			if q, err = w.Ref(&t, 2, false); err != nil {
+				return w.At(err, "pads", -1)
+			}
+		}
+		if q != 0 {
+			if _, _, ok := w.VectorAt(q, 4); !ok {
+				if _, _, err := w.Vector(q, 4); err != nil {
+					return w.At(err, "pads", -1)
+				}
+			}
+		}
 	}
-	if err := w.Scalar(&t, 3, 4); err != nil {
-		return w.At(err, "groups", -1)
+	if fo := w.Slot(&t, 3); fo != 0 && fo+4 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 4); err != nil {
+			return w.At(err, "groups", -1)
+		}
 	}
-	if _, _, err := w.VectorField(&t, 4, false, 4); err != nil {
-		return w.At(err, "output_padding", -1)
+	{
+		q, ok := w.RefAt(&t, w.Slot(&t, 4))
+		if !ok {
+			if q, err = w.Ref(&t, 4, false); err != nil {
+				return w.At(err, "output_padding", -1)
+			}
+		}
+		if q != 0 {
+			if _, _, ok := w.VectorAt(q, 4); !ok {
+				if _, _, err := w.Vector(q, 4); err != nil {
+					return w.At(err, "output_padding", -1)
+				}
+			}
+		}
 	}
 	w.Leave()
 	return nil
@@ -194,8 +330,10 @@ func VerifyFlattenAttrs(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	if err := w.Scalar(&t, 0, 4); err != nil {
-		return w.At(err, "axis", -1)
+	if fo := w.Slot(&t, 0); fo != 0 && fo+4 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 4); err != nil {
+			return w.At(err, "axis", -1)
+		}
 	}
 	w.Leave()
 	return nil
@@ -207,8 +345,10 @@ func VerifyGatherAttrs(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	if err := w.Scalar(&t, 0, 4); err != nil {
-		return w.At(err, "axis", -1)
+	if fo := w.Slot(&t, 0); fo != 0 && fo+4 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 4); err != nil {
+			return w.At(err, "axis", -1)
+		}
 	}
 	w.Leave()
 	return nil
@@ -220,17 +360,25 @@ func VerifyGemmAttrs(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	if err := w.Scalar(&t, 0, 4); err != nil {
-		return w.At(err, "alpha", -1)
+	if fo := w.Slot(&t, 0); fo != 0 && fo+4 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 4); err != nil {
+			return w.At(err, "alpha", -1)
+		}
 	}
-	if err := w.Scalar(&t, 1, 4); err != nil {
-		return w.At(err, "beta", -1)
+	if fo := w.Slot(&t, 1); fo != 0 && fo+4 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 4); err != nil {
+			return w.At(err, "beta", -1)
+		}
 	}
-	if err := w.Scalar(&t, 2, 1); err != nil {
-		return w.At(err, "transpose_a", -1)
+	if fo := w.Slot(&t, 2); fo != 0 && fo+1 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 1); err != nil {
+			return w.At(err, "transpose_a", -1)
+		}
 	}
-	if err := w.Scalar(&t, 3, 1); err != nil {
-		return w.At(err, "transpose_b", -1)
+	if fo := w.Slot(&t, 3); fo != 0 && fo+1 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 1); err != nil {
+			return w.At(err, "transpose_b", -1)
+		}
 	}
 	w.Leave()
 	return nil
@@ -242,14 +390,20 @@ func VerifyGRUAttrs(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	if err := w.Scalar(&t, 0, 1); err != nil {
-		return w.At(err, "direction", -1)
+	if fo := w.Slot(&t, 0); fo != 0 && fo+1 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 1); err != nil {
+			return w.At(err, "direction", -1)
+		}
 	}
-	if err := w.Scalar(&t, 1, 4); err != nil {
-		return w.At(err, "hidden_size", -1)
+	if fo := w.Slot(&t, 1); fo != 0 && fo+4 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 4); err != nil {
+			return w.At(err, "hidden_size", -1)
+		}
 	}
-	if err := w.Scalar(&t, 2, 1); err != nil {
-		return w.At(err, "linear_before_reset", -1)
+	if fo := w.Slot(&t, 2); fo != 0 && fo+1 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 1); err != nil {
+			return w.At(err, "linear_before_reset", -1)
+		}
 	}
 	w.Leave()
 	return nil
@@ -261,8 +415,10 @@ func VerifyLeakyReluAttrs(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	if err := w.Scalar(&t, 0, 4); err != nil {
-		return w.At(err, "alpha", -1)
+	if fo := w.Slot(&t, 0); fo != 0 && fo+4 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 4); err != nil {
+			return w.At(err, "alpha", -1)
+		}
 	}
 	w.Leave()
 	return nil
@@ -274,11 +430,15 @@ func VerifyLSTMAttrs(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	if err := w.Scalar(&t, 0, 1); err != nil {
-		return w.At(err, "direction", -1)
+	if fo := w.Slot(&t, 0); fo != 0 && fo+1 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 1); err != nil {
+			return w.At(err, "direction", -1)
+		}
 	}
-	if err := w.Scalar(&t, 1, 4); err != nil {
-		return w.At(err, "hidden_size", -1)
+	if fo := w.Slot(&t, 1); fo != 0 && fo+4 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 4); err != nil {
+			return w.At(err, "hidden_size", -1)
+		}
 	}
 	w.Leave()
 	return nil
@@ -290,20 +450,60 @@ func VerifyMaxPoolAttrs(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	if _, _, err := w.VectorField(&t, 0, false, 4); err != nil {
-		return w.At(err, "kernel_size", -1)
+	{
+		q, ok := w.RefAt(&t, w.Slot(&t, 0))
+		if !ok {
+			if q, err = w.Ref(&t, 0, false); err != nil {
+				return w.At(err, "kernel_size", -1)
+			}
+		}
+		if q != 0 {
+			if _, _, ok := w.VectorAt(q, 4); !ok {
+				if _, _, err := w.Vector(q, 4); err != nil {
+					return w.At(err, "kernel_size", -1)
+				}
+			}
+		}
 	}
-	if err := w.Scalar(&t, 1, 1); err != nil {
-		return w.At(err, "auto_pad", -1)
+	if fo := w.Slot(&t, 1); fo != 0 && fo+1 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 1); err != nil {
+			return w.At(err, "auto_pad", -1)
+		}
 	}
-	if _, _, err := w.VectorField(&t, 2, false, 4); err != nil {
-		return w.At(err, "pads", -1)
+	{
+		q, ok := w.RefAt(&t, w.Slot(&t, 2))
+		if !ok {
+			if q, err = w.Ref(&t, 2, false); err != nil {
+				return w.At(err, "pads", -1)
+			}
+		}
+		if q != 0 {
+			if _, _, ok := w.VectorAt(q, 4); !ok {
+				if _, _, err := w.Vector(q, 4); err != nil {
+					return w.At(err, "pads", -1)
+				}
+			}
+		}
 	}
-	if _, _, err := w.VectorField(&t, 3, false, 4); err != nil {
-		return w.At(err, "strides", -1)
+	{
+		q, ok := w.RefAt(&t, w.Slot(&t, 3))
+		if !ok {
+			if q, err = w.Ref(&t, 3, false); err != nil {
+				return w.At(err, "strides", -1)
+			}
+		}
+		if q != 0 {
+			if _, _, ok := w.VectorAt(q, 4); !ok {
+				if _, _, err := w.Vector(q, 4); err != nil {
+					return w.At(err, "strides", -1)
+				}
+			}
+		}
 	}
-	if err := w.Scalar(&t, 4, 1); err != nil {
-		return w.At(err, "ceil_mode", -1)
+	if fo := w.Slot(&t, 4); fo != 0 && fo+1 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 1); err != nil {
+			return w.At(err, "ceil_mode", -1)
+		}
 	}
 	w.Leave()
 	return nil
@@ -315,14 +515,30 @@ func VerifyReduceMeanAttrs(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	if _, _, err := w.VectorField(&t, 0, false, 4); err != nil {
-		return w.At(err, "axes", -1)
+	{
+		q, ok := w.RefAt(&t, w.Slot(&t, 0))
+		if !ok {
+			if q, err = w.Ref(&t, 0, false); err != nil {
+				return w.At(err, "axes", -1)
+			}
+		}
+		if q != 0 {
+			if _, _, ok := w.VectorAt(q, 4); !ok {
+				if _, _, err := w.Vector(q, 4); err != nil {
+					return w.At(err, "axes", -1)
+				}
+			}
+		}
 	}
-	if err := w.Scalar(&t, 1, 1); err != nil {
-		return w.At(err, "keep_dims", -1)
+	if fo := w.Slot(&t, 1); fo != 0 && fo+1 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 1); err != nil {
+			return w.At(err, "keep_dims", -1)
+		}
 	}
-	if err := w.Scalar(&t, 2, 1); err != nil {
-		return w.At(err, "noop_with_empty_axes", -1)
+	if fo := w.Slot(&t, 2); fo != 0 && fo+1 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 1); err != nil {
+			return w.At(err, "noop_with_empty_axes", -1)
+		}
 	}
 	w.Leave()
 	return nil
@@ -334,8 +550,10 @@ func VerifyReshapeAttrs(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	if err := w.Scalar(&t, 0, 1); err != nil {
-		return w.At(err, "allow_zero", -1)
+	if fo := w.Slot(&t, 0); fo != 0 && fo+1 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 1); err != nil {
+			return w.At(err, "allow_zero", -1)
+		}
 	}
 	w.Leave()
 	return nil
@@ -347,14 +565,20 @@ func VerifyResizeAttrs(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	if err := w.Scalar(&t, 0, 1); err != nil {
-		return w.At(err, "mode", -1)
+	if fo := w.Slot(&t, 0); fo != 0 && fo+1 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 1); err != nil {
+			return w.At(err, "mode", -1)
+		}
 	}
-	if err := w.Scalar(&t, 1, 1); err != nil {
-		return w.At(err, "coord_mode", -1)
+	if fo := w.Slot(&t, 1); fo != 0 && fo+1 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 1); err != nil {
+			return w.At(err, "coord_mode", -1)
+		}
 	}
-	if err := w.Scalar(&t, 2, 1); err != nil {
-		return w.At(err, "nearest_mode", -1)
+	if fo := w.Slot(&t, 2); fo != 0 && fo+1 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 1); err != nil {
+			return w.At(err, "nearest_mode", -1)
+		}
 	}
 	w.Leave()
 	return nil
@@ -366,11 +590,15 @@ func VerifySplitAttrs(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	if err := w.Scalar(&t, 0, 4); err != nil {
-		return w.At(err, "axis", -1)
+	if fo := w.Slot(&t, 0); fo != 0 && fo+4 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 4); err != nil {
+			return w.At(err, "axis", -1)
+		}
 	}
-	if err := w.Scalar(&t, 1, 4); err != nil {
-		return w.At(err, "num_outputs", -1)
+	if fo := w.Slot(&t, 1); fo != 0 && fo+4 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 4); err != nil {
+			return w.At(err, "num_outputs", -1)
+		}
 	}
 	w.Leave()
 	return nil
@@ -382,8 +610,10 @@ func VerifySoftmaxAttrs(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	if err := w.Scalar(&t, 0, 4); err != nil {
-		return w.At(err, "axis", -1)
+	if fo := w.Slot(&t, 0); fo != 0 && fo+4 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 4); err != nil {
+			return w.At(err, "axis", -1)
+		}
 	}
 	w.Leave()
 	return nil
@@ -395,8 +625,20 @@ func VerifyTransposeAttrs(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	if _, _, err := w.VectorField(&t, 0, false, 4); err != nil {
-		return w.At(err, "perm", -1)
+	{
+		q, ok := w.RefAt(&t, w.Slot(&t, 0))
+		if !ok {
+			if q, err = w.Ref(&t, 0, false); err != nil {
+				return w.At(err, "perm", -1)
+			}
+		}
+		if q != 0 {
+			if _, _, ok := w.VectorAt(q, 4); !ok {
+				if _, _, err := w.Vector(q, 4); err != nil {
+					return w.At(err, "perm", -1)
+				}
+			}
+		}
 	}
 	w.Leave()
 	return nil
@@ -408,8 +650,10 @@ func VerifyModAttrs(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	if err := w.Scalar(&t, 0, 1); err != nil {
-		return w.At(err, "fmod", -1)
+	if fo := w.Slot(&t, 0); fo != 0 && fo+1 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 1); err != nil {
+			return w.At(err, "fmod", -1)
+		}
 	}
 	w.Leave()
 	return nil
@@ -421,11 +665,15 @@ func VerifyScatterElementsAttrs(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	if err := w.Scalar(&t, 0, 4); err != nil {
-		return w.At(err, "axis", -1)
+	if fo := w.Slot(&t, 0); fo != 0 && fo+4 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 4); err != nil {
+			return w.At(err, "axis", -1)
+		}
 	}
-	if err := w.Scalar(&t, 1, 1); err != nil {
-		return w.At(err, "reduction", -1)
+	if fo := w.Slot(&t, 1); fo != 0 && fo+1 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 1); err != nil {
+			return w.At(err, "reduction", -1)
+		}
 	}
 	w.Leave()
 	return nil
@@ -437,8 +685,10 @@ func VerifyOneHotAttrs(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	if err := w.Scalar(&t, 0, 4); err != nil {
-		return w.At(err, "axis", -1)
+	if fo := w.Slot(&t, 0); fo != 0 && fo+4 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 4); err != nil {
+			return w.At(err, "axis", -1)
+		}
 	}
 	w.Leave()
 	return nil
@@ -450,14 +700,20 @@ func VerifyTopKAttrs(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	if err := w.Scalar(&t, 0, 4); err != nil {
-		return w.At(err, "axis", -1)
+	if fo := w.Slot(&t, 0); fo != 0 && fo+4 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 4); err != nil {
+			return w.At(err, "axis", -1)
+		}
 	}
-	if err := w.Scalar(&t, 1, 1); err != nil {
-		return w.At(err, "largest", -1)
+	if fo := w.Slot(&t, 1); fo != 0 && fo+1 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 1); err != nil {
+			return w.At(err, "largest", -1)
+		}
 	}
-	if err := w.Scalar(&t, 2, 1); err != nil {
-		return w.At(err, "sorted", -1)
+	if fo := w.Slot(&t, 2); fo != 0 && fo+1 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 1); err != nil {
+			return w.At(err, "sorted", -1)
+		}
 	}
 	w.Leave()
 	return nil
@@ -469,11 +725,15 @@ func VerifyHardSigmoidAttrs(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	if err := w.Scalar(&t, 0, 4); err != nil {
-		return w.At(err, "alpha", -1)
+	if fo := w.Slot(&t, 0); fo != 0 && fo+4 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 4); err != nil {
+			return w.At(err, "alpha", -1)
+		}
 	}
-	if err := w.Scalar(&t, 1, 4); err != nil {
-		return w.At(err, "beta", -1)
+	if fo := w.Slot(&t, 1); fo != 0 && fo+4 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 4); err != nil {
+			return w.At(err, "beta", -1)
+		}
 	}
 	w.Leave()
 	return nil
@@ -485,8 +745,10 @@ func VerifyTriluAttrs(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	if err := w.Scalar(&t, 0, 1); err != nil {
-		return w.At(err, "upper", -1)
+	if fo := w.Slot(&t, 0); fo != 0 && fo+1 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 1); err != nil {
+			return w.At(err, "upper", -1)
+		}
 	}
 	w.Leave()
 	return nil
@@ -498,8 +760,10 @@ func VerifyScatterNDAttrs(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	if err := w.Scalar(&t, 0, 1); err != nil {
-		return w.At(err, "reduction", -1)
+	if fo := w.Slot(&t, 0); fo != 0 && fo+1 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 1); err != nil {
+			return w.At(err, "reduction", -1)
+		}
 	}
 	w.Leave()
 	return nil
@@ -511,8 +775,10 @@ func VerifyNonMaxSuppressionAttrs(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	if err := w.Scalar(&t, 0, 1); err != nil {
-		return w.At(err, "box_order", -1)
+	if fo := w.Slot(&t, 0); fo != 0 && fo+1 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 1); err != nil {
+			return w.At(err, "box_order", -1)
+		}
 	}
 	w.Leave()
 	return nil
@@ -524,11 +790,15 @@ func VerifyLayerNormalizationAttrs(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	if err := w.Scalar(&t, 0, 4); err != nil {
-		return w.At(err, "axis", -1)
+	if fo := w.Slot(&t, 0); fo != 0 && fo+4 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 4); err != nil {
+			return w.At(err, "axis", -1)
+		}
 	}
-	if err := w.Scalar(&t, 1, 4); err != nil {
-		return w.At(err, "epsilon", -1)
+	if fo := w.Slot(&t, 1); fo != 0 && fo+4 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 4); err != nil {
+			return w.At(err, "epsilon", -1)
+		}
 	}
 	w.Leave()
 	return nil
@@ -540,17 +810,35 @@ func VerifyRandomUniformAttrs(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	if _, _, err := w.VectorField(&t, 0, false, 4); err != nil {
-		return w.At(err, "shape", -1)
+	{
+		q, ok := w.RefAt(&t, w.Slot(&t, 0))
+		if !ok {
+			if q, err = w.Ref(&t, 0, false); err != nil {
+				return w.At(err, "shape", -1)
+			}
+		}
+		if q != 0 {
+			if _, _, ok := w.VectorAt(q, 4); !ok {
+				if _, _, err := w.Vector(q, 4); err != nil {
+					return w.At(err, "shape", -1)
+				}
+			}
+		}
 	}
-	if err := w.Scalar(&t, 1, 4); err != nil {
-		return w.At(err, "high", -1)
+	if fo := w.Slot(&t, 1); fo != 0 && fo+4 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 4); err != nil {
+			return w.At(err, "high", -1)
+		}
 	}
-	if err := w.Scalar(&t, 2, 4); err != nil {
-		return w.At(err, "low", -1)
+	if fo := w.Slot(&t, 2); fo != 0 && fo+4 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 4); err != nil {
+			return w.At(err, "low", -1)
+		}
 	}
-	if err := w.Scalar(&t, 3, 4); err != nil {
-		return w.At(err, "seed", -1)
+	if fo := w.Slot(&t, 3); fo != 0 && fo+4 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 4); err != nil {
+			return w.At(err, "seed", -1)
+		}
 	}
 	w.Leave()
 	return nil
@@ -562,8 +850,10 @@ func VerifyEluAttrs(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	if err := w.Scalar(&t, 0, 4); err != nil {
-		return w.At(err, "alpha", -1)
+	if fo := w.Slot(&t, 0); fo != 0 && fo+4 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 4); err != nil {
+			return w.At(err, "alpha", -1)
+		}
 	}
 	w.Leave()
 	return nil
@@ -575,14 +865,20 @@ func VerifyRandomUniformLikeAttrs(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	if err := w.Scalar(&t, 0, 4); err != nil {
-		return w.At(err, "high", -1)
+	if fo := w.Slot(&t, 0); fo != 0 && fo+4 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 4); err != nil {
+			return w.At(err, "high", -1)
+		}
 	}
-	if err := w.Scalar(&t, 1, 4); err != nil {
-		return w.At(err, "low", -1)
+	if fo := w.Slot(&t, 1); fo != 0 && fo+4 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 4); err != nil {
+			return w.At(err, "low", -1)
+		}
 	}
-	if err := w.Scalar(&t, 2, 4); err != nil {
-		return w.At(err, "seed", -1)
+	if fo := w.Slot(&t, 2); fo != 0 && fo+4 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 4); err != nil {
+			return w.At(err, "seed", -1)
+		}
 	}
 	w.Leave()
 	return nil
@@ -594,17 +890,35 @@ func VerifyRandomNormalAttrs(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	if err := w.Scalar(&t, 0, 4); err != nil {
-		return w.At(err, "mean", -1)
+	if fo := w.Slot(&t, 0); fo != 0 && fo+4 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 4); err != nil {
+			return w.At(err, "mean", -1)
+		}
 	}
-	if err := w.Scalar(&t, 1, 4); err != nil {
-		return w.At(err, "scale", -1)
+	if fo := w.Slot(&t, 1); fo != 0 && fo+4 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 4); err != nil {
+			return w.At(err, "scale", -1)
+		}
 	}
-	if err := w.Scalar(&t, 2, 4); err != nil {
-		return w.At(err, "seed", -1)
+	if fo := w.Slot(&t, 2); fo != 0 && fo+4 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 4); err != nil {
+			return w.At(err, "seed", -1)
+		}
 	}
-	if _, _, err := w.VectorField(&t, 3, false, 4); err != nil {
-		return w.At(err, "shape", -1)
+	{
+		q, ok := w.RefAt(&t, w.Slot(&t, 3))
+		if !ok {
+			if q, err = w.Ref(&t, 3, false); err != nil {
+				return w.At(err, "shape", -1)
+			}
+		}
+		if q != 0 {
+			if _, _, ok := w.VectorAt(q, 4); !ok {
+				if _, _, err := w.Vector(q, 4); err != nil {
+					return w.At(err, "shape", -1)
+				}
+			}
+		}
 	}
 	w.Leave()
 	return nil
@@ -616,14 +930,20 @@ func VerifyRandomNormalLikeAttrs(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	if err := w.Scalar(&t, 0, 4); err != nil {
-		return w.At(err, "mean", -1)
+	if fo := w.Slot(&t, 0); fo != 0 && fo+4 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 4); err != nil {
+			return w.At(err, "mean", -1)
+		}
 	}
-	if err := w.Scalar(&t, 1, 4); err != nil {
-		return w.At(err, "scale", -1)
+	if fo := w.Slot(&t, 1); fo != 0 && fo+4 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 4); err != nil {
+			return w.At(err, "scale", -1)
+		}
 	}
-	if err := w.Scalar(&t, 2, 4); err != nil {
-		return w.At(err, "seed", -1)
+	if fo := w.Slot(&t, 2); fo != 0 && fo+4 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 4); err != nil {
+			return w.At(err, "seed", -1)
+		}
 	}
 	w.Leave()
 	return nil
@@ -635,8 +955,10 @@ func VerifyGatherNDAttrs(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	if err := w.Scalar(&t, 0, 4); err != nil {
-		return w.At(err, "batch_dims", -1)
+	if fo := w.Slot(&t, 0); fo != 0 && fo+4 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 4); err != nil {
+			return w.At(err, "batch_dims", -1)
+		}
 	}
 	w.Leave()
 	return nil
@@ -648,8 +970,10 @@ func VerifyGeluAttrs(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	if err := w.Scalar(&t, 0, 1); err != nil {
-		return w.At(err, "approximate", -1)
+	if fo := w.Slot(&t, 0); fo != 0 && fo+1 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 1); err != nil {
+			return w.At(err, "approximate", -1)
+		}
 	}
 	w.Leave()
 	return nil
@@ -661,8 +985,18 @@ func VerifyEinsumAttrs(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	if err := w.StringField(&t, 0, false); err != nil {
-		return w.At(err, "equation", -1)
+	{
+		q, ok := w.RefAt(&t, w.Slot(&t, 0))
+		if !ok {
+			if q, err = w.Ref(&t, 0, false); err != nil {
+				return w.At(err, "equation", -1)
+			}
+		}
+		if q != 0 {
+			if err := w.String(q); err != nil {
+				return w.At(err, "equation", -1)
+			}
+		}
 	}
 	w.Leave()
 	return nil
@@ -674,18 +1008,30 @@ func VerifyIfAttrs(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	if q, err := w.Ref(&t, 0, false); err != nil {
-		return w.At(err, "then_branch", -1)
-	} else if q != 0 {
-		if err := VerifyGraph(w, q); err != nil {
-			return w.At(err, "then_branch", -1)
+	{
+		q, ok := w.RefAt(&t, w.Slot(&t, 0))
+		if !ok {
+			if q, err = w.Ref(&t, 0, false); err != nil {
+				return w.At(err, "then_branch", -1)
+			}
+		}
+		if q != 0 {
+			if err := VerifyGraph(w, q); err != nil {
+				return w.At(err, "then_branch", -1)
+			}
 		}
 	}
-	if q, err := w.Ref(&t, 1, false); err != nil {
-		return w.At(err, "else_branch", -1)
-	} else if q != 0 {
-		if err := VerifyGraph(w, q); err != nil {
-			return w.At(err, "else_branch", -1)
+	{
+		q, ok := w.RefAt(&t, w.Slot(&t, 1))
+		if !ok {
+			if q, err = w.Ref(&t, 1, false); err != nil {
+				return w.At(err, "else_branch", -1)
+			}
+		}
+		if q != 0 {
+			if err := VerifyGraph(w, q); err != nil {
+				return w.At(err, "else_branch", -1)
+			}
 		}
 	}
 	w.Leave()
@@ -698,8 +1044,10 @@ func VerifyPadAttrs(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	if err := w.Scalar(&t, 0, 1); err != nil {
-		return w.At(err, "mode", -1)
+	if fo := w.Slot(&t, 0); fo != 0 && fo+1 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 1); err != nil {
+			return w.At(err, "mode", -1)
+		}
 	}
 	w.Leave()
 	return nil
@@ -711,8 +1059,10 @@ func VerifyDequantizeLinearAttrs(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	if err := w.Scalar(&t, 0, 4); err != nil {
-		return w.At(err, "axis", -1)
+	if fo := w.Slot(&t, 0); fo != 0 && fo+4 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 4); err != nil {
+			return w.At(err, "axis", -1)
+		}
 	}
 	w.Leave()
 	return nil
@@ -724,11 +1074,15 @@ func VerifyQuantizeLinearAttrs(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	if err := w.Scalar(&t, 0, 4); err != nil {
-		return w.At(err, "axis", -1)
+	if fo := w.Slot(&t, 0); fo != 0 && fo+4 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 4); err != nil {
+			return w.At(err, "axis", -1)
+		}
 	}
-	if err := w.Scalar(&t, 1, 1); err != nil {
-		return w.At(err, "output_dtype", -1)
+	if fo := w.Slot(&t, 1); fo != 0 && fo+1 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 1); err != nil {
+			return w.At(err, "output_dtype", -1)
+		}
 	}
 	w.Leave()
 	return nil
@@ -740,11 +1094,15 @@ func VerifyDepthToSpaceAttrs(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	if err := w.Scalar(&t, 0, 1); err != nil {
-		return w.At(err, "mode", -1)
+	if fo := w.Slot(&t, 0); fo != 0 && fo+1 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 1); err != nil {
+			return w.At(err, "mode", -1)
+		}
 	}
-	if err := w.Scalar(&t, 1, 4); err != nil {
-		return w.At(err, "block_size", -1)
+	if fo := w.Slot(&t, 1); fo != 0 && fo+4 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 4); err != nil {
+			return w.At(err, "block_size", -1)
+		}
 	}
 	w.Leave()
 	return nil
@@ -761,11 +1119,15 @@ func VerifyShapeAttrs(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	if err := w.Scalar(&t, 0, 4); err != nil {
-		return w.At(err, "start", -1)
+	if fo := w.Slot(&t, 0); fo != 0 && fo+4 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 4); err != nil {
+			return w.At(err, "start", -1)
+		}
 	}
-	if err := w.Scalar(&t, 1, 4); err != nil {
-		return w.At(err, "end", -1)
+	if fo := w.Slot(&t, 1); fo != 0 && fo+4 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 4); err != nil {
+			return w.At(err, "end", -1)
+		}
 	}
 	w.Leave()
 	return nil
@@ -777,8 +1139,10 @@ func VerifyDropoutAttrs(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	if err := w.Scalar(&t, 0, 4); err != nil {
-		return w.At(err, "seed", -1)
+	if fo := w.Slot(&t, 0); fo != 0 && fo+4 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 4); err != nil {
+			return w.At(err, "seed", -1)
+		}
 	}
 	w.Leave()
 	return nil
@@ -790,11 +1154,15 @@ func VerifyEyeLikeAttrs(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	if err := w.Scalar(&t, 0, 1); err != nil {
-		return w.At(err, "dtype", -1)
+	if fo := w.Slot(&t, 0); fo != 0 && fo+1 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 1); err != nil {
+			return w.At(err, "dtype", -1)
+		}
 	}
-	if err := w.Scalar(&t, 1, 4); err != nil {
-		return w.At(err, "k", -1)
+	if fo := w.Slot(&t, 1); fo != 0 && fo+4 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 4); err != nil {
+			return w.At(err, "k", -1)
+		}
 	}
 	w.Leave()
 	return nil
@@ -811,11 +1179,17 @@ func VerifyLoopAttrs(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	if q, err := w.Ref(&t, 0, false); err != nil {
-		return w.At(err, "body", -1)
-	} else if q != 0 {
-		if err := VerifyGraph(w, q); err != nil {
-			return w.At(err, "body", -1)
+	{
+		q, ok := w.RefAt(&t, w.Slot(&t, 0))
+		if !ok {
+			if q, err = w.Ref(&t, 0, false); err != nil {
+				return w.At(err, "body", -1)
+			}
+		}
+		if q != 0 {
+			if err := VerifyGraph(w, q); err != nil {
+				return w.At(err, "body", -1)
+			}
 		}
 	}
 	w.Leave()
@@ -828,8 +1202,10 @@ func VerifySequenceEmptyAttrs(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	if err := w.Scalar(&t, 0, 1); err != nil {
-		return w.At(err, "dtype", -1)
+	if fo := w.Slot(&t, 0); fo != 0 && fo+1 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 1); err != nil {
+			return w.At(err, "dtype", -1)
+		}
 	}
 	w.Leave()
 	return nil
@@ -841,11 +1217,15 @@ func VerifyConcatFromSequenceAttrs(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	if err := w.Scalar(&t, 0, 4); err != nil {
-		return w.At(err, "axis", -1)
+	if fo := w.Slot(&t, 0); fo != 0 && fo+4 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 4); err != nil {
+			return w.At(err, "axis", -1)
+		}
 	}
-	if err := w.Scalar(&t, 1, 1); err != nil {
-		return w.At(err, "new_axis", -1)
+	if fo := w.Slot(&t, 1); fo != 0 && fo+1 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 1); err != nil {
+			return w.At(err, "new_axis", -1)
+		}
 	}
 	w.Leave()
 	return nil
@@ -857,11 +1237,15 @@ func VerifySplitToSequenceAttrs(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	if err := w.Scalar(&t, 0, 4); err != nil {
-		return w.At(err, "axis", -1)
+	if fo := w.Slot(&t, 0); fo != 0 && fo+4 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 4); err != nil {
+			return w.At(err, "axis", -1)
+		}
 	}
-	if err := w.Scalar(&t, 1, 1); err != nil {
-		return w.At(err, "keep_dims", -1)
+	if fo := w.Slot(&t, 1); fo != 0 && fo+1 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 1); err != nil {
+			return w.At(err, "keep_dims", -1)
+		}
 	}
 	w.Leave()
 	return nil
@@ -873,8 +1257,10 @@ func VerifyGridSampleAttrs(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	if err := w.Scalar(&t, 0, 1); err != nil {
-		return w.At(err, "align_corners", -1)
+	if fo := w.Slot(&t, 0); fo != 0 && fo+1 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 1); err != nil {
+			return w.At(err, "align_corners", -1)
+		}
 	}
 	w.Leave()
 	return nil
@@ -886,8 +1272,10 @@ func VerifySTFTAttrs(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	if err := w.Scalar(&t, 0, 1); err != nil {
-		return w.At(err, "onesided", -1)
+	if fo := w.Slot(&t, 0); fo != 0 && fo+1 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 1); err != nil {
+			return w.At(err, "onesided", -1)
+		}
 	}
 	w.Leave()
 	return nil
@@ -949,8 +1337,10 @@ func VerifyOperatorNode(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	if err := w.Scalar(&t, 0, 1); err != nil {
-		return w.At(err, "type", -1)
+	if fo := w.Slot(&t, 0); fo != 0 && fo+1 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 1); err != nil {
+			return w.At(err, "type", -1)
+		}
 	}
 	if tag, q, err := w.Union(&t, 1); err != nil {
 		return w.At(err, "attrs", -1)
@@ -1091,11 +1481,35 @@ func VerifyOperatorNode(w *fbverify.Walk, pos int64) error {
 			return w.At(err, "attrs", -1)
 		}
 	}
-	if _, _, err := w.VectorField(&t, 3, false, 4); err != nil {
-		return w.At(err, "inputs", -1)
+	{
+		q, ok := w.RefAt(&t, w.Slot(&t, 3))
+		if !ok {
+			if q, err = w.Ref(&t, 3, false); err != nil {
+				return w.At(err, "inputs", -1)
+			}
+		}
+		if q != 0 {
+			if _, _, ok := w.VectorAt(q, 4); !ok {
+				if _, _, err := w.Vector(q, 4); err != nil {
+					return w.At(err, "inputs", -1)
+				}
+			}
+		}
 	}
-	if _, _, err := w.VectorField(&t, 4, false, 4); err != nil {
-		return w.At(err, "outputs", -1)
+	{
+		q, ok := w.RefAt(&t, w.Slot(&t, 4))
+		if !ok {
+			if q, err = w.Ref(&t, 4, false); err != nil {
+				return w.At(err, "outputs", -1)
+			}
+		}
+		if q != 0 {
+			if _, _, ok := w.VectorAt(q, 4); !ok {
+				if _, _, err := w.Vector(q, 4); err != nil {
+					return w.At(err, "outputs", -1)
+				}
+			}
+		}
 	}
 	w.Leave()
 	return nil
@@ -1107,8 +1521,20 @@ func VerifyFloatData(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	if _, _, err := w.VectorField(&t, 0, true, 4); err != nil {
-		return w.At(err, "data", -1)
+	{
+		q, ok := w.RefAt(&t, w.Slot(&t, 0))
+		if !ok {
+			if q, err = w.Ref(&t, 0, true); err != nil {
+				return w.At(err, "data", -1)
+			}
+		}
+		if q != 0 {
+			if _, _, ok := w.VectorAt(q, 4); !ok {
+				if _, _, err := w.Vector(q, 4); err != nil {
+					return w.At(err, "data", -1)
+				}
+			}
+		}
 	}
 	w.Leave()
 	return nil
@@ -1120,8 +1546,20 @@ func VerifyInt32Data(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	if _, _, err := w.VectorField(&t, 0, true, 4); err != nil {
-		return w.At(err, "data", -1)
+	{
+		q, ok := w.RefAt(&t, w.Slot(&t, 0))
+		if !ok {
+			if q, err = w.Ref(&t, 0, true); err != nil {
+				return w.At(err, "data", -1)
+			}
+		}
+		if q != 0 {
+			if _, _, ok := w.VectorAt(q, 4); !ok {
+				if _, _, err := w.Vector(q, 4); err != nil {
+					return w.At(err, "data", -1)
+				}
+			}
+		}
 	}
 	w.Leave()
 	return nil
@@ -1133,8 +1571,20 @@ func VerifyInt8Data(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	if _, _, err := w.VectorField(&t, 0, true, 1); err != nil {
-		return w.At(err, "data", -1)
+	{
+		q, ok := w.RefAt(&t, w.Slot(&t, 0))
+		if !ok {
+			if q, err = w.Ref(&t, 0, true); err != nil {
+				return w.At(err, "data", -1)
+			}
+		}
+		if q != 0 {
+			if _, _, ok := w.VectorAt(q, 1); !ok {
+				if _, _, err := w.Vector(q, 1); err != nil {
+					return w.At(err, "data", -1)
+				}
+			}
+		}
 	}
 	w.Leave()
 	return nil
@@ -1146,8 +1596,20 @@ func VerifyUInt8Data(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	if _, _, err := w.VectorField(&t, 0, true, 1); err != nil {
-		return w.At(err, "data", -1)
+	{
+		q, ok := w.RefAt(&t, w.Slot(&t, 0))
+		if !ok {
+			if q, err = w.Ref(&t, 0, true); err != nil {
+				return w.At(err, "data", -1)
+			}
+		}
+		if q != 0 {
+			if _, _, ok := w.VectorAt(q, 1); !ok {
+				if _, _, err := w.Vector(q, 1); err != nil {
+					return w.At(err, "data", -1)
+				}
+			}
+		}
 	}
 	w.Leave()
 	return nil
@@ -1159,8 +1621,20 @@ func VerifyConstantNode(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	if _, _, err := w.VectorField(&t, 0, true, 4); err != nil {
-		return w.At(err, "shape", -1)
+	{
+		q, ok := w.RefAt(&t, w.Slot(&t, 0))
+		if !ok {
+			if q, err = w.Ref(&t, 0, true); err != nil {
+				return w.At(err, "shape", -1)
+			}
+		}
+		if q != 0 {
+			if _, _, ok := w.VectorAt(q, 4); !ok {
+				if _, _, err := w.Vector(q, 4); err != nil {
+					return w.At(err, "shape", -1)
+				}
+			}
+		}
 	}
 	if tag, q, err := w.Union(&t, 1); err != nil {
 		return w.At(err, "data", -1)
@@ -1181,11 +1655,15 @@ func VerifyConstantNode(w *fbverify.Walk, pos int64) error {
 			return w.At(err, "data", -1)
 		}
 	}
-	if err := w.Scalar(&t, 3, 2); err != nil {
-		return w.At(err, "dtype", -1)
+	if fo := w.Slot(&t, 3); fo != 0 && fo+2 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 2); err != nil {
+			return w.At(err, "dtype", -1)
+		}
 	}
-	if err := w.Scalar(&t, 4, 8); err != nil {
-		return w.At(err, "data_offset", -1)
+	if fo := w.Slot(&t, 4); fo != 0 && fo+8 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 8); err != nil {
+			return w.At(err, "data_offset", -1)
+		}
 	}
 	w.Leave()
 	return nil
@@ -1197,11 +1675,23 @@ func VerifyDim(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	if err := w.Scalar(&t, 0, 4); err != nil {
-		return w.At(err, "value", -1)
+	if fo := w.Slot(&t, 0); fo != 0 && fo+4 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 4); err != nil {
+			return w.At(err, "value", -1)
+		}
 	}
-	if err := w.StringField(&t, 1, false); err != nil {
-		return w.At(err, "name", -1)
+	{
+		q, ok := w.RefAt(&t, w.Slot(&t, 1))
+		if !ok {
+			if q, err = w.Ref(&t, 1, false); err != nil {
+				return w.At(err, "name", -1)
+			}
+		}
+		if q != 0 {
+			if err := w.String(q); err != nil {
+				return w.At(err, "name", -1)
+			}
+		}
 	}
 	w.Leave()
 	return nil
@@ -1213,21 +1703,41 @@ func VerifyValueNode(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	if start, n, err := w.VectorField(&t, 0, false, 4); err != nil {
-		return w.At(err, "shape", -1)
-	} else {
-		for i := int64(0); i < n; i++ {
-			e, err := w.Deref(start + 4*i)
-			if err == nil {
-				err = VerifyDim(w, e)
+	{
+		q, ok := w.RefAt(&t, w.Slot(&t, 0))
+		if !ok {
+			if q, err = w.Ref(&t, 0, false); err != nil {
+				return w.At(err, "shape", -1)
 			}
-			if err != nil {
-				return w.At(w.At(err, "", int(i)), "shape", -1)
+		}
+		if q != 0 {
+			start, n, ok := w.VectorAt(q, 4)
+			if !ok {
+				if start, n, err = w.Vector(q, 4); err != nil {
+					return w.At(err, "shape", -1)
+				}
+			}
+			{
+				for i := int64(0); i < n; i++ {
+					var err error
+					e, ok := w.DerefAt(start + 4*i)
+					if !ok {
+						e, err = w.Deref(start + 4*i)
+					}
+					if err == nil {
+						err = VerifyDim(w, e)
+					}
+					if err != nil {
+						return w.At(w.At(err, "", int(i)), "shape", -1)
+					}
+				}
 			}
 		}
 	}
-	if err := w.Scalar(&t, 1, 1); err != nil {
-		return w.At(err, "dtype", -1)
+	if fo := w.Slot(&t, 1); fo != 0 && fo+1 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 1); err != nil {
+			return w.At(err, "dtype", -1)
+		}
 	}
 	w.Leave()
 	return nil
@@ -1239,8 +1749,18 @@ func VerifyNode(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	if err := w.StringField(&t, 0, false); err != nil {
-		return w.At(err, "name", -1)
+	{
+		q, ok := w.RefAt(&t, w.Slot(&t, 0))
+		if !ok {
+			if q, err = w.Ref(&t, 0, false); err != nil {
+				return w.At(err, "name", -1)
+			}
+		}
+		if q != 0 {
+			if err := w.String(q); err != nil {
+				return w.At(err, "name", -1)
+			}
+		}
 	}
 	if tag, q, err := w.Union(&t, 1); err != nil {
 		return w.At(err, "data", -1)
@@ -1269,27 +1789,81 @@ func VerifyGraph(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	if start, n, err := w.VectorField(&t, 0, false, 4); err != nil {
-		return w.At(err, "nodes", -1)
-	} else {
-		for i := int64(0); i < n; i++ {
-			e, err := w.Deref(start + 4*i)
-			if err == nil {
-				err = VerifyNode(w, e)
+	{
+		q, ok := w.RefAt(&t, w.Slot(&t, 0))
+		if !ok {
+			if q, err = w.Ref(&t, 0, false); err != nil {
+				return w.At(err, "nodes", -1)
 			}
-			if err != nil {
-				return w.At(w.At(err, "", int(i)), "nodes", -1)
+		}
+		if q != 0 {
+			start, n, ok := w.VectorAt(q, 4)
+			if !ok {
+				if start, n, err = w.Vector(q, 4); err != nil {
+					return w.At(err, "nodes", -1)
+				}
+			}
+			{
+				for i := int64(0); i < n; i++ {
+					var err error
+					e, ok := w.DerefAt(start + 4*i)
+					if !ok {
+						e, err = w.Deref(start + 4*i)
+					}
+					if err == nil {
+						err = VerifyNode(w, e)
+					}
+					if err != nil {
+						return w.At(w.At(err, "", int(i)), "nodes", -1)
+					}
+				}
 			}
 		}
 	}
-	if _, _, err := w.VectorField(&t, 1, false, 4); err != nil {
-		return w.At(err, "inputs", -1)
+	{
+		q, ok := w.RefAt(&t, w.Slot(&t, 1))
+		if !ok {
+			if q, err = w.Ref(&t, 1, false); err != nil {
+				return w.At(err, "inputs", -1)
+			}
+		}
+		if q != 0 {
+			if _, _, ok := w.VectorAt(q, 4); !ok {
+				if _, _, err := w.Vector(q, 4); err != nil {
+					return w.At(err, "inputs", -1)
+				}
+			}
+		}
 	}
-	if _, _, err := w.VectorField(&t, 2, false, 4); err != nil {
-		return w.At(err, "outputs", -1)
+	{
+		q, ok := w.RefAt(&t, w.Slot(&t, 2))
+		if !ok {
+			if q, err = w.Ref(&t, 2, false); err != nil {
+				return w.At(err, "outputs", -1)
+			}
+		}
+		if q != 0 {
+			if _, _, ok := w.VectorAt(q, 4); !ok {
+				if _, _, err := w.Vector(q, 4); err != nil {
+					return w.At(err, "outputs", -1)
+				}
+			}
+		}
 	}
-	if _, _, err := w.VectorField(&t, 3, false, 4); err != nil {
-		return w.At(err, "captures", -1)
+	{
+		q, ok := w.RefAt(&t, w.Slot(&t, 3))
+		if !ok {
+			if q, err = w.Ref(&t, 3, false); err != nil {
+				return w.At(err, "captures", -1)
+			}
+		}
+		if q != 0 {
+			if _, _, ok := w.VectorAt(q, 4); !ok {
+				if _, _, err := w.Vector(q, 4); err != nil {
+					return w.At(err, "captures", -1)
+				}
+			}
+		}
 	}
 	w.Leave()
 	return nil
@@ -1301,29 +1875,109 @@ func VerifyMetadata(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	if err := w.StringField(&t, 0, false); err != nil {
-		return w.At(err, "onnx_hash", -1)
+	{
+		q, ok := w.RefAt(&t, w.Slot(&t, 0))
+		if !ok {
+			if q, err = w.Ref(&t, 0, false); err != nil {
+				return w.At(err, "onnx_hash", -1)
+			}
+		}
+		if q != 0 {
+			if err := w.String(q); err != nil {
+				return w.At(err, "onnx_hash", -1)
+			}
+		}
 	}
-	if err := w.StringField(&t, 1, false); err != nil {
-		return w.At(err, "description", -1)
+	{
+		q, ok := w.RefAt(&t, w.Slot(&t, 1))
+		if !ok {
+			if q, err = w.Ref(&t, 1, false); err != nil {
+				return w.At(err, "description", -1)
+			}
+		}
+		if q != 0 {
+			if err := w.String(q); err != nil {
+				return w.At(err, "description", -1)
+			}
+		}
 	}
-	if err := w.StringField(&t, 2, false); err != nil {
-		return w.At(err, "license", -1)
+	{
+		q, ok := w.RefAt(&t, w.Slot(&t, 2))
+		if !ok {
+			if q, err = w.Ref(&t, 2, false); err != nil {
+				return w.At(err, "license", -1)
+			}
+		}
+		if q != 0 {
+			if err := w.String(q); err != nil {
+				return w.At(err, "license", -1)
+			}
+		}
 	}
-	if err := w.StringField(&t, 3, false); err != nil {
-		return w.At(err, "commit", -1)
+	{
+		q, ok := w.RefAt(&t, w.Slot(&t, 3))
+		if !ok {
+			if q, err = w.Ref(&t, 3, false); err != nil {
+				return w.At(err, "commit", -1)
+			}
+		}
+		if q != 0 {
+			if err := w.String(q); err != nil {
+				return w.At(err, "commit", -1)
+			}
+		}
 	}
-	if err := w.StringField(&t, 4, false); err != nil {
-		return w.At(err, "code_repository", -1)
+	{
+		q, ok := w.RefAt(&t, w.Slot(&t, 4))
+		if !ok {
+			if q, err = w.Ref(&t, 4, false); err != nil {
+				return w.At(err, "code_repository", -1)
+			}
+		}
+		if q != 0 {
+			if err := w.String(q); err != nil {
+				return w.At(err, "code_repository", -1)
+			}
+		}
 	}
-	if err := w.StringField(&t, 5, false); err != nil {
-		return w.At(err, "model_repository", -1)
+	{
+		q, ok := w.RefAt(&t, w.Slot(&t, 5))
+		if !ok {
+			if q, err = w.Ref(&t, 5, false); err != nil {
+				return w.At(err, "model_repository", -1)
+			}
+		}
+		if q != 0 {
+			if err := w.String(q); err != nil {
+				return w.At(err, "model_repository", -1)
+			}
+		}
 	}
-	if err := w.StringField(&t, 6, false); err != nil {
-		return w.At(err, "run_id", -1)
+	{
+		q, ok := w.RefAt(&t, w.Slot(&t, 6))
+		if !ok {
+			if q, err = w.Ref(&t, 6, false); err != nil {
+				return w.At(err, "run_id", -1)
+			}
+		}
+		if q != 0 {
+			if err := w.String(q); err != nil {
+				return w.At(err, "run_id", -1)
+			}
+		}
 	}
-	if err := w.StringField(&t, 7, false); err != nil {
-		return w.At(err, "run_url", -1)
+	{
+		q, ok := w.RefAt(&t, w.Slot(&t, 7))
+		if !ok {
+			if q, err = w.Ref(&t, 7, false); err != nil {
+				return w.At(err, "run_url", -1)
+			}
+		}
+		if q != 0 {
+			if err := w.String(q); err != nil {
+				return w.At(err, "run_url", -1)
+			}
+		}
 	}
 	w.Leave()
 	return nil
@@ -1335,21 +1989,35 @@ func VerifyModel(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	if err := w.Scalar(&t, 0, 4); err != nil {
-		return w.At(err, "schema_version", -1)
-	}
-	if q, err := w.Ref(&t, 1, true); err != nil {
-		return w.At(err, "graph", -1)
-	} else if q != 0 {
-		if err := VerifyGraph(w, q); err != nil {
-			return w.At(err, "graph", -1)
+	if fo := w.Slot(&t, 0); fo != 0 && fo+4 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 4); err != nil {
+			return w.At(err, "schema_version", -1)
 		}
 	}
-	if q, err := w.Ref(&t, 2, false); err != nil {
-		return w.At(err, "metadata", -1)
-	} else if q != 0 {
-		if err := VerifyMetadata(w, q); err != nil {
-			return w.At(err, "metadata", -1)
+	{
+		q, ok := w.RefAt(&t, w.Slot(&t, 1))
+		if !ok {
+			if q, err = w.Ref(&t, 1, true); err != nil {
+				return w.At(err, "graph", -1)
+			}
+		}
+		if q != 0 {
+			if err := VerifyGraph(w, q); err != nil {
+				return w.At(err, "graph", -1)
+			}
+		}
+	}
+	{
+		q, ok := w.RefAt(&t, w.Slot(&t, 2))
+		if !ok {
+			if q, err = w.Ref(&t, 2, false); err != nil {
+				return w.At(err, "metadata", -1)
+			}
+		}
+		if q != 0 {
+			if err := VerifyMetadata(w, q); err != nil {
+				return w.At(err, "metadata", -1)
+			}
 		}
 	}
 	w.Leave()

@@ -10,8 +10,20 @@ func VerifyCustomQuantization(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	if _, _, err := w.VectorField(&t, 0, false, 1); err != nil {
-		return w.At(err, "custom", -1)
+	{
+		q, ok := w.RefAt(&t, w.Slot(&t, 0))
+		if !ok {
+			if q, err = w.Ref(&t, 0, false); err != nil {
+				return w.At(err, "custom", -1)
+			}
+		}
+		if q != 0 {
+			if _, _, ok := w.VectorAt(q, 1); !ok {
+				if _, _, err := w.Vector(q, 1); err != nil {
+					return w.At(err, "custom", -1)
+				}
+			}
+		}
 	}
 	w.Leave()
 	return nil
@@ -23,14 +35,20 @@ func VerifyBlockwiseQuantization(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	if err := w.Scalar(&t, 0, 4); err != nil {
-		return w.At(err, "scales", -1)
+	if fo := w.Slot(&t, 0); fo != 0 && fo+4 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 4); err != nil {
+			return w.At(err, "scales", -1)
+		}
 	}
-	if err := w.Scalar(&t, 1, 4); err != nil {
-		return w.At(err, "zero_points", -1)
+	if fo := w.Slot(&t, 1); fo != 0 && fo+4 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 4); err != nil {
+			return w.At(err, "zero_points", -1)
+		}
 	}
-	if err := w.Scalar(&t, 2, 4); err != nil {
-		return w.At(err, "block_size", -1)
+	if fo := w.Slot(&t, 2); fo != 0 && fo+4 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 4); err != nil {
+			return w.At(err, "block_size", -1)
+		}
 	}
 	w.Leave()
 	return nil
@@ -42,17 +60,65 @@ func VerifyQuantizationParameters(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	if _, _, err := w.VectorField(&t, 0, false, 4); err != nil {
-		return w.At(err, "min", -1)
+	{
+		q, ok := w.RefAt(&t, w.Slot(&t, 0))
+		if !ok {
+			if q, err = w.Ref(&t, 0, false); err != nil {
+				return w.At(err, "min", -1)
+			}
+		}
+		if q != 0 {
+			if _, _, ok := w.VectorAt(q, 4); !ok {
+				if _, _, err := w.Vector(q, 4); err != nil {
+					return w.At(err, "min", -1)
+				}
+			}
+		}
 	}
-	if _, _, err := w.VectorField(&t, 1, false, 4); err != nil {
-		return w.At(err, "max", -1)
+	{
+		q, ok := w.RefAt(&t, w.Slot(&t, 1))
+		if !ok {
+			if q, err = w.Ref(&t, 1, false); err != nil {
+				return w.At(err, "max", -1)
+			}
+		}
+		if q != 0 {
+			if _, _, ok := w.VectorAt(q, 4); !ok {
+				if _, _, err := w.Vector(q, 4); err != nil {
+					return w.At(err, "max", -1)
+				}
+			}
+		}
 	}
-	if _, _, err := w.VectorField(&t, 2, false, 4); err != nil {
-		return w.At(err, "scale", -1)
+	{
+		q, ok := w.RefAt(&t, w.Slot(&t, 2))
+		if !ok {
+			if q, err = w.Ref(&t, 2, false); err != nil {
+				return w.At(err, "scale", -1)
+			}
+		}
+		if q != 0 {
+			if _, _, ok := w.VectorAt(q, 4); !ok {
+				if _, _, err := w.Vector(q, 4); err != nil {
+					return w.At(err, "scale", -1)
+				}
+			}
+		}
 	}
-	if _, _, err := w.VectorField(&t, 3, false, 8); err != nil {
-		return w.At(err, "zero_point", -1)
+	{
+		q, ok := w.RefAt(&t, w.Slot(&t, 3))
+		if !ok {
+			if q, err = w.Ref(&t, 3, false); err != nil {
+				return w.At(err, "zero_point", -1)
+			}
+		}
+		if q != 0 {
+			if _, _, ok := w.VectorAt(q, 8); !ok {
+				if _, _, err := w.Vector(q, 8); err != nil {
+					return w.At(err, "zero_point", -1)
+				}
+			}
+		}
 	}
 	if tag, q, err := w.Union(&t, 4); err != nil {
 		return w.At(err, "details", -1)
@@ -69,8 +135,10 @@ func VerifyQuantizationParameters(w *fbverify.Walk, pos int64) error {
 			return w.At(err, "details", -1)
 		}
 	}
-	if err := w.Scalar(&t, 6, 4); err != nil {
-		return w.At(err, "quantized_dimension", -1)
+	if fo := w.Slot(&t, 6); fo != 0 && fo+4 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 4); err != nil {
+			return w.At(err, "quantized_dimension", -1)
+		}
 	}
 	w.Leave()
 	return nil
@@ -82,8 +150,20 @@ func VerifyInt32Vector(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	if _, _, err := w.VectorField(&t, 0, false, 4); err != nil {
-		return w.At(err, "values", -1)
+	{
+		q, ok := w.RefAt(&t, w.Slot(&t, 0))
+		if !ok {
+			if q, err = w.Ref(&t, 0, false); err != nil {
+				return w.At(err, "values", -1)
+			}
+		}
+		if q != 0 {
+			if _, _, ok := w.VectorAt(q, 4); !ok {
+				if _, _, err := w.Vector(q, 4); err != nil {
+					return w.At(err, "values", -1)
+				}
+			}
+		}
 	}
 	w.Leave()
 	return nil
@@ -95,8 +175,20 @@ func VerifyUint16Vector(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	if _, _, err := w.VectorField(&t, 0, false, 2); err != nil {
-		return w.At(err, "values", -1)
+	{
+		q, ok := w.RefAt(&t, w.Slot(&t, 0))
+		if !ok {
+			if q, err = w.Ref(&t, 0, false); err != nil {
+				return w.At(err, "values", -1)
+			}
+		}
+		if q != 0 {
+			if _, _, ok := w.VectorAt(q, 2); !ok {
+				if _, _, err := w.Vector(q, 2); err != nil {
+					return w.At(err, "values", -1)
+				}
+			}
+		}
 	}
 	w.Leave()
 	return nil
@@ -108,8 +200,20 @@ func VerifyUint8Vector(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	if _, _, err := w.VectorField(&t, 0, false, 1); err != nil {
-		return w.At(err, "values", -1)
+	{
+		q, ok := w.RefAt(&t, w.Slot(&t, 0))
+		if !ok {
+			if q, err = w.Ref(&t, 0, false); err != nil {
+				return w.At(err, "values", -1)
+			}
+		}
+		if q != 0 {
+			if _, _, ok := w.VectorAt(q, 1); !ok {
+				if _, _, err := w.Vector(q, 1); err != nil {
+					return w.At(err, "values", -1)
+				}
+			}
+		}
 	}
 	w.Leave()
 	return nil
@@ -121,11 +225,15 @@ func VerifyDimensionMetadata(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	if err := w.Scalar(&t, 0, 1); err != nil {
-		return w.At(err, "format", -1)
+	if fo := w.Slot(&t, 0); fo != 0 && fo+1 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 1); err != nil {
+			return w.At(err, "format", -1)
+		}
 	}
-	if err := w.Scalar(&t, 1, 4); err != nil {
-		return w.At(err, "dense_size", -1)
+	if fo := w.Slot(&t, 1); fo != 0 && fo+4 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 4); err != nil {
+			return w.At(err, "dense_size", -1)
+		}
 	}
 	if tag, q, err := w.Union(&t, 2); err != nil {
 		return w.At(err, "array_segments", -1)
@@ -171,22 +279,64 @@ func VerifySparsityParameters(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	if _, _, err := w.VectorField(&t, 0, false, 4); err != nil {
-		return w.At(err, "traversal_order", -1)
-	}
-	if _, _, err := w.VectorField(&t, 1, false, 4); err != nil {
-		return w.At(err, "block_map", -1)
-	}
-	if start, n, err := w.VectorField(&t, 2, false, 4); err != nil {
-		return w.At(err, "dim_metadata", -1)
-	} else {
-		for i := int64(0); i < n; i++ {
-			e, err := w.Deref(start + 4*i)
-			if err == nil {
-				err = VerifyDimensionMetadata(w, e)
+	{
+		q, ok := w.RefAt(&t, w.Slot(&t, 0))
+		if !ok {
+			if q, err = w.Ref(&t, 0, false); err != nil {
+				return w.At(err, "traversal_order", -1)
 			}
-			if err != nil {
-				return w.At(w.At(err, "", int(i)), "dim_metadata", -1)
+		}
+		if q != 0 {
+			if _, _, ok := w.VectorAt(q, 4); !ok {
+				if _, _, err := w.Vector(q, 4); err != nil {
+					return w.At(err, "traversal_order", -1)
+				}
+			}
+		}
+	}
+	{
+		q, ok := w.RefAt(&t, w.Slot(&t, 1))
+		if !ok {
+			if q, err = w.Ref(&t, 1, false); err != nil {
+				return w.At(err, "block_map", -1)
+			}
+		}
+		if q != 0 {
+			if _, _, ok := w.VectorAt(q, 4); !ok {
+				if _, _, err := w.Vector(q, 4); err != nil {
+					return w.At(err, "block_map", -1)
+				}
+			}
+		}
+	}
+	{
+		q, ok := w.RefAt(&t, w.Slot(&t, 2))
+		if !ok {
+			if q, err = w.Ref(&t, 2, false); err != nil {
+				return w.At(err, "dim_metadata", -1)
+			}
+		}
+		if q != 0 {
+			start, n, ok := w.VectorAt(q, 4)
+			if !ok {
+				if start, n, err = w.Vector(q, 4); err != nil {
+					return w.At(err, "dim_metadata", -1)
+				}
+			}
+			{
+				for i := int64(0); i < n; i++ {
+					var err error
+					e, ok := w.DerefAt(start + 4*i)
+					if !ok {
+						e, err = w.Deref(start + 4*i)
+					}
+					if err == nil {
+						err = VerifyDimensionMetadata(w, e)
+					}
+					if err != nil {
+						return w.At(w.At(err, "", int(i)), "dim_metadata", -1)
+					}
+				}
 			}
 		}
 	}
@@ -200,14 +350,30 @@ func VerifyVariantSubType(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	if _, _, err := w.VectorField(&t, 0, false, 4); err != nil {
-		return w.At(err, "shape", -1)
+	{
+		q, ok := w.RefAt(&t, w.Slot(&t, 0))
+		if !ok {
+			if q, err = w.Ref(&t, 0, false); err != nil {
+				return w.At(err, "shape", -1)
+			}
+		}
+		if q != 0 {
+			if _, _, ok := w.VectorAt(q, 4); !ok {
+				if _, _, err := w.Vector(q, 4); err != nil {
+					return w.At(err, "shape", -1)
+				}
+			}
+		}
 	}
-	if err := w.Scalar(&t, 1, 1); err != nil {
-		return w.At(err, "type", -1)
+	if fo := w.Slot(&t, 1); fo != 0 && fo+1 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 1); err != nil {
+			return w.At(err, "type", -1)
+		}
 	}
-	if err := w.Scalar(&t, 2, 1); err != nil {
-		return w.At(err, "has_rank", -1)
+	if fo := w.Slot(&t, 2); fo != 0 && fo+1 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 1); err != nil {
+			return w.At(err, "has_rank", -1)
+		}
 	}
 	w.Leave()
 	return nil
@@ -219,43 +385,99 @@ func VerifyTensor(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	if _, _, err := w.VectorField(&t, 0, false, 4); err != nil {
-		return w.At(err, "shape", -1)
-	}
-	if err := w.Scalar(&t, 1, 1); err != nil {
-		return w.At(err, "type", -1)
-	}
-	if err := w.Scalar(&t, 2, 4); err != nil {
-		return w.At(err, "buffer", -1)
-	}
-	if err := w.StringField(&t, 3, false); err != nil {
-		return w.At(err, "name", -1)
-	}
-	if q, err := w.Ref(&t, 4, false); err != nil {
-		return w.At(err, "quantization", -1)
-	} else if q != 0 {
-		if err := VerifyQuantizationParameters(w, q); err != nil {
-			return w.At(err, "quantization", -1)
+	{
+		q, ok := w.RefAt(&t, w.Slot(&t, 0))
+		if !ok {
+			if q, err = w.Ref(&t, 0, false); err != nil {
+				return w.At(err, "shape", -1)
+			}
+		}
+		if q != 0 {
+			if _, _, ok := w.VectorAt(q, 4); !ok {
+				if _, _, err := w.Vector(q, 4); err != nil {
+					return w.At(err, "shape", -1)
+				}
+			}
 		}
 	}
-	if err := w.Scalar(&t, 5, 1); err != nil {
-		return w.At(err, "is_variable", -1)
-	}
-	if q, err := w.Ref(&t, 6, false); err != nil {
-		return w.At(err, "sparsity", -1)
-	} else if q != 0 {
-		if err := VerifySparsityParameters(w, q); err != nil {
-			return w.At(err, "sparsity", -1)
+	if fo := w.Slot(&t, 1); fo != 0 && fo+1 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 1); err != nil {
+			return w.At(err, "type", -1)
 		}
 	}
-	if _, _, err := w.VectorField(&t, 7, false, 4); err != nil {
-		return w.At(err, "shape_signature", -1)
+	if fo := w.Slot(&t, 2); fo != 0 && fo+4 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 4); err != nil {
+			return w.At(err, "buffer", -1)
+		}
 	}
-	if err := w.Scalar(&t, 8, 1); err != nil {
-		return w.At(err, "has_rank", -1)
+	{
+		q, ok := w.RefAt(&t, w.Slot(&t, 3))
+		if !ok {
+			if q, err = w.Ref(&t, 3, false); err != nil {
+				return w.At(err, "name", -1)
+			}
+		}
+		if q != 0 {
+			if err := w.String(q); err != nil {
+				return w.At(err, "name", -1)
+			}
+		}
 	}
-	if err := w.Scalar(&t, 10, 4); err != nil {
-		return w.At(err, "external_buffer", -1)
+	{
+		q, ok := w.RefAt(&t, w.Slot(&t, 4))
+		if !ok {
+			if q, err = w.Ref(&t, 4, false); err != nil {
+				return w.At(err, "quantization", -1)
+			}
+		}
+		if q != 0 {
+			if err := VerifyQuantizationParameters(w, q); err != nil {
+				return w.At(err, "quantization", -1)
+			}
+		}
+	}
+	if fo := w.Slot(&t, 5); fo != 0 && fo+1 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 1); err != nil {
+			return w.At(err, "is_variable", -1)
+		}
+	}
+	{
+		q, ok := w.RefAt(&t, w.Slot(&t, 6))
+		if !ok {
+			if q, err = w.Ref(&t, 6, false); err != nil {
+				return w.At(err, "sparsity", -1)
+			}
+		}
+		if q != 0 {
+			if err := VerifySparsityParameters(w, q); err != nil {
+				return w.At(err, "sparsity", -1)
+			}
+		}
+	}
+	{
+		q, ok := w.RefAt(&t, w.Slot(&t, 7))
+		if !ok {
+			if q, err = w.Ref(&t, 7, false); err != nil {
+				return w.At(err, "shape_signature", -1)
+			}
+		}
+		if q != 0 {
+			if _, _, ok := w.VectorAt(q, 4); !ok {
+				if _, _, err := w.Vector(q, 4); err != nil {
+					return w.At(err, "shape_signature", -1)
+				}
+			}
+		}
+	}
+	if fo := w.Slot(&t, 8); fo != 0 && fo+1 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 1); err != nil {
+			return w.At(err, "has_rank", -1)
+		}
+	}
+	if fo := w.Slot(&t, 10); fo != 0 && fo+4 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 4); err != nil {
+			return w.At(err, "external_buffer", -1)
+		}
 	}
 	w.Leave()
 	return nil
@@ -267,8 +489,10 @@ func VerifyCallOptions(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	if err := w.Scalar(&t, 0, 4); err != nil {
-		return w.At(err, "subgraph", -1)
+	if fo := w.Slot(&t, 0); fo != 0 && fo+4 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 4); err != nil {
+			return w.At(err, "subgraph", -1)
+		}
 	}
 	w.Leave()
 	return nil
@@ -280,11 +504,15 @@ func VerifyIfOptions(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	if err := w.Scalar(&t, 0, 4); err != nil {
-		return w.At(err, "then_subgraph_index", -1)
+	if fo := w.Slot(&t, 0); fo != 0 && fo+4 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 4); err != nil {
+			return w.At(err, "then_subgraph_index", -1)
+		}
 	}
-	if err := w.Scalar(&t, 1, 4); err != nil {
-		return w.At(err, "else_subgraph_index", -1)
+	if fo := w.Slot(&t, 1); fo != 0 && fo+4 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 4); err != nil {
+			return w.At(err, "else_subgraph_index", -1)
+		}
 	}
 	w.Leave()
 	return nil
@@ -296,11 +524,15 @@ func VerifyWhileOptions(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	if err := w.Scalar(&t, 0, 4); err != nil {
-		return w.At(err, "cond_subgraph_index", -1)
+	if fo := w.Slot(&t, 0); fo != 0 && fo+4 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 4); err != nil {
+			return w.At(err, "cond_subgraph_index", -1)
+		}
 	}
-	if err := w.Scalar(&t, 1, 4); err != nil {
-		return w.At(err, "body_subgraph_index", -1)
+	if fo := w.Slot(&t, 1); fo != 0 && fo+4 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 4); err != nil {
+			return w.At(err, "body_subgraph_index", -1)
+		}
 	}
 	w.Leave()
 	return nil
@@ -312,8 +544,10 @@ func VerifyCallOnceOptions(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	if err := w.Scalar(&t, 0, 4); err != nil {
-		return w.At(err, "init_subgraph_index", -1)
+	if fo := w.Slot(&t, 0); fo != 0 && fo+4 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 4); err != nil {
+			return w.At(err, "init_subgraph_index", -1)
+		}
 	}
 	w.Leave()
 	return nil
@@ -325,17 +559,33 @@ func VerifyStableHLOCompositeOptions(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	if err := w.StringField(&t, 0, false); err != nil {
-		return w.At(err, "name", -1)
+	{
+		q, ok := w.RefAt(&t, w.Slot(&t, 0))
+		if !ok {
+			if q, err = w.Ref(&t, 0, false); err != nil {
+				return w.At(err, "name", -1)
+			}
+		}
+		if q != 0 {
+			if err := w.String(q); err != nil {
+				return w.At(err, "name", -1)
+			}
+		}
 	}
-	if err := w.Scalar(&t, 1, 4); err != nil {
-		return w.At(err, "decomposition_subgraph_index", -1)
+	if fo := w.Slot(&t, 1); fo != 0 && fo+4 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 4); err != nil {
+			return w.At(err, "decomposition_subgraph_index", -1)
+		}
 	}
-	if err := w.Scalar(&t, 3, 1); err != nil {
-		return w.At(err, "composite_attributes_format", -1)
+	if fo := w.Slot(&t, 3); fo != 0 && fo+1 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 1); err != nil {
+			return w.At(err, "composite_attributes_format", -1)
+		}
 	}
-	if err := w.Scalar(&t, 4, 4); err != nil {
-		return w.At(err, "version", -1)
+	if fo := w.Slot(&t, 4); fo != 0 && fo+4 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 4); err != nil {
+			return w.At(err, "version", -1)
+		}
 	}
 	w.Leave()
 	return nil
@@ -347,17 +597,33 @@ func VerifyOperatorCode(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	if err := w.Scalar(&t, 0, 1); err != nil {
-		return w.At(err, "deprecated_builtin_code", -1)
+	if fo := w.Slot(&t, 0); fo != 0 && fo+1 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 1); err != nil {
+			return w.At(err, "deprecated_builtin_code", -1)
+		}
 	}
-	if err := w.StringField(&t, 1, false); err != nil {
-		return w.At(err, "custom_code", -1)
+	{
+		q, ok := w.RefAt(&t, w.Slot(&t, 1))
+		if !ok {
+			if q, err = w.Ref(&t, 1, false); err != nil {
+				return w.At(err, "custom_code", -1)
+			}
+		}
+		if q != 0 {
+			if err := w.String(q); err != nil {
+				return w.At(err, "custom_code", -1)
+			}
+		}
 	}
-	if err := w.Scalar(&t, 2, 4); err != nil {
-		return w.At(err, "version", -1)
+	if fo := w.Slot(&t, 2); fo != 0 && fo+4 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 4); err != nil {
+			return w.At(err, "version", -1)
+		}
 	}
-	if err := w.Scalar(&t, 3, 4); err != nil {
-		return w.At(err, "builtin_code", -1)
+	if fo := w.Slot(&t, 3); fo != 0 && fo+4 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 4); err != nil {
+			return w.At(err, "builtin_code", -1)
+		}
 	}
 	w.Leave()
 	return nil
@@ -369,14 +635,40 @@ func VerifyOperator(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	if err := w.Scalar(&t, 0, 4); err != nil {
-		return w.At(err, "opcode_index", -1)
+	if fo := w.Slot(&t, 0); fo != 0 && fo+4 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 4); err != nil {
+			return w.At(err, "opcode_index", -1)
+		}
 	}
-	if _, _, err := w.VectorField(&t, 1, false, 4); err != nil {
-		return w.At(err, "inputs", -1)
+	{
+		q, ok := w.RefAt(&t, w.Slot(&t, 1))
+		if !ok {
+			if q, err = w.Ref(&t, 1, false); err != nil {
+				return w.At(err, "inputs", -1)
+			}
+		}
+		if q != 0 {
+			if _, _, ok := w.VectorAt(q, 4); !ok {
+				if _, _, err := w.Vector(q, 4); err != nil {
+					return w.At(err, "inputs", -1)
+				}
+			}
+		}
 	}
-	if _, _, err := w.VectorField(&t, 2, false, 4); err != nil {
-		return w.At(err, "outputs", -1)
+	{
+		q, ok := w.RefAt(&t, w.Slot(&t, 2))
+		if !ok {
+			if q, err = w.Ref(&t, 2, false); err != nil {
+				return w.At(err, "outputs", -1)
+			}
+		}
+		if q != 0 {
+			if _, _, ok := w.VectorAt(q, 4); !ok {
+				if _, _, err := w.Vector(q, 4); err != nil {
+					return w.At(err, "outputs", -1)
+				}
+			}
+		}
 	}
 	if tag, q, err := w.Union(&t, 3); err != nil {
 		return w.At(err, "builtin_options", -1)
@@ -397,14 +689,20 @@ func VerifyOperator(w *fbverify.Walk, pos int64) error {
 			return w.At(err, "builtin_options", -1)
 		}
 	}
-	if err := w.Scalar(&t, 6, 1); err != nil {
-		return w.At(err, "custom_options_format", -1)
+	if fo := w.Slot(&t, 6); fo != 0 && fo+1 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 1); err != nil {
+			return w.At(err, "custom_options_format", -1)
+		}
 	}
-	if err := w.Scalar(&t, 9, 8); err != nil {
-		return w.At(err, "large_custom_options_offset", -1)
+	if fo := w.Slot(&t, 9); fo != 0 && fo+8 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 8); err != nil {
+			return w.At(err, "large_custom_options_offset", -1)
+		}
 	}
-	if err := w.Scalar(&t, 10, 8); err != nil {
-		return w.At(err, "large_custom_options_size", -1)
+	if fo := w.Slot(&t, 10); fo != 0 && fo+8 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 8); err != nil {
+			return w.At(err, "large_custom_options_size", -1)
+		}
 	}
 	if tag, q, err := w.Union(&t, 11); err != nil {
 		return w.At(err, "builtin_options_2", -1)
@@ -419,8 +717,10 @@ func VerifyOperator(w *fbverify.Walk, pos int64) error {
 			return w.At(err, "builtin_options_2", -1)
 		}
 	}
-	if err := w.Scalar(&t, 13, 4); err != nil {
-		return w.At(err, "debug_metadata_index", -1)
+	if fo := w.Slot(&t, 13); fo != 0 && fo+4 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 4); err != nil {
+			return w.At(err, "debug_metadata_index", -1)
+		}
 	}
 	w.Leave()
 	return nil
@@ -432,43 +732,115 @@ func VerifySubGraph(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	if start, n, err := w.VectorField(&t, 0, false, 4); err != nil {
-		return w.At(err, "tensors", -1)
-	} else {
-		for i := int64(0); i < n; i++ {
-			e, err := w.Deref(start + 4*i)
-			if err == nil {
-				err = VerifyTensor(w, e)
+	{
+		q, ok := w.RefAt(&t, w.Slot(&t, 0))
+		if !ok {
+			if q, err = w.Ref(&t, 0, false); err != nil {
+				return w.At(err, "tensors", -1)
 			}
-			if err != nil {
-				return w.At(w.At(err, "", int(i)), "tensors", -1)
+		}
+		if q != 0 {
+			start, n, ok := w.VectorAt(q, 4)
+			if !ok {
+				if start, n, err = w.Vector(q, 4); err != nil {
+					return w.At(err, "tensors", -1)
+				}
+			}
+			{
+				for i := int64(0); i < n; i++ {
+					var err error
+					e, ok := w.DerefAt(start + 4*i)
+					if !ok {
+						e, err = w.Deref(start + 4*i)
+					}
+					if err == nil {
+						err = VerifyTensor(w, e)
+					}
+					if err != nil {
+						return w.At(w.At(err, "", int(i)), "tensors", -1)
+					}
+				}
 			}
 		}
 	}
-	if _, _, err := w.VectorField(&t, 1, false, 4); err != nil {
-		return w.At(err, "inputs", -1)
-	}
-	if _, _, err := w.VectorField(&t, 2, false, 4); err != nil {
-		return w.At(err, "outputs", -1)
-	}
-	if start, n, err := w.VectorField(&t, 3, false, 4); err != nil {
-		return w.At(err, "operators", -1)
-	} else {
-		for i := int64(0); i < n; i++ {
-			e, err := w.Deref(start + 4*i)
-			if err == nil {
-				err = VerifyOperator(w, e)
+	{
+		q, ok := w.RefAt(&t, w.Slot(&t, 1))
+		if !ok {
+			if q, err = w.Ref(&t, 1, false); err != nil {
+				return w.At(err, "inputs", -1)
 			}
-			if err != nil {
-				return w.At(w.At(err, "", int(i)), "operators", -1)
+		}
+		if q != 0 {
+			if _, _, ok := w.VectorAt(q, 4); !ok {
+				if _, _, err := w.Vector(q, 4); err != nil {
+					return w.At(err, "inputs", -1)
+				}
 			}
 		}
 	}
-	if err := w.StringField(&t, 4, false); err != nil {
-		return w.At(err, "name", -1)
+	{
+		q, ok := w.RefAt(&t, w.Slot(&t, 2))
+		if !ok {
+			if q, err = w.Ref(&t, 2, false); err != nil {
+				return w.At(err, "outputs", -1)
+			}
+		}
+		if q != 0 {
+			if _, _, ok := w.VectorAt(q, 4); !ok {
+				if _, _, err := w.Vector(q, 4); err != nil {
+					return w.At(err, "outputs", -1)
+				}
+			}
+		}
 	}
-	if err := w.Scalar(&t, 5, 4); err != nil {
-		return w.At(err, "debug_metadata_index", -1)
+	{
+		q, ok := w.RefAt(&t, w.Slot(&t, 3))
+		if !ok {
+			if q, err = w.Ref(&t, 3, false); err != nil {
+				return w.At(err, "operators", -1)
+			}
+		}
+		if q != 0 {
+			start, n, ok := w.VectorAt(q, 4)
+			if !ok {
+				if start, n, err = w.Vector(q, 4); err != nil {
+					return w.At(err, "operators", -1)
+				}
+			}
+			{
+				for i := int64(0); i < n; i++ {
+					var err error
+					e, ok := w.DerefAt(start + 4*i)
+					if !ok {
+						e, err = w.Deref(start + 4*i)
+					}
+					if err == nil {
+						err = VerifyOperator(w, e)
+					}
+					if err != nil {
+						return w.At(w.At(err, "", int(i)), "operators", -1)
+					}
+				}
+			}
+		}
+	}
+	{
+		q, ok := w.RefAt(&t, w.Slot(&t, 4))
+		if !ok {
+			if q, err = w.Ref(&t, 4, false); err != nil {
+				return w.At(err, "name", -1)
+			}
+		}
+		if q != 0 {
+			if err := w.String(q); err != nil {
+				return w.At(err, "name", -1)
+			}
+		}
+	}
+	if fo := w.Slot(&t, 5); fo != 0 && fo+4 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 4); err != nil {
+			return w.At(err, "debug_metadata_index", -1)
+		}
 	}
 	w.Leave()
 	return nil
@@ -480,14 +852,30 @@ func VerifyBuffer(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	if _, _, err := w.VectorField(&t, 0, false, 1); err != nil {
-		return w.At(err, "data", -1)
+	{
+		q, ok := w.RefAt(&t, w.Slot(&t, 0))
+		if !ok {
+			if q, err = w.Ref(&t, 0, false); err != nil {
+				return w.At(err, "data", -1)
+			}
+		}
+		if q != 0 {
+			if _, _, ok := w.VectorAt(q, 1); !ok {
+				if _, _, err := w.Vector(q, 1); err != nil {
+					return w.At(err, "data", -1)
+				}
+			}
+		}
 	}
-	if err := w.Scalar(&t, 1, 8); err != nil {
-		return w.At(err, "offset", -1)
+	if fo := w.Slot(&t, 1); fo != 0 && fo+8 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 8); err != nil {
+			return w.At(err, "offset", -1)
+		}
 	}
-	if err := w.Scalar(&t, 2, 8); err != nil {
-		return w.At(err, "size", -1)
+	if fo := w.Slot(&t, 2); fo != 0 && fo+8 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 8); err != nil {
+			return w.At(err, "size", -1)
+		}
 	}
 	w.Leave()
 	return nil
@@ -499,8 +887,18 @@ func VerifyExternalBufferGroup(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	if err := w.StringField(&t, 0, false); err != nil {
-		return w.At(err, "name", -1)
+	{
+		q, ok := w.RefAt(&t, w.Slot(&t, 0))
+		if !ok {
+			if q, err = w.Ref(&t, 0, false); err != nil {
+				return w.At(err, "name", -1)
+			}
+		}
+		if q != 0 {
+			if err := w.String(q); err != nil {
+				return w.At(err, "name", -1)
+			}
+		}
 	}
 	w.Leave()
 	return nil
@@ -512,20 +910,38 @@ func VerifyExternalBuffer(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	if err := w.Scalar(&t, 0, 4); err != nil {
-		return w.At(err, "id", -1)
+	if fo := w.Slot(&t, 0); fo != 0 && fo+4 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 4); err != nil {
+			return w.At(err, "id", -1)
+		}
 	}
-	if err := w.Scalar(&t, 1, 4); err != nil {
-		return w.At(err, "group", -1)
+	if fo := w.Slot(&t, 1); fo != 0 && fo+4 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 4); err != nil {
+			return w.At(err, "group", -1)
+		}
 	}
-	if err := w.Scalar(&t, 2, 8); err != nil {
-		return w.At(err, "offset", -1)
+	if fo := w.Slot(&t, 2); fo != 0 && fo+8 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 8); err != nil {
+			return w.At(err, "offset", -1)
+		}
 	}
-	if err := w.Scalar(&t, 3, 8); err != nil {
-		return w.At(err, "length", -1)
+	if fo := w.Slot(&t, 3); fo != 0 && fo+8 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 8); err != nil {
+			return w.At(err, "length", -1)
+		}
 	}
-	if err := w.StringField(&t, 4, false); err != nil {
-		return w.At(err, "packing", -1)
+	{
+		q, ok := w.RefAt(&t, w.Slot(&t, 4))
+		if !ok {
+			if q, err = w.Ref(&t, 4, false); err != nil {
+				return w.At(err, "packing", -1)
+			}
+		}
+		if q != 0 {
+			if err := w.String(q); err != nil {
+				return w.At(err, "packing", -1)
+			}
+		}
 	}
 	w.Leave()
 	return nil
@@ -537,11 +953,23 @@ func VerifyMetadata(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	if err := w.StringField(&t, 0, false); err != nil {
-		return w.At(err, "name", -1)
+	{
+		q, ok := w.RefAt(&t, w.Slot(&t, 0))
+		if !ok {
+			if q, err = w.Ref(&t, 0, false); err != nil {
+				return w.At(err, "name", -1)
+			}
+		}
+		if q != 0 {
+			if err := w.String(q); err != nil {
+				return w.At(err, "name", -1)
+			}
+		}
 	}
-	if err := w.Scalar(&t, 1, 4); err != nil {
-		return w.At(err, "buffer", -1)
+	if fo := w.Slot(&t, 1); fo != 0 && fo+4 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 4); err != nil {
+			return w.At(err, "buffer", -1)
+		}
 	}
 	w.Leave()
 	return nil
@@ -553,11 +981,23 @@ func VerifyTensorMap(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	if err := w.StringField(&t, 0, false); err != nil {
-		return w.At(err, "name", -1)
+	{
+		q, ok := w.RefAt(&t, w.Slot(&t, 0))
+		if !ok {
+			if q, err = w.Ref(&t, 0, false); err != nil {
+				return w.At(err, "name", -1)
+			}
+		}
+		if q != 0 {
+			if err := w.String(q); err != nil {
+				return w.At(err, "name", -1)
+			}
+		}
 	}
-	if err := w.Scalar(&t, 1, 4); err != nil {
-		return w.At(err, "tensor_index", -1)
+	if fo := w.Slot(&t, 1); fo != 0 && fo+4 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 4); err != nil {
+			return w.At(err, "tensor_index", -1)
+		}
 	}
 	w.Leave()
 	return nil
@@ -569,37 +1009,85 @@ func VerifySignatureDef(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	if start, n, err := w.VectorField(&t, 0, false, 4); err != nil {
-		return w.At(err, "inputs", -1)
-	} else {
-		for i := int64(0); i < n; i++ {
-			e, err := w.Deref(start + 4*i)
-			if err == nil {
-				err = VerifyTensorMap(w, e)
+	{
+		q, ok := w.RefAt(&t, w.Slot(&t, 0))
+		if !ok {
+			if q, err = w.Ref(&t, 0, false); err != nil {
+				return w.At(err, "inputs", -1)
 			}
-			if err != nil {
-				return w.At(w.At(err, "", int(i)), "inputs", -1)
+		}
+		if q != 0 {
+			start, n, ok := w.VectorAt(q, 4)
+			if !ok {
+				if start, n, err = w.Vector(q, 4); err != nil {
+					return w.At(err, "inputs", -1)
+				}
+			}
+			{
+				for i := int64(0); i < n; i++ {
+					var err error
+					e, ok := w.DerefAt(start + 4*i)
+					if !ok {
+						e, err = w.Deref(start + 4*i)
+					}
+					if err == nil {
+						err = VerifyTensorMap(w, e)
+					}
+					if err != nil {
+						return w.At(w.At(err, "", int(i)), "inputs", -1)
+					}
+				}
 			}
 		}
 	}
-	if start, n, err := w.VectorField(&t, 1, false, 4); err != nil {
-		return w.At(err, "outputs", -1)
-	} else {
-		for i := int64(0); i < n; i++ {
-			e, err := w.Deref(start + 4*i)
-			if err == nil {
-				err = VerifyTensorMap(w, e)
+	{
+		q, ok := w.RefAt(&t, w.Slot(&t, 1))
+		if !ok {
+			if q, err = w.Ref(&t, 1, false); err != nil {
+				return w.At(err, "outputs", -1)
 			}
-			if err != nil {
-				return w.At(w.At(err, "", int(i)), "outputs", -1)
+		}
+		if q != 0 {
+			start, n, ok := w.VectorAt(q, 4)
+			if !ok {
+				if start, n, err = w.Vector(q, 4); err != nil {
+					return w.At(err, "outputs", -1)
+				}
+			}
+			{
+				for i := int64(0); i < n; i++ {
+					var err error
+					e, ok := w.DerefAt(start + 4*i)
+					if !ok {
+						e, err = w.Deref(start + 4*i)
+					}
+					if err == nil {
+						err = VerifyTensorMap(w, e)
+					}
+					if err != nil {
+						return w.At(w.At(err, "", int(i)), "outputs", -1)
+					}
+				}
 			}
 		}
 	}
-	if err := w.StringField(&t, 2, false); err != nil {
-		return w.At(err, "signature_key", -1)
+	{
+		q, ok := w.RefAt(&t, w.Slot(&t, 2))
+		if !ok {
+			if q, err = w.Ref(&t, 2, false); err != nil {
+				return w.At(err, "signature_key", -1)
+			}
+		}
+		if q != 0 {
+			if err := w.String(q); err != nil {
+				return w.At(err, "signature_key", -1)
+			}
+		}
 	}
-	if err := w.Scalar(&t, 4, 4); err != nil {
-		return w.At(err, "subgraph_index", -1)
+	if fo := w.Slot(&t, 4); fo != 0 && fo+4 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 4); err != nil {
+			return w.At(err, "subgraph_index", -1)
+		}
 	}
 	w.Leave()
 	return nil
@@ -611,100 +1099,238 @@ func VerifyModel(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	if err := w.Scalar(&t, 0, 4); err != nil {
-		return w.At(err, "version", -1)
+	if fo := w.Slot(&t, 0); fo != 0 && fo+4 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 4); err != nil {
+			return w.At(err, "version", -1)
+		}
 	}
-	if start, n, err := w.VectorField(&t, 1, false, 4); err != nil {
-		return w.At(err, "operator_codes", -1)
-	} else {
-		for i := int64(0); i < n; i++ {
-			e, err := w.Deref(start + 4*i)
-			if err == nil {
-				err = VerifyOperatorCode(w, e)
+	{
+		q, ok := w.RefAt(&t, w.Slot(&t, 1))
+		if !ok {
+			if q, err = w.Ref(&t, 1, false); err != nil {
+				return w.At(err, "operator_codes", -1)
 			}
-			if err != nil {
-				return w.At(w.At(err, "", int(i)), "operator_codes", -1)
+		}
+		if q != 0 {
+			start, n, ok := w.VectorAt(q, 4)
+			if !ok {
+				if start, n, err = w.Vector(q, 4); err != nil {
+					return w.At(err, "operator_codes", -1)
+				}
+			}
+			{
+				for i := int64(0); i < n; i++ {
+					var err error
+					e, ok := w.DerefAt(start + 4*i)
+					if !ok {
+						e, err = w.Deref(start + 4*i)
+					}
+					if err == nil {
+						err = VerifyOperatorCode(w, e)
+					}
+					if err != nil {
+						return w.At(w.At(err, "", int(i)), "operator_codes", -1)
+					}
+				}
 			}
 		}
 	}
-	if start, n, err := w.VectorField(&t, 2, false, 4); err != nil {
-		return w.At(err, "subgraphs", -1)
-	} else {
-		for i := int64(0); i < n; i++ {
-			e, err := w.Deref(start + 4*i)
-			if err == nil {
-				err = VerifySubGraph(w, e)
+	{
+		q, ok := w.RefAt(&t, w.Slot(&t, 2))
+		if !ok {
+			if q, err = w.Ref(&t, 2, false); err != nil {
+				return w.At(err, "subgraphs", -1)
 			}
-			if err != nil {
-				return w.At(w.At(err, "", int(i)), "subgraphs", -1)
+		}
+		if q != 0 {
+			start, n, ok := w.VectorAt(q, 4)
+			if !ok {
+				if start, n, err = w.Vector(q, 4); err != nil {
+					return w.At(err, "subgraphs", -1)
+				}
+			}
+			{
+				for i := int64(0); i < n; i++ {
+					var err error
+					e, ok := w.DerefAt(start + 4*i)
+					if !ok {
+						e, err = w.Deref(start + 4*i)
+					}
+					if err == nil {
+						err = VerifySubGraph(w, e)
+					}
+					if err != nil {
+						return w.At(w.At(err, "", int(i)), "subgraphs", -1)
+					}
+				}
 			}
 		}
 	}
-	if err := w.StringField(&t, 3, false); err != nil {
-		return w.At(err, "description", -1)
-	}
-	if start, n, err := w.VectorField(&t, 4, false, 4); err != nil {
-		return w.At(err, "buffers", -1)
-	} else {
-		for i := int64(0); i < n; i++ {
-			e, err := w.Deref(start + 4*i)
-			if err == nil {
-				err = VerifyBuffer(w, e)
+	{
+		q, ok := w.RefAt(&t, w.Slot(&t, 3))
+		if !ok {
+			if q, err = w.Ref(&t, 3, false); err != nil {
+				return w.At(err, "description", -1)
 			}
-			if err != nil {
-				return w.At(w.At(err, "", int(i)), "buffers", -1)
+		}
+		if q != 0 {
+			if err := w.String(q); err != nil {
+				return w.At(err, "description", -1)
 			}
 		}
 	}
-	if start, n, err := w.VectorField(&t, 6, false, 4); err != nil {
-		return w.At(err, "metadata", -1)
-	} else {
-		for i := int64(0); i < n; i++ {
-			e, err := w.Deref(start + 4*i)
-			if err == nil {
-				err = VerifyMetadata(w, e)
+	{
+		q, ok := w.RefAt(&t, w.Slot(&t, 4))
+		if !ok {
+			if q, err = w.Ref(&t, 4, false); err != nil {
+				return w.At(err, "buffers", -1)
 			}
-			if err != nil {
-				return w.At(w.At(err, "", int(i)), "metadata", -1)
+		}
+		if q != 0 {
+			start, n, ok := w.VectorAt(q, 4)
+			if !ok {
+				if start, n, err = w.Vector(q, 4); err != nil {
+					return w.At(err, "buffers", -1)
+				}
+			}
+			{
+				for i := int64(0); i < n; i++ {
+					var err error
+					e, ok := w.DerefAt(start + 4*i)
+					if !ok {
+						e, err = w.Deref(start + 4*i)
+					}
+					if err == nil {
+						err = VerifyBuffer(w, e)
+					}
+					if err != nil {
+						return w.At(w.At(err, "", int(i)), "buffers", -1)
+					}
+				}
 			}
 		}
 	}
-	if start, n, err := w.VectorField(&t, 7, false, 4); err != nil {
-		return w.At(err, "signature_defs", -1)
-	} else {
-		for i := int64(0); i < n; i++ {
-			e, err := w.Deref(start + 4*i)
-			if err == nil {
-				err = VerifySignatureDef(w, e)
+	{
+		q, ok := w.RefAt(&t, w.Slot(&t, 6))
+		if !ok {
+			if q, err = w.Ref(&t, 6, false); err != nil {
+				return w.At(err, "metadata", -1)
 			}
-			if err != nil {
-				return w.At(w.At(err, "", int(i)), "signature_defs", -1)
+		}
+		if q != 0 {
+			start, n, ok := w.VectorAt(q, 4)
+			if !ok {
+				if start, n, err = w.Vector(q, 4); err != nil {
+					return w.At(err, "metadata", -1)
+				}
+			}
+			{
+				for i := int64(0); i < n; i++ {
+					var err error
+					e, ok := w.DerefAt(start + 4*i)
+					if !ok {
+						e, err = w.Deref(start + 4*i)
+					}
+					if err == nil {
+						err = VerifyMetadata(w, e)
+					}
+					if err != nil {
+						return w.At(w.At(err, "", int(i)), "metadata", -1)
+					}
+				}
 			}
 		}
 	}
-	if start, n, err := w.VectorField(&t, 8, false, 4); err != nil {
-		return w.At(err, "external_buffer_groups", -1)
-	} else {
-		for i := int64(0); i < n; i++ {
-			e, err := w.Deref(start + 4*i)
-			if err == nil {
-				err = VerifyExternalBufferGroup(w, e)
+	{
+		q, ok := w.RefAt(&t, w.Slot(&t, 7))
+		if !ok {
+			if q, err = w.Ref(&t, 7, false); err != nil {
+				return w.At(err, "signature_defs", -1)
 			}
-			if err != nil {
-				return w.At(w.At(err, "", int(i)), "external_buffer_groups", -1)
+		}
+		if q != 0 {
+			start, n, ok := w.VectorAt(q, 4)
+			if !ok {
+				if start, n, err = w.Vector(q, 4); err != nil {
+					return w.At(err, "signature_defs", -1)
+				}
+			}
+			{
+				for i := int64(0); i < n; i++ {
+					var err error
+					e, ok := w.DerefAt(start + 4*i)
+					if !ok {
+						e, err = w.Deref(start + 4*i)
+					}
+					if err == nil {
+						err = VerifySignatureDef(w, e)
+					}
+					if err != nil {
+						return w.At(w.At(err, "", int(i)), "signature_defs", -1)
+					}
+				}
 			}
 		}
 	}
-	if start, n, err := w.VectorField(&t, 9, false, 4); err != nil {
-		return w.At(err, "external_buffers", -1)
-	} else {
-		for i := int64(0); i < n; i++ {
-			e, err := w.Deref(start + 4*i)
-			if err == nil {
-				err = VerifyExternalBuffer(w, e)
+	{
+		q, ok := w.RefAt(&t, w.Slot(&t, 8))
+		if !ok {
+			if q, err = w.Ref(&t, 8, false); err != nil {
+				return w.At(err, "external_buffer_groups", -1)
 			}
-			if err != nil {
-				return w.At(w.At(err, "", int(i)), "external_buffers", -1)
+		}
+		if q != 0 {
+			start, n, ok := w.VectorAt(q, 4)
+			if !ok {
+				if start, n, err = w.Vector(q, 4); err != nil {
+					return w.At(err, "external_buffer_groups", -1)
+				}
+			}
+			{
+				for i := int64(0); i < n; i++ {
+					var err error
+					e, ok := w.DerefAt(start + 4*i)
+					if !ok {
+						e, err = w.Deref(start + 4*i)
+					}
+					if err == nil {
+						err = VerifyExternalBufferGroup(w, e)
+					}
+					if err != nil {
+						return w.At(w.At(err, "", int(i)), "external_buffer_groups", -1)
+					}
+				}
+			}
+		}
+	}
+	{
+		q, ok := w.RefAt(&t, w.Slot(&t, 9))
+		if !ok {
+			if q, err = w.Ref(&t, 9, false); err != nil {
+				return w.At(err, "external_buffers", -1)
+			}
+		}
+		if q != 0 {
+			start, n, ok := w.VectorAt(q, 4)
+			if !ok {
+				if start, n, err = w.Vector(q, 4); err != nil {
+					return w.At(err, "external_buffers", -1)
+				}
+			}
+			{
+				for i := int64(0); i < n; i++ {
+					var err error
+					e, ok := w.DerefAt(start + 4*i)
+					if !ok {
+						e, err = w.Deref(start + 4*i)
+					}
+					if err == nil {
+						err = VerifyExternalBuffer(w, e)
+					}
+					if err != nil {
+						return w.At(w.At(err, "", int(i)), "external_buffers", -1)
+					}
+				}
 			}
 		}
 	}

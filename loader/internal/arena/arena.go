@@ -12,7 +12,10 @@
 // allocation of its own).
 package arena
 
-import "unsafe"
+import (
+	"strings"
+	"unsafe"
+)
 
 // Chunk is the size chunks grow to, in elements (bytes, for Strings: 4
 // times as many).
@@ -37,12 +40,22 @@ func (a *Strings) Copy(b []byte) string {
 	if len(b) > cap(a.buf)-len(a.buf) {
 		// Chunks double from 64 bytes up to 4 KiB: a program's few names
 		// cost a small allocation, a .ptd's thousands of keys few large.
-		a.buf = make([]byte, 0, max(len(b), min(4*Chunk, max(firstStrings, 2*cap(a.buf)))))
+		a.buf = noZero(max(len(b), min(4*Chunk, max(firstStrings, 2*cap(a.buf)))))
 	}
 	n := len(a.buf)
 	a.buf = append(a.buf, b...)
 	// a.buf[n:] is never written again: the string owns those bytes
 	return unsafe.String(&a.buf[n], len(b))
+}
+
+// noZero returns an empty byte slice of capacity size (at least 1) whose
+// memory is not zeroed: a strings.Builder's, which the builder no longer
+// uses. Strings writes every byte before it hands it out.
+func noZero(size int) []byte {
+	var sb strings.Builder
+	sb.Grow(size)
+	sb.WriteByte(0)
+	return unsafe.Slice(unsafe.StringData(sb.String()), size)[:0]
 }
 
 // Slices hands out zeroed slices of T from shared chunks.

@@ -11,18 +11,21 @@ import (
 )
 
 const inspectAbout = `Show what a model file holds: its format and header, its segments with
-their sizes and alignment, methods and delegates (.pte) or the graph (.rten),
-every tensor, named data, and warnings such as segments not aligned to the
-page size. Offsets are absolute file offsets.
+their sizes and alignment, what the format holds (a program's methods and
+delegates, an RTen graph, GGUF metadata, TFLite subgraphs and signatures,
+...), every tensor, named data, and warnings such as segments not aligned
+to the page size. Offsets are absolute file offsets.
 
 External tensors of a .pte are resolved against the .ptd files given with
 --data (repeatable); their offsets are then offsets in that file.
 
---order adds, for each method of a .pte, its weights in the order the
-method's instructions first use them (unused ones last); for a .rten the
-constants in the order the graph's operators use them; for a .ptd the
-tensors in key order. The JSON always has it as "use_order": method name
-to tensor names, with "" the key of a .rten's or .ptd's one order.
+--order adds the order in which the model uses its weights: for each
+method of a .pte the order its instructions first use them (unused ones
+last), for each TFLite subgraph the order its operators read its
+constants, for a .rten the graph's operators' order, for a GGUF
+llama.cpp's layer order, for a .ptd or safetensors file their key order.
+The JSON always has it as "use_order": method or subgraph name to tensor
+names, with "" the key of a format's one order.
 
 FILE (and --data) may be an entry stored uncompressed in a zip archive or
 APK, ARCHIVE!/ENTRY: offsets are then relative to the entry. A bundled

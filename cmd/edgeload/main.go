@@ -5,7 +5,7 @@
 //
 //	edgeload inspect [--json] [--sha256] [--order] [--data FILE.ptd]... FILE
 //	edgeload verify [--data FILE.ptd]... FILE...
-//	edgeload repack [--align N] [--tensor-align N] [--externalize F.ptd] [--rten-v2] [--verify-bytes] [--sync] [--data F.ptd]... IN OUT
+//	edgeload repack [--align N] [--tensor-align N] [--externalize F.ptd] [--rten-v2] [--to FORMAT] [--verify-bytes] [--sync] [--data F.ptd]... IN OUT
 //	edgeload repack --check [--data F.ptd]... IN OUT
 //	edgeload resident [--width N] FILE
 //	edgeload stream [--budget SIZE] [--method NAME] [--data FILE.ptd]... [--json] [--drop-cache] FILE
@@ -94,7 +94,7 @@ func init() {
 	commands = []*command{
 		{"inspect", "[--json] [--sha256] [--order] [--data FILE.ptd]... FILE", "show what a model file (or ARCHIVE!/ENTRY) holds", runInspect},
 		{"verify", "[--data FILE.ptd]... FILE...", "verify files fully and read every tensor, segment and bundled test tensor", runVerify},
-		{"repack", "[--align N] [--tensor-align N] [--externalize F.ptd] [--rten-v2] [--verify-bytes] [--sync] [--data F.ptd]... IN OUT | --check [--data F.ptd]... IN OUT", "rewrite a model file realigned, externalized or upgraded", runRepack},
+		{"repack", "[--align N] [--tensor-align N] [--externalize F.ptd] [--rten-v2] [--to FORMAT] [--verify-bytes] [--sync] [--data F.ptd]... IN OUT | --check [--data F.ptd]... IN OUT", "rewrite a model file realigned, externalized, upgraded or converted", runRepack},
 		{"resident", "[--width N] FILE", "show how much of each segment is in the page cache", runResident},
 		{"stream", "[--budget SIZE] [--method NAME] [--data FILE.ptd]... [--json] [--drop-cache] FILE", "read every weight in use order under a memory budget", runStream},
 		{"version", "", "print the version", runVersion},
@@ -156,7 +156,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 
 // usage prints the command overview.
 func usage(w io.Writer) {
-	fmt.Fprintf(w, "edgeload opens ExecuTorch (.pte, .ptd) and RTen (.rten) model files without copying them.\n\nUsage:\n\n")
+	fmt.Fprintf(w, "edgeload opens model files without copying them: ExecuTorch (.pte, .ptd, .bpte, .ptn),\nRTen (.rten), GGUF (.gguf), safetensors (.safetensors, sharded index), TFLite (.tflite)\nand LiteRT-LM (.litertlm).\n\nUsage:\n\n")
 	for _, c := range commands {
 		fmt.Fprintf(w, "  %s\n", strings.TrimSpace("edgeload "+c.name+" "+c.args))
 	}

@@ -12,8 +12,9 @@ import "fmt"
 // order in turn, in file order, and is the only group of a format without
 // groups. A group the model lacks wraps ErrNotFound.
 //
-// The order is computed on each call from the verified metadata; it
-// allocates its result and scratch space only.
+// The order comes from the verified metadata; a format may compute it
+// once and return the same slice each time (GGUF, a sharded checkpoint),
+// so do not modify it.
 func (m *Model) UseOrder(group string) ([]int, error) {
 	if m.closed.Load() {
 		return nil, fmt.Errorf("loader: use order: %w", ErrClosed)

@@ -406,21 +406,5 @@ func alignmentWarnings(segs []segment.Segment) []string {
 	return w
 }
 
-// sizeName writes a byte count as "1.3 MiB", "512 B", "16 KiB".
-func sizeName(n int64) string {
-	const unit = 1024
-	if n < unit {
-		return fmt.Sprintf("%d B", n)
-	}
-	div, exp := int64(unit), 0
-	for m := n / unit; m >= unit && exp < 5; m /= unit {
-		div *= unit
-		exp++
-	}
-	v := float64(n) / float64(div)
-	suffix := "KMGTPE"[exp : exp+1]
-	if n%div == 0 {
-		return fmt.Sprintf("%d %siB", n/div, suffix)
-	}
-	return fmt.Sprintf("%.1f %siB", v, suffix)
-}
+// sizeName writes a byte count as "512 B", "16 KiB" or "1.3 MiB".
+var sizeName = format.SizeName

@@ -223,3 +223,21 @@ type Piece struct {
 type MultiFile interface {
 	Files() []*mmapfile.File
 }
+
+// SizeName writes a byte count as "512 B", "16 KiB" or "1.3 MiB".
+func SizeName(n int64) string {
+	const unit = 1024
+	if n < unit {
+		return fmt.Sprintf("%d B", n)
+	}
+	div, exp := int64(unit), 0
+	for m := n / unit; m >= unit && exp < 5; m /= unit {
+		div *= unit
+		exp++
+	}
+	suffix := "KMGTPE"[exp : exp+1]
+	if n%div == 0 {
+		return fmt.Sprintf("%d %siB", n/div, suffix)
+	}
+	return fmt.Sprintf("%.1f %siB", float64(n)/float64(div), suffix)
+}

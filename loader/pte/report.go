@@ -137,7 +137,7 @@ func (p *Program) ReportText(w io.Writer) error {
 			if d.Segment != nil {
 				where = fmt.Sprintf("segment %d", *d.Segment)
 			}
-			fmt.Fprintf(tw, "  %s\t%d\t%s\t%s\t%d\t%s\t%d\n", d.Method, d.Index, d.ID, where, d.Offset, sizeName(d.Size), d.CompileSpecs)
+			fmt.Fprintf(tw, "  %s\t%d\t%s\t%s\t%d\t%s\t%d\n", d.Method, d.Index, d.ID, where, d.Offset, format.SizeName(d.Size), d.CompileSpecs)
 		}
 		tw.Flush()
 	}
@@ -185,22 +185,4 @@ func (p *Program) SegmentKinds() []string {
 		add(nd.Segment, "named_data")
 	}
 	return kinds
-}
-
-// sizeName writes a byte count as "512 B", "16 KiB" or "1.3 MiB".
-func sizeName(n int64) string {
-	const unit = 1024
-	if n < unit {
-		return fmt.Sprintf("%d B", n)
-	}
-	div, exp := int64(unit), 0
-	for m := n / unit; m >= unit && exp < 5; m /= unit {
-		div *= unit
-		exp++
-	}
-	suffix := "KMGTPE"[exp : exp+1]
-	if n%div == 0 {
-		return fmt.Sprintf("%d %siB", n/div, suffix)
-	}
-	return fmt.Sprintf("%.1f %siB", float64(n)/float64(div), suffix)
 }

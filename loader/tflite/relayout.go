@@ -229,7 +229,7 @@ func (m *Model) Relayout(align int64) (*format.Layout, error) {
 	return l, nil
 }
 
-func alignUp(n, a int64) int64 { return (n + a - 1) &^ (a - 1) }
+var alignUp = format.AlignUp
 
 // zipStart returns the offset of the first local header of the zip archive
 // appended after a model with TFLITE_METADATA, -1 when there is none.

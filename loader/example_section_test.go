@@ -8,7 +8,9 @@ import (
 	"os"
 	"path/filepath"
 
+	_ "github.com/edgeload/edgeload/formats" // every built-in format
 	"github.com/edgeload/edgeload/loader"
+	"github.com/edgeload/edgeload/loader/bundle"
 	"github.com/edgeload/edgeload/mmapfile"
 )
 
@@ -125,15 +127,17 @@ func ExampleNew() {
 }
 
 // Open of a bundled program (.bpte) opens the program it embeds, mapped in
-// place; Bundle gives its method test suites, whose tensors are views too.
-func ExampleModel_Bundle() {
+// place; As gives the bundle's own value (a *bundle.Program) with its
+// method test suites, whose tensors are views too.
+func ExampleAs() {
 	m, err := loader.Open("../testdata/tiny.bpte")
 	if err != nil {
 		log.Fatal(err)
 	}
 	defer m.Close()
 	fmt.Println(m.Format(), m.Size(), "bytes of program")
-	for _, s := range m.Bundle().TestSuites() {
+	b, _ := loader.As[*bundle.Program](m)
+	for _, s := range b.Bundle.TestSuites() {
 		out := s.Cases[0].ExpectedOutputs[0].Tensor
 		v, _, err := out.Data.Float32()
 		if err != nil {

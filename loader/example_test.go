@@ -6,12 +6,16 @@ import (
 	"log"
 	"os"
 
+	_ "github.com/edgeload/edgeload/formats" // every built-in format
 	"github.com/edgeload/edgeload/loader"
+	"github.com/edgeload/edgeload/loader/pte"
 	"github.com/edgeload/edgeload/mmapfile"
 )
 
 // Open sniffs the format, maps the file and lists its tensors the same way
-// for .pte, .ptd and .rten files; each tensor's Data is a zero-copy view.
+// for every format the program imports (this file imports package formats,
+// which registers every built-in one); each tensor's Data is a zero-copy
+// view.
 func ExampleOpen() {
 	m, err := loader.Open("../testdata/tiny.pte")
 	if err != nil {
@@ -29,7 +33,8 @@ func ExampleOpen() {
 	}
 	fmt.Println(v, "copied:", copied)
 	// Format-specific details stay with the format's package.
-	for _, d := range m.Program().Delegates() {
+	p, _ := loader.As[*pte.Program](m)
+	for _, d := range p.Delegates() {
 		fmt.Println("delegate", d.ID, "in segment", d.SegmentIndex)
 	}
 	// Output:

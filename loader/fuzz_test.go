@@ -14,6 +14,7 @@ import (
 	"github.com/edgeload/edgeload/internal/testkit/loadercheck"
 	"github.com/edgeload/edgeload/internal/testkit/testmodels"
 	"github.com/edgeload/edgeload/loader"
+	"github.com/edgeload/edgeload/loader/bundle"
 	"github.com/edgeload/edgeload/mmapfile"
 )
 
@@ -67,7 +68,7 @@ func FuzzOpen(f *testing.F) {
 				t.Fatal("non-nil model with an error")
 			}
 			want := ""
-			if s := loader.Sniff(data); s != loader.Unknown && s != loader.BundledProgram {
+			if s := loader.Sniff(data); s != loader.Unknown && s != "bpte" {
 				want = s.String() // a bundle's errors may be its program's (pte)
 			}
 			if bad := hostile.CheckError(want, err); bad != nil {
@@ -78,13 +79,13 @@ func FuzzOpen(f *testing.F) {
 		defer m.Close()
 		size := int64(len(data))
 		switch s := loader.Sniff(data); {
-		case s == loader.Unknown && m.Format() != loader.RTen:
+		case s == loader.Unknown && m.Format() != "rten":
 			t.Fatalf("unknown bytes opened as %s", m.Format())
-		case s == loader.BundledProgram:
-			if m.Format() != loader.BundledProgram || m.Bundle() == nil {
-				t.Fatalf("a bundled program opened as %s (bundle %v)", m.Format(), m.Bundle() != nil)
+		case s == "bpte":
+			if _, ok := loader.As[*bundle.Program](m); m.Format() != "bpte" || !ok {
+				t.Fatalf("a bundled program opened as %s (a %T)", m.Format(), m.Impl())
 			}
-			_, size = m.Bundle().ProgramSection()
+			_, size = as[*bundle.Program](m).Bundle.ProgramSection()
 		case s != loader.Unknown && s != m.Format():
 			t.Fatalf("sniffed %s, opened as %s", s, m.Format())
 		}

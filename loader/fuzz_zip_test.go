@@ -14,6 +14,7 @@ import (
 	"github.com/edgeload/edgeload/internal/testkit/loadercheck"
 	"github.com/edgeload/edgeload/internal/testkit/ziptest"
 	"github.com/edgeload/edgeload/loader"
+	"github.com/edgeload/edgeload/loader/bundle"
 	"github.com/edgeload/edgeload/mmapfile"
 )
 
@@ -63,8 +64,8 @@ func FuzzZipEntry(f *testing.F) {
 		}
 		defer m.Close()
 		off, n := m.File().Section()
-		if m.Bundle() != nil {
-			off, n = m.Bundle().File().Section()
+		if b, ok := loader.As[*bundle.Program](m); ok {
+			off, n = b.Bundle.File().Section()
 		}
 		if off < 0 || n < 0 || off+n > int64(len(data)) {
 			t.Fatalf("section [%d +%d) of %d bytes", off, n, len(data))

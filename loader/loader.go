@@ -3,11 +3,15 @@
 // segments and named data the same way for all of them.
 //
 // Each format is a package of its own that implements [format.Model] and
-// plugs in with one [format.Registration] (see [Register]): ExecuTorch
-// programs (loader/pte), bundled programs (loader/bundle), ExecuTorch
-// named data (loader/ptd) and RTen models (loader/rten). What is specific
-// to a format (methods, delegates, graphs, metadata) stays with that
-// format's package, reached through [Model.Impl].
+// registers itself with [format.Register] when it is imported, as image/png
+// does with package image. Package loader imports none of them: a program
+// imports the formats it reads, and package formats imports every built-in
+// one,
+//
+//	import _ "github.com/edgeload/edgeload/formats"
+//
+// What is specific to a format (methods, delegates, graphs, metadata) stays
+// with that format's package, reached through [As] or [Model.Impl].
 //
 // The file is memory-mapped once and nothing but its headers and metadata
 // is read at Open: every tensor and segment is a zero-copy view
@@ -33,17 +37,8 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"github.com/edgeload/edgeload/loader/bundle"
 	"github.com/edgeload/edgeload/loader/format"
-	"github.com/edgeload/edgeload/loader/gguf"
 	"github.com/edgeload/edgeload/loader/internal/region"
-	"github.com/edgeload/edgeload/loader/litertlm"
-	"github.com/edgeload/edgeload/loader/ptd"
-	"github.com/edgeload/edgeload/loader/pte"
-	"github.com/edgeload/edgeload/loader/ptn"
-	"github.com/edgeload/edgeload/loader/rten"
-	"github.com/edgeload/edgeload/loader/safetensors"
-	"github.com/edgeload/edgeload/loader/tflite"
 	"github.com/edgeload/edgeload/mmapfile"
 	"github.com/edgeload/edgeload/segment"
 )
@@ -63,27 +58,13 @@ var (
 	ErrCompressed         = format.ErrCompressed
 )
 
-// Format names a model file format: the Name of its registration, and the
-// "format" of the command's output.
+// Format names a model file format: the Name of its [format.Registration]
+// ("pte", "gguf", ...; [format.Registered] lists them), and the "format"
+// of the command's output.
 type Format string
 
-// The formats registered by default. Unknown is the zero value.
-const (
-	Unknown Format = ""
-	PTE     Format = "pte"  // ExecuTorch program
-	PTD     Format = "ptd"  // ExecuTorch named data (FlatTensor)
-	RTen    Format = "rten" // RTen model
-	GGUF    Format = "gguf" // llama.cpp model (GGUF v2, v3)
-	// SafeTensors is a safetensors file, or a sharded checkpoint's
-	// model.safetensors.index.json.
-	SafeTensors Format = "safetensors"
-	PTN         Format = "ptn"      // ExecuTorch package (.ptn): graph and safetensors in a stored zip
-	TFLite      Format = "tflite"   // TFLite / LiteRT model
-	LiteRTLM    Format = "litertlm" // LiteRT-LM container of TFLite models and their tokenizer
-	// BundledProgram is an ExecuTorch bundled program (.bpte): Open opens
-	// the program it embeds (a *bundle.Program).
-	BundledProgram Format = "bpte"
-)
+// Unknown is the Format of bytes no registered format claims.
+const Unknown Format = ""
 
 // String returns the format's name, or "unknown".
 func (f Format) String() string {
@@ -96,12 +77,8 @@ func (f Format) String() string {
 // LinksData reports whether models of the format link data files
 // (WithData): a program links .ptd files.
 func (f Format) LinksData() bool {
-	for _, r := range formats() {
-		if Format(r.Name) == f {
-			return r.DataFormat != ""
-		}
-	}
-	return false
+	r, ok := registration(string(f))
+	return ok && r.DataFormat != ""
 }
 
 // SniffLen is the number of leading bytes Sniff needs to tell the built-in
@@ -109,56 +86,19 @@ func (f Format) LinksData() bool {
 // fewer may still answer.
 const SniffLen = 8
 
-// registry holds the formats Open knows, sniffed in order; fallbacks
-// (a nil Sniff) are tried in order after every sniff declined.
-var registry struct {
-	sync.RWMutex
-	formats []format.Registration
-}
-
-// The formats edgeload reads, one registration each.
-func init() {
-	for _, r := range []format.Registration{
-		pte.Format, bundle.Format, ptd.Format, ptn.Format,
-		rten.Format, rten.V1Format,
-		gguf.Format,
-		safetensors.Format,
-		tflite.Format, litertlm.Format,
-	} {
-		Register(r)
-	}
-}
-
-// Register adds a format to the ones Open sniffs for, after those already
-// registered (a fallback, with a nil Sniff, after every other). A format
-// package exports its Registration; a program registers one of its own the
-// same way.
-func Register(r format.Registration) {
-	if r.Name == "" || r.Open == nil || (r.Sniff != nil && r.Magic == "") {
-		panic("loader: Register: a format needs a Name, an Open, and a Magic if it sniffs")
-	}
-	registry.Lock()
-	defer registry.Unlock()
-	fs := registry.formats
-	i := len(fs)
-	if r.Sniff != nil {
-		for i > 0 && fs[i-1].Sniff == nil {
-			i--
+// registration returns the registered format of the given name.
+func registration(name string) (format.Registration, bool) {
+	for _, r := range format.Registered() {
+		if r.Name == name {
+			return r, true
 		}
 	}
-	registry.formats = append(fs[:i:i], append([]format.Registration{r}, fs[i:]...)...)
-}
-
-// formats returns the registered formats.
-func formats() []format.Registration {
-	registry.RLock()
-	defer registry.RUnlock()
-	return registry.formats
+	return format.Registration{}, false
 }
 
 // sniff returns the registration that claims head.
 func sniff(head []byte) (format.Registration, bool) {
-	for _, r := range formats() {
+	for _, r := range format.Registered() {
 		if r.Sniff != nil && r.Sniff(head) {
 			return r, true
 		}
@@ -167,11 +107,11 @@ func sniff(head []byte) (format.Registration, bool) {
 }
 
 // Sniff tells the format of a file from its first bytes (at least
-// SniffLen of them, or up to a page for formats that need more): "ET" at
-// offset 4 is an ExecuTorch program, "FT" a named-data file, "BP" a
-// bundled program, "RTEN" at offset 0 an RTen V2 model, and so on for
-// every registered format. Anything else is Unknown, which may still be a
-// format Open tries as a fallback (a headerless RTen V1 model).
+// SniffLen of them, or up to a page for formats that need more), with the
+// Sniff of every registered format: "ET" at offset 4 is an ExecuTorch
+// program, "GGUF" at offset 0 a llama.cpp model, and so on. Anything else
+// is Unknown, which may still be a format Open tries as a fallback (a
+// headerless RTen V1 model).
 //
 // Version digits are not checked here: a program with identifier "ET13"
 // sniffs as PTE, and opening it reports ErrUnsupportedVersion.
@@ -268,9 +208,10 @@ type Model struct {
 
 // Open maps the file at path (or the section or zip entry an option
 // names), sniffs its format (see [Sniff]), and opens it with the format's
-// package. A file no registered format claims is tried with the fallback
-// formats (a headerless RTen V1 model); if they fail too, the error wraps
-// ErrUnknownFormat.
+// package, which the program must have imported (package formats imports
+// every built-in one). A file no registered format claims is tried with the
+// fallback formats (a headerless RTen V1 model); if they fail too, the
+// error wraps ErrUnknownFormat.
 func Open(path string, opts ...Option) (*Model, error) {
 	c := collect(opts)
 	mf, err := mmapfile.Open(path, append(c.mmap[:len(c.mmap):len(c.mmap)], c.where...)...)
@@ -335,8 +276,8 @@ func (m *Model) open(c *config) error {
 	cands := []format.Registration{reg}
 	if !ok {
 		cands = cands[:0]
-		for _, r := range formats() {
-			if r.Sniff == nil {
+		for _, r := range format.Registered() {
+			if r.Fallback {
 				cands = append(cands, r)
 			}
 		}
@@ -378,7 +319,7 @@ func unknownFormat(head []byte, fallback error) error {
 		hint = fmt.Sprintf("the file is only %d bytes long", len(head))
 	}
 	var names []string
-	for _, r := range formats() {
+	for _, r := range format.Registered() {
 		if r.Sniff != nil {
 			names = append(names, r.Name+": "+r.Magic)
 		}
@@ -397,12 +338,7 @@ func displayName(name string) string {
 // openData opens the WithData and WithDataFiles files as models of the
 // given format.
 func (m *Model) openData(want string, c *config) error {
-	var reg format.Registration
-	for _, r := range formats() {
-		if r.Name == want {
-			reg = r
-		}
-	}
+	reg, _ := registration(want)
 	for _, p := range c.data {
 		mf, err := mmapfile.Open(p, c.mmap...)
 		if err != nil {
@@ -450,8 +386,26 @@ func (m *Model) Format() Format { return m.format }
 
 // Impl returns the format package's own value for the file (a
 // *pte.Program, *bundle.Program, *ptd.File, *rten.Model, ...), for what
-// only that format has.
+// only that format has; see also [As].
 func (m *Model) Impl() format.Model { return m.impl }
+
+// As returns the format package's own value for m as a T: Impl, or the
+// model Impl wraps ([format.Wrapper]) if Impl is not a T. As[*pte.Program]
+// is the program of a .pte and the one a bundled program embeds, and
+// As[*gguf.File] a GGUF file's own value; ok is false when m holds no T.
+func As[T any](m *Model) (t T, ok bool) {
+	for impl := m.impl; impl != nil; {
+		if t, ok = impl.(T); ok {
+			return t, true
+		}
+		w, wraps := impl.(format.Wrapper)
+		if !wraps {
+			break
+		}
+		impl = w.Unwrap()
+	}
+	return t, false
+}
 
 // Name returns the path the model was opened from ("path!/entry" for a zip
 // entry; "" for a byte slice).
@@ -472,7 +426,7 @@ func (m *Model) File() *mmapfile.File { return m.impl.MappedFile() }
 // copies it; [Model.NumTensors], [Model.TensorAt] and [Model.TensorData]
 // give the same tensors without the copy.
 func (m *Model) Tensors() []format.Tensor {
-	if l, ok := m.impl.(interface{ Tensors() []format.Tensor }); ok {
+	if l, ok := m.impl.(format.TensorLister); ok {
 		return l.Tensors()
 	}
 	m.tensorsOnce.Do(func() {
@@ -499,9 +453,7 @@ func (m *Model) TensorData(i int) segment.Segment { return m.impl.TensorData(i) 
 // allocates only when dst has too little room; on error it returns the
 // views taken so far.
 func (m *Model) AppendTensorBytes(dst [][]byte) ([][]byte, error) {
-	if a, ok := m.impl.(interface {
-		AppendTensorBytes([][]byte) ([][]byte, error)
-	}); ok {
+	if a, ok := m.impl.(format.TensorBytesAppender); ok {
 		return a.AppendTensorBytes(dst)
 	}
 	for i := range m.impl.NumTensors() {
@@ -539,31 +491,6 @@ func (m *Model) NamedData() []format.NamedData { return m.impl.NamedData() }
 // Groups names the units UseOrder can be asked for (a program's methods),
 // in file order; nil when the format has a single order.
 func (m *Model) Groups() []string { return m.impl.Groups() }
-
-// Program returns the ExecuTorch program (plain, or the one a bundle
-// embeds), or nil if the file is neither.
-func (m *Model) Program() *pte.Program {
-	if p, ok := m.impl.(interface{ PTE() *pte.Program }); ok {
-		return p.PTE()
-	}
-	return nil
-}
-
-// Bundle returns the bundled program a model came from (its test suites),
-// or nil. The Model's file, offsets and Size are then the embedded
-// program's; the bundle's own offsets are in Bundle().File().
-func (m *Model) Bundle() *bundle.File {
-	if p, ok := m.impl.(*bundle.Program); ok {
-		return p.Bundle
-	}
-	return nil
-}
-
-// DataFile returns the .ptd file, or nil if the file is not one.
-func (m *Model) DataFile() *ptd.File { d, _ := m.impl.(*ptd.File); return d }
-
-// RTen returns the RTen model, or nil if the file is not one.
-func (m *Model) RTen() *rten.Model { r, _ := m.impl.(*rten.Model); return r }
 
 // DataFiles returns the data files a model was linked to (WithData and
 // WithDataFiles), in option order.

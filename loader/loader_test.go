@@ -16,6 +16,8 @@ import (
 	"github.com/edgeload/edgeload/internal/testkit/writer"
 	"github.com/edgeload/edgeload/loader"
 	"github.com/edgeload/edgeload/loader/format"
+	"github.com/edgeload/edgeload/loader/ptd"
+	"github.com/edgeload/edgeload/loader/pte"
 	"github.com/edgeload/edgeload/loader/rten"
 	"github.com/edgeload/edgeload/mmapfile"
 	"github.com/edgeload/edgeload/segment"
@@ -26,12 +28,12 @@ func TestSniff(t *testing.T) {
 		head string
 		want loader.Format
 	}{
-		{"\x1c\x00\x00\x00ET12eh00", loader.PTE},
-		{"\x1c\x00\x00\x00ET13", loader.PTE}, // a version Open then rejects
-		{"\x1c\x00\x00\x00FT01FH01", loader.PTD},
-		{"RTEN\x02\x00\x00\x00", loader.RTen},
-		{"RTEN", loader.RTen},
-		{"\x1c\x00\x00\x00BP08", loader.BundledProgram},
+		{"\x1c\x00\x00\x00ET12eh00", "pte"},
+		{"\x1c\x00\x00\x00ET13", "pte"}, // a version Open then rejects
+		{"\x1c\x00\x00\x00FT01FH01", "ptd"},
+		{"RTEN\x02\x00\x00\x00", "rten"},
+		{"RTEN", "rten"},
+		{"\x1c\x00\x00\x00BP08", "bpte"},
 		{"\x1c\x00\x00\x00QQ08", loader.Unknown},
 		{"\x10\x00\x00\x00\x00\x00\x00\x00", loader.Unknown}, // maybe RTen V1: Open tries
 		{"\x1c\x00\x00\x00ET", loader.Unknown},               // too short to tell
@@ -42,7 +44,7 @@ func TestSniff(t *testing.T) {
 			t.Errorf("Sniff(%q) = %v, want %v", c.head, got, c.want)
 		}
 	}
-	if loader.Unknown.String() != "unknown" || loader.PTE.String() != "pte" || loader.RTen.String() != "rten" {
+	if loader.Unknown.String() != "unknown" || loader.Format("pte").String() != "pte" {
 		t.Error("Format strings")
 	}
 }
@@ -53,11 +55,14 @@ func checkModel(t *testing.T, m *loader.Model, exp testmodels.Expected) {
 	if string(m.Format()) != exp.Format || m.Size() != exp.FileSize {
 		t.Errorf("format %s size %d, want %s %d", m.Format(), m.Size(), exp.Format, exp.FileSize)
 	}
-	if (m.Program() != nil) != (exp.Format == "pte") || (m.DataFile() != nil) != (exp.Format == "ptd") || (m.RTen() != nil) != (exp.Format == "rten") {
-		t.Errorf("format accessors: program %v, data file %v, rten %v for %s", m.Program() != nil, m.DataFile() != nil, m.RTen() != nil, exp.Format)
+	_, isPTE := loader.As[*pte.Program](m)
+	_, isPTD := loader.As[*ptd.File](m)
+	_, isRTen := loader.As[*rten.Model](m)
+	if isPTE != (exp.Format == "pte") || isPTD != (exp.Format == "ptd") || isRTen != (exp.Format == "rten") {
+		t.Errorf("loader.As: program %v, data file %v, rten %v for %s", isPTE, isPTD, isRTen, exp.Format)
 	}
-	if exp.Format == "ptd" && m.DataFile().Legacy() != exp.Legacy {
-		t.Errorf("legacy %v, want %v", m.DataFile().Legacy(), exp.Legacy)
+	if exp.Format == "ptd" && as[*ptd.File](m).Legacy() != exp.Legacy {
+		t.Errorf("legacy %v, want %v", as[*ptd.File](m).Legacy(), exp.Legacy)
 	}
 	segs := m.Segments()
 	if len(segs) != len(exp.Segments) {
@@ -504,7 +509,7 @@ func TestWriterLayouts(t *testing.T) {
 				t.Errorf("segment %d at %d, writer placed it at %d (16 KiB alignment)", i, s.Offset(), info.Segments[i][0])
 			}
 		}
-		if h := m.Program().Header(); h.Length != 24 || h.SegmentDataSizeKnown {
+		if h := as[*pte.Program](m).Header(); h.Length != 24 || h.SegmentDataSizeKnown {
 			t.Errorf("header %+v, want a 24-byte header without segment_data_size", h)
 		}
 		r, err := m.Verify()
@@ -598,4 +603,10 @@ func TestOpenReads(t *testing.T) {
 		want2.Close()
 		m.Close()
 	}
+}
+
+// as is loader.As without its ok: the zero T when m holds none.
+func as[T any](m *loader.Model) T {
+	t, _ := loader.As[T](m)
+	return t
 }

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 
+	_ "github.com/edgeload/edgeload/formats" // every built-in format
 	"github.com/edgeload/edgeload/internal/testkit/writer"
 	"github.com/edgeload/edgeload/loader"
 )

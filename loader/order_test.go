@@ -10,6 +10,7 @@ import (
 
 	"github.com/edgeload/edgeload/internal/testkit/testmodels"
 	"github.com/edgeload/edgeload/loader"
+	"github.com/edgeload/edgeload/loader/pte"
 )
 
 // checkUseOrder checks the use orders of an opened model: method "" lists
@@ -35,7 +36,7 @@ func checkUseOrder(m *loader.Model) error {
 	}
 	order, err := m.UseOrder("")
 	var fe *loader.FormatError
-	if err != nil && m.Program() != nil && errors.As(err, &fe) {
+	if err != nil && as[*pte.Program](m) != nil && errors.As(err, &fe) {
 		return nil // a program's instructions may be verified when first read
 	}
 	if err != nil {
@@ -44,7 +45,7 @@ func checkUseOrder(m *loader.Model) error {
 	if err := perm(order, func(int) bool { return true }, "the model"); err != nil {
 		return err
 	}
-	p := m.Program()
+	p := as[*pte.Program](m)
 	if p == nil {
 		if _, err := m.UseOrder("forward"); !errors.Is(err, loader.ErrNotFound) {
 			return fmt.Errorf("use order of method forward in a %s file: %v, want ErrNotFound", m.Format(), err)

@@ -20,6 +20,7 @@ import (
 	"github.com/edgeload/edgeload/loader"
 	"github.com/edgeload/edgeload/loader/bundle"
 	"github.com/edgeload/edgeload/loader/format"
+	"github.com/edgeload/edgeload/loader/pte"
 	"github.com/edgeload/edgeload/mmapfile"
 	"github.com/edgeload/edgeload/platform"
 )
@@ -63,7 +64,7 @@ func TestZipEntryReal(t *testing.T) {
 			}
 			if bundled(path) {
 				checkBundled(t, m, b)
-				bo, bn := m.Bundle().File().Section()
+				bo, bn := as[*bundle.Program](m).Bundle.File().Section()
 				if bo != off || bn != int64(len(b)) {
 					t.Errorf("bundle section [%d +%d), want [%d +%d)", bo, bn, off, len(b))
 				}
@@ -264,8 +265,8 @@ func checkBundled(t *testing.T, m *loader.Model, b []byte) {
 	}
 	defer want.Close()
 
-	bf := m.Bundle()
-	if bf == nil || m.Format() != loader.BundledProgram || m.Program() == nil || m.Size() != int64(len(prog)) {
+	bf := as[*bundle.Program](m).Bundle
+	if bf == nil || m.Format() != "bpte" || as[*pte.Program](m) == nil || m.Size() != int64(len(prog)) {
 		t.Fatalf("bundle %v format %s size %d, want a %d-byte program", bf != nil, m.Format(), m.Size(), len(prog))
 	}
 	if off, n := bf.ProgramSection(); n != int64(len(prog)) || !bytes.Equal(b[off:off+n], prog) {
@@ -368,7 +369,7 @@ func TestBundledProgramReal(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if loader.Sniff(b) != loader.BundledProgram {
+	if loader.Sniff(b) != "bpte" {
 		t.Fatalf("Sniff = %v", loader.Sniff(b))
 	}
 	for how, open := range map[string]func() (*loader.Model, error){

@@ -11,6 +11,8 @@ import (
 	"github.com/edgeload/edgeload/internal/testkit/writer"
 	"github.com/edgeload/edgeload/loader"
 	"github.com/edgeload/edgeload/loader/format"
+	"github.com/edgeload/edgeload/loader/pte"
+	"github.com/edgeload/edgeload/loader/rten"
 	"github.com/edgeload/edgeload/mmapfile"
 )
 
@@ -47,7 +49,7 @@ func TestSweep(t *testing.T) {
 		if err != nil {
 			return nil, err
 		}
-		if p := m.Program(); p != nil {
+		if p := as[*pte.Program](m); p != nil {
 			// A program's instructions are checked at each method's
 			// first use: the file is accepted when they pass too.
 			if err := p.VerifyMethods(); err != nil {
@@ -81,7 +83,7 @@ func TestVerifyConstantWithoutData(t *testing.T) {
 		if err != nil {
 			t.Fatalf("no dtype %v: %v", noDType, err)
 		}
-		if w := m.RTen().Warnings(); len(w) == 0 {
+		if w := as[*rten.Model](m).Warnings(); len(w) == 0 {
 			t.Errorf("no dtype %v: no warning for a constant without data", noDType)
 		}
 		if tn := m.Tensors(); len(tn) != 1 || tn[0].Location != format.LocNone {

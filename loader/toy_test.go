@@ -5,7 +5,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"sync"
 	"testing"
 
 	"github.com/edgeload/edgeload/internal/testkit/toyformat"
@@ -13,16 +12,10 @@ import (
 	"github.com/edgeload/edgeload/loader/format"
 )
 
-var toyOnce sync.Once
-
-// registerToy registers the test-only toy format once.
-func registerToy() { toyOnce.Do(func() { loader.Register(toyformat.Format) }) }
-
 // TestToyFormat shows that a format registered from outside the module's
 // format packages opens, verifies and orders through loader with nothing
 // changed in loader.
 func TestToyFormat(t *testing.T) {
-	registerToy()
 	names := []string{"a", "b", "c"}
 	vals := [][]float32{{1, 2}, {3}, {4, 5, 6}}
 	path := filepath.Join(t.TempDir(), "m.toy")

@@ -29,7 +29,7 @@ func TestConvert(t *testing.T) {
 	if _, err := repack.Repack(in, st, repack.Options{To: "safetensors"}); err != nil {
 		t.Fatal(err)
 	}
-	if f, _ := loader.SniffFile(st); f != loader.SafeTensors {
+	if f, _ := loader.SniffFile(st); f != "safetensors" {
 		t.Fatalf("%s sniffs as %s", st, f)
 	}
 	sameSums(t, "to safetensors", sums(t, st), want)

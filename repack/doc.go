@@ -1,7 +1,10 @@
-// Package repack rewrites a model file (.pte, .ptd, .rten) with a new layout
-// and the same meaning: segments, and optionally every constant, moved to
-// page boundaries, a program's constants moved out to a .ptd file
-// (Options.Externalize), or an RTen V1 model written as V2 (Options.RTenV2).
+// Package repack rewrites a model file with a new layout and the same
+// meaning: segments, and optionally every constant, moved to page
+// boundaries (for every built-in format a layout can change, and any
+// format whose Model is a format.Relayouter), a program's constants moved
+// out to a .ptd file (Options.Externalize), or an RTen V1 model written as
+// V2 (Options.RTenV2); or converts a model's tensors to a safetensors or
+// .ptd file (Options.To).
 //
 // The input is opened with package loader, which verifies its headers,
 // FlatBuffer and ranges, and every check of loader.Verify but the read of

@@ -8,6 +8,7 @@ import (
 
 	"github.com/edgeload/edgeload/internal/schema/ptdfb"
 	"github.com/edgeload/edgeload/internal/schema/ptefb"
+	"github.com/edgeload/edgeload/loader"
 	"github.com/edgeload/edgeload/loader/format"
 	"github.com/edgeload/edgeload/loader/ptd"
 	"github.com/edgeload/edgeload/loader/pte"
@@ -175,7 +176,7 @@ func (r *run) writePTD(outs *outputs, path string, o *ptdOut) (int64, error) {
 // tensors of a legacy file (several to a segment) are placed on r.talign
 // inside their segments too, unless the segment is also named data.
 func (r *run) ptd(outs *outputs, out string, res *Result) error {
-	df := r.m.DataFile()
+	df, _ := loader.As[*ptd.File](r.m)
 	h := df.Header()
 	region, err := segment.New(df.MappedFile(), 0, h.FlatBufferLen())
 	if err != nil {

@@ -6,6 +6,7 @@ import (
 	flatbuffers "github.com/google/flatbuffers/go"
 
 	"github.com/edgeload/edgeload/internal/schema/ptefb"
+	"github.com/edgeload/edgeload/loader"
 	"github.com/edgeload/edgeload/loader/format"
 	"github.com/edgeload/edgeload/loader/pte"
 	"github.com/edgeload/edgeload/segment"
@@ -71,7 +72,7 @@ func unpackProgram(fb []byte) (*ptefb.ProgramT, error) {
 }
 
 func (r *run) pte(outs *outputs, out string, res *Result) error {
-	p := r.m.Program()
+	p, _ := loader.As[*pte.Program](r.m)
 	// A program whose own external tensors were not given their data
 	// cannot be linked: its output is opened unlinked.
 	_, unresolved := p.External()

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 
+	_ "github.com/edgeload/edgeload/formats" // repack rewrites every built-in format
 	"github.com/edgeload/edgeload/loader"
 	"github.com/edgeload/edgeload/loader/format"
 )
@@ -167,7 +168,7 @@ func Repack(in, out string, opts Options) (*Result, error) {
 			return nil, fmt.Errorf("repack: cannot convert to %q (want safetensors or ptd)", opts.To)
 		}
 	}
-	if opts.Externalize != "" && m.Format() != loader.PTE {
+	if opts.Externalize != "" && m.Format() != "pte" {
 		return nil, fmt.Errorf("repack: --externalize needs a .pte input, %s is %s", in, m.Format())
 	}
 	if err := m.Check(); err != nil {
@@ -234,9 +235,9 @@ type run struct {
 
 // writers rewrites each format, registered by the file that writes it.
 var writers = map[loader.Format]func(r *run, outs *outputs, out string, res *Result) error{
-	loader.PTE:  (*run).pte,
-	loader.PTD:  (*run).ptd,
-	loader.RTen: (*run).rten,
+	"pte":  (*run).pte,
+	"ptd":  (*run).ptd,
+	"rten": (*run).rten,
 }
 
 func (r *run) progress(n int64) {

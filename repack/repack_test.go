@@ -17,6 +17,9 @@ import (
 	"github.com/edgeload/edgeload/loader"
 	"github.com/edgeload/edgeload/loader/format"
 	"github.com/edgeload/edgeload/loader/gguf"
+	"github.com/edgeload/edgeload/loader/ptd"
+	"github.com/edgeload/edgeload/loader/pte"
+	"github.com/edgeload/edgeload/loader/rten"
 	"github.com/edgeload/edgeload/repack"
 )
 
@@ -115,7 +118,7 @@ func checkAlignment(t *testing.T, path string, b []byte, align, talign int64) {
 	le := binary.LittleEndian
 	segAlign := max(align, talign)
 	switch loader.Sniff(b) {
-	case loader.PTE:
+	case "pte":
 		if string(b[8:12]) != "eh00" {
 			t.Fatalf("%s: no extended header", path)
 		}
@@ -147,13 +150,13 @@ func checkAlignment(t *testing.T, path string, b []byte, align, talign int64) {
 				}
 			}
 		}
-	case loader.PTD:
+	case "ptd":
 		base := int64(le.Uint64(b[32:]))
 		m, err := loader.Open(path)
 		if err != nil {
 			t.Fatal(err)
 		}
-		legacy := m.DataFile().Legacy()
+		legacy := as[*ptd.File](m).Legacy()
 		m.Close()
 		var seg ptdfb.DataSegment
 		check := func(n int, get func(*ptdfb.DataSegment, int) bool) {
@@ -178,7 +181,7 @@ func checkAlignment(t *testing.T, path string, b []byte, align, talign int64) {
 			ft := ptdfb.GetRootAsFlatTensor(b, 0)
 			check(ft.SegmentsLength(), ft.Segments)
 		}
-	case loader.RTen:
+	case "rten":
 		if v := le.Uint32(b[4:]); v != 2 {
 			t.Fatalf("%s: RTen version %d", path, v)
 		}
@@ -194,12 +197,12 @@ func checkAlignment(t *testing.T, path string, b []byte, align, talign int64) {
 			t.Fatal(err)
 		}
 		defer m.Close()
-		for _, c := range m.RTen().Constants() {
+		for _, c := range as[*rten.Model](m).Constants() {
 			if c.External() && (c.DataOffset%talign != 0 || c.Offset%talign != 0) {
 				t.Errorf("%s: constant %s at %d, not on %d", path, c.Name, c.Offset, talign)
 			}
 		}
-	case loader.GGUF:
+	case "gguf":
 		m, err := loader.Open(path)
 		if err != nil {
 			t.Fatal(err)
@@ -213,7 +216,7 @@ func checkAlignment(t *testing.T, path string, b []byte, align, talign int64) {
 				t.Errorf("%s: tensor %s at %d, not on %d", path, tn.Name, tn.Offset, segAlign)
 			}
 		}
-	case loader.SafeTensors:
+	case "safetensors":
 		// The data buffer starts on the boundary, each tensor on a multiple
 		// of its element size (the format allows no gaps between them).
 		data := 8 + int64(le.Uint64(b[:8]))
@@ -325,7 +328,7 @@ func checkExternal(t *testing.T, in, out, data string) {
 	}
 	defer src.Close()
 	bufs := map[uint32]bool{}
-	for _, tt := range src.Program().Tensors() {
+	for _, tt := range as[*pte.Program](src).Tensors() {
 		if tt.Location == format.LocSegment || tt.Location == format.LocInline {
 			bufs[tt.DataBufferIndex] = true
 		}
@@ -379,10 +382,10 @@ func checkBlobs(t *testing.T, in, out string) {
 			t.Errorf("named data %d: %q differs", i, na[i].Key)
 		}
 	}
-	if a.Program() == nil {
+	if as[*pte.Program](a) == nil {
 		return
 	}
-	da, db := a.Program().Delegates(), b.Program().Delegates()
+	da, db := as[*pte.Program](a).Delegates(), as[*pte.Program](b).Delegates()
 	if len(da) != len(db) {
 		t.Fatalf("%d delegates, want %d", len(db), len(da))
 	}
@@ -391,7 +394,7 @@ func checkBlobs(t *testing.T, in, out string) {
 			t.Errorf("delegate %d (%s) differs", i, da[i].ID)
 		}
 	}
-	ma, mb := a.Program().Methods(), b.Program().Methods()
+	ma, mb := as[*pte.Program](a).Methods(), as[*pte.Program](b).Methods()
 	if len(ma) != len(mb) {
 		t.Fatalf("%d methods, want %d", len(mb), len(ma))
 	}

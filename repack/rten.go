@@ -6,6 +6,7 @@ import (
 	flatbuffers "github.com/google/flatbuffers/go"
 
 	"github.com/edgeload/edgeload/internal/schema/rtenfb"
+	"github.com/edgeload/edgeload/loader"
 	"github.com/edgeload/edgeload/loader/rten"
 	"github.com/edgeload/edgeload/segment"
 )
@@ -21,7 +22,7 @@ const rtenTensorAlign = 64
 // data section, each on max(64, r.talign). V1 otherwise has no section to
 // align and is copied as it is.
 func (r *run) rten(outs *outputs, out string, res *Result) error {
-	m := r.m.RTen()
+	m, _ := loader.As[*rten.Model](r.m)
 	h := m.Header()
 	mf := m.File()
 	res.Tensors = len(m.Constants())

@@ -18,6 +18,7 @@ import (
 	"github.com/edgeload/edgeload/internal/testkit/writer"
 	"github.com/edgeload/edgeload/loader"
 	"github.com/edgeload/edgeload/loader/format"
+	"github.com/edgeload/edgeload/loader/rten"
 	"github.com/edgeload/edgeload/repack"
 )
 
@@ -78,7 +79,7 @@ func unpackModel(t *testing.T, b []byte) (*rtenfb.ModelT, []*rtenfb.ConstantNode
 // with every inline constant now in the data section on 64 bytes.
 func checkV1toV2(t *testing.T, in, out []byte, minAttrs int) {
 	t.Helper()
-	if loader.Sniff(out) != loader.RTen || string(out[:4]) != "RTEN" || binary.LittleEndian.Uint32(out[4:]) != 2 {
+	if loader.Sniff(out) != "rten" || string(out[:4]) != "RTEN" || binary.LittleEndian.Uint32(out[4:]) != 2 {
 		t.Fatalf("output is not an RTen V2 file: % x", out[:8])
 	}
 	mi, ci, attrs := unpackModel(t, in)
@@ -133,7 +134,7 @@ func TestRTenV1toV2Real(t *testing.T) {
 			if _, err := m.Verify(); err != nil {
 				t.Errorf("Verify: %v", err)
 			}
-			if v := m.RTen().Header().Version; v != 2 {
+			if v := as[*rten.Model](m).Header().Version; v != 2 {
 				t.Errorf("version %d", v)
 			}
 			// The V2 input with RTenV2 is realigned as without it.

@@ -7,6 +7,7 @@ import (
 	"io"
 	"log"
 
+	_ "github.com/edgeload/edgeload/formats" // every built-in format
 	"github.com/edgeload/edgeload/loader"
 	"github.com/edgeload/edgeload/stream"
 )

@@ -6,20 +6,16 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"sync"
 	"testing"
 
 	"github.com/edgeload/edgeload/internal/testkit/toyformat"
 	"github.com/edgeload/edgeload/loader"
 )
 
-var registerToy sync.Once
-
-// TestToyFormat streams a model of a format registered in this test: the
+// TestToyFormat streams a model of a format registered by a test-only package: the
 // stream follows the format's own use order (the toy's is reverse file
 // order) and hands out each tensor's bytes.
 func TestToyFormat(t *testing.T) {
-	registerToy.Do(func() { loader.Register(toyformat.Format) })
 	names := []string{"w0", "w1", "w2", "w3"}
 	vals := [][]float32{make([]float32, 3000), make([]float32, 10), make([]float32, 5000), {7}}
 	for i := range vals {

@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	_ "github.com/edgeload/edgeload/formats" // every built-in format
 	"github.com/edgeload/edgeload/internal/testkit/cgroup"
 	"github.com/edgeload/edgeload/internal/testkit/writer"
 	"github.com/edgeload/edgeload/loader"

@@ -8,9 +8,19 @@ import (
 	"io/fs"
 	"strings"
 	"text/tabwriter"
+
+	"github.com/edgeload/edgeload/loader/format"
 )
 
-const inspectAbout = `Show what a model file holds: its format and header, its segments with
+// inspectAbout is inspect's help text; the use orders are the registered
+// formats'.
+func inspectAbout() string {
+	var orders strings.Builder
+	formatTable(&orders, func(r format.Registration) string { return r.Order })
+	return fmt.Sprintf(inspectText, orders.String())
+}
+
+const inspectText = `Show what a model file holds: its format and header, its segments with
 their sizes and alignment, what the format holds (a program's methods and
 delegates, an RTen graph, GGUF metadata, TFLite subgraphs and signatures,
 ...), every tensor, named data, and warnings such as segments not aligned
@@ -19,11 +29,10 @@ to the page size. Offsets are absolute file offsets.
 External tensors of a .pte are resolved against the .ptd files given with
 --data (repeatable); their offsets are then offsets in that file.
 
---order adds the order in which the model uses its weights: for each
-method of a .pte the order its instructions first use them (unused ones
-last), for each TFLite subgraph the order its operators read its
-constants, for a .rten the graph's operators' order, for a GGUF
-llama.cpp's layer order, for a .ptd or safetensors file their key order.
+--order adds the order in which the model uses its weights, unused ones
+last, as each format defines it:
+
+%s
 The JSON always has it as "use_order": method or subgraph name to tensor
 names, with "" the key of a format's one order.
 
@@ -39,7 +48,7 @@ is produced, tensor by tensor, so an error writing standard output (a
 closed pipe, a full disk) can leave part of it behind, with exit status 1.`
 
 func runInspect(c *cli, args []string) int {
-	fs := newFlags(lookup("inspect"), inspectAbout)
+	fs := newFlags(lookup("inspect"), inspectAbout())
 	asJSON := fs.Bool("json", false, "print JSON: format, file_size, segments, named_data, tensors, ...")
 	sums := fs.Bool("sha256", false, "add the SHA-256 of each tensor's bytes (reads every tensor)")
 	order := fs.Bool("order", false, "add each method's weights in the order it first uses them (JSON: use_order, always)")

@@ -1,5 +1,6 @@
-// Command edgeload inspects, verifies and measures ExecuTorch (.pte, .ptd,
-// bundled .bpte) and RTen (.rten) model files without copying them.
+// Command edgeload inspects, verifies, streams and rewrites model files
+// without copying them, in every format package formats registers
+// (`edgeload help` lists them).
 //
 // Usage:
 //
@@ -13,12 +14,12 @@
 //	edgeload help [COMMAND]
 //
 // inspect prints what a file holds: its format and header, its segments
-// with their sizes and alignment, methods and delegates (pte) or the graph
-// (rten), every tensor in an aligned table, named data, and warnings such
-// as segments that are not aligned to the page size. With --json it prints
-// the same as JSON, with absolute file offsets. With --order it adds each
-// method's weights in the order the method first uses them (in JSON,
-// always: "use_order").
+// with their sizes and alignment, what only its format has (a program's
+// methods and delegates, GGUF metadata, ...), every tensor in an aligned
+// table, named data, and warnings such as segments that are not aligned to
+// the page size. With --json it prints the same as JSON, with absolute file
+// offsets. With --order it adds the weights in the order the model uses
+// them, per method or subgraph (in JSON, always: "use_order").
 //
 // verify runs the full structural verification and reads every tensor and
 // segment, turning a file truncated under the mapping into an error instead
@@ -54,6 +55,10 @@ import (
 	"os"
 	"runtime/debug"
 	"strings"
+	"text/tabwriter"
+
+	_ "github.com/edgeload/edgeload/formats" // the formats the command reads
+	"github.com/edgeload/edgeload/loader/format"
 )
 
 // Exit codes.
@@ -156,7 +161,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 
 // usage prints the command overview.
 func usage(w io.Writer) {
-	fmt.Fprintf(w, "edgeload opens model files without copying them: ExecuTorch (.pte, .ptd, .bpte, .ptn),\nRTen (.rten), GGUF (.gguf), safetensors (.safetensors, sharded index), TFLite (.tflite)\nand LiteRT-LM (.litertlm).\n\nUsage:\n\n")
+	fmt.Fprintf(w, "edgeload opens model files without copying them. It reads:\n\n")
+	formatTable(w, func(r format.Registration) string { return r.Files })
+	fmt.Fprintf(w, "\nUsage:\n\n")
 	for _, c := range commands {
 		fmt.Fprintf(w, "  %s\n", strings.TrimSpace("edgeload "+c.name+" "+c.args))
 	}
@@ -166,6 +173,16 @@ func usage(w io.Writer) {
 	}
 	fmt.Fprintf(w, "\nRun 'edgeload COMMAND -h' for a command's flags.\n"+
 		"Exit status: 0 ok, 1 invalid input, 2 usage error.\n")
+}
+
+// formatTable writes a line per registered format: its name and what
+// field says of it.
+func formatTable(w io.Writer, field func(format.Registration) string) {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	for _, r := range format.Registered() {
+		fmt.Fprintf(tw, "  %s\t%s\n", r.Name, field(r))
+	}
+	tw.Flush()
 }
 
 // newFlags returns the flag set of a subcommand, whose usage text is the

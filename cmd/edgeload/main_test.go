@@ -10,12 +10,14 @@ import (
 	"path/filepath"
 	"reflect"
 	"regexp"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
 
 	"github.com/edgeload/edgeload/internal/testkit/testmodels"
 	"github.com/edgeload/edgeload/internal/testkit/writer"
+	"github.com/edgeload/edgeload/loader/format"
 	"github.com/edgeload/edgeload/platform"
 )
 
@@ -527,5 +529,28 @@ func TestSafeRun(t *testing.T) {
 	code := safeRun([]string{"boom"}, &o, &e)
 	if code != 1 || e.String() != "edgeload: internal error: kaboom; second line\n" {
 		t.Errorf("exit %d, stderr %q", code, e.String())
+	}
+}
+
+// TestHelpListsFormats: the overview lists every registered format with
+// the files it reads, and inspect's help its use order, the toy format of
+// the tests included: both come from the registrations.
+func TestHelpListsFormats(t *testing.T) {
+	_, usage, _ := runCmd("-h")
+	_, inspect, _ := runCmd("help", "inspect")
+	regs := format.Registered()
+	if !slices.ContainsFunc(regs, func(r format.Registration) bool { return r.Name == "toy" }) || len(regs) < 10 {
+		t.Fatalf("%d formats registered, the toy format and the built-in ones expected", len(regs))
+	}
+	for _, r := range regs {
+		if r.Files == "" || r.Order == "" {
+			t.Errorf("format %s: Files %q, Order %q: the help needs both", r.Name, r.Files, r.Order)
+		}
+		if !regexp.MustCompile(`(?m)^  ` + regexp.QuoteMeta(r.Name) + ` +` + regexp.QuoteMeta(r.Files) + `$`).MatchString(usage) {
+			t.Errorf("edgeload -h does not list %s: %s", r.Name, r.Files)
+		}
+		if !regexp.MustCompile(`(?m)^  ` + regexp.QuoteMeta(r.Name) + ` +` + regexp.QuoteMeta(r.Order) + `$`).MatchString(inspect) {
+			t.Errorf("edgeload help inspect does not give %s's order: %s", r.Name, r.Order)
+		}
 	}
 }

@@ -10,21 +10,16 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/edgeload/edgeload/internal/testkit/toyformat"
-	"github.com/edgeload/edgeload/loader"
 )
 
-var toyOnce sync.Once
-
 // TestToyFormat runs inspect --json, verify and stream on a file of a
-// format registered in this test only: the command's generic report shows
+// format registered by a test-only package (importing it registers it): the command's generic report shows
 // its tensors, its use order (the toy's is reverse file order) and the
 // member its Reporter adds, with nothing changed outside the test.
 func TestToyFormat(t *testing.T) {
-	toyOnce.Do(func() { loader.Register(toyformat.Format) })
 	path := filepath.Join(t.TempDir(), "m.toy")
 	if err := os.WriteFile(path, toyformat.Write([]string{"a", "b"}, [][]float32{{1, 2, 3}, {4}}), 0o644); err != nil {
 		t.Fatal(err)

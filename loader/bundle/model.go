@@ -9,10 +9,13 @@ import (
 	"github.com/edgeload/edgeload/mmapfile"
 )
 
-// Format registers bundled programs with package loader: "BP" at offset
-// 4. loader opens the program a bundle embeds, as a *Program.
+// Format is the bundled programs' registration with package format, made
+// when the package is imported: "BP" at offset 4. loader opens the program
+// a bundle embeds, as a *Program.
 var Format = format.Registration{
 	Name:       "bpte",
+	Files:      "ExecuTorch bundled programs (.bpte), opened as the program they embed",
+	Order:      "the embedded program's",
 	Magic:      "\"BP..\" at offset 4",
 	Sniff:      func(head []byte) bool { return len(head) >= 8 && string(head[4:6]) == "BP" },
 	DataFormat: "ptd",
@@ -26,6 +29,8 @@ var Format = format.Registration{
 		return openProgram(mf, c.Name, pte.WithData(data...))
 	},
 }
+
+func init() { format.Register(Format) }
 
 // Program is the program a bundled program embeds, mapped in place: the
 // embedded *pte.Program, whose offsets are relative to the program's first
@@ -72,6 +77,9 @@ func openProgram(mf *mmapfile.File, name string, opts ...pte.Option) (*Program, 
 	}
 	return &Program{Program: p, Bundle: b, pmf: pmf}, nil
 }
+
+// Unwrap returns the embedded program (format.Wrapper).
+func (p *Program) Unwrap() format.Model { return p.Program }
 
 // AuxTensors returns the bundle's test tensors (Bundle.Tensors), whose
 // views point into the bundle's file.

@@ -1,14 +1,14 @@
 // Package format is the seam every model format plugs into, and the
 // vocabulary the formats share: the Model interface a format package
-// implements and the Registration it hands package loader, the optional
-// interfaces a format adds (Reporter, Relayouter, ...), the FormatError type
-// and its sentinels, the element types (DType, with the packed and block
-// types of GGUF, safetensors and TFLite), and the places a tensor's bytes
-// can live (Location).
+// implements and the Registration it registers (Register) for package
+// loader, the optional interfaces a format adds (Reporter, Relayouter,
+// ...), the FormatError type and its sentinels, the element types (DType,
+// with the packed and block types of GGUF, safetensors and TFLite), and the
+// places a tensor's bytes can live (Location).
 //
-// It sits below the format packages (loader/pte, loader/gguf, ...) so that
-// each of them, and loader above them, speak the same language without
-// importing one another.
+// It sits below the format packages (loader/pte, loader/gguf, ...) and
+// package loader, which imports none of them: each format registers itself
+// here when it is imported, and loader finds it here.
 package format
 
 import (
@@ -46,7 +46,7 @@ var (
 // FormatError, with the field named as a path into the file's tables
 // (for example "Program.execution_plan[0].values[7].val").
 type FormatError struct {
-	Format string // "pte", "ptd" or "rten"
+	Format string // the Name of the format's Registration: "pte", "gguf", ...
 	Field  string // the header field or table path; may be empty
 	Offset int64  // absolute file offset of the offending bytes; -1 if unknown
 	Msg    string // what was wrong, including what was expected

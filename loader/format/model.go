@@ -16,10 +16,13 @@ import (
 // order in which a runtime uses the tensors, and the checks Open leaves for
 // later. loader.Model, package stream, package repack and the command work
 // through it alone; what only one format has stays with that format's
-// package (reach it with a type assertion on loader.Model.Impl).
+// package (reach it with loader.As, or a type assertion on
+// loader.Model.Impl). Package formattest checks that a Model keeps this
+// contract.
 //
 // Accessors return values read at Open, allocate nothing after their first
-// call and are safe for concurrent use; Close is called once.
+// call and are safe for concurrent use. Close may be called more than
+// once: the calls after the first do nothing and return nil.
 type Model interface {
 	// NumTensors returns the number of tensors.
 	NumTensors() int
@@ -51,8 +54,30 @@ type Model interface {
 	// was given, or a section of it (the program inside a bundle).
 	MappedFile() *mmapfile.File
 	// Close releases what the format opened; the mapping Open was given
-	// is the loader's.
+	// is the loader's. It is idempotent.
 	Close() error
+}
+
+// TensorLister is implemented by a Model whose tensors are a
+// []Tensor already: loader.Model.Tensors returns the slice instead of
+// building a copy.
+type TensorLister interface {
+	Tensors() []Tensor
+}
+
+// TensorBytesAppender is implemented by a Model with a faster way than
+// TensorData(i).Bytes() for each i (a program mapped whole: one loop over
+// one mapping): AppendTensorBytes appends every tensor's bytes to dst, in
+// order, and on error returns the views taken so far.
+type TensorBytesAppender interface {
+	AppendTensorBytes(dst [][]byte) ([][]byte, error)
+}
+
+// Wrapper is implemented by a Model that is another format's model inside
+// a container of its own (the program a bundled program embeds): Unwrap
+// returns that model, so that loader.As finds it.
+type Wrapper interface {
+	Unwrap() Model
 }
 
 // AuxTensors is implemented by a Model that carries tensors besides its
@@ -60,42 +85,6 @@ type Model interface {
 // Verify checks and reads them too.
 type AuxTensors interface {
 	AuxTensors() []*Tensor
-}
-
-// Config is what loader passes a format's Open besides the mapping.
-type Config struct {
-	// Head is the file's first bytes (up to a page), already read.
-	Head []byte
-	// Name is the path the model was opened from, or "" (for messages).
-	Name string
-	// Data are the files a caller gave to resolve external tensors
-	// (loader.WithData), each of the format Registration.DataFormat names,
-	// already opened. A format that takes none is never given any.
-	Data []Model
-	// Mmap are the caller's mapping options, for files a format opens
-	// itself (the shards of a sharded checkpoint).
-	Mmap []mmapfile.Option
-}
-
-// Registration is how a format plugs into package loader: a name, a sniff
-// rule and an Open.
-type Registration struct {
-	// Name is the format's name ("pte", "gguf", ...), the value of
-	// loader.Model.Format and of the command's "format".
-	Name string
-	// Magic says how the format's files start, for the error about a
-	// file no format claims: `"ET.." at offset 4`.
-	Magic string
-	// Sniff reports whether the file's first bytes (up to a page; fewer for
-	// a short file) are this format's. A nil Sniff makes the format a
-	// fallback, tried after every other format declined the bytes.
-	Sniff func(head []byte) bool
-	// Open opens the model in mf, which the loader keeps and closes.
-	Open func(mf *mmapfile.File, c *Config) (Model, error)
-	// DataFormat names the format of the files a model of this format can
-	// link with loader.WithData ("ptd" for a program); "" when it links
-	// none, and loader refuses data files for it.
-	DataFormat string
 }
 
 // Reporter is implemented by a format's Model that has facts of its own to

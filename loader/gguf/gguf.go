@@ -74,9 +74,12 @@ var (
 	_ format.Reporter = (*File)(nil)
 )
 
-// Format registers GGUF with package loader.
+// Format is GGUF's registration with package format, made when the
+// package is imported.
 var Format = format.Registration{
 	Name:  formatName,
+	Files: "llama.cpp and Ollama models (.gguf v2, v3)",
+	Order: "llama.cpp's layer order: token_embd, blk.N.* for N ascending, output_norm, output",
 	Magic: `"GGUF" at offset 0`,
 	Sniff: Sniff,
 	Open: func(mf *mmapfile.File, _ *format.Config) (format.Model, error) {
@@ -87,6 +90,8 @@ var Format = format.Registration{
 		return f, nil
 	},
 }
+
+func init() { format.Register(Format) }
 
 // Sniff reports whether head, a file's first bytes, begins like a GGUF
 // file: the magic "GGUF", or "FUGG" (its byte-swapped form, which some

@@ -37,15 +37,20 @@ const MajorVersion = 1
 // HeaderSize is the size of the fixed header before the FlatBuffer.
 const HeaderSize = 32
 
-// Format registers LiteRT-LM with package loader.
+// Format is LiteRT-LM's registration with package format, made when the
+// package is imported.
 var Format = format.Registration{
 	Name:  formatName,
+	Files: "LiteRT-LM containers (.litertlm)",
+	Order: "each TFLite section's subgraphs, as for .tflite",
 	Magic: `"LITERTLM" at offset 0`,
 	Sniff: func(head []byte) bool { return len(head) >= 8 && string(head[:8]) == Magic },
 	Open: func(mf *mmapfile.File, _ *format.Config) (format.Model, error) {
 		return NewFile(mf)
 	},
 }
+
+func init() { format.Register(Format) }
 
 // DataType is a section's AnySectionDataType.
 type DataType uint8

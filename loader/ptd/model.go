@@ -9,15 +9,20 @@ import (
 	"github.com/edgeload/edgeload/segment"
 )
 
-// Format registers .ptd files with package loader: "FT" at offset 4.
+// Format is the .ptd files' registration with package format, made when
+// the package is imported: "FT" at offset 4.
 var Format = format.Registration{
 	Name:  "ptd",
+	Files: "ExecuTorch named data (.ptd)",
+	Order: "key order",
 	Magic: "\"FT..\" at offset 4",
 	Sniff: func(head []byte) bool { return len(head) >= 8 && string(head[4:6]) == "FT" },
 	Open: func(mf *mmapfile.File, c *format.Config) (format.Model, error) {
 		return NewFile(mf, WithHead(c.Head), WithName(c.Name))
 	},
 }
+
+func init() { format.Register(Format) }
 
 // NumTensors returns len(Tensors()).
 func (f *File) NumTensors() int { return len(f.tensors) }

@@ -8,10 +8,13 @@ import (
 	"github.com/edgeload/edgeload/mmapfile"
 )
 
-// Format registers ExecuTorch programs with package loader: "ET" at
-// offset 4. A program links the .ptd files given to loader.WithData.
+// Format is the ExecuTorch programs' registration with package format,
+// made when the package is imported: "ET" at offset 4. A program links the
+// .ptd files given to loader.WithData.
 var Format = format.Registration{
 	Name:       "pte",
+	Files:      "ExecuTorch programs (.pte)",
+	Order:      "for each method, the order its instructions first use them",
 	Magic:      "\"ET..\" at offset 4",
 	Sniff:      func(head []byte) bool { return len(head) >= 8 && string(head[4:6]) == "ET" },
 	DataFormat: "ptd",
@@ -27,6 +30,8 @@ var Format = format.Registration{
 		return NewFile(mf, WithHead(c.Head), WithName(c.Name), WithData(data...))
 	},
 }
+
+func init() { format.Register(Format) }
 
 // TensorAt returns &Tensors()[i].Tensor; the first call builds the tensor
 // list.
@@ -67,7 +72,3 @@ func (p *Program) GroupBlobs(method string) []format.Blob {
 	}
 	return out
 }
-
-// PTE returns p. A value that embeds a *Program (a bundled program) has it
-// too, so that a caller can ask any format.Model for the program it holds.
-func (p *Program) PTE() *Program { return p }

@@ -350,15 +350,20 @@ func Sniff(head []byte) bool {
 	return false
 }
 
-// Format registers .ptn packages with package loader.
+// Format is the .ptn packages' registration with package format, made
+// when the package is imported.
 var Format = format.Registration{
 	Name:  formatName,
+	Files: "ExecuTorch packages (.ptn: graph and safetensors in a stored zip)",
+	Order: "for each method, the order its nodes first use them",
 	Magic: "a zip whose first entry is program.ptg, program.safetensors or aliases.json",
 	Sniff: Sniff,
 	Open: func(mf *mmapfile.File, _ *format.Config) (format.Model, error) {
 		return NewFile(mf)
 	},
 }
+
+func init() { format.Register(Format) }
 
 // MappedFile returns the package's mapping, which the views point into.
 func (f *File) MappedFile() *mmapfile.File { return f.mf }

@@ -9,6 +9,7 @@ import (
 	"sort"
 	"testing"
 
+	_ "github.com/edgeload/edgeload/formats" // every built-in format
 	"github.com/edgeload/edgeload/loader"
 	"github.com/edgeload/edgeload/loader/format"
 	"github.com/edgeload/edgeload/loader/ptn"
@@ -261,7 +262,7 @@ func TestRealOpen(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer m.Close()
-			if m.Format() != loader.PTN {
+			if m.Format() != "ptn" {
 				t.Errorf("format %q", m.Format())
 			}
 			if m.NumTensors() != len(e.Tensors) || len(m.Tensors()) != len(e.Tensors) {

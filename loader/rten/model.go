@@ -8,21 +8,22 @@ import (
 	"github.com/edgeload/edgeload/segment"
 )
 
-// Format registers RTen V2 models with package loader: "RTEN" at offset 0.
+// Format is RTen's registration with package format, made when the
+// package is imported: a V2 model starts with "RTEN", and a headerless V1
+// model is tried as a fallback, when no other format claims the file.
 var Format = format.Registration{
-	Name:  "rten",
-	Magic: "\"RTEN\" at offset 0",
-	Sniff: func(head []byte) bool { return len(head) >= 4 && string(head[:4]) == Magic },
-	Open:  open,
+	Name:     "rten",
+	Files:    "RTen models (.rten V1 and V2)",
+	Order:    "the order the graph's operators first use them",
+	Magic:    "\"RTEN\" at offset 0",
+	Sniff:    func(head []byte) bool { return len(head) >= 4 && string(head[:4]) == Magic },
+	Fallback: true,
+	Open: func(mf *mmapfile.File, c *format.Config) (format.Model, error) {
+		return NewFile(mf, WithHead(c.Head))
+	},
 }
 
-// V1Format registers headerless RTen V1 models: a fallback, tried when no
-// other format claims the file's first bytes.
-var V1Format = format.Registration{Name: "rten", Magic: "a headerless RTen V1 FlatBuffer", Open: open}
-
-func open(mf *mmapfile.File, c *format.Config) (format.Model, error) {
-	return NewFile(mf, WithHead(c.Head))
-}
+func init() { format.Register(Format) }
 
 // NumTensors returns len(Tensors()).
 func (m *Model) NumTensors() int { return len(m.tensors) }

@@ -10,7 +10,8 @@ import (
 	"github.com/edgeload/edgeload/mmapfile"
 )
 
-// Format registers safetensors with package loader. Its Sniff accepts both
+// Format is safetensors' registration with package format, made when the
+// package is imported. Its Sniff accepts both
 // a safetensors file and a sharded checkpoint's index (the two cannot be
 // mistaken: a file's first 8 bytes are a length of at most MaxHeaderSize,
 // so bytes 4 to 7 are zero, which JSON text never has), and its Open opens
@@ -18,10 +19,14 @@ import (
 // is the index's path; Config.Mmap maps them).
 var Format = format.Registration{
 	Name:  formatName,
+	Files: "Hugging Face and MLX weights (.safetensors, a sharded checkpoint's model.safetensors.index.json)",
+	Order: "file order",
 	Magic: "a little-endian header length, then a JSON header; or a model.safetensors.index.json",
 	Sniff: Sniff,
 	Open:  open,
 }
+
+func init() { format.Register(Format) }
 
 // Sniff reports whether head, a file's first bytes, is the start of a
 // safetensors file (a header length of at most MaxHeaderSize followed by

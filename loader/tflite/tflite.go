@@ -51,15 +51,20 @@ const Identifier = "TFL3"
 // versions 0 to 2 are read the same way).
 const MaxVersion = 3
 
-// Format registers TFLite with package loader.
+// Format is TFLite's registration with package format, made when the
+// package is imported.
 var Format = format.Registration{
 	Name:  formatName,
+	Files: "TFLite and LiteRT models (.tflite)",
+	Order: "for each subgraph, the order its operators read its constants",
 	Magic: `"TFL3" at offset 4`,
 	Sniff: Sniff,
 	Open: func(mf *mmapfile.File, _ *format.Config) (format.Model, error) {
 		return NewFile(mf)
 	},
 }
+
+func init() { format.Register(Format) }
 
 // Sniff reports whether head, a file's first bytes, carries the TFLite
 // identifier.

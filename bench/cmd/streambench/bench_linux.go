@@ -22,6 +22,7 @@ import (
 	"time"
 
 	"github.com/edgeload/edgeload/bench"
+	_ "github.com/edgeload/edgeload/formats" // every built-in format
 	"github.com/edgeload/edgeload/internal/sizeflag"
 	"github.com/edgeload/edgeload/internal/testkit/cgroup"
 	"github.com/edgeload/edgeload/loader"

@@ -51,7 +51,7 @@ func CheckError(formatName string, err error) error {
 		return fmt.Errorf("error %q (%T) is not a *format.FormatError", msg, err)
 	}
 	// loader.Open: an unknown format names the formats it tried.
-	if errors.Is(err, format.ErrUnknownFormat) && !(strings.Contains(msg, `no format claims it (pte: "ET.." at offset 4;`) && strings.Contains(msg, `rten: "RTEN" at offset 0;`) && strings.Contains(msg, `gguf: "GGUF" at offset 0;`)) {
+	if errors.Is(err, format.ErrUnknownFormat) && !(strings.Contains(msg, "no format claims it (") && strings.Contains(msg, `pte: "ET.." at offset 4`) && strings.Contains(msg, `rten: "RTEN" at offset 0`) && strings.Contains(msg, `gguf: "GGUF" at offset 0`)) {
 		return fmt.Errorf("unknown-format error %q does not name the formats tried", msg)
 	}
 	return nil

@@ -9,15 +9,19 @@ import (
 	"errors"
 	"fmt"
 
+	_ "github.com/edgeload/edgeload/formats" // every built-in format
 	"github.com/edgeload/edgeload/internal/testkit/hostile"
 	"github.com/edgeload/edgeload/internal/testkit/hostile/ptdcheck"
 	"github.com/edgeload/edgeload/internal/testkit/hostile/ptecheck"
 	"github.com/edgeload/edgeload/internal/testkit/hostile/rtencheck"
 	"github.com/edgeload/edgeload/loader"
+	"github.com/edgeload/edgeload/loader/ptd"
+	"github.com/edgeload/edgeload/loader/pte"
+	"github.com/edgeload/edgeload/loader/rten"
 )
 
-// Model exercises every accessor of a loader.Model and, through Program,
-// DataFile or RTen, every accessor and view of the format's own value; then
+// Model exercises every accessor of a loader.Model and, through loader.As,
+// for a program, a .ptd or an RTen model, every accessor and view of the format's own value; then
 // Verify, which must accept any file Open accepted whose methods pass their
 // check (a program's instructions are checked at each method's first use).
 func Model(m *loader.Model) error {
@@ -27,22 +31,21 @@ func Model(m *loader.Model) error {
 		return errors.New("loader: File/Size")
 	}
 	var err error
-	switch {
-	case m.Program() != nil:
-		if m.Format() != loader.PTE && m.Format() != loader.BundledProgram {
+	if p, ok := loader.As[*pte.Program](m); ok {
+		if m.Format() != "pte" && m.Format() != "bpte" {
 			return fmt.Errorf("loader: a program opened as %v", m.Format())
 		}
-		err = ptecheck.Program(m.Program())
-	case m.DataFile() != nil:
-		if m.Format() != loader.PTD {
+		err = ptecheck.Program(p)
+	} else if f, ok := loader.As[*ptd.File](m); ok {
+		if m.Format() != "ptd" {
 			return fmt.Errorf("loader: a .ptd opened as %v", m.Format())
 		}
-		err = ptdcheck.File(m.DataFile())
-	case m.RTen() != nil:
-		if m.Format() != loader.RTen {
+		err = ptdcheck.File(f)
+	} else if r, ok := loader.As[*rten.Model](m); ok {
+		if m.Format() != "rten" {
 			return fmt.Errorf("loader: an RTen model opened as %v", m.Format())
 		}
-		err = rtencheck.Model(m.RTen())
+		err = rtencheck.Model(r)
 	}
 	if err != nil {
 		return err
@@ -77,7 +80,7 @@ func Model(m *loader.Model) error {
 	}
 	_ = m.DataFiles()
 	r, err := m.Verify()
-	if p := m.Program(); p != nil {
+	if p, ok := loader.As[*pte.Program](m); ok {
 		// A program's instructions are checked at each method's first use,
 		// not at Open: Verify must reject the file exactly when they fail.
 		if merr := p.VerifyMethods(); merr != nil {
@@ -106,9 +109,9 @@ func Model(m *loader.Model) error {
 // model has no magic).
 func RegionEnd(b []byte) (int64, error) {
 	switch loader.Sniff(b) {
-	case loader.PTE:
+	case "pte":
 		return ptecheck.RegionEnd(b)
-	case loader.PTD:
+	case "ptd":
 		return ptdcheck.RegionEnd(b)
 	}
 	return rtencheck.RegionEnd(b)

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	_ "github.com/edgeload/edgeload/formats" // every built-in format
 	"github.com/edgeload/edgeload/internal/testkit/testmodels"
 	"github.com/edgeload/edgeload/loader"
 )

@@ -22,13 +22,18 @@ import (
 // Magic starts every toy file.
 const Magic = "TOY1"
 
-// Format registers the toy format.
+// Format is the toy format's registration, made when the package is
+// imported.
 var Format = format.Registration{
 	Name:  "toy",
+	Files: "toy files, for the tests",
+	Order: "reverse file order",
 	Magic: `"TOY1" at offset 0`,
 	Sniff: func(head []byte) bool { return len(head) >= 4 && string(head[:4]) == Magic },
 	Open:  func(mf *mmapfile.File, _ *format.Config) (format.Model, error) { return NewFile(mf) },
 }
+
+func init() { format.Register(Format) }
 
 // File is an opened toy file.
 type File struct {

@@ -7,10 +7,14 @@ import (
 	"path/filepath"
 	"testing"
 
+	_ "github.com/edgeload/edgeload/formats" // every built-in format
 	"github.com/edgeload/edgeload/internal/testkit/testmodels"
 	"github.com/edgeload/edgeload/internal/testkit/writer"
 	"github.com/edgeload/edgeload/loader"
 	"github.com/edgeload/edgeload/loader/format"
+	"github.com/edgeload/edgeload/loader/ptd"
+	"github.com/edgeload/edgeload/loader/pte"
+	"github.com/edgeload/edgeload/loader/rten"
 )
 
 var updateFixtures = flag.Bool("update-fixtures", false, "rewrite testdata/ with the fixtures the writer produces (go generate ./internal/writer)")
@@ -121,13 +125,13 @@ func TestFixturesContent(t *testing.T) {
 	bias := []float32{0.1, 0.2, 0.3}
 
 	m := open("tiny.pte")
-	if m.Format() != loader.PTE || len(m.Tensors()) != 3 || len(m.NamedData()) != 1 || len(m.Program().Delegates()) != 1 {
-		t.Errorf("tiny.pte: %s, %d tensors, %d named data, %d delegates", m.Format(), len(m.Tensors()), len(m.NamedData()), len(m.Program().Delegates()))
+	if m.Format() != "pte" || len(m.Tensors()) != 3 || len(m.NamedData()) != 1 || len(as[*pte.Program](m).Delegates()) != 1 {
+		t.Errorf("tiny.pte: %s, %d tensors, %d named data, %d delegates", m.Format(), len(m.Tensors()), len(m.NamedData()), len(as[*pte.Program](m).Delegates()))
 	}
 	wantF32(m, "linear.weight", weight)
 	wantF32(m, "linear.bias", bias)
 	wantF32(m, "forward/values/2", []float32{2})
-	if d := m.Program().Delegates(); len(d) == 1 {
+	if d := as[*pte.Program](m).Delegates(); len(d) == 1 {
 		b, _ := d[0].Data.Bytes()
 		if d[0].ID != "XnnpackBackend" || d[0].SegmentIndex < 0 || !bytes.HasPrefix(b, []byte("XN00")) {
 			t.Errorf("tiny.pte delegate: %+v %q", d[0], b)
@@ -153,15 +157,15 @@ func TestFixturesContent(t *testing.T) {
 	}
 
 	m = open("tiny.ptd")
-	if m.Format() != loader.PTD || m.DataFile().Legacy() || len(m.NamedData()) != 2 {
-		t.Errorf("tiny.ptd: %s legacy=%v named=%d", m.Format(), m.DataFile().Legacy(), len(m.NamedData()))
+	if m.Format() != "ptd" || as[*ptd.File](m).Legacy() || len(m.NamedData()) != 2 {
+		t.Errorf("tiny.ptd: %s legacy=%v named=%d", m.Format(), as[*ptd.File](m).Legacy(), len(m.NamedData()))
 	}
 	wantF32(m, "linear.weight", weight)
 
 	for _, name := range []string{"tiny-v2.rten", "tiny-v1.rten"} {
 		m = open(name)
-		v := m.RTen().Header().Version
-		if m.Format() != loader.RTen || (name == "tiny-v2.rten") != (v == 2) {
+		v := as[*rten.Model](m).Header().Version
+		if m.Format() != "rten" || (name == "tiny-v2.rten") != (v == 2) {
 			t.Errorf("%s: %s version %d", name, m.Format(), v)
 		}
 		wantF32(m, "linear.weight", weight)
@@ -170,8 +174,8 @@ func TestFixturesContent(t *testing.T) {
 		if wantLoc := map[bool]format.Location{true: format.LocSegment, false: format.LocInline}[v == 2]; w.Location != wantLoc {
 			t.Errorf("%s linear.weight: %s, want %s", name, w.Location, wantLoc)
 		}
-		if m.RTen().Metadata().License != "CC0-1.0" {
-			t.Errorf("%s: metadata %+v", name, m.RTen().Metadata())
+		if as[*rten.Model](m).Metadata().License != "CC0-1.0" {
+			t.Errorf("%s: metadata %+v", name, as[*rten.Model](m).Metadata())
 		}
 	}
 }

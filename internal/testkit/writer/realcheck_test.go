@@ -306,14 +306,14 @@ func TestRealPTE(t *testing.T) {
 	for _, name := range []string{"arduino-add.pte", "arduino-keyword-spotting.pte", "linear-inline-constant-buffer.pte", "apple-add-noheader.pte", "stories260k-qnn.pte", "linear-external.pte"} {
 		t.Run(name, func(t *testing.T) {
 			orig := realOpenReal(t, "pte/"+name)
-			w := realPTE(t, orig.Program())
+			w := realPTE(t, as[*pte.Program](orig))
 			b, err := w.Bytes()
 			if err != nil {
 				t.Fatal(err)
 			}
 			got := realOpen(t, name, b)
 			realCompare(t, realDigest(t, orig), realDigest(t, got))
-			op, gp := orig.Program(), got.Program()
+			op, gp := as[*pte.Program](orig), as[*pte.Program](got)
 			oh, gh := op.Header(), gp.Header()
 			if oh.Extended != gh.Extended || oh.Length != gh.Length || op.Legacy() != gp.Legacy() {
 				t.Errorf("header %+v legacy %v, want %+v legacy %v", gh, gp.Legacy(), oh, op.Legacy())
@@ -437,14 +437,14 @@ func TestRealPTD(t *testing.T) {
 	} {
 		t.Run(c.ptd, func(t *testing.T) {
 			orig := realOpenReal(t, "ptd/"+c.ptd)
-			w := realPTD(t, orig.DataFile())
+			w := realPTD(t, as[*ptd.File](orig))
 			b, err := w.Bytes()
 			if err != nil {
 				t.Fatal(err)
 			}
 			got := realOpen(t, c.ptd, b)
 			od, gd := realDigest(t, orig), realDigest(t, got)
-			if orig.DataFile().Legacy() {
+			if as[*ptd.File](orig).Legacy() {
 				// Writer gap: the upstream legacy writer pads the shared
 				// tensor segment to tensor_alignment (60 -> 64 bytes);
 				// writer.PTD has no knob for that. Everything else,
@@ -458,8 +458,8 @@ func TestRealPTD(t *testing.T) {
 				t.Errorf("file size %d, want %d", got.Size(), orig.Size())
 			}
 			realCompare(t, od, gd)
-			if got.DataFile().Legacy() != orig.DataFile().Legacy() {
-				t.Errorf("legacy %v, want %v", got.DataFile().Legacy(), orig.DataFile().Legacy())
+			if as[*ptd.File](got).Legacy() != as[*ptd.File](orig).Legacy() {
+				t.Errorf("legacy %v, want %v", as[*ptd.File](got).Legacy(), as[*ptd.File](orig).Legacy())
 			}
 			for i, s := range orig.Segments() {
 				if g := got.Segments()[i]; g.Offset() != s.Offset() {
@@ -588,7 +588,7 @@ func TestRealRTen(t *testing.T) {
 	for _, name := range []string{"mnist-v2.rten", "mnist-v1.rten", "ocrs-text-detection.rten"} {
 		t.Run(name, func(t *testing.T) {
 			orig := realOpenReal(t, "rten/"+name)
-			w := realRTen(t, orig.RTen())
+			w := realRTen(t, as[*rten.Model](orig))
 			b, info, err := w.Bytes()
 			if err != nil {
 				t.Fatal(err)
@@ -603,19 +603,19 @@ func TestRealRTen(t *testing.T) {
 			// the final padding: compare the constants' offsets instead.
 			od.Segments, gd.Segments = nil, nil
 			realCompare(t, od, gd)
-			oc, gc := orig.RTen().Constants(), got.RTen().Constants()
+			oc, gc := as[*rten.Model](orig).Constants(), as[*rten.Model](got).Constants()
 			for i := range oc {
 				if oc[i].DataOffset != gc[i].DataOffset || oc[i].Graph != gc[i].Graph || oc[i].Node != gc[i].Node {
 					t.Errorf("constant %q: data_offset %d at %s/%d, want %d at %s/%d", oc[i].Name,
 						gc[i].DataOffset, gc[i].Graph, gc[i].Node, oc[i].DataOffset, oc[i].Graph, oc[i].Node)
 				}
 			}
-			if a, b := realGraphShape(orig.RTen().Graph()), realGraphShape(got.RTen().Graph()); a != b {
+			if a, b := realGraphShape(as[*rten.Model](orig).Graph()), realGraphShape(as[*rten.Model](got).Graph()); a != b {
 				t.Errorf("graph differs:\n got %s\nwant %s", b, a)
 			}
-			if orig.RTen().Metadata() != got.RTen().Metadata() || orig.RTen().Header().Version != got.RTen().Header().Version {
-				t.Errorf("metadata/version %+v %d, want %+v %d", got.RTen().Metadata(), got.RTen().Header().Version,
-					orig.RTen().Metadata(), orig.RTen().Header().Version)
+			if as[*rten.Model](orig).Metadata() != as[*rten.Model](got).Metadata() || as[*rten.Model](orig).Header().Version != as[*rten.Model](got).Header().Version {
+				t.Errorf("metadata/version %+v %d, want %+v %d", as[*rten.Model](got).Metadata(), as[*rten.Model](got).Header().Version,
+					as[*rten.Model](orig).Metadata(), as[*rten.Model](orig).Header().Version)
 			}
 			if len(orig.Segments()) != len(got.Segments()) {
 				t.Errorf("%d segments, want %d", len(got.Segments()), len(orig.Segments()))
@@ -628,7 +628,7 @@ func TestRealRTen(t *testing.T) {
 // with one byte changed, or with another tensor alignment, is caught.
 func TestRealDigestDetects(t *testing.T) {
 	orig := realOpenReal(t, "pte/arduino-keyword-spotting.pte")
-	w := realPTE(t, orig.Program())
+	w := realPTE(t, as[*pte.Program](orig))
 	w.Methods[0].Tensors[0].Data = bytes.Clone(w.Methods[0].Tensors[0].Data)
 	w.Methods[0].Tensors[0].Data[0] ^= 1
 	b, err := w.Bytes()
@@ -640,7 +640,7 @@ func TestRealDigestDetects(t *testing.T) {
 	if reflect.DeepEqual(got.Tensors[0], want.Tensors[0]) || !reflect.DeepEqual(got.Tensors[1], want.Tensors[1]) {
 		t.Error("a changed byte in tensor 0 is not seen (or changed tensor 1)")
 	}
-	w = realPTE(t, orig.Program())
+	w = realPTE(t, as[*pte.Program](orig))
 	w.TensorAlignment = 1024
 	b, err = w.Bytes()
 	if err != nil {

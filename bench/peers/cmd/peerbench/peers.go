@@ -8,6 +8,7 @@ import (
 	gguf_parser "github.com/gpustack/gguf-parser-go"
 	nlpst "github.com/nlpodyssey/safetensors"
 
+	_ "github.com/edgeload/edgeload/formats" // every built-in format
 	"github.com/edgeload/edgeload/loader"
 	"github.com/edgeload/edgeload/loader/gguf"
 	"github.com/edgeload/edgeload/loader/safetensors"

@@ -357,7 +357,7 @@ func checkBundled(t *testing.T, m *loader.Model, b []byte) {
 
 // scalarTypeIs reports whether d is the ExecuTorch ScalarType st.
 func scalarTypeIs(d format.DType, st int8) bool {
-	got, ok := format.DTypeScalarType(d)
+	got, ok := pte.ScalarTypeOf(d)
 	return ok && got == st
 }
 

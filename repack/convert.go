@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/edgeload/edgeload/internal/executorch"
 	"github.com/edgeload/edgeload/internal/schema/ptdfb"
 	"github.com/edgeload/edgeload/loader/format"
 	"github.com/edgeload/edgeload/loader/ptd"
@@ -80,7 +81,7 @@ func (r *run) toPTD(outs *outputs, out string, res *Result) error {
 	o := &ptdOut{ident: ptd.Identifier, segs: make([]*ptdfb.DataSegmentT, len(ts)), plans: make([]segPlan, len(ts))}
 	named := make([]*ptdfb.NamedDataT, len(ts))
 	for i, t := range ts {
-		st, ok := format.DTypeScalarType(t.DType)
+		st, ok := executorch.DTypeScalarType(t.DType)
 		if !ok {
 			return fmt.Errorf("repack: tensor %q: a .ptd has no scalar type for %v", t.Name, t.DType)
 		}

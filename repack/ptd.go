@@ -6,10 +6,10 @@ import (
 
 	flatbuffers "github.com/google/flatbuffers/go"
 
+	"github.com/edgeload/edgeload/internal/executorch"
 	"github.com/edgeload/edgeload/internal/schema/ptdfb"
 	"github.com/edgeload/edgeload/internal/schema/ptefb"
 	"github.com/edgeload/edgeload/loader"
-	"github.com/edgeload/edgeload/loader/format"
 	"github.com/edgeload/edgeload/loader/ptd"
 	"github.com/edgeload/edgeload/loader/pte"
 	"github.com/edgeload/edgeload/segment"
@@ -144,7 +144,7 @@ func (r *run) writePTD(outs *outputs, path string, o *ptdOut) (int64, error) {
 	if len(fb) < 8 {
 		return 0, fmt.Errorf("%w: FlatTensor of %d bytes", errInternal, len(fb))
 	}
-	head := format.HeaderRoom(fb, ptdBody-8)
+	head := executorch.HeaderRoom(fb, ptdBody-8)
 	base := alignUp(int64(len(head)), r.align)
 	ptd.Header{Length: ptdHeaderLen, FlatBufferOffset: ptdBody, FlatBufferSize: uint64(len(fb) - 8),
 		SegmentBaseOffset: uint64(base), SegmentDataSize: uint64(dataSize)}.Put(head)

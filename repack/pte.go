@@ -5,9 +5,9 @@ import (
 
 	flatbuffers "github.com/google/flatbuffers/go"
 
+	"github.com/edgeload/edgeload/internal/executorch"
 	"github.com/edgeload/edgeload/internal/schema/ptefb"
 	"github.com/edgeload/edgeload/loader"
-	"github.com/edgeload/edgeload/loader/format"
 	"github.com/edgeload/edgeload/loader/pte"
 	"github.com/edgeload/edgeload/segment"
 )
@@ -203,7 +203,7 @@ func encodePTE(prog *ptefb.ProgramT, sizeHint int, hasSegments bool, align, data
 	if len(fb) < 8 {
 		return nil, 0, fmt.Errorf("%w: program FlatBuffer of %d bytes", errInternal, len(fb))
 	}
-	head = format.HeaderRoom(fb, pteHeaderLen)
+	head = executorch.HeaderRoom(fb, pteHeaderLen)
 	progSize := int64(len(head))
 	if hasSegments {
 		base = alignUp(progSize, align)

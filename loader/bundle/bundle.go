@@ -18,6 +18,7 @@ import (
 
 	flatbuffers "github.com/google/flatbuffers/go"
 
+	"github.com/edgeload/edgeload/internal/executorch"
 	"github.com/edgeload/edgeload/internal/fbverify"
 	"github.com/edgeload/edgeload/internal/schema/bpfb"
 	"github.com/edgeload/edgeload/loader/format"
@@ -234,7 +235,7 @@ func (f *File) tensor(t *format.Tensor, x *bpfb.Tensor, path, name string) error
 	tab := x.Table()
 	t.Name = name
 	t.Location = format.LocInline
-	dt, msg := format.ScalarTypeDType(x.ScalarType())
+	dt, msg := executorch.ScalarTypeDType(x.ScalarType())
 	if dt == format.Invalid {
 		return format.Errorf(formatName, path+".scalar_type", int64(tab.Pos), "%s", msg)
 	}

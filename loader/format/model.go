@@ -207,6 +207,10 @@ type Piece struct {
 	Data   segment.Segment
 }
 
+// AlignUp returns x rounded up to a multiple of a (a > 0), for a
+// Relayouter's offsets.
+func AlignUp(x, a int64) int64 { return (x + a - 1) / a * a }
+
 // MultiFile is implemented by a Model whose views point into files other
 // than MappedFile (a sharded checkpoint's shards): Files lists them.
 type MultiFile interface {

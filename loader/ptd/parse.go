@@ -8,6 +8,7 @@ import (
 
 	flatbuffers "github.com/google/flatbuffers/go"
 
+	"github.com/edgeload/edgeload/internal/executorch"
 	"github.com/edgeload/edgeload/internal/fbverify"
 	"github.com/edgeload/edgeload/internal/schema/ptdfb"
 	"github.com/edgeload/edgeload/loader/format"
@@ -236,7 +237,7 @@ func (f *File) segmentAt(ds *ptdfb.DataSegment, i int) (segment.Segment, error) 
 }
 
 func dtypeOf(st int8) (format.DType, bool) {
-	d, msg := format.ScalarTypeDType(st)
+	d, msg := executorch.ScalarTypeDType(st)
 	return d, msg == ""
 }
 

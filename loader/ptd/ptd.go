@@ -79,7 +79,7 @@ type Header struct {
 }
 
 // Put writes h's FH01 header into b, the first bytes of a .ptd that has
-// room for it after its 8-byte prefix (format.HeaderRoom with
+// room for it after its 8-byte prefix (executorch.HeaderRoom with
 // FlatBufferOffset - 8 bytes).
 func (h Header) Put(b []byte) {
 	le := binary.LittleEndian

@@ -121,7 +121,7 @@ func quoteBytes(b []byte) string {
 // Put writes h's extended header ("eh00", Length, ProgramSize, SegmentBase
 // and, for a Length of 32 or more, SegmentDataSize) into b, the first
 // bytes of a program that has room for it after its 8-byte prefix
-// (format.HeaderRoom with format.AlignUp(Length, 16)).
+// (executorch.HeaderRoom with format.AlignUp(Length, 16)).
 func (h Header) Put(b []byte) {
 	le := binary.LittleEndian
 	copy(b[ehStart:], ehMagic)

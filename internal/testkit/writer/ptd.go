@@ -9,8 +9,8 @@ import (
 
 	flatbuffers "github.com/google/flatbuffers/go"
 
+	"github.com/edgeload/edgeload/internal/executorch"
 	"github.com/edgeload/edgeload/internal/schema/ptdfb"
-	"github.com/edgeload/edgeload/loader/format"
 )
 
 // PTD describes an ExecuTorch named-data file (.ptd) to write: the current
@@ -113,13 +113,13 @@ type PTDLayout struct {
 
 // PTDScalarFloat32 and friends are the ExecuTorch ScalarType codes tests use most.
 const (
-	PTDScalarUint8   int8 = format.ScalarByte
-	PTDScalarInt8    int8 = format.ScalarChar
-	PTDScalarInt32   int8 = format.ScalarInt
-	PTDScalarInt64   int8 = format.ScalarLong
-	PTDScalarFloat16 int8 = format.ScalarHalf
-	PTDScalarFloat32 int8 = format.ScalarFloat
-	PTDScalarFloat64 int8 = format.ScalarDouble
+	PTDScalarUint8   int8 = executorch.ScalarByte
+	PTDScalarInt8    int8 = executorch.ScalarChar
+	PTDScalarInt32   int8 = executorch.ScalarInt
+	PTDScalarInt64   int8 = executorch.ScalarLong
+	PTDScalarFloat16 int8 = executorch.ScalarHalf
+	PTDScalarFloat32 int8 = executorch.ScalarFloat
+	PTDScalarFloat64 int8 = executorch.ScalarDouble
 )
 
 // NBytes returns numel × element size of the layout (0 when the scalar

@@ -9,8 +9,8 @@ import (
 
 	flatbuffers "github.com/google/flatbuffers/go"
 
+	"github.com/edgeload/edgeload/internal/executorch"
 	"github.com/edgeload/edgeload/internal/schema/ptefb"
-	"github.com/edgeload/edgeload/loader/format"
 )
 
 // PTE describes an ExecuTorch program (.pte) to write, with the layout
@@ -205,16 +205,16 @@ type PTEBlob struct {
 
 // ExecuTorch ScalarType codes for PTETensor.ScalarType.
 const (
-	PTEUint8   int8 = format.ScalarByte
-	PTEInt8    int8 = format.ScalarChar
-	PTEInt16   int8 = format.ScalarShort
-	PTEInt32   int8 = format.ScalarInt
-	PTEInt64   int8 = format.ScalarLong
-	PTEFloat16 int8 = format.ScalarHalf
-	PTEFloat32 int8 = format.ScalarFloat
-	PTEFloat64 int8 = format.ScalarDouble
-	PTEBool8   int8 = format.ScalarBool
-	PTEBF16    int8 = format.ScalarBFloat16
+	PTEUint8   int8 = executorch.ScalarByte
+	PTEInt8    int8 = executorch.ScalarChar
+	PTEInt16   int8 = executorch.ScalarShort
+	PTEInt32   int8 = executorch.ScalarInt
+	PTEInt64   int8 = executorch.ScalarLong
+	PTEFloat16 int8 = executorch.ScalarHalf
+	PTEFloat32 int8 = executorch.ScalarFloat
+	PTEFloat64 int8 = executorch.ScalarDouble
+	PTEBool8   int8 = executorch.ScalarBool
+	PTEBF16    int8 = executorch.ScalarBFloat16
 )
 
 // NBytes returns the bytes reserved for the tensor's data.

@@ -1,6 +1,15 @@
-package format
+// Package executorch holds what ExecuTorch's two file formats, programs
+// (.pte) and named data (.ptd), share: the ScalarType codes of their
+// tensors, and the room their headers take after a FlatBuffer's prefix. It
+// sits below loader/pte and loader/ptd, and below the code that writes
+// them.
+package executorch
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/edgeload/edgeload/loader/format"
+)
 
 // ScalarType codes of the ExecuTorch schemas (an i8 in a .pte
 // Tensor.scalar_type and a .ptd TensorLayout.scalar_type), as FORMATS.md §1
@@ -33,32 +42,32 @@ const (
 	ScalarUInt64         int8 = 29 // uint64
 )
 
-// scalarTypes maps a ScalarType to its DType; Invalid marks reserved and
+// scalarTypes maps a ScalarType to its DType; format.Invalid marks reserved and
 // unknown values.
-var scalarTypes = [...]DType{
-	ScalarByte:           Uint8,
-	ScalarChar:           Int8,
-	ScalarShort:          Int16,
-	ScalarInt:            Int32,
-	ScalarLong:           Int64,
-	ScalarHalf:           Float16,
-	ScalarFloat:          Float32,
-	ScalarDouble:         Float64,
-	ScalarBool:           Bool,
-	ScalarQInt8:          QInt8,
-	ScalarQUInt8:         QUInt8,
-	ScalarQInt32:         QInt32,
-	ScalarBFloat16:       BFloat16,
-	ScalarQUInt4x2:       QUInt4x2,
-	ScalarQUInt2x4:       QUInt2x4,
-	ScalarBits16:         Bits16,
-	ScalarFloat8E5M2:     Float8E5M2,
-	ScalarFloat8E4M3FN:   Float8E4M3FN,
-	ScalarFloat8E5M2FNUZ: Float8E5M2FNUZ,
-	ScalarFloat8E4M3FNUZ: Float8E4M3FNUZ,
-	ScalarUInt16:         Uint16,
-	ScalarUInt32:         Uint32,
-	ScalarUInt64:         Uint64,
+var scalarTypes = [...]format.DType{
+	ScalarByte:           format.Uint8,
+	ScalarChar:           format.Int8,
+	ScalarShort:          format.Int16,
+	ScalarInt:            format.Int32,
+	ScalarLong:           format.Int64,
+	ScalarHalf:           format.Float16,
+	ScalarFloat:          format.Float32,
+	ScalarDouble:         format.Float64,
+	ScalarBool:           format.Bool,
+	ScalarQInt8:          format.QInt8,
+	ScalarQUInt8:         format.QUInt8,
+	ScalarQInt32:         format.QInt32,
+	ScalarBFloat16:       format.BFloat16,
+	ScalarQUInt4x2:       format.QUInt4x2,
+	ScalarQUInt2x4:       format.QUInt2x4,
+	ScalarBits16:         format.Bits16,
+	ScalarFloat8E5M2:     format.Float8E5M2,
+	ScalarFloat8E4M3FN:   format.Float8E4M3FN,
+	ScalarFloat8E5M2FNUZ: format.Float8E5M2FNUZ,
+	ScalarFloat8E4M3FNUZ: format.Float8E4M3FNUZ,
+	ScalarUInt16:         format.Uint16,
+	ScalarUInt32:         format.Uint32,
+	ScalarUInt64:         format.Uint64,
 }
 
 // scalarReserved names the reserved ScalarType values for error messages.
@@ -69,23 +78,23 @@ var scalarReserved = map[int8]string{
 
 // ScalarTypeDType returns the element type of an ExecuTorch ScalarType code.
 // For reserved values (8-10 complex, 18-21 bit types) and values outside
-// the schema it returns Invalid and a message saying which, for the
+// the schema it returns format.Invalid and a message saying which, for the
 // caller's FormatError.
-func ScalarTypeDType(st int8) (DType, string) {
-	if st >= 0 && int(st) < len(scalarTypes) && scalarTypes[st] != Invalid {
+func ScalarTypeDType(st int8) (format.DType, string) {
+	if st >= 0 && int(st) < len(scalarTypes) && scalarTypes[st] != format.Invalid {
 		return scalarTypes[st], ""
 	}
 	if n, ok := scalarReserved[st]; ok {
-		return Invalid, fmt.Sprintf("scalar type %d (%s) is reserved: complex and sub-byte bit types are not supported (want one of 0-7, 11-17, 22-29)", st, n)
+		return format.Invalid, fmt.Sprintf("scalar type %d (%s) is reserved: complex and sub-byte bit types are not supported (want one of 0-7, 11-17, 22-29)", st, n)
 	}
-	return Invalid, fmt.Sprintf("scalar type %d is not an ExecuTorch ScalarType (known: 0-7, 11-17, 22-29)", st)
+	return format.Invalid, fmt.Sprintf("scalar type %d is not an ExecuTorch ScalarType (known: 0-7, 11-17, 22-29)", st)
 }
 
 // DTypeScalarType returns the ExecuTorch ScalarType code of a DType; ok is
 // false for types ExecuTorch has no code for.
-func DTypeScalarType(d DType) (st int8, ok bool) {
+func DTypeScalarType(d format.DType) (st int8, ok bool) {
 	for i, x := range scalarTypes {
-		if x == d && d != Invalid {
+		if x == d && d != format.Invalid {
 			return int8(i), true
 		}
 	}

@@ -1,9 +1,6 @@
-package format
+package executorch
 
 import "encoding/binary"
-
-// AlignUp returns x rounded up to a multiple of a (a > 0).
-func AlignUp(x, a int64) int64 { return (x + a - 1) / a * a }
 
 // HeaderRoom returns a copy of the FlatBuffer fb (a 4-byte root offset, a
 // 4-byte file identifier, then the tables) with n zero bytes inserted after

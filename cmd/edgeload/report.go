@@ -72,7 +72,7 @@ func inspect(m *loader.Model, sums, asJSON bool) (*inspection, error) {
 	if rep, ok := m.Impl().(format.Reporter); ok {
 		if asJSON {
 			for _, f := range rep.ReportFields() {
-				b, err := json.Marshal(f.Value)
+				b, err := marshal(f.Value)
 				if err != nil {
 					return nil, fmt.Errorf("report field %q: %w", f.Key, err)
 				}
@@ -301,7 +301,7 @@ func (j *jsonOut) elem(v any) {
 
 // value writes v, marshalled, at the current depth.
 func (j *jsonOut) value(v any) {
-	b, err := json.Marshal(v)
+	b, err := marshal(v)
 	if err != nil {
 		if j.err == nil {
 			j.err = err
@@ -321,6 +321,18 @@ func (j *jsonOut) raw(b []byte) {
 		return
 	}
 	j.w.Write(j.scratch.Bytes())
+}
+
+// marshal is json.Marshal without its escaping of <, > and &, which the
+// report is not embedded in HTML to need: a dtype "<f4" stays "<f4".
+func marshal(v any) ([]byte, error) {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(b.Bytes(), []byte{'\n'}), nil
 }
 
 type segmentRep struct {

@@ -71,8 +71,10 @@ func runStream(c *cli, args []string) int {
 	}
 	r.File = pos[0]
 	if *asJSON {
-		b, _ := json.MarshalIndent(r, "", "  ")
-		fmt.Fprintf(c.stdout, "%s\n", b)
+		enc := json.NewEncoder(c.stdout)
+		enc.SetEscapeHTML(false)
+		enc.SetIndent("", "  ")
+		enc.Encode(r)
 		return exitOK
 	}
 	fmt.Fprintf(c.stdout, "%s: %d tensors", r.File, r.Tensors)

@@ -1,6 +1,8 @@
 package format
 
 import (
+	"bytes"
+	"encoding/json"
 	"errors"
 	"math"
 	"testing"
@@ -102,5 +104,23 @@ func TestLocationStrings(t *testing.T) {
 		if l.String() != s {
 			t.Errorf("%d: %q want %q", l, l.String(), s)
 		}
+	}
+}
+
+// TestFieldsJSON: Fields marshal as an object in order, with <, > and &
+// kept for an Encoder that does not escape them.
+func TestFieldsJSON(t *testing.T) {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	fs := Fields{{Key: "z<", Value: "<f4"}, {Key: "a", Value: Fields{{Key: "n", Value: 1}, {Key: "&", Value: []int{2}}}}}
+	if err := enc.Encode(fs); err != nil {
+		t.Fatal(err)
+	}
+	if want := `{"z<":"<f4","a":{"n":1,"&":[2]}}` + "\n"; b.String() != want {
+		t.Errorf("Fields encode as %s, want %s", b.String(), want)
+	}
+	if _, err := json.Marshal(Fields{{Key: "f", Value: func() {}}}); err == nil {
+		t.Error("a field that cannot be marshalled gives no error")
 	}
 }

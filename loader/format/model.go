@@ -1,6 +1,7 @@
 package format
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -109,24 +110,30 @@ type Field struct {
 // Fields marshals as a JSON object with its members in order.
 type Fields []Field
 
-// MarshalJSON writes the fields as an object, keys in order.
+// MarshalJSON writes the fields as an object, keys in order, with <, >
+// and & as they are (json.Marshal escapes them, and the escapes would
+// survive an Encoder that does not).
 func (fs Fields) MarshalJSON() ([]byte, error) {
-	b := []byte{'{'}
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	b.WriteByte('{')
 	for i, f := range fs {
 		if i > 0 {
-			b = append(b, ',')
+			b.WriteByte(',')
 		}
-		k, err := json.Marshal(f.Key)
-		if err != nil {
+		if err := enc.Encode(f.Key); err != nil {
 			return nil, err
 		}
-		v, err := json.Marshal(f.Value)
-		if err != nil {
+		b.Truncate(b.Len() - 1) // Encode's newline
+		b.WriteByte(':')
+		if err := enc.Encode(f.Value); err != nil {
 			return nil, err
 		}
-		b = append(append(append(b, k...), ':'), v...)
+		b.Truncate(b.Len() - 1)
 	}
-	return append(b, '}'), nil
+	b.WriteByte('}')
+	return b.Bytes(), nil
 }
 
 // WriteText writes fs as a section of a text report: a blank line, the

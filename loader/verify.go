@@ -28,7 +28,7 @@ type VerifyReport struct {
 }
 
 // Verify checks the model beyond what Open already did and reads every byte
-// of every segment and tensor, fault-safe: a file truncated under the
+// of every segment, tensor and named data entry, fault-safe: a file truncated under the
 // mapping gives an error wrapping ErrTruncated instead of a crash (SIGBUS).
 //
 // The structural checks, on top of Open's: the format's own (Check: a
@@ -116,7 +116,9 @@ func (m *Model) verify(readBytes bool, progress func(read, total int64)) (Verify
 		if nd.Segment == -1 {
 			if nd.Data.File() != mf || nd.Data.Offset() < 0 || nd.Data.Offset() > size-nd.Data.Len() {
 				fail("named data %q: [%d, +%d) is not inside the %d-byte file", nd.Key, nd.Data.Offset(), nd.Data.Len(), size)
+				continue
 			}
+			reads = append(reads, read{nd.Data, func() string { return fmt.Sprintf("named data %q", nd.Key) }})
 			continue
 		}
 		if nd.Segment < 0 || nd.Segment >= len(segs) {

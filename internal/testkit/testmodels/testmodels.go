@@ -89,6 +89,19 @@ func Files(tb testing.TB, sub string) []string {
 	return m
 }
 
+// Opening returns the real files of subfolder sub that open (see All),
+// sorted.
+func Opening(tb testing.TB, sub string) []string {
+	tb.Helper()
+	var out []string
+	for _, p := range Files(tb, sub) {
+		if strings.HasSuffix(p, ".bpte") || Load(tb, p).ExitCode == 0 {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
 // Formats are the folders of ../shared/models whose files All and Refused
 // list.
 var Formats = []string{"pte", "ptd", "rten", "gguf", "safetensors", "tflite"}

@@ -6,13 +6,20 @@
 // name (a length byte and its bytes), a uint64 offset and a uint32 count of
 // float32 elements, then the data. Its use order is the reverse of file
 // order, so that a test can tell the two apart.
+//
+// A file whose magic ends in one of the letters of Faults instead of "1"
+// (WriteFaulty) opens as a toy file that breaks one item of the
+// format.Model contract, for the tests of package formattest, which must
+// catch each.
 package toyformat
 
 import (
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"io"
 	"math"
+	"strings"
 
 	"github.com/edgeload/edgeload/loader/format"
 	"github.com/edgeload/edgeload/mmapfile"
@@ -22,6 +29,13 @@ import (
 // Magic starts every toy file.
 const Magic = "TOY1"
 
+// Faults are the ways a faulty toy file breaks the format.Model contract:
+// 'L' Lookup finds the next tensor, 'O' UseOrder names its first tensor
+// twice (and not its last), 'E' the errors of a file cut short are not
+// *format.FormatErrors, 'C' a second Close fails, 'D' the tensors' views are
+// copies made at Open, detached from the file.
+const Faults = "LOECD"
+
 // Format is the toy format's registration, made when the package is
 // imported.
 var Format = format.Registration{
@@ -29,8 +43,10 @@ var Format = format.Registration{
 	Files: "toy files, for the tests",
 	Order: "reverse file order",
 	Magic: `"TOY1" at offset 0`,
-	Sniff: func(head []byte) bool { return len(head) >= 4 && string(head[:4]) == Magic },
-	Open:  func(mf *mmapfile.File, _ *format.Config) (format.Model, error) { return NewFile(mf) },
+	Sniff: func(head []byte) bool {
+		return len(head) >= 4 && string(head[:3]) == Magic[:3] && strings.IndexByte("1"+Faults, head[3]) >= 0
+	},
+	Open: func(mf *mmapfile.File, _ *format.Config) (format.Model, error) { return NewFile(mf) },
 }
 
 func init() { format.Register(Format) }
@@ -41,9 +57,11 @@ type File struct {
 	tensors []format.Tensor
 	index   map[string]int
 	data    segment.Segment
+	fault   byte // one of Faults, or '1'
+	closed  bool
 }
 
-func bad(off int64, msg string, args ...any) error {
+func formatErr(off int64, msg string, args ...any) error {
 	return format.Errorf("toy", "", off, msg, args...)
 }
 
@@ -52,16 +70,21 @@ func NewFile(mf *mmapfile.File) (*File, error) {
 	size := mf.Len()
 	var hdr [8]byte
 	if _, err := mf.ReadAt(hdr[:], 0); err != nil {
-		return nil, bad(0, "header: %v", err)
+		return nil, formatErr(0, "header: %v", err)
 	}
-	if string(hdr[:4]) != Magic {
-		return nil, bad(0, "magic %q, want %q", hdr[:4], Magic)
+	fault := hdr[3]
+	if string(hdr[:3]) != Magic[:3] || strings.IndexByte("1"+Faults, fault) < 0 {
+		return nil, formatErr(0, "magic %q, want %q", hdr[:4], Magic)
+	}
+	bad := formatErr
+	if fault == 'E' {
+		bad = func(off int64, msg string, args ...any) error { return fmt.Errorf(msg, args...) }
 	}
 	n := int64(binary.LittleEndian.Uint32(hdr[4:]))
 	if n > size/14 {
 		return nil, bad(4, "%d tensors cannot fit in %d bytes", n, size)
 	}
-	f := &File{mf: mf, tensors: make([]format.Tensor, n)}
+	f := &File{mf: mf, tensors: make([]format.Tensor, n), fault: fault}
 	pos, end := int64(8), int64(8)
 	var rec [13]byte
 	for i := range f.tensors {
@@ -85,6 +108,13 @@ func NewFile(mf *mmapfile.File) (*File, error) {
 		if err != nil {
 			return nil, bad(pos, "tensor %q: %v", name, err)
 		}
+		if fault == 'D' {
+			b := make([]byte, cnt*4+int64(off))
+			if _, err := mf.ReadAt(b[off:], int64(off)); err != nil {
+				return nil, bad(int64(off), "tensor %q: %v", name, err)
+			}
+			d, _ = segment.New(mmapfile.NewBytes(b), int64(off), cnt*4)
+		}
 		f.tensors[i] = format.Tensor{Name: string(name), NameExplicit: true, DType: format.Float32, Shape: []int64{cnt},
 			Location: format.LocSegment, Offset: int64(off), NBytes: cnt * 4, Data: d}
 		pos += 12
@@ -104,12 +134,16 @@ func NewFile(mf *mmapfile.File) (*File, error) {
 }
 
 // Write returns a toy file holding the named tensors, in order.
-func Write(names []string, values [][]float32) []byte {
+func Write(names []string, values [][]float32) []byte { return WriteFaulty('1', names, values) }
+
+// WriteFaulty returns a toy file that opens with the fault given (one of
+// Faults; '1' for none).
+func WriteFaulty(fault byte, names []string, values [][]float32) []byte {
 	hdr := int64(8)
 	for _, n := range names {
 		hdr += 1 + int64(len(n)) + 12
 	}
-	b := binary.LittleEndian.AppendUint32([]byte(Magic), uint32(len(names)))
+	b := binary.LittleEndian.AppendUint32([]byte(Magic[:3]+string(fault)), uint32(len(names)))
 	off := hdr
 	for i, n := range names {
 		b = append(append(b, byte(len(n))), n...)
@@ -135,7 +169,13 @@ func (f *File) TensorAt(i int) *format.Tensor { return &f.tensors[i] }
 func (f *File) TensorData(i int) segment.Segment { return f.tensors[i].Data }
 
 // Lookup returns the index of the tensor named name.
-func (f *File) Lookup(name string) (int, bool) { i, ok := f.index[name]; return i, ok }
+func (f *File) Lookup(name string) (int, bool) {
+	i, ok := f.index[name]
+	if ok && f.fault == 'L' {
+		i = (i + 1) % len(f.tensors)
+	}
+	return i, ok
+}
 
 // Segments returns one segment: the data after the header.
 func (f *File) Segments() []segment.Segment { return []segment.Segment{f.data} }
@@ -155,6 +195,9 @@ func (f *File) UseOrder(group string) ([]int, error) {
 	for i := range o {
 		o[i] = len(o) - 1 - i
 	}
+	if f.fault == 'O' && len(o) > 1 {
+		o[len(o)-1] = o[0]
+	}
 	return o, nil
 }
 
@@ -165,7 +208,13 @@ func (f *File) Check() error { return nil }
 func (f *File) MappedFile() *mmapfile.File { return f.mf }
 
 // Close does nothing: the mapping is the loader's.
-func (f *File) Close() error { return nil }
+func (f *File) Close() error {
+	if f.closed && f.fault == 'C' {
+		return errors.New("toy: closed twice")
+	}
+	f.closed = true
+	return nil
+}
 
 // ReportFields gives the JSON report one member of the toy's own.
 func (f *File) ReportFields() []format.Field {

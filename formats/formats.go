@@ -12,6 +12,7 @@ import (
 	_ "github.com/edgeload/edgeload/loader/bundle"      // bpte: ExecuTorch bundled programs
 	_ "github.com/edgeload/edgeload/loader/gguf"        // gguf: llama.cpp models
 	_ "github.com/edgeload/edgeload/loader/litertlm"    // litertlm: LiteRT-LM containers
+	_ "github.com/edgeload/edgeload/loader/npy"         // npy: NumPy arrays
 	_ "github.com/edgeload/edgeload/loader/ptd"         // ptd: ExecuTorch named data
 	_ "github.com/edgeload/edgeload/loader/pte"         // pte: ExecuTorch programs
 	_ "github.com/edgeload/edgeload/loader/ptn"         // ptn: ExecuTorch packages

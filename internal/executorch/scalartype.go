@@ -11,63 +11,18 @@ import (
 	"github.com/edgeload/edgeload/loader/format"
 )
 
-// ScalarType codes of the ExecuTorch schemas (an i8 in a .pte
-// Tensor.scalar_type and a .ptd TensorLayout.scalar_type), as FORMATS.md §1
-// lists them. Both ExecuTorch formats map them through ScalarTypeDType.
-// Values 8-10 (complex) and 18-21 (bit types) are reserved: a file that uses
-// them is rejected.
-const (
-	ScalarByte           int8 = 0  // uint8
-	ScalarChar           int8 = 1  // int8
-	ScalarShort          int8 = 2  // int16
-	ScalarInt            int8 = 3  // int32
-	ScalarLong           int8 = 4  // int64
-	ScalarHalf           int8 = 5  // float16
-	ScalarFloat          int8 = 6  // float32
-	ScalarDouble         int8 = 7  // float64
-	ScalarBool           int8 = 11 // bool
-	ScalarQInt8          int8 = 12 // qint8
-	ScalarQUInt8         int8 = 13 // quint8
-	ScalarQInt32         int8 = 14 // qint32
-	ScalarBFloat16       int8 = 15 // bfloat16
-	ScalarQUInt4x2       int8 = 16 // quint4x2 (one byte per element)
-	ScalarQUInt2x4       int8 = 17 // quint2x4 (one byte per element)
-	ScalarBits16         int8 = 22 // bits16
-	ScalarFloat8E5M2     int8 = 23 // float8_e5m2
-	ScalarFloat8E4M3FN   int8 = 24 // float8_e4m3fn
-	ScalarFloat8E5M2FNUZ int8 = 25 // float8_e5m2fnuz
-	ScalarFloat8E4M3FNUZ int8 = 26 // float8_e4m3fnuz
-	ScalarUInt16         int8 = 27 // uint16
-	ScalarUInt32         int8 = 28 // uint32
-	ScalarUInt64         int8 = 29 // uint64
-)
-
-// scalarTypes maps a ScalarType to its DType; format.Invalid marks reserved and
-// unknown values.
+// scalarTypes maps the ScalarType codes of the ExecuTorch schemas (an i8
+// in a .pte Tensor.scalar_type and a .ptd TensorLayout.scalar_type, as
+// FORMATS.md §1 lists them) to their DType; format.Invalid marks the
+// values 8-10 (complex) and 18-21 (bit types), reserved, and rejected in a
+// file. QUInt4x2 and QUInt2x4 take a byte per element.
 var scalarTypes = [...]format.DType{
-	ScalarByte:           format.Uint8,
-	ScalarChar:           format.Int8,
-	ScalarShort:          format.Int16,
-	ScalarInt:            format.Int32,
-	ScalarLong:           format.Int64,
-	ScalarHalf:           format.Float16,
-	ScalarFloat:          format.Float32,
-	ScalarDouble:         format.Float64,
-	ScalarBool:           format.Bool,
-	ScalarQInt8:          format.QInt8,
-	ScalarQUInt8:         format.QUInt8,
-	ScalarQInt32:         format.QInt32,
-	ScalarBFloat16:       format.BFloat16,
-	ScalarQUInt4x2:       format.QUInt4x2,
-	ScalarQUInt2x4:       format.QUInt2x4,
-	ScalarBits16:         format.Bits16,
-	ScalarFloat8E5M2:     format.Float8E5M2,
-	ScalarFloat8E4M3FN:   format.Float8E4M3FN,
-	ScalarFloat8E5M2FNUZ: format.Float8E5M2FNUZ,
-	ScalarFloat8E4M3FNUZ: format.Float8E4M3FNUZ,
-	ScalarUInt16:         format.Uint16,
-	ScalarUInt32:         format.Uint32,
-	ScalarUInt64:         format.Uint64,
+	0: format.Uint8, 1: format.Int8, 2: format.Int16, 3: format.Int32, 4: format.Int64,
+	5: format.Float16, 6: format.Float32, 7: format.Float64, 11: format.Bool,
+	12: format.QInt8, 13: format.QUInt8, 14: format.QInt32, 15: format.BFloat16,
+	16: format.QUInt4x2, 17: format.QUInt2x4, 22: format.Bits16,
+	23: format.Float8E5M2, 24: format.Float8E4M3FN, 25: format.Float8E5M2FNUZ, 26: format.Float8E4M3FNUZ,
+	27: format.Uint16, 28: format.Uint32, 29: format.Uint64,
 }
 
 // scalarReserved names the reserved ScalarType values for error messages.

@@ -9,7 +9,6 @@ import (
 
 	flatbuffers "github.com/google/flatbuffers/go"
 
-	"github.com/edgeload/edgeload/internal/executorch"
 	"github.com/edgeload/edgeload/internal/schema/ptdfb"
 )
 
@@ -113,13 +112,13 @@ type PTDLayout struct {
 
 // PTDScalarFloat32 and friends are the ExecuTorch ScalarType codes tests use most.
 const (
-	PTDScalarUint8   int8 = executorch.ScalarByte
-	PTDScalarInt8    int8 = executorch.ScalarChar
-	PTDScalarInt32   int8 = executorch.ScalarInt
-	PTDScalarInt64   int8 = executorch.ScalarLong
-	PTDScalarFloat16 int8 = executorch.ScalarHalf
-	PTDScalarFloat32 int8 = executorch.ScalarFloat
-	PTDScalarFloat64 int8 = executorch.ScalarDouble
+	PTDScalarUint8   int8 = 0
+	PTDScalarInt8    int8 = 1
+	PTDScalarInt32   int8 = 3
+	PTDScalarInt64   int8 = 4
+	PTDScalarFloat16 int8 = 5
+	PTDScalarFloat32 int8 = 6
+	PTDScalarFloat64 int8 = 7
 )
 
 // NBytes returns numel × element size of the layout (0 when the scalar

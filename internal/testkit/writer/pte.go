@@ -9,7 +9,6 @@ import (
 
 	flatbuffers "github.com/google/flatbuffers/go"
 
-	"github.com/edgeload/edgeload/internal/executorch"
 	"github.com/edgeload/edgeload/internal/schema/ptefb"
 )
 
@@ -205,16 +204,16 @@ type PTEBlob struct {
 
 // ExecuTorch ScalarType codes for PTETensor.ScalarType.
 const (
-	PTEUint8   int8 = executorch.ScalarByte
-	PTEInt8    int8 = executorch.ScalarChar
-	PTEInt16   int8 = executorch.ScalarShort
-	PTEInt32   int8 = executorch.ScalarInt
-	PTEInt64   int8 = executorch.ScalarLong
-	PTEFloat16 int8 = executorch.ScalarHalf
-	PTEFloat32 int8 = executorch.ScalarFloat
-	PTEFloat64 int8 = executorch.ScalarDouble
-	PTEBool8   int8 = executorch.ScalarBool
-	PTEBF16    int8 = executorch.ScalarBFloat16
+	PTEUint8   int8 = 0
+	PTEInt8    int8 = 1
+	PTEInt16   int8 = 2
+	PTEInt32   int8 = 3
+	PTEInt64   int8 = 4
+	PTEFloat16 int8 = 5
+	PTEFloat32 int8 = 6
+	PTEFloat64 int8 = 7
+	PTEBool8   int8 = 11
+	PTEBF16    int8 = 15
 )
 
 // NBytes returns the bytes reserved for the tensor's data.

@@ -9,9 +9,8 @@ import (
 	"github.com/edgeload/edgeload/mmapfile"
 )
 
-// Format is the bundled programs' registration with package format, made
-// when the package is imported: "BP" at offset 4. loader opens the program
-// a bundle embeds, as a *Program.
+// Format registers bundled programs at init: loader opens the program a
+// bundle embeds, as a *Program.
 var Format = format.Registration{
 	Name:       "bpte",
 	Files:      "ExecuTorch bundled programs (.bpte), opened as the program they embed",

@@ -74,8 +74,7 @@ var (
 	_ format.Reporter = (*File)(nil)
 )
 
-// Format is GGUF's registration with package format, made when the
-// package is imported.
+// Format registers GGUF with package format at init.
 var Format = format.Registration{
 	Name:  formatName,
 	Files: "llama.cpp and Ollama models (.gguf v2, v3)",

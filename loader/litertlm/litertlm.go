@@ -37,8 +37,7 @@ const MajorVersion = 1
 // HeaderSize is the size of the fixed header before the FlatBuffer.
 const HeaderSize = 32
 
-// Format is LiteRT-LM's registration with package format, made when the
-// package is imported.
+// Format registers LiteRT-LM with package format at init.
 var Format = format.Registration{
 	Name:  formatName,
 	Files: "LiteRT-LM containers (.litertlm)",

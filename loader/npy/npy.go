@@ -35,8 +35,7 @@ const maxDims = 64
 // (its max_header_size): Relayout writes none longer.
 const maxHeader = 10000
 
-// Format is the .npy files' registration with package format, made when
-// the package is imported.
+// Format registers .npy files with package format at init.
 var Format = format.Registration{
 	Name:  formatName,
 	Files: "NumPy arrays (.npy, np.save)",

@@ -9,8 +9,7 @@ import (
 	"github.com/edgeload/edgeload/segment"
 )
 
-// Format is the .ptd files' registration with package format, made when
-// the package is imported: "FT" at offset 4.
+// Format registers .ptd files with package format at init.
 var Format = format.Registration{
 	Name:  "ptd",
 	Files: "ExecuTorch named data (.ptd)",

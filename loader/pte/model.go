@@ -8,9 +8,8 @@ import (
 	"github.com/edgeload/edgeload/mmapfile"
 )
 
-// Format is the ExecuTorch programs' registration with package format,
-// made when the package is imported: "ET" at offset 4. A program links the
-// .ptd files given to loader.WithData.
+// Format registers programs with package format at init. A program links
+// the .ptd files given to loader.WithData.
 var Format = format.Registration{
 	Name:       "pte",
 	Files:      "ExecuTorch programs (.pte)",

@@ -350,8 +350,7 @@ func Sniff(head []byte) bool {
 	return false
 }
 
-// Format is the .ptn packages' registration with package format, made
-// when the package is imported.
+// Format registers .ptn packages with package format at init.
 var Format = format.Registration{
 	Name:  formatName,
 	Files: "ExecuTorch packages (.ptn: graph and safetensors in a stored zip)",

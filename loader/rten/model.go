@@ -8,8 +8,7 @@ import (
 	"github.com/edgeload/edgeload/segment"
 )
 
-// Format is RTen's registration with package format, made when the
-// package is imported: a V2 model starts with "RTEN", and a headerless V1
+// Format registers RTen with package format at init: a headerless V1
 // model is tried as a fallback, when no other format claims the file.
 var Format = format.Registration{
 	Name:     "rten",

@@ -10,8 +10,7 @@ import (
 	"github.com/edgeload/edgeload/mmapfile"
 )
 
-// Format is safetensors' registration with package format, made when the
-// package is imported. Its Sniff accepts both
+// Format registers safetensors with package format at init. Its Sniff accepts both
 // a safetensors file and a sharded checkpoint's index (the two cannot be
 // mistaken: a file's first 8 bytes are a length of at most MaxHeaderSize,
 // so bytes 4 to 7 are zero, which JSON text never has), and its Open opens

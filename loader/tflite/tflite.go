@@ -51,8 +51,7 @@ const Identifier = "TFL3"
 // versions 0 to 2 are read the same way).
 const MaxVersion = 3
 
-// Format is TFLite's registration with package format, made when the
-// package is imported.
+// Format registers TFLite with package format at init.
 var Format = format.Registration{
 	Name:  formatName,
 	Files: "TFLite and LiteRT models (.tflite)",

@@ -148,3 +148,33 @@ for p in sys.argv[1:]:
 		}
 	}
 }
+
+// TestMalformed: changes to a valid file give the error that says what is
+// wrong, with its sentinel.
+func TestMalformed(t *testing.T) {
+	good, err := os.ReadFile("testdata/f32.npy")
+	if err != nil {
+		t.Fatal(err)
+	}
+	edit := func(f func(b []byte) []byte) []byte { return f(slices.Clone(good)) }
+	for _, c := range []struct {
+		name     string
+		b        []byte
+		sentinel error
+		msg      string
+	}{
+		{"a byte after the data", append(slices.Clone(good), 0), format.ErrMalformed, "1 bytes follow the array's 48"},
+		{"the last byte cut", good[:len(good)-1], format.ErrTruncated, "needs 48 bytes, and 47 follow"},
+		{"version 4.0", edit(func(b []byte) []byte { b[6] = 4; return b }), format.ErrUnsupportedVersion, "version 4.0"},
+		{"header past the end", edit(func(b []byte) []byte { b[9] = 1; return b }), format.ErrTruncated, "runs past the end"},
+		{"a shape too large", edit(func(b []byte) []byte { return []byte(strings.Replace(string(b), "(3, 4)", "(3, 9)", 1)) }), format.ErrTruncated, "needs 108 bytes"},
+		{"no magic", edit(func(b []byte) []byte { b[1] = 'n'; return b }), format.ErrMalformed, "magic"},
+		{"a short file", good[:9], format.ErrTruncated, "10-byte preamble"},
+	} {
+		_, err := npy.NewFile(mmapfile.NewBytes(c.b))
+		var fe *format.FormatError
+		if !errors.As(err, &fe) || fe.Format != "npy" || !errors.Is(err, c.sentinel) || !strings.Contains(err.Error(), c.msg) {
+			t.Errorf("%s: %v; want a FormatError wrapping %v saying %q", c.name, err, c.sentinel, c.msg)
+		}
+	}
+}

@@ -123,15 +123,6 @@ func TestCPU(t *testing.T) {
 	t.Logf("stream CPU %v (system %v) of the process's %v", st.CPU, st.SystemCPU, process)
 }
 
-// skipUnlessRequired skips the test, or fails it where the checks are
-// required (see required).
-func skipUnlessRequired(t *testing.T, format string, args ...any) {
-	t.Helper()
-	if required() {
-		t.Fatalf(format+" (CI=true requires this check)", args...)
-	}
-	t.Skipf(format, args...)
-}
 
 // A passes stream reads its retained weights from storage once and the
 // streamed ones once a pass, with either reader: the process's storage

@@ -262,7 +262,6 @@ type Stream struct {
 	drop     bool
 	progress func(Stats)
 	direct   *direct // nil for the mapped reader
-	retained []span  // the retained items' grains, held from New to Close
 
 	ctx      context.Context
 	cancel   context.CancelFunc

@@ -676,3 +676,13 @@ func BenchmarkSmallTensors(b *testing.B) {
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(len(sp.sizes)), "ns/item")
 	b.ReportMetric(100*cpu.Seconds()/b.Elapsed().Seconds(), "stream-cpu-%")
 }
+
+// skipUnlessRequired skips the test, or fails it where the checks are
+// required (see required).
+func skipUnlessRequired(t *testing.T, format string, args ...any) {
+	t.Helper()
+	if required() {
+		t.Fatalf(format+" (CI=true requires this check)", args...)
+	}
+	t.Skipf(format, args...)
+}

@@ -123,7 +123,6 @@ func TestCPU(t *testing.T) {
 	t.Logf("stream CPU %v (system %v) of the process's %v", st.CPU, st.SystemCPU, process)
 }
 
-
 // A passes stream reads its retained weights from storage once and the
 // streamed ones once a pass, with either reader: the process's storage
 // reads (/proc/self/io) are the stream's own count, and a retained set

@@ -5,6 +5,7 @@ package platform
 import (
 	"fmt"
 	"io"
+	"unsafe"
 )
 
 // ZeroCopy reports whether [Map] really maps the file (true on Unix systems),
@@ -58,4 +59,16 @@ func Mlock(b []byte) error {
 func Munlock(b []byte) error {
 	_ = b
 	return nil
+}
+
+// Alloc returns n bytes of zeroed memory starting on a page boundary; here
+// it lives on the heap and [Unmap] of it is a no-op.
+func Alloc(n int) ([]byte, error) {
+	if n <= 0 {
+		return nil, nil
+	}
+	ps := PageSize()
+	b := make([]byte, n+ps)
+	skip := (ps - int(uintptr(unsafe.Pointer(unsafe.SliceData(b)))%uintptr(ps))) % ps
+	return b[skip : skip+n : skip+n], nil
 }

@@ -100,3 +100,17 @@ func Munlock(b []byte) error {
 	}
 	return nil
 }
+
+// Alloc returns n bytes of zeroed anonymous memory, page-aligned and
+// outside the Go heap (a private anonymous mapping), for buffers the
+// caller frees with [Unmap]. The kernel backs its pages when first touched.
+func Alloc(n int) ([]byte, error) {
+	if n <= 0 {
+		return nil, nil
+	}
+	b, err := unix.MmapPtr(-1, 0, nil, uintptr(n), unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANON)
+	if err != nil {
+		return nil, fmt.Errorf("platform: allocate %d bytes: %w", n, err)
+	}
+	return unsafe.Slice((*byte)(b), n), nil
+}

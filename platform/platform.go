@@ -114,3 +114,7 @@ func checkMapArgs(off int64, length int) error {
 	}
 	return nil
 }
+
+// errUnsupportedDirect is OpenDirect's error where the system or the file
+// system has no direct I/O.
+var errUnsupportedDirect = fmt.Errorf("direct I/O: %w", errors.ErrUnsupported)

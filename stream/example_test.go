@@ -47,3 +47,40 @@ func Example() {
 	fmt.Printf("%d tensors, %d delegate blob, %d bytes, peak within budget: %v\n", tensors, blobs, st.Bytes, st.Peak <= st.Budget)
 	// Output: 3 tensors, 1 delegate blob, 98 bytes, peak within budget: true
 }
+
+// A decode loop: every weight once per token, pass after pass, with the
+// weights that fit in the budget kept resident across passes and the rest
+// read anew each pass.
+func Example_passes() {
+	m, err := loader.Open("../testdata/tiny.pte")
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer m.Close()
+	const tokens = 3
+	s, err := stream.New(context.Background(), m,
+		stream.WithPasses(tokens), // 0: until Close
+		stream.WithBudget(1<<20),
+		stream.WithRetain(stream.RetainAuto))
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer s.Close()
+	for {
+		it, err := s.Next() // it.Pass is the token; the item before is the stream's again
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			log.Fatal(err)
+		}
+		_ = it.Data // compute with the weight here
+	}
+	for _, p := range s.Passes() {
+		fmt.Printf("pass %d: %d items, read from the file: %v\n", p.Pass, p.Items, p.Read > 0)
+	}
+	// Output:
+	// pass 0: 4 items, read from the file: true
+	// pass 1: 4 items, read from the file: false
+	// pass 2: 4 items, read from the file: false
+}

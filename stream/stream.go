@@ -1,28 +1,48 @@
 // Package stream hands out a model's weights one at a time, in the order the
-// model uses them, with their pages resident: a background goroutine reads
-// ahead as far as a byte budget allows, and releases the pages of the
+// model uses them, with their bytes in memory: a background goroutine reads
+// ahead as far as a byte budget allows, and gives back the memory of the
 // weights the caller has moved past.
 //
-// The budget bounds the weight pages a [Stream] holds (read ahead or in
-// use), counted in grains: aligned blocks of up to 2 MiB, at most an eighth
-// of the budget. A grain that several items cover (tensors that share bytes
-// or a page) counts once, and is released only when no item of any stream
-// in the process still holds it. Grains are aligned in the model's file
-// (a section's offsets count from the section's start): in a whole file,
-// releasing whole grains drops whole page cache folios and whole huge
-// mappings, which the kernel does cheaply.
+// A stream makes one pass over the order by default. [WithPasses] makes it
+// a decode loop: the order again and again (a language model reads every
+// weight once per token), with a retained set ([WithRetain]) kept resident
+// across passes and everything else read anew each pass, the read-ahead
+// running on into the next pass while the caller computes with the last
+// weights of this one.
 //
-// Where the kernel's readahead window is known (Linux) and two windows fit
-// in half the budget, the stream lets the kernel read ahead and keeps those
-// windows of the budget free for it; otherwise it reads exactly the grains
-// it holds (fadvise WILLNEED) and maps them with readahead off. An item
-// larger than half of what remains is handed over in windows (consecutive
-// items with the same Tensor, see [Item.Part]), so that the next window is
-// read while one is in use.
+// # Budget
 //
-// With [WithDropCache] released pages also leave the page cache, so that the
-// file's resident pages (mincore) stay within the budget; pages of the file
-// that other code reads are not the stream's to count.
+// The budget bounds the weight bytes a [Stream] holds: retained weights,
+// and the streamed ones read ahead or in use. Mapped pages are counted in
+// grains: aligned blocks of up to 2 MiB, at most an eighth of the budget.
+// A grain that several items cover (tensors that share bytes or a page)
+// counts once, and is released only when no item of any stream in the
+// process still holds it. Grains are aligned in the model's file (a
+// section's offsets count from the section's start): releasing whole grains
+// drops whole page cache folios and whole huge mappings.
+//
+// # Reading
+//
+// Streamed weights are read one of two ways ([WithReader]):
+//
+//   - mapped: the stream maps the weight's pages (madvise POPULATE_READ)
+//     and releases them after use (madvise DONTNEED, and with
+//     [WithDropCache] fadvise DONTNEED). Where the kernel's readahead window
+//     is known (Linux) and two windows fit in half the budget, the stream
+//     lets the kernel read ahead and keeps those windows of the budget free
+//     for it; otherwise it reads exactly the grains it holds.
+//   - direct: the stream reads the weight with direct I/O (O_DIRECT) into a
+//     buffer it allocates once (the budget less the retained weights) and
+//     reuses, around the page cache. Item.Data is then a view of that
+//     buffer.
+//
+// Retained weights are always zero-copy views of the mapping.
+//
+// In a single pass an item larger than half of the room is handed over in
+// windows (consecutive items with the same Tensor, see [Item.Part]), so
+// that the next window is read while one is in use. In passes mode items
+// are whole; a budget that cannot hold the largest streamed weight is an
+// error that names both sizes.
 package stream
 
 import (
@@ -30,7 +50,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"runtime"
+	"slices"
 	"sync"
 	"time"
 
@@ -44,8 +66,16 @@ import (
 // DefaultBudget is the budget of a stream made without WithBudget.
 const DefaultBudget = 64 << 20
 
+// RetainAuto, given to WithRetain, lets the stream choose the retained set:
+// as much as fits in the budget after the streaming room.
+const RetainAuto = -1
+
 // ErrTruncated is returned when the file shrank under the stream.
 var ErrTruncated = mmapfile.ErrTruncated
+
+// ErrBudget is wrapped by New's error when the budget cannot hold what the
+// stream needs (the message names the sizes).
+var ErrBudget = errors.New("stream: budget too small")
 
 // Item is one weight the stream hands out: a tensor, a delegate blob, or a
 // window of either.
@@ -53,37 +83,90 @@ type Item struct {
 	// Tensor is the index of the tensor in Model.Tensors, or -1 for a
 	// delegate blob.
 	Tensor int
-	// Delegate is the index of the blob in Program().Delegates(), or -1 for
-	// a tensor.
+	// Delegate is the index of the blob in the program's delegates, or -1
+	// for a tensor.
 	Delegate int
 	// Name is the tensor's name, or "delegate METHOD/INDEX" for a blob.
 	Name string
-	// Data holds the item's bytes (for a window, the window's). Its pages
-	// are resident until the next call to Next or Close, after which the
-	// stream may release them at any time. In windowed mode
-	// (mmapfile.ModeWindowed) it then unmaps the window: views of the item
-	// must not be kept past that call.
+	// Data holds the item's bytes (for a window, the window's). A
+	// streamed item's bytes are valid until the next call to Next or Close;
+	// read with the direct reader, Data is a view of the stream's buffer
+	// (its File is not the model's). A retained item's Data is a view of
+	// the mapping, valid until Close.
 	Data segment.Segment
 	// Part is the window's number, from 0, of Parts windows; 0 of 1 for an
 	// item handed over whole. Offset is Data's offset within the whole item.
 	Part, Parts int
 	Offset      int64
+	// Pass is the pass the item belongs to, from 0.
+	Pass int
+	// Retained reports whether the item stays resident across passes.
+	Retained bool
 }
 
 // Stats describes a stream's progress.
 type Stats struct {
-	Items     int   // items in the order (each window counts)
-	Done      int   // items handed out and finished with
-	Bytes     int64 // bytes of all items
-	DoneBytes int64 // bytes of the items finished with
-	Resident  int64 // bytes of the grains the stream holds now
-	Peak      int64 // the largest Resident so far
-	Budget    int64
+	Items     int   // items in one pass (each window counts)
+	Done      int   // items of the current pass handed out and finished with
+	Bytes     int64 // bytes of the items of one pass
+	DoneBytes int64 // bytes of the current pass's items finished with
+	Pass      int   // the current pass, from 0
+	Passes    int   // the passes the stream makes; 0 for until Close
+	// Resident is the bytes the stream holds now: retained weights
+	// (reserved at New), mapped grains it holds, and the part of its
+	// direct-read buffer it has used. Peak is the largest Resident so far.
+	Resident, Peak int64
+	Budget         int64
+	Retained       int64         // bytes of the retained weights (whole grains)
+	Read           int64         // bytes the stream has read from the file
+	Stall          time.Duration // time Next has waited for items to be read
+	Reader         string        // "mapped" or "direct"
+	// Order is where the order comes from: "use" (the model's use
+	// order), "file" (the format records none: file order), or "given"
+	// (WithOrder).
+	Order string
 	// CPU is the CPU time of the stream's background goroutine, which
-	// reads, maps and releases the pages, and SystemCPU the part of it
-	// spent in the kernel; both 0 where the system does not report a
-	// thread's CPU time.
+	// reads, maps and releases, and SystemCPU the part of it spent in the
+	// kernel; both 0 where the system does not report a thread's CPU time.
 	CPU, SystemCPU time.Duration
+}
+
+// PassStats describes one finished pass.
+type PassStats struct {
+	Pass  int   // from 0
+	Items int   // items handed out
+	Bytes int64 // their bytes
+	// Read is the bytes the stream read for the pass's items (a retained
+	// weight counts in the pass that first reads it).
+	Read int64
+	// Stall is the time Next waited for the pass's items; Wall the time
+	// from the pass's first Next to the Next that moved past its last item.
+	Stall, Wall time.Duration
+	Peak        int64 // the largest Resident during the pass
+	Retained    int64 // bytes of the retained weights
+}
+
+// Reader selects how streamed weights are read; see the package
+// documentation.
+type Reader int
+
+// The readers. ReadAuto picks ReadDirect in passes mode where the file
+// system supports direct I/O, and ReadMapped otherwise.
+const (
+	ReadAuto Reader = iota
+	ReadMapped
+	ReadDirect
+)
+
+// String returns "auto", "mapped" or "direct".
+func (r Reader) String() string {
+	switch r {
+	case ReadMapped:
+		return "mapped"
+	case ReadDirect:
+		return "direct"
+	}
+	return "auto"
 }
 
 type config struct {
@@ -93,12 +176,16 @@ type config struct {
 	ordered  bool
 	drop     bool
 	progress func(Stats)
+	passes   int
+	retain   int64 // bytes; RetainAuto; 0 for none
+	keep     []int // WithRetainTensors
+	reader   Reader
 }
 
 // Option configures New.
 type Option func(*config)
 
-// WithBudget sets the most bytes of weight pages the stream holds resident
+// WithBudget sets the most bytes of weights the stream holds in memory
 // (default DefaultBudget; at least two pages).
 func WithBudget(n int64) Option { return func(c *config) { c.budget = n } }
 
@@ -114,6 +201,7 @@ func WithOrder(tensors []int) Option {
 
 // WithDropCache makes the stream also drop released pages from the page
 // cache (fadvise DONTNEED), for a file that will not be read again soon.
+// Passes mode always does.
 func WithDropCache() Option { return func(c *config) { c.drop = true } }
 
 // WithProgress calls fn with the stream's Stats each time the caller
@@ -121,23 +209,59 @@ func WithDropCache() Option { return func(c *config) { c.drop = true } }
 // Next.
 func WithProgress(fn func(Stats)) Option { return func(c *config) { c.progress = fn } }
 
-// work is an item with its grains and the outcome of its read.
+// WithPasses makes the stream read its order n times, pass after pass,
+// and then end (io.EOF); n = 0 repeats it until Close. Items are then never
+// split into windows.
+func WithPasses(n int) Option { return func(c *config) { c.passes = n } }
+
+// WithRetain keeps n bytes of weights resident across passes, chosen by the
+// stream and spread through the order so that each pass's reads are spread
+// over its compute; RetainAuto retains as much as the budget holds after
+// the streaming room. The default retains nothing.
+func WithRetain(n int64) Option { return func(c *config) { c.retain, c.keep = n, nil } }
+
+// WithRetainTensors keeps the given tensors (indices into Model.Tensors)
+// resident across passes.
+func WithRetainTensors(tensors []int) Option {
+	return func(c *config) { c.keep, c.retain = slices.Clone(tensors), 0 }
+}
+
+// WithReader selects how streamed weights are read (default ReadAuto).
+func WithReader(r Reader) Option { return func(c *config) { c.reader = r } }
+
+// work is one item of the order with what the stream works out for it at
+// New: its grains, and whether it is retained.
 type work struct {
 	Item
-	span span
+	span     span  // the grains covering it
+	cover    int64 // direct reader: the bytes its aligned read takes
+	retained bool
+	keep     int64 // a retained item: the bytes of its grains no earlier retained item holds
+}
+
+// slot is the state of one handing-out of an item: the k-th pass's copy
+// of order item i lives in slots[i] while it is held (a stream holds at
+// most one pass's worth of items).
+type slot struct {
 	err  error
+	data segment.Segment // direct reader: the buffer's view
+	at   int64           // direct reader: where in the buffer its read went
 }
 
 // Stream hands out a model's weights in order under a budget. Next and Close
 // are for one goroutine; Stats may be called from any. Several streams may
 // run over one Model at the same time.
 type Stream struct {
-	items    []work
-	limit    int64 // the most the held grains may take: the budget less the room kept for the kernel's readahead
+	order    []work
+	n        int64 // len(order)
+	total    int64 // items over all passes; math.MaxInt64 for until Close
+	passes   int
+	limit    int64 // the most the held grains and buffer may take
 	grain    int64
 	ra       int64 // the kernel's readahead window; 0 when the stream reads exactly the grains it holds
 	drop     bool
 	progress func(Stats)
+	direct   *direct // nil for the mapped reader
 
 	ctx      context.Context
 	cancel   context.CancelFunc
@@ -146,16 +270,22 @@ type Stream struct {
 
 	mu       sync.Mutex
 	cond     sync.Cond
+	slots    []slot
 	count    map[grainKey]int32 // how many held items cover each grain
-	lo, hi   int                // items [lo, hi) are held: admitted and not released
-	ready    int                // items [0, ready) are read and mapped
-	cur      int                // the item the caller holds, -1 before the first
-	freed    int                // items [0, freed) are released
+	limbo    map[grainKey]bool  // grains a release in progress gives up
+	lo, hi   int64              // items [lo, hi) are held: admitted and not released
+	ready    int64              // items [0, ready) are read
+	cur      int64              // the item the caller holds, -1 before the first
+	freed    int64              // items [0, freed) are released
 	finished int64              // bytes of items [lo, cur)
 	closed   bool               // shutdown has run: the background goroutine stops, everything held is released
 	relErr   error              // the first error of a release
 	err      error              // what Next returns from now on
 	stats    Stats
+	pass     PassStats   // the current pass
+	history  []PassStats // the finished passes
+	passT0   time.Time
+	readBy   []int64 // bytes read for the items of pass p, at readBy[p%2]
 }
 
 // New starts streaming m's weights: by default every delegate blob and
@@ -165,13 +295,17 @@ type Stream struct {
 // left out. Cancelling ctx stops the reading; the next call to Next
 // returns ctx's error and releases everything. Call Close when done.
 func New(ctx context.Context, m *loader.Model, opts ...Option) (*Stream, error) {
-	c := config{budget: DefaultBudget}
+	c := config{budget: DefaultBudget, passes: 1}
 	for _, o := range opts {
 		if o != nil {
 			o(&c)
 		}
 	}
-	items, err := plan(m, &c)
+	if c.passes < 0 {
+		return nil, fmt.Errorf("stream: %d passes", c.passes)
+	}
+	multi := c.passes != 1
+	items, orderName, err := plan(m, &c)
 	if err != nil {
 		return nil, err
 	}
@@ -181,24 +315,86 @@ func New(ctx context.Context, m *loader.Model, opts ...Option) (*Stream, error) 
 			ps = max(ps, int64(f.PageSize()))
 		}
 	}
-	budget := max(c.budget, 2*ps)
-	s := &Stream{drop: c.drop, progress: c.progress, done: make(chan struct{}), cur: -1, grain: ps}
-	for s.grain*2 <= min(maxGrain, budget/8) {
+	if c.budget < 2*ps {
+		return nil, fmt.Errorf("%w: a budget of %s is less than the %s (two pages) the smallest window needs", ErrBudget, format.SizeName(c.budget), format.SizeName(2*ps))
+	}
+	budget := c.budget
+	s := &Stream{drop: c.drop || multi, progress: c.progress, done: make(chan struct{}), cur: -1, grain: ps, passes: c.passes,
+		count: make(map[grainKey]int32), limbo: make(map[grainKey]bool)}
+	top := int64(maxGrain)
+	if multi {
+		top = maxPassGrain
+	}
+	for s.grain*2 <= min(top, budget/8) {
 		s.grain *= 2
 	}
-	if ra := kernelWindow(items); ra > 0 && raWindows*ra <= budget/2 {
+	s.stats.Order, s.stats.Passes, s.stats.Budget = orderName, c.passes, budget
+
+	reader := c.reader
+	if reader == ReadAuto {
+		reader = ReadMapped
+		if multi {
+			reader = ReadDirect
+		}
+	}
+	if reader == ReadDirect && len(items) > 0 {
+		d, err := openDirect(items)
+		if err != nil && c.reader == ReadDirect {
+			return nil, fmt.Errorf("stream: %w", err)
+		}
+		s.direct = d // nil: the file system has no direct I/O, read mapped
+	}
+	s.stats.Reader = "mapped"
+	s.limit = budget
+	if s.direct != nil {
+		s.stats.Reader = "direct"
+	} else if ra := kernelWindow(items); ra > 0 && raWindows*ra <= budget/2 {
 		s.limit, s.ra = budget-raWindows*ra, ra
 	} else {
 		// A page cache folio larger than a grain may outlive the release
 		// of the grain it straddles; the budget keeps room for one.
 		s.limit = budget - s.grain
 	}
-	s.items = split(items, s.limit, s.grain)
-	s.count = make(map[grainKey]int32)
+
+	ws := make([]work, len(items))
+	for i, it := range items {
+		it.Parts = 1
+		ws[i] = work{Item: it, span: coverSpan(it.Data.File(), it.Data.Offset(), it.Data.Len(), s.grain)}
+	}
+	s.covers(ws)
+	if err := s.chooseRetained(ws, &c); err != nil {
+		s.closeDirect()
+		return nil, err
+	}
+	if err := s.checkRoom(ws, multi); err != nil {
+		s.abort()
+		return nil, err
+	}
+	s.order = ws
+	if !multi {
+		s.order = split(ws, s.limit-s.stats.Retained, s.grain)
+		s.covers(s.order)
+	}
+	if s.direct != nil {
+		if err := s.direct.alloc(s.order, s.limit-s.stats.Retained); err != nil {
+			s.abort()
+			return nil, fmt.Errorf("stream: %w", err)
+		}
+	}
+	s.n = int64(len(s.order))
+	s.total = s.n * int64(c.passes)
+	if c.passes == 0 {
+		s.total = math.MaxInt64
+		if s.n == 0 {
+			s.total = 0
+		}
+	}
+	s.slots = make([]slot, len(s.order))
+	s.readBy = make([]int64, 2)
 	s.cond.L = &s.mu
-	s.stats.Items, s.stats.Budget = len(s.items), budget
-	for i := range s.items {
-		s.stats.Bytes += s.items[i].Data.Len()
+	s.stats.Items = len(s.order)
+	for i := range s.order {
+		s.stats.Bytes += s.order[i].Data.Len()
 	}
 	s.ctx, s.cancel = context.WithCancel(ctx)
 	s.stopWake = context.AfterFunc(s.ctx, func() {
@@ -214,13 +410,56 @@ func New(ctx context.Context, m *loader.Model, opts ...Option) (*Stream, error) 
 // mapping of a file with 4 KiB pages on x86-64 and arm64.
 const maxGrain = 2 << 20
 
+// maxPassGrain is the largest grain of a passes stream, whose retained
+// weights are held in whole grains for as long as it runs.
+const maxPassGrain = 64 << 10
+
 // raWindows is how many readahead windows beyond the grains it holds the
 // stream leaves free for the kernel's readahead (which reads the next window
 // when a read reaches the current one).
 const raWindows = 2
 
-// plan lists the items of m in the configured order.
-func plan(m *loader.Model, c *config) ([]Item, error) {
+// checkRoom reports an error when the room the retained items leave cannot
+// hold the largest streamed item of a passes stream (whole), or a grain
+// of a single pass (which hands large items over in windows).
+func (s *Stream) checkRoom(ws []work, multi bool) error {
+	room := s.limit - s.stats.Retained
+	if !multi {
+		if room < s.grain {
+			return fmt.Errorf("%w: the budget of %s leaves %s for streaming (%s retained, %s kept for the kernel's readahead), less than the %s (a grain) the smallest window needs",
+				ErrBudget, format.SizeName(s.stats.Budget), format.SizeName(max(room, 0)), format.SizeName(s.stats.Retained), format.SizeName(s.stats.Budget-s.limit), format.SizeName(s.grain))
+		}
+		return nil
+	}
+	var big *work
+	var need int64
+	for i := range ws {
+		w := &ws[i]
+		if w.retained {
+			continue
+		}
+		if n := s.room(w); n > need {
+			big, need = w, n
+		}
+	}
+	if big != nil && need > room {
+		return fmt.Errorf("%w: %s (%s) needs %s in memory at once, but the budget of %s leaves %s for streaming (%s retained, %s kept for the kernel's readahead)",
+			ErrBudget, big.Name, format.SizeName(big.Data.Len()), format.SizeName(need), format.SizeName(s.stats.Budget),
+			format.SizeName(room), format.SizeName(s.stats.Retained), format.SizeName(s.stats.Budget-s.limit))
+	}
+	return nil
+}
+
+// abort releases what New took before failing.
+func (s *Stream) abort() {
+	gone := s.releaseRetained(nil)
+	releaseSpans(gone, s.unusedGrains(gone), s.grain, s.drop)
+	s.closeDirect()
+}
+
+// plan lists the items of m in the configured order, and says where the
+// order comes from.
+func plan(m *loader.Model, c *config) ([]Item, string, error) {
 	items := make([]Item, 0, m.NumTensors())
 	addTensors := func(idx []int) error {
 		n := m.NumTensors()
@@ -237,7 +476,11 @@ func plan(m *loader.Model, c *config) ([]Item, error) {
 		return nil
 	}
 	if c.ordered {
-		return items, addTensors(c.order)
+		return items, "given", addTensors(c.order)
+	}
+	name := "use"
+	if fo, ok := m.Impl().(format.FileOrderer); ok && fo.FileOrder() {
+		name = "file"
 	}
 	groups := []string{c.method}
 	if c.method == "" && m.Groups() != nil {
@@ -252,7 +495,7 @@ func plan(m *loader.Model, c *config) ([]Item, error) {
 	for _, g := range groups {
 		idx, err := m.UseOrder(g)
 		if err != nil {
-			return nil, err
+			return nil, "", err
 		}
 		if bu != nil {
 			for _, d := range bu.GroupBlobs(g) {
@@ -265,27 +508,28 @@ func plan(m *loader.Model, c *config) ([]Item, error) {
 			}
 		}
 		if err := addTensors(idx); err != nil {
-			return nil, err
+			return nil, "", err
 		}
 	}
-	return items, nil
+	return items, name, nil
 }
 
-// split turns each item whose grains exceed half the limit into windows of
-// at most half the limit, their ends on grain boundaries, and computes the
-// grains of every item.
-func split(items []Item, limit, grain int64) []work {
-	out := make([]work, 0, len(items))
-	w := max(grain, limit/2/grain*grain)
-	for _, it := range items {
+// split turns each item whose grains exceed half the room into windows of
+// at most half the room, their ends on grain boundaries, and computes the
+// grains of every window.
+func split(ws []work, room, grain int64) []work {
+	out := make([]work, 0, len(ws))
+	w := max(grain, room/2/grain*grain)
+	for _, x := range ws {
+		it := x.Item
 		f := it.Data.File()
-		sp := coverSpan(f, it.Data.Offset(), it.Data.Len(), grain)
-		if sp.bytes() <= w {
-			it.Parts = 1
-			out = append(out, work{Item: it, span: sp})
+		if x.retained || x.span.bytes() <= w {
+			x.Parts = 1
+			out = append(out, x)
 			continue
 		}
 		start, end := it.Data.Offset(), it.Data.Offset()+it.Data.Len()
+		sp := x.span
 		parts := int((sp.bytes() + w - 1) / w)
 		for k, at := 0, start; at < end; k++ {
 			e := min(sp.start+int64(k+1)*w, end)
@@ -299,95 +543,19 @@ func split(items []Item, limit, grain int64) []work {
 	return out
 }
 
-// need returns the bytes of the grains of sp that no held item covers.
-func (s *Stream) need(sp span) int64 {
-	var n int64
-	for at := sp.start; at < sp.end; at += s.grain {
-		if s.count[grainKey{sp.f, at / s.grain}] == 0 {
-			n += s.grainBytes(sp.f, at)
-		}
-	}
-	return n
-}
+// at returns the order item that virtual item v hands out.
+func (s *Stream) at(v int64) *work { return &s.order[v%s.n] }
 
-// grainBytes returns the bytes of the file's pages in the grain at off: a
-// grain at the end of the file holds only its pages.
-func (s *Stream) grainBytes(f *mmapfile.File, off int64) int64 {
-	ps := int64(f.PageSize())
-	return max(0, min(s.grain, (f.Len()+ps-1)&^(ps-1)-off))
-}
+// slot returns the state of virtual item v.
+func (s *Stream) slot(v int64) *slot { return &s.slots[v%s.n] }
 
-// admit holds the next items while their grains fit in the limit (at least
-// one item when nothing is held).
-func (s *Stream) admit() {
-	for s.hi < len(s.items) {
-		sp := s.items[s.hi].span
-		n := s.need(sp)
-		if s.hi > s.lo && s.stats.Resident+n > s.limit {
-			return
-		}
-		var fresh []int64
-		for at := sp.start; at < sp.end; at += s.grain {
-			k := grainKey{sp.f, at / s.grain}
-			if s.count[k]++; s.count[k] == 1 {
-				fresh = append(fresh, at)
-			}
-		}
-		if len(fresh) > 0 {
-			holdGrains(sp.f, s.grain, fresh)
-		}
-		s.stats.Resident += n
-		s.stats.Peak = max(s.stats.Peak, s.stats.Resident)
-		s.hi++
-	}
-}
-
-// wantRelease reports whether the items the caller has finished with should
-// be released now: when the next item does not fit, when no item is left
-// to admit, or when they amount to a quarter of the limit. Releasing in
-// batches makes fewer, larger system calls.
-func (s *Stream) wantRelease() bool {
-	if s.lo >= min(s.cur, s.hi) {
-		return false
-	}
-	return s.hi == len(s.items) || 4*s.finished >= s.limit ||
-		s.stats.Resident+s.need(s.items[s.hi].span) > s.limit
-}
-
-// unhold gives up items [s.lo, to) and returns the grains no held item
-// covers any more.
-func (s *Stream) releaseItems(to int, gone []span) []span {
-	for ; s.lo < to; s.lo++ {
-		sp := s.items[s.lo].span
-		for at := sp.start; at < sp.end; at += s.grain {
-			k := grainKey{sp.f, at / s.grain}
-			if s.count[k]--; s.count[k] == 0 {
-				delete(s.count, k)
-				s.stats.Resident -= s.grainBytes(sp.f, at)
-				gone = append(gone, span{f: sp.f, start: at, end: at + s.grain})
-			}
-		}
-	}
-	s.finished = 0
-	return gone
-}
-
-// unheld returns the grains of gone that no held item covers (an item
-// admitted since may hold some again), joined into spans.
-func (s *Stream) unusedGrains(gone []span) []span {
-	var free []span
-	for _, sp := range gone {
-		if s.count[grainKey{sp.f, sp.start / s.grain}] == 0 {
-			free = append(free, sp)
-		}
-	}
-	return coalesce(free)
-}
+// streamed reports whether virtual item v needs reading: a streamed item,
+// or a retained one in the first pass.
+func (s *Stream) streamed(v int64) bool { return !s.at(v).retained || v < s.n }
 
 // run is the background goroutine. It releases what the caller has
-// finished with, admits items while the budget has room, starts reading
-// them, and maps their grains in order. Its thread is its own, so that
-// Stats.CPU can tell its CPU time.
+// finished with, admits items while the budget has room, and reads them in
+// order. Its thread is its own, so that Stats.CPU can tell its CPU time.
 func (s *Stream) run() {
 	defer close(s.done)
 	runtime.LockOSThread()
@@ -398,8 +566,8 @@ func (s *Stream) run() {
 		s.stats.CPU, s.stats.SystemCPU = user-user0+sys-sys0, sys-sys0
 	}
 	var gone []span
-	started := 0  // items [0, started) have their reads started
-	var read span // the grains read last, forgotten at each release
+	started := int64(0) // items [0, started) have their reads started
+	var read span       // the grains read last, forgotten at each release
 	for {
 		s.mu.Lock()
 		for !s.closed && s.ctx.Err() == nil && !s.wantRelease() && s.ready == s.hi {
@@ -419,7 +587,11 @@ func (s *Stream) run() {
 			// Admitting into the room first keeps the grains the next
 			// items share with the released ones, and the kernel's
 			// readahead in them.
+			for _, sp := range gone {
+				s.limbo[grainKey{sp.f, sp.start / s.grain}] = true
+			}
 			s.admit()
+			clear(s.limbo)
 			free := s.unusedGrains(gone)
 			to := s.lo
 			s.mu.Unlock()
@@ -436,36 +608,47 @@ func (s *Stream) run() {
 			continue
 		}
 		s.admit()
-		to, i := s.hi, s.ready
+		to, v := s.hi, s.ready
 		s.mu.Unlock()
 
-		if s.ra == 0 {
-			for ; started < to; started++ {
-				sp := s.items[started].span
-				if sp.f == read.f && sp.start < read.end && read.start <= sp.start {
-					sp.start = min(read.end, sp.end)
+		// Items that need no reading (retained, after the first pass) are
+		// ready at once.
+		j := v
+		for j < to && !s.streamed(j) {
+			j++
+		}
+		var err error
+		var data segment.Segment
+		if j == v {
+			w := s.at(v)
+			switch {
+			case s.direct != nil && !w.retained:
+				data, err = s.direct.read(w, s.slotAt(v))
+				j = v + 1
+			default:
+				if s.ra == 0 {
+					for started = max(started, v); started < to; started++ {
+						if !s.mappedRead(started) {
+							continue
+						}
+						sp := s.at(started).span
+						if sp.f == read.f && sp.start < read.end && read.start <= sp.start {
+							sp.start = min(read.end, sp.end)
+						}
+						fetchGrains(sp, s.grain)
+						read = s.at(started).span
+					}
 				}
-				fetchGrains(sp, s.grain)
-				read = s.items[started].span
+				j, err = s.populate(v, to)
 			}
 		}
-		// Item i and the next admitted items in its grains are mapped at
-		// once (in windowed mode item i alone).
-		w := &s.items[i]
-		f, lo, hi := w.Data.File(), w.Data.Offset(), w.Data.Offset()+w.Data.Len()
-		j := i + 1
-		for ; f.Mode() == mmapfile.ModeWhole && j < to && s.items[j].span.within(w.span); j++ {
-			d := s.items[j].Data
-			lo, hi = min(lo, d.Offset()), max(hi, d.Offset()+d.Len())
-		}
-		err := populate(w.Data, lo, hi-lo, s.ra == 0)
-		if err != nil {
-			// A page past the end of the file fails the read; a guarded
-			// touch says whether that is truncation.
-			err, j = w.Data.Touch(), i+1
-		}
 		s.mu.Lock()
-		w.err = err
+		if err != nil {
+			s.slot(v).err = err
+		}
+		if data.Len() > 0 {
+			s.slot(v).data = data
+		}
 		s.ready = j
 		cpu()
 		s.cond.Broadcast()
@@ -473,7 +656,39 @@ func (s *Stream) run() {
 	}
 }
 
-// readahead starts reading the grains of sp into the page cache (fadvise
+// slotAt returns where in the buffer virtual item v's read goes.
+func (s *Stream) slotAt(v int64) int64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.slot(v).at
+}
+
+// mappedRead reports whether virtual item v is read through the mapping:
+// a retained item in the first pass, or any item of the mapped reader.
+func (s *Stream) mappedRead(v int64) bool {
+	return s.streamed(v) && (s.direct == nil || s.at(v).retained)
+}
+
+// populate maps the pages of item v and of the next admitted items in its
+// grains (in windowed mode item v alone), and returns the item after the
+// last one it mapped.
+func (s *Stream) populate(v, to int64) (int64, error) {
+	w := s.at(v)
+	f, lo, hi := w.Data.File(), w.Data.Offset(), w.Data.Offset()+w.Data.Len()
+	j := v + 1
+	for ; f.Mode() == mmapfile.ModeWhole && j < to && s.mappedRead(j) && s.at(j).span.within(w.span); j++ {
+		d := s.at(j).Data
+		lo, hi = min(lo, d.Offset()), max(hi, d.Offset()+d.Len())
+	}
+	if err := populate(w.Data, lo, hi-lo, s.ra == 0); err != nil {
+		// A page past the end of the file fails the read; a guarded
+		// touch says whether that is truncation.
+		return v + 1, w.Data.Touch()
+	}
+	return j, nil
+}
+
+// fetchGrains starts reading the grains of sp into the page cache (fadvise
 // WILLNEED, which reads exactly the range, where a fault would read ahead
 // past it), a grain per call, as the kernel reads at most a readahead
 // window per call.
@@ -503,8 +718,8 @@ func populate(d segment.Segment, off, n int64, exact bool) error {
 	return err
 }
 
-// readAhead returns the largest kernel readahead window of the files the
-// items are in, or 0 when one is unknown or a file is not mapped.
+// kernelWindow returns the largest kernel readahead window of the files
+// the items are in, or 0 when one is unknown or a file is not mapped.
 func kernelWindow(items []Item) int64 {
 	var ra int64
 	seen := make(map[*mmapfile.File]bool)
@@ -532,6 +747,7 @@ func kernelWindow(items []Item) int64 {
 // cancelled context its error) it releases everything and returns that
 // error again.
 func (s *Stream) Next() (Item, error) {
+	now := time.Now()
 	s.mu.Lock()
 	if s.err != nil {
 		err := s.err
@@ -540,31 +756,55 @@ func (s *Stream) Next() (Item, error) {
 	}
 	notify := false
 	if s.cur >= 0 {
+		d := s.at(s.cur).Data.Len()
 		s.stats.Done++
-		s.stats.DoneBytes += s.items[s.cur].Data.Len()
-		s.finished += s.items[s.cur].Data.Len()
+		s.stats.DoneBytes += d
+		s.finished += d
+		s.pass.Items++
+		s.pass.Bytes += d
 		notify = s.progress != nil
 	}
 	st := s.stats
 	s.cur++
+	if s.n > 0 && s.cur%s.n == 0 && s.cur > 0 {
+		s.endPass(now)
+	}
+	if s.cur == 0 || (s.n > 0 && s.cur%s.n == 0) {
+		s.passT0 = now
+	}
+	if s.direct != nil {
+		s.releaseDirect()
+	}
 	if s.wantRelease() {
 		s.cond.Broadcast()
 	}
-	for s.cur < len(s.items) && s.ready <= s.cur && s.ctx.Err() == nil && s.relErr == nil {
+	waited := false
+	for s.cur < s.total && s.ready <= s.cur && s.ctx.Err() == nil && s.relErr == nil {
+		waited = true
 		s.cond.Wait()
+	}
+	if waited {
+		d := time.Since(now)
+		s.stats.Stall += d
+		s.pass.Stall += d
 	}
 	var it Item
 	switch {
 	case s.relErr != nil:
 		s.err = fmt.Errorf("stream: releasing: %w", s.relErr)
-	case s.cur >= len(s.items):
+	case s.cur >= s.total:
 		s.err = io.EOF
 	case s.ctx.Err() != nil:
 		s.err = s.ctx.Err()
-	case s.items[s.cur].err != nil:
-		s.err = fmt.Errorf("stream: %s: %w", s.items[s.cur].Name, s.items[s.cur].err)
+	case s.slot(s.cur).err != nil:
+		s.err = fmt.Errorf("stream: %s: %w", s.at(s.cur).Name, s.slot(s.cur).err)
 	default:
-		it = s.items[s.cur].Item
+		w := s.at(s.cur)
+		it = w.Item
+		it.Pass, it.Retained = int(s.cur/s.n), w.retained
+		if s.direct != nil && !w.retained {
+			it.Data = s.slot(s.cur).data
+		}
 	}
 	err := s.err
 	if err != nil {
@@ -577,8 +817,33 @@ func (s *Stream) Next() (Item, error) {
 	return it, err
 }
 
-// shutdown stops the background goroutine and releases every held item,
-// once. It is called with s.mu held and returns with it held.
+// endPass records the pass that the caller has just finished, with s.mu
+// held.
+func (s *Stream) endPass(now time.Time) {
+	p := int(s.cur/s.n) - 1
+	s.pass.Pass = p
+	s.pass.Wall = now.Sub(s.passT0)
+	s.pass.Retained = s.stats.Retained
+	s.pass.Read = s.readBy[p%2]
+	s.readBy[p%2] = 0
+	s.pass.Peak = max(s.pass.Peak, s.stats.Resident)
+	s.history = append(s.history, s.pass)
+	s.pass = PassStats{Peak: s.stats.Resident}
+	if s.cur < s.total {
+		s.stats.Pass = p + 1
+		s.stats.Done, s.stats.DoneBytes = 0, 0
+	}
+}
+
+// noteResident records a new Resident, with s.mu held.
+func (s *Stream) noteResident() {
+	s.stats.Peak = max(s.stats.Peak, s.stats.Resident)
+	s.pass.Peak = max(s.pass.Peak, s.stats.Resident)
+}
+
+// shutdown stops the background goroutine and releases every held item
+// and the retained set, once. It is called with s.mu held and returns with
+// it held.
 func (s *Stream) shutdown() {
 	if s.closed {
 		return
@@ -589,17 +854,24 @@ func (s *Stream) shutdown() {
 	<-s.done
 	s.mu.Lock()
 	gone := s.releaseItems(s.hi, nil)
+	gone = s.releaseRetained(gone)
 	s.stopWake()
 	s.cancel()
 	err := releaseSpans(gone, s.unusedGrains(gone), s.grain, s.drop)
 	if s.relErr == nil {
 		s.relErr = err
 	}
+	if s.direct != nil {
+		s.stats.Resident = 0
+		if err := s.closeDirect(); s.relErr == nil {
+			s.relErr = err
+		}
+	}
 	s.freed = s.hi
 }
 
-// Close stops the stream and releases every page it holds. It returns the
-// first error met releasing pages, if any.
+// Close stops the stream and releases every page and buffer it holds. It
+// returns the first error met releasing them, if any.
 func (s *Stream) Close() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -617,4 +889,12 @@ func (s *Stream) Stats() Stats {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.stats
+}
+
+// Passes returns the statistics of the passes finished so far, one per
+// pass in order. The slice is the caller's.
+func (s *Stream) Passes() []PassStats {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.history)
 }

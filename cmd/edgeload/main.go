@@ -101,7 +101,7 @@ func init() {
 		{"verify", "[--data FILE.ptd]... FILE...", "verify files fully and read every tensor, segment and bundled test tensor", runVerify},
 		{"repack", "[--align N] [--tensor-align N] [--externalize F.ptd] [--rten-v2] [--to FORMAT] [--verify-bytes] [--sync] [--data F.ptd]... IN OUT | --check [--data F.ptd]... IN OUT", "rewrite a model file realigned, externalized, upgraded or converted", runRepack},
 		{"resident", "[--width N] FILE", "show how much of each segment is in the page cache", runResident},
-		{"stream", "[--budget SIZE] [--method NAME] [--data FILE.ptd]... [--json] [--drop-cache] FILE", "read every weight in use order under a memory budget", runStream},
+		{"stream", "[--budget SIZE] [--passes N] [--retain SIZE|auto] [--reader auto|mapped|direct] [--method NAME] [--data FILE.ptd]... [--json] [--drop-cache] FILE", "read every weight in use order under a memory budget, once or pass after pass", runStream},
 		{"version", "", "print the version", runVersion},
 		{"help", "[COMMAND]", "show help for a command", runHelp},
 	}

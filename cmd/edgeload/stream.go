@@ -15,39 +15,116 @@ import (
 )
 
 const streamAbout = `Read every weight of a model in the order the model uses it, holding at
-most --budget bytes of weight pages resident (see package stream): each
+most --budget bytes of weights in memory (see package stream): each
 tensor and delegate blob is checksummed (CRC-32C, every byte read) and
 released. Prints the bytes, tensors, wall time, throughput, the peak of
-weight pages the stream held and the CPU time of the stream's background
-reader (Linux). A progress bar goes to stderr when it is a
-terminal. Sizes take the suffixes KiB, MiB, GiB and TiB, or plain bytes.`
+weight bytes the stream held and the CPU time of the stream's background
+reader (Linux). A progress bar goes to stderr when it is a terminal.
+
+--passes N reads the order N times, as a decode loop reads every weight
+once per token: --retain keeps that many bytes of weights resident across
+passes (auto: as much as the budget holds after the streaming room), the
+rest is read anew each pass, and a line of statistics is printed for each
+pass (bytes read, time spent waiting for reads, peak resident). Every pass
+must checksum the same. Sizes take the suffixes KiB, MiB, GiB and TiB, or
+plain bytes.`
 
 // streamReport is what stream prints (as JSON with --json).
 type streamReport struct {
-	File       string  `json:"file"`
-	Method     string  `json:"method,omitempty"`
-	Budget     int64   `json:"budget"`
-	Tensors    int     `json:"tensors"`
-	Delegates  int     `json:"delegates"`
-	Bytes      int64   `json:"bytes"`
-	Seconds    float64 `json:"seconds"`
-	MBPerSec   float64 `json:"mb_per_s"`
-	PeakBytes  int64   `json:"peak_resident_bytes"`
-	StreamCPU  float64 `json:"stream_cpu_seconds"`
-	StreamSys  float64 `json:"stream_system_cpu_seconds"`
-	Checksum   string  `json:"crc32c"`
-	DropCached bool    `json:"drop_cache"`
+	File       string       `json:"file"`
+	Method     string       `json:"method,omitempty"`
+	Budget     int64        `json:"budget"`
+	Tensors    int          `json:"tensors"`
+	Delegates  int          `json:"delegates"`
+	Bytes      int64        `json:"bytes"`
+	Seconds    float64      `json:"seconds"`
+	MBPerSec   float64      `json:"mb_per_s"`
+	PeakBytes  int64        `json:"peak_resident_bytes"`
+	StreamCPU  float64      `json:"stream_cpu_seconds"`
+	StreamSys  float64      `json:"stream_system_cpu_seconds"`
+	Checksum   string       `json:"crc32c"`
+	DropCached bool         `json:"drop_cache"`
+	Passes     int          `json:"passes"`
+	Reader     string       `json:"reader"`
+	Order      string       `json:"order"`
+	Retained   int64        `json:"retained_bytes"`
+	ReadBytes  int64        `json:"read_bytes"`
+	Stall      float64      `json:"stall_seconds"`
+	PassStats  []passReport `json:"pass_stats"`
+}
+
+// passReport is one pass of a stream, in the report.
+type passReport struct {
+	Pass      int     `json:"pass"`
+	Items     int     `json:"items"`
+	Bytes     int64   `json:"bytes"`
+	ReadBytes int64   `json:"read_bytes"`
+	Stall     float64 `json:"stall_seconds"`
+	Seconds   float64 `json:"seconds"`
+	PeakBytes int64   `json:"peak_resident_bytes"`
+	Retained  int64   `json:"retained_bytes"`
+}
+
+// retainValue is the --retain flag: a size, or "auto".
+type retainValue struct{ n int64 }
+
+func (r *retainValue) String() string {
+	if r.n == stream.RetainAuto {
+		return "auto"
+	}
+	return fmt.Sprint(r.n)
+}
+
+func (r *retainValue) Set(s string) error {
+	if s == "auto" {
+		r.n = stream.RetainAuto
+		return nil
+	}
+	n, err := sizeflag.Parse(s)
+	r.n = n
+	return err
+}
+
+// readerValue is the --reader flag.
+type readerValue struct{ r stream.Reader }
+
+func (r *readerValue) String() string { return r.r.String() }
+
+func (r *readerValue) Set(s string) error {
+	for _, x := range []stream.Reader{stream.ReadAuto, stream.ReadMapped, stream.ReadDirect} {
+		if s == x.String() {
+			r.r = x
+			return nil
+		}
+	}
+	return fmt.Errorf("want auto, mapped or direct")
+}
+
+// streamOptions is what streamModel is asked to do.
+type streamOptions struct {
+	budget   int64
+	method   string
+	drop     bool
+	passes   int
+	retain   int64
+	reader   stream.Reader
+	progress func(stream.Stats)
 }
 
 func runStream(c *cli, args []string) int {
 	fs := newFlags(lookup("stream"), streamAbout)
 	budget := sizeflag.Value(stream.DefaultBudget)
-	fs.Var(&budget, "budget", "the most weight bytes to hold resident (`SIZE`, e.g. 64MiB)")
+	fs.Var(&budget, "budget", "the most weight bytes to hold in memory (`SIZE`, e.g. 64MiB)")
 	method := fs.String("method", "", "stream one `NAME`d method of a .pte (default: every method in turn)")
 	var data stringList
 	fs.Var(&data, "data", "a `FILE.ptd` holding external tensors of the .pte (repeatable)")
 	asJSON := fs.Bool("json", false, "print one JSON object")
-	drop := fs.Bool("drop-cache", false, "also drop streamed pages from the page cache")
+	drop := fs.Bool("drop-cache", false, "also drop streamed pages from the page cache (always with --passes)")
+	passes := fs.Int("passes", 1, "read the order `N` times")
+	var retain retainValue
+	fs.Var(&retain, "retain", "keep `SIZE` bytes of weights resident across passes, or auto")
+	var reader readerValue
+	fs.Var(&reader, "reader", "read streamed weights `auto`, mapped or direct")
 	pos, code, ok := parse(c, fs, args)
 	if !ok {
 		return code
@@ -58,13 +135,17 @@ func runStream(c *cli, args []string) int {
 	if budget <= 0 {
 		return usageError(c, fs, "--budget must be more than 0")
 	}
+	if *passes < 1 {
+		return usageError(c, fs, "--passes must be at least 1")
+	}
 	m, err := openModel(pos[0], data)
 	if err != nil {
 		c.fileError(pos[0], err)
 		return exitInvalid
 	}
 	defer m.Close()
-	r, err := streamModel(m, int64(budget), *method, *drop, progressBar(c.stderr))
+	o := streamOptions{budget: int64(budget), method: *method, drop: *drop, passes: *passes, retain: retain.n, reader: reader.r, progress: progressBar(c.stderr)}
+	r, err := streamModel(m, o)
 	if err != nil {
 		c.errorf("%s: %v", pos[0], err)
 		return exitInvalid
@@ -77,23 +158,40 @@ func runStream(c *cli, args []string) int {
 		enc.Encode(r)
 		return exitOK
 	}
+	if r.Passes > 1 {
+		for _, p := range r.PassStats {
+			fmt.Fprintf(c.stdout, "pass %d: %s read in %.2fs, %.2fs waiting for reads, peak resident %s\n",
+				p.Pass, sizeName(p.ReadBytes), p.Seconds, p.Stall, sizeName(p.PeakBytes))
+		}
+	}
 	fmt.Fprintf(c.stdout, "%s: %d tensors", r.File, r.Tensors)
 	if r.Delegates > 0 {
 		fmt.Fprintf(c.stdout, " and %d delegate blobs", r.Delegates)
 	}
-	fmt.Fprintf(c.stdout, ", %s in %.2fs (%.0f MB/s), peak resident %s of a %s budget, stream CPU %.0f ms (%.0f ms in the kernel), crc32c %s\n",
+	if r.Passes > 1 {
+		fmt.Fprintf(c.stdout, " × %d passes (%s retained, %s reader)", r.Passes, sizeName(r.Retained), r.Reader)
+	}
+	fmt.Fprintf(c.stdout, ", %s in %.2fs (%.0f MB/s), peak resident %s of a %s budget, stream CPU %.0f ms (%.0f ms in the kernel), crc32c %s",
 		sizeName(r.Bytes), r.Seconds, r.MBPerSec, sizeName(r.PeakBytes), sizeName(r.Budget), 1000*r.StreamCPU, 1000*r.StreamSys, r.Checksum)
+	if r.Order == "file" {
+		fmt.Fprint(c.stdout, " (file order: the format records no order of use)")
+	}
+	fmt.Fprintln(c.stdout)
 	return exitOK
 }
 
-// streamModel streams every weight of m and checksums it.
-func streamModel(m *loader.Model, budget int64, method string, drop bool, progress func(stream.Stats)) (*streamReport, error) {
-	opts := []stream.Option{stream.WithBudget(budget), stream.WithMethod(method)}
-	if drop {
+// streamModel streams every weight of m, o.passes times, and checksums
+// each pass; every pass must give the first one's checksum.
+func streamModel(m *loader.Model, o streamOptions) (*streamReport, error) {
+	opts := []stream.Option{stream.WithBudget(o.budget), stream.WithMethod(o.method), stream.WithPasses(o.passes), stream.WithReader(o.reader)}
+	if o.retain != 0 {
+		opts = append(opts, stream.WithRetain(o.retain))
+	}
+	if o.drop {
 		opts = append(opts, stream.WithDropCache())
 	}
-	if progress != nil {
-		opts = append(opts, stream.WithProgress(progress))
+	if o.progress != nil {
+		opts = append(opts, stream.WithProgress(o.progress))
 	}
 	start := time.Now()
 	s, err := stream.New(context.Background(), m, opts...)
@@ -101,8 +199,19 @@ func streamModel(m *loader.Model, budget int64, method string, drop bool, progre
 		return nil, err
 	}
 	defer s.Close()
-	r := &streamReport{Method: method, DropCached: drop}
+	r := &streamReport{Method: o.method, DropCached: o.drop, Passes: o.passes}
 	h := crc32.New(crc32.MakeTable(crc32.Castagnoli))
+	var first uint32
+	pass := 0
+	endPass := func() error {
+		if pass == 0 {
+			first = h.Sum32()
+		} else if h.Sum32() != first {
+			return fmt.Errorf("pass %d read different bytes: crc32c %08x, pass 0 %08x", pass, h.Sum32(), first)
+		}
+		h.Reset()
+		return nil
+	}
 	for {
 		it, err := s.Next()
 		if err == io.EOF {
@@ -111,10 +220,16 @@ func streamModel(m *loader.Model, budget int64, method string, drop bool, progre
 		if err != nil {
 			return nil, err
 		}
+		if it.Pass != pass {
+			if err := endPass(); err != nil {
+				return nil, err
+			}
+			pass = it.Pass
+		}
 		if err := it.Data.Checksum(h); err != nil {
 			return nil, err
 		}
-		if it.Part == it.Parts-1 {
+		if it.Part == it.Parts-1 && it.Pass == 0 {
 			if it.Tensor >= 0 {
 				r.Tensors++
 			} else {
@@ -122,17 +237,25 @@ func streamModel(m *loader.Model, budget int64, method string, drop bool, progre
 			}
 		}
 	}
-	if progress != nil {
-		progress(stream.Stats{}) // clears the bar
+	if err := endPass(); err != nil {
+		return nil, err
+	}
+	if o.progress != nil {
+		o.progress(stream.Stats{}) // clears the bar
 	}
 	st := s.Stats()
 	r.Seconds = time.Since(start).Seconds()
-	r.Budget, r.Bytes, r.PeakBytes = st.Budget, st.Bytes, st.Peak
+	r.Budget, r.Bytes, r.PeakBytes = st.Budget, st.Bytes*int64(o.passes), st.Peak
 	r.StreamCPU, r.StreamSys = st.CPU.Seconds(), st.SystemCPU.Seconds()
+	r.Reader, r.Order, r.Retained, r.ReadBytes, r.Stall = st.Reader, st.Order, st.Retained, st.Read, st.Stall.Seconds()
+	for _, p := range s.Passes() {
+		r.PassStats = append(r.PassStats, passReport{Pass: p.Pass, Items: p.Items, Bytes: p.Bytes, ReadBytes: p.Read,
+			Stall: p.Stall.Seconds(), Seconds: p.Wall.Seconds(), PeakBytes: p.Peak, Retained: p.Retained})
+	}
 	if r.Seconds > 0 {
 		r.MBPerSec = float64(r.Bytes) / r.Seconds / 1e6
 	}
-	r.Checksum = fmt.Sprintf("%08x", h.Sum32())
+	r.Checksum = fmt.Sprintf("%08x", first)
 	return r, nil
 }
 
@@ -160,8 +283,12 @@ func progressBar(w io.Writer) func(stream.Stats) {
 		}
 		const width = 30
 		n := int(frac * width)
-		rate := float64(st.DoneBytes) / time.Since(start).Seconds() / 1e6
-		fmt.Fprintf(w, "\r[%s%s] %3.0f%% %s / %s  %.0f MB/s  resident %s\033[K", strings.Repeat("=", n), strings.Repeat(" ", width-n),
+		pass := ""
+		if st.Passes != 1 {
+			pass = fmt.Sprintf("pass %d/%d ", st.Pass+1, st.Passes)
+		}
+		rate := float64(st.Read) / time.Since(start).Seconds() / 1e6
+		fmt.Fprintf(w, "\r%s[%s%s] %3.0f%% %s / %s  read %.0f MB/s  resident %s\033[K", pass, strings.Repeat("=", n), strings.Repeat(" ", width-n),
 			100*frac, sizeName(st.DoneBytes), sizeName(st.Bytes), rate, sizeName(st.Resident))
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/edgeload/edgeload/internal/testkit/testmodels"
@@ -145,5 +146,32 @@ func TestStreamRealOrder(t *testing.T) {
 	if r.Tensors != len(names) || r.Checksum != want {
 		t.Fatalf("stream: %d tensors, crc32c %s; want %d tensors, crc32c %s in use order (index order gives %s)",
 			r.Tensors, r.Checksum, len(names), want, crcOf(b, index))
+	}
+}
+
+// A safetensors file records no order of use: stream says it reads file
+// order, and the CRC-32C covers the tensors by their offsets (from the
+// expected values) in that order.
+func TestStreamFileOrder(t *testing.T) {
+	path := testmodels.Path(t, "safetensors/burn-mnist.safetensors")
+	exp := testmodels.Load(t, path)
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ranges [][2]int64
+	for _, et := range exp.Tensors {
+		ranges = append(ranges, [2]int64{*et.Offset, et.NBytes})
+	}
+	slices.SortFunc(ranges, func(a, b [2]int64) int { return int(a[0] - b[0]) })
+	for _, passes := range []string{"1", "2"} {
+		r := streamJSON(t, "--passes", passes, path)
+		if r.Order != "file" || r.Checksum != crcOf(b, ranges) {
+			t.Fatalf("--passes %s: order %q, crc32c %s; want file order, %s", passes, r.Order, r.Checksum, crcOf(b, ranges))
+		}
+	}
+	code, out, _ := runCmd("stream", path)
+	if code != 0 || !strings.Contains(out, "file order") {
+		t.Fatalf("exit %d: %q does not say it streamed in file order", code, out)
 	}
 }

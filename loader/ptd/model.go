@@ -44,6 +44,10 @@ func (f *File) Lookup(name string) (int, bool) {
 // Groups returns nil: a .ptd has one use order.
 func (f *File) Groups() []string { return nil }
 
+// FileOrder reports true: the format records no order of use, so
+// UseOrder is file order.
+func (f *File) FileOrder() bool { return true }
+
 // UseOrder returns the tensors in key (file) order, for group "".
 func (f *File) UseOrder(group string) ([]int, error) {
 	if group != "" {

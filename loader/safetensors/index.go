@@ -319,6 +319,10 @@ func (m *Sharded) NamedData() []format.NamedData { return nil }
 // Groups returns nil: the model has one use order.
 func (m *Sharded) Groups() []string { return nil }
 
+// FileOrder reports true: the format records no order of use, so
+// UseOrder is file order.
+func (m *Sharded) FileOrder() bool { return true }
+
 // UseOrder returns the tensors' indices shard by shard, each shard's in
 // file order, for group "" (the only one).
 func (m *Sharded) UseOrder(group string) ([]int, error) {

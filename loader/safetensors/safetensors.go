@@ -228,6 +228,10 @@ func (f *File) NamedData() []format.NamedData { return nil }
 // Groups returns nil: the file has one use order.
 func (f *File) Groups() []string { return nil }
 
+// FileOrder reports true: the format records no order of use, so
+// UseOrder is file order.
+func (f *File) FileOrder() bool { return true }
+
 // UseOrder returns the tensors' indices in file order, the order of their
 // data offsets, for group "" (the only one).
 func (f *File) UseOrder(group string) ([]int, error) {

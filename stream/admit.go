@@ -1,0 +1,148 @@
+package stream
+
+// need returns the bytes of the grains of sp that no held item covers.
+func (s *Stream) need(sp span) int64 {
+	var n int64
+	for at := sp.start; at < sp.end; at += s.grain {
+		if s.count[grainKey{sp.f, at / s.grain}] == 0 {
+			n += s.grainBytes(sp, at)
+		}
+	}
+	return n
+}
+
+// grainBytes returns the bytes of the file's pages in the grain of sp at
+// off: a grain at the end of the file holds only its pages.
+func (s *Stream) grainBytes(sp span, off int64) int64 {
+	ps := int64(sp.f.PageSize())
+	return max(0, min(s.grain, (sp.f.Len()+ps-1)&^(ps-1)-off))
+}
+
+// hold counts one more held item on each grain of sp and returns the bytes
+// of the grains no item held before.
+func (s *Stream) hold(sp span) int64 {
+	var fresh []int64
+	var n int64
+	for at := sp.start; at < sp.end; at += s.grain {
+		k := grainKey{sp.f, at / s.grain}
+		if s.count[k]++; s.count[k] == 1 {
+			fresh = append(fresh, at)
+			n += s.grainBytes(sp, at)
+		}
+	}
+	if len(fresh) > 0 {
+		holdGrains(sp.f, s.grain, fresh)
+	}
+	return n
+}
+
+// kept returns the bytes of the grains of sp that no held item covers but
+// that a release in progress gives up (s.limbo): admitted again before the
+// release, they stay resident and are not read again.
+func (s *Stream) kept(sp span) int64 {
+	var n int64
+	if len(s.limbo) == 0 {
+		return 0
+	}
+	for at := sp.start; at < sp.end; at += s.grain {
+		k := grainKey{sp.f, at / s.grain}
+		if s.count[k] == 0 && s.limbo[k] {
+			n += s.grainBytes(sp, at)
+		}
+	}
+	return n
+}
+
+// unhold counts one held item fewer on each grain of sp and appends the
+// grains no item holds any more to gone.
+func (s *Stream) unhold(sp span, gone []span) []span {
+	for at := sp.start; at < sp.end; at += s.grain {
+		k := grainKey{sp.f, at / s.grain}
+		if s.count[k]--; s.count[k] == 0 {
+			delete(s.count, k)
+			s.stats.Resident -= s.grainBytes(sp, at)
+			gone = append(gone, span{f: sp.f, start: at, end: at + s.grain})
+		}
+	}
+	return gone
+}
+
+// admit holds the next items while they fit in the limit (at least one
+// item when nothing streamed is held), at most one pass ahead of the
+// oldest held item.
+func (s *Stream) admit() {
+	for s.hi < s.total && s.hi-s.lo < s.n {
+		v := s.hi
+		w := s.at(v)
+		sl := s.slot(v)
+		switch {
+		case w.retained:
+			*sl = slot{}
+			if v < s.n {
+				s.readBy[0] += w.keep
+				s.stats.Read += w.keep
+			}
+		case s.direct != nil:
+			at, ok := s.direct.ring.alloc(w.cover)
+			if !ok {
+				return
+			}
+			*sl = slot{at: at}
+			s.readBy[(v/s.n)%2] += w.cover
+			s.stats.Read += w.cover
+			s.stats.Resident = s.stats.Retained + s.direct.ring.touched
+		default:
+			n := s.need(w.span)
+			if s.hi > s.lo && s.stats.Resident+n > s.limit {
+				return
+			}
+			read := n - s.kept(w.span)
+			s.hold(w.span)
+			*sl = slot{}
+			s.stats.Resident += n
+			s.readBy[(v/s.n)%2] += read
+			s.stats.Read += read
+		}
+		s.noteResident()
+		s.hi++
+	}
+}
+
+// wantRelease reports whether the mapped items the caller has finished
+// with should be released now: when the next item does not fit, when no
+// item is left to admit, or when they amount to a quarter of the limit.
+// Releasing in batches makes fewer, larger system calls.
+func (s *Stream) wantRelease() bool {
+	if s.direct != nil || s.lo >= min(s.cur, s.hi) {
+		return false
+	}
+	if s.hi == s.total || s.hi-s.lo >= s.n || 4*s.finished >= s.limit {
+		return true
+	}
+	w := s.at(s.hi)
+	return !w.retained && s.stats.Resident+s.need(w.span) > s.limit
+}
+
+// releaseItems gives up items [s.lo, to) and appends the grains no held
+// item covers any more to gone.
+func (s *Stream) releaseItems(to int64, gone []span) []span {
+	for ; s.lo < to; s.lo++ {
+		if w := s.at(s.lo); !w.retained && s.direct == nil {
+			gone = s.unhold(w.span, gone)
+		}
+	}
+	s.finished = 0
+	return gone
+}
+
+// unusedGrains returns the grains of gone that no held item covers (an
+// item admitted since may hold some again), joined into spans.
+func (s *Stream) unusedGrains(gone []span) []span {
+	var free []span
+	for _, sp := range gone {
+		if s.count[grainKey{sp.f, sp.start / s.grain}] == 0 {
+			free = append(free, sp)
+		}
+	}
+	return coalesce(free)
+}

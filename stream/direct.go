@@ -1,0 +1,160 @@
+package stream
+
+import (
+	"fmt"
+
+	"github.com/edgeload/edgeload/mmapfile"
+	"github.com/edgeload/edgeload/platform"
+	"github.com/edgeload/edgeload/segment"
+)
+
+// direct is the direct reader: every file's direct-I/O descriptor and the
+// buffer the streamed items are read into, used as a ring.
+type direct struct {
+	r     map[*mmapfile.File]*mmapfile.Direct
+	align int64
+	buf   []byte         // from platform.Alloc
+	view  *mmapfile.File // buf, for the items' segments
+	ring  ring
+}
+
+// openDirect opens every file of the items for direct reads.
+func openDirect(items []Item) (*direct, error) {
+	d := &direct{r: make(map[*mmapfile.File]*mmapfile.Direct), align: 1}
+	for _, it := range items {
+		f := it.Data.File()
+		if d.r[f] != nil {
+			continue
+		}
+		r, err := f.OpenDirect()
+		if err != nil {
+			d.close()
+			return nil, err
+		}
+		d.r[f] = r
+		d.align = max(d.align, int64(r.Align()))
+	}
+	return d, nil
+}
+
+// alloc allocates the buffer: room bytes, or fewer when one pass's
+// streamed items take less.
+func (d *direct) alloc(order []work, room int64) error {
+	var sum int64
+	for i := range order {
+		if !order[i].retained {
+			sum += order[i].cover
+		}
+	}
+	n := min(room, sum) &^ (d.align - 1)
+	if n <= 0 {
+		return nil
+	}
+	if int64(int(n)) != n {
+		return fmt.Errorf("a read buffer of %d bytes does not fit in the address space", n)
+	}
+	b, err := platform.Alloc(int(n))
+	if err != nil {
+		return err
+	}
+	d.buf, d.view, d.ring = b, mmapfile.NewBytes(b), ring{size: n}
+	return nil
+}
+
+// read reads item w into the buffer at offset at and returns the view of
+// its bytes there.
+func (d *direct) read(w *work, at int64) (segment.Segment, error) {
+	r := d.r[w.Data.File()]
+	if _, err := r.Read(d.buf[at:at+w.cover], w.Data.Offset(), w.Data.Len()); err != nil {
+		return segment.Segment{}, err
+	}
+	skew, _ := r.Cover(w.Data.Offset(), w.Data.Len())
+	return segment.New(d.view, at+skew, w.Data.Len())
+}
+
+// close closes the descriptors and frees the buffer.
+func (d *direct) close() error {
+	var first error
+	for _, r := range d.r {
+		if err := r.Close(); err != nil && first == nil {
+			first = err
+		}
+	}
+	d.r = nil
+	if d.buf != nil {
+		if err := platform.Unmap(d.buf); err != nil && first == nil {
+			first = err
+		}
+		d.buf, d.view = nil, nil
+	}
+	return first
+}
+
+// closeDirect closes the direct reader, if any.
+func (s *Stream) closeDirect() error {
+	if s.direct == nil {
+		return nil
+	}
+	return s.direct.close()
+}
+
+// releaseDirect frees the buffer space of the items the caller has
+// finished with, with s.mu held.
+func (s *Stream) releaseDirect() {
+	if s.lo >= s.cur {
+		return
+	}
+	for ; s.lo < s.cur; s.lo++ {
+		if !s.at(s.lo).retained && s.slot(s.lo).at >= 0 {
+			s.direct.ring.free()
+		}
+	}
+	s.freed = s.lo
+	s.cond.Broadcast()
+}
+
+// ring hands out space of a buffer in order and takes it back in the same
+// order.
+type ring struct {
+	size    int64
+	live    [][2]int64 // [start, end) of every allocation, oldest first
+	touched int64      // the end of the highest allocation so far
+}
+
+// alloc returns the offset of n free bytes, or false when they do not fit
+// now. An allocation of 0 bytes takes none and returns -1.
+func (r *ring) alloc(n int64) (int64, bool) {
+	if n == 0 {
+		return -1, true
+	}
+	at := int64(-1)
+	if len(r.live) == 0 {
+		if n <= r.size {
+			at = 0
+		}
+	} else {
+		tail, head := r.live[0][0], r.live[len(r.live)-1][1]
+		switch {
+		case head > tail && r.size-head >= n:
+			at = head
+		case head > tail && tail >= n:
+			at = 0
+		case head <= tail && tail-head >= n:
+			at = head
+		}
+	}
+	if at < 0 {
+		return 0, false
+	}
+	r.live = append(r.live, [2]int64{at, at + n})
+	r.touched = max(r.touched, at+n)
+	return at, true
+}
+
+// free takes back the oldest allocation.
+func (r *ring) free() {
+	r.live = r.live[1:]
+	if len(r.live) == 0 {
+		r.live = r.live[:0:0]
+	}
+}

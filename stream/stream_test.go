@@ -193,7 +193,17 @@ func drain(t testing.TB, s *Stream, m *loader.Model, sp spec, check bool) (tenso
 			t.Fatalf("%s: resident %d, peak %d above the budget %d", it.Name, st.Resident, st.Peak, st.Budget)
 		}
 		if check {
-			if r := residentBytes(t, m); r > st.Budget {
+			// mincore walks the file page by page while the stream goes on
+			// releasing and reading: a walk can count a grain released
+			// after it passed and one read before it arrived. A page held
+			// past the budget stays; a double count does not, so a sample
+			// above the budget is taken again before it fails the test.
+			r := residentBytes(t, m)
+			for try := 0; r > st.Budget && try < 5; try++ {
+				time.Sleep(time.Millisecond)
+				r = residentBytes(t, m)
+			}
+			if r > st.Budget {
 				t.Fatalf("%s: mincore says %d bytes resident, above the budget %d", it.Name, r, st.Budget)
 			}
 		}
@@ -236,6 +246,7 @@ func TestBudget(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		t.Cleanup(func() { s.Close() })
 		drain(t, s, m, sp, check)
 		st := s.Stats()
 		if err := s.Close(); err != nil {

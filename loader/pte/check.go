@@ -67,8 +67,9 @@ func (pc *programChecks) close() {
 // checked when first needed) and returns the first problem, in method
 // order.
 func (p *Program) VerifyMethods() error {
-	for i := range p.methods {
-		if err := p.methods[i].check(); err != nil {
+	ms := p.methodList()
+	for i := range ms {
+		if err := ms[i].check(); err != nil {
 			return err
 		}
 	}

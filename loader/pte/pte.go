@@ -322,6 +322,13 @@ type Program struct {
 	region *[]byte        // the pooled buffer fb was read into, if it was (package region)
 	checks *programChecks // what the methods' checks share (check.go)
 
+	// The plans are checked at Open and built into Methods by the first
+	// call that needs them (methods.go), with each value's tensor
+	// (valueTensor) and the delegates.
+	plans        int64 // position of the first execution_plan offset
+	nmethods     int
+	ndelegates   int
+	methodsOnce  sync.Once
 	methods      []Method
 	methodIdx    nameindex.Index // by name, for more than methodScan methods
 	recs         []tensorRec     // one per tensor (tensors.go); nil once closed
@@ -406,8 +413,15 @@ func (p *Program) Version() uint32 { return p.version }
 func (p *Program) Legacy() bool { return p.legacy }
 
 // Methods returns the execution plans in file order. The slice is the
-// program's own: do not modify it.
-func (p *Program) Methods() []Method { return p.methods }
+// program's own: do not modify it. Open checked every plan; the first
+// call (or the first of Method, Delegates, ValueTensor, UseOrder, Tensors
+// and the other calls that need them) builds the Method values from the
+// checked bytes. After Close it is empty unless it was built before.
+func (p *Program) Methods() []Method { return p.methodList() }
+
+// NumMethods returns the number of execution plans (len(Methods())) without
+// building them.
+func (p *Program) NumMethods() int { return p.nmethods }
 
 // Method returns the execution plan with the given name.
 func (p *Program) Method(name string) (*Method, bool) {
@@ -422,33 +436,19 @@ func (p *Program) Method(name string) (*Method, bool) {
 // names; a program with more has a name index (Program.methodIdx).
 const methodScan = 8
 
-// methodIndex returns the index of the method with the given name.
+// methodIndex returns the index of the method with the given name; it
+// builds the methods.
 func (p *Program) methodIndex(name string) (int, bool) {
-	if len(p.methods) > methodScan {
+	ms := p.methodList()
+	if len(ms) > methodScan {
 		return p.methodIdx.Lookup(name)
 	}
-	for i := range p.methods {
-		if p.methods[i].Name == name {
+	for i := range ms {
+		if ms[i].Name == name {
 			return i, true
 		}
 	}
 	return 0, false
-}
-
-// repeatsName reports whether the name of method i, just read, repeats the
-// name of a method before it (adding it to the name index when it does
-// not).
-func (p *Program) repeatsName(i int) bool {
-	if len(p.methods) > methodScan {
-		_, dup := p.methodIdx.Insert(i)
-		return dup
-	}
-	for k := range i {
-		if p.methods[k].Name == p.methods[i].Name {
-			return true
-		}
-	}
-	return false
 }
 
 // Tensors returns every tensor with data in (or named by) the program: for
@@ -482,7 +482,7 @@ func (p *Program) buildIndex() {
 // allocates nothing.
 func (p *Program) ValueTensor(method string, value int) (*Tensor, bool) {
 	m, ok := p.methodIndex(method)
-	if !ok || value < 0 || value >= len(p.valueTensor[m]) {
+	if !ok || m >= len(p.valueTensor) || value < 0 || value >= len(p.valueTensor[m]) {
 		return nil, false
 	}
 	i := p.valueTensor[m][value]
@@ -516,7 +516,10 @@ func (p *Program) NamedDataByKey(key string) (format.NamedData, bool) {
 
 // Delegates returns every backend delegate of every method, in method
 // order.
-func (p *Program) Delegates() []Delegate { return p.delegates }
+func (p *Program) Delegates() []Delegate {
+	p.methodList()
+	return p.delegates
+}
 
 // ProgramData returns a view of the FlatBuffer region [0, program_size).
 func (p *Program) ProgramData() segment.Segment {

@@ -157,6 +157,7 @@ func (p *Program) buildList() {
 	if p.closed.Load() {
 		return // fb is gone (Close)
 	}
+	ms := p.methodList()
 	fb := p.fb
 	// Each record's method and value: every value that made a record
 	// names it.
@@ -184,7 +185,7 @@ func (p *Program) buildList() {
 		if n := int64(len(fqn(fb, t, fo, &ef))); n > 0 {
 			nameLen += n
 		} else {
-			nameLen += int64(len(p.methods[of[i].m].Name) + len("/values/") + 10)
+			nameLen += int64(len(ms[of[i].m].Name) + len("/values/") + 10)
 		}
 	}
 	ts := make([]Tensor, len(p.recs))
@@ -211,7 +212,7 @@ func (p *Program) buildList() {
 			t.DimOrder = dims[d0:len(dims):len(dims)]
 		}
 		n0 := len(names)
-		m, value := &p.methods[of[i].m], of[i].v
+		m, value := &ms[of[i].m], of[i].v
 		if f := fqn(fb, tp, fo, &ef); len(f) > 0 {
 			names = append(names, f...)
 			t.NameExplicit = true

@@ -10,13 +10,21 @@ import (
 	"github.com/edgeload/edgeload/internal/fbverify"
 	"github.com/edgeload/edgeload/internal/schema/ptefb"
 	"github.com/edgeload/edgeload/loader/format"
+	"github.com/edgeload/edgeload/mmapfile"
 )
 
 // CheckVerified checks that a program that opened (p, openErr nil) and
 // whose methods all check passes a full verification of its FlatBuffer
 // (every table, instructions included, in one walk): deferring the
 // instructions to each method's first use must skip nothing.
+//
+// It also opens data again without the fast path of the tensor checks
+// (quick.go) and checks that the outcome is the same: the error, or the
+// tensor records, the external count and the work budget left.
 func CheckVerified(data []byte, p *Program, openErr error) error {
+	if err := checkQuick(data, p, openErr); err != nil {
+		return err
+	}
 	if openErr != nil {
 		return nil
 	}
@@ -24,6 +32,22 @@ func CheckVerified(data []byte, p *Program, openErr error) error {
 	full := fullVerify(p.fb)
 	if full != nil && merr == nil {
 		return fmt.Errorf("opened and checked a program the full verification rejects: %v", full)
+	}
+	return nil
+}
+
+func checkQuick(data []byte, p *Program, openErr error) error {
+	q, err := NewFile(mmapfile.NewBytes(data), func(o *options) { o.noQuick = true })
+	if (err == nil) != (openErr == nil) || err != nil && err.Error() != openErr.Error() {
+		return fmt.Errorf("Open with the fast tensor checks: %v; without them: %v", openErr, err)
+	}
+	if err != nil {
+		return nil
+	}
+	defer q.Close()
+	if !slices.Equal(p.recs, q.recs) || p.external != q.external || p.checks.budget != q.checks.budget {
+		return fmt.Errorf("the fast tensor checks made %d records (%d external, budget left %d), the slow ones %d (%d, %d)",
+			len(p.recs), p.external, p.checks.budget, len(q.recs), q.external, q.checks.budget)
 	}
 	return nil
 }

@@ -101,7 +101,7 @@ func parseProgram(mf *mmapfile.File, o options, hdr Header, fb []byte, buf *[]by
 	if o.budget > 0 {
 		budget = o.budget
 	}
-	b := &builder{p: p, root: root, fb: fb, size: int64(mf.Len()), budget: budget}
+	b := &builder{p: p, root: root, fb: fb, size: int64(mf.Len()), budget: budget, noQuick: o.noQuick}
 	if err := b.build(); err != nil {
 		return nil, err
 	}
@@ -134,7 +134,11 @@ type builder struct {
 
 	constOffsets offsets // constant_segment.offsets (empty: legacy)
 	mutOffsets   offsets
+	// constOff and constLen are the constant segment's offset in the file
+	// and length.
+	constOff, constLen int64
 
+	noQuick bool // options.noQuick
 	// strs holds the named data's keys.
 	strs arena.Strings
 	// names are the names of the first plans, while Open checks that none
@@ -233,6 +237,8 @@ func (b *builder) build() error {
 	if cap(p.recs) > 2*len(p.recs)+64 {
 		// Mostly activations: do not keep the room guessed for tensors.
 		p.recs = slices.Clone(p.recs)
+		putRecs(p.recBuf, nil)
+		p.recBuf = nil
 	}
 	return nil
 }
@@ -298,6 +304,7 @@ func (b *builder) constants() error {
 				"segment_index %d out of range (the program has %d segments: want below %[2]d)", si, len(p.segments))
 		}
 		p.constSeg = int(si)
+		b.constOff, b.constLen = p.segments[si].Offset(), p.segments[si].Len()
 		b.constOffsets = b.offsets(&cs)
 	} else {
 		p.legacy = root.ConstantBufferLength() > 0
@@ -445,7 +452,8 @@ func (b *builder) checkMethod(i int, pp int64) error {
 	if b.recs == nil {
 		// Most values of a weights-heavy program are its tensors: start
 		// with room for all of them (a guess, not a bound).
-		b.recs = make([]tensorRec, 0, nv)
+		b.p.recBuf = getRecs(nv)
+		b.recs = (*b.p.recBuf)[:0]
 	}
 	for v := range nv {
 		if err := b.value(i, name, v, nv, fbread.Deref(fb, vstart+4*int64(v))); err != nil {
@@ -636,6 +644,9 @@ func (b *builder) value(i int, name []byte, v, nv int, pos int64) error {
 	val := fbread.Deref(fb, pos+fo[1])
 	switch tag {
 	case tagTensor:
+		if !b.noQuick && b.quickTensor(val, len(name)) {
+			return nil
+		}
 		x := b.readTensor(val)
 		return b.tensor(i, name, v, &x)
 	case tagTensorList, tagOptionalTensorList:

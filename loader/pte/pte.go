@@ -73,6 +73,9 @@ type options struct {
 	// default).
 	maxObjects int
 	budget     int64
+	// noQuick turns off the fast path of the tensor checks (quick.go), so
+	// that tests can compare the outcomes.
+	noQuick bool
 }
 
 // WithHead gives NewFile the file's first bytes when the caller has already
@@ -332,6 +335,7 @@ type Program struct {
 	methods      []Method
 	methodIdx    nameindex.Index // by name, for more than methodScan methods
 	recs         []tensorRec     // one per tensor (tensors.go); nil once closed
+	recBuf       *[]tensorRec    // the pooled array recs may be in (tensors.go)
 	ntensors     int             // len(recs) before Close
 	constSeg     int             // segment index of the constant segment; -1 legacy
 	mutSeg       int             // segment index of mutable_data_segments[0]; -1 none
@@ -391,7 +395,8 @@ func (p *Program) Close() error {
 		region.Put(p.region)
 		p.region = nil
 	}
-	p.recs = nil
+	putRecs(p.recBuf, p.recs)
+	p.recs, p.recBuf = nil, nil
 	return nil
 }
 

@@ -33,6 +33,42 @@ type tensorRec struct {
 	dt     format.DType
 }
 
+// recPool holds the record arrays of closed programs for the next Open:
+// memory the cache holds already, which the runtime need not zero, and no
+// garbage for the collector.
+var recPool sync.Pool // of *[]tensorRec
+
+// maxPooledRecs is the most records an array kept in recPool holds.
+const maxPooledRecs = 1 << 14
+
+// getRecs returns a record array of capacity at least n, from the pool
+// when it has one.
+func getRecs(n int) *[]tensorRec {
+	buf, _ := recPool.Get().(*[]tensorRec)
+	if buf == nil {
+		buf = new([]tensorRec)
+	}
+	if cap(*buf) < n {
+		*buf = make([]tensorRec, 0, n)
+	}
+	return buf
+}
+
+// putRecs puts back buf, the array from getRecs, with recs, which may be
+// in it or in an array that outgrew it: the larger goes back.
+func putRecs(buf *[]tensorRec, recs []tensorRec) {
+	if buf == nil {
+		return
+	}
+	if cap(recs) > cap(*buf) {
+		*buf = recs
+	}
+	if cap(*buf) <= maxPooledRecs {
+		*buf = (*buf)[:0]
+		recPool.Put(buf)
+	}
+}
+
 // segmentOf returns the index of the segment that holds the data of
 // tensors at loc; -1 when not a segment.
 func (p *Program) segmentOf(loc format.Location) int {

@@ -9,6 +9,7 @@ import (
 	"github.com/edgeload/edgeload/loader/format"
 	"github.com/edgeload/edgeload/loader/internal/arena"
 	"github.com/edgeload/edgeload/loader/internal/fbread"
+	"github.com/edgeload/edgeload/loader/internal/nameindex"
 	"github.com/edgeload/edgeload/segment"
 )
 
@@ -62,6 +63,9 @@ func (p *Program) buildMethods() {
 		b.method(i, &ms[i], fbread.Deref(p.fb, p.plans+4*int64(i)))
 	}
 	p.methods = ms
+	if n > methodScan && n <= maxNameSet {
+		p.methodIdx = nameindex.New(n, func(i int) string { return ms[i].Name })
+	}
 }
 
 // method builds plan i, the table at pp, into m.

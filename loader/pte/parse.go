@@ -2,6 +2,7 @@ package pte
 
 import (
 	"encoding/binary"
+	"hash/maphash"
 	"math"
 	"math/bits"
 	"slices"
@@ -79,7 +80,8 @@ func parseProgram(mf *mmapfile.File, o options, hdr Header, fb []byte, buf *[]by
 	if err := fbverify.NewWalk(fb, vo).Verify("Program", verifyVersion); err != nil {
 		return nil, err
 	}
-	root := ptefb.GetRootAsProgram(fb, 0)
+	var root ptefb.Program
+	root.Init(fb, flatbuffers.GetUOffsetT(fb))
 	if v := root.Version(); v != 0 {
 		off := int64(-1)
 		if t := root.Table(); t.Offset(4) != 0 {
@@ -118,7 +120,7 @@ func parseProgram(mf *mmapfile.File, o options, hdr Header, fb []byte, buf *[]by
 // the semantic checks. Every field it reads is one the walk verified.
 type builder struct {
 	p    *Program
-	root *ptefb.Program
+	root ptefb.Program
 	fb   []byte
 	size int64 // file size
 
@@ -141,11 +143,12 @@ type builder struct {
 	noQuick bool // options.noQuick
 	// strs holds the named data's keys.
 	strs arena.Strings
-	// names are the names of the first plans, while Open checks that none
-	// repeats (Program.methodIdx does it for more than methodScan plans).
-	names [methodScan][]byte
+	// names are the names of the plans, while Open checks that none
+	// repeats (Program.methodIdx does it for more than maxNameSet plans).
+	names nameSet
 	// The vtables of the tables a program repeats, decoded once each.
-	planF, metaF, evalueF, tensorF, etiF, opF fbread.Fields
+	planF, metaF, evalueF, tensorF, etiF, opF, chainF fbread.Fields
+	quickF                                            tensorFields
 }
 
 func (b *builder) fail(field string, off int64, msg string, args ...any) error {
@@ -212,10 +215,11 @@ func (b *builder) build() error {
 	}
 	start, n, _ := vecPos(root.Table(), vtExecutionPlan)
 	p.plans, p.nmethods = start, n
-	if n > methodScan {
+	if n > maxNameSet {
 		// The index finds a plan by name: the names in the FlatBuffer
 		// while Open checks that none repeats, the Methods' own once they
-		// are built (methods.go): lookups wait for them.
+		// are built (methods.go): lookups wait for them. (Fewer plans are
+		// checked with the builder's nameSet, and indexed when built.)
 		fb := b.fb
 		var f fbread.Fields
 		p.methodIdx = nameindex.Make(n, func(i int) string {
@@ -400,20 +404,54 @@ func (b *builder) planName(pp int64) []byte {
 }
 
 // repeatsName reports whether name, the name of plan i, repeats the name
-// of a plan before it (adding it to the name index when it does not).
+// of a plan before it (adding it to the names seen when it does not).
 func (b *builder) repeatsName(i int, name []byte) bool {
 	p := b.p
-	if p.nmethods > methodScan {
+	switch {
+	case p.nmethods > maxNameSet:
 		_, dup := p.methodIdx.Insert(i)
 		return dup
+	case p.nmethods > methodScan:
+		return b.names.repeats(i, name)
 	}
 	for k := range i {
-		if string(b.names[k]) == string(name) {
+		if string(b.names.names[k]) == string(name) {
 			return true
 		}
 	}
-	b.names[i] = name
+	b.names.names[i] = name
 	return false
+}
+
+// maxNameSet is the most plans whose names a nameSet checks.
+const maxNameSet = 64
+
+// nameSeed seeds the nameSet's hash: a file cannot know it, so cannot
+// make its names collide.
+var nameSeed = maphash.MakeSeed()
+
+// nameSet finds a repeated name among up to maxNameSet names, in a hash
+// table of their positions that needs no allocation of its own.
+type nameSet struct {
+	names [maxNameSet][]byte
+	slots [2 * maxNameSet]uint8 // position+1; 0: empty
+}
+
+// repeats reports whether name, the name of position i, was added before,
+// and adds it if not.
+func (s *nameSet) repeats(i int, name []byte) bool {
+	const mask = 2*maxNameSet - 1
+	for j := maphash.Bytes(nameSeed, name) & mask; ; j = (j + 1) & mask {
+		k := s.slots[j]
+		if k == 0 {
+			s.slots[j] = uint8(i + 1)
+			s.names[i] = name
+			return false
+		}
+		if string(s.names[k-1]) == string(name) {
+			return true
+		}
+	}
 }
 
 // checkMethod checks execution plan i, the verified table at pp, and
@@ -456,7 +494,21 @@ func (b *builder) checkMethod(i int, pp int64) error {
 		b.recs = (*b.p.recBuf)[:0]
 	}
 	for v := range nv {
-		if err := b.value(i, name, v, nv, fbread.Deref(fb, vstart+4*int64(v))); err != nil {
+		pos := fbread.Deref(fb, vstart+4*int64(v))
+		// Scalars need no check, and most tensors take quickTensor: the
+		// rest goes on to value.
+		if fo := b.evalueF.Of(fb, pos); fo[0] != 0 && fo[1] != 0 {
+			switch fb[pos+fo[0]] {
+			case tagTensor:
+				if !b.noQuick && b.quickTensor(fbread.Deref(fb, pos+fo[1]), len(name)) {
+					continue
+				}
+			case tagTensorList, tagOptionalTensorList:
+			default:
+				continue
+			}
+		}
+		if err := b.value(i, name, v, nv, pos); err != nil {
 			return err
 		}
 	}
@@ -557,23 +609,26 @@ func (b *builder) checkIndices(v i32s, lo, nv int, field func() string, suffix s
 // check (Method.check). Field paths are built only on failure.
 func (b *builder) checkChain(pos int64, nv int, i, c int) error {
 	field := func() string { return idx(planField(i)+".chains", c) }
-	ch := flatbuffers.Table{Bytes: b.fb, Pos: flatbuffers.UOffsetT(pos)}
-	if err := b.checkIndices(i32Field(ch, vtChainInputs), 0, nv, field, ".inputs", pos); err != nil {
+	cf := b.chainF.Of(b.fb, pos)
+	if err := b.checkIndices(i32s(fbread.FieldBytes(b.fb, pos, cf[0], 4)), 0, nv, field, ".inputs", pos); err != nil {
 		return err
 	}
-	return b.checkIndices(i32Field(ch, vtChainOutputs), 0, nv, field, ".outputs", pos)
+	return b.checkIndices(i32s(fbread.FieldBytes(b.fb, pos, cf[1], 4)), 0, nv, field, ".outputs", pos)
 }
 
 // checkDelegates checks the backend delegates of the plan at pp (the
 // delegates field at table offset fo): their processed data references,
 // and the work their ids and compile specs take to copy.
 func (b *builder) checkDelegates(pp, fo int64, pf func() string) error {
-	p, root := b.p, b.root
 	start, n := fbread.FieldVector(b.fb, pp, fo)
 	nd := int(n)
+	if nd == 0 {
+		return nil
+	}
 	if !b.spend(nd) {
 		return b.overBudget(pf()+".delegates", pp)
 	}
+	p, root := b.p, &b.root
 	var bd ptefb.BackendDelegate
 	var ref ptefb.BackendDelegateDataReference
 	var cs ptefb.CompileSpec
@@ -644,9 +699,6 @@ func (b *builder) value(i int, name []byte, v, nv int, pos int64) error {
 	val := fbread.Deref(fb, pos+fo[1])
 	switch tag {
 	case tagTensor:
-		if !b.noQuick && b.quickTensor(val, len(name)) {
-			return nil
-		}
 		x := b.readTensor(val)
 		return b.tensor(i, name, v, &x)
 	case tagTensorList, tagOptionalTensorList:

@@ -77,10 +77,11 @@ func BenchmarkOpenPhases(b *testing.B) {
 				defer cpuMetric(b)()
 				for b.Loop() {
 					p := &Program{mf: mf, hdr: hdr, fb: fb}
-					bl := &builder{p: p, root: root, fb: fb, size: int64(len(data)), budget: 4*int64(len(fb)) + 1<<16}
+					bl := &builder{p: p, root: *root, fb: fb, size: int64(len(data)), budget: 4*int64(len(fb)) + 1<<16}
 					if err := bl.build(); err != nil {
 						b.Fatal(err)
 					}
+					putRecs(p.recBuf, p.recs)
 				}
 			})
 			b.Run("parse", func(b *testing.B) {

@@ -58,6 +58,9 @@ func fullVerify(fb []byte) error {
 	return fbverify.NewWalk(fb, fbverify.Options{Format: formatName}).Verify("Program", ptefb.VerifyProgram)
 }
 
+// MethodsBuilt reports whether p's Method values have been built.
+func MethodsBuilt(p *Program) bool { return p.methods != nil }
+
 // TensorListBuilt reports whether p's tensor list has been built.
 func TensorListBuilt(p *Program) bool { return p.list.tensors != nil }
 

@@ -353,7 +353,8 @@ type Program struct {
 	namedIdx  nameindex.Index
 	delegates []Delegate
 	legacy    bool
-	external  int // number of external tensors
+	external  int  // number of external tensors
+	linked    bool // a Link resolved an external tensor (Link and Close are not concurrent with other calls)
 }
 
 // NewFile opens the program in mf: a mapped file or section, bytes in

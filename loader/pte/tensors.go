@@ -105,6 +105,9 @@ func (p *Program) TensorData(i int) segment.Segment {
 	}
 	r := &recs[i]
 	if r.loc == format.LocExternal {
+		if !p.linked {
+			return segment.Segment{} // no Link has resolved a tensor
+		}
 		if ts := p.all(); i < len(ts) {
 			return ts[i].Data
 		}

@@ -398,11 +398,6 @@ const (
 	planBufferSize = 8
 )
 
-// planName returns the name of the verified ExecutionPlan table at pp.
-func (b *builder) planName(pp int64) []byte {
-	return fbread.FieldBytes(b.fb, pp, b.planF.Of(b.fb, pp)[planName], 1)
-}
-
 // repeatsName reports whether name, the name of plan i, repeats the name
 // of a plan before it (adding it to the names seen when it does not).
 func (b *builder) repeatsName(i int, name []byte) bool {
@@ -427,8 +422,23 @@ func (b *builder) repeatsName(i int, name []byte) bool {
 const maxNameSet = 64
 
 // nameSeed seeds the nameSet's hash: a file cannot know it, so cannot
-// make its names collide.
-var nameSeed = maphash.MakeSeed()
+// make its names collide on purpose (and a table of maxNameSet names costs
+// at most maxNameSet² comparisons if they did).
+var nameSeed = maphash.Comparable(maphash.MakeSeed(), 0) | 1
+
+// nameHash hashes a name from its length and its first and last 8 bytes.
+func nameHash(name []byte) uint64 {
+	var a, z uint64
+	if n := len(name); n >= 8 {
+		a, z = binary.LittleEndian.Uint64(name), binary.LittleEndian.Uint64(name[n-8:])
+	} else {
+		for i, c := range name {
+			a |= uint64(c) << (8 * i)
+		}
+	}
+	h := (a ^ bits.RotateLeft64(z, 29) ^ uint64(len(name))) * nameSeed
+	return h ^ h>>32
+}
 
 // nameSet finds a repeated name among up to maxNameSet names, in a hash
 // table of their positions that needs no allocation of its own.
@@ -441,7 +451,7 @@ type nameSet struct {
 // and adds it if not.
 func (s *nameSet) repeats(i int, name []byte) bool {
 	const mask = 2*maxNameSet - 1
-	for j := maphash.Bytes(nameSeed, name) & mask; ; j = (j + 1) & mask {
+	for j := nameHash(name) & mask; ; j = (j + 1) & mask {
 		k := s.slots[j]
 		if k == 0 {
 			s.slots[j] = uint8(i + 1)
@@ -464,7 +474,7 @@ func (b *builder) checkMethod(i int, pp int64) error {
 	pf := func() string { return planField(i) }
 	// The plan's fields through its decoded vtable: the generated
 	// accessors would look each up again. The walk verified them.
-	fo := *b.planF.Of(fb, pp)
+	fo := b.planF.Of(fb, pp) // (only checkMethod decodes plans)
 	name := fbread.FieldBytes(fb, pp, fo[planName], 1)
 	if !b.spend(len(name)) {
 		return b.overBudget(pf()+".name", pp)

@@ -85,7 +85,7 @@ const instructionDepth = 4
 // values and jump destinations.
 func (m *Method) checkInstructions() error {
 	p := m.p
-	pc := p.checks
+	pc := &p.checks
 	nv, nops, ndel := m.nv, len(m.Operators), len(m.Delegates)
 	for ci := range m.Chains {
 		field := func() string { return idx(planField(m.Index)+".chains", ci) }

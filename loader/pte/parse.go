@@ -76,9 +76,13 @@ func newProgram(mf *mmapfile.File, o options) (*Program, error) {
 func parseProgram(mf *mmapfile.File, o options, hdr Header, fb []byte, buf *[]byte) (*Program, error) {
 	vo := o.verifyOptions()
 	// Version gate first, verifying only the field it reads: a newer
-	// schema generation is a version problem, not a malformed file.
-	if err := fbverify.NewWalk(fb, vo).Verify("Program", verifyVersion); err != nil {
-		return nil, err
+	// schema generation is a version problem, not a malformed file. (A
+	// root table whose version field passes the gate's checks, as in
+	// every program, needs no walk of its own.)
+	if !versionReadable(fb) {
+		if err := fbverify.NewWalk(fb, vo).Verify("Program", verifyVersion); err != nil {
+			return nil, err
+		}
 	}
 	var root ptefb.Program
 	root.Init(fb, flatbuffers.GetUOffsetT(fb))
@@ -107,7 +111,7 @@ func parseProgram(mf *mmapfile.File, o options, hdr Header, fb []byte, buf *[]by
 	if err := b.build(); err != nil {
 		return nil, err
 	}
-	p.checks = &programChecks{walk: walk, budget: b.budget}
+	p.checks.walk, p.checks.budget = walk, b.budget
 	if len(o.data) > 0 {
 		if err := p.Link(o.data...); err != nil {
 			return nil, err
@@ -190,6 +194,34 @@ func verifyVersion(w *fbverify.Walk, pos int64) error {
 	return nil
 }
 
+// versionReadable reports whether the root table of fb and its version
+// field pass every check of the version gate (verifyVersion's walk): the
+// buffer's size, the root offset, the table's vtable and the field inside
+// the buffer. (Its object and depth limits admit one table.)
+func versionReadable(fb []byte) bool {
+	n := int64(len(fb))
+	if n < 8 || n > fbverify.MaxSize {
+		return false
+	}
+	pos := int64(binary.LittleEndian.Uint32(fb))
+	if pos == 0 || pos >= n || n-pos < 4 {
+		return false
+	}
+	vt := pos - int64(int32(binary.LittleEndian.Uint32(fb[pos:])))
+	if vt < 0 || vt > n-4 {
+		return false
+	}
+	vtsize, tsize := int64(binary.LittleEndian.Uint16(fb[vt:])), int64(binary.LittleEndian.Uint16(fb[vt+2:]))
+	if vtsize < 4 || vtsize%2 != 0 || vtsize > n-vt || tsize < 4 || tsize > n-pos {
+		return false
+	}
+	if vtsize < 6 {
+		return true // no version field
+	}
+	fo := int64(binary.LittleEndian.Uint16(fb[vt+4:]))
+	return fo == 0 || pos+fo+4 <= n
+}
+
 // vecPos returns the file position of the first element of the vector at
 // field vtable offset vt in t, and its length; ok is false when absent.
 func vecPos(t flatbuffers.Table, vt flatbuffers.VOffsetT) (pos int64, n int, ok bool) {
@@ -255,7 +287,11 @@ func (b *builder) segments() error {
 	if err := b.charge(n, "Program.segments", int64(root.Table().Pos)); err != nil {
 		return err
 	}
-	p.segments = make([]segment.Segment, n)
+	if n <= len(p.segArr) {
+		p.segments = p.segArr[:n:n]
+	} else {
+		p.segments = make([]segment.Segment, n)
+	}
 	base := p.hdr.SegmentBase
 	var ds ptefb.DataSegment
 	for i := 0; i < n; i++ {

@@ -323,7 +323,7 @@ type Program struct {
 
 	fb     []byte         // the FlatBuffer region, verified
 	region *[]byte        // the pooled buffer fb was read into, if it was (package region)
-	checks *programChecks // what the methods' checks share (check.go)
+	checks programChecks // what the methods' checks share (check.go)
 
 	// The plans are checked at Open and built into Methods by the first
 	// call that needs them (methods.go), with each value's tensor
@@ -348,6 +348,7 @@ type Program struct {
 	indexOnce sync.Once
 	tensorIdx nameindex.Index
 	segments  []segment.Segment
+	segArr    [2]segment.Segment // segments, for a program of up to 2
 	named     []format.NamedData
 	namedOnce sync.Once
 	namedIdx  nameindex.Index

@@ -321,8 +321,8 @@ type Program struct {
 	hdr     Header
 	version uint32
 
-	fb     []byte         // the FlatBuffer region, verified
-	region *[]byte        // the pooled buffer fb was read into, if it was (package region)
+	fb     []byte        // the FlatBuffer region, verified
+	region *[]byte       // the pooled buffer fb was read into, if it was (package region)
 	checks programChecks // what the methods' checks share (check.go)
 
 	// The plans are checked at Open and built into Methods by the first

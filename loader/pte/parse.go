@@ -434,23 +434,24 @@ const (
 	planBufferSize = 8
 )
 
-// repeatsName reports whether name, the name of plan i, repeats the name
-// of a plan before it (adding it to the names seen when it does not).
-func (b *builder) repeatsName(i int, name []byte) bool {
+// repeatsName reports whether name, the name of plan i (fb[pos:]), repeats
+// the name of a plan before it (adding it to the names seen when it does
+// not).
+func (b *builder) repeatsName(i int, pos int64, name []byte) bool {
 	p := b.p
 	switch {
 	case p.nmethods > maxNameSet:
 		_, dup := p.methodIdx.Insert(i)
 		return dup
 	case p.nmethods > methodScan:
-		return b.names.repeats(i, name)
+		return b.names.repeats(b.fb, i, pos, name)
 	}
 	for k := range i {
-		if string(b.names.names[k]) == string(name) {
+		if string(b.names.name(b.fb, k)) == string(name) {
 			return true
 		}
 	}
-	b.names.names[i] = name
+	b.names.set(i, pos, int64(len(name)))
 	return false
 }
 
@@ -479,22 +480,33 @@ func nameHash(name []byte) uint64 {
 // nameSet finds a repeated name among up to maxNameSet names, in a hash
 // table of their positions that needs no allocation of its own.
 type nameSet struct {
-	names [maxNameSet][]byte
-	slots [2 * maxNameSet]uint8 // position+1; 0: empty
+	names [maxNameSet]struct{ pos, n uint32 } // where each name is in fb
+	slots [2 * maxNameSet]uint8               // position+1; 0: empty
 }
 
-// repeats reports whether name, the name of position i, was added before,
-// and adds it if not.
-func (s *nameSet) repeats(i int, name []byte) bool {
+// set records the name at fb[pos:pos+n] as the name of position i.
+func (s *nameSet) set(i int, pos, n int64) {
+	s.names[i] = struct{ pos, n uint32 }{uint32(pos), uint32(n)}
+}
+
+// name returns the name of position i.
+func (s *nameSet) name(fb []byte, i int) []byte {
+	e := s.names[i]
+	return fb[e.pos : e.pos+e.n]
+}
+
+// repeats reports whether name, the name of position i (fb[pos:] in the
+// FlatBuffer fb), was added before, and adds it if not.
+func (s *nameSet) repeats(fb []byte, i int, pos int64, name []byte) bool {
 	const mask = 2*maxNameSet - 1
 	for j := nameHash(name) & mask; ; j = (j + 1) & mask {
 		k := s.slots[j]
 		if k == 0 {
 			s.slots[j] = uint8(i + 1)
-			s.names[i] = name
+			s.set(i, pos, int64(len(name)))
 			return false
 		}
-		if string(s.names[k-1]) == string(name) {
+		if string(s.name(fb, int(k-1))) == string(name) {
 			return true
 		}
 	}
@@ -511,11 +523,12 @@ func (b *builder) checkMethod(i int, pp int64) error {
 	// The plan's fields through its decoded vtable: the generated
 	// accessors would look each up again. The walk verified them.
 	fo := b.planF.Of(fb, pp) // (only checkMethod decodes plans)
-	name := fbread.FieldBytes(fb, pp, fo[planName], 1)
+	npos, nn := fbread.FieldVector(fb, pp, fo[planName])
+	name := fb[npos : npos+nn]
 	if !b.spend(len(name)) {
 		return b.overBudget(pf()+".name", pp)
 	}
-	if b.repeatsName(i, name) {
+	if b.repeatsName(i, npos, name) {
 		return b.fail(pf()+".name", pp, "execution plan name %q repeats an earlier plan's", name)
 	}
 	if fo[planMeta] != 0 {

@@ -48,6 +48,9 @@ func TestMethodNames(t *testing.T) {
 			if _, ok := p.Method("prefix__999__suffix"); ok {
 				t.Error("Method found a name the program lacks")
 			}
+			if a := testing.AllocsPerRun(100, func() { p.Method(names[n/2]) }); a != 0 {
+				t.Errorf("Method allocates %.1f times a lookup, want 0", a)
+			}
 			for _, k := range []int{0, (n - 1) / 2, n - 2} {
 				dup := append([]string(nil), names...)
 				dup[n-1] = names[k]

@@ -552,14 +552,21 @@ func (b *builder) checkMethod(i int, pp int64) error {
 		b.p.recBuf = getRecs(nv)
 		b.recs = (*b.p.recBuf)[:0]
 	}
+	// The EValue vtable's tag and value offsets, of the vtable read last
+	// (vt1 its position + 1).
+	var vt1, tagAt, valAt int64
 	for v := range nv {
 		pos := fbread.Deref(fb, vstart+4*int64(v))
+		if vt := pos - int64(int32(binary.LittleEndian.Uint32(fb[pos:]))); vt+1 != vt1 {
+			fo := b.evalueF.Of(fb, pos)
+			vt1, tagAt, valAt = vt+1, fo[0], fo[1]
+		}
 		// Scalars need no check, and most tensors take quickTensor: the
 		// rest goes on to value.
-		if fo := b.evalueF.Of(fb, pos); fo[0] != 0 && fo[1] != 0 {
-			switch fb[pos+fo[0]] {
+		if tagAt != 0 && valAt != 0 {
+			switch fb[pos+tagAt] {
 			case tagTensor:
-				if !b.noQuick && b.quickTensor(fbread.Deref(fb, pos+fo[1]), len(name)) {
+				if !b.noQuick && b.quickTensor(fbread.Deref(fb, pos+valAt), len(name)) {
 					continue
 				}
 			case tagTensorList, tagOptionalTensorList:

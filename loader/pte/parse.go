@@ -579,11 +579,15 @@ func (b *builder) checkMethod(i int, pp int64) error {
 		}
 	}
 
-	if err := b.checkIndices(i32s(fbread.FieldBytes(fb, pp, fo[planInputs], 4)), 0, nv, pf, ".inputs", pp); err != nil {
-		return err
+	if v := i32s(fbread.FieldBytes(fb, pp, fo[planInputs], 4)); !b.indicesOK(v, nv) {
+		if err := b.checkIndices(v, 0, nv, pf, ".inputs", pp); err != nil {
+			return err
+		}
 	}
-	if err := b.checkIndices(i32s(fbread.FieldBytes(fb, pp, fo[planOutputs], 4)), 0, nv, pf, ".outputs", pp); err != nil {
-		return err
+	if v := i32s(fbread.FieldBytes(fb, pp, fo[planOutputs], 4)); !b.indicesOK(v, nv) {
+		if err := b.checkIndices(v, 0, nv, pf, ".outputs", pp); err != nil {
+			return err
+		}
 	}
 
 	ostart, n := fbread.FieldVector(fb, pp, fo[planOperators])
@@ -615,11 +619,35 @@ func (b *builder) checkMethod(i int, pp int64) error {
 		return b.overBudget(pf()+".chains", pp)
 	}
 	for c := range nc {
-		if err := b.checkChain(fbread.Deref(fb, cstart+4*int64(c)), nv, i, c); err != nil {
+		pos := fbread.Deref(fb, cstart+4*int64(c))
+		cf := b.chainF.Of(fb, pos)
+		in := i32s(fbread.FieldBytes(fb, pos, cf[0], 4))
+		if b.indicesOK(in, nv) {
+			if b.indicesOK(i32s(fbread.FieldBytes(fb, pos, cf[1], 4)), nv) {
+				continue
+			}
+			b.budget += int64(in.len()) // checkChain charges it again
+		}
+		if err := b.checkChain(pos, nv, i, c); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// indicesOK charges the entries of v to the work budget and reports
+// whether each is a value index in [0, nv): checkIndices' outcome when it
+// succeeds. When not, it charges nothing, and checkIndices reports the
+// problem. (With noQuick it reports false.)
+func (b *builder) indicesOK(v i32s, nv int) bool {
+	if b.noQuick {
+		return false
+	}
+	if b.spend(v.len()) && v.bad(0, nv) < 0 {
+		return true
+	}
+	b.budget += int64(v.len())
+	return false
 }
 
 // i32s is a vector of int32 (value indices) that the walk has verified:

@@ -73,8 +73,8 @@ type options struct {
 	// default).
 	maxObjects int
 	budget     int64
-	// noQuick turns off the fast path of the tensor checks (quick.go), so
-	// that tests can compare the outcomes.
+	// noQuick turns off the fast paths of the checks (quick.go,
+	// builder.indicesOK), so that tests can compare the outcomes.
 	noQuick bool
 }
 

@@ -18,12 +18,15 @@
 //
 // NewFile verifies everything but the chains' instructions, which a method
 // verifies the first time they are needed (once; [Program.VerifyMethods]
-// checks every method's), and builds little: one pointer-free record per
-// tensor (tensors.go), from which [Program.TensorData] hands out a tensor's
-// bytes. The tensor list ([Program.Tensors]: names, shapes, dim orders, in
-// three shared arrays) is built from the records by the first call that
-// needs it, a plan's values are decoded only when asked for
-// ([Method.Value]), and the name indexes are built by the first lookup.
+// checks every method's), checks every plan, and builds little: one
+// pointer-free record per tensor (tensors.go), from which
+// [Program.TensorData] hands out a tensor's bytes. The methods
+// ([Program.Methods], with the delegates) are built from the checked bytes
+// by the first call that needs them, the tensor list ([Program.Tensors]:
+// names, shapes, dim orders, in three shared arrays) from the records by
+// the first call that needs it, a plan's values are decoded only when
+// asked for ([Method.Value]), and the name indexes are built by the first
+// lookup.
 // Its cost is one pass over the FlatBuffer region and a few dozen
 // allocations, whatever the size of the weights.
 //
@@ -220,7 +223,8 @@ type Chain struct {
 // Method is an execution plan. Its values are decoded on demand from the
 // verified FlatBuffer ([Method.Value]); its instructions are verified and
 // checked the first time they are needed (see [Program.VerifyMethods]);
-// the rest is read and checked at Open.
+// the rest is checked at Open and read into the Method by the first call
+// that needs the methods.
 type Method struct {
 	Name  string
 	Index int // position in Program.execution_plan

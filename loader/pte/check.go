@@ -67,8 +67,9 @@ func (pc *programChecks) close() {
 // checked when first needed) and returns the first problem, in method
 // order.
 func (p *Program) VerifyMethods() error {
-	for i := range p.methods {
-		if err := p.methods[i].check(); err != nil {
+	ms := p.methodList()
+	for i := range ms {
+		if err := ms[i].check(); err != nil {
 			return err
 		}
 	}
@@ -84,7 +85,7 @@ const instructionDepth = 4
 // values and jump destinations.
 func (m *Method) checkInstructions() error {
 	p := m.p
-	pc := p.checks
+	pc := &p.checks
 	nv, nops, ndel := m.nv, len(m.Operators), len(m.Delegates)
 	for ci := range m.Chains {
 		field := func() string { return idx(planField(m.Index)+".chains", ci) }

@@ -10,13 +10,30 @@ import (
 	"github.com/edgeload/edgeload/internal/fbverify"
 	"github.com/edgeload/edgeload/internal/schema/ptefb"
 	"github.com/edgeload/edgeload/loader/format"
+	"github.com/edgeload/edgeload/mmapfile"
 )
 
 // CheckVerified checks that a program that opened (p, openErr nil) and
 // whose methods all check passes a full verification of its FlatBuffer
 // (every table, instructions included, in one walk): deferring the
 // instructions to each method's first use must skip nothing.
+//
+// It also opens data again without the fast path of the tensor checks
+// (quick.go) and checks that the outcome is the same: the error, or the
+// tensor records, the external count and the work budget left.
+//
+// And that versionReadable, which lets Open skip the version gate's walk,
+// admits no FlatBuffer the gate refuses.
 func CheckVerified(data []byte, p *Program, openErr error) error {
+	if err := checkQuick(data, p, openErr); err != nil {
+		return err
+	}
+	if hdr, err := parseHeader(data[:min(len(data), headerPeek)], int64(len(data))); err == nil && hdr.ProgramSize <= int64(len(data)) {
+		fb := data[:hdr.ProgramSize]
+		if gate := fbverify.NewWalk(fb, fbverify.Options{Format: formatName}).Verify("Program", verifyVersion); versionReadable(fb) && gate != nil {
+			return fmt.Errorf("versionReadable admits a FlatBuffer the version gate refuses: %v", gate)
+		}
+	}
 	if openErr != nil {
 		return nil
 	}
@@ -28,11 +45,30 @@ func CheckVerified(data []byte, p *Program, openErr error) error {
 	return nil
 }
 
+func checkQuick(data []byte, p *Program, openErr error) error {
+	q, err := NewFile(mmapfile.NewBytes(data), func(o *options) { o.noQuick = true })
+	if (err == nil) != (openErr == nil) || err != nil && err.Error() != openErr.Error() {
+		return fmt.Errorf("Open with the fast tensor checks: %v; without them: %v", openErr, err)
+	}
+	if err != nil {
+		return nil
+	}
+	defer q.Close()
+	if !slices.Equal(p.recs, q.recs) || p.external != q.external || p.checks.budget != q.checks.budget {
+		return fmt.Errorf("the fast tensor checks made %d records (%d external, budget left %d), the slow ones %d (%d, %d)",
+			len(p.recs), p.external, p.checks.budget, len(q.recs), q.external, q.checks.budget)
+	}
+	return nil
+}
+
 // fullVerify verifies the whole FlatBuffer fb, instructions included, in
 // one walk.
 func fullVerify(fb []byte) error {
 	return fbverify.NewWalk(fb, fbverify.Options{Format: formatName}).Verify("Program", ptefb.VerifyProgram)
 }
+
+// MethodsBuilt reports whether p's Method values have been built.
+func MethodsBuilt(p *Program) bool { return p.methods != nil }
 
 // TensorListBuilt reports whether p's tensor list has been built.
 func TensorListBuilt(p *Program) bool { return p.list.tensors != nil }

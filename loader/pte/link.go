@@ -67,6 +67,7 @@ func (p *Program) Link(files ...*ptd.File) error {
 		t := &ts[r.i]
 		t.Offset, t.Data, t.DataFile = r.off, r.data, r.file
 	}
+	p.linked = p.linked || len(done) > 0
 	return nil
 }
 

@@ -246,3 +246,40 @@ func TestLinkAtOpenFails(t *testing.T) {
 		t.Errorf("got %v, want ErrNotFound naming both tensors", err)
 	}
 }
+
+// TestTensorDataBeforeLink: an external tensor has no data before Link,
+// which TensorData says without building the tensor list or the methods;
+// after Link it gives the .ptd's bytes, as the list does.
+func TestTensorDataBeforeLink(t *testing.T) {
+	data := openPTD(t, "ptd/addmul-external.ptd")
+	p, err := mapOpen(t, testmodels.Path(t, "pte/addmul-external.pte"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	if p.NumTensors() == 0 {
+		t.Fatal("no tensors")
+	}
+	views, err := p.AppendTensorBytes(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range p.NumTensors() {
+		if d := p.TensorData(i); d.Len() != 0 || views[i] != nil {
+			t.Errorf("tensor %d before Link: TensorData %v, view of %d bytes", i, d, len(views[i]))
+		}
+	}
+	if pte.TensorListBuilt(p) || pte.MethodsBuilt(p) {
+		t.Fatalf("TensorData before Link built the tensor list (%v) or the methods (%v)", pte.TensorListBuilt(p), pte.MethodsBuilt(p))
+	}
+	if err := p.Link(data); err != nil {
+		t.Fatal(err)
+	}
+	ts := p.Tensors()
+	for i := range ts {
+		d := p.TensorData(i)
+		if ts[i].Location != format.LocExternal || d.Len() != ts[i].NBytes || d.Offset() != ts[i].Data.Offset() || d.File() != data.MappedFile() {
+			t.Errorf("tensor %q after Link: TensorData %v, Data %v", ts[i].Name, d, ts[i].Data)
+		}
+	}
+}

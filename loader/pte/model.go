@@ -44,9 +44,10 @@ func (p *Program) Lookup(name string) (int, bool) {
 
 // Groups returns the names of the program's methods, in file order.
 func (p *Program) Groups() []string {
-	names := make([]string, len(p.methods))
-	for i := range p.methods {
-		names[i] = p.methods[i].Name
+	ms := p.methodList()
+	names := make([]string, len(ms))
+	for i := range ms {
+		names[i] = ms[i].Name
 	}
 	return names
 }
@@ -60,7 +61,7 @@ func (p *Program) Check() error { return p.VerifyMethods() }
 // before the method's tensors.
 func (p *Program) GroupBlobs(method string) []format.Blob {
 	var out []format.Blob
-	for _, meth := range p.methods {
+	for _, meth := range p.methodList() {
 		if method != "" && meth.Name != method {
 			continue
 		}

@@ -30,7 +30,7 @@ func (p *Program) UseOrder(method string) ([]int, error) {
 	if p.closed.Load() {
 		return nil, fmt.Errorf("pte: use order: %w", format.ErrClosed)
 	}
-	ms := p.methods
+	ms := p.methodList()
 	if method != "" {
 		i, ok := p.methodIndex(method)
 		if !ok {

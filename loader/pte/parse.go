@@ -2,10 +2,12 @@ package pte
 
 import (
 	"encoding/binary"
+	"hash/maphash"
 	"math"
 	"math/bits"
 	"slices"
 	"strconv"
+	"unsafe"
 
 	flatbuffers "github.com/google/flatbuffers/go"
 
@@ -30,6 +32,8 @@ const (
 	vtFirstField = 4
 	// vtOffsets is the vtable offset of SubsegmentOffsets.offsets (id 1).
 	vtOffsets = 4 + 2*1
+	// vtExecutionPlan is the vtable offset of Program.execution_plan.
+	vtExecutionPlan = 4 + 2*1
 	// The [int] vectors of value indices: Chain.inputs (id 0) and outputs
 	// (id 1), KernelCall.args and DelegateCall.args (id 1), TensorList.items
 	// and OptionalTensorList.items (id 0). (ExecutionPlan's are read in
@@ -72,11 +76,16 @@ func newProgram(mf *mmapfile.File, o options) (*Program, error) {
 func parseProgram(mf *mmapfile.File, o options, hdr Header, fb []byte, buf *[]byte) (*Program, error) {
 	vo := o.verifyOptions()
 	// Version gate first, verifying only the field it reads: a newer
-	// schema generation is a version problem, not a malformed file.
-	if err := fbverify.NewWalk(fb, vo).Verify("Program", verifyVersion); err != nil {
-		return nil, err
+	// schema generation is a version problem, not a malformed file. (A
+	// root table whose version field passes the gate's checks, as in
+	// every program, needs no walk of its own.)
+	if !versionReadable(fb) {
+		if err := fbverify.NewWalk(fb, vo).Verify("Program", verifyVersion); err != nil {
+			return nil, err
+		}
 	}
-	root := ptefb.GetRootAsProgram(fb, 0)
+	var root ptefb.Program
+	root.Init(fb, flatbuffers.GetUOffsetT(fb))
 	if v := root.Version(); v != 0 {
 		off := int64(-1)
 		if t := root.Table(); t.Offset(4) != 0 {
@@ -98,11 +107,11 @@ func parseProgram(mf *mmapfile.File, o options, hdr Header, fb []byte, buf *[]by
 	if o.budget > 0 {
 		budget = o.budget
 	}
-	b := &builder{p: p, root: root, fb: fb, size: int64(mf.Len()), budget: budget}
+	b := &builder{p: p, root: root, fb: fb, size: int64(mf.Len()), budget: budget, noQuick: o.noQuick}
 	if err := b.build(); err != nil {
 		return nil, err
 	}
-	p.checks = &programChecks{walk: walk, budget: b.budget}
+	p.checks.walk, p.checks.budget = walk, b.budget
 	if len(o.data) > 0 {
 		if err := p.Link(o.data...); err != nil {
 			return nil, err
@@ -115,7 +124,7 @@ func parseProgram(mf *mmapfile.File, o options, hdr Header, fb []byte, buf *[]by
 // the semantic checks. Every field it reads is one the walk verified.
 type builder struct {
 	p    *Program
-	root *ptefb.Program
+	root ptefb.Program
 	fb   []byte
 	size int64 // file size
 
@@ -131,29 +140,19 @@ type builder struct {
 
 	constOffsets offsets // constant_segment.offsets (empty: legacy)
 	mutOffsets   offsets
+	// constOff and constLen are the constant segment's offset in the file
+	// and length.
+	constOff, constLen int64
 
-	// strs holds the strings handed out (method, operator and delegate
-	// names, ...) in a few shared chunks, not one allocation each. Tensor
-	// names, shapes and dim orders are built later, with the tensor list
-	// (tensors.go).
+	noQuick bool // options.noQuick
+	// strs holds the named data's keys.
 	strs arena.Strings
+	// names are the names of the plans, while Open checks that none
+	// repeats (Program.methodIdx does it for more than maxNameSet plans).
+	names nameSet
 	// The vtables of the tables a program repeats, decoded once each.
-	planF, metaF, evalueF, tensorF, etiF fbread.Fields
-	// ints holds the value indices handed out (each plan's value-to-tensor
-	// table, the plans' and chains' inputs and outputs): a program of
-	// many small methods allocates a few chunks, not a few slices a method.
-	ints   arena.Slices[int32]
-	int64s arena.Slices[int64] // non_const_buffer_sizes
-	chains arena.Slices[Chain]
-	// The plans' operator tables and delegate lists, and the delegates'
-	// compile specs and their values, in shared chunks as well.
-	ops   arena.Slices[Operator]
-	dels  arena.Slices[int]
-	specs arena.Slices[CompileSpec]
-	bytes arena.Slices[byte]
-	// checks holds the methods' instruction checks, one allocation for
-	// all of them.
-	checks []methodCheck
+	planF, metaF, evalueF, tensorF, etiF, opF, chainF fbread.Fields
+	quickF                                            tensorFields
 }
 
 func (b *builder) fail(field string, off int64, msg string, args ...any) error {
@@ -195,6 +194,34 @@ func verifyVersion(w *fbverify.Walk, pos int64) error {
 	return nil
 }
 
+// versionReadable reports whether the root table of fb and its version
+// field pass every check of the version gate (verifyVersion's walk): the
+// buffer's size, the root offset, the table's vtable and the field inside
+// the buffer. (Its object and depth limits admit one table.)
+func versionReadable(fb []byte) bool {
+	n := int64(len(fb))
+	if n < 8 || n > fbverify.MaxSize {
+		return false
+	}
+	pos := int64(binary.LittleEndian.Uint32(fb))
+	if pos == 0 || pos >= n || n-pos < 4 {
+		return false
+	}
+	vt := pos - int64(int32(binary.LittleEndian.Uint32(fb[pos:])))
+	if vt < 0 || vt > n-4 {
+		return false
+	}
+	vtsize, tsize := int64(binary.LittleEndian.Uint16(fb[vt:])), int64(binary.LittleEndian.Uint16(fb[vt+2:]))
+	if vtsize < 4 || vtsize%2 != 0 || vtsize > n-vt || tsize < 4 || tsize > n-pos {
+		return false
+	}
+	if vtsize < 6 {
+		return true // no version field
+	}
+	fo := int64(binary.LittleEndian.Uint16(fb[vt+4:]))
+	return fo == 0 || pos+fo+4 <= n
+}
+
 // vecPos returns the file position of the first element of the vector at
 // field vtable offset vt in t, and its length; ok is false when absent.
 func vecPos(t flatbuffers.Table, vt flatbuffers.VOffsetT) (pos int64, n int, ok bool) {
@@ -218,29 +245,27 @@ func (b *builder) build() error {
 	if err := b.namedData(); err != nil {
 		return err
 	}
-	n := root.ExecutionPlanLength()
-	p.methods = make([]Method, n)
-	p.valueTensor = make([][]int32, n)
-	b.checks = make([]methodCheck, n)
-	if n > methodScan {
-		p.methodIdx = nameindex.Make(n, func(i int) string { return p.methods[i].Name })
+	start, n, _ := vecPos(root.Table(), vtExecutionPlan)
+	p.plans, p.nmethods = start, n
+	if n > maxNameSet {
+		// The index finds a plan by name: the names in the FlatBuffer
+		// while Open checks that none repeats, the Methods' own once they
+		// are built (methods.go): lookups wait for them. (Fewer plans are
+		// checked with the builder's nameSet, and indexed when built.)
+		fb := b.fb
+		var f fbread.Fields
+		p.methodIdx = nameindex.Make(n, func(i int) string {
+			if p.methods != nil {
+				return p.methods[i].Name
+			}
+			pp := fbread.Deref(fb, start+4*int64(i))
+			name := fbread.FieldBytes(fb, pp, f.Of(fb, pp)[planName], 1)
+			return unsafe.String(unsafe.SliceData(name), len(name))
+		})
 	}
 	p.inlineConsts = b.constOffsets.n == 0
-	var plan ptefb.ExecutionPlan
-	// Room for every delegate in one allocation, unless there are more
-	// than the work budget covers (plans sharing a delegate list): then
-	// the plans' own charges stop the build as they are read.
-	var nd int64
-	for i := 0; i < n && nd <= b.budget; i++ {
-		root.ExecutionPlan(&plan, i)
-		nd += int64(plan.DelegatesLength())
-	}
-	if nd > 0 && nd <= b.budget {
-		p.delegates = make([]Delegate, 0, nd)
-	}
-	for i := 0; i < n; i++ {
-		root.ExecutionPlan(&plan, i)
-		if err := b.method(i, &plan); err != nil {
+	for i := range n {
+		if err := b.checkMethod(i, fbread.Deref(b.fb, start+4*int64(i))); err != nil {
 			return err
 		}
 	}
@@ -248,6 +273,8 @@ func (b *builder) build() error {
 	if cap(p.recs) > 2*len(p.recs)+64 {
 		// Mostly activations: do not keep the room guessed for tensors.
 		p.recs = slices.Clone(p.recs)
+		putRecs(p.recBuf, nil)
+		p.recBuf = nil
 	}
 	return nil
 }
@@ -260,7 +287,11 @@ func (b *builder) segments() error {
 	if err := b.charge(n, "Program.segments", int64(root.Table().Pos)); err != nil {
 		return err
 	}
-	p.segments = make([]segment.Segment, n)
+	if n <= len(p.segArr) {
+		p.segments = p.segArr[:n:n]
+	} else {
+		p.segments = make([]segment.Segment, n)
+	}
 	base := p.hdr.SegmentBase
 	var ds ptefb.DataSegment
 	for i := 0; i < n; i++ {
@@ -313,6 +344,7 @@ func (b *builder) constants() error {
 				"segment_index %d out of range (the program has %d segments: want below %[2]d)", si, len(p.segments))
 		}
 		p.constSeg = int(si)
+		b.constOff, b.constLen = p.segments[si].Offset(), p.segments[si].Len()
 		b.constOffsets = b.offsets(&cs)
 	} else {
 		p.legacy = root.ConstantBufferLength() > 0
@@ -389,113 +421,233 @@ func valueField(i, v int, suffix string) string {
 	return idx(planField(i)+".values", v) + ".val" + suffix
 }
 
-// method reads execution plan i.
-func (b *builder) method(i int, plan *ptefb.ExecutionPlan) error {
+// ExecutionPlan field ids (program.fbs).
+const (
+	planName       = 0
+	planMeta       = 1
+	planValues     = 2
+	planInputs     = 3
+	planOutputs    = 4
+	planChains     = 5
+	planOperators  = 6
+	planDelegates  = 7
+	planBufferSize = 8
+)
+
+// repeatsName reports whether name, the name of plan i (fb[pos:]), repeats
+// the name of a plan before it (adding it to the names seen when it does
+// not).
+func (b *builder) repeatsName(i int, pos int64, name []byte) bool {
 	p := b.p
-	m := &p.methods[i]
-	m.Index = i
-	m.p = p
-	m.check1 = &b.checks[i]
-	m.pos = plan.Table().Pos
+	switch {
+	case p.nmethods > maxNameSet:
+		_, dup := p.methodIdx.Insert(i)
+		return dup
+	case p.nmethods > methodScan:
+		return b.names.repeats(b.fb, i, pos, name)
+	}
+	for k := range i {
+		if string(b.names.name(b.fb, k)) == string(name) {
+			return true
+		}
+	}
+	b.names.set(i, pos, int64(len(name)))
+	return false
+}
+
+// maxNameSet is the most plans whose names a nameSet checks.
+const maxNameSet = 64
+
+// nameSeed seeds the nameSet's hash: a file cannot know it, so cannot
+// make its names collide on purpose (and a table of maxNameSet names costs
+// at most maxNameSet² comparisons if they did).
+var nameSeed = maphash.Comparable(maphash.MakeSeed(), 0) | 1
+
+// nameHash hashes a name from its length and its first and last 8 bytes.
+func nameHash(name []byte) uint64 {
+	var a, z uint64
+	if n := len(name); n >= 8 {
+		a, z = binary.LittleEndian.Uint64(name), binary.LittleEndian.Uint64(name[n-8:])
+	} else {
+		for i, c := range name {
+			a |= uint64(c) << (8 * i)
+		}
+	}
+	h := (a ^ bits.RotateLeft64(z, 29) ^ uint64(len(name))) * nameSeed
+	return h ^ h>>32
+}
+
+// nameSet finds a repeated name among up to maxNameSet names, in a hash
+// table of their positions that needs no allocation of its own.
+type nameSet struct {
+	names [maxNameSet]struct{ pos, n uint32 } // where each name is in fb
+	slots [2 * maxNameSet]uint8               // position+1; 0: empty
+}
+
+// set records the name at fb[pos:pos+n] as the name of position i.
+func (s *nameSet) set(i int, pos, n int64) {
+	s.names[i] = struct{ pos, n uint32 }{uint32(pos), uint32(n)}
+}
+
+// name returns the name of position i.
+func (s *nameSet) name(fb []byte, i int) []byte {
+	e := s.names[i]
+	return fb[e.pos : e.pos+e.n]
+}
+
+// repeats reports whether name, the name of position i (fb[pos:] in the
+// FlatBuffer fb), was added before, and adds it if not.
+func (s *nameSet) repeats(fb []byte, i int, pos int64, name []byte) bool {
+	const mask = 2*maxNameSet - 1
+	for j := nameHash(name) & mask; ; j = (j + 1) & mask {
+		k := s.slots[j]
+		if k == 0 {
+			s.slots[j] = uint8(i + 1)
+			s.set(i, pos, int64(len(name)))
+			return false
+		}
+		if string(s.name(fb, int(k-1))) == string(name) {
+			return true
+		}
+	}
+}
+
+// checkMethod checks execution plan i, the verified table at pp, and
+// records its tensors (Program.recs). It builds nothing else: the Method
+// values are built from the same bytes by their first use (methods.go),
+// and every element they copy is charged to the work budget here.
+func (b *builder) checkMethod(i int, pp int64) error {
+	fb := b.fb
 	// The field path, for errors only: built when one is reported.
 	pf := func() string { return planField(i) }
-	// The plan's fields through its decoded vtable (ids: name 0,
-	// container_meta_type 1, values 2, inputs 3, outputs 4, chains 5,
-	// operators 6, non_const_buffer_sizes 8): the generated accessors
-	// would look each up again. The walk verified them.
-	fb, pp := b.fb, int64(m.pos)
-	fo := *b.planF.Of(fb, pp)
-	name := fbread.FieldBytes(fb, pp, fo[0], 1)
+	// The plan's fields through its decoded vtable: the generated
+	// accessors would look each up again. The walk verified them.
+	fo := b.planF.Of(fb, pp) // (only checkMethod decodes plans)
+	npos, nn := fbread.FieldVector(fb, pp, fo[planName])
+	name := fb[npos : npos+nn]
 	if !b.spend(len(name)) {
-		return b.overBudget(pf()+".name", int64(m.pos))
+		return b.overBudget(pf()+".name", pp)
 	}
-	m.Name = b.strs.Copy(name)
-	if p.repeatsName(i) {
-		return b.fail(pf()+".name", int64(plan.Table().Pos), "execution plan name %q repeats an earlier plan's", m.Name)
+	if b.repeatsName(i, npos, name) {
+		return b.fail(pf()+".name", pp, "execution plan name %q repeats an earlier plan's", name)
 	}
-	if fo[1] != 0 {
-		cm := fbread.Deref(fb, pp+fo[1])
+	if fo[planMeta] != 0 {
+		cm := fbread.Deref(fb, pp+fo[planMeta])
 		cf := b.metaF.Of(fb, cm)
-		in, out := fbread.FieldBytes(fb, cm, cf[0], 1), fbread.FieldBytes(fb, cm, cf[1], 1)
-		if !b.spend(len(in) + len(out)) {
-			return b.overBudget(pf()+".container_meta_type", int64(m.pos))
+		_, in := fbread.FieldVector(fb, cm, cf[0])
+		_, out := fbread.FieldVector(fb, cm, cf[1])
+		if !b.spend(int(in + out)) {
+			return b.overBudget(pf()+".container_meta_type", pp)
 		}
-		m.EncodedInputs, m.EncodedOutputs = b.strs.Copy(in), b.strs.Copy(out)
 	}
 
-	vstart, n := fbread.FieldVector(fb, pp, fo[2]) // the values
+	vstart, n := fbread.FieldVector(fb, pp, fo[planValues])
 	nv := int(n)
 	if !b.spend(nv) {
-		return b.overBudget(pf()+".values", int64(m.pos))
+		return b.overBudget(pf()+".values", pp)
 	}
-	m.nv = nv
-	vt := b.ints.Make(nv)
-	p.valueTensor[i] = vt
 	if b.recs == nil {
 		// Most values of a weights-heavy program are its tensors: start
 		// with room for all of them (a guess, not a bound).
-		b.recs = make([]tensorRec, 0, nv)
+		b.p.recBuf = getRecs(nv)
+		b.recs = (*b.p.recBuf)[:0]
 	}
-	for v := range vt {
-		t, err := b.value(i, m, v, nv, fbread.Deref(fb, vstart+4*int64(v)))
-		if err != nil {
+	// The EValue vtable's tag and value offsets, of the vtable read last
+	// (vt1 its position + 1).
+	var vt1, tagAt, valAt int64
+	for v := range nv {
+		pos := fbread.Deref(fb, vstart+4*int64(v))
+		if vt := pos - int64(int32(binary.LittleEndian.Uint32(fb[pos:]))); vt+1 != vt1 {
+			fo := b.evalueF.Of(fb, pos)
+			vt1, tagAt, valAt = vt+1, fo[0], fo[1]
+		}
+		// Scalars need no check, and most tensors take quickTensor: the
+		// rest goes on to value.
+		if tagAt != 0 && valAt != 0 {
+			switch fb[pos+tagAt] {
+			case tagTensor:
+				if !b.noQuick && b.quickTensor(fbread.Deref(fb, pos+valAt), len(name)) {
+					continue
+				}
+			case tagTensorList, tagOptionalTensorList:
+			default:
+				continue
+			}
+		}
+		if err := b.value(i, name, v, nv, pos); err != nil {
 			return err
 		}
-		vt[v] = t
 	}
 
-	var err error
-	if m.Inputs, err = b.valueIndices(i32s(fbread.FieldBytes(fb, pp, fo[3], 4)), nv, pf, ".inputs", pp); err != nil {
-		return err
+	if v := i32s(fbread.FieldBytes(fb, pp, fo[planInputs], 4)); !b.indicesOK(v, nv) {
+		if err := b.checkIndices(v, 0, nv, pf, ".inputs", pp); err != nil {
+			return err
+		}
 	}
-	if m.Outputs, err = b.valueIndices(i32s(fbread.FieldBytes(fb, pp, fo[4], 4)), nv, pf, ".outputs", pp); err != nil {
-		return err
+	if v := i32s(fbread.FieldBytes(fb, pp, fo[planOutputs], 4)); !b.indicesOK(v, nv) {
+		if err := b.checkIndices(v, 0, nv, pf, ".outputs", pp); err != nil {
+			return err
+		}
 	}
 
-	_, n = fbread.FieldVector(fb, pp, fo[6])
+	ostart, n := fbread.FieldVector(fb, pp, fo[planOperators])
 	no := int(n)
 	if !b.spend(no) {
-		return b.overBudget(pf()+".operators", int64(m.pos))
+		return b.overBudget(pf()+".operators", pp)
 	}
-	m.Operators = b.ops.Make(no)
-	var op ptefb.Operator
-	for k := 0; k < no; k++ {
-		plan.Operators(&op, k)
-		nm, ov := op.Name(), op.Overload()
-		if !b.spend(len(nm) + len(ov)) {
-			return b.overBudget(idx(pf()+".operators", k), int64(op.Table().Pos))
+	for k := range no {
+		op := fbread.Deref(fb, ostart+4*int64(k))
+		of := b.opF.Of(fb, op)
+		_, nm := fbread.FieldVector(fb, op, of[0])
+		_, ov := fbread.FieldVector(fb, op, of[1])
+		if !b.spend(int(nm + ov)) {
+			return b.overBudget(idx(pf()+".operators", k), op)
 		}
-		m.Operators[k] = Operator{Name: b.strs.Copy(nm), Overload: b.strs.Copy(ov)}
 	}
 
-	sizes := fbread.FieldBytes(fb, pp, fo[8], 8)
-	nb := len(sizes) / 8
-	if !b.spend(nb) {
-		return b.overBudget(pf()+".non_const_buffer_sizes", int64(m.pos))
-	}
-	m.NonConstBufferSizes = b.int64s.Make(nb)
-	for k := range m.NonConstBufferSizes {
-		m.NonConstBufferSizes[k] = int64(binary.LittleEndian.Uint64(sizes[8*k:]))
+	if _, nb := fbread.FieldVector(fb, pp, fo[planBufferSize]); !b.spend(int(nb)) {
+		return b.overBudget(pf()+".non_const_buffer_sizes", pp)
 	}
 
-	if err := b.delegates(m, plan, pf); err != nil {
+	if err := b.checkDelegates(pp, fo[planDelegates], pf); err != nil {
 		return err
 	}
 
-	_, n = fbread.FieldVector(fb, pp, fo[5])
+	cstart, n := fbread.FieldVector(fb, pp, fo[planChains])
 	nc := int(n)
 	if !b.spend(nc) {
-		return b.overBudget(pf()+".chains", int64(m.pos))
+		return b.overBudget(pf()+".chains", pp)
 	}
-	m.Chains = b.chains.Make(nc)
-	var ch ptefb.Chain
-	for c := 0; c < nc; c++ {
-		plan.Chains(&ch, c)
-		if err := b.chain(&m.Chains[c], &ch, nv, i, c); err != nil {
+	for c := range nc {
+		pos := fbread.Deref(fb, cstart+4*int64(c))
+		cf := b.chainF.Of(fb, pos)
+		in := i32s(fbread.FieldBytes(fb, pos, cf[0], 4))
+		if b.indicesOK(in, nv) {
+			if b.indicesOK(i32s(fbread.FieldBytes(fb, pos, cf[1], 4)), nv) {
+				continue
+			}
+			b.budget += int64(in.len()) // checkChain charges it again
+		}
+		if err := b.checkChain(pos, nv, i, c); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// indicesOK charges the entries of v to the work budget and reports
+// whether each is a value index in [0, nv): checkIndices' outcome when it
+// succeeds. When not, it charges nothing, and checkIndices reports the
+// problem. (With noQuick it reports false.)
+func (b *builder) indicesOK(v i32s, nv int) bool {
+	if b.noQuick {
+		return false
+	}
+	if b.spend(v.len()) && v.bad(0, nv) < 0 {
+		return true
+	}
+	b.budget += int64(v.len())
+	return false
 }
 
 // i32s is a vector of int32 (value indices) that the walk has verified:
@@ -546,82 +698,60 @@ func (b *builder) checkIndices(v i32s, lo, nv int, field func() string, suffix s
 	return b.fail(idx(field()+suffix, k), pos, "value index %d out of range (the plan has %d values)", v.at(k), nv)
 }
 
-// valueIndices copies a vector of value indices, checking each is in
-// [0, nv). The error names field()+suffix (built only on failure).
-func (b *builder) valueIndices(v i32s, nv int, field func() string, suffix string, pos int64) ([]int32, error) {
-	if err := b.checkIndices(v, 0, nv, field, suffix, pos); err != nil {
-		return nil, err
-	}
-	out := b.ints.Make(v.len())
-	for k := range out {
-		out[k] = v.at(k)
-	}
-	return out, nil
-}
-
-// chain checks chain c of plan i: its inputs and outputs. Its
-// instructions are checked by the method's first check (Method.check).
-// Field paths are built only on failure.
-func (b *builder) chain(c *Chain, ch *ptefb.Chain, nv int, i, ci int) error {
-	field := func() string { return idx(planField(i)+".chains", ci) }
-	pos := int64(ch.Table().Pos)
-	var err error
-	if c.Inputs, err = b.valueIndices(i32Field(ch.Table(), vtChainInputs), nv, field, ".inputs", pos); err != nil {
+// checkChain checks chain c of plan i, the verified table at pos: its
+// inputs and outputs. Its instructions are checked by the method's first
+// check (Method.check). Field paths are built only on failure.
+func (b *builder) checkChain(pos int64, nv int, i, c int) error {
+	field := func() string { return idx(planField(i)+".chains", c) }
+	cf := b.chainF.Of(b.fb, pos)
+	if err := b.checkIndices(i32s(fbread.FieldBytes(b.fb, pos, cf[0], 4)), 0, nv, field, ".inputs", pos); err != nil {
 		return err
 	}
-	if c.Outputs, err = b.valueIndices(i32Field(ch.Table(), vtChainOutputs), nv, field, ".outputs", pos); err != nil {
-		return err
-	}
-	c.Instructions = ch.InstructionsLength()
-	return nil
+	return b.checkIndices(i32s(fbread.FieldBytes(b.fb, pos, cf[1], 4)), 0, nv, field, ".outputs", pos)
 }
 
-// delegates reads a plan's backend delegates.
-func (b *builder) delegates(m *Method, plan *ptefb.ExecutionPlan, pf func() string) error {
-	p, root := b.p, b.root
-	nd := plan.DelegatesLength()
+// checkDelegates checks the backend delegates of the plan at pp (the
+// delegates field at table offset fo): their processed data references,
+// and the work their ids and compile specs take to copy.
+func (b *builder) checkDelegates(pp, fo int64, pf func() string) error {
+	start, n := fbread.FieldVector(b.fb, pp, fo)
+	nd := int(n)
+	if nd == 0 {
+		return nil
+	}
 	if !b.spend(nd) {
-		return b.overBudget(pf()+".delegates", int64(m.pos))
+		return b.overBudget(pf()+".delegates", pp)
 	}
-	m.Delegates = b.dels.Make(nd)
+	p, root := b.p, &b.root
 	var bd ptefb.BackendDelegate
 	var ref ptefb.BackendDelegateDataReference
 	var cs ptefb.CompileSpec
 	var inl ptefb.BackendDelegateInlineData
-	for k := 0; k < nd; k++ {
-		plan.Delegates(&bd, k)
+	for k := range nd {
+		bd.Init(b.fb, flatbuffers.UOffsetT(fbread.Deref(b.fb, start+4*int64(k))))
 		field := func() string { return idx(pf()+".delegates", k) }
 		pos := int64(bd.Table().Pos)
-		d := Delegate{Method: m.Name, Index: k, SegmentIndex: -1}
 		id := bd.Id()
 		if !b.spend(len(id)) {
 			return b.overBudget(field()+".id", pos)
 		}
-		d.ID = b.strs.Copy(id)
 		ncs := bd.CompileSpecsLength()
 		if !b.spend(ncs) {
 			return b.overBudget(field()+".compile_specs", pos)
 		}
-		d.CompileSpecs = b.specs.Make(ncs)
 		for c := 0; c < ncs; c++ {
 			bd.CompileSpecs(&cs, c)
-			key, val := cs.Key(), cs.ValueBytes()
-			if !b.spend(len(key) + len(val)) {
+			if !b.spend(len(cs.Key()) + cs.ValueLength()) {
 				return b.overBudget(idx(field()+".compile_specs", c), int64(cs.Table().Pos))
-			}
-			d.CompileSpecs[c] = CompileSpec{Key: b.strs.Copy(key)}
-			if len(val) > 0 {
-				d.CompileSpecs[c].Value = b.bytes.Copy(val)
 			}
 		}
 		if bd.Processed(&ref) == nil {
-			return b.fail(field()+".processed", pos, "delegate %q has no processed data reference", d.ID)
+			return b.fail(field()+".processed", pos, "delegate %q has no processed data reference", id)
 		}
 		ri := ref.Index()
 		rpos := int64(ref.Table().Pos)
 		switch loc := ref.Location(); loc {
 		case int8(DelegateInline):
-			d.Location = DelegateInline
 			nb := root.BackendDelegateDataLength()
 			if int64(ri) >= int64(nb) {
 				return b.fail(field()+".processed.index", rpos,
@@ -629,36 +759,28 @@ func (b *builder) delegates(m *Method, plan *ptefb.ExecutionPlan, pf func() stri
 			}
 			root.BackendDelegateData(&inl, int(ri))
 			dpos, dn, _ := vecPos(inl.Table(), vtFirstField)
-			s, err := segment.New(p.mf, dpos, int64(dn))
-			if err != nil {
+			if _, err := segment.New(p.mf, dpos, int64(dn)); err != nil {
 				return b.fail(field()+".processed", rpos, "inline delegate data: %v", err)
 			}
-			d.Data = s
 		case int8(DelegateSegment):
-			d.Location = DelegateSegment
 			if int64(ri) >= int64(len(p.segments)) {
 				return b.fail(field()+".processed.index", rpos,
 					"delegate segment index %d out of range (the program has %d segments)", ri, len(p.segments))
 			}
-			d.SegmentIndex = int(ri)
-			d.Data = p.segments[ri]
 		default:
 			return b.fail(field()+".processed.location", rpos,
 				"unknown delegate data location %d (want 0 INLINE or 1 SEGMENT)", loc)
 		}
-		d.DataIndex = int(ri)
-		m.Delegates[k] = len(p.delegates)
-		p.delegates = append(p.delegates, d)
 	}
+	p.ndelegates += nd
 	return nil
 }
 
-// value checks value v of plan i (method m, nv values), the EValue table
-// at pos, and, when it is a tensor whose data the file holds or names,
-// adds it to Program.recs. It returns the tensor's index in Program.recs,
-// or -1. Nothing is decoded beyond what the checks need: Method.Value
-// decodes on demand.
-func (b *builder) value(i int, m *Method, v, nv int, pos int64) (int32, error) {
+// value checks value v of plan i (named name, of nv values), the EValue
+// table at pos, and, when it is a tensor whose data the file holds or
+// names, adds it to Program.recs. Nothing is decoded beyond what the
+// checks need: Method.Value decodes on demand.
+func (b *builder) value(i int, name []byte, v, nv int, pos int64) error {
 	fb := b.fb
 	fo := b.evalueF.Of(fb, pos)
 	var tag byte
@@ -666,13 +788,13 @@ func (b *builder) value(i int, m *Method, v, nv int, pos int64) (int32, error) {
 		tag = fb[pos+fo[0]]
 	}
 	if tag == 0 || fo[1] == 0 {
-		return -1, nil // NONE (the walk requires a value for any other tag)
+		return nil // NONE (the walk requires a value for any other tag)
 	}
 	val := fbread.Deref(fb, pos+fo[1])
 	switch tag {
 	case tagTensor:
 		x := b.readTensor(val)
-		return b.tensor(i, m, v, &x)
+		return b.tensor(i, name, v, &x)
 	case tagTensorList, tagOptionalTensorList:
 		// Value indices; an optional list may hold -1 (no tensor).
 		x := i32Field(flatbuffers.Table{Bytes: fb, Pos: flatbuffers.UOffsetT(val)}, vtListItems)
@@ -680,11 +802,19 @@ func (b *builder) value(i int, m *Method, v, nv int, pos int64) (int32, error) {
 		if tag == tagOptionalTensorList {
 			lo = -1
 		}
-		if err := b.checkIndices(x, lo, nv, func() string { return valueField(i, v, "") }, ".items", val); err != nil {
-			return -1, err
-		}
+		return b.checkIndices(x, lo, nv, func() string { return valueField(i, v, "") }, ".items", val)
 	}
-	return -1, nil
+	return nil
+}
+
+// tensorAt returns the position of the Tensor table of the verified
+// EValue at pos, or -1 when the value is not a tensor.
+func tensorAt(fb []byte, f *fbread.Fields, pos int64) int64 {
+	fo := f.Of(fb, pos)
+	if fo[0] == 0 || fo[1] == 0 || fb[pos+fo[0]] != tagTensor {
+		return -1
+	}
+	return fbread.Deref(fb, pos+fo[1])
 }
 
 // The KernelTypes union tags the builder reads.
@@ -752,41 +882,41 @@ func (b *builder) readTensor(pos int64) (x rawTensor) {
 	return x
 }
 
-// tensor checks a tensor value (value v of plan i, method m) and, when the
-// file holds or names its data, records it (Program.recs) and returns its
-// index in the tensor list; -1 otherwise. The Tensor values themselves are
+// tensor checks a tensor value (value v of plan i, named mname) and, when
+// the file holds or names its data, records it (Program.recs): the rec's
+// index is the tensor's in the tensor list. The Tensor values themselves are
 // built by the first call that needs them (Program.all): Open keeps one
 // pointer-free record per tensor. Field paths and names for errors are
 // built only on failure.
-func (b *builder) tensor(i int, m *Method, v int, x *rawTensor) (int32, error) {
+func (b *builder) tensor(i int, mname []byte, v int, x *rawTensor) error {
 	p := b.p
 	pos := x.pos
 	st := x.scalarType
 	dt, msg := dtypeOf(st)
 	if msg != "" {
-		return -1, b.fail(valueField(i, v, ".scalar_type"), pos, "%s", msg)
+		return b.fail(valueField(i, v, ".scalar_type"), pos, "%s", msg)
 	}
 	ns := x.sizes.len()
 	nd := len(x.dimOrder)
 	if !b.spend(ns + nd) {
-		return -1, b.overBudget(valueField(i, v, ".sizes"), pos)
+		return b.overBudget(valueField(i, v, ".sizes"), pos)
 	}
 	zero := false
 	for k := 0; k < ns; k++ {
 		s := x.sizes.at(k)
 		if s < 0 {
-			return -1, b.fail(idx(valueField(i, v, ".sizes"), k), pos, "negative size %d (want >= 0)", s)
+			return b.fail(idx(valueField(i, v, ".sizes"), k), pos, "negative size %d (want >= 0)", s)
 		}
 		zero = zero || s == 0
 	}
 	if nd > 0 {
 		if nd != ns {
-			return -1, b.fail(valueField(i, v, ".dim_order"), pos, "dim_order has %d entries for %d sizes", nd, ns)
+			return b.fail(valueField(i, v, ".dim_order"), pos, "dim_order has %d entries for %d sizes", nd, ns)
 		}
 		var seen [4]uint64 // a bit per dimension (entries are bytes)
 		for k, d := range x.dimOrder {
 			if int(d) >= nd || seen[d>>6]&(1<<(d&63)) != 0 {
-				return -1, b.fail(idx(valueField(i, v, ".dim_order"), k), pos, "dim_order entry %d is not a permutation of 0..%d", d, nd-1)
+				return b.fail(idx(valueField(i, v, ".dim_order"), k), pos, "dim_order entry %d is not a permutation of 0..%d", d, nd-1)
 			}
 			seen[d>>6] |= 1 << (d & 63)
 		}
@@ -796,22 +926,22 @@ func (b *builder) tensor(i int, m *Method, v int, x *rawTensor) (int32, error) {
 	fqn := x.fqn
 	if x.hasETI {
 		if !b.spend(len(fqn)) {
-			return -1, b.overBudget(valueField(i, v, ".extra_tensor_info.fully_qualified_name"), pos)
+			return b.overBudget(valueField(i, v, ".extra_tensor_info.fully_qualified_name"), pos)
 		}
 		if loc := x.location; loc != locSegment && loc != locExternal {
-			return -1, b.fail(valueField(i, v, ".extra_tensor_info.location"), x.etiPos,
+			return b.fail(valueField(i, v, ".extra_tensor_info.location"), x.etiPos,
 				"unknown tensor data location %d (want 0 SEGMENT or 1 EXTERNAL)", loc)
 		}
 	}
 	loc := location(external, dbi, x.planned, p.inlineConsts)
 	if loc == format.LocNone {
-		return -1, nil // no data in the file: nothing of it is kept
+		return nil // no data in the file: nothing of it is kept
 	}
 	name := func() string { // for errors only
 		if len(fqn) > 0 {
 			return string(fqn)
 		}
-		return m.Name + "/values/" + strconv.Itoa(v)
+		return string(mname) + "/values/" + strconv.Itoa(v)
 	}
 	maxBytes := b.size
 	if external {
@@ -819,7 +949,7 @@ func (b *builder) tensor(i int, m *Method, v int, x *rawTensor) (int32, error) {
 	}
 	nbytes, ok := b.nbytes(x.sizes, zero, dt, maxBytes)
 	if !ok {
-		return -1, b.fail(valueField(i, v, ".sizes"), pos, "tensor %q: numel × %d-byte elements overflows or exceeds the %d-byte file", name(), dt.Size(), b.size)
+		return b.fail(valueField(i, v, ".sizes"), pos, "tensor %q: numel × %d-byte elements overflows or exceeds the %d-byte file", name(), dt.Size(), b.size)
 	}
 	r := tensorRec{
 		off: -1, nbytes: nbytes, tensor: uint32(pos), loc: loc, dt: dt,
@@ -827,26 +957,26 @@ func (b *builder) tensor(i int, m *Method, v int, x *rawTensor) (int32, error) {
 	switch loc {
 	case format.LocExternal:
 		if len(fqn) == 0 {
-			return -1, b.fail(valueField(i, v, ".extra_tensor_info.fully_qualified_name"), pos, "external tensor has no fully-qualified name to find its data by")
+			return b.fail(valueField(i, v, ".extra_tensor_info.fully_qualified_name"), pos, "external tensor has no fully-qualified name to find its data by")
 		}
 		b.external++
 	case format.LocInline:
 		cb := b.root.ConstantBufferLength()
 		if int64(dbi) >= int64(cb) {
 			if cb == 0 {
-				return -1, b.fail(valueField(i, v, ".data_buffer_idx"), pos, "tensor %q has data_buffer_idx %d but the program has no constant data (no constant_segment, empty constant_buffer)", name(), dbi)
+				return b.fail(valueField(i, v, ".data_buffer_idx"), pos, "tensor %q has data_buffer_idx %d but the program has no constant data (no constant_segment, empty constant_buffer)", name(), dbi)
 			}
-			return -1, b.fail(valueField(i, v, ".data_buffer_idx"), pos, "tensor %q: data_buffer_idx %d out of range (constant_buffer has %d entries: want below %[3]d)", name(), dbi, cb)
+			return b.fail(valueField(i, v, ".data_buffer_idx"), pos, "tensor %q: data_buffer_idx %d out of range (constant_buffer has %d entries: want below %[3]d)", name(), dbi, cb)
 		}
 		var buf ptefb.Buffer
 		b.root.ConstantBuffer(&buf, int(dbi))
 		spos, sn, _ := vecPos(buf.Table(), vtFirstField)
 		if int64(sn) < nbytes {
-			return -1, b.fail(idx("Program.constant_buffer", int(dbi))+".storage", spos,
+			return b.fail(idx("Program.constant_buffer", int(dbi))+".storage", spos,
 				"tensor %q needs %d bytes but its constant_buffer storage holds %d", name(), nbytes, sn)
 		}
 		if _, err := segment.New(p.mf, spos, nbytes); err != nil {
-			return -1, b.fail(valueField(i, v, ".data_buffer_idx"), pos, "tensor %q: %v", name(), err)
+			return b.fail(valueField(i, v, ".data_buffer_idx"), pos, "tensor %q: %v", name(), err)
 		}
 		r.off = spos
 	case format.LocSegment, format.LocMutable:
@@ -854,16 +984,16 @@ func (b *builder) tensor(i int, m *Method, v int, x *rawTensor) (int32, error) {
 		if loc == format.LocMutable {
 			seg, offs, what = p.mutSeg, b.mutOffsets, "mutable_data_segments[0]"
 			if seg < 0 {
-				return -1, b.fail(valueField(i, v, ".data_buffer_idx"), pos, "mutable tensor %q has data_buffer_idx %d but the program has no mutable_data_segments", name(), dbi)
+				return b.fail(valueField(i, v, ".data_buffer_idx"), pos, "mutable tensor %q has data_buffer_idx %d but the program has no mutable_data_segments", name(), dbi)
 			}
 		}
 		if int64(dbi) >= int64(offs.n) {
-			return -1, b.fail(valueField(i, v, ".data_buffer_idx"), pos, "tensor %q: data_buffer_idx %d out of range (%s has %d offsets: want below %[4]d)", name(), dbi, what, offs.n)
+			return b.fail(valueField(i, v, ".data_buffer_idx"), pos, "tensor %q: data_buffer_idx %d out of range (%s has %d offsets: want below %[4]d)", name(), dbi, what, offs.n)
 		}
 		off := offs.at(dbi)
 		ss := p.segments[seg]
 		if off > uint64(ss.Len()) || uint64(nbytes) > uint64(ss.Len())-off {
-			return -1, b.fail(valueField(i, v, ".data_buffer_idx"), pos, "tensor %q: bytes [%d, %d+%d) lie outside its %d-byte segment %d (%s)",
+			return b.fail(valueField(i, v, ".data_buffer_idx"), pos, "tensor %q: bytes [%d, %d+%d) lie outside its %d-byte segment %d (%s)",
 				name(), off, off, nbytes, ss.Len(), seg, what)
 		}
 		r.off = ss.Offset() + int64(off)
@@ -877,13 +1007,13 @@ func (b *builder) tensor(i int, m *Method, v int, x *rawTensor) (int32, error) {
 	// charged above).
 	cost := tensorCost
 	if len(fqn) == 0 {
-		cost += len(m.Name) + len("/values/") + 10
+		cost += len(mname) + len("/values/") + 10
 	}
 	if !b.spend(cost) {
-		return -1, b.overBudget(valueField(i, v, ""), pos)
+		return b.overBudget(valueField(i, v, ""), pos)
 	}
 	b.recs = append(b.recs, r)
-	return int32(len(b.recs) - 1), nil
+	return nil
 }
 
 // nbytes returns the byte size of a tensor of type dt and the given sizes

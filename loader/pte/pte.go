@@ -18,12 +18,15 @@
 //
 // NewFile verifies everything but the chains' instructions, which a method
 // verifies the first time they are needed (once; [Program.VerifyMethods]
-// checks every method's), and builds little: one pointer-free record per
-// tensor (tensors.go), from which [Program.TensorData] hands out a tensor's
-// bytes. The tensor list ([Program.Tensors]: names, shapes, dim orders, in
-// three shared arrays) is built from the records by the first call that
-// needs it, a plan's values are decoded only when asked for
-// ([Method.Value]), and the name indexes are built by the first lookup.
+// checks every method's), checks every plan, and builds little: one
+// pointer-free record per tensor (tensors.go), from which
+// [Program.TensorData] hands out a tensor's bytes. The methods
+// ([Program.Methods], with the delegates) are built from the checked bytes
+// by the first call that needs them, the tensor list ([Program.Tensors]:
+// names, shapes, dim orders, in three shared arrays) from the records by
+// the first call that needs it, a plan's values are decoded only when
+// asked for ([Method.Value]), and the name indexes are built by the first
+// lookup.
 // Its cost is one pass over the FlatBuffer region and a few dozen
 // allocations, whatever the size of the weights.
 //
@@ -73,6 +76,9 @@ type options struct {
 	// default).
 	maxObjects int
 	budget     int64
+	// noQuick turns off the fast paths of the checks (quick.go,
+	// builder.indicesOK), so that tests can compare the outcomes.
+	noQuick bool
 }
 
 // WithHead gives NewFile the file's first bytes when the caller has already
@@ -217,7 +223,8 @@ type Chain struct {
 // Method is an execution plan. Its values are decoded on demand from the
 // verified FlatBuffer ([Method.Value]); its instructions are verified and
 // checked the first time they are needed (see [Program.VerifyMethods]);
-// the rest is read and checked at Open.
+// the rest is checked at Open and read into the Method by the first call
+// that needs the methods.
 type Method struct {
 	Name  string
 	Index int // position in Program.execution_plan
@@ -318,13 +325,21 @@ type Program struct {
 	hdr     Header
 	version uint32
 
-	fb     []byte         // the FlatBuffer region, verified
-	region *[]byte        // the pooled buffer fb was read into, if it was (package region)
-	checks *programChecks // what the methods' checks share (check.go)
+	fb     []byte        // the FlatBuffer region, verified
+	region *[]byte       // the pooled buffer fb was read into, if it was (package region)
+	checks programChecks // what the methods' checks share (check.go)
 
+	// The plans are checked at Open and built into Methods by the first
+	// call that needs them (methods.go), with each value's tensor
+	// (valueTensor) and the delegates.
+	plans        int64 // position of the first execution_plan offset
+	nmethods     int
+	ndelegates   int
+	methodsOnce  sync.Once
 	methods      []Method
 	methodIdx    nameindex.Index // by name, for more than methodScan methods
 	recs         []tensorRec     // one per tensor (tensors.go); nil once closed
+	recBuf       *[]tensorRec    // the pooled array recs may be in (tensors.go)
 	ntensors     int             // len(recs) before Close
 	constSeg     int             // segment index of the constant segment; -1 legacy
 	mutSeg       int             // segment index of mutable_data_segments[0]; -1 none
@@ -337,12 +352,14 @@ type Program struct {
 	indexOnce sync.Once
 	tensorIdx nameindex.Index
 	segments  []segment.Segment
+	segArr    [2]segment.Segment // segments, for a program of up to 2
 	named     []format.NamedData
 	namedOnce sync.Once
 	namedIdx  nameindex.Index
 	delegates []Delegate
 	legacy    bool
-	external  int // number of external tensors
+	external  int  // number of external tensors
+	linked    bool // a Link resolved an external tensor (Link and Close are not concurrent with other calls)
 }
 
 // NewFile opens the program in mf: a mapped file or section, bytes in
@@ -384,7 +401,8 @@ func (p *Program) Close() error {
 		region.Put(p.region)
 		p.region = nil
 	}
-	p.recs = nil
+	putRecs(p.recBuf, p.recs)
+	p.recs, p.recBuf = nil, nil
 	return nil
 }
 
@@ -406,8 +424,15 @@ func (p *Program) Version() uint32 { return p.version }
 func (p *Program) Legacy() bool { return p.legacy }
 
 // Methods returns the execution plans in file order. The slice is the
-// program's own: do not modify it.
-func (p *Program) Methods() []Method { return p.methods }
+// program's own: do not modify it. Open checked every plan; the first
+// call (or the first of Method, Delegates, ValueTensor, UseOrder, Tensors
+// and the other calls that need them) builds the Method values from the
+// checked bytes. After Close it is empty unless it was built before.
+func (p *Program) Methods() []Method { return p.methodList() }
+
+// NumMethods returns the number of execution plans (len(Methods())) without
+// building them.
+func (p *Program) NumMethods() int { return p.nmethods }
 
 // Method returns the execution plan with the given name.
 func (p *Program) Method(name string) (*Method, bool) {
@@ -422,33 +447,19 @@ func (p *Program) Method(name string) (*Method, bool) {
 // names; a program with more has a name index (Program.methodIdx).
 const methodScan = 8
 
-// methodIndex returns the index of the method with the given name.
+// methodIndex returns the index of the method with the given name; it
+// builds the methods.
 func (p *Program) methodIndex(name string) (int, bool) {
-	if len(p.methods) > methodScan {
+	ms := p.methodList()
+	if len(ms) > methodScan {
 		return p.methodIdx.Lookup(name)
 	}
-	for i := range p.methods {
-		if p.methods[i].Name == name {
+	for i := range ms {
+		if ms[i].Name == name {
 			return i, true
 		}
 	}
 	return 0, false
-}
-
-// repeatsName reports whether the name of method i, just read, repeats the
-// name of a method before it (adding it to the name index when it does
-// not).
-func (p *Program) repeatsName(i int) bool {
-	if len(p.methods) > methodScan {
-		_, dup := p.methodIdx.Insert(i)
-		return dup
-	}
-	for k := range i {
-		if p.methods[k].Name == p.methods[i].Name {
-			return true
-		}
-	}
-	return false
 }
 
 // Tensors returns every tensor with data in (or named by) the program: for
@@ -482,7 +493,7 @@ func (p *Program) buildIndex() {
 // allocates nothing.
 func (p *Program) ValueTensor(method string, value int) (*Tensor, bool) {
 	m, ok := p.methodIndex(method)
-	if !ok || value < 0 || value >= len(p.valueTensor[m]) {
+	if !ok || m >= len(p.valueTensor) || value < 0 || value >= len(p.valueTensor[m]) {
 		return nil, false
 	}
 	i := p.valueTensor[m][value]
@@ -516,7 +527,10 @@ func (p *Program) NamedDataByKey(key string) (format.NamedData, bool) {
 
 // Delegates returns every backend delegate of every method, in method
 // order.
-func (p *Program) Delegates() []Delegate { return p.delegates }
+func (p *Program) Delegates() []Delegate {
+	p.methodList()
+	return p.delegates
+}
 
 // ProgramData returns a view of the FlatBuffer region [0, program_size).
 func (p *Program) ProgramData() segment.Segment {

@@ -19,7 +19,9 @@ import (
 var phasePrograms = []string{"pte/arduino-keyword-spotting.pte", "pte/stories260k-qnn.pte", "pte/arduino-add.pte", "const1024"}
 
 // BenchmarkOpenPhases splits Open of the programs into what it does
-// beyond the system calls: verify (the lazy walk alone), parse (NewBytes:
+// beyond the system calls: verify (the lazy walk alone), check (the
+// semantic checks and the tensor records Open makes after the walk, over
+// a verified buffer), parse (NewBytes:
 // headers, verification and the tables, over bytes in memory, and a view
 // of every tensor) and open (Open of the file, a view of every tensor,
 // Close). Each also reports cpu-ns/op, the CPU time of the loop's thread
@@ -65,6 +67,21 @@ func BenchmarkOpenPhases(b *testing.B) {
 					if err := w.Verify("Program", ptefb.VerifyProgram); err != nil {
 						b.Fatal(err)
 					}
+				}
+			})
+			b.Run("check", func(b *testing.B) {
+				b.ReportAllocs()
+				mf := mmapfile.NewBytes(data)
+				hdr := prog.Header()
+				root := ptefb.GetRootAsProgram(fb, 0)
+				defer cpuMetric(b)()
+				for b.Loop() {
+					p := &Program{mf: mf, hdr: hdr, fb: fb}
+					bl := &builder{p: p, root: *root, fb: fb, size: int64(len(data)), budget: 4*int64(len(fb)) + 1<<16}
+					if err := bl.build(); err != nil {
+						b.Fatal(err)
+					}
+					putRecs(p.recBuf, p.recs)
 				}
 			})
 			b.Run("parse", func(b *testing.B) {

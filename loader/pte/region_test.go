@@ -124,6 +124,7 @@ func TestProgramRegion(t *testing.T) {
 		t.Fatal(err)
 	}
 	n := q.NumTensors()
+	m := &q.Methods()[0]
 	q.Close()
 	if ts := q.Tensors(); len(ts) != 0 {
 		t.Errorf("Tensors after Close = %d tensors, want none (the region is gone)", len(ts))
@@ -156,7 +157,19 @@ func TestProgramRegion(t *testing.T) {
 		}()
 		q.TensorData(n)
 	}()
-	if _, err := q.Methods()[0].Value(0); err == nil {
+	if _, err := m.Value(0); err == nil {
 		t.Error("Value after Close succeeded")
+	}
+	// Methods not built before Close are not built after it.
+	r, err := mapOpen(t, small, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.Close()
+	if ms := r.Methods(); len(ms) != 0 || r.NumMethods() != 1 {
+		t.Errorf("Methods after Close = %d methods (NumMethods %d), want none (of 1)", len(ms), r.NumMethods())
+	}
+	if _, ok := r.Method("forward"); ok {
+		t.Error("Method after Close found a method never built")
 	}
 }

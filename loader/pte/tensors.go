@@ -33,6 +33,42 @@ type tensorRec struct {
 	dt     format.DType
 }
 
+// recPool holds the record arrays of closed programs for the next Open:
+// memory the cache holds already, which the runtime need not zero, and no
+// garbage for the collector.
+var recPool sync.Pool // of *[]tensorRec
+
+// maxPooledRecs is the most records an array kept in recPool holds.
+const maxPooledRecs = 1 << 14
+
+// getRecs returns a record array of capacity at least n, from the pool
+// when it has one.
+func getRecs(n int) *[]tensorRec {
+	buf, _ := recPool.Get().(*[]tensorRec)
+	if buf == nil {
+		buf = new([]tensorRec)
+	}
+	if cap(*buf) < n {
+		*buf = make([]tensorRec, 0, n)
+	}
+	return buf
+}
+
+// putRecs puts back buf, the array from getRecs, with recs, which may be
+// in it or in an array that outgrew it: the larger goes back.
+func putRecs(buf *[]tensorRec, recs []tensorRec) {
+	if buf == nil {
+		return
+	}
+	if cap(recs) > cap(*buf) {
+		*buf = recs
+	}
+	if cap(*buf) <= maxPooledRecs {
+		*buf = (*buf)[:0]
+		recPool.Put(buf)
+	}
+}
+
 // segmentOf returns the index of the segment that holds the data of
 // tensors at loc; -1 when not a segment.
 func (p *Program) segmentOf(loc format.Location) int {
@@ -69,6 +105,9 @@ func (p *Program) TensorData(i int) segment.Segment {
 	}
 	r := &recs[i]
 	if r.loc == format.LocExternal {
+		if !p.linked {
+			return segment.Segment{} // no Link has resolved a tensor
+		}
 		if ts := p.all(); i < len(ts) {
 			return ts[i].Data
 		}
@@ -157,6 +196,7 @@ func (p *Program) buildList() {
 	if p.closed.Load() {
 		return // fb is gone (Close)
 	}
+	ms := p.methodList()
 	fb := p.fb
 	// Each record's method and value: every value that made a record
 	// names it.
@@ -184,7 +224,7 @@ func (p *Program) buildList() {
 		if n := int64(len(fqn(fb, t, fo, &ef))); n > 0 {
 			nameLen += n
 		} else {
-			nameLen += int64(len(p.methods[of[i].m].Name) + len("/values/") + 10)
+			nameLen += int64(len(ms[of[i].m].Name) + len("/values/") + 10)
 		}
 	}
 	ts := make([]Tensor, len(p.recs))
@@ -211,7 +251,7 @@ func (p *Program) buildList() {
 			t.DimOrder = dims[d0:len(dims):len(dims)]
 		}
 		n0 := len(names)
-		m, value := &p.methods[of[i].m], of[i].v
+		m, value := &ms[of[i].m], of[i].v
 		if f := fqn(fb, tp, fo, &ef); len(f) > 0 {
 			names = append(names, f...)
 			t.NameExplicit = true

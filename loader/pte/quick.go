@@ -1,0 +1,145 @@
+package pte
+
+import (
+	"encoding/binary"
+	"math/bits"
+
+	"github.com/edgeload/edgeload/loader/format"
+	"github.com/edgeload/edgeload/loader/internal/fbread"
+)
+
+// Open checks every tensor value (builder.tensor). quickTensor makes the
+// same checks, with the same outcome, for the tensors of most programs: a
+// whole-byte type, a constant in the constant segment or no data in the
+// file, and no extra_tensor_info. Any other tensor, and any that fails a
+// check, goes to builder.tensor, which reports the problem.
+
+// newRec appends a record to b.recs and returns it, for the caller to set
+// each field in place. (A record made whole and then copied would be
+// written in parts and read back whole, which the processor cannot
+// forward from its store buffer: a stall a tensor.)
+func (b *builder) newRec() *tensorRec {
+	n := len(b.recs)
+	if n == cap(b.recs) {
+		b.recs = append(b.recs, tensorRec{})
+	} else {
+		b.recs = b.recs[:n+1]
+	}
+	return &b.recs[n]
+}
+
+// scalarInfo is what quickTensor needs of a ScalarType: its DType and the
+// bytes of an element; size 0 sends the tensor to builder.tensor.
+type scalarInfo struct {
+	dt   format.DType
+	size uint8
+}
+
+// scalarInfos is indexed by the ScalarType's byte.
+var scalarInfos = func() (t [256]scalarInfo) {
+	for i := range t {
+		dt, msg := dtypeOf(int8(uint8(i)))
+		if elems, size := dt.Block(); msg == "" && elems == 1 && size > 0 && size < 256 {
+			t[i] = scalarInfo{dt, uint8(size)}
+		}
+	}
+	return t
+}()
+
+// tensorFields are the table offsets of the fields quickTensor reads,
+// from the vtable of the Tensor table it read last.
+type tensorFields struct {
+	vt1                                int64 // the vtable's position + 1; 0: none yet
+	st, sizes, dims, dbi, alloc, extra int64
+}
+
+// quickTensor checks the verified Tensor table at t, a value of a plan
+// whose name is nameLen bytes long, and records it when it holds data, as
+// builder.tensor does; it reports false, having changed nothing, for a
+// tensor it leaves to builder.tensor.
+func (b *builder) quickTensor(t int64, nameLen int) bool {
+	fb := b.fb
+	tf := &b.quickF
+	if vt := t - int64(int32(binary.LittleEndian.Uint32(fb[t:]))); vt+1 != tf.vt1 {
+		fo := b.tensorF.Of(fb, t)
+		*tf = tensorFields{vt + 1, fo[tScalarType], fo[tSizes], fo[tDimOrder], fo[tDataBufferIdx], fo[tAllocationInfo], fo[tExtraInfo]}
+	}
+	if tf.extra != 0 {
+		return false
+	}
+	var st uint8
+	if tf.st != 0 {
+		st = fb[t+tf.st]
+	}
+	si := scalarInfos[st]
+	if si.size == 0 {
+		return false
+	}
+	var sizes []byte
+	if tf.sizes != 0 {
+		sizes = fbread.Bytes(fb, t+tf.sizes, 4)
+	}
+	ns := len(sizes) / 4
+	// The dims' product, as builder.nbytes makes it for a type of one
+	// element a block: over records a product past the file (which a zero
+	// size still makes 0).
+	n, zero, over := uint64(si.size), false, false
+	for ; len(sizes) >= 4; sizes = sizes[4:] {
+		s := int32(binary.LittleEndian.Uint32(sizes))
+		if s < 0 {
+			return false
+		}
+		zero = zero || s == 0
+		hi, lo := bits.Mul64(n, uint64(s))
+		over = over || hi != 0
+		n = lo
+	}
+	nd := 0
+	if tf.dims != 0 {
+		dims := fbread.Bytes(fb, t+tf.dims, 1)
+		if nd = len(dims); nd > 0 {
+			if nd != ns || nd > 64 {
+				return false
+			}
+			var seen uint64
+			for _, d := range dims {
+				if int(d) >= nd || seen&(1<<d) != 0 {
+					return false
+				}
+				seen |= 1 << d
+			}
+		}
+	}
+	var dbi uint32
+	if tf.dbi != 0 {
+		dbi = binary.LittleEndian.Uint32(fb[t+tf.dbi:])
+	}
+	switch {
+	case dbi == 0:
+		// No data in the file (location's LocNone).
+		return b.spend(ns + nd)
+	case tf.alloc != 0 || b.p.inlineConsts:
+		return false // mutable or inline: builder.tensor
+	}
+	if zero {
+		n = 0
+	} else if over || n > uint64(b.size) {
+		return false
+	}
+	offs := &b.constOffsets
+	if int64(dbi) >= int64(offs.n) {
+		return false
+	}
+	off := offs.at(dbi)
+	if off > uint64(b.constLen) || n > uint64(b.constLen)-off {
+		return false
+	}
+	cost := ns + nd + tensorCost + nameLen + len("/values/") + 10
+	if b.budget < int64(cost) {
+		return false
+	}
+	b.budget -= int64(cost)
+	r := b.newRec()
+	r.off, r.nbytes, r.tensor, r.loc, r.dt = b.constOff+int64(off), int64(n), uint32(t), format.LocSegment, si.dt
+	return true
+}

@@ -127,8 +127,8 @@ func (md *model) readConfig() error {
 		return fmt.Errorf("head_count %d, head_count_kv %d: the KV heads must divide the heads", c.heads, c.headsKV)
 	}
 	// llama.cpp's llama graph requires these (llama-model.cpp).
-	if c.rot != c.headDim || c.headDimV != c.headDim || c.headDim%2 != 0 {
-		return fmt.Errorf("rope dimension %d, key length %d, value length %d: llama needs them equal and even", c.rot, c.headDim, c.headDimV)
+	if c.rot != c.headDim || c.headDimV != c.headDim || c.headDim == 0 || c.headDim%2 != 0 {
+		return fmt.Errorf("rope dimension %d, key length %d, value length %d: llama needs them equal, even and positive", c.rot, c.headDim, c.headDimV)
 	}
 	if _, ok := f.Metadata("llama.attention.layer_norm_rms_epsilon"); !ok {
 		return errors.New("metadata llama.attention.layer_norm_rms_epsilon is missing (llama.cpp requires it)")

@@ -42,6 +42,7 @@ type options struct {
 	ids            []int
 	n              int
 	budget, retain int64 // retain: bytes, or -1 for auto
+	reader         stream.Reader
 	mode           string
 	threads        int
 }
@@ -51,6 +52,7 @@ type result struct {
 	tokens  []int       // the generated tokens
 	logits  [][]float32 // each pass's logits, when asked for
 	passes  int
+	passMS  []float64 // each pass's milliseconds
 	elapsed time.Duration
 	stats   passStats
 	ioRead  int64 // bytes the process read from storage during the passes; -1 if unknown
@@ -65,7 +67,10 @@ func generate(ctx context.Context, o options, keepLogits bool) (res result, err 
 	if o.n < 0 {
 		return res, fmt.Errorf("-n %d: want at least 0", o.n)
 	}
-	m, err := loader.Open(o.model)
+	m, err := loader.Open(o.model) // reads GGUF alone: the only format this program imports
+	if errors.Is(err, loader.ErrUnknownFormat) {
+		return res, fmt.Errorf("%s is not GGUF: %w", o.model, err)
+	}
 	if err != nil {
 		return res, err
 	}
@@ -78,7 +83,7 @@ func generate(ctx context.Context, o options, keepLogits bool) (res result, err 
 	var sw *scheduleWeights
 	switch o.mode {
 	case "schedule":
-		if sw, err = newScheduleWeights(ctx, m, md.order, o.budget, o.retain); err != nil {
+		if sw, err = newScheduleWeights(ctx, m, md.order, o.budget, o.retain, o.reader); err != nil {
 			return res, err
 		}
 		w = sw
@@ -103,10 +108,12 @@ func generate(ctx context.Context, o options, keepLogits bool) (res result, err 
 		if i < len(o.ids) {
 			tok = o.ids[i]
 		}
+		p0 := time.Now()
 		logits, err := r.step(tok)
 		if err != nil {
 			return res, err
 		}
+		res.passMS = append(res.passMS, float64(time.Since(p0).Microseconds())/1000)
 		res.passes++
 		if keepLogits {
 			res.logits = append(res.logits, append([]float32(nil), logits...))
@@ -123,6 +130,9 @@ func generate(ctx context.Context, o options, keepLogits bool) (res result, err 
 		res.ioRead = -1
 	}
 	if sw != nil {
+		if err := sw.close(); err != nil {
+			return res, err
+		}
 		res.stats = sw.stats
 	}
 	return res, nil
@@ -170,10 +180,11 @@ func main() {
 	flag.StringVar(&budget, "budget", strconv.Itoa(stream.DefaultBudget), "the schedule's byte `budget` for weight pages")
 	flag.StringVar(&retain, "retain", "0", "bytes of weights kept resident across passes, or auto")
 	flag.StringVar(&o.mode, "mode", "schedule", "how weights are read: schedule (package stream) or mmap (page faults)")
+	reader := flag.String("reader", "auto", "how the schedule reads streamed weights: auto, mapped or direct")
 	flag.IntVar(&o.threads, "threads", runtime.GOMAXPROCS(0), "threads for the matrix products")
 	flag.Parse()
 	if o.model == "" || ids == "" || flag.NArg() > 0 {
-		fmt.Fprintln(os.Stderr, "usage: llama -model FILE -ids 1,2,3 [-n 32] [-budget SIZE] [-retain SIZE|auto] [-mode schedule|mmap] [-threads N]")
+		fmt.Fprintln(os.Stderr, "usage: llama -model FILE -ids 1,2,3 [-n 32] [-budget SIZE] [-retain SIZE|auto] [-mode schedule|mmap] [-reader auto|mapped|direct] [-threads N]")
 		os.Exit(2)
 	}
 	var err error
@@ -182,6 +193,15 @@ func main() {
 	}
 	if o.budget, err = parseSize(budget); err != nil {
 		log(err)
+	}
+	switch *reader {
+	case "auto":
+	case "mapped":
+		o.reader = stream.ReadMapped
+	case "direct":
+		o.reader = stream.ReadDirect
+	default:
+		log(fmt.Errorf("-reader %q: want auto, mapped or direct", *reader))
 	}
 	if retain == "auto" {
 		o.retain = -1 // stream.RetainAuto
@@ -203,8 +223,13 @@ func main() {
 		float64(res.elapsed.Microseconds())/1000/float64(max(res.passes, 1)))
 	if o.mode == "schedule" {
 		st := res.stats
-		line += fmt.Sprintf(" read/token=%s stall=%.3fs peak=%s retained=%s", mib(per(st.read)), st.stall.Seconds(), mib(st.peak), mib(st.retained))
+		line += fmt.Sprintf(" reader=%s read/token=%s stall=%.3fs peak=%s retained=%s", st.reader, mib(per(st.read)), st.stall.Seconds(), mib(st.peak), mib(st.retained))
 	}
+	ms := make([]string, len(res.passMS))
+	for i, v := range res.passMS {
+		ms[i] = strconv.FormatFloat(v, 'f', 1, 64)
+	}
+	line += " pass_ms=" + strings.Join(ms, ",")
 	if res.ioRead >= 0 {
 		line += " io_read/token=" + mib(per(res.ioRead))
 	}

@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/edgeload/edgeload/loader"
+	"github.com/edgeload/edgeload/stream"
 )
 
 // testModel describes a small Llama GGUF the tests write: random weights,
@@ -165,6 +166,26 @@ func TestGenerate(t *testing.T) {
 			}
 			if want.stats.passes != want.passes || want.stats.read == 0 || want.stats.peak == 0 {
 				t.Errorf("schedule stats %+v", want.stats)
+			}
+			// A budget of three quarters of the model: part retained, the
+			// rest streamed every pass, by either reader.
+			fi, err := os.Stat(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			budget := fi.Size() * 3 / 4
+			for _, r := range []stream.Reader{stream.ReadMapped, stream.ReadDirect} {
+				o := options{model: path, ids: base.ids, n: base.n, budget: budget, retain: stream.RetainAuto, reader: r, mode: "schedule", threads: 2}
+				got, err := generate(ctx, o, false)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !slices.Equal(got.tokens, want.tokens) {
+					t.Errorf("%s reader, part of the model retained: tokens %v, want %v", r, got.tokens, want.tokens)
+				}
+				if st := got.stats; st.retained == 0 || st.retained > budget || st.read <= st.retained || st.peak > budget {
+					t.Errorf("%s reader, a budget of %d: stats %+v, want some retained, more read, within the budget", r, budget, st)
+				}
 			}
 			for _, o := range []options{
 				{model: path, ids: base.ids, n: base.n, mode: "mmap", threads: 1},

@@ -2,9 +2,7 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"io"
 	"time"
 
 	"github.com/edgeload/edgeload/loader"
@@ -35,107 +33,82 @@ func (w *mmapWeights) get(i int) ([]byte, error) {
 	return w.m.TensorData(i).Bytes()
 }
 
-// passStats sums what the schedule reports over the passes.
+// passStats is what the schedule reports over the passes.
 type passStats struct {
 	passes   int
-	read     int64         // bytes of weights read
+	read     int64         // bytes of weights read from the file
 	stall    time.Duration // time the forward pass waited for a weight
-	peak     int64         // the most bytes of weight pages held at once
+	peak     int64         // the most bytes of weights held at once
 	retained int64         // bytes kept resident across passes
+	reader   string        // how streamed weights are read: mapped or direct
 }
 
-// scheduleWeights streams the matrices in the model's order under a byte
-// budget with package stream, one pass per token.
+// scheduleWeights streams the matrices in the forward pass's order under a
+// byte budget with package stream: one pass per token, the retained set
+// resident across passes, the rest read every pass with read-ahead that
+// runs on into the next pass.
 type scheduleWeights struct {
-	ctx            context.Context
-	m              *loader.Model
-	order          []int
-	budget, retain int64
-
+	order []int
 	s     *stream.Stream
 	pos   int // the index in order of the next matrix
+	pass  int
 	stats passStats
-}
-
-// openSchedule starts the stream of the matrices in order.
-//
-// TODO(WithPasses): when package stream has the pass schedule, open one
-// stream for the whole run here,
-//
-//	stream.New(ctx, m, stream.WithOrder(order), stream.WithPasses(0),
-//		stream.WithBudget(budget), stream.WithRetain(retain))
-//
-// and make end bookkeeping only (keep the stream open: the next pass
-// follows), reading Read, Stall, Peak and Retained from Stats. Until then
-// each token opens a stream of one pass.
-func openSchedule(ctx context.Context, m *loader.Model, order []int, budget, retain int64) (*stream.Stream, error) {
-	if retain != 0 {
-		return nil, errors.New("-retain needs package stream's pass schedule (stream.WithRetain), which this build does not have")
-	}
-	return stream.New(ctx, m, stream.WithOrder(order), stream.WithBudget(budget))
 }
 
 // newScheduleWeights opens the schedule, so that a budget or retain the
 // stream refuses is an error before the first token.
-func newScheduleWeights(ctx context.Context, m *loader.Model, order []int, budget, retain int64) (*scheduleWeights, error) {
-	w := &scheduleWeights{ctx: ctx, m: m, order: order, budget: budget, retain: retain}
-	var err error
-	if w.s, err = openSchedule(ctx, m, order, budget, retain); err != nil {
+func newScheduleWeights(ctx context.Context, m *loader.Model, order []int, budget, retain int64, reader stream.Reader) (*scheduleWeights, error) {
+	opts := []stream.Option{stream.WithOrder(order), stream.WithPasses(0), stream.WithBudget(budget), stream.WithReader(reader)}
+	if retain != 0 {
+		opts = append(opts, stream.WithRetain(retain))
+	}
+	s, err := stream.New(ctx, m, opts...)
+	if err != nil {
 		return nil, err
 	}
-	return w, nil
+	return &scheduleWeights{order: order, s: s}, nil
 }
 
-// begin starts a pass, opening the stream again if the last pass closed it.
+// begin starts a pass.
 func (w *scheduleWeights) begin() error {
 	w.pos = 0
-	if w.s != nil {
-		return nil
-	}
-	var err error
-	w.s, err = openSchedule(w.ctx, w.m, w.order, w.budget, w.retain)
-	return err
+	return nil
 }
 
-// get returns the next matrix of the pass, which must be tensor i.
+// get returns the next matrix of the pass, which must be tensor i. Its
+// bytes are valid until the next get.
 func (w *scheduleWeights) get(i int) ([]byte, error) {
 	if w.pos >= len(w.order) || w.order[w.pos] != i {
 		return nil, fmt.Errorf("the forward pass asked for tensor %d out of the schedule's order", i)
 	}
-	t0 := time.Now()
 	it, err := w.s.Next()
-	w.stats.stall += time.Since(t0)
 	if err != nil {
 		return nil, fmt.Errorf("stream: %w", err)
 	}
-	if it.Tensor != i || it.Parts != 1 {
-		return nil, fmt.Errorf("stream handed out %s (part %d of %d), want tensor %d whole: raise -budget above twice the largest matrix", it.Name, it.Part, it.Parts, i)
+	if it.Tensor != i || it.Pass != w.pass {
+		return nil, fmt.Errorf("stream handed out %s of pass %d, want tensor %d of pass %d", it.Name, it.Pass, i, w.pass)
 	}
 	w.pos++
 	return it.Data.Bytes()
 }
 
-// end finishes a pass: the stream of one pass must be at its end.
+// end finishes a pass: every matrix of the order must have been used.
 func (w *scheduleWeights) end() error {
 	if w.pos != len(w.order) {
 		return fmt.Errorf("a pass ended after %d of %d matrices", w.pos, len(w.order))
 	}
+	w.pass++
 	w.stats.passes++
-	if _, err := w.s.Next(); err != io.EOF {
-		return fmt.Errorf("stream: the pass has more items than the order (%v)", err)
-	}
-	st := w.s.Stats()
-	w.stats.read += st.Bytes
-	w.stats.peak = max(w.stats.peak, st.Peak)
-	err := w.s.Close()
-	w.s = nil
-	return err
+	return nil
 }
 
+// close stops the schedule and keeps its statistics.
 func (w *scheduleWeights) close() error {
 	if w.s == nil {
 		return nil
 	}
+	st := w.s.Stats()
+	w.stats.read, w.stats.stall, w.stats.peak, w.stats.retained, w.stats.reader = st.Read, st.Stall, st.Peak, st.Retained, st.Reader
 	err := w.s.Close()
 	w.s = nil
 	return err

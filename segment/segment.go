@@ -253,27 +253,20 @@ func (s Segment) faultErr(b []byte, err error) error {
 }
 
 // CopyTo copies the segment's bytes into dst, up to len(dst), and returns
-// the number copied. It is fault-safe: if the file was truncated under the
-// mapping it returns an error wrapping ErrTruncated instead of crashing.
+// the number copied. It reads through the file (pread), not the mapping: no
+// page is mapped into the process, and the kernel reads ahead only as a
+// read does, where a fault reads a whole window around the page (up to the
+// device's read_ahead_kb). That makes it the way to read a few bytes of a
+// large model: a norm's weights, an embedding's row. A file truncated under
+// it gives an error wrapping ErrTruncated.
 func (s Segment) CopyTo(dst []byte) (int, error) {
 	if s.f == nil || len(dst) == 0 {
 		return 0, nil
 	}
-	if !s.f.ZeroCopy() {
-		m := min(int64(len(dst)), s.n)
-		return s.f.ReadAt(dst[:m], s.off)
-	}
-	b, err := s.view()
+	m := min(int64(len(dst)), s.n)
+	n, err := s.f.ReadAt(dst[:m], s.off)
 	if err != nil {
-		return 0, err
-	}
-	n := 0
-	for n < len(dst) && n < len(b) {
-		e := min(n+chunk, len(dst), len(b))
-		if err := s.f.Guard(func() { copy(dst[n:e], b[n:e]) }); err != nil {
-			return n, s.faultErr(b, err)
-		}
-		n = e
+		return n, fmt.Errorf("segment %v: %w", s, err)
 	}
 	return n, nil
 }

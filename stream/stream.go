@@ -259,6 +259,7 @@ type Stream struct {
 	limit    int64 // the most the held grains and buffer may take
 	grain    int64
 	ra       int64 // the kernel's readahead window; 0 when the stream reads exactly the grains it holds
+	fetch    int64 // the bytes of one WILLNEED: a grain, or the kernel's readahead window where larger
 	drop     bool
 	progress func(Stats)
 	direct   *direct // nil for the mapped reader
@@ -346,6 +347,7 @@ func New(ctx context.Context, m *loader.Model, opts ...Option) (*Stream, error) 
 	}
 	s.stats.Reader = "mapped"
 	s.limit = budget
+	s.fetch = max(s.grain, kernelWindow(items))
 	if s.direct != nil {
 		s.stats.Reader = "direct"
 	} else if ra := kernelWindow(items); ra > 0 && raWindows*ra <= budget/2 {
@@ -635,7 +637,7 @@ func (s *Stream) run() {
 						if sp.f == read.f && sp.start < read.end && read.start <= sp.start {
 							sp.start = min(read.end, sp.end)
 						}
-						fetchGrains(sp, s.grain)
+						fetchGrains(sp, s.fetch)
 						read = s.at(started).span
 					}
 				}
@@ -690,12 +692,12 @@ func (s *Stream) populate(v, to int64) (int64, error) {
 
 // fetchGrains starts reading the grains of sp into the page cache (fadvise
 // WILLNEED, which reads exactly the range, where a fault would read ahead
-// past it), a grain per call, as the kernel reads at most a readahead
+// past it), chunk bytes per call: the kernel reads at most a readahead
 // window per call.
-func fetchGrains(sp span, grain int64) {
+func fetchGrains(sp span, chunk int64) {
 	end := min(sp.end, sp.f.Len())
-	for at := sp.start; at < end; at += grain {
-		sp.f.WillNeed(at, min(grain, end-at))
+	for at := sp.start; at < end; at += chunk {
+		sp.f.WillNeed(at, min(chunk, end-at))
 	}
 }
 

@@ -157,15 +157,16 @@ func (w *outFile) padTo(off int64) error {
 }
 
 // copySeg appends the bytes of s and reports them to r.progress as they
-// are copied: with copy_file_range from the input file where the system has
-// it (Linux), else chunk by chunk from the mapping.
+// are copied: with copy_file_range from the file s is a view of where the
+// system has it (Linux), else chunk by chunk from the mapping.
 func (w *outFile) copySeg(r *run, s segment.Segment) error {
 	n := s.Len()
 	var start int64
-	if r.src != nil && n > 0 && r.kernelCopy {
-		copied, ok, err := copyFile(r, w, r.src, s.Offset(), n)
+	if mf := s.File(); mf != nil && n > 0 && r.kernelCopy && mf.Fd() != ^uintptr(0) {
+		base, _ := mf.Section()
+		copied, ok, err := copyFile(r, w, mf.Fd(), base+s.Offset(), n)
 		if err != nil {
-			return fmt.Errorf("repack: copying %d bytes at %d to %s: %w", n, s.Offset(), w.dst, err)
+			return fmt.Errorf("repack: copying %d bytes at %d of %s to %s: %w", n, s.Offset(), mf.Name(), w.dst, err)
 		}
 		if !ok {
 			r.kernelCopy = false

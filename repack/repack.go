@@ -138,26 +138,14 @@ func Repack(in, out string, opts Options) (*Result, error) {
 		return nil, fmt.Errorf("repack: %s: the .ptd and the program cannot be one file", opts.Externalize)
 	}
 
-	// The input is opened twice, read-only: mapped by the loader, which
-	// verifies it, and as a file for copy_file_range. Both must be the
-	// same file.
-	src, err := os.Open(in)
-	if err != nil {
-		return nil, err
-	}
-	defer src.Close()
-	srcInfo, err := src.Stat()
-	if err != nil {
-		return nil, err
-	}
+	// The weights are copied from the loader's mapping of the input (its
+	// descriptor, for copy_file_range), so that what is verified is what
+	// is copied.
 	m, err := loader.Open(in, loader.WithData(opts.Data...))
 	if err != nil {
 		return nil, err
 	}
 	defer m.Close()
-	if st, err := os.Stat(in); err != nil || !os.SameFile(st, srcInfo) || st.Size() != srcInfo.Size() {
-		return nil, fmt.Errorf("repack: %s changed while it was opened", in)
-	}
 	write, ok := writers[m.Format()]
 	if !ok {
 		write = (*run).relayout // a format that lays itself out anew
@@ -190,7 +178,7 @@ func Repack(in, out string, opts Options) (*Result, error) {
 		}
 	}()
 
-	r := &run{m: m, align: align, talign: talign, opts: &opts, src: src, kernelCopy: kernelCopy}
+	r := &run{m: m, align: align, talign: talign, opts: &opts, kernelCopy: kernelCopy}
 	r.align = max(align, talign)
 	res := &Result{Format: m.Format()}
 	if opts.To != "" {
@@ -224,8 +212,7 @@ type run struct {
 	opts   *Options
 	done   int64
 	total  int64
-	// src is the input file, for copy_file_range while kernelCopy holds.
-	src        *os.File
+	// kernelCopy: copy with copy_file_range while the system can.
 	kernelCopy bool
 	// unlinked: the input has external tensors it was not given the data
 	// of, so its output is checked unlinked too.

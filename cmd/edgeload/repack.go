@@ -25,8 +25,9 @@ With --to safetensors or --to ptd, convert instead: every tensor of IN
 ExecuTorch's weights open in Hugging Face's tools and theirs in a .ptd a
 program links with --data. Only the tensors carry over.
 
-With --check, compare the tensors of IN and OUT instead (name, dtype, shape
-and SHA-256 of the bytes), print every difference, and exit 1 if any.
+With --check, compare IN and OUT instead: their tensors (name, dtype, shape
+and SHA-256 of the bytes), delegate blobs, named data and segments without
+tensors (size and SHA-256); print every difference, and exit 1 if any.
 
 Sizes are bytes or take a suffix: 16K, 16KiB, 1MiB. See docs/REPACK.md.`
 
@@ -42,7 +43,7 @@ func runRepack(c *cli, args []string) int {
 	fs.BoolVar(&opts.RTenV2, "rten-v2", false, "write an RTen V1 model as V2 (inline constants move to the tensor data section)")
 	fs.BoolVar(&opts.VerifyBytes, "verify-bytes", false, "also read every byte of IN to verify it (beside the copy)")
 	fs.BoolVar(&opts.Sync, "sync", false, "fsync OUT before renaming it into place")
-	fs.BoolVar(&check, "check", false, "compare the tensors of IN and OUT instead of writing")
+	fs.BoolVar(&check, "check", false, "compare the tensors and other data of IN and OUT instead of writing")
 	fs.Var(&data, "data", "a `FILE.ptd` holding external tensors of IN (and OUT with --check; repeatable)")
 	pos, code, ok := parse(c, fs, args)
 	if !ok {
@@ -74,7 +75,7 @@ func runRepack(c *cli, args []string) int {
 			c.errorf("%s and %s differ in %d place(s)", in, out, len(diffs))
 			return exitInvalid
 		}
-		fmt.Fprintf(c.stdout, "ok    %s and %s hold the same tensors\n", in, out)
+		fmt.Fprintf(c.stdout, "ok    %s and %s hold the same tensors and data\n", in, out)
 		return exitOK
 	}
 	opts.Data = data

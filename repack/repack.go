@@ -75,8 +75,8 @@ type Options struct {
 type Result struct {
 	Format   loader.Format
 	Size     int64 // size of the output
-	Segments int   // segments (or tensor data sections) written
-	Tensors  int   // tensors whose bytes were copied
+	Segments int   // segments of the output, as package loader lists them
+	Tensors  int   // tensors of the output
 	// DataSize is the size of the Externalize .ptd, 0 without one.
 	DataSize int64
 }
@@ -162,7 +162,8 @@ func Repack(in, out string, opts Options) (*Result, error) {
 		return nil, err
 	}
 	// With VerifyBytes, Verify (which reads every byte) runs beside the
-	// rewrite: nothing is renamed into place unless it succeeds.
+	// rewrite, and so does the summary of the input the output is compared
+	// with: nothing is renamed into place unless both succeed.
 	verified := make(chan error, 1)
 	if !opts.VerifyBytes {
 		verified <- nil
@@ -172,9 +173,21 @@ func Repack(in, out string, opts Options) (*Result, error) {
 			verified <- err
 		}()
 	}
+	type summary struct {
+		s   *Summary
+		err error
+	}
+	summed := make(chan summary, 1)
+	go func() {
+		s, err := Summarize(m)
+		summed <- summary{s, err}
+	}()
 	defer func() {
 		if verified != nil {
 			<-verified
+		}
+		if summed != nil {
+			<-summed
 		}
 	}()
 
@@ -189,13 +202,18 @@ func Repack(in, out string, opts Options) (*Result, error) {
 	err = write(r, outs, out, res)
 	verr := <-verified
 	verified = nil
+	sum := <-summed
+	summed = nil
 	if err != nil {
 		return nil, err
 	}
 	if verr != nil {
 		return nil, verr
 	}
-	if err := checkOutputs(outs, &opts, !r.unlinked); err != nil {
+	if sum.err != nil {
+		return nil, sum.err
+	}
+	if err := readBack(outs, out, &opts, !r.unlinked, sum.s, res); err != nil {
 		return nil, err
 	}
 	if err := outs.commit(); err != nil {
@@ -268,13 +286,22 @@ func filePerm(in string) os.FileMode {
 	return st.Mode().Perm()
 }
 
-// checkOutputs opens the written files with the loader (which verifies
-// their headers, FlatBuffers and ranges, without reading the weights)
-// before they are renamed into place: a layout this package got wrong is
-// an error, not a file.
-func checkOutputs(outs *outputs, opts *Options, link bool) error {
+// afterWrite, when set (by tests), is called with the path of each file
+// written before it is read back.
+var afterWrite func(path string)
+
+// readBack opens the written files with the loader (which verifies their
+// headers, metadata and ranges) and compares the main one with the input's
+// summary in: a layout this package got wrong is an error, not a file.
+// Converted files are compared by their tensors, rewritten ones by
+// everything Diff compares. It sets res's counts from what the output
+// holds.
+func readBack(outs *outputs, out string, opts *Options, link bool, in *Summary, res *Result) error {
 	var data []string
 	for _, of := range outs.files {
+		if afterWrite != nil {
+			afterWrite(of.tmp)
+		}
 		if of.dst == opts.Externalize {
 			data = append(data, of.tmp)
 		}
@@ -288,7 +315,40 @@ func checkOutputs(outs *outputs, opts *Options, link bool) error {
 		if err != nil {
 			return fmt.Errorf("%w: the output %s does not open: %v", errInternal, of.dst, err)
 		}
+		if of.dst == out {
+			err = compareOutput(m, in, opts.To != "", res)
+		}
 		m.Close()
+		if err != nil {
+			return fmt.Errorf("%w: the output %s: %v", errInternal, of.dst, err)
+		}
 	}
+	return nil
+}
+
+// compareOutput checks the output m against the input's summary in and
+// records its segments and tensors in res.
+func compareOutput(m *loader.Model, in *Summary, converted bool, res *Result) error {
+	if err := m.Check(); err != nil {
+		return err
+	}
+	s, err := Summarize(m)
+	if err != nil {
+		return err
+	}
+	var diffs []Difference
+	if converted {
+		diffs = Compare(in.Tensors, s.Tensors)
+	} else {
+		diffs = Diff(in, s)
+	}
+	switch len(diffs) {
+	case 0:
+	case 1:
+		return fmt.Errorf("it differs from the input: %s", diffs[0])
+	default:
+		return fmt.Errorf("it differs from the input in %d places, first %s", len(diffs), diffs[0])
+	}
+	res.Segments, res.Tensors = len(m.Segments()), m.NumTensors()
 	return nil
 }

@@ -415,3 +415,80 @@ func sha(b []byte) string {
 	h := sha256.Sum256(b)
 	return hex.EncodeToString(h[:])
 }
+
+// TestReadBackCatches flips one byte of the first tensor (or blob) of each
+// real file's output after it is written: Repack reads the output back,
+// finds that it differs from the input, fails naming the difference, and
+// leaves nothing in the output's directory.
+func TestReadBackCatches(t *testing.T) {
+	n := 0
+	for _, in := range testmodels.All(t) {
+		if strings.HasSuffix(in, ".bpte") {
+			continue
+		}
+		t.Run(filepath.Base(in), func(t *testing.T) {
+			dir := t.TempDir()
+			flipped := ""
+			defer repack.SetAfterWrite(func(path string) {
+				m, err := loader.Open(path)
+				if err != nil {
+					t.Errorf("the output does not open: %v", err)
+					return
+				}
+				var at int64 = -1
+				for i := range m.NumTensors() {
+					if d := m.TensorData(i); d.Len() > 0 && d.File() == m.File() {
+						at, flipped = d.Offset()+d.Len()/2, "tensor "+m.TensorAt(i).Name
+						break
+					}
+				}
+				for _, nd := range m.NamedData() {
+					if at < 0 && nd.Data.Len() > 0 {
+						at, flipped = nd.Data.Offset()+nd.Data.Len()/2, "named data "+nd.Key
+					}
+				}
+				if bu, ok := m.Impl().(format.BlobUser); ok {
+					for _, b := range bu.GroupBlobs("") {
+						if at < 0 && b.Data.Len() > 0 {
+							at, flipped = b.Data.Offset()+b.Data.Len()/2, b.Name
+						}
+					}
+				}
+				m.Close()
+				if at < 0 {
+					return
+				}
+				f, err := os.OpenFile(path, os.O_RDWR, 0)
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer f.Close()
+				var b [1]byte
+				if _, err := f.ReadAt(b[:], at); err != nil {
+					t.Fatal(err)
+				}
+				b[0] ^= 0x01
+				if _, err := f.WriteAt(b[:], at); err != nil {
+					t.Fatal(err)
+				}
+			})()
+			_, err := repack.Repack(in, filepath.Join(dir, "out"), repack.Options{Align: 4096})
+			if flipped == "" {
+				if err != nil {
+					t.Fatal(err)
+				}
+				t.Skip("no tensor, named data or blob bytes to flip")
+			}
+			n++
+			if err == nil || !strings.Contains(err.Error(), "differs from the input") {
+				t.Errorf("%s flipped: Repack gives %v, want an error saying the output differs", flipped, err)
+			}
+			if es, _ := os.ReadDir(dir); len(es) != 0 {
+				t.Errorf("%s flipped: Repack left %s", flipped, es[0].Name())
+			}
+		})
+	}
+	if n < 10 {
+		t.Errorf("only %d outputs had a byte to flip", n)
+	}
+}

@@ -1,11 +1,14 @@
 package main
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/edgeload/edgeload/internal/testkit/testmodels"
 )
 
 func TestRepackCommand(t *testing.T) {
@@ -122,5 +125,24 @@ func TestProgressLine(t *testing.T) {
 	lines := strings.Split(strings.TrimSpace(b.String()), "\n")
 	if len(lines) != 10 || lines[0] != "edgeload: repack: 10% (105 of 1000 bytes)" || !strings.HasPrefix(lines[9], "edgeload: repack: 100% ") {
 		t.Errorf("progress lines:\n%s", b.String())
+	}
+}
+
+// TestRepackSummary: repack's summary line gives the output's real
+// segment and tensor counts, which for every real file are the input's
+// (each format's relayout keeps its segments), as the independent reader
+// lists them.
+func TestRepackSummary(t *testing.T) {
+	for _, in := range testmodels.All(t) {
+		if strings.HasSuffix(in, ".bpte") || strings.HasSuffix(in, ".litertlm") {
+			continue
+		}
+		exp := testmodels.Load(t, in)
+		out := filepath.Join(t.TempDir(), filepath.Base(in))
+		code, stdout, stderr := runCmd("repack", "--align", "4096", in, out)
+		want := fmt.Sprintf(", %d segment(s), %d tensor(s)\n", len(exp.Segments), len(exp.Tensors))
+		if code != exitOK || !strings.HasSuffix(stdout, want) {
+			t.Errorf("repack %s: exit %d, stdout %q, stderr %q; want a line ending %q", filepath.Base(in), code, stdout, stderr, want)
+		}
 	}
 }

@@ -198,16 +198,43 @@ func sha(d segment.Segment) (string, error) {
 	return hex.EncodeToString(sum[:]), nil
 }
 
-// open opens and verifies the model at path, linking a program to the
-// .ptd files in data.
-func open(path string, data []string) (*loader.Model, error) {
-	var opts []loader.Option
-	if len(data) > 0 {
-		if f, err := loader.SniffFile(path); err == nil && f.LinksData() {
-			opts = append(opts, loader.WithData(data...))
+// openModel opens the model at path, a file or ARCHIVE!/ENTRY
+// (mmapfile.OpenPath), linked to the data files (each a file or
+// ARCHIVE!/ENTRY) when its format links data and link is set.
+func openModel(path string, data []string, link bool) (*loader.Model, error) {
+	mf, err := mmapfile.OpenPath(path)
+	if err != nil {
+		return nil, err
+	}
+	var maps []*mmapfile.File
+	if link && len(data) > 0 {
+		head := make([]byte, min(mf.Len(), 4096))
+		k, _ := mf.ReadAt(head, 0)
+		if loader.Sniff(head[:k]).LinksData() {
+			for _, d := range data {
+				dm, err := mmapfile.OpenPath(d)
+				if err != nil {
+					closeAll(maps)
+					mf.Close()
+					return nil, fmt.Errorf("data file %s: %w", d, err)
+				}
+				maps = append(maps, dm)
+			}
 		}
 	}
-	m, err := loader.Open(path, opts...)
+	return loader.New(mf, loader.WithDataFiles(maps...))
+}
+
+func closeAll(mfs []*mmapfile.File) {
+	for _, mf := range mfs {
+		mf.Close()
+	}
+}
+
+// open opens and verifies the model at path (a file or ARCHIVE!/ENTRY),
+// linking a program to the .ptd files in data.
+func open(path string, data []string) (*loader.Model, error) {
+	m, err := openModel(path, data, true)
 	if err != nil {
 		return nil, err
 	}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/edgeload/edgeload/loader"
 	"github.com/edgeload/edgeload/loader/format"
+	"github.com/edgeload/edgeload/mmapfile"
 )
 
 // Alignment limits for Options.Align and Options.TensorAlign.
@@ -121,14 +122,21 @@ func Repack(in, out string, opts Options) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
+	inFile := in
+	if a, _, ok := mmapfile.SplitArchivePath(in); ok {
+		inFile = a
+	}
 	for _, p := range []string{out, opts.Externalize} {
 		if p == "" {
 			continue
 		}
-		if err := notSame(in, p); err != nil {
+		if err := notSame(inFile, p); err != nil {
 			return nil, err
 		}
 		for _, d := range opts.Data {
+			if a, _, ok := mmapfile.SplitArchivePath(d); ok {
+				d = a
+			}
 			if err := notSame(d, p); err != nil {
 				return nil, err
 			}
@@ -141,7 +149,7 @@ func Repack(in, out string, opts Options) (*Result, error) {
 	// The weights are copied from the loader's mapping of the input (its
 	// descriptor, for copy_file_range), so that what is verified is what
 	// is copied.
-	m, err := loader.Open(in, loader.WithData(opts.Data...))
+	m, err := openModel(in, opts.Data, true)
 	if err != nil {
 		return nil, err
 	}
@@ -197,7 +205,7 @@ func Repack(in, out string, opts Options) (*Result, error) {
 	if opts.To != "" {
 		res.Format = loader.Format(opts.To)
 	}
-	outs := &outputs{perm: filePerm(in), sync: opts.Sync}
+	outs := &outputs{perm: filePerm(inFile), sync: opts.Sync}
 	defer outs.abort()
 	err = write(r, outs, out, res)
 	verr := <-verified
@@ -307,11 +315,7 @@ func readBack(outs *outputs, out string, opts *Options, link bool, in *Summary, 
 		}
 	}
 	for _, of := range outs.files {
-		var lopts []loader.Option
-		if f, err := loader.SniffFile(of.tmp); err == nil && f.LinksData() && link {
-			lopts = append(lopts, loader.WithData(append(data, opts.Data...)...))
-		}
-		m, err := loader.Open(of.tmp, lopts...)
+		m, err := openModel(of.tmp, append(data, opts.Data...), link)
 		if err != nil {
 			return fmt.Errorf("%w: the output %s does not open: %v", errInternal, of.dst, err)
 		}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -9,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/edgeload/edgeload/internal/testkit/testmodels"
+	"github.com/edgeload/edgeload/internal/testkit/ziptest"
 )
 
 func TestRepackCommand(t *testing.T) {
@@ -145,4 +147,52 @@ func TestRepackSummary(t *testing.T) {
 			t.Errorf("repack %s: exit %d, stdout %q, stderr %q; want a line ending %q", filepath.Base(in), code, stdout, stderr, want)
 		}
 	}
+}
+
+// repack takes ARCHIVE!/ENTRY as inspect does: every real model stored in
+// a zip at an odd offset repacks from the entry to the bytes it repacks
+// to from the file, and --check takes the entry too.
+func TestRepackZipEntry(t *testing.T) {
+	for _, path := range testmodels.All(t) {
+		if strings.HasSuffix(path, ".bpte") {
+			continue
+		}
+		t.Run(filepath.Base(path), func(t *testing.T) {
+			b, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			archive, _, err := ziptest.Model(b)
+			if err != nil {
+				t.Fatal(err)
+			}
+			dir := t.TempDir()
+			entry := writeTemp(t, dir, "app.apk", archive) + "!/" + ziptest.Stored
+			fromFile, fromEntry := filepath.Join(dir, "file.out"), filepath.Join(dir, "entry.out")
+			if code, _, stderr := runCmd("repack", "--align", "4096", path, fromFile); code != exitOK {
+				t.Skipf("the file does not repack: %s", stderr)
+			}
+			if code, stdout, stderr := runCmd("repack", "--align", "4096", entry, fromEntry); code != exitOK {
+				t.Fatalf("repack of the entry: exit %d, %q %q", code, stdout, stderr)
+			}
+			if a, b := mustReadFile(t, fromFile), mustReadFile(t, fromEntry); !bytes.Equal(a, b) {
+				t.Errorf("the entry repacks to %d bytes, the file to %d others", len(b), len(a))
+			}
+			if code, stdout, stderr := runCmd("repack", "--check", entry, fromEntry); code != exitOK {
+				t.Errorf("repack --check of the entry: exit %d, %q %q", code, stdout, stderr)
+			}
+			if code, _, stderr := runCmd("repack", entry, filepath.Join(dir, "app.apk")); code != exitInvalid || !strings.Contains(stderr, "output is the input file") {
+				t.Errorf("repack over its own archive: exit %d, %q", code, stderr)
+			}
+		})
+	}
+}
+
+func mustReadFile(t *testing.T, path string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
 }

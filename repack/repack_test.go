@@ -492,3 +492,29 @@ func TestReadBackCatches(t *testing.T) {
 		t.Errorf("only %d outputs had a byte to flip", n)
 	}
 }
+
+// TestEmptyGGUF: a GGUF file without tensors (a vocabulary) has no data
+// section to align: repacked at 16 KiB it grows by the general.alignment
+// pair it gains, no more.
+func TestEmptyGGUF(t *testing.T) {
+	n := 0
+	for _, in := range testmodels.Files(t, "gguf") {
+		if exp := testmodels.Load(t, in); exp.ExitCode != 0 || len(exp.Tensors) > 0 {
+			continue
+		}
+		n++
+		out := filepath.Join(t.TempDir(), "out.gguf")
+		res, err := repack.Repack(in, out, repack.Options{Align: 16384})
+		if err != nil {
+			t.Fatal(err)
+		}
+		// The pair: a u64 key length, the key, a u32 type and the u32 value.
+		pair := int64(8 + len("general.alignment") + 4 + 4)
+		if st, _ := os.Stat(in); res.Size > st.Size()+pair {
+			t.Errorf("%s: %d bytes repacked, from %d", filepath.Base(in), res.Size, st.Size())
+		}
+	}
+	if n == 0 {
+		t.Error("no real GGUF file without tensors")
+	}
+}

@@ -10,8 +10,9 @@ import (
 )
 
 // Relayout lays the file out with general.alignment = align and every
-// tensor on that boundary, contiguous in tensor order (the layout ggml's
-// own reader requires). Every metadata pair keeps its key, type and bytes
+// tensor on that boundary, contiguous in tensor order, each padded to the
+// boundary (the layout ggml's own reader requires); a file without tensors
+// ends with its tensor infos. Every metadata pair keeps its key, type and bytes
 // except general.alignment, which takes the new value (and is appended
 // when the file has none and align is not 32); tensor infos keep
 // everything but their offsets. align must be a power of two from 8 to
@@ -56,8 +57,13 @@ func (f *File) Relayout(align int64) (*format.Layout, error) {
 		h = append(h, f.head[t.InfoOffset:end]...)
 		h = binary.LittleEndian.AppendUint64(h, uint64(rel[i]))
 	}
-	data := alignUp(int64(len(h)), align)
-	h = append(h, make([]byte, data-int64(len(h)))...)
+	// The data section starts on the boundary; a file without tensors has
+	// none, and no padding.
+	data := int64(len(h))
+	if len(f.tensors) > 0 {
+		data = alignUp(data, align)
+		h = append(h, make([]byte, data-int64(len(h)))...)
+	}
 	for i := range rel {
 		rel[i] += data
 	}

@@ -148,7 +148,7 @@ func (r *run) writePTD(outs *outputs, path string, o *ptdOut) (int64, error) {
 	ptd.Header{Length: ptdHeaderLen, FlatBufferOffset: ptdBody, FlatBufferSize: uint64(len(fb) - 8),
 		SegmentBaseOffset: uint64(base), SegmentDataSize: uint64(dataSize)}.Put(head)
 
-	w, err := outs.create(path)
+	w, err := outs.create(path, "")
 	if err != nil {
 		return 0, err
 	}

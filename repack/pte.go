@@ -214,7 +214,7 @@ func encodePTE(prog *ptefb.ProgramT, sizeHint int, hasSegments bool, align, data
 // writeSegments writes head, then each planned segment's pieces at base +
 // its offset, zeros between them.
 func (r *run) writeSegments(outs *outputs, out string, res *Result, head []byte, base int64, plans []segPlan, dataSize int64) error {
-	w, err := outs.create(out)
+	w, err := outs.create(out, "")
 	if err != nil {
 		return err
 	}

@@ -199,7 +199,18 @@ func Repack(in, out string, opts Options) (*Result, error) {
 		}
 	}()
 
-	r := &run{m: m, align: align, talign: talign, opts: &opts, kernelCopy: kernelCopy}
+	r := &run{m: m, align: align, talign: talign, opts: &opts, kernelCopy: kernelCopy, inputs: []string{inFile}}
+	for _, d := range opts.Data {
+		if a, _, ok := mmapfile.SplitArchivePath(d); ok {
+			d = a
+		}
+		r.inputs = append(r.inputs, d)
+	}
+	if mf, ok := m.Impl().(format.MultiFile); ok {
+		for _, f := range mf.Files() {
+			r.inputs = append(r.inputs, f.Name())
+		}
+	}
 	r.align = max(align, talign)
 	res := &Result{Format: m.Format()}
 	if opts.To != "" {
@@ -240,6 +251,9 @@ type run struct {
 	total  int64
 	// kernelCopy: copy with copy_file_range while the system can.
 	kernelCopy bool
+	// inputs are the files read (the model's, its data files', its
+	// shards'), which no output may replace.
+	inputs []string
 	// unlinked: the input has external tensors it was not given the data
 	// of, so its output is checked unlinked too.
 	unlinked bool
@@ -310,7 +324,7 @@ func readBack(outs *outputs, out string, opts *Options, link bool, in *Summary, 
 		if afterWrite != nil {
 			afterWrite(of.tmp)
 		}
-		if of.dst == opts.Externalize {
+		if of.link || of.dst == opts.Externalize {
 			data = append(data, of.tmp)
 		}
 	}

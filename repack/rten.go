@@ -31,7 +31,7 @@ func (r *run) rten(outs *outputs, out string, res *Result) error {
 			return err
 		}
 		r.total = whole.Len()
-		w, err := outs.create(out)
+		w, err := outs.create(out, "")
 		if err != nil {
 			return err
 		}
@@ -93,7 +93,7 @@ func (r *run) writeRTenV2(outs *outputs, out string, res *Result, fb []byte, pie
 	dataOff := alignUp(modelOff+int64(len(fb)), r.align)
 	head := rten.Header{Version: 2, ModelOffset: modelOff, ModelLen: int64(len(fb)), TensorDataOffset: dataOff}.Append(nil)
 
-	w, err := outs.create(out)
+	w, err := outs.create(out, "")
 	if err != nil {
 		return err
 	}

@@ -1,6 +1,8 @@
 package repack_test
 
 import (
+	"bytes"
+	"encoding/binary"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -92,5 +94,48 @@ func TestConvertSharded(t *testing.T) {
 			}
 			sameSums(t, "index --to "+to, sums(t, out), want)
 		}
+	}
+}
+
+// TestRepackSharded repacks a sharded checkpoint given by its index: the
+// index and every shard are written to the output's directory, each
+// shard's data buffer on the boundary, and the output holds the tensors
+// the generator wrote. Writing the shards over the input's own is
+// refused, and leaves nothing.
+func TestRepackSharded(t *testing.T) {
+	want := shardedSums(t)
+	in := copySharded(t, 0)
+	dir := t.TempDir()
+	out := filepath.Join(dir, "model.safetensors.index.json")
+	res, err := repack.Repack(in, out, repack.Options{Align: 4096})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sameSums(t, "repacked index", sums(t, out), want)
+	if !bytes.Equal(mustRead(t, out), mustRead(t, in)) {
+		t.Error("the index changed")
+	}
+	es, _ := os.ReadDir(filepath.Dir(in))
+	var total int64
+	for _, e := range es {
+		b := mustRead(t, filepath.Join(dir, e.Name()))
+		total += int64(len(b))
+		if strings.HasSuffix(e.Name(), ".index.json") {
+			continue
+		}
+		if data := 8 + int64(binary.LittleEndian.Uint64(b)); data%4096 != 0 {
+			t.Errorf("%s: data buffer at %d", e.Name(), data)
+		}
+	}
+	if res.Size != total {
+		t.Errorf("Result.Size %d, want the %d bytes of the index and its shards", res.Size, total)
+	}
+	// The input's directory, under another name for the index: the shards
+	// would replace the input's.
+	if _, err := repack.Repack(in, filepath.Join(filepath.Dir(in), "other.index.json"), repack.Options{Align: 4096}); err == nil || !strings.Contains(err.Error(), "output is the input") {
+		t.Errorf("writing over the input's shards: %v", err)
+	}
+	if es2, _ := os.ReadDir(filepath.Dir(in)); len(es2) != len(es) {
+		t.Errorf("the refused repack left %d files in the input's directory, want %d", len(es2), len(es))
 	}
 }

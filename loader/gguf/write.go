@@ -17,7 +17,8 @@ import (
 // when the file has none and align is not 32); tensor infos keep
 // everything but their offsets. align must be a power of two from 8 to
 // 2^31.
-func (f *File) Relayout(align int64) (*format.Layout, error) {
+func (f *File) Relayout(o format.RelayoutOptions) (*format.Layout, error) {
+	align := o.Align
 	if align < 8 || align > math.MaxUint32 || align&(align-1) != 0 {
 		return nil, fmt.Errorf("gguf: alignment %d: want a power of two from 8 to 2^31", align)
 	}
@@ -79,12 +80,12 @@ var alignUp = format.AlignUp
 // copyChunk is the buffer WriteAligned copies tensor bytes through.
 const copyChunk = 1 << 20
 
-// WriteAligned writes the file laid out by Relayout(align) to w and
+// WriteAligned writes the file laid out by Relayout with align to w and
 // returns the bytes written. Tensor bytes are read through the mapping's
 // ReadAt (pread for a file) a MiB at a time, so the heap holds the header
 // and one buffer whatever the file's size.
 func (f *File) WriteAligned(w io.Writer, align int64) (int64, error) {
-	l, err := f.Relayout(align)
+	l, err := f.Relayout(format.RelayoutOptions{Align: align})
 	if err != nil {
 		return 0, err
 	}

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/edgeload/edgeload/internal/testkit/hostile/ggufcheck"
+	"github.com/edgeload/edgeload/loader/format"
 )
 
 // TestWriteAligned rewrites the generated files with several alignments:
@@ -27,7 +28,7 @@ func TestWriteAligned(t *testing.T) {
 			if err != nil || n != int64(buf.Len()) {
 				t.Fatalf("%s: WriteAligned(%d) = %d, %v", s.Name, align, n, err)
 			}
-			l, _ := f.Relayout(align)
+			l, _ := f.Relayout(format.RelayoutOptions{Align: align})
 			g, err := open(buf.Bytes())
 			if err != nil {
 				t.Fatalf("%s at %d: %v", s.Name, align, err)
@@ -190,7 +191,7 @@ func TestPythonReader(t *testing.T) {
 		}
 		orig := openFile(t, j.orig)
 		align := j.align
-		l, _ := orig.Relayout(align)
+		l, _ := orig.Relayout(format.RelayoutOptions{Align: align})
 		// gguf-py puts the data section on the boundary after the tensor
 		// infos, where the first tensor is; a file without tensors ends
 		// before it.

@@ -33,7 +33,8 @@ import (
 // Buffers that share bytes (several entries at one offset) still share
 // them. The FlatBuffer is taken to end where the first byte it points to
 // outside itself (an offset buffer, large custom options, the zip) starts.
-func (m *Model) Relayout(align int64) (*format.Layout, error) {
+func (m *Model) Relayout(o format.RelayoutOptions) (*format.Layout, error) {
+	align := o.Align
 	if align <= 0 || align&(align-1) != 0 || align > 1<<30 {
 		return nil, format.Errorf(formatName, "", -1, "alignment %d is not a power of two in [1, 2^30]", align)
 	}

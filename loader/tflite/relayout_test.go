@@ -102,7 +102,7 @@ func relaid(t *testing.T, orig []byte, align int64) []byte {
 	if err != nil {
 		t.Fatal(err)
 	}
-	l, err := m.Relayout(align)
+	l, err := m.Relayout(format.RelayoutOptions{Align: align})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -130,7 +130,7 @@ func relaid(t *testing.T, orig []byte, align int64) []byte {
 	}
 	// The copy relays out again (its FlatBuffer now ends in the padding
 	// before the first buffer, which the new head keeps), to the same model.
-	l2, err := c.Relayout(align)
+	l2, err := c.Relayout(format.RelayoutOptions{Align: align})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -160,7 +160,7 @@ func TestRelayoutRejectsAlignment(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, a := range []int64{0, -16, 48, 1 << 31} {
-		if _, err := m.Relayout(a); err == nil {
+		if _, err := m.Relayout(format.RelayoutOptions{Align: a}); err == nil {
 			t.Errorf("Relayout(%d) succeeded, want an error", a)
 		}
 	}

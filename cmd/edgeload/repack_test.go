@@ -136,7 +136,7 @@ func TestProgressLine(t *testing.T) {
 // lists them.
 func TestRepackSummary(t *testing.T) {
 	for _, in := range testmodels.All(t) {
-		if strings.HasSuffix(in, ".bpte") || strings.HasSuffix(in, ".litertlm") {
+		if strings.HasSuffix(in, ".bpte") {
 			continue
 		}
 		exp := testmodels.Load(t, in)

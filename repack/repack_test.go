@@ -518,3 +518,21 @@ func TestEmptyGGUF(t *testing.T) {
 		t.Error("no real GGUF file without tensors")
 	}
 }
+
+// TestLiteRTLM repacks the real LiteRT-LM file and the one Google's
+// builder wrote: each repacks (and is read back and compared with its
+// input), and repacking the output again changes nothing.
+func TestLiteRTLM(t *testing.T) {
+	files := append(testmodels.Files(t, "litertlm"), "../loader/litertlm/testdata/builder.litertlm")
+	for _, in := range files {
+		for _, l := range layouts {
+			t.Run(filepath.Base(in)+"/"+l.name, func(t *testing.T) {
+				out, _ := repackFile(t, in, t.TempDir(), filepath.Base(in), l.opts)
+				diffs, err := repack.Check(in, out)
+				if err != nil || len(diffs) > 0 {
+					t.Errorf("--check: %v %v", diffs, err)
+				}
+			})
+		}
+	}
+}

@@ -2,8 +2,10 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -195,4 +197,71 @@ func mustReadFile(t *testing.T, path string) []byte {
 		t.Fatal(err)
 	}
 	return b
+}
+
+// TestRepackGGUFRealign repacks each real GGUF file to --align 64 (which
+// writes general.alignment) and that output again to 16K: gguf-py reads
+// the second output with alignment 16384, every tensor on it, each with
+// the bytes the independent reader gives it. The GGUF writer must change
+// an existing general.alignment, not only add a missing one.
+func TestRepackGGUFRealign(t *testing.T) {
+	if err := exec.Command("python3", "-c", "import gguf").Run(); err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("python3 with gguf is required under CI=true: %v", err)
+		}
+		t.Skipf("python3 with the gguf package not available: %v", err)
+	}
+	const script = `
+import sys, json, hashlib, gguf
+r = gguf.GGUFReader(sys.argv[1])
+f = r.fields.get("general.alignment")
+out = {"alignment": int(f.parts[f.data[0]][0]) if f else None, "tensors": {}}
+for t in r.tensors:
+    out["tensors"][t.name] = [str(t.data_offset), hashlib.sha256(t.data.tobytes()).hexdigest()]
+print(json.dumps(out))
+`
+	n := 0
+	for _, in := range testmodels.Files(t, "gguf") {
+		exp := testmodels.Load(t, in)
+		if exp.ExitCode != 0 || len(exp.Tensors) == 0 {
+			continue
+		}
+		n++
+		dir := t.TempDir()
+		mid, out := filepath.Join(dir, "64.gguf"), filepath.Join(dir, "16k.gguf")
+		for _, step := range [][3]string{{"64", in, mid}, {"16K", mid, out}} {
+			if code, stdout, stderr := runCmd("repack", "--align", step[0], step[1], step[2]); code != exitOK {
+				t.Fatalf("%s: repack --align %s: exit %d, %q %q", filepath.Base(in), step[0], code, stdout, stderr)
+			}
+		}
+		if err := exec.Command("python3", "-c", script, in).Run(); err != nil {
+			t.Logf("%s: gguf-py does not read the original either: skipped", filepath.Base(in))
+			continue
+		}
+		js, err := exec.Command("python3", "-c", script, out).Output()
+		if err != nil {
+			t.Fatalf("%s: gguf-py: %v", filepath.Base(in), err)
+		}
+		var got struct {
+			Alignment *int64               `json:"alignment"`
+			Tensors   map[string][2]string `json:"tensors"`
+		}
+		if err := json.Unmarshal(js, &got); err != nil {
+			t.Fatal(err)
+		}
+		if got.Alignment == nil || *got.Alignment != 16384 {
+			t.Errorf("%s: gguf-py reads general.alignment %v, want 16384", filepath.Base(in), got.Alignment)
+		}
+		for _, tn := range exp.Tensors {
+			g, ok := got.Tensors[tn.Name]
+			var off int64
+			fmt.Sscan(g[0], &off)
+			if !ok || g[1] != tn.SHA256 || off%16384 != 0 {
+				t.Errorf("%s: tensor %s: gguf-py reads %v, want sha %s on 16384", filepath.Base(in), tn.Name, g, tn.SHA256)
+			}
+		}
+	}
+	if n == 0 {
+		t.Error("no real GGUF file with tensors")
+	}
 }

@@ -29,6 +29,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -147,6 +148,12 @@ func Register(r format.Registration) {
 		}
 	}
 	registry.formats = append(fs[:i:i], append([]format.Registration{r}, fs[i:]...)...)
+}
+
+// Formats returns the registered formats, in the order Open sniffs for
+// them (fallbacks last).
+func Formats() []format.Registration {
+	return slices.Clone(formats())
 }
 
 // formats returns the registered formats.

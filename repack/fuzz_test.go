@@ -65,9 +65,9 @@ func FuzzRepack(f *testing.F) {
 			// external tensor of the input whose data was not given.
 			ext = ext && w.SHA256 != ""
 		}
-		// RTenV2 (ignored for anything but an RTen V1 model) on every
+		// Upgrade (ignored for anything but an RTen V1 model) on every
 		// other seed: V1 is then rewritten as V2, or copied as it is.
-		opts := repack.Options{Align: 16, TensorAlign: []int64{0, 16, 32, 64}[talign%4], RTenV2: talign&4 == 0}
+		opts := repack.Options{Align: 16, TensorAlign: []int64{0, 16, 32, 64}[talign%4], Upgrade: talign&4 == 0}
 		var data2 []string
 		if ext {
 			opts.Externalize = filepath.Join(dir, "out.ptd")

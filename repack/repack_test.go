@@ -536,3 +536,22 @@ func TestLiteRTLM(t *testing.T) {
 		}
 	}
 }
+
+// TestBundleRefused: a bundled program is not rewritten (its embedded
+// program would be written alone, without its test suites): the repack
+// is refused and leaves nothing.
+func TestBundleRefused(t *testing.T) {
+	for _, in := range append(testmodels.Files(t, "pte"), "../testdata/tiny.bpte") {
+		if !strings.HasSuffix(in, ".bpte") {
+			continue
+		}
+		dir := t.TempDir()
+		_, err := repack.Repack(in, filepath.Join(dir, "out.bpte"), repack.Options{})
+		if err == nil || !strings.Contains(err.Error(), "cannot rewrite") {
+			t.Errorf("%s: %v, want a refusal", filepath.Base(in), err)
+		}
+		if es, _ := os.ReadDir(dir); len(es) != 0 {
+			t.Errorf("%s: the refused repack left %s", filepath.Base(in), es[0].Name())
+		}
+	}
+}

@@ -40,7 +40,7 @@ func runRepack(c *cli, args []string) int {
 	fs.Var((*sizeflag.Value)(&opts.TensorAlign), "tensor-align", "also align every constant inside its segment to `N`")
 	fs.StringVar(&opts.Externalize, "externalize", "", "move a .pte's constants to the new `F.ptd`")
 	fs.StringVar(&opts.To, "to", "", "convert IN's tensors to a `FORMAT` file: safetensors or ptd")
-	fs.BoolVar(&opts.RTenV2, "rten-v2", false, "write an RTen V1 model as V2 (inline constants move to the tensor data section)")
+	fs.BoolVar(&opts.Upgrade, "rten-v2", false, "write an RTen V1 model as V2 (inline constants move to the tensor data section)")
 	fs.BoolVar(&opts.VerifyBytes, "verify-bytes", false, "also read every byte of IN to verify it (beside the copy)")
 	fs.BoolVar(&opts.Sync, "sync", false, "fsync OUT before renaming it into place")
 	fs.BoolVar(&check, "check", false, "compare the tensors and other data of IN and OUT instead of writing")

@@ -155,7 +155,8 @@ func (t *Table) Uint(id int) (uint64, error) {
 func (t *Table) Ref(id int) (int64, error) { return t.c.w.Ref(&t.t, id, false) }
 
 // Drop leaves field id out of the copy (for a union, both its tag and its
-// value).
+// value). Drop, SetUint, Track and SetRef apply to a table being copied,
+// not to one opened with Read.
 func (t *Table) Drop(id int) {
 	t.out[id].state = fieldDrop
 	if f := t.field(id); f != nil && f.Kind == fbverify.KindUnion {
@@ -190,20 +191,81 @@ func (t *Table) SetRef(id int, off flatbuffers.UOffsetT) {
 	o.state, o.ref = fieldRef, off
 }
 
-// CopyTable copies the table the field id points to with edit applied
-// after the Copier's Edit, and returns its offset in the copy (0 when the
-// field is absent). A table copied this way is not shared with other
-// references to it.
-func (t *Table) CopyTable(id int, edit func(*Table) error) (flatbuffers.UOffsetT, error) {
+// CopyTable copies the table the table field id points to (for a union
+// field, its value: the tag is copied with it) with edit applied after
+// the Copier's Edit, and writes it as the field. A table copied this way
+// is not shared with other references to it. An absent field stays
+// absent.
+func (t *Table) CopyTable(id int, edit func(*Table) error) error {
 	f := t.field(id)
-	if f == nil || f.Kind != fbverify.KindTable {
-		return 0, fmt.Errorf("fbcopy: %s has no table field %d", t.Desc.Name, id)
+	if f == nil || f.Kind != fbverify.KindTable && f.Kind != fbverify.KindUnion {
+		return fmt.Errorf("fbcopy: %s has no table or union field %d", t.Desc.Name, id)
 	}
+	if f.Kind == fbverify.KindTable {
+		q, err := t.Ref(id)
+		if err != nil || q == 0 {
+			return err
+		}
+		off, err := t.c.table(f.Table, q, edit)
+		if err != nil {
+			return err
+		}
+		t.SetRef(id, off)
+		return nil
+	}
+	tag, q, err := t.c.w.Union(&t.t, id)
+	if err != nil || tag == 0 {
+		return err
+	}
+	if tag >= len(f.Members) || f.Members[tag] == nil {
+		return t.c.w.Fail(t.Pos, "union member %d, which this copy does not know", tag)
+	}
+	off, err := t.c.table(f.Members[tag], q, edit)
+	if err != nil {
+		return err
+	}
+	t.SetUint(id, uint64(tag))
+	t.SetRef(id+1, off)
+	return nil
+}
+
+// Vector returns the position of the first element and the length of the
+// vector of elem-byte elements field id points to, checked against the
+// buffer (0, 0 when absent).
+func (t *Table) Vector(id int, elem int64) (start, n int64, err error) {
 	q, err := t.Ref(id)
 	if err != nil || q == 0 {
-		return 0, err
+		return 0, 0, err
 	}
-	return t.c.table(f.Table, q, edit)
+	return t.c.w.Vector(q, elem)
+}
+
+// CopyTable copies the table at pos, described by d, with edit applied
+// after Edit (not shared, then, with other references to it; edit may be
+// nil), and returns its offset in the copy: for an edit function that
+// builds a field of its own (a vector of tables copied one by one).
+func (c *Copier) CopyTable(d *fbverify.TableDesc, pos int64, edit func(*Table) error) (flatbuffers.UOffsetT, error) {
+	return c.table(d, pos, edit)
+}
+
+// Input returns the buffer being copied: an edit function reads the
+// elements of a vector Vector checked in it.
+func (c *Copier) Input() []byte { return c.buf }
+
+// Deref follows the offset at pos (an element of a vector Vector
+// returned), checked against the buffer.
+func (c *Copier) Deref(pos int64) (int64, error) { return c.w.Deref(pos) }
+
+// Read opens the table at pos, described by d, for reading its fields
+// (Has, Uint, Ref, Vector) and nothing else: to look at a table an edit
+// function is not copying, such as the value of a union it drops.
+func (c *Copier) Read(d *fbverify.TableDesc, pos int64) (*Table, error) {
+	t, err := c.w.Start(pos)
+	if err != nil {
+		return nil, err
+	}
+	c.w.Leave()
+	return &Table{Desc: d, Pos: pos, c: c, t: t}, nil
 }
 
 func (t *Table) field(id int) *fbverify.FieldDesc {

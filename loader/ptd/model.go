@@ -17,6 +17,7 @@ var Format = format.Registration{
 	Open: func(mf *mmapfile.File, c *format.Config) (format.Model, error) {
 		return NewFile(mf, WithHead(c.Head), WithName(c.Name))
 	},
+	Convert: Convert,
 }
 
 // NumTensors returns len(Tensors()).

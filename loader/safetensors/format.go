@@ -17,10 +17,11 @@ import (
 // either: the index with the shards it names, found beside it (Config.Name
 // is the index's path; Config.Mmap maps them).
 var Format = format.Registration{
-	Name:  formatName,
-	Magic: "a little-endian header length, then a JSON header; or a model.safetensors.index.json",
-	Sniff: Sniff,
-	Open:  open,
+	Name:    formatName,
+	Magic:   "a little-endian header length, then a JSON header; or a model.safetensors.index.json",
+	Sniff:   Sniff,
+	Open:    open,
+	Convert: Convert,
 }
 
 // Sniff reports whether head, a file's first bytes, is the start of a

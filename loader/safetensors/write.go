@@ -282,3 +282,25 @@ func (m *Sharded) Relayout(o format.RelayoutOptions) (*format.Layout, error) {
 	}
 	return l, nil
 }
+
+// Convert lays out a safetensors file holding the tensors ts
+// (format.Registration's Convert), as Write lays it out: the data buffer
+// on align; src's metadata when it is a safetensors file.
+func Convert(src format.Model, ts []*format.Tensor, align int64) (*format.Layout, error) {
+	srcs := make([]Source, len(ts))
+	for i, t := range ts {
+		if Code(t.DType) == "" {
+			return nil, fmt.Errorf("safetensors: tensor %q: safetensors has no dtype for %v", t.Name, t.DType)
+		}
+		srcs[i] = Source{Name: t.Name, DType: t.DType, Shape: t.Shape}
+	}
+	var meta []Meta
+	if f, ok := src.(*File); ok {
+		meta = f.Metadata()
+	}
+	p, err := NewPlan(srcs, meta, align)
+	if err != nil {
+		return nil, err
+	}
+	return PlanLayout(p, func(i int) segment.Segment { return ts[i].Data }), nil
+}

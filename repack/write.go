@@ -7,20 +7,6 @@ import (
 	"github.com/edgeload/edgeload/loader/format"
 )
 
-// relayout rewrites a model whose format lays itself out anew
-// (format.Relayouter).
-func (r *run) relayout(outs *outputs, out string, res *Result) error {
-	rl, ok := r.m.Impl().(format.Relayouter)
-	if !ok {
-		return fmt.Errorf("repack: edgeload cannot rewrite %s files", r.m.Format())
-	}
-	l, err := rl.Relayout(format.RelayoutOptions{Align: r.align, TensorAlign: r.talign, Upgrade: r.opts.RTenV2})
-	if err != nil {
-		return err
-	}
-	return r.writeLayout(outs, out, res, l)
-}
-
 // writeLayout writes l to out and its other files beside it or where
 // they are named. An output with files beside it is written to a
 // temporary directory with them, so that it finds them by name when it

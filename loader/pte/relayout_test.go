@@ -1,4 +1,4 @@
-package repack
+package pte_test
 
 import (
 	"strings"
@@ -8,14 +8,17 @@ import (
 
 	"github.com/edgeload/edgeload/internal/schema/ptefb"
 	"github.com/edgeload/edgeload/internal/testkit/hostile"
+	"github.com/edgeload/edgeload/loader/format"
+	"github.com/edgeload/edgeload/loader/pte"
+	"github.com/edgeload/edgeload/mmapfile"
 )
 
 // The fields the loader does not verify (a chain's stack frames, a plan's
-// non-constant buffer devices) are checked before UnPack with 64-bit
-// offsets: an element offset whose target lies 4 GiB on, which the
+// non-constant buffer devices) are verified as Relayout copies them, with
+// 64-bit offsets: an element offset whose target lies 4 GiB on, which the
 // generated code's 32-bit arithmetic wraps to an in-bounds table (the
 // root), is refused.
-func TestUnpackOffsetWrap(t *testing.T) {
+func TestRelayoutOffsetWrap(t *testing.T) {
 	prog := &ptefb.ProgramT{ExecutionPlan: []*ptefb.ExecutionPlanT{{
 		Name: "forward",
 		Chains: []*ptefb.ChainT{{Stacktrace: []*ptefb.FrameListT{{
@@ -24,9 +27,18 @@ func TestUnpackOffsetWrap(t *testing.T) {
 		NonConstBufferDevice: []*ptefb.NonConstBufferDeviceT{{BufferIdx: 1}},
 	}}}
 	b := flatbuffers.NewBuilder(0)
-	b.Finish(prog.Pack(b))
+	b.FinishWithFileIdentifier(prog.Pack(b), []byte(pte.Identifier))
 	good := b.FinishedBytes()
-	if _, err := unpackProgram(good); err != nil {
+	relayout := func(buf []byte) error {
+		p, err := pte.NewFile(mmapfile.NewBytes(buf))
+		if err != nil {
+			t.Fatalf("the loader refuses the program: %v", err)
+		}
+		defer p.Close()
+		_, err = p.Relayout(format.RelayoutOptions{Align: 64})
+		return err
+	}
+	if err := relayout(good); err != nil {
 		t.Fatalf("valid program: %v", err)
 	}
 	for _, c := range []struct {
@@ -46,8 +58,8 @@ func TestUnpackOffsetWrap(t *testing.T) {
 		f := hostile.FB{B: append([]byte(nil), good...)}
 		q := c.elem(f)
 		f.PutU32(q, uint32(int64(f.Root())+1<<32-int64(q)))
-		if _, err := unpackProgram(f.B); err == nil || !strings.Contains(err.Error(), "past the buffer") {
-			t.Errorf("%s: offset wrapping to the root: %v, want an offset past the buffer", c.name, err)
+		if err := relayout(f.B); err == nil || !strings.Contains(err.Error(), "past the end of the FlatBuffer") {
+			t.Errorf("%s: offset wrapping to the root: %v, want an offset past the end", c.name, err)
 		}
 	}
 }

@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 
+	flatbuffers "github.com/google/flatbuffers/go"
+
 	"github.com/edgeload/edgeload/internal/schema/ptdfb"
 	"github.com/edgeload/edgeload/internal/schema/ptefb"
 	"github.com/edgeload/edgeload/internal/testkit/testmodels"
@@ -347,6 +349,25 @@ func checkExternal(t *testing.T, in, out, data string) {
 	defer d.Close()
 	if got := len(d.Segments()); got != len(bufs) {
 		t.Errorf("%s: %d segments for %d distinct constant buffers", data, got, len(bufs))
+	}
+	// Read with the generated code: an external tensor has no
+	// data_buffer_idx, as ExecuTorch's exporter writes it.
+	prog := ptefb.GetRootAsProgram(mustRead(t, out), 0)
+	var plan ptefb.ExecutionPlan
+	var ev ptefb.EValue
+	var tab flatbuffers.Table
+	for i := range prog.ExecutionPlanLength() {
+		prog.ExecutionPlan(&plan, i)
+		for j := range plan.ValuesLength() {
+			if !plan.Values(&ev, j) || ev.ValType() != ptefb.KernelTypesTensor || !ev.Val(&tab) {
+				continue
+			}
+			var tn ptefb.Tensor
+			tn.Init(tab.Bytes, tab.Pos)
+			if x := tn.ExtraTensorInfo(nil); x != nil && x.Location() == 1 && tn.DataBufferIdx() != 0 {
+				t.Errorf("%s value %d: external with data_buffer_idx %d", plan.Name(), j, tn.DataBufferIdx())
+			}
+		}
 	}
 }
 

@@ -10,15 +10,18 @@ import (
 )
 
 const repackAbout = `Rewrite model file IN as OUT with a new layout and the same meaning:
-segments of a .pte or .ptd, and the tensor data section of an RTen V2
-model, start on --align boundaries (absolute file offsets); --tensor-align
-also places every constant inside its segment on a boundary; --externalize
-moves every constant of a .pte to a new .ptd (open the result with
---data F.ptd). IN is verified (headers, metadata, instructions and every
-range; --verify-bytes also reads every byte, beside the copy) and never
-written; OUT is written to a temporary file beside it, checked and renamed
-at the end (with --sync, synced to disk first, so that a crash cannot leave
-an incomplete OUT).
+every segment starts on an --align boundary (absolute file offset): a
+.pte's or .ptd's segments, an RTen V2 tensor data section, every GGUF
+tensor, every TFLite buffer, the safetensors data buffer, every LiteRT-LM
+section; a sharded checkpoint's index is written with its shards.
+--tensor-align also places every constant inside its segment on a
+boundary; --externalize moves every constant of a .pte to a new .ptd (open
+the result with --data F.ptd); --rten-v2 writes an RTen V1 model as V2.
+IN (a file or ARCHIVE!/ENTRY) is verified (headers, metadata, instructions
+and every range; --verify-bytes also reads every byte, beside the copy)
+and never written; OUT is written to a temporary file beside it, read back
+and compared with IN, and renamed at the end (with --sync, synced to disk
+first, so that a crash cannot leave an incomplete OUT).
 
 With --to safetensors or --to ptd, convert instead: every tensor of IN
 (name, dtype, shape, bytes) is written to OUT in that format, so that

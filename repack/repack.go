@@ -9,6 +9,7 @@ import (
 	"github.com/edgeload/edgeload/loader"
 	"github.com/edgeload/edgeload/loader/format"
 	"github.com/edgeload/edgeload/mmapfile"
+	"github.com/edgeload/edgeload/segment"
 )
 
 // Alignment limits for Options.Align and Options.TensorAlign.
@@ -190,9 +191,10 @@ func Repack(in, out string, opts Options) (*Result, error) {
 		s   *Summary
 		err error
 	}
+	digest := keyedDigest()
 	summed := make(chan summary, 1)
 	go func() {
-		s, err := Summarize(m)
+		s, err := summarize(m, digest)
 		summed <- summary{s, err}
 	}()
 	defer func() {
@@ -228,7 +230,7 @@ func Repack(in, out string, opts Options) (*Result, error) {
 	if sum.err != nil {
 		return nil, sum.err
 	}
-	if err := readBack(outs, out, &opts, resolved(m), sum.s, res); err != nil {
+	if err := readBack(outs, out, &opts, resolved(m), sum.s, digest, res); err != nil {
 		return nil, err
 	}
 	if err := outs.commit(); err != nil {
@@ -361,7 +363,7 @@ var afterWrite func(path string)
 // everything Diff compares. The main output is linked to the data files
 // it names (and opts.Data) when link is set. It sets res's counts from
 // what the output holds.
-func readBack(outs *outputs, out string, opts *Options, link bool, in *Summary, res *Result) error {
+func readBack(outs *outputs, out string, opts *Options, link bool, in *Summary, digest func(segment.Segment) (string, error), res *Result) error {
 	var data []string
 	for _, of := range outs.files {
 		if afterWrite != nil {
@@ -377,7 +379,7 @@ func readBack(outs *outputs, out string, opts *Options, link bool, in *Summary, 
 			return fmt.Errorf("%w: the output %s does not open: %v", errInternal, of.dst, err)
 		}
 		if of.dst == out {
-			err = compareOutput(m, in, opts.To != "", res)
+			err = compareOutput(m, in, digest, opts.To != "", res)
 		}
 		m.Close()
 		if err != nil {
@@ -387,13 +389,13 @@ func readBack(outs *outputs, out string, opts *Options, link bool, in *Summary, 
 	return nil
 }
 
-// compareOutput checks the output m against the input's summary in and
-// records its segments and tensors in res.
-func compareOutput(m *loader.Model, in *Summary, converted bool, res *Result) error {
+// compareOutput checks the output m against the input's summary in, made
+// with digest, and records its segments and tensors in res.
+func compareOutput(m *loader.Model, in *Summary, digest func(segment.Segment) (string, error), converted bool, res *Result) error {
 	if err := m.Check(); err != nil {
 		return err
 	}
-	s, err := Summarize(m)
+	s, err := summarize(m, digest)
 	if err != nil {
 		return err
 	}
@@ -403,13 +405,16 @@ func compareOutput(m *loader.Model, in *Summary, converted bool, res *Result) er
 	} else {
 		diffs = Diff(in, s)
 	}
-	switch len(diffs) {
-	case 0:
-	case 1:
-		return fmt.Errorf("it differs from the input: %s", diffs[0])
-	default:
-		return fmt.Errorf("it differs from the input in %d places, first %s", len(diffs), diffs[0])
+	if len(diffs) == 0 {
+		res.Segments, res.Tensors = len(m.Segments()), m.NumTensors()
+		return nil
 	}
-	res.Segments, res.Tensors = len(m.Segments()), m.NumTensors()
-	return nil
+	d := diffs[0]
+	if d.What == "sha256" {
+		d = Difference{Name: d.Name, What: "bytes differ"} // the digests are the read-back's own
+	}
+	if len(diffs) == 1 {
+		return fmt.Errorf("it differs from the input: %s", d)
+	}
+	return fmt.Errorf("it differs from the input in %d places, first %s", len(diffs), d)
 }

@@ -7,6 +7,8 @@ import (
 	"io"
 	"io/fs"
 	"math"
+	"os"
+	"strings"
 )
 
 // ErrCompressed is returned (wrapped in an *fs.PathError naming
@@ -56,7 +58,43 @@ func (c *config) locate(r io.ReaderAt, path string, size int64) error {
 // ArchivePath returns the name of an archive entry in the form the command
 // accepts and WithZipEntry reports: "zipPath!/entryName", the convention
 // of Android's linker for libraries inside APKs.
-func ArchivePath(zipPath, entryName string) string { return zipPath + "!/" + entryName }
+func ArchivePath(zipPath, entryName string) string { return zipPath + archiveSep + entryName }
+
+// archiveSep separates an archive's path from an entry's name.
+const archiveSep = "!/"
+
+// SplitArchivePath splits a path of the form ARCHIVE!/ENTRY (ArchivePath's
+// form). A path that names an existing file is a file, "!/" or not;
+// otherwise the archive is the first prefix before a "!/" that is an
+// existing regular file.
+func SplitArchivePath(path string) (archive, entry string, ok bool) {
+	if !strings.Contains(path, archiveSep) {
+		return "", "", false
+	}
+	if _, err := os.Stat(path); err == nil {
+		return "", "", false
+	}
+	for i := 0; ; {
+		j := strings.Index(path[i:], archiveSep)
+		if j < 0 {
+			return "", "", false
+		}
+		i += j
+		if fi, err := os.Stat(path[:i]); err == nil && fi.Mode().IsRegular() {
+			return path[:i], path[i+len(archiveSep):], true
+		}
+		i += len(archiveSep)
+	}
+}
+
+// OpenPath opens path with Open, or, when it has the form ARCHIVE!/ENTRY
+// (SplitArchivePath), the entry stored in that archive (WithZipEntry).
+func OpenPath(path string, opts ...Option) (*File, error) {
+	if a, e, ok := SplitArchivePath(path); ok {
+		return Open(a, append(opts[:len(opts):len(opts)], WithZipEntry(e))...)
+	}
+	return Open(path, opts...)
+}
 
 // ZipEntry finds the named entry of the zip archive r (size bytes, named
 // zipPath in errors) with archive/zip and returns the byte range of its

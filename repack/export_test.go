@@ -7,3 +7,11 @@ func SetKernelCopy(on bool) (restore func()) {
 	kernelCopy = on
 	return func() { kernelCopy = old }
 }
+
+// SetAfterWrite makes Repack call f with the path of each file it wrote
+// before reading it back, and returns a function that restores it.
+func SetAfterWrite(f func(path string)) (restore func()) {
+	old := afterWrite
+	afterWrite = f
+	return func() { afterWrite = old }
+}

@@ -13,15 +13,18 @@ import (
 	"github.com/edgeload/edgeload/repack"
 )
 
-// FuzzRepack repacks arbitrary bytes. Repack must never panic; when the
-// input opens and verifies, the output must open, verify and hold the same
-// tensors (names, dtypes, shapes, SHA-256), delegate blobs, named data and
-// methods, also with its constants moved to a .ptd, and a failed repack
-// leaves no file behind.
+// FuzzRepack repacks arbitrary bytes, seeded with the files of every
+// format. Repack must never panic; when the input opens and verifies, the
+// output must open, verify and hold the same tensors (names, dtypes,
+// shapes, SHA-256), delegate blobs, named data and methods, also with its
+// constants moved to a .ptd, and a failed repack leaves no file behind.
 func FuzzRepack(f *testing.F) {
 	var seeds [][]byte
-	for _, sub := range []string{"pte", "ptd", "rten"} {
+	for _, sub := range []string{"pte", "ptd", "rten", "gguf", "safetensors", "tflite", "litertlm"} {
 		seeds = append(seeds, hostile.RealSeeds(sub)...)
+	}
+	if b, err := os.ReadFile(filepath.Join(testmodels.Root(), "loader", "litertlm", "testdata", "builder.litertlm")); err == nil {
+		seeds = append(seeds, b)
 	}
 	paths, _ := filepath.Glob(filepath.Join(testmodels.Root(), "testdata", "*"))
 	for _, p := range paths {
@@ -65,9 +68,9 @@ func FuzzRepack(f *testing.F) {
 			// external tensor of the input whose data was not given.
 			ext = ext && w.SHA256 != ""
 		}
-		// RTenV2 (ignored for anything but an RTen V1 model) on every
+		// Upgrade (ignored for anything but an RTen V1 model) on every
 		// other seed: V1 is then rewritten as V2, or copied as it is.
-		opts := repack.Options{Align: 16, TensorAlign: []int64{0, 16, 32, 64}[talign%4], RTenV2: talign&4 == 0}
+		opts := repack.Options{Align: 16, TensorAlign: []int64{0, 16, 32, 64}[talign%4], Upgrade: talign&4 == 0}
 		var data2 []string
 		if ext {
 			opts.Externalize = filepath.Join(dir, "out.ptd")

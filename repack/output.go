@@ -1,6 +1,7 @@
 package repack
 
 import (
+	"cmp"
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
@@ -17,9 +18,12 @@ import (
 const chunkSize = 1 << 20
 
 // outputs are the temporary files of one Repack, renamed into place by
-// commit or removed by abort.
+// commit or removed by abort, and the temporary directories that hold an
+// output and the files beside it that it names (a sharded checkpoint's
+// index and shards).
 type outputs struct {
 	files []*outFile
+	dirs  []string
 	perm  os.FileMode // the mode the files are created with (less the umask)
 	sync  bool        // fsync before the rename
 }
@@ -31,6 +35,8 @@ type outFile struct {
 	dst  string
 	pos  int64
 	done bool
+	// link: the main output links it as a data file.
+	link bool
 	// writeback hands every writebackChunk bytes written to the kernel's
 	// writeback; flushed is the end of the range last handed.
 	writeback bool
@@ -41,26 +47,54 @@ type outFile struct {
 // writeback at a time.
 const writebackChunk = 16 << 20
 
-// create opens a temporary file in dst's directory, with the permissions
-// o.perm less the umask.
-func (o *outputs) create(dst string) (*outFile, error) {
-	dir, base := filepath.Split(dst)
-	if dir == "" {
-		dir = "."
+// create opens a temporary file for dst: in dir, under dst's name, when
+// dir is set (a directory from tempDir); else in dst's directory, with
+// the permissions o.perm less the umask.
+func (o *outputs) create(dst, dir string) (*outFile, error) {
+	if err := checkDst(dst); err != nil {
+		return nil, err
 	}
-	if _, err := os.Stat(dir); err != nil {
-		return nil, fmt.Errorf("repack: %s: %w", dst, err)
+	var f *os.File
+	var err error
+	if dir != "" {
+		f, err = os.OpenFile(filepath.Join(dir, filepath.Base(dst)), os.O_RDWR|os.O_CREATE|os.O_EXCL, o.perm)
+	} else {
+		d, base := filepath.Split(dst)
+		f, err = createTemp(cmp.Or(d, "."), "."+base+".repack-", o.perm)
 	}
-	if st, err := os.Stat(dst); err == nil && st.IsDir() {
-		return nil, fmt.Errorf("repack: %s is a directory", dst)
-	}
-	f, err := createTemp(dir, "."+base+".repack-", o.perm)
 	if err != nil {
 		return nil, fmt.Errorf("repack: %w", err)
 	}
 	of := &outFile{f: f, tmp: f.Name(), dst: dst, writeback: o.sync}
 	o.files = append(o.files, of)
 	return of, nil
+}
+
+// checkDst refuses a destination whose directory does not exist or that
+// is a directory.
+func checkDst(dst string) error {
+	if _, err := os.Stat(cmp.Or(filepath.Dir(dst), ".")); err != nil {
+		return fmt.Errorf("repack: %s: %w", dst, err)
+	}
+	if st, err := os.Stat(dst); err == nil && st.IsDir() {
+		return fmt.Errorf("repack: %s is a directory", dst)
+	}
+	return nil
+}
+
+// tempDir creates a temporary directory beside dst, for dst and the files
+// it names beside it.
+func (o *outputs) tempDir(dst string) (string, error) {
+	if err := checkDst(dst); err != nil {
+		return "", err
+	}
+	d, base := filepath.Split(dst)
+	dir, err := os.MkdirTemp(cmp.Or(d, "."), "."+base+".repack-")
+	if err != nil {
+		return "", fmt.Errorf("repack: %w", err)
+	}
+	o.dirs = append(o.dirs, dir)
+	return dir, nil
 }
 
 // commit syncs (unless told not to) and closes every file, then renames
@@ -86,10 +120,12 @@ func (o *outputs) commit() error {
 	if o.sync {
 		syncDirs(o.files)
 	}
+	o.removeDirs()
 	return nil
 }
 
-// abort removes every temporary file not yet renamed.
+// abort removes every temporary file not yet renamed, and the temporary
+// directories.
 func (o *outputs) abort() {
 	for _, of := range o.files {
 		if !of.done {
@@ -101,6 +137,16 @@ func (o *outputs) abort() {
 			of.tmp = ""
 		}
 	}
+	o.removeDirs()
+}
+
+// removeDirs removes the temporary directories, which the renames (or
+// abort) emptied.
+func (o *outputs) removeDirs() {
+	for _, d := range o.dirs {
+		os.Remove(d)
+	}
+	o.dirs = nil
 }
 
 // syncDirs syncs the directories the files were renamed into, best effort
@@ -157,15 +203,16 @@ func (w *outFile) padTo(off int64) error {
 }
 
 // copySeg appends the bytes of s and reports them to r.progress as they
-// are copied: with copy_file_range from the input file where the system has
-// it (Linux), else chunk by chunk from the mapping.
+// are copied: with copy_file_range from the file s is a view of where the
+// system has it (Linux), else chunk by chunk from the mapping.
 func (w *outFile) copySeg(r *run, s segment.Segment) error {
 	n := s.Len()
 	var start int64
-	if r.src != nil && n > 0 && r.kernelCopy {
-		copied, ok, err := copyFile(r, w, r.src, s.Offset(), n)
+	if mf := s.File(); mf != nil && n > 0 && r.kernelCopy && mf.Fd() != ^uintptr(0) {
+		base, _ := mf.Section()
+		copied, ok, err := copyFile(r, w, mf.Fd(), base+s.Offset(), n)
 		if err != nil {
-			return fmt.Errorf("repack: copying %d bytes at %d to %s: %w", n, s.Offset(), w.dst, err)
+			return fmt.Errorf("repack: copying %d bytes at %d of %s to %s: %w", n, s.Offset(), mf.Name(), w.dst, err)
 		}
 		if !ok {
 			r.kernelCopy = false

@@ -4,10 +4,13 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 
 	_ "github.com/edgeload/edgeload/formats" // repack rewrites every built-in format
 	"github.com/edgeload/edgeload/loader"
 	"github.com/edgeload/edgeload/loader/format"
+	"github.com/edgeload/edgeload/mmapfile"
+	"github.com/edgeload/edgeload/segment"
 )
 
 // Alignment limits for Options.Align and Options.TensorAlign.
@@ -26,42 +29,46 @@ func DefaultAlign() int64 {
 // DefaultAlign and changes nothing else.
 type Options struct {
 	// Align is the boundary (a power of two, MinAlign to MaxAlign) every
-	// segment of a .pte or .ptd, and the tensor data section of an RTen V2
-	// model, starts on, as an absolute file offset. 0 means DefaultAlign.
+	// segment starts on, as an absolute file offset: a program's or .ptd's
+	// segments, an RTen V2 model's tensor data section, every GGUF tensor,
+	// every TFLite buffer, the safetensors data buffer, every LiteRT-LM
+	// section. 0 means DefaultAlign.
 	Align int64
-	// TensorAlign, when non-zero, also places every constant (and mutable
-	// tensor's initial data) on a boundary of that many bytes inside its
-	// segment, and every tensor of an RTen V2 data section. Segments then
-	// start on max(Align, TensorAlign), so the tensors' absolute offsets are
-	// aligned too. Tensors whose bytes overlap stay together, and a
-	// segment that is also a delegate's blob or named data is copied as it
-	// is.
+	// TensorAlign, when non-zero, also places every tensor inside its
+	// segment on a boundary of that many bytes, where several share a
+	// segment (a program's constants and mutable tensors' initial data, a
+	// legacy .ptd's tensors, an RTen V2 data section's tensors). Segments
+	// then start on max(Align, TensorAlign), so the tensors' absolute
+	// offsets are aligned too. Tensors whose bytes overlap stay together,
+	// and a segment that is also a delegate's blob or named data is copied
+	// as it is.
 	TensorAlign int64
-	// Externalize, for a .pte, names a .ptd file to create: every constant
-	// of the program moves there under the name Name gives it, each buffer
-	// stored once, and becomes an EXTERNAL tensor of the program.
+	// Externalize names a data file to create for a model whose format
+	// links data files (a program and its .ptd): every constant moves
+	// there, each buffer stored once, and becomes an external tensor of
+	// the output.
 	Externalize string
 	// To, when set, converts the model instead of rewriting it: its
-	// tensors (names, dtypes, shapes, bytes) are written as a file of
-	// that format, "safetensors" (Hugging Face's, the data buffer on Align)
-	// or "ptd" (ExecuTorch's named data, a segment a tensor on Align).
+	// tensors (names, dtypes, shapes, bytes) are written as a file of the
+	// format of that name, which must be one that converts (its
+	// registration's Convert: "safetensors", "ptd"), its data on Align.
 	// What only the input's format holds (a program's methods, GGUF
 	// metadata) is not carried over; safetensors metadata is, to
 	// safetensors.
 	To string
-	// RTenV2 asks for an RTen V1 model to be written as V2: every inline
-	// constant moves to the tensor data section (each on max(64,
-	// TensorAlign)), the rest of the Model FlatBuffer is copied field by
-	// field. It is ignored for a V2 input.
-	RTenV2 bool
-	// Data names .ptd files holding a program's external tensors; they are
-	// linked so that the input verifies whole. They are not rewritten.
+	// Upgrade asks for the newest version of the model's format where it
+	// has several: an RTen V1 model is written as V2, every inline constant
+	// moved to the tensor data section. Other inputs ignore it.
+	Upgrade bool
+	// Data names files holding the input's external tensors (a program's
+	// .ptd files), each a path or ARCHIVE!/ENTRY; they are linked so that
+	// the input verifies whole. They are not rewritten.
 	Data []string
 	// VerifyBytes also runs loader.Verify, which reads every byte of the
-	// input, beside the rewrite. Without it the input is verified
-	// structurally (the loader's Open and every check of Verify but the
-	// read), and the copy fails on an input that is shorter than its
-	// ranges, since it checks every count it copies.
+	// input through the mapping, beside the rewrite. Without it the input
+	// is verified structurally (the loader's Open and every check of
+	// Verify but the read); its bytes are read once, for the summary the
+	// output is compared with.
 	VerifyBytes bool
 	// Sync fsyncs the outputs before they are renamed into place (and
 	// their directories after), so that a crash cannot leave OUT renamed
@@ -75,10 +82,10 @@ type Options struct {
 // Result says what Repack wrote.
 type Result struct {
 	Format   loader.Format
-	Size     int64 // size of the output
-	Segments int   // segments (or tensor data sections) written
-	Tensors  int   // tensors whose bytes were copied
-	// DataSize is the size of the Externalize .ptd, 0 without one.
+	Size     int64 // bytes written: the output and the files it names beside it (a sharded checkpoint's shards)
+	Segments int   // segments of the output, as package loader lists them
+	Tensors  int   // tensors of the output
+	// DataSize is the size of the Externalize data file, 0 without one.
 	DataSize int64
 }
 
@@ -112,70 +119,66 @@ func checkAlign(name string, a int64) error {
 	return nil
 }
 
-// Repack reads the model file in, verifies it, and writes it to out with the
-// layout opts asks for. out (and opts.Externalize) is written to a temporary
-// file in its directory and renamed at the end (synced first with
-// opts.Sync); on error nothing is left behind. in is only read. An out that is the same file as in (also
-// through a link) is refused with ErrSameFile.
+// Repack reads the model file in (a path, or ARCHIVE!/ENTRY for a model
+// stored in a zip archive), verifies it, and writes it to out with the
+// layout opts asks for: the format lays itself out anew
+// (format.Relayouter), or, with opts.To, the target format lays out the
+// input's tensors (format.Registration.Convert). Every file written goes
+// to a temporary file beside it (out and the files it names beside it to
+// a temporary directory), is read back and compared with the input
+// (Diff; only the tensors for a conversion), and is renamed into place
+// only if all of that succeeded (synced first with opts.Sync); on error
+// nothing is left behind. in is only read. An output that is an input
+// file (also through a link) is refused with ErrSameFile.
 func Repack(in, out string, opts Options) (*Result, error) {
 	align, talign, err := opts.check()
 	if err != nil {
 		return nil, err
 	}
+	inFile := in
+	if a, _, ok := mmapfile.SplitArchivePath(in); ok {
+		inFile = a
+	}
+	inputs := []string{inFile}
+	for _, d := range opts.Data {
+		if a, _, ok := mmapfile.SplitArchivePath(d); ok {
+			d = a
+		}
+		inputs = append(inputs, d)
+	}
 	for _, p := range []string{out, opts.Externalize} {
 		if p == "" {
 			continue
 		}
-		if err := notSame(in, p); err != nil {
-			return nil, err
-		}
-		for _, d := range opts.Data {
-			if err := notSame(d, p); err != nil {
+		for _, in := range inputs {
+			if err := notSame(in, p); err != nil {
 				return nil, err
 			}
 		}
 	}
 	if opts.Externalize != "" && sameOrLinked(out, opts.Externalize) {
-		return nil, fmt.Errorf("repack: %s: the .ptd and the program cannot be one file", opts.Externalize)
+		return nil, fmt.Errorf("repack: %s: the data file and the output cannot be one file", opts.Externalize)
 	}
 
-	// The input is opened twice, read-only: mapped by the loader, which
-	// verifies it, and as a file for copy_file_range. Both must be the
-	// same file.
-	src, err := os.Open(in)
-	if err != nil {
-		return nil, err
-	}
-	defer src.Close()
-	srcInfo, err := src.Stat()
-	if err != nil {
-		return nil, err
-	}
-	m, err := loader.Open(in, loader.WithData(opts.Data...))
+	// The weights are copied from the loader's mapping of the input (its
+	// descriptor, for copy_file_range), so that what is verified is what
+	// is copied.
+	m, err := openModel(in, opts.Data, true)
 	if err != nil {
 		return nil, err
 	}
 	defer m.Close()
-	if st, err := os.Stat(in); err != nil || !os.SameFile(st, srcInfo) || st.Size() != srcInfo.Size() {
-		return nil, fmt.Errorf("repack: %s changed while it was opened", in)
-	}
-	write, ok := writers[m.Format()]
-	if !ok {
-		write = (*run).relayout // a format that lays itself out anew
-	}
-	if opts.To != "" {
-		if write, ok = converters[opts.To]; !ok {
-			return nil, fmt.Errorf("repack: cannot convert to %q (want safetensors or ptd)", opts.To)
+	if mf, ok := m.Impl().(format.MultiFile); ok {
+		for _, f := range mf.Files() {
+			inputs = append(inputs, f.Name())
 		}
-	}
-	if opts.Externalize != "" && m.Format() != "pte" {
-		return nil, fmt.Errorf("repack: --externalize needs a .pte input, %s is %s", in, m.Format())
 	}
 	if err := m.Check(); err != nil {
 		return nil, err
 	}
 	// With VerifyBytes, Verify (which reads every byte) runs beside the
-	// rewrite: nothing is renamed into place unless it succeeds.
+	// rewrite, and so does the summary of the input the output is compared
+	// with: nothing is renamed into place unless both succeed.
 	verified := make(chan error, 1)
 	if !opts.VerifyBytes {
 		verified <- nil
@@ -185,30 +188,50 @@ func Repack(in, out string, opts Options) (*Result, error) {
 			verified <- err
 		}()
 	}
+	type summary struct {
+		s   *Summary
+		err error
+	}
+	digest := keyedDigest()
+	summed := make(chan summary, 1)
+	go func() {
+		s, err := summarize(m, digest)
+		summed <- summary{s, err}
+	}()
 	defer func() {
 		if verified != nil {
 			<-verified
 		}
+		if summed != nil {
+			<-summed
+		}
 	}()
 
-	r := &run{m: m, align: align, talign: talign, opts: &opts, src: src, kernelCopy: kernelCopy}
-	r.align = max(align, talign)
+	r := &run{opts: &opts, kernelCopy: kernelCopy, inputs: inputs}
 	res := &Result{Format: m.Format()}
-	if opts.To != "" {
-		res.Format = loader.Format(opts.To)
-	}
-	outs := &outputs{perm: filePerm(in), sync: opts.Sync}
+	outs := &outputs{perm: filePerm(inFile), sync: opts.Sync}
 	defer outs.abort()
-	err = write(r, outs, out, res)
+	l, err := layout(m, max(align, talign), talign, &opts)
+	if err == nil {
+		if opts.To != "" {
+			res.Format = loader.Format(opts.To)
+		}
+		err = r.writeLayout(outs, out, res, l)
+	}
 	verr := <-verified
 	verified = nil
+	sum := <-summed
+	summed = nil
 	if err != nil {
 		return nil, err
 	}
 	if verr != nil {
 		return nil, verr
 	}
-	if err := checkOutputs(outs, &opts, !r.unlinked); err != nil {
+	if sum.err != nil {
+		return nil, sum.err
+	}
+	if err := readBack(outs, out, &opts, resolved(m), sum.s, digest, res); err != nil {
 		return nil, err
 	}
 	if err := outs.commit(); err != nil {
@@ -217,27 +240,77 @@ func Repack(in, out string, opts Options) (*Result, error) {
 	return res, nil
 }
 
-// run holds one Repack's state.
-type run struct {
-	m      *loader.Model
-	align  int64 // segment alignment: max(Align, TensorAlign)
-	talign int64 // 0: tensors keep their place in their segment
-	opts   *Options
-	done   int64
-	total  int64
-	// src is the input file, for copy_file_range while kernelCopy holds.
-	src        *os.File
-	kernelCopy bool
-	// unlinked: the input has external tensors it was not given the data
-	// of, so its output is checked unlinked too.
-	unlinked bool
+// layout lays the output out: the input's format relays itself out, or
+// the target format of a conversion lays out its tensors.
+func layout(m *loader.Model, align, talign int64, opts *Options) (*format.Layout, error) {
+	if opts.To != "" {
+		convert, ok := converter(opts.To)
+		if !ok {
+			return nil, fmt.Errorf("repack: cannot convert to %q (want one of: %s)", opts.To, converters())
+		}
+		ts, err := convertible(m)
+		if err != nil {
+			return nil, err
+		}
+		l, err := convert(m.Impl(), ts, align)
+		if err != nil {
+			return nil, fmt.Errorf("repack: %w", err)
+		}
+		return l, nil
+	}
+	rl, ok := m.Impl().(format.Relayouter)
+	if !ok {
+		return nil, fmt.Errorf("repack: edgeload cannot rewrite %s files", m.Format())
+	}
+	o := format.RelayoutOptions{Align: align, TensorAlign: talign, Upgrade: opts.Upgrade}
+	if opts.Externalize != "" {
+		abs, err := filepath.Abs(opts.Externalize)
+		if err != nil {
+			return nil, fmt.Errorf("repack: %w", err)
+		}
+		o.DataFile = abs
+	}
+	l, err := rl.Relayout(o)
+	if err != nil {
+		return nil, err
+	}
+	if o.DataFile != "" && !hasLink(l) {
+		return nil, fmt.Errorf("repack: --externalize: %s files have no constants to move to a data file", m.Format())
+	}
+	return l, nil
 }
 
-// writers rewrites each format, registered by the file that writes it.
-var writers = map[loader.Format]func(r *run, outs *outputs, out string, res *Result) error{
-	"pte":  (*run).pte,
-	"ptd":  (*run).ptd,
-	"rten": (*run).rten,
+func hasLink(l *format.Layout) bool {
+	for _, f := range l.Files {
+		if f.Link {
+			return true
+		}
+	}
+	return false
+}
+
+// resolved reports whether every tensor of m has its bytes (an input
+// whose external tensors were not given their data is read back
+// unlinked).
+func resolved(m *loader.Model) bool {
+	for i := range m.NumTensors() {
+		if !m.TensorAt(i).Resolved() {
+			return false
+		}
+	}
+	return true
+}
+
+// run holds one Repack's state.
+type run struct {
+	opts  *Options
+	done  int64
+	total int64
+	// kernelCopy: copy with copy_file_range while the system can.
+	kernelCopy bool
+	// inputs are the files read (the model's, its data files', its
+	// shards'), which no output may replace.
+	inputs []string
 }
 
 func (r *run) progress(n int64) {
@@ -270,8 +343,6 @@ func sameOrLinked(a, b string) bool {
 	return os.SameFile(sa, sb)
 }
 
-var alignUp = format.AlignUp
-
 // filePerm returns the permission bits of the file at in (0644 if it cannot
 // be read); the output is created with them, less the umask, as cp does.
 func filePerm(in string) os.FileMode {
@@ -282,27 +353,69 @@ func filePerm(in string) os.FileMode {
 	return st.Mode().Perm()
 }
 
-// checkOutputs opens the written files with the loader (which verifies
-// their headers, FlatBuffers and ranges, without reading the weights)
-// before they are renamed into place: a layout this package got wrong is
-// an error, not a file.
-func checkOutputs(outs *outputs, opts *Options, link bool) error {
+// afterWrite, when set (by tests), is called with the path of each file
+// written before it is read back.
+var afterWrite func(path string)
+
+// readBack opens the written files with the loader (which verifies their
+// headers, metadata and ranges) and compares the main one with the input's
+// summary in: a layout this package or a format got wrong is an error, not
+// a file. Converted files are compared by their tensors, rewritten ones by
+// everything Diff compares. The main output is linked to the data files
+// it names (and opts.Data) when link is set. It sets res's counts from
+// what the output holds.
+func readBack(outs *outputs, out string, opts *Options, link bool, in *Summary, digest func(segment.Segment) (string, error), res *Result) error {
 	var data []string
 	for _, of := range outs.files {
-		if of.dst == opts.Externalize {
+		if afterWrite != nil {
+			afterWrite(of.tmp)
+		}
+		if of.link {
 			data = append(data, of.tmp)
 		}
 	}
 	for _, of := range outs.files {
-		var lopts []loader.Option
-		if f, err := loader.SniffFile(of.tmp); err == nil && f.LinksData() && link {
-			lopts = append(lopts, loader.WithData(append(data, opts.Data...)...))
-		}
-		m, err := loader.Open(of.tmp, lopts...)
+		m, err := openModel(of.tmp, append(data, opts.Data...), link)
 		if err != nil {
 			return fmt.Errorf("%w: the output %s does not open: %v", errInternal, of.dst, err)
 		}
+		if of.dst == out {
+			err = compareOutput(m, in, digest, opts.To != "", res)
+		}
 		m.Close()
+		if err != nil {
+			return fmt.Errorf("%w: the output %s: %v", errInternal, of.dst, err)
+		}
 	}
 	return nil
+}
+
+// compareOutput checks the output m against the input's summary in, made
+// with digest, and records its segments and tensors in res.
+func compareOutput(m *loader.Model, in *Summary, digest func(segment.Segment) (string, error), converted bool, res *Result) error {
+	if err := m.Check(); err != nil {
+		return err
+	}
+	s, err := summarize(m, digest)
+	if err != nil {
+		return err
+	}
+	var diffs []Difference
+	if converted {
+		diffs = Compare(in.Tensors, s.Tensors)
+	} else {
+		diffs = Diff(in, s)
+	}
+	if len(diffs) == 0 {
+		res.Segments, res.Tensors = len(m.Segments()), m.NumTensors()
+		return nil
+	}
+	d := diffs[0]
+	if d.What == "sha256" {
+		d = Difference{Name: d.Name, What: "bytes differ"} // the digests are the read-back's own
+	}
+	if len(diffs) == 1 {
+		return fmt.Errorf("it differs from the input: %s", d)
+	}
+	return fmt.Errorf("it differs from the input in %d places, first %s", len(diffs), d)
 }

@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 
+	flatbuffers "github.com/google/flatbuffers/go"
+
 	"github.com/edgeload/edgeload/internal/schema/ptdfb"
 	"github.com/edgeload/edgeload/internal/schema/ptefb"
 	"github.com/edgeload/edgeload/internal/testkit/testmodels"
@@ -351,6 +353,25 @@ func checkExternal(t *testing.T, in, out, data string) {
 	if got := len(d.Segments()); got != len(bufs) {
 		t.Errorf("%s: %d segments for %d distinct constant buffers", data, got, len(bufs))
 	}
+	// Read with the generated code: an external tensor has no
+	// data_buffer_idx, as ExecuTorch's exporter writes it.
+	prog := ptefb.GetRootAsProgram(mustRead(t, out), 0)
+	var plan ptefb.ExecutionPlan
+	var ev ptefb.EValue
+	var tab flatbuffers.Table
+	for i := range prog.ExecutionPlanLength() {
+		prog.ExecutionPlan(&plan, i)
+		for j := range plan.ValuesLength() {
+			if !plan.Values(&ev, j) || ev.ValType() != ptefb.KernelTypesTensor || !ev.Val(&tab) {
+				continue
+			}
+			var tn ptefb.Tensor
+			tn.Init(tab.Bytes, tab.Pos)
+			if x := tn.ExtraTensorInfo(nil); x != nil && x.Location() == 1 && tn.DataBufferIdx() != 0 {
+				t.Errorf("%s value %d: external with data_buffer_idx %d", plan.Name(), j, tn.DataBufferIdx())
+			}
+		}
+	}
 }
 
 // checkBlobs compares delegate blobs and named data of in and out.
@@ -417,4 +438,144 @@ func mustRead(t *testing.T, path string) []byte {
 func sha(b []byte) string {
 	h := sha256.Sum256(b)
 	return hex.EncodeToString(h[:])
+}
+
+// TestReadBackCatches flips one byte of the first tensor (or blob) of each
+// real file's output after it is written: Repack reads the output back,
+// finds that it differs from the input, fails naming the difference, and
+// leaves nothing in the output's directory.
+func TestReadBackCatches(t *testing.T) {
+	n := 0
+	for _, in := range testmodels.All(t) {
+		if strings.HasSuffix(in, ".bpte") {
+			continue
+		}
+		t.Run(filepath.Base(in), func(t *testing.T) {
+			dir := t.TempDir()
+			flipped := ""
+			defer repack.SetAfterWrite(func(path string) {
+				m, err := loader.Open(path)
+				if err != nil {
+					t.Errorf("the output does not open: %v", err)
+					return
+				}
+				var at int64 = -1
+				for i := range m.NumTensors() {
+					if d := m.TensorData(i); d.Len() > 0 && d.File() == m.File() {
+						at, flipped = d.Offset()+d.Len()/2, "tensor "+m.TensorAt(i).Name
+						break
+					}
+				}
+				for _, nd := range m.NamedData() {
+					if at < 0 && nd.Data.Len() > 0 {
+						at, flipped = nd.Data.Offset()+nd.Data.Len()/2, "named data "+nd.Key
+					}
+				}
+				if bu, ok := m.Impl().(format.BlobUser); ok {
+					for _, b := range bu.GroupBlobs("") {
+						if at < 0 && b.Data.Len() > 0 {
+							at, flipped = b.Data.Offset()+b.Data.Len()/2, b.Name
+						}
+					}
+				}
+				m.Close()
+				if at < 0 {
+					return
+				}
+				f, err := os.OpenFile(path, os.O_RDWR, 0)
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer f.Close()
+				var b [1]byte
+				if _, err := f.ReadAt(b[:], at); err != nil {
+					t.Fatal(err)
+				}
+				b[0] ^= 0x01
+				if _, err := f.WriteAt(b[:], at); err != nil {
+					t.Fatal(err)
+				}
+			})()
+			_, err := repack.Repack(in, filepath.Join(dir, "out"), repack.Options{Align: 4096})
+			if flipped == "" {
+				if err != nil {
+					t.Fatal(err)
+				}
+				t.Skip("no tensor, named data or blob bytes to flip")
+			}
+			n++
+			if err == nil || !strings.Contains(err.Error(), "differs from the input") {
+				t.Errorf("%s flipped: Repack gives %v, want an error saying the output differs", flipped, err)
+			}
+			if es, _ := os.ReadDir(dir); len(es) != 0 {
+				t.Errorf("%s flipped: Repack left %s", flipped, es[0].Name())
+			}
+		})
+	}
+	if n < 10 {
+		t.Errorf("only %d outputs had a byte to flip", n)
+	}
+}
+
+// TestEmptyGGUF: a GGUF file without tensors (a vocabulary) has no data
+// section to align: repacked at 16 KiB it grows by the general.alignment
+// pair it gains, no more.
+func TestEmptyGGUF(t *testing.T) {
+	n := 0
+	for _, in := range testmodels.Files(t, "gguf") {
+		if exp := testmodels.Load(t, in); exp.ExitCode != 0 || len(exp.Tensors) > 0 {
+			continue
+		}
+		n++
+		out := filepath.Join(t.TempDir(), "out.gguf")
+		res, err := repack.Repack(in, out, repack.Options{Align: 16384})
+		if err != nil {
+			t.Fatal(err)
+		}
+		// The pair: a u64 key length, the key, a u32 type and the u32 value.
+		pair := int64(8 + len("general.alignment") + 4 + 4)
+		if st, _ := os.Stat(in); res.Size > st.Size()+pair {
+			t.Errorf("%s: %d bytes repacked, from %d", filepath.Base(in), res.Size, st.Size())
+		}
+	}
+	if n == 0 {
+		t.Error("no real GGUF file without tensors")
+	}
+}
+
+// TestLiteRTLM repacks the real LiteRT-LM file and the one Google's
+// builder wrote: each repacks (and is read back and compared with its
+// input), and repacking the output again changes nothing.
+func TestLiteRTLM(t *testing.T) {
+	files := append(testmodels.Files(t, "litertlm"), "../loader/litertlm/testdata/builder.litertlm")
+	for _, in := range files {
+		for _, l := range layouts {
+			t.Run(filepath.Base(in)+"/"+l.name, func(t *testing.T) {
+				out, _ := repackFile(t, in, t.TempDir(), filepath.Base(in), l.opts)
+				diffs, err := repack.Check(in, out)
+				if err != nil || len(diffs) > 0 {
+					t.Errorf("--check: %v %v", diffs, err)
+				}
+			})
+		}
+	}
+}
+
+// TestBundleRefused: a bundled program is not rewritten (its embedded
+// program would be written alone, without its test suites): the repack
+// is refused and leaves nothing.
+func TestBundleRefused(t *testing.T) {
+	for _, in := range append(testmodels.Files(t, "pte"), "../testdata/tiny.bpte") {
+		if !strings.HasSuffix(in, ".bpte") {
+			continue
+		}
+		dir := t.TempDir()
+		_, err := repack.Repack(in, filepath.Join(dir, "out.bpte"), repack.Options{})
+		if err == nil || !strings.Contains(err.Error(), "cannot rewrite") {
+			t.Errorf("%s: %v, want a refusal", filepath.Base(in), err)
+		}
+		if es, _ := os.ReadDir(dir); len(es) != 0 {
+			t.Errorf("%s: the refused repack left %s", filepath.Base(in), es[0].Name())
+		}
+	}
 }

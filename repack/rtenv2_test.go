@@ -116,7 +116,7 @@ func TestRTenV1toV2Real(t *testing.T) {
 		t.Run(l.name, func(t *testing.T) {
 			dir := t.TempDir()
 			opts := l.opts
-			opts.RTenV2 = true
+			opts.Upgrade = true
 			out, b := repackFile(t, v1, dir, "mnist.rten", opts)
 			sameSums(t, "V1 → V2 vs expected mnist-v2", sums(t, out), wantV2)
 			sameSums(t, "V1 → V2 vs expected mnist-v1", sums(t, out), expectedSums(testmodels.Load(t, v1).Tensors))
@@ -137,7 +137,7 @@ func TestRTenV1toV2Real(t *testing.T) {
 			if v := as[*rten.Model](m).Header().Version; v != 2 {
 				t.Errorf("version %d", v)
 			}
-			// The V2 input with RTenV2 is realigned as without it.
+			// The V2 input with Upgrade is realigned as without it.
 			out2, _ := repackFile(t, v2, dir, "mnist-v2.rten", opts)
 			sameSums(t, "V2 with --rten-v2", sums(t, out2), wantV2)
 		})
@@ -156,7 +156,7 @@ func TestRTenV1toV2Subgraphs(t *testing.T) {
 	for _, l := range layouts {
 		t.Run(l.name, func(t *testing.T) {
 			opts := l.opts
-			opts.RTenV2 = true
+			opts.Upgrade = true
 			out, b := repackFile(t, in, t.TempDir(), "sub.rten", opts)
 			sameSums(t, "V1 → V2", sums(t, out), want)
 			checkV1toV2(t, mustRead(t, in), b, 3)
@@ -173,12 +173,12 @@ func TestRTenV1toV2Subgraphs(t *testing.T) {
 	}
 	// The mapping copy gives the same bytes as the kernel's.
 	a := filepath.Join(dir, "a.rten")
-	if _, err := repack.Repack(in, a, repack.Options{RTenV2: true}); err != nil {
+	if _, err := repack.Repack(in, a, repack.Options{Upgrade: true}); err != nil {
 		t.Fatal(err)
 	}
 	defer repack.SetKernelCopy(false)()
 	bb := filepath.Join(dir, "b.rten")
-	if _, err := repack.Repack(in, bb, repack.Options{RTenV2: true}); err != nil {
+	if _, err := repack.Repack(in, bb, repack.Options{Upgrade: true}); err != nil {
 		t.Fatal(err)
 	}
 	if !bytes.Equal(mustRead(t, a), mustRead(t, bb)) {
@@ -187,7 +187,7 @@ func TestRTenV1toV2Subgraphs(t *testing.T) {
 }
 
 // TestRTenV1toV2Hostile overwrites every 4-byte word of a V1 model with
-// hostile values: Repack with RTenV2 must give an error or an output that
+// hostile values: Repack with Upgrade must give an error or an output that
 // holds the tensors of the (mutated) input, never a panic.
 func TestRTenV1toV2Hostile(t *testing.T) {
 	good, _, err := subgraphModel().Bytes()
@@ -213,7 +213,7 @@ func TestRTenV1toV2Hostile(t *testing.T) {
 			if err != nil {
 				continue
 			}
-			if _, err := repack.Repack(in, out, repack.Options{RTenV2: true, Align: 16}); err != nil {
+			if _, err := repack.Repack(in, out, repack.Options{Upgrade: true, Align: 16}); err != nil {
 				refused++
 				continue
 			}
@@ -321,7 +321,7 @@ func TestRTenV1toV2UnknownField(t *testing.T) {
 			t.Fatalf("the input does not verify: %v", err)
 		}
 		out := filepath.Join(dir, "out.rten")
-		_, err := repack.Repack(in, out, repack.Options{RTenV2: true})
+		_, err := repack.Repack(in, out, repack.Options{Upgrade: true})
 		if field && (err == nil || !strings.Contains(err.Error(), "MultinomialAttrs")) {
 			t.Errorf("a field the schema does not describe: error %v, want one naming MultinomialAttrs", err)
 		}
@@ -413,7 +413,7 @@ func TestRTenV1toV2Shared(t *testing.T) {
 	}
 	want := sums(t, in)
 	out := filepath.Join(dir, "shared.rten")
-	if _, err := repack.Repack(in, out, repack.Options{RTenV2: true, Align: 16}); err != nil {
+	if _, err := repack.Repack(in, out, repack.Options{Upgrade: true, Align: 16}); err != nil {
 		t.Fatal(err)
 	}
 	ob := mustRead(t, out)

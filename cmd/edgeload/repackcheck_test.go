@@ -1,14 +1,17 @@
 package main
 
 import (
+	"archive/zip"
 	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
+	"github.com/edgeload/edgeload/internal/testkit/testmodels"
 	"github.com/edgeload/edgeload/internal/testkit/writer"
 )
 
@@ -65,5 +68,79 @@ func TestRepackCheckFlippedByte(t *testing.T) {
 	checkFailLine(t, stderr)
 	if !strings.Contains(stderr, "differ in 1 place") {
 		t.Errorf("stderr %q", stderr)
+	}
+}
+
+// repack --check compares what is not a tensor too: a flipped byte in a
+// delegate's blob (the QNN blob of stories260k-qnn, which two methods
+// share), in an associated file of a TFLite model, and in a TFLite buffer
+// no tensor reads each give the lines of what they are in, with the
+// SHA-256 of its bytes before and after (computed here), and nothing else.
+// Where the bytes lie comes from the independent reader's expected/ values
+// and Go's archive/zip, not from edgeload.
+func TestRepackCheckNonTensorBytes(t *testing.T) {
+	type flip struct {
+		model string
+		lo, n int64    // the range holding the flipped byte
+		names []string // what the range is to repack --check
+	}
+	var flips []flip
+	qnn := testmodels.Path(t, "pte/stories260k-qnn.pte")
+	for _, s := range testmodels.Load(t, qnn).Segments {
+		if s.Size > 0 {
+			flips = append(flips, flip{model: qnn, lo: s.Offset, n: s.Size, names: []string{"delegate kv_forward/0", "delegate prefill_forward/0"}})
+		}
+	}
+	tfl := testmodels.Path(t, "tflite/support-mobilenet-v1-quant-metadata.tflite")
+	raw, err := os.ReadFile(tfl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	zr, err := zip.NewReader(bytes.NewReader(raw), int64(len(raw)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range zr.File {
+		off, err := f.DataOffset()
+		if err != nil {
+			t.Fatal(err)
+		}
+		flips = append(flips, flip{model: tfl, lo: off, n: int64(f.UncompressedSize64), names: []string{"named data " + f.Name}})
+	}
+	exp := testmodels.Load(t, tfl)
+	for _, s := range exp.Segments {
+		held := false
+		for _, tn := range exp.Tensors {
+			held = held || tn.Offset != nil && *tn.Offset >= s.Offset && *tn.Offset < s.Offset+s.Size
+		}
+		if !held && s.Size > 0 {
+			flips = append(flips, flip{model: tfl, lo: s.Offset, n: s.Size, names: []string{"segment " + strconv.Itoa(s.Index)}})
+		}
+	}
+	if len(flips) < 3 {
+		t.Fatalf("%d ranges to flip, want a delegate blob, an associated file and buffers without tensors", len(flips))
+	}
+	dir := t.TempDir()
+	for _, f := range flips {
+		b, err := os.ReadFile(f.model)
+		if err != nil {
+			t.Fatal(err)
+		}
+		before := sha256.Sum256(b[f.lo : f.lo+f.n])
+		b[f.lo+f.n/2] ^= 0x10
+		after := sha256.Sum256(b[f.lo : f.lo+f.n])
+		bad := filepath.Join(dir, "bad-"+filepath.Base(f.model))
+		if err := os.WriteFile(bad, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		var want string
+		for _, n := range f.names {
+			want += n + ": sha256 " + hex.EncodeToString(before[:]) + " != " + hex.EncodeToString(after[:]) + "\n"
+		}
+		code, stdout, stderr := runCmd("repack", "--check", f.model, bad)
+		if code != exitInvalid || stdout != want {
+			t.Errorf("%s, byte %d of [%d, +%d) flipped: exit %d, stdout %q, stderr %q; want exit %d, stdout %q",
+				filepath.Base(f.model), f.lo+f.n/2, f.lo, f.n, code, stdout, stderr, exitInvalid, want)
+		}
 	}
 }

@@ -2,48 +2,20 @@ package main
 
 import (
 	"fmt"
-	"os"
-	"strings"
 
 	"github.com/edgeload/edgeload/loader"
 	"github.com/edgeload/edgeload/mmapfile"
 )
 
-// archiveSep separates an archive's path from an entry's name in a FILE
-// argument ("app.apk!/assets/model.pte"), as in Android's linker.
-const archiveSep = "!/"
-
-// splitArchive splits a FILE argument of the form ARCHIVE!/ENTRY. A path
-// that names an existing file is a file, "!/" or not; otherwise the
-// archive is the first prefix before a "!/" that is an existing file.
+// splitArchive splits a FILE argument of the form ARCHIVE!/ENTRY
+// (mmapfile.SplitArchivePath).
 func splitArchive(arg string) (archive, entry string, ok bool) {
-	if !strings.Contains(arg, archiveSep) {
-		return "", "", false
-	}
-	if _, err := os.Stat(arg); err == nil {
-		return "", "", false
-	}
-	for i := 0; ; {
-		j := strings.Index(arg[i:], archiveSep)
-		if j < 0 {
-			return "", "", false
-		}
-		i += j
-		if fi, err := os.Stat(arg[:i]); err == nil && fi.Mode().IsRegular() {
-			return arg[:i], arg[i+len(archiveSep):], true
-		}
-		i += len(archiveSep)
-	}
+	return mmapfile.SplitArchivePath(arg)
 }
 
 // openMapped maps a FILE argument: a file, or an entry stored in a zip
 // archive (ARCHIVE!/ENTRY).
-func openMapped(path string) (*mmapfile.File, error) {
-	if a, e, ok := splitArchive(path); ok {
-		return mmapfile.Open(a, mmapfile.WithZipEntry(e))
-	}
-	return mmapfile.Open(path)
-}
+func openMapped(path string) (*mmapfile.File, error) { return mmapfile.OpenPath(path) }
 
 // openModel opens a FILE argument (a file or ARCHIVE!/ENTRY) with the
 // --data files (each a file or ARCHIVE!/ENTRY).

@@ -43,6 +43,12 @@ func (w *Walk) Start(pos int64) (T, error) {
 	return T{}, v.vtableFail(pos)
 }
 
+// Pos returns the position of t.
+func (t *T) Pos() int64 { return t.pos }
+
+// Slots returns the number of field slots of t's vtable.
+func (t *T) Slots() int { return int((t.vtsize - 4) / 2) }
+
 // Leave leaves the table Start entered.
 func (w *Walk) Leave() { w.v.depth-- }
 
@@ -228,6 +234,19 @@ func (w *Walk) UnknownTag(t *T, id, tag, n int) error {
 // At records, as the error travels up, that it was met in field name
 // (idx < 0) or in element idx of the vector the field holds.
 func (w *Walk) At(err error, name string, idx int) error { return w.v.at(err, name, idx) }
+
+// Fail is the error of the object at pos, for a walk of the caller's own:
+// At adds the path to it as it returns, Finish completes it.
+func (w *Walk) Fail(pos int64, msg string, args ...any) error { return w.v.fail(pos, msg, args...) }
+
+// Finish completes an error that stopped a walk of the caller's own
+// (made of Start, Ref, Vector, ... and At as it returns) whose root table
+// type is named root: the field path it collected goes into the
+// *format.FormatError. Other errors are returned as they are.
+func (w *Walk) Finish(err error, root string) error {
+	w.v.depth = 0
+	return w.v.finish(err, root)
+}
 
 // Verify verifies the buffer from its root table with verify, the
 // generated verifier of the root type named name.

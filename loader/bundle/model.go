@@ -95,3 +95,11 @@ func (p *Program) Close() error {
 	}
 	return err
 }
+
+// Relayout refuses to lay a bundle out anew (format.Relayouter, which the
+// embedded *pte.Program would otherwise lend it and relay out the program
+// alone): a bundle's program is rewritten on its own, and put back into a
+// bundle with ExecuTorch's tools.
+func (p *Program) Relayout(format.RelayoutOptions) (*format.Layout, error) {
+	return nil, fmt.Errorf("bpte: edgeload cannot rewrite a bundled program; repack the program it embeds instead")
+}

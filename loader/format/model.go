@@ -191,20 +191,54 @@ type SegmentIndexer interface {
 }
 
 // Relayouter is implemented by a Model that can be written anew with its
-// data on an alignment boundary (package repack does the writing).
+// data on an alignment boundary and the same meaning (package repack does
+// the writing, reads the result back and compares it with the input).
 type Relayouter interface {
-	// Relayout lays the file out with every tensor the format lets it
-	// place on an align-byte boundary, the meaning unchanged.
-	Relayout(align int64) (*Layout, error)
+	// Relayout lays the file out as o asks, with every segment (and what
+	// else the format aligns) the format lets it place on o.Align.
+	Relayout(o RelayoutOptions) (*Layout, error)
+}
+
+// RelayoutOptions say how to lay a file out anew.
+type RelayoutOptions struct {
+	// Align is the boundary, a power of two, every segment starts on (a
+	// GGUF tensor, a TFLite buffer, a safetensors data buffer, ...), as an
+	// absolute offset in the output.
+	Align int64
+	// TensorAlign, when not 0, also places every tensor inside its segment
+	// on that boundary where the format lets it (several tensors share a
+	// segment).
+	TensorAlign int64
+	// DataFile, when set, asks a format that links data files to move
+	// its constant tensors to a new data file written at that path: the
+	// Layout's File with Link set.
+	DataFile string
+	// Upgrade asks for the format's newest version where it has several
+	// (an RTen V1 model is written as V2); others ignore it.
+	Upgrade bool
 }
 
 // Layout is a file laid out anew: Head first, then each piece's bytes at
 // its offset (pieces in offset order, not overlapping Head or each
-// other), zeros between them and up to Size.
+// other), zeros between them and up to Size. Files are the other files
+// the output is made of, written with it.
 type Layout struct {
 	Head   []byte
 	Pieces []Piece
 	Size   int64
+	Files  []LayoutFile
+}
+
+// LayoutFile is a file of an output besides its main one.
+type LayoutFile struct {
+	// Name is where it is written: a relative name in the main output's
+	// directory (a sharded checkpoint's shards, which its index names),
+	// an absolute path as is.
+	Name string
+	// Link says the main output links it as a data file (a program's
+	// DataFile); others it finds by itself.
+	Link bool
+	*Layout
 }
 
 // Piece is a range of the old file (Data) and where it goes in the new

@@ -38,6 +38,11 @@ type Registration struct {
 	// link with loader.WithData ("ptd" for a program); "" when it links
 	// none, and loader refuses data files for it.
 	DataFormat string
+	// Convert, when set, lays out a file of this format holding the
+	// tensors ts of src (package repack's --to): each with its bytes and
+	// a row-major layout, in src's order; the data on align. What the
+	// format cannot hold (a dtype it has no code for) is an error.
+	Convert func(src Model, ts []*Tensor, align int64) (*Layout, error)
 }
 
 // Config is what loader passes a format's Open besides the mapping.

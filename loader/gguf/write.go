@@ -10,13 +10,15 @@ import (
 )
 
 // Relayout lays the file out with general.alignment = align and every
-// tensor on that boundary, contiguous in tensor order (the layout ggml's
-// own reader requires). Every metadata pair keeps its key, type and bytes
+// tensor on that boundary, contiguous in tensor order, each padded to the
+// boundary (the layout ggml's own reader requires); a file without tensors
+// ends with its tensor infos. Every metadata pair keeps its key, type and bytes
 // except general.alignment, which takes the new value (and is appended
 // when the file has none and align is not 32); tensor infos keep
 // everything but their offsets. align must be a power of two from 8 to
 // 2^31.
-func (f *File) Relayout(align int64) (*format.Layout, error) {
+func (f *File) Relayout(o format.RelayoutOptions) (*format.Layout, error) {
+	align := o.Align
 	if align < 8 || align > math.MaxUint32 || align&(align-1) != 0 {
 		return nil, fmt.Errorf("gguf: alignment %d: want a power of two from 8 to 2^31", align)
 	}
@@ -56,8 +58,13 @@ func (f *File) Relayout(align int64) (*format.Layout, error) {
 		h = append(h, f.head[t.InfoOffset:end]...)
 		h = binary.LittleEndian.AppendUint64(h, uint64(rel[i]))
 	}
-	data := alignUp(int64(len(h)), align)
-	h = append(h, make([]byte, data-int64(len(h)))...)
+	// The data section starts on the boundary; a file without tensors has
+	// none, and no padding.
+	data := int64(len(h))
+	if len(f.tensors) > 0 {
+		data = alignUp(data, align)
+		h = append(h, make([]byte, data-int64(len(h)))...)
+	}
 	for i := range rel {
 		rel[i] += data
 	}
@@ -73,12 +80,12 @@ var alignUp = format.AlignUp
 // copyChunk is the buffer WriteAligned copies tensor bytes through.
 const copyChunk = 1 << 20
 
-// WriteAligned writes the file laid out by Relayout(align) to w and
+// WriteAligned writes the file laid out by Relayout with align to w and
 // returns the bytes written. Tensor bytes are read through the mapping's
 // ReadAt (pread for a file) a MiB at a time, so the heap holds the header
 // and one buffer whatever the file's size.
 func (f *File) WriteAligned(w io.Writer, align int64) (int64, error) {
-	l, err := f.Relayout(align)
+	l, err := f.Relayout(format.RelayoutOptions{Align: align})
 	if err != nil {
 		return 0, err
 	}

@@ -98,11 +98,15 @@ type Section struct {
 	Model *tflite.Model
 
 	sub *mmapfile.File
+	// begin, end: the absolute positions of the begin_offset and
+	// end_offset fields.
+	begin, end int64
 }
 
 // Model is an opened .litertlm container.
 type Model struct {
 	mf                  *mmapfile.File
+	headerEnd           int64
 	closed              atomic.Bool
 	major, minor, patch uint32
 	system              []KeyValue

@@ -88,6 +88,7 @@ func (m *Model) parse() error {
 	if end < HeaderSize+8 || end > uint64(size) || end-HeaderSize > fbverify.MaxSize {
 		return format.Wrapf(format.ErrTruncated, formatName, "header_end_offset", 24, "header end %d outside [%d, %d] (the file's size)", end, HeaderSize+8, size)
 	}
+	m.headerEnd = int64(end)
 	buf, err := m.mf.View(HeaderSize, int64(end)-HeaderSize)
 	if err != nil {
 		return format.Wrapf(format.ErrTruncated, formatName, "", HeaderSize, "%v", err)
@@ -137,6 +138,7 @@ func (m *Model) parse() error {
 			return err
 		}
 		begin, stop := b.scalar(t, 1, 8), b.scalar(t, 2, 8)
+		s.begin, s.end = HeaderSize+t+b.slot(t, 1), HeaderSize+t+b.slot(t, 2)
 		field := func() string { return "SectionMetadata.objects[" + strconv.Itoa(i) + "]" }
 		if begin < end || stop < begin || stop > uint64(size) {
 			return format.Wrapf(format.ErrTruncated, formatName, field(), HeaderSize+t,

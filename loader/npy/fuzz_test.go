@@ -1,6 +1,7 @@
 package npy_test
 
 import (
+	"github.com/edgeload/edgeload/loader/format"
 	"os"
 	"path/filepath"
 	"testing"
@@ -36,7 +37,7 @@ func FuzzOpen(f *testing.F) {
 		if got, err := tn.Data.Bytes(); err != nil || int64(len(got)) != tn.NBytes || tn.Offset+tn.NBytes != int64(len(b)) {
 			t.Fatalf("data [%d, +%d) of %d bytes: %v", tn.Offset, tn.NBytes, len(b), err)
 		}
-		if l, err := file.Relayout(64); err != nil || l.Pieces[0].Offset%64 != 0 {
+		if l, err := file.Relayout(format.RelayoutOptions{Align: 64}); err != nil || l.Pieces[0].Offset%64 != 0 {
 			t.Fatalf("Relayout: %+v, %v", l, err)
 		}
 	})

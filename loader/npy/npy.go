@@ -226,7 +226,8 @@ func (f *File) ReportText(w io.Writer) error { return f.fields().WriteText(w, "n
 // them, in the file's version. It refuses an alignment that needs a header
 // longer than np.load reads by default (10000 bytes: 8 KiB is the largest
 // power of two it allows).
-func (f *File) Relayout(align int64) (*format.Layout, error) {
+func (f *File) Relayout(o format.RelayoutOptions) (*format.Layout, error) {
+	align := o.Align
 	if align < 1 || align > maxHeader {
 		return nil, fmt.Errorf("npy: alignment %d: the header before the data would be longer than the %d bytes np.load reads by default (8 KiB is the largest alignment it allows)", align, maxHeader)
 	}

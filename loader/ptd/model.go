@@ -19,6 +19,7 @@ var Format = format.Registration{
 	Open: func(mf *mmapfile.File, c *format.Config) (format.Model, error) {
 		return NewFile(mf, WithHead(c.Head), WithName(c.Name))
 	},
+	Convert: Convert,
 }
 
 func init() { format.Register(Format) }

@@ -17,12 +17,13 @@ import (
 // its Open opens either: the index with the shards it names, found beside
 // it (Config.Name is the index's path; Config.Mmap maps them).
 var Format = format.Registration{
-	Name:  formatName,
-	Files: "Hugging Face and MLX weights (.safetensors, a sharded checkpoint's model.safetensors.index.json)",
-	Order: "file order",
-	Magic: "a little-endian header length, then a JSON header; or a model.safetensors.index.json",
-	Sniff: Sniff,
-	Open:  open,
+	Name:    formatName,
+	Files:   "Hugging Face and MLX weights (.safetensors, a sharded checkpoint's model.safetensors.index.json)",
+	Order:   "file order",
+	Magic:   "a little-endian header length, then a JSON header; or a model.safetensors.index.json",
+	Sniff:   Sniff,
+	Open:    open,
+	Convert: Convert,
 }
 
 func init() { format.Register(Format) }

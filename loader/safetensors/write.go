@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"math/bits"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"unicode/utf8"
@@ -236,7 +237,8 @@ func Write(w io.Writer, srcs []Source, metadata []Meta, align int64) (*Plan, err
 // does (format.Relayouter): the metadata and every tensor's bytes are
 // unchanged; only the order of the data may change. The format has no gaps
 // between tensors, so no tensor but the first can be page-aligned.
-func (f *File) Relayout(align int64) (*format.Layout, error) {
+func (f *File) Relayout(o format.RelayoutOptions) (*format.Layout, error) {
+	align := o.Align
 	srcs := make([]Source, len(f.tensors))
 	for i := range f.tensors {
 		t := &f.tensors[i]
@@ -257,4 +259,48 @@ func PlanLayout(p *Plan, data func(i int) segment.Segment) *format.Layout {
 		l.Pieces[k] = format.Piece{Offset: p.Offsets[i], Data: data(i)}
 	}
 	return l
+}
+
+// Relayout lays the checkpoint out again (format.Relayouter): the index
+// byte for byte, and each shard as File.Relayout lays it out, written
+// beside the index under the name the index gives it.
+func (m *Sharded) Relayout(o format.RelayoutOptions) (*format.Layout, error) {
+	head := make([]byte, m.index0.Len())
+	if _, err := m.index0.ReadAt(head, 0); err != nil && err != io.EOF {
+		return nil, fmt.Errorf("safetensors: reading the index: %w", err)
+	}
+	l := &format.Layout{Head: head, Size: int64(len(head))}
+	for _, s := range m.shards {
+		if s.Name != filepath.Base(s.Name) {
+			return nil, format.Errorf(formatName, "weight_map", -1, "shard %q is not beside the index: a sharded checkpoint is rewritten only with its shards in one directory", s.Name)
+		}
+		sl, err := s.File.Relayout(o)
+		if err != nil {
+			return nil, fmt.Errorf("safetensors: shard %s: %w", s.Name, err)
+		}
+		l.Files = append(l.Files, format.LayoutFile{Name: s.Name, Layout: sl})
+	}
+	return l, nil
+}
+
+// Convert lays out a safetensors file holding the tensors ts
+// (format.Registration's Convert), as Write lays it out: the data buffer
+// on align; src's metadata when it is a safetensors file.
+func Convert(src format.Model, ts []*format.Tensor, align int64) (*format.Layout, error) {
+	srcs := make([]Source, len(ts))
+	for i, t := range ts {
+		if Code(t.DType) == "" {
+			return nil, fmt.Errorf("safetensors: tensor %q: safetensors has no dtype for %v", t.Name, t.DType)
+		}
+		srcs[i] = Source{Name: t.Name, DType: t.DType, Shape: t.Shape}
+	}
+	var meta []Meta
+	if f, ok := src.(*File); ok {
+		meta = f.Metadata()
+	}
+	p, err := NewPlan(srcs, meta, align)
+	if err != nil {
+		return nil, err
+	}
+	return PlanLayout(p, func(i int) segment.Segment { return ts[i].Data }), nil
 }

@@ -40,7 +40,7 @@ func FuzzOpen(f *testing.F) {
 		}
 		// A model that opens relays out to a copy that opens, or Relayout
 		// says why not.
-		l, err := m.Relayout(64)
+		l, err := m.Relayout(format.RelayoutOptions{Align: 64})
 		if err != nil {
 			var fe *format.FormatError
 			if !errors.As(err, &fe) {

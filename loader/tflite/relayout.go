@@ -6,34 +6,34 @@ import (
 	"math"
 	"slices"
 
+	"github.com/edgeload/edgeload/internal/fbcopy"
 	"github.com/edgeload/edgeload/internal/fbverify"
 	"github.com/edgeload/edgeload/internal/schema/tflitefb"
 	"github.com/edgeload/edgeload/loader/format"
+	"github.com/edgeload/edgeload/mmapfile"
 	"github.com/edgeload/edgeload/segment"
 )
 
 // Relayout lays the model out anew with the bytes of every buffer a tensor
-// reads on an align-byte boundary (format.Relayouter): every such buffer
+// reads on an o.Align boundary (format.Relayouter): every such buffer
 // becomes an offset/size buffer (the large-model layout) placed after the
-// FlatBuffer. Buffers only metadata names stay where they are, inline, as
-// the converter writes them and metadata readers expect them; offset
-// buffers no tensor reads are placed like the others, on the boundary.
+// FlatBuffer. Buffers only metadata names stay inline, as the converter
+// writes them and metadata readers expect them; offset buffers no tensor
+// reads are placed like the others, on the boundary.
 //
-// The FlatBuffer is patched, not rebuilt, so that the tables and fields
-// this package's schema leaves out pass through unchanged: the new head is
-// the old FlatBuffer with the Model.buffers entries of inline buffers
-// pointing at new offset/size Buffer tables appended after it (the
-// inline bytes are zeroed where they were), the offset fields of offset
-// buffers and of operators' large custom options rewritten in place. The
-// zip archive of associated files TFLite Support appends, if any, follows
-// the last buffer, unchanged; its offsets count from the old file's start,
-// which readers that locate an archive by its end record (Go's
-// archive/zip, Python's zipfile) allow for.
+// The FlatBuffer is copied table by table (package fbcopy, as the
+// project's schema, which has every table and field of upstream's,
+// describes it), without the bytes of the buffers that move: the new file
+// is about as large as the old one. A table with a field the schema does
+// not know is refused rather than copied without it. Large custom options
+// (Operator fields 9 and 10) move like buffers. The zip archive of
+// associated files TFLite Support appends, if any, follows the last
+// buffer, its offsets rewritten for its new place.
 //
 // Buffers that share bytes (several entries at one offset) still share
-// them. The FlatBuffer is taken to end where the first byte it points to
-// outside itself (an offset buffer, large custom options, the zip) starts.
-func (m *Model) Relayout(align int64) (*format.Layout, error) {
+// them.
+func (m *Model) Relayout(o format.RelayoutOptions) (*format.Layout, error) {
+	align := o.Align
 	if align <= 0 || align&(align-1) != 0 || align > 1<<30 {
 		return nil, format.Errorf(formatName, "", -1, "alignment %d is not a power of two in [1, 2^30]", align)
 	}
@@ -41,22 +41,23 @@ func (m *Model) Relayout(align int64) (*format.Layout, error) {
 	root := r.root()
 	size := m.mf.Len()
 
-	// External byte ranges: offset buffers, large custom options, the zip.
-	fbEnd := size
-	for _, b := range m.buffers {
-		if b.Kind == BufferOffset {
-			fbEnd = min(fbEnd, b.Data.Offset())
+	// The Buffer tables that move, by position, with their bytes.
+	tensorBuf := make([]bool, len(m.buffers))
+	for _, t := range m.tensors {
+		tensorBuf[t.Buffer] = true
+	}
+	moved := map[int64]segment.Segment{}
+	bstart, nbuf := r.vector(root, 4)
+	for i := range nbuf {
+		if b := m.buffers[i]; b.Kind == BufferOffset || b.Kind == BufferInline && tensorBuf[i] {
+			moved[r.elem(bstart, i)] = b.Data
 		}
 	}
-	type customOpts struct {
-		field int64 // position of large_custom_options_offset
-		data  segment.Segment
-	}
-	var customs []customOpts
+	// The operators with large custom options, by position.
+	customs := map[int64]segment.Segment{}
 	sgs, nsg := r.vector(root, 2)
 	for i := range nsg {
-		sg := r.elem(sgs, i)
-		ops, nops := r.vector(sg, 3)
+		ops, nops := r.vector(r.elem(sgs, i), 3)
 		for j := range nops {
 			op := r.elem(ops, j)
 			off, n := r.fieldU64(op, 9), r.fieldU64(op, 10)
@@ -71,117 +72,41 @@ func (m *Model) Relayout(align int64) (*format.Layout, error) {
 			if err != nil {
 				return nil, format.Wrapf(format.ErrTruncated, formatName, "large_custom_options_offset", at, "%v", err)
 			}
-			customs = append(customs, customOpts{at, d})
-			fbEnd = min(fbEnd, int64(off))
-		}
-	}
-	zipStart, err := m.zipStart()
-	if err != nil {
-		return nil, err
-	}
-	if zipStart >= 0 {
-		fbEnd = min(fbEnd, zipStart)
-	}
-	if fbEnd > int64(len(r)) {
-		fbEnd = int64(len(r)) // the verified region holds every table
-	}
-
-	inHead := func(field string, pos, n int64) error {
-		if pos < 0 || n > fbEnd || pos > fbEnd-n {
-			return format.Errorf(formatName, field, pos, "[%d, +%d) lies past %d, where the FlatBuffer's first outside bytes start: not relaid", pos, n, fbEnd)
-		}
-		return nil
-	}
-	for _, c := range customs {
-		if err := inHead("large_custom_options_offset", c.field, 8); err != nil {
-			return nil, err
-		}
-	}
-	tensorBuf := make([]bool, len(m.buffers))
-	for _, t := range m.tensors {
-		tensorBuf[t.Buffer] = true
-	}
-	// kept holds the inline bytes that stay (those of buffers no tensor
-	// reads), which must not be zeroed where a moved buffer shares them.
-	kept := map[int64]bool{}
-	for i, b := range m.buffers {
-		if b.Kind == BufferInline && !tensorBuf[i] {
-			kept[b.Data.Offset()] = true
+			customs[op] = d
 		}
 	}
 
-	// The new head: the old FlatBuffer, then one vtable and a Buffer table
-	// per inline buffer table.
-	head := make([]byte, fbEnd, fbEnd+64)
-	if _, err := m.mf.ReadAt(head, 0); err != nil && err != io.EOF {
-		return nil, format.Wrapf(format.ErrTruncated, formatName, "", 0, "reading the FlatBuffer: %v", err)
-	}
-	bstart, nbuf := r.vector(root, 4)
-	// newTable maps an inline Buffer table's position to its replacement.
-	newTable := map[int64]int64{}
-	// patches lists where each range's new offset goes.
+	// The new FlatBuffer: the moved buffers' offsets and the custom
+	// options' are set once the FlatBuffer's size is known.
 	type patch struct {
-		at   int64 // position of the u64 offset field in head
+		mark fbcopy.Mark
 		data segment.Segment
 	}
 	var patches []patch
-	vtable := int64(-1)
-	for i := range nbuf {
-		b := m.buffers[i]
-		if b.Kind == BufferEmpty || b.Kind == BufferInline && !tensorBuf[i] {
-			continue
+	c := fbcopy.New(r, fbverify.Options{Format: formatName})
+	c.Edit = func(t *fbcopy.Table) error {
+		switch t.Desc {
+		case tflitefb.BufferDesc:
+			if d, ok := moved[t.Pos]; ok {
+				t.Drop(0)
+				t.SetUint(1, 0)
+				patches = append(patches, patch{t.Track(1), d})
+				t.SetUint(2, uint64(d.Len()))
+			}
+		case tflitefb.OperatorDesc:
+			if d, ok := customs[t.Pos]; ok {
+				t.SetUint(9, 0)
+				patches = append(patches, patch{t.Track(9), d})
+			}
 		}
-		e := bstart + 4*i
-		t := r.deref(e)
-		if b.Kind == BufferOffset {
-			if err := inHead("Model.buffers.offset", t+r.slot(t, 1), 8); err != nil {
-				return nil, err
-			}
-			patches = append(patches, patch{t + r.slot(t, 1), b.Data})
-			continue
-		}
-		nt, ok := newTable[t]
-		if !ok {
-			ds, dn := r.vector(t, 0)
-			if err := inHead("Model.buffers", e, 4); err != nil {
-				return nil, err
-			}
-			if err := inHead("Model.buffers.data", ds, dn); err != nil {
-				return nil, err
-			}
-			if !kept[ds] {
-				clear(head[ds : ds+dn])
-			}
-			if vtable < 0 {
-				// vtable: size 10, table size 24, data absent, offset at
-				// 8, size at 16.
-				vtable = alignUp(int64(len(head)), 8)
-				head = append(head, make([]byte, vtable-int64(len(head)))...)
-				head = le.AppendUint16(head, 10)
-				head = le.AppendUint16(head, 24)
-				head = le.AppendUint16(head, 0)
-				head = le.AppendUint16(head, 8)
-				head = le.AppendUint16(head, 16)
-			}
-			nt = alignUp(int64(len(head)), 8)
-			head = append(head, make([]byte, nt-int64(len(head)))...)
-			head = le.AppendUint32(head, uint32(nt-vtable)) // soffset to the vtable
-			head = le.AppendUint32(head, 0)
-			head = le.AppendUint64(head, 0)                    // offset, set below
-			head = le.AppendUint64(head, uint64(b.Data.Len())) // size
-			newTable[t] = nt
-			patches = append(patches, patch{nt + 8, b.Data})
-		}
-		le.PutUint32(head[e:], uint32(nt-e))
+		return nil
 	}
-	for _, c := range customs {
-		patches = append(patches, patch{c.field, c.data})
-	}
-	if int64(len(head)) > fbverify.MaxSize {
-		return nil, format.Errorf(formatName, "", -1, "the relaid FlatBuffer would take %d bytes (want at most %d)", len(head), fbverify.MaxSize)
+	head, err := c.Copy(tflitefb.ModelDesc, Identifier)
+	if err != nil {
+		return nil, format.Errorf(formatName, "", -1, "copying the FlatBuffer: %v", err)
 	}
 
-	// Place the bytes: one copy per distinct source range, buffers on the
+	// Place the bytes: one copy per distinct source range, on the
 	// boundary, in the order of their old offsets.
 	slices.SortStableFunc(patches, func(a, b patch) int {
 		return cmp.Or(cmp.Compare(a.data.Offset(), b.data.Offset()), cmp.Compare(a.data.Len(), b.data.Len()))
@@ -209,21 +134,21 @@ func (m *Model) Relayout(align int64) (*format.Layout, error) {
 			placed[k] = at
 			end = at + k.n
 		}
-		le.PutUint64(head[p.at:], uint64(at))
+		le.PutUint64(head[c.Position(p.mark):], uint64(at))
 	}
-	if zipStart >= 0 {
-		z, err := segment.New(m.mf, zipStart, size-zipStart)
+	if len(m.assoc) > 0 {
+		pieces, err := m.zipPieces(alignUp(end, 16))
 		if err != nil {
-			return nil, format.Wrapf(format.ErrTruncated, formatName, "", zipStart, "%v", err)
+			return nil, err
 		}
-		at := alignUp(end, 16)
-		l.Pieces = append(l.Pieces, format.Piece{Offset: at, Data: z})
-		end = at + z.Len()
+		l.Pieces = append(l.Pieces, pieces...)
+		last := pieces[len(pieces)-1]
+		end = last.Offset + last.Data.Len()
 	}
 	// What the schema knows of the new head must verify as the old one did.
 	w := fbverify.NewWalk(head, fbverify.Options{Format: formatName, MaxObjects: len(head)/6 + 1024})
 	if err := w.Verify("Model", tflitefb.VerifyModel); err != nil {
-		return nil, format.Errorf(formatName, "", -1, "the relaid FlatBuffer does not verify (tables past %d, where the first outside byte starts?): %v", fbEnd, err)
+		return nil, format.Errorf(formatName, "", -1, "the relaid FlatBuffer does not verify: %v", err)
 	}
 	l.Head, l.Size = head, end
 	return l, nil
@@ -231,19 +156,18 @@ func (m *Model) Relayout(align int64) (*format.Layout, error) {
 
 var alignUp = format.AlignUp
 
-// zipStart returns the offset of the first local header of the zip archive
-// appended after a model with TFLITE_METADATA, -1 when there is none.
-func (m *Model) zipStart() (int64, error) {
-	if len(m.assoc) == 0 {
-		return -1, nil
-	}
+// zipPieces lays out the zip archive of associated files appended after a
+// model with TFLITE_METADATA at offset at of the new file: its local
+// headers and data as they are, then its central directory and end
+// record, with every offset rewritten to count from the new file's start.
+func (m *Model) zipPieces(at int64) ([]format.Piece, error) {
 	size := m.mf.Len()
 	// The end of central directory record: 22 bytes and a comment of at
 	// most 65535.
 	tail := min(size, 22+65535)
 	buf := make([]byte, tail)
 	if _, err := m.mf.ReadAt(buf, size-tail); err != nil && err != io.EOF {
-		return -1, format.Wrapf(format.ErrTruncated, formatName, "", size-tail, "reading the zip archive's end: %v", err)
+		return nil, format.Wrapf(format.ErrTruncated, formatName, "", size-tail, "reading the zip archive's end: %v", err)
 	}
 	eocd := int64(-1)
 	for i := len(buf) - 22; i >= 0; i-- {
@@ -253,35 +177,64 @@ func (m *Model) zipStart() (int64, error) {
 		}
 	}
 	if eocd < 0 {
-		return -1, format.Errorf(formatName, "", -1, "associated files listed but no zip end record")
+		return nil, format.Errorf(formatName, "", -1, "associated files listed but no zip end record")
 	}
-	cdSize, cdOff := int64(le.Uint32(buf[eocd+12:])), int64(le.Uint32(buf[eocd+16:]))
-	entries := int64(le.Uint16(buf[eocd+10:]))
-	at := size - tail + eocd
+	end := buf[eocd:]
+	cdSize, cdOff := int64(le.Uint32(end[12:])), int64(le.Uint32(end[16:]))
+	entries := int64(le.Uint16(end[10:]))
+	endAt := size - tail + eocd
 	if cdSize == 0xFFFFFFFF || cdOff == 0xFFFFFFFF || entries == 0xFFFF {
-		return -1, format.Errorf(formatName, "", at, "zip64 archives of associated files are not relaid")
+		return nil, format.Errorf(formatName, "", endAt, "zip64 archives of associated files are not relaid")
+	}
+	if le.Uint16(end[4:]) != 0 || le.Uint16(end[6:]) != 0 || int64(le.Uint16(end[8:])) != entries {
+		return nil, format.Errorf(formatName, "", endAt, "multi-disk zip archives of associated files are not relaid")
 	}
 	// base: where the archive's offset 0 is (0 when its offsets count from
 	// the file's start, as TFLite Support writes them).
-	base := at - cdSize - cdOff
-	if base < 0 || cdSize > at {
-		return -1, format.Errorf(formatName, "", at, "zip central directory [%d, +%d) does not end at the end record", cdOff, cdSize)
+	cdAt := endAt - cdSize
+	base := cdAt - cdOff
+	if base < 0 || cdSize > endAt {
+		return nil, format.Errorf(formatName, "", endAt, "zip central directory [%d, +%d) does not end at the end record", cdOff, cdSize)
 	}
-	cd := make([]byte, cdSize)
-	if _, err := m.mf.ReadAt(cd, at-cdSize); err != nil {
-		return -1, format.Wrapf(format.ErrTruncated, formatName, "", at-cdSize, "reading the zip central directory: %v", err)
+	cd := make([]byte, cdSize, cdSize+int64(len(end)))
+	if _, err := m.mf.ReadAt(cd, cdAt); err != nil {
+		return nil, format.Wrapf(format.ErrTruncated, formatName, "", cdAt, "reading the zip central directory: %v", err)
 	}
-	first := at - cdSize
+	// The first local header: where the archive starts.
+	first := cdAt
 	for p, k := int64(0), int64(0); k < entries; k++ {
 		if p+46 > cdSize || le.Uint32(cd[p:]) != 0x02014b50 {
-			return -1, format.Errorf(formatName, "", at-cdSize+p, "bad zip central directory entry %d", k)
+			return nil, format.Errorf(formatName, "", cdAt+p, "bad zip central directory entry %d", k)
 		}
 		off := int64(le.Uint32(cd[p+42:]))
 		if off == 0xFFFFFFFF {
-			return -1, format.Errorf(formatName, "", at-cdSize+p, "zip64 archives of associated files are not relaid")
+			return nil, format.Errorf(formatName, "", cdAt+p, "zip64 archives of associated files are not relaid")
+		}
+		if base+off >= cdAt {
+			return nil, format.Errorf(formatName, "", cdAt+p, "zip entry %d at %d, past the central directory", k, base+off)
 		}
 		first = min(first, base+off)
 		p += 46 + int64(le.Uint16(cd[p+28:])) + int64(le.Uint16(cd[p+30:])) + int64(le.Uint16(cd[p+32:]))
 	}
-	return first, nil
+	// Offsets in the new file: the archive's bytes from first move to at.
+	shift := at - first
+	newCD := at + cdAt - first
+	if newCD > math.MaxUint32-cdSize {
+		return nil, format.Errorf(formatName, "", cdAt, "the relaid zip archive would need zip64 offsets")
+	}
+	for p, k := int64(0), int64(0); k < entries; k++ {
+		le.PutUint32(cd[p+42:], uint32(base+int64(le.Uint32(cd[p+42:]))+shift))
+		p += 46 + int64(le.Uint16(cd[p+28:])) + int64(le.Uint16(cd[p+30:])) + int64(le.Uint16(cd[p+32:]))
+	}
+	cd = append(cd, end...)
+	le.PutUint32(cd[cdSize+16:], uint32(newCD))
+	local, err := segment.New(m.mf, first, cdAt-first)
+	if err != nil {
+		return nil, format.Wrapf(format.ErrTruncated, formatName, "", first, "%v", err)
+	}
+	tailSeg, err := segment.New(mmapfile.NewBytes(cd), 0, int64(len(cd)))
+	if err != nil {
+		return nil, err
+	}
+	return []format.Piece{{Offset: at, Data: local}, {Offset: newCD, Data: tailSeg}}, nil
 }

@@ -102,7 +102,7 @@ func relaid(t *testing.T, orig []byte, align int64) []byte {
 	if err != nil {
 		t.Fatal(err)
 	}
-	l, err := m.Relayout(align)
+	l, err := m.Relayout(format.RelayoutOptions{Align: align})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -130,7 +130,7 @@ func relaid(t *testing.T, orig []byte, align int64) []byte {
 	}
 	// The copy relays out again (its FlatBuffer now ends in the padding
 	// before the first buffer, which the new head keeps), to the same model.
-	l2, err := c.Relayout(align)
+	l2, err := c.Relayout(format.RelayoutOptions{Align: align})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -160,7 +160,7 @@ func TestRelayoutRejectsAlignment(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, a := range []int64{0, -16, 48, 1 << 31} {
-		if _, err := m.Relayout(a); err == nil {
+		if _, err := m.Relayout(format.RelayoutOptions{Align: a}); err == nil {
 			t.Errorf("Relayout(%d) succeeded, want an error", a)
 		}
 	}
@@ -262,5 +262,110 @@ func TestRelayoutLiteRT(t *testing.T) {
 	}
 	if !strings.Contains(string(got), "same ") {
 		t.Errorf("the interpreter ran no file: want at least one compared")
+	}
+}
+
+// TestRelayoutSize: a relaid real file is no larger than the original and
+// one alignment unit per buffer it moves (the padding before each), where
+// the buffers moved are the distinct byte ranges of its tensors as the
+// independent reader lists them: the moved bytes leave the FlatBuffer.
+func TestRelayoutSize(t *testing.T) {
+	for _, path := range testmodels.Files(t, "tflite") {
+		orig, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ranges := map[[2]int64]bool{}
+		for _, tn := range testmodels.Load(t, path).Tensors {
+			if tn.Offset != nil && tn.NBytes > 0 {
+				ranges[[2]int64{*tn.Offset, tn.NBytes}] = true
+			}
+		}
+		for _, align := range []int64{64, 16384} {
+			out := relaid(t, orig, align)
+			// The zip archive of associated files is placed on 16 bytes.
+			if limit := int64(len(orig)) + int64(len(ranges))*align + 16; int64(len(out)) > limit {
+				t.Errorf("%s at %d: %d bytes from %d, want at most %d (%d buffers moved)", filepath.Base(path), align, len(out), len(orig), limit, len(ranges))
+			}
+		}
+	}
+}
+
+// TestRelayoutZipOffsets: the zip archive of associated files moves with
+// its offsets rewritten: Python's zipfile (and Go's archive/zip) finds
+// every member's local header exactly at the offset the central directory
+// gives, with no correction for bytes before the archive, and the
+// member's bytes are the original's.
+func TestRelayoutZipOffsets(t *testing.T) {
+	n := 0
+	for _, path := range testmodels.Files(t, "tflite") {
+		orig, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		zo, err := zip.NewReader(bytes.NewReader(orig), int64(len(orig)))
+		if err != nil {
+			continue
+		}
+		n++
+		out := relaid(t, orig, 16384)
+		zr, err := zip.NewReader(bytes.NewReader(out), int64(len(out)))
+		if err != nil {
+			t.Fatalf("%s: the relaid archive: %v", filepath.Base(path), err)
+		}
+		if len(zr.File) != len(zo.File) {
+			t.Fatalf("%s: %d members, want %d", filepath.Base(path), len(zr.File), len(zo.File))
+		}
+		for i, f := range zr.File {
+			want, _ := zo.File[i].OpenRaw()
+			got, err := f.OpenRaw()
+			if err != nil {
+				t.Fatal(err)
+			}
+			wb, _ := io.ReadAll(want)
+			gb, _ := io.ReadAll(got)
+			if f.Name != zo.File[i].Name || !bytes.Equal(gb, wb) {
+				t.Errorf("%s: member %d (%s) differs", filepath.Base(path), i, f.Name)
+			}
+		}
+		if _, err := exec.LookPath("python3"); err != nil {
+			if os.Getenv("CI") == "true" {
+				t.Fatal("python3 is required under CI=true")
+			}
+			continue
+		}
+		p := filepath.Join(t.TempDir(), "copy.tflite")
+		if err := os.WriteFile(p, out, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		// Python's zipfile reads the offsets as written, plus any bytes
+		// before the archive it infers (concat): there must be none, and
+		// every member's local header must be where its offset says.
+		script := `
+import sys, zipfile, hashlib
+raw = open(sys.argv[1], "rb").read()
+e = zipfile._EndRecData(open(sys.argv[1], "rb"))
+assert e[zipfile._ECD_LOCATION] - e[zipfile._ECD_SIZE] - e[zipfile._ECD_OFFSET] == 0, "bytes before the archive"
+z = zipfile.ZipFile(sys.argv[1])
+for i in z.infolist():
+    assert raw[i.header_offset:i.header_offset+4] == b"PK\x03\x04", (i.filename, i.header_offset)
+    print(i.filename, hashlib.sha256(z.read(i)).hexdigest())
+`
+		got, err := exec.Command("python3", "-c", script, p).CombinedOutput()
+		if err != nil {
+			t.Fatalf("%s: Python's zipfile: %v: %s", filepath.Base(path), err, got)
+		}
+		var want strings.Builder
+		for _, f := range zo.File {
+			rc, _ := f.Open()
+			b, _ := io.ReadAll(rc)
+			fmt.Fprintf(&want, "%s %x\n", f.Name, sha256.Sum256(b))
+		}
+		if string(got) != want.String() {
+			t.Errorf("%s: Python's zipfile reads\n%s\nwant\n%s", filepath.Base(path), got, want.String())
+		}
+	}
+	if n == 0 {
+		t.Error("no real file with associated files")
 	}
 }

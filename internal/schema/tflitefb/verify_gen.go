@@ -50,6 +50,61 @@ func VerifyBlockwiseQuantization(w *fbverify.Walk, pos int64) error {
 			return w.At(err, "block_size", -1)
 		}
 	}
+	{
+		q, ok := w.RefAt(&t, w.Slot(&t, 3))
+		if !ok {
+			if q, err = w.Ref(&t, 3, false); err != nil {
+				return w.At(err, "block_shape", -1)
+			}
+		}
+		if q != 0 {
+			if _, _, ok := w.VectorAt(q, 4); !ok {
+				if _, _, err := w.Vector(q, 4); err != nil {
+					return w.At(err, "block_shape", -1)
+				}
+			}
+		}
+	}
+	w.Leave()
+	return nil
+}
+
+// VerifyMultiAxisQuantization verifies the MultiAxisQuantization table at pos and everything it refers to.
+func VerifyMultiAxisQuantization(w *fbverify.Walk, pos int64) error {
+	t, err := w.Start(pos)
+	if err != nil {
+		return err
+	}
+	if fo := w.Slot(&t, 0); fo != 0 && fo+4 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 4); err != nil {
+			return w.At(err, "scales", -1)
+		}
+	}
+	if fo := w.Slot(&t, 1); fo != 0 && fo+4 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 4); err != nil {
+			return w.At(err, "zero_points", -1)
+		}
+	}
+	if fo := w.Slot(&t, 2); fo != 0 && fo+4 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 4); err != nil {
+			return w.At(err, "block_size", -1)
+		}
+	}
+	{
+		q, ok := w.RefAt(&t, w.Slot(&t, 3))
+		if !ok {
+			if q, err = w.Ref(&t, 3, false); err != nil {
+				return w.At(err, "quantized_dimensions", -1)
+			}
+		}
+		if q != 0 {
+			if _, _, ok := w.VectorAt(q, 4); !ok {
+				if _, _, err := w.Vector(q, 4); err != nil {
+					return w.At(err, "quantized_dimensions", -1)
+				}
+			}
+		}
+	}
 	w.Leave()
 	return nil
 }
@@ -128,6 +183,8 @@ func VerifyQuantizationParameters(w *fbverify.Walk, pos int64) error {
 			err = VerifyCustomQuantization(w, q)
 		case 2:
 			err = VerifyBlockwiseQuantization(w, q)
+		case 3:
+			err = VerifyMultiAxisQuantization(w, q)
 		default:
 			err = w.Bare(q)
 		}
@@ -591,6 +648,2653 @@ func VerifyStableHLOCompositeOptions(w *fbverify.Walk, pos int64) error {
 	return nil
 }
 
+// VerifyConv2DOptions verifies the Conv2DOptions table at pos and everything it refers to.
+func VerifyConv2DOptions(w *fbverify.Walk, pos int64) error {
+	t, err := w.Start(pos)
+	if err != nil {
+		return err
+	}
+	if fo := w.Slot(&t, 0); fo != 0 && fo+1 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 1); err != nil {
+			return w.At(err, "padding", -1)
+		}
+	}
+	if fo := w.Slot(&t, 1); fo != 0 && fo+4 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 4); err != nil {
+			return w.At(err, "stride_w", -1)
+		}
+	}
+	if fo := w.Slot(&t, 2); fo != 0 && fo+4 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 4); err != nil {
+			return w.At(err, "stride_h", -1)
+		}
+	}
+	if fo := w.Slot(&t, 3); fo != 0 && fo+1 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 1); err != nil {
+			return w.At(err, "fused_activation_function", -1)
+		}
+	}
+	if fo := w.Slot(&t, 4); fo != 0 && fo+4 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 4); err != nil {
+			return w.At(err, "dilation_w_factor", -1)
+		}
+	}
+	if fo := w.Slot(&t, 5); fo != 0 && fo+4 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 4); err != nil {
+			return w.At(err, "dilation_h_factor", -1)
+		}
+	}
+	if fo := w.Slot(&t, 6); fo != 0 && fo+1 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 1); err != nil {
+			return w.At(err, "quantized_bias_type", -1)
+		}
+	}
+	w.Leave()
+	return nil
+}
+
+// VerifyDepthwiseConv2DOptions verifies the DepthwiseConv2DOptions table at pos and everything it refers to.
+func VerifyDepthwiseConv2DOptions(w *fbverify.Walk, pos int64) error {
+	t, err := w.Start(pos)
+	if err != nil {
+		return err
+	}
+	if fo := w.Slot(&t, 0); fo != 0 && fo+1 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 1); err != nil {
+			return w.At(err, "padding", -1)
+		}
+	}
+	if fo := w.Slot(&t, 1); fo != 0 && fo+4 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 4); err != nil {
+			return w.At(err, "stride_w", -1)
+		}
+	}
+	if fo := w.Slot(&t, 2); fo != 0 && fo+4 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 4); err != nil {
+			return w.At(err, "stride_h", -1)
+		}
+	}
+	if fo := w.Slot(&t, 3); fo != 0 && fo+4 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 4); err != nil {
+			return w.At(err, "depth_multiplier", -1)
+		}
+	}
+	if fo := w.Slot(&t, 4); fo != 0 && fo+1 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 1); err != nil {
+			return w.At(err, "fused_activation_function", -1)
+		}
+	}
+	if fo := w.Slot(&t, 5); fo != 0 && fo+4 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 4); err != nil {
+			return w.At(err, "dilation_w_factor", -1)
+		}
+	}
+	if fo := w.Slot(&t, 6); fo != 0 && fo+4 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 4); err != nil {
+			return w.At(err, "dilation_h_factor", -1)
+		}
+	}
+	w.Leave()
+	return nil
+}
+
+// VerifyConcatEmbeddingsOptions verifies the ConcatEmbeddingsOptions table at pos and everything it refers to.
+func VerifyConcatEmbeddingsOptions(w *fbverify.Walk, pos int64) error {
+	t, err := w.Start(pos)
+	if err != nil {
+		return err
+	}
+	if fo := w.Slot(&t, 0); fo != 0 && fo+4 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 4); err != nil {
+			return w.At(err, "num_channels", -1)
+		}
+	}
+	{
+		q, ok := w.RefAt(&t, w.Slot(&t, 1))
+		if !ok {
+			if q, err = w.Ref(&t, 1, false); err != nil {
+				return w.At(err, "num_columns_per_channel", -1)
+			}
+		}
+		if q != 0 {
+			if _, _, ok := w.VectorAt(q, 4); !ok {
+				if _, _, err := w.Vector(q, 4); err != nil {
+					return w.At(err, "num_columns_per_channel", -1)
+				}
+			}
+		}
+	}
+	{
+		q, ok := w.RefAt(&t, w.Slot(&t, 2))
+		if !ok {
+			if q, err = w.Ref(&t, 2, false); err != nil {
+				return w.At(err, "embedding_dim_per_channel", -1)
+			}
+		}
+		if q != 0 {
+			if _, _, ok := w.VectorAt(q, 4); !ok {
+				if _, _, err := w.Vector(q, 4); err != nil {
+					return w.At(err, "embedding_dim_per_channel", -1)
+				}
+			}
+		}
+	}
+	w.Leave()
+	return nil
+}
+
+// VerifyLSHProjectionOptions verifies the LSHProjectionOptions table at pos and everything it refers to.
+func VerifyLSHProjectionOptions(w *fbverify.Walk, pos int64) error {
+	t, err := w.Start(pos)
+	if err != nil {
+		return err
+	}
+	if fo := w.Slot(&t, 0); fo != 0 && fo+1 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 1); err != nil {
+			return w.At(err, "type", -1)
+		}
+	}
+	w.Leave()
+	return nil
+}
+
+// VerifyPool2DOptions verifies the Pool2DOptions table at pos and everything it refers to.
+func VerifyPool2DOptions(w *fbverify.Walk, pos int64) error {
+	t, err := w.Start(pos)
+	if err != nil {
+		return err
+	}
+	if fo := w.Slot(&t, 0); fo != 0 && fo+1 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 1); err != nil {
+			return w.At(err, "padding", -1)
+		}
+	}
+	if fo := w.Slot(&t, 1); fo != 0 && fo+4 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 4); err != nil {
+			return w.At(err, "stride_w", -1)
+		}
+	}
+	if fo := w.Slot(&t, 2); fo != 0 && fo+4 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 4); err != nil {
+			return w.At(err, "stride_h", -1)
+		}
+	}
+	if fo := w.Slot(&t, 3); fo != 0 && fo+4 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 4); err != nil {
+			return w.At(err, "filter_width", -1)
+		}
+	}
+	if fo := w.Slot(&t, 4); fo != 0 && fo+4 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 4); err != nil {
+			return w.At(err, "filter_height", -1)
+		}
+	}
+	if fo := w.Slot(&t, 5); fo != 0 && fo+1 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 1); err != nil {
+			return w.At(err, "fused_activation_function", -1)
+		}
+	}
+	w.Leave()
+	return nil
+}
+
+// VerifySVDFOptions verifies the SVDFOptions table at pos and everything it refers to.
+func VerifySVDFOptions(w *fbverify.Walk, pos int64) error {
+	t, err := w.Start(pos)
+	if err != nil {
+		return err
+	}
+	if fo := w.Slot(&t, 0); fo != 0 && fo+4 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 4); err != nil {
+			return w.At(err, "rank", -1)
+		}
+	}
+	if fo := w.Slot(&t, 1); fo != 0 && fo+1 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 1); err != nil {
+			return w.At(err, "fused_activation_function", -1)
+		}
+	}
+	if fo := w.Slot(&t, 2); fo != 0 && fo+1 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 1); err != nil {
+			return w.At(err, "asymmetric_quantize_inputs", -1)
+		}
+	}
+	w.Leave()
+	return nil
+}
+
+// VerifyRNNOptions verifies the RNNOptions table at pos and everything it refers to.
+func VerifyRNNOptions(w *fbverify.Walk, pos int64) error {
+	t, err := w.Start(pos)
+	if err != nil {
+		return err
+	}
+	if fo := w.Slot(&t, 0); fo != 0 && fo+1 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 1); err != nil {
+			return w.At(err, "fused_activation_function", -1)
+		}
+	}
+	if fo := w.Slot(&t, 1); fo != 0 && fo+1 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 1); err != nil {
+			return w.At(err, "asymmetric_quantize_inputs", -1)
+		}
+	}
+	w.Leave()
+	return nil
+}
+
+// VerifyFullyConnectedOptions verifies the FullyConnectedOptions table at pos and everything it refers to.
+func VerifyFullyConnectedOptions(w *fbverify.Walk, pos int64) error {
+	t, err := w.Start(pos)
+	if err != nil {
+		return err
+	}
+	if fo := w.Slot(&t, 0); fo != 0 && fo+1 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 1); err != nil {
+			return w.At(err, "fused_activation_function", -1)
+		}
+	}
+	if fo := w.Slot(&t, 1); fo != 0 && fo+1 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 1); err != nil {
+			return w.At(err, "weights_format", -1)
+		}
+	}
+	if fo := w.Slot(&t, 2); fo != 0 && fo+1 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 1); err != nil {
+			return w.At(err, "keep_num_dims", -1)
+		}
+	}
+	if fo := w.Slot(&t, 3); fo != 0 && fo+1 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 1); err != nil {
+			return w.At(err, "asymmetric_quantize_inputs", -1)
+		}
+	}
+	if fo := w.Slot(&t, 4); fo != 0 && fo+1 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 1); err != nil {
+			return w.At(err, "quantized_bias_type", -1)
+		}
+	}
+	{
+		q, ok := w.RefAt(&t, w.Slot(&t, 5))
+		if !ok {
+			if q, err = w.Ref(&t, 5, false); err != nil {
+				return w.At(err, "quant_spec", -1)
+			}
+		}
+		if q != 0 {
+			if _, _, ok := w.VectorAt(q, 1); !ok {
+				if _, _, err := w.Vector(q, 1); err != nil {
+					return w.At(err, "quant_spec", -1)
+				}
+			}
+		}
+	}
+	w.Leave()
+	return nil
+}
+
+// VerifySoftmaxOptions verifies the SoftmaxOptions table at pos and everything it refers to.
+func VerifySoftmaxOptions(w *fbverify.Walk, pos int64) error {
+	t, err := w.Start(pos)
+	if err != nil {
+		return err
+	}
+	if fo := w.Slot(&t, 0); fo != 0 && fo+4 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 4); err != nil {
+			return w.At(err, "beta", -1)
+		}
+	}
+	w.Leave()
+	return nil
+}
+
+// VerifyConcatenationOptions verifies the ConcatenationOptions table at pos and everything it refers to.
+func VerifyConcatenationOptions(w *fbverify.Walk, pos int64) error {
+	t, err := w.Start(pos)
+	if err != nil {
+		return err
+	}
+	if fo := w.Slot(&t, 0); fo != 0 && fo+4 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 4); err != nil {
+			return w.At(err, "axis", -1)
+		}
+	}
+	if fo := w.Slot(&t, 1); fo != 0 && fo+1 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 1); err != nil {
+			return w.At(err, "fused_activation_function", -1)
+		}
+	}
+	w.Leave()
+	return nil
+}
+
+// VerifyAddOptions verifies the AddOptions table at pos and everything it refers to.
+func VerifyAddOptions(w *fbverify.Walk, pos int64) error {
+	t, err := w.Start(pos)
+	if err != nil {
+		return err
+	}
+	if fo := w.Slot(&t, 0); fo != 0 && fo+1 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 1); err != nil {
+			return w.At(err, "fused_activation_function", -1)
+		}
+	}
+	if fo := w.Slot(&t, 1); fo != 0 && fo+1 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 1); err != nil {
+			return w.At(err, "pot_scale_int16", -1)
+		}
+	}
+	w.Leave()
+	return nil
+}
+
+// VerifyL2NormOptions verifies the L2NormOptions table at pos and everything it refers to.
+func VerifyL2NormOptions(w *fbverify.Walk, pos int64) error {
+	t, err := w.Start(pos)
+	if err != nil {
+		return err
+	}
+	if fo := w.Slot(&t, 0); fo != 0 && fo+1 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 1); err != nil {
+			return w.At(err, "fused_activation_function", -1)
+		}
+	}
+	w.Leave()
+	return nil
+}
+
+// VerifyLocalResponseNormalizationOptions verifies the LocalResponseNormalizationOptions table at pos and everything it refers to.
+func VerifyLocalResponseNormalizationOptions(w *fbverify.Walk, pos int64) error {
+	t, err := w.Start(pos)
+	if err != nil {
+		return err
+	}
+	if fo := w.Slot(&t, 0); fo != 0 && fo+4 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 4); err != nil {
+			return w.At(err, "radius", -1)
+		}
+	}
+	if fo := w.Slot(&t, 1); fo != 0 && fo+4 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 4); err != nil {
+			return w.At(err, "bias", -1)
+		}
+	}
+	if fo := w.Slot(&t, 2); fo != 0 && fo+4 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 4); err != nil {
+			return w.At(err, "alpha", -1)
+		}
+	}
+	if fo := w.Slot(&t, 3); fo != 0 && fo+4 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 4); err != nil {
+			return w.At(err, "beta", -1)
+		}
+	}
+	w.Leave()
+	return nil
+}
+
+// VerifyLSTMOptions verifies the LSTMOptions table at pos and everything it refers to.
+func VerifyLSTMOptions(w *fbverify.Walk, pos int64) error {
+	t, err := w.Start(pos)
+	if err != nil {
+		return err
+	}
+	if fo := w.Slot(&t, 0); fo != 0 && fo+1 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 1); err != nil {
+			return w.At(err, "fused_activation_function", -1)
+		}
+	}
+	if fo := w.Slot(&t, 1); fo != 0 && fo+4 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 4); err != nil {
+			return w.At(err, "cell_clip", -1)
+		}
+	}
+	if fo := w.Slot(&t, 2); fo != 0 && fo+4 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 4); err != nil {
+			return w.At(err, "proj_clip", -1)
+		}
+	}
+	if fo := w.Slot(&t, 3); fo != 0 && fo+1 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 1); err != nil {
+			return w.At(err, "kernel_type", -1)
+		}
+	}
+	if fo := w.Slot(&t, 4); fo != 0 && fo+1 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 1); err != nil {
+			return w.At(err, "asymmetric_quantize_inputs", -1)
+		}
+	}
+	w.Leave()
+	return nil
+}
+
+// VerifyResizeBilinearOptions verifies the ResizeBilinearOptions table at pos and everything it refers to.
+func VerifyResizeBilinearOptions(w *fbverify.Walk, pos int64) error {
+	t, err := w.Start(pos)
+	if err != nil {
+		return err
+	}
+	if fo := w.Slot(&t, 2); fo != 0 && fo+1 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 1); err != nil {
+			return w.At(err, "align_corners", -1)
+		}
+	}
+	if fo := w.Slot(&t, 3); fo != 0 && fo+1 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 1); err != nil {
+			return w.At(err, "half_pixel_centers", -1)
+		}
+	}
+	w.Leave()
+	return nil
+}
+
+// VerifyReshapeOptions verifies the ReshapeOptions table at pos and everything it refers to.
+func VerifyReshapeOptions(w *fbverify.Walk, pos int64) error {
+	t, err := w.Start(pos)
+	if err != nil {
+		return err
+	}
+	{
+		q, ok := w.RefAt(&t, w.Slot(&t, 0))
+		if !ok {
+			if q, err = w.Ref(&t, 0, false); err != nil {
+				return w.At(err, "new_shape", -1)
+			}
+		}
+		if q != 0 {
+			if _, _, ok := w.VectorAt(q, 4); !ok {
+				if _, _, err := w.Vector(q, 4); err != nil {
+					return w.At(err, "new_shape", -1)
+				}
+			}
+		}
+	}
+	w.Leave()
+	return nil
+}
+
+// VerifySkipGramOptions verifies the SkipGramOptions table at pos and everything it refers to.
+func VerifySkipGramOptions(w *fbverify.Walk, pos int64) error {
+	t, err := w.Start(pos)
+	if err != nil {
+		return err
+	}
+	if fo := w.Slot(&t, 0); fo != 0 && fo+4 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 4); err != nil {
+			return w.At(err, "ngram_size", -1)
+		}
+	}
+	if fo := w.Slot(&t, 1); fo != 0 && fo+4 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 4); err != nil {
+			return w.At(err, "max_skip_size", -1)
+		}
+	}
+	if fo := w.Slot(&t, 2); fo != 0 && fo+1 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 1); err != nil {
+			return w.At(err, "include_all_ngrams", -1)
+		}
+	}
+	w.Leave()
+	return nil
+}
+
+// VerifySpaceToDepthOptions verifies the SpaceToDepthOptions table at pos and everything it refers to.
+func VerifySpaceToDepthOptions(w *fbverify.Walk, pos int64) error {
+	t, err := w.Start(pos)
+	if err != nil {
+		return err
+	}
+	if fo := w.Slot(&t, 0); fo != 0 && fo+4 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 4); err != nil {
+			return w.At(err, "block_size", -1)
+		}
+	}
+	w.Leave()
+	return nil
+}
+
+// VerifyEmbeddingLookupSparseOptions verifies the EmbeddingLookupSparseOptions table at pos and everything it refers to.
+func VerifyEmbeddingLookupSparseOptions(w *fbverify.Walk, pos int64) error {
+	t, err := w.Start(pos)
+	if err != nil {
+		return err
+	}
+	if fo := w.Slot(&t, 0); fo != 0 && fo+1 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 1); err != nil {
+			return w.At(err, "combiner", -1)
+		}
+	}
+	w.Leave()
+	return nil
+}
+
+// VerifyMulOptions verifies the MulOptions table at pos and everything it refers to.
+func VerifyMulOptions(w *fbverify.Walk, pos int64) error {
+	t, err := w.Start(pos)
+	if err != nil {
+		return err
+	}
+	if fo := w.Slot(&t, 0); fo != 0 && fo+1 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 1); err != nil {
+			return w.At(err, "fused_activation_function", -1)
+		}
+	}
+	w.Leave()
+	return nil
+}
+
+// VerifyPadOptions verifies the PadOptions table at pos and everything it refers to.
+func VerifyPadOptions(w *fbverify.Walk, pos int64) error {
+	return w.Bare(pos)
+}
+
+// VerifyGatherOptions verifies the GatherOptions table at pos and everything it refers to.
+func VerifyGatherOptions(w *fbverify.Walk, pos int64) error {
+	t, err := w.Start(pos)
+	if err != nil {
+		return err
+	}
+	if fo := w.Slot(&t, 0); fo != 0 && fo+4 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 4); err != nil {
+			return w.At(err, "axis", -1)
+		}
+	}
+	if fo := w.Slot(&t, 1); fo != 0 && fo+4 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 4); err != nil {
+			return w.At(err, "batch_dims", -1)
+		}
+	}
+	w.Leave()
+	return nil
+}
+
+// VerifyBatchToSpaceNDOptions verifies the BatchToSpaceNDOptions table at pos and everything it refers to.
+func VerifyBatchToSpaceNDOptions(w *fbverify.Walk, pos int64) error {
+	return w.Bare(pos)
+}
+
+// VerifySpaceToBatchNDOptions verifies the SpaceToBatchNDOptions table at pos and everything it refers to.
+func VerifySpaceToBatchNDOptions(w *fbverify.Walk, pos int64) error {
+	return w.Bare(pos)
+}
+
+// VerifyTransposeOptions verifies the TransposeOptions table at pos and everything it refers to.
+func VerifyTransposeOptions(w *fbverify.Walk, pos int64) error {
+	return w.Bare(pos)
+}
+
+// VerifyReducerOptions verifies the ReducerOptions table at pos and everything it refers to.
+func VerifyReducerOptions(w *fbverify.Walk, pos int64) error {
+	t, err := w.Start(pos)
+	if err != nil {
+		return err
+	}
+	if fo := w.Slot(&t, 0); fo != 0 && fo+1 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 1); err != nil {
+			return w.At(err, "keep_dims", -1)
+		}
+	}
+	w.Leave()
+	return nil
+}
+
+// VerifySubOptions verifies the SubOptions table at pos and everything it refers to.
+func VerifySubOptions(w *fbverify.Walk, pos int64) error {
+	t, err := w.Start(pos)
+	if err != nil {
+		return err
+	}
+	if fo := w.Slot(&t, 0); fo != 0 && fo+1 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 1); err != nil {
+			return w.At(err, "fused_activation_function", -1)
+		}
+	}
+	if fo := w.Slot(&t, 1); fo != 0 && fo+1 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 1); err != nil {
+			return w.At(err, "pot_scale_int16", -1)
+		}
+	}
+	w.Leave()
+	return nil
+}
+
+// VerifyDivOptions verifies the DivOptions table at pos and everything it refers to.
+func VerifyDivOptions(w *fbverify.Walk, pos int64) error {
+	t, err := w.Start(pos)
+	if err != nil {
+		return err
+	}
+	if fo := w.Slot(&t, 0); fo != 0 && fo+1 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 1); err != nil {
+			return w.At(err, "fused_activation_function", -1)
+		}
+	}
+	w.Leave()
+	return nil
+}
+
+// VerifySqueezeOptions verifies the SqueezeOptions table at pos and everything it refers to.
+func VerifySqueezeOptions(w *fbverify.Walk, pos int64) error {
+	t, err := w.Start(pos)
+	if err != nil {
+		return err
+	}
+	{
+		q, ok := w.RefAt(&t, w.Slot(&t, 0))
+		if !ok {
+			if q, err = w.Ref(&t, 0, false); err != nil {
+				return w.At(err, "squeeze_dims", -1)
+			}
+		}
+		if q != 0 {
+			if _, _, ok := w.VectorAt(q, 4); !ok {
+				if _, _, err := w.Vector(q, 4); err != nil {
+					return w.At(err, "squeeze_dims", -1)
+				}
+			}
+		}
+	}
+	w.Leave()
+	return nil
+}
+
+// VerifySequenceRNNOptions verifies the SequenceRNNOptions table at pos and everything it refers to.
+func VerifySequenceRNNOptions(w *fbverify.Walk, pos int64) error {
+	t, err := w.Start(pos)
+	if err != nil {
+		return err
+	}
+	if fo := w.Slot(&t, 0); fo != 0 && fo+1 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 1); err != nil {
+			return w.At(err, "time_major", -1)
+		}
+	}
+	if fo := w.Slot(&t, 1); fo != 0 && fo+1 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 1); err != nil {
+			return w.At(err, "fused_activation_function", -1)
+		}
+	}
+	if fo := w.Slot(&t, 2); fo != 0 && fo+1 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 1); err != nil {
+			return w.At(err, "asymmetric_quantize_inputs", -1)
+		}
+	}
+	w.Leave()
+	return nil
+}
+
+// VerifyStridedSliceOptions verifies the StridedSliceOptions table at pos and everything it refers to.
+func VerifyStridedSliceOptions(w *fbverify.Walk, pos int64) error {
+	t, err := w.Start(pos)
+	if err != nil {
+		return err
+	}
+	if fo := w.Slot(&t, 0); fo != 0 && fo+4 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 4); err != nil {
+			return w.At(err, "begin_mask", -1)
+		}
+	}
+	if fo := w.Slot(&t, 1); fo != 0 && fo+4 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 4); err != nil {
+			return w.At(err, "end_mask", -1)
+		}
+	}
+	if fo := w.Slot(&t, 2); fo != 0 && fo+4 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 4); err != nil {
+			return w.At(err, "ellipsis_mask", -1)
+		}
+	}
+	if fo := w.Slot(&t, 3); fo != 0 && fo+4 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 4); err != nil {
+			return w.At(err, "new_axis_mask", -1)
+		}
+	}
+	if fo := w.Slot(&t, 4); fo != 0 && fo+4 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 4); err != nil {
+			return w.At(err, "shrink_axis_mask", -1)
+		}
+	}
+	if fo := w.Slot(&t, 5); fo != 0 && fo+1 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 1); err != nil {
+			return w.At(err, "offset", -1)
+		}
+	}
+	w.Leave()
+	return nil
+}
+
+// VerifyExpOptions verifies the ExpOptions table at pos and everything it refers to.
+func VerifyExpOptions(w *fbverify.Walk, pos int64) error {
+	return w.Bare(pos)
+}
+
+// VerifyTopKV2Options verifies the TopKV2Options table at pos and everything it refers to.
+func VerifyTopKV2Options(w *fbverify.Walk, pos int64) error {
+	return w.Bare(pos)
+}
+
+// VerifySplitOptions verifies the SplitOptions table at pos and everything it refers to.
+func VerifySplitOptions(w *fbverify.Walk, pos int64) error {
+	t, err := w.Start(pos)
+	if err != nil {
+		return err
+	}
+	if fo := w.Slot(&t, 0); fo != 0 && fo+4 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 4); err != nil {
+			return w.At(err, "num_splits", -1)
+		}
+	}
+	w.Leave()
+	return nil
+}
+
+// VerifyLogSoftmaxOptions verifies the LogSoftmaxOptions table at pos and everything it refers to.
+func VerifyLogSoftmaxOptions(w *fbverify.Walk, pos int64) error {
+	return w.Bare(pos)
+}
+
+// VerifyCastOptions verifies the CastOptions table at pos and everything it refers to.
+func VerifyCastOptions(w *fbverify.Walk, pos int64) error {
+	t, err := w.Start(pos)
+	if err != nil {
+		return err
+	}
+	if fo := w.Slot(&t, 0); fo != 0 && fo+1 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 1); err != nil {
+			return w.At(err, "in_data_type", -1)
+		}
+	}
+	if fo := w.Slot(&t, 1); fo != 0 && fo+1 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 1); err != nil {
+			return w.At(err, "out_data_type", -1)
+		}
+	}
+	w.Leave()
+	return nil
+}
+
+// VerifyDequantizeOptions verifies the DequantizeOptions table at pos and everything it refers to.
+func VerifyDequantizeOptions(w *fbverify.Walk, pos int64) error {
+	return w.Bare(pos)
+}
+
+// VerifyMaximumMinimumOptions verifies the MaximumMinimumOptions table at pos and everything it refers to.
+func VerifyMaximumMinimumOptions(w *fbverify.Walk, pos int64) error {
+	return w.Bare(pos)
+}
+
+// VerifyArgMaxOptions verifies the ArgMaxOptions table at pos and everything it refers to.
+func VerifyArgMaxOptions(w *fbverify.Walk, pos int64) error {
+	t, err := w.Start(pos)
+	if err != nil {
+		return err
+	}
+	if fo := w.Slot(&t, 0); fo != 0 && fo+1 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 1); err != nil {
+			return w.At(err, "output_type", -1)
+		}
+	}
+	w.Leave()
+	return nil
+}
+
+// VerifyLessOptions verifies the LessOptions table at pos and everything it refers to.
+func VerifyLessOptions(w *fbverify.Walk, pos int64) error {
+	return w.Bare(pos)
+}
+
+// VerifyNegOptions verifies the NegOptions table at pos and everything it refers to.
+func VerifyNegOptions(w *fbverify.Walk, pos int64) error {
+	return w.Bare(pos)
+}
+
+// VerifyPadV2Options verifies the PadV2Options table at pos and everything it refers to.
+func VerifyPadV2Options(w *fbverify.Walk, pos int64) error {
+	return w.Bare(pos)
+}
+
+// VerifyGreaterOptions verifies the GreaterOptions table at pos and everything it refers to.
+func VerifyGreaterOptions(w *fbverify.Walk, pos int64) error {
+	return w.Bare(pos)
+}
+
+// VerifyGreaterEqualOptions verifies the GreaterEqualOptions table at pos and everything it refers to.
+func VerifyGreaterEqualOptions(w *fbverify.Walk, pos int64) error {
+	return w.Bare(pos)
+}
+
+// VerifyLessEqualOptions verifies the LessEqualOptions table at pos and everything it refers to.
+func VerifyLessEqualOptions(w *fbverify.Walk, pos int64) error {
+	return w.Bare(pos)
+}
+
+// VerifySelectOptions verifies the SelectOptions table at pos and everything it refers to.
+func VerifySelectOptions(w *fbverify.Walk, pos int64) error {
+	return w.Bare(pos)
+}
+
+// VerifySliceOptions verifies the SliceOptions table at pos and everything it refers to.
+func VerifySliceOptions(w *fbverify.Walk, pos int64) error {
+	return w.Bare(pos)
+}
+
+// VerifyTransposeConvOptions verifies the TransposeConvOptions table at pos and everything it refers to.
+func VerifyTransposeConvOptions(w *fbverify.Walk, pos int64) error {
+	t, err := w.Start(pos)
+	if err != nil {
+		return err
+	}
+	if fo := w.Slot(&t, 0); fo != 0 && fo+1 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 1); err != nil {
+			return w.At(err, "padding", -1)
+		}
+	}
+	if fo := w.Slot(&t, 1); fo != 0 && fo+4 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 4); err != nil {
+			return w.At(err, "stride_w", -1)
+		}
+	}
+	if fo := w.Slot(&t, 2); fo != 0 && fo+4 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 4); err != nil {
+			return w.At(err, "stride_h", -1)
+		}
+	}
+	if fo := w.Slot(&t, 3); fo != 0 && fo+1 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 1); err != nil {
+			return w.At(err, "fused_activation_function", -1)
+		}
+	}
+	if fo := w.Slot(&t, 4); fo != 0 && fo+1 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 1); err != nil {
+			return w.At(err, "quantized_bias_type", -1)
+		}
+	}
+	w.Leave()
+	return nil
+}
+
+// VerifySparseToDenseOptions verifies the SparseToDenseOptions table at pos and everything it refers to.
+func VerifySparseToDenseOptions(w *fbverify.Walk, pos int64) error {
+	t, err := w.Start(pos)
+	if err != nil {
+		return err
+	}
+	if fo := w.Slot(&t, 0); fo != 0 && fo+1 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 1); err != nil {
+			return w.At(err, "validate_indices", -1)
+		}
+	}
+	w.Leave()
+	return nil
+}
+
+// VerifyTileOptions verifies the TileOptions table at pos and everything it refers to.
+func VerifyTileOptions(w *fbverify.Walk, pos int64) error {
+	return w.Bare(pos)
+}
+
+// VerifyExpandDimsOptions verifies the ExpandDimsOptions table at pos and everything it refers to.
+func VerifyExpandDimsOptions(w *fbverify.Walk, pos int64) error {
+	return w.Bare(pos)
+}
+
+// VerifyEqualOptions verifies the EqualOptions table at pos and everything it refers to.
+func VerifyEqualOptions(w *fbverify.Walk, pos int64) error {
+	return w.Bare(pos)
+}
+
+// VerifyNotEqualOptions verifies the NotEqualOptions table at pos and everything it refers to.
+func VerifyNotEqualOptions(w *fbverify.Walk, pos int64) error {
+	return w.Bare(pos)
+}
+
+// VerifyShapeOptions verifies the ShapeOptions table at pos and everything it refers to.
+func VerifyShapeOptions(w *fbverify.Walk, pos int64) error {
+	t, err := w.Start(pos)
+	if err != nil {
+		return err
+	}
+	if fo := w.Slot(&t, 0); fo != 0 && fo+1 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 1); err != nil {
+			return w.At(err, "out_type", -1)
+		}
+	}
+	w.Leave()
+	return nil
+}
+
+// VerifyPowOptions verifies the PowOptions table at pos and everything it refers to.
+func VerifyPowOptions(w *fbverify.Walk, pos int64) error {
+	return w.Bare(pos)
+}
+
+// VerifyArgMinOptions verifies the ArgMinOptions table at pos and everything it refers to.
+func VerifyArgMinOptions(w *fbverify.Walk, pos int64) error {
+	t, err := w.Start(pos)
+	if err != nil {
+		return err
+	}
+	if fo := w.Slot(&t, 0); fo != 0 && fo+1 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 1); err != nil {
+			return w.At(err, "output_type", -1)
+		}
+	}
+	w.Leave()
+	return nil
+}
+
+// VerifyFakeQuantOptions verifies the FakeQuantOptions table at pos and everything it refers to.
+func VerifyFakeQuantOptions(w *fbverify.Walk, pos int64) error {
+	t, err := w.Start(pos)
+	if err != nil {
+		return err
+	}
+	if fo := w.Slot(&t, 0); fo != 0 && fo+4 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 4); err != nil {
+			return w.At(err, "min", -1)
+		}
+	}
+	if fo := w.Slot(&t, 1); fo != 0 && fo+4 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 4); err != nil {
+			return w.At(err, "max", -1)
+		}
+	}
+	if fo := w.Slot(&t, 2); fo != 0 && fo+4 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 4); err != nil {
+			return w.At(err, "num_bits", -1)
+		}
+	}
+	if fo := w.Slot(&t, 3); fo != 0 && fo+1 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 1); err != nil {
+			return w.At(err, "narrow_range", -1)
+		}
+	}
+	w.Leave()
+	return nil
+}
+
+// VerifyPackOptions verifies the PackOptions table at pos and everything it refers to.
+func VerifyPackOptions(w *fbverify.Walk, pos int64) error {
+	t, err := w.Start(pos)
+	if err != nil {
+		return err
+	}
+	if fo := w.Slot(&t, 0); fo != 0 && fo+4 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 4); err != nil {
+			return w.At(err, "values_count", -1)
+		}
+	}
+	if fo := w.Slot(&t, 1); fo != 0 && fo+4 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 4); err != nil {
+			return w.At(err, "axis", -1)
+		}
+	}
+	w.Leave()
+	return nil
+}
+
+// VerifyLogicalOrOptions verifies the LogicalOrOptions table at pos and everything it refers to.
+func VerifyLogicalOrOptions(w *fbverify.Walk, pos int64) error {
+	return w.Bare(pos)
+}
+
+// VerifyOneHotOptions verifies the OneHotOptions table at pos and everything it refers to.
+func VerifyOneHotOptions(w *fbverify.Walk, pos int64) error {
+	t, err := w.Start(pos)
+	if err != nil {
+		return err
+	}
+	if fo := w.Slot(&t, 0); fo != 0 && fo+4 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 4); err != nil {
+			return w.At(err, "axis", -1)
+		}
+	}
+	w.Leave()
+	return nil
+}
+
+// VerifyLogicalAndOptions verifies the LogicalAndOptions table at pos and everything it refers to.
+func VerifyLogicalAndOptions(w *fbverify.Walk, pos int64) error {
+	return w.Bare(pos)
+}
+
+// VerifyLogicalNotOptions verifies the LogicalNotOptions table at pos and everything it refers to.
+func VerifyLogicalNotOptions(w *fbverify.Walk, pos int64) error {
+	return w.Bare(pos)
+}
+
+// VerifyUnpackOptions verifies the UnpackOptions table at pos and everything it refers to.
+func VerifyUnpackOptions(w *fbverify.Walk, pos int64) error {
+	t, err := w.Start(pos)
+	if err != nil {
+		return err
+	}
+	if fo := w.Slot(&t, 0); fo != 0 && fo+4 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 4); err != nil {
+			return w.At(err, "num", -1)
+		}
+	}
+	if fo := w.Slot(&t, 1); fo != 0 && fo+4 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 4); err != nil {
+			return w.At(err, "axis", -1)
+		}
+	}
+	w.Leave()
+	return nil
+}
+
+// VerifyFloorDivOptions verifies the FloorDivOptions table at pos and everything it refers to.
+func VerifyFloorDivOptions(w *fbverify.Walk, pos int64) error {
+	return w.Bare(pos)
+}
+
+// VerifySquareOptions verifies the SquareOptions table at pos and everything it refers to.
+func VerifySquareOptions(w *fbverify.Walk, pos int64) error {
+	return w.Bare(pos)
+}
+
+// VerifyZerosLikeOptions verifies the ZerosLikeOptions table at pos and everything it refers to.
+func VerifyZerosLikeOptions(w *fbverify.Walk, pos int64) error {
+	return w.Bare(pos)
+}
+
+// VerifyFillOptions verifies the FillOptions table at pos and everything it refers to.
+func VerifyFillOptions(w *fbverify.Walk, pos int64) error {
+	return w.Bare(pos)
+}
+
+// VerifyBidirectionalSequenceLSTMOptions verifies the BidirectionalSequenceLSTMOptions table at pos and everything it refers to.
+func VerifyBidirectionalSequenceLSTMOptions(w *fbverify.Walk, pos int64) error {
+	t, err := w.Start(pos)
+	if err != nil {
+		return err
+	}
+	if fo := w.Slot(&t, 0); fo != 0 && fo+1 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 1); err != nil {
+			return w.At(err, "fused_activation_function", -1)
+		}
+	}
+	if fo := w.Slot(&t, 1); fo != 0 && fo+4 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 4); err != nil {
+			return w.At(err, "cell_clip", -1)
+		}
+	}
+	if fo := w.Slot(&t, 2); fo != 0 && fo+4 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 4); err != nil {
+			return w.At(err, "proj_clip", -1)
+		}
+	}
+	if fo := w.Slot(&t, 3); fo != 0 && fo+1 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 1); err != nil {
+			return w.At(err, "merge_outputs", -1)
+		}
+	}
+	if fo := w.Slot(&t, 4); fo != 0 && fo+1 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 1); err != nil {
+			return w.At(err, "time_major", -1)
+		}
+	}
+	if fo := w.Slot(&t, 5); fo != 0 && fo+1 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 1); err != nil {
+			return w.At(err, "asymmetric_quantize_inputs", -1)
+		}
+	}
+	w.Leave()
+	return nil
+}
+
+// VerifyBidirectionalSequenceRNNOptions verifies the BidirectionalSequenceRNNOptions table at pos and everything it refers to.
+func VerifyBidirectionalSequenceRNNOptions(w *fbverify.Walk, pos int64) error {
+	t, err := w.Start(pos)
+	if err != nil {
+		return err
+	}
+	if fo := w.Slot(&t, 0); fo != 0 && fo+1 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 1); err != nil {
+			return w.At(err, "time_major", -1)
+		}
+	}
+	if fo := w.Slot(&t, 1); fo != 0 && fo+1 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 1); err != nil {
+			return w.At(err, "fused_activation_function", -1)
+		}
+	}
+	if fo := w.Slot(&t, 2); fo != 0 && fo+1 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 1); err != nil {
+			return w.At(err, "merge_outputs", -1)
+		}
+	}
+	if fo := w.Slot(&t, 3); fo != 0 && fo+1 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 1); err != nil {
+			return w.At(err, "asymmetric_quantize_inputs", -1)
+		}
+	}
+	w.Leave()
+	return nil
+}
+
+// VerifyUnidirectionalSequenceLSTMOptions verifies the UnidirectionalSequenceLSTMOptions table at pos and everything it refers to.
+func VerifyUnidirectionalSequenceLSTMOptions(w *fbverify.Walk, pos int64) error {
+	t, err := w.Start(pos)
+	if err != nil {
+		return err
+	}
+	if fo := w.Slot(&t, 0); fo != 0 && fo+1 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 1); err != nil {
+			return w.At(err, "fused_activation_function", -1)
+		}
+	}
+	if fo := w.Slot(&t, 1); fo != 0 && fo+4 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 4); err != nil {
+			return w.At(err, "cell_clip", -1)
+		}
+	}
+	if fo := w.Slot(&t, 2); fo != 0 && fo+4 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 4); err != nil {
+			return w.At(err, "proj_clip", -1)
+		}
+	}
+	if fo := w.Slot(&t, 3); fo != 0 && fo+1 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 1); err != nil {
+			return w.At(err, "time_major", -1)
+		}
+	}
+	if fo := w.Slot(&t, 4); fo != 0 && fo+1 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 1); err != nil {
+			return w.At(err, "asymmetric_quantize_inputs", -1)
+		}
+	}
+	if fo := w.Slot(&t, 5); fo != 0 && fo+1 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 1); err != nil {
+			return w.At(err, "diagonal_recurrent_tensors", -1)
+		}
+	}
+	w.Leave()
+	return nil
+}
+
+// VerifyFloorModOptions verifies the FloorModOptions table at pos and everything it refers to.
+func VerifyFloorModOptions(w *fbverify.Walk, pos int64) error {
+	return w.Bare(pos)
+}
+
+// VerifyRangeOptions verifies the RangeOptions table at pos and everything it refers to.
+func VerifyRangeOptions(w *fbverify.Walk, pos int64) error {
+	return w.Bare(pos)
+}
+
+// VerifyResizeNearestNeighborOptions verifies the ResizeNearestNeighborOptions table at pos and everything it refers to.
+func VerifyResizeNearestNeighborOptions(w *fbverify.Walk, pos int64) error {
+	t, err := w.Start(pos)
+	if err != nil {
+		return err
+	}
+	if fo := w.Slot(&t, 0); fo != 0 && fo+1 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 1); err != nil {
+			return w.At(err, "align_corners", -1)
+		}
+	}
+	if fo := w.Slot(&t, 1); fo != 0 && fo+1 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 1); err != nil {
+			return w.At(err, "half_pixel_centers", -1)
+		}
+	}
+	w.Leave()
+	return nil
+}
+
+// VerifyLeakyReluOptions verifies the LeakyReluOptions table at pos and everything it refers to.
+func VerifyLeakyReluOptions(w *fbverify.Walk, pos int64) error {
+	t, err := w.Start(pos)
+	if err != nil {
+		return err
+	}
+	if fo := w.Slot(&t, 0); fo != 0 && fo+4 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 4); err != nil {
+			return w.At(err, "alpha", -1)
+		}
+	}
+	w.Leave()
+	return nil
+}
+
+// VerifySquaredDifferenceOptions verifies the SquaredDifferenceOptions table at pos and everything it refers to.
+func VerifySquaredDifferenceOptions(w *fbverify.Walk, pos int64) error {
+	return w.Bare(pos)
+}
+
+// VerifyMirrorPadOptions verifies the MirrorPadOptions table at pos and everything it refers to.
+func VerifyMirrorPadOptions(w *fbverify.Walk, pos int64) error {
+	t, err := w.Start(pos)
+	if err != nil {
+		return err
+	}
+	if fo := w.Slot(&t, 0); fo != 0 && fo+1 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 1); err != nil {
+			return w.At(err, "mode", -1)
+		}
+	}
+	w.Leave()
+	return nil
+}
+
+// VerifyAbsOptions verifies the AbsOptions table at pos and everything it refers to.
+func VerifyAbsOptions(w *fbverify.Walk, pos int64) error {
+	return w.Bare(pos)
+}
+
+// VerifySplitVOptions verifies the SplitVOptions table at pos and everything it refers to.
+func VerifySplitVOptions(w *fbverify.Walk, pos int64) error {
+	t, err := w.Start(pos)
+	if err != nil {
+		return err
+	}
+	if fo := w.Slot(&t, 0); fo != 0 && fo+4 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 4); err != nil {
+			return w.At(err, "num_splits", -1)
+		}
+	}
+	w.Leave()
+	return nil
+}
+
+// VerifyUniqueOptions verifies the UniqueOptions table at pos and everything it refers to.
+func VerifyUniqueOptions(w *fbverify.Walk, pos int64) error {
+	t, err := w.Start(pos)
+	if err != nil {
+		return err
+	}
+	if fo := w.Slot(&t, 0); fo != 0 && fo+1 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 1); err != nil {
+			return w.At(err, "idx_out_type", -1)
+		}
+	}
+	w.Leave()
+	return nil
+}
+
+// VerifyReverseV2Options verifies the ReverseV2Options table at pos and everything it refers to.
+func VerifyReverseV2Options(w *fbverify.Walk, pos int64) error {
+	return w.Bare(pos)
+}
+
+// VerifyAddNOptions verifies the AddNOptions table at pos and everything it refers to.
+func VerifyAddNOptions(w *fbverify.Walk, pos int64) error {
+	return w.Bare(pos)
+}
+
+// VerifyGatherNdOptions verifies the GatherNdOptions table at pos and everything it refers to.
+func VerifyGatherNdOptions(w *fbverify.Walk, pos int64) error {
+	return w.Bare(pos)
+}
+
+// VerifyCosOptions verifies the CosOptions table at pos and everything it refers to.
+func VerifyCosOptions(w *fbverify.Walk, pos int64) error {
+	return w.Bare(pos)
+}
+
+// VerifyWhereOptions verifies the WhereOptions table at pos and everything it refers to.
+func VerifyWhereOptions(w *fbverify.Walk, pos int64) error {
+	return w.Bare(pos)
+}
+
+// VerifyRankOptions verifies the RankOptions table at pos and everything it refers to.
+func VerifyRankOptions(w *fbverify.Walk, pos int64) error {
+	return w.Bare(pos)
+}
+
+// VerifyReverseSequenceOptions verifies the ReverseSequenceOptions table at pos and everything it refers to.
+func VerifyReverseSequenceOptions(w *fbverify.Walk, pos int64) error {
+	t, err := w.Start(pos)
+	if err != nil {
+		return err
+	}
+	if fo := w.Slot(&t, 0); fo != 0 && fo+4 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 4); err != nil {
+			return w.At(err, "seq_dim", -1)
+		}
+	}
+	if fo := w.Slot(&t, 1); fo != 0 && fo+4 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 4); err != nil {
+			return w.At(err, "batch_dim", -1)
+		}
+	}
+	w.Leave()
+	return nil
+}
+
+// VerifyMatrixDiagOptions verifies the MatrixDiagOptions table at pos and everything it refers to.
+func VerifyMatrixDiagOptions(w *fbverify.Walk, pos int64) error {
+	return w.Bare(pos)
+}
+
+// VerifyQuantizeOptions verifies the QuantizeOptions table at pos and everything it refers to.
+func VerifyQuantizeOptions(w *fbverify.Walk, pos int64) error {
+	return w.Bare(pos)
+}
+
+// VerifyMatrixSetDiagOptions verifies the MatrixSetDiagOptions table at pos and everything it refers to.
+func VerifyMatrixSetDiagOptions(w *fbverify.Walk, pos int64) error {
+	return w.Bare(pos)
+}
+
+// VerifyHardSwishOptions verifies the HardSwishOptions table at pos and everything it refers to.
+func VerifyHardSwishOptions(w *fbverify.Walk, pos int64) error {
+	return w.Bare(pos)
+}
+
+// VerifyDepthToSpaceOptions verifies the DepthToSpaceOptions table at pos and everything it refers to.
+func VerifyDepthToSpaceOptions(w *fbverify.Walk, pos int64) error {
+	t, err := w.Start(pos)
+	if err != nil {
+		return err
+	}
+	if fo := w.Slot(&t, 0); fo != 0 && fo+4 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 4); err != nil {
+			return w.At(err, "block_size", -1)
+		}
+	}
+	w.Leave()
+	return nil
+}
+
+// VerifyNonMaxSuppressionV4Options verifies the NonMaxSuppressionV4Options table at pos and everything it refers to.
+func VerifyNonMaxSuppressionV4Options(w *fbverify.Walk, pos int64) error {
+	return w.Bare(pos)
+}
+
+// VerifyNonMaxSuppressionV5Options verifies the NonMaxSuppressionV5Options table at pos and everything it refers to.
+func VerifyNonMaxSuppressionV5Options(w *fbverify.Walk, pos int64) error {
+	return w.Bare(pos)
+}
+
+// VerifyScatterNdOptions verifies the ScatterNdOptions table at pos and everything it refers to.
+func VerifyScatterNdOptions(w *fbverify.Walk, pos int64) error {
+	return w.Bare(pos)
+}
+
+// VerifySelectV2Options verifies the SelectV2Options table at pos and everything it refers to.
+func VerifySelectV2Options(w *fbverify.Walk, pos int64) error {
+	return w.Bare(pos)
+}
+
+// VerifyDensifyOptions verifies the DensifyOptions table at pos and everything it refers to.
+func VerifyDensifyOptions(w *fbverify.Walk, pos int64) error {
+	return w.Bare(pos)
+}
+
+// VerifySegmentSumOptions verifies the SegmentSumOptions table at pos and everything it refers to.
+func VerifySegmentSumOptions(w *fbverify.Walk, pos int64) error {
+	return w.Bare(pos)
+}
+
+// VerifyBatchMatMulOptions verifies the BatchMatMulOptions table at pos and everything it refers to.
+func VerifyBatchMatMulOptions(w *fbverify.Walk, pos int64) error {
+	t, err := w.Start(pos)
+	if err != nil {
+		return err
+	}
+	if fo := w.Slot(&t, 0); fo != 0 && fo+1 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 1); err != nil {
+			return w.At(err, "adj_x", -1)
+		}
+	}
+	if fo := w.Slot(&t, 1); fo != 0 && fo+1 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 1); err != nil {
+			return w.At(err, "adj_y", -1)
+		}
+	}
+	if fo := w.Slot(&t, 2); fo != 0 && fo+1 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 1); err != nil {
+			return w.At(err, "asymmetric_quantize_inputs", -1)
+		}
+	}
+	w.Leave()
+	return nil
+}
+
+// VerifyCumsumOptions verifies the CumsumOptions table at pos and everything it refers to.
+func VerifyCumsumOptions(w *fbverify.Walk, pos int64) error {
+	t, err := w.Start(pos)
+	if err != nil {
+		return err
+	}
+	if fo := w.Slot(&t, 0); fo != 0 && fo+1 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 1); err != nil {
+			return w.At(err, "exclusive", -1)
+		}
+	}
+	if fo := w.Slot(&t, 1); fo != 0 && fo+1 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 1); err != nil {
+			return w.At(err, "reverse", -1)
+		}
+	}
+	w.Leave()
+	return nil
+}
+
+// VerifyBroadcastToOptions verifies the BroadcastToOptions table at pos and everything it refers to.
+func VerifyBroadcastToOptions(w *fbverify.Walk, pos int64) error {
+	return w.Bare(pos)
+}
+
+// VerifyRfft2dOptions verifies the Rfft2dOptions table at pos and everything it refers to.
+func VerifyRfft2dOptions(w *fbverify.Walk, pos int64) error {
+	return w.Bare(pos)
+}
+
+// VerifyConv3DOptions verifies the Conv3DOptions table at pos and everything it refers to.
+func VerifyConv3DOptions(w *fbverify.Walk, pos int64) error {
+	t, err := w.Start(pos)
+	if err != nil {
+		return err
+	}
+	if fo := w.Slot(&t, 0); fo != 0 && fo+1 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 1); err != nil {
+			return w.At(err, "padding", -1)
+		}
+	}
+	if fo := w.Slot(&t, 1); fo != 0 && fo+4 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 4); err != nil {
+			return w.At(err, "stride_d", -1)
+		}
+	}
+	if fo := w.Slot(&t, 2); fo != 0 && fo+4 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 4); err != nil {
+			return w.At(err, "stride_w", -1)
+		}
+	}
+	if fo := w.Slot(&t, 3); fo != 0 && fo+4 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 4); err != nil {
+			return w.At(err, "stride_h", -1)
+		}
+	}
+	if fo := w.Slot(&t, 4); fo != 0 && fo+1 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 1); err != nil {
+			return w.At(err, "fused_activation_function", -1)
+		}
+	}
+	if fo := w.Slot(&t, 5); fo != 0 && fo+4 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 4); err != nil {
+			return w.At(err, "dilation_d_factor", -1)
+		}
+	}
+	if fo := w.Slot(&t, 6); fo != 0 && fo+4 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 4); err != nil {
+			return w.At(err, "dilation_w_factor", -1)
+		}
+	}
+	if fo := w.Slot(&t, 7); fo != 0 && fo+4 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 4); err != nil {
+			return w.At(err, "dilation_h_factor", -1)
+		}
+	}
+	w.Leave()
+	return nil
+}
+
+// VerifyHashtableOptions verifies the HashtableOptions table at pos and everything it refers to.
+func VerifyHashtableOptions(w *fbverify.Walk, pos int64) error {
+	t, err := w.Start(pos)
+	if err != nil {
+		return err
+	}
+	if fo := w.Slot(&t, 0); fo != 0 && fo+4 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 4); err != nil {
+			return w.At(err, "table_id", -1)
+		}
+	}
+	if fo := w.Slot(&t, 1); fo != 0 && fo+1 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 1); err != nil {
+			return w.At(err, "key_dtype", -1)
+		}
+	}
+	if fo := w.Slot(&t, 2); fo != 0 && fo+1 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 1); err != nil {
+			return w.At(err, "value_dtype", -1)
+		}
+	}
+	w.Leave()
+	return nil
+}
+
+// VerifyHashtableFindOptions verifies the HashtableFindOptions table at pos and everything it refers to.
+func VerifyHashtableFindOptions(w *fbverify.Walk, pos int64) error {
+	return w.Bare(pos)
+}
+
+// VerifyHashtableImportOptions verifies the HashtableImportOptions table at pos and everything it refers to.
+func VerifyHashtableImportOptions(w *fbverify.Walk, pos int64) error {
+	return w.Bare(pos)
+}
+
+// VerifyHashtableSizeOptions verifies the HashtableSizeOptions table at pos and everything it refers to.
+func VerifyHashtableSizeOptions(w *fbverify.Walk, pos int64) error {
+	return w.Bare(pos)
+}
+
+// VerifyVarHandleOptions verifies the VarHandleOptions table at pos and everything it refers to.
+func VerifyVarHandleOptions(w *fbverify.Walk, pos int64) error {
+	t, err := w.Start(pos)
+	if err != nil {
+		return err
+	}
+	{
+		q, ok := w.RefAt(&t, w.Slot(&t, 0))
+		if !ok {
+			if q, err = w.Ref(&t, 0, false); err != nil {
+				return w.At(err, "container", -1)
+			}
+		}
+		if q != 0 {
+			if err := w.String(q); err != nil {
+				return w.At(err, "container", -1)
+			}
+		}
+	}
+	{
+		q, ok := w.RefAt(&t, w.Slot(&t, 1))
+		if !ok {
+			if q, err = w.Ref(&t, 1, false); err != nil {
+				return w.At(err, "shared_name", -1)
+			}
+		}
+		if q != 0 {
+			if err := w.String(q); err != nil {
+				return w.At(err, "shared_name", -1)
+			}
+		}
+	}
+	w.Leave()
+	return nil
+}
+
+// VerifyReadVariableOptions verifies the ReadVariableOptions table at pos and everything it refers to.
+func VerifyReadVariableOptions(w *fbverify.Walk, pos int64) error {
+	return w.Bare(pos)
+}
+
+// VerifyAssignVariableOptions verifies the AssignVariableOptions table at pos and everything it refers to.
+func VerifyAssignVariableOptions(w *fbverify.Walk, pos int64) error {
+	return w.Bare(pos)
+}
+
+// VerifyRandomOptions verifies the RandomOptions table at pos and everything it refers to.
+func VerifyRandomOptions(w *fbverify.Walk, pos int64) error {
+	t, err := w.Start(pos)
+	if err != nil {
+		return err
+	}
+	if fo := w.Slot(&t, 0); fo != 0 && fo+8 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 8); err != nil {
+			return w.At(err, "seed", -1)
+		}
+	}
+	if fo := w.Slot(&t, 1); fo != 0 && fo+8 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 8); err != nil {
+			return w.At(err, "seed2", -1)
+		}
+	}
+	w.Leave()
+	return nil
+}
+
+// VerifyBucketizeOptions verifies the BucketizeOptions table at pos and everything it refers to.
+func VerifyBucketizeOptions(w *fbverify.Walk, pos int64) error {
+	t, err := w.Start(pos)
+	if err != nil {
+		return err
+	}
+	{
+		q, ok := w.RefAt(&t, w.Slot(&t, 0))
+		if !ok {
+			if q, err = w.Ref(&t, 0, false); err != nil {
+				return w.At(err, "boundaries", -1)
+			}
+		}
+		if q != 0 {
+			if _, _, ok := w.VectorAt(q, 4); !ok {
+				if _, _, err := w.Vector(q, 4); err != nil {
+					return w.At(err, "boundaries", -1)
+				}
+			}
+		}
+	}
+	w.Leave()
+	return nil
+}
+
+// VerifyGeluOptions verifies the GeluOptions table at pos and everything it refers to.
+func VerifyGeluOptions(w *fbverify.Walk, pos int64) error {
+	t, err := w.Start(pos)
+	if err != nil {
+		return err
+	}
+	if fo := w.Slot(&t, 0); fo != 0 && fo+1 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 1); err != nil {
+			return w.At(err, "approximate", -1)
+		}
+	}
+	w.Leave()
+	return nil
+}
+
+// VerifyDynamicUpdateSliceOptions verifies the DynamicUpdateSliceOptions table at pos and everything it refers to.
+func VerifyDynamicUpdateSliceOptions(w *fbverify.Walk, pos int64) error {
+	return w.Bare(pos)
+}
+
+// VerifyUnsortedSegmentProdOptions verifies the UnsortedSegmentProdOptions table at pos and everything it refers to.
+func VerifyUnsortedSegmentProdOptions(w *fbverify.Walk, pos int64) error {
+	return w.Bare(pos)
+}
+
+// VerifyUnsortedSegmentMaxOptions verifies the UnsortedSegmentMaxOptions table at pos and everything it refers to.
+func VerifyUnsortedSegmentMaxOptions(w *fbverify.Walk, pos int64) error {
+	return w.Bare(pos)
+}
+
+// VerifyUnsortedSegmentMinOptions verifies the UnsortedSegmentMinOptions table at pos and everything it refers to.
+func VerifyUnsortedSegmentMinOptions(w *fbverify.Walk, pos int64) error {
+	return w.Bare(pos)
+}
+
+// VerifyUnsortedSegmentSumOptions verifies the UnsortedSegmentSumOptions table at pos and everything it refers to.
+func VerifyUnsortedSegmentSumOptions(w *fbverify.Walk, pos int64) error {
+	return w.Bare(pos)
+}
+
+// VerifyATan2Options verifies the ATan2Options table at pos and everything it refers to.
+func VerifyATan2Options(w *fbverify.Walk, pos int64) error {
+	return w.Bare(pos)
+}
+
+// VerifySignOptions verifies the SignOptions table at pos and everything it refers to.
+func VerifySignOptions(w *fbverify.Walk, pos int64) error {
+	return w.Bare(pos)
+}
+
+// VerifyBitcastOptions verifies the BitcastOptions table at pos and everything it refers to.
+func VerifyBitcastOptions(w *fbverify.Walk, pos int64) error {
+	return w.Bare(pos)
+}
+
+// VerifyBitwiseXorOptions verifies the BitwiseXorOptions table at pos and everything it refers to.
+func VerifyBitwiseXorOptions(w *fbverify.Walk, pos int64) error {
+	return w.Bare(pos)
+}
+
+// VerifyRightShiftOptions verifies the RightShiftOptions table at pos and everything it refers to.
+func VerifyRightShiftOptions(w *fbverify.Walk, pos int64) error {
+	return w.Bare(pos)
+}
+
+// VerifyStablehloConcatenateOptions verifies the StablehloConcatenateOptions table at pos and everything it refers to.
+func VerifyStablehloConcatenateOptions(w *fbverify.Walk, pos int64) error {
+	t, err := w.Start(pos)
+	if err != nil {
+		return err
+	}
+	if fo := w.Slot(&t, 0); fo != 0 && fo+8 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 8); err != nil {
+			return w.At(err, "dimension", -1)
+		}
+	}
+	w.Leave()
+	return nil
+}
+
+// VerifyStablehloBroadcastInDimOptions verifies the StablehloBroadcastInDimOptions table at pos and everything it refers to.
+func VerifyStablehloBroadcastInDimOptions(w *fbverify.Walk, pos int64) error {
+	t, err := w.Start(pos)
+	if err != nil {
+		return err
+	}
+	{
+		q, ok := w.RefAt(&t, w.Slot(&t, 0))
+		if !ok {
+			if q, err = w.Ref(&t, 0, false); err != nil {
+				return w.At(err, "broadcast_dimensions", -1)
+			}
+		}
+		if q != 0 {
+			if _, _, ok := w.VectorAt(q, 8); !ok {
+				if _, _, err := w.Vector(q, 8); err != nil {
+					return w.At(err, "broadcast_dimensions", -1)
+				}
+			}
+		}
+	}
+	w.Leave()
+	return nil
+}
+
+// VerifyStablehloSliceOptions verifies the StablehloSliceOptions table at pos and everything it refers to.
+func VerifyStablehloSliceOptions(w *fbverify.Walk, pos int64) error {
+	t, err := w.Start(pos)
+	if err != nil {
+		return err
+	}
+	{
+		q, ok := w.RefAt(&t, w.Slot(&t, 0))
+		if !ok {
+			if q, err = w.Ref(&t, 0, false); err != nil {
+				return w.At(err, "start_indices", -1)
+			}
+		}
+		if q != 0 {
+			if _, _, ok := w.VectorAt(q, 8); !ok {
+				if _, _, err := w.Vector(q, 8); err != nil {
+					return w.At(err, "start_indices", -1)
+				}
+			}
+		}
+	}
+	{
+		q, ok := w.RefAt(&t, w.Slot(&t, 1))
+		if !ok {
+			if q, err = w.Ref(&t, 1, false); err != nil {
+				return w.At(err, "limit_indices", -1)
+			}
+		}
+		if q != 0 {
+			if _, _, ok := w.VectorAt(q, 8); !ok {
+				if _, _, err := w.Vector(q, 8); err != nil {
+					return w.At(err, "limit_indices", -1)
+				}
+			}
+		}
+	}
+	{
+		q, ok := w.RefAt(&t, w.Slot(&t, 2))
+		if !ok {
+			if q, err = w.Ref(&t, 2, false); err != nil {
+				return w.At(err, "strides", -1)
+			}
+		}
+		if q != 0 {
+			if _, _, ok := w.VectorAt(q, 8); !ok {
+				if _, _, err := w.Vector(q, 8); err != nil {
+					return w.At(err, "strides", -1)
+				}
+			}
+		}
+	}
+	w.Leave()
+	return nil
+}
+
+// VerifyStablehloConvolutionOptions verifies the StablehloConvolutionOptions table at pos and everything it refers to.
+func VerifyStablehloConvolutionOptions(w *fbverify.Walk, pos int64) error {
+	t, err := w.Start(pos)
+	if err != nil {
+		return err
+	}
+	{
+		q, ok := w.RefAt(&t, w.Slot(&t, 0))
+		if !ok {
+			if q, err = w.Ref(&t, 0, false); err != nil {
+				return w.At(err, "window_strides", -1)
+			}
+		}
+		if q != 0 {
+			if _, _, ok := w.VectorAt(q, 8); !ok {
+				if _, _, err := w.Vector(q, 8); err != nil {
+					return w.At(err, "window_strides", -1)
+				}
+			}
+		}
+	}
+	{
+		q, ok := w.RefAt(&t, w.Slot(&t, 1))
+		if !ok {
+			if q, err = w.Ref(&t, 1, false); err != nil {
+				return w.At(err, "padding", -1)
+			}
+		}
+		if q != 0 {
+			if _, _, ok := w.VectorAt(q, 8); !ok {
+				if _, _, err := w.Vector(q, 8); err != nil {
+					return w.At(err, "padding", -1)
+				}
+			}
+		}
+	}
+	{
+		q, ok := w.RefAt(&t, w.Slot(&t, 2))
+		if !ok {
+			if q, err = w.Ref(&t, 2, false); err != nil {
+				return w.At(err, "lhs_dilation", -1)
+			}
+		}
+		if q != 0 {
+			if _, _, ok := w.VectorAt(q, 8); !ok {
+				if _, _, err := w.Vector(q, 8); err != nil {
+					return w.At(err, "lhs_dilation", -1)
+				}
+			}
+		}
+	}
+	{
+		q, ok := w.RefAt(&t, w.Slot(&t, 3))
+		if !ok {
+			if q, err = w.Ref(&t, 3, false); err != nil {
+				return w.At(err, "rhs_dilation", -1)
+			}
+		}
+		if q != 0 {
+			if _, _, ok := w.VectorAt(q, 8); !ok {
+				if _, _, err := w.Vector(q, 8); err != nil {
+					return w.At(err, "rhs_dilation", -1)
+				}
+			}
+		}
+	}
+	{
+		q, ok := w.RefAt(&t, w.Slot(&t, 4))
+		if !ok {
+			if q, err = w.Ref(&t, 4, false); err != nil {
+				return w.At(err, "window_reversal", -1)
+			}
+		}
+		if q != 0 {
+			if _, _, ok := w.VectorAt(q, 1); !ok {
+				if _, _, err := w.Vector(q, 1); err != nil {
+					return w.At(err, "window_reversal", -1)
+				}
+			}
+		}
+	}
+	if fo := w.Slot(&t, 5); fo != 0 && fo+8 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 8); err != nil {
+			return w.At(err, "input_batch_dimension", -1)
+		}
+	}
+	if fo := w.Slot(&t, 6); fo != 0 && fo+8 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 8); err != nil {
+			return w.At(err, "input_feature_dimension", -1)
+		}
+	}
+	{
+		q, ok := w.RefAt(&t, w.Slot(&t, 7))
+		if !ok {
+			if q, err = w.Ref(&t, 7, false); err != nil {
+				return w.At(err, "input_spatial_dimensions", -1)
+			}
+		}
+		if q != 0 {
+			if _, _, ok := w.VectorAt(q, 8); !ok {
+				if _, _, err := w.Vector(q, 8); err != nil {
+					return w.At(err, "input_spatial_dimensions", -1)
+				}
+			}
+		}
+	}
+	if fo := w.Slot(&t, 8); fo != 0 && fo+8 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 8); err != nil {
+			return w.At(err, "kernel_input_feature_dimension", -1)
+		}
+	}
+	if fo := w.Slot(&t, 9); fo != 0 && fo+8 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 8); err != nil {
+			return w.At(err, "kernel_output_feature_dimension", -1)
+		}
+	}
+	{
+		q, ok := w.RefAt(&t, w.Slot(&t, 10))
+		if !ok {
+			if q, err = w.Ref(&t, 10, false); err != nil {
+				return w.At(err, "kernel_spatial_dimensions", -1)
+			}
+		}
+		if q != 0 {
+			if _, _, ok := w.VectorAt(q, 8); !ok {
+				if _, _, err := w.Vector(q, 8); err != nil {
+					return w.At(err, "kernel_spatial_dimensions", -1)
+				}
+			}
+		}
+	}
+	if fo := w.Slot(&t, 11); fo != 0 && fo+8 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 8); err != nil {
+			return w.At(err, "output_batch_dimension", -1)
+		}
+	}
+	if fo := w.Slot(&t, 12); fo != 0 && fo+8 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 8); err != nil {
+			return w.At(err, "output_feature_dimension", -1)
+		}
+	}
+	{
+		q, ok := w.RefAt(&t, w.Slot(&t, 13))
+		if !ok {
+			if q, err = w.Ref(&t, 13, false); err != nil {
+				return w.At(err, "output_spatial_dimensions", -1)
+			}
+		}
+		if q != 0 {
+			if _, _, ok := w.VectorAt(q, 8); !ok {
+				if _, _, err := w.Vector(q, 8); err != nil {
+					return w.At(err, "output_spatial_dimensions", -1)
+				}
+			}
+		}
+	}
+	if fo := w.Slot(&t, 14); fo != 0 && fo+8 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 8); err != nil {
+			return w.At(err, "feature_group_count", -1)
+		}
+	}
+	if fo := w.Slot(&t, 15); fo != 0 && fo+8 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 8); err != nil {
+			return w.At(err, "batch_group_count", -1)
+		}
+	}
+	{
+		q, ok := w.RefAt(&t, w.Slot(&t, 16))
+		if !ok {
+			if q, err = w.Ref(&t, 16, false); err != nil {
+				return w.At(err, "precision_config", -1)
+			}
+		}
+		if q != 0 {
+			if _, _, ok := w.VectorAt(q, 4); !ok {
+				if _, _, err := w.Vector(q, 4); err != nil {
+					return w.At(err, "precision_config", -1)
+				}
+			}
+		}
+	}
+	w.Leave()
+	return nil
+}
+
+// VerifyStablehloCustomCallOptions verifies the StablehloCustomCallOptions table at pos and everything it refers to.
+func VerifyStablehloCustomCallOptions(w *fbverify.Walk, pos int64) error {
+	t, err := w.Start(pos)
+	if err != nil {
+		return err
+	}
+	{
+		q, ok := w.RefAt(&t, w.Slot(&t, 0))
+		if !ok {
+			if q, err = w.Ref(&t, 0, false); err != nil {
+				return w.At(err, "call_target_name", -1)
+			}
+		}
+		if q != 0 {
+			if err := w.String(q); err != nil {
+				return w.At(err, "call_target_name", -1)
+			}
+		}
+	}
+	if fo := w.Slot(&t, 1); fo != 0 && fo+1 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 1); err != nil {
+			return w.At(err, "has_side_effect", -1)
+		}
+	}
+	{
+		q, ok := w.RefAt(&t, w.Slot(&t, 2))
+		if !ok {
+			if q, err = w.Ref(&t, 2, false); err != nil {
+				return w.At(err, "backend_config", -1)
+			}
+		}
+		if q != 0 {
+			if err := w.String(q); err != nil {
+				return w.At(err, "backend_config", -1)
+			}
+		}
+	}
+	if fo := w.Slot(&t, 3); fo != 0 && fo+4 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 4); err != nil {
+			return w.At(err, "api_version", -1)
+		}
+	}
+	{
+		q, ok := w.RefAt(&t, w.Slot(&t, 4))
+		if !ok {
+			if q, err = w.Ref(&t, 4, false); err != nil {
+				return w.At(err, "called_computations", -1)
+			}
+		}
+		if q != 0 {
+			if _, _, ok := w.VectorAt(q, 4); !ok {
+				if _, _, err := w.Vector(q, 4); err != nil {
+					return w.At(err, "called_computations", -1)
+				}
+			}
+		}
+	}
+	{
+		q, ok := w.RefAt(&t, w.Slot(&t, 5))
+		if !ok {
+			if q, err = w.Ref(&t, 5, false); err != nil {
+				return w.At(err, "custom_attributes", -1)
+			}
+		}
+		if q != 0 {
+			if _, _, ok := w.VectorAt(q, 1); !ok {
+				if _, _, err := w.Vector(q, 1); err != nil {
+					return w.At(err, "custom_attributes", -1)
+				}
+			}
+		}
+	}
+	w.Leave()
+	return nil
+}
+
+// VerifyStablehloReduceOptions verifies the StablehloReduceOptions table at pos and everything it refers to.
+func VerifyStablehloReduceOptions(w *fbverify.Walk, pos int64) error {
+	t, err := w.Start(pos)
+	if err != nil {
+		return err
+	}
+	{
+		q, ok := w.RefAt(&t, w.Slot(&t, 0))
+		if !ok {
+			if q, err = w.Ref(&t, 0, false); err != nil {
+				return w.At(err, "dimensions", -1)
+			}
+		}
+		if q != 0 {
+			if _, _, ok := w.VectorAt(q, 8); !ok {
+				if _, _, err := w.Vector(q, 8); err != nil {
+					return w.At(err, "dimensions", -1)
+				}
+			}
+		}
+	}
+	if fo := w.Slot(&t, 1); fo != 0 && fo+4 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 4); err != nil {
+			return w.At(err, "body_subgraph_index", -1)
+		}
+	}
+	w.Leave()
+	return nil
+}
+
+// VerifyStablehloScatterOptions verifies the StablehloScatterOptions table at pos and everything it refers to.
+func VerifyStablehloScatterOptions(w *fbverify.Walk, pos int64) error {
+	t, err := w.Start(pos)
+	if err != nil {
+		return err
+	}
+	if fo := w.Slot(&t, 0); fo != 0 && fo+1 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 1); err != nil {
+			return w.At(err, "indices_are_sorted", -1)
+		}
+	}
+	{
+		q, ok := w.RefAt(&t, w.Slot(&t, 1))
+		if !ok {
+			if q, err = w.Ref(&t, 1, false); err != nil {
+				return w.At(err, "update_window_dims", -1)
+			}
+		}
+		if q != 0 {
+			if _, _, ok := w.VectorAt(q, 8); !ok {
+				if _, _, err := w.Vector(q, 8); err != nil {
+					return w.At(err, "update_window_dims", -1)
+				}
+			}
+		}
+	}
+	{
+		q, ok := w.RefAt(&t, w.Slot(&t, 2))
+		if !ok {
+			if q, err = w.Ref(&t, 2, false); err != nil {
+				return w.At(err, "inserted_window_dims", -1)
+			}
+		}
+		if q != 0 {
+			if _, _, ok := w.VectorAt(q, 8); !ok {
+				if _, _, err := w.Vector(q, 8); err != nil {
+					return w.At(err, "inserted_window_dims", -1)
+				}
+			}
+		}
+	}
+	{
+		q, ok := w.RefAt(&t, w.Slot(&t, 3))
+		if !ok {
+			if q, err = w.Ref(&t, 3, false); err != nil {
+				return w.At(err, "scatter_dims_to_operand_dims", -1)
+			}
+		}
+		if q != 0 {
+			if _, _, ok := w.VectorAt(q, 8); !ok {
+				if _, _, err := w.Vector(q, 8); err != nil {
+					return w.At(err, "scatter_dims_to_operand_dims", -1)
+				}
+			}
+		}
+	}
+	if fo := w.Slot(&t, 4); fo != 0 && fo+8 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 8); err != nil {
+			return w.At(err, "index_vector_dim", -1)
+		}
+	}
+	if fo := w.Slot(&t, 5); fo != 0 && fo+1 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 1); err != nil {
+			return w.At(err, "unique_indices", -1)
+		}
+	}
+	if fo := w.Slot(&t, 6); fo != 0 && fo+4 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 4); err != nil {
+			return w.At(err, "update_computation_subgraph_index", -1)
+		}
+	}
+	w.Leave()
+	return nil
+}
+
+// VerifyStablehloCompareOptions verifies the StablehloCompareOptions table at pos and everything it refers to.
+func VerifyStablehloCompareOptions(w *fbverify.Walk, pos int64) error {
+	t, err := w.Start(pos)
+	if err != nil {
+		return err
+	}
+	if fo := w.Slot(&t, 0); fo != 0 && fo+4 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 4); err != nil {
+			return w.At(err, "comparison_direction", -1)
+		}
+	}
+	if fo := w.Slot(&t, 1); fo != 0 && fo+4 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 4); err != nil {
+			return w.At(err, "compare_type", -1)
+		}
+	}
+	w.Leave()
+	return nil
+}
+
+// VerifyStablehloDynamicSliceOptions verifies the StablehloDynamicSliceOptions table at pos and everything it refers to.
+func VerifyStablehloDynamicSliceOptions(w *fbverify.Walk, pos int64) error {
+	t, err := w.Start(pos)
+	if err != nil {
+		return err
+	}
+	{
+		q, ok := w.RefAt(&t, w.Slot(&t, 0))
+		if !ok {
+			if q, err = w.Ref(&t, 0, false); err != nil {
+				return w.At(err, "slice_sizes", -1)
+			}
+		}
+		if q != 0 {
+			if _, _, ok := w.VectorAt(q, 8); !ok {
+				if _, _, err := w.Vector(q, 8); err != nil {
+					return w.At(err, "slice_sizes", -1)
+				}
+			}
+		}
+	}
+	w.Leave()
+	return nil
+}
+
+// VerifyStablehloPadOptions verifies the StablehloPadOptions table at pos and everything it refers to.
+func VerifyStablehloPadOptions(w *fbverify.Walk, pos int64) error {
+	t, err := w.Start(pos)
+	if err != nil {
+		return err
+	}
+	{
+		q, ok := w.RefAt(&t, w.Slot(&t, 0))
+		if !ok {
+			if q, err = w.Ref(&t, 0, false); err != nil {
+				return w.At(err, "edge_padding_low", -1)
+			}
+		}
+		if q != 0 {
+			if _, _, ok := w.VectorAt(q, 8); !ok {
+				if _, _, err := w.Vector(q, 8); err != nil {
+					return w.At(err, "edge_padding_low", -1)
+				}
+			}
+		}
+	}
+	{
+		q, ok := w.RefAt(&t, w.Slot(&t, 1))
+		if !ok {
+			if q, err = w.Ref(&t, 1, false); err != nil {
+				return w.At(err, "edge_padding_high", -1)
+			}
+		}
+		if q != 0 {
+			if _, _, ok := w.VectorAt(q, 8); !ok {
+				if _, _, err := w.Vector(q, 8); err != nil {
+					return w.At(err, "edge_padding_high", -1)
+				}
+			}
+		}
+	}
+	{
+		q, ok := w.RefAt(&t, w.Slot(&t, 2))
+		if !ok {
+			if q, err = w.Ref(&t, 2, false); err != nil {
+				return w.At(err, "interior_padding", -1)
+			}
+		}
+		if q != 0 {
+			if _, _, ok := w.VectorAt(q, 8); !ok {
+				if _, _, err := w.Vector(q, 8); err != nil {
+					return w.At(err, "interior_padding", -1)
+				}
+			}
+		}
+	}
+	w.Leave()
+	return nil
+}
+
+// VerifyStablehloIotaOptions verifies the StablehloIotaOptions table at pos and everything it refers to.
+func VerifyStablehloIotaOptions(w *fbverify.Walk, pos int64) error {
+	t, err := w.Start(pos)
+	if err != nil {
+		return err
+	}
+	if fo := w.Slot(&t, 0); fo != 0 && fo+8 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 8); err != nil {
+			return w.At(err, "iota_dimension", -1)
+		}
+	}
+	w.Leave()
+	return nil
+}
+
+// VerifyStablehloDotGeneralOptions verifies the StablehloDotGeneralOptions table at pos and everything it refers to.
+func VerifyStablehloDotGeneralOptions(w *fbverify.Walk, pos int64) error {
+	t, err := w.Start(pos)
+	if err != nil {
+		return err
+	}
+	{
+		q, ok := w.RefAt(&t, w.Slot(&t, 0))
+		if !ok {
+			if q, err = w.Ref(&t, 0, false); err != nil {
+				return w.At(err, "lhs_batching_dimensions", -1)
+			}
+		}
+		if q != 0 {
+			if _, _, ok := w.VectorAt(q, 8); !ok {
+				if _, _, err := w.Vector(q, 8); err != nil {
+					return w.At(err, "lhs_batching_dimensions", -1)
+				}
+			}
+		}
+	}
+	{
+		q, ok := w.RefAt(&t, w.Slot(&t, 1))
+		if !ok {
+			if q, err = w.Ref(&t, 1, false); err != nil {
+				return w.At(err, "rhs_batching_dimensions", -1)
+			}
+		}
+		if q != 0 {
+			if _, _, ok := w.VectorAt(q, 8); !ok {
+				if _, _, err := w.Vector(q, 8); err != nil {
+					return w.At(err, "rhs_batching_dimensions", -1)
+				}
+			}
+		}
+	}
+	{
+		q, ok := w.RefAt(&t, w.Slot(&t, 2))
+		if !ok {
+			if q, err = w.Ref(&t, 2, false); err != nil {
+				return w.At(err, "lhs_contracting_dimensions", -1)
+			}
+		}
+		if q != 0 {
+			if _, _, ok := w.VectorAt(q, 8); !ok {
+				if _, _, err := w.Vector(q, 8); err != nil {
+					return w.At(err, "lhs_contracting_dimensions", -1)
+				}
+			}
+		}
+	}
+	{
+		q, ok := w.RefAt(&t, w.Slot(&t, 3))
+		if !ok {
+			if q, err = w.Ref(&t, 3, false); err != nil {
+				return w.At(err, "rhs_contracting_dimensions", -1)
+			}
+		}
+		if q != 0 {
+			if _, _, ok := w.VectorAt(q, 8); !ok {
+				if _, _, err := w.Vector(q, 8); err != nil {
+					return w.At(err, "rhs_contracting_dimensions", -1)
+				}
+			}
+		}
+	}
+	{
+		q, ok := w.RefAt(&t, w.Slot(&t, 4))
+		if !ok {
+			if q, err = w.Ref(&t, 4, false); err != nil {
+				return w.At(err, "precision_config", -1)
+			}
+		}
+		if q != 0 {
+			if _, _, ok := w.VectorAt(q, 4); !ok {
+				if _, _, err := w.Vector(q, 4); err != nil {
+					return w.At(err, "precision_config", -1)
+				}
+			}
+		}
+	}
+	w.Leave()
+	return nil
+}
+
+// VerifyStablehloReduceWindowOptions verifies the StablehloReduceWindowOptions table at pos and everything it refers to.
+func VerifyStablehloReduceWindowOptions(w *fbverify.Walk, pos int64) error {
+	t, err := w.Start(pos)
+	if err != nil {
+		return err
+	}
+	{
+		q, ok := w.RefAt(&t, w.Slot(&t, 0))
+		if !ok {
+			if q, err = w.Ref(&t, 0, false); err != nil {
+				return w.At(err, "window_dimensions", -1)
+			}
+		}
+		if q != 0 {
+			if _, _, ok := w.VectorAt(q, 8); !ok {
+				if _, _, err := w.Vector(q, 8); err != nil {
+					return w.At(err, "window_dimensions", -1)
+				}
+			}
+		}
+	}
+	{
+		q, ok := w.RefAt(&t, w.Slot(&t, 1))
+		if !ok {
+			if q, err = w.Ref(&t, 1, false); err != nil {
+				return w.At(err, "window_strides", -1)
+			}
+		}
+		if q != 0 {
+			if _, _, ok := w.VectorAt(q, 8); !ok {
+				if _, _, err := w.Vector(q, 8); err != nil {
+					return w.At(err, "window_strides", -1)
+				}
+			}
+		}
+	}
+	{
+		q, ok := w.RefAt(&t, w.Slot(&t, 2))
+		if !ok {
+			if q, err = w.Ref(&t, 2, false); err != nil {
+				return w.At(err, "base_dilations", -1)
+			}
+		}
+		if q != 0 {
+			if _, _, ok := w.VectorAt(q, 8); !ok {
+				if _, _, err := w.Vector(q, 8); err != nil {
+					return w.At(err, "base_dilations", -1)
+				}
+			}
+		}
+	}
+	{
+		q, ok := w.RefAt(&t, w.Slot(&t, 3))
+		if !ok {
+			if q, err = w.Ref(&t, 3, false); err != nil {
+				return w.At(err, "window_dilations", -1)
+			}
+		}
+		if q != 0 {
+			if _, _, ok := w.VectorAt(q, 8); !ok {
+				if _, _, err := w.Vector(q, 8); err != nil {
+					return w.At(err, "window_dilations", -1)
+				}
+			}
+		}
+	}
+	{
+		q, ok := w.RefAt(&t, w.Slot(&t, 4))
+		if !ok {
+			if q, err = w.Ref(&t, 4, false); err != nil {
+				return w.At(err, "padding", -1)
+			}
+		}
+		if q != 0 {
+			if _, _, ok := w.VectorAt(q, 8); !ok {
+				if _, _, err := w.Vector(q, 8); err != nil {
+					return w.At(err, "padding", -1)
+				}
+			}
+		}
+	}
+	if fo := w.Slot(&t, 5); fo != 0 && fo+4 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 4); err != nil {
+			return w.At(err, "body_subgraph_index", -1)
+		}
+	}
+	w.Leave()
+	return nil
+}
+
+// VerifyStablehloSortOptions verifies the StablehloSortOptions table at pos and everything it refers to.
+func VerifyStablehloSortOptions(w *fbverify.Walk, pos int64) error {
+	t, err := w.Start(pos)
+	if err != nil {
+		return err
+	}
+	if fo := w.Slot(&t, 0); fo != 0 && fo+8 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 8); err != nil {
+			return w.At(err, "dimension", -1)
+		}
+	}
+	if fo := w.Slot(&t, 1); fo != 0 && fo+1 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 1); err != nil {
+			return w.At(err, "is_stable", -1)
+		}
+	}
+	if fo := w.Slot(&t, 2); fo != 0 && fo+4 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 4); err != nil {
+			return w.At(err, "comparator_subgraph_index", -1)
+		}
+	}
+	w.Leave()
+	return nil
+}
+
+// VerifyStablehloWhileOptions verifies the StablehloWhileOptions table at pos and everything it refers to.
+func VerifyStablehloWhileOptions(w *fbverify.Walk, pos int64) error {
+	t, err := w.Start(pos)
+	if err != nil {
+		return err
+	}
+	if fo := w.Slot(&t, 0); fo != 0 && fo+4 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 4); err != nil {
+			return w.At(err, "cond_subgraph_index", -1)
+		}
+	}
+	if fo := w.Slot(&t, 1); fo != 0 && fo+4 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 4); err != nil {
+			return w.At(err, "body_subgraph_index", -1)
+		}
+	}
+	w.Leave()
+	return nil
+}
+
+// VerifyStablehloGatherOptions verifies the StablehloGatherOptions table at pos and everything it refers to.
+func VerifyStablehloGatherOptions(w *fbverify.Walk, pos int64) error {
+	t, err := w.Start(pos)
+	if err != nil {
+		return err
+	}
+	{
+		q, ok := w.RefAt(&t, w.Slot(&t, 0))
+		if !ok {
+			if q, err = w.Ref(&t, 0, false); err != nil {
+				return w.At(err, "offset_dims", -1)
+			}
+		}
+		if q != 0 {
+			if _, _, ok := w.VectorAt(q, 8); !ok {
+				if _, _, err := w.Vector(q, 8); err != nil {
+					return w.At(err, "offset_dims", -1)
+				}
+			}
+		}
+	}
+	{
+		q, ok := w.RefAt(&t, w.Slot(&t, 1))
+		if !ok {
+			if q, err = w.Ref(&t, 1, false); err != nil {
+				return w.At(err, "collapsed_slice_dims", -1)
+			}
+		}
+		if q != 0 {
+			if _, _, ok := w.VectorAt(q, 8); !ok {
+				if _, _, err := w.Vector(q, 8); err != nil {
+					return w.At(err, "collapsed_slice_dims", -1)
+				}
+			}
+		}
+	}
+	{
+		q, ok := w.RefAt(&t, w.Slot(&t, 2))
+		if !ok {
+			if q, err = w.Ref(&t, 2, false); err != nil {
+				return w.At(err, "start_index_map", -1)
+			}
+		}
+		if q != 0 {
+			if _, _, ok := w.VectorAt(q, 8); !ok {
+				if _, _, err := w.Vector(q, 8); err != nil {
+					return w.At(err, "start_index_map", -1)
+				}
+			}
+		}
+	}
+	if fo := w.Slot(&t, 3); fo != 0 && fo+8 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 8); err != nil {
+			return w.At(err, "index_vector_dim", -1)
+		}
+	}
+	{
+		q, ok := w.RefAt(&t, w.Slot(&t, 4))
+		if !ok {
+			if q, err = w.Ref(&t, 4, false); err != nil {
+				return w.At(err, "slice_sizes", -1)
+			}
+		}
+		if q != 0 {
+			if _, _, ok := w.VectorAt(q, 8); !ok {
+				if _, _, err := w.Vector(q, 8); err != nil {
+					return w.At(err, "slice_sizes", -1)
+				}
+			}
+		}
+	}
+	if fo := w.Slot(&t, 5); fo != 0 && fo+1 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 1); err != nil {
+			return w.At(err, "indices_are_sorted", -1)
+		}
+	}
+	w.Leave()
+	return nil
+}
+
+// VerifyStablehloTransposeOptions verifies the StablehloTransposeOptions table at pos and everything it refers to.
+func VerifyStablehloTransposeOptions(w *fbverify.Walk, pos int64) error {
+	t, err := w.Start(pos)
+	if err != nil {
+		return err
+	}
+	{
+		q, ok := w.RefAt(&t, w.Slot(&t, 0))
+		if !ok {
+			if q, err = w.Ref(&t, 0, false); err != nil {
+				return w.At(err, "permutation", -1)
+			}
+		}
+		if q != 0 {
+			if _, _, ok := w.VectorAt(q, 8); !ok {
+				if _, _, err := w.Vector(q, 8); err != nil {
+					return w.At(err, "permutation", -1)
+				}
+			}
+		}
+	}
+	w.Leave()
+	return nil
+}
+
+// VerifyDilateOptions verifies the DilateOptions table at pos and everything it refers to.
+func VerifyDilateOptions(w *fbverify.Walk, pos int64) error {
+	return w.Bare(pos)
+}
+
+// VerifyStablehloRngBitGeneratorOptions verifies the StablehloRngBitGeneratorOptions table at pos and everything it refers to.
+func VerifyStablehloRngBitGeneratorOptions(w *fbverify.Walk, pos int64) error {
+	t, err := w.Start(pos)
+	if err != nil {
+		return err
+	}
+	if fo := w.Slot(&t, 0); fo != 0 && fo+1 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 1); err != nil {
+			return w.At(err, "algorithm", -1)
+		}
+	}
+	w.Leave()
+	return nil
+}
+
+// VerifyReduceWindowOptions verifies the ReduceWindowOptions table at pos and everything it refers to.
+func VerifyReduceWindowOptions(w *fbverify.Walk, pos int64) error {
+	t, err := w.Start(pos)
+	if err != nil {
+		return err
+	}
+	if fo := w.Slot(&t, 0); fo != 0 && fo+4 > t.Size() {
+		if err := w.ScalarOutside(&t, fo, 4); err != nil {
+			return w.At(err, "reduce_function", -1)
+		}
+	}
+	w.Leave()
+	return nil
+}
+
+// VerifyStablehloShiftLeftOptions verifies the StablehloShiftLeftOptions table at pos and everything it refers to.
+func VerifyStablehloShiftLeftOptions(w *fbverify.Walk, pos int64) error {
+	return w.Bare(pos)
+}
+
+// VerifyStablehloCaseOptions verifies the StablehloCaseOptions table at pos and everything it refers to.
+func VerifyStablehloCaseOptions(w *fbverify.Walk, pos int64) error {
+	t, err := w.Start(pos)
+	if err != nil {
+		return err
+	}
+	{
+		q, ok := w.RefAt(&t, w.Slot(&t, 0))
+		if !ok {
+			if q, err = w.Ref(&t, 0, false); err != nil {
+				return w.At(err, "branch_subgraph_indices", -1)
+			}
+		}
+		if q != 0 {
+			if _, _, ok := w.VectorAt(q, 4); !ok {
+				if _, _, err := w.Vector(q, 4); err != nil {
+					return w.At(err, "branch_subgraph_indices", -1)
+				}
+			}
+		}
+	}
+	w.Leave()
+	return nil
+}
+
 // VerifyOperatorCode verifies the OperatorCode table at pos and everything it refers to.
 func VerifyOperatorCode(w *fbverify.Walk, pos int64) error {
 	t, err := w.Start(pos)
@@ -674,14 +3378,258 @@ func VerifyOperator(w *fbverify.Walk, pos int64) error {
 		return w.At(err, "builtin_options", -1)
 	} else if tag != 0 {
 		switch tag {
+		case 1:
+			err = VerifyConv2DOptions(w, q)
+		case 2:
+			err = VerifyDepthwiseConv2DOptions(w, q)
+		case 3:
+			err = VerifyConcatEmbeddingsOptions(w, q)
+		case 4:
+			err = VerifyLSHProjectionOptions(w, q)
+		case 5:
+			err = VerifyPool2DOptions(w, q)
+		case 6:
+			err = VerifySVDFOptions(w, q)
+		case 7:
+			err = VerifyRNNOptions(w, q)
+		case 8:
+			err = VerifyFullyConnectedOptions(w, q)
+		case 9:
+			err = VerifySoftmaxOptions(w, q)
+		case 10:
+			err = VerifyConcatenationOptions(w, q)
+		case 11:
+			err = VerifyAddOptions(w, q)
+		case 12:
+			err = VerifyL2NormOptions(w, q)
+		case 13:
+			err = VerifyLocalResponseNormalizationOptions(w, q)
+		case 14:
+			err = VerifyLSTMOptions(w, q)
+		case 15:
+			err = VerifyResizeBilinearOptions(w, q)
 		case 16:
 			err = VerifyCallOptions(w, q)
+		case 17:
+			err = VerifyReshapeOptions(w, q)
+		case 18:
+			err = VerifySkipGramOptions(w, q)
+		case 19:
+			err = VerifySpaceToDepthOptions(w, q)
+		case 20:
+			err = VerifyEmbeddingLookupSparseOptions(w, q)
+		case 21:
+			err = VerifyMulOptions(w, q)
+		case 22:
+			err = VerifyPadOptions(w, q)
+		case 23:
+			err = VerifyGatherOptions(w, q)
+		case 24:
+			err = VerifyBatchToSpaceNDOptions(w, q)
+		case 25:
+			err = VerifySpaceToBatchNDOptions(w, q)
+		case 26:
+			err = VerifyTransposeOptions(w, q)
+		case 27:
+			err = VerifyReducerOptions(w, q)
+		case 28:
+			err = VerifySubOptions(w, q)
+		case 29:
+			err = VerifyDivOptions(w, q)
+		case 30:
+			err = VerifySqueezeOptions(w, q)
+		case 31:
+			err = VerifySequenceRNNOptions(w, q)
+		case 32:
+			err = VerifyStridedSliceOptions(w, q)
+		case 33:
+			err = VerifyExpOptions(w, q)
+		case 34:
+			err = VerifyTopKV2Options(w, q)
+		case 35:
+			err = VerifySplitOptions(w, q)
+		case 36:
+			err = VerifyLogSoftmaxOptions(w, q)
+		case 37:
+			err = VerifyCastOptions(w, q)
+		case 38:
+			err = VerifyDequantizeOptions(w, q)
+		case 39:
+			err = VerifyMaximumMinimumOptions(w, q)
+		case 40:
+			err = VerifyArgMaxOptions(w, q)
+		case 41:
+			err = VerifyLessOptions(w, q)
+		case 42:
+			err = VerifyNegOptions(w, q)
+		case 43:
+			err = VerifyPadV2Options(w, q)
+		case 44:
+			err = VerifyGreaterOptions(w, q)
+		case 45:
+			err = VerifyGreaterEqualOptions(w, q)
+		case 46:
+			err = VerifyLessEqualOptions(w, q)
+		case 47:
+			err = VerifySelectOptions(w, q)
+		case 48:
+			err = VerifySliceOptions(w, q)
+		case 49:
+			err = VerifyTransposeConvOptions(w, q)
+		case 50:
+			err = VerifySparseToDenseOptions(w, q)
+		case 51:
+			err = VerifyTileOptions(w, q)
+		case 52:
+			err = VerifyExpandDimsOptions(w, q)
+		case 53:
+			err = VerifyEqualOptions(w, q)
+		case 54:
+			err = VerifyNotEqualOptions(w, q)
+		case 55:
+			err = VerifyShapeOptions(w, q)
+		case 56:
+			err = VerifyPowOptions(w, q)
+		case 57:
+			err = VerifyArgMinOptions(w, q)
+		case 58:
+			err = VerifyFakeQuantOptions(w, q)
+		case 59:
+			err = VerifyPackOptions(w, q)
+		case 60:
+			err = VerifyLogicalOrOptions(w, q)
+		case 61:
+			err = VerifyOneHotOptions(w, q)
+		case 62:
+			err = VerifyLogicalAndOptions(w, q)
+		case 63:
+			err = VerifyLogicalNotOptions(w, q)
+		case 64:
+			err = VerifyUnpackOptions(w, q)
+		case 65:
+			err = VerifyFloorDivOptions(w, q)
+		case 66:
+			err = VerifySquareOptions(w, q)
+		case 67:
+			err = VerifyZerosLikeOptions(w, q)
+		case 68:
+			err = VerifyFillOptions(w, q)
+		case 69:
+			err = VerifyBidirectionalSequenceLSTMOptions(w, q)
+		case 70:
+			err = VerifyBidirectionalSequenceRNNOptions(w, q)
+		case 71:
+			err = VerifyUnidirectionalSequenceLSTMOptions(w, q)
+		case 72:
+			err = VerifyFloorModOptions(w, q)
+		case 73:
+			err = VerifyRangeOptions(w, q)
+		case 74:
+			err = VerifyResizeNearestNeighborOptions(w, q)
+		case 75:
+			err = VerifyLeakyReluOptions(w, q)
+		case 76:
+			err = VerifySquaredDifferenceOptions(w, q)
+		case 77:
+			err = VerifyMirrorPadOptions(w, q)
+		case 78:
+			err = VerifyAbsOptions(w, q)
+		case 79:
+			err = VerifySplitVOptions(w, q)
+		case 80:
+			err = VerifyUniqueOptions(w, q)
+		case 81:
+			err = VerifyReverseV2Options(w, q)
+		case 82:
+			err = VerifyAddNOptions(w, q)
+		case 83:
+			err = VerifyGatherNdOptions(w, q)
+		case 84:
+			err = VerifyCosOptions(w, q)
+		case 85:
+			err = VerifyWhereOptions(w, q)
+		case 86:
+			err = VerifyRankOptions(w, q)
+		case 87:
+			err = VerifyReverseSequenceOptions(w, q)
+		case 88:
+			err = VerifyMatrixDiagOptions(w, q)
+		case 89:
+			err = VerifyQuantizeOptions(w, q)
+		case 90:
+			err = VerifyMatrixSetDiagOptions(w, q)
+		case 91:
+			err = VerifyHardSwishOptions(w, q)
 		case 92:
 			err = VerifyIfOptions(w, q)
 		case 93:
 			err = VerifyWhileOptions(w, q)
+		case 94:
+			err = VerifyDepthToSpaceOptions(w, q)
+		case 95:
+			err = VerifyNonMaxSuppressionV4Options(w, q)
+		case 96:
+			err = VerifyNonMaxSuppressionV5Options(w, q)
+		case 97:
+			err = VerifyScatterNdOptions(w, q)
+		case 98:
+			err = VerifySelectV2Options(w, q)
+		case 99:
+			err = VerifyDensifyOptions(w, q)
+		case 100:
+			err = VerifySegmentSumOptions(w, q)
+		case 101:
+			err = VerifyBatchMatMulOptions(w, q)
+		case 102:
+			err = VerifyCumsumOptions(w, q)
 		case 103:
 			err = VerifyCallOnceOptions(w, q)
+		case 104:
+			err = VerifyBroadcastToOptions(w, q)
+		case 105:
+			err = VerifyRfft2dOptions(w, q)
+		case 106:
+			err = VerifyConv3DOptions(w, q)
+		case 107:
+			err = VerifyHashtableOptions(w, q)
+		case 108:
+			err = VerifyHashtableFindOptions(w, q)
+		case 109:
+			err = VerifyHashtableImportOptions(w, q)
+		case 110:
+			err = VerifyHashtableSizeOptions(w, q)
+		case 111:
+			err = VerifyVarHandleOptions(w, q)
+		case 112:
+			err = VerifyReadVariableOptions(w, q)
+		case 113:
+			err = VerifyAssignVariableOptions(w, q)
+		case 114:
+			err = VerifyRandomOptions(w, q)
+		case 115:
+			err = VerifyBucketizeOptions(w, q)
+		case 116:
+			err = VerifyGeluOptions(w, q)
+		case 117:
+			err = VerifyDynamicUpdateSliceOptions(w, q)
+		case 118:
+			err = VerifyUnsortedSegmentProdOptions(w, q)
+		case 119:
+			err = VerifyUnsortedSegmentMaxOptions(w, q)
+		case 120:
+			err = VerifyUnsortedSegmentMinOptions(w, q)
+		case 121:
+			err = VerifyUnsortedSegmentSumOptions(w, q)
+		case 122:
+			err = VerifyATan2Options(w, q)
+		case 123:
+			err = VerifySignOptions(w, q)
+		case 124:
+			err = VerifyBitcastOptions(w, q)
+		case 125:
+			err = VerifyBitwiseXorOptions(w, q)
+		case 126:
+			err = VerifyRightShiftOptions(w, q)
 		default:
 			err = w.Bare(q)
 		}
@@ -708,8 +3656,52 @@ func VerifyOperator(w *fbverify.Walk, pos int64) error {
 		return w.At(err, "builtin_options_2", -1)
 	} else if tag != 0 {
 		switch tag {
+		case 1:
+			err = VerifyStablehloConcatenateOptions(w, q)
+		case 2:
+			err = VerifyStablehloBroadcastInDimOptions(w, q)
+		case 3:
+			err = VerifyStablehloSliceOptions(w, q)
+		case 4:
+			err = VerifyStablehloConvolutionOptions(w, q)
+		case 5:
+			err = VerifyStablehloCustomCallOptions(w, q)
+		case 6:
+			err = VerifyStablehloReduceOptions(w, q)
+		case 7:
+			err = VerifyStablehloScatterOptions(w, q)
+		case 8:
+			err = VerifyStablehloCompareOptions(w, q)
+		case 9:
+			err = VerifyStablehloDynamicSliceOptions(w, q)
+		case 10:
+			err = VerifyStablehloPadOptions(w, q)
+		case 11:
+			err = VerifyStablehloIotaOptions(w, q)
+		case 12:
+			err = VerifyStablehloDotGeneralOptions(w, q)
+		case 13:
+			err = VerifyStablehloReduceWindowOptions(w, q)
+		case 14:
+			err = VerifyStablehloSortOptions(w, q)
+		case 15:
+			err = VerifyStablehloWhileOptions(w, q)
+		case 16:
+			err = VerifyStablehloGatherOptions(w, q)
+		case 17:
+			err = VerifyStablehloTransposeOptions(w, q)
+		case 18:
+			err = VerifyDilateOptions(w, q)
+		case 19:
+			err = VerifyStablehloRngBitGeneratorOptions(w, q)
+		case 20:
+			err = VerifyReduceWindowOptions(w, q)
 		case 21:
 			err = VerifyStableHLOCompositeOptions(w, q)
+		case 22:
+			err = VerifyStablehloShiftLeftOptions(w, q)
+		case 23:
+			err = VerifyStablehloCaseOptions(w, q)
 		default:
 			err = w.Bare(q)
 		}

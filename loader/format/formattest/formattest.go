@@ -320,15 +320,30 @@ func (c *checker) optional(where string, impl format.Model, files []*mmapfile.Fi
 
 // layout checks the Layout a Relayouter gives for 4 KiB: pieces in offset
 // order, after the head and each other, inside Size, views of the model's
-// files.
+// files (or of sections of them, or bytes the relayout made).
 func (c *checker) layout(where string, r format.Relayouter, files []*mmapfile.File) {
-	l, err := r.Relayout(4096)
+	l, err := r.Relayout(format.RelayoutOptions{Align: 4096})
 	if err != nil {
 		return // a format may refuse what it cannot lay out anew
 	}
 	end := int64(len(l.Head))
 	for i, p := range l.Pieces {
-		c.view(where+"Relayout: ", fmt.Sprintf("piece %d", i), p.Data, files)
+		// A piece may also be bytes the relayout made (a memory file) or
+		// a view of a section of one of the model's files (the same
+		// descriptor).
+		pf := p.Data.File()
+		if pf != nil && pf.Mode() == mmapfile.ModeMemory {
+			c.view(where+"Relayout: ", fmt.Sprintf("piece %d", i), p.Data, nil)
+		} else {
+			own := files
+			for _, f := range files {
+				if pf != nil && pf != f && pf.Fd() != ^uintptr(0) && pf.Fd() == f.Fd() {
+					own = append(slices.Clone(files), pf)
+					break
+				}
+			}
+			c.view(where+"Relayout: ", fmt.Sprintf("piece %d", i), p.Data, own)
+		}
 		if p.Offset < end || p.Data.Len() > l.Size-p.Offset {
 			c.fail("%sRelayout: piece %d at [%d, +%d) overlaps what comes before (up to %d) or runs past Size %d", where, i, p.Offset, p.Data.Len(), end, l.Size)
 			return

@@ -89,13 +89,17 @@ func (r reader) bytes(t int64, id int) []byte {
 }
 
 // union returns the tag and value position of the union at ids id, id+1
-// (0, 0 for NONE).
+// (0, 0 for NONE, and for a tag without a value, which the verifier
+// accepts as the C++ Verifier does).
 func (r reader) union(t int64, id int) (tag uint8, v int64) {
 	tag = r.fieldU8(t, id, 0)
 	if tag == 0 {
 		return 0, 0
 	}
-	return tag, r.table(t, id+1)
+	if v = r.table(t, id+1); v == 0 {
+		return 0, 0
+	}
+	return tag, v
 }
 
 // i32s appends the int32 elements of vector field id to dst.

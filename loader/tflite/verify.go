@@ -48,18 +48,29 @@ func verify(mf *mmapfile.File) ([]byte, error) {
 		if err != nil {
 			return nil, format.Wrapf(format.ErrTruncated, formatName, "", 0, "viewing the FlatBuffer region [0, %d): %v", n, err)
 		}
-		err = fbverify.NewWalk(fb, fbverify.Options{
-			Format: formatName,
-			AtEOF:  n == size, // the region is the whole file: past it is a cut file
-			// An object of a tree-shaped buffer takes 8 bytes or more (4 of
-			// its own and a 4-byte reference; a little less where writers
-			// share vectors): the bound keeps what shared tables can make
-			// the reader build in proportion to the file.
-			MaxObjects: len(fb)/6 + 1024,
-		}).Verify("Model", tflitefb.VerifyModel)
+		err = fbverify.NewWalk(fb, verifyOptions(len(fb), n == size)).Verify("Model", tflitefb.VerifyModel)
 		if err == nil || n == limit {
 			return fb, err
 		}
+	}
+}
+
+// verifyOptions are the options of the walk over a FlatBuffer region of n
+// bytes (the whole file when atEOF): the C++ Verifier's rules and limits,
+// which LiteRT runs with its default options, so that a file LiteRT
+// refuses is refused and one it accepts is read.
+func verifyOptions(n int, atEOF bool) fbverify.Options {
+	return fbverify.Options{
+		Format:    formatName,
+		AtEOF:     atEOF, // the region is the whole file: past it is a cut file
+		CxxRules:  true,
+		MaxDepth:  64,
+		MaxTables: 1000000,
+		// Every object of a tree-shaped buffer has 4 bytes of its own (a
+		// table or vector element whose offset is 0 shares its element's):
+		// the bound stops only the walks that shared tables would make out
+		// of proportion to the file.
+		MaxObjects: n/4 + 1024,
 	}
 }
 

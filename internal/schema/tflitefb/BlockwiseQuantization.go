@@ -69,8 +69,34 @@ func (rcv *BlockwiseQuantization) MutateBlockSize(n int32) bool {
 	return rcv._tab.MutateInt32Slot(8, n)
 }
 
+func (rcv *BlockwiseQuantization) BlockShape(j int) int32 {
+	o := flatbuffers.UOffsetT(rcv._tab.Offset(10))
+	if o != 0 {
+		a := rcv._tab.Vector(o)
+		return rcv._tab.GetInt32(a + flatbuffers.UOffsetT(j*4))
+	}
+	return 0
+}
+
+func (rcv *BlockwiseQuantization) BlockShapeLength() int {
+	o := flatbuffers.UOffsetT(rcv._tab.Offset(10))
+	if o != 0 {
+		return rcv._tab.VectorLen(o)
+	}
+	return 0
+}
+
+func (rcv *BlockwiseQuantization) MutateBlockShape(j int, n int32) bool {
+	o := flatbuffers.UOffsetT(rcv._tab.Offset(10))
+	if o != 0 {
+		a := rcv._tab.Vector(o)
+		return rcv._tab.MutateInt32(a+flatbuffers.UOffsetT(j*4), n)
+	}
+	return false
+}
+
 func BlockwiseQuantizationStart(builder *flatbuffers.Builder) {
-	builder.StartObject(3)
+	builder.StartObject(4)
 }
 func BlockwiseQuantizationAddScales(builder *flatbuffers.Builder, scales int32) {
 	builder.PrependInt32Slot(0, scales, 0)
@@ -80,6 +106,12 @@ func BlockwiseQuantizationAddZeroPoints(builder *flatbuffers.Builder, zeroPoints
 }
 func BlockwiseQuantizationAddBlockSize(builder *flatbuffers.Builder, blockSize int32) {
 	builder.PrependInt32Slot(2, blockSize, 0)
+}
+func BlockwiseQuantizationAddBlockShape(builder *flatbuffers.Builder, blockShape flatbuffers.UOffsetT) {
+	builder.PrependUOffsetTSlot(3, flatbuffers.UOffsetT(blockShape), 0)
+}
+func BlockwiseQuantizationStartBlockShapeVector(builder *flatbuffers.Builder, numElems int) flatbuffers.UOffsetT {
+	return builder.StartVector(4, numElems, 4)
 }
 func BlockwiseQuantizationEnd(builder *flatbuffers.Builder) flatbuffers.UOffsetT {
 	return builder.EndObject()

@@ -10,18 +10,21 @@ const (
 	QuantizationDetailsNONE                  QuantizationDetails = 0
 	QuantizationDetailsCustomQuantization    QuantizationDetails = 1
 	QuantizationDetailsBlockwiseQuantization QuantizationDetails = 2
+	QuantizationDetailsMultiAxisQuantization QuantizationDetails = 3
 )
 
 var EnumNamesQuantizationDetails = map[QuantizationDetails]string{
 	QuantizationDetailsNONE:                  "NONE",
 	QuantizationDetailsCustomQuantization:    "CustomQuantization",
 	QuantizationDetailsBlockwiseQuantization: "BlockwiseQuantization",
+	QuantizationDetailsMultiAxisQuantization: "MultiAxisQuantization",
 }
 
 var EnumValuesQuantizationDetails = map[string]QuantizationDetails{
 	"NONE":                  QuantizationDetailsNONE,
 	"CustomQuantization":    QuantizationDetailsCustomQuantization,
 	"BlockwiseQuantization": QuantizationDetailsBlockwiseQuantization,
+	"MultiAxisQuantization": QuantizationDetailsMultiAxisQuantization,
 }
 
 func (v QuantizationDetails) String() string {

@@ -76,6 +76,9 @@ type Model struct {
 	Buffers     []Buffer
 	Metadata    []Metadata
 	Signatures  []Signature
+	// MetadataBuffer is the deprecated Model.metadata_buffer list (buffer
+	// indices), written when not nil.
+	MetadataBuffer []int32
 	// External writes every non-empty buffer after the FlatBuffer (the
 	// large-model layout), each at a multiple of Align (16 when 0), in
 	// reverse buffer order.
@@ -354,6 +357,10 @@ func (m *Model) flatBuffer(offsets []uint64) []byte {
 	}
 
 	codesV, subsV, bufsV, mdV, sigV := tables(codes), tables(subs), tables(bufs), tables(mds), tables(sigs)
+	var mdBuf flatbuffers.UOffsetT
+	if m.MetadataBuffer != nil {
+		mdBuf = i32s(m.MetadataBuffer)
+	}
 	desc := str(m.Description)
 	version := m.Version
 	if version == 0 {
@@ -365,6 +372,9 @@ func (m *Model) flatBuffer(offsets []uint64) []byte {
 	tflitefb.ModelAddSubgraphs(b, subsV)
 	tflitefb.ModelAddDescription(b, desc)
 	tflitefb.ModelAddBuffers(b, bufsV)
+	if mdBuf != 0 {
+		tflitefb.ModelAddMetadataBuffer(b, mdBuf)
+	}
 	tflitefb.ModelAddMetadata(b, mdV)
 	tflitefb.ModelAddSignatureDefs(b, sigV)
 	b.FinishWithFileIdentifier(tflitefb.ModelEnd(b), []byte("TFL3"))

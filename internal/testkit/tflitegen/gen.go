@@ -24,8 +24,8 @@ type Tensor struct {
 }
 
 // Op is an operator to write. Calls names subgraphs through the options:
-// Kind "while" (cond, body), "if" (then, else), "call_once" (init),
-// "composite" (decomposition); "" writes none.
+// Kind "while" (cond, body), "if" (then, else), "call" (the subgraph),
+// "call_once" (init), "composite" (decomposition); "" writes none.
 type Op struct {
 	Opcode  uint32
 	Inputs  []int32
@@ -274,6 +274,10 @@ func (m *Model) flatBuffer(offsets []uint64) []byte {
 				tflitefb.IfOptionsAddThenSubgraphIndex(b, c(0))
 				tflitefb.IfOptionsAddElseSubgraphIndex(b, c(1))
 				opts, kind = tflitefb.IfOptionsEnd(b), byte(tflitefb.BuiltinOptionsIfOptions)
+			case "call":
+				tflitefb.CallOptionsStart(b)
+				tflitefb.CallOptionsAddSubgraph(b, uint32(c(0)))
+				opts, kind = tflitefb.CallOptionsEnd(b), byte(tflitefb.BuiltinOptionsCallOptions)
 			case "call_once":
 				tflitefb.CallOnceOptionsStart(b)
 				tflitefb.CallOnceOptionsAddInitSubgraphIndex(b, c(0))

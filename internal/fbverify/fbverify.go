@@ -95,8 +95,9 @@ func (v *verifier) finish(err error, root string) error {
 // with [Walk.ElemWith], so that the object limit applies to the whole
 // buffer as in one walk.
 type Walk struct {
-	v    *verifier
-	lazy bool
+	v     *verifier
+	lazy  bool
+	visit func(kind int, t *T)
 }
 
 // NewWalk starts a verification of buf.
@@ -107,6 +108,12 @@ func NewWalk(buf []byte, opt Options) *Walk {
 // Left returns how many more objects the walk may visit within
 // Options.MaxObjects (negative once it has visited more).
 func (w *Walk) Left() int { return w.v.opt.MaxObjects - w.v.objects }
+
+// VectorBytes returns the bytes of the vectors and strings the walk has
+// visited, each as often as it was reached: a bound on what copying every
+// verified string and vector a reader reaches can cost (a buffer whose
+// tables share them reaches them more than once).
+func (w *Walk) VectorBytes() int64 { return w.v.vbytes }
 
 // RootFieldSlots returns the number of field slots in the root table's
 // vtable (how many field ids its writer knew of, less trailing absent
@@ -137,10 +144,12 @@ type frame struct {
 type verifier struct {
 	buf     []byte
 	n       int64
+	lim4    int64 // max(n-3, 0): 4 bytes at pos lie in the buffer when uint64(pos) < uint64(lim4)
 	opt     Options
 	depth   int
 	objects int
 	tables  int
+	vbytes  int64 // the bytes of the vectors and strings visited
 	// path is filled only on failure, innermost frame first, as the error
 	// returns through the walk; err is the error it belongs to.
 	path []frame
@@ -154,7 +163,7 @@ func newVerifier(buf []byte, opt Options) *verifier {
 	if opt.MaxObjects <= 0 {
 		opt.MaxObjects = len(buf)/2 + 1024
 	}
-	return &verifier{buf: buf, n: int64(len(buf)), opt: opt}
+	return &verifier{buf: buf, n: int64(len(buf)), lim4: max(int64(len(buf))-3, 0), opt: opt}
 }
 
 // at records, on the way up, that the failing object was field name (idx
@@ -337,6 +346,7 @@ func (v *verifier) vector(pos, elem int64) (start, n int64, err error) {
 	if pos&3 == 0 && v.in(pos, 4) {
 		// n < 2^32 and elem < 2^31: the product does not overflow.
 		if n, start = int64(v.u32(pos)), pos+4; uint64(n)*uint64(elem) <= uint64(v.n-start) {
+			v.vbytes += n * elem
 			return start, n, nil
 		}
 	}

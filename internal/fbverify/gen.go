@@ -1,5 +1,7 @@
 package fbverify
 
+import "encoding/binary"
+
 // The steps the verifiers generated from the project's .fbs files
 // (internal/schema/fbgen) are made of: each checks one table, field,
 // vector, string or union, and reports what is wrong with the field path
@@ -50,6 +52,61 @@ func (w *Walk) Start(pos int64) (T, error) {
 	}
 	return T{}, v.vtableFail(pos)
 }
+
+// SetVisitor makes the walk tell visit of each table of the types the
+// schema marks (visit) once it has verified it and everything it refers to
+// (kind: the generated Visit<Table> constant), in the order it meets them:
+// a table reached twice is told twice. visit reads the table's fields with
+// the walk's [Walk.Uint8], [Walk.Uint32], [Walk.Uint64] and [Walk.Vec], which
+// use the vtable the walk found. A walk that fails may have told some
+// tables before.
+func (w *Walk) SetVisitor(visit func(kind int, t *T)) { w.visit = visit }
+
+// Visiting reports whether the walk has a visitor.
+func (w *Walk) Visiting() bool { return w.visit != nil }
+
+// Visit tells the visitor of table t of the given kind.
+func (w *Walk) Visit(kind int, t *T) { w.visit(kind, t) }
+
+// Uint8, Uint32 and Uint64 return scalar field id of t, a table the walk
+// has verified, or def when it is absent.
+func (w *Walk) Uint8(t *T, id int, def uint8) uint8 {
+	if fo := w.v.slot(t.vt, t.vtsize, id); fo != 0 {
+		return w.v.buf[t.pos+fo]
+	}
+	return def
+}
+
+// Uint32 is [Walk.Uint8] for 4-byte fields.
+func (w *Walk) Uint32(t *T, id int, def uint32) uint32 {
+	if fo := w.v.slot(t.vt, t.vtsize, id); fo != 0 {
+		return w.v.u32(t.pos + fo)
+	}
+	return def
+}
+
+// Uint64 is [Walk.Uint8] for 8-byte fields.
+func (w *Walk) Uint64(t *T, id int, def uint64) uint64 {
+	if fo := w.v.slot(t.vt, t.vtsize, id); fo != 0 {
+		return binary.LittleEndian.Uint64(w.v.buf[t.pos+fo:])
+	}
+	return def
+}
+
+// Vec returns the position of the first element of vector (or string)
+// field id of t, a table the walk has verified, and its length; ok is
+// false when the field is absent.
+func (w *Walk) Vec(t *T, id int) (start, n int64, ok bool) {
+	if fo := w.v.slot(t.vt, t.vtsize, id); fo != 0 {
+		p := t.pos + fo
+		q := p + int64(w.v.u32(p))
+		return q + 4, int64(w.v.u32(q)), true
+	}
+	return 0, 0, false
+}
+
+// Has reports whether field id of t is present.
+func (w *Walk) Has(t *T, id int) bool { return w.v.slot(t.vt, t.vtsize, id) != 0 }
 
 // Leave leaves the table Start entered.
 func (w *Walk) Leave() { w.v.depth-- }
@@ -141,10 +198,11 @@ func (w *Walk) RefAt(t *T, fo int64) (int64, bool) {
 // and true; false in any other case, which the caller leaves to Vector.
 func (w *Walk) VectorAt(pos, elem int64) (start, n int64, ok bool) {
 	v := w.v
-	if v.objects < v.opt.MaxObjects && pos&3 == 0 && uint64(pos) < uint64(v.n) && v.n-pos >= 4 {
+	if v.objects < v.opt.MaxObjects && pos&3 == 0 && uint64(pos) < uint64(v.lim4) {
 		// n < 2^32 and elem < 2^31: the product does not overflow.
 		if n, start = int64(v.u32(pos)), pos+4; uint64(n)*uint64(elem) <= uint64(v.n-start) {
 			v.objects++
+			v.vbytes += n * elem
 			return start, n, true
 		}
 	}

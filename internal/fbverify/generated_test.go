@@ -2,6 +2,7 @@ package fbverify_test
 
 import (
 	"encoding/binary"
+	"fmt"
 	"testing"
 
 	flatbuffers "github.com/google/flatbuffers/go"
@@ -274,6 +275,65 @@ func validNode(depth int) []byte {
 	return b.FinishedBytes()
 }
 
+// lazyVerify verifies b with a lazy walk whose visitor records the Nodes
+// it verifies, then verifies the lazy leaf field of each with Elem at the
+// field's position.
+func lazyVerify(b []byte, opt fbverify.Options) error {
+	w := fbverify.NewWalk(b, opt)
+	w.SetLazy(true)
+	var nodes []int64
+	w.SetVisitor(func(kind int, t *fbverify.T) {
+		if kind == fbtestfb.VisitNode && w.Has(t, 9) {
+			nodes = append(nodes, t.Pos()+w.Slot(t, 9))
+		}
+	})
+	if err := w.Verify("Node", fbtestfb.VerifyNode); err != nil {
+		return err
+	}
+	for _, field := range nodes {
+		// (Depth 2: these buffers nest far less than the limit.)
+		if _, err := w.Elem(field, 0, "Leaf", fbtestfb.VerifyLeaf, 2); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// TestVisitor: the walk tells its visitor of every Leaf it verifies, after
+// verifying it, in the order it meets them (a Node's fields in id order:
+// leaves, the union member, leaf), and the visitor reads its fields; a
+// lazy walk leaves the lazy leaf field, and does not tell of it.
+func TestVisitor(t *testing.T) {
+	b := validNode(0)
+	for _, c := range []struct {
+		lazy bool
+		want []string
+	}{
+		{false, []string{"1/one", "2/", "9/m", "5/leaf"}},
+		{true, []string{"1/one", "2/", "9/m"}},
+	} {
+		w := fbverify.NewWalk(b, fbverify.Options{Format: "test"})
+		w.SetLazy(c.lazy)
+		var got []string
+		w.SetVisitor(func(kind int, tt *fbverify.T) {
+			if kind != fbtestfb.VisitLeaf {
+				return
+			}
+			name := ""
+			if start, n, ok := w.Vec(tt, 4); ok {
+				name = string(b[start : start+n])
+			}
+			got = append(got, fmt.Sprintf("%d/%s", int8(w.Uint8(tt, 0, 0)), name))
+		})
+		if err := w.Verify("Node", fbtestfb.VerifyNode); err != nil {
+			t.Fatal(err)
+		}
+		if fmt.Sprint(got) != fmt.Sprint(c.want) {
+			t.Errorf("lazy %v: visits %q, want %q", c.lazy, got, c.want)
+		}
+	}
+}
+
 // TestGeneratedAsCxx: over every truncation of buffers of
 // internal/schema/fbtest.fbs, every change of one byte and every u16 and
 // u32 rewrite at aligned positions, the verifiers fbgen writes accept, with
@@ -294,6 +354,11 @@ func TestGeneratedAsCxx(t *testing.T) {
 			if known, problem := hostile.Contradiction(got); !known || problem != "" {
 				t.Fatalf("%x: message %q: known %v, contradicts itself: %q", b, got, known, problem)
 			}
+		}
+		// A lazy walk, then the lazy field of every Node it reached
+		// verified by Elem at the field's position, gives the same verdict.
+		if lazy := lazyVerify(b, cxxOpt); (lazy == nil) != want {
+			t.Fatalf("%x: a lazy walk and its lazy fields say %v, the C++ model accepts: %v", b, lazy, want)
 		}
 		if fbverify.NewWalk(b, fbverify.Options{Format: "test", MaxObjects: 1 << 30}).Verify("Node", fbtestfb.VerifyNode) == nil {
 			strict++

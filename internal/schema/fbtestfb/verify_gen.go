@@ -43,6 +43,9 @@ func VerifyLeaf(w *fbverify.Walk, pos int64) error {
 			}
 		}
 	}
+	if w.Visiting() {
+		w.Visit(VisitLeaf, &t)
+	}
 	w.Leave()
 	return nil
 }
@@ -199,8 +202,10 @@ func VerifyNode(w *fbverify.Walk, pos int64) error {
 			}
 		}
 		if q != 0 {
-			if err := VerifyLeaf(w, q); err != nil {
-				return w.At(err, "leaf", -1)
+			if !w.Lazy() {
+				if err := VerifyLeaf(w, q); err != nil {
+					return w.At(err, "leaf", -1)
+				}
 			}
 		}
 	}
@@ -219,6 +224,16 @@ func VerifyNode(w *fbverify.Walk, pos int64) error {
 			}
 		}
 	}
+	if w.Visiting() {
+		w.Visit(VisitNode, &t)
+	}
 	w.Leave()
 	return nil
 }
+
+// The kinds of the tables the schema marks (visit), as a walk's visitor
+// (fbverify.Walk.SetVisitor) is told them.
+const (
+	VisitLeaf = iota + 1
+	VisitNode
+)

@@ -118,7 +118,7 @@ def parse_fbs(paths):
                 tag = int(m.group(2)) if m.group(2) else tag + 1
                 members[m.group(1)] = tag
             unions[name] = members
-        for name, body in re.findall(r"\btable (\w+)\s*\{(.*?)\}", src, re.S):
+        for name, body in re.findall(r"\btable (\w+)\s*(?:\([^)]*\))?\s*\{(.*?)\}", src, re.S):
             fields = []
             for m in re.finditer(r"(\w+)\s*:\s*(\[?\w+\]?)\s*(?:=\s*[-\w.]+)?\s*(\([^)]*\))?\s*;", body):
                 fields.append((m.group(1), m.group(2), "deprecated" in (m.group(3) or "")))

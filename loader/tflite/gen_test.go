@@ -77,13 +77,13 @@ func TestSample(t *testing.T) {
 		if !sp.Sparse || sp.NBytes != 2 {
 			t.Errorf("sparse tensor: sparse=%v nbytes=%d", sp.Sparse, sp.NBytes)
 		}
-		if s := m.Sparsity(sp); s == nil || len(s.Dims) != 2 || !s.Dims[1].Sparse || !slices.Equal(s.Dims[1].Segments, []int32{0, 1, 2}) || s.Dims[0].DenseSize != 2 {
+		if s, _ := m.Sparsity(sp); s == nil || len(s.Dims) != 2 || !s.Dims[1].Sparse || !slices.Equal(s.Dims[1].Segments, []int32{0, 1, 2}) || s.Dims[0].DenseSize != 2 {
 			t.Errorf("sparsity %+v", s)
 		}
-		if q := m.Quantization(sp); q == nil || !slices.Equal(q.Scale, []float32{0.5}) {
+		if q, _ := m.Quantization(sp); q == nil || !slices.Equal(q.Scale, []float32{0.5}) {
 			t.Errorf("quantization %+v", q)
 		}
-		if q := m.Quantization(m.Tensors()[1]); q == nil || q.Blockwise == nil || *q.Blockwise != (tflite.Blockwise{Scales: 3, ZeroPoints: -1, BlockSize: 2}) {
+		if q, _ := m.Quantization(m.Tensors()[1]); q == nil || q.Blockwise == nil || *q.Blockwise != (tflite.Blockwise{Scales: 3, ZeroPoints: -1, BlockSize: 2}) {
 			t.Errorf("blockwise quantization %+v", q)
 		}
 		if st := &m.Subgraphs()[0].Tensors[6]; !st.Variable || st.Listed() || st.Name != "state" {
@@ -163,7 +163,10 @@ func TestRejects(t *testing.T) {
 		{"signature tensor", mutate(func(m *tflitegen.Model) { m.Signatures[0].Inputs["x"] = 8 }), format.ErrMalformed},
 	}
 	for _, c := range cases {
-		_, err := open(c.b)
+		m, err := open(c.b)
+		if err == nil {
+			err = m.Check() // the operators' indices are checked there
+		}
 		var fe *format.FormatError
 		if !errors.As(err, &fe) || fe.Format != "tflite" || !errors.Is(err, c.want) {
 			t.Errorf("%s: %v, want a tflite FormatError wrapping %v", c.name, err, c.want)

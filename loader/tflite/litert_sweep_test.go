@@ -172,13 +172,16 @@ func liteRTPython(t *testing.T) {
 // from, edgeload refuses those whose meaning it checks at Open and LiteRT's
 // builder does not (indices out of range, buffers of the wrong size): the
 // log counts them. EDGELOAD_LITERT_SWEEP=full sweeps every mutation
-// instead of about 3,000 a file.
+// instead of about 3,000 a file (600 under the race detector).
 func TestLiteRTVerifierSweep(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short")
 	}
 	liteRTPython(t)
 	budget := 3000
+	if hostile.Slow() {
+		budget = 600 // under the race detector or an emulator
+	}
 	if os.Getenv("EDGELOAD_LITERT_SWEEP") == "full" {
 		budget = 0
 	}

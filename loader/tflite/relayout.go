@@ -234,7 +234,7 @@ var alignUp = format.AlignUp
 // zipStart returns the offset of the first local header of the zip archive
 // appended after a model with TFLITE_METADATA, -1 when there is none.
 func (m *Model) zipStart() (int64, error) {
-	if len(m.assoc) == 0 {
+	if len(m.AssociatedFiles()) == 0 {
 		return -1, nil
 	}
 	size := m.mf.Len()

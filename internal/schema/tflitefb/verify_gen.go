@@ -442,8 +442,10 @@ func VerifyTensor(w *fbverify.Walk, pos int64) error {
 			}
 		}
 		if q != 0 {
-			if err := VerifyQuantizationParameters(w, q); err != nil {
-				return w.At(err, "quantization", -1)
+			if !w.Lazy() {
+				if err := VerifyQuantizationParameters(w, q); err != nil {
+					return w.At(err, "quantization", -1)
+				}
 			}
 		}
 	}
@@ -460,8 +462,10 @@ func VerifyTensor(w *fbverify.Walk, pos int64) error {
 			}
 		}
 		if q != 0 {
-			if err := VerifySparsityParameters(w, q); err != nil {
-				return w.At(err, "sparsity", -1)
+			if !w.Lazy() {
+				if err := VerifySparsityParameters(w, q); err != nil {
+					return w.At(err, "sparsity", -1)
+				}
 			}
 		}
 	}
@@ -520,6 +524,9 @@ func VerifyTensor(w *fbverify.Walk, pos int64) error {
 		if err := w.ScalarOutside(&t, fo, 4); err != nil {
 			return w.At(err, "external_buffer", -1)
 		}
+	}
+	if w.Visiting() {
+		w.Visit(VisitTensor, &t)
 	}
 	w.Leave()
 	return nil
@@ -1193,7 +1200,7 @@ func VerifySubGraph(w *fbverify.Walk, pos int64) error {
 					return w.At(err, "operators", -1)
 				}
 			}
-			{
+			if !w.Lazy() {
 				for i := int64(0); i < n; i++ {
 					var err error
 					e, ok := w.DerefAt(start + 4*i)
@@ -1227,6 +1234,9 @@ func VerifySubGraph(w *fbverify.Walk, pos int64) error {
 		if err := w.ScalarOutside(&t, fo, 4); err != nil {
 			return w.At(err, "debug_metadata_index", -1)
 		}
+	}
+	if w.Visiting() {
+		w.Visit(VisitSubGraph, &t)
 	}
 	w.Leave()
 	return nil
@@ -1262,6 +1272,9 @@ func VerifyBuffer(w *fbverify.Walk, pos int64) error {
 		if err := w.ScalarOutside(&t, fo, 8); err != nil {
 			return w.At(err, "size", -1)
 		}
+	}
+	if w.Visiting() {
+		w.Visit(VisitBuffer, &t)
 	}
 	w.Leave()
 	return nil
@@ -4425,3 +4438,11 @@ func VerifyStablehloCaseOptions(w *fbverify.Walk, pos int64) error {
 	w.Leave()
 	return nil
 }
+
+// The kinds of the tables the schema marks (visit), as a walk's visitor
+// (fbverify.Walk.SetVisitor) is told them.
+const (
+	VisitTensor = iota + 1
+	VisitSubGraph
+	VisitBuffer
+)

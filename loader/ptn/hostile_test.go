@@ -119,7 +119,7 @@ func FuzzOpen(f *testing.F) {
 	for _, s := range seeds(f) {
 		f.Add(s.Data)
 	}
-	for _, name := range []string{"mlp", "multi", "mutable"} {
+	for _, name := range []string{"mlp", "multi", "mutable", "aliases", "parts"} {
 		if b, err := os.ReadFile("testdata/real/" + name + ".ptn"); err == nil {
 			f.Add(b)
 		}

@@ -93,6 +93,11 @@ func exercise(m *tflite.Model) error {
 			}
 		}
 	}
+	for _, err := range []error{perr, oerr} {
+		if known, problem := hostile.Contradiction(err); err != nil && (!known || problem != "") {
+			return fmt.Errorf("message %q: known %v, contradicts itself: %q", err, known, problem)
+		}
+	}
 	// Check makes both checks.
 	if want, cerr := cmp.Or(perr, oerr), m.Check(); (want == nil) != (cerr == nil) || want != nil && cerr.Error() != want.Error() {
 		return fmt.Errorf("Check: %v, want %v", cerr, want)

@@ -37,6 +37,10 @@ func (m *Model) Relayout(align int64) (*format.Layout, error) {
 	if align <= 0 || align&(align-1) != 0 || align > 1<<30 {
 		return nil, format.Errorf(formatName, "", -1, "alignment %d is not a power of two in [1, 2^30]", align)
 	}
+	// The operators, read below, are verified at their first use.
+	if err := m.Check(); err != nil {
+		return nil, err
+	}
 	r := m.fb
 	root := r.root()
 	size := m.mf.Len()

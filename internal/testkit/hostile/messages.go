@@ -108,7 +108,8 @@ var families = []family{
 	fam(`constant has shape \[[-0-9 ]*\] \(want no negative dimension\)`, nil),
 	fam(`[a-z0-9_()-]+ \[[-0-9 ]*\] needs {n} bytes, buffer {n} holds {n}`,
 		func(n []int64, _ int64) string { return claim(n[0] != n[2], "the sizes agree") }),
-	fam(`shared vectors and strings of this table copy to more than {n} bytes \(want at most 4 times the FlatBuffer region\)`, nil),
+	fam(`the FlatBuffer's tables reach {n} bytes of strings and vectors, shared \(want at most {n}: 4 times the FlatBuffer region\)`,
+		func(n []int64, _ int64) string { return claim(n[0] > n[1], "within the bound") }),
 }
 
 // Contradiction checks a refusal's message against the families of

@@ -307,16 +307,20 @@ func (m *Model) open(c *config) error {
 	if ok {
 		return errs[0]
 	}
-	return unknownFormat(head, errors.Join(errs...))
+	return unknownFormat(m.mf, head, errors.Join(errs...))
 }
 
-// unknownFormat builds the error for a file no format accepts.
-func unknownFormat(head []byte, fallback error) error {
+// unknownFormat builds the error for a file no format accepts; for a zip
+// archive it first says how to open the models stored in it.
+func unknownFormat(mf *mmapfile.File, head []byte, fallback error) error {
 	hint := ""
 	if len(head) >= 8 {
 		hint = fmt.Sprintf("bytes 0..8 are %q", head[:8])
 	} else {
 		hint = fmt.Sprintf("the file is only %d bytes long", len(head))
+	}
+	if zh := archiveHint(mf); zh != "" {
+		hint = zh + "; " + hint
 	}
 	var names []string
 	for _, r := range format.Registered() {

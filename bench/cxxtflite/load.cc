@@ -2,12 +2,11 @@
 // with a loader doing what LiteRT does at load
 // (FlatBufferModel::VerifyAndBuildFromFile: map the file, then run
 // flatbuffers::Verifier over the whole model), with the C++ code flatc
-// generates from the project's own schema (internal/schema/tflite.fbs). That
-// schema is a subset of upstream's with the same field ids, so this
-// Verifier checks the tables, vectors and strings edgeload's generated Go
-// verifier checks (tflitefb.VerifyModel), no more and no fewer: the two do
-// the same structural work. LiteRT's Verifier, over upstream's full schema,
-// would also descend into every operator's options table.
+// generates from the project's own schema (internal/schema/tflite.fbs and
+// the tflite_options.fbs it includes), which has every table, field and
+// union member of LiteRT's (loader/tflite's TestSchemaIsLiteRTs): this
+// Verifier checks what LiteRT's does, every operator's options table
+// included.
 //
 // Each of N loads: open, fstat, mmap the whole file, check the identifier,
 // flatbuffers::Verifier over the region [0, min(size, 2 GiB - 1)), then a
@@ -30,7 +29,7 @@
 //
 // Build and run:
 //
-//   flatc --cpp -o /tmp/fbgen internal/schema/tflite.fbs
+//   flatc --cpp -o /tmp/fbgen internal/schema/tflite.fbs internal/schema/tflite_options.fbs
 //   g++ -O2 -std=c++17 -I/tmp/fbgen -o /tmp/cxxtflite bench/cxxtflite/load.cc
 //   /tmp/cxxtflite verify|pread FILE [N]
 //   /tmp/cxxtflite verify|pread FILE serve

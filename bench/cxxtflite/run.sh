@@ -24,7 +24,7 @@ GEN=${GEN:-/tmp/tflitebench-files} BIN=${BIN:-/tmp/tflitebench-bin}
 mkdir -p "$out" "$BIN" "$GEN"
 out=$(cd "$out" && pwd)
 
-flatc --cpp -o "$BIN" internal/schema/tflite.fbs
+flatc --cpp -o "$BIN" internal/schema/tflite.fbs internal/schema/tflite_options.fbs
 g++ -O2 -std=c++17 -Wall -Werror -I"$BIN" -o "$BIN/cxxtflite" bench/cxxtflite/load.cc
 go build -o "$BIN/loadbench" ./bench/cmd/loadbench
 go build -o "$BIN/pairbench" ./bench/cmd/pairbench

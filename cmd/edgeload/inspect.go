@@ -9,6 +9,7 @@ import (
 	"strings"
 	"text/tabwriter"
 
+	"github.com/edgeload/edgeload/loader"
 	"github.com/edgeload/edgeload/loader/format"
 )
 
@@ -37,7 +38,9 @@ The JSON always has it as "use_order": method or subgraph name to tensor
 names, with "" the key of a format's one order.
 
 FILE (and --data) may be an entry stored uncompressed in a zip archive or
-APK, ARCHIVE!/ENTRY: offsets are then relative to the entry. A bundled
+APK, ARCHIVE!/ENTRY: offsets are then relative to the entry. A FILE that
+is no model but a zip archive (a MediaPipe .task bundle, an APK) is listed:
+its files, and the ARCHIVE!/ENTRY that opens each stored model. A bundled
 program (.bpte) shows the program it embeds, with offsets relative to the
 program, and its method test suites.
 
@@ -64,6 +67,14 @@ func runInspect(c *cli, args []string) int {
 	path := pos[0]
 	m, err := openModel(path, data)
 	if err != nil {
+		if errors.Is(err, loader.ErrUnknownFormat) && len(data) == 0 {
+			if ok, werr := inspectArchive(c.stdout, path, *asJSON); ok && werr == nil {
+				return exitOK
+			} else if ok {
+				c.errorf("writing output: %v", werr)
+				return exitInvalid
+			}
+		}
 		c.fileError(path, err)
 		return exitInvalid
 	}

@@ -1,19 +1,29 @@
 // Package fbverify holds the steps of FlatBuffer verification: the
 // verifiers internal/schema/fbgen generates from the project's .fbs files,
 // one straight-line function per table, are made of them. A verification
-// checks, with 64-bit arithmetic, everything the generated accessors will
-// read:
+// checks, with 64-bit arithmetic, what the C++ Verifier of FlatBuffers
+// (flatbuffers::Verifier with its default options) checks, so that a file
+// its runtime verifies is read here and one it refuses is refused:
 //
-//   - every offset lands inside the buffer, and every object fits in it;
-//   - vtables are well formed (even size >= 4, inside the buffer), and every
-//     field lies inside the buffer;
-//   - vector lengths fit the remaining buffer (so a claimed 2^31 elements is
-//     an error before anything is allocated or looped over);
-//   - strings are NUL-terminated;
-//   - union tags are known (or the union is open) and carry a value;
+//   - every offset is non-zero, below 2^31 and lands inside the buffer;
+//   - every table starts 4-aligned inside the buffer; its vtable is
+//     2-aligned, of even size and inside the buffer (the table size the
+//     vtable records is not checked: readers never use it);
+//   - every field present lies inside the buffer, aligned to its size;
+//   - vectors and strings start 4-aligned and their lengths fit the
+//     remaining buffer (so a claimed 2^31 elements is an error before
+//     anything is allocated or looped over); strings are NUL-terminated;
+//   - union values are verified as their tag's member (a tag past the
+//     known members as the schema says: refused, or accepted as a table or
+//     an offset); a union's value offset is checked whatever its tag;
 //   - required fields are present;
-//   - nesting depth is bounded, and so is the total number of objects
-//     visited (a DAG of shared tables cannot make verification exponential).
+//   - nesting depth is bounded, and so is the number of tables and of all
+//     objects visited (a DAG of shared tables cannot make verification
+//     exponential).
+//
+// By default it also refuses two things the C++ Verifier accepts: a union
+// tag without a value, and an element of a vector of tables or strings
+// whose offset is 0; Options.CxxRules accepts them too.
 //
 // What it does not check is meaning: indices, sizes and offsets into the
 // file's segments are the format packages' business.
@@ -47,6 +57,16 @@ type Options struct {
 	// 0 means len(buf)/2 + 1024, which no tree-shaped buffer reaches (every
 	// object takes at least 4 bytes of its own plus a 4-byte reference).
 	MaxObjects int
+	// MaxTables bounds the number of tables visited (a shared table counts
+	// once per visit, as in the C++ Verifier, whose default bound is
+	// 1,000,000); 0 means no bound but MaxObjects.
+	MaxTables int
+	// CxxRules accepts what the C++ Verifier accepts and the default
+	// refuses: a union tag without a value (a reader sees no value), and an
+	// element of a vector of tables or strings whose offset is 0 (the object
+	// starts at the element itself: a table whose vtable has size 0, or an
+	// empty string when the next byte is 0).
+	CxxRules bool
 }
 
 // DefaultMaxDepth is the nesting limit when Options.MaxDepth is 0.
@@ -75,8 +95,9 @@ func (v *verifier) finish(err error, root string) error {
 // with [Walk.ElemWith], so that the object limit applies to the whole
 // buffer as in one walk.
 type Walk struct {
-	v    *verifier
-	lazy bool
+	v     *verifier
+	lazy  bool
+	visit func(kind int, t *T)
 }
 
 // NewWalk starts a verification of buf.
@@ -87,6 +108,12 @@ func NewWalk(buf []byte, opt Options) *Walk {
 // Left returns how many more objects the walk may visit within
 // Options.MaxObjects (negative once it has visited more).
 func (w *Walk) Left() int { return w.v.opt.MaxObjects - w.v.objects }
+
+// VectorBytes returns the bytes of the vectors and strings the walk has
+// visited, each as often as it was reached: a bound on what copying every
+// verified string and vector a reader reaches can cost (a buffer whose
+// tables share them reaches them more than once).
+func (w *Walk) VectorBytes() int64 { return w.v.vbytes }
 
 // RootFieldSlots returns the number of field slots in the root table's
 // vtable (how many field ids its writer knew of, less trailing absent
@@ -106,7 +133,7 @@ func RootFieldSlots(buf []byte, opt Options) (int, error) {
 		return 0, err
 	}
 	_ = vt
-	return int((vtsize - 4) / 2), nil
+	return int(max(vtsize-4, 0) / 2), nil
 }
 
 type frame struct {
@@ -117,9 +144,12 @@ type frame struct {
 type verifier struct {
 	buf     []byte
 	n       int64
+	lim4    int64 // max(n-3, 0): 4 bytes at pos lie in the buffer when uint64(pos) < uint64(lim4)
 	opt     Options
 	depth   int
 	objects int
+	tables  int
+	vbytes  int64 // the bytes of the vectors and strings visited
 	// path is filled only on failure, innermost frame first, as the error
 	// returns through the walk; err is the error it belongs to.
 	path []frame
@@ -133,7 +163,7 @@ func newVerifier(buf []byte, opt Options) *verifier {
 	if opt.MaxObjects <= 0 {
 		opt.MaxObjects = len(buf)/2 + 1024
 	}
-	return &verifier{buf: buf, n: int64(len(buf)), opt: opt}
+	return &verifier{buf: buf, n: int64(len(buf)), lim4: max(int64(len(buf))-3, 0), opt: opt}
 }
 
 // at records, on the way up, that the failing object was field name (idx
@@ -182,7 +212,7 @@ func (v *verifier) failPast(pos int64, msg string, args ...any) error {
 
 // The checks a valid buffer passes come first, in a few instructions
 // each; the messages of those that fail are built by functions of their
-// own (derefFail, tooMany, vtableFail, fieldOutside, vectorFail), which
+// own (derefFail, tooMany, vtableFail, fieldFail, vectorFail), which
 // make the same checks again in the same order, so that the common path
 // keeps few values live across calls (TestOutcomesUnchanged checks that
 // the outcomes are those of the plain checks).
@@ -206,6 +236,16 @@ func (v *verifier) deref(pos int64) (int64, error) {
 		}
 	}
 	return 0, v.derefFail(pos)
+}
+
+// elemDeref follows the offset at pos, an element of a vector of tables
+// or strings: as deref, but an offset of 0 is followed (to pos itself)
+// under Options.CxxRules.
+func (v *verifier) elemDeref(pos int64) (int64, error) {
+	if v.opt.CxxRules && v.in(pos, 4) && v.u32(pos) == 0 {
+		return pos, nil
+	}
+	return v.deref(pos)
 }
 
 // derefFail reports why the offset at pos cannot be followed.
@@ -232,16 +272,21 @@ func (v *verifier) enter(pos int64) error {
 
 //go:noinline (keeps enter small enough to inline)
 func (v *verifier) tooMany(pos int64) error {
-	return v.fail(pos, "more than %d objects: shared or looping references (want at most %d, one per 2 bytes of FlatBuffer)", v.opt.MaxObjects, v.opt.MaxObjects)
+	return v.fail(pos, "more than %d tables, vectors and strings visited: shared or looping references (want at most %d in a FlatBuffer of %d bytes)", v.opt.MaxObjects, v.opt.MaxObjects, v.n)
 }
 
-// vtable checks the table header at pos and its vtable.
+// vtable checks the table header at pos and its vtable, and returns the
+// vtable's position and size, and the table's size as far as it lies in
+// the buffer (0 when the vtable records none).
 func (v *verifier) vtable(pos int64) (vt, vtsize, tsize int64, err error) {
-	if v.in(pos, 4) {
+	if pos&3 == 0 && v.in(pos, 4) {
 		vt = pos - int64(int32(v.u32(pos)))
-		if v.in(vt, 4) {
-			vtsize, tsize = v.u16(vt), v.u16(vt+2)
-			if vtsize >= 4 && vtsize%2 == 0 && v.in(vt, vtsize) && tsize >= 4 && v.in(pos, tsize) {
+		if vt&1 == 0 && v.in(vt, 2) {
+			vtsize = v.u16(vt)
+			if vtsize&1 == 0 && v.in(vt, vtsize) {
+				if vtsize >= 4 {
+					tsize = min(v.u16(vt+2), v.n-pos)
+				}
 				return vt, vtsize, tsize, nil
 			}
 		}
@@ -252,19 +297,24 @@ func (v *verifier) vtable(pos int64) (vt, vtsize, tsize int64, err error) {
 // vtableFail reports what is wrong with the table header at pos or its
 // vtable.
 func (v *verifier) vtableFail(pos int64) error {
+	if pos&3 != 0 {
+		return v.fail(pos, "table at %#x is not 4-aligned (want its vtable offset on a 4-byte boundary)", v.opt.Base+pos)
+	}
 	if !v.in(pos, 4) {
-		return v.failPast(pos, "table runs past the end of the FlatBuffer (want 4 bytes before %#x)", v.opt.Base+v.n)
+		return v.failPast(pos, "table runs past the end of the FlatBuffer (want its 4-byte vtable offset before %#x)", v.opt.Base+v.n)
 	}
 	vt := pos - int64(int32(v.u32(pos)))
-	if !v.in(vt, 4) {
-		return v.fail(pos, "vtable offset points to %#x, outside the FlatBuffer (want [%#x, %#x))", v.opt.Base+vt, v.opt.Base, v.opt.Base+v.n)
+	if vt&1 != 0 {
+		return v.fail(pos, "vtable offset points to %#x, which is not 2-aligned (want an even position)", v.opt.Base+vt)
 	}
-	vtsize, tsize := v.u16(vt), v.u16(vt+2)
-	if vtsize < 4 || vtsize%2 != 0 || !v.in(vt, vtsize) {
-		return v.fail(vt, "bad vtable size %d (want an even size >= 4 inside the FlatBuffer)", vtsize)
+	if !v.in(vt, 2) {
+		return v.fail(pos, "vtable offset points to %#x: its 2-byte size does not lie inside the FlatBuffer [%#x, %#x)", v.opt.Base+vt, v.opt.Base, v.opt.Base+v.n)
 	}
-	// (tsize < 4 or the table runs past the end: what vtable found.)
-	return v.failPast(pos, "table size %d runs past the end of the FlatBuffer (want at least 4 and at most %d)", tsize, v.n-pos)
+	vtsize := v.u16(vt)
+	if vtsize&1 != 0 {
+		return v.fail(vt, "vtable size %d is odd (want an even number of bytes)", vtsize)
+	}
+	return v.failPast(vt, "vtable of %d bytes runs past the end of the FlatBuffer (%d bytes left)", vtsize, v.n-vt)
 }
 
 // slot returns the table offset of field id from the vtable at vt of
@@ -277,8 +327,13 @@ func (v *verifier) slot(vt, vtsize int64, id int) int64 {
 	return v.u16(vt + e)
 }
 
-func (v *verifier) fieldOutside(pos, fo, size, tsize int64) error {
-	return v.fail(pos+fo, "field at table offset %d (%d bytes) lies outside the FlatBuffer (table of %d bytes); want it to end by %#x", fo, size, tsize, v.opt.Base+v.n)
+// fieldFail reports a field of size bytes at table offset fo of the table
+// at pos that is not aligned to its size or lies outside the buffer.
+func (v *verifier) fieldFail(pos, fo, size int64) error {
+	if (pos+fo)%size != 0 {
+		return v.fail(pos+fo, "field at table offset %d (%d bytes) lies at %#x, which is not %d-aligned (want it on a %d-byte boundary)", fo, size, v.opt.Base+pos+fo, size, size)
+	}
+	return v.fail(pos+fo, "field at table offset %d (%d bytes) lies outside the FlatBuffer; want it to end by %#x", fo, size, v.opt.Base+v.n)
 }
 
 // vector checks a vector header at pos with elements of size elem (0 <=
@@ -288,9 +343,10 @@ func (v *verifier) vector(pos, elem int64) (start, n int64, err error) {
 	if err := v.enter(pos); err != nil {
 		return 0, 0, err
 	}
-	if v.in(pos, 4) {
+	if pos&3 == 0 && v.in(pos, 4) {
 		// n < 2^32 and elem < 2^31: the product does not overflow.
 		if n, start = int64(v.u32(pos)), pos+4; uint64(n)*uint64(elem) <= uint64(v.n-start) {
+			v.vbytes += n * elem
 			return start, n, nil
 		}
 	}
@@ -299,6 +355,9 @@ func (v *verifier) vector(pos, elem int64) (start, n int64, err error) {
 
 // vectorFail reports why the vector at pos does not lie in the buffer.
 func (v *verifier) vectorFail(pos, elem int64) error {
+	if pos&3 != 0 {
+		return v.fail(pos, "vector at %#x is not 4-aligned (want its length on a 4-byte boundary)", v.opt.Base+pos)
+	}
 	if !v.in(pos, 4) {
 		return v.failPast(pos, "vector length runs past the end of the FlatBuffer (want 4 bytes before %#x)", v.opt.Base+v.n)
 	}

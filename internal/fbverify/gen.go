@@ -1,11 +1,15 @@
 package fbverify
 
+import "encoding/binary"
+
 // The steps the verifiers generated from the project's .fbs files
 // (internal/schema/fbgen) are made of: each checks one table, field,
 // vector, string or union, and reports what is wrong with the field path
 // collected as the error travels up (Walk.At).
 
-// T is a table being verified: its position and vtable.
+// T is a table being verified: its position and vtable, and its size as
+// far as it lies in the buffer (the generated verifiers' fast paths compare
+// a field's end with it; a field past it is checked against the buffer).
 type T struct {
 	pos, vt, vtsize, tsize int64
 }
@@ -29,12 +33,18 @@ func (w *Walk) Start(pos int64) (T, error) {
 	if v.depth >= v.opt.MaxDepth {
 		return T{}, v.fail(pos, "tables nested more than %d deep (want at most %d levels)", v.opt.MaxDepth, v.opt.MaxDepth)
 	}
+	if v.tables++; v.opt.MaxTables > 0 && v.tables > v.opt.MaxTables {
+		return T{}, v.fail(pos, "more than %d tables (want at most %d, counting a shared table at each visit)", v.opt.MaxTables, v.opt.MaxTables)
+	}
 	// vtable's checks, without a call.
-	if v.in(pos, 4) {
+	if pos&3 == 0 && v.in(pos, 4) {
 		vt := pos - int64(int32(v.u32(pos)))
-		if v.in(vt, 4) {
-			vtsize, tsize := v.u16(vt), v.u16(vt+2)
-			if vtsize >= 4 && vtsize%2 == 0 && v.in(vt, vtsize) && tsize >= 4 && v.in(pos, tsize) {
+		if vt&1 == 0 && v.in(vt, 2) {
+			if vtsize := v.u16(vt); vtsize&1 == 0 && v.in(vt, vtsize) {
+				var tsize int64
+				if vtsize >= 4 {
+					tsize = min(v.u16(vt+2), v.n-pos)
+				}
 				v.depth++
 				return T{pos, vt, vtsize, tsize}, nil
 			}
@@ -43,11 +53,63 @@ func (w *Walk) Start(pos int64) (T, error) {
 	return T{}, v.vtableFail(pos)
 }
 
-// Pos returns the position of t.
-func (t *T) Pos() int64 { return t.pos }
-
 // Slots returns the number of field slots of t's vtable.
 func (t *T) Slots() int { return int((t.vtsize - 4) / 2) }
+
+// SetVisitor makes the walk tell visit of each table of the types the
+// schema marks (visit) once it has verified it and everything it refers to
+// (kind: the generated Visit<Table> constant), in the order it meets them:
+// a table reached twice is told twice. visit reads the table's fields with
+// the walk's [Walk.Uint8], [Walk.Uint32], [Walk.Uint64] and [Walk.Vec], which
+// use the vtable the walk found. A walk that fails may have told some
+// tables before.
+func (w *Walk) SetVisitor(visit func(kind int, t *T)) { w.visit = visit }
+
+// Visiting reports whether the walk has a visitor.
+func (w *Walk) Visiting() bool { return w.visit != nil }
+
+// Visit tells the visitor of table t of the given kind.
+func (w *Walk) Visit(kind int, t *T) { w.visit(kind, t) }
+
+// Uint8, Uint32 and Uint64 return scalar field id of t, a table the walk
+// has verified, or def when it is absent.
+func (w *Walk) Uint8(t *T, id int, def uint8) uint8 {
+	if fo := w.v.slot(t.vt, t.vtsize, id); fo != 0 {
+		return w.v.buf[t.pos+fo]
+	}
+	return def
+}
+
+// Uint32 is [Walk.Uint8] for 4-byte fields.
+func (w *Walk) Uint32(t *T, id int, def uint32) uint32 {
+	if fo := w.v.slot(t.vt, t.vtsize, id); fo != 0 {
+		return w.v.u32(t.pos + fo)
+	}
+	return def
+}
+
+// Uint64 is [Walk.Uint8] for 8-byte fields.
+func (w *Walk) Uint64(t *T, id int, def uint64) uint64 {
+	if fo := w.v.slot(t.vt, t.vtsize, id); fo != 0 {
+		return binary.LittleEndian.Uint64(w.v.buf[t.pos+fo:])
+	}
+	return def
+}
+
+// Vec returns the position of the first element of vector (or string)
+// field id of t, a table the walk has verified, and its length; ok is
+// false when the field is absent.
+func (w *Walk) Vec(t *T, id int) (start, n int64, ok bool) {
+	if fo := w.v.slot(t.vt, t.vtsize, id); fo != 0 {
+		p := t.pos + fo
+		q := p + int64(w.v.u32(p))
+		return q + 4, int64(w.v.u32(q)), true
+	}
+	return 0, 0, false
+}
+
+// Has reports whether field id of t is present.
+func (w *Walk) Has(t *T, id int) bool { return w.v.slot(t.vt, t.vtsize, id) != 0 }
 
 // Leave leaves the table Start entered.
 func (w *Walk) Leave() { w.v.depth-- }
@@ -60,12 +122,13 @@ func (w *Walk) Bare(pos int64) error {
 	return err
 }
 
-// Scalar checks that field id of t, size bytes, lies in the buffer when
-// present. A field inside the table's own bytes (which Start checked lie
-// in the buffer) is the common case, a comparison; one past them is
-// checked against the buffer.
+// Scalar checks that field id of t, size bytes (1, 2, 4 or 8), lies in
+// the buffer, aligned to its size, when present. A field inside the
+// table's own bytes (which lie in the buffer) is the common case, a
+// comparison and an alignment test; any other is checked against the
+// buffer.
 func (w *Walk) Scalar(t *T, id int, size int64) error {
-	if fo := w.v.slot(t.vt, t.vtsize, id); fo != 0 && fo+size > t.tsize {
+	if fo := w.v.slot(t.vt, t.vtsize, id); fo != 0 && (fo+size > t.tsize || (t.pos+fo)&(size-1) != 0) {
 		return w.scalarOutside(t, fo, size)
 	}
 	return nil
@@ -73,22 +136,27 @@ func (w *Walk) Scalar(t *T, id int, size int64) error {
 
 // Slot returns the table offset of field id of t (0 when absent): the
 // generated verifiers check a scalar field inline, comparing its end with
-// t's size, and call [Walk.ScalarOutside] only for one past it, as Scalar
-// does.
+// t's size and testing its alignment, and call [Walk.ScalarOutside] for
+// any other case, as Scalar does.
 func (w *Walk) Slot(t *T, id int) int64 { return w.v.slot(t.vt, t.vtsize, id) }
 
-// Size returns the size of t's own bytes, which Start checked lie in the
-// buffer.
+// Size returns the size of t's own bytes as far as they lie in the buffer
+// (0 when its vtable records none).
 func (t *T) Size() int64 { return t.tsize }
 
-// ScalarOutside checks field id of t, size bytes at table offset fo past
-// t's own bytes, against the buffer.
+// Pos returns t's position (4-aligned: Start checked it).
+func (t *T) Pos() int64 { return t.pos }
+
+// ScalarOutside checks field id of t, size bytes at table offset fo, that
+// lies past t's own bytes or is not aligned to its size: against the buffer
+// and its size.
 func (w *Walk) ScalarOutside(t *T, fo, size int64) error { return w.scalarOutside(t, fo, size) }
 
-// scalarOutside checks a field Scalar found past its table's bytes.
+// scalarOutside checks a field Scalar did not find aligned in its table's
+// bytes.
 func (w *Walk) scalarOutside(t *T, fo, size int64) error {
-	if v := w.v; !v.in(t.pos+fo, size) {
-		return v.fieldOutside(t.pos, fo, size, t.tsize)
+	if v := w.v; (t.pos+fo)&(size-1) != 0 || !v.in(t.pos+fo, size) {
+		return v.fieldFail(t.pos, fo, size)
 	}
 	return nil
 }
@@ -98,30 +166,16 @@ func (w *Walk) scalarOutside(t *T, fo, size int64) error {
 func (w *Walk) Ref(t *T, id int, required bool) (int64, error) {
 	v := w.v
 	fo := v.slot(t.vt, t.vtsize, id)
-	if fo != 0 && fo+4 <= t.tsize {
-		// Inside the table's bytes, which lie in the buffer.
-		p := t.pos + fo
-		off := int64(v.u32(p))
-		if q := p + off; off != 0 && q < v.n {
-			return q, nil
-		}
-		return 0, v.derefFail(p)
-	}
 	if fo == 0 {
 		if required {
 			return 0, v.fail(t.pos, "required field is missing (the schema says it must be present)")
 		}
 		return 0, nil
 	}
-	if !v.in(t.pos+fo, 4) {
-		return 0, v.fieldOutside(t.pos, fo, 4, t.tsize)
+	if fo&3 != 0 || !v.in(t.pos+fo, 4) {
+		return 0, v.fieldFail(t.pos, fo, 4)
 	}
-	p := t.pos + fo
-	off := int64(v.u32(p))
-	if q := p + off; off != 0 && q < v.n {
-		return q, nil
-	}
-	return 0, v.derefFail(p)
+	return v.deref(t.pos + fo)
 }
 
 // RefAt is Ref's common case, inline in the generated verifiers: the
@@ -130,7 +184,7 @@ func (w *Walk) Ref(t *T, id int, required bool) (int64, error) {
 // false in any other case (an absent field too), which the caller leaves
 // to Ref.
 func (w *Walk) RefAt(t *T, fo int64) (int64, bool) {
-	if fo != 0 && fo+4 <= t.tsize {
+	if fo != 0 && fo+4 <= t.tsize && fo&3 == 0 {
 		v := w.v
 		p := t.pos + fo
 		off := int64(v.u32(p))
@@ -147,10 +201,11 @@ func (w *Walk) RefAt(t *T, fo int64) (int64, bool) {
 // and true; false in any other case, which the caller leaves to Vector.
 func (w *Walk) VectorAt(pos, elem int64) (start, n int64, ok bool) {
 	v := w.v
-	if v.objects < v.opt.MaxObjects && uint64(pos) < uint64(v.n) && v.n-pos >= 4 {
+	if v.objects < v.opt.MaxObjects && pos&3 == 0 && uint64(pos) < uint64(v.lim4) {
 		// n < 2^32 and elem < 2^31: the product does not overflow.
 		if n, start = int64(v.u32(pos)), pos+4; uint64(n)*uint64(elem) <= uint64(v.n-start) {
 			v.objects++
+			v.vbytes += n * elem
 			return start, n, true
 		}
 	}
@@ -178,24 +233,27 @@ func (w *Walk) DerefAt(q int64) (int64, bool) {
 	return 0, false
 }
 
-// Deref follows the offset at q, which lies in a verified vector, in
-// 64-bit arithmetic.
-func (w *Walk) Deref(q int64) (int64, error) { return w.v.deref(q) }
+// Deref follows the offset at q, an element of a verified vector of tables
+// or strings, in 64-bit arithmetic (an offset of 0 only under
+// Options.CxxRules).
+func (w *Walk) Deref(q int64) (int64, error) { return w.v.elemDeref(q) }
 
 // Union reads the union whose tag is field id of t and value field id+1:
-// its tag (0, NONE, when absent) and the value's target (0 for NONE).
+// its tag (0, NONE, when absent) and the value's target (0 for NONE, and
+// for a tag without a value, which only Options.CxxRules accepts). The
+// value's offset is checked whatever the tag.
 func (w *Walk) Union(t *T, id int) (tag int, pos int64, err error) {
 	v := w.v
 	to, vo := v.slot(t.vt, t.vtsize, id), v.slot(t.vt, t.vtsize, id+1)
 	// The common case: tag and value inside the table's own bytes (which
-	// lie in the buffer), the value's target in the buffer.
-	if to != 0 && vo != 0 && to < t.tsize && vo+4 <= t.tsize {
-		if tag = int(v.buf[t.pos+to]); tag == 0 {
-			return 0, 0, nil
-		}
+	// lie in the buffer), the value aligned and its target in the buffer.
+	if to != 0 && vo != 0 && to < t.tsize && vo+4 <= t.tsize && vo&3 == 0 {
 		p := t.pos + vo
 		off := int64(v.u32(p))
 		if q := p + off; off != 0 && q < v.n {
+			if tag = int(v.buf[t.pos+to]); tag == 0 {
+				return 0, 0, nil
+			}
 			return tag, q, nil
 		}
 	}
@@ -211,17 +269,21 @@ func (w *Walk) union(t *T, to, vo int64) (tag int, pos int64, err error) {
 		}
 		tag = int(v.buf[t.pos+to])
 	}
-	if tag == 0 {
-		return 0, 0, nil
+	if vo != 0 {
+		if vo&3 != 0 || !v.in(t.pos+vo, 4) {
+			return 0, 0, v.fieldFail(t.pos, vo, 4)
+		}
+		if pos, err = v.deref(t.pos + vo); err != nil {
+			return 0, 0, err
+		}
 	}
-	if vo == 0 {
+	switch {
+	case tag == 0:
+		return 0, 0, nil
+	case vo == 0 && !v.opt.CxxRules:
 		return 0, 0, v.fail(t.pos, "union tag %d has no value (want a value offset with any tag but NONE)", tag)
 	}
-	if !v.in(t.pos+vo, 4) {
-		return 0, 0, v.fail(t.pos+vo, "union value lies outside the FlatBuffer (want it before %#x)", v.opt.Base+v.n)
-	}
-	pos, err = v.deref(t.pos + vo)
-	return tag, pos, err
+	return tag, pos, nil
 }
 
 // UnknownTag is the error of a union tag past the n-1 known members of
@@ -274,7 +336,7 @@ func (w *Walk) Verify(name string, verify func(*Walk, int64) error) error {
 func (w *Walk) Elem(start int64, i int, name string, verify func(*Walk, int64) error, depth int) (int64, error) {
 	v := w.v
 	v.depth = depth - 1
-	pos, err := v.deref(start + 4*int64(i))
+	pos, err := v.elemDeref(start + 4*int64(i))
 	if err == nil {
 		err = verify(w, pos)
 	}
@@ -321,7 +383,7 @@ func (w *Walk) TableField(t *T, id int, required bool, verify func(*Walk, int64)
 // verify is nil.
 func (w *Walk) Elements(start, n int64, verify func(*Walk, int64) error) error {
 	for i := int64(0); i < n; i++ {
-		e, err := w.v.deref(start + 4*i)
+		e, err := w.v.elemDeref(start + 4*i)
 		if err == nil {
 			if verify == nil {
 				err = w.v.str(e)
@@ -347,7 +409,7 @@ func (w *Walk) UnionField(t *T, id int, required, open bool, n int, members func
 		return err
 	case tag == 0 && required:
 		return w.Missing(t)
-	case tag == 0:
+	case tag == 0 || q == 0:
 		return nil
 	case tag <= n:
 		return members(w, tag, q)

@@ -9,6 +9,12 @@
 // read them only after the verifiers fbgen writes beside them
 // (verify_gen.go, one function per table, built of internal/fbverify's
 // steps) have verified the buffer.
+//
+// tflite_options.fbs, included by tflite.fbs, holds the TFLite tables only
+// the verifier visits (the builtin options): fbgen writes their verifiers,
+// flatc no accessors. tflite_upstream.py writes it from LiteRT's schema and
+// checks tflite.fbs against that schema. fbtest.fbs is no format: it
+// exercises fbgen's verifiers in internal/fbverify's tests.
 package schema
 
 //go:generate flatc --go --gen-object-api -o . program.fbs

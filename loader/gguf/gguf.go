@@ -27,8 +27,9 @@
 //     token_embd_norm, rope_freqs, rope_factors_long, rope_factors_short;
 //  2. the blocks blk.N.* for N ascending, and inside a block its tensors by
 //     the base name after "blk.N.", in the order a layer computes with
-//     them: attn_norm, attn_norm_2, attn_qkv, attn_q, attn_q_norm, attn_k,
-//     attn_k_norm, attn_v, attn_output, attn_out_norm, attn_post_norm,
+//     them (llama.cpp computes V before K): attn_norm, attn_norm_2,
+//     attn_qkv, attn_q, attn_q_norm, attn_v, attn_k, attn_k_norm,
+//     attn_output, attn_out_norm, attn_post_norm,
 //     ffn_norm, ffn_gate_inp, ffn_gate, ffn_gate_exps, ffn_up,
 //     ffn_up_exps, ffn_down, ffn_down_exps, ffn_gate_inp_shexp,
 //     ffn_gate_shexp, ffn_up_shexp, ffn_down_shexp, ffn_post_norm,

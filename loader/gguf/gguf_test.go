@@ -145,7 +145,7 @@ func TestUseOrder(t *testing.T) {
 	want := []string{
 		"token_embd.weight", "rope_freqs.weight",
 		"blk.2.attn_norm.weight", "blk.2.attn_q.weight", "blk.2.attn_q.bias", "blk.2.attn_q_norm.weight",
-		"blk.2.attn_k.weight", "blk.2.attn_v.weight", "blk.2.attn_output.weight", "blk.2.ffn_norm.weight",
+		"blk.2.attn_v.weight", "blk.2.attn_k.weight", "blk.2.attn_output.weight", "blk.2.ffn_norm.weight",
 		"blk.2.ffn_gate.weight", "blk.2.ffn_up.weight", "blk.2.ffn_down.weight", "blk.2.zz_unknown.weight",
 		"blk.10.attn_norm.weight", "blk.10.ffn_down.weight",
 		"output_norm.weight", "output.weight",

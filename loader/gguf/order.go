@@ -11,7 +11,7 @@ import (
 var (
 	inputNames = []string{"token_embd", "token_types", "position_embd", "token_embd_norm", "rope_freqs", "rope_factors_long", "rope_factors_short"}
 	blockNames = []string{
-		"attn_norm", "attn_norm_2", "attn_qkv", "attn_q", "attn_q_norm", "attn_k", "attn_k_norm", "attn_v",
+		"attn_norm", "attn_norm_2", "attn_qkv", "attn_q", "attn_q_norm", "attn_v", "attn_k", "attn_k_norm",
 		"attn_output", "attn_out_norm", "attn_post_norm",
 		"ffn_norm", "ffn_gate_inp", "ffn_gate", "ffn_gate_exps", "ffn_up", "ffn_up_exps", "ffn_down", "ffn_down_exps",
 		"ffn_gate_inp_shexp", "ffn_gate_shexp", "ffn_up_shexp", "ffn_down_shexp", "ffn_post_norm", "layer_output_norm",

@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
@@ -217,4 +218,67 @@ func sameValue(a, b any) bool {
 		return true
 	}
 	return reflect.DeepEqual(a, b)
+}
+
+// TestRealUseOrder compares UseOrder("") of every real GGUF file with an
+// order derived without edgeload: for the files llama.cpp runs, the order
+// in which its scheduler computes with their weights
+// (testdata/llama_order.json, recorded by testdata/llama_order.py from
+// llama.cpp's evaluation callback); for the others, written here from that
+// recorded order's rules (a layer's norm, then Q, V, K; names llama.cpp
+// does not use keep file order). A real file with tensors that neither
+// covers fails the test.
+func TestRealUseOrder(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join("testdata", "llama_order.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var traced map[string][]string
+	if err := json.Unmarshal(b, &traced); err != nil {
+		t.Fatal(err)
+	}
+	byHand := map[string][]string{
+		// A slice of layer 0: its attention norm, K and V (the order
+		// llama.cpp computes them in: V before K).
+		"devstral-slice-q4k-q6k.gguf": {"blk.0.attn_norm.weight", "blk.0.attn_v.weight", "blk.0.attn_k.weight"},
+		// Names no llama.cpp graph uses: file order.
+		"ratchet-all-value-types.gguf": {"tensor_0", "tensor_1", "tensor_2", "tensor_3", "tensor_4", "tensor_5", "tensor_6", "tensor_7", "tensor_8", "tensor_9"},
+	}
+	covered := 0
+	for _, p := range realFiles(t) {
+		name := filepath.Base(p)
+		mf, err := mmapfile.Open(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		f, err := gguf.NewFile(mf)
+		if err != nil {
+			mf.Close()
+			continue // the v1 file, refused (TestRealFiles)
+		}
+		want, ok := traced[name]
+		if !ok {
+			want, ok = byHand[name]
+		}
+		order, err := f.UseOrder("")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for _, i := range order {
+			got = append(got, f.TensorAt(i).Name)
+		}
+		switch {
+		case !ok && f.NumTensors() > 0:
+			t.Errorf("%s: %d tensors and no use order derived for it: trace it with testdata/llama_order.py or write it here", name, f.NumTensors())
+		case ok && !slices.Equal(got, want):
+			t.Errorf("%s: use order\n %q\nwant\n %q", name, got, want)
+		case ok:
+			covered++
+		}
+		mf.Close()
+	}
+	if covered < 3 {
+		t.Errorf("%d real files compared, want 3 (llama2-tiny-random traced, two written here)", covered)
+	}
 }

@@ -12,11 +12,12 @@ import (
 	"github.com/edgeload/edgeload/mmapfile"
 )
 
-// TestUnionNoneValueNotFollowed: a union whose tag is NONE is not
-// verified beyond its tag, so its value offset, however wild, must never
-// be followed. The EValue here has no tag and a value slot pointing past
-// the end of the buffer; Open must report a None value, not panic. The
-// same holds for an Instruction.
+// TestUnionNoneValueNotFollowed: a union whose tag is NONE has its value
+// offset checked (as the C++ Verifier does) but the value is not verified,
+// so it must never be read. The EValue here has no tag and a value that
+// is no table (its vtable offset points at an odd position); Open must
+// report a None value, not read it. The same holds for an Instruction. A
+// value slot past the end of the buffer is refused.
 func TestUnionNoneValueNotFollowed(t *testing.T) {
 	for _, which := range []string{"EValue", "Instruction"} {
 		b := flatbuffers.NewBuilder(256)
@@ -73,7 +74,21 @@ func TestUnionNoneValueNotFollowed(t *testing.T) {
 		if vt < 0 {
 			t.Fatalf("%s: vtable not found", which)
 		}
-		binary.LittleEndian.PutUint16(raw[vt+6:], 0xfff0)
+		wild := bytes.Clone(raw)
+		binary.LittleEndian.PutUint16(wild[vt+6:], 0xfff0)
+		if p, err := pte.NewFile(mmapfile.NewBytes(wild)); err == nil && p.Check() == nil {
+			t.Errorf("%s: a value slot past the end of the buffer was accepted", which)
+		}
+		// The value (the Null table, found through the table that uses the
+		// union's vtable) gets a vtable offset of 1.
+		for p := 0; p+4 <= len(raw); p += 4 {
+			if int(int32(binary.LittleEndian.Uint32(raw[p:]))) == p-vt {
+				v := p + int(binary.LittleEndian.Uint16(raw[vt+6:]))
+				null := v + int(binary.LittleEndian.Uint32(raw[v:]))
+				binary.LittleEndian.PutUint32(raw[null:], 1)
+				break
+			}
+		}
 		p, err := pte.NewFile(mmapfile.NewBytes(raw))
 		if err != nil {
 			t.Fatalf("%s: %v", which, err)

@@ -197,18 +197,18 @@ func verifyVersion(w *fbverify.Walk, pos int64) error {
 // versionReadable reports whether the root table of fb and its version
 // field pass every check of the version gate (verifyVersion's walk): the
 // buffer's size, the root offset, the table's vtable and the field inside
-// the buffer. (Its object and depth limits admit one table.)
+// the buffer, each aligned. (Its object and depth limits admit one table.)
 func versionReadable(fb []byte) bool {
 	n := int64(len(fb))
 	if n < 8 || n > fbverify.MaxSize {
 		return false
 	}
 	pos := int64(binary.LittleEndian.Uint32(fb))
-	if pos == 0 || pos >= n || n-pos < 4 {
+	if pos == 0 || pos >= n || n-pos < 4 || pos%4 != 0 {
 		return false
 	}
 	vt := pos - int64(int32(binary.LittleEndian.Uint32(fb[pos:])))
-	if vt < 0 || vt > n-4 {
+	if vt < 0 || vt > n-4 || vt%2 != 0 {
 		return false
 	}
 	vtsize, tsize := int64(binary.LittleEndian.Uint16(fb[vt:])), int64(binary.LittleEndian.Uint16(fb[vt+2:]))
@@ -219,7 +219,7 @@ func versionReadable(fb []byte) bool {
 		return true // no version field
 	}
 	fo := int64(binary.LittleEndian.Uint16(fb[vt+4:]))
-	return fo == 0 || pos+fo+4 <= n
+	return fo == 0 || (pos+fo+4 <= n && (pos+fo)%4 == 0)
 }
 
 // vecPos returns the file position of the first element of the vector at

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"testing"
 
 	"github.com/edgeload/edgeload/internal/testkit/hostile"
@@ -36,17 +37,37 @@ func checkFile(f *ptn.File) error {
 			return err
 		}
 	}
+	// Group "" lists every tensor once; a method, each tensor it binds (its
+	// constants and their quantization keys) once, and no other.
 	for _, g := range append(f.Groups(), "") {
 		o, err := f.UseOrder(g)
-		if err != nil || len(o) != f.NumTensors() {
-			return fmt.Errorf("UseOrder(%q): %d of %d, %v", g, len(o), f.NumTensors(), err)
+		if err != nil {
+			return fmt.Errorf("UseOrder(%q): %v", g, err)
 		}
-		seen := make([]bool, len(o))
+		bound := make([]bool, f.NumTensors())
+		if m, ok := f.Method(g); ok {
+			for _, c := range m.Constants {
+				bound[c.Tensor] = true
+				for _, k := range c.QuantKeys {
+					if i, ok := f.Lookup(k); ok {
+						bound[i] = true
+					}
+				}
+			}
+		} else {
+			for i := range bound {
+				bound[i] = true
+			}
+		}
+		seen := make([]bool, f.NumTensors())
 		for _, i := range o {
-			if seen[i] {
-				return fmt.Errorf("UseOrder(%q) lists %d twice", g, i)
+			if i < 0 || i >= len(seen) || seen[i] || !bound[i] {
+				return fmt.Errorf("UseOrder(%q) = %v: index %d out of range, listed twice or not bound by the group", g, o, i)
 			}
 			seen[i] = true
+		}
+		if !slices.Equal(seen, bound) {
+			return fmt.Errorf("UseOrder(%q) = %v: want each tensor the group binds", g, o)
 		}
 	}
 	for _, m := range f.Methods() {
@@ -98,7 +119,7 @@ func FuzzOpen(f *testing.F) {
 	for _, s := range seeds(f) {
 		f.Add(s.Data)
 	}
-	for _, name := range []string{"mlp", "multi", "mutable"} {
+	for _, name := range []string{"mlp", "multi", "mutable", "aliases", "parts"} {
 		if b, err := os.ReadFile("testdata/real/" + name + ".ptn"); err == nil {
 			f.Add(b)
 		}

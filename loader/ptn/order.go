@@ -8,17 +8,18 @@ import (
 	"github.com/edgeload/edgeload/loader/format"
 )
 
-// UseOrder returns the indices of the tensors in the order a method first
-// reads them: its top-level nodes in order, each non-placeholder node
-// reading the constants its tensor, tensor-list and (present)
-// optional-tensor-list arguments name, each constant as its data key then
-// its quantization keys. The method's constants no node reads follow in
-// declaration order, then every other tensor in tensor order. Subgraphs
-// have names of their own and read no method constant.
+// UseOrder returns the indices of the tensors a method binds, in the
+// order it first reads them: its top-level nodes in order, each
+// non-placeholder node reading the constants its tensor, tensor-list and
+// (present) optional-tensor-list arguments name, each constant as its data
+// key then its quantization keys. The method's constants no node reads
+// follow in declaration order (FORMATS-safetensors-ptn.md §7); tensors
+// only other methods bind are not listed. Subgraphs have names of their
+// own and read no method constant.
 //
-// Group "" gives every method's order in turn, each tensor once; a method
-// the program lacks wraps format.ErrNotFound. UseOrder allocates its
-// result.
+// Group "" gives every method's order in turn, each tensor once, then the
+// tensors no method binds, in tensor order; a method the program lacks
+// wraps format.ErrNotFound. UseOrder allocates its result.
 func (f *File) UseOrder(group string) ([]int, error) {
 	ms := f.methods
 	if group != "" {
@@ -53,8 +54,10 @@ func (f *File) UseOrder(group string) ([]int, error) {
 			addConst(&m.Constants[ci])
 		}
 	}
-	for i := range f.tensors {
-		add(i)
+	if group == "" {
+		for i := range f.tensors {
+			add(i)
+		}
 	}
 	return order, nil
 }

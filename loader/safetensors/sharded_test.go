@@ -1,9 +1,11 @@
 package safetensors_test
 
 import (
+	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -170,4 +172,135 @@ func TestShardedErrors(t *testing.T) {
 	if _, err := safetensors.Format.Open(mf, &format.Config{}); err == nil || !strings.Contains(err.Error(), "path") {
 		t.Errorf("index without a path: %v", err)
 	}
+}
+
+// shardFileOrder lists the tensors of the shards of dir in the order the
+// package documents: shard by shard in the order of their names, each
+// shard's tensors by their data offsets (file order). It reads the shards'
+// headers with encoding/json, not with the package.
+func shardFileOrder(t *testing.T, dir string, shards []string) []string {
+	t.Helper()
+	shards = slices.Sorted(slices.Values(shards))
+	var out []string
+	for _, s := range shards {
+		b, err := os.ReadFile(filepath.Join(dir, s))
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := int(binary.LittleEndian.Uint64(b))
+		var h map[string]json.RawMessage
+		if err := json.Unmarshal(b[8:8+n], &h); err != nil {
+			t.Fatal(err)
+		}
+		type entry struct {
+			name string
+			off  int64
+		}
+		var es []entry
+		for k, v := range h {
+			if k == "__metadata__" {
+				continue
+			}
+			var e struct {
+				Offsets [2]int64 `json:"data_offsets"`
+			}
+			if err := json.Unmarshal(v, &e); err != nil {
+				t.Fatal(err)
+			}
+			es = append(es, entry{k, e.Offsets[0]})
+		}
+		slices.SortFunc(es, func(a, b entry) int { return int(a.off - b.off) })
+		for _, e := range es {
+			out = append(out, e.name)
+		}
+	}
+	return out
+}
+
+// TestShardedIndexOrder: an index whose weight_map names the shards out of
+// order (last shard first) lists the same tensors in the same order as one
+// that names them in order: shard by shard in the order of their names,
+// each shard's in file order, each tensor in its own shard. The order is
+// derived from the shards' headers (shardFileOrder).
+func TestShardedIndexOrder(t *testing.T) {
+	var idx struct {
+		Metadata  json.RawMessage   `json:"metadata"`
+		WeightMap map[string]string `json:"weight_map"`
+	}
+	raw, err := os.ReadFile(shardedIndex)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(raw, &idx); err != nil {
+		t.Fatal(err)
+	}
+	// The weight_map in reverse file order: the last shard's tensors first.
+	src := filepath.Dir(shardedIndex)
+	var shards []string
+	for _, f := range idx.WeightMap {
+		if !slices.Contains(shards, f) {
+			shards = append(shards, f)
+		}
+	}
+	want := shardFileOrder(t, src, shards)
+	var b strings.Builder
+	b.WriteString(`{"metadata": ` + string(idx.Metadata) + `, "weight_map": {`)
+	for i := len(want) - 1; i >= 0; i-- {
+		fmt.Fprintf(&b, "%q: %q", want[i], idx.WeightMap[want[i]])
+		if i > 0 {
+			b.WriteString(", ")
+		}
+	}
+	b.WriteString("}}")
+	dir := t.TempDir()
+	for _, s := range shards {
+		if err := os.Symlink(filepath.Join(testmodelsAbs(t, src), s), filepath.Join(dir, s)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	reversed := filepath.Join(dir, "model.safetensors.index.json")
+	if err := os.WriteFile(reversed, []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, path := range []string{shardedIndex, reversed} {
+		m, err := safetensors.OpenIndex(path)
+		if err != nil {
+			t.Fatalf("%s: %v", path, err)
+		}
+		order, err := m.UseOrder("")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for k, i := range order {
+			tt := m.TensorAt(i)
+			got = append(got, tt.Name)
+			if i != k {
+				t.Errorf("%s: UseOrder[%d] = %d: want the tensors' own order", path, k, i)
+			}
+			if filepath.Base(tt.DataFile) != idx.WeightMap[tt.Name] {
+				t.Errorf("%s: %q in %s, want %s", path, tt.Name, tt.DataFile, idx.WeightMap[tt.Name])
+			}
+		}
+		if !slices.Equal(got, want) {
+			t.Errorf("%s: tensors in the order\n %q\nwant\n %q", path, got, want)
+		}
+		var names []string
+		for _, s := range m.Shards() {
+			names = append(names, s.Name)
+		}
+		if !slices.Equal(names, slices.Sorted(slices.Values(shards))) {
+			t.Errorf("%s: shards %q, want them in the order of their names", path, names)
+		}
+		m.Close()
+	}
+}
+
+// testmodelsAbs returns dir as an absolute path.
+func testmodelsAbs(t *testing.T, dir string) string {
+	a, err := filepath.Abs(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return a
 }

@@ -17,23 +17,23 @@ const MetadataTFLiteSupport = "TFLITE_METADATA"
 // assocFiles lists the zip archive appended after a model with
 // TFLITE_METADATA. An archive that does not parse is not listed: the
 // model does not depend on it.
-func (p *parser) assocFiles() {
-	m := p.m
+func (m *Model) assocFiles() {
 	has := false
-	for _, md := range m.metadata {
+	for _, md := range m.Metadata() {
 		has = has || md.Name == MetadataTFLiteSupport
 	}
 	if !has {
 		return
 	}
-	zr, err := zip.NewReader(io.NewSectionReader(m.mf, 0, p.size), p.size)
+	size := m.mf.Len()
+	zr, err := zip.NewReader(io.NewSectionReader(m.mf, 0, size), size)
 	if err != nil && !errors.Is(err, zip.ErrInsecurePath) {
 		return
 	}
 	for _, f := range zr.File {
 		off, err := f.DataOffset()
 		n := f.CompressedSize64
-		if err != nil || f.Mode().IsDir() || fileRange("", 0, uint64(off), n, p.size) != nil {
+		if err != nil || f.Mode().IsDir() || fileRange("", 0, uint64(off), n, size) != nil {
 			continue
 		}
 		data, err := segment.New(m.mf, off, int64(n))

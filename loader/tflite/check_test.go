@@ -1,6 +1,7 @@
 package tflite_test
 
 import (
+	"cmp"
 	"fmt"
 	"io"
 
@@ -54,19 +55,58 @@ func exercise(m *tflite.Model) error {
 			return err
 		}
 	}
+	// The quantization and sparsity tables are verified by the first
+	// Quantization or Sparsity: a bad one is an error of every later call
+	// and of Check.
+	perr := error(nil)
 	for _, sg := range m.Subgraphs() {
 		for j := range sg.Tensors {
 			tt := &sg.Tensors[j]
-			_ = m.Quantization(tt)
-			_ = m.Sparsity(tt)
+			q, qerr := m.Quantization(tt)
+			s, serr := m.Sparsity(tt)
+			if qerr != nil || serr != nil {
+				perr = cmp.Or(qerr, serr)
+				if qerr == nil || serr == nil || qerr.Error() != serr.Error() {
+					return fmt.Errorf("Quantization: %v, Sparsity: %v", qerr, serr)
+				}
+			} else if (q != nil) != tt.Quantized || (s != nil) != tt.Sparse {
+				return fmt.Errorf("tensor %q: quantization %v (%v), sparsity %v (%v)", tt.Name, q != nil, tt.Quantized, s != nil, tt.Sparse)
+			}
 			_ = tt.Type.String()
 		}
+	}
+	if perr != nil {
+		if err := hostile.CheckError("tflite", perr); err != nil {
+			return err
+		}
+	}
+	// The operators are checked by the first use order: a bad one is an
+	// error of every use order, the same each time, and of Check.
+	_, oerr := m.UseOrder("")
+	if oerr != nil {
+		if err := hostile.CheckError("tflite", oerr); err != nil {
+			return err
+		}
+		for _, g := range m.Groups() {
+			if _, err := m.UseOrder(g); err == nil || err.Error() != oerr.Error() {
+				return fmt.Errorf("UseOrder(\"\"): %v, but UseOrder(%q): %v", oerr, g, err)
+			}
+		}
+	}
+	for _, err := range []error{perr, oerr} {
+		if known, problem := hostile.Contradiction(err); err != nil && (!known || problem != "") {
+			return fmt.Errorf("message %q: known %v, contradicts itself: %q", err, known, problem)
+		}
+	}
+	// Check makes both checks.
+	if want, cerr := cmp.Or(perr, oerr), m.Check(); (want == nil) != (cerr == nil) || want != nil && cerr.Error() != want.Error() {
+		return fmt.Errorf("Check: %v, want %v", cerr, want)
 	}
 	groups := append(m.Groups(), "")
 	for _, g := range groups {
 		order, err := m.UseOrder(g)
 		if err != nil {
-			return err
+			break // (checked above)
 		}
 		used, err := m.UsedOrder(g)
 		if err != nil || len(used) > len(order) {
@@ -103,10 +143,7 @@ func exercise(m *tflite.Model) error {
 	}
 	_, _, _ = m.SignatureDefs(), m.OperatorCodes(), m.ExternalBuffers()
 	_ = m.ReportFields()
-	if err := m.ReportText(io.Discard); err != nil {
-		return err
-	}
-	return m.Check()
+	return m.ReportText(io.Discard)
 }
 
 // generated returns the generated seeds: the sample in both layouts, with

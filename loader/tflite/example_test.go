@@ -20,7 +20,12 @@ func Example() {
 	}
 	if i, ok := m.Lookup("q"); ok {
 		t := m.Tensors()[i]
-		fmt.Println(t.Name, t.DType, t.Shape, t.NBytes, "bytes, blockwise scales in tensor", m.Quantization(t).Blockwise.Scales)
+		q, err := m.Quantization(t)
+		if err != nil {
+			fmt.Println(err)
+			return
+		}
+		fmt.Println(t.Name, t.DType, t.Shape, t.NBytes, "bytes, blockwise scales in tensor", q.Blockwise.Scales)
 	}
 	used, _ := m.UsedOrder("main")
 	for _, i := range used {

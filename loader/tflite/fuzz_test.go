@@ -32,6 +32,9 @@ func FuzzOpen(f *testing.F) {
 			if err := hostile.CheckError("tflite", err); err != nil {
 				t.Fatal(err)
 			}
+			if known, problem := hostile.Contradiction(err); !known || problem != "" {
+				t.Fatalf("message %q: known %v, contradicts itself: %q", err, known, problem)
+			}
 			return
 		}
 		defer m.Close()

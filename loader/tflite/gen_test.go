@@ -5,6 +5,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/edgeload/edgeload/internal/schema/tflitefb"
 	"github.com/edgeload/edgeload/internal/testkit/tflitegen"
 	"github.com/edgeload/edgeload/loader/format"
 	"github.com/edgeload/edgeload/loader/tflite"
@@ -76,13 +77,13 @@ func TestSample(t *testing.T) {
 		if !sp.Sparse || sp.NBytes != 2 {
 			t.Errorf("sparse tensor: sparse=%v nbytes=%d", sp.Sparse, sp.NBytes)
 		}
-		if s := m.Sparsity(sp); s == nil || len(s.Dims) != 2 || !s.Dims[1].Sparse || !slices.Equal(s.Dims[1].Segments, []int32{0, 1, 2}) || s.Dims[0].DenseSize != 2 {
+		if s, _ := m.Sparsity(sp); s == nil || len(s.Dims) != 2 || !s.Dims[1].Sparse || !slices.Equal(s.Dims[1].Segments, []int32{0, 1, 2}) || s.Dims[0].DenseSize != 2 {
 			t.Errorf("sparsity %+v", s)
 		}
-		if q := m.Quantization(sp); q == nil || !slices.Equal(q.Scale, []float32{0.5}) {
+		if q, _ := m.Quantization(sp); q == nil || !slices.Equal(q.Scale, []float32{0.5}) {
 			t.Errorf("quantization %+v", q)
 		}
-		if q := m.Quantization(m.Tensors()[1]); q == nil || q.Blockwise == nil || *q.Blockwise != (tflite.Blockwise{Scales: 3, ZeroPoints: -1, BlockSize: 2}) {
+		if q, _ := m.Quantization(m.Tensors()[1]); q == nil || q.Blockwise == nil || *q.Blockwise != (tflite.Blockwise{Scales: 3, ZeroPoints: -1, BlockSize: 2}) {
 			t.Errorf("blockwise quantization %+v", q)
 		}
 		if st := &m.Subgraphs()[0].Tensors[6]; !st.Variable || st.Listed() || st.Name != "state" {
@@ -162,7 +163,10 @@ func TestRejects(t *testing.T) {
 		{"signature tensor", mutate(func(m *tflitegen.Model) { m.Signatures[0].Inputs["x"] = 8 }), format.ErrMalformed},
 	}
 	for _, c := range cases {
-		_, err := open(c.b)
+		m, err := open(c.b)
+		if err == nil {
+			err = m.Check() // the operators' indices are checked there
+		}
 		var fe *format.FormatError
 		if !errors.As(err, &fe) || fe.Format != "tflite" || !errors.Is(err, c.want) {
 			t.Errorf("%s: %v, want a tflite FormatError wrapping %v", c.name, err, c.want)
@@ -179,3 +183,66 @@ func TestRejects(t *testing.T) {
 }
 
 func mmapfileBytes(b []byte) *mmapfile.File { return mmapfile.NewBytes(b) }
+
+// TestUseOrderEntersCalls: group "" enters the subgraphs an operator names
+// where it names them, whatever the control flow, and reaches the others
+// after the main subgraph's walk, in index order. Each model: main (0)
+// calls through its first operator, then reads its constant k0; subgraph
+// 1 is called by no one and reads d1; subgraphs 2 and 3 read c2 and c3.
+// The orders below are written from that description (and the package
+// doc), not from the code.
+func TestUseOrderEntersCalls(t *testing.T) {
+	f32 := tflitefb.TensorTypeFLOAT32
+	sub := func(name, c string, buf uint32) tflitegen.Subgraph {
+		return tflitegen.Subgraph{
+			Name:    name,
+			Tensors: []tflitegen.Tensor{{Name: name + "_in", Type: f32, Shape: []int32{1}}, {Name: c, Type: f32, Shape: []int32{1}, Buffer: buf}},
+			Inputs:  []int32{0}, Outputs: []int32{0},
+			Ops: []tflitegen.Op{{Opcode: 0, Inputs: []int32{0, 1}, Outputs: []int32{0}}},
+		}
+	}
+	for _, c := range []struct {
+		kind  string
+		calls []int32
+		want  []string
+	}{
+		{"while", []int32{2, 3}, []string{"c2", "c3", "k0", "d1"}},
+		{"if", []int32{3, 2}, []string{"c3", "c2", "k0", "d1"}},
+		{"call", []int32{2}, []string{"c2", "k0", "d1", "c3"}},
+		{"call_once", []int32{3}, []string{"c3", "k0", "d1", "c2"}},
+		{"composite", []int32{2}, []string{"c2", "k0", "d1", "c3"}},
+		{"", nil, []string{"k0", "d1", "c2", "c3"}},
+	} {
+		one := []byte{0, 0, 0x80, 0x3f}
+		g := &tflitegen.Model{
+			Buffers: []tflitegen.Buffer{{}, {Data: one}, {Data: one}, {Data: one}, {Data: one}},
+			Subgraphs: []tflitegen.Subgraph{
+				{
+					Name:    "main",
+					Tensors: []tflitegen.Tensor{{Name: "x", Type: f32, Shape: []int32{1}}, {Name: "k0", Type: f32, Shape: []int32{1}, Buffer: 1}},
+					Inputs:  []int32{0}, Outputs: []int32{0},
+					Ops: []tflitegen.Op{
+						{Opcode: 1, Inputs: []int32{0}, Outputs: []int32{0}, Kind: c.kind, Calls: c.calls},
+						{Opcode: 0, Inputs: []int32{0, 1}, Outputs: []int32{0}},
+					},
+				},
+				sub("decoy", "d1", 2), sub("s2", "c2", 3), sub("s3", "c3", 4),
+			},
+		}
+		m, err := open(g.Bytes())
+		if err != nil {
+			t.Fatalf("%s: %v", c.kind, err)
+		}
+		order, err := m.UseOrder("")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for _, i := range order {
+			got = append(got, m.TensorAt(i).Name)
+		}
+		if !slices.Equal(got, c.want) {
+			t.Errorf("%q calling %v: use order %q, want %q", c.kind, c.calls, got, c.want)
+		}
+	}
+}

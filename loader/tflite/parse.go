@@ -1,497 +1,303 @@
 package tflite
 
 import (
-	"cmp"
-	"slices"
 	"strconv"
+	"sync"
 
+	flatbuffers "github.com/google/flatbuffers/go"
+
+	"github.com/edgeload/edgeload/internal/fbverify"
+	"github.com/edgeload/edgeload/internal/schema/tflitefb"
 	"github.com/edgeload/edgeload/loader/format"
-	"github.com/edgeload/edgeload/loader/internal/nameindex"
 	"github.com/edgeload/edgeload/mmapfile"
 	"github.com/edgeload/edgeload/segment"
 )
 
-// parser reads a verified FlatBuffer into a Model.
-type parser struct {
-	m    *Model
-	r    reader
-	size int64
-	// copied counts the bytes of vectors and strings copied out of the
-	// FlatBuffer; shared vectors could otherwise make it exceed the file.
-	copied, budget int64
-	// dimArena and nameArena are what is left of the current subgraph's arenas
-	// (arenas): its tensors' shapes and names, in tensor order.
-	dimArena  []int64
-	nameArena string
+// The fields the walk's visitor reads (field ids of internal/schema/
+// tflite.fbs).
+const (
+	bufferData, bufferOffset, bufferSize  = 0, 1, 2
+	tensorShape, tensorType, tensorBuffer = 0, 1, 2
+	tensorSparsity, tensorExternalBuffer  = 6, 10
+	subgraphInputs, subgraphOutputs       = 1, 2
+)
+
+// collected is what the verifier's walk tells its visitor (the tables
+// tflite.fbs marks (visit)), in the order it verifies them: every buffer,
+// every tensor that names a buffer, and every subgraph. NewFile checks them
+// once the walk is done (the buffers are verified after the subgraphs).
+type collected struct {
+	w         *fbverify.Walk
+	buffers   []fbverify.T
+	tensors   []tensorRef
+	subgraphs []fbverify.T
+	next      int32 // index of the next tensor of the subgraph being verified
 }
 
-// charge counts n copied bytes of a field of the table at t.
-func (p *parser) charge(n int64, t int64) error {
-	p.copied += n
-	if p.copied > p.budget {
-		return format.Errorf(formatName, "", t, "shared vectors and strings of this table copy to more than %d bytes (want at most 4 times the FlatBuffer region)", p.budget)
+// tensorRef is a tensor that names a buffer: tensor Index of subgraph
+// Subgraph (counted as the walk goes), and its table.
+type tensorRef struct {
+	subgraph, index int32
+	buffer          uint32
+	t               fbverify.T
+}
+
+// collectedPool keeps the slices of a walk's collection from Open to Open
+// (parse copies what it keeps out of them).
+var collectedPool = sync.Pool{New: func() any { return new(collected) }}
+
+func newCollected() *collected {
+	c := collectedPool.Get().(*collected)
+	c.buffers, c.tensors, c.subgraphs, c.next = c.buffers[:0], c.tensors[:0], c.subgraphs[:0], 0
+	return c
+}
+
+// release hands c back to the pool.
+func (c *collected) release() {
+	c.w = nil
+	collectedPool.Put(c)
+}
+
+func (c *collected) visit(kind int, t *fbverify.T) {
+	switch kind {
+	case tflitefb.VisitBuffer:
+		c.buffers = append(c.buffers, *t)
+	case tflitefb.VisitTensor:
+		if b := c.w.Uint32(t, tensorBuffer, 0); b != 0 {
+			c.tensors = append(c.tensors, tensorRef{int32(len(c.subgraphs)), c.next, b, *t})
+		}
+		c.next++
+	case tflitefb.VisitSubGraph:
+		c.subgraphs = append(c.subgraphs, *t)
+		c.next = 0
 	}
-	return nil
 }
 
-// str copies string field id of the table at t.
-func (p *parser) str(t int64, id int) (string, error) {
-	b := p.r.bytes(t, id)
-	if err := p.charge(int64(len(b)), t); err != nil {
-		return "", err
+// parse verifies the FlatBuffer of mf and checks what NewFile hands out:
+// the buffers, the constants' types, shapes and sizes, and the indices of
+// subgraph inputs and outputs, metadata, signatures and external buffers.
+// It builds the buffers and the list of constants, from what the walk
+// collected; the rest is built from the verified FlatBuffer on first use
+// (listing.go, info.go).
+//
+// head, if not empty, is the file's first bytes, already read.
+func parse(mf *mmapfile.File, head []byte) (*Model, error) {
+	c, fb, copies, err := verify(mf, head)
+	if c != nil {
+		defer c.release()
 	}
-	return string(b), nil
-}
-
-// i32s copies int32 vector field id of the table at t.
-func (p *parser) i32s(t int64, id int) ([]int32, error) {
-	_, n := p.r.vector(t, id)
-	if err := p.charge(4*n, t); err != nil {
-		return nil, err
-	}
-	return p.r.i32s(t, id), nil
-}
-
-func parse(mf *mmapfile.File) (*Model, error) {
-	fb, err := verify(mf)
 	if err != nil {
 		return nil, err
 	}
-	m := &Model{mf: mf, fb: fb}
-	p := &parser{m: m, r: fb, size: mf.Len(), budget: 4*int64(len(fb)) + 1<<20}
-	r := p.r
-	root := r.root()
-	m.version = r.fieldU32(root, 0, 0)
+	m := &Model{mf: mf, fb: fb, walk: c.w}
+	// What the first uses copy out of the FlatBuffer (names, shapes,
+	// index lists) is bounded by what the verifier visited; shared strings
+	// and vectors could make that out of proportion to the file.
+	if budget := 4*int64(len(fb)) + 1<<20; copies > budget {
+		return nil, format.Errorf(formatName, "", -1, "the FlatBuffer's tables reach %d bytes of strings and vectors, shared (want at most %d: 4 times the FlatBuffer region)", copies, budget)
+	}
+	root := flatbuffers.GetUOffsetT(fb)
+	m.root.Init(fb, root)
+	m.version = m.root.Version()
 	if m.version > MaxVersion {
-		return nil, format.Wrapf(format.ErrUnsupportedVersion, formatName, "Model.version", root,
+		return nil, format.Wrapf(format.ErrUnsupportedVersion, formatName, "Model.version", int64(root),
 			"schema version %d (want at most %d)", m.version, MaxVersion)
 	}
-	if m.description, err = p.str(root, 3); err != nil {
+	if err := m.buffersOf(c); err != nil {
 		return nil, err
 	}
-	steps := []func(int64) error{p.buffers, p.opcodes, p.subgraphs, p.metadata, p.signatures, p.external}
-	for _, step := range steps {
-		if err := step(root); err != nil {
-			return nil, err
-		}
+	m.nsub = len(c.subgraphs)
+	if m.nsub == 0 {
+		return nil, format.Errorf(formatName, "Model.subgraphs", int64(root), "model has no subgraph (want at least the main graph)")
 	}
-	p.segments()
-	p.names()
-	p.assocFiles()
+	if err := m.subgraphIO(c); err != nil {
+		return nil, err
+	}
+	if err := m.constants(c); err != nil {
+		return nil, err
+	}
+	if err := m.indices(); err != nil {
+		return nil, err
+	}
 	return m, nil
 }
 
-func (p *parser) buffers(root int64) error {
-	r, m := p.r, p.m
-	start, n := r.vector(root, 4)
-	m.buffers = make([]Buffer, n)
-	for i := range m.buffers {
-		b := r.elem(start, int64(i))
-		field := func() string { return "Model.buffers[" + strconv.Itoa(i) + "]" }
-		ds, dn := r.vector(b, 0)
-		off, size := r.fieldU64(b, 1), r.fieldU64(b, 2)
-		var err error
-		switch {
-		case dn > 0 && off > 1:
-			return format.Errorf(formatName, field(), b, "buffer has both %d bytes of data and offset %d (want one or the other: runtimes disagree on which wins)", dn, off)
-		case dn > 0:
-			m.buffers[i].Kind = BufferInline
-			m.buffers[i].Data, err = segment.New(m.mf, ds, dn)
-		case off > 1 && size > 0:
-			if outOfFile(off, size, p.size) { // (the field's name is built only for the error)
-				return fileRange(field()+".offset", b, off, size, p.size)
+// pos returns the position of t's table, as errors report it.
+func pos(t interface{ Table() flatbuffers.Table }) int64 { return int64(t.Table().Pos) }
+
+// buffersOf checks Model.buffers and makes a view of each buffer's bytes.
+func (m *Model) buffersOf(c *collected) error {
+	m.buffers = make([]Buffer, len(c.buffers))
+	size := m.mf.Len()
+	w := c.w
+	for i := range c.buffers {
+		t := &c.buffers[i]
+		ds, dn, _ := w.Vec(t, bufferData)
+		if dn > 0 {
+			if off := w.Uint64(t, bufferOffset, 0); off > 1 {
+				return format.Errorf(formatName, "Model.buffers["+strconv.Itoa(i)+"]", t.Pos(), "buffer has both %d bytes of data and offset %d (want one or the other: runtimes disagree on which wins)", dn, off)
 			}
-			m.buffers[i].Kind = BufferOffset
-			m.buffers[i].Data, err = segment.New(m.mf, int64(off), int64(size))
-		}
-		if err != nil {
-			return format.Wrapf(format.ErrTruncated, formatName, field(), b, "%v", err)
-		}
-	}
-	return nil
-}
-
-func (p *parser) opcodes(root int64) error {
-	r, m := p.r, p.m
-	start, n := r.vector(root, 1)
-	m.opcodes = make([]OperatorCode, n)
-	for i := range m.opcodes {
-		t := r.elem(start, int64(i))
-		c := &m.opcodes[i]
-		c.Builtin = max(r.fieldI32(t, 3, 0), int32(int8(r.fieldU8(t, 0, 0))))
-		c.Version = r.fieldI32(t, 2, 1)
-		var err error
-		if c.Custom, err = p.str(t, 1); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-func (p *parser) subgraphs(root int64) error {
-	r, m := p.r, p.m
-	start, n := r.vector(root, 2)
-	if n == 0 {
-		return format.Errorf(formatName, "Model.subgraphs", root, "model has no subgraph (want at least the main graph)")
-	}
-	m.subgraphs = make([]Subgraph, n)
-	for i := range m.subgraphs {
-		if err := p.subgraph(i, r.elem(start, int64(i))); err != nil {
-			return err
-		}
-	}
-	for i := range m.subgraphs {
-		if err := p.operators(i); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-func (p *parser) subgraph(i int, t int64) error {
-	r, m := p.r, p.m
-	sg := &m.subgraphs[i]
-	sg.Index = i
-	field := func() string { return "Model.subgraphs[" + strconv.Itoa(i) + "]" }
-	var err error
-	if sg.Name, err = p.str(t, 4); err != nil {
-		return err
-	}
-	if sg.Inputs, err = p.i32s(t, 1); err != nil {
-		return err
-	}
-	if sg.Outputs, err = p.i32s(t, 2); err != nil {
-		return err
-	}
-	ts, nt := r.vector(t, 0)
-	for _, x := range append(sg.Inputs[:len(sg.Inputs):len(sg.Inputs)], sg.Outputs...) {
-		if outOf(int64(x), nt) {
-			return rangeErr(field()+".inputs", t, int64(x), nt, "tensor")
-		}
-	}
-	sg.ops, _ = r.vector(t, 3)
-	_, nops := r.vector(t, 3)
-	sg.NumOperators = int(nops)
-	sg.Tensors = make([]Tensor, nt)
-	sg.consts = make([]int32, nt)
-	if err := p.charge(4*nt, t); err != nil {
-		return err
-	}
-	if err := p.arenas(t, ts, nt); err != nil {
-		return err
-	}
-	for j := range sg.Tensors {
-		sg.consts[j] = -1
-		if err := p.tensor(sg, j, r.elem(ts, int64(j))); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// arenas sizes the shapes and names of the nt tensors of the vector at ts
-// (of the subgraph at t) and makes one slice of dimensions and one string
-// of names that tensor carves its shapes and names from: two allocations a
-// subgraph instead of two a tensor. Both are charged as copies.
-func (p *parser) arenas(t, ts, nt int64) error {
-	r := p.r
-	var dims, chars int64
-	for j := range nt {
-		e := r.elem(ts, j)
-		_, nd := r.vector(e, 0)
-		_, nc := r.vector(e, 3)
-		dims, chars = dims+nd, chars+nc
-	}
-	if err := p.charge(8*dims+chars, t); err != nil {
-		return err
-	}
-	p.dimArena = make([]int64, dims)
-	b := make([]byte, 0, chars)
-	for j := range nt {
-		b = append(b, r.bytes(r.elem(ts, j), 3)...)
-	}
-	p.nameArena = string(b)
-	return nil
-}
-
-func (p *parser) tensor(sg *Subgraph, j int, t int64) error {
-	r, m := p.r, p.m
-	tt := &sg.Tensors[j]
-	field := func() string {
-		return "Model.subgraphs[" + strconv.Itoa(sg.Index) + "].tensors[" + strconv.Itoa(j) + "]"
-	}
-	tt.Subgraph, tt.Index = sg.Index, j
-	tt.Offset = -1
-	tt.Type = TensorType(int8(r.fieldU8(t, 1, 0)))
-	tt.DType = tt.Type.DType()
-	tt.Buffer = int(r.fieldU32(t, 2, 0))
-	tt.Variable = r.fieldU8(t, 5, 0) != 0
-	tt.HasRank = r.fieldU8(t, 8, 0) != 0
-	tt.ExternalBuffer = r.fieldU32(t, 10, 0)
-	tt.quant, tt.sparsity = r.table(t, 4), r.table(t, 6)
-	tt.Quantized, tt.Sparse = tt.quant != 0, tt.sparsity != 0
-	_, nc := r.vector(t, 3) // the name and the shape, from arenas' (charged there)
-	tt.RawName, p.nameArena = p.nameArena[:nc], p.nameArena[nc:]
-	tt.Name = tt.RawName
-	tt.HasShape = r.has(t, 0)
-	ss, ns := r.vector(t, 0)
-	tt.Shape, p.dimArena = p.dimArena[:ns:ns], p.dimArena[ns:]
-	var err error
-	for k := range tt.Shape {
-		tt.Shape[k] = int64(int32(r.u32(ss + 4*int64(k))))
-	}
-	if r.has(t, 7) {
-		if tt.ShapeSignature, err = p.i32s(t, 7); err != nil {
-			return err
-		}
-	}
-	if tt.Buffer != 0 {
-		if outOf(int64(tt.Buffer), int64(len(m.buffers))) {
-			return rangeErr(field()+".buffer", t, int64(tt.Buffer), int64(len(m.buffers)), "buffer")
-		}
-	}
-	if tt.Buffer == 0 || m.buffers[tt.Buffer].Kind == BufferEmpty {
-		return nil
-	}
-	// A constant: its buffer holds bytes.
-	data := m.buffers[tt.Buffer].Data
-	switch {
-	case tt.DType == format.Invalid:
-		return format.Errorf(formatName, field()+".type", t, "constant of type %v (want a type with a fixed layout: not resource or variant)", tt.Type)
-	case tt.ExternalBuffer != 0:
-		return format.Errorf(formatName, field()+".external_buffer", t, "tensor has both buffer %d and external buffer %d (want one)", tt.Buffer, tt.ExternalBuffer)
-	}
-	for _, d := range tt.Shape {
-		if d < 0 {
-			return format.Errorf(formatName, field()+".shape", t, "constant has shape %v (want no negative dimension)", tt.Shape)
-		}
-	}
-	if tt.HasShape && !tt.Sparse && tt.DType != format.String {
-		// (Bounded by 4 × the file: int2 packs four elements a byte.)
-		_, nb, ok := format.Numel(tt.Shape, tt.DType, 4*p.size)
-		if !ok || nb != data.Len() {
-			return format.Errorf(formatName, field(), t, "%v %v needs %d bytes, buffer %d holds %d", tt.DType, tt.Shape, nb, tt.Buffer, data.Len())
-		}
-	}
-	tt.Location = format.LocSegment
-	tt.Offset = data.Offset()
-	tt.NBytes = data.Len()
-	tt.Data = data
-	sg.consts[j] = int32(len(m.tensors))
-	m.tensors = append(m.tensors, tt)
-	return nil
-}
-
-// operators checks the operators of subgraph i: opcode, tensor and
-// subgraph indices.
-func (p *parser) operators(i int) error {
-	r, m := p.r, p.m
-	sg := &m.subgraphs[i]
-	nt := int64(len(sg.Tensors))
-	for k := range sg.NumOperators {
-		o := r.elem(sg.ops, int64(k))
-		field := func() string { return "Model.subgraphs[" + strconv.Itoa(i) + "].operators[" + strconv.Itoa(k) + "]" }
-		if outOf(int64(r.fieldU32(o, 0, 0)), int64(len(m.opcodes))) {
-			return rangeErr(field()+".opcode_index", o, int64(r.fieldU32(o, 0, 0)), int64(len(m.opcodes)), "operator code")
-		}
-		for _, id := range [2]int{1, 2} {
-			start, n := r.vector(o, id)
-			for e := range n {
-				x := int64(int32(r.u32(start + 4*e)))
-				if x == -1 {
-					continue
-				}
-				if outOf(x, nt) {
-					return rangeErr(field()+".inputs", start+4*e, x, nt, "tensor")
-				}
+			d, err := segment.New(m.mf, ds, dn)
+			if err != nil {
+				return format.Wrapf(format.ErrTruncated, formatName, "Model.buffers["+strconv.Itoa(i)+"]", t.Pos(), "%v", err)
 			}
-		}
-		var bad error
-		calls(r, o, func(s int32) {
-			if bad == nil {
-				bad = inRange(field()+".builtin_options", o, int64(s), int64(len(m.subgraphs)), "subgraph")
-			}
-		})
-		if bad != nil {
-			return bad
-		}
-	}
-	return nil
-}
-
-// calls calls f with each subgraph the operator at o names in its options
-// (WHILE cond and body, IF then and else, CALL_ONCE init, CALL, a StableHLO
-// composite's decomposition), in that order.
-func calls(r reader, o int64, f func(int32)) {
-	switch tag, v := r.union(o, 3); tag {
-	case tagWhileOptions, tagIfOptions:
-		f(r.fieldI32(v, 0, 0))
-		f(r.fieldI32(v, 1, 0))
-	case tagCallOnceOptions:
-		f(r.fieldI32(v, 0, 0))
-	case tagCallOptions:
-		f(int32(min(r.fieldU32(v, 0, 0), 1<<31-1)))
-	}
-	if tag, v := r.union(o, 11); tag == tagStableHLOCompositeOptions {
-		f(r.fieldI32(v, 1, 0))
-	}
-}
-
-func (p *parser) metadata(root int64) error {
-	r, m := p.r, p.m
-	start, n := r.vector(root, 6)
-	m.metadata = make([]Metadata, n)
-	for i := range m.metadata {
-		t := r.elem(start, int64(i))
-		md := &m.metadata[i]
-		field := func() string { return "Model.metadata[" + strconv.Itoa(i) + "]" }
-		var err error
-		if md.Name, err = p.str(t, 0); err != nil {
-			return err
-		}
-		md.Buffer = int(r.fieldU32(t, 1, 0))
-		if outOf(int64(md.Buffer), int64(len(m.buffers))) {
-			return rangeErr(field()+".buffer", t, int64(md.Buffer), int64(len(m.buffers)), "buffer")
-		}
-		md.Data = m.buffers[md.Buffer].Data
-	}
-	return nil
-}
-
-func (p *parser) signatures(root int64) error {
-	r, m := p.r, p.m
-	start, n := r.vector(root, 7)
-	m.signatures = make([]SignatureDef, n)
-	for i := range m.signatures {
-		t := r.elem(start, int64(i))
-		sd := &m.signatures[i]
-		field := func() string { return "Model.signature_defs[" + strconv.Itoa(i) + "]" }
-		var err error
-		if sd.Key, err = p.str(t, 2); err != nil {
-			return err
-		}
-		sd.Subgraph = int(r.fieldU32(t, 4, 0))
-		if outOf(int64(sd.Subgraph), int64(len(m.subgraphs))) {
-			return rangeErr(field()+".subgraph_index", t, int64(sd.Subgraph), int64(len(m.subgraphs)), "subgraph")
-		}
-		nt := int64(len(m.subgraphs[sd.Subgraph].Tensors))
-		for _, id := range [2]int{0, 1} {
-			vs, vn := r.vector(t, id)
-			list := make([]TensorMap, vn)
-			for k := range list {
-				e := r.elem(vs, int64(k))
-				if list[k].Name, err = p.str(e, 0); err != nil {
-					return err
-				}
-				list[k].Tensor = int(r.fieldU32(e, 1, 0))
-				if outOf(int64(list[k].Tensor), nt) {
-					return rangeErr(field()+".inputs.tensor_index", e, int64(list[k].Tensor), nt, "tensor")
-				}
-			}
-			if id == 0 {
-				sd.Inputs = list
-			} else {
-				sd.Outputs = list
-			}
-		}
-	}
-	return nil
-}
-
-func (p *parser) external(root int64) error {
-	r, m := p.r, p.m
-	gs, gn := r.vector(root, 8)
-	groups := make([]string, gn)
-	for i := range groups {
-		var err error
-		if groups[i], err = p.str(r.elem(gs, int64(i)), 0); err != nil {
-			return err
-		}
-	}
-	bs, bn := r.vector(root, 9)
-	m.extBuffers = make([]ExternalBuffer, bn)
-	for i := range m.extBuffers {
-		t := r.elem(bs, int64(i))
-		e := &m.extBuffers[i]
-		g := r.fieldU32(t, 1, 0)
-		if outOf(int64(g), gn) {
-			return rangeErr("Model.external_buffers["+strconv.Itoa(i)+"].group", t, int64(g), gn, "external buffer group")
-		}
-		var err error
-		if e.Packing, err = p.str(t, 4); err != nil {
-			return err
-		}
-		e.ID, e.Group = r.fieldU32(t, 0, 0), groups[g]
-		e.Offset, e.Length = r.fieldU64(t, 2), r.fieldU64(t, 3)
-	}
-	return nil
-}
-
-// segments lists the buffers holding bytes, in file order.
-func (p *parser) segments() {
-	m := p.m
-	for i := range m.buffers {
-		if i > 0 && m.buffers[i].Kind != BufferEmpty {
-			m.segBuf = append(m.segBuf, i)
-		}
-	}
-	slices.SortStableFunc(m.segBuf, func(a, b int) int {
-		return cmp.Compare(m.buffers[a].Data.Offset(), m.buffers[b].Data.Offset())
-	})
-	m.segs = make([]segment.Segment, len(m.segBuf))
-	for i, b := range m.segBuf {
-		m.segs[i] = m.buffers[b].Data
-	}
-}
-
-// names gives the listed tensors their names (package doc) and the
-// subgraphs their groups, and builds the name index.
-func (p *parser) names() {
-	m := p.m
-	// Which names do listed tensors of two or more subgraphs carry? (None
-	// when they all belong to one subgraph.)
-	var first map[string]int // name -> subgraph of its first carrier
-	shared := map[string]bool{}
-	if len(m.tensors) > 0 && m.tensors[0].Subgraph != m.tensors[len(m.tensors)-1].Subgraph {
-		first = make(map[string]int, len(m.tensors))
-	}
-	for _, t := range m.tensors {
-		if first == nil {
-			break
-		}
-		if t.RawName == "" {
+			m.buffers[i] = Buffer{Kind: BufferInline, Data: d}
 			continue
 		}
-		if s, ok := first[t.RawName]; !ok {
-			first[t.RawName] = t.Subgraph
-		} else if s != t.Subgraph {
-			shared[t.RawName] = true
+		off, n := w.Uint64(t, bufferOffset, 0), w.Uint64(t, bufferSize, 0)
+		if off <= 1 || n == 0 {
+			continue
 		}
-	}
-	for _, t := range m.tensors {
-		sg := strconv.Itoa(t.Subgraph)
-		switch {
-		case t.RawName == "":
-			t.Name = sg + "/tensors/" + strconv.Itoa(t.Index)
-		case shared[t.RawName]:
-			t.Name, t.NameExplicit = sg+"/"+t.RawName, true
-		default:
-			t.NameExplicit = true
+		if outOfFile(off, n, size) {
+			return fileRange("Model.buffers["+strconv.Itoa(i)+"].offset", t.Pos(), off, n, size)
 		}
+		d, err := segment.New(m.mf, int64(off), int64(n))
+		if err != nil {
+			return format.Wrapf(format.ErrTruncated, formatName, "Model.buffers["+strconv.Itoa(i)+"]", t.Pos(), "%v", err)
+		}
+		m.buffers[i] = Buffer{Kind: BufferOffset, Data: d}
 	}
-	m.index = nameindex.New(len(m.tensors), func(i int) string { return m.tensors[i].Name })
+	return nil
+}
 
-	count := make(map[string]int, len(m.subgraphs))
-	for i := range m.subgraphs {
-		count[m.subgraphs[i].Name]++
-	}
-	m.groups = make([]string, len(m.subgraphs))
-	for i := range m.subgraphs {
-		sg := &m.subgraphs[i]
-		sg.Group = sg.Name
-		if _, err := strconv.Atoi(sg.Name); sg.Name == "" || count[sg.Name] > 1 || err == nil {
-			sg.Group = strconv.Itoa(i)
+// subgraphIO checks that each subgraph's inputs and outputs are tensors of
+// it.
+func (m *Model) subgraphIO(c *collected) error {
+	var sg tflitefb.SubGraph
+	for i := range c.subgraphs {
+		t := &c.subgraphs[i]
+		sg.Init(m.fb, flatbuffers.UOffsetT(t.Pos()))
+		nt := int64(sg.TensorsLength())
+		for _, id := range [2]int{subgraphInputs, subgraphOutputs} {
+			start, n, _ := c.w.Vec(t, id)
+			for k := range n {
+				if x := int64(int32(flatbuffers.GetUint32(m.fb[start+4*k:]))); outOf(x, nt) {
+					return rangeErr("Model.subgraphs["+strconv.Itoa(i)+"].inputs", start+4*k, x, nt, "tensor")
+				}
+			}
 		}
-		m.groups[i] = sg.Group
 	}
+	return nil
+}
+
+// constants checks the tensors that name a buffer and lists those whose
+// buffer holds bytes.
+func (m *Model) constants(c *collected) error {
+	m.tensors = make([]constant, 0, len(c.tensors))
+	nb := int64(len(m.buffers))
+	for k := range c.tensors {
+		r := &c.tensors[k]
+		i, j := int(r.subgraph), int(r.index)
+		if outOf(int64(r.buffer), nb) {
+			return rangeErr(tensorField(i, j)+".buffer", r.t.Pos(), int64(r.buffer), nb, "buffer")
+		}
+		b := &m.buffers[r.buffer]
+		if b.Kind == BufferEmpty {
+			continue
+		}
+		if err := m.checkConstant(c.w, r, b.Data.Len()); err != nil {
+			return err
+		}
+		m.tensors = append(m.tensors, constant{Subgraph: r.subgraph, Index: r.index, Buffer: int(r.buffer)})
+	}
+	return nil
+}
+
+func tensorField(i, j int) string {
+	return "Model.subgraphs[" + strconv.Itoa(i) + "].tensors[" + strconv.Itoa(j) + "]"
+}
+
+// checkConstant checks the tensor r, whose buffer holds n bytes: a type
+// with a layout, no external buffer besides, a shape without negative
+// dimensions that (dense, not a string) needs exactly n bytes.
+func (m *Model) checkConstant(w *fbverify.Walk, r *tensorRef, n int64) error {
+	i, j, t := int(r.subgraph), int(r.index), &r.t
+	typ := TensorType(int8(w.Uint8(t, tensorType, 0)))
+	dt := typ.DType()
+	switch {
+	case dt == format.Invalid:
+		return format.Errorf(formatName, tensorField(i, j)+".type", t.Pos(), "constant of type %v (want a type with a fixed layout: not resource or variant)", typ)
+	case w.Uint32(t, tensorExternalBuffer, 0) != 0:
+		return format.Errorf(formatName, tensorField(i, j)+".external_buffer", t.Pos(), "tensor has both buffer %d and external buffer %d (want one)", r.buffer, w.Uint32(t, tensorExternalBuffer, 0))
+	}
+	start, nd, ok := w.Vec(t, tensorShape)
+	if !ok {
+		return nil // no shape: nothing to check the size against
+	}
+	var small [8]int64
+	dims := small[:0]
+	if nd > int64(len(small)) {
+		dims = make([]int64, 0, nd)
+	}
+	for k := range nd {
+		d := int64(int32(flatbuffers.GetUint32(m.fb[start+4*k:])))
+		if d < 0 {
+			return format.Errorf(formatName, tensorField(i, j)+".shape", t.Pos(), "constant has shape %v (want no negative dimension)", m.shape(start, nd))
+		}
+		dims = append(dims, d)
+	}
+	if dt == format.String || w.Has(t, tensorSparsity) {
+		return nil // strings have a layout of their own; sparse tensors store fewer values
+	}
+	// (Bounded by 4 × the file: int2 packs four elements a byte.)
+	if _, nb, ok := format.Numel(dims, dt, 4*m.mf.Len()); !ok || nb != n {
+		return format.Errorf(formatName, tensorField(i, j), t.Pos(), "%v %v needs %d bytes, buffer %d holds %d", dt, m.shape(start, nd), nb, r.buffer, n)
+	}
+	return nil
+}
+
+// shape decodes the nd dimensions of the shape vector whose first element
+// is at start.
+func (m *Model) shape(start, nd int64) []int64 {
+	out := make([]int64, nd)
+	for k := range out {
+		out[k] = int64(int32(flatbuffers.GetUint32(m.fb[start+4*int64(k):])))
+	}
+	return out
+}
+
+// indices checks the indices metadata, signatures and external buffers
+// hold: buffers, subgraphs, tensors, buffer groups.
+func (m *Model) indices() error {
+	r := &m.root
+	var md tflitefb.Metadata
+	for i := range r.MetadataLength() {
+		r.Metadata(&md, i)
+		if b := md.Buffer(); outOf(int64(b), int64(len(m.buffers))) {
+			return rangeErr("Model.metadata["+strconv.Itoa(i)+"].buffer", pos(&md), int64(b), int64(len(m.buffers)), "buffer")
+		}
+	}
+	var sd tflitefb.SignatureDef
+	var sg tflitefb.SubGraph
+	var tm tflitefb.TensorMap
+	for i := range r.SignatureDefsLength() {
+		r.SignatureDefs(&sd, i)
+		field := func() string { return "Model.signature_defs[" + strconv.Itoa(i) + "]" }
+		s := sd.SubgraphIndex()
+		if outOf(int64(s), int64(m.nsub)) {
+			return rangeErr(field()+".subgraph_index", pos(&sd), int64(s), int64(m.nsub), "subgraph")
+		}
+		r.Subgraphs(&sg, int(s))
+		nt := int64(sg.TensorsLength())
+		for _, maps := range [2]struct {
+			n   int
+			get func(*tflitefb.TensorMap, int) bool
+		}{{sd.InputsLength(), sd.Inputs}, {sd.OutputsLength(), sd.Outputs}} {
+			for k := range maps.n {
+				maps.get(&tm, k)
+				if x := tm.TensorIndex(); outOf(int64(x), nt) {
+					return rangeErr(field()+".inputs.tensor_index", pos(&tm), int64(x), nt, "tensor")
+				}
+			}
+		}
+	}
+	groups := int64(r.ExternalBufferGroupsLength())
+	var eb tflitefb.ExternalBuffer
+	for i := range r.ExternalBuffersLength() {
+		r.ExternalBuffers(&eb, i)
+		if g := eb.Group(); outOf(int64(g), groups) {
+			return rangeErr("Model.external_buffers["+strconv.Itoa(i)+"].group", pos(&eb), int64(g), groups, "external buffer group")
+		}
+	}
+	return nil
 }

@@ -1,6 +1,11 @@
 package tflite
 
-import "math"
+import (
+	flatbuffers "github.com/google/flatbuffers/go"
+
+	"github.com/edgeload/edgeload/internal/fbverify"
+	"github.com/edgeload/edgeload/internal/schema/tflitefb"
+)
 
 // Quantization is a tensor's QuantizationParameters.
 type Quantization struct {
@@ -45,92 +50,167 @@ type DimensionMetadata struct {
 }
 
 // Quantization decodes the quantization parameters of t (a tensor of m),
-// nil when it has none. Each call decodes afresh.
-func (m *Model) Quantization(t *Tensor) *Quantization {
-	q := t.quant
-	if q == 0 {
-		return nil
+// nil when it has none. Each call decodes afresh. The first call of
+// Quantization or Sparsity verifies every tensor's quantization and
+// sparsity tables (NewFile leaves them: Check verifies them too), and
+// returns the error of a bad one, as every later call does.
+func (m *Model) Quantization(t *Tensor) (*Quantization, error) {
+	if err := m.verifyParams(); err != nil || !t.Quantized {
+		return nil, err
 	}
-	r := m.fb
+	var tt tflitefb.Tensor
+	tt.Init(m.fb, t.table)
+	var q tflitefb.QuantizationParameters
+	tt.Quantization(&q)
 	out := &Quantization{
-		Min:       r.f32s(q, 0),
-		Max:       r.f32s(q, 1),
-		Scale:     r.f32s(q, 2),
-		Dimension: r.fieldI32(q, 6, 0),
+		Min:       float32s(q.MinLength(), q.Min),
+		Max:       float32s(q.MaxLength(), q.Max),
+		Scale:     float32s(q.ScaleLength(), q.Scale),
+		Dimension: q.QuantizedDimension(),
 	}
-	if start, n := r.vector(q, 3); start != 0 {
+	if n := q.ZeroPointLength(); n > 0 {
 		out.ZeroPoint = make([]int64, n)
 		for i := range out.ZeroPoint {
-			out.ZeroPoint[i] = int64(r.u64(start + 8*int64(i)))
+			out.ZeroPoint[i] = q.ZeroPoint(i)
 		}
 	}
-	tag, v := r.union(q, 4)
-	out.Details = tag
-	switch tag {
-	case tagBlockwiseQuantization:
-		out.Blockwise = &Blockwise{Scales: r.fieldI32(v, 0, 0), ZeroPoints: r.fieldI32(v, 1, 0), BlockSize: r.fieldI32(v, 2, 0)}
-	case tagCustomQuantization:
-		out.Custom = append([]byte(nil), r.bytes(v, 0)...)
+	var d flatbuffers.Table
+	if !q.Details(&d) {
+		return out, nil // none, or a tag without a value
 	}
-	return out
+	out.Details = uint8(q.DetailsType())
+	switch q.DetailsType() {
+	case tflitefb.QuantizationDetailsBlockwiseQuantization:
+		var b tflitefb.BlockwiseQuantization
+		b.Init(d.Bytes, d.Pos)
+		out.Blockwise = &Blockwise{Scales: b.Scales(), ZeroPoints: b.ZeroPoints(), BlockSize: b.BlockSize()}
+	case tflitefb.QuantizationDetailsCustomQuantization:
+		var c tflitefb.CustomQuantization
+		c.Init(d.Bytes, d.Pos)
+		out.Custom = append([]byte(nil), c.CustomBytes()...)
+	}
+	return out, nil
 }
 
 // Sparsity decodes the sparsity parameters of t (a tensor of m), nil when
-// it is dense. Each call decodes afresh.
-func (m *Model) Sparsity(t *Tensor) *Sparsity {
-	s := t.sparsity
-	if s == 0 {
-		return nil
+// it is dense. Each call decodes afresh; the first verifies the tables as
+// Quantization's does.
+func (m *Model) Sparsity(t *Tensor) (*Sparsity, error) {
+	if err := m.verifyParams(); err != nil || !t.Sparse {
+		return nil, err
 	}
-	r := m.fb
-	out := &Sparsity{TraversalOrder: r.i32s(s, 0), BlockMap: r.i32s(s, 1)}
-	start, n := r.vector(s, 2)
-	out.Dims = make([]DimensionMetadata, n)
+	var tt tflitefb.Tensor
+	tt.Init(m.fb, t.table)
+	var s tflitefb.SparsityParameters
+	tt.Sparsity(&s)
+	out := &Sparsity{
+		TraversalOrder: int32s(s.TraversalOrderLength(), s.TraversalOrder),
+		BlockMap:       int32s(s.BlockMapLength(), s.BlockMap),
+		Dims:           make([]DimensionMetadata, s.DimMetadataLength()),
+	}
+	var d tflitefb.DimensionMetadata
 	for i := range out.Dims {
-		d := r.elem(start, int64(i))
+		s.DimMetadata(&d, i)
+		var seg, idx flatbuffers.Table
 		out.Dims[i] = DimensionMetadata{
-			Sparse:    r.fieldU8(d, 0, 0) == 1,
-			DenseSize: r.fieldI32(d, 1, 0),
-			Segments:  r.indexVector(d, 2),
-			Indices:   r.indexVector(d, 4),
+			Sparse:    d.Format() == tflitefb.DimensionTypeSPARSE_CSR,
+			DenseSize: d.DenseSize(),
+		}
+		if d.ArraySegments(&seg) {
+			out.Dims[i].Segments = indexVector(d.ArraySegmentsType(), &seg)
+		}
+		if d.ArrayIndices(&idx) {
+			out.Dims[i].Indices = indexVector(d.ArrayIndicesType(), &idx)
+		}
+	}
+	return out, nil
+}
+
+// paramsDepth is the nesting depth of a tensor's quantization and sparsity
+// tables: Model, SubGraph, Tensor, then they.
+const paramsDepth = 4
+
+// verifyParams verifies, once, the quantization and sparsity tables of
+// every tensor of every subgraph, which NewFile's walk left (lazy): with
+// the same walk, as the walk that is not lazy would at their place.
+func (m *Model) verifyParams() error {
+	m.paramsOnce.Do(func() {
+		m.walkMu.Lock()
+		defer m.walkMu.Unlock()
+		var sg tflitefb.SubGraph
+		for i := range m.nsub {
+			m.root.Subgraphs(&sg, i)
+			tab := sg.Table()
+			start, n := elems(&tab, vtSubGraphTensors)
+			for j := range n {
+				e := start + flatbuffers.UOffsetT(4*j)
+				t := flatbuffers.Table{Bytes: m.fb, Pos: tab.Indirect(e)}
+				for _, f := range [2]struct {
+					vt     flatbuffers.VOffsetT
+					name   string
+					verify func(*fbverify.Walk, int64) error
+				}{{vtTensorQuantization, "quantization", tflitefb.VerifyQuantizationParameters}, {vtTensorSparsity, "sparsity", tflitefb.VerifySparsityParameters}} {
+					if o := t.Offset(f.vt); o != 0 {
+						name := tensorField(i, j) + "." + f.name
+						if _, err := m.walk.Elem(int64(t.Pos)+int64(o), 0, name, f.verify, paramsDepth); err != nil {
+							m.paramsErr = err
+							return
+						}
+					}
+				}
+			}
+		}
+	})
+	return m.paramsErr
+}
+
+// elems returns the position of the first element of vector field vt
+// (a vtable offset) of table t, and its length; 0, 0 when absent.
+func elems(t *flatbuffers.Table, vt flatbuffers.VOffsetT) (start flatbuffers.UOffsetT, n int) {
+	if o := flatbuffers.UOffsetT(t.Offset(vt)); o != 0 {
+		return t.Vector(o), t.VectorLen(o)
+	}
+	return 0, 0
+}
+
+// indexVector decodes a SparseIndexVector union value of the given tag,
+// widened to int32; nil for a tag this package does not know.
+func indexVector(tag tflitefb.SparseIndexVector, t *flatbuffers.Table) []int32 {
+	var out []int32
+	switch tag {
+	case tflitefb.SparseIndexVectorInt32Vector:
+		var v tflitefb.Int32Vector
+		v.Init(t.Bytes, t.Pos)
+		out = make([]int32, v.ValuesLength())
+		for i := range out {
+			out[i] = v.Values(i)
+		}
+	case tflitefb.SparseIndexVectorUint16Vector:
+		var v tflitefb.Uint16Vector
+		v.Init(t.Bytes, t.Pos)
+		out = make([]int32, v.ValuesLength())
+		for i := range out {
+			out[i] = int32(v.Values(i))
+		}
+	case tflitefb.SparseIndexVectorUint8Vector:
+		var v tflitefb.Uint8Vector
+		v.Init(t.Bytes, t.Pos)
+		out = make([]int32, v.ValuesLength())
+		for i := range out {
+			out[i] = int32(v.Values(i))
 		}
 	}
 	return out
 }
 
-// indexVector decodes the SparseIndexVector union at ids id, id+1.
-func (r reader) indexVector(t int64, id int) []int32 {
-	tag, v := r.union(t, id)
-	if tag < tagInt32Vector || tag > tagUint8Vector {
-		return nil // none, or an index type this package does not know
-	}
-	start, n := r.vector(v, 0)
-	if start == 0 {
-		return []int32{}
-	}
-	out := make([]int32, n)
-	for i := range out {
-		switch tag {
-		case tagInt32Vector:
-			out[i] = int32(r.u32(start + 4*int64(i)))
-		case tagUint16Vector:
-			out[i] = int32(le.Uint16(r[start+2*int64(i):]))
-		default:
-			out[i] = int32(r[start+int64(i)])
-		}
-	}
-	return out
-}
-
-// f32s decodes float vector field id.
-func (r reader) f32s(t int64, id int) []float32 {
-	start, n := r.vector(t, id)
-	if start == 0 {
+// float32s copies n float32 elements read by get.
+func float32s(n int, get func(int) float32) []float32 {
+	if n == 0 {
 		return nil
 	}
 	out := make([]float32, n)
 	for i := range out {
-		out[i] = math.Float32frombits(r.u32(start + 4*int64(i)))
+		out[i] = get(i)
 	}
 	return out
 }

@@ -37,6 +37,10 @@ func (m *Model) Relayout(o format.RelayoutOptions) (*format.Layout, error) {
 	if align <= 0 || align&(align-1) != 0 || align > 1<<30 {
 		return nil, format.Errorf(formatName, "", -1, "alignment %d is not a power of two in [1, 2^30]", align)
 	}
+	// The operators, read below, are verified at their first use.
+	if err := m.Check(); err != nil {
+		return nil, err
+	}
 	r := m.fb
 	root := r.root()
 	size := m.mf.Len()
@@ -136,7 +140,7 @@ func (m *Model) Relayout(o format.RelayoutOptions) (*format.Layout, error) {
 		}
 		le.PutUint64(head[c.Position(p.mark):], uint64(at))
 	}
-	if len(m.assoc) > 0 {
+	if len(m.AssociatedFiles()) > 0 {
 		pieces, err := m.zipPieces(alignUp(end, 16))
 		if err != nil {
 			return nil, err

@@ -36,34 +36,35 @@ type SignatureReport struct {
 // ReportFields returns version, description, subgraphs, metadata and
 // signature_defs, as the expected/ files show them.
 func (m *Model) ReportFields() []format.Field {
-	subs := make([]SubgraphReport, len(m.subgraphs))
-	for i := range m.subgraphs {
-		sg := &m.subgraphs[i]
+	sgs, ts := m.Subgraphs(), m.Tensors()
+	subs := make([]SubgraphReport, len(sgs))
+	for i := range sgs {
+		sg := &sgs[i]
 		order, _ := m.UseOrder(sg.Group)
 		used, _ := m.UsedOrder(sg.Group)
 		s := SubgraphReport{Name: sg.Name, Tensors: len(sg.Tensors), Operators: sg.NumOperators,
 			UseOrder: []string{}, UseOrderTensors: []int{}, Unused: []string{}}
 		for k, c := range order {
 			if k < len(used) {
-				s.UseOrder = append(s.UseOrder, m.tensors[c].Name)
-				s.UseOrderTensors = append(s.UseOrderTensors, m.tensors[c].Index)
+				s.UseOrder = append(s.UseOrder, ts[c].Name)
+				s.UseOrderTensors = append(s.UseOrderTensors, ts[c].Index)
 			} else {
-				s.Unused = append(s.Unused, m.tensors[c].Name)
+				s.Unused = append(s.Unused, ts[c].Name)
 			}
 		}
 		subs[i] = s
 	}
-	md := make([]MetadataReport, len(m.metadata))
-	for i, x := range m.metadata {
+	md := make([]MetadataReport, len(m.Metadata()))
+	for i, x := range m.Metadata() {
 		md[i] = MetadataReport{x.Name, x.Buffer}
 	}
-	sd := make([]SignatureReport, len(m.signatures))
-	for i, x := range m.signatures {
+	sd := make([]SignatureReport, len(m.SignatureDefs()))
+	for i, x := range m.SignatureDefs() {
 		sd[i] = SignatureReport{x.Key, x.Subgraph, len(x.Inputs), len(x.Outputs)}
 	}
 	return []format.Field{
 		{Key: "version", Value: m.version},
-		{Key: "description", Value: m.description},
+		{Key: "description", Value: m.Description()},
 		{Key: "subgraphs", Value: subs},
 		{Key: "metadata", Value: md},
 		{Key: "signature_defs", Value: sd},
@@ -79,24 +80,25 @@ func (m *Model) ReportText(w io.Writer) error {
 			_, err = fmt.Fprintf(w, format, args...)
 		}
 	}
-	p("TFLite schema version %d, %q; %d buffers, FlatBuffer region %d bytes\n", m.version, m.description, len(m.buffers), len(m.fb))
-	for i := range m.subgraphs {
-		sg := &m.subgraphs[i]
+	p("TFLite schema version %d, %q; %d buffers, FlatBuffer region %d bytes\n", m.version, m.Description(), len(m.buffers), len(m.fb))
+	sgs := m.Subgraphs()
+	for i := range sgs {
+		sg := &sgs[i]
 		used, _ := m.UsedOrder(sg.Group)
 		order, _ := m.UseOrder(sg.Group)
 		p("subgraph %d %q: %d tensors, %d operators, %d constants (%d unused)\n",
 			i, sg.Name, len(sg.Tensors), sg.NumOperators, len(order), len(order)-len(used))
 	}
-	for _, s := range m.signatures {
+	for _, s := range m.SignatureDefs() {
 		p("signature %q: subgraph %d, %d inputs, %d outputs\n", s.Key, s.Subgraph, len(s.Inputs), len(s.Outputs))
 	}
-	for _, md := range m.metadata {
+	for _, md := range m.Metadata() {
 		p("metadata %q: buffer %d, %d bytes\n", md.Name, md.Buffer, md.Data.Len())
 	}
 	if v := m.MinRuntimeVersion(); v != "" {
 		p("min runtime version %s\n", v)
 	}
-	for _, a := range m.assoc {
+	for _, a := range m.AssociatedFiles() {
 		p("associated file %q: %d bytes at %d (zip method %d)\n", a.Name, a.Size, a.Data.Offset(), a.Method)
 	}
 	return err

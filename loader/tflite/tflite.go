@@ -3,10 +3,15 @@
 // bytes in buffers, inline in the FlatBuffer or, in the large-model layout,
 // at Buffer.offset/size from the file start.
 //
-// NewFile verifies every table, vector and string it reads and checks every
-// index and byte range against what it points into; it reads the FlatBuffer
-// region and touches no buffer page. Tensors, segments and named data are
-// zero-copy views of the mapping. A *Model implements format.Model (package
+// NewFile verifies the FlatBuffer as LiteRT's Verifier does (the generated
+// verifier of internal/schema/tflite.fbs, every table of LiteRT's schema)
+// and checks every index and byte range it hands out against what it
+// points into; it reads the FlatBuffer region (a small file whole, with
+// one read) and touches no buffer page. The operators and the tensors'
+// quantization and sparsity tables, which only the use order and
+// Quantization and Sparsity read, are verified by their first use, or by
+// Check. Tensors, segments and named data are zero-copy views of the
+// mapping. A *Model implements format.Model (package
 // loader opens it through Format) and format.Reporter; what only TFLite has
 // (subgraphs, buffers, quantization, sparsity, signatures, metadata, the
 // associated files TFLite Support appends) is reached through its methods.
@@ -34,8 +39,11 @@ import (
 	"sync"
 	"sync/atomic"
 
+	flatbuffers "github.com/google/flatbuffers/go"
+
+	"github.com/edgeload/edgeload/internal/fbverify"
+	"github.com/edgeload/edgeload/internal/schema/tflitefb"
 	"github.com/edgeload/edgeload/loader/format"
-	"github.com/edgeload/edgeload/loader/internal/nameindex"
 	"github.com/edgeload/edgeload/mmapfile"
 	"github.com/edgeload/edgeload/segment"
 )
@@ -58,8 +66,11 @@ var Format = format.Registration{
 	Order: "for each subgraph, the order its operators read its constants",
 	Magic: `"TFL3" at offset 4`,
 	Sniff: Sniff,
-	Open: func(mf *mmapfile.File, _ *format.Config) (format.Model, error) {
-		return NewFile(mf)
+	Open: func(mf *mmapfile.File, cfg *format.Config) (format.Model, error) {
+		if mf == nil {
+			return nil, format.Errorf(formatName, "", -1, "no file")
+		}
+		return parse(mf, cfg.Head)
 	},
 }
 
@@ -167,7 +178,7 @@ type Tensor struct {
 	// (schema 3d, bytes in another file), 0 for none.
 	ExternalBuffer uint32
 
-	quant, sparsity int64 // positions of the tables in the FlatBuffer; 0: none
+	table flatbuffers.UOffsetT // the Tensor table's position in the FlatBuffer
 }
 
 // Listed reports whether the tensor is one of the model's tensors (its
@@ -189,9 +200,6 @@ type Subgraph struct {
 	Inputs, Outputs []int32
 	// NumOperators is the number of operators.
 	NumOperators int
-
-	ops    int64   // position of the operators vector's first element
-	consts []int32 // tensor index -> position in Model.Tensors, -1 for none
 }
 
 // BufferKind says where a buffer's bytes are.
@@ -272,30 +280,56 @@ type AssociatedFile struct {
 
 // Model is an opened .tflite model. Its methods are safe for concurrent
 // use; views stay valid until the mapping is closed.
+//
+// NewFile verifies the FlatBuffer and checks everything it hands out, but
+// builds only what a view of every constant needs (the buffers and the
+// constants' buffers); the rest (names, shapes, subgraphs, segments in
+// file order, metadata, the associated files) is built from the verified
+// FlatBuffer by the first call that asks for it. The operators, which only
+// the use order reads, are verified and checked by the first use order
+// (UseOrder, or Check).
 type Model struct {
 	mf     *mmapfile.File
-	fb     reader // the verified FlatBuffer region [0, len(fb))
-	closed atomic.Bool
+	fb     reader         // the verified FlatBuffer region [0, len(fb))
+	root   tflitefb.Model // its root table
+	walk   *fbverify.Walk // the walk that verified it, which verifies what it left at first use
+	walkMu sync.Mutex     // guards walk
 
-	version     uint32
-	description string
-	subgraphs   []Subgraph
-	buffers     []Buffer
-	opcodes     []OperatorCode
-	metadata    []Metadata
-	signatures  []SignatureDef
-	extBuffers  []ExternalBuffer
-	assoc       []AssociatedFile
-	named       []format.NamedData
+	paramsOnce sync.Once // the quantization and sparsity tables are verified
+	paramsErr  error
+	closed     atomic.Bool
 
-	tensors []*Tensor // the listed tensors
+	version uint32
+	buffers []Buffer
+	// tensors are the listed tensors (see the package doc): where each is
+	// and which buffer holds its bytes.
+	tensors []constant
+	nsub    int
+
+	listOnce sync.Once
+	list     *listing // names, tensors and subgraphs, built by the first call that needs them
+
+	segOnce sync.Once
 	segs    []segment.Segment
 	segBuf  []int // buffer index of each segment
-	index   nameindex.Index
-	groups  []string
+
+	infoOnce sync.Once
+	info     *info // description, operator codes, metadata, signatures, external buffers
+
+	assocOnce sync.Once
+	assoc     []AssociatedFile
+	named     []format.NamedData
 
 	orderOnce sync.Once
 	order     *useOrder
+	orderErr  error
+}
+
+// constant is a listed tensor: tensor Index of subgraph Subgraph, whose
+// bytes are buffer Buffer.
+type constant struct {
+	Subgraph, Index int32
+	Buffer          int
 }
 
 // NewFile reads the model in mf. mf stays the caller's: Close does not
@@ -304,14 +338,14 @@ func NewFile(mf *mmapfile.File) (*Model, error) {
 	if mf == nil {
 		return nil, format.Errorf(formatName, "", -1, "no file")
 	}
-	return parse(mf)
+	return parse(mf, nil)
 }
 
 // Version returns Model.version.
 func (m *Model) Version() uint32 { return m.version }
 
 // Description returns Model.description.
-func (m *Model) Description() string { return m.description }
+func (m *Model) Description() string { return m.infos().description }
 
 // Size returns the file's size in bytes.
 func (m *Model) Size() int64 { return m.mf.Len() }
@@ -324,61 +358,94 @@ func (m *Model) FlatBufferLen() int64 { return int64(len(m.fb)) }
 func (m *Model) MappedFile() *mmapfile.File { return m.mf }
 
 // Subgraphs returns the subgraphs. The slice is shared: do not modify it.
-func (m *Model) Subgraphs() []Subgraph { return m.subgraphs }
+func (m *Model) Subgraphs() []Subgraph { return m.listed().subgraphs }
 
 // Buffers returns Model.buffers. The slice is shared: do not modify it.
 func (m *Model) Buffers() []Buffer { return m.buffers }
 
 // OperatorCodes returns Model.operator_codes.
-func (m *Model) OperatorCodes() []OperatorCode { return m.opcodes }
+func (m *Model) OperatorCodes() []OperatorCode { return m.infos().opcodes }
 
 // Metadata returns Model.metadata.
-func (m *Model) Metadata() []Metadata { return m.metadata }
+func (m *Model) Metadata() []Metadata { return m.infos().metadata }
 
 // SignatureDefs returns Model.signature_defs.
-func (m *Model) SignatureDefs() []SignatureDef { return m.signatures }
+func (m *Model) SignatureDefs() []SignatureDef { return m.infos().signatures }
 
 // ExternalBuffers returns Model.external_buffers (schema 3d).
-func (m *Model) ExternalBuffers() []ExternalBuffer { return m.extBuffers }
+func (m *Model) ExternalBuffers() []ExternalBuffer { return m.infos().extBuffers }
 
 // AssociatedFiles returns the files of the zip archive appended after a
 // model with TFLITE_METADATA (none when there is no such archive, or it
 // does not parse as a zip).
-func (m *Model) AssociatedFiles() []AssociatedFile { return m.assoc }
+func (m *Model) AssociatedFiles() []AssociatedFile {
+	m.assocOnce.Do(m.assocFiles)
+	return m.assoc
+}
 
 // Tensors returns the listed tensors (see the package doc).
-func (m *Model) Tensors() []*Tensor { return m.tensors }
+func (m *Model) Tensors() []*Tensor { return m.listed().tensors }
 
 // SegmentIndex returns the buffer index of segment i (the index a report
 // shows); it implements format.SegmentIndexer.
-func (m *Model) SegmentIndex(i int) int { return m.segBuf[i] }
+func (m *Model) SegmentIndex(i int) int {
+	m.segOnce.Do(m.segments)
+	return m.segBuf[i]
+}
 
 // NumTensors returns the number of listed tensors.
 func (m *Model) NumTensors() int { return len(m.tensors) }
 
 // TensorAt returns listed tensor i.
-func (m *Model) TensorAt(i int) *format.Tensor { return &m.tensors[i].Tensor }
+func (m *Model) TensorAt(i int) *format.Tensor { return &m.listed().tensors[i].Tensor }
 
 // TensorData returns the bytes of listed tensor i.
-func (m *Model) TensorData(i int) segment.Segment { return m.tensors[i].Data }
+func (m *Model) TensorData(i int) segment.Segment { return m.buffers[m.tensors[i].Buffer].Data }
+
+// AppendTensorBytes appends the bytes of every listed tensor, in tensor
+// order, to dst.
+func (m *Model) AppendTensorBytes(dst [][]byte) ([][]byte, error) {
+	for _, c := range m.tensors {
+		b, err := m.buffers[c.Buffer].Data.Bytes()
+		if err != nil {
+			return dst, err
+		}
+		dst = append(dst, b)
+	}
+	return dst, nil
+}
 
 // Lookup returns the index of the first listed tensor named name. It
-// allocates nothing.
-func (m *Model) Lookup(name string) (int, bool) { return m.index.Lookup(name) }
+// allocates nothing once the names are built (by the first call).
+func (m *Model) Lookup(name string) (int, bool) { return m.listed().index.Lookup(name) }
 
 // Segments returns one segment per buffer holding bytes, in file order.
-func (m *Model) Segments() []segment.Segment { return m.segs[:len(m.segs):len(m.segs)] }
+func (m *Model) Segments() []segment.Segment {
+	m.segOnce.Do(m.segments)
+	return m.segs[:len(m.segs):len(m.segs)]
+}
 
 // NamedData returns the stored associated files, Segment -1 (see the
 // package doc).
-func (m *Model) NamedData() []format.NamedData { return m.named[:len(m.named):len(m.named)] }
+func (m *Model) NamedData() []format.NamedData {
+	m.assocOnce.Do(m.assocFiles)
+	return m.named[:len(m.named):len(m.named)]
+}
 
-// Check makes no further checks: NewFile made them all.
+// Check makes the checks NewFile leaves for later: it verifies the
+// tensors' quantization and sparsity tables (which the first Quantization
+// or Sparsity does otherwise) and the operators' tables, and checks the
+// operators' indices (operator codes, tensors, subgraphs their options
+// name), which the first use order does otherwise.
 func (m *Model) Check() error {
 	if m.closed.Load() {
 		return format.ErrClosed
 	}
-	return nil
+	if err := m.verifyParams(); err != nil {
+		return err
+	}
+	_, err := m.useOrder()
+	return err
 }
 
 // Close marks the model closed; the mapping is the caller's.
@@ -390,7 +457,7 @@ func (m *Model) Close() error {
 // MinRuntimeVersion returns the min_runtime_version metadata (the
 // converter's zero-padded version string), "" when absent.
 func (m *Model) MinRuntimeVersion() string {
-	for _, md := range m.metadata {
+	for _, md := range m.Metadata() {
 		if md.Name == "min_runtime_version" {
 			b := make([]byte, min(md.Data.Len(), 64))
 			n, _ := md.Data.CopyTo(b)

@@ -3,6 +3,8 @@ package tflite
 import (
 	"encoding/binary"
 
+	flatbuffers "github.com/google/flatbuffers/go"
+
 	"github.com/edgeload/edgeload/internal/fbverify"
 	"github.com/edgeload/edgeload/internal/schema/tflitefb"
 	"github.com/edgeload/edgeload/loader/format"
@@ -11,11 +13,11 @@ import (
 
 // The FlatBuffer's structure is checked by tflitefb.VerifyModel, generated
 // from internal/schema/tflite.fbs (fbgen), which follows every offset with
-// 64-bit arithmetic; this file picks the region it verifies. The reader
-// (read.go) reads only fields the schema does not mark (unread), after the
-// verifier has accepted the buffer; the meaning of the values (indices,
-// byte ranges) is checked where they are read, through inRange and
-// fileRange below.
+// 64-bit arithmetic; this file picks the region it verifies. The model is
+// read through the accessors flatc generates from the same schema
+// (tflitefb), after the verifier has accepted the buffer; the meaning of
+// the values (indices, byte ranges) is checked where they are read,
+// through inRange and fileRange below.
 
 // firstRegion is the length of the FlatBuffer region verified first.
 // The FlatBuffer has no length of its own: it starts at byte 0 and may be
@@ -26,40 +28,89 @@ import (
 // as its tables go (in windowed mode, on 32-bit systems, that matters).
 const firstRegion = 4 << 20
 
-// Verify views the FlatBuffer region of mf and verifies every table,
-// vector and string the reader reaches. It returns the region.
-func verify(mf *mmapfile.File) ([]byte, error) {
+// verify views the FlatBuffer region of mf and verifies every table,
+// vector and string, as LiteRT's Verifier does, the operators' tables
+// aside: those are left to the first use order (Model.operators), which
+// verifies them with the same walk. It returns what the walk
+// collected, the region and the bytes of the strings and vectors the walk
+// reached (as often as it reached them: fbverify.Walk.VectorBytes).
+//
+// head, if not empty, is the file's first bytes, already read. A file of
+// at most smallFile bytes is read whole (with head, one read at most) into
+// a buffer the model keeps: its tables are then read from it, and the
+// mapping, which only the tensors' views point into, is not touched.
+func verify(mf *mmapfile.File, head []byte) (c *collected, fb []byte, copies int64, err error) {
 	size := mf.Len()
 	if size < 8 {
-		return nil, format.Wrapf(format.ErrTruncated, formatName, "", 0,
+		return nil, nil, 0, format.Wrapf(format.ErrTruncated, formatName, "", 0,
 			"file of %d bytes is shorter than the 8-byte FlatBuffer prefix (root offset and %q)", size, Identifier)
 	}
-	var id [8]byte
-	if _, err := mf.ReadAt(id[:], 0); err != nil {
-		return nil, format.Wrapf(format.ErrTruncated, formatName, "", 0, "reading the FlatBuffer prefix: %v", err)
-	}
-	if string(id[4:8]) != Identifier {
-		return nil, format.Wrapf(format.ErrUnknownFormat, formatName, "file_identifier", 4,
-			"identifier %q, want %q", id[4:8], Identifier)
+	if size <= smallFile && mf.Mode() != mmapfile.ModeMemory {
+		fb = make([]byte, size)
+		if k := copy(fb, head); int64(k) < size {
+			if _, err := mf.ReadAt(fb[k:], int64(k)); err != nil {
+				return nil, nil, 0, format.Wrapf(format.ErrTruncated, formatName, "", 0, "reading the %d-byte file: %v", size, err)
+			}
+		}
+		c, copies, err = verifyRegion(fb, true)
+		return c, fb, copies, err
 	}
 	limit := min(size, int64(fbverify.MaxSize))
 	for n := min(limit, firstRegion); ; n = min(limit, 4*n) {
 		fb, err := mf.View(0, n)
 		if err != nil {
-			return nil, format.Wrapf(format.ErrTruncated, formatName, "", 0, "viewing the FlatBuffer region [0, %d): %v", n, err)
+			return nil, nil, 0, format.Wrapf(format.ErrTruncated, formatName, "", 0, "viewing the FlatBuffer region [0, %d): %v", n, err)
 		}
-		err = fbverify.NewWalk(fb, fbverify.Options{
-			Format: formatName,
-			AtEOF:  n == size, // the region is the whole file: past it is a cut file
-			// An object of a tree-shaped buffer takes 8 bytes or more (4 of
-			// its own and a 4-byte reference; a little less where writers
-			// share vectors): the bound keeps what shared tables can make
-			// the reader build in proportion to the file.
-			MaxObjects: len(fb)/6 + 1024,
-		}).Verify("Model", tflitefb.VerifyModel)
+		c, copies, err = verifyRegion(fb, n == size)
 		if err == nil || n == limit {
-			return fb, err
+			return c, fb, copies, err
 		}
+		if c != nil {
+			c.release()
+		}
+	}
+}
+
+// smallFile is the size up to which a file is read rather than mapped for
+// its tables: reading costs less than the page faults (and the page-table
+// teardown at Close) of its pages.
+const smallFile = 64 << 10
+
+// verifyRegion verifies the FlatBuffer region fb (the whole file when
+// atEOF) and returns what its walk collected and the bytes of strings and
+// vectors it reached.
+func verifyRegion(fb []byte, atEOF bool) (c *collected, copies int64, err error) {
+	if string(fb[4:8]) != Identifier {
+		return nil, 0, format.Wrapf(format.ErrUnknownFormat, formatName, "file_identifier", 4,
+			"identifier %q, want %q", fb[4:8], Identifier)
+	}
+	c = newCollected()
+	c.w = fbverify.NewWalk(fb, verifyOptions(len(fb), atEOF))
+	c.w.SetVisitor(c.visit)
+	// The operators are verified at the first use order, which reads
+	// them (Model.operators).
+	c.w.SetLazy(true)
+	err = c.w.Verify("Model", tflitefb.VerifyModel)
+	c.w.SetVisitor(nil)
+	return c, c.w.VectorBytes(), err
+}
+
+// verifyOptions are the options of the walk over a FlatBuffer region of n
+// bytes (the whole file when atEOF): the C++ Verifier's rules and limits,
+// which LiteRT runs with its default options, so that a file LiteRT
+// refuses is refused and one it accepts is read.
+func verifyOptions(n int, atEOF bool) fbverify.Options {
+	return fbverify.Options{
+		Format:    formatName,
+		AtEOF:     atEOF, // the region is the whole file: past it is a cut file
+		CxxRules:  true,
+		MaxDepth:  64,
+		MaxTables: 1000000,
+		// Every object of a tree-shaped buffer has 4 bytes of its own (a
+		// table or vector element whose offset is 0 shares its element's):
+		// the bound stops only the walks that shared tables would make out
+		// of proportion to the file.
+		MaxObjects: n/4 + 1024,
 	}
 }
 
@@ -95,19 +146,23 @@ func outOfFile(off, n uint64, size int64) bool { return n > uint64(size) || off 
 // le is the byte order of every FlatBuffer.
 var le = binary.LittleEndian
 
-// Union tags the reader follows (generated from internal/schema/tflite.fbs).
+// The vtable offsets (4 + 2 × field id) of the fields read through
+// flatbuffers.Table rather than flatc's accessors: those whose presence the
+// accessors do not tell apart from an empty vector, and the vectors whose
+// elements a loop steps through (elems).
 const (
-	tagCustomQuantization    = uint8(tflitefb.QuantizationDetailsCustomQuantization)
-	tagBlockwiseQuantization = uint8(tflitefb.QuantizationDetailsBlockwiseQuantization)
-
-	tagInt32Vector  = uint8(tflitefb.SparseIndexVectorInt32Vector)
-	tagUint16Vector = uint8(tflitefb.SparseIndexVectorUint16Vector)
-	tagUint8Vector  = uint8(tflitefb.SparseIndexVectorUint8Vector)
-
-	tagCallOptions     = uint8(tflitefb.BuiltinOptionsCallOptions)
-	tagIfOptions       = uint8(tflitefb.BuiltinOptionsIfOptions)
-	tagWhileOptions    = uint8(tflitefb.BuiltinOptionsWhileOptions)
-	tagCallOnceOptions = uint8(tflitefb.BuiltinOptionsCallOnceOptions)
-
-	tagStableHLOCompositeOptions = uint8(tflitefb.BuiltinOptions2StableHLOCompositeOptions) // in builtin_options_2
+	vtTensorShape          = 4  // Tensor.shape, id 0
+	vtTensorShapeSignature = 18 // Tensor.shape_signature, id 7
+	vtOperatorInputs       = 6  // Operator.inputs, id 1
+	vtOperatorOutputs      = 8  // Operator.outputs, id 2
+	vtSubGraphOperators    = 10 // SubGraph.operators, id 3
+	vtSubGraphTensors      = 4  // SubGraph.tensors, id 0
+	vtTensorQuantization   = 12 // Tensor.quantization, id 4
+	vtTensorSparsity       = 16 // Tensor.sparsity, id 6
 )
+
+// elemPos returns the position of element e of the 4-byte vector field vt
+// of table t (which has it), for an error's offset.
+func elemPos(t *flatbuffers.Table, vt flatbuffers.VOffsetT, e int) int64 {
+	return int64(t.Vector(flatbuffers.UOffsetT(t.Offset(vt)))) + 4*int64(e)
+}

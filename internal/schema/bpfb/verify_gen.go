@@ -10,7 +10,7 @@ func VerifyInt(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	if fo := w.Slot(&t, 0); fo != 0 && fo+8 > t.Size() {
+	if fo := w.Slot(&t, 0); fo != 0 && (fo+8 > t.Size() || (t.Pos()+fo)&7 != 0) {
 		if err := w.ScalarOutside(&t, fo, 8); err != nil {
 			return w.At(err, "int_val", -1)
 		}
@@ -25,7 +25,7 @@ func VerifyBool(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	if fo := w.Slot(&t, 0); fo != 0 && fo+1 > t.Size() {
+	if fo := w.Slot(&t, 0); fo != 0 && (fo+1 > t.Size()) {
 		if err := w.ScalarOutside(&t, fo, 1); err != nil {
 			return w.At(err, "bool_val", -1)
 		}
@@ -40,7 +40,7 @@ func VerifyDouble(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	if fo := w.Slot(&t, 0); fo != 0 && fo+8 > t.Size() {
+	if fo := w.Slot(&t, 0); fo != 0 && (fo+8 > t.Size() || (t.Pos()+fo)&7 != 0) {
 		if err := w.ScalarOutside(&t, fo, 8); err != nil {
 			return w.At(err, "double_val", -1)
 		}
@@ -55,7 +55,7 @@ func VerifyTensor(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	if fo := w.Slot(&t, 0); fo != 0 && fo+1 > t.Size() {
+	if fo := w.Slot(&t, 0); fo != 0 && (fo+1 > t.Size()) {
 		if err := w.ScalarOutside(&t, fo, 1); err != nil {
 			return w.At(err, "scalar_type", -1)
 		}
@@ -117,7 +117,7 @@ func VerifyValue(w *fbverify.Walk, pos int64) error {
 	}
 	if tag, q, err := w.Union(&t, 0); err != nil {
 		return w.At(err, "val", -1)
-	} else if tag != 0 {
+	} else if tag != 0 && q != 0 {
 		switch tag {
 		case 1:
 			err = VerifyTensor(w, q)
@@ -270,7 +270,7 @@ func VerifyBundledProgram(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	if fo := w.Slot(&t, 0); fo != 0 && fo+4 > t.Size() {
+	if fo := w.Slot(&t, 0); fo != 0 && (fo+4 > t.Size() || fo&3 != 0) {
 		if err := w.ScalarOutside(&t, fo, 4); err != nil {
 			return w.At(err, "version", -1)
 		}

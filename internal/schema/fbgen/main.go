@@ -2,16 +2,24 @@
 // straight-line code built of package fbverify's steps (vtable, each
 // field's bounds, vectors, strings, nested tables, unions), with 64-bit
 // offset arithmetic. It reads the subset of the schema language the
-// project's .fbs files use: namespace, attribute, enum, union, table,
-// root_type, file_identifier; no structs.
+// project's .fbs files use: namespace, include, attribute, enum, union,
+// table, root_type, file_identifier; no structs.
 //
 // Usage: go run ./fbgen [FILE.fbs...] (from internal/schema; no files:
-// every *.fbs there): for each schema it writes verify_gen.go into the
-// directory named by the schema's namespace.
+// every *.fbs there that no other includes): for each schema it writes
+// verify_gen.go into the directory named by the schema's namespace, with
+// the verifiers of the tables of the files it includes (include
+// "FILE.fbs", of the same namespace) too.
 //
-// Two field attributes tune the verifier: (lazy) on a vector of tables
-// leaves its elements to the walk's caller when the walk is lazy
-// (fbverify.Walk.SetLazy); (open) on a union field verifies a tag past
+// A table attribute, (visit), makes the verifier tell the walk's visitor
+// (fbverify.Walk.SetVisitor) of each table of the type it has verified,
+// with its vtable, so that a loader reads what it needs as the walk goes
+// (the generated Visit<Table> constants name the kinds).
+//
+// Field attributes tune the verifier: (lazy) on a vector of tables
+// leaves its elements, and on a table field the table, to the walk's
+// caller when the walk is lazy (fbverify.Walk.SetLazy; the offsets are
+// checked); (open) on a union field verifies a tag past
 // the known members as a table without fields instead of refusing it;
 // (unread) marks a field no loader reads, which the verifier skips;
 // (opaque) on a union field checks only that an unknown tag's value offset
@@ -38,7 +46,7 @@ import (
 func main() {
 	files := os.Args[1:]
 	if len(files) == 0 {
-		files, _ = filepath.Glob("*.fbs")
+		files = roots()
 	}
 	for _, f := range files {
 		if err := run(f); err != nil {
@@ -63,6 +71,7 @@ type field struct {
 type table struct {
 	name   string
 	fields []field
+	visit  bool // (visit): the walk's visitor is told of each one verified
 }
 
 // member is a union member and its tag.
@@ -82,11 +91,12 @@ func explicit(ms []member) bool {
 }
 
 type schema struct {
-	ns     string
-	enums  map[string]string // name: underlying scalar
-	unions map[string][]member
-	tables []*table
-	byName map[string]*table
+	ns       string
+	includes []string          // the files it includes, relative to its own
+	enums    map[string]string // name: underlying scalar
+	unions   map[string][]member
+	tables   []*table
+	byName   map[string]*table
 }
 
 var scalarSize = map[string]int{
@@ -149,7 +159,10 @@ func parse(src string) (*schema, error) {
 		case "namespace":
 			s.ns = next()
 			skipTo(";")
-		case "attribute", "root_type", "file_identifier", "file_extension", "include":
+		case "include":
+			s.includes = append(s.includes, strings.Trim(next(), `"`))
+			skipTo(";")
+		case "attribute", "root_type", "file_identifier", "file_extension":
 			skipTo(";")
 		case "enum":
 			name := next()
@@ -188,6 +201,14 @@ func parse(src string) (*schema, error) {
 			s.unions[name] = members
 		case "table":
 			tb := &table{name: next()}
+			if i < len(t) && t[i] == "(" {
+				for next(); i < len(t) && t[i] != ")"; {
+					if a := next(); a == "visit" {
+						tb.visit = true
+					}
+				}
+				next() // )
+			}
 			next() // {
 			for i < len(t) && t[i] != "}" {
 				f := field{name: next()}
@@ -257,25 +278,110 @@ func (s *schema) size(typ string) int {
 	return scalarSize[typ]
 }
 
-func run(path string) error {
+// roots returns the *.fbs files of the current directory that no other
+// one includes (an included file's tables are written with its
+// includer's).
+func roots() []string {
+	files, _ := filepath.Glob("*.fbs")
+	included := map[string]bool{}
+	for _, f := range files {
+		if s, err := load(f); err == nil {
+			for _, inc := range s.includes {
+				included[filepath.Join(filepath.Dir(f), inc)] = true
+			}
+		}
+	}
+	var out []string
+	for _, f := range files {
+		if !included[filepath.Clean(f)] {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+// load parses the schema at path.
+func load(path string) (*schema, error) {
 	src, err := os.ReadFile(path)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	s, err := parse(string(src))
 	if err != nil {
-		return fmt.Errorf("%s: %v", path, err)
+		return nil, fmt.Errorf("%s: %v", path, err)
 	}
 	if s.ns == "" {
-		return fmt.Errorf("%s: no namespace", path)
+		return nil, fmt.Errorf("%s: no namespace", path)
+	}
+	return s, nil
+}
+
+// merge adds the enums, unions and tables of the files s includes (of the
+// same namespace), and of theirs, to s.
+func (s *schema) merge(dir string) error {
+	for _, inc := range s.includes {
+		path := filepath.Join(dir, inc)
+		t, err := load(path)
+		if err != nil {
+			return err
+		}
+		if t.ns != s.ns {
+			return fmt.Errorf("%s: namespace %s, want its includer's %s", path, t.ns, s.ns)
+		}
+		if err := t.merge(filepath.Dir(path)); err != nil {
+			return err
+		}
+		for k, v := range t.enums {
+			s.enums[k] = v
+		}
+		for k, v := range t.unions {
+			s.unions[k] = v
+		}
+		for _, tb := range t.tables {
+			if s.byName[tb.name] != nil {
+				return fmt.Errorf("%s: table %s is defined twice", path, tb.name)
+			}
+			s.tables = append(s.tables, tb)
+			s.byName[tb.name] = tb
+		}
+	}
+	return nil
+}
+
+func run(path string) error {
+	s, err := load(path)
+	if err != nil {
+		return err
+	}
+	if err := s.merge(filepath.Dir(path)); err != nil {
+		return err
 	}
 	var b bytes.Buffer
-	fmt.Fprintf(&b, "// Code generated by fbgen from %s. DO NOT EDIT.\n\n", filepath.Base(path))
+	from := filepath.Base(path)
+	for _, inc := range s.includes {
+		from += " and " + filepath.Base(inc)
+	}
+	fmt.Fprintf(&b, "// Code generated by fbgen from %s. DO NOT EDIT.\n\n", from)
 	fmt.Fprintf(&b, "package %s\n\nimport \"github.com/edgeload/edgeload/internal/fbverify\"\n\n", s.ns)
+	var visited []string
 	for _, tb := range s.tables {
 		if err := s.gen(&b, tb); err != nil {
 			return fmt.Errorf("%s: table %s: %v", path, tb.name, err)
 		}
+		if tb.visit {
+			visited = append(visited, tb.name)
+		}
+	}
+	if len(visited) > 0 {
+		fmt.Fprintf(&b, "// The kinds of the tables the schema marks (visit), as a walk's visitor\n// (fbverify.Walk.SetVisitor) is told them.\nconst (\n")
+		for k, name := range visited {
+			if k == 0 {
+				fmt.Fprintf(&b, "Visit%s = iota + 1\n", name)
+			} else {
+				fmt.Fprintf(&b, "Visit%s\n", name)
+			}
+		}
+		fmt.Fprintf(&b, ")\n")
 	}
 	out, err := format.Source(b.Bytes())
 	if err != nil {
@@ -429,7 +535,14 @@ func (s *schema) gen(b *bytes.Buffer, tb *table) error {
 			continue
 		case s.byName[f.typ] != nil:
 			ref()
-			p("if err := Verify%s(w, q); err != nil {\nreturn w.At(err, %q, -1)\n}\n}\n}\n", f.typ, f.name)
+			if f.lazy {
+				// A lazy walk checks only the offset (Ref did): the
+				// caller verifies the table later (Walk.Elem at the
+				// field's position).
+				p("if !w.Lazy() {\nif err := Verify%s(w, q); err != nil {\nreturn w.At(err, %q, -1)\n}\n}\n}\n}\n", f.typ, f.name)
+			} else {
+				p("if err := Verify%s(w, q); err != nil {\nreturn w.At(err, %q, -1)\n}\n}\n}\n", f.typ, f.name)
+			}
 			continue
 		case s.unions[f.typ] != nil:
 			ms := s.unions[f.typ]
@@ -445,7 +558,9 @@ func (s *schema) gen(b *bytes.Buffer, tb *table) error {
 				return fmt.Errorf("field %s: union %s has explicit tags: want the field (open) or (opaque)", f.name, f.typ)
 			}
 			// UnionField's steps, with a direct call per member.
-			p("if tag, q, err := w.Union(&t, %d); err != nil {\nreturn w.At(err, %q, -1)\n} else if tag != 0 {\nswitch tag {\n", fid, f.name)
+			// (A tag without a value, which only fbverify.Options.CxxRules
+			// accepts, has nothing to verify.)
+			p("if tag, q, err := w.Union(&t, %d); err != nil {\nreturn w.At(err, %q, -1)\n} else if tag != 0 && q != 0 {\nswitch tag {\n", fid, f.name)
 			for _, m := range ms {
 				p("case %d:\nerr = Verify%s(w, q)\n", m.tag, m.name)
 			}
@@ -470,10 +585,23 @@ func (s *schema) gen(b *bytes.Buffer, tb *table) error {
 			if sz == 0 {
 				return fmt.Errorf("field %s: unknown type %s", f.name, f.typ)
 			}
-			// Scalar's steps inline: the common case, a field inside the
-			// table's own bytes, costs a vtable read and a comparison.
-			p("if fo := w.Slot(&t, %d); fo != 0 && fo+%d > t.Size() {\nif err := w.ScalarOutside(&t, fo, %d); err != nil {\nreturn w.At(err, %q, -1)\n}\n}\n", fid, sz, sz, f.name)
+			// Scalar's steps inline: the common case, an aligned field
+			// inside the table's own bytes, costs a vtable read, a
+			// comparison and an alignment test (the table is 4-aligned).
+			var misaligned string
+			switch sz {
+			case 2:
+				misaligned = " || fo&1 != 0"
+			case 4:
+				misaligned = " || fo&3 != 0"
+			case 8:
+				misaligned = " || (t.Pos()+fo)&7 != 0"
+			}
+			p("if fo := w.Slot(&t, %d); fo != 0 && (fo+%d > t.Size()%s) {\nif err := w.ScalarOutside(&t, fo, %d); err != nil {\nreturn w.At(err, %q, -1)\n}\n}\n", fid, sz, misaligned, sz, f.name)
 		}
+	}
+	if tb.visit {
+		p("if w.Visiting() {\nw.Visit(Visit%s, &t)\n}\n", tb.name)
 	}
 	p("w.Leave()\nreturn nil\n}\n\n")
 	return nil

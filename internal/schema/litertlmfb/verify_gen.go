@@ -48,7 +48,7 @@ func VerifyKeyValuePair(w *fbverify.Walk, pos int64) error {
 	}
 	if tag, q, err := w.Union(&t, 1); err != nil {
 		return w.At(err, "value", -1)
-	} else if tag != 0 {
+	} else if tag != 0 && q != 0 {
 		switch tag {
 		case 9:
 			err = VerifyStringValue(w, q)
@@ -139,17 +139,17 @@ func VerifySectionObject(w *fbverify.Walk, pos int64) error {
 			}
 		}
 	}
-	if fo := w.Slot(&t, 1); fo != 0 && fo+8 > t.Size() {
+	if fo := w.Slot(&t, 1); fo != 0 && (fo+8 > t.Size() || (t.Pos()+fo)&7 != 0) {
 		if err := w.ScalarOutside(&t, fo, 8); err != nil {
 			return w.At(err, "begin_offset", -1)
 		}
 	}
-	if fo := w.Slot(&t, 2); fo != 0 && fo+8 > t.Size() {
+	if fo := w.Slot(&t, 2); fo != 0 && (fo+8 > t.Size() || (t.Pos()+fo)&7 != 0) {
 		if err := w.ScalarOutside(&t, fo, 8); err != nil {
 			return w.At(err, "end_offset", -1)
 		}
 	}
-	if fo := w.Slot(&t, 3); fo != 0 && fo+1 > t.Size() {
+	if fo := w.Slot(&t, 3); fo != 0 && (fo+1 > t.Size()) {
 		if err := w.ScalarOutside(&t, fo, 1); err != nil {
 			return w.At(err, "data_type", -1)
 		}

@@ -10,12 +10,12 @@ func VerifyDataSegment(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	if fo := w.Slot(&t, 0); fo != 0 && fo+8 > t.Size() {
+	if fo := w.Slot(&t, 0); fo != 0 && (fo+8 > t.Size() || (t.Pos()+fo)&7 != 0) {
 		if err := w.ScalarOutside(&t, fo, 8); err != nil {
 			return w.At(err, "offset", -1)
 		}
 	}
-	if fo := w.Slot(&t, 1); fo != 0 && fo+8 > t.Size() {
+	if fo := w.Slot(&t, 1); fo != 0 && (fo+8 > t.Size() || (t.Pos()+fo)&7 != 0) {
 		if err := w.ScalarOutside(&t, fo, 8); err != nil {
 			return w.At(err, "size", -1)
 		}
@@ -30,7 +30,7 @@ func VerifyTensorLayout(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	if fo := w.Slot(&t, 0); fo != 0 && fo+1 > t.Size() {
+	if fo := w.Slot(&t, 0); fo != 0 && (fo+1 > t.Size()) {
 		if err := w.ScalarOutside(&t, fo, 1); err != nil {
 			return w.At(err, "scalar_type", -1)
 		}
@@ -88,7 +88,7 @@ func VerifyNamedData(w *fbverify.Walk, pos int64) error {
 			}
 		}
 	}
-	if fo := w.Slot(&t, 1); fo != 0 && fo+4 > t.Size() {
+	if fo := w.Slot(&t, 1); fo != 0 && (fo+4 > t.Size() || fo&3 != 0) {
 		if err := w.ScalarOutside(&t, fo, 4); err != nil {
 			return w.At(err, "segment_index", -1)
 		}
@@ -116,7 +116,7 @@ func VerifyFlatTensor(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	if fo := w.Slot(&t, 0); fo != 0 && fo+4 > t.Size() {
+	if fo := w.Slot(&t, 0); fo != 0 && (fo+4 > t.Size() || fo&3 != 0) {
 		if err := w.ScalarOutside(&t, fo, 4); err != nil {
 			return w.At(err, "version", -1)
 		}
@@ -206,7 +206,7 @@ func VerifyLegacyTensorMetadata(w *fbverify.Walk, pos int64) error {
 			}
 		}
 	}
-	if fo := w.Slot(&t, 1); fo != 0 && fo+1 > t.Size() {
+	if fo := w.Slot(&t, 1); fo != 0 && (fo+1 > t.Size()) {
 		if err := w.ScalarOutside(&t, fo, 1); err != nil {
 			return w.At(err, "scalar_type", -1)
 		}
@@ -241,12 +241,12 @@ func VerifyLegacyTensorMetadata(w *fbverify.Walk, pos int64) error {
 			}
 		}
 	}
-	if fo := w.Slot(&t, 4); fo != 0 && fo+4 > t.Size() {
+	if fo := w.Slot(&t, 4); fo != 0 && (fo+4 > t.Size() || fo&3 != 0) {
 		if err := w.ScalarOutside(&t, fo, 4); err != nil {
 			return w.At(err, "segment_index", -1)
 		}
 	}
-	if fo := w.Slot(&t, 5); fo != 0 && fo+8 > t.Size() {
+	if fo := w.Slot(&t, 5); fo != 0 && (fo+8 > t.Size() || (t.Pos()+fo)&7 != 0) {
 		if err := w.ScalarOutside(&t, fo, 8); err != nil {
 			return w.At(err, "offset", -1)
 		}
@@ -274,7 +274,7 @@ func VerifyLegacyNamedData(w *fbverify.Walk, pos int64) error {
 			}
 		}
 	}
-	if fo := w.Slot(&t, 1); fo != 0 && fo+4 > t.Size() {
+	if fo := w.Slot(&t, 1); fo != 0 && (fo+4 > t.Size() || fo&3 != 0) {
 		if err := w.ScalarOutside(&t, fo, 4); err != nil {
 			return w.At(err, "segment_index", -1)
 		}
@@ -289,12 +289,12 @@ func VerifyLegacyFlatTensor(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	if fo := w.Slot(&t, 0); fo != 0 && fo+4 > t.Size() {
+	if fo := w.Slot(&t, 0); fo != 0 && (fo+4 > t.Size() || fo&3 != 0) {
 		if err := w.ScalarOutside(&t, fo, 4); err != nil {
 			return w.At(err, "version", -1)
 		}
 	}
-	if fo := w.Slot(&t, 1); fo != 0 && fo+4 > t.Size() {
+	if fo := w.Slot(&t, 1); fo != 0 && (fo+4 > t.Size() || fo&3 != 0) {
 		if err := w.ScalarOutside(&t, fo, 4); err != nil {
 			return w.At(err, "tensor_alignment", -1)
 		}

@@ -15,7 +15,7 @@ func VerifyInt(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	if fo := w.Slot(&t, 0); fo != 0 && fo+8 > t.Size() {
+	if fo := w.Slot(&t, 0); fo != 0 && (fo+8 > t.Size() || (t.Pos()+fo)&7 != 0) {
 		if err := w.ScalarOutside(&t, fo, 8); err != nil {
 			return w.At(err, "int_val", -1)
 		}
@@ -30,7 +30,7 @@ func VerifyBool(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	if fo := w.Slot(&t, 0); fo != 0 && fo+1 > t.Size() {
+	if fo := w.Slot(&t, 0); fo != 0 && (fo+1 > t.Size()) {
 		if err := w.ScalarOutside(&t, fo, 1); err != nil {
 			return w.At(err, "bool_val", -1)
 		}
@@ -45,7 +45,7 @@ func VerifyDouble(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	if fo := w.Slot(&t, 0); fo != 0 && fo+8 > t.Size() {
+	if fo := w.Slot(&t, 0); fo != 0 && (fo+8 > t.Size() || (t.Pos()+fo)&7 != 0) {
 		if err := w.ScalarOutside(&t, fo, 8); err != nil {
 			return w.At(err, "double_val", -1)
 		}
@@ -208,17 +208,17 @@ func VerifyAllocationDetails(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	if fo := w.Slot(&t, 0); fo != 0 && fo+4 > t.Size() {
+	if fo := w.Slot(&t, 0); fo != 0 && (fo+4 > t.Size() || fo&3 != 0) {
 		if err := w.ScalarOutside(&t, fo, 4); err != nil {
 			return w.At(err, "memory_id", -1)
 		}
 	}
-	if fo := w.Slot(&t, 1); fo != 0 && fo+4 > t.Size() {
+	if fo := w.Slot(&t, 1); fo != 0 && (fo+4 > t.Size() || fo&3 != 0) {
 		if err := w.ScalarOutside(&t, fo, 4); err != nil {
 			return w.At(err, "memory_offset_low", -1)
 		}
 	}
-	if fo := w.Slot(&t, 2); fo != 0 && fo+4 > t.Size() {
+	if fo := w.Slot(&t, 2); fo != 0 && (fo+4 > t.Size() || fo&3 != 0) {
 		if err := w.ScalarOutside(&t, fo, 4); err != nil {
 			return w.At(err, "memory_offset_high", -1)
 		}
@@ -233,7 +233,7 @@ func VerifyExtraTensorInfo(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	if fo := w.Slot(&t, 0); fo != 0 && fo+8 > t.Size() {
+	if fo := w.Slot(&t, 0); fo != 0 && (fo+8 > t.Size() || (t.Pos()+fo)&7 != 0) {
 		if err := w.ScalarOutside(&t, fo, 8); err != nil {
 			return w.At(err, "mutable_data_segments_idx", -1)
 		}
@@ -251,17 +251,17 @@ func VerifyExtraTensorInfo(w *fbverify.Walk, pos int64) error {
 			}
 		}
 	}
-	if fo := w.Slot(&t, 2); fo != 0 && fo+1 > t.Size() {
+	if fo := w.Slot(&t, 2); fo != 0 && (fo+1 > t.Size()) {
 		if err := w.ScalarOutside(&t, fo, 1); err != nil {
 			return w.At(err, "location", -1)
 		}
 	}
-	if fo := w.Slot(&t, 3); fo != 0 && fo+1 > t.Size() {
+	if fo := w.Slot(&t, 3); fo != 0 && (fo+1 > t.Size()) {
 		if err := w.ScalarOutside(&t, fo, 1); err != nil {
 			return w.At(err, "device_type", -1)
 		}
 	}
-	if fo := w.Slot(&t, 4); fo != 0 && fo+1 > t.Size() {
+	if fo := w.Slot(&t, 4); fo != 0 && (fo+1 > t.Size()) {
 		if err := w.ScalarOutside(&t, fo, 1); err != nil {
 			return w.At(err, "device_index", -1)
 		}
@@ -276,12 +276,12 @@ func VerifyTensor(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	if fo := w.Slot(&t, 0); fo != 0 && fo+1 > t.Size() {
+	if fo := w.Slot(&t, 0); fo != 0 && (fo+1 > t.Size()) {
 		if err := w.ScalarOutside(&t, fo, 1); err != nil {
 			return w.At(err, "scalar_type", -1)
 		}
 	}
-	if fo := w.Slot(&t, 1); fo != 0 && fo+4 > t.Size() {
+	if fo := w.Slot(&t, 1); fo != 0 && (fo+4 > t.Size() || fo&3 != 0) {
 		if err := w.ScalarOutside(&t, fo, 4); err != nil {
 			return w.At(err, "storage_offset", -1)
 		}
@@ -316,12 +316,12 @@ func VerifyTensor(w *fbverify.Walk, pos int64) error {
 			}
 		}
 	}
-	if fo := w.Slot(&t, 4); fo != 0 && fo+1 > t.Size() {
+	if fo := w.Slot(&t, 4); fo != 0 && (fo+1 > t.Size()) {
 		if err := w.ScalarOutside(&t, fo, 1); err != nil {
 			return w.At(err, "requires_grad", -1)
 		}
 	}
-	if fo := w.Slot(&t, 5); fo != 0 && fo+4 > t.Size() {
+	if fo := w.Slot(&t, 5); fo != 0 && (fo+4 > t.Size() || fo&3 != 0) {
 		if err := w.ScalarOutside(&t, fo, 4); err != nil {
 			return w.At(err, "data_buffer_idx", -1)
 		}
@@ -339,12 +339,12 @@ func VerifyTensor(w *fbverify.Walk, pos int64) error {
 			}
 		}
 	}
-	if fo := w.Slot(&t, 7); fo != 0 && fo+1 > t.Size() {
+	if fo := w.Slot(&t, 7); fo != 0 && (fo+1 > t.Size()) {
 		if err := w.ScalarOutside(&t, fo, 1); err != nil {
 			return w.At(err, "layout", -1)
 		}
 	}
-	if fo := w.Slot(&t, 8); fo != 0 && fo+1 > t.Size() {
+	if fo := w.Slot(&t, 8); fo != 0 && (fo+1 > t.Size()) {
 		if err := w.ScalarOutside(&t, fo, 1); err != nil {
 			return w.At(err, "shape_dynamism", -1)
 		}
@@ -374,7 +374,7 @@ func VerifyEValue(w *fbverify.Walk, pos int64) error {
 	}
 	if tag, q, err := w.Union(&t, 0); err != nil {
 		return w.At(err, "val", -1)
-	} else if tag != 0 {
+	} else if tag != 0 && q != 0 {
 		switch tag {
 		case 1:
 			err = VerifyNull(w, q)
@@ -451,7 +451,7 @@ func VerifyKernelCall(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	if fo := w.Slot(&t, 0); fo != 0 && fo+4 > t.Size() {
+	if fo := w.Slot(&t, 0); fo != 0 && (fo+4 > t.Size() || fo&3 != 0) {
 		if err := w.ScalarOutside(&t, fo, 4); err != nil {
 			return w.At(err, "op_index", -1)
 		}
@@ -481,7 +481,7 @@ func VerifyDelegateCall(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	if fo := w.Slot(&t, 0); fo != 0 && fo+4 > t.Size() {
+	if fo := w.Slot(&t, 0); fo != 0 && (fo+4 > t.Size() || fo&3 != 0) {
 		if err := w.ScalarOutside(&t, fo, 4); err != nil {
 			return w.At(err, "delegate_index", -1)
 		}
@@ -511,12 +511,12 @@ func VerifyMoveCall(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	if fo := w.Slot(&t, 0); fo != 0 && fo+4 > t.Size() {
+	if fo := w.Slot(&t, 0); fo != 0 && (fo+4 > t.Size() || fo&3 != 0) {
 		if err := w.ScalarOutside(&t, fo, 4); err != nil {
 			return w.At(err, "move_from", -1)
 		}
 	}
-	if fo := w.Slot(&t, 1); fo != 0 && fo+4 > t.Size() {
+	if fo := w.Slot(&t, 1); fo != 0 && (fo+4 > t.Size() || fo&3 != 0) {
 		if err := w.ScalarOutside(&t, fo, 4); err != nil {
 			return w.At(err, "move_to", -1)
 		}
@@ -531,12 +531,12 @@ func VerifyJumpFalseCall(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	if fo := w.Slot(&t, 0); fo != 0 && fo+4 > t.Size() {
+	if fo := w.Slot(&t, 0); fo != 0 && (fo+4 > t.Size() || fo&3 != 0) {
 		if err := w.ScalarOutside(&t, fo, 4); err != nil {
 			return w.At(err, "cond_value_index", -1)
 		}
 	}
-	if fo := w.Slot(&t, 1); fo != 0 && fo+4 > t.Size() {
+	if fo := w.Slot(&t, 1); fo != 0 && (fo+4 > t.Size() || fo&3 != 0) {
 		if err := w.ScalarOutside(&t, fo, 4); err != nil {
 			return w.At(err, "destination_instruction", -1)
 		}
@@ -551,7 +551,7 @@ func VerifyFreeCall(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	if fo := w.Slot(&t, 0); fo != 0 && fo+4 > t.Size() {
+	if fo := w.Slot(&t, 0); fo != 0 && (fo+4 > t.Size() || fo&3 != 0) {
 		if err := w.ScalarOutside(&t, fo, 4); err != nil {
 			return w.At(err, "value_index", -1)
 		}
@@ -568,7 +568,7 @@ func VerifyInstruction(w *fbverify.Walk, pos int64) error {
 	}
 	if tag, q, err := w.Union(&t, 0); err != nil {
 		return w.At(err, "instr_args", -1)
-	} else if tag != 0 {
+	} else if tag != 0 && q != 0 {
 		switch tag {
 		case 1:
 			err = VerifyKernelCall(w, q)
@@ -610,7 +610,7 @@ func VerifyFrame(w *fbverify.Walk, pos int64) error {
 			}
 		}
 	}
-	if fo := w.Slot(&t, 1); fo != 0 && fo+4 > t.Size() {
+	if fo := w.Slot(&t, 1); fo != 0 && (fo+4 > t.Size() || fo&3 != 0) {
 		if err := w.ScalarOutside(&t, fo, 4); err != nil {
 			return w.At(err, "lineno", -1)
 		}
@@ -837,12 +837,12 @@ func VerifyBackendDelegateDataReference(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	if fo := w.Slot(&t, 0); fo != 0 && fo+1 > t.Size() {
+	if fo := w.Slot(&t, 0); fo != 0 && (fo+1 > t.Size()) {
 		if err := w.ScalarOutside(&t, fo, 1); err != nil {
 			return w.At(err, "location", -1)
 		}
 	}
-	if fo := w.Slot(&t, 1); fo != 0 && fo+4 > t.Size() {
+	if fo := w.Slot(&t, 1); fo != 0 && (fo+4 > t.Size() || fo&3 != 0) {
 		if err := w.ScalarOutside(&t, fo, 4); err != nil {
 			return w.At(err, "index", -1)
 		}
@@ -924,17 +924,17 @@ func VerifyNonConstBufferDevice(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	if fo := w.Slot(&t, 0); fo != 0 && fo+4 > t.Size() {
+	if fo := w.Slot(&t, 0); fo != 0 && (fo+4 > t.Size() || fo&3 != 0) {
 		if err := w.ScalarOutside(&t, fo, 4); err != nil {
 			return w.At(err, "buffer_idx", -1)
 		}
 	}
-	if fo := w.Slot(&t, 1); fo != 0 && fo+1 > t.Size() {
+	if fo := w.Slot(&t, 1); fo != 0 && (fo+1 > t.Size()) {
 		if err := w.ScalarOutside(&t, fo, 1); err != nil {
 			return w.At(err, "device_type", -1)
 		}
 	}
-	if fo := w.Slot(&t, 2); fo != 0 && fo+1 > t.Size() {
+	if fo := w.Slot(&t, 2); fo != 0 && (fo+1 > t.Size()) {
 		if err := w.ScalarOutside(&t, fo, 1); err != nil {
 			return w.At(err, "device_index", -1)
 		}
@@ -1204,12 +1204,12 @@ func VerifyDataSegment(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	if fo := w.Slot(&t, 0); fo != 0 && fo+8 > t.Size() {
+	if fo := w.Slot(&t, 0); fo != 0 && (fo+8 > t.Size() || (t.Pos()+fo)&7 != 0) {
 		if err := w.ScalarOutside(&t, fo, 8); err != nil {
 			return w.At(err, "offset", -1)
 		}
 	}
-	if fo := w.Slot(&t, 1); fo != 0 && fo+8 > t.Size() {
+	if fo := w.Slot(&t, 1); fo != 0 && (fo+8 > t.Size() || (t.Pos()+fo)&7 != 0) {
 		if err := w.ScalarOutside(&t, fo, 8); err != nil {
 			return w.At(err, "size", -1)
 		}
@@ -1224,7 +1224,7 @@ func VerifySubsegmentOffsets(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	if fo := w.Slot(&t, 0); fo != 0 && fo+4 > t.Size() {
+	if fo := w.Slot(&t, 0); fo != 0 && (fo+4 > t.Size() || fo&3 != 0) {
 		if err := w.ScalarOutside(&t, fo, 4); err != nil {
 			return w.At(err, "segment_index", -1)
 		}
@@ -1267,7 +1267,7 @@ func VerifyNamedData(w *fbverify.Walk, pos int64) error {
 			}
 		}
 	}
-	if fo := w.Slot(&t, 1); fo != 0 && fo+4 > t.Size() {
+	if fo := w.Slot(&t, 1); fo != 0 && (fo+4 > t.Size() || fo&3 != 0) {
 		if err := w.ScalarOutside(&t, fo, 4); err != nil {
 			return w.At(err, "segment_index", -1)
 		}
@@ -1282,7 +1282,7 @@ func VerifyProgram(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	if fo := w.Slot(&t, 0); fo != 0 && fo+4 > t.Size() {
+	if fo := w.Slot(&t, 0); fo != 0 && (fo+4 > t.Size() || fo&3 != 0) {
 		if err := w.ScalarOutside(&t, fo, 4); err != nil {
 			return w.At(err, "version", -1)
 		}

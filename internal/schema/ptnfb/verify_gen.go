@@ -10,12 +10,12 @@ func VerifyDim(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	if fo := w.Slot(&t, 0); fo != 0 && fo+8 > t.Size() {
+	if fo := w.Slot(&t, 0); fo != 0 && (fo+8 > t.Size() || (t.Pos()+fo)&7 != 0) {
 		if err := w.ScalarOutside(&t, fo, 8); err != nil {
 			return w.At(err, "min", -1)
 		}
 	}
-	if fo := w.Slot(&t, 1); fo != 0 && fo+8 > t.Size() {
+	if fo := w.Slot(&t, 1); fo != 0 && (fo+8 > t.Size() || (t.Pos()+fo)&7 != 0) {
 		if err := w.ScalarOutside(&t, fo, 8); err != nil {
 			return w.At(err, "max", -1)
 		}
@@ -43,22 +43,22 @@ func VerifyAffineGroup(w *fbverify.Walk, pos int64) error {
 			}
 		}
 	}
-	if fo := w.Slot(&t, 1); fo != 0 && fo+1 > t.Size() {
+	if fo := w.Slot(&t, 1); fo != 0 && (fo+1 > t.Size()) {
 		if err := w.ScalarOutside(&t, fo, 1); err != nil {
 			return w.At(err, "scale_dtype", -1)
 		}
 	}
-	if fo := w.Slot(&t, 2); fo != 0 && fo+4 > t.Size() {
+	if fo := w.Slot(&t, 2); fo != 0 && (fo+4 > t.Size() || fo&3 != 0) {
 		if err := w.ScalarOutside(&t, fo, 4); err != nil {
 			return w.At(err, "quant_min", -1)
 		}
 	}
-	if fo := w.Slot(&t, 3); fo != 0 && fo+4 > t.Size() {
+	if fo := w.Slot(&t, 3); fo != 0 && (fo+4 > t.Size() || fo&3 != 0) {
 		if err := w.ScalarOutside(&t, fo, 4); err != nil {
 			return w.At(err, "quant_max", -1)
 		}
 	}
-	if fo := w.Slot(&t, 4); fo != 0 && fo+4 > t.Size() {
+	if fo := w.Slot(&t, 4); fo != 0 && (fo+4 > t.Size() || fo&3 != 0) {
 		if err := w.ScalarOutside(&t, fo, 4); err != nil {
 			return w.At(err, "group_size", -1)
 		}
@@ -76,7 +76,7 @@ func VerifyAffineGroup(w *fbverify.Walk, pos int64) error {
 			}
 		}
 	}
-	if fo := w.Slot(&t, 6); fo != 0 && fo+1 > t.Size() {
+	if fo := w.Slot(&t, 6); fo != 0 && (fo+1 > t.Size()) {
 		if err := w.ScalarOutside(&t, fo, 1); err != nil {
 			return w.At(err, "zero_point_dtype", -1)
 		}
@@ -116,7 +116,7 @@ func VerifyQuantSpec(w *fbverify.Walk, pos int64) error {
 	}
 	if tag, q, err := w.Union(&t, 0); err != nil {
 		return w.At(err, "scheme", -1)
-	} else if tag != 0 {
+	} else if tag != 0 && q != 0 {
 		switch tag {
 		case 1:
 			err = VerifyAffineGroup(w, q)
@@ -139,7 +139,7 @@ func VerifyTensorMeta(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	if fo := w.Slot(&t, 0); fo != 0 && fo+1 > t.Size() {
+	if fo := w.Slot(&t, 0); fo != 0 && (fo+1 > t.Size()) {
 		if err := w.ScalarOutside(&t, fo, 1); err != nil {
 			return w.At(err, "dtype", -1)
 		}
@@ -452,7 +452,7 @@ func VerifyArgument(w *fbverify.Walk, pos int64) error {
 	}
 	if tag, q, err := w.Union(&t, 0); err != nil {
 		return w.At(err, "value", -1)
-	} else if tag != 0 {
+	} else if tag != 0 && q != 0 {
 		switch tag {
 		case 1:
 			err = VerifyTensorArg(w, q)
@@ -523,7 +523,7 @@ func VerifyNamedArgument(w *fbverify.Walk, pos int64) error {
 			}
 		}
 	}
-	if fo := w.Slot(&t, 2); fo != 0 && fo+1 > t.Size() {
+	if fo := w.Slot(&t, 2); fo != 0 && (fo+1 > t.Size()) {
 		if err := w.ScalarOutside(&t, fo, 1); err != nil {
 			return w.At(err, "mutated", -1)
 		}
@@ -551,7 +551,7 @@ func VerifyNode(w *fbverify.Walk, pos int64) error {
 			}
 		}
 	}
-	if fo := w.Slot(&t, 1); fo != 0 && fo+1 > t.Size() {
+	if fo := w.Slot(&t, 1); fo != 0 && (fo+1 > t.Size()) {
 		if err := w.ScalarOutside(&t, fo, 1); err != nil {
 			return w.At(err, "op_kind", -1)
 		}
@@ -783,12 +783,12 @@ func VerifyNamedTensorRef(w *fbverify.Walk, pos int64) error {
 			}
 		}
 	}
-	if fo := w.Slot(&t, 3); fo != 0 && fo+1 > t.Size() {
+	if fo := w.Slot(&t, 3); fo != 0 && (fo+1 > t.Size()) {
 		if err := w.ScalarOutside(&t, fo, 1); err != nil {
 			return w.At(err, "kind", -1)
 		}
 	}
-	if fo := w.Slot(&t, 4); fo != 0 && fo+1 > t.Size() {
+	if fo := w.Slot(&t, 4); fo != 0 && (fo+1 > t.Size()) {
 		if err := w.ScalarOutside(&t, fo, 1); err != nil {
 			return w.At(err, "mutated", -1)
 		}
@@ -816,7 +816,7 @@ func VerifyOutputSpec(w *fbverify.Walk, pos int64) error {
 			}
 		}
 	}
-	if fo := w.Slot(&t, 1); fo != 0 && fo+1 > t.Size() {
+	if fo := w.Slot(&t, 1); fo != 0 && (fo+1 > t.Size()) {
 		if err := w.ScalarOutside(&t, fo, 1); err != nil {
 			return w.At(err, "kind", -1)
 		}

@@ -10,7 +10,7 @@ func VerifyIntScalar(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	if fo := w.Slot(&t, 0); fo != 0 && fo+4 > t.Size() {
+	if fo := w.Slot(&t, 0); fo != 0 && (fo+4 > t.Size() || fo&3 != 0) {
 		if err := w.ScalarOutside(&t, fo, 4); err != nil {
 			return w.At(err, "value", -1)
 		}
@@ -25,7 +25,7 @@ func VerifyFloatScalar(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	if fo := w.Slot(&t, 0); fo != 0 && fo+4 > t.Size() {
+	if fo := w.Slot(&t, 0); fo != 0 && (fo+4 > t.Size() || fo&3 != 0) {
 		if err := w.ScalarOutside(&t, fo, 4); err != nil {
 			return w.At(err, "value", -1)
 		}
@@ -40,12 +40,12 @@ func VerifyArgMaxAttrs(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	if fo := w.Slot(&t, 0); fo != 0 && fo+4 > t.Size() {
+	if fo := w.Slot(&t, 0); fo != 0 && (fo+4 > t.Size() || fo&3 != 0) {
 		if err := w.ScalarOutside(&t, fo, 4); err != nil {
 			return w.At(err, "axis", -1)
 		}
 	}
-	if fo := w.Slot(&t, 1); fo != 0 && fo+1 > t.Size() {
+	if fo := w.Slot(&t, 1); fo != 0 && (fo+1 > t.Size()) {
 		if err := w.ScalarOutside(&t, fo, 1); err != nil {
 			return w.At(err, "keep_dims", -1)
 		}
@@ -75,7 +75,7 @@ func VerifyAveragePoolAttrs(w *fbverify.Walk, pos int64) error {
 			}
 		}
 	}
-	if fo := w.Slot(&t, 1); fo != 0 && fo+1 > t.Size() {
+	if fo := w.Slot(&t, 1); fo != 0 && (fo+1 > t.Size()) {
 		if err := w.ScalarOutside(&t, fo, 1); err != nil {
 			return w.At(err, "auto_pad", -1)
 		}
@@ -110,12 +110,12 @@ func VerifyAveragePoolAttrs(w *fbverify.Walk, pos int64) error {
 			}
 		}
 	}
-	if fo := w.Slot(&t, 4); fo != 0 && fo+1 > t.Size() {
+	if fo := w.Slot(&t, 4); fo != 0 && (fo+1 > t.Size()) {
 		if err := w.ScalarOutside(&t, fo, 1); err != nil {
 			return w.At(err, "count_include_pad", -1)
 		}
 	}
-	if fo := w.Slot(&t, 5); fo != 0 && fo+1 > t.Size() {
+	if fo := w.Slot(&t, 5); fo != 0 && (fo+1 > t.Size()) {
 		if err := w.ScalarOutside(&t, fo, 1); err != nil {
 			return w.At(err, "ceil_mode", -1)
 		}
@@ -130,7 +130,7 @@ func VerifyBatchNormalizationAttrs(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	if fo := w.Slot(&t, 0); fo != 0 && fo+4 > t.Size() {
+	if fo := w.Slot(&t, 0); fo != 0 && (fo+4 > t.Size() || fo&3 != 0) {
 		if err := w.ScalarOutside(&t, fo, 4); err != nil {
 			return w.At(err, "epsilon", -1)
 		}
@@ -145,7 +145,7 @@ func VerifyCastAttrs(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	if fo := w.Slot(&t, 0); fo != 0 && fo+1 > t.Size() {
+	if fo := w.Slot(&t, 0); fo != 0 && (fo+1 > t.Size()) {
 		if err := w.ScalarOutside(&t, fo, 1); err != nil {
 			return w.At(err, "to", -1)
 		}
@@ -160,7 +160,7 @@ func VerifyConcatAttrs(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	if fo := w.Slot(&t, 0); fo != 0 && fo+4 > t.Size() {
+	if fo := w.Slot(&t, 0); fo != 0 && (fo+4 > t.Size() || fo&3 != 0) {
 		if err := w.ScalarOutside(&t, fo, 4); err != nil {
 			return w.At(err, "axis", -1)
 		}
@@ -177,7 +177,7 @@ func VerifyConstantOfShapeAttrs(w *fbverify.Walk, pos int64) error {
 	}
 	if tag, q, err := w.Union(&t, 0); err != nil {
 		return w.At(err, "value", -1)
-	} else if tag != 0 {
+	} else if tag != 0 && q != 0 {
 		switch tag {
 		case 1:
 			err = VerifyIntScalar(w, q)
@@ -200,7 +200,7 @@ func VerifyConvAttrs(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	if fo := w.Slot(&t, 0); fo != 0 && fo+1 > t.Size() {
+	if fo := w.Slot(&t, 0); fo != 0 && (fo+1 > t.Size()) {
 		if err := w.ScalarOutside(&t, fo, 1); err != nil {
 			return w.At(err, "auto_pad", -1)
 		}
@@ -220,7 +220,7 @@ func VerifyConvAttrs(w *fbverify.Walk, pos int64) error {
 			}
 		}
 	}
-	if fo := w.Slot(&t, 2); fo != 0 && fo+4 > t.Size() {
+	if fo := w.Slot(&t, 2); fo != 0 && (fo+4 > t.Size() || fo&3 != 0) {
 		if err := w.ScalarOutside(&t, fo, 4); err != nil {
 			return w.At(err, "groups", -1)
 		}
@@ -280,7 +280,7 @@ func VerifyConvTransposeAttrs(w *fbverify.Walk, pos int64) error {
 			}
 		}
 	}
-	if fo := w.Slot(&t, 1); fo != 0 && fo+1 > t.Size() {
+	if fo := w.Slot(&t, 1); fo != 0 && (fo+1 > t.Size()) {
 		if err := w.ScalarOutside(&t, fo, 1); err != nil {
 			return w.At(err, "auto_pad", -1)
 		}
@@ -300,7 +300,7 @@ func VerifyConvTransposeAttrs(w *fbverify.Walk, pos int64) error {
 			}
 		}
 	}
-	if fo := w.Slot(&t, 3); fo != 0 && fo+4 > t.Size() {
+	if fo := w.Slot(&t, 3); fo != 0 && (fo+4 > t.Size() || fo&3 != 0) {
 		if err := w.ScalarOutside(&t, fo, 4); err != nil {
 			return w.At(err, "groups", -1)
 		}
@@ -330,7 +330,7 @@ func VerifyFlattenAttrs(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	if fo := w.Slot(&t, 0); fo != 0 && fo+4 > t.Size() {
+	if fo := w.Slot(&t, 0); fo != 0 && (fo+4 > t.Size() || fo&3 != 0) {
 		if err := w.ScalarOutside(&t, fo, 4); err != nil {
 			return w.At(err, "axis", -1)
 		}
@@ -345,7 +345,7 @@ func VerifyGatherAttrs(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	if fo := w.Slot(&t, 0); fo != 0 && fo+4 > t.Size() {
+	if fo := w.Slot(&t, 0); fo != 0 && (fo+4 > t.Size() || fo&3 != 0) {
 		if err := w.ScalarOutside(&t, fo, 4); err != nil {
 			return w.At(err, "axis", -1)
 		}
@@ -360,22 +360,22 @@ func VerifyGemmAttrs(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	if fo := w.Slot(&t, 0); fo != 0 && fo+4 > t.Size() {
+	if fo := w.Slot(&t, 0); fo != 0 && (fo+4 > t.Size() || fo&3 != 0) {
 		if err := w.ScalarOutside(&t, fo, 4); err != nil {
 			return w.At(err, "alpha", -1)
 		}
 	}
-	if fo := w.Slot(&t, 1); fo != 0 && fo+4 > t.Size() {
+	if fo := w.Slot(&t, 1); fo != 0 && (fo+4 > t.Size() || fo&3 != 0) {
 		if err := w.ScalarOutside(&t, fo, 4); err != nil {
 			return w.At(err, "beta", -1)
 		}
 	}
-	if fo := w.Slot(&t, 2); fo != 0 && fo+1 > t.Size() {
+	if fo := w.Slot(&t, 2); fo != 0 && (fo+1 > t.Size()) {
 		if err := w.ScalarOutside(&t, fo, 1); err != nil {
 			return w.At(err, "transpose_a", -1)
 		}
 	}
-	if fo := w.Slot(&t, 3); fo != 0 && fo+1 > t.Size() {
+	if fo := w.Slot(&t, 3); fo != 0 && (fo+1 > t.Size()) {
 		if err := w.ScalarOutside(&t, fo, 1); err != nil {
 			return w.At(err, "transpose_b", -1)
 		}
@@ -390,17 +390,17 @@ func VerifyGRUAttrs(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	if fo := w.Slot(&t, 0); fo != 0 && fo+1 > t.Size() {
+	if fo := w.Slot(&t, 0); fo != 0 && (fo+1 > t.Size()) {
 		if err := w.ScalarOutside(&t, fo, 1); err != nil {
 			return w.At(err, "direction", -1)
 		}
 	}
-	if fo := w.Slot(&t, 1); fo != 0 && fo+4 > t.Size() {
+	if fo := w.Slot(&t, 1); fo != 0 && (fo+4 > t.Size() || fo&3 != 0) {
 		if err := w.ScalarOutside(&t, fo, 4); err != nil {
 			return w.At(err, "hidden_size", -1)
 		}
 	}
-	if fo := w.Slot(&t, 2); fo != 0 && fo+1 > t.Size() {
+	if fo := w.Slot(&t, 2); fo != 0 && (fo+1 > t.Size()) {
 		if err := w.ScalarOutside(&t, fo, 1); err != nil {
 			return w.At(err, "linear_before_reset", -1)
 		}
@@ -415,7 +415,7 @@ func VerifyLeakyReluAttrs(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	if fo := w.Slot(&t, 0); fo != 0 && fo+4 > t.Size() {
+	if fo := w.Slot(&t, 0); fo != 0 && (fo+4 > t.Size() || fo&3 != 0) {
 		if err := w.ScalarOutside(&t, fo, 4); err != nil {
 			return w.At(err, "alpha", -1)
 		}
@@ -430,12 +430,12 @@ func VerifyLSTMAttrs(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	if fo := w.Slot(&t, 0); fo != 0 && fo+1 > t.Size() {
+	if fo := w.Slot(&t, 0); fo != 0 && (fo+1 > t.Size()) {
 		if err := w.ScalarOutside(&t, fo, 1); err != nil {
 			return w.At(err, "direction", -1)
 		}
 	}
-	if fo := w.Slot(&t, 1); fo != 0 && fo+4 > t.Size() {
+	if fo := w.Slot(&t, 1); fo != 0 && (fo+4 > t.Size() || fo&3 != 0) {
 		if err := w.ScalarOutside(&t, fo, 4); err != nil {
 			return w.At(err, "hidden_size", -1)
 		}
@@ -465,7 +465,7 @@ func VerifyMaxPoolAttrs(w *fbverify.Walk, pos int64) error {
 			}
 		}
 	}
-	if fo := w.Slot(&t, 1); fo != 0 && fo+1 > t.Size() {
+	if fo := w.Slot(&t, 1); fo != 0 && (fo+1 > t.Size()) {
 		if err := w.ScalarOutside(&t, fo, 1); err != nil {
 			return w.At(err, "auto_pad", -1)
 		}
@@ -500,7 +500,7 @@ func VerifyMaxPoolAttrs(w *fbverify.Walk, pos int64) error {
 			}
 		}
 	}
-	if fo := w.Slot(&t, 4); fo != 0 && fo+1 > t.Size() {
+	if fo := w.Slot(&t, 4); fo != 0 && (fo+1 > t.Size()) {
 		if err := w.ScalarOutside(&t, fo, 1); err != nil {
 			return w.At(err, "ceil_mode", -1)
 		}
@@ -530,12 +530,12 @@ func VerifyReduceMeanAttrs(w *fbverify.Walk, pos int64) error {
 			}
 		}
 	}
-	if fo := w.Slot(&t, 1); fo != 0 && fo+1 > t.Size() {
+	if fo := w.Slot(&t, 1); fo != 0 && (fo+1 > t.Size()) {
 		if err := w.ScalarOutside(&t, fo, 1); err != nil {
 			return w.At(err, "keep_dims", -1)
 		}
 	}
-	if fo := w.Slot(&t, 2); fo != 0 && fo+1 > t.Size() {
+	if fo := w.Slot(&t, 2); fo != 0 && (fo+1 > t.Size()) {
 		if err := w.ScalarOutside(&t, fo, 1); err != nil {
 			return w.At(err, "noop_with_empty_axes", -1)
 		}
@@ -550,7 +550,7 @@ func VerifyReshapeAttrs(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	if fo := w.Slot(&t, 0); fo != 0 && fo+1 > t.Size() {
+	if fo := w.Slot(&t, 0); fo != 0 && (fo+1 > t.Size()) {
 		if err := w.ScalarOutside(&t, fo, 1); err != nil {
 			return w.At(err, "allow_zero", -1)
 		}
@@ -565,17 +565,17 @@ func VerifyResizeAttrs(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	if fo := w.Slot(&t, 0); fo != 0 && fo+1 > t.Size() {
+	if fo := w.Slot(&t, 0); fo != 0 && (fo+1 > t.Size()) {
 		if err := w.ScalarOutside(&t, fo, 1); err != nil {
 			return w.At(err, "mode", -1)
 		}
 	}
-	if fo := w.Slot(&t, 1); fo != 0 && fo+1 > t.Size() {
+	if fo := w.Slot(&t, 1); fo != 0 && (fo+1 > t.Size()) {
 		if err := w.ScalarOutside(&t, fo, 1); err != nil {
 			return w.At(err, "coord_mode", -1)
 		}
 	}
-	if fo := w.Slot(&t, 2); fo != 0 && fo+1 > t.Size() {
+	if fo := w.Slot(&t, 2); fo != 0 && (fo+1 > t.Size()) {
 		if err := w.ScalarOutside(&t, fo, 1); err != nil {
 			return w.At(err, "nearest_mode", -1)
 		}
@@ -590,12 +590,12 @@ func VerifySplitAttrs(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	if fo := w.Slot(&t, 0); fo != 0 && fo+4 > t.Size() {
+	if fo := w.Slot(&t, 0); fo != 0 && (fo+4 > t.Size() || fo&3 != 0) {
 		if err := w.ScalarOutside(&t, fo, 4); err != nil {
 			return w.At(err, "axis", -1)
 		}
 	}
-	if fo := w.Slot(&t, 1); fo != 0 && fo+4 > t.Size() {
+	if fo := w.Slot(&t, 1); fo != 0 && (fo+4 > t.Size() || fo&3 != 0) {
 		if err := w.ScalarOutside(&t, fo, 4); err != nil {
 			return w.At(err, "num_outputs", -1)
 		}
@@ -610,7 +610,7 @@ func VerifySoftmaxAttrs(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	if fo := w.Slot(&t, 0); fo != 0 && fo+4 > t.Size() {
+	if fo := w.Slot(&t, 0); fo != 0 && (fo+4 > t.Size() || fo&3 != 0) {
 		if err := w.ScalarOutside(&t, fo, 4); err != nil {
 			return w.At(err, "axis", -1)
 		}
@@ -650,7 +650,7 @@ func VerifyModAttrs(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	if fo := w.Slot(&t, 0); fo != 0 && fo+1 > t.Size() {
+	if fo := w.Slot(&t, 0); fo != 0 && (fo+1 > t.Size()) {
 		if err := w.ScalarOutside(&t, fo, 1); err != nil {
 			return w.At(err, "fmod", -1)
 		}
@@ -665,12 +665,12 @@ func VerifyScatterElementsAttrs(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	if fo := w.Slot(&t, 0); fo != 0 && fo+4 > t.Size() {
+	if fo := w.Slot(&t, 0); fo != 0 && (fo+4 > t.Size() || fo&3 != 0) {
 		if err := w.ScalarOutside(&t, fo, 4); err != nil {
 			return w.At(err, "axis", -1)
 		}
 	}
-	if fo := w.Slot(&t, 1); fo != 0 && fo+1 > t.Size() {
+	if fo := w.Slot(&t, 1); fo != 0 && (fo+1 > t.Size()) {
 		if err := w.ScalarOutside(&t, fo, 1); err != nil {
 			return w.At(err, "reduction", -1)
 		}
@@ -685,7 +685,7 @@ func VerifyOneHotAttrs(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	if fo := w.Slot(&t, 0); fo != 0 && fo+4 > t.Size() {
+	if fo := w.Slot(&t, 0); fo != 0 && (fo+4 > t.Size() || fo&3 != 0) {
 		if err := w.ScalarOutside(&t, fo, 4); err != nil {
 			return w.At(err, "axis", -1)
 		}
@@ -700,17 +700,17 @@ func VerifyTopKAttrs(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	if fo := w.Slot(&t, 0); fo != 0 && fo+4 > t.Size() {
+	if fo := w.Slot(&t, 0); fo != 0 && (fo+4 > t.Size() || fo&3 != 0) {
 		if err := w.ScalarOutside(&t, fo, 4); err != nil {
 			return w.At(err, "axis", -1)
 		}
 	}
-	if fo := w.Slot(&t, 1); fo != 0 && fo+1 > t.Size() {
+	if fo := w.Slot(&t, 1); fo != 0 && (fo+1 > t.Size()) {
 		if err := w.ScalarOutside(&t, fo, 1); err != nil {
 			return w.At(err, "largest", -1)
 		}
 	}
-	if fo := w.Slot(&t, 2); fo != 0 && fo+1 > t.Size() {
+	if fo := w.Slot(&t, 2); fo != 0 && (fo+1 > t.Size()) {
 		if err := w.ScalarOutside(&t, fo, 1); err != nil {
 			return w.At(err, "sorted", -1)
 		}
@@ -725,12 +725,12 @@ func VerifyHardSigmoidAttrs(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	if fo := w.Slot(&t, 0); fo != 0 && fo+4 > t.Size() {
+	if fo := w.Slot(&t, 0); fo != 0 && (fo+4 > t.Size() || fo&3 != 0) {
 		if err := w.ScalarOutside(&t, fo, 4); err != nil {
 			return w.At(err, "alpha", -1)
 		}
 	}
-	if fo := w.Slot(&t, 1); fo != 0 && fo+4 > t.Size() {
+	if fo := w.Slot(&t, 1); fo != 0 && (fo+4 > t.Size() || fo&3 != 0) {
 		if err := w.ScalarOutside(&t, fo, 4); err != nil {
 			return w.At(err, "beta", -1)
 		}
@@ -745,7 +745,7 @@ func VerifyTriluAttrs(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	if fo := w.Slot(&t, 0); fo != 0 && fo+1 > t.Size() {
+	if fo := w.Slot(&t, 0); fo != 0 && (fo+1 > t.Size()) {
 		if err := w.ScalarOutside(&t, fo, 1); err != nil {
 			return w.At(err, "upper", -1)
 		}
@@ -760,7 +760,7 @@ func VerifyScatterNDAttrs(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	if fo := w.Slot(&t, 0); fo != 0 && fo+1 > t.Size() {
+	if fo := w.Slot(&t, 0); fo != 0 && (fo+1 > t.Size()) {
 		if err := w.ScalarOutside(&t, fo, 1); err != nil {
 			return w.At(err, "reduction", -1)
 		}
@@ -775,7 +775,7 @@ func VerifyNonMaxSuppressionAttrs(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	if fo := w.Slot(&t, 0); fo != 0 && fo+1 > t.Size() {
+	if fo := w.Slot(&t, 0); fo != 0 && (fo+1 > t.Size()) {
 		if err := w.ScalarOutside(&t, fo, 1); err != nil {
 			return w.At(err, "box_order", -1)
 		}
@@ -790,12 +790,12 @@ func VerifyLayerNormalizationAttrs(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	if fo := w.Slot(&t, 0); fo != 0 && fo+4 > t.Size() {
+	if fo := w.Slot(&t, 0); fo != 0 && (fo+4 > t.Size() || fo&3 != 0) {
 		if err := w.ScalarOutside(&t, fo, 4); err != nil {
 			return w.At(err, "axis", -1)
 		}
 	}
-	if fo := w.Slot(&t, 1); fo != 0 && fo+4 > t.Size() {
+	if fo := w.Slot(&t, 1); fo != 0 && (fo+4 > t.Size() || fo&3 != 0) {
 		if err := w.ScalarOutside(&t, fo, 4); err != nil {
 			return w.At(err, "epsilon", -1)
 		}
@@ -825,17 +825,17 @@ func VerifyRandomUniformAttrs(w *fbverify.Walk, pos int64) error {
 			}
 		}
 	}
-	if fo := w.Slot(&t, 1); fo != 0 && fo+4 > t.Size() {
+	if fo := w.Slot(&t, 1); fo != 0 && (fo+4 > t.Size() || fo&3 != 0) {
 		if err := w.ScalarOutside(&t, fo, 4); err != nil {
 			return w.At(err, "high", -1)
 		}
 	}
-	if fo := w.Slot(&t, 2); fo != 0 && fo+4 > t.Size() {
+	if fo := w.Slot(&t, 2); fo != 0 && (fo+4 > t.Size() || fo&3 != 0) {
 		if err := w.ScalarOutside(&t, fo, 4); err != nil {
 			return w.At(err, "low", -1)
 		}
 	}
-	if fo := w.Slot(&t, 3); fo != 0 && fo+4 > t.Size() {
+	if fo := w.Slot(&t, 3); fo != 0 && (fo+4 > t.Size() || fo&3 != 0) {
 		if err := w.ScalarOutside(&t, fo, 4); err != nil {
 			return w.At(err, "seed", -1)
 		}
@@ -850,7 +850,7 @@ func VerifyEluAttrs(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	if fo := w.Slot(&t, 0); fo != 0 && fo+4 > t.Size() {
+	if fo := w.Slot(&t, 0); fo != 0 && (fo+4 > t.Size() || fo&3 != 0) {
 		if err := w.ScalarOutside(&t, fo, 4); err != nil {
 			return w.At(err, "alpha", -1)
 		}
@@ -865,17 +865,17 @@ func VerifyRandomUniformLikeAttrs(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	if fo := w.Slot(&t, 0); fo != 0 && fo+4 > t.Size() {
+	if fo := w.Slot(&t, 0); fo != 0 && (fo+4 > t.Size() || fo&3 != 0) {
 		if err := w.ScalarOutside(&t, fo, 4); err != nil {
 			return w.At(err, "high", -1)
 		}
 	}
-	if fo := w.Slot(&t, 1); fo != 0 && fo+4 > t.Size() {
+	if fo := w.Slot(&t, 1); fo != 0 && (fo+4 > t.Size() || fo&3 != 0) {
 		if err := w.ScalarOutside(&t, fo, 4); err != nil {
 			return w.At(err, "low", -1)
 		}
 	}
-	if fo := w.Slot(&t, 2); fo != 0 && fo+4 > t.Size() {
+	if fo := w.Slot(&t, 2); fo != 0 && (fo+4 > t.Size() || fo&3 != 0) {
 		if err := w.ScalarOutside(&t, fo, 4); err != nil {
 			return w.At(err, "seed", -1)
 		}
@@ -890,17 +890,17 @@ func VerifyRandomNormalAttrs(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	if fo := w.Slot(&t, 0); fo != 0 && fo+4 > t.Size() {
+	if fo := w.Slot(&t, 0); fo != 0 && (fo+4 > t.Size() || fo&3 != 0) {
 		if err := w.ScalarOutside(&t, fo, 4); err != nil {
 			return w.At(err, "mean", -1)
 		}
 	}
-	if fo := w.Slot(&t, 1); fo != 0 && fo+4 > t.Size() {
+	if fo := w.Slot(&t, 1); fo != 0 && (fo+4 > t.Size() || fo&3 != 0) {
 		if err := w.ScalarOutside(&t, fo, 4); err != nil {
 			return w.At(err, "scale", -1)
 		}
 	}
-	if fo := w.Slot(&t, 2); fo != 0 && fo+4 > t.Size() {
+	if fo := w.Slot(&t, 2); fo != 0 && (fo+4 > t.Size() || fo&3 != 0) {
 		if err := w.ScalarOutside(&t, fo, 4); err != nil {
 			return w.At(err, "seed", -1)
 		}
@@ -930,17 +930,17 @@ func VerifyRandomNormalLikeAttrs(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	if fo := w.Slot(&t, 0); fo != 0 && fo+4 > t.Size() {
+	if fo := w.Slot(&t, 0); fo != 0 && (fo+4 > t.Size() || fo&3 != 0) {
 		if err := w.ScalarOutside(&t, fo, 4); err != nil {
 			return w.At(err, "mean", -1)
 		}
 	}
-	if fo := w.Slot(&t, 1); fo != 0 && fo+4 > t.Size() {
+	if fo := w.Slot(&t, 1); fo != 0 && (fo+4 > t.Size() || fo&3 != 0) {
 		if err := w.ScalarOutside(&t, fo, 4); err != nil {
 			return w.At(err, "scale", -1)
 		}
 	}
-	if fo := w.Slot(&t, 2); fo != 0 && fo+4 > t.Size() {
+	if fo := w.Slot(&t, 2); fo != 0 && (fo+4 > t.Size() || fo&3 != 0) {
 		if err := w.ScalarOutside(&t, fo, 4); err != nil {
 			return w.At(err, "seed", -1)
 		}
@@ -955,7 +955,7 @@ func VerifyGatherNDAttrs(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	if fo := w.Slot(&t, 0); fo != 0 && fo+4 > t.Size() {
+	if fo := w.Slot(&t, 0); fo != 0 && (fo+4 > t.Size() || fo&3 != 0) {
 		if err := w.ScalarOutside(&t, fo, 4); err != nil {
 			return w.At(err, "batch_dims", -1)
 		}
@@ -970,7 +970,7 @@ func VerifyGeluAttrs(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	if fo := w.Slot(&t, 0); fo != 0 && fo+1 > t.Size() {
+	if fo := w.Slot(&t, 0); fo != 0 && (fo+1 > t.Size()) {
 		if err := w.ScalarOutside(&t, fo, 1); err != nil {
 			return w.At(err, "approximate", -1)
 		}
@@ -1044,7 +1044,7 @@ func VerifyPadAttrs(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	if fo := w.Slot(&t, 0); fo != 0 && fo+1 > t.Size() {
+	if fo := w.Slot(&t, 0); fo != 0 && (fo+1 > t.Size()) {
 		if err := w.ScalarOutside(&t, fo, 1); err != nil {
 			return w.At(err, "mode", -1)
 		}
@@ -1059,7 +1059,7 @@ func VerifyDequantizeLinearAttrs(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	if fo := w.Slot(&t, 0); fo != 0 && fo+4 > t.Size() {
+	if fo := w.Slot(&t, 0); fo != 0 && (fo+4 > t.Size() || fo&3 != 0) {
 		if err := w.ScalarOutside(&t, fo, 4); err != nil {
 			return w.At(err, "axis", -1)
 		}
@@ -1074,12 +1074,12 @@ func VerifyQuantizeLinearAttrs(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	if fo := w.Slot(&t, 0); fo != 0 && fo+4 > t.Size() {
+	if fo := w.Slot(&t, 0); fo != 0 && (fo+4 > t.Size() || fo&3 != 0) {
 		if err := w.ScalarOutside(&t, fo, 4); err != nil {
 			return w.At(err, "axis", -1)
 		}
 	}
-	if fo := w.Slot(&t, 1); fo != 0 && fo+1 > t.Size() {
+	if fo := w.Slot(&t, 1); fo != 0 && (fo+1 > t.Size()) {
 		if err := w.ScalarOutside(&t, fo, 1); err != nil {
 			return w.At(err, "output_dtype", -1)
 		}
@@ -1094,12 +1094,12 @@ func VerifyDepthToSpaceAttrs(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	if fo := w.Slot(&t, 0); fo != 0 && fo+1 > t.Size() {
+	if fo := w.Slot(&t, 0); fo != 0 && (fo+1 > t.Size()) {
 		if err := w.ScalarOutside(&t, fo, 1); err != nil {
 			return w.At(err, "mode", -1)
 		}
 	}
-	if fo := w.Slot(&t, 1); fo != 0 && fo+4 > t.Size() {
+	if fo := w.Slot(&t, 1); fo != 0 && (fo+4 > t.Size() || fo&3 != 0) {
 		if err := w.ScalarOutside(&t, fo, 4); err != nil {
 			return w.At(err, "block_size", -1)
 		}
@@ -1119,12 +1119,12 @@ func VerifyShapeAttrs(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	if fo := w.Slot(&t, 0); fo != 0 && fo+4 > t.Size() {
+	if fo := w.Slot(&t, 0); fo != 0 && (fo+4 > t.Size() || fo&3 != 0) {
 		if err := w.ScalarOutside(&t, fo, 4); err != nil {
 			return w.At(err, "start", -1)
 		}
 	}
-	if fo := w.Slot(&t, 1); fo != 0 && fo+4 > t.Size() {
+	if fo := w.Slot(&t, 1); fo != 0 && (fo+4 > t.Size() || fo&3 != 0) {
 		if err := w.ScalarOutside(&t, fo, 4); err != nil {
 			return w.At(err, "end", -1)
 		}
@@ -1139,7 +1139,7 @@ func VerifyDropoutAttrs(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	if fo := w.Slot(&t, 0); fo != 0 && fo+4 > t.Size() {
+	if fo := w.Slot(&t, 0); fo != 0 && (fo+4 > t.Size() || fo&3 != 0) {
 		if err := w.ScalarOutside(&t, fo, 4); err != nil {
 			return w.At(err, "seed", -1)
 		}
@@ -1154,12 +1154,12 @@ func VerifyEyeLikeAttrs(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	if fo := w.Slot(&t, 0); fo != 0 && fo+1 > t.Size() {
+	if fo := w.Slot(&t, 0); fo != 0 && (fo+1 > t.Size()) {
 		if err := w.ScalarOutside(&t, fo, 1); err != nil {
 			return w.At(err, "dtype", -1)
 		}
 	}
-	if fo := w.Slot(&t, 1); fo != 0 && fo+4 > t.Size() {
+	if fo := w.Slot(&t, 1); fo != 0 && (fo+4 > t.Size() || fo&3 != 0) {
 		if err := w.ScalarOutside(&t, fo, 4); err != nil {
 			return w.At(err, "k", -1)
 		}
@@ -1202,7 +1202,7 @@ func VerifySequenceEmptyAttrs(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	if fo := w.Slot(&t, 0); fo != 0 && fo+1 > t.Size() {
+	if fo := w.Slot(&t, 0); fo != 0 && (fo+1 > t.Size()) {
 		if err := w.ScalarOutside(&t, fo, 1); err != nil {
 			return w.At(err, "dtype", -1)
 		}
@@ -1217,12 +1217,12 @@ func VerifyConcatFromSequenceAttrs(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	if fo := w.Slot(&t, 0); fo != 0 && fo+4 > t.Size() {
+	if fo := w.Slot(&t, 0); fo != 0 && (fo+4 > t.Size() || fo&3 != 0) {
 		if err := w.ScalarOutside(&t, fo, 4); err != nil {
 			return w.At(err, "axis", -1)
 		}
 	}
-	if fo := w.Slot(&t, 1); fo != 0 && fo+1 > t.Size() {
+	if fo := w.Slot(&t, 1); fo != 0 && (fo+1 > t.Size()) {
 		if err := w.ScalarOutside(&t, fo, 1); err != nil {
 			return w.At(err, "new_axis", -1)
 		}
@@ -1237,12 +1237,12 @@ func VerifySplitToSequenceAttrs(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	if fo := w.Slot(&t, 0); fo != 0 && fo+4 > t.Size() {
+	if fo := w.Slot(&t, 0); fo != 0 && (fo+4 > t.Size() || fo&3 != 0) {
 		if err := w.ScalarOutside(&t, fo, 4); err != nil {
 			return w.At(err, "axis", -1)
 		}
 	}
-	if fo := w.Slot(&t, 1); fo != 0 && fo+1 > t.Size() {
+	if fo := w.Slot(&t, 1); fo != 0 && (fo+1 > t.Size()) {
 		if err := w.ScalarOutside(&t, fo, 1); err != nil {
 			return w.At(err, "keep_dims", -1)
 		}
@@ -1257,7 +1257,7 @@ func VerifyGridSampleAttrs(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	if fo := w.Slot(&t, 0); fo != 0 && fo+1 > t.Size() {
+	if fo := w.Slot(&t, 0); fo != 0 && (fo+1 > t.Size()) {
 		if err := w.ScalarOutside(&t, fo, 1); err != nil {
 			return w.At(err, "align_corners", -1)
 		}
@@ -1272,7 +1272,7 @@ func VerifySTFTAttrs(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	if fo := w.Slot(&t, 0); fo != 0 && fo+1 > t.Size() {
+	if fo := w.Slot(&t, 0); fo != 0 && (fo+1 > t.Size()) {
 		if err := w.ScalarOutside(&t, fo, 1); err != nil {
 			return w.At(err, "onesided", -1)
 		}
@@ -1337,14 +1337,14 @@ func VerifyOperatorNode(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	if fo := w.Slot(&t, 0); fo != 0 && fo+1 > t.Size() {
+	if fo := w.Slot(&t, 0); fo != 0 && (fo+1 > t.Size()) {
 		if err := w.ScalarOutside(&t, fo, 1); err != nil {
 			return w.At(err, "type", -1)
 		}
 	}
 	if tag, q, err := w.Union(&t, 1); err != nil {
 		return w.At(err, "attrs", -1)
-	} else if tag != 0 {
+	} else if tag != 0 && q != 0 {
 		switch tag {
 		case 1:
 			err = VerifyArgMaxAttrs(w, q)
@@ -1638,7 +1638,7 @@ func VerifyConstantNode(w *fbverify.Walk, pos int64) error {
 	}
 	if tag, q, err := w.Union(&t, 1); err != nil {
 		return w.At(err, "data", -1)
-	} else if tag != 0 {
+	} else if tag != 0 && q != 0 {
 		switch tag {
 		case 1:
 			err = VerifyFloatData(w, q)
@@ -1655,12 +1655,12 @@ func VerifyConstantNode(w *fbverify.Walk, pos int64) error {
 			return w.At(err, "data", -1)
 		}
 	}
-	if fo := w.Slot(&t, 3); fo != 0 && fo+2 > t.Size() {
+	if fo := w.Slot(&t, 3); fo != 0 && (fo+2 > t.Size() || fo&1 != 0) {
 		if err := w.ScalarOutside(&t, fo, 2); err != nil {
 			return w.At(err, "dtype", -1)
 		}
 	}
-	if fo := w.Slot(&t, 4); fo != 0 && fo+8 > t.Size() {
+	if fo := w.Slot(&t, 4); fo != 0 && (fo+8 > t.Size() || (t.Pos()+fo)&7 != 0) {
 		if err := w.ScalarOutside(&t, fo, 8); err != nil {
 			return w.At(err, "data_offset", -1)
 		}
@@ -1675,7 +1675,7 @@ func VerifyDim(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	if fo := w.Slot(&t, 0); fo != 0 && fo+4 > t.Size() {
+	if fo := w.Slot(&t, 0); fo != 0 && (fo+4 > t.Size() || fo&3 != 0) {
 		if err := w.ScalarOutside(&t, fo, 4); err != nil {
 			return w.At(err, "value", -1)
 		}
@@ -1734,7 +1734,7 @@ func VerifyValueNode(w *fbverify.Walk, pos int64) error {
 			}
 		}
 	}
-	if fo := w.Slot(&t, 1); fo != 0 && fo+1 > t.Size() {
+	if fo := w.Slot(&t, 1); fo != 0 && (fo+1 > t.Size()) {
 		if err := w.ScalarOutside(&t, fo, 1); err != nil {
 			return w.At(err, "dtype", -1)
 		}
@@ -1764,7 +1764,7 @@ func VerifyNode(w *fbverify.Walk, pos int64) error {
 	}
 	if tag, q, err := w.Union(&t, 1); err != nil {
 		return w.At(err, "data", -1)
-	} else if tag != 0 {
+	} else if tag != 0 && q != 0 {
 		switch tag {
 		case 1:
 			err = VerifyOperatorNode(w, q)
@@ -1989,7 +1989,7 @@ func VerifyModel(w *fbverify.Walk, pos int64) error {
 	if err != nil {
 		return err
 	}
-	if fo := w.Slot(&t, 0); fo != 0 && fo+4 > t.Size() {
+	if fo := w.Slot(&t, 0); fo != 0 && (fo+4 > t.Size() || fo&3 != 0) {
 		if err := w.ScalarOutside(&t, fo, 4); err != nil {
 			return w.At(err, "schema_version", -1)
 		}

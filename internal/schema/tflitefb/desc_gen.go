@@ -8,7 +8,6 @@ import "github.com/edgeload/edgeload/internal/fbverify"
 var (
 	CustomQuantizationDesc                = &fbverify.TableDesc{Name: "CustomQuantization", Slots: 1}
 	BlockwiseQuantizationDesc             = &fbverify.TableDesc{Name: "BlockwiseQuantization", Slots: 4}
-	MultiAxisQuantizationDesc             = &fbverify.TableDesc{Name: "MultiAxisQuantization", Slots: 4}
 	QuantizationParametersDesc            = &fbverify.TableDesc{Name: "QuantizationParameters", Slots: 7}
 	Int32VectorDesc                       = &fbverify.TableDesc{Name: "Int32Vector", Slots: 1}
 	Uint16VectorDesc                      = &fbverify.TableDesc{Name: "Uint16Vector", Slots: 1}
@@ -22,6 +21,17 @@ var (
 	WhileOptionsDesc                      = &fbverify.TableDesc{Name: "WhileOptions", Slots: 2}
 	CallOnceOptionsDesc                   = &fbverify.TableDesc{Name: "CallOnceOptions", Slots: 1}
 	StableHLOCompositeOptionsDesc         = &fbverify.TableDesc{Name: "StableHLOCompositeOptions", Slots: 5}
+	OperatorCodeDesc                      = &fbverify.TableDesc{Name: "OperatorCode", Slots: 4}
+	OperatorDesc                          = &fbverify.TableDesc{Name: "Operator", Slots: 14}
+	SubGraphDesc                          = &fbverify.TableDesc{Name: "SubGraph", Slots: 6}
+	BufferDesc                            = &fbverify.TableDesc{Name: "Buffer", Slots: 3}
+	ExternalBufferGroupDesc               = &fbverify.TableDesc{Name: "ExternalBufferGroup", Slots: 1}
+	ExternalBufferDesc                    = &fbverify.TableDesc{Name: "ExternalBuffer", Slots: 5}
+	MetadataDesc                          = &fbverify.TableDesc{Name: "Metadata", Slots: 2}
+	TensorMapDesc                         = &fbverify.TableDesc{Name: "TensorMap", Slots: 2}
+	SignatureDefDesc                      = &fbverify.TableDesc{Name: "SignatureDef", Slots: 5}
+	ModelDesc                             = &fbverify.TableDesc{Name: "Model", Slots: 10}
+	MultiAxisQuantizationDesc             = &fbverify.TableDesc{Name: "MultiAxisQuantization", Slots: 4}
 	Conv2DOptionsDesc                     = &fbverify.TableDesc{Name: "Conv2DOptions", Slots: 7}
 	DepthwiseConv2DOptionsDesc            = &fbverify.TableDesc{Name: "DepthwiseConv2DOptions", Slots: 7}
 	ConcatEmbeddingsOptionsDesc           = &fbverify.TableDesc{Name: "ConcatEmbeddingsOptions", Slots: 3}
@@ -166,16 +176,6 @@ var (
 	ReduceWindowOptionsDesc               = &fbverify.TableDesc{Name: "ReduceWindowOptions", Slots: 1}
 	StablehloShiftLeftOptionsDesc         = &fbverify.TableDesc{Name: "StablehloShiftLeftOptions", Slots: 0}
 	StablehloCaseOptionsDesc              = &fbverify.TableDesc{Name: "StablehloCaseOptions", Slots: 1}
-	OperatorCodeDesc                      = &fbverify.TableDesc{Name: "OperatorCode", Slots: 4}
-	OperatorDesc                          = &fbverify.TableDesc{Name: "Operator", Slots: 14}
-	SubGraphDesc                          = &fbverify.TableDesc{Name: "SubGraph", Slots: 6}
-	BufferDesc                            = &fbverify.TableDesc{Name: "Buffer", Slots: 3}
-	ExternalBufferGroupDesc               = &fbverify.TableDesc{Name: "ExternalBufferGroup", Slots: 1}
-	ExternalBufferDesc                    = &fbverify.TableDesc{Name: "ExternalBuffer", Slots: 5}
-	MetadataDesc                          = &fbverify.TableDesc{Name: "Metadata", Slots: 2}
-	TensorMapDesc                         = &fbverify.TableDesc{Name: "TensorMap", Slots: 2}
-	SignatureDefDesc                      = &fbverify.TableDesc{Name: "SignatureDef", Slots: 5}
-	ModelDesc                             = &fbverify.TableDesc{Name: "Model", Slots: 10}
 )
 
 func init() {
@@ -187,12 +187,6 @@ func init() {
 		{Name: "zero_points", ID: 1, Kind: fbverify.KindScalar, Size: 4},
 		{Name: "block_size", ID: 2, Kind: fbverify.KindScalar, Size: 4},
 		{Name: "block_shape", ID: 3, Kind: fbverify.KindVector, Size: 4},
-	}
-	MultiAxisQuantizationDesc.Fields = []fbverify.FieldDesc{
-		{Name: "scales", ID: 0, Kind: fbverify.KindScalar, Size: 4},
-		{Name: "zero_points", ID: 1, Kind: fbverify.KindScalar, Size: 4},
-		{Name: "block_size", ID: 2, Kind: fbverify.KindScalar, Size: 4},
-		{Name: "quantized_dimensions", ID: 3, Kind: fbverify.KindVector, Size: 4},
 	}
 	QuantizationParametersDesc.Fields = []fbverify.FieldDesc{
 		{Name: "min", ID: 0, Kind: fbverify.KindVector, Size: 4},
@@ -260,6 +254,82 @@ func init() {
 		{Name: "composite_attributes", ID: 2, Kind: fbverify.KindVector, Size: 1},
 		{Name: "composite_attributes_format", ID: 3, Kind: fbverify.KindScalar, Size: 1},
 		{Name: "version", ID: 4, Kind: fbverify.KindScalar, Size: 4},
+	}
+	OperatorCodeDesc.Fields = []fbverify.FieldDesc{
+		{Name: "deprecated_builtin_code", ID: 0, Kind: fbverify.KindScalar, Size: 1},
+		{Name: "custom_code", ID: 1, Kind: fbverify.KindString},
+		{Name: "version", ID: 2, Kind: fbverify.KindScalar, Size: 4},
+		{Name: "builtin_code", ID: 3, Kind: fbverify.KindScalar, Size: 4},
+	}
+	OperatorDesc.Fields = []fbverify.FieldDesc{
+		{Name: "opcode_index", ID: 0, Kind: fbverify.KindScalar, Size: 4},
+		{Name: "inputs", ID: 1, Kind: fbverify.KindVector, Size: 4},
+		{Name: "outputs", ID: 2, Kind: fbverify.KindVector, Size: 4},
+		{Name: "builtin_options", ID: 3, Kind: fbverify.KindUnion, Members: []*fbverify.TableDesc{1: Conv2DOptionsDesc, 2: DepthwiseConv2DOptionsDesc, 3: ConcatEmbeddingsOptionsDesc, 4: LSHProjectionOptionsDesc, 5: Pool2DOptionsDesc, 6: SVDFOptionsDesc, 7: RNNOptionsDesc, 8: FullyConnectedOptionsDesc, 9: SoftmaxOptionsDesc, 10: ConcatenationOptionsDesc, 11: AddOptionsDesc, 12: L2NormOptionsDesc, 13: LocalResponseNormalizationOptionsDesc, 14: LSTMOptionsDesc, 15: ResizeBilinearOptionsDesc, 16: CallOptionsDesc, 17: ReshapeOptionsDesc, 18: SkipGramOptionsDesc, 19: SpaceToDepthOptionsDesc, 20: EmbeddingLookupSparseOptionsDesc, 21: MulOptionsDesc, 22: PadOptionsDesc, 23: GatherOptionsDesc, 24: BatchToSpaceNDOptionsDesc, 25: SpaceToBatchNDOptionsDesc, 26: TransposeOptionsDesc, 27: ReducerOptionsDesc, 28: SubOptionsDesc, 29: DivOptionsDesc, 30: SqueezeOptionsDesc, 31: SequenceRNNOptionsDesc, 32: StridedSliceOptionsDesc, 33: ExpOptionsDesc, 34: TopKV2OptionsDesc, 35: SplitOptionsDesc, 36: LogSoftmaxOptionsDesc, 37: CastOptionsDesc, 38: DequantizeOptionsDesc, 39: MaximumMinimumOptionsDesc, 40: ArgMaxOptionsDesc, 41: LessOptionsDesc, 42: NegOptionsDesc, 43: PadV2OptionsDesc, 44: GreaterOptionsDesc, 45: GreaterEqualOptionsDesc, 46: LessEqualOptionsDesc, 47: SelectOptionsDesc, 48: SliceOptionsDesc, 49: TransposeConvOptionsDesc, 50: SparseToDenseOptionsDesc, 51: TileOptionsDesc, 52: ExpandDimsOptionsDesc, 53: EqualOptionsDesc, 54: NotEqualOptionsDesc, 55: ShapeOptionsDesc, 56: PowOptionsDesc, 57: ArgMinOptionsDesc, 58: FakeQuantOptionsDesc, 59: PackOptionsDesc, 60: LogicalOrOptionsDesc, 61: OneHotOptionsDesc, 62: LogicalAndOptionsDesc, 63: LogicalNotOptionsDesc, 64: UnpackOptionsDesc, 65: FloorDivOptionsDesc, 66: SquareOptionsDesc, 67: ZerosLikeOptionsDesc, 68: FillOptionsDesc, 69: BidirectionalSequenceLSTMOptionsDesc, 70: BidirectionalSequenceRNNOptionsDesc, 71: UnidirectionalSequenceLSTMOptionsDesc, 72: FloorModOptionsDesc, 73: RangeOptionsDesc, 74: ResizeNearestNeighborOptionsDesc, 75: LeakyReluOptionsDesc, 76: SquaredDifferenceOptionsDesc, 77: MirrorPadOptionsDesc, 78: AbsOptionsDesc, 79: SplitVOptionsDesc, 80: UniqueOptionsDesc, 81: ReverseV2OptionsDesc, 82: AddNOptionsDesc, 83: GatherNdOptionsDesc, 84: CosOptionsDesc, 85: WhereOptionsDesc, 86: RankOptionsDesc, 87: ReverseSequenceOptionsDesc, 88: MatrixDiagOptionsDesc, 89: QuantizeOptionsDesc, 90: MatrixSetDiagOptionsDesc, 91: HardSwishOptionsDesc, 92: IfOptionsDesc, 93: WhileOptionsDesc, 94: DepthToSpaceOptionsDesc, 95: NonMaxSuppressionV4OptionsDesc, 96: NonMaxSuppressionV5OptionsDesc, 97: ScatterNdOptionsDesc, 98: SelectV2OptionsDesc, 99: DensifyOptionsDesc, 100: SegmentSumOptionsDesc, 101: BatchMatMulOptionsDesc, 102: CumsumOptionsDesc, 103: CallOnceOptionsDesc, 104: BroadcastToOptionsDesc, 105: Rfft2dOptionsDesc, 106: Conv3DOptionsDesc, 107: HashtableOptionsDesc, 108: HashtableFindOptionsDesc, 109: HashtableImportOptionsDesc, 110: HashtableSizeOptionsDesc, 111: VarHandleOptionsDesc, 112: ReadVariableOptionsDesc, 113: AssignVariableOptionsDesc, 114: RandomOptionsDesc, 115: BucketizeOptionsDesc, 116: GeluOptionsDesc, 117: DynamicUpdateSliceOptionsDesc, 118: UnsortedSegmentProdOptionsDesc, 119: UnsortedSegmentMaxOptionsDesc, 120: UnsortedSegmentMinOptionsDesc, 121: UnsortedSegmentSumOptionsDesc, 122: ATan2OptionsDesc, 123: SignOptionsDesc, 124: BitcastOptionsDesc, 125: BitwiseXorOptionsDesc, 126: RightShiftOptionsDesc}},
+		{Name: "custom_options", ID: 5, Kind: fbverify.KindVector, Size: 1},
+		{Name: "custom_options_format", ID: 6, Kind: fbverify.KindScalar, Size: 1},
+		{Name: "mutating_variable_inputs", ID: 7, Kind: fbverify.KindVector, Size: 1},
+		{Name: "intermediates", ID: 8, Kind: fbverify.KindVector, Size: 4},
+		{Name: "large_custom_options_offset", ID: 9, Kind: fbverify.KindScalar, Size: 8},
+		{Name: "large_custom_options_size", ID: 10, Kind: fbverify.KindScalar, Size: 8},
+		{Name: "builtin_options_2", ID: 11, Kind: fbverify.KindUnion, Members: []*fbverify.TableDesc{1: StablehloConcatenateOptionsDesc, 2: StablehloBroadcastInDimOptionsDesc, 3: StablehloSliceOptionsDesc, 4: StablehloConvolutionOptionsDesc, 5: StablehloCustomCallOptionsDesc, 6: StablehloReduceOptionsDesc, 7: StablehloScatterOptionsDesc, 8: StablehloCompareOptionsDesc, 9: StablehloDynamicSliceOptionsDesc, 10: StablehloPadOptionsDesc, 11: StablehloIotaOptionsDesc, 12: StablehloDotGeneralOptionsDesc, 13: StablehloReduceWindowOptionsDesc, 14: StablehloSortOptionsDesc, 15: StablehloWhileOptionsDesc, 16: StablehloGatherOptionsDesc, 17: StablehloTransposeOptionsDesc, 18: DilateOptionsDesc, 19: StablehloRngBitGeneratorOptionsDesc, 20: ReduceWindowOptionsDesc, 21: StableHLOCompositeOptionsDesc, 22: StablehloShiftLeftOptionsDesc, 23: StablehloCaseOptionsDesc}},
+		{Name: "debug_metadata_index", ID: 13, Kind: fbverify.KindScalar, Size: 4},
+	}
+	SubGraphDesc.Fields = []fbverify.FieldDesc{
+		{Name: "tensors", ID: 0, Kind: fbverify.KindTables, Table: TensorDesc},
+		{Name: "inputs", ID: 1, Kind: fbverify.KindVector, Size: 4},
+		{Name: "outputs", ID: 2, Kind: fbverify.KindVector, Size: 4},
+		{Name: "operators", ID: 3, Kind: fbverify.KindTables, Table: OperatorDesc},
+		{Name: "name", ID: 4, Kind: fbverify.KindString},
+		{Name: "debug_metadata_index", ID: 5, Kind: fbverify.KindScalar, Size: 4},
+	}
+	BufferDesc.Fields = []fbverify.FieldDesc{
+		{Name: "data", ID: 0, Kind: fbverify.KindVector, Size: 1, Align: 16},
+		{Name: "offset", ID: 1, Kind: fbverify.KindScalar, Size: 8},
+		{Name: "size", ID: 2, Kind: fbverify.KindScalar, Size: 8},
+	}
+	ExternalBufferGroupDesc.Fields = []fbverify.FieldDesc{
+		{Name: "name", ID: 0, Kind: fbverify.KindString},
+	}
+	ExternalBufferDesc.Fields = []fbverify.FieldDesc{
+		{Name: "id", ID: 0, Kind: fbverify.KindScalar, Size: 4},
+		{Name: "group", ID: 1, Kind: fbverify.KindScalar, Size: 4},
+		{Name: "offset", ID: 2, Kind: fbverify.KindScalar, Size: 8},
+		{Name: "length", ID: 3, Kind: fbverify.KindScalar, Size: 8},
+		{Name: "packing", ID: 4, Kind: fbverify.KindString},
+	}
+	MetadataDesc.Fields = []fbverify.FieldDesc{
+		{Name: "name", ID: 0, Kind: fbverify.KindString},
+		{Name: "buffer", ID: 1, Kind: fbverify.KindScalar, Size: 4},
+	}
+	TensorMapDesc.Fields = []fbverify.FieldDesc{
+		{Name: "name", ID: 0, Kind: fbverify.KindString},
+		{Name: "tensor_index", ID: 1, Kind: fbverify.KindScalar, Size: 4},
+	}
+	SignatureDefDesc.Fields = []fbverify.FieldDesc{
+		{Name: "inputs", ID: 0, Kind: fbverify.KindTables, Table: TensorMapDesc},
+		{Name: "outputs", ID: 1, Kind: fbverify.KindTables, Table: TensorMapDesc},
+		{Name: "signature_key", ID: 2, Kind: fbverify.KindString},
+		{Name: "deprecated_tag", ID: 3, Kind: fbverify.KindString},
+		{Name: "subgraph_index", ID: 4, Kind: fbverify.KindScalar, Size: 4},
+	}
+	ModelDesc.Fields = []fbverify.FieldDesc{
+		{Name: "version", ID: 0, Kind: fbverify.KindScalar, Size: 4},
+		{Name: "operator_codes", ID: 1, Kind: fbverify.KindTables, Table: OperatorCodeDesc},
+		{Name: "subgraphs", ID: 2, Kind: fbverify.KindTables, Table: SubGraphDesc},
+		{Name: "description", ID: 3, Kind: fbverify.KindString},
+		{Name: "buffers", ID: 4, Kind: fbverify.KindTables, Table: BufferDesc},
+		{Name: "metadata_buffer", ID: 5, Kind: fbverify.KindVector, Size: 4},
+		{Name: "metadata", ID: 6, Kind: fbverify.KindTables, Table: MetadataDesc},
+		{Name: "signature_defs", ID: 7, Kind: fbverify.KindTables, Table: SignatureDefDesc},
+		{Name: "external_buffer_groups", ID: 8, Kind: fbverify.KindTables, Table: ExternalBufferGroupDesc},
+		{Name: "external_buffers", ID: 9, Kind: fbverify.KindTables, Table: ExternalBufferDesc},
+	}
+	MultiAxisQuantizationDesc.Fields = []fbverify.FieldDesc{
+		{Name: "scales", ID: 0, Kind: fbverify.KindScalar, Size: 4},
+		{Name: "zero_points", ID: 1, Kind: fbverify.KindScalar, Size: 4},
+		{Name: "block_size", ID: 2, Kind: fbverify.KindScalar, Size: 4},
+		{Name: "quantized_dimensions", ID: 3, Kind: fbverify.KindVector, Size: 4},
 	}
 	Conv2DOptionsDesc.Fields = []fbverify.FieldDesc{
 		{Name: "padding", ID: 0, Kind: fbverify.KindScalar, Size: 1},
@@ -340,8 +410,8 @@ func init() {
 		{Name: "asymmetric_quantize_inputs", ID: 4, Kind: fbverify.KindScalar, Size: 1},
 	}
 	ResizeBilinearOptionsDesc.Fields = []fbverify.FieldDesc{
-		{Name: "new_height", ID: 0, Kind: fbverify.KindScalar, Size: 4},
-		{Name: "new_width", ID: 1, Kind: fbverify.KindScalar, Size: 4},
+		{Name: "deprecated_0", ID: 0, Kind: fbverify.KindScalar, Size: 1},
+		{Name: "deprecated_1", ID: 1, Kind: fbverify.KindScalar, Size: 1},
 		{Name: "align_corners", ID: 2, Kind: fbverify.KindScalar, Size: 1},
 		{Name: "half_pixel_centers", ID: 3, Kind: fbverify.KindScalar, Size: 1},
 	}
@@ -627,75 +697,5 @@ func init() {
 	}
 	StablehloCaseOptionsDesc.Fields = []fbverify.FieldDesc{
 		{Name: "branch_subgraph_indices", ID: 0, Kind: fbverify.KindVector, Size: 4},
-	}
-	OperatorCodeDesc.Fields = []fbverify.FieldDesc{
-		{Name: "deprecated_builtin_code", ID: 0, Kind: fbverify.KindScalar, Size: 1},
-		{Name: "custom_code", ID: 1, Kind: fbverify.KindString},
-		{Name: "version", ID: 2, Kind: fbverify.KindScalar, Size: 4},
-		{Name: "builtin_code", ID: 3, Kind: fbverify.KindScalar, Size: 4},
-	}
-	OperatorDesc.Fields = []fbverify.FieldDesc{
-		{Name: "opcode_index", ID: 0, Kind: fbverify.KindScalar, Size: 4},
-		{Name: "inputs", ID: 1, Kind: fbverify.KindVector, Size: 4},
-		{Name: "outputs", ID: 2, Kind: fbverify.KindVector, Size: 4},
-		{Name: "builtin_options", ID: 3, Kind: fbverify.KindUnion, Members: []*fbverify.TableDesc{1: Conv2DOptionsDesc, 2: DepthwiseConv2DOptionsDesc, 3: ConcatEmbeddingsOptionsDesc, 4: LSHProjectionOptionsDesc, 5: Pool2DOptionsDesc, 6: SVDFOptionsDesc, 7: RNNOptionsDesc, 8: FullyConnectedOptionsDesc, 9: SoftmaxOptionsDesc, 10: ConcatenationOptionsDesc, 11: AddOptionsDesc, 12: L2NormOptionsDesc, 13: LocalResponseNormalizationOptionsDesc, 14: LSTMOptionsDesc, 15: ResizeBilinearOptionsDesc, 16: CallOptionsDesc, 17: ReshapeOptionsDesc, 18: SkipGramOptionsDesc, 19: SpaceToDepthOptionsDesc, 20: EmbeddingLookupSparseOptionsDesc, 21: MulOptionsDesc, 22: PadOptionsDesc, 23: GatherOptionsDesc, 24: BatchToSpaceNDOptionsDesc, 25: SpaceToBatchNDOptionsDesc, 26: TransposeOptionsDesc, 27: ReducerOptionsDesc, 28: SubOptionsDesc, 29: DivOptionsDesc, 30: SqueezeOptionsDesc, 31: SequenceRNNOptionsDesc, 32: StridedSliceOptionsDesc, 33: ExpOptionsDesc, 34: TopKV2OptionsDesc, 35: SplitOptionsDesc, 36: LogSoftmaxOptionsDesc, 37: CastOptionsDesc, 38: DequantizeOptionsDesc, 39: MaximumMinimumOptionsDesc, 40: ArgMaxOptionsDesc, 41: LessOptionsDesc, 42: NegOptionsDesc, 43: PadV2OptionsDesc, 44: GreaterOptionsDesc, 45: GreaterEqualOptionsDesc, 46: LessEqualOptionsDesc, 47: SelectOptionsDesc, 48: SliceOptionsDesc, 49: TransposeConvOptionsDesc, 50: SparseToDenseOptionsDesc, 51: TileOptionsDesc, 52: ExpandDimsOptionsDesc, 53: EqualOptionsDesc, 54: NotEqualOptionsDesc, 55: ShapeOptionsDesc, 56: PowOptionsDesc, 57: ArgMinOptionsDesc, 58: FakeQuantOptionsDesc, 59: PackOptionsDesc, 60: LogicalOrOptionsDesc, 61: OneHotOptionsDesc, 62: LogicalAndOptionsDesc, 63: LogicalNotOptionsDesc, 64: UnpackOptionsDesc, 65: FloorDivOptionsDesc, 66: SquareOptionsDesc, 67: ZerosLikeOptionsDesc, 68: FillOptionsDesc, 69: BidirectionalSequenceLSTMOptionsDesc, 70: BidirectionalSequenceRNNOptionsDesc, 71: UnidirectionalSequenceLSTMOptionsDesc, 72: FloorModOptionsDesc, 73: RangeOptionsDesc, 74: ResizeNearestNeighborOptionsDesc, 75: LeakyReluOptionsDesc, 76: SquaredDifferenceOptionsDesc, 77: MirrorPadOptionsDesc, 78: AbsOptionsDesc, 79: SplitVOptionsDesc, 80: UniqueOptionsDesc, 81: ReverseV2OptionsDesc, 82: AddNOptionsDesc, 83: GatherNdOptionsDesc, 84: CosOptionsDesc, 85: WhereOptionsDesc, 86: RankOptionsDesc, 87: ReverseSequenceOptionsDesc, 88: MatrixDiagOptionsDesc, 89: QuantizeOptionsDesc, 90: MatrixSetDiagOptionsDesc, 91: HardSwishOptionsDesc, 92: IfOptionsDesc, 93: WhileOptionsDesc, 94: DepthToSpaceOptionsDesc, 95: NonMaxSuppressionV4OptionsDesc, 96: NonMaxSuppressionV5OptionsDesc, 97: ScatterNdOptionsDesc, 98: SelectV2OptionsDesc, 99: DensifyOptionsDesc, 100: SegmentSumOptionsDesc, 101: BatchMatMulOptionsDesc, 102: CumsumOptionsDesc, 103: CallOnceOptionsDesc, 104: BroadcastToOptionsDesc, 105: Rfft2dOptionsDesc, 106: Conv3DOptionsDesc, 107: HashtableOptionsDesc, 108: HashtableFindOptionsDesc, 109: HashtableImportOptionsDesc, 110: HashtableSizeOptionsDesc, 111: VarHandleOptionsDesc, 112: ReadVariableOptionsDesc, 113: AssignVariableOptionsDesc, 114: RandomOptionsDesc, 115: BucketizeOptionsDesc, 116: GeluOptionsDesc, 117: DynamicUpdateSliceOptionsDesc, 118: UnsortedSegmentProdOptionsDesc, 119: UnsortedSegmentMaxOptionsDesc, 120: UnsortedSegmentMinOptionsDesc, 121: UnsortedSegmentSumOptionsDesc, 122: ATan2OptionsDesc, 123: SignOptionsDesc, 124: BitcastOptionsDesc, 125: BitwiseXorOptionsDesc, 126: RightShiftOptionsDesc}},
-		{Name: "custom_options", ID: 5, Kind: fbverify.KindVector, Size: 1},
-		{Name: "custom_options_format", ID: 6, Kind: fbverify.KindScalar, Size: 1},
-		{Name: "mutating_variable_inputs", ID: 7, Kind: fbverify.KindVector, Size: 1},
-		{Name: "intermediates", ID: 8, Kind: fbverify.KindVector, Size: 4},
-		{Name: "large_custom_options_offset", ID: 9, Kind: fbverify.KindScalar, Size: 8},
-		{Name: "large_custom_options_size", ID: 10, Kind: fbverify.KindScalar, Size: 8},
-		{Name: "builtin_options_2", ID: 11, Kind: fbverify.KindUnion, Members: []*fbverify.TableDesc{1: StablehloConcatenateOptionsDesc, 2: StablehloBroadcastInDimOptionsDesc, 3: StablehloSliceOptionsDesc, 4: StablehloConvolutionOptionsDesc, 5: StablehloCustomCallOptionsDesc, 6: StablehloReduceOptionsDesc, 7: StablehloScatterOptionsDesc, 8: StablehloCompareOptionsDesc, 9: StablehloDynamicSliceOptionsDesc, 10: StablehloPadOptionsDesc, 11: StablehloIotaOptionsDesc, 12: StablehloDotGeneralOptionsDesc, 13: StablehloReduceWindowOptionsDesc, 14: StablehloSortOptionsDesc, 15: StablehloWhileOptionsDesc, 16: StablehloGatherOptionsDesc, 17: StablehloTransposeOptionsDesc, 18: DilateOptionsDesc, 19: StablehloRngBitGeneratorOptionsDesc, 20: ReduceWindowOptionsDesc, 21: StableHLOCompositeOptionsDesc, 22: StablehloShiftLeftOptionsDesc, 23: StablehloCaseOptionsDesc}},
-		{Name: "debug_metadata_index", ID: 13, Kind: fbverify.KindScalar, Size: 4},
-	}
-	SubGraphDesc.Fields = []fbverify.FieldDesc{
-		{Name: "tensors", ID: 0, Kind: fbverify.KindTables, Table: TensorDesc},
-		{Name: "inputs", ID: 1, Kind: fbverify.KindVector, Size: 4},
-		{Name: "outputs", ID: 2, Kind: fbverify.KindVector, Size: 4},
-		{Name: "operators", ID: 3, Kind: fbverify.KindTables, Table: OperatorDesc},
-		{Name: "name", ID: 4, Kind: fbverify.KindString},
-		{Name: "debug_metadata_index", ID: 5, Kind: fbverify.KindScalar, Size: 4},
-	}
-	BufferDesc.Fields = []fbverify.FieldDesc{
-		{Name: "data", ID: 0, Kind: fbverify.KindVector, Size: 1, Align: 16},
-		{Name: "offset", ID: 1, Kind: fbverify.KindScalar, Size: 8},
-		{Name: "size", ID: 2, Kind: fbverify.KindScalar, Size: 8},
-	}
-	ExternalBufferGroupDesc.Fields = []fbverify.FieldDesc{
-		{Name: "name", ID: 0, Kind: fbverify.KindString},
-	}
-	ExternalBufferDesc.Fields = []fbverify.FieldDesc{
-		{Name: "id", ID: 0, Kind: fbverify.KindScalar, Size: 4},
-		{Name: "group", ID: 1, Kind: fbverify.KindScalar, Size: 4},
-		{Name: "offset", ID: 2, Kind: fbverify.KindScalar, Size: 8},
-		{Name: "length", ID: 3, Kind: fbverify.KindScalar, Size: 8},
-		{Name: "packing", ID: 4, Kind: fbverify.KindString},
-	}
-	MetadataDesc.Fields = []fbverify.FieldDesc{
-		{Name: "name", ID: 0, Kind: fbverify.KindString},
-		{Name: "buffer", ID: 1, Kind: fbverify.KindScalar, Size: 4},
-	}
-	TensorMapDesc.Fields = []fbverify.FieldDesc{
-		{Name: "name", ID: 0, Kind: fbverify.KindString},
-		{Name: "tensor_index", ID: 1, Kind: fbverify.KindScalar, Size: 4},
-	}
-	SignatureDefDesc.Fields = []fbverify.FieldDesc{
-		{Name: "inputs", ID: 0, Kind: fbverify.KindTables, Table: TensorMapDesc},
-		{Name: "outputs", ID: 1, Kind: fbverify.KindTables, Table: TensorMapDesc},
-		{Name: "signature_key", ID: 2, Kind: fbverify.KindString},
-		{Name: "deprecated_tag", ID: 3, Kind: fbverify.KindString},
-		{Name: "subgraph_index", ID: 4, Kind: fbverify.KindScalar, Size: 4},
-	}
-	ModelDesc.Fields = []fbverify.FieldDesc{
-		{Name: "version", ID: 0, Kind: fbverify.KindScalar, Size: 4},
-		{Name: "operator_codes", ID: 1, Kind: fbverify.KindTables, Table: OperatorCodeDesc},
-		{Name: "subgraphs", ID: 2, Kind: fbverify.KindTables, Table: SubGraphDesc},
-		{Name: "description", ID: 3, Kind: fbverify.KindString},
-		{Name: "buffers", ID: 4, Kind: fbverify.KindTables, Table: BufferDesc},
-		{Name: "metadata_buffer", ID: 5, Kind: fbverify.KindVector, Size: 4},
-		{Name: "metadata", ID: 6, Kind: fbverify.KindTables, Table: MetadataDesc},
-		{Name: "signature_defs", ID: 7, Kind: fbverify.KindTables, Table: SignatureDefDesc},
-		{Name: "external_buffer_groups", ID: 8, Kind: fbverify.KindTables, Table: ExternalBufferGroupDesc},
-		{Name: "external_buffers", ID: 9, Kind: fbverify.KindTables, Table: ExternalBufferDesc},
 	}
 }

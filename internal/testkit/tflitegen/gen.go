@@ -24,8 +24,8 @@ type Tensor struct {
 }
 
 // Op is an operator to write. Calls names subgraphs through the options:
-// Kind "while" (cond, body), "if" (then, else), "call_once" (init),
-// "composite" (decomposition); "" writes none.
+// Kind "while" (cond, body), "if" (then, else), "call" (the subgraph),
+// "call_once" (init), "composite" (decomposition); "" writes none.
 type Op struct {
 	Opcode  uint32
 	Inputs  []int32
@@ -76,6 +76,9 @@ type Model struct {
 	Buffers     []Buffer
 	Metadata    []Metadata
 	Signatures  []Signature
+	// MetadataBuffer is the deprecated Model.metadata_buffer list (buffer
+	// indices), written when not nil.
+	MetadataBuffer []int32
 	// External writes every non-empty buffer after the FlatBuffer (the
 	// large-model layout), each at a multiple of Align (16 when 0), in
 	// reverse buffer order.
@@ -271,6 +274,10 @@ func (m *Model) flatBuffer(offsets []uint64) []byte {
 				tflitefb.IfOptionsAddThenSubgraphIndex(b, c(0))
 				tflitefb.IfOptionsAddElseSubgraphIndex(b, c(1))
 				opts, kind = tflitefb.IfOptionsEnd(b), byte(tflitefb.BuiltinOptionsIfOptions)
+			case "call":
+				tflitefb.CallOptionsStart(b)
+				tflitefb.CallOptionsAddSubgraph(b, uint32(c(0)))
+				opts, kind = tflitefb.CallOptionsEnd(b), byte(tflitefb.BuiltinOptionsCallOptions)
 			case "call_once":
 				tflitefb.CallOnceOptionsStart(b)
 				tflitefb.CallOnceOptionsAddInitSubgraphIndex(b, c(0))
@@ -354,6 +361,10 @@ func (m *Model) flatBuffer(offsets []uint64) []byte {
 	}
 
 	codesV, subsV, bufsV, mdV, sigV := tables(codes), tables(subs), tables(bufs), tables(mds), tables(sigs)
+	var mdBuf flatbuffers.UOffsetT
+	if m.MetadataBuffer != nil {
+		mdBuf = i32s(m.MetadataBuffer)
+	}
 	desc := str(m.Description)
 	version := m.Version
 	if version == 0 {
@@ -365,6 +376,9 @@ func (m *Model) flatBuffer(offsets []uint64) []byte {
 	tflitefb.ModelAddSubgraphs(b, subsV)
 	tflitefb.ModelAddDescription(b, desc)
 	tflitefb.ModelAddBuffers(b, bufsV)
+	if mdBuf != 0 {
+		tflitefb.ModelAddMetadataBuffer(b, mdBuf)
+	}
 	tflitefb.ModelAddMetadata(b, mdV)
 	tflitefb.ModelAddSignatureDefs(b, sigV)
 	b.FinishWithFileIdentifier(tflitefb.ModelEnd(b), []byte("TFL3"))

@@ -12,6 +12,8 @@ import (
 	"math"
 
 	"github.com/edgeload/edgeload/internal/schema/rtenfb"
+	"github.com/edgeload/edgeload/internal/testkit/tflitegen"
+	"github.com/edgeload/edgeload/internal/testkit/ziptest"
 	"github.com/edgeload/edgeload/loader/format"
 )
 
@@ -58,6 +60,13 @@ func Fixtures() ([]Fixture, error) {
 		b, err = bp.Bytes()
 	}
 	if err := add("tiny.bpte", "a bundled program: tiny.pte with two test cases of its method forward", b, err); err != nil {
+		return nil, err
+	}
+	b = ziptest.TaskBundle(
+		ziptest.Entry{Name: "hand_detector.tflite", Data: tflitegen.Sample(false).Bytes()},
+		ziptest.Entry{Name: "hand_landmarks_detector.tflite", Data: tflitegen.Sample(true).Bytes()},
+	)
+	if err := add("tiny.task", "a MediaPipe task bundle (a zip that starts with zero padding) of two TFLite models, tflitegen's sample in both buffer layouts", b, nil); err != nil {
 		return nil, err
 	}
 	return out, nil

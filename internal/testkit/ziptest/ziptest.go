@@ -1,13 +1,16 @@
 // Package ziptest writes zip archives for tests of models stored in zip
 // and APK entries: each model twice, stored and deflated, after a padding
-// entry that puts the stored data at an odd offset.
+// entry that puts the stored data at an odd offset; and MediaPipe's task
+// bundles.
 package ziptest
 
 import (
 	"archive/zip"
 	"bytes"
 	"compress/flate"
+	"encoding/binary"
 	"fmt"
+	"hash/crc32"
 	"io"
 )
 
@@ -88,4 +91,48 @@ func DataOffset(archive []byte, name string) (int64, error) {
 		}
 	}
 	return 0, fmt.Errorf("ziptest: no entry %q", name)
+}
+
+// TaskBundle returns a zip archive of the entries, all stored, laid out as
+// MediaPipe's model asset bundles (.task files) are: before each entry's
+// local header, 1 to 4 zero bytes put its data on a 4-byte boundary of the
+// file (mediapipe/tasks/python/metadata/metadata_writers/
+// model_asset_bundle_utils.py pads this way, the first entry too, so the
+// file does not start with a zip signature).
+func TaskBundle(entries ...Entry) []byte {
+	le := binary.LittleEndian
+	var out, dir []byte
+	for _, e := range entries {
+		pad := 4 - (len(out)+30+len(e.Name))%4 // never 0, as MediaPipe's
+		out = append(out, make([]byte, pad)...)
+		at := len(out)
+		sum := crc32.ChecksumIEEE(e.Data)
+		h := make([]byte, 30)
+		le.PutUint32(h[0:], 0x04034b50)
+		le.PutUint16(h[4:], 20)
+		le.PutUint16(h[12:], 0x21) // 1980-01-01
+		le.PutUint32(h[14:], sum)
+		le.PutUint32(h[18:], uint32(len(e.Data)))
+		le.PutUint32(h[22:], uint32(len(e.Data)))
+		le.PutUint16(h[26:], uint16(len(e.Name)))
+		out = append(append(append(out, h...), e.Name...), e.Data...)
+		c := make([]byte, 46)
+		le.PutUint32(c[0:], 0x02014b50)
+		le.PutUint16(c[4:], 20)
+		le.PutUint16(c[6:], 20)
+		le.PutUint16(c[14:], 0x21)
+		le.PutUint32(c[16:], sum)
+		le.PutUint32(c[20:], uint32(len(e.Data)))
+		le.PutUint32(c[24:], uint32(len(e.Data)))
+		le.PutUint16(c[28:], uint16(len(e.Name)))
+		le.PutUint32(c[42:], uint32(at))
+		dir = append(append(dir, c...), e.Name...)
+	}
+	end := make([]byte, 22)
+	le.PutUint32(end[0:], 0x06054b50)
+	le.PutUint16(end[8:], uint16(len(entries)))
+	le.PutUint16(end[10:], uint16(len(entries)))
+	le.PutUint32(end[12:], uint32(len(dir)))
+	le.PutUint32(end[16:], uint32(len(out)))
+	return append(append(out, dir...), end...)
 }

@@ -4,6 +4,7 @@ Run with a Python that has executorch (1.5.1, which ships exir/_serialize/_ptn.p
 and exir/native) and torch:
 
     python3 make.py            # writes *.ptn and expected.json here
+    python3 make.py NAME...    # remakes the named packages only
 
 (the safetensors package, if importable, lets it round-trip each package through
 ExecuTorch's read_ptn too). Reruns change only the zip timestamps of the packages.
@@ -242,6 +243,43 @@ class Ops(nn.Module):
         return y[:, self.cols] * self.w
 
 
+class Aliased(nn.Module):
+    """Two pairs of byte-identical buffers with different contents: two
+    aliases, each with its own owner (b -> a, d -> c)."""
+
+    def __init__(self):
+        super().__init__()
+        self.register_buffer("a", torch.ones(8))
+        self.register_buffer("b", torch.ones(8))
+        self.register_buffer("c", torch.full((8,), 2.0))
+        self.register_buffer("d", torch.full((8,), 2.0))
+        self.register_buffer("e", torch.full((8,), 3.0))
+
+    def forward(self, x):
+        return (x + self.d) * self.b - self.c * self.a + self.e
+
+
+class EncoderDecoder(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.encoder = nn.Linear(8, 8)
+        self.decoder = nn.Linear(8, 4)
+
+    def forward(self, x):
+        return self.decoder(torch.relu(self.encoder(x)))
+
+
+class EncoderOnly(nn.Module):
+    """The encoder of an EncoderDecoder, under the same state-dict names."""
+
+    def __init__(self, whole: EncoderDecoder):
+        super().__init__()
+        self.encoder = whole.encoder
+
+    def forward(self, x):
+        return torch.relu(self.encoder(x))
+
+
 def quant_package(name: str) -> dict:
     """An int4 group-quantized linear weight (AffineGroup keys) and a constant no
     node reads, built from ExecuTorch's schema objects, serialized by ExecuTorch
@@ -328,25 +366,51 @@ def quant_package(name: str) -> dict:
     return describe(name, ptg, constants, path)
 
 
-def main() -> None:
-    torch.manual_seed(0)
-    expected = {}
-    expected["mlp"] = save_native(
-        "mlp", torch.export.export(nn.Sequential(nn.Linear(8, 8), nn.ReLU(), nn.Linear(8, 4)), (torch.randn(2, 8),))
-    )
-    expected["dedup"] = save_native("dedup", torch.export.export(Dedup(), (torch.randn(2, 8),)))
-    expected["mutable"] = save_native("mutable", torch.export.export(Counter(), (torch.ones(4),)))
+def packages():
+    """The packages, by name: each a function that writes it and describes it."""
     two = TwoHeads()
-    expected["multi"] = save_native(
-        "multi",
-        {
-            "prefill": torch.export.export(two, (torch.randn(3, 8),)),
-            "decode": torch.export.export(two, (torch.randn(1, 8),)),
-        },
-    )
-    expected["ops"] = save_native("ops", torch.export.export(Ops(), (torch.randn(1, 4),)))
-    expected["quant"] = quant_package("quant")
-    with open(os.path.join(HERE, "expected.json"), "w") as f:
+    whole = EncoderDecoder()
+    return {
+        "mlp": lambda: save_native(
+            "mlp", torch.export.export(nn.Sequential(nn.Linear(8, 8), nn.ReLU(), nn.Linear(8, 4)), (torch.randn(2, 8),))
+        ),
+        "dedup": lambda: save_native("dedup", torch.export.export(Dedup(), (torch.randn(2, 8),))),
+        "mutable": lambda: save_native("mutable", torch.export.export(Counter(), (torch.ones(4),))),
+        "multi": lambda: save_native(
+            "multi",
+            {
+                "prefill": torch.export.export(two, (torch.randn(3, 8),)),
+                "decode": torch.export.export(two, (torch.randn(1, 8),)),
+            },
+        ),
+        "ops": lambda: save_native("ops", torch.export.export(Ops(), (torch.randn(1, 4),))),
+        "quant": lambda: quant_package("quant"),
+        # Two aliases with different owners.
+        "aliases": lambda: save_native("aliases", torch.export.export(Aliased(), (torch.randn(2, 8),))),
+        # Two methods, one reading weights the other does not bind.
+        "parts": lambda: save_native(
+            "parts",
+            {
+                "forward": torch.export.export(whole, (torch.randn(2, 8),)),
+                "encode": torch.export.export(EncoderOnly(whole), (torch.randn(2, 8),)),
+            },
+        ),
+    }
+
+
+def main() -> None:
+    # python3 make.py [NAME...]: remake the named packages only (default:
+    # all), keeping the others and their entries of expected.json.
+    torch.manual_seed(0)
+    path = os.path.join(HERE, "expected.json")
+    expected = {}
+    if sys.argv[1:] and os.path.exists(path):
+        with open(path) as f:
+            expected = json.load(f)
+    for name, make in packages().items():
+        if not sys.argv[1:] or name in sys.argv[1:]:
+            expected[name] = make()
+    with open(path, "w") as f:
         json.dump(expected, f, indent=1, sort_keys=True)
         f.write("\n")
 

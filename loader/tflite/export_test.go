@@ -1,0 +1,38 @@
+package tflite
+
+import (
+	flatbuffers "github.com/google/flatbuffers/go"
+
+	"github.com/edgeload/edgeload/internal/schema/tflitefb"
+	"github.com/edgeload/edgeload/mmapfile"
+)
+
+// VerifyRegion runs the FlatBuffer verification alone (the structural
+// checks, those LiteRT's flatbuffers::Verifier makes), for the tests that
+// compare it with LiteRT's: the walk NewFile makes, and that of the
+// operators it leaves to the first use order.
+func VerifyRegion(mf *mmapfile.File) error {
+	c, fb, _, err := verify(mf, nil)
+	if err != nil {
+		return err
+	}
+	defer c.release()
+	m := &Model{fb: fb, walk: c.w}
+	m.root.Init(fb, flatbuffers.GetUOffsetT(fb))
+	m.nsub = m.root.SubgraphsLength()
+	if err := m.verifyParams(); err != nil {
+		return err
+	}
+	var sg tflitefb.SubGraph
+	for i := range m.nsub {
+		m.root.Subgraphs(&sg, i)
+		t := sg.Table()
+		start := int64(t.Vector(flatbuffers.UOffsetT(t.Offset(vtSubGraphOperators))))
+		for k := range sg.OperatorsLength() {
+			if _, err := m.walk.Elem(start, k, "Operator", tflitefb.VerifyOperator, operatorDepth); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}

@@ -65,6 +65,9 @@ func (d *direct) alloc(order []work, room int64) error {
 // its bytes there.
 func (d *direct) read(w *work, at int64) (segment.Segment, error) {
 	r := d.r[w.Data.File()]
+	if testHookRead != nil {
+		testHookRead("direct", w.Data.File(), w.Data.Offset(), w.Data.Len())
+	}
 	if _, err := r.Read(d.buf[at:at+w.cover], w.Data.Offset(), w.Data.Len()); err != nil {
 		return segment.Segment{}, err
 	}

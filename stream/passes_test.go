@@ -9,6 +9,7 @@ import (
 	"os"
 	"runtime"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 	"unsafe"
@@ -431,6 +432,70 @@ func TestPassesWindowedTruncated(t *testing.T) {
 				}
 			}
 			t.Fatal("no ErrTruncated in three passes over a truncated file")
+		})
+	}
+}
+
+// The stream reads ahead in the order it hands items out: every read it
+// starts (WILLNEED, populate, a direct read) is of the item it reads next
+// or a later one, never an earlier one, in a single pass and across
+// passes, whether it reads exactly or lets the kernel read ahead.
+func TestReadAheadOrder(t *testing.T) {
+	sp := spec{sizes: sizes(40, 30000)}
+	path := writeModel(t, t.TempDir(), sp)
+	for _, c := range []struct {
+		name   string
+		r      Reader
+		passes int
+		budget int64
+	}{{"mapped-exact", ReadMapped, 1, 256 << 10}, {"mapped-kernel", ReadMapped, 1, 64 << 20}, {"mapped-passes", ReadMapped, 3, 256 << 10}, {"direct-passes", ReadDirect, 3, 256 << 10}} {
+		t.Run(c.name, func(t *testing.T) {
+			m, _ := open(t, path)
+			order, _ := m.UseOrder("forward")
+			// The item each file offset belongs to, in the order.
+			at := func(off int64) int {
+				for k, i := range order {
+					if d := m.TensorData(i); off < d.Offset()+d.Len() {
+						return k
+					}
+				}
+				return len(order)
+			}
+			var mu sync.Mutex
+			seqs := map[string][]int{} // the item of each read, by kind of read
+			testHookRead = func(how string, f *mmapfile.File, off, n int64) {
+				mu.Lock()
+				seqs[how] = append(seqs[how], at(off))
+				mu.Unlock()
+			}
+			defer func() { testHookRead = nil }()
+			s := newPasses(t, m, c.r, WithPasses(c.passes), WithBudget(c.budget))
+			for {
+				if _, err := s.Next(); err == io.EOF {
+					break
+				} else if err != nil {
+					t.Fatal(err)
+				}
+			}
+			s.Close()
+			mu.Lock()
+			defer mu.Unlock()
+			if len(seqs) == 0 {
+				t.Fatal("no read seen")
+			}
+			for how, seq := range seqs {
+				pass := 0
+				for k := 1; k < len(seq); k++ {
+					if seq[k] >= seq[k-1] {
+						continue
+					}
+					if seq[k-1] >= len(order)-4 && seq[k] <= 3 && pass < c.passes-1 {
+						pass++ // the next pass starts at the top
+						continue
+					}
+					t.Fatalf("%s read %d is of item %d, after one of item %d: the read-ahead went backwards (%v)", how, k, seq[k], seq[k-1], seq)
+				}
+			}
 		})
 	}
 }

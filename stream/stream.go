@@ -697,9 +697,16 @@ func (s *Stream) populate(v, to int64) (int64, error) {
 func fetchGrains(sp span, chunk int64) {
 	end := min(sp.end, sp.f.Len())
 	for at := sp.start; at < end; at += chunk {
+		if testHookRead != nil {
+			testHookRead("fetch", sp.f, at, min(chunk, end-at))
+		}
 		sp.f.WillNeed(at, min(chunk, end-at))
 	}
 }
+
+// testHookRead, set by tests, sees every read the stream starts: how
+// ("fetch": WILLNEED, "populate", "direct"), the file and the byte range.
+var testHookRead func(how string, f *mmapfile.File, off, n int64)
 
 // populate maps the pages of d's file covering [off, off+n) into the
 // process (madvise POPULATE_READ), in windowed mode after mapping d's
@@ -711,6 +718,9 @@ func populate(d segment.Segment, off, n int64, exact bool) error {
 		return err
 	}
 	f := d.File()
+	if testHookRead != nil {
+		testHookRead("populate", f, off, n)
+	}
 	if !exact {
 		return f.Advise(off, n, mmapfile.AdvicePopulateRead)
 	}

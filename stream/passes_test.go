@@ -16,6 +16,7 @@ import (
 
 	"github.com/edgeload/edgeload/loader"
 	"github.com/edgeload/edgeload/mmapfile"
+	"github.com/edgeload/edgeload/platform"
 )
 
 // readers are the two ways to read streamed items, each test runs both.
@@ -497,5 +498,29 @@ func TestReadAheadOrder(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// AutoBudget is the memory limit less the resident set and the reserve:
+// positive, within the limit, smaller by what is reserved, and an error
+// wrapping ErrBudget when the reserve takes everything.
+func TestAutoBudget(t *testing.T) {
+	limit, ok := platform.MemoryLimit()
+	if !ok {
+		if _, err := AutoBudget(0); err == nil {
+			t.Fatal("AutoBudget without a known limit gave no error")
+		}
+		t.Skip("no memory limit known here")
+	}
+	a, err := AutoBudget(0)
+	if err != nil || a <= 0 || a > limit {
+		t.Fatalf("AutoBudget(0) = %d, %v; the limit is %d", a, err, limit)
+	}
+	b, err := AutoBudget(64 << 20)
+	if err != nil || b > a-64<<20+16<<20 || b < a-64<<20-16<<20 {
+		t.Fatalf("AutoBudget(64 MiB) = %d, %v; AutoBudget(0) = %d", b, err, a)
+	}
+	if _, err := AutoBudget(limit); !errors.Is(err, ErrBudget) {
+		t.Fatalf("AutoBudget(the whole limit) = %v, want ErrBudget", err)
 	}
 }

@@ -8,7 +8,7 @@
 //
 // Usage:
 //
-//	go run ./examples/llama -model FILE -ids 1,2,3 -n 32 [-budget SIZE] [-retain SIZE|auto] [-mode schedule|mmap] [-threads N]
+//	go run ./examples/llama -model FILE -ids 1,2,3 -n 32 [-budget SIZE|auto] [-retain SIZE|auto] [-mode schedule|mmap] [-reader auto|mapped|direct] [-threads N]
 //
 // It prints the generated token ids on one line, separated by spaces, and
 // then one line of statistics to standard error: the passes run (one per
@@ -41,7 +41,7 @@ type options struct {
 	model          string
 	ids            []int
 	n              int
-	budget, retain int64 // retain: bytes, or -1 for auto
+	budget, retain int64 // -1 for auto
 	reader         stream.Reader
 	mode           string
 	threads        int
@@ -53,6 +53,7 @@ type result struct {
 	logits  [][]float32 // each pass's logits, when asked for
 	passes  int
 	passMS  []float64 // each pass's milliseconds
+	budget  int64     // the schedule's budget
 	elapsed time.Duration
 	stats   passStats
 	ioRead  int64 // bytes the process read from storage during the passes; -1 if unknown
@@ -83,6 +84,12 @@ func generate(ctx context.Context, o options, keepLogits bool) (res result, err 
 	var sw *scheduleWeights
 	switch o.mode {
 	case "schedule":
+		if o.budget < 0 {
+			if o.budget, err = stream.AutoBudget(reserve(md.cfg, len(o.ids)+o.n)); err != nil {
+				return res, err
+			}
+		}
+		res.budget = o.budget
 		if sw, err = newScheduleWeights(ctx, m, md.order, o.budget, o.retain, o.reader); err != nil {
 			return res, err
 		}
@@ -177,21 +184,23 @@ func main() {
 	flag.StringVar(&o.model, "model", "", "the GGUF `file`")
 	flag.StringVar(&ids, "ids", "", "the prompt's token `ids`, comma-separated")
 	flag.IntVar(&o.n, "n", 32, "the number of tokens to generate")
-	flag.StringVar(&budget, "budget", strconv.Itoa(stream.DefaultBudget), "the schedule's byte `budget` for weight pages")
+	flag.StringVar(&budget, "budget", strconv.Itoa(stream.DefaultBudget), "the schedule's byte `budget` for weights, or auto: the process's memory limit less what it holds and will allocate")
 	flag.StringVar(&retain, "retain", "0", "bytes of weights kept resident across passes, or auto")
 	flag.StringVar(&o.mode, "mode", "schedule", "how weights are read: schedule (package stream) or mmap (page faults)")
 	reader := flag.String("reader", "auto", "how the schedule reads streamed weights: auto, mapped or direct")
 	flag.IntVar(&o.threads, "threads", runtime.GOMAXPROCS(0), "threads for the matrix products")
 	flag.Parse()
 	if o.model == "" || ids == "" || flag.NArg() > 0 {
-		fmt.Fprintln(os.Stderr, "usage: llama -model FILE -ids 1,2,3 [-n 32] [-budget SIZE] [-retain SIZE|auto] [-mode schedule|mmap] [-reader auto|mapped|direct] [-threads N]")
+		fmt.Fprintln(os.Stderr, "usage: llama -model FILE -ids 1,2,3 [-n 32] [-budget SIZE|auto] [-retain SIZE|auto] [-mode schedule|mmap] [-reader auto|mapped|direct] [-threads N]")
 		os.Exit(2)
 	}
 	var err error
 	if o.ids, err = parseIDs(ids); err != nil {
 		log(err)
 	}
-	if o.budget, err = parseSize(budget); err != nil {
+	if budget == "auto" {
+		o.budget = -1
+	} else if o.budget, err = parseSize(budget); err != nil {
 		log(err)
 	}
 	switch *reader {
@@ -223,7 +232,7 @@ func main() {
 		float64(res.elapsed.Microseconds())/1000/float64(max(res.passes, 1)))
 	if o.mode == "schedule" {
 		st := res.stats
-		line += fmt.Sprintf(" reader=%s read/token=%s stall=%.3fs peak=%s retained=%s", st.reader, mib(per(st.read)), st.stall.Seconds(), mib(st.peak), mib(st.retained))
+		line += fmt.Sprintf(" budget=%s reader=%s read/token=%s stall=%.3fs peak=%s retained=%s", mib(res.budget), st.reader, mib(per(st.read)), st.stall.Seconds(), mib(st.peak), mib(st.retained))
 	}
 	ms := make([]string, len(res.passMS))
 	for i, v := range res.passMS {
@@ -237,4 +246,13 @@ func main() {
 		line += " vmhwm=" + mib(hwm)
 	}
 	fmt.Fprintln(os.Stderr, line)
+}
+
+// reserve returns the memory a run of ctx positions allocates besides the
+// weights: the KV cache and the activations, and 48 MiB for the runtime
+// and the rest; -budget auto leaves it out of the budget.
+func reserve(c config, ctx int) int64 {
+	kv := int64(c.layers) * int64(ctx) * int64(c.headsKV*c.headDim) * 4 * 2
+	act := int64(6*c.embd+2*c.heads*c.headDim+2*c.ff+c.vocab+ctx) * 4 * 2
+	return kv + act + 48<<20
 }

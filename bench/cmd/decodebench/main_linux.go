@@ -45,7 +45,7 @@ import (
 
 // run is one decode as the parent saw it.
 type run struct {
-	Name     string    `json:"name"` // "schedule", "mmap", "llama.cpp", "compute-only"
+	Name     string    `json:"name"` // "schedule/direct", "schedule/mapped", "mmap", "llama.cpp", "compute-only"
 	Limit    int64     `json:"limit"`
 	Budget   int64     `json:"budget,omitempty"`
 	Tokens   []int     `json:"tokens"`
@@ -80,7 +80,7 @@ type config struct {
 	limits               []int
 	headroom             int64
 	retain               string
-	reader               string
+	readers              []string
 	timeout              time.Duration
 }
 
@@ -96,7 +96,7 @@ func main() {
 	headroom := sizeflag.Value(64 << 20)
 	flag.Var(&headroom, "headroom", "the part of the limit (a) leaves for what is not weights (`SIZE`): its budget is the limit less this")
 	flag.StringVar(&c.retain, "retain", "auto", "(a)'s -retain")
-	flag.StringVar(&c.reader, "reader", "auto", "(a)'s -reader: auto, mapped or direct")
+	readers := flag.String("readers", "direct,mapped", "(a)'s stream readers, comma-separated: the first is (a), the others are measured beside it")
 	svg := flag.String("svg", "", "write a plot of per-token time against the limit to `FILE`")
 	out := flag.String("json", "", "write every run as JSON to `FILE`")
 	flag.DurationVar(&c.timeout, "timeout", 30*time.Minute, "the longest a run may take")
@@ -106,6 +106,7 @@ func main() {
 		os.Exit(2)
 	}
 	c.model, c.headroom = flag.Arg(0), int64(headroom)
+	c.readers = strings.Split(*readers, ",")
 	for _, f := range strings.Split(*limits, ",") {
 		p, err := strconv.Atoi(strings.TrimSpace(f))
 		check(err)
@@ -137,7 +138,11 @@ func main() {
 		all = append(all, computeOnly(parent, c))
 		for _, p := range c.limits {
 			limit := size * int64(p) / 100
-			for _, name := range []string{"schedule", "mmap", "llama.cpp"} {
+			var names []string
+			for _, r := range c.readers {
+				names = append(names, "schedule/"+r)
+			}
+			for _, name := range append(names, "mmap", "llama.cpp") {
 				if name == "llama.cpp" && c.python == "" {
 					continue
 				}
@@ -218,14 +223,15 @@ func computeOnly(parent cgroup.Parent, c config) run {
 func decode(parent cgroup.Parent, c config, name string, limit int64) run {
 	var args []string
 	budget := int64(0)
-	switch name {
-	case "schedule":
+	reader, isSchedule := strings.CutPrefix(name, "schedule/")
+	switch {
+	case isSchedule:
 		budget = limit - c.headroom
 		args = []string{c.llama, "-model", c.model, "-ids", c.ids, "-n", strconv.Itoa(c.n), "-mode", "schedule",
-			"-budget", strconv.FormatInt(budget, 10), "-retain", c.retain, "-reader", c.reader, "-threads", strconv.Itoa(c.threads)}
-	case "mmap":
+			"-budget", strconv.FormatInt(budget, 10), "-retain", c.retain, "-reader", reader, "-threads", strconv.Itoa(c.threads)}
+	case name == "mmap":
 		args = []string{c.llama, "-model", c.model, "-ids", c.ids, "-n", strconv.Itoa(c.n), "-mode", "mmap", "-threads", strconv.Itoa(c.threads)}
-	case "llama.cpp":
+	case name == "llama.cpp":
 		script, err := filepath.Abs("bench/cmd/decodebench/llamacpp.py")
 		check(err)
 		args = []string{c.python, script, c.model, c.ids, strconv.Itoa(c.n), strconv.Itoa(c.threads)}

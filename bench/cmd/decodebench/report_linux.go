@@ -7,6 +7,7 @@ import (
 	"image/color"
 	"io"
 	"slices"
+	"strings"
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
@@ -43,8 +44,13 @@ func report(w io.Writer, c config, size int64, all []run, bws []float64) {
 	fmt.Fprintf(w, "\ncold sequential read (dd iflag=direct, median of %d): %.0f MB/s; compute-only (model resident, no limit): %.1f ms/token\n\n", len(bws), bw/1e6, compute)
 	fmt.Fprintln(w, "ms per token: the median of the passes after the first, median over the rounds; wall: the whole run, page cache cold, with loading")
 	fmt.Fprintln(w)
-	fmt.Fprintln(w, "| limit | (a) schedule | (b) mmap, no schedule | (c) llama.cpp | compute-only | I/O floor | (a) ÷ max(floors) | (b) ÷ (a) | (c) ÷ (a) | retained | cgroup peak (a) / (b) / (c) | OOM kills | (a), (b), compute-only tokens |")
-	fmt.Fprintln(w, "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|")
+	a0 := "schedule/" + c.readers[0]
+	others := ""
+	for _, r := range c.readers[1:] {
+		others += " | (a) with the " + r + " reader"
+	}
+	fmt.Fprintf(w, "| limit | (a) schedule, %s reader%s | (b) mmap, no schedule | (c) llama.cpp | compute-only | I/O floor | (a) ÷ max(floors) | (b) ÷ (a) | (c) ÷ (a) | retained | cgroup peak (a) / (b) / (c) | OOM kills | (a), (b), compute-only tokens |\n", c.readers[0], others)
+	fmt.Fprintln(w, "|---|---:|"+strings.Repeat("---:|", len(c.readers)-1)+"---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|")
 	var refTokens []int
 	for _, r := range all {
 		if r.Name == "compute-only" && r.Outcome == "ok" {
@@ -54,7 +60,14 @@ func report(w io.Writer, c config, size int64, all []run, bws []float64) {
 	}
 	for _, p := range c.limits {
 		limit := size * int64(p) / 100
-		a, ar := byLimit(all, "schedule", limit)
+		a, ar := byLimit(all, a0, limit)
+		extra := ""
+		var xr []run
+		for _, r := range c.readers[1:] {
+			v, rs := byLimit(all, "schedule/"+r, limit)
+			extra += " | " + msStr(v)
+			xr = append(xr, rs...)
+		}
 		b, br := byLimit(all, "mmap", limit)
 		cc, cr := byLimit(all, "llama.cpp", limit)
 		var retained []float64
@@ -75,7 +88,7 @@ func report(w io.Writer, c config, size int64, all []run, bws []float64) {
 		pb, ob := peaks(br)
 		pc, oc := peaks(cr)
 		same := "identical"
-		for _, r := range append(slices.Clone(ar), br...) {
+		for _, r := range append(append(slices.Clone(ar), br...), xr...) {
 			if r.Outcome == "ok" && !slices.Equal(r.Tokens, refTokens) {
 				same = "DIFFER"
 			}
@@ -86,8 +99,8 @@ func report(w io.Writer, c config, size int64, all []run, bws []float64) {
 			}
 			return fmt.Sprintf("%.2f", x/y)
 		}
-		fmt.Fprintf(w, "| %d%% (%s) | %.0f | %.0f | %s | %.0f | %.0f | %s | %s | %s | %s | %s / %s / %s | %d / %d / %d | %s |\n",
-			p, sizeStr(limit), a, b, msStr(cc), compute, floor, ratio(a, max(compute, floor)), ratio(b, a), ratio(cc, a), sizeStr(ret),
+		fmt.Fprintf(w, "| %d%% (%s) | %.0f%s | %.0f | %s | %.0f | %.0f | %s | %s | %s | %s | %s / %s / %s | %d / %d / %d | %s |\n",
+			p, sizeStr(limit), a, extra, b, msStr(cc), compute, floor, ratio(a, max(compute, floor)), ratio(b, a), ratio(cc, a), sizeStr(ret),
 			sizeStr(pa), sizeStr(pb), sizeStr(pc), oa, ob, oc, same)
 	}
 	fmt.Fprintln(w)
@@ -131,11 +144,17 @@ func plotSVG(path string, c config, size int64, all []run, bw float64) error {
 	p.X.Label.Text = "cgroup memory limit, % of the model file (" + sizeStr(size) + ")"
 	p.Y.Label.Text = "ms per token"
 	compute, _ := byLimit(all, "compute-only", 0)
-	series := []struct {
+	type line struct {
 		name string
 		c    color.Color
-	}{{"schedule", color.RGBA{G: 140, A: 255}}, {"mmap", color.RGBA{R: 200, A: 255}}, {"llama.cpp", color.RGBA{B: 200, A: 255}}}
-	labels := map[string]string{"schedule": "(a) edgeload pass schedule", "mmap": "(b) same forward pass, mmap, no schedule", "llama.cpp": "(c) llama.cpp (mmap)"}
+	}
+	series := []line{{"schedule/" + c.readers[0], color.RGBA{G: 140, A: 255}}}
+	labels := map[string]string{"schedule/" + c.readers[0]: "(a) edgeload pass schedule (" + c.readers[0] + " reader)", "mmap": "(b) same forward pass, mmap, no schedule", "llama.cpp": "(c) llama.cpp (mmap)"}
+	for _, r := range c.readers[1:] {
+		series = append(series, line{"schedule/" + r, color.RGBA{G: 200, B: 120, A: 255}})
+		labels["schedule/"+r] = "(a) with the " + r + " reader"
+	}
+	series = append(series, line{"mmap", color.RGBA{R: 200, A: 255}}, line{"llama.cpp", color.RGBA{B: 200, A: 255}})
 	var floor plotter.XYs
 	for _, s := range series {
 		var xy plotter.XYs
@@ -145,7 +164,7 @@ func plotSVG(path string, c config, size int64, all []run, bw float64) error {
 			if v > 0 {
 				xy = append(xy, plotter.XY{X: float64(pc), Y: v})
 			}
-			if s.name == "schedule" {
+			if s.name == "schedule/"+c.readers[0] {
 				var retained []float64
 				for _, r := range rs {
 					retained = append(retained, float64(r.Retained))

@@ -1,0 +1,312 @@
+package signing
+
+import (
+	"context"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"hash"
+	"io"
+	"os"
+	"runtime"
+	"sync"
+	"sync/atomic"
+)
+
+// Options tune Verify and Manifest.VerifyModel.
+type Options struct {
+	// IgnorePaths are more paths to leave out of a folder model, relative
+	// to it and "/"-separated: the signature file, when it lies inside.
+	IgnorePaths []string
+	// IgnoreUnsigned accepts files the signature does not list, leaving
+	// them unread (model_signing's --ignore_unsigned_files).
+	IgnoreUnsigned bool
+	// Workers is how many files or shards are hashed at once; 0 means
+	// runtime.GOMAXPROCS(0).
+	Workers int
+	// Progress, when set, is called as bytes are hashed with the bytes
+	// done and the total, from one goroutine at a time.
+	Progress func(done, total int64)
+}
+
+// Result is what a verification read.
+type Result struct {
+	Manifest *Manifest
+	Files    int      // files hashed
+	Ranges   int      // digests compared: one per file, or one per shard
+	Bytes    int64    // bytes hashed
+	Unsigned []string // files left unread because of IgnoreUnsigned
+}
+
+// chunkSize is the size of each read; a worker holds two such buffers.
+const chunkSize = 256 << 10
+
+// Verify checks the bundle's signature against trust, then the model at
+// modelPath (a file or a folder) against the statement it signs: every
+// file listed present, none unlisted (unless opts.IgnoreUnsigned), and
+// every file's or shard's bytes hashing to its digest. Files and shards
+// are hashed in parallel (opts.Workers), reading each through two fixed
+// buffers. The first failure in the model's order is returned, an *Error
+// naming what failed. opts may be nil.
+func Verify(ctx context.Context, b *Bundle, trust *Trust, modelPath string, opts *Options) (*Result, error) {
+	if opts == nil {
+		opts = &Options{}
+	}
+	m, err := b.Verify(trust)
+	if err != nil {
+		return nil, err
+	}
+	md, err := m.Model(modelPath, opts.IgnorePaths...)
+	if err != nil {
+		return nil, err
+	}
+	return m.VerifyModel(ctx, md, opts)
+}
+
+// unit is one digest to check: a file's range.
+type unit struct {
+	f     *File
+	shown string
+	r     Range
+}
+
+// VerifyModel checks md against the manifest (see Verify); opts may be nil.
+func (m *Manifest) VerifyModel(ctx context.Context, md *Model, opts *Options) (*Result, error) {
+	if opts == nil {
+		opts = &Options{}
+	}
+	units, res, err := m.plan(md, opts.IgnoreUnsigned)
+	if err != nil {
+		return nil, err
+	}
+	res.Manifest = m
+	if err := m.hashAll(ctx, units, res.Bytes, opts); err != nil {
+		return nil, err
+	}
+	return res, nil
+}
+
+// plan matches the model's files to the manifest's and lists the digests
+// to check, in file order.
+func (m *Manifest) plan(md *Model, ignoreUnsigned bool) ([]unit, *Result, error) {
+	res := &Result{}
+	matched := make(map[string]bool)
+	type pair struct {
+		f  *File
+		fd *fileDigests
+	}
+	var pairs []pair
+	var unsigned []string
+	for i := range md.Files {
+		f := &md.Files[i]
+		fd := m.files[f.Name]
+		if md.single && fd == nil {
+			fd = m.files["."]
+		}
+		if fd == nil {
+			if m.Serialization.Method == SerializeShards && f.Size == 0 {
+				continue // an empty file has no shards to sign
+			}
+			unsigned = append(unsigned, f.Name)
+			continue
+		}
+		matched[fd.path] = true
+		pairs = append(pairs, pair{f, fd})
+	}
+	for _, p := range m.Paths() {
+		if !matched[p] {
+			msg := "missing: the signature lists it, the model does not hold it"
+			if p == "." {
+				msg = "missing: the signature is a single-file model's, and the model is a folder"
+			}
+			return nil, nil, &Error{Op: "file", File: p, Msg: msg, Err: ErrMissing}
+		}
+	}
+	if len(unsigned) > 0 && !ignoreUnsigned {
+		msg := "not covered by the signature (the model holds it, the signature does not list it)"
+		if len(unsigned) > 1 {
+			msg = fmt.Sprintf("not covered by the signature, nor are %d more files (the model holds them, the signature does not list them)", len(unsigned)-1)
+		}
+		return nil, nil, &Error{Op: "file", File: unsigned[0], Msg: msg, Err: ErrUnsigned}
+	}
+	res.Unsigned = unsigned
+	var units []unit
+	for _, p := range pairs {
+		shown := displayName(md, p.f)
+		var rs []Range
+		if err := m.ranges(p.fd, shown, p.f.Size, &rs); err != nil {
+			return nil, nil, err
+		}
+		for _, r := range rs {
+			units = append(units, unit{p.f, shown, r})
+		}
+		res.Files++
+		res.Bytes += p.f.Size
+	}
+	res.Ranges = len(units)
+	return units, res, nil
+}
+
+// hashAll hashes every unit on opts.Workers goroutines and returns the
+// failure of the first unit, in order, that failed.
+func (m *Manifest) hashAll(ctx context.Context, units []unit, total int64, opts *Options) error {
+	workers := opts.Workers
+	if workers <= 0 {
+		workers = runtime.GOMAXPROCS(0)
+	}
+	workers = max(1, min(workers, len(units)))
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var (
+		next     atomic.Int64
+		mu       sync.Mutex
+		done     int64
+		firstBad = len(units)
+		firstErr error
+	)
+	progress := func(n int) {
+		if opts.Progress == nil {
+			return
+		}
+		mu.Lock()
+		done += int64(n)
+		opts.Progress(done, total)
+		mu.Unlock()
+	}
+	fail := func(i int, err error) {
+		mu.Lock()
+		if i < firstBad {
+			firstBad, firstErr = i, err
+		}
+		mu.Unlock()
+		cancel()
+	}
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			w := newWorker()
+			defer w.close()
+			for {
+				i := int(next.Add(1) - 1)
+				if i >= len(units) || ctx.Err() != nil {
+					return
+				}
+				if err := w.check(ctx, units[i], m.Serialization.Method, progress); err != nil {
+					fail(i, err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if firstErr != nil {
+		return firstErr
+	}
+	return ctx.Err()
+}
+
+// worker hashes ranges through two fixed buffers, keeping the last file
+// it read open.
+type worker struct {
+	bufs [2][]byte
+	h    hash.Hash
+	sum  []byte
+	name string
+	f    *os.File
+}
+
+func newWorker() *worker {
+	return &worker{bufs: [2][]byte{make([]byte, chunkSize), make([]byte, chunkSize)}, h: sha256.New(), sum: make([]byte, 0, sha256.Size)}
+}
+
+func (w *worker) close() {
+	if w.f != nil {
+		w.f.Close()
+	}
+}
+
+// reader returns the bytes of f.
+func (w *worker) reader(f *File) (io.ReaderAt, error) {
+	if f.r != nil {
+		return f.r, nil
+	}
+	if w.f != nil && w.name == f.path {
+		return w.f, nil
+	}
+	w.close()
+	w.f = nil
+	of, err := os.Open(f.path)
+	if err != nil {
+		return nil, err
+	}
+	w.f, w.name = of, f.path
+	return of, nil
+}
+
+// check hashes one unit and compares its digest.
+func (w *worker) check(ctx context.Context, u unit, method string, progress func(int)) error {
+	r, err := w.reader(u.f)
+	if err != nil {
+		return &Error{Op: "file", File: u.shown, Msg: "missing: " + err.Error(), Err: ErrMissing}
+	}
+	w.h.Reset()
+	if err := w.hashRange(ctx, r, u.r.Start, u.r.End, progress); err != nil {
+		if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+			return &Error{Op: "file", File: u.shown, Msg: "missing bytes: the file ended while it was read (it changed during verification)", Err: ErrMissing}
+		}
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		return &Error{Op: "file", File: u.shown, Msg: "missing bytes: " + err.Error(), Err: ErrMissing}
+	}
+	w.sum = w.h.Sum(w.sum[:0])
+	return compareDigest(u.shown, method, u.r, w.sum)
+}
+
+// hashRange feeds the bytes [start, end) of r to w.h, reading the next
+// chunk into one buffer while the other is hashed.
+func (w *worker) hashRange(ctx context.Context, r io.ReaderAt, start, end int64, progress func(int)) error {
+	type result struct {
+		n   int
+		err error
+	}
+	ch := make(chan result, 1)
+	read := func(buf []byte, off int64) {
+		buf = buf[:min(int64(len(buf)), end-off)]
+		go func() {
+			n, err := r.ReadAt(buf, off)
+			if n == len(buf) {
+				err = nil
+			} else if err == nil {
+				err = io.ErrUnexpectedEOF
+			}
+			ch <- result{n, err}
+		}()
+	}
+	if start >= end {
+		return nil
+	}
+	cur := 0
+	read(w.bufs[cur], start)
+	for off := start; ; {
+		res := <-ch // no read is pending after this receive
+		if res.err != nil {
+			return res.err
+		}
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		next := off + int64(res.n)
+		if next < end {
+			read(w.bufs[1-cur], next)
+		}
+		w.h.Write(w.bufs[cur][:res.n])
+		progress(res.n)
+		if next >= end {
+			return nil
+		}
+		off, cur = next, 1-cur
+	}
+}

@@ -295,7 +295,7 @@ func (b *Bundle) verifySigstore(t *Trust) error {
 	const op = "sigstore"
 	tr := t.TrustedRoot
 	if tr == nil {
-		return errorf(op, ErrNoTrust, "the bundle is signed with Sigstore, and no trusted root was given to verify it offline with")
+		return errorf(op, ErrNoTrust, "the bundle is signed with Sigstore, and no trusted root was given to verify it offline")
 	}
 	if t.Identity == "" || t.Issuer == "" {
 		return errorf(op, ErrNoTrust, "the bundle is signed with Sigstore, and the signer's identity and OIDC issuer were not given")

@@ -64,7 +64,7 @@ func (b *Bundle) Verify(trust *Trust) (*Manifest, error) {
 func (b *Bundle) verifyKey(t *Trust) error {
 	const op = "key"
 	if t.PublicKey == nil {
-		return errorf(op, ErrNoTrust, "the bundle is signed with a key, and no public key was given to verify it with")
+		return errorf(op, ErrNoTrust, "the bundle is signed with a key, and no public key was given")
 	}
 	if b.KeyHint != "" {
 		want, err := KeyHint(t.PublicKey)
@@ -104,7 +104,7 @@ func KeyHint(pub crypto.PublicKey) (string, error) {
 func (b *Bundle) verifyCertificate(t *Trust) error {
 	const op = "certificate"
 	if len(t.Roots) == 0 {
-		return errorf(op, ErrNoTrust, "the bundle is signed with a certificate chain, and no CA certificate was given to verify it with")
+		return errorf(op, ErrNoTrust, "the bundle is signed with a certificate chain, and no CA certificate was given")
 	}
 	leaf := b.Certificates[0]
 	roots, inter := x509.NewCertPool(), x509.NewCertPool()

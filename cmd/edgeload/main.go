@@ -93,7 +93,7 @@ var commands []*command
 func init() {
 	commands = []*command{
 		{"inspect", "[--json] [--sha256] [--order] [--data FILE.ptd]... FILE", "show what a model file (or ARCHIVE!/ENTRY) holds", runInspect},
-		{"verify", "[--data FILE.ptd]... FILE...", "verify files fully and read every tensor, segment and bundled test tensor", runVerify},
+		{"verify", "[--data FILE.ptd]... FILE... | --signature BUNDLE (--key PEM | --cert-chain PEM | --trusted-root JSON --identity ID --identity-provider URL) [--ignore-unsigned-files] MODEL", "verify files fully, or a model against its OMS signature", runVerify},
 		{"repack", "[--align N] [--tensor-align N] [--externalize F.ptd] [--rten-v2] [--to FORMAT] [--verify-bytes] [--sync] [--data F.ptd]... IN OUT | --check [--data F.ptd]... IN OUT", "rewrite a model file realigned, externalized, upgraded or converted", runRepack},
 		{"resident", "[--width N] FILE", "show how much of each segment is in the page cache", runResident},
 		{"stream", "[--budget SIZE] [--method NAME] [--data FILE.ptd]... [--json] [--drop-cache] FILE", "read every weight in use order under a memory budget", runStream},

@@ -155,15 +155,14 @@ func (m *Manifest) hashAll(ctx context.Context, units []unit, total int64, opts 
 		workers = runtime.GOMAXPROCS(0)
 	}
 	workers = max(1, min(workers, len(units)))
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
 	var (
 		next     atomic.Int64
+		bad      atomic.Int64 // the first unit known to fail; units after it are dropped
 		mu       sync.Mutex
 		done     int64
-		firstBad = len(units)
 		firstErr error
 	)
+	bad.Store(int64(len(units)))
 	progress := func(n int) {
 		if opts.Progress == nil {
 			return
@@ -175,11 +174,11 @@ func (m *Manifest) hashAll(ctx context.Context, units []unit, total int64, opts 
 	}
 	fail := func(i int, err error) {
 		mu.Lock()
-		if i < firstBad {
-			firstBad, firstErr = i, err
+		if int64(i) < bad.Load() {
+			bad.Store(int64(i))
+			firstErr = err
 		}
 		mu.Unlock()
-		cancel()
 	}
 	var wg sync.WaitGroup
 	for range workers {
@@ -189,12 +188,15 @@ func (m *Manifest) hashAll(ctx context.Context, units []unit, total int64, opts 
 			w := newWorker()
 			defer w.close()
 			for {
-				i := int(next.Add(1) - 1)
-				if i >= len(units) || ctx.Err() != nil {
+				i := next.Add(1) - 1
+				stop := func() bool { return ctx.Err() != nil || i > bad.Load() }
+				if i >= int64(len(units)) || stop() {
 					return
 				}
-				if err := w.check(ctx, units[i], m.Serialization.Method, progress); err != nil {
-					fail(i, err)
+				if err := w.check(units[i], m.Serialization.Method, stop, progress); err != nil {
+					if err != errStopped {
+						fail(int(i), err)
+					}
 					return
 				}
 			}
@@ -206,6 +208,10 @@ func (m *Manifest) hashAll(ctx context.Context, units []unit, total int64, opts 
 	}
 	return ctx.Err()
 }
+
+// errStopped stops a worker whose unit no longer matters: the context is
+// done, or an earlier unit failed.
+var errStopped = errors.New("stopped")
 
 // worker hashes ranges through two fixed buffers, keeping the last file
 // it read open.
@@ -245,19 +251,20 @@ func (w *worker) reader(f *File) (io.ReaderAt, error) {
 	return of, nil
 }
 
-// check hashes one unit and compares its digest.
-func (w *worker) check(ctx context.Context, u unit, method string, progress func(int)) error {
+// check hashes one unit and compares its digest; it returns errStopped
+// as soon as stop says to.
+func (w *worker) check(u unit, method string, stop func() bool, progress func(int)) error {
 	r, err := w.reader(u.f)
 	if err != nil {
 		return &Error{Op: "file", File: u.shown, Msg: "missing: " + err.Error(), Err: ErrMissing}
 	}
 	w.h.Reset()
-	if err := w.hashRange(ctx, r, u.r.Start, u.r.End, progress); err != nil {
+	if err := w.hashRange(r, u.r.Start, u.r.End, stop, progress); err != nil {
 		if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
 			return &Error{Op: "file", File: u.shown, Msg: "missing bytes: the file ended while it was read (it changed during verification)", Err: ErrMissing}
 		}
-		if ctx.Err() != nil {
-			return ctx.Err()
+		if err == errStopped {
+			return err
 		}
 		return &Error{Op: "file", File: u.shown, Msg: "missing bytes: " + err.Error(), Err: ErrMissing}
 	}
@@ -267,7 +274,7 @@ func (w *worker) check(ctx context.Context, u unit, method string, progress func
 
 // hashRange feeds the bytes [start, end) of r to w.h, reading the next
 // chunk into one buffer while the other is hashed.
-func (w *worker) hashRange(ctx context.Context, r io.ReaderAt, start, end int64, progress func(int)) error {
+func (w *worker) hashRange(r io.ReaderAt, start, end int64, stop func() bool, progress func(int)) error {
 	type result struct {
 		n   int
 		err error
@@ -295,8 +302,8 @@ func (w *worker) hashRange(ctx context.Context, r io.ReaderAt, start, end int64,
 		if res.err != nil {
 			return res.err
 		}
-		if err := ctx.Err(); err != nil {
-			return err
+		if stop() {
+			return errStopped
 		}
 		next := off + int64(res.n)
 		if next < end {

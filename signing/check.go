@@ -5,7 +5,9 @@ import (
 	"crypto/sha256"
 	"fmt"
 	"hash"
+	"io"
 	"path"
+	"sort"
 )
 
 // Range is a byte range [Start, End) of a file and the digest its bytes
@@ -15,12 +17,20 @@ type Range struct {
 	Digest     []byte
 }
 
-// Check verifies one file's bytes as a reader hands them over in order,
-// from offset 0, for a reader that checks a model while it reads it:
-// each signed range is checked the moment its last byte arrives, and
-// Verified says up to where the bytes read so far are proven. With the
-// shards serialization that is each shard's end in turn; with files, it
-// is 0 until the file's last byte. A Check is not safe for concurrent use.
+// Check verifies one file's bytes for a reader that checks a model while
+// it reads it, in either of two ways:
+//
+//   - in order: Write hands over the file's bytes from offset 0, and each
+//     signed range is checked the moment its last byte arrives; Verified
+//     says up to where the bytes written are proven (with the shards
+//     serialization, each shard's end in turn; with files, 0 until the
+//     file's last byte);
+//   - by range: CheckRange reads one range's bytes and checks them, in any
+//     order, for a reader that jumps about the file; Covering names the
+//     ranges a byte span touches and Proven says whether they all matched.
+//
+// No digest is compared twice: a range proven one way is not hashed again
+// the other way. A Check is not safe for concurrent use.
 type Check struct {
 	File   string  // the file, as the signature names it
 	Size   int64   // the file's size, which the ranges tile
@@ -28,10 +38,11 @@ type Check struct {
 	Method string  // SerializeFiles or SerializeShards
 
 	h      hash.Hash
-	at     int64 // bytes fed
-	next   int   // the range being hashed
-	proven int64 // the end of the last range that matched
-	err    error // the first failure, returned from then on
+	at     int64  // bytes written
+	next   int    // the range Write is hashing
+	ok     []bool // which ranges matched
+	prefix int    // ranges [0, prefix) all matched
+	err    error  // the first failure, returned from then on
 	shown  string
 }
 
@@ -46,10 +57,16 @@ func (m *Manifest) NewCheck(name string, size int64) (*Check, error) {
 	if err != nil {
 		return nil, err
 	}
+	return m.newCheck(f, name, size)
+}
+
+// newCheck returns the check of f, a file of size bytes shown as name.
+func (m *Manifest) newCheck(f *fileDigests, name string, size int64) (*Check, error) {
 	c := &Check{File: f.path, Size: size, Method: m.Serialization.Method, h: sha256.New(), shown: name}
 	if err := m.ranges(f, name, size, &c.Ranges); err != nil {
 		return nil, err
 	}
+	c.ok = make([]bool, len(c.Ranges))
 	c.settle()
 	return c, c.err
 }
@@ -102,7 +119,9 @@ func (c *Check) Write(p []byte) (int, error) {
 			return n, c.err
 		}
 		k := min(int64(len(p)), c.Ranges[c.next].End-c.at)
-		c.h.Write(p[:k])
+		if !c.ok[c.next] {
+			c.h.Write(p[:k])
+		}
 		c.at += k
 		n += int(k)
 		p = p[k:]
@@ -117,10 +136,9 @@ func (c *Check) Write(p []byte) (int, error) {
 // settle checks every range that has all its bytes.
 func (c *Check) settle() {
 	for c.err == nil && c.next < len(c.Ranges) && c.at == c.Ranges[c.next].End {
-		r := c.Ranges[c.next]
-		c.err = compareDigest(c.shown, c.Method, r, c.h.Sum(nil))
-		if c.err == nil {
-			c.proven = r.End
+		if !c.ok[c.next] {
+			c.err = compareDigest(c.shown, c.Method, c.Ranges[c.next], c.h.Sum(nil))
+			c.prove(c.next)
 		}
 		c.h.Reset()
 		c.next++
@@ -140,9 +158,83 @@ func compareDigest(file, method string, r Range, sum []byte) error {
 	return e
 }
 
-// Verified returns the end of the bytes proven so far: every byte below
-// it has been fed and its range's digest matched.
-func (c *Check) Verified() int64 { return c.proven }
+// prove records that range i matched, unless the check has failed.
+func (c *Check) prove(i int) {
+	if c.err != nil {
+		return
+	}
+	c.ok[i] = true
+	for c.prefix < len(c.ok) && c.ok[c.prefix] {
+		c.prefix++
+	}
+}
+
+// Verified returns the end of the bytes proven from offset 0: every byte
+// below it lies in a range whose digest matched.
+func (c *Check) Verified() int64 {
+	if c.prefix == 0 {
+		return 0
+	}
+	return c.Ranges[c.prefix-1].End
+}
+
+// Covering returns the ranges [first, last) that hold bytes of
+// [off, off+n), clipped to the file.
+func (c *Check) Covering(off, n int64) (first, last int) {
+	end := off + n
+	if n <= 0 || off >= c.Size || end <= 0 || end < off {
+		return 0, 0
+	}
+	first = sort.Search(len(c.Ranges), func(i int) bool { return c.Ranges[i].End > off })
+	last = sort.Search(len(c.Ranges), func(i int) bool { return c.Ranges[i].Start >= end })
+	return first, last
+}
+
+// Proven reports whether every byte of [off, off+n) lies in a range whose
+// digest matched; bytes outside the file are never proven.
+func (c *Check) Proven(off, n int64) bool {
+	if n == 0 {
+		return off >= 0 && off <= c.Size
+	}
+	if off < 0 || n < 0 || off > c.Size-n {
+		return false
+	}
+	first, last := c.Covering(off, n)
+	for i := first; i < last; i++ {
+		if !c.ok[i] {
+			return false
+		}
+	}
+	return first < last
+}
+
+// CheckRange reads the bytes of range i from r (End-Start of them, through
+// a small buffer) and checks their digest, unless the range has already
+// matched. It returns the first failure of the check, as Write does, or a
+// read error.
+func (c *Check) CheckRange(i int, r io.Reader) error {
+	if c.err != nil {
+		return c.err
+	}
+	if i < 0 || i >= len(c.Ranges) {
+		return fmt.Errorf("signing: CheckRange: no range %d of %d", i, len(c.Ranges))
+	}
+	if c.ok[i] {
+		return nil
+	}
+	rg := c.Ranges[i]
+	h := sha256.New()
+	n, err := io.CopyN(h, r, rg.End-rg.Start)
+	if err != nil {
+		if err == io.EOF {
+			err = &Error{Op: "file", File: c.shown, Msg: fmt.Sprintf("missing bytes: %d of the range's %d", n, rg.End-rg.Start), Err: ErrMissing}
+		}
+		return err
+	}
+	c.err = compareDigest(c.shown, c.Method, rg, h.Sum(nil))
+	c.prove(i)
+	return c.err
+}
 
 // Next returns the range being hashed, so that a reader can end a read
 // where a range ends; ok is false once every range has been checked.
@@ -154,13 +246,13 @@ func (c *Check) Next() (r Range, ok bool) {
 }
 
 // Close returns the first failure, or an error if bytes are missing:
-// nil only when every byte of the file was fed and matched.
+// nil only when every range of the file was checked and matched.
 func (c *Check) Close() error {
 	if c.err != nil {
 		return c.err
 	}
-	if c.next < len(c.Ranges) {
-		return &Error{Op: "file", File: c.shown, Msg: fmt.Sprintf("missing bytes: it ended at byte %d of the %d signed", c.at, c.Size), Err: ErrMissing}
+	if c.prefix < len(c.Ranges) {
+		return &Error{Op: "file", File: c.shown, Msg: fmt.Sprintf("missing bytes: %d of the %d signed are proven", c.Verified(), c.Size), Err: ErrMissing}
 	}
 	return nil
 }

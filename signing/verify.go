@@ -75,21 +75,45 @@ func (m *Manifest) VerifyModel(ctx context.Context, md *Model, opts *Options) (*
 	if opts == nil {
 		opts = &Options{}
 	}
-	units, res, err := m.plan(md, opts.IgnoreUnsigned)
+	p, err := m.Plan(md, opts)
 	if err != nil {
 		return nil, err
 	}
-	res.Manifest = m
+	res := &Result{Manifest: m, Files: len(p.Files), Unsigned: p.Unsigned}
+	var units []unit
+	for i, c := range p.Files {
+		for _, r := range c.Ranges {
+			units = append(units, unit{p.sources[i], c.shown, r})
+		}
+		res.Bytes += c.Size
+	}
+	res.Ranges = len(units)
 	if err := m.hashAll(ctx, units, res.Bytes, opts); err != nil {
 		return nil, err
 	}
 	return res, nil
 }
 
-// plan matches the model's files to the manifest's and lists the digests
-// to check, in file order.
-func (m *Manifest) plan(md *Model, ignoreUnsigned bool) ([]unit, *Result, error) {
-	res := &Result{}
+// Plan is what checking a model against a verified manifest takes: the
+// model's files the signature lists, in the model's order, each with its
+// Check (its byte ranges and their digests). A reader that checks the
+// model while it reads it feeds each file's bytes to its Check.
+type Plan struct {
+	Method   string   // SerializeFiles or SerializeShards
+	HashType string   // the digest algorithm: "sha256"
+	Files    []*Check // one per signed file of the model
+	Unsigned []string // the model's files the signature does not list (with Options.IgnoreUnsigned)
+
+	sources []*File // Files[i]'s bytes
+}
+
+// Plan matches the model's files to the manifest's: every file the
+// manifest lists must be in md (ErrMissing), every file of md must be
+// listed (ErrUnsigned) unless opts.IgnoreUnsigned, and a file with shards
+// must be the size they cover (ErrDigest). It reads no file's bytes;
+// opts may be nil.
+func (m *Manifest) Plan(md *Model, opts *Options) (*Plan, error) {
+	ignoreUnsigned := opts != nil && opts.IgnoreUnsigned
 	matched := make(map[string]bool)
 	type pair struct {
 		f  *File
@@ -119,7 +143,7 @@ func (m *Manifest) plan(md *Model, ignoreUnsigned bool) ([]unit, *Result, error)
 			if p == "." {
 				msg = "missing: the signature is a single-file model's, and the model is a folder"
 			}
-			return nil, nil, &Error{Op: "file", File: p, Msg: msg, Err: ErrMissing}
+			return nil, &Error{Op: "file", File: p, Msg: msg, Err: ErrMissing}
 		}
 	}
 	if len(unsigned) > 0 && !ignoreUnsigned {
@@ -127,24 +151,18 @@ func (m *Manifest) plan(md *Model, ignoreUnsigned bool) ([]unit, *Result, error)
 		if len(unsigned) > 1 {
 			msg = fmt.Sprintf("not covered by the signature, nor are %d more files (the model holds them, the signature does not list them)", len(unsigned)-1)
 		}
-		return nil, nil, &Error{Op: "file", File: unsigned[0], Msg: msg, Err: ErrUnsigned}
+		return nil, &Error{Op: "file", File: unsigned[0], Msg: msg, Err: ErrUnsigned}
 	}
-	res.Unsigned = unsigned
-	var units []unit
-	for _, p := range pairs {
-		shown := displayName(md, p.f)
-		var rs []Range
-		if err := m.ranges(p.fd, shown, p.f.Size, &rs); err != nil {
-			return nil, nil, err
+	p := &Plan{Method: m.Serialization.Method, HashType: m.Serialization.HashType, Unsigned: unsigned}
+	for _, pr := range pairs {
+		c, err := m.newCheck(pr.fd, displayName(md, pr.f), pr.f.Size)
+		if err != nil {
+			return nil, err
 		}
-		for _, r := range rs {
-			units = append(units, unit{p.f, shown, r})
-		}
-		res.Files++
-		res.Bytes += p.f.Size
+		p.Files = append(p.Files, c)
+		p.sources = append(p.sources, pr.f)
 	}
-	res.Ranges = len(units)
-	return units, res, nil
+	return p, nil
 }
 
 // hashAll hashes every unit on opts.Workers goroutines and returns the

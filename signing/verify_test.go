@@ -339,3 +339,123 @@ func TestStatementMalformed(t *testing.T) {
 		})
 	}
 }
+
+// TestCheckRange checks a shard bundle's model range by range, in a
+// shuffled order, as a reader that jumps about the file would.
+func TestCheckRange(t *testing.T) {
+	dir := omscases.Dir(t)
+	b, err := ReadBundle(filepath.Join(dir, "gguf", "llama2-tiny-random.gguf.key-shards-100000.sig"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := b.Statement()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, model := range []string{"gguf", "gguf-flipped"} {
+		data, err := os.ReadFile(filepath.Join(dir, model, "llama2-tiny-random.gguf"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		size := int64(len(data))
+		c, err := m.NewCheck("llama2-tiny-random.gguf", size)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if f, l := c.Covering(1236416, 1); f != 12 || l != 13 {
+			t.Errorf("Covering(1236416, 1) = %d, %d; want 12, 13", f, l)
+		}
+		if f, l := c.Covering(99_999, 100_002); f != 0 || l != 3 {
+			t.Errorf("Covering(99999, 100002) = %d, %d; want 0, 3", f, l)
+		}
+		order := rand.New(rand.NewPCG(1, 2)).Perm(len(c.Ranges))
+		var failed error
+		for _, i := range order {
+			r := c.Ranges[i]
+			err := c.CheckRange(i, bytes.NewReader(data[r.Start:r.End]))
+			if model == "gguf-flipped" && i == 12 {
+				failed = err
+				if !errors.Is(err, ErrDigest) {
+					t.Fatalf("range 12 of the flipped file: %v", err)
+				}
+				break
+			}
+			if err != nil {
+				t.Fatalf("range %d: %v", i, err)
+			}
+			if !c.Proven(r.Start, r.End-r.Start) {
+				t.Errorf("range %d checked and not proven", i)
+			}
+		}
+		if model == "gguf" {
+			if c.Verified() != size || !c.Proven(0, size) || c.Close() != nil {
+				t.Errorf("verified %d of %d, proven %v, close %v", c.Verified(), size, c.Proven(0, size), c.Close())
+			}
+			// Writing the file in order now compares nothing again.
+			if n, err := c.Write(data); err != nil || n != len(data) {
+				t.Errorf("write after the ranges: %d %v", n, err)
+			}
+			continue
+		}
+		if failed == nil || c.Proven(1236416, 1) || c.Proven(0, size) {
+			t.Errorf("the flipped shard: %v, proven %v", failed, c.Proven(1236416, 1))
+		}
+		if err := c.CheckRange(0, bytes.NewReader(data)); !errors.Is(err, ErrDigest) {
+			t.Errorf("a check after the failure: %v", err)
+		}
+	}
+	c, _ := m.NewCheck("llama2-tiny-random.gguf", 1750560)
+	if err := c.CheckRange(0, bytes.NewReader(make([]byte, 10))); !errors.Is(err, ErrMissing) {
+		t.Errorf("a short range: %v", err)
+	}
+	if c.Proven(-1, 5) || c.Proven(1750560, 1) || c.Proven(0, -1) {
+		t.Error("bytes outside the file proven")
+	}
+}
+
+// TestPlan lists a folder model's checks and feeds each file to its own.
+func TestPlan(t *testing.T) {
+	dir := filepath.Join("testdata", "oms")
+	b, err := ReadBundle(filepath.Join(dir, "st-shards.sig"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := b.Statement()
+	if err != nil {
+		t.Fatal(err)
+	}
+	root := filepath.Join(t.TempDir(), "m")
+	copyTree(t, filepath.Join(dir, "models", "st-index"), root)
+	os.WriteFile(filepath.Join(root, "README.md"), []byte("x"), 0o644)
+	md, err := m.Model(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := m.Plan(md, nil); !errors.Is(err, ErrUnsigned) {
+		t.Fatalf("an unsigned file: %v", err)
+	}
+	p, err := m.Plan(md, &Options{IgnoreUnsigned: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Method != SerializeShards || len(p.Files) != 4 || len(p.Unsigned) != 1 || p.Unsigned[0] != "README.md" {
+		t.Fatalf("plan %+v", p)
+	}
+	ranges := 0
+	for _, c := range p.Files {
+		data, err := os.ReadFile(filepath.Join(root, c.File))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if int64(len(data)) != c.Size {
+			t.Errorf("%s: size %d, file %d", c.File, c.Size, len(data))
+		}
+		if _, err := c.Write(data); err != nil || c.Close() != nil {
+			t.Errorf("%s: %v %v", c.File, err, c.Close())
+		}
+		ranges += len(c.Ranges)
+	}
+	if ranges != len(m.Resources) {
+		t.Errorf("%d ranges, the statement has %d resources", ranges, len(m.Resources))
+	}
+}

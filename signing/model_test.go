@@ -97,6 +97,31 @@ func TestModelListing(t *testing.T) {
 			t.Error(err)
 		}
 	})
+	t.Run("git names", func(t *testing.T) {
+		m, err := parseStatement(statement(t, files, []string{"a.bin"}, 0, func(st map[string]any) {
+			delete(st["predicate"].(map[string]any)["serialization"].(map[string]any), "ignore_paths")
+		}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		dir := writeModel(t, map[string][]byte{"a.bin": files["a.bin"], ".git/HEAD": nil, ".github/ci.yml": nil, ".gitignore": nil, ".gitattributes": nil})
+		md, err := m.Model(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := m.VerifyModel(context.Background(), md, nil); err != nil {
+			t.Errorf("top-level git files: %v", err)
+		}
+		os.MkdirAll(filepath.Join(dir, "sub"), 0o755)
+		os.WriteFile(filepath.Join(dir, "sub", ".gitignore"), nil, 0o644)
+		md, err = m.Model(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := m.VerifyModel(context.Background(), md, nil); !errors.Is(err, ErrUnsigned) || !strings.Contains(err.Error(), "sub/.gitignore") {
+			t.Errorf("a subfolder's .gitignore: %v, want it unsigned", err)
+		}
+	})
 	t.Run("extra ignore", func(t *testing.T) {
 		dir := writeModel(t, map[string][]byte{"a.bin": files["a.bin"], "sig/model.sig": []byte("{}"), "x.sig": nil})
 		m := st(false)

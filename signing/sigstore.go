@@ -359,11 +359,24 @@ func (e *tlogEntry) verifyInclusion(k logKey) error {
 	if e.proofIndex >= e.treeSize {
 		return errorf(op, ErrMalformed, "inclusion proof: index %d outside a tree of %d", e.proofIndex, e.treeSize)
 	}
-	index, size := uint64(e.proofIndex), uint64(e.treeSize)
+	leaf := sha256.Sum256(append([]byte{0}, e.body...))
+	h, err := inclusionRoot(uint64(e.proofIndex), uint64(e.treeSize), leaf[:], e.hashes)
+	if err != nil {
+		return errorf(op, ErrUntrusted, "inclusion proof: %v", err)
+	}
+	if !bytes.Equal(h, e.rootHash) {
+		return errorf(op, ErrUntrusted, "inclusion proof: the entry hashes to root %x, the proof says %x", h, e.rootHash)
+	}
+	return e.verifyCheckpoint(k)
+}
+
+// inclusionRoot returns the root of a tree of size leaves that an RFC
+// 6962 inclusion proof of the leaf hash at index leads to.
+func inclusionRoot(index, size uint64, leaf []byte, proof [][]byte) ([]byte, error) {
 	inner := bits.Len64(index ^ (size - 1))
 	border := bits.OnesCount64(index >> inner)
-	if len(e.hashes) != inner+border {
-		return errorf(op, ErrUntrusted, "inclusion proof: %d hashes, a tree of %d needs %d for index %d", len(e.hashes), size, inner+border, index)
+	if len(proof) != inner+border {
+		return nil, fmt.Errorf("%d hashes, a tree of %d needs %d for index %d", len(proof), size, inner+border, index)
 	}
 	node := func(l, r []byte) []byte {
 		h := sha256.New()
@@ -372,19 +385,15 @@ func (e *tlogEntry) verifyInclusion(k logKey) error {
 		h.Write(r)
 		return h.Sum(nil)
 	}
-	leaf := sha256.Sum256(append([]byte{0}, e.body...))
-	h := leaf[:]
-	for i, p := range e.hashes {
+	h := leaf
+	for i, p := range proof {
 		if i < inner && (index>>i)&1 == 0 {
 			h = node(h, p)
 		} else {
 			h = node(p, h)
 		}
 	}
-	if !bytes.Equal(h, e.rootHash) {
-		return errorf(op, ErrUntrusted, "inclusion proof: the entry hashes to root %x, the proof says %x", h, e.rootHash)
-	}
-	return e.verifyCheckpoint(k)
+	return h, nil
 }
 
 // verifyCheckpoint checks the signed note carrying the log's checkpoint:

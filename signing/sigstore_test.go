@@ -3,10 +3,12 @@ package signing
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
 	"crypto/x509"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -277,5 +279,97 @@ func TestSigstoreEntryBody(t *testing.T) {
 	b.Certificates[0] = &other
 	if err := b.checkEntryBody(); !errors.Is(err, ErrUntrusted) {
 		t.Errorf("another certificate: %v, want ErrUntrusted", err)
+	}
+}
+
+// rfc6962 is RFC 6962's definition of a Merkle tree over leaves: its root
+// (MTH) and the audit path of leaf m (PATH), written from the RFC's text.
+func rfc6962(leaves [][]byte) (root func(d [][]byte) []byte, path func(m int, d [][]byte) [][]byte) {
+	hash := func(b ...[]byte) []byte {
+		h := sha256.New()
+		for _, x := range b {
+			h.Write(x)
+		}
+		return h.Sum(nil)
+	}
+	split := func(n int) int { // the largest power of two smaller than n
+		k := 1
+		for k*2 < n {
+			k *= 2
+		}
+		return k
+	}
+	var mth func(d [][]byte) []byte
+	mth = func(d [][]byte) []byte {
+		if len(d) == 1 {
+			return hash([]byte{0}, d[0])
+		}
+		k := split(len(d))
+		return hash([]byte{1}, mth(d[:k]), mth(d[k:]))
+	}
+	var p func(m int, d [][]byte) [][]byte
+	p = func(m int, d [][]byte) [][]byte {
+		if len(d) == 1 {
+			return nil
+		}
+		k := split(len(d))
+		if m < k {
+			return append(p(m, d[:k]), mth(d[k:]))
+		}
+		return append(p(m-k, d[k:]), mth(d[:k]))
+	}
+	return mth, p
+}
+
+// TestInclusionRoot checks inclusionRoot against RFC 6962's definition for
+// every leaf of trees of 1 to 40 leaves, and that a wrong path fails.
+func TestInclusionRoot(t *testing.T) {
+	for n := 1; n <= 40; n++ {
+		var leaves [][]byte
+		for i := range n {
+			leaves = append(leaves, []byte(fmt.Sprintf("leaf %d", i)))
+		}
+		mth, path := rfc6962(leaves)
+		want := mth(leaves)
+		for m := range n {
+			p := path(m, leaves)
+			lh := sha256.Sum256(append([]byte{0}, leaves[m]...))
+			got, err := inclusionRoot(uint64(m), uint64(n), lh[:], p)
+			if err != nil || !bytes.Equal(got, want) {
+				t.Fatalf("tree of %d, leaf %d: %x %v, want %x", n, m, got, err, want)
+			}
+			if m+1 < n {
+				if got, err := inclusionRoot(uint64(m+1), uint64(n), lh[:], p); err == nil && bytes.Equal(got, want) {
+					t.Fatalf("tree of %d: leaf %d's path proves it at %d", n, m, m+1)
+				}
+			}
+		}
+	}
+}
+
+// TestSigstoreCheckpoint checks that the signed checkpoint must carry the
+// proof's tree size and root hash.
+func TestSigstoreCheckpoint(t *testing.T) {
+	b, err := ReadBundle(filepath.Join(testmodels.Dir(t), "oms", "test-vectors", "v1.0", "valid", "sigstore.bundle.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr := publicGood(t)
+	k, ok := findLog(tr.rekor, b.tlog.logID, time.Unix(b.tlog.integratedTime, 0))
+	if !ok {
+		t.Fatal("no Rekor key")
+	}
+	e := *b.tlog
+	if err := e.verifyCheckpoint(k); err != nil {
+		t.Fatal(err)
+	}
+	e.treeSize++
+	if err := e.verifyCheckpoint(k); !errors.Is(err, ErrUntrusted) {
+		t.Errorf("another tree size: %v", err)
+	}
+	e = *b.tlog
+	e.rootHash = append([]byte{e.rootHash[0] ^ 1}, e.rootHash[1:]...)
+	if err := e.verifyCheckpoint(k); !errors.Is(err, ErrUntrusted) {
+		t.Errorf("another root: %v", err)
 	}
 }

@@ -5,6 +5,7 @@
 //
 //	edgeload inspect [--json] [--sha256] [--order] [--data FILE.ptd]... FILE
 //	edgeload verify [--data FILE.ptd]... FILE...
+//	edgeload verify --signature BUNDLE (--key PEM | --cert-chain PEM | --trusted-root JSON --identity ID --identity-provider URL) [--ignore-unsigned-files] [--ignore-paths PATH]... MODEL
 //	edgeload repack [--align N] [--tensor-align N] [--externalize F.ptd] [--rten-v2] [--to FORMAT] [--verify-bytes] [--sync] [--data F.ptd]... IN OUT
 //	edgeload repack --check [--data F.ptd]... IN OUT
 //	edgeload resident [--width N] FILE
@@ -22,7 +23,10 @@
 //
 // verify runs the full structural verification and reads every tensor and
 // segment, turning a file truncated under the mapping into an error instead
-// of a crash; it prints one line per file.
+// of a crash; it prints one line per file. With --signature it checks a
+// model (a file, a folder or ARCHIVE!/ENTRY) against its OpenSSF Model
+// Signing signature instead (package signing): the signature, then every
+// file or shard digest, exit status 0 only when all match.
 //
 // repack rewrites a model file with its segments (and optionally every
 // constant) on page boundaries, or a program's constants moved to a .ptd;

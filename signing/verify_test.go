@@ -21,7 +21,7 @@ import (
 // statement builds the JSON of an OMS statement signing files (name to
 // bytes) with the given serialization (shardSize 0: files); edit, when
 // not nil, changes the decoded statement before it is encoded.
-func statement(t *testing.T, files map[string][]byte, names []string, shardSize int64, edit func(st map[string]any)) []byte {
+func statement(t testing.TB, files map[string][]byte, names []string, shardSize int64, edit func(st map[string]any)) []byte {
 	t.Helper()
 	var res []any
 	root := sha256.New()
@@ -66,7 +66,7 @@ func statement(t *testing.T, files map[string][]byte, names []string, shardSize 
 }
 
 // writeModel writes files into a new folder and returns it.
-func writeModel(t *testing.T, files map[string][]byte) string {
+func writeModel(t testing.TB, files map[string][]byte) string {
 	dir := t.TempDir()
 	for n, b := range files {
 		p := filepath.Join(dir, filepath.FromSlash(n))

@@ -38,15 +38,16 @@ type Result struct {
 	Unsigned []string // files left unread because of IgnoreUnsigned
 }
 
-// chunkSize is the size of each read; a worker holds two such buffers.
+// chunkSize is the size of each read; a worker holds one or two buffers
+// of it.
 const chunkSize = 256 << 10
 
 // Verify checks the bundle's signature against trust, then the model at
 // modelPath (a file or a folder) against the statement it signs: every
 // file listed present, none unlisted (unless opts.IgnoreUnsigned), and
 // every file's or shard's bytes hashing to its digest. Files and shards
-// are hashed in parallel (opts.Workers), reading each through two fixed
-// buffers. The first failure in the model's order is returned, an *Error
+// are hashed in parallel (opts.Workers), each read with ReadAt through a
+// fixed buffer, and a second to read ahead into when a core is left over. The first failure in the model's order is returned, an *Error
 // naming what failed. opts may be nil.
 func Verify(ctx context.Context, b *Bundle, trust *Trust, modelPath string, opts *Options) (*Result, error) {
 	if opts == nil {
@@ -173,6 +174,9 @@ func (m *Manifest) hashAll(ctx context.Context, units []unit, total int64, opts 
 		workers = runtime.GOMAXPROCS(0)
 	}
 	workers = max(1, min(workers, len(units)))
+	// A worker reads ahead on a goroutine of its own only when a core is
+	// left for it; otherwise reading and hashing take turns.
+	readAhead := workers < runtime.GOMAXPROCS(0)
 	var (
 		next     atomic.Int64
 		bad      atomic.Int64 // the first unit known to fail; units after it are dropped
@@ -203,7 +207,7 @@ func (m *Manifest) hashAll(ctx context.Context, units []unit, total int64, opts 
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			w := newWorker()
+			w := newWorker(readAhead)
 			defer w.close()
 			for {
 				i := next.Add(1) - 1
@@ -231,18 +235,23 @@ func (m *Manifest) hashAll(ctx context.Context, units []unit, total int64, opts 
 // done, or an earlier unit failed.
 var errStopped = errors.New("stopped")
 
-// worker hashes ranges through two fixed buffers, keeping the last file
-// it read open.
+// worker hashes ranges through fixed buffers, keeping the last file it
+// read open.
 type worker struct {
-	bufs [2][]byte
+	bufs [2][]byte // the second only when reading ahead
 	h    hash.Hash
 	sum  []byte
 	name string
 	f    *os.File
 }
 
-func newWorker() *worker {
-	return &worker{bufs: [2][]byte{make([]byte, chunkSize), make([]byte, chunkSize)}, h: sha256.New(), sum: make([]byte, 0, sha256.Size)}
+func newWorker(readAhead bool) *worker {
+	w := &worker{h: sha256.New(), sum: make([]byte, 0, sha256.Size)}
+	w.bufs[0] = make([]byte, chunkSize)
+	if readAhead {
+		w.bufs[1] = make([]byte, chunkSize)
+	}
+	return w
 }
 
 func (w *worker) close() {
@@ -290,9 +299,29 @@ func (w *worker) check(u unit, method string, stop func() bool, progress func(in
 	return compareDigest(u.shown, method, u.r, w.sum)
 }
 
-// hashRange feeds the bytes [start, end) of r to w.h, reading the next
-// chunk into one buffer while the other is hashed.
+// hashRange feeds the bytes [start, end) of r to w.h, a chunk at a time;
+// with two buffers, it reads the next chunk into one while the other is
+// hashed.
 func (w *worker) hashRange(r io.ReaderAt, start, end int64, stop func() bool, progress func(int)) error {
+	if w.bufs[1] == nil {
+		for off := start; off < end; {
+			buf := w.bufs[0][:min(int64(len(w.bufs[0])), end-off)]
+			n, err := r.ReadAt(buf, off)
+			if n < len(buf) {
+				if err == nil {
+					err = io.ErrUnexpectedEOF
+				}
+				return err
+			}
+			if stop() {
+				return errStopped
+			}
+			w.h.Write(buf)
+			progress(n)
+			off += int64(n)
+		}
+		return nil
+	}
 	type result struct {
 		n   int
 		err error

@@ -38,9 +38,13 @@ type Result struct {
 	Unsigned []string // files left unread because of IgnoreUnsigned
 }
 
-// chunkSize is the size of each read; a worker holds one or two buffers
-// of it.
-const chunkSize = 256 << 10
+// The size of each read: a worker that hashes what it has just read uses
+// one buffer of chunkSize; one that reads ahead, two of aheadSize, larger
+// so that it hands over fewer pieces between its goroutines.
+const (
+	chunkSize = 256 << 10
+	aheadSize = 1 << 20
+)
 
 // Verify checks the bundle's signature against trust, then the model at
 // modelPath (a file or a folder) against the statement it signs: every
@@ -247,9 +251,10 @@ type worker struct {
 
 func newWorker(readAhead bool) *worker {
 	w := &worker{h: sha256.New(), sum: make([]byte, 0, sha256.Size)}
-	w.bufs[0] = make([]byte, chunkSize)
 	if readAhead {
-		w.bufs[1] = make([]byte, chunkSize)
+		w.bufs[0], w.bufs[1] = make([]byte, aheadSize), make([]byte, aheadSize)
+	} else {
+		w.bufs[0] = make([]byte, chunkSize)
 	}
 	return w
 }

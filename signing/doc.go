@@ -6,8 +6,8 @@
 // Sigstore trusted root (Bundle.Verify), then a model against the
 // statement: a single file, or a folder such as a .pte beside its .ptd or
 // a safetensors index beside its shards (Verify, Manifest.VerifyModel).
-// Files and shards are hashed in parallel, each read through a fixed
-// buffer (two, to read ahead, when a core is left over). A reader that checks a model while it reads it uses Check.
+// Files and shards are hashed in parallel, each worker reading through
+// one fixed buffer. A reader that checks a model while it reads it uses Check.
 //
 // It imports only the standard library and works offline. It sits beside
 // package loader and knows files and digests, nothing of model formats.

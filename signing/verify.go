@@ -38,20 +38,15 @@ type Result struct {
 	Unsigned []string // files left unread because of IgnoreUnsigned
 }
 
-// The size of each read: a worker that hashes what it has just read uses
-// one buffer of chunkSize; one that reads ahead, two of aheadSize, larger
-// so that it hands over fewer pieces between its goroutines.
-const (
-	chunkSize = 256 << 10
-	aheadSize = 1 << 20
-)
+// chunkSize is the size of each read, and of each worker's one buffer.
+const chunkSize = 256 << 10
 
 // Verify checks the bundle's signature against trust, then the model at
 // modelPath (a file or a folder) against the statement it signs: every
 // file listed present, none unlisted (unless opts.IgnoreUnsigned), and
 // every file's or shard's bytes hashing to its digest. Files and shards
-// are hashed in parallel (opts.Workers), each read with ReadAt through a
-// fixed buffer, and a second to read ahead into when a core is left over. The first failure in the model's order is returned, an *Error
+// are hashed in parallel (opts.Workers), each worker reading with ReadAt
+// through one fixed buffer. The first failure in the model's order is returned, an *Error
 // naming what failed. opts may be nil.
 func Verify(ctx context.Context, b *Bundle, trust *Trust, modelPath string, opts *Options) (*Result, error) {
 	if opts == nil {
@@ -178,9 +173,6 @@ func (m *Manifest) hashAll(ctx context.Context, units []unit, total int64, opts 
 		workers = runtime.GOMAXPROCS(0)
 	}
 	workers = max(1, min(workers, len(units)))
-	// A worker reads ahead on a goroutine of its own only when a core is
-	// left for it; otherwise reading and hashing take turns.
-	readAhead := workers < runtime.GOMAXPROCS(0)
 	var (
 		next     atomic.Int64
 		bad      atomic.Int64 // the first unit known to fail; units after it are dropped
@@ -211,7 +203,7 @@ func (m *Manifest) hashAll(ctx context.Context, units []unit, total int64, opts 
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			w := newWorker(readAhead)
+			w := newWorker()
 			defer w.close()
 			for {
 				i := next.Add(1) - 1
@@ -239,24 +231,18 @@ func (m *Manifest) hashAll(ctx context.Context, units []unit, total int64, opts 
 // done, or an earlier unit failed.
 var errStopped = errors.New("stopped")
 
-// worker hashes ranges through fixed buffers, keeping the last file it
+// worker hashes ranges through one fixed buffer, keeping the last file it
 // read open.
 type worker struct {
-	bufs [2][]byte // the second only when reading ahead
+	buf  []byte
 	h    hash.Hash
 	sum  []byte
 	name string
 	f    *os.File
 }
 
-func newWorker(readAhead bool) *worker {
-	w := &worker{h: sha256.New(), sum: make([]byte, 0, sha256.Size)}
-	if readAhead {
-		w.bufs[0], w.bufs[1] = make([]byte, aheadSize), make([]byte, aheadSize)
-	} else {
-		w.bufs[0] = make([]byte, chunkSize)
-	}
-	return w
+func newWorker() *worker {
+	return &worker{buf: make([]byte, chunkSize), h: sha256.New(), sum: make([]byte, 0, sha256.Size)}
 }
 
 func (w *worker) close() {
@@ -304,68 +290,23 @@ func (w *worker) check(u unit, method string, stop func() bool, progress func(in
 	return compareDigest(u.shown, method, u.r, w.sum)
 }
 
-// hashRange feeds the bytes [start, end) of r to w.h, a chunk at a time;
-// with two buffers, it reads the next chunk into one while the other is
-// hashed.
+// hashRange feeds the bytes [start, end) of r to w.h, a buffer at a time.
 func (w *worker) hashRange(r io.ReaderAt, start, end int64, stop func() bool, progress func(int)) error {
-	if w.bufs[1] == nil {
-		for off := start; off < end; {
-			buf := w.bufs[0][:min(int64(len(w.bufs[0])), end-off)]
-			n, err := r.ReadAt(buf, off)
-			if n < len(buf) {
-				if err == nil {
-					err = io.ErrUnexpectedEOF
-				}
-				return err
-			}
-			if stop() {
-				return errStopped
-			}
-			w.h.Write(buf)
-			progress(n)
-			off += int64(n)
-		}
-		return nil
-	}
-	type result struct {
-		n   int
-		err error
-	}
-	ch := make(chan result, 1)
-	read := func(buf []byte, off int64) {
-		buf = buf[:min(int64(len(buf)), end-off)]
-		go func() {
-			n, err := r.ReadAt(buf, off)
-			if n == len(buf) {
-				err = nil
-			} else if err == nil {
+	for off := start; off < end; {
+		buf := w.buf[:min(int64(len(w.buf)), end-off)]
+		n, err := r.ReadAt(buf, off)
+		if n < len(buf) {
+			if err == nil {
 				err = io.ErrUnexpectedEOF
 			}
-			ch <- result{n, err}
-		}()
-	}
-	if start >= end {
-		return nil
-	}
-	cur := 0
-	read(w.bufs[cur], start)
-	for off := start; ; {
-		res := <-ch // no read is pending after this receive
-		if res.err != nil {
-			return res.err
+			return err
 		}
 		if stop() {
 			return errStopped
 		}
-		next := off + int64(res.n)
-		if next < end {
-			read(w.bufs[1-cur], next)
-		}
-		w.h.Write(w.bufs[cur][:res.n])
-		progress(res.n)
-		if next >= end {
-			return nil
-		}
-		off, cur = next, 1-cur
+		w.h.Write(buf)
+		progress(n)
+		off += int64(n)
 	}
+	return nil
 }

@@ -71,51 +71,32 @@ func (f *signatureFlags) load() (*signing.Bundle, *signing.Trust, error) {
 		return nil, nil, fmt.Errorf("--signature %s: %w", f.sig, err)
 	}
 	t := &signing.Trust{Identity: f.identity, Issuer: f.issuer}
-	read := func(flagName, name string) ([]byte, error) {
-		data, err := os.ReadFile(name)
-		if err == nil && len(data) > signing.MaxBundleSize {
-			err = errors.New("too large")
-		}
-		if err != nil {
-			return nil, fmt.Errorf("--%s %s: %w", flagName, name, err)
-		}
-		return data, nil
-	}
+	var flagName, file string
+	var parse func([]byte) error
 	switch {
 	case f.key != "":
-		data, err := read("key", f.key)
-		if err == nil {
-			t.PublicKey, err = signing.ParsePublicKey(data)
-		}
-		if err != nil {
-			return nil, nil, fmt.Errorf("--key %s: %w", f.key, unwrapRead(err))
-		}
+		flagName, file = "key", f.key
+		parse = func(b []byte) (err error) { t.PublicKey, err = signing.ParsePublicKey(b); return }
 	case f.certChain != "":
-		data, err := read("cert-chain", f.certChain)
-		if err == nil {
-			t.Roots, err = signing.ParseCertificates(data)
-		}
-		if err != nil {
-			return nil, nil, fmt.Errorf("--cert-chain %s: %w", f.certChain, unwrapRead(err))
-		}
+		flagName, file = "cert-chain", f.certChain
+		parse = func(b []byte) (err error) { t.Roots, err = signing.ParseCertificates(b); return }
 	case f.trustedRoot != "":
-		data, err := read("trusted-root", f.trustedRoot)
-		if err == nil {
-			t.TrustedRoot, err = signing.ParseTrustedRoot(data)
-		}
-		if err != nil {
-			return nil, nil, fmt.Errorf("--trusted-root %s: %w", f.trustedRoot, unwrapRead(err))
-		}
+		flagName, file = "trusted-root", f.trustedRoot
+		parse = func(b []byte) (err error) { t.TrustedRoot, err = signing.ParseTrustedRoot(b); return }
+	default:
+		return b, t, nil
+	}
+	data, err := os.ReadFile(file)
+	if err == nil && len(data) > signing.MaxBundleSize {
+		err = errors.New("too large")
+	}
+	if err == nil {
+		err = parse(data)
+	}
+	if err != nil {
+		return nil, nil, fmt.Errorf("--%s %s: %w", flagName, file, err)
 	}
 	return b, t, nil
-}
-
-// unwrapRead drops the "--flag name: " a read error already carries.
-func unwrapRead(err error) error {
-	if u := errors.Unwrap(err); u != nil && strings.HasPrefix(err.Error(), "--") {
-		return u
-	}
-	return err
 }
 
 // verifySignature checks the model argument (a file, a folder or

@@ -6,6 +6,7 @@
 //
 //	edgeload inspect [--json] [--sha256] [--order] [--data FILE.ptd]... FILE
 //	edgeload verify [--data FILE.ptd]... FILE...
+//	edgeload verify --signature BUNDLE (--key PEM | --cert-chain PEM | --trusted-root JSON --identity ID --identity-provider URL) [--ignore-unsigned-files] [--ignore-paths PATH]... MODEL
 //	edgeload repack [--align N] [--tensor-align N] [--externalize F.ptd] [--rten-v2] [--to FORMAT] [--verify-bytes] [--sync] [--data F.ptd]... IN OUT
 //	edgeload repack --check [--data F.ptd]... IN OUT
 //	edgeload resident [--width N] FILE
@@ -23,7 +24,10 @@
 //
 // verify runs the full structural verification and reads every tensor and
 // segment, turning a file truncated under the mapping into an error instead
-// of a crash; it prints one line per file.
+// of a crash; it prints one line per file. With --signature it checks a
+// model (a file, a folder or ARCHIVE!/ENTRY) against its OpenSSF Model
+// Signing signature instead (package signing): the signature, then every
+// file or shard digest, exit status 0 only when all match.
 //
 // repack rewrites a model file with its segments (and optionally every
 // constant) on page boundaries, or a program's constants moved to a .ptd;
@@ -98,7 +102,7 @@ var commands []*command
 func init() {
 	commands = []*command{
 		{"inspect", "[--json] [--sha256] [--order] [--data FILE.ptd]... FILE", "show what a model file (or ARCHIVE!/ENTRY) holds", runInspect},
-		{"verify", "[--data FILE.ptd]... FILE...", "verify files fully and read every tensor, segment and bundled test tensor", runVerify},
+		{"verify", "[--data FILE.ptd]... FILE... | --signature BUNDLE (--key PEM | --cert-chain PEM | --trusted-root JSON --identity ID --identity-provider URL) [--ignore-unsigned-files] MODEL", "verify files fully, or a model against its OMS signature", runVerify},
 		{"repack", "[--align N] [--tensor-align N] [--externalize F.ptd] [--rten-v2] [--to FORMAT] [--verify-bytes] [--sync] [--data F.ptd]... IN OUT | --check [--data F.ptd]... IN OUT", "rewrite a model file realigned, externalized, upgraded or converted", runRepack},
 		{"resident", "[--width N] FILE", "show how much of each segment is in the page cache", runResident},
 		{"stream", "[--budget SIZE] [--passes N] [--retain SIZE|auto] [--reader auto|mapped|direct] [--method NAME] [--data FILE.ptd]... [--json] [--drop-cache] FILE", "read every weight in use order under a memory budget, once or pass after pass", runStream},

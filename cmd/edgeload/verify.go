@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"path/filepath"
@@ -9,6 +10,7 @@ import (
 
 	"github.com/edgeload/edgeload/loader"
 	"github.com/edgeload/edgeload/segment"
+	"github.com/edgeload/edgeload/signing"
 )
 
 const verifyAbout = `Verify each file fully: the headers and FlatBuffer metadata (as every open
@@ -17,15 +19,35 @@ other, and a read of every byte of every tensor and segment, fault-safe (a
 file truncated while it is read gives an error, not a crash). Prints one line
 per file; the exit status is 1 if any file fails. A bundled program (.bpte)
 verifies the program it embeds and every test tensor. A FILE may be
-ARCHIVE!/ENTRY, an entry stored uncompressed in a zip archive or APK.`
+ARCHIVE!/ENTRY, an entry stored uncompressed in a zip archive or APK.
+
+With --signature, verify checks one MODEL (a file, a folder such as a .pte
+beside its .ptd or a safetensors index beside its shards, or
+ARCHIVE!/ENTRY) against its OpenSSF Model Signing (OMS v1.0) signature,
+as model-signing writes it: the signature with --key (a bundle signed with
+a key), --cert-chain (with a certificate chain; the leaf must be valid now)
+or --trusted-root (with Sigstore, verified offline), then every file the
+signature lists, or every shard of them, hashed in parallel. A file missing,
+added or changed fails. It does not parse the model's format: run verify
+without --signature for that. See docs/SIGNING.md.`
 
 func runVerify(c *cli, args []string) int {
 	fs := newFlags(lookup("verify"), verifyAbout)
 	var data stringList
 	fs.Var(&data, "data", "a `FILE.ptd` (or ARCHIVE!/ENTRY) holding external tensors of the .pte files (repeatable)")
+	sf := addSignatureFlags(fs)
 	pos, code, ok := parse(c, fs, args)
 	if !ok {
 		return code
+	}
+	if msg := sf.usage(); msg != "" {
+		return usageError(c, fs, msg)
+	}
+	if sf.given() {
+		if len(pos) != 1 || len(data) > 0 {
+			return usageError(c, fs, "--signature takes one MODEL (a file, a folder or ARCHIVE!/ENTRY) and no --data")
+		}
+		return verifySigned(c, sf, pos[0])
 	}
 	if len(pos) == 0 {
 		return usageError(c, fs, "want at least one FILE")
@@ -55,6 +77,43 @@ func runVerify(c *cli, args []string) int {
 		return exitInvalid
 	}
 	return exitOK
+}
+
+// verifySigned checks a model against its signature and prints one line.
+func verifySigned(c *cli, sf *signatureFlags, model string) int {
+	var p *progress
+	if terminal(c.stderr) {
+		p = newProgress(c.stderr, "verify "+filepath.Base(model))
+	}
+	var update func(done, total int64)
+	if p != nil {
+		update = p.update
+	}
+	b, res, err := sf.verifySignature(context.Background(), model, update)
+	p.clear()
+	if err != nil {
+		c.fileError(model, err)
+		return exitInvalid
+	}
+	m := res.Manifest
+	s := fmt.Sprintf("ok    %s: signed by %s; %s, %s hashed (%s serialization", model, signedBy(b, sf), plural(res.Files, "file"), sizeName(res.Bytes), m.Serialization.Method)
+	if m.Serialization.Method == signing.SerializeShards {
+		s += fmt.Sprintf(", %s of %d bytes", plural(res.Ranges, "shard"), m.Serialization.ShardSize)
+	}
+	s += ", " + m.Serialization.HashType + ")"
+	if n := len(res.Unsigned); n > 0 {
+		s += fmt.Sprintf("; %s left unread", plural(n, "unsigned file"))
+	}
+	fmt.Fprintln(c.stdout, s)
+	return exitOK
+}
+
+// plural writes "1 file" or "2 files".
+func plural(n int, what string) string {
+	if n == 1 {
+		return "1 " + what
+	}
+	return fmt.Sprintf("%d %ss", n, what)
 }
 
 // terminal reports whether w is a terminal (tests replace it).

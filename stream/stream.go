@@ -61,6 +61,7 @@ import (
 	"github.com/edgeload/edgeload/mmapfile"
 	"github.com/edgeload/edgeload/platform"
 	"github.com/edgeload/edgeload/segment"
+	"github.com/edgeload/edgeload/signing"
 )
 
 // DefaultBudget is the budget of a stream made without WithBudget.
@@ -180,6 +181,7 @@ type config struct {
 	retain   int64 // bytes; RetainAuto; 0 for none
 	keep     []int // WithRetainTensors
 	reader   Reader
+	checks   map[*mmapfile.File]*signing.Check
 }
 
 // Option configures New.
@@ -269,24 +271,32 @@ type Stream struct {
 	stopWake func() bool
 	done     chan struct{}
 
-	mu       sync.Mutex
-	cond     sync.Cond
-	slots    []slot
-	count    map[grainKey]int32 // how many held items cover each grain
-	limbo    map[grainKey]bool  // grains a release in progress gives up
-	lo, hi   int64              // items [lo, hi) are held: admitted and not released
-	ready    int64              // items [0, ready) are read
-	cur      int64              // the item the caller holds, -1 before the first
-	freed    int64              // items [0, freed) are released
-	finished int64              // bytes of items [lo, cur)
-	closed   bool               // shutdown has run: the background goroutine stops, everything held is released
-	relErr   error              // the first error of a release
-	err      error              // what Next returns from now on
-	stats    Stats
-	pass     PassStats   // the current pass
-	history  []PassStats // the finished passes
-	passT0   time.Time
-	readBy   []int64 // bytes read for the items of pass p, at readBy[p%2]
+	mu        sync.Mutex
+	cond      sync.Cond
+	slots     []slot
+	count     map[grainKey]int32 // how many held items cover each grain
+	limbo     map[grainKey]bool  // grains a release in progress gives up
+	hashed    int64              // with a signature: items [0, hashed) are written to their checks
+	proven    int64              // with a signature: items [0, proven) may be handed out
+	verr      error              // the first failure of the checks
+	wholeDone bool               // the files no item lies in are checked
+	lo, hi    int64              // items [lo, hi) are held: admitted and not released
+	ready     int64              // items [0, ready) are read
+	cur       int64              // the item the caller holds, -1 before the first
+	freed     int64              // items [0, freed) are released
+	finished  int64              // bytes of items [lo, cur)
+	closed    bool               // shutdown has run: the background goroutine stops, everything held is released
+	relErr    error              // the first error of a release
+	err       error              // what Next returns from now on
+	stats     Stats
+	pass      PassStats   // the current pass
+	history   []PassStats // the finished passes
+	passT0    time.Time
+	readBy    []int64 // bytes read for the items of pass p, at readBy[p%2]
+
+	checks   map[*mmapfile.File]*fileCheck // with a signature: each file's check
+	scratch  []byte                        // the checking goroutine's buffer for the bytes between items
+	hashDone chan struct{}                 // closed when the checking goroutine ends
 }
 
 // New starts streaming m's weights: by default every delegate blob and
@@ -383,6 +393,10 @@ func New(ctx context.Context, m *loader.Model, opts ...Option) (*Stream, error) 
 			return nil, fmt.Errorf("stream: %w", err)
 		}
 	}
+	if err := s.prepareChecks(c.checks, c.passes); err != nil {
+		s.abort()
+		return nil, err
+	}
 	s.n = int64(len(s.order))
 	s.total = s.n * int64(c.passes)
 	if c.passes == 0 {
@@ -405,6 +419,10 @@ func New(ctx context.Context, m *loader.Model, opts ...Option) (*Stream, error) 
 		s.mu.Unlock()
 	})
 	go s.run()
+	if s.checks != nil {
+		s.hashDone = make(chan struct{})
+		go s.hash()
+	}
 	return s, nil
 }
 
@@ -791,7 +809,7 @@ func (s *Stream) Next() (Item, error) {
 		s.cond.Broadcast()
 	}
 	waited := false
-	for s.cur < s.total && s.ready <= s.cur && s.ctx.Err() == nil && s.relErr == nil {
+	for s.ctx.Err() == nil && s.relErr == nil && (s.verr == nil || s.cur < s.proven) && s.waiting() {
 		waited = true
 		s.cond.Wait()
 	}
@@ -804,6 +822,8 @@ func (s *Stream) Next() (Item, error) {
 	switch {
 	case s.relErr != nil:
 		s.err = fmt.Errorf("stream: releasing: %w", s.relErr)
+	case s.verr != nil && s.cur >= s.proven:
+		s.err = s.verr
 	case s.cur >= s.total:
 		s.err = io.EOF
 	case s.ctx.Err() != nil:
@@ -827,6 +847,19 @@ func (s *Stream) Next() (Item, error) {
 		s.progress(st)
 	}
 	return it, err
+}
+
+// waiting reports whether Next must wait: for the item it hands out next
+// to be read (with a signature, proven), or at the end for the checks to
+// finish.
+func (s *Stream) waiting() bool {
+	if s.checks == nil {
+		return s.cur < s.total && s.ready <= s.cur
+	}
+	if s.cur < s.total {
+		return s.proven <= s.cur
+	}
+	return s.hashed < s.total || !s.wholeDone
 }
 
 // endPass records the pass that the caller has just finished, with s.mu
@@ -864,6 +897,9 @@ func (s *Stream) shutdown() {
 	s.cond.Broadcast()
 	s.mu.Unlock()
 	<-s.done
+	if s.hashDone != nil {
+		<-s.hashDone
+	}
 	s.mu.Lock()
 	gone := s.releaseItems(s.hi, nil)
 	gone = s.releaseRetained(gone)

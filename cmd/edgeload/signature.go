@@ -11,6 +11,8 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/edgeload/edgeload/loader"
+	"github.com/edgeload/edgeload/loader/format"
 	"github.com/edgeload/edgeload/mmapfile"
 	"github.com/edgeload/edgeload/signing"
 )
@@ -175,8 +177,8 @@ func noTrustHint(b *signing.Bundle, err error) error {
 	return fmt.Errorf("%w: give --trusted-root trusted_root.json (the Sigstore instance's) with --identity and --identity-provider", err)
 }
 
-// signedBy describes who signed a verified bundle.
-func signedBy(b *signing.Bundle, f *signatureFlags) string {
+// signerOf describes who signed a verified bundle.
+func signerOf(b *signing.Bundle, f *signatureFlags) string {
 	switch b.Method {
 	case signing.MethodKey:
 		if b.KeyHint != "" {
@@ -187,4 +189,91 @@ func signedBy(b *signing.Bundle, f *signatureFlags) string {
 		return "certificate " + b.Certificates[0].Subject.String()
 	}
 	return fmt.Sprintf("Sigstore identity %s (%s)", f.identity, f.issuer)
+}
+
+// streamChecks verifies the signature the flags name for the model
+// argument the stream reads (a file or ARCHIVE!/ENTRY), opened as m, and
+// returns the check each of m's files must pass as the stream reads it.
+// The signed model is the file itself when the signature lists one file,
+// else the folder the file is in; its other files (a checkpoint's index, a
+// config) are checked here, whole, before the stream starts.
+func (f *signatureFlags) streamChecks(model string, m *loader.Model) (map[*mmapfile.File]*signing.Check, *signing.Bundle, error) {
+	b, trust, err := f.load()
+	if err != nil {
+		return nil, nil, err
+	}
+	man, err := b.Verify(trust)
+	if err != nil {
+		return nil, b, noTrustHint(b, err)
+	}
+	files := []*mmapfile.File{m.File()}
+	for _, d := range m.DataFiles() {
+		files = append(files, d.MappedFile())
+	}
+	if mf, ok := m.Impl().(format.MultiFile); ok {
+		files = append(files, mf.Files()...)
+	}
+	checks := make(map[*mmapfile.File]*signing.Check)
+	if _, e, ok := splitArchive(model); ok {
+		c, err := man.NewCheck(path.Base(e), m.File().Len())
+		if err != nil {
+			return nil, b, err
+		}
+		checks[m.File()] = c
+		return checks, b, nil
+	}
+	root := model
+	if len(man.Paths()) > 1 {
+		root = filepath.Dir(model)
+	}
+	md, err := man.Model(root, f.inside(root, append([]string{f.sig}, f.ignorePaths...))...)
+	if err != nil {
+		return nil, b, err
+	}
+	plan, err := man.Plan(md, &signing.Options{IgnoreUnsigned: f.ignoreUnsigned})
+	if err != nil {
+		return nil, b, err
+	}
+	byName := make(map[string]*signing.Check)
+	for _, c := range plan.Files {
+		byName[c.File] = c
+	}
+	name := func(mf *mmapfile.File) string {
+		if root == model {
+			return plan.Files[0].File
+		}
+		rel, err := filepath.Rel(root, mf.Name())
+		if err != nil {
+			return ""
+		}
+		return filepath.ToSlash(rel)
+	}
+	for _, mf := range files {
+		if c := byName[name(mf)]; c != nil {
+			checks[mf] = c
+			delete(byName, name(mf))
+		}
+	}
+	// The signed files the stream does not read, whole.
+	for n, c := range byName {
+		if err := checkWhole(filepath.Join(root, filepath.FromSlash(n)), c); err != nil {
+			return nil, b, err
+		}
+	}
+	return checks, b, nil
+}
+
+// checkWhole reads the file at p and checks every range of c.
+func checkWhole(p string, c *signing.Check) error {
+	fd, err := os.Open(p)
+	if err != nil {
+		return err
+	}
+	defer fd.Close()
+	for i, r := range c.Ranges {
+		if err := c.CheckRange(i, io.NewSectionReader(fd, r.Start, r.End-r.Start)); err != nil {
+			return err
+		}
+	}
+	return c.Close()
 }

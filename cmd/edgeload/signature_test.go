@@ -209,3 +209,70 @@ func copyFile(t *testing.T, from, to string) {
 		t.Fatal(err)
 	}
 }
+
+// TestStreamSignature runs stream --signature on the 22 cases of
+// ../shared/models/oms (a folder model streamed as its .pte with the .ptd
+// beside it): exit 0 only when the spec says the model verifies, otherwise
+// exit 1 with one "edgeload:" line; a flipped weight byte is caught by the
+// stream as it reads, in both serializations.
+func TestStreamSignature(t *testing.T) {
+	for _, c := range omscases.Cases(t) {
+		t.Run(c.ID, func(t *testing.T) {
+			args := caseArgs(c)
+			args[0] = "stream"
+			model := args[len(args)-1]
+			if fi, err := os.Stat(model); err == nil && fi.IsDir() {
+				args = args[:len(args)-1]
+				ptd := filepath.Join(model, "addmul-external.ptd")
+				if _, err := os.Stat(ptd); err == nil {
+					args = append(args, "--data", ptd)
+				}
+				args = append(args, filepath.Join(model, "addmul-external.pte"))
+			}
+			code, out, errOut := runCmd(args...)
+			if c.Pass() {
+				if code != exitOK || !strings.Contains(out, "every byte matches the signature") || errOut != "" {
+					t.Fatalf("%q: exit %d, stdout %q, stderr %q; want success (%s)", args, code, out, errOut, c.Expected)
+				}
+				return
+			}
+			if code != exitInvalid || out != "" {
+				t.Fatalf("%q: exit %d, stdout %q; want exit 1 (%s)", args, code, out, c.Expected)
+			}
+			checkFailLine(t, errOut)
+			if strings.HasPrefix(c.Expected, "fail: digest") && !strings.Contains(errOut, "does not match its signature") {
+				t.Errorf("stderr %q: the stream did not catch the flipped byte (%s)", errOut, c.Expected)
+			}
+		})
+	}
+	if code, _, _ := runCmd("stream", "--signature", "x.sig", "--key", "k.pem", "--passes", "2", "m.gguf"); code != exitUsage {
+		t.Errorf("--signature with --passes: exit %d, want %d", code, exitUsage)
+	}
+}
+
+// A signed file the stream reads no item from (a .pte whose weights all
+// lie in its .ptd) is still checked, whole: a byte flipped in it fails the
+// stream and names the file.
+func TestStreamSignatureFileWithoutItems(t *testing.T) {
+	src := filepath.Join(omscases.Dir(t), "pte-dir")
+	dir := t.TempDir()
+	if err := os.Mkdir(filepath.Join(dir, "model"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{"model.key.sig", "model/addmul-external.pte", "model/addmul-external.ptd"} {
+		b, err := os.ReadFile(filepath.Join(src, p))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if p == "model/addmul-external.pte" {
+			b[100] ^= 1
+		}
+		writeTemp(t, filepath.Dir(filepath.Join(dir, p)), filepath.Base(p), b)
+	}
+	key := filepath.Join(omscases.Dir(t), "keys", "ec-p256.pub.pem")
+	code, out, errOut := runCmd("stream", "--signature", filepath.Join(dir, "model.key.sig"), "--key", key,
+		"--data", filepath.Join(dir, "model", "addmul-external.ptd"), filepath.Join(dir, "model", "addmul-external.pte"))
+	if code != exitInvalid || out != "" || !strings.Contains(errOut, "file addmul-external.pte: digest mismatch") {
+		t.Fatalf("exit %d, stdout %q, stderr %q; want the .pte's digest mismatch", code, out, errOut)
+	}
+}

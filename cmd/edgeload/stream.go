@@ -11,6 +11,8 @@ import (
 
 	"github.com/edgeload/edgeload/internal/sizeflag"
 	"github.com/edgeload/edgeload/loader"
+	"github.com/edgeload/edgeload/mmapfile"
+	"github.com/edgeload/edgeload/signing"
 	"github.com/edgeload/edgeload/stream"
 )
 
@@ -51,6 +53,7 @@ type streamReport struct {
 	ReadBytes  int64        `json:"read_bytes"`
 	Stall      float64      `json:"stall_seconds"`
 	PassStats  []passReport `json:"pass_stats"`
+	SignedBy   string       `json:"signed_by,omitempty"` // with --signature: who signed what every byte read matched
 }
 
 // passReport is one pass of a stream, in the report.
@@ -108,6 +111,7 @@ type streamOptions struct {
 	passes   int
 	retain   int64
 	reader   stream.Reader
+	checks   map[*mmapfile.File]*signing.Check
 	progress func(stream.Stats)
 }
 
@@ -125,9 +129,16 @@ func runStream(c *cli, args []string) int {
 	fs.Var(&retain, "retain", "keep `SIZE` bytes of weights resident across passes, or auto")
 	var reader readerValue
 	fs.Var(&reader, "reader", "read streamed weights `auto`, mapped or direct")
+	sf := addSignatureFlags(fs)
 	pos, code, ok := parse(c, fs, args)
 	if !ok {
 		return code
+	}
+	if msg := sf.usage(); msg != "" {
+		return usageError(c, fs, msg)
+	}
+	if sf.given() && *passes != 1 {
+		return usageError(c, fs, "--signature checks a single pass: no --passes")
 	}
 	if len(pos) != 1 {
 		return usageError(c, fs, "want exactly one FILE")
@@ -145,12 +156,21 @@ func runStream(c *cli, args []string) int {
 	}
 	defer m.Close()
 	o := streamOptions{budget: int64(budget), method: *method, drop: *drop, passes: *passes, retain: retain.n, reader: reader.r, progress: progressBar(c.stderr)}
+	var signedBy string
+	if sf.given() {
+		var b *signing.Bundle
+		if o.checks, b, err = sf.streamChecks(pos[0], m); err != nil {
+			c.fileError(pos[0], err)
+			return exitInvalid
+		}
+		signedBy = signerOf(b, sf)
+	}
 	r, err := streamModel(m, o)
 	if err != nil {
 		c.errorf("%s: %v", pos[0], err)
 		return exitInvalid
 	}
-	r.File = pos[0]
+	r.File, r.SignedBy = pos[0], signedBy
 	if *asJSON {
 		enc := json.NewEncoder(c.stdout)
 		enc.SetEscapeHTML(false)
@@ -176,6 +196,9 @@ func runStream(c *cli, args []string) int {
 	if r.Order == "file" {
 		fmt.Fprint(c.stdout, " (file order: the format records no order of use)")
 	}
+	if r.SignedBy != "" {
+		fmt.Fprintf(c.stdout, "; every byte matches the signature by %s", r.SignedBy)
+	}
 	fmt.Fprintln(c.stdout)
 	return exitOK
 }
@@ -189,6 +212,9 @@ func streamModel(m *loader.Model, o streamOptions) (*streamReport, error) {
 	}
 	if o.drop {
 		opts = append(opts, stream.WithDropCache())
+	}
+	if o.checks != nil {
+		opts = append(opts, stream.WithSignature(o.checks))
 	}
 	if o.progress != nil {
 		opts = append(opts, stream.WithProgress(o.progress))

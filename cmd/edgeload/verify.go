@@ -96,7 +96,7 @@ func verifySigned(c *cli, sf *signatureFlags, model string) int {
 		return exitInvalid
 	}
 	m := res.Manifest
-	s := fmt.Sprintf("ok    %s: signed by %s; %s, %s hashed (%s serialization", model, signedBy(b, sf), plural(res.Files, "file"), sizeName(res.Bytes), m.Serialization.Method)
+	s := fmt.Sprintf("ok    %s: signed by %s; %s, %s hashed (%s serialization", model, signerOf(b, sf), plural(res.Files, "file"), sizeName(res.Bytes), m.Serialization.Method)
 	if m.Serialization.Method == signing.SerializeShards {
 		s += fmt.Sprintf(", %s of %d bytes", plural(res.Ranges, "shard"), m.Serialization.ShardSize)
 	}

@@ -1,0 +1,255 @@
+package stream
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+
+	"github.com/edgeload/edgeload/internal/testkit/testmodels"
+	"github.com/edgeload/edgeload/loader"
+	"github.com/edgeload/edgeload/loader/format"
+	"github.com/edgeload/edgeload/mmapfile"
+	"github.com/edgeload/edgeload/signing"
+)
+
+// signedStream opens the model at path and streams it checked against the
+// OMS signature sig (signed with ../shared/models/oms/keys/ec-p256).
+func signedStream(t *testing.T, path, sig string, r Reader, opts ...Option) (*loader.Model, *Stream) {
+	t.Helper()
+	keys := filepath.Join(filepath.Dir(filepath.Dir(sig)), "keys")
+	pem, err := os.ReadFile(filepath.Join(keys, "ec-p256.pub.pem"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	key, err := signing.ParsePublicKey(pem)
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, err := os.ReadFile(sig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := signing.ParseBundle(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	man, err := b.Verify(&signing.Trust{PublicKey: key})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := loader.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { m.Close() })
+	c, err := man.NewCheck(filepath.Base(path), m.Size())
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := newPasses(t, m, r, append(opts, WithSignature(map[*mmapfile.File]*signing.Check{m.File(): c}))...)
+	return m, s
+}
+
+// Streaming checked against a model's real OMS signature: the intact model
+// streams to io.EOF; with a weight byte flipped after signing, the shards
+// serialization hands out no item of the shard that holds the byte (nor
+// after it) and fails there, and the files serialization fails after the
+// last item instead of ending.
+func TestSignedStream(t *testing.T) {
+	dir := testmodels.Path(t, "oms")
+	intact := filepath.Join(dir, "gguf", "llama2-tiny-random.gguf")
+	flipped := filepath.Join(dir, "gguf-flipped", "llama2-tiny-random.gguf")
+	const flip = 1236416 // the flipped byte (../shared/models/oms/README.md), in shard [1200000, 1300000)
+	for _, r := range readers {
+		for _, c := range []struct {
+			name, sig string
+		}{{"files", "llama2-tiny-random.gguf.key-files.sig"}, {"shards", "llama2-tiny-random.gguf.key-shards-100000.sig"}} {
+			t.Run(r.String()+"/"+c.name, func(t *testing.T) {
+				sig := filepath.Join(dir, "gguf", c.sig)
+				m, s := signedStream(t, intact, sig, r)
+				n := 0
+				for {
+					_, err := s.Next()
+					if err == io.EOF {
+						break
+					}
+					if err != nil {
+						t.Fatalf("intact model, item %d: %v", n, err)
+					}
+					n++
+				}
+				if n != m.NumTensors() {
+					t.Fatalf("intact model: %d items, %d tensors", n, m.NumTensors())
+				}
+
+				// In file order, so that items lie before the failing shard.
+				byOffset := make([]int, m.NumTensors())
+				for i := range byOffset {
+					byOffset[i] = i
+				}
+				slices.SortFunc(byOffset, func(a, b int) int { return cmp.Compare(m.TensorData(a).Offset(), m.TensorData(b).Offset()) })
+				m, s = signedStream(t, flipped, sig, r, WithOrder(byOffset))
+				var got []Item
+				var err error
+				for {
+					var it Item
+					it, err = s.Next()
+					if err != nil {
+						break
+					}
+					got = append(got, it)
+				}
+				if !errors.Is(err, ErrSignature) {
+					t.Fatalf("flipped model: %v after %d items, want ErrSignature", err, len(got))
+				}
+				var se *signing.Error
+				if !errors.As(err, &se) {
+					t.Fatalf("flipped model: %v names no file or range", err)
+				}
+				switch c.name {
+				case "files":
+					// The verdict comes with the file's last byte: the items
+					// read before it may have been handed out, the last not.
+					if len(got) >= m.NumTensors() {
+						t.Fatalf("files: %d items handed out, the file's last among them", len(got))
+					}
+				case "shards":
+					for _, it := range got {
+						if end := it.Data.Offset() + it.Data.Len(); end > 1200000 {
+							t.Fatalf("shards: %s [%d, %d) handed out, past the start of the failing shard at 1200000", it.Name, it.Data.Offset(), end)
+						}
+					}
+					want := 0 // the items wholly before the failing shard
+					for _, i := range byOffset {
+						if d := m.TensorData(i); d.Offset()+d.Len() > 1200000 {
+							break
+						}
+						want++
+					}
+					if len(got) != want {
+						t.Fatalf("shards: %d items handed out, want the %d before the failing shard", len(got), want)
+					}
+				}
+				t.Logf("%s: %d items, then %v", c.name, len(got), err)
+			})
+		}
+	}
+}
+
+// A signature's shards must fit in the room: a budget that cannot hold one
+// is an error that says so.
+func TestSignedStreamBudget(t *testing.T) {
+	dir := testmodels.Path(t, "oms")
+	path := filepath.Join(dir, "gguf", "llama2-tiny-random.gguf")
+	m, err := loader.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	_, s := signedStream(t, path, filepath.Join(dir, "gguf", "llama2-tiny-random.gguf.key-shards-100000.sig"), ReadMapped)
+	s.Close()
+	if _, err := New(context.Background(), m, WithBudget(128<<10), WithSignature(map[*mmapfile.File]*signing.Check{m.File(): nil})); err == nil {
+		t.Fatal("a nil check was accepted")
+	}
+	if _, err := New(context.Background(), m, WithPasses(2), WithSignature(map[*mmapfile.File]*signing.Check{})); err == nil {
+		t.Fatal("a signature with passes was accepted")
+	}
+}
+
+// The same on a sharded safetensors checkpoint signed with 1000-byte shards
+// (signing/testdata/oms: model-signing 1.1.1's), copied with a byte of its
+// second shard file flipped: every item of the first file and those of the
+// second before its failing shard [1000, 2000) are handed out, none after.
+func TestSignedStreamShardedCheckpoint(t *testing.T) {
+	src := filepath.Join("..", "signing", "testdata", "oms", "models", "st-index")
+	dir := t.TempDir()
+	es, err := os.ReadDir(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range es {
+		b, err := os.ReadFile(filepath.Join(src, e.Name()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if e.Name() == "model-00002-of-00002.safetensors" {
+			b[1500] ^= 1
+		}
+		if err := os.WriteFile(filepath.Join(dir, e.Name()), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	raw, err := os.ReadFile(filepath.Join("..", "signing", "testdata", "oms", "st-shards.sig"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pem, err := os.ReadFile(filepath.Join("..", "signing", "testdata", "oms", "keys", "ec-p384.pub.pem"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	key, err := signing.ParsePublicKey(pem)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := signing.ParseBundle(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	man, err := b.Verify(&signing.Trust{PublicKey: key})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range readers {
+		t.Run(r.String(), func(t *testing.T) {
+			m, err := loader.Open(filepath.Join(dir, "model.safetensors.index.json"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer m.Close()
+			checks := make(map[*mmapfile.File]*signing.Check)
+			for _, f := range m.Impl().(format.MultiFile).Files() {
+				c, err := man.NewCheck(filepath.Base(f.Name()), f.Len())
+				if err != nil {
+					t.Fatal(err)
+				}
+				checks[f] = c
+			}
+			s := newPasses(t, m, r, WithSignature(checks))
+			var got []Item
+			for {
+				it, err := s.Next()
+				if err != nil {
+					if !errors.Is(err, ErrSignature) {
+						t.Fatalf("after %d items: %v, want ErrSignature", len(got), err)
+					}
+					break
+				}
+				got = append(got, it)
+			}
+			second := 0
+			want := 0
+			for i := range m.NumTensors() {
+				d := m.TensorData(i)
+				if filepath.Base(d.File().Name()) != "model-00002-of-00002.safetensors" {
+					want++
+				} else if d.Offset()+d.Len() <= 1000 {
+					want++
+					second++
+				}
+			}
+			for _, it := range got {
+				if filepath.Base(it.Data.File().Name()) == "model-00002-of-00002.safetensors" && it.Data.Offset()+it.Data.Len() > 1000 {
+					t.Fatalf("%s [%d, +%d) of the second file handed out, past its good shard", it.Name, it.Data.Offset(), it.Data.Len())
+				}
+			}
+			if len(got) != want {
+				t.Fatalf("%d items handed out, want %d (%d of the second file)", len(got), want, second)
+			}
+		})
+	}
+}

@@ -459,3 +459,46 @@ func TestPlan(t *testing.T) {
 		t.Errorf("%d ranges, the statement has %d resources", ranges, len(m.Resources))
 	}
 }
+
+// TestCheckSum checks a shard bundle's model with sums computed outside
+// the Check, in a shuffled order: every range of the intact file proves,
+// the flipped file's shard 12 fails.
+func TestCheckSum(t *testing.T) {
+	dir := omscases.Dir(t)
+	b, err := ReadBundle(filepath.Join(dir, "gguf", "llama2-tiny-random.gguf.key-shards-100000.sig"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := b.Statement()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, model := range []string{"gguf", "gguf-flipped"} {
+		data, err := os.ReadFile(filepath.Join(dir, model, "llama2-tiny-random.gguf"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		c, err := m.NewCheck("llama2-tiny-random.gguf", int64(len(data)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var failed int = -1
+		for _, i := range rand.New(rand.NewPCG(3, 4)).Perm(len(c.Ranges)) {
+			r := c.Ranges[i]
+			sum := sha256.Sum256(data[r.Start:r.End])
+			if err := c.CheckSum(i, sum[:]); err != nil {
+				if !errors.Is(err, ErrDigest) {
+					t.Fatalf("range %d: %v", i, err)
+				}
+				failed = i
+				break
+			}
+		}
+		switch {
+		case model == "gguf" && (failed >= 0 || c.Close() != nil):
+			t.Errorf("intact: range %d failed, close %v", failed, c.Close())
+		case model == "gguf-flipped" && (failed != 12 || c.Proven(1236416, 1)):
+			t.Errorf("flipped: range %d failed, the flipped byte proven %v", failed, c.Proven(1236416, 1))
+		}
+	}
+}

@@ -280,6 +280,7 @@ type Stream struct {
 	proven    int64              // with a signature: items [0, proven) may be handed out
 	verr      error              // the first failure of the checks
 	wholeDone bool               // the files no item lies in are checked
+	pending   int                // shards handed to the hashing workers and not yet checked
 	lo, hi    int64              // items [lo, hi) are held: admitted and not released
 	ready     int64              // items [0, ready) are read
 	cur       int64              // the item the caller holds, -1 before the first
@@ -809,7 +810,7 @@ func (s *Stream) Next() (Item, error) {
 		s.cond.Broadcast()
 	}
 	waited := false
-	for s.ctx.Err() == nil && s.relErr == nil && (s.verr == nil || s.cur < s.proven) && s.waiting() {
+	for s.ctx.Err() == nil && s.relErr == nil && (s.verr == nil || s.cur < s.proven || s.pending > 0) && s.waiting() {
 		waited = true
 		s.cond.Wait()
 	}
@@ -822,7 +823,9 @@ func (s *Stream) Next() (Item, error) {
 	switch {
 	case s.relErr != nil:
 		s.err = fmt.Errorf("stream: releasing: %w", s.relErr)
-	case s.verr != nil && s.cur >= s.proven:
+	case s.verr != nil && s.cur >= s.proven && s.pending == 0:
+		s.err = s.verr
+	case s.cur >= s.total && s.checks != nil && s.finishChecks() != nil:
 		s.err = s.verr
 	case s.cur >= s.total:
 		s.err = io.EOF
@@ -859,7 +862,7 @@ func (s *Stream) waiting() bool {
 	if s.cur < s.total {
 		return s.proven <= s.cur
 	}
-	return s.hashed < s.total || !s.wholeDone
+	return s.hashed < s.total || !s.wholeDone || s.pending > 0
 }
 
 // endPass records the pass that the caller has just finished, with s.mu

@@ -1,8 +1,11 @@
 package stream
 
 import (
+	"crypto/sha256"
 	"errors"
 	"fmt"
+	"runtime"
+	"sync"
 
 	"github.com/edgeload/edgeload/loader/format"
 	"github.com/edgeload/edgeload/mmapfile"
@@ -12,18 +15,24 @@ import (
 
 // WithSignature makes the stream check what it reads against a model's
 // signature (package signing): checks[f] is the signing.Check of file f,
-// for every file the stream's items lie in (signing.Plan gives them, by
-// the names the signature uses). A goroutine of the stream's own hashes
-// every byte of each file in order: the items' bytes as the stream read
-// them, and the bytes between them, which it reads itself.
+// for every file the stream's items lie in and any other file of the
+// model to be checked whole (signing.Plan gives them, by the names the
+// signature uses). Goroutines of the stream's own hash every byte of each
+// file: the items' bytes as the stream read them, and the bytes between
+// them, which they read themselves.
 //
 // With the shards serialization an item is handed out only once every
 // shard it touches has matched, so no byte of a shard that does not match
-// reaches the caller; the room the retained weights leave must then hold a
-// whole shard. With the files serialization a file's digest is known only
-// after its last byte: items are handed out as they are read, and Next
-// returns the error the moment the file is found not to match, after the
-// caller has seen the file's items. Checking takes a single pass.
+// reaches the caller; shards are hashed on every core, and the room the
+// retained weights leave must hold a whole shard. With the files
+// serialization a file's digest is known only after its last byte: items
+// are handed out as they are read, and Next returns the error the moment
+// the file is found not to match, after the caller has seen the file's
+// items but the last. Checking takes a single pass.
+//
+// A byte handed out was read once, and that read is the one checked; a
+// file that another process changes while it is mapped can still change
+// under a view the caller holds.
 func WithSignature(checks map[*mmapfile.File]*signing.Check) Option {
 	return func(c *config) { c.checks = checks }
 }
@@ -35,14 +44,23 @@ var ErrSignature = errors.New("stream: the model does not match its signature")
 
 // fileCheck is the checking state of one file.
 type fileCheck struct {
+	f      *mmapfile.File
 	c      *signing.Check
-	cursor int64 // the bytes [0, cursor) have been written to c
-	last   int64 // the last item of the file in the order
+	cursor int64 // the bytes [0, cursor) have been hashed or handed to a shard
+	last   int64 // the last item of the file in the order; -1 for none
 	shards bool
+	next   int      // shards: the range whose bytes are being gathered
+	pieces [][]byte // shards: its bytes so far
 }
 
-// prepareChecks sets up checking for the items of s.order, with s.mu not
-// yet in use.
+// shardTask is one shard's bytes for a hashing worker.
+type shardTask struct {
+	fc     *fileCheck
+	r      int
+	pieces [][]byte
+}
+
+// prepareChecks sets up checking for the items of s.order.
 func (s *Stream) prepareChecks(checks map[*mmapfile.File]*signing.Check, passes int) error {
 	if checks == nil {
 		return nil
@@ -58,8 +76,7 @@ func (s *Stream) prepareChecks(checks map[*mmapfile.File]*signing.Check, passes 
 		if c.Size != f.Len() {
 			return fmt.Errorf("%w: %s is %d bytes, the signature's %s %d", ErrSignature, f.Name(), f.Len(), c.File, c.Size)
 		}
-		// A file none of the items lies in is read whole, first.
-		s.checks[f] = &fileCheck{c: c, shards: c.Method == signing.SerializeShards, last: -1}
+		s.checks[f] = &fileCheck{f: f, c: c, shards: c.Method == signing.SerializeShards, last: -1}
 	}
 	var shard int64
 	for i := range s.order {
@@ -89,28 +106,43 @@ func (s *Stream) prepareChecks(checks map[*mmapfile.File]*signing.Check, passes 
 	return nil
 }
 
-// hash is the checking goroutine: it writes the items read so far, and the
-// bytes between them, to their files' checks, in order, and moves s.proven
-// on past the items that may be handed out.
+// hash is the checking goroutine. It checks the files no item lies in,
+// then hands every item read, and the bytes between items, to its file's
+// check: with files, hashing them in order itself; with shards, gathering
+// each shard's bytes for the workers that hash shards in parallel.
 func (s *Stream) hash() {
-	defer close(s.hashDone)
+	tasks := make(chan shardTask, runtime.GOMAXPROCS(0))
+	var workers sync.WaitGroup
+	for range runtime.GOMAXPROCS(0) {
+		workers.Add(1)
+		go func() {
+			defer workers.Done()
+			s.hashShards(tasks)
+		}()
+	}
+	defer func() {
+		close(tasks)
+		workers.Wait()
+		close(s.hashDone)
+	}()
+	fail := func(err error) {
+		s.mu.Lock()
+		if s.verr == nil {
+			s.verr = err
+		}
+		s.cond.Broadcast()
+		s.mu.Unlock()
+	}
 	for f, fc := range s.checks {
 		if fc.last >= 0 {
 			continue
 		}
-		err := s.feedGap(f, fc, f.Len())
-		if err == nil {
-			if err = fc.c.Close(); err != nil {
-				err = fmt.Errorf("%w: %w", ErrSignature, err)
-			}
+		if err := s.feedTo(fc, f.Len(), tasks); err != nil {
+			fail(err)
+			return
 		}
-		if err != nil {
-			s.mu.Lock()
-			if s.verr == nil {
-				s.verr = err
-			}
-			s.cond.Broadcast()
-			s.mu.Unlock()
+		if err := s.closeCheck(fc); err != nil {
+			fail(err)
 			return
 		}
 	}
@@ -138,42 +170,72 @@ func (s *Stream) hash() {
 
 		var err error
 		if !failed {
-			err = s.feed(w, data, v)
+			err = s.feed(w, data, v, tasks)
 		}
 		s.mu.Lock()
 		s.hashed++
-		if err != nil && s.verr == nil {
-			s.verr = err
-		}
-		// An item whose read failed goes out to carry its error; none goes
-		// out from the one whose check failed on.
-		for s.proven < s.hashed && s.verr == nil && (s.slot(s.proven).err != nil || s.provenItem(s.proven)) {
-			s.proven++
-		}
-		for s.proven < s.hashed && s.verr != nil && s.proven < v && (s.slot(s.proven).err != nil || s.provenItem(s.proven)) {
-			s.proven++
+		if err != nil {
+			if s.verr == nil {
+				s.verr = err
+			}
+		} else {
+			// With shards, a worker may have checked the item's last
+			// shard before it counted as hashed.
+			s.advanceProven()
 		}
 		s.cond.Broadcast()
 		s.mu.Unlock()
 	}
 }
 
-// provenItem reports whether item v may be handed out: its shards matched
-// (with the files serialization, once it is hashed).
-func (s *Stream) provenItem(v int64) bool {
-	w := s.at(v)
-	fc := s.checks[w.Data.File()]
-	return !fc.shards || fc.c.Proven(w.Data.Offset(), w.Data.Len())
+// advanceProven moves s.proven past the items that may be handed out, with
+// s.mu held: hashed, and with shards every shard they touch matched (an
+// item whose read failed goes out to carry its error).
+func (s *Stream) advanceProven() {
+	for s.proven < s.hashed {
+		v := s.proven
+		w := s.at(v)
+		fc := s.checks[w.Data.File()]
+		if s.slot(v).err == nil && fc.shards && !fc.c.Proven(w.Data.Offset(), w.Data.Len()) {
+			return
+		}
+		s.proven++
+	}
 }
 
-// feed writes item w's bytes (data, as the stream read them) to its file's
-// check, reading the bytes between the last item and this one first; after
-// the file's last item it writes the rest of the file and closes the check.
-func (s *Stream) feed(w *work, data segment.Segment, v int64) error {
-	f := w.Data.File()
-	fc := s.checks[f]
+// hashShards is a worker: it hashes each shard it is given and checks the
+// sum.
+func (s *Stream) hashShards(tasks <-chan shardTask) {
+	for t := range tasks {
+		h := sha256.New()
+		err := t.fc.f.Guard(func() {
+			for _, p := range t.pieces {
+				h.Write(p)
+			}
+		})
+		s.mu.Lock()
+		if err == nil {
+			if err = t.fc.c.CheckSum(t.r, h.Sum(nil)); err != nil {
+				err = fmt.Errorf("%w: %w", ErrSignature, err)
+			}
+		}
+		if err != nil && s.verr == nil {
+			s.verr = err
+		}
+		s.pending--
+		s.advanceProven()
+		s.cond.Broadcast()
+		s.mu.Unlock()
+	}
+}
+
+// feed hands item v's bytes (data, as the stream read them) to its file's
+// check, the bytes between the last item and this one first; after the
+// file's last item, the rest of the file, and it closes the check.
+func (s *Stream) feed(w *work, data segment.Segment, v int64, tasks chan<- shardTask) error {
+	fc := s.checks[w.Data.File()]
 	a, b := w.Data.Offset(), w.Data.Offset()+w.Data.Len()
-	if err := s.feedGap(f, fc, a); err != nil {
+	if err := s.feedTo(fc, a, tasks); err != nil {
 		return err
 	}
 	if b > fc.cursor {
@@ -181,20 +243,24 @@ func (s *Stream) feed(w *work, data segment.Segment, v int64) error {
 		if err != nil {
 			return err
 		}
-		var werr error
-		if err := data.File().Guard(func() { _, werr = fc.c.Write(p[fc.cursor-a:]) }); err != nil {
-			return err // the file shrank under the mapping
+		if err := s.add(fc, p[fc.cursor-a:], data.File(), tasks); err != nil {
+			return err
 		}
-		if werr != nil {
-			return fmt.Errorf("%w: %w", ErrSignature, werr)
-		}
-		fc.cursor = b
 	}
 	if v != fc.last {
 		return nil
 	}
-	if err := s.feedGap(f, fc, f.Len()); err != nil {
+	if err := s.feedTo(fc, fc.f.Len(), tasks); err != nil {
 		return err
+	}
+	return s.closeCheck(fc)
+}
+
+// closeCheck closes a file's check once all its bytes are in: with
+// shards, when the workers have checked them all (Next does it).
+func (s *Stream) closeCheck(fc *fileCheck) error {
+	if fc.shards {
+		return nil
 	}
 	if err := fc.c.Close(); err != nil {
 		return fmt.Errorf("%w: %w", ErrSignature, err)
@@ -202,18 +268,77 @@ func (s *Stream) feed(w *work, data segment.Segment, v int64) error {
 	return nil
 }
 
-// feedGap reads the file's bytes from the check's cursor up to end and
-// writes them to the check.
-func (s *Stream) feedGap(f *mmapfile.File, fc *fileCheck, end int64) error {
+// feedTo reads the file's bytes from the cursor up to end and hands them
+// to the check.
+func (s *Stream) feedTo(fc *fileCheck, end int64, tasks chan<- shardTask) error {
 	for fc.cursor < end {
 		n := min(int64(len(s.scratch)), end-fc.cursor)
-		if _, err := f.ReadAt(s.scratch[:n], fc.cursor); err != nil {
+		buf := s.scratch[:n]
+		if fc.shards {
+			buf = make([]byte, n) // a shard's bytes wait for a worker
+		}
+		if _, err := fc.f.ReadAt(buf, fc.cursor); err != nil {
 			return err
 		}
-		if _, err := fc.c.Write(s.scratch[:n]); err != nil {
-			return fmt.Errorf("%w: %w", ErrSignature, err)
+		if err := s.add(fc, buf, nil, tasks); err != nil {
+			return err
 		}
-		fc.cursor += n
+	}
+	return nil
+}
+
+// add hands p, the file's bytes at the cursor, to the check: with files it
+// hashes them (from the mapping of view when not nil, guarded against a
+// file truncated under it), with shards it gathers them and sends each
+// shard to the workers once its last byte is in.
+func (s *Stream) add(fc *fileCheck, p []byte, view *mmapfile.File, tasks chan<- shardTask) error {
+	if !fc.shards {
+		var werr error
+		write := func() { _, werr = fc.c.Write(p) }
+		if view != nil {
+			if err := view.Guard(write); err != nil {
+				return err // the file shrank under the mapping
+			}
+		} else {
+			write()
+		}
+		if werr != nil {
+			return fmt.Errorf("%w: %w", ErrSignature, werr)
+		}
+		fc.cursor += int64(len(p))
+		return nil
+	}
+	for len(p) > 0 {
+		r := fc.c.Ranges[fc.next]
+		k := min(int64(len(p)), r.End-fc.cursor)
+		fc.pieces = append(fc.pieces, p[:k])
+		fc.cursor += k
+		p = p[k:]
+		if fc.cursor == r.End {
+			s.mu.Lock()
+			s.pending++
+			s.mu.Unlock()
+			tasks <- shardTask{fc: fc, r: fc.next, pieces: fc.pieces}
+			fc.pieces, fc.next = nil, fc.next+1
+		}
+	}
+	return nil
+}
+
+// finishChecks closes the shards checks once every shard is checked, with
+// s.mu held, and returns the first failure.
+func (s *Stream) finishChecks() error {
+	if s.verr != nil {
+		return s.verr
+	}
+	for _, fc := range s.checks {
+		if !fc.shards {
+			continue
+		}
+		if err := fc.c.Close(); err != nil {
+			s.verr = fmt.Errorf("%w: %w", ErrSignature, err)
+			return s.verr
+		}
 	}
 	return nil
 }

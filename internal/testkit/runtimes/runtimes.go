@@ -2,12 +2,15 @@
 // portable runtime, LiteRT, llama.cpp) through a small Python driver
 // (driver.py beside this file), so that tests can prove that what
 // `edgeload repack` writes is accepted and computes the same outputs as the
-// original.
+// original on several input sets, that `repack --check` finds it the same
+// (Check), and that copies broken on purpose (FlipWeight, PerturbWeights,
+// CopyBroken) are caught by one or the other.
 //
 // The runtimes live in a Python virtual environment made from
-// requirements-runtimes.txt at the repository root; .ci/run installs it and
-// sets EDGELOAD_RUNTIMES_PYTHON to its interpreter. Where that variable is
-// unset, Python skips the test with a message; under CI=true it fails it.
+// requirements-runtimes.txt at the repository root, which install.sh beside
+// this file installs; .ci/run runs it and sets EDGELOAD_RUNTIMES_PYTHON to
+// its interpreter. Where that variable is unset, Python skips the test with
+// a message; under CI=true it fails it.
 package runtimes
 
 import (

@@ -9,23 +9,37 @@ and compare what it reports for an original file and for its repacked
 variants. Every command reads one JSON job on standard input and writes one
 JSON result on standard output; the runtimes' own logs go to standard error.
 Outputs are reported as digests of their raw bytes (sha256), so "same output"
-means bit-identical.
+means bit-identical. Every model runs on several input sets (the job's
+"seeds", default 1, 2, 3), each made deterministically from its seed, so that
+a weight which one input leaves unused, or a quantized output one input
+saturates, still shows in the outputs of another.
 
 Commands:
   versions   the versions of the installed runtimes
   pte        load programs with ExecuTorch's portable runtime (pybindings)
-             and run each method on fixed inputs
+             and run each method on each input set
   bundled    run the test suites of bundled programs (.bpte), optionally
              with the embedded program replaced by another one
   time-load  time ExecuTorch's Program::load through the bindings
-  tflite     run .tflite models with LiteRT's interpreter
-  gguf       load .gguf models with llama.cpp and evaluate fixed tokens
+  tflite     run .tflite models with LiteRT's interpreter on each input set
+  gguf       load .gguf models with llama.cpp and evaluate each token set
+             (tokenize each text, for a vocabulary-only file)
+
+Each file runs in a forked child with a time limit, its standard output and
+error captured: a runtime that crashes or hangs on one file is reported as
+that file's error, and where a run fails the tail of the runtime's log
+comes back with it ("log"), since the runtimes say why only there (llama.cpp
+in particular, whose loader logs its reason and raises a bare "Failed to
+load model").
 """
 
 import hashlib
 import json
+import math
 import os
+import signal
 import sys
+import tempfile
 import time
 import traceback
 import warnings
@@ -50,11 +64,19 @@ def digest_value(v):
             "dtype": str(t.dtype).replace("torch.", ""),
             "shape": list(t.shape),
             "sha256": hashlib.sha256(raw).hexdigest(),
-            "head": [float(x) for x in t.flatten()[:4].to(torch.float64).tolist()]
-            if t.dtype != torch.bool
-            else [bool(x) for x in t.flatten()[:4].tolist()],
+            "head": head(t.flatten()[:4].tolist()),
         }
     return {"kind": type(v).__name__, "repr": repr(v)}
+
+
+def head(values):
+    """The first values of an output, for the logs: numbers, with the
+    non-finite ones as strings (JSON has no NaN)."""
+    out = []
+    for v in values:
+        v = float(v) if not isinstance(v, bool) else v
+        out.append(v if isinstance(v, bool) or math.isfinite(v) else repr(v))
+    return out
 
 
 # ExecuTorch ScalarType codes (runtime/core/portable_type/scalar_type.h).
@@ -131,29 +153,46 @@ def run_pte(pl, torch, run):
         try:
             meta = m.method_meta(name)
             r["meta"] = repr(meta)
-            ins = method_inputs(torch, meta, name, run.get("seed", 1))
-            r["inputs"] = [digest_value(x)["sha256"] for x in ins]
-            r["outputs"] = []
-            for _ in range(run.get("iterations", 1)):
-                outs = m.run_method(name, [x.clone() for x in ins])
-                r["outputs"].append([digest_value(o) for o in outs])
+            r["sets"] = []
+            for seed in seeds(run):
+                ins = method_inputs(torch, meta, name, seed)
+                st = {"inputs": [digest_value(x)["sha256"] for x in ins], "outputs": []}
+                r["sets"].append(st)
+                for _ in range(run.get("iterations", 1)):
+                    outs = m.run_method(name, [x.clone() for x in ins])
+                    st["outputs"].append([digest_value(o) for o in outs])
         except Exception as e:  # noqa: BLE001
             r["error"] = str(e)
     return res
 
 
+def seeds(run):
+    """The seeds of a run's input sets."""
+    return run.get("seeds") or [1, 2, 3]
+
+
 def isolated(fn, run):
     """Runs fn(run) in a forked child, so that a runtime that crashes on one
-    file is reported as that file's error instead of ending the driver."""
+    file, or runs longer than run["timeout"] seconds (default 120), is
+    reported as that file's error instead of ending the driver. The child's
+    standard output and error go to a file; when the run fails, its last
+    lines are the result's "log"."""
     log("driver: %s" % run.get("name"))
+    timeout = int(run.get("timeout", 120))
+    logf = tempfile.TemporaryFile()
     r, w = os.pipe()
     pid = os.fork()
     if pid == 0:
         os.close(r)
+        os.dup2(logf.fileno(), 1)
+        os.dup2(logf.fileno(), 2)
+        signal.alarm(timeout)
         try:
             res = fn(run)
         except Exception:  # noqa: BLE001
             res = {"name": run.get("name"), "error": traceback.format_exc()}
+        sys.stdout.flush()
+        sys.stderr.flush()
         with os.fdopen(w, "w") as f:
             json.dump(res, f)
         os._exit(0)
@@ -162,9 +201,29 @@ def isolated(fn, run):
         data = f.read()
     _, status = os.waitpid(pid, 0)
     if os.WIFSIGNALED(status) or not data:
-        why = "signal %d" % os.WTERMSIG(status) if os.WIFSIGNALED(status) else "status %d" % os.WEXITSTATUS(status)
-        return {"name": run.get("name"), "load_error": "the runtime crashed (%s)" % why, "error": "crashed"}
-    return json.loads(data)
+        if os.WIFSIGNALED(status) and os.WTERMSIG(status) == signal.SIGALRM:
+            why = "timed out after %d s" % timeout
+        elif os.WIFSIGNALED(status):
+            why = "crashed (signal %d)" % os.WTERMSIG(status)
+        else:
+            why = "crashed (status %d)" % os.WEXITSTATUS(status)
+        res = {"name": run.get("name"), "load_error": "the runtime " + why, "error": why}
+    else:
+        res = json.loads(data)
+    if failed(res):
+        logf.seek(0)
+        res["log"] = logf.read()[-6000:].decode("utf-8", "replace")
+    logf.close()
+    return res
+
+
+def failed(res):
+    """Whether a run's result holds an error anywhere."""
+    if res.get("error") or res.get("load_error"):
+        return True
+    if any(m.get("error") for m in res.get("methods", {}).values()):
+        return True
+    return any(not c.get("ok", True) for c in res.get("cases", []))
 
 
 def cmd_pte(job):
@@ -264,6 +323,22 @@ def cmd_tflite(job):
     return {"runs": [isolated(run_tflite, run) for run in job["runs"]]}
 
 
+def tflite_input(np, rng, d):
+    """One input of a set: normal floats; the whole range of an 8- or 16-bit
+    integer (quantized activations); 0..7 for wider integers, which index or
+    count."""
+    dt = np.dtype(d["dtype"])
+    shape = [int(s) for s in d["shape"]]
+    if dt.kind == "f":
+        return rng.standard_normal(shape).astype(dt)
+    if dt.kind == "b":
+        return rng.integers(0, 2, shape).astype(dt)
+    if dt.itemsize <= 2:
+        info = np.iinfo(dt)
+        return rng.integers(int(info.min), int(info.max) + 1, shape).astype(dt)
+    return rng.integers(0, 8, shape).astype(dt)
+
+
 def run_tflite(run):
     import numpy as np
     from ai_edge_litert.interpreter import Interpreter
@@ -272,31 +347,29 @@ def run_tflite(run):
     try:
         it = Interpreter(model_path=run["model"])
         it.allocate_tensors()
-        rng = np.random.default_rng(run.get("seed", 1))
-        r["inputs"] = []
-        for d in it.get_input_details():
-            dt = np.dtype(d["dtype"])
-            shape = [int(s) for s in d["shape"]]
-            if dt.kind == "f":
-                x = rng.standard_normal(shape).astype(dt)
-            elif dt.kind == "b":
-                x = rng.integers(0, 2, shape).astype(dt)
-            else:
-                x = rng.integers(0, 8, shape).astype(dt)
-            it.set_tensor(d["index"], x)
-            r["inputs"].append(hashlib.sha256(x.tobytes()).hexdigest())
-        it.invoke()
-        r["outputs"] = []
-        for d in it.get_output_details():
-            y = it.get_tensor(d["index"])
-            r["outputs"].append(
-                {
-                    "kind": "tensor",
-                    "dtype": str(y.dtype),
-                    "shape": list(y.shape),
-                    "sha256": hashlib.sha256(np.ascontiguousarray(y).tobytes()).hexdigest(),
-                }
-            )
+        r["sets"] = []
+        for seed in seeds(run):
+            rng = np.random.default_rng(seed)
+            st = {"inputs": [], "outputs": []}
+            r["sets"].append(st)
+            for d in it.get_input_details():
+                x = tflite_input(np, rng, d)
+                it.set_tensor(d["index"], x)
+                st["inputs"].append(hashlib.sha256(x.tobytes()).hexdigest())
+            it.invoke()
+            outs = []
+            for d in it.get_output_details():
+                y = it.get_tensor(d["index"])
+                outs.append(
+                    {
+                        "kind": "tensor",
+                        "dtype": str(y.dtype),
+                        "shape": list(y.shape),
+                        "sha256": hashlib.sha256(np.ascontiguousarray(y).tobytes()).hexdigest(),
+                        "head": head(np.ravel(y)[:4].tolist()),
+                    }
+                )
+            st["outputs"].append(outs)
     except Exception as e:  # noqa: BLE001
         r["error"] = str(e)
     return r
@@ -306,29 +379,47 @@ def cmd_gguf(job):
     return {"runs": [isolated(run_gguf, run) for run in job["runs"]]}
 
 
+# The texts a vocabulary-only file tokenizes, one an input set.
+TEXTS = [
+    "Hello, world! 123",
+    "The quick brown fox jumps over the lazy dog; 3.14159 != 2.71828.",
+    "  leading spaces, tabs\tand\nnewlines, ünïcödé, 日本語, emoji \U0001F600",
+]
+
+
 def run_gguf(run):
+    """Loads a GGUF model in llama.cpp (verbose: its log is the isolated
+    child's, returned when the load fails) and evaluates each token set from
+    a fresh state: a few tokens drawn from the vocabulary by the set's seed,
+    every position's logits digested. A vocabulary-only file tokenizes the
+    texts instead."""
     import numpy as np
     from llama_cpp import Llama
 
-    r = {"name": run["name"]}
+    r = {"name": run["name"], "sets": []}
     try:
         if run.get("vocab_only"):
-            llm = Llama(model_path=run["model"], vocab_only=True, verbose=False)
-            toks = llm.tokenize(run.get("text", "Hello, world! 123").encode())
-            r["outputs"] = [{"kind": "tokens", "repr": repr(toks)}]
+            llm = Llama(model_path=run["model"], vocab_only=True, verbose=True)
+            for i, _ in enumerate(seeds(run)):
+                text = TEXTS[i % len(TEXTS)]
+                toks = llm.tokenize(text.encode())
+                r["sets"].append({"inputs": [text], "outputs": [[{"kind": "tokens", "repr": repr(toks)}]]})
             return r
-        llm = Llama(model_path=run["model"], n_ctx=64, n_threads=1, logits_all=True, verbose=False, seed=1)
-        toks = run.get("tokens", [1, 2, 3, 4])
-        llm.eval(toks)
-        logits = np.ascontiguousarray(np.array(llm.scores[: len(toks)], dtype=np.float32))
-        r["outputs"] = [
-            {
+        llm = Llama(model_path=run["model"], n_ctx=64, n_threads=1, logits_all=True, verbose=True, seed=1)
+        for seed in seeds(run):
+            rng = np.random.default_rng(seed)
+            toks = [int(t) for t in rng.integers(0, llm.n_vocab(), run.get("n_tokens", 4))]
+            llm.reset()
+            llm.eval(toks)
+            logits = np.ascontiguousarray(np.array(llm.scores[: len(toks)], dtype=np.float32))
+            out = {
                 "kind": "tensor",
                 "dtype": "float32",
                 "shape": list(logits.shape),
                 "sha256": hashlib.sha256(logits.tobytes()).hexdigest(),
+                "head": head(logits.ravel()[:4].tolist()),
             }
-        ]
+            r["sets"].append({"inputs": [repr(toks)], "outputs": [[out]]})
     except Exception as e:  # noqa: BLE001
         r["error"] = str(e)
     return r

@@ -37,12 +37,13 @@ type pteCase struct {
 	differ map[string]string
 }
 
-// variant is a file written by `edgeload repack` from a case's program.
-type variant struct {
-	name    string
-	program string
-	data    string
-	skip    string // non-empty: not run, and why
+// file returns the case's program as the runtime loads it.
+func (c pteCase) file() File {
+	f := File{Path: c.program}
+	if c.data != "" {
+		f.Data = []string{c.data}
+	}
+	return f
 }
 
 // repackVariants writes the repacked variants of c into dir: --align 16KiB,
@@ -56,51 +57,63 @@ func repackVariants(t *testing.T, c pteCase, dir string) []variant {
 		dataArgs = []string{"--data", c.data}
 	}
 	var vs []variant
-	repack := func(name, out, data string, args ...string) {
-		args = append(append(args, dataArgs...), c.program, out)
+	repack := func(v variant, args ...string) {
+		args = append(append(args, dataArgs...), c.program, v.file.Path)
 		if msg, ok := Repack(t, args...); !ok {
 			t.Errorf("%s: edgeload repack %s: %s", c.name, strings.Join(args, " "), msg)
 			return
 		}
-		vs = append(vs, variant{name: name, program: out, data: data})
+		v.differ = c.differ[v.name]
+		vs = append(vs, v)
 	}
-	repack("align-16KiB", base+".align.pte", c.data, "--align", "16KiB")
-	repack("tensor-align-16KiB", base+".talign.pte", c.data, "--tensor-align", "16KiB")
+	repack(variant{name: "align-16KiB", file: File{base + ".align.pte", c.file().Data}}, "--align", "16KiB")
+	repack(variant{name: "tensor-align-16KiB", file: File{base + ".talign.pte", c.file().Data}}, "--tensor-align", "16KiB")
 	if c.data == "" {
-		repack("externalize", base+".ext.pte", base+".ext.ptd", "--externalize", base+".ext.ptd")
+		repack(variant{name: "externalize", file: File{base + ".ext.pte", []string{base + ".ext.ptd"}}}, "--externalize", base+".ext.ptd")
 	} else {
 		// Its constants go to a second .ptd beside the one it has: ExecuTorch's
-		// Python bindings take one .ptd a program, so it is repacked (and
-		// checked by edgeload) but not run.
-		out := base + ".ext.pte"
-		args := append([]string{"--externalize", base + ".ext.ptd"}, append(dataArgs, c.program, out)...)
-		if msg, ok := Repack(t, args...); !ok {
-			t.Errorf("%s: edgeload repack %s: %s", c.name, strings.Join(args, " "), msg)
-		}
-		vs = append(vs, variant{name: "externalize", skip: "needs two .ptd files; the Python bindings load one a program"})
+		// Python bindings take one .ptd a program, so it is repacked and
+		// compared with repack --check, but not run.
+		repack(variant{name: "externalize", file: File{base + ".ext.pte", []string{c.data, base + ".ext.ptd"}},
+			skip: "needs two .ptd files; the Python bindings load one a program"}, "--externalize", base+".ext.ptd")
 		ptd := base + ".align.ptd"
 		if msg, ok := Repack(t, "--align", "16KiB", c.data, ptd); !ok {
 			t.Errorf("%s: edgeload repack --align 16KiB %s: %s", c.name, c.data, msg)
 		} else {
-			vs = append(vs, variant{name: "ptd-align-16KiB", program: c.program, data: ptd})
+			vs = append(vs, variant{name: "ptd-align-16KiB", file: File{c.program, []string{ptd}}, differ: c.differ["ptd-align-16KiB"]})
+		}
+	}
+	// The --align variant with one weight byte flipped, and with one byte of
+	// every weight: the runtime, or repack --check, must tell each from the
+	// original.
+	for _, v := range vs {
+		if v.name == "align-16KiB" {
+			vs = append(vs, breakages(t, dir, v.file)...)
+			break
 		}
 	}
 	return vs
 }
 
 // runCases runs every case and its repacked variants in the portable
-// runtime (one driver call) and checks that each variant gives the
-// original's outputs bit for bit.
+// runtime (one driver call), each method on every input set of Seeds and
+// twice on each (mutable state advances), and checks each variant: repack
+// --check finds no difference from the original and the runtime gives the
+// original's outputs bit for bit, and the copy with a flipped weight is
+// caught (checkBreakage).
 func runCases(t *testing.T, py string, cases []pteCase) {
 	dir := t.TempDir()
 	var runs []PTERun
 	vars := map[string][]variant{}
+	add := func(name string, f File) {
+		runs = append(runs, PTERun{Name: name, Program: f.Path, Data: f.datum(), Iterations: 2, Seeds: Seeds})
+	}
 	for _, c := range cases {
-		runs = append(runs, PTERun{Name: c.name, Program: c.program, Data: c.data, Iterations: 2})
+		add(c.name, c.file())
 		vars[c.name] = repackVariants(t, c, dir)
 		for _, v := range vars[c.name] {
 			if v.skip == "" {
-				runs = append(runs, PTERun{Name: c.name + "/" + v.name, Program: v.program, Data: v.data, Iterations: 2})
+				add(c.name+"/"+v.name, v.file)
 			}
 		}
 	}
@@ -110,6 +123,8 @@ func runCases(t *testing.T, py string, cases []pteCase) {
 	for _, r := range res.Runs {
 		byName[r.Name] = r
 	}
+	flips := map[string]caught{}
+	ran := map[string]bool{}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			orig, ok := byName[c.name]
@@ -126,34 +141,34 @@ func runCases(t *testing.T, py string, cases []pteCase) {
 				want = all
 			}
 			if got := orig.Ran(); !slices.Equal(got, want) {
-				t.Errorf("the original ran methods %q, want %q (load error %q)", got, want, orig.LoadError)
+				t.Errorf("the original ran methods %q, want %q (%s)", got, want, orig.Why())
 			}
 			if len(want) < len(all) || orig.LoadError != "" {
 				t.Logf("not run by the portable runtime: %s", c.cannot)
 			}
+			s := subject{file: c.file(), orig: orig, runs: map[string]Run{}, cannot: c.cannot}
 			for _, v := range vars[c.name] {
-				if v.skip != "" {
-					t.Logf("%s: not run: %s", v.name, v.skip)
-					continue
-				}
-				got, ok := byName[c.name+"/"+v.name]
-				if !ok {
-					t.Errorf("%s: the driver did not report it", v.name)
-					continue
-				}
-				d := Compare(orig, got)
-				if why, ok := c.differ[v.name]; ok {
-					t.Logf("%s: may differ from the original (%s): %d difference(s): %q", v.name, why, len(d), d)
-					continue
-				}
-				if len(d) > 0 {
-					t.Errorf("%s (%s): the runtime's results differ from the original's:\n%s", v.name, v.program, strings.Join(d, "\n"))
-					continue
-				}
-				t.Logf("%s: %d method(s) bit-identical to the original", v.name, len(got.Ran()))
+				s.runs[v.name] = byName[c.name+"/"+v.name]
 			}
+			ran[c.name] = len(orig.Ran()) > 0
+			logInputs(t, s)
+			var probe caught
+			probed := false
+			for _, v := range vars[c.name] {
+				t.Run(v.name, func(t *testing.T) {
+					if v.flip != nil {
+						if got := checkBreakage(t, s, v); v.probe {
+							flips[c.name], probe, probed = got, got, true
+						}
+						return
+					}
+					checkVariant(t, s, v)
+				})
+			}
+			logWeights(t, s, probe, probed)
 		})
 	}
+	requireRuntimeCatches(t, flips, ran)
 }
 
 // emptyPTD marks the --externalize variant of a program without constants:
@@ -273,6 +288,7 @@ func TestExecuTorchBundled(t *testing.T) {
 	// Repack each .bpte whole if edgeload can; the embedded program in any
 	// case, put back into the bundle by the driver.
 	job = nil
+	programs := map[string]string{} // run name: the repacked program it embeds
 	for _, n := range names {
 		out := filepath.Join(dir, n+".align.bpte")
 		if msg, ok := Repack(t, "--align", "16KiB", files[n], out); ok {
@@ -287,6 +303,7 @@ func TestExecuTorchBundled(t *testing.T) {
 				continue
 			}
 			job = append(job, map[string]string{"name": n + "/" + v.name, "bpte": files[n], "program": prog})
+			programs[n+"/"+v.name] = prog
 		}
 	}
 	var second struct{ Runs []bundledResult }
@@ -296,16 +313,27 @@ func TestExecuTorchBundled(t *testing.T) {
 		orig[r.Name] = r
 		if r.LoadError != "" || len(r.Cases) == 0 {
 			t.Errorf("%s: load error %q, %d test cases", r.Name, r.LoadError, len(r.Cases))
+			continue
 		}
+		failed := 0
 		for _, c := range r.Cases {
 			if !c.OK || !c.Exact {
+				failed++
 				t.Errorf("%s: original: test case %s[%d]: ok=%v exact=%v %s", r.Name, c.Method, c.Index, c.OK, c.Exact, c.Error)
 			}
 		}
-		t.Logf("%s: %d bundled test cases pass on the original", r.Name, len(r.Cases))
+		if failed == 0 {
+			t.Logf("%s: its %d bundled test cases pass on the original", r.Name, len(r.Cases))
+		}
 	}
 	for _, r := range second.Runs {
 		o := orig[strings.SplitN(r.Name, "/", 2)[0]]
+		if prog := programs[r.Name]; prog != "" {
+			// the repacked program against the one the bundle embeds
+			if d := CheckSays(File{Path: filepath.Join(dir, strings.SplitN(r.Name, "/", 2)[0]+".pte")}, File{Path: prog}); d != "" {
+				t.Errorf("%s: repack --check against the embedded program: %s", r.Name, d)
+			}
+		}
 		if r.ProgramSHA256 == o.EmbeddedSHA256 {
 			t.Errorf("%s: the bundle still holds the original program", r.Name)
 		}
@@ -313,12 +341,16 @@ func TestExecuTorchBundled(t *testing.T) {
 			t.Errorf("%s: load error %q, %d test cases, want %d", r.Name, r.LoadError, len(r.Cases), len(o.Cases))
 			continue
 		}
+		failed := 0
 		for i, c := range r.Cases {
 			if !c.OK || !c.Exact || !reflect.DeepEqual(c.Outputs, o.Cases[i].Outputs) {
+				failed++
 				t.Errorf("%s: test case %s[%d]: ok=%v exact=%v %s; outputs %+v, original %+v", r.Name, c.Method, c.Index, c.OK, c.Exact, c.Error, c.Outputs, o.Cases[i].Outputs)
 			}
 		}
-		t.Logf("%s: %d bundled test cases pass, outputs bit-identical", r.Name, len(r.Cases))
+		if failed == 0 {
+			t.Logf("%s: its %d bundled test cases pass, outputs bit-identical to the original's; repack --check: no difference", r.Name, len(r.Cases))
+		}
 	}
 }
 
@@ -343,11 +375,11 @@ func inspectTensor(t *testing.T, file, name string) (int64, int64) {
 	return 0, 0
 }
 
-// TestBrokenRepackFails shows that the check catches a wrong file: a
+// TestBrokenRepackFails shows that the checks catch a wrong file: a
 // repacked program whose extended header names a segment base 16 bytes off
 // (the alignment written wrong) and one whose first weight is shifted by 4
-// bytes inside its aligned slot both give a difference, while the good
-// repack gives none.
+// bytes inside its aligned slot both give other outputs in the runtime and
+// a difference in repack --check, while the good repack gives none.
 func TestBrokenRepackFails(t *testing.T) {
 	py := Python(t)
 	dir := t.TempDir()
@@ -403,13 +435,18 @@ func TestBrokenRepackFails(t *testing.T) {
 	if d := Compare(orig, res.Runs[1]); len(d) > 0 {
 		t.Errorf("good repack differs: %q", d)
 	}
-	for _, r := range res.Runs[2:] {
+	for i, r := range res.Runs[2:] {
 		d := Compare(orig, r)
 		if len(d) == 0 {
-			t.Errorf("%s: the check found no difference", r.Name)
-			continue
+			t.Errorf("%s: the runtime gives the original's results", r.Name)
 		}
-		t.Logf("%s: caught: %s", r.Name, d[0])
+		said := CheckSays(File{Path: src}, File{Path: runs[2+i].Program})
+		if said == "" {
+			t.Errorf("%s: repack --check finds no difference", r.Name)
+		}
+		if len(d) > 0 && said != "" {
+			t.Logf("%s: caught by the runtime (%s) and by repack --check (%s)", r.Name, clip(d[0], 160), clip(said, 200))
+		}
 	}
 }
 

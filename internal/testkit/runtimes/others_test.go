@@ -22,30 +22,36 @@ func cannotRepack(out string) bool {
 	return CannotRewrite(out) || strings.Contains(out, "unknown file format")
 }
 
-// checkModels runs each model and its `edgeload repack --align 16KiB`
-// output with the driver's command and requires the same outputs, bit for
-// bit. A model whose format edgeload cannot rewrite yet is skipped with
-// repack's message.
+// checkModels runs each model, its `edgeload repack --align 16KiB` output
+// and that output broken (breakages) with the driver's command,
+// on every input set of Seeds. The repacked file must give the same outputs,
+// bit for bit, and repack --check must find no difference from the
+// original; each broken copy must be caught (checkBreakage). A model whose
+// format edgeload cannot rewrite fails under CI=true and is skipped with
+// repack's message elsewhere.
 func checkModels(t *testing.T, py, command string, cases []modelCase) {
 	dir := t.TempDir()
 	var runs []map[string]any
-	skip := map[string]string{}
+	add := func(name, file string, c modelCase) {
+		runs = append(runs, map[string]any{"name": name, "model": file, "vocab_only": c.vocabOnly, "seeds": Seeds})
+	}
+	vars := map[string][]variant{}
+	refused := map[string]string{}
 	for _, c := range cases {
 		name := filepath.Base(c.file)
-		runs = append(runs, map[string]any{"name": name, "model": c.file, "vocab_only": c.vocabOnly})
+		add(name, c.file, c)
 		out := filepath.Join(dir, "align-"+name)
 		msg, ok := Repack(t, "--align", "16KiB", c.file, out)
-		switch {
-		case ok:
-			runs = append(runs, map[string]any{"name": name + "/align-16KiB", "model": out, "vocab_only": c.vocabOnly})
-		case cannotRepack(msg):
-			skip[name] = msg
-		case c.cannot != "":
-			// a file the runtime refuses, and edgeload too (a GGUF v1)
-			skip[name] = "edgeload refuses it too: " + msg
-		default:
-			t.Errorf("%s: edgeload repack: %s", name, msg)
+		if !ok {
+			refused[name] = msg
+			continue
 		}
+		vs := []variant{{name: "align-16KiB", file: File{Path: out}}}
+		vs = append(vs, breakages(t, dir, File{Path: out})...)
+		for _, v := range vs {
+			add(name+"/"+v.name, v.file.Path, c)
+		}
+		vars[name] = vs
 	}
 	var res struct{ Runs []Run }
 	Driver(t, py, command, map[string]any{"runs": runs}, &res)
@@ -53,6 +59,8 @@ func checkModels(t *testing.T, py, command string, cases []modelCase) {
 	for _, r := range res.Runs {
 		by[r.Name] = r
 	}
+	flips := map[string]caught{}
+	ran := map[string]bool{}
 	for _, c := range cases {
 		name := filepath.Base(c.file)
 		t.Run(name, func(t *testing.T) {
@@ -61,34 +69,64 @@ func checkModels(t *testing.T, py, command string, cases []modelCase) {
 				if orig.Error == "" {
 					t.Errorf("the runtime ran it; expected it not to: %s", c.cannot)
 				}
-				t.Logf("not run by the runtime: %s (%.120s)", c.cannot, orig.Error)
-			} else if orig.Error != "" || len(orig.Outputs) == 0 {
-				t.Fatalf("the original does not run: %q", orig.Error)
-			}
-			if msg, ok := skip[name]; ok {
-				t.Skipf("not repacked: %s", msg)
-			}
-			got, ok := by[name+"/align-16KiB"]
-			if !ok {
-				t.Fatal("the repacked model was not run")
-			}
-			if c.cannot != "" {
-				// the runtime refuses the copy as it refuses the original
-				// (its message names the file, which differs)
-				if got.Error == "" {
-					t.Errorf("the runtime runs the repacked copy of a file it does not run")
+				if command == "gguf" && orig.Log == "" {
+					// llama.cpp logs why and raises a bare "Failed to load"
+					t.Errorf("llama.cpp's log of its refusal was not captured (%s)", orig.Why())
 				}
-				return
+				t.Logf("not run by the runtime: %s (%s)", c.cannot, clip(orig.Why(), 300))
+			} else if len(orig.Ran()) == 0 {
+				t.Fatalf("the original does not run: %s", orig.Why())
 			}
-			if d := Compare(orig, got); len(d) > 0 {
-				t.Errorf("repacked --align 16KiB: the runtime's results differ:\n%s", strings.Join(d, "\n"))
+			ran[name] = len(orig.Ran()) > 0
+			s := subject{file: File{Path: c.file}, orig: orig, runs: map[string]Run{}, cannot: c.cannot}
+			logInputs(t, s)
+			if msg, ok := refused[name]; ok {
+				switch {
+				case cannotRepack(msg):
+					notRepacked(t, msg)
+				case c.cannot != "":
+					// a file the runtime refuses, and edgeload too (a GGUF v1)
+					t.Logf("edgeload refuses it too: %s", msg)
+					return
+				default:
+					t.Fatalf("edgeload repack: %s", msg)
+				}
 			}
+			for _, v := range vars[name] {
+				s.runs[v.name] = by[name+"/"+v.name]
+			}
+			var probe caught
+			probed := false
+			for _, v := range vars[name] {
+				t.Run(v.name, func(t *testing.T) {
+					if v.flip != nil {
+						if got := checkBreakage(t, s, v); v.probe {
+							flips[name], probe, probed = got, got, true
+						}
+						return
+					}
+					if c.cannot != "" {
+						// the runtime refuses the copy as it refuses the
+						// original (its message names the file, which differs)
+						if d := CheckSays(s.file, v.file); d != "" {
+							t.Errorf("repack --check %s against the original: %s", v.file.Path, d)
+						}
+						if got := s.runs[v.name]; got.Error == "" {
+							t.Errorf("the runtime runs the repacked copy of a file it does not run")
+						}
+						t.Skipf("the runtime refuses it as it refuses the original (%s); repack --check: no difference", c.cannot)
+					}
+					checkVariant(t, s, v)
+				})
+			}
+			logWeights(t, s, probe, probed)
 		})
 	}
+	requireRuntimeCatches(t, flips, ran)
 }
 
-// TestLiteRT runs the real .tflite models in LiteRT's interpreter, and
-// their repacked copies once edgeload can rewrite .tflite.
+// TestLiteRT runs the real .tflite models in LiteRT's interpreter, with
+// their repacked copies.
 func TestLiteRT(t *testing.T) {
 	py := Python(t)
 	d := filepath.Join(testmodels.Dir(t), "tflite")
@@ -106,8 +144,8 @@ func TestLiteRT(t *testing.T) {
 }
 
 // TestLlamaCpp loads the real .gguf files in llama.cpp (a forward pass of
-// the tiny Llama, tokenization with the vocabulary-only files), and their
-// repacked copies once edgeload can rewrite .gguf.
+// the tiny Llama, tokenization with the vocabulary-only files), with their
+// repacked copies.
 func TestLlamaCpp(t *testing.T) {
 	py := Python(t)
 	d := filepath.Join(testmodels.Dir(t), "gguf")

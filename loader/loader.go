@@ -328,6 +328,9 @@ func unknownFormat(mf *mmapfile.File, head []byte, fallback error) error {
 			names = append(names, r.Name+": "+r.Magic)
 		}
 	}
+	if fallback == nil { // no format is a fallback
+		return fmt.Errorf("%w: %s; no format claims it (%s)", ErrUnknownFormat, hint, strings.Join(names, "; "))
+	}
 	return fmt.Errorf("%w: %s; no format claims it (%s), and the fallbacks fail too (%v)",
 		ErrUnknownFormat, hint, strings.Join(names, "; "), fallback)
 }

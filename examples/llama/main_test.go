@@ -292,8 +292,8 @@ func TestErrors(t *testing.T) {
 		{options{model: "../../testdata/tiny.pte", ids: []int{1}, n: 1, mode: "mmap"}, "not GGUF"},
 	} {
 		_, err := generate(ctx, c.o, false)
-		if err == nil || !strings.Contains(err.Error(), c.want) {
-			t.Errorf("%+v: error %v, want one saying %q", c.o, err, c.want)
+		if err == nil || !strings.Contains(err.Error(), c.want) || strings.Contains(err.Error(), "<nil>") {
+			t.Errorf("%+v: error %v, want one saying %q (and no <nil>)", c.o, err, c.want)
 		}
 	}
 }

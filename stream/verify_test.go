@@ -64,7 +64,7 @@ func TestSignedStream(t *testing.T) {
 	dir := testmodels.Path(t, "oms")
 	intact := filepath.Join(dir, "gguf", "llama2-tiny-random.gguf")
 	flipped := filepath.Join(dir, "gguf-flipped", "llama2-tiny-random.gguf")
-	const flip = 1236416 // the flipped byte (../shared/models/oms/README.md)
+	const flip = 1236416                      // the flipped byte (../shared/models/oms/README.md)
 	const shardStart = flip / 100000 * 100000 // the failing shard, of the signature's 100000-byte shards
 	for _, r := range readers {
 		for _, c := range []struct {

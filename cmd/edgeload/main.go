@@ -10,7 +10,7 @@
 //	edgeload repack [--align N] [--tensor-align N] [--externalize F.ptd] [--rten-v2] [--to FORMAT] [--verify-bytes] [--sync] [--data F.ptd]... IN OUT
 //	edgeload repack --check [--data F.ptd]... IN OUT
 //	edgeload resident [--width N] FILE
-//	edgeload stream [--budget SIZE] [--method NAME] [--data FILE.ptd]... [--json] [--drop-cache] FILE
+//	edgeload stream [--budget SIZE] [--passes N] [--retain SIZE|auto] [--reader auto|mapped|direct] [--method NAME] [--data FILE.ptd]... [--json] [--drop-cache] [--signature BUNDLE (--key PEM | --cert-chain PEM | ...)] FILE
 //	edgeload version
 //	edgeload help [COMMAND]
 //
@@ -38,7 +38,11 @@
 //
 // stream reads every weight in the order the model uses it, holding at most
 // --budget bytes (default 64MiB) of weight pages resident, checksums it and
-// reports bytes, tensors, time, throughput and the peak held.
+// reports bytes, tensors, time, throughput and the peak held. With --passes
+// it reads the order again and again as a decode loop does, keeping
+// --retain bytes resident across passes, and prints each pass's
+// statistics; with --signature it checks every byte against the model's
+// OMS signature as it reads.
 //
 // Wherever a FILE is accepted (--data included), ARCHIVE!/ENTRY names an
 // entry stored uncompressed in a zip archive or APK, for example
@@ -105,7 +109,7 @@ func init() {
 		{"verify", "[--data FILE.ptd]... FILE... | --signature BUNDLE (--key PEM | --cert-chain PEM | --trusted-root JSON --identity ID --identity-provider URL) [--ignore-unsigned-files] MODEL", "verify files fully, or a model against its OMS signature", runVerify},
 		{"repack", "[--align N] [--tensor-align N] [--externalize F.ptd] [--rten-v2] [--to FORMAT] [--verify-bytes] [--sync] [--data F.ptd]... IN OUT | --check [--data F.ptd]... IN OUT", "rewrite a model file realigned, externalized, upgraded or converted", runRepack},
 		{"resident", "[--width N] FILE", "show how much of each segment is in the page cache", runResident},
-		{"stream", "[--budget SIZE] [--passes N] [--retain SIZE|auto] [--reader auto|mapped|direct] [--method NAME] [--data FILE.ptd]... [--json] [--drop-cache] FILE", "read every weight in use order under a memory budget, once or pass after pass", runStream},
+		{"stream", "[--budget SIZE] [--passes N] [--retain SIZE|auto] [--reader auto|mapped|direct] [--method NAME] [--data FILE.ptd]... [--json] [--drop-cache] [--signature BUNDLE (--key PEM | --cert-chain PEM | ...)] FILE", "read every weight in use order under a memory budget, once or pass after pass", runStream},
 		{"version", "", "print the version", runVersion},
 		{"help", "[COMMAND]", "show help for a command", runHelp},
 	}

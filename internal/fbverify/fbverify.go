@@ -97,7 +97,7 @@ func (v *verifier) finish(err error, root string) error {
 type Walk struct {
 	v     *verifier
 	lazy  bool
-	visit func(kind int, t *T)
+	visit func(kind int, t T)
 }
 
 // NewWalk starts a verification of buf.
@@ -149,7 +149,9 @@ type verifier struct {
 	depth   int
 	objects int
 	tables  int
-	vbytes  int64 // the bytes of the vectors and strings visited
+	// maxTables is Options.MaxTables, or the largest int when that is 0.
+	maxTables int
+	vbytes    int64 // the bytes of the vectors and strings visited
 	// path is filled only on failure, innermost frame first, as the error
 	// returns through the walk; err is the error it belongs to.
 	path []frame
@@ -163,7 +165,11 @@ func newVerifier(buf []byte, opt Options) *verifier {
 	if opt.MaxObjects <= 0 {
 		opt.MaxObjects = len(buf)/2 + 1024
 	}
-	return &verifier{buf: buf, n: int64(len(buf)), lim4: max(int64(len(buf))-3, 0), opt: opt}
+	maxTables := opt.MaxTables
+	if maxTables <= 0 {
+		maxTables = math.MaxInt
+	}
+	return &verifier{buf: buf, n: int64(len(buf)), lim4: max(int64(len(buf))-3, 0), opt: opt, maxTables: maxTables}
 }
 
 // at records, on the way up, that the failing object was field name (idx

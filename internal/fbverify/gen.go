@@ -1,6 +1,9 @@
 package fbverify
 
-import "encoding/binary"
+import (
+	"encoding/binary"
+	"math"
+)
 
 // The steps the verifiers generated from the project's .fbs files
 // (internal/schema/fbgen) are made of: each checks one table, field,
@@ -33,7 +36,7 @@ func (w *Walk) Start(pos int64) (T, error) {
 	if v.depth >= v.opt.MaxDepth {
 		return T{}, v.fail(pos, "tables nested more than %d deep (want at most %d levels)", v.opt.MaxDepth, v.opt.MaxDepth)
 	}
-	if v.tables++; v.opt.MaxTables > 0 && v.tables > v.opt.MaxTables {
+	if v.tables++; v.tables > v.maxTables {
 		return T{}, v.fail(pos, "more than %d tables (want at most %d, counting a shared table at each visit)", v.opt.MaxTables, v.opt.MaxTables)
 	}
 	// vtable's checks, without a call.
@@ -53,6 +56,58 @@ func (w *Walk) Start(pos int64) (T, error) {
 	return T{}, v.vtableFail(pos)
 }
 
+// A Memo is what a generated verifier keeps of the last vtable its table
+// type had whose table passed its scalar checks inside the bytes the
+// vtable records: a table at another position with the same vtable (as a
+// writer shares one among the elements of a vector), whose recorded bytes
+// lie in the buffer too, and at the same position modulo 8 when it has
+// 8-byte fields, passes the same checks. [Walk.StartMemo] then skips them,
+// and the vtable's.
+type Memo struct {
+	vt, vtsize, tsize int64 // tsize 0: nothing learned yet
+	p8                int64 // the table's position mod 8, -1 when no 8-byte field is present
+}
+
+// StartMemo is [Walk.Start] for a table whose type's verifier keeps m. It
+// reports hit when the table at pos has the vtable m remembers, lies in the
+// buffer as far as that vtable records and, when m's table had 8-byte
+// fields, lies at the same position modulo 8: its vtable and its scalar
+// fields then pass their checks, which the caller skips.
+func (w *Walk) StartMemo(pos int64, m *Memo) (t T, hit bool, err error) {
+	v := w.v
+	if ts := m.tsize; ts != 0 && pos&3 == 0 && uint64(pos) <= uint64(v.n-ts) &&
+		v.objects < v.opt.MaxObjects && v.depth < v.opt.MaxDepth && v.tables < v.maxTables {
+		// ts >= 4 (Learn): the vtable offset lies in the buffer.
+		if vt := pos - int64(int32(v.u32(pos))); vt == m.vt && (m.p8 < 0 || pos&7 == m.p8) {
+			v.objects++
+			v.tables++
+			v.depth++
+			return T{pos, vt, m.vtsize, ts}, true, nil
+		}
+	}
+	t, err = w.Start(pos)
+	return t, false, err
+}
+
+// Learn makes m remember the vtable of t, a table whose scalar fields the
+// caller has found inside its bytes and aligned (has8: one of them is of 8
+// bytes), when t lies in the buffer as far as its vtable records (and that
+// covers at least its vtable offset). It reports whether it did.
+func (w *Walk) Learn(t *T, m *Memo, has8 bool) bool {
+	if t.vtsize < 4 {
+		return false
+	}
+	ts := w.v.u16(t.vt + 2)
+	if ts < 4 || ts != t.tsize {
+		return false
+	}
+	m.vt, m.vtsize, m.tsize, m.p8 = t.vt, t.vtsize, ts, -1
+	if has8 {
+		m.p8 = t.pos & 7
+	}
+	return true
+}
+
 // Slots returns the number of field slots of t's vtable.
 func (t *T) Slots() int { return int((t.vtsize - 4) / 2) }
 
@@ -63,13 +118,14 @@ func (t *T) Slots() int { return int((t.vtsize - 4) / 2) }
 // the walk's [Walk.Uint8], [Walk.Uint32], [Walk.Uint64] and [Walk.Vec], which
 // use the vtable the walk found. A walk that fails may have told some
 // tables before.
-func (w *Walk) SetVisitor(visit func(kind int, t *T)) { w.visit = visit }
+func (w *Walk) SetVisitor(visit func(kind int, t T)) { w.visit = visit }
 
 // Visiting reports whether the walk has a visitor.
 func (w *Walk) Visiting() bool { return w.visit != nil }
 
-// Visit tells the visitor of table t of the given kind.
-func (w *Walk) Visit(kind int, t *T) { w.visit(kind, t) }
+// Visit tells the visitor of table t of the given kind. (The visitor gets
+// a copy: t stays on its verifier's stack.)
+func (w *Walk) Visit(kind int, t *T) { w.visit(kind, *t) }
 
 // Uint8, Uint32 and Uint64 return scalar field id of t, a table the walk
 // has verified, or def when it is absent.
@@ -151,6 +207,29 @@ func (t *T) Pos() int64 { return t.pos }
 // lies past t's own bytes or is not aligned to its size: against the buffer
 // and its size.
 func (w *Walk) ScalarOutside(t *T, fo, size int64) error { return w.scalarOutside(t, fo, size) }
+
+// NoField is no field id: what a generated verifier's record of the first
+// scalar field that failed its checks holds while none has.
+const NoField = math.MaxInt32
+
+// ScalarIn reports whether the field of size bytes at table offset fo of t
+// lies in the buffer, aligned to its size: the check of a scalar field
+// that does not lie aligned in t's own bytes.
+func (w *Walk) ScalarIn(t *T, fo, size int64) bool {
+	return (t.pos+fo)&(size-1) == 0 && w.v.in(t.pos+fo, size)
+}
+
+// ScalarError is the error of scalar field id of t, which [Walk.ScalarIn]
+// found outside the buffer or misaligned; desc describes t's table type
+// (the field's size and name).
+func (w *Walk) ScalarError(t *T, id int, desc *TableDesc) error {
+	for _, f := range desc.Fields {
+		if f.ID == id {
+			return w.At(w.scalarOutside(t, w.v.slot(t.vt, t.vtsize, id), int64(f.Size)), f.Name, -1)
+		}
+	}
+	panic("fbverify: ScalarError of a field the table's description lacks")
+}
 
 // scalarOutside checks a field Scalar did not find aligned in its table's
 // bytes.
@@ -243,8 +322,13 @@ func (w *Walk) Deref(q int64) (int64, error) { return w.v.elemDeref(q) }
 // for a tag without a value, which only Options.CxxRules accepts). The
 // value's offset is checked whatever the tag.
 func (w *Walk) Union(t *T, id int) (tag int, pos int64, err error) {
+	return w.UnionAt(t, w.v.slot(t.vt, t.vtsize, id), w.v.slot(t.vt, t.vtsize, id+1))
+}
+
+// UnionAt is [Walk.Union] with the table offsets of the union's tag (to)
+// and value (vo) read from t's vtable by the caller (0: absent).
+func (w *Walk) UnionAt(t *T, to, vo int64) (tag int, pos int64, err error) {
 	v := w.v
-	to, vo := v.slot(t.vt, t.vtsize, id), v.slot(t.vt, t.vtsize, id+1)
 	// The common case: tag and value inside the table's own bytes (which
 	// lie in the buffer), the value aligned and its target in the buffer.
 	if to != 0 && vo != 0 && to < t.tsize && vo+4 <= t.tsize && vo&3 == 0 {

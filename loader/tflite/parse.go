@@ -58,17 +58,17 @@ func (c *collected) release() {
 	collectedPool.Put(c)
 }
 
-func (c *collected) visit(kind int, t *fbverify.T) {
+func (c *collected) visit(kind int, t fbverify.T) {
 	switch kind {
 	case tflitefb.VisitBuffer:
-		c.buffers = append(c.buffers, *t)
+		c.buffers = append(c.buffers, t)
 	case tflitefb.VisitTensor:
-		if b := c.w.Uint32(t, tensorBuffer, 0); b != 0 {
-			c.tensors = append(c.tensors, tensorRef{int32(len(c.subgraphs)), c.next, b, *t})
+		if b := c.w.Uint32(&t, tensorBuffer, 0); b != 0 {
+			c.tensors = append(c.tensors, tensorRef{int32(len(c.subgraphs)), c.next, b, t})
 		}
 		c.next++
 	case tflitefb.VisitSubGraph:
-		c.subgraphs = append(c.subgraphs, *t)
+		c.subgraphs = append(c.subgraphs, t)
 		c.next = 0
 	}
 }

@@ -57,32 +57,35 @@ func (w *Walk) Start(pos int64) (T, error) {
 }
 
 // A Memo is what a generated verifier keeps of the last vtable its table
-// type had whose table passed its scalar checks inside the bytes the
-// vtable records: a table at another position with the same vtable (as a
-// writer shares one among the elements of a vector), whose recorded bytes
-// lie in the buffer too, and at the same position modulo 8 when it has
-// 8-byte fields, passes the same checks. [Walk.StartMemo] then skips them,
-// and the vtable's.
+// type had whose table passed its scalar fields' checks: a table at
+// another position with that vtable (as a writer shares one among the
+// elements of a vector) passes the same checks when its scalar fields lie
+// in the buffer too (it lies far enough from the end) and, when they
+// include an 8-byte field, at the same position modulo 8.
+// [Walk.StartMemo] then skips them, and the vtable's.
 type Memo struct {
-	vt, vtsize, tsize int64 // tsize 0: nothing learned yet
-	p8                int64 // the table's position mod 8, -1 when no 8-byte field is present
+	vt, vtsize int64
+	ts         int64 // the table size the vtable records (0: none)
+	ext        int64 // the end of the furthest scalar field (at least 4); 0: nothing learned
+	p8         int64 // the table's position mod 8, -1 when no 8-byte field is present
 }
 
 // StartMemo is [Walk.Start] for a table whose type's verifier keeps m. It
-// reports hit when the table at pos has the vtable m remembers, lies in the
-// buffer as far as that vtable records and, when m's table had 8-byte
-// fields, lies at the same position modulo 8: its vtable and its scalar
-// fields then pass their checks, which the caller skips.
+// reports hit when the table at pos has the vtable m remembers, its scalar
+// fields, as far as m's table had them, lie in the buffer and, when they
+// include an 8-byte field, the table lies at the same position modulo 8:
+// its vtable and its scalar fields then pass their checks, which the
+// caller skips.
 func (w *Walk) StartMemo(pos int64, m *Memo) (t T, hit bool, err error) {
 	v := w.v
-	if ts := m.tsize; ts != 0 && pos&3 == 0 && uint64(pos) <= uint64(v.n-ts) &&
+	if ext := m.ext; ext != 0 && pos&3 == 0 && uint64(pos) <= uint64(v.n-ext) &&
 		v.objects < v.opt.MaxObjects && v.depth < v.opt.MaxDepth && v.tables < v.maxTables {
-		// ts >= 4 (Learn): the vtable offset lies in the buffer.
+		// ext >= 4: the vtable offset lies in the buffer.
 		if vt := pos - int64(int32(v.u32(pos))); vt == m.vt && (m.p8 < 0 || pos&7 == m.p8) {
 			v.objects++
 			v.tables++
 			v.depth++
-			return T{pos, vt, m.vtsize, ts}, true, nil
+			return T{pos, vt, m.vtsize, min(m.ts, v.n-pos)}, true, nil
 		}
 	}
 	t, err = w.Start(pos)
@@ -90,22 +93,18 @@ func (w *Walk) StartMemo(pos int64, m *Memo) (t T, hit bool, err error) {
 }
 
 // Learn makes m remember the vtable of t, a table whose scalar fields the
-// caller has found inside its bytes and aligned (has8: one of them is of 8
-// bytes), when t lies in the buffer as far as its vtable records (and that
-// covers at least its vtable offset). It reports whether it did.
-func (w *Walk) Learn(t *T, m *Memo, has8 bool) bool {
-	if t.vtsize < 4 {
-		return false
+// caller found in the buffer and aligned, the furthest ending at table
+// offset ext (at least 4), one of them of 8 bytes when has8.
+func (w *Walk) Learn(t *T, m *Memo, ext int64, has8 bool) {
+	var ts int64
+	if t.vtsize >= 4 {
+		ts = w.v.u16(t.vt + 2)
 	}
-	ts := w.v.u16(t.vt + 2)
-	if ts < 4 || ts != t.tsize {
-		return false
-	}
-	m.vt, m.vtsize, m.tsize, m.p8 = t.vt, t.vtsize, ts, -1
+	p8 := int64(-1)
 	if has8 {
-		m.p8 = t.pos & 7
+		p8 = t.pos & 7
 	}
-	return true
+	*m = Memo{t.vt, t.vtsize, ts, max(ext, 4), p8}
 }
 
 // Slots returns the number of field slots of t's vtable.

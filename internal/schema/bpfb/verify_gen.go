@@ -23,20 +23,17 @@ func verifyInt(w *fbverify.Walk, pos int64, m *memoInt) error {
 		return err
 	}
 	bad := fbverify.NoField // the first scalar field that fails its checks
-	if hit {
-	} else {
-		clean, has8 := true, false
+	if !hit {
+		ext, has8 := int64(4), false
 		if fo := w.Slot(&t, 0); fo != 0 {
 			has8 = true
-			if fo+8 > t.Size() || (t.Pos()+fo)&7 != 0 {
-				clean = false
-				if bad == fbverify.NoField && !w.ScalarIn(&t, fo, 8) {
-					bad = 0
-				}
+			ext = max(ext, fo+8)
+			if !w.ScalarIn(&t, fo, 8) && bad == fbverify.NoField {
+				bad = 0
 			}
 		}
-		if clean {
-			w.Learn(&t, &m.Memo, has8)
+		if bad == fbverify.NoField {
+			w.Learn(&t, &m.Memo, ext, has8)
 		}
 	}
 	if bad != fbverify.NoField {
@@ -65,19 +62,16 @@ func verifyBool(w *fbverify.Walk, pos int64, m *memoBool) error {
 		return err
 	}
 	bad := fbverify.NoField // the first scalar field that fails its checks
-	if hit {
-	} else {
-		clean := true
+	if !hit {
+		ext := int64(4)
 		if fo := w.Slot(&t, 0); fo != 0 {
-			if fo+1 > t.Size() {
-				clean = false
-				if bad == fbverify.NoField && !w.ScalarIn(&t, fo, 1) {
-					bad = 0
-				}
+			ext = max(ext, fo+1)
+			if !w.ScalarIn(&t, fo, 1) && bad == fbverify.NoField {
+				bad = 0
 			}
 		}
-		if clean {
-			w.Learn(&t, &m.Memo, false)
+		if bad == fbverify.NoField {
+			w.Learn(&t, &m.Memo, ext, false)
 		}
 	}
 	if bad != fbverify.NoField {
@@ -106,20 +100,17 @@ func verifyDouble(w *fbverify.Walk, pos int64, m *memoDouble) error {
 		return err
 	}
 	bad := fbverify.NoField // the first scalar field that fails its checks
-	if hit {
-	} else {
-		clean, has8 := true, false
+	if !hit {
+		ext, has8 := int64(4), false
 		if fo := w.Slot(&t, 0); fo != 0 {
 			has8 = true
-			if fo+8 > t.Size() || (t.Pos()+fo)&7 != 0 {
-				clean = false
-				if bad == fbverify.NoField && !w.ScalarIn(&t, fo, 8) {
-					bad = 0
-				}
+			ext = max(ext, fo+8)
+			if !w.ScalarIn(&t, fo, 8) && bad == fbverify.NoField {
+				bad = 0
 			}
 		}
-		if clean {
-			w.Learn(&t, &m.Memo, has8)
+		if bad == fbverify.NoField {
+			w.Learn(&t, &m.Memo, ext, has8)
 		}
 	}
 	if bad != fbverify.NoField {
@@ -157,19 +148,18 @@ func verifyTensor(w *fbverify.Walk, pos int64, m *memoTensor) error {
 		fo2 = int64(m.s2)
 		fo3 = int64(m.s3)
 	} else {
-		clean := true
+		ext := int64(4)
 		if fo := w.Slot(&t, 0); fo != 0 {
-			if fo+1 > t.Size() {
-				clean = false
-				if bad == fbverify.NoField && !w.ScalarIn(&t, fo, 1) {
-					bad = 0
-				}
+			ext = max(ext, fo+1)
+			if !w.ScalarIn(&t, fo, 1) && bad == fbverify.NoField {
+				bad = 0
 			}
 		}
 		fo1 = w.Slot(&t, 1)
 		fo2 = w.Slot(&t, 2)
 		fo3 = w.Slot(&t, 3)
-		if clean && w.Learn(&t, &m.Memo, false) {
+		if bad == fbverify.NoField {
+			w.Learn(&t, &m.Memo, ext, false)
 			m.s1 = uint16(fo1)
 			m.s2 = uint16(fo2)
 			m.s3 = uint16(fo3)
@@ -261,10 +251,9 @@ func verifyValue(w *fbverify.Walk, pos int64, m *memoValue) error {
 	} else {
 		fo0 = w.Slot(&t, 0)
 		fo1 = w.Slot(&t, 1)
-		if true && w.Learn(&t, &m.Memo, false) {
-			m.s0 = uint16(fo0)
-			m.s1 = uint16(fo1)
-		}
+		w.Learn(&t, &m.Memo, 4, false)
+		m.s0 = uint16(fo0)
+		m.s1 = uint16(fo1)
 	}
 	if tag, q, err := w.UnionAt(&t, fo0, fo1); err != nil {
 		return w.At(err, "val", -1)
@@ -300,8 +289,9 @@ func VerifyBundledMethodTestCase(w *fbverify.Walk, pos int64) error {
 // of the tables it verifies in place.
 type memoBundledMethodTestCase struct {
 	fbverify.Memo
-	s0 uint16
-	s1 uint16
+	s0     uint16
+	s1     uint16
+	mValue memoValue
 }
 
 func verifyBundledMethodTestCase(w *fbverify.Walk, pos int64, m *memoBundledMethodTestCase) error {
@@ -316,10 +306,9 @@ func verifyBundledMethodTestCase(w *fbverify.Walk, pos int64, m *memoBundledMeth
 	} else {
 		fo0 = w.Slot(&t, 0)
 		fo1 = w.Slot(&t, 1)
-		if true && w.Learn(&t, &m.Memo, false) {
-			m.s0 = uint16(fo0)
-			m.s1 = uint16(fo1)
-		}
+		w.Learn(&t, &m.Memo, 4, false)
+		m.s0 = uint16(fo0)
+		m.s1 = uint16(fo1)
 	}
 	if fo := fo0; fo != 0 {
 		q, ok := w.RefAt(&t, fo)
@@ -335,7 +324,6 @@ func verifyBundledMethodTestCase(w *fbverify.Walk, pos int64, m *memoBundledMeth
 			}
 		}
 		{
-			var me memoValue
 			for i := int64(0); i < n; i++ {
 				var err error
 				e, ok := w.DerefAt(start + 4*i)
@@ -343,7 +331,7 @@ func verifyBundledMethodTestCase(w *fbverify.Walk, pos int64, m *memoBundledMeth
 					e, err = w.Deref(start + 4*i)
 				}
 				if err == nil {
-					err = verifyValue(w, e, &me)
+					err = verifyValue(w, e, &m.mValue)
 				}
 				if err != nil {
 					return w.At(w.At(err, "", int(i)), "inputs", -1)
@@ -365,7 +353,6 @@ func verifyBundledMethodTestCase(w *fbverify.Walk, pos int64, m *memoBundledMeth
 			}
 		}
 		{
-			var me memoValue
 			for i := int64(0); i < n; i++ {
 				var err error
 				e, ok := w.DerefAt(start + 4*i)
@@ -373,7 +360,7 @@ func verifyBundledMethodTestCase(w *fbverify.Walk, pos int64, m *memoBundledMeth
 					e, err = w.Deref(start + 4*i)
 				}
 				if err == nil {
-					err = verifyValue(w, e, &me)
+					err = verifyValue(w, e, &m.mValue)
 				}
 				if err != nil {
 					return w.At(w.At(err, "", int(i)), "expected_outputs", -1)
@@ -396,8 +383,9 @@ func VerifyBundledMethodTestSuite(w *fbverify.Walk, pos int64) error {
 // of the tables it verifies in place.
 type memoBundledMethodTestSuite struct {
 	fbverify.Memo
-	s0 uint16
-	s1 uint16
+	s0                     uint16
+	s1                     uint16
+	mBundledMethodTestCase memoBundledMethodTestCase
 }
 
 func verifyBundledMethodTestSuite(w *fbverify.Walk, pos int64, m *memoBundledMethodTestSuite) error {
@@ -412,10 +400,9 @@ func verifyBundledMethodTestSuite(w *fbverify.Walk, pos int64, m *memoBundledMet
 	} else {
 		fo0 = w.Slot(&t, 0)
 		fo1 = w.Slot(&t, 1)
-		if true && w.Learn(&t, &m.Memo, false) {
-			m.s0 = uint16(fo0)
-			m.s1 = uint16(fo1)
-		}
+		w.Learn(&t, &m.Memo, 4, false)
+		m.s0 = uint16(fo0)
+		m.s1 = uint16(fo1)
 	}
 	if fo := fo0; fo != 0 {
 		q, ok := w.RefAt(&t, fo)
@@ -442,7 +429,6 @@ func verifyBundledMethodTestSuite(w *fbverify.Walk, pos int64, m *memoBundledMet
 			}
 		}
 		{
-			var me memoBundledMethodTestCase
 			for i := int64(0); i < n; i++ {
 				var err error
 				e, ok := w.DerefAt(start + 4*i)
@@ -450,7 +436,7 @@ func verifyBundledMethodTestSuite(w *fbverify.Walk, pos int64, m *memoBundledMet
 					e, err = w.Deref(start + 4*i)
 				}
 				if err == nil {
-					err = verifyBundledMethodTestCase(w, e, &me)
+					err = verifyBundledMethodTestCase(w, e, &m.mBundledMethodTestCase)
 				}
 				if err != nil {
 					return w.At(w.At(err, "", int(i)), "test_cases", -1)
@@ -473,8 +459,9 @@ func VerifyBundledProgram(w *fbverify.Walk, pos int64) error {
 // of the tables it verifies in place.
 type memoBundledProgram struct {
 	fbverify.Memo
-	s1 uint16
-	s2 uint16
+	s1                      uint16
+	s2                      uint16
+	mBundledMethodTestSuite memoBundledMethodTestSuite
 }
 
 func verifyBundledProgram(w *fbverify.Walk, pos int64, m *memoBundledProgram) error {
@@ -488,18 +475,17 @@ func verifyBundledProgram(w *fbverify.Walk, pos int64, m *memoBundledProgram) er
 		fo1 = int64(m.s1)
 		fo2 = int64(m.s2)
 	} else {
-		clean := true
+		ext := int64(4)
 		if fo := w.Slot(&t, 0); fo != 0 {
-			if fo+4 > t.Size() || fo&3 != 0 {
-				clean = false
-				if bad == fbverify.NoField && !w.ScalarIn(&t, fo, 4) {
-					bad = 0
-				}
+			ext = max(ext, fo+4)
+			if !w.ScalarIn(&t, fo, 4) && bad == fbverify.NoField {
+				bad = 0
 			}
 		}
 		fo1 = w.Slot(&t, 1)
 		fo2 = w.Slot(&t, 2)
-		if clean && w.Learn(&t, &m.Memo, false) {
+		if bad == fbverify.NoField {
+			w.Learn(&t, &m.Memo, ext, false)
 			m.s1 = uint16(fo1)
 			m.s2 = uint16(fo2)
 		}
@@ -521,7 +507,6 @@ func verifyBundledProgram(w *fbverify.Walk, pos int64, m *memoBundledProgram) er
 			}
 		}
 		{
-			var me memoBundledMethodTestSuite
 			for i := int64(0); i < n; i++ {
 				var err error
 				e, ok := w.DerefAt(start + 4*i)
@@ -529,7 +514,7 @@ func verifyBundledProgram(w *fbverify.Walk, pos int64, m *memoBundledProgram) er
 					e, err = w.Deref(start + 4*i)
 				}
 				if err == nil {
-					err = verifyBundledMethodTestSuite(w, e, &me)
+					err = verifyBundledMethodTestSuite(w, e, &m.mBundledMethodTestSuite)
 				}
 				if err != nil {
 					return w.At(w.At(err, "", int(i)), "method_test_suites", -1)

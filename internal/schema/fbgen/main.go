@@ -484,9 +484,12 @@ func bare(tb *table) bool {
 const maxEmbedMembers = 16
 
 // embedded returns the table types whose memos the memo of tb holds, in
-// the order of its fields: the types of its table fields and the members
-// of its unions (of at most maxEmbedMembers), but none that can reach tb
-// (a memo cannot hold itself).
+// the order of its fields: the types of its table fields, the elements of
+// its vectors of tables and the members of its unions (of at most
+// maxEmbedMembers), but none that can reach tb (a memo cannot hold
+// itself). So the memos of a root type's verifier hold those of most
+// tables below it, and a vector's elements are verified with the memo
+// they left in the vector before, of the same parent or another.
 func (s *schema) embedded(tb *table) []string {
 	var out []string
 	for _, c := range s.children(tb) {
@@ -497,17 +500,18 @@ func (s *schema) embedded(tb *table) []string {
 	return out
 }
 
-// children returns the types of tb's table fields and union members that
-// its memo may hold.
+// children returns the types of tb's table fields, the elements of its
+// vectors of tables and its union members, whose memos its memo may hold.
 func (s *schema) children(tb *table) []string {
 	var out []string
 	for _, f := range tb.fields {
 		switch {
-		case f.depr || f.vector:
+		case f.depr:
 		case s.byName[f.typ] != nil:
 			if !bare(s.byName[f.typ]) {
 				out = append(out, f.typ)
 			}
+		case f.vector:
 		case s.unions[f.typ] != nil && len(s.unions[f.typ]) <= maxEmbedMembers:
 			for _, m := range s.unions[f.typ] {
 				if t := s.byName[m.name]; t != nil && !bare(t) {
@@ -548,8 +552,9 @@ func (s *schema) call(typ, memo string) string {
 
 // A table's verifier, verify<X>, keeps a memo of the vtable a table of its
 // type last had (fbverify.Memo), which lives on the stack of its caller:
-// Verify<X>, the loop over a vector of X, or the memo of the table that
-// holds an X field or union member (embedded). It enters the table with
+// in the memo of the table that holds X tables (embedded), or, where that
+// would make a memo hold itself, in Verify<X> or the loop over a vector of
+// X. It enters the table with
 // fbverify.Walk.StartMemo: when the table has the memo's vtable, it reads
 // the table offsets of its offset fields and unions from the memo and
 // checks no scalar field; otherwise it reads them from the vtable and
@@ -701,9 +706,12 @@ func (s *schema) gen(b *bytes.Buffer, tb *table) error {
 				}
 				call := "w.String(e)"
 				if f.typ != "string" {
-					if bare(s.byName[f.typ]) {
+					switch memo := memoOf(f.typ); {
+					case bare(s.byName[f.typ]):
 						call = "Verify" + f.typ + "(w, e)"
-					} else {
+					case memo != "":
+						call = "verify" + f.typ + "(w, e, " + memo + ")"
+					default:
 						p("var me memo%s\n", f.typ)
 						call = "verify" + f.typ + "(w, e, &me)"
 					}
@@ -751,57 +759,52 @@ func (s *schema) gen(b *bytes.Buffer, tb *table) error {
 	if scalars {
 		p("bad := fbverify.NoField // the first scalar field that fails its checks\n")
 	}
-	p("if hit {\n")
-	for _, id := range slots {
-		p("%s = int64(m.s%d)\n", fo(id), id)
+	if len(slots) > 0 {
+		p("if hit {\n")
+		for _, id := range slots {
+			p("%s = int64(m.s%d)\n", fo(id), id)
+		}
+		p("} else {\n")
+	} else {
+		p("if !hit {\n")
 	}
-	p("} else {\n")
-	learn := "true"
 	learn8 := "false"
 	if scalars {
-		learn = "clean"
 		if has8 {
-			p("clean, has8 := true, false\n")
+			p("ext, has8 := int64(4), false\n")
 			learn8 = "has8"
 		} else {
-			p("clean := true\n")
+			p("ext := int64(4)\n")
 		}
 		for _, sf := range fields {
 			if sf.typ != "scalar" {
 				continue
 			}
-			test := ""
-			switch sf.sz {
-			case 1:
-				test = "fo+1 > t.Size()"
-			case 2:
-				test = "fo+2 > t.Size() || fo&1 != 0"
-			case 4:
-				test = "fo+4 > t.Size() || fo&3 != 0"
-			case 8:
-				test = "fo+8 > t.Size() || (t.Pos()+fo)&7 != 0"
-			}
 			p("if fo := w.Slot(&t, %d); fo != 0 {\n", sf.id)
 			if sf.sz == 8 {
 				p("has8 = true\n")
 			}
-			p("if %s {\nclean = false\nif bad == fbverify.NoField && !w.ScalarIn(&t, fo, %d) {\nbad = %d\n}\n}\n}\n", test, sf.sz, sf.id)
+			p("ext = max(ext, fo+%d)\nif !w.ScalarIn(&t, fo, %d) && bad == fbverify.NoField {\nbad = %d\n}\n}\n", sf.sz, sf.sz, sf.id)
 		}
 	}
 	for _, id := range slots {
 		p("%s = w.Slot(&t, %d)\n", fo(id), id)
 	}
-	switch {
-	case len(slots) > 0:
-		p("if %s && w.Learn(&t, &m.Memo, %s) {\n", learn, learn8)
+	ext := "4"
+	if scalars {
+		ext = "ext"
+		p("if bad == fbverify.NoField {\n")
+	}
+	if len(slots) > 0 {
+		p("w.Learn(&t, &m.Memo, %s, %s)\n", ext, learn8)
 		for _, id := range slots {
 			p("m.s%d = uint16(%s)\n", id, fo(id))
 		}
+	} else {
+		p("w.Learn(&t, &m.Memo, %s, %s)\n", ext, learn8)
+	}
+	if scalars {
 		p("}\n")
-	case scalars:
-		p("if clean {\nw.Learn(&t, &m.Memo, %s)\n}\n", learn8)
-	default:
-		p("w.Learn(&t, &m.Memo, false)\n")
 	}
 	p("}\n")
 	if err := refs(fo); err != nil {

@@ -28,42 +28,35 @@ func verifyLeaf(w *fbverify.Walk, pos int64, m *memoLeaf) error {
 	if hit {
 		fo4 = int64(m.s4)
 	} else {
-		clean, has8 := true, false
+		ext, has8 := int64(4), false
 		if fo := w.Slot(&t, 0); fo != 0 {
-			if fo+1 > t.Size() {
-				clean = false
-				if bad == fbverify.NoField && !w.ScalarIn(&t, fo, 1) {
-					bad = 0
-				}
+			ext = max(ext, fo+1)
+			if !w.ScalarIn(&t, fo, 1) && bad == fbverify.NoField {
+				bad = 0
 			}
 		}
 		if fo := w.Slot(&t, 1); fo != 0 {
-			if fo+2 > t.Size() || fo&1 != 0 {
-				clean = false
-				if bad == fbverify.NoField && !w.ScalarIn(&t, fo, 2) {
-					bad = 1
-				}
+			ext = max(ext, fo+2)
+			if !w.ScalarIn(&t, fo, 2) && bad == fbverify.NoField {
+				bad = 1
 			}
 		}
 		if fo := w.Slot(&t, 2); fo != 0 {
-			if fo+4 > t.Size() || fo&3 != 0 {
-				clean = false
-				if bad == fbverify.NoField && !w.ScalarIn(&t, fo, 4) {
-					bad = 2
-				}
+			ext = max(ext, fo+4)
+			if !w.ScalarIn(&t, fo, 4) && bad == fbverify.NoField {
+				bad = 2
 			}
 		}
 		if fo := w.Slot(&t, 3); fo != 0 {
 			has8 = true
-			if fo+8 > t.Size() || (t.Pos()+fo)&7 != 0 {
-				clean = false
-				if bad == fbverify.NoField && !w.ScalarIn(&t, fo, 8) {
-					bad = 3
-				}
+			ext = max(ext, fo+8)
+			if !w.ScalarIn(&t, fo, 8) && bad == fbverify.NoField {
+				bad = 3
 			}
 		}
 		fo4 = w.Slot(&t, 4)
-		if clean && w.Learn(&t, &m.Memo, has8) {
+		if bad == fbverify.NoField {
+			w.Learn(&t, &m.Memo, ext, has8)
 			m.s4 = uint16(fo4)
 		}
 	}
@@ -134,13 +127,11 @@ func verifyNode(w *fbverify.Walk, pos int64, m *memoNode) error {
 		fo9 = int64(m.s9)
 		fo10 = int64(m.s10)
 	} else {
-		clean := true
+		ext := int64(4)
 		if fo := w.Slot(&t, 0); fo != 0 {
-			if fo+4 > t.Size() || fo&3 != 0 {
-				clean = false
-				if bad == fbverify.NoField && !w.ScalarIn(&t, fo, 4) {
-					bad = 0
-				}
+			ext = max(ext, fo+4)
+			if !w.ScalarIn(&t, fo, 4) && bad == fbverify.NoField {
+				bad = 0
 			}
 		}
 		fo1 = w.Slot(&t, 1)
@@ -153,7 +144,8 @@ func verifyNode(w *fbverify.Walk, pos int64, m *memoNode) error {
 		fo8 = w.Slot(&t, 8)
 		fo9 = w.Slot(&t, 9)
 		fo10 = w.Slot(&t, 10)
-		if clean && w.Learn(&t, &m.Memo, false) {
+		if bad == fbverify.NoField {
+			w.Learn(&t, &m.Memo, ext, false)
 			m.s1 = uint16(fo1)
 			m.s2 = uint16(fo2)
 			m.s3 = uint16(fo3)
@@ -183,7 +175,6 @@ func verifyNode(w *fbverify.Walk, pos int64, m *memoNode) error {
 			}
 		}
 		{
-			var me memoLeaf
 			for i := int64(0); i < n; i++ {
 				var err error
 				e, ok := w.DerefAt(start + 4*i)
@@ -191,7 +182,7 @@ func verifyNode(w *fbverify.Walk, pos int64, m *memoNode) error {
 					e, err = w.Deref(start + 4*i)
 				}
 				if err == nil {
-					err = verifyLeaf(w, e, &me)
+					err = verifyLeaf(w, e, &m.mLeaf)
 				}
 				if err != nil {
 					return w.At(w.At(err, "", int(i)), "leaves", -1)

@@ -28,9 +28,8 @@ func verifyStringValue(w *fbverify.Walk, pos int64, m *memoStringValue) error {
 		fo0 = int64(m.s0)
 	} else {
 		fo0 = w.Slot(&t, 0)
-		if true && w.Learn(&t, &m.Memo, false) {
-			m.s0 = uint16(fo0)
-		}
+		w.Learn(&t, &m.Memo, 4, false)
+		m.s0 = uint16(fo0)
 	}
 	if fo := fo0; fo != 0 {
 		q, ok := w.RefAt(&t, fo)
@@ -78,11 +77,10 @@ func verifyKeyValuePair(w *fbverify.Walk, pos int64, m *memoKeyValuePair) error 
 		fo0 = w.Slot(&t, 0)
 		fo1 = w.Slot(&t, 1)
 		fo2 = w.Slot(&t, 2)
-		if true && w.Learn(&t, &m.Memo, false) {
-			m.s0 = uint16(fo0)
-			m.s1 = uint16(fo1)
-			m.s2 = uint16(fo2)
-		}
+		w.Learn(&t, &m.Memo, 4, false)
+		m.s0 = uint16(fo0)
+		m.s1 = uint16(fo1)
+		m.s2 = uint16(fo2)
 	}
 	if fo := fo0; fo != 0 {
 		q, ok := w.RefAt(&t, fo)
@@ -123,7 +121,8 @@ func VerifySystemMetadata(w *fbverify.Walk, pos int64) error {
 // of the tables it verifies in place.
 type memoSystemMetadata struct {
 	fbverify.Memo
-	s0 uint16
+	s0            uint16
+	mKeyValuePair memoKeyValuePair
 }
 
 func verifySystemMetadata(w *fbverify.Walk, pos int64, m *memoSystemMetadata) error {
@@ -136,9 +135,8 @@ func verifySystemMetadata(w *fbverify.Walk, pos int64, m *memoSystemMetadata) er
 		fo0 = int64(m.s0)
 	} else {
 		fo0 = w.Slot(&t, 0)
-		if true && w.Learn(&t, &m.Memo, false) {
-			m.s0 = uint16(fo0)
-		}
+		w.Learn(&t, &m.Memo, 4, false)
+		m.s0 = uint16(fo0)
 	}
 	if fo := fo0; fo != 0 {
 		q, ok := w.RefAt(&t, fo)
@@ -154,7 +152,6 @@ func verifySystemMetadata(w *fbverify.Walk, pos int64, m *memoSystemMetadata) er
 			}
 		}
 		{
-			var me memoKeyValuePair
 			for i := int64(0); i < n; i++ {
 				var err error
 				e, ok := w.DerefAt(start + 4*i)
@@ -162,7 +159,7 @@ func verifySystemMetadata(w *fbverify.Walk, pos int64, m *memoSystemMetadata) er
 					e, err = w.Deref(start + 4*i)
 				}
 				if err == nil {
-					err = verifyKeyValuePair(w, e, &me)
+					err = verifyKeyValuePair(w, e, &m.mKeyValuePair)
 				}
 				if err != nil {
 					return w.At(w.At(err, "", int(i)), "entries", -1)
@@ -185,7 +182,8 @@ func VerifySectionObject(w *fbverify.Walk, pos int64) error {
 // of the tables it verifies in place.
 type memoSectionObject struct {
 	fbverify.Memo
-	s0 uint16
+	s0            uint16
+	mKeyValuePair memoKeyValuePair
 }
 
 func verifySectionObject(w *fbverify.Walk, pos int64, m *memoSectionObject) error {
@@ -198,35 +196,30 @@ func verifySectionObject(w *fbverify.Walk, pos int64, m *memoSectionObject) erro
 	if hit {
 		fo0 = int64(m.s0)
 	} else {
-		clean, has8 := true, false
+		ext, has8 := int64(4), false
 		if fo := w.Slot(&t, 1); fo != 0 {
 			has8 = true
-			if fo+8 > t.Size() || (t.Pos()+fo)&7 != 0 {
-				clean = false
-				if bad == fbverify.NoField && !w.ScalarIn(&t, fo, 8) {
-					bad = 1
-				}
+			ext = max(ext, fo+8)
+			if !w.ScalarIn(&t, fo, 8) && bad == fbverify.NoField {
+				bad = 1
 			}
 		}
 		if fo := w.Slot(&t, 2); fo != 0 {
 			has8 = true
-			if fo+8 > t.Size() || (t.Pos()+fo)&7 != 0 {
-				clean = false
-				if bad == fbverify.NoField && !w.ScalarIn(&t, fo, 8) {
-					bad = 2
-				}
+			ext = max(ext, fo+8)
+			if !w.ScalarIn(&t, fo, 8) && bad == fbverify.NoField {
+				bad = 2
 			}
 		}
 		if fo := w.Slot(&t, 3); fo != 0 {
-			if fo+1 > t.Size() {
-				clean = false
-				if bad == fbverify.NoField && !w.ScalarIn(&t, fo, 1) {
-					bad = 3
-				}
+			ext = max(ext, fo+1)
+			if !w.ScalarIn(&t, fo, 1) && bad == fbverify.NoField {
+				bad = 3
 			}
 		}
 		fo0 = w.Slot(&t, 0)
-		if clean && w.Learn(&t, &m.Memo, has8) {
+		if bad == fbverify.NoField {
+			w.Learn(&t, &m.Memo, ext, has8)
 			m.s0 = uint16(fo0)
 		}
 	}
@@ -244,7 +237,6 @@ func verifySectionObject(w *fbverify.Walk, pos int64, m *memoSectionObject) erro
 			}
 		}
 		{
-			var me memoKeyValuePair
 			for i := int64(0); i < n; i++ {
 				var err error
 				e, ok := w.DerefAt(start + 4*i)
@@ -252,7 +244,7 @@ func verifySectionObject(w *fbverify.Walk, pos int64, m *memoSectionObject) erro
 					e, err = w.Deref(start + 4*i)
 				}
 				if err == nil {
-					err = verifyKeyValuePair(w, e, &me)
+					err = verifyKeyValuePair(w, e, &m.mKeyValuePair)
 				}
 				if err != nil {
 					return w.At(w.At(err, "", int(i)), "items", -1)
@@ -278,7 +270,8 @@ func VerifySectionMetadata(w *fbverify.Walk, pos int64) error {
 // of the tables it verifies in place.
 type memoSectionMetadata struct {
 	fbverify.Memo
-	s0 uint16
+	s0             uint16
+	mSectionObject memoSectionObject
 }
 
 func verifySectionMetadata(w *fbverify.Walk, pos int64, m *memoSectionMetadata) error {
@@ -291,9 +284,8 @@ func verifySectionMetadata(w *fbverify.Walk, pos int64, m *memoSectionMetadata) 
 		fo0 = int64(m.s0)
 	} else {
 		fo0 = w.Slot(&t, 0)
-		if true && w.Learn(&t, &m.Memo, false) {
-			m.s0 = uint16(fo0)
-		}
+		w.Learn(&t, &m.Memo, 4, false)
+		m.s0 = uint16(fo0)
 	}
 	if fo := fo0; fo != 0 {
 		q, ok := w.RefAt(&t, fo)
@@ -309,7 +301,6 @@ func verifySectionMetadata(w *fbverify.Walk, pos int64, m *memoSectionMetadata) 
 			}
 		}
 		{
-			var me memoSectionObject
 			for i := int64(0); i < n; i++ {
 				var err error
 				e, ok := w.DerefAt(start + 4*i)
@@ -317,7 +308,7 @@ func verifySectionMetadata(w *fbverify.Walk, pos int64, m *memoSectionMetadata) 
 					e, err = w.Deref(start + 4*i)
 				}
 				if err == nil {
-					err = verifySectionObject(w, e, &me)
+					err = verifySectionObject(w, e, &m.mSectionObject)
 				}
 				if err != nil {
 					return w.At(w.At(err, "", int(i)), "objects", -1)
@@ -358,10 +349,9 @@ func verifyLiteRTLMMetaData(w *fbverify.Walk, pos int64, m *memoLiteRTLMMetaData
 	} else {
 		fo0 = w.Slot(&t, 0)
 		fo1 = w.Slot(&t, 1)
-		if true && w.Learn(&t, &m.Memo, false) {
-			m.s0 = uint16(fo0)
-			m.s1 = uint16(fo1)
-		}
+		w.Learn(&t, &m.Memo, 4, false)
+		m.s0 = uint16(fo0)
+		m.s1 = uint16(fo1)
 	}
 	if fo := fo0; fo != 0 {
 		q, ok := w.RefAt(&t, fo)

@@ -23,29 +23,24 @@ func verifyDataSegment(w *fbverify.Walk, pos int64, m *memoDataSegment) error {
 		return err
 	}
 	bad := fbverify.NoField // the first scalar field that fails its checks
-	if hit {
-	} else {
-		clean, has8 := true, false
+	if !hit {
+		ext, has8 := int64(4), false
 		if fo := w.Slot(&t, 0); fo != 0 {
 			has8 = true
-			if fo+8 > t.Size() || (t.Pos()+fo)&7 != 0 {
-				clean = false
-				if bad == fbverify.NoField && !w.ScalarIn(&t, fo, 8) {
-					bad = 0
-				}
+			ext = max(ext, fo+8)
+			if !w.ScalarIn(&t, fo, 8) && bad == fbverify.NoField {
+				bad = 0
 			}
 		}
 		if fo := w.Slot(&t, 1); fo != 0 {
 			has8 = true
-			if fo+8 > t.Size() || (t.Pos()+fo)&7 != 0 {
-				clean = false
-				if bad == fbverify.NoField && !w.ScalarIn(&t, fo, 8) {
-					bad = 1
-				}
+			ext = max(ext, fo+8)
+			if !w.ScalarIn(&t, fo, 8) && bad == fbverify.NoField {
+				bad = 1
 			}
 		}
-		if clean {
-			w.Learn(&t, &m.Memo, has8)
+		if bad == fbverify.NoField {
+			w.Learn(&t, &m.Memo, ext, has8)
 		}
 	}
 	if bad != fbverify.NoField {
@@ -81,18 +76,17 @@ func verifyTensorLayout(w *fbverify.Walk, pos int64, m *memoTensorLayout) error 
 		fo1 = int64(m.s1)
 		fo2 = int64(m.s2)
 	} else {
-		clean := true
+		ext := int64(4)
 		if fo := w.Slot(&t, 0); fo != 0 {
-			if fo+1 > t.Size() {
-				clean = false
-				if bad == fbverify.NoField && !w.ScalarIn(&t, fo, 1) {
-					bad = 0
-				}
+			ext = max(ext, fo+1)
+			if !w.ScalarIn(&t, fo, 1) && bad == fbverify.NoField {
+				bad = 0
 			}
 		}
 		fo1 = w.Slot(&t, 1)
 		fo2 = w.Slot(&t, 2)
-		if clean && w.Learn(&t, &m.Memo, false) {
+		if bad == fbverify.NoField {
+			w.Learn(&t, &m.Memo, ext, false)
 			m.s1 = uint16(fo1)
 			m.s2 = uint16(fo2)
 		}
@@ -163,18 +157,17 @@ func verifyNamedData(w *fbverify.Walk, pos int64, m *memoNamedData) error {
 		fo0 = int64(m.s0)
 		fo2 = int64(m.s2)
 	} else {
-		clean := true
+		ext := int64(4)
 		if fo := w.Slot(&t, 1); fo != 0 {
-			if fo+4 > t.Size() || fo&3 != 0 {
-				clean = false
-				if bad == fbverify.NoField && !w.ScalarIn(&t, fo, 4) {
-					bad = 1
-				}
+			ext = max(ext, fo+4)
+			if !w.ScalarIn(&t, fo, 4) && bad == fbverify.NoField {
+				bad = 1
 			}
 		}
 		fo0 = w.Slot(&t, 0)
 		fo2 = w.Slot(&t, 2)
-		if clean && w.Learn(&t, &m.Memo, false) {
+		if bad == fbverify.NoField {
+			w.Learn(&t, &m.Memo, ext, false)
 			m.s0 = uint16(fo0)
 			m.s2 = uint16(fo2)
 		}
@@ -226,8 +219,10 @@ func VerifyFlatTensor(w *fbverify.Walk, pos int64) error {
 // of the tables it verifies in place.
 type memoFlatTensor struct {
 	fbverify.Memo
-	s1 uint16
-	s2 uint16
+	s1           uint16
+	s2           uint16
+	mDataSegment memoDataSegment
+	mNamedData   memoNamedData
 }
 
 func verifyFlatTensor(w *fbverify.Walk, pos int64, m *memoFlatTensor) error {
@@ -241,18 +236,17 @@ func verifyFlatTensor(w *fbverify.Walk, pos int64, m *memoFlatTensor) error {
 		fo1 = int64(m.s1)
 		fo2 = int64(m.s2)
 	} else {
-		clean := true
+		ext := int64(4)
 		if fo := w.Slot(&t, 0); fo != 0 {
-			if fo+4 > t.Size() || fo&3 != 0 {
-				clean = false
-				if bad == fbverify.NoField && !w.ScalarIn(&t, fo, 4) {
-					bad = 0
-				}
+			ext = max(ext, fo+4)
+			if !w.ScalarIn(&t, fo, 4) && bad == fbverify.NoField {
+				bad = 0
 			}
 		}
 		fo1 = w.Slot(&t, 1)
 		fo2 = w.Slot(&t, 2)
-		if clean && w.Learn(&t, &m.Memo, false) {
+		if bad == fbverify.NoField {
+			w.Learn(&t, &m.Memo, ext, false)
 			m.s1 = uint16(fo1)
 			m.s2 = uint16(fo2)
 		}
@@ -274,7 +268,6 @@ func verifyFlatTensor(w *fbverify.Walk, pos int64, m *memoFlatTensor) error {
 			}
 		}
 		{
-			var me memoDataSegment
 			for i := int64(0); i < n; i++ {
 				var err error
 				e, ok := w.DerefAt(start + 4*i)
@@ -282,7 +275,7 @@ func verifyFlatTensor(w *fbverify.Walk, pos int64, m *memoFlatTensor) error {
 					e, err = w.Deref(start + 4*i)
 				}
 				if err == nil {
-					err = verifyDataSegment(w, e, &me)
+					err = verifyDataSegment(w, e, &m.mDataSegment)
 				}
 				if err != nil {
 					return w.At(w.At(err, "", int(i)), "segments", -1)
@@ -307,7 +300,6 @@ func verifyFlatTensor(w *fbverify.Walk, pos int64, m *memoFlatTensor) error {
 			}
 		}
 		{
-			var me memoNamedData
 			for i := int64(0); i < n; i++ {
 				var err error
 				e, ok := w.DerefAt(start + 4*i)
@@ -315,7 +307,7 @@ func verifyFlatTensor(w *fbverify.Walk, pos int64, m *memoFlatTensor) error {
 					e, err = w.Deref(start + 4*i)
 				}
 				if err == nil {
-					err = verifyNamedData(w, e, &me)
+					err = verifyNamedData(w, e, &m.mNamedData)
 				}
 				if err != nil {
 					return w.At(w.At(err, "", int(i)), "named_data", -1)
@@ -358,36 +350,31 @@ func verifyLegacyTensorMetadata(w *fbverify.Walk, pos int64, m *memoLegacyTensor
 		fo2 = int64(m.s2)
 		fo3 = int64(m.s3)
 	} else {
-		clean, has8 := true, false
+		ext, has8 := int64(4), false
 		if fo := w.Slot(&t, 1); fo != 0 {
-			if fo+1 > t.Size() {
-				clean = false
-				if bad == fbverify.NoField && !w.ScalarIn(&t, fo, 1) {
-					bad = 1
-				}
+			ext = max(ext, fo+1)
+			if !w.ScalarIn(&t, fo, 1) && bad == fbverify.NoField {
+				bad = 1
 			}
 		}
 		if fo := w.Slot(&t, 4); fo != 0 {
-			if fo+4 > t.Size() || fo&3 != 0 {
-				clean = false
-				if bad == fbverify.NoField && !w.ScalarIn(&t, fo, 4) {
-					bad = 4
-				}
+			ext = max(ext, fo+4)
+			if !w.ScalarIn(&t, fo, 4) && bad == fbverify.NoField {
+				bad = 4
 			}
 		}
 		if fo := w.Slot(&t, 5); fo != 0 {
 			has8 = true
-			if fo+8 > t.Size() || (t.Pos()+fo)&7 != 0 {
-				clean = false
-				if bad == fbverify.NoField && !w.ScalarIn(&t, fo, 8) {
-					bad = 5
-				}
+			ext = max(ext, fo+8)
+			if !w.ScalarIn(&t, fo, 8) && bad == fbverify.NoField {
+				bad = 5
 			}
 		}
 		fo0 = w.Slot(&t, 0)
 		fo2 = w.Slot(&t, 2)
 		fo3 = w.Slot(&t, 3)
-		if clean && w.Learn(&t, &m.Memo, has8) {
+		if bad == fbverify.NoField {
+			w.Learn(&t, &m.Memo, ext, has8)
 			m.s0 = uint16(fo0)
 			m.s2 = uint16(fo2)
 			m.s3 = uint16(fo3)
@@ -469,17 +456,16 @@ func verifyLegacyNamedData(w *fbverify.Walk, pos int64, m *memoLegacyNamedData) 
 	if hit {
 		fo0 = int64(m.s0)
 	} else {
-		clean := true
+		ext := int64(4)
 		if fo := w.Slot(&t, 1); fo != 0 {
-			if fo+4 > t.Size() || fo&3 != 0 {
-				clean = false
-				if bad == fbverify.NoField && !w.ScalarIn(&t, fo, 4) {
-					bad = 1
-				}
+			ext = max(ext, fo+4)
+			if !w.ScalarIn(&t, fo, 4) && bad == fbverify.NoField {
+				bad = 1
 			}
 		}
 		fo0 = w.Slot(&t, 0)
-		if clean && w.Learn(&t, &m.Memo, false) {
+		if bad == fbverify.NoField {
+			w.Learn(&t, &m.Memo, ext, false)
 			m.s0 = uint16(fo0)
 		}
 	}
@@ -514,9 +500,12 @@ func VerifyLegacyFlatTensor(w *fbverify.Walk, pos int64) error {
 // of the tables it verifies in place.
 type memoLegacyFlatTensor struct {
 	fbverify.Memo
-	s2 uint16
-	s3 uint16
-	s4 uint16
+	s2                    uint16
+	s3                    uint16
+	s4                    uint16
+	mLegacyTensorMetadata memoLegacyTensorMetadata
+	mDataSegment          memoDataSegment
+	mLegacyNamedData      memoLegacyNamedData
 }
 
 func verifyLegacyFlatTensor(w *fbverify.Walk, pos int64, m *memoLegacyFlatTensor) error {
@@ -531,27 +520,24 @@ func verifyLegacyFlatTensor(w *fbverify.Walk, pos int64, m *memoLegacyFlatTensor
 		fo3 = int64(m.s3)
 		fo4 = int64(m.s4)
 	} else {
-		clean := true
+		ext := int64(4)
 		if fo := w.Slot(&t, 0); fo != 0 {
-			if fo+4 > t.Size() || fo&3 != 0 {
-				clean = false
-				if bad == fbverify.NoField && !w.ScalarIn(&t, fo, 4) {
-					bad = 0
-				}
+			ext = max(ext, fo+4)
+			if !w.ScalarIn(&t, fo, 4) && bad == fbverify.NoField {
+				bad = 0
 			}
 		}
 		if fo := w.Slot(&t, 1); fo != 0 {
-			if fo+4 > t.Size() || fo&3 != 0 {
-				clean = false
-				if bad == fbverify.NoField && !w.ScalarIn(&t, fo, 4) {
-					bad = 1
-				}
+			ext = max(ext, fo+4)
+			if !w.ScalarIn(&t, fo, 4) && bad == fbverify.NoField {
+				bad = 1
 			}
 		}
 		fo2 = w.Slot(&t, 2)
 		fo3 = w.Slot(&t, 3)
 		fo4 = w.Slot(&t, 4)
-		if clean && w.Learn(&t, &m.Memo, false) {
+		if bad == fbverify.NoField {
+			w.Learn(&t, &m.Memo, ext, false)
 			m.s2 = uint16(fo2)
 			m.s3 = uint16(fo3)
 			m.s4 = uint16(fo4)
@@ -574,7 +560,6 @@ func verifyLegacyFlatTensor(w *fbverify.Walk, pos int64, m *memoLegacyFlatTensor
 			}
 		}
 		{
-			var me memoLegacyTensorMetadata
 			for i := int64(0); i < n; i++ {
 				var err error
 				e, ok := w.DerefAt(start + 4*i)
@@ -582,7 +567,7 @@ func verifyLegacyFlatTensor(w *fbverify.Walk, pos int64, m *memoLegacyFlatTensor
 					e, err = w.Deref(start + 4*i)
 				}
 				if err == nil {
-					err = verifyLegacyTensorMetadata(w, e, &me)
+					err = verifyLegacyTensorMetadata(w, e, &m.mLegacyTensorMetadata)
 				}
 				if err != nil {
 					return w.At(w.At(err, "", int(i)), "tensors", -1)
@@ -607,7 +592,6 @@ func verifyLegacyFlatTensor(w *fbverify.Walk, pos int64, m *memoLegacyFlatTensor
 			}
 		}
 		{
-			var me memoDataSegment
 			for i := int64(0); i < n; i++ {
 				var err error
 				e, ok := w.DerefAt(start + 4*i)
@@ -615,7 +599,7 @@ func verifyLegacyFlatTensor(w *fbverify.Walk, pos int64, m *memoLegacyFlatTensor
 					e, err = w.Deref(start + 4*i)
 				}
 				if err == nil {
-					err = verifyDataSegment(w, e, &me)
+					err = verifyDataSegment(w, e, &m.mDataSegment)
 				}
 				if err != nil {
 					return w.At(w.At(err, "", int(i)), "segments", -1)
@@ -640,7 +624,6 @@ func verifyLegacyFlatTensor(w *fbverify.Walk, pos int64, m *memoLegacyFlatTensor
 			}
 		}
 		{
-			var me memoLegacyNamedData
 			for i := int64(0); i < n; i++ {
 				var err error
 				e, ok := w.DerefAt(start + 4*i)
@@ -648,7 +631,7 @@ func verifyLegacyFlatTensor(w *fbverify.Walk, pos int64, m *memoLegacyFlatTensor
 					e, err = w.Deref(start + 4*i)
 				}
 				if err == nil {
-					err = verifyLegacyNamedData(w, e, &me)
+					err = verifyLegacyNamedData(w, e, &m.mLegacyNamedData)
 				}
 				if err != nil {
 					return w.At(w.At(err, "", int(i)), "named_data", -1)

@@ -28,20 +28,17 @@ func verifyInt(w *fbverify.Walk, pos int64, m *memoInt) error {
 		return err
 	}
 	bad := fbverify.NoField // the first scalar field that fails its checks
-	if hit {
-	} else {
-		clean, has8 := true, false
+	if !hit {
+		ext, has8 := int64(4), false
 		if fo := w.Slot(&t, 0); fo != 0 {
 			has8 = true
-			if fo+8 > t.Size() || (t.Pos()+fo)&7 != 0 {
-				clean = false
-				if bad == fbverify.NoField && !w.ScalarIn(&t, fo, 8) {
-					bad = 0
-				}
+			ext = max(ext, fo+8)
+			if !w.ScalarIn(&t, fo, 8) && bad == fbverify.NoField {
+				bad = 0
 			}
 		}
-		if clean {
-			w.Learn(&t, &m.Memo, has8)
+		if bad == fbverify.NoField {
+			w.Learn(&t, &m.Memo, ext, has8)
 		}
 	}
 	if bad != fbverify.NoField {
@@ -70,19 +67,16 @@ func verifyBool(w *fbverify.Walk, pos int64, m *memoBool) error {
 		return err
 	}
 	bad := fbverify.NoField // the first scalar field that fails its checks
-	if hit {
-	} else {
-		clean := true
+	if !hit {
+		ext := int64(4)
 		if fo := w.Slot(&t, 0); fo != 0 {
-			if fo+1 > t.Size() {
-				clean = false
-				if bad == fbverify.NoField && !w.ScalarIn(&t, fo, 1) {
-					bad = 0
-				}
+			ext = max(ext, fo+1)
+			if !w.ScalarIn(&t, fo, 1) && bad == fbverify.NoField {
+				bad = 0
 			}
 		}
-		if clean {
-			w.Learn(&t, &m.Memo, false)
+		if bad == fbverify.NoField {
+			w.Learn(&t, &m.Memo, ext, false)
 		}
 	}
 	if bad != fbverify.NoField {
@@ -111,20 +105,17 @@ func verifyDouble(w *fbverify.Walk, pos int64, m *memoDouble) error {
 		return err
 	}
 	bad := fbverify.NoField // the first scalar field that fails its checks
-	if hit {
-	} else {
-		clean, has8 := true, false
+	if !hit {
+		ext, has8 := int64(4), false
 		if fo := w.Slot(&t, 0); fo != 0 {
 			has8 = true
-			if fo+8 > t.Size() || (t.Pos()+fo)&7 != 0 {
-				clean = false
-				if bad == fbverify.NoField && !w.ScalarIn(&t, fo, 8) {
-					bad = 0
-				}
+			ext = max(ext, fo+8)
+			if !w.ScalarIn(&t, fo, 8) && bad == fbverify.NoField {
+				bad = 0
 			}
 		}
-		if clean {
-			w.Learn(&t, &m.Memo, has8)
+		if bad == fbverify.NoField {
+			w.Learn(&t, &m.Memo, ext, has8)
 		}
 	}
 	if bad != fbverify.NoField {
@@ -158,9 +149,8 @@ func verifyString(w *fbverify.Walk, pos int64, m *memoString) error {
 		fo0 = int64(m.s0)
 	} else {
 		fo0 = w.Slot(&t, 0)
-		if true && w.Learn(&t, &m.Memo, false) {
-			m.s0 = uint16(fo0)
-		}
+		w.Learn(&t, &m.Memo, 4, false)
+		m.s0 = uint16(fo0)
 	}
 	if fo := fo0; fo != 0 {
 		q, ok := w.RefAt(&t, fo)
@@ -201,9 +191,8 @@ func verifyIntList(w *fbverify.Walk, pos int64, m *memoIntList) error {
 		fo0 = int64(m.s0)
 	} else {
 		fo0 = w.Slot(&t, 0)
-		if true && w.Learn(&t, &m.Memo, false) {
-			m.s0 = uint16(fo0)
-		}
+		w.Learn(&t, &m.Memo, 4, false)
+		m.s0 = uint16(fo0)
 	}
 	if fo := fo0; fo != 0 {
 		q, ok := w.RefAt(&t, fo)
@@ -246,9 +235,8 @@ func verifyDoubleList(w *fbverify.Walk, pos int64, m *memoDoubleList) error {
 		fo0 = int64(m.s0)
 	} else {
 		fo0 = w.Slot(&t, 0)
-		if true && w.Learn(&t, &m.Memo, false) {
-			m.s0 = uint16(fo0)
-		}
+		w.Learn(&t, &m.Memo, 4, false)
+		m.s0 = uint16(fo0)
 	}
 	if fo := fo0; fo != 0 {
 		q, ok := w.RefAt(&t, fo)
@@ -291,9 +279,8 @@ func verifyBoolList(w *fbverify.Walk, pos int64, m *memoBoolList) error {
 		fo0 = int64(m.s0)
 	} else {
 		fo0 = w.Slot(&t, 0)
-		if true && w.Learn(&t, &m.Memo, false) {
-			m.s0 = uint16(fo0)
-		}
+		w.Learn(&t, &m.Memo, 4, false)
+		m.s0 = uint16(fo0)
 	}
 	if fo := fo0; fo != 0 {
 		q, ok := w.RefAt(&t, fo)
@@ -336,9 +323,8 @@ func verifyTensorList(w *fbverify.Walk, pos int64, m *memoTensorList) error {
 		fo0 = int64(m.s0)
 	} else {
 		fo0 = w.Slot(&t, 0)
-		if true && w.Learn(&t, &m.Memo, false) {
-			m.s0 = uint16(fo0)
-		}
+		w.Learn(&t, &m.Memo, 4, false)
+		m.s0 = uint16(fo0)
 	}
 	if fo := fo0; fo != 0 {
 		q, ok := w.RefAt(&t, fo)
@@ -381,9 +367,8 @@ func verifyOptionalTensorList(w *fbverify.Walk, pos int64, m *memoOptionalTensor
 		fo0 = int64(m.s0)
 	} else {
 		fo0 = w.Slot(&t, 0)
-		if true && w.Learn(&t, &m.Memo, false) {
-			m.s0 = uint16(fo0)
-		}
+		w.Learn(&t, &m.Memo, 4, false)
+		m.s0 = uint16(fo0)
 	}
 	if fo := fo0; fo != 0 {
 		q, ok := w.RefAt(&t, fo)
@@ -421,35 +406,28 @@ func verifyAllocationDetails(w *fbverify.Walk, pos int64, m *memoAllocationDetai
 		return err
 	}
 	bad := fbverify.NoField // the first scalar field that fails its checks
-	if hit {
-	} else {
-		clean := true
+	if !hit {
+		ext := int64(4)
 		if fo := w.Slot(&t, 0); fo != 0 {
-			if fo+4 > t.Size() || fo&3 != 0 {
-				clean = false
-				if bad == fbverify.NoField && !w.ScalarIn(&t, fo, 4) {
-					bad = 0
-				}
+			ext = max(ext, fo+4)
+			if !w.ScalarIn(&t, fo, 4) && bad == fbverify.NoField {
+				bad = 0
 			}
 		}
 		if fo := w.Slot(&t, 1); fo != 0 {
-			if fo+4 > t.Size() || fo&3 != 0 {
-				clean = false
-				if bad == fbverify.NoField && !w.ScalarIn(&t, fo, 4) {
-					bad = 1
-				}
+			ext = max(ext, fo+4)
+			if !w.ScalarIn(&t, fo, 4) && bad == fbverify.NoField {
+				bad = 1
 			}
 		}
 		if fo := w.Slot(&t, 2); fo != 0 {
-			if fo+4 > t.Size() || fo&3 != 0 {
-				clean = false
-				if bad == fbverify.NoField && !w.ScalarIn(&t, fo, 4) {
-					bad = 2
-				}
+			ext = max(ext, fo+4)
+			if !w.ScalarIn(&t, fo, 4) && bad == fbverify.NoField {
+				bad = 2
 			}
 		}
-		if clean {
-			w.Learn(&t, &m.Memo, false)
+		if bad == fbverify.NoField {
+			w.Learn(&t, &m.Memo, ext, false)
 		}
 	}
 	if bad != fbverify.NoField {
@@ -483,42 +461,35 @@ func verifyExtraTensorInfo(w *fbverify.Walk, pos int64, m *memoExtraTensorInfo) 
 	if hit {
 		fo1 = int64(m.s1)
 	} else {
-		clean, has8 := true, false
+		ext, has8 := int64(4), false
 		if fo := w.Slot(&t, 0); fo != 0 {
 			has8 = true
-			if fo+8 > t.Size() || (t.Pos()+fo)&7 != 0 {
-				clean = false
-				if bad == fbverify.NoField && !w.ScalarIn(&t, fo, 8) {
-					bad = 0
-				}
+			ext = max(ext, fo+8)
+			if !w.ScalarIn(&t, fo, 8) && bad == fbverify.NoField {
+				bad = 0
 			}
 		}
 		if fo := w.Slot(&t, 2); fo != 0 {
-			if fo+1 > t.Size() {
-				clean = false
-				if bad == fbverify.NoField && !w.ScalarIn(&t, fo, 1) {
-					bad = 2
-				}
+			ext = max(ext, fo+1)
+			if !w.ScalarIn(&t, fo, 1) && bad == fbverify.NoField {
+				bad = 2
 			}
 		}
 		if fo := w.Slot(&t, 3); fo != 0 {
-			if fo+1 > t.Size() {
-				clean = false
-				if bad == fbverify.NoField && !w.ScalarIn(&t, fo, 1) {
-					bad = 3
-				}
+			ext = max(ext, fo+1)
+			if !w.ScalarIn(&t, fo, 1) && bad == fbverify.NoField {
+				bad = 3
 			}
 		}
 		if fo := w.Slot(&t, 4); fo != 0 {
-			if fo+1 > t.Size() {
-				clean = false
-				if bad == fbverify.NoField && !w.ScalarIn(&t, fo, 1) {
-					bad = 4
-				}
+			ext = max(ext, fo+1)
+			if !w.ScalarIn(&t, fo, 1) && bad == fbverify.NoField {
+				bad = 4
 			}
 		}
 		fo1 = w.Slot(&t, 1)
-		if clean && w.Learn(&t, &m.Memo, has8) {
+		if bad == fbverify.NoField {
+			w.Learn(&t, &m.Memo, ext, has8)
 			m.s1 = uint16(fo1)
 		}
 	}
@@ -575,60 +546,49 @@ func verifyTensor(w *fbverify.Walk, pos int64, m *memoTensor) error {
 		fo6 = int64(m.s6)
 		fo9 = int64(m.s9)
 	} else {
-		clean := true
+		ext := int64(4)
 		if fo := w.Slot(&t, 0); fo != 0 {
-			if fo+1 > t.Size() {
-				clean = false
-				if bad == fbverify.NoField && !w.ScalarIn(&t, fo, 1) {
-					bad = 0
-				}
+			ext = max(ext, fo+1)
+			if !w.ScalarIn(&t, fo, 1) && bad == fbverify.NoField {
+				bad = 0
 			}
 		}
 		if fo := w.Slot(&t, 1); fo != 0 {
-			if fo+4 > t.Size() || fo&3 != 0 {
-				clean = false
-				if bad == fbverify.NoField && !w.ScalarIn(&t, fo, 4) {
-					bad = 1
-				}
+			ext = max(ext, fo+4)
+			if !w.ScalarIn(&t, fo, 4) && bad == fbverify.NoField {
+				bad = 1
 			}
 		}
 		if fo := w.Slot(&t, 4); fo != 0 {
-			if fo+1 > t.Size() {
-				clean = false
-				if bad == fbverify.NoField && !w.ScalarIn(&t, fo, 1) {
-					bad = 4
-				}
+			ext = max(ext, fo+1)
+			if !w.ScalarIn(&t, fo, 1) && bad == fbverify.NoField {
+				bad = 4
 			}
 		}
 		if fo := w.Slot(&t, 5); fo != 0 {
-			if fo+4 > t.Size() || fo&3 != 0 {
-				clean = false
-				if bad == fbverify.NoField && !w.ScalarIn(&t, fo, 4) {
-					bad = 5
-				}
+			ext = max(ext, fo+4)
+			if !w.ScalarIn(&t, fo, 4) && bad == fbverify.NoField {
+				bad = 5
 			}
 		}
 		if fo := w.Slot(&t, 7); fo != 0 {
-			if fo+1 > t.Size() {
-				clean = false
-				if bad == fbverify.NoField && !w.ScalarIn(&t, fo, 1) {
-					bad = 7
-				}
+			ext = max(ext, fo+1)
+			if !w.ScalarIn(&t, fo, 1) && bad == fbverify.NoField {
+				bad = 7
 			}
 		}
 		if fo := w.Slot(&t, 8); fo != 0 {
-			if fo+1 > t.Size() {
-				clean = false
-				if bad == fbverify.NoField && !w.ScalarIn(&t, fo, 1) {
-					bad = 8
-				}
+			ext = max(ext, fo+1)
+			if !w.ScalarIn(&t, fo, 1) && bad == fbverify.NoField {
+				bad = 8
 			}
 		}
 		fo2 = w.Slot(&t, 2)
 		fo3 = w.Slot(&t, 3)
 		fo6 = w.Slot(&t, 6)
 		fo9 = w.Slot(&t, 9)
-		if clean && w.Learn(&t, &m.Memo, false) {
+		if bad == fbverify.NoField {
+			w.Learn(&t, &m.Memo, ext, false)
 			m.s2 = uint16(fo2)
 			m.s3 = uint16(fo3)
 			m.s6 = uint16(fo6)
@@ -743,10 +703,9 @@ func verifyEValue(w *fbverify.Walk, pos int64, m *memoEValue) error {
 	} else {
 		fo0 = w.Slot(&t, 0)
 		fo1 = w.Slot(&t, 1)
-		if true && w.Learn(&t, &m.Memo, false) {
-			m.s0 = uint16(fo0)
-			m.s1 = uint16(fo1)
-		}
+		w.Learn(&t, &m.Memo, 4, false)
+		m.s0 = uint16(fo0)
+		m.s1 = uint16(fo1)
 	}
 	if tag, q, err := w.UnionAt(&t, fo0, fo1); err != nil {
 		return w.At(err, "val", -1)
@@ -812,10 +771,9 @@ func verifyOperator(w *fbverify.Walk, pos int64, m *memoOperator) error {
 	} else {
 		fo0 = w.Slot(&t, 0)
 		fo1 = w.Slot(&t, 1)
-		if true && w.Learn(&t, &m.Memo, false) {
-			m.s0 = uint16(fo0)
-			m.s1 = uint16(fo1)
-		}
+		w.Learn(&t, &m.Memo, 4, false)
+		m.s0 = uint16(fo0)
+		m.s1 = uint16(fo1)
 	}
 	if fo := fo0; fo != 0 {
 		q, ok := w.RefAt(&t, fo)
@@ -867,17 +825,16 @@ func verifyKernelCall(w *fbverify.Walk, pos int64, m *memoKernelCall) error {
 	if hit {
 		fo1 = int64(m.s1)
 	} else {
-		clean := true
+		ext := int64(4)
 		if fo := w.Slot(&t, 0); fo != 0 {
-			if fo+4 > t.Size() || fo&3 != 0 {
-				clean = false
-				if bad == fbverify.NoField && !w.ScalarIn(&t, fo, 4) {
-					bad = 0
-				}
+			ext = max(ext, fo+4)
+			if !w.ScalarIn(&t, fo, 4) && bad == fbverify.NoField {
+				bad = 0
 			}
 		}
 		fo1 = w.Slot(&t, 1)
-		if clean && w.Learn(&t, &m.Memo, false) {
+		if bad == fbverify.NoField {
+			w.Learn(&t, &m.Memo, ext, false)
 			m.s1 = uint16(fo1)
 		}
 	}
@@ -928,17 +885,16 @@ func verifyDelegateCall(w *fbverify.Walk, pos int64, m *memoDelegateCall) error 
 	if hit {
 		fo1 = int64(m.s1)
 	} else {
-		clean := true
+		ext := int64(4)
 		if fo := w.Slot(&t, 0); fo != 0 {
-			if fo+4 > t.Size() || fo&3 != 0 {
-				clean = false
-				if bad == fbverify.NoField && !w.ScalarIn(&t, fo, 4) {
-					bad = 0
-				}
+			ext = max(ext, fo+4)
+			if !w.ScalarIn(&t, fo, 4) && bad == fbverify.NoField {
+				bad = 0
 			}
 		}
 		fo1 = w.Slot(&t, 1)
-		if clean && w.Learn(&t, &m.Memo, false) {
+		if bad == fbverify.NoField {
+			w.Learn(&t, &m.Memo, ext, false)
 			m.s1 = uint16(fo1)
 		}
 	}
@@ -984,27 +940,22 @@ func verifyMoveCall(w *fbverify.Walk, pos int64, m *memoMoveCall) error {
 		return err
 	}
 	bad := fbverify.NoField // the first scalar field that fails its checks
-	if hit {
-	} else {
-		clean := true
+	if !hit {
+		ext := int64(4)
 		if fo := w.Slot(&t, 0); fo != 0 {
-			if fo+4 > t.Size() || fo&3 != 0 {
-				clean = false
-				if bad == fbverify.NoField && !w.ScalarIn(&t, fo, 4) {
-					bad = 0
-				}
+			ext = max(ext, fo+4)
+			if !w.ScalarIn(&t, fo, 4) && bad == fbverify.NoField {
+				bad = 0
 			}
 		}
 		if fo := w.Slot(&t, 1); fo != 0 {
-			if fo+4 > t.Size() || fo&3 != 0 {
-				clean = false
-				if bad == fbverify.NoField && !w.ScalarIn(&t, fo, 4) {
-					bad = 1
-				}
+			ext = max(ext, fo+4)
+			if !w.ScalarIn(&t, fo, 4) && bad == fbverify.NoField {
+				bad = 1
 			}
 		}
-		if clean {
-			w.Learn(&t, &m.Memo, false)
+		if bad == fbverify.NoField {
+			w.Learn(&t, &m.Memo, ext, false)
 		}
 	}
 	if bad != fbverify.NoField {
@@ -1033,27 +984,22 @@ func verifyJumpFalseCall(w *fbverify.Walk, pos int64, m *memoJumpFalseCall) erro
 		return err
 	}
 	bad := fbverify.NoField // the first scalar field that fails its checks
-	if hit {
-	} else {
-		clean := true
+	if !hit {
+		ext := int64(4)
 		if fo := w.Slot(&t, 0); fo != 0 {
-			if fo+4 > t.Size() || fo&3 != 0 {
-				clean = false
-				if bad == fbverify.NoField && !w.ScalarIn(&t, fo, 4) {
-					bad = 0
-				}
+			ext = max(ext, fo+4)
+			if !w.ScalarIn(&t, fo, 4) && bad == fbverify.NoField {
+				bad = 0
 			}
 		}
 		if fo := w.Slot(&t, 1); fo != 0 {
-			if fo+4 > t.Size() || fo&3 != 0 {
-				clean = false
-				if bad == fbverify.NoField && !w.ScalarIn(&t, fo, 4) {
-					bad = 1
-				}
+			ext = max(ext, fo+4)
+			if !w.ScalarIn(&t, fo, 4) && bad == fbverify.NoField {
+				bad = 1
 			}
 		}
-		if clean {
-			w.Learn(&t, &m.Memo, false)
+		if bad == fbverify.NoField {
+			w.Learn(&t, &m.Memo, ext, false)
 		}
 	}
 	if bad != fbverify.NoField {
@@ -1082,19 +1028,16 @@ func verifyFreeCall(w *fbverify.Walk, pos int64, m *memoFreeCall) error {
 		return err
 	}
 	bad := fbverify.NoField // the first scalar field that fails its checks
-	if hit {
-	} else {
-		clean := true
+	if !hit {
+		ext := int64(4)
 		if fo := w.Slot(&t, 0); fo != 0 {
-			if fo+4 > t.Size() || fo&3 != 0 {
-				clean = false
-				if bad == fbverify.NoField && !w.ScalarIn(&t, fo, 4) {
-					bad = 0
-				}
+			ext = max(ext, fo+4)
+			if !w.ScalarIn(&t, fo, 4) && bad == fbverify.NoField {
+				bad = 0
 			}
 		}
-		if clean {
-			w.Learn(&t, &m.Memo, false)
+		if bad == fbverify.NoField {
+			w.Learn(&t, &m.Memo, ext, false)
 		}
 	}
 	if bad != fbverify.NoField {
@@ -1136,10 +1079,9 @@ func verifyInstruction(w *fbverify.Walk, pos int64, m *memoInstruction) error {
 	} else {
 		fo0 = w.Slot(&t, 0)
 		fo1 = w.Slot(&t, 1)
-		if true && w.Learn(&t, &m.Memo, false) {
-			m.s0 = uint16(fo0)
-			m.s1 = uint16(fo1)
-		}
+		w.Learn(&t, &m.Memo, 4, false)
+		m.s0 = uint16(fo0)
+		m.s1 = uint16(fo1)
 	}
 	if tag, q, err := w.UnionAt(&t, fo0, fo1); err != nil {
 		return w.At(err, "instr_args", -1)
@@ -1194,19 +1136,18 @@ func verifyFrame(w *fbverify.Walk, pos int64, m *memoFrame) error {
 		fo2 = int64(m.s2)
 		fo3 = int64(m.s3)
 	} else {
-		clean := true
+		ext := int64(4)
 		if fo := w.Slot(&t, 1); fo != 0 {
-			if fo+4 > t.Size() || fo&3 != 0 {
-				clean = false
-				if bad == fbverify.NoField && !w.ScalarIn(&t, fo, 4) {
-					bad = 1
-				}
+			ext = max(ext, fo+4)
+			if !w.ScalarIn(&t, fo, 4) && bad == fbverify.NoField {
+				bad = 1
 			}
 		}
 		fo0 = w.Slot(&t, 0)
 		fo2 = w.Slot(&t, 2)
 		fo3 = w.Slot(&t, 3)
-		if clean && w.Learn(&t, &m.Memo, false) {
+		if bad == fbverify.NoField {
+			w.Learn(&t, &m.Memo, ext, false)
 			m.s0 = uint16(fo0)
 			m.s2 = uint16(fo2)
 			m.s3 = uint16(fo3)
@@ -1269,7 +1210,8 @@ func VerifyFrameList(w *fbverify.Walk, pos int64) error {
 // of the tables it verifies in place.
 type memoFrameList struct {
 	fbverify.Memo
-	s0 uint16
+	s0     uint16
+	mFrame memoFrame
 }
 
 func verifyFrameList(w *fbverify.Walk, pos int64, m *memoFrameList) error {
@@ -1282,9 +1224,8 @@ func verifyFrameList(w *fbverify.Walk, pos int64, m *memoFrameList) error {
 		fo0 = int64(m.s0)
 	} else {
 		fo0 = w.Slot(&t, 0)
-		if true && w.Learn(&t, &m.Memo, false) {
-			m.s0 = uint16(fo0)
-		}
+		w.Learn(&t, &m.Memo, 4, false)
+		m.s0 = uint16(fo0)
 	}
 	if fo := fo0; fo != 0 {
 		q, ok := w.RefAt(&t, fo)
@@ -1300,7 +1241,6 @@ func verifyFrameList(w *fbverify.Walk, pos int64, m *memoFrameList) error {
 			}
 		}
 		{
-			var me memoFrame
 			for i := int64(0); i < n; i++ {
 				var err error
 				e, ok := w.DerefAt(start + 4*i)
@@ -1308,7 +1248,7 @@ func verifyFrameList(w *fbverify.Walk, pos int64, m *memoFrameList) error {
 					e, err = w.Deref(start + 4*i)
 				}
 				if err == nil {
-					err = verifyFrame(w, e, &me)
+					err = verifyFrame(w, e, &m.mFrame)
 				}
 				if err != nil {
 					return w.At(w.At(err, "", int(i)), "items", -1)
@@ -1331,9 +1271,10 @@ func VerifyChain(w *fbverify.Walk, pos int64) error {
 // of the tables it verifies in place.
 type memoChain struct {
 	fbverify.Memo
-	s0 uint16
-	s1 uint16
-	s2 uint16
+	s0           uint16
+	s1           uint16
+	s2           uint16
+	mInstruction memoInstruction
 }
 
 func verifyChain(w *fbverify.Walk, pos int64, m *memoChain) error {
@@ -1350,11 +1291,10 @@ func verifyChain(w *fbverify.Walk, pos int64, m *memoChain) error {
 		fo0 = w.Slot(&t, 0)
 		fo1 = w.Slot(&t, 1)
 		fo2 = w.Slot(&t, 2)
-		if true && w.Learn(&t, &m.Memo, false) {
-			m.s0 = uint16(fo0)
-			m.s1 = uint16(fo1)
-			m.s2 = uint16(fo2)
-		}
+		w.Learn(&t, &m.Memo, 4, false)
+		m.s0 = uint16(fo0)
+		m.s1 = uint16(fo1)
+		m.s2 = uint16(fo2)
 	}
 	if fo := fo0; fo != 0 {
 		q, ok := w.RefAt(&t, fo)
@@ -1396,7 +1336,6 @@ func verifyChain(w *fbverify.Walk, pos int64, m *memoChain) error {
 			}
 		}
 		if !w.Lazy() {
-			var me memoInstruction
 			for i := int64(0); i < n; i++ {
 				var err error
 				e, ok := w.DerefAt(start + 4*i)
@@ -1404,7 +1343,7 @@ func verifyChain(w *fbverify.Walk, pos int64, m *memoChain) error {
 					e, err = w.Deref(start + 4*i)
 				}
 				if err == nil {
-					err = verifyInstruction(w, e, &me)
+					err = verifyInstruction(w, e, &m.mInstruction)
 				}
 				if err != nil {
 					return w.At(w.At(err, "", int(i)), "instructions", -1)
@@ -1443,10 +1382,9 @@ func verifyContainerMetadata(w *fbverify.Walk, pos int64, m *memoContainerMetada
 	} else {
 		fo0 = w.Slot(&t, 0)
 		fo1 = w.Slot(&t, 1)
-		if true && w.Learn(&t, &m.Memo, false) {
-			m.s0 = uint16(fo0)
-			m.s1 = uint16(fo1)
-		}
+		w.Learn(&t, &m.Memo, 4, false)
+		m.s0 = uint16(fo0)
+		m.s1 = uint16(fo1)
 	}
 	if fo := fo0; fo != 0 {
 		q, ok := w.RefAt(&t, fo)
@@ -1501,10 +1439,9 @@ func verifyCompileSpec(w *fbverify.Walk, pos int64, m *memoCompileSpec) error {
 	} else {
 		fo0 = w.Slot(&t, 0)
 		fo1 = w.Slot(&t, 1)
-		if true && w.Learn(&t, &m.Memo, false) {
-			m.s0 = uint16(fo0)
-			m.s1 = uint16(fo1)
-		}
+		w.Learn(&t, &m.Memo, 4, false)
+		m.s0 = uint16(fo0)
+		m.s1 = uint16(fo1)
 	}
 	if fo := fo0; fo != 0 {
 		q, ok := w.RefAt(&t, fo)
@@ -1553,27 +1490,22 @@ func verifyBackendDelegateDataReference(w *fbverify.Walk, pos int64, m *memoBack
 		return err
 	}
 	bad := fbverify.NoField // the first scalar field that fails its checks
-	if hit {
-	} else {
-		clean := true
+	if !hit {
+		ext := int64(4)
 		if fo := w.Slot(&t, 0); fo != 0 {
-			if fo+1 > t.Size() {
-				clean = false
-				if bad == fbverify.NoField && !w.ScalarIn(&t, fo, 1) {
-					bad = 0
-				}
+			ext = max(ext, fo+1)
+			if !w.ScalarIn(&t, fo, 1) && bad == fbverify.NoField {
+				bad = 0
 			}
 		}
 		if fo := w.Slot(&t, 1); fo != 0 {
-			if fo+4 > t.Size() || fo&3 != 0 {
-				clean = false
-				if bad == fbverify.NoField && !w.ScalarIn(&t, fo, 4) {
-					bad = 1
-				}
+			ext = max(ext, fo+4)
+			if !w.ScalarIn(&t, fo, 4) && bad == fbverify.NoField {
+				bad = 1
 			}
 		}
-		if clean {
-			w.Learn(&t, &m.Memo, false)
+		if bad == fbverify.NoField {
+			w.Learn(&t, &m.Memo, ext, false)
 		}
 	}
 	if bad != fbverify.NoField {
@@ -1598,6 +1530,7 @@ type memoBackendDelegate struct {
 	s1                            uint16
 	s2                            uint16
 	mBackendDelegateDataReference memoBackendDelegateDataReference
+	mCompileSpec                  memoCompileSpec
 }
 
 func verifyBackendDelegate(w *fbverify.Walk, pos int64, m *memoBackendDelegate) error {
@@ -1614,11 +1547,10 @@ func verifyBackendDelegate(w *fbverify.Walk, pos int64, m *memoBackendDelegate) 
 		fo0 = w.Slot(&t, 0)
 		fo1 = w.Slot(&t, 1)
 		fo2 = w.Slot(&t, 2)
-		if true && w.Learn(&t, &m.Memo, false) {
-			m.s0 = uint16(fo0)
-			m.s1 = uint16(fo1)
-			m.s2 = uint16(fo2)
-		}
+		w.Learn(&t, &m.Memo, 4, false)
+		m.s0 = uint16(fo0)
+		m.s1 = uint16(fo1)
+		m.s2 = uint16(fo2)
 	}
 	if fo := fo0; fo != 0 {
 		q, ok := w.RefAt(&t, fo)
@@ -1658,7 +1590,6 @@ func verifyBackendDelegate(w *fbverify.Walk, pos int64, m *memoBackendDelegate) 
 			}
 		}
 		{
-			var me memoCompileSpec
 			for i := int64(0); i < n; i++ {
 				var err error
 				e, ok := w.DerefAt(start + 4*i)
@@ -1666,7 +1597,7 @@ func verifyBackendDelegate(w *fbverify.Walk, pos int64, m *memoBackendDelegate) 
 					e, err = w.Deref(start + 4*i)
 				}
 				if err == nil {
-					err = verifyCompileSpec(w, e, &me)
+					err = verifyCompileSpec(w, e, &m.mCompileSpec)
 				}
 				if err != nil {
 					return w.At(w.At(err, "", int(i)), "compile_specs", -1)
@@ -1697,35 +1628,28 @@ func verifyNonConstBufferDevice(w *fbverify.Walk, pos int64, m *memoNonConstBuff
 		return err
 	}
 	bad := fbverify.NoField // the first scalar field that fails its checks
-	if hit {
-	} else {
-		clean := true
+	if !hit {
+		ext := int64(4)
 		if fo := w.Slot(&t, 0); fo != 0 {
-			if fo+4 > t.Size() || fo&3 != 0 {
-				clean = false
-				if bad == fbverify.NoField && !w.ScalarIn(&t, fo, 4) {
-					bad = 0
-				}
+			ext = max(ext, fo+4)
+			if !w.ScalarIn(&t, fo, 4) && bad == fbverify.NoField {
+				bad = 0
 			}
 		}
 		if fo := w.Slot(&t, 1); fo != 0 {
-			if fo+1 > t.Size() {
-				clean = false
-				if bad == fbverify.NoField && !w.ScalarIn(&t, fo, 1) {
-					bad = 1
-				}
+			ext = max(ext, fo+1)
+			if !w.ScalarIn(&t, fo, 1) && bad == fbverify.NoField {
+				bad = 1
 			}
 		}
 		if fo := w.Slot(&t, 2); fo != 0 {
-			if fo+1 > t.Size() {
-				clean = false
-				if bad == fbverify.NoField && !w.ScalarIn(&t, fo, 1) {
-					bad = 2
-				}
+			ext = max(ext, fo+1)
+			if !w.ScalarIn(&t, fo, 1) && bad == fbverify.NoField {
+				bad = 2
 			}
 		}
-		if clean {
-			w.Learn(&t, &m.Memo, false)
+		if bad == fbverify.NoField {
+			w.Learn(&t, &m.Memo, ext, false)
 		}
 	}
 	if bad != fbverify.NoField {
@@ -1756,6 +1680,10 @@ type memoExecutionPlan struct {
 	s7                 uint16
 	s8                 uint16
 	mContainerMetadata memoContainerMetadata
+	mEValue            memoEValue
+	mChain             memoChain
+	mOperator          memoOperator
+	mBackendDelegate   memoBackendDelegate
 }
 
 func verifyExecutionPlan(w *fbverify.Walk, pos int64, m *memoExecutionPlan) error {
@@ -1784,17 +1712,16 @@ func verifyExecutionPlan(w *fbverify.Walk, pos int64, m *memoExecutionPlan) erro
 		fo6 = w.Slot(&t, 6)
 		fo7 = w.Slot(&t, 7)
 		fo8 = w.Slot(&t, 8)
-		if true && w.Learn(&t, &m.Memo, false) {
-			m.s0 = uint16(fo0)
-			m.s1 = uint16(fo1)
-			m.s2 = uint16(fo2)
-			m.s3 = uint16(fo3)
-			m.s4 = uint16(fo4)
-			m.s5 = uint16(fo5)
-			m.s6 = uint16(fo6)
-			m.s7 = uint16(fo7)
-			m.s8 = uint16(fo8)
-		}
+		w.Learn(&t, &m.Memo, 4, false)
+		m.s0 = uint16(fo0)
+		m.s1 = uint16(fo1)
+		m.s2 = uint16(fo2)
+		m.s3 = uint16(fo3)
+		m.s4 = uint16(fo4)
+		m.s5 = uint16(fo5)
+		m.s6 = uint16(fo6)
+		m.s7 = uint16(fo7)
+		m.s8 = uint16(fo8)
 	}
 	if fo := fo0; fo != 0 {
 		q, ok := w.RefAt(&t, fo)
@@ -1834,7 +1761,6 @@ func verifyExecutionPlan(w *fbverify.Walk, pos int64, m *memoExecutionPlan) erro
 			}
 		}
 		{
-			var me memoEValue
 			for i := int64(0); i < n; i++ {
 				var err error
 				e, ok := w.DerefAt(start + 4*i)
@@ -1842,7 +1768,7 @@ func verifyExecutionPlan(w *fbverify.Walk, pos int64, m *memoExecutionPlan) erro
 					e, err = w.Deref(start + 4*i)
 				}
 				if err == nil {
-					err = verifyEValue(w, e, &me)
+					err = verifyEValue(w, e, &m.mEValue)
 				}
 				if err != nil {
 					return w.At(w.At(err, "", int(i)), "values", -1)
@@ -1890,7 +1816,6 @@ func verifyExecutionPlan(w *fbverify.Walk, pos int64, m *memoExecutionPlan) erro
 			}
 		}
 		{
-			var me memoChain
 			for i := int64(0); i < n; i++ {
 				var err error
 				e, ok := w.DerefAt(start + 4*i)
@@ -1898,7 +1823,7 @@ func verifyExecutionPlan(w *fbverify.Walk, pos int64, m *memoExecutionPlan) erro
 					e, err = w.Deref(start + 4*i)
 				}
 				if err == nil {
-					err = verifyChain(w, e, &me)
+					err = verifyChain(w, e, &m.mChain)
 				}
 				if err != nil {
 					return w.At(w.At(err, "", int(i)), "chains", -1)
@@ -1920,7 +1845,6 @@ func verifyExecutionPlan(w *fbverify.Walk, pos int64, m *memoExecutionPlan) erro
 			}
 		}
 		{
-			var me memoOperator
 			for i := int64(0); i < n; i++ {
 				var err error
 				e, ok := w.DerefAt(start + 4*i)
@@ -1928,7 +1852,7 @@ func verifyExecutionPlan(w *fbverify.Walk, pos int64, m *memoExecutionPlan) erro
 					e, err = w.Deref(start + 4*i)
 				}
 				if err == nil {
-					err = verifyOperator(w, e, &me)
+					err = verifyOperator(w, e, &m.mOperator)
 				}
 				if err != nil {
 					return w.At(w.At(err, "", int(i)), "operators", -1)
@@ -1950,7 +1874,6 @@ func verifyExecutionPlan(w *fbverify.Walk, pos int64, m *memoExecutionPlan) erro
 			}
 		}
 		{
-			var me memoBackendDelegate
 			for i := int64(0); i < n; i++ {
 				var err error
 				e, ok := w.DerefAt(start + 4*i)
@@ -1958,7 +1881,7 @@ func verifyExecutionPlan(w *fbverify.Walk, pos int64, m *memoExecutionPlan) erro
 					e, err = w.Deref(start + 4*i)
 				}
 				if err == nil {
-					err = verifyBackendDelegate(w, e, &me)
+					err = verifyBackendDelegate(w, e, &m.mBackendDelegate)
 				}
 				if err != nil {
 					return w.At(w.At(err, "", int(i)), "delegates", -1)
@@ -2007,9 +1930,8 @@ func verifyBuffer(w *fbverify.Walk, pos int64, m *memoBuffer) error {
 		fo0 = int64(m.s0)
 	} else {
 		fo0 = w.Slot(&t, 0)
-		if true && w.Learn(&t, &m.Memo, false) {
-			m.s0 = uint16(fo0)
-		}
+		w.Learn(&t, &m.Memo, 4, false)
+		m.s0 = uint16(fo0)
 	}
 	if fo := fo0; fo != 0 {
 		q, ok := w.RefAt(&t, fo)
@@ -2052,9 +1974,8 @@ func verifyBackendDelegateInlineData(w *fbverify.Walk, pos int64, m *memoBackend
 		fo0 = int64(m.s0)
 	} else {
 		fo0 = w.Slot(&t, 0)
-		if true && w.Learn(&t, &m.Memo, false) {
-			m.s0 = uint16(fo0)
-		}
+		w.Learn(&t, &m.Memo, 4, false)
+		m.s0 = uint16(fo0)
 	}
 	if fo := fo0; fo != 0 {
 		q, ok := w.RefAt(&t, fo)
@@ -2092,29 +2013,24 @@ func verifyDataSegment(w *fbverify.Walk, pos int64, m *memoDataSegment) error {
 		return err
 	}
 	bad := fbverify.NoField // the first scalar field that fails its checks
-	if hit {
-	} else {
-		clean, has8 := true, false
+	if !hit {
+		ext, has8 := int64(4), false
 		if fo := w.Slot(&t, 0); fo != 0 {
 			has8 = true
-			if fo+8 > t.Size() || (t.Pos()+fo)&7 != 0 {
-				clean = false
-				if bad == fbverify.NoField && !w.ScalarIn(&t, fo, 8) {
-					bad = 0
-				}
+			ext = max(ext, fo+8)
+			if !w.ScalarIn(&t, fo, 8) && bad == fbverify.NoField {
+				bad = 0
 			}
 		}
 		if fo := w.Slot(&t, 1); fo != 0 {
 			has8 = true
-			if fo+8 > t.Size() || (t.Pos()+fo)&7 != 0 {
-				clean = false
-				if bad == fbverify.NoField && !w.ScalarIn(&t, fo, 8) {
-					bad = 1
-				}
+			ext = max(ext, fo+8)
+			if !w.ScalarIn(&t, fo, 8) && bad == fbverify.NoField {
+				bad = 1
 			}
 		}
-		if clean {
-			w.Learn(&t, &m.Memo, has8)
+		if bad == fbverify.NoField {
+			w.Learn(&t, &m.Memo, ext, has8)
 		}
 	}
 	if bad != fbverify.NoField {
@@ -2148,17 +2064,16 @@ func verifySubsegmentOffsets(w *fbverify.Walk, pos int64, m *memoSubsegmentOffse
 	if hit {
 		fo1 = int64(m.s1)
 	} else {
-		clean := true
+		ext := int64(4)
 		if fo := w.Slot(&t, 0); fo != 0 {
-			if fo+4 > t.Size() || fo&3 != 0 {
-				clean = false
-				if bad == fbverify.NoField && !w.ScalarIn(&t, fo, 4) {
-					bad = 0
-				}
+			ext = max(ext, fo+4)
+			if !w.ScalarIn(&t, fo, 4) && bad == fbverify.NoField {
+				bad = 0
 			}
 		}
 		fo1 = w.Slot(&t, 1)
-		if clean && w.Learn(&t, &m.Memo, false) {
+		if bad == fbverify.NoField {
+			w.Learn(&t, &m.Memo, ext, false)
 			m.s1 = uint16(fo1)
 		}
 	}
@@ -2209,17 +2124,16 @@ func verifyNamedData(w *fbverify.Walk, pos int64, m *memoNamedData) error {
 	if hit {
 		fo0 = int64(m.s0)
 	} else {
-		clean := true
+		ext := int64(4)
 		if fo := w.Slot(&t, 1); fo != 0 {
-			if fo+4 > t.Size() || fo&3 != 0 {
-				clean = false
-				if bad == fbverify.NoField && !w.ScalarIn(&t, fo, 4) {
-					bad = 1
-				}
+			ext = max(ext, fo+4)
+			if !w.ScalarIn(&t, fo, 4) && bad == fbverify.NoField {
+				bad = 1
 			}
 		}
 		fo0 = w.Slot(&t, 0)
-		if clean && w.Learn(&t, &m.Memo, false) {
+		if bad == fbverify.NoField {
+			w.Learn(&t, &m.Memo, ext, false)
 			m.s0 = uint16(fo0)
 		}
 	}
@@ -2252,14 +2166,19 @@ func VerifyProgram(w *fbverify.Walk, pos int64) error {
 // of the tables it verifies in place.
 type memoProgram struct {
 	fbverify.Memo
-	s1                 uint16
-	s2                 uint16
-	s3                 uint16
-	s4                 uint16
-	s5                 uint16
-	s6                 uint16
-	s7                 uint16
-	mSubsegmentOffsets memoSubsegmentOffsets
+	s1                         uint16
+	s2                         uint16
+	s3                         uint16
+	s4                         uint16
+	s5                         uint16
+	s6                         uint16
+	s7                         uint16
+	mExecutionPlan             memoExecutionPlan
+	mBuffer                    memoBuffer
+	mBackendDelegateInlineData memoBackendDelegateInlineData
+	mDataSegment               memoDataSegment
+	mSubsegmentOffsets         memoSubsegmentOffsets
+	mNamedData                 memoNamedData
 }
 
 func verifyProgram(w *fbverify.Walk, pos int64, m *memoProgram) error {
@@ -2278,13 +2197,11 @@ func verifyProgram(w *fbverify.Walk, pos int64, m *memoProgram) error {
 		fo6 = int64(m.s6)
 		fo7 = int64(m.s7)
 	} else {
-		clean := true
+		ext := int64(4)
 		if fo := w.Slot(&t, 0); fo != 0 {
-			if fo+4 > t.Size() || fo&3 != 0 {
-				clean = false
-				if bad == fbverify.NoField && !w.ScalarIn(&t, fo, 4) {
-					bad = 0
-				}
+			ext = max(ext, fo+4)
+			if !w.ScalarIn(&t, fo, 4) && bad == fbverify.NoField {
+				bad = 0
 			}
 		}
 		fo1 = w.Slot(&t, 1)
@@ -2294,7 +2211,8 @@ func verifyProgram(w *fbverify.Walk, pos int64, m *memoProgram) error {
 		fo5 = w.Slot(&t, 5)
 		fo6 = w.Slot(&t, 6)
 		fo7 = w.Slot(&t, 7)
-		if clean && w.Learn(&t, &m.Memo, false) {
+		if bad == fbverify.NoField {
+			w.Learn(&t, &m.Memo, ext, false)
 			m.s1 = uint16(fo1)
 			m.s2 = uint16(fo2)
 			m.s3 = uint16(fo3)
@@ -2321,7 +2239,6 @@ func verifyProgram(w *fbverify.Walk, pos int64, m *memoProgram) error {
 			}
 		}
 		{
-			var me memoExecutionPlan
 			for i := int64(0); i < n; i++ {
 				var err error
 				e, ok := w.DerefAt(start + 4*i)
@@ -2329,7 +2246,7 @@ func verifyProgram(w *fbverify.Walk, pos int64, m *memoProgram) error {
 					e, err = w.Deref(start + 4*i)
 				}
 				if err == nil {
-					err = verifyExecutionPlan(w, e, &me)
+					err = verifyExecutionPlan(w, e, &m.mExecutionPlan)
 				}
 				if err != nil {
 					return w.At(w.At(err, "", int(i)), "execution_plan", -1)
@@ -2354,7 +2271,6 @@ func verifyProgram(w *fbverify.Walk, pos int64, m *memoProgram) error {
 			}
 		}
 		{
-			var me memoBuffer
 			for i := int64(0); i < n; i++ {
 				var err error
 				e, ok := w.DerefAt(start + 4*i)
@@ -2362,7 +2278,7 @@ func verifyProgram(w *fbverify.Walk, pos int64, m *memoProgram) error {
 					e, err = w.Deref(start + 4*i)
 				}
 				if err == nil {
-					err = verifyBuffer(w, e, &me)
+					err = verifyBuffer(w, e, &m.mBuffer)
 				}
 				if err != nil {
 					return w.At(w.At(err, "", int(i)), "constant_buffer", -1)
@@ -2387,7 +2303,6 @@ func verifyProgram(w *fbverify.Walk, pos int64, m *memoProgram) error {
 			}
 		}
 		{
-			var me memoBackendDelegateInlineData
 			for i := int64(0); i < n; i++ {
 				var err error
 				e, ok := w.DerefAt(start + 4*i)
@@ -2395,7 +2310,7 @@ func verifyProgram(w *fbverify.Walk, pos int64, m *memoProgram) error {
 					e, err = w.Deref(start + 4*i)
 				}
 				if err == nil {
-					err = verifyBackendDelegateInlineData(w, e, &me)
+					err = verifyBackendDelegateInlineData(w, e, &m.mBackendDelegateInlineData)
 				}
 				if err != nil {
 					return w.At(w.At(err, "", int(i)), "backend_delegate_data", -1)
@@ -2420,7 +2335,6 @@ func verifyProgram(w *fbverify.Walk, pos int64, m *memoProgram) error {
 			}
 		}
 		{
-			var me memoDataSegment
 			for i := int64(0); i < n; i++ {
 				var err error
 				e, ok := w.DerefAt(start + 4*i)
@@ -2428,7 +2342,7 @@ func verifyProgram(w *fbverify.Walk, pos int64, m *memoProgram) error {
 					e, err = w.Deref(start + 4*i)
 				}
 				if err == nil {
-					err = verifyDataSegment(w, e, &me)
+					err = verifyDataSegment(w, e, &m.mDataSegment)
 				}
 				if err != nil {
 					return w.At(w.At(err, "", int(i)), "segments", -1)
@@ -2469,7 +2383,6 @@ func verifyProgram(w *fbverify.Walk, pos int64, m *memoProgram) error {
 			}
 		}
 		{
-			var me memoSubsegmentOffsets
 			for i := int64(0); i < n; i++ {
 				var err error
 				e, ok := w.DerefAt(start + 4*i)
@@ -2477,7 +2390,7 @@ func verifyProgram(w *fbverify.Walk, pos int64, m *memoProgram) error {
 					e, err = w.Deref(start + 4*i)
 				}
 				if err == nil {
-					err = verifySubsegmentOffsets(w, e, &me)
+					err = verifySubsegmentOffsets(w, e, &m.mSubsegmentOffsets)
 				}
 				if err != nil {
 					return w.At(w.At(err, "", int(i)), "mutable_data_segments", -1)
@@ -2502,7 +2415,6 @@ func verifyProgram(w *fbverify.Walk, pos int64, m *memoProgram) error {
 			}
 		}
 		{
-			var me memoNamedData
 			for i := int64(0); i < n; i++ {
 				var err error
 				e, ok := w.DerefAt(start + 4*i)
@@ -2510,7 +2422,7 @@ func verifyProgram(w *fbverify.Walk, pos int64, m *memoProgram) error {
 					e, err = w.Deref(start + 4*i)
 				}
 				if err == nil {
-					err = verifyNamedData(w, e, &me)
+					err = verifyNamedData(w, e, &m.mNamedData)
 				}
 				if err != nil {
 					return w.At(w.At(err, "", int(i)), "named_data", -1)

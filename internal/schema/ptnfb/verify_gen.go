@@ -23,29 +23,24 @@ func verifyDim(w *fbverify.Walk, pos int64, m *memoDim) error {
 		return err
 	}
 	bad := fbverify.NoField // the first scalar field that fails its checks
-	if hit {
-	} else {
-		clean, has8 := true, false
+	if !hit {
+		ext, has8 := int64(4), false
 		if fo := w.Slot(&t, 0); fo != 0 {
 			has8 = true
-			if fo+8 > t.Size() || (t.Pos()+fo)&7 != 0 {
-				clean = false
-				if bad == fbverify.NoField && !w.ScalarIn(&t, fo, 8) {
-					bad = 0
-				}
+			ext = max(ext, fo+8)
+			if !w.ScalarIn(&t, fo, 8) && bad == fbverify.NoField {
+				bad = 0
 			}
 		}
 		if fo := w.Slot(&t, 1); fo != 0 {
 			has8 = true
-			if fo+8 > t.Size() || (t.Pos()+fo)&7 != 0 {
-				clean = false
-				if bad == fbverify.NoField && !w.ScalarIn(&t, fo, 8) {
-					bad = 1
-				}
+			ext = max(ext, fo+8)
+			if !w.ScalarIn(&t, fo, 8) && bad == fbverify.NoField {
+				bad = 1
 			}
 		}
-		if clean {
-			w.Learn(&t, &m.Memo, has8)
+		if bad == fbverify.NoField {
+			w.Learn(&t, &m.Memo, ext, has8)
 		}
 	}
 	if bad != fbverify.NoField {
@@ -81,50 +76,41 @@ func verifyAffineGroup(w *fbverify.Walk, pos int64, m *memoAffineGroup) error {
 		fo0 = int64(m.s0)
 		fo5 = int64(m.s5)
 	} else {
-		clean := true
+		ext := int64(4)
 		if fo := w.Slot(&t, 1); fo != 0 {
-			if fo+1 > t.Size() {
-				clean = false
-				if bad == fbverify.NoField && !w.ScalarIn(&t, fo, 1) {
-					bad = 1
-				}
+			ext = max(ext, fo+1)
+			if !w.ScalarIn(&t, fo, 1) && bad == fbverify.NoField {
+				bad = 1
 			}
 		}
 		if fo := w.Slot(&t, 2); fo != 0 {
-			if fo+4 > t.Size() || fo&3 != 0 {
-				clean = false
-				if bad == fbverify.NoField && !w.ScalarIn(&t, fo, 4) {
-					bad = 2
-				}
+			ext = max(ext, fo+4)
+			if !w.ScalarIn(&t, fo, 4) && bad == fbverify.NoField {
+				bad = 2
 			}
 		}
 		if fo := w.Slot(&t, 3); fo != 0 {
-			if fo+4 > t.Size() || fo&3 != 0 {
-				clean = false
-				if bad == fbverify.NoField && !w.ScalarIn(&t, fo, 4) {
-					bad = 3
-				}
+			ext = max(ext, fo+4)
+			if !w.ScalarIn(&t, fo, 4) && bad == fbverify.NoField {
+				bad = 3
 			}
 		}
 		if fo := w.Slot(&t, 4); fo != 0 {
-			if fo+4 > t.Size() || fo&3 != 0 {
-				clean = false
-				if bad == fbverify.NoField && !w.ScalarIn(&t, fo, 4) {
-					bad = 4
-				}
+			ext = max(ext, fo+4)
+			if !w.ScalarIn(&t, fo, 4) && bad == fbverify.NoField {
+				bad = 4
 			}
 		}
 		if fo := w.Slot(&t, 6); fo != 0 {
-			if fo+1 > t.Size() {
-				clean = false
-				if bad == fbverify.NoField && !w.ScalarIn(&t, fo, 1) {
-					bad = 6
-				}
+			ext = max(ext, fo+1)
+			if !w.ScalarIn(&t, fo, 1) && bad == fbverify.NoField {
+				bad = 6
 			}
 		}
 		fo0 = w.Slot(&t, 0)
 		fo5 = w.Slot(&t, 5)
-		if clean && w.Learn(&t, &m.Memo, false) {
+		if bad == fbverify.NoField {
+			w.Learn(&t, &m.Memo, ext, false)
 			m.s0 = uint16(fo0)
 			m.s5 = uint16(fo5)
 		}
@@ -187,9 +173,8 @@ func verifyPackedQuant(w *fbverify.Walk, pos int64, m *memoPackedQuant) error {
 		fo0 = int64(m.s0)
 	} else {
 		fo0 = w.Slot(&t, 0)
-		if true && w.Learn(&t, &m.Memo, false) {
-			m.s0 = uint16(fo0)
-		}
+		w.Learn(&t, &m.Memo, 4, false)
+		m.s0 = uint16(fo0)
 	}
 	if fo := fo0; fo != 0 {
 		q, ok := w.RefAt(&t, fo)
@@ -235,10 +220,9 @@ func verifyQuantSpec(w *fbverify.Walk, pos int64, m *memoQuantSpec) error {
 	} else {
 		fo0 = w.Slot(&t, 0)
 		fo1 = w.Slot(&t, 1)
-		if true && w.Learn(&t, &m.Memo, false) {
-			m.s0 = uint16(fo0)
-			m.s1 = uint16(fo1)
-		}
+		w.Learn(&t, &m.Memo, 4, false)
+		m.s0 = uint16(fo0)
+		m.s1 = uint16(fo1)
 	}
 	if tag, q, err := w.UnionAt(&t, fo0, fo1); err != nil {
 		return w.At(err, "scheme", -1)
@@ -273,6 +257,7 @@ type memoTensorMeta struct {
 	s1         uint16
 	s2         uint16
 	s3         uint16
+	mDim       memoDim
 	mQuantSpec memoQuantSpec
 }
 
@@ -288,19 +273,18 @@ func verifyTensorMeta(w *fbverify.Walk, pos int64, m *memoTensorMeta) error {
 		fo2 = int64(m.s2)
 		fo3 = int64(m.s3)
 	} else {
-		clean := true
+		ext := int64(4)
 		if fo := w.Slot(&t, 0); fo != 0 {
-			if fo+1 > t.Size() {
-				clean = false
-				if bad == fbverify.NoField && !w.ScalarIn(&t, fo, 1) {
-					bad = 0
-				}
+			ext = max(ext, fo+1)
+			if !w.ScalarIn(&t, fo, 1) && bad == fbverify.NoField {
+				bad = 0
 			}
 		}
 		fo1 = w.Slot(&t, 1)
 		fo2 = w.Slot(&t, 2)
 		fo3 = w.Slot(&t, 3)
-		if clean && w.Learn(&t, &m.Memo, false) {
+		if bad == fbverify.NoField {
+			w.Learn(&t, &m.Memo, ext, false)
 			m.s1 = uint16(fo1)
 			m.s2 = uint16(fo2)
 			m.s3 = uint16(fo3)
@@ -323,7 +307,6 @@ func verifyTensorMeta(w *fbverify.Walk, pos int64, m *memoTensorMeta) error {
 			}
 		}
 		{
-			var me memoDim
 			for i := int64(0); i < n; i++ {
 				var err error
 				e, ok := w.DerefAt(start + 4*i)
@@ -331,7 +314,7 @@ func verifyTensorMeta(w *fbverify.Walk, pos int64, m *memoTensorMeta) error {
 					e, err = w.Deref(start + 4*i)
 				}
 				if err == nil {
-					err = verifyDim(w, e, &me)
+					err = verifyDim(w, e, &m.mDim)
 				}
 				if err != nil {
 					return w.At(w.At(err, "", int(i)), "sizes", -1)
@@ -406,10 +389,9 @@ func verifyTensorValue(w *fbverify.Walk, pos int64, m *memoTensorValue) error {
 	} else {
 		fo0 = w.Slot(&t, 0)
 		fo1 = w.Slot(&t, 1)
-		if true && w.Learn(&t, &m.Memo, false) {
-			m.s0 = uint16(fo0)
-			m.s1 = uint16(fo1)
-		}
+		w.Learn(&t, &m.Memo, 4, false)
+		m.s0 = uint16(fo0)
+		m.s1 = uint16(fo1)
 	}
 	if fo := fo0; fo != 0 {
 		q, ok := w.RefAt(&t, fo)
@@ -463,9 +445,8 @@ func verifyTensorArg(w *fbverify.Walk, pos int64, m *memoTensorArg) error {
 		fo0 = int64(m.s0)
 	} else {
 		fo0 = w.Slot(&t, 0)
-		if true && w.Learn(&t, &m.Memo, false) {
-			m.s0 = uint16(fo0)
-		}
+		w.Learn(&t, &m.Memo, 4, false)
+		m.s0 = uint16(fo0)
 	}
 	if fo := fo0; fo != 0 {
 		q, ok := w.RefAt(&t, fo)
@@ -553,9 +534,8 @@ func verifyTensorListArg(w *fbverify.Walk, pos int64, m *memoTensorListArg) erro
 		fo0 = int64(m.s0)
 	} else {
 		fo0 = w.Slot(&t, 0)
-		if true && w.Learn(&t, &m.Memo, false) {
-			m.s0 = uint16(fo0)
-		}
+		w.Learn(&t, &m.Memo, 4, false)
+		m.s0 = uint16(fo0)
 	}
 	if fo := fo0; fo != 0 {
 		q, ok := w.RefAt(&t, fo)
@@ -619,10 +599,9 @@ func verifyOptionalTensorListArg(w *fbverify.Walk, pos int64, m *memoOptionalTen
 	} else {
 		fo0 = w.Slot(&t, 0)
 		fo1 = w.Slot(&t, 1)
-		if true && w.Learn(&t, &m.Memo, false) {
-			m.s0 = uint16(fo0)
-			m.s1 = uint16(fo1)
-		}
+		w.Learn(&t, &m.Memo, 4, false)
+		m.s0 = uint16(fo0)
+		m.s1 = uint16(fo1)
 	}
 	if fo := fo0; fo != 0 {
 		q, ok := w.RefAt(&t, fo)
@@ -685,9 +664,8 @@ func VerifyGraphArg(w *fbverify.Walk, pos int64) error {
 // of the tables it verifies in place.
 type memoGraphArg struct {
 	fbverify.Memo
-	s0     uint16
-	s1     uint16
-	mGraph memoGraph
+	s0 uint16
+	s1 uint16
 }
 
 func verifyGraphArg(w *fbverify.Walk, pos int64, m *memoGraphArg) error {
@@ -702,10 +680,9 @@ func verifyGraphArg(w *fbverify.Walk, pos int64, m *memoGraphArg) error {
 	} else {
 		fo0 = w.Slot(&t, 0)
 		fo1 = w.Slot(&t, 1)
-		if true && w.Learn(&t, &m.Memo, false) {
-			m.s0 = uint16(fo0)
-			m.s1 = uint16(fo1)
-		}
+		w.Learn(&t, &m.Memo, 4, false)
+		m.s0 = uint16(fo0)
+		m.s1 = uint16(fo1)
 	}
 	if fo := fo0; fo != 0 {
 		q, ok := w.RefAt(&t, fo)
@@ -726,7 +703,7 @@ func verifyGraphArg(w *fbverify.Walk, pos int64, m *memoGraphArg) error {
 			}
 		}
 		{
-			if err := verifyGraph(w, q, &m.mGraph); err != nil {
+			if err := VerifyGraph(w, q); err != nil {
 				return w.At(err, "graph", -1)
 			}
 		}
@@ -753,7 +730,6 @@ type memoArgument struct {
 	mTensorArg             memoTensorArg
 	mTensorListArg         memoTensorListArg
 	mOptionalTensorListArg memoOptionalTensorListArg
-	mGraphArg              memoGraphArg
 }
 
 func verifyArgument(w *fbverify.Walk, pos int64, m *memoArgument) error {
@@ -768,10 +744,9 @@ func verifyArgument(w *fbverify.Walk, pos int64, m *memoArgument) error {
 	} else {
 		fo0 = w.Slot(&t, 0)
 		fo1 = w.Slot(&t, 1)
-		if true && w.Learn(&t, &m.Memo, false) {
-			m.s0 = uint16(fo0)
-			m.s1 = uint16(fo1)
-		}
+		w.Learn(&t, &m.Memo, 4, false)
+		m.s0 = uint16(fo0)
+		m.s1 = uint16(fo1)
 	}
 	if tag, q, err := w.UnionAt(&t, fo0, fo1); err != nil {
 		return w.At(err, "value", -1)
@@ -802,7 +777,7 @@ func verifyArgument(w *fbverify.Walk, pos int64, m *memoArgument) error {
 		case 12:
 			err = verifyOptionalTensorListArg(w, q, &m.mOptionalTensorListArg)
 		case 13:
-			err = verifyGraphArg(w, q, &m.mGraphArg)
+			err = VerifyGraphArg(w, q)
 		default:
 			err = w.Bare(q)
 		}
@@ -825,9 +800,8 @@ func VerifyNamedArgument(w *fbverify.Walk, pos int64) error {
 // of the tables it verifies in place.
 type memoNamedArgument struct {
 	fbverify.Memo
-	s0        uint16
-	s1        uint16
-	mArgument memoArgument
+	s0 uint16
+	s1 uint16
 }
 
 func verifyNamedArgument(w *fbverify.Walk, pos int64, m *memoNamedArgument) error {
@@ -841,18 +815,17 @@ func verifyNamedArgument(w *fbverify.Walk, pos int64, m *memoNamedArgument) erro
 		fo0 = int64(m.s0)
 		fo1 = int64(m.s1)
 	} else {
-		clean := true
+		ext := int64(4)
 		if fo := w.Slot(&t, 2); fo != 0 {
-			if fo+1 > t.Size() {
-				clean = false
-				if bad == fbverify.NoField && !w.ScalarIn(&t, fo, 1) {
-					bad = 2
-				}
+			ext = max(ext, fo+1)
+			if !w.ScalarIn(&t, fo, 1) && bad == fbverify.NoField {
+				bad = 2
 			}
 		}
 		fo0 = w.Slot(&t, 0)
 		fo1 = w.Slot(&t, 1)
-		if clean && w.Learn(&t, &m.Memo, false) {
+		if bad == fbverify.NoField {
+			w.Learn(&t, &m.Memo, ext, false)
 			m.s0 = uint16(fo0)
 			m.s1 = uint16(fo1)
 		}
@@ -876,7 +849,7 @@ func verifyNamedArgument(w *fbverify.Walk, pos int64, m *memoNamedArgument) erro
 			}
 		}
 		{
-			if err := verifyArgument(w, q, &m.mArgument); err != nil {
+			if err := VerifyArgument(w, q); err != nil {
 				return w.At(err, "arg", -1)
 			}
 		}
@@ -918,19 +891,18 @@ func verifyNode(w *fbverify.Walk, pos int64, m *memoNode) error {
 		fo2 = int64(m.s2)
 		fo3 = int64(m.s3)
 	} else {
-		clean := true
+		ext := int64(4)
 		if fo := w.Slot(&t, 1); fo != 0 {
-			if fo+1 > t.Size() {
-				clean = false
-				if bad == fbverify.NoField && !w.ScalarIn(&t, fo, 1) {
-					bad = 1
-				}
+			ext = max(ext, fo+1)
+			if !w.ScalarIn(&t, fo, 1) && bad == fbverify.NoField {
+				bad = 1
 			}
 		}
 		fo0 = w.Slot(&t, 0)
 		fo2 = w.Slot(&t, 2)
 		fo3 = w.Slot(&t, 3)
-		if clean && w.Learn(&t, &m.Memo, false) {
+		if bad == fbverify.NoField {
+			w.Learn(&t, &m.Memo, ext, false)
 			m.s0 = uint16(fo0)
 			m.s2 = uint16(fo2)
 			m.s3 = uint16(fo3)
@@ -1012,10 +984,11 @@ func VerifyGraph(w *fbverify.Walk, pos int64) error {
 // of the tables it verifies in place.
 type memoGraph struct {
 	fbverify.Memo
-	s0 uint16
-	s1 uint16
-	s2 uint16
-	s3 uint16
+	s0           uint16
+	s1           uint16
+	s2           uint16
+	s3           uint16
+	mTensorValue memoTensorValue
 }
 
 func verifyGraph(w *fbverify.Walk, pos int64, m *memoGraph) error {
@@ -1034,12 +1007,11 @@ func verifyGraph(w *fbverify.Walk, pos int64, m *memoGraph) error {
 		fo1 = w.Slot(&t, 1)
 		fo2 = w.Slot(&t, 2)
 		fo3 = w.Slot(&t, 3)
-		if true && w.Learn(&t, &m.Memo, false) {
-			m.s0 = uint16(fo0)
-			m.s1 = uint16(fo1)
-			m.s2 = uint16(fo2)
-			m.s3 = uint16(fo3)
-		}
+		w.Learn(&t, &m.Memo, 4, false)
+		m.s0 = uint16(fo0)
+		m.s1 = uint16(fo1)
+		m.s2 = uint16(fo2)
+		m.s3 = uint16(fo3)
 	}
 	if fo := fo0; fo != 0 {
 		q, ok := w.RefAt(&t, fo)
@@ -1145,7 +1117,6 @@ func verifyGraph(w *fbverify.Walk, pos int64, m *memoGraph) error {
 			}
 		}
 		{
-			var me memoTensorValue
 			for i := int64(0); i < n; i++ {
 				var err error
 				e, ok := w.DerefAt(start + 4*i)
@@ -1153,7 +1124,7 @@ func verifyGraph(w *fbverify.Walk, pos int64, m *memoGraph) error {
 					e, err = w.Deref(start + 4*i)
 				}
 				if err == nil {
-					err = verifyTensorValue(w, e, &me)
+					err = verifyTensorValue(w, e, &m.mTensorValue)
 				}
 				if err != nil {
 					return w.At(w.At(err, "", int(i)), "tensor_values", -1)
@@ -1194,27 +1165,24 @@ func verifyNamedTensorRef(w *fbverify.Walk, pos int64, m *memoNamedTensorRef) er
 		fo1 = int64(m.s1)
 		fo2 = int64(m.s2)
 	} else {
-		clean := true
+		ext := int64(4)
 		if fo := w.Slot(&t, 3); fo != 0 {
-			if fo+1 > t.Size() {
-				clean = false
-				if bad == fbverify.NoField && !w.ScalarIn(&t, fo, 1) {
-					bad = 3
-				}
+			ext = max(ext, fo+1)
+			if !w.ScalarIn(&t, fo, 1) && bad == fbverify.NoField {
+				bad = 3
 			}
 		}
 		if fo := w.Slot(&t, 4); fo != 0 {
-			if fo+1 > t.Size() {
-				clean = false
-				if bad == fbverify.NoField && !w.ScalarIn(&t, fo, 1) {
-					bad = 4
-				}
+			ext = max(ext, fo+1)
+			if !w.ScalarIn(&t, fo, 1) && bad == fbverify.NoField {
+				bad = 4
 			}
 		}
 		fo0 = w.Slot(&t, 0)
 		fo1 = w.Slot(&t, 1)
 		fo2 = w.Slot(&t, 2)
-		if clean && w.Learn(&t, &m.Memo, false) {
+		if bad == fbverify.NoField {
+			w.Learn(&t, &m.Memo, ext, false)
 			m.s0 = uint16(fo0)
 			m.s1 = uint16(fo1)
 			m.s2 = uint16(fo2)
@@ -1294,18 +1262,17 @@ func verifyOutputSpec(w *fbverify.Walk, pos int64, m *memoOutputSpec) error {
 		fo0 = int64(m.s0)
 		fo2 = int64(m.s2)
 	} else {
-		clean := true
+		ext := int64(4)
 		if fo := w.Slot(&t, 1); fo != 0 {
-			if fo+1 > t.Size() {
-				clean = false
-				if bad == fbverify.NoField && !w.ScalarIn(&t, fo, 1) {
-					bad = 1
-				}
+			ext = max(ext, fo+1)
+			if !w.ScalarIn(&t, fo, 1) && bad == fbverify.NoField {
+				bad = 1
 			}
 		}
 		fo0 = w.Slot(&t, 0)
 		fo2 = w.Slot(&t, 2)
-		if clean && w.Learn(&t, &m.Memo, false) {
+		if bad == fbverify.NoField {
+			w.Learn(&t, &m.Memo, ext, false)
 			m.s0 = uint16(fo0)
 			m.s2 = uint16(fo2)
 		}
@@ -1369,10 +1336,9 @@ func verifyMutableBufferSpec(w *fbverify.Walk, pos int64, m *memoMutableBufferSp
 	} else {
 		fo0 = w.Slot(&t, 0)
 		fo1 = w.Slot(&t, 1)
-		if true && w.Learn(&t, &m.Memo, false) {
-			m.s0 = uint16(fo0)
-			m.s1 = uint16(fo1)
-		}
+		w.Learn(&t, &m.Memo, 4, false)
+		m.s0 = uint16(fo0)
+		m.s1 = uint16(fo1)
 	}
 	if fo := fo0; fo != 0 {
 		q, ok := w.RefAt(&t, fo)
@@ -1415,12 +1381,15 @@ func VerifyMethod(w *fbverify.Walk, pos int64) error {
 // of the tables it verifies in place.
 type memoMethod struct {
 	fbverify.Memo
-	s0     uint16
-	s1     uint16
-	s2     uint16
-	s3     uint16
-	s4     uint16
-	mGraph memoGraph
+	s0                 uint16
+	s1                 uint16
+	s2                 uint16
+	s3                 uint16
+	s4                 uint16
+	mGraph             memoGraph
+	mNamedTensorRef    memoNamedTensorRef
+	mOutputSpec        memoOutputSpec
+	mMutableBufferSpec memoMutableBufferSpec
 }
 
 func verifyMethod(w *fbverify.Walk, pos int64, m *memoMethod) error {
@@ -1441,13 +1410,12 @@ func verifyMethod(w *fbverify.Walk, pos int64, m *memoMethod) error {
 		fo2 = w.Slot(&t, 2)
 		fo3 = w.Slot(&t, 3)
 		fo4 = w.Slot(&t, 4)
-		if true && w.Learn(&t, &m.Memo, false) {
-			m.s0 = uint16(fo0)
-			m.s1 = uint16(fo1)
-			m.s2 = uint16(fo2)
-			m.s3 = uint16(fo3)
-			m.s4 = uint16(fo4)
-		}
+		w.Learn(&t, &m.Memo, 4, false)
+		m.s0 = uint16(fo0)
+		m.s1 = uint16(fo1)
+		m.s2 = uint16(fo2)
+		m.s3 = uint16(fo3)
+		m.s4 = uint16(fo4)
 	}
 	if fo := fo0; fo != 0 {
 		q, ok := w.RefAt(&t, fo)
@@ -1491,7 +1459,6 @@ func verifyMethod(w *fbverify.Walk, pos int64, m *memoMethod) error {
 			}
 		}
 		{
-			var me memoNamedTensorRef
 			for i := int64(0); i < n; i++ {
 				var err error
 				e, ok := w.DerefAt(start + 4*i)
@@ -1499,7 +1466,7 @@ func verifyMethod(w *fbverify.Walk, pos int64, m *memoMethod) error {
 					e, err = w.Deref(start + 4*i)
 				}
 				if err == nil {
-					err = verifyNamedTensorRef(w, e, &me)
+					err = verifyNamedTensorRef(w, e, &m.mNamedTensorRef)
 				}
 				if err != nil {
 					return w.At(w.At(err, "", int(i)), "constants", -1)
@@ -1521,7 +1488,6 @@ func verifyMethod(w *fbverify.Walk, pos int64, m *memoMethod) error {
 			}
 		}
 		{
-			var me memoOutputSpec
 			for i := int64(0); i < n; i++ {
 				var err error
 				e, ok := w.DerefAt(start + 4*i)
@@ -1529,7 +1495,7 @@ func verifyMethod(w *fbverify.Walk, pos int64, m *memoMethod) error {
 					e, err = w.Deref(start + 4*i)
 				}
 				if err == nil {
-					err = verifyOutputSpec(w, e, &me)
+					err = verifyOutputSpec(w, e, &m.mOutputSpec)
 				}
 				if err != nil {
 					return w.At(w.At(err, "", int(i)), "output_specs", -1)
@@ -1551,7 +1517,6 @@ func verifyMethod(w *fbverify.Walk, pos int64, m *memoMethod) error {
 			}
 		}
 		{
-			var me memoMutableBufferSpec
 			for i := int64(0); i < n; i++ {
 				var err error
 				e, ok := w.DerefAt(start + 4*i)
@@ -1559,7 +1524,7 @@ func verifyMethod(w *fbverify.Walk, pos int64, m *memoMethod) error {
 					e, err = w.Deref(start + 4*i)
 				}
 				if err == nil {
-					err = verifyMutableBufferSpec(w, e, &me)
+					err = verifyMutableBufferSpec(w, e, &m.mMutableBufferSpec)
 				}
 				if err != nil {
 					return w.At(w.At(err, "", int(i)), "mutable_buffers", -1)
@@ -1582,8 +1547,9 @@ func VerifyProgram(w *fbverify.Walk, pos int64) error {
 // of the tables it verifies in place.
 type memoProgram struct {
 	fbverify.Memo
-	s0 uint16
-	s1 uint16
+	s0      uint16
+	s1      uint16
+	mMethod memoMethod
 }
 
 func verifyProgram(w *fbverify.Walk, pos int64, m *memoProgram) error {
@@ -1598,10 +1564,9 @@ func verifyProgram(w *fbverify.Walk, pos int64, m *memoProgram) error {
 	} else {
 		fo0 = w.Slot(&t, 0)
 		fo1 = w.Slot(&t, 1)
-		if true && w.Learn(&t, &m.Memo, false) {
-			m.s0 = uint16(fo0)
-			m.s1 = uint16(fo1)
-		}
+		w.Learn(&t, &m.Memo, 4, false)
+		m.s0 = uint16(fo0)
+		m.s1 = uint16(fo1)
 	}
 	if fo := fo0; fo != 0 {
 		q, ok := w.RefAt(&t, fo)
@@ -1628,7 +1593,6 @@ func verifyProgram(w *fbverify.Walk, pos int64, m *memoProgram) error {
 			}
 		}
 		{
-			var me memoMethod
 			for i := int64(0); i < n; i++ {
 				var err error
 				e, ok := w.DerefAt(start + 4*i)
@@ -1636,7 +1600,7 @@ func verifyProgram(w *fbverify.Walk, pos int64, m *memoProgram) error {
 					e, err = w.Deref(start + 4*i)
 				}
 				if err == nil {
-					err = verifyMethod(w, e, &me)
+					err = verifyMethod(w, e, &m.mMethod)
 				}
 				if err != nil {
 					return w.At(w.At(err, "", int(i)), "methods", -1)

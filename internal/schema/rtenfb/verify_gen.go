@@ -23,19 +23,16 @@ func verifyIntScalar(w *fbverify.Walk, pos int64, m *memoIntScalar) error {
 		return err
 	}
 	bad := fbverify.NoField // the first scalar field that fails its checks
-	if hit {
-	} else {
-		clean := true
+	if !hit {
+		ext := int64(4)
 		if fo := w.Slot(&t, 0); fo != 0 {
-			if fo+4 > t.Size() || fo&3 != 0 {
-				clean = false
-				if bad == fbverify.NoField && !w.ScalarIn(&t, fo, 4) {
-					bad = 0
-				}
+			ext = max(ext, fo+4)
+			if !w.ScalarIn(&t, fo, 4) && bad == fbverify.NoField {
+				bad = 0
 			}
 		}
-		if clean {
-			w.Learn(&t, &m.Memo, false)
+		if bad == fbverify.NoField {
+			w.Learn(&t, &m.Memo, ext, false)
 		}
 	}
 	if bad != fbverify.NoField {
@@ -64,19 +61,16 @@ func verifyFloatScalar(w *fbverify.Walk, pos int64, m *memoFloatScalar) error {
 		return err
 	}
 	bad := fbverify.NoField // the first scalar field that fails its checks
-	if hit {
-	} else {
-		clean := true
+	if !hit {
+		ext := int64(4)
 		if fo := w.Slot(&t, 0); fo != 0 {
-			if fo+4 > t.Size() || fo&3 != 0 {
-				clean = false
-				if bad == fbverify.NoField && !w.ScalarIn(&t, fo, 4) {
-					bad = 0
-				}
+			ext = max(ext, fo+4)
+			if !w.ScalarIn(&t, fo, 4) && bad == fbverify.NoField {
+				bad = 0
 			}
 		}
-		if clean {
-			w.Learn(&t, &m.Memo, false)
+		if bad == fbverify.NoField {
+			w.Learn(&t, &m.Memo, ext, false)
 		}
 	}
 	if bad != fbverify.NoField {
@@ -105,27 +99,22 @@ func verifyArgMaxAttrs(w *fbverify.Walk, pos int64, m *memoArgMaxAttrs) error {
 		return err
 	}
 	bad := fbverify.NoField // the first scalar field that fails its checks
-	if hit {
-	} else {
-		clean := true
+	if !hit {
+		ext := int64(4)
 		if fo := w.Slot(&t, 0); fo != 0 {
-			if fo+4 > t.Size() || fo&3 != 0 {
-				clean = false
-				if bad == fbverify.NoField && !w.ScalarIn(&t, fo, 4) {
-					bad = 0
-				}
+			ext = max(ext, fo+4)
+			if !w.ScalarIn(&t, fo, 4) && bad == fbverify.NoField {
+				bad = 0
 			}
 		}
 		if fo := w.Slot(&t, 1); fo != 0 {
-			if fo+1 > t.Size() {
-				clean = false
-				if bad == fbverify.NoField && !w.ScalarIn(&t, fo, 1) {
-					bad = 1
-				}
+			ext = max(ext, fo+1)
+			if !w.ScalarIn(&t, fo, 1) && bad == fbverify.NoField {
+				bad = 1
 			}
 		}
-		if clean {
-			w.Learn(&t, &m.Memo, false)
+		if bad == fbverify.NoField {
+			w.Learn(&t, &m.Memo, ext, false)
 		}
 	}
 	if bad != fbverify.NoField {
@@ -163,35 +152,30 @@ func verifyAveragePoolAttrs(w *fbverify.Walk, pos int64, m *memoAveragePoolAttrs
 		fo2 = int64(m.s2)
 		fo3 = int64(m.s3)
 	} else {
-		clean := true
+		ext := int64(4)
 		if fo := w.Slot(&t, 1); fo != 0 {
-			if fo+1 > t.Size() {
-				clean = false
-				if bad == fbverify.NoField && !w.ScalarIn(&t, fo, 1) {
-					bad = 1
-				}
+			ext = max(ext, fo+1)
+			if !w.ScalarIn(&t, fo, 1) && bad == fbverify.NoField {
+				bad = 1
 			}
 		}
 		if fo := w.Slot(&t, 4); fo != 0 {
-			if fo+1 > t.Size() {
-				clean = false
-				if bad == fbverify.NoField && !w.ScalarIn(&t, fo, 1) {
-					bad = 4
-				}
+			ext = max(ext, fo+1)
+			if !w.ScalarIn(&t, fo, 1) && bad == fbverify.NoField {
+				bad = 4
 			}
 		}
 		if fo := w.Slot(&t, 5); fo != 0 {
-			if fo+1 > t.Size() {
-				clean = false
-				if bad == fbverify.NoField && !w.ScalarIn(&t, fo, 1) {
-					bad = 5
-				}
+			ext = max(ext, fo+1)
+			if !w.ScalarIn(&t, fo, 1) && bad == fbverify.NoField {
+				bad = 5
 			}
 		}
 		fo0 = w.Slot(&t, 0)
 		fo2 = w.Slot(&t, 2)
 		fo3 = w.Slot(&t, 3)
-		if clean && w.Learn(&t, &m.Memo, false) {
+		if bad == fbverify.NoField {
+			w.Learn(&t, &m.Memo, ext, false)
 			m.s0 = uint16(fo0)
 			m.s2 = uint16(fo2)
 			m.s3 = uint16(fo3)
@@ -268,19 +252,16 @@ func verifyBatchNormalizationAttrs(w *fbverify.Walk, pos int64, m *memoBatchNorm
 		return err
 	}
 	bad := fbverify.NoField // the first scalar field that fails its checks
-	if hit {
-	} else {
-		clean := true
+	if !hit {
+		ext := int64(4)
 		if fo := w.Slot(&t, 0); fo != 0 {
-			if fo+4 > t.Size() || fo&3 != 0 {
-				clean = false
-				if bad == fbverify.NoField && !w.ScalarIn(&t, fo, 4) {
-					bad = 0
-				}
+			ext = max(ext, fo+4)
+			if !w.ScalarIn(&t, fo, 4) && bad == fbverify.NoField {
+				bad = 0
 			}
 		}
-		if clean {
-			w.Learn(&t, &m.Memo, false)
+		if bad == fbverify.NoField {
+			w.Learn(&t, &m.Memo, ext, false)
 		}
 	}
 	if bad != fbverify.NoField {
@@ -309,19 +290,16 @@ func verifyCastAttrs(w *fbverify.Walk, pos int64, m *memoCastAttrs) error {
 		return err
 	}
 	bad := fbverify.NoField // the first scalar field that fails its checks
-	if hit {
-	} else {
-		clean := true
+	if !hit {
+		ext := int64(4)
 		if fo := w.Slot(&t, 0); fo != 0 {
-			if fo+1 > t.Size() {
-				clean = false
-				if bad == fbverify.NoField && !w.ScalarIn(&t, fo, 1) {
-					bad = 0
-				}
+			ext = max(ext, fo+1)
+			if !w.ScalarIn(&t, fo, 1) && bad == fbverify.NoField {
+				bad = 0
 			}
 		}
-		if clean {
-			w.Learn(&t, &m.Memo, false)
+		if bad == fbverify.NoField {
+			w.Learn(&t, &m.Memo, ext, false)
 		}
 	}
 	if bad != fbverify.NoField {
@@ -350,19 +328,16 @@ func verifyConcatAttrs(w *fbverify.Walk, pos int64, m *memoConcatAttrs) error {
 		return err
 	}
 	bad := fbverify.NoField // the first scalar field that fails its checks
-	if hit {
-	} else {
-		clean := true
+	if !hit {
+		ext := int64(4)
 		if fo := w.Slot(&t, 0); fo != 0 {
-			if fo+4 > t.Size() || fo&3 != 0 {
-				clean = false
-				if bad == fbverify.NoField && !w.ScalarIn(&t, fo, 4) {
-					bad = 0
-				}
+			ext = max(ext, fo+4)
+			if !w.ScalarIn(&t, fo, 4) && bad == fbverify.NoField {
+				bad = 0
 			}
 		}
-		if clean {
-			w.Learn(&t, &m.Memo, false)
+		if bad == fbverify.NoField {
+			w.Learn(&t, &m.Memo, ext, false)
 		}
 	}
 	if bad != fbverify.NoField {
@@ -401,10 +376,9 @@ func verifyConstantOfShapeAttrs(w *fbverify.Walk, pos int64, m *memoConstantOfSh
 	} else {
 		fo0 = w.Slot(&t, 0)
 		fo1 = w.Slot(&t, 1)
-		if true && w.Learn(&t, &m.Memo, false) {
-			m.s0 = uint16(fo0)
-			m.s1 = uint16(fo1)
-		}
+		w.Learn(&t, &m.Memo, 4, false)
+		m.s0 = uint16(fo0)
+		m.s1 = uint16(fo1)
 	}
 	if tag, q, err := w.UnionAt(&t, fo0, fo1); err != nil {
 		return w.At(err, "value", -1)
@@ -453,27 +427,24 @@ func verifyConvAttrs(w *fbverify.Walk, pos int64, m *memoConvAttrs) error {
 		fo3 = int64(m.s3)
 		fo4 = int64(m.s4)
 	} else {
-		clean := true
+		ext := int64(4)
 		if fo := w.Slot(&t, 0); fo != 0 {
-			if fo+1 > t.Size() {
-				clean = false
-				if bad == fbverify.NoField && !w.ScalarIn(&t, fo, 1) {
-					bad = 0
-				}
+			ext = max(ext, fo+1)
+			if !w.ScalarIn(&t, fo, 1) && bad == fbverify.NoField {
+				bad = 0
 			}
 		}
 		if fo := w.Slot(&t, 2); fo != 0 {
-			if fo+4 > t.Size() || fo&3 != 0 {
-				clean = false
-				if bad == fbverify.NoField && !w.ScalarIn(&t, fo, 4) {
-					bad = 2
-				}
+			ext = max(ext, fo+4)
+			if !w.ScalarIn(&t, fo, 4) && bad == fbverify.NoField {
+				bad = 2
 			}
 		}
 		fo1 = w.Slot(&t, 1)
 		fo3 = w.Slot(&t, 3)
 		fo4 = w.Slot(&t, 4)
-		if clean && w.Learn(&t, &m.Memo, false) {
+		if bad == fbverify.NoField {
+			w.Learn(&t, &m.Memo, ext, false)
 			m.s1 = uint16(fo1)
 			m.s3 = uint16(fo3)
 			m.s4 = uint16(fo4)
@@ -562,27 +533,24 @@ func verifyConvTransposeAttrs(w *fbverify.Walk, pos int64, m *memoConvTransposeA
 		fo2 = int64(m.s2)
 		fo4 = int64(m.s4)
 	} else {
-		clean := true
+		ext := int64(4)
 		if fo := w.Slot(&t, 1); fo != 0 {
-			if fo+1 > t.Size() {
-				clean = false
-				if bad == fbverify.NoField && !w.ScalarIn(&t, fo, 1) {
-					bad = 1
-				}
+			ext = max(ext, fo+1)
+			if !w.ScalarIn(&t, fo, 1) && bad == fbverify.NoField {
+				bad = 1
 			}
 		}
 		if fo := w.Slot(&t, 3); fo != 0 {
-			if fo+4 > t.Size() || fo&3 != 0 {
-				clean = false
-				if bad == fbverify.NoField && !w.ScalarIn(&t, fo, 4) {
-					bad = 3
-				}
+			ext = max(ext, fo+4)
+			if !w.ScalarIn(&t, fo, 4) && bad == fbverify.NoField {
+				bad = 3
 			}
 		}
 		fo0 = w.Slot(&t, 0)
 		fo2 = w.Slot(&t, 2)
 		fo4 = w.Slot(&t, 4)
-		if clean && w.Learn(&t, &m.Memo, false) {
+		if bad == fbverify.NoField {
+			w.Learn(&t, &m.Memo, ext, false)
 			m.s0 = uint16(fo0)
 			m.s2 = uint16(fo2)
 			m.s4 = uint16(fo4)
@@ -659,19 +627,16 @@ func verifyFlattenAttrs(w *fbverify.Walk, pos int64, m *memoFlattenAttrs) error 
 		return err
 	}
 	bad := fbverify.NoField // the first scalar field that fails its checks
-	if hit {
-	} else {
-		clean := true
+	if !hit {
+		ext := int64(4)
 		if fo := w.Slot(&t, 0); fo != 0 {
-			if fo+4 > t.Size() || fo&3 != 0 {
-				clean = false
-				if bad == fbverify.NoField && !w.ScalarIn(&t, fo, 4) {
-					bad = 0
-				}
+			ext = max(ext, fo+4)
+			if !w.ScalarIn(&t, fo, 4) && bad == fbverify.NoField {
+				bad = 0
 			}
 		}
-		if clean {
-			w.Learn(&t, &m.Memo, false)
+		if bad == fbverify.NoField {
+			w.Learn(&t, &m.Memo, ext, false)
 		}
 	}
 	if bad != fbverify.NoField {
@@ -700,19 +665,16 @@ func verifyGatherAttrs(w *fbverify.Walk, pos int64, m *memoGatherAttrs) error {
 		return err
 	}
 	bad := fbverify.NoField // the first scalar field that fails its checks
-	if hit {
-	} else {
-		clean := true
+	if !hit {
+		ext := int64(4)
 		if fo := w.Slot(&t, 0); fo != 0 {
-			if fo+4 > t.Size() || fo&3 != 0 {
-				clean = false
-				if bad == fbverify.NoField && !w.ScalarIn(&t, fo, 4) {
-					bad = 0
-				}
+			ext = max(ext, fo+4)
+			if !w.ScalarIn(&t, fo, 4) && bad == fbverify.NoField {
+				bad = 0
 			}
 		}
-		if clean {
-			w.Learn(&t, &m.Memo, false)
+		if bad == fbverify.NoField {
+			w.Learn(&t, &m.Memo, ext, false)
 		}
 	}
 	if bad != fbverify.NoField {
@@ -741,43 +703,34 @@ func verifyGemmAttrs(w *fbverify.Walk, pos int64, m *memoGemmAttrs) error {
 		return err
 	}
 	bad := fbverify.NoField // the first scalar field that fails its checks
-	if hit {
-	} else {
-		clean := true
+	if !hit {
+		ext := int64(4)
 		if fo := w.Slot(&t, 0); fo != 0 {
-			if fo+4 > t.Size() || fo&3 != 0 {
-				clean = false
-				if bad == fbverify.NoField && !w.ScalarIn(&t, fo, 4) {
-					bad = 0
-				}
+			ext = max(ext, fo+4)
+			if !w.ScalarIn(&t, fo, 4) && bad == fbverify.NoField {
+				bad = 0
 			}
 		}
 		if fo := w.Slot(&t, 1); fo != 0 {
-			if fo+4 > t.Size() || fo&3 != 0 {
-				clean = false
-				if bad == fbverify.NoField && !w.ScalarIn(&t, fo, 4) {
-					bad = 1
-				}
+			ext = max(ext, fo+4)
+			if !w.ScalarIn(&t, fo, 4) && bad == fbverify.NoField {
+				bad = 1
 			}
 		}
 		if fo := w.Slot(&t, 2); fo != 0 {
-			if fo+1 > t.Size() {
-				clean = false
-				if bad == fbverify.NoField && !w.ScalarIn(&t, fo, 1) {
-					bad = 2
-				}
+			ext = max(ext, fo+1)
+			if !w.ScalarIn(&t, fo, 1) && bad == fbverify.NoField {
+				bad = 2
 			}
 		}
 		if fo := w.Slot(&t, 3); fo != 0 {
-			if fo+1 > t.Size() {
-				clean = false
-				if bad == fbverify.NoField && !w.ScalarIn(&t, fo, 1) {
-					bad = 3
-				}
+			ext = max(ext, fo+1)
+			if !w.ScalarIn(&t, fo, 1) && bad == fbverify.NoField {
+				bad = 3
 			}
 		}
-		if clean {
-			w.Learn(&t, &m.Memo, false)
+		if bad == fbverify.NoField {
+			w.Learn(&t, &m.Memo, ext, false)
 		}
 	}
 	if bad != fbverify.NoField {
@@ -806,35 +759,28 @@ func verifyGRUAttrs(w *fbverify.Walk, pos int64, m *memoGRUAttrs) error {
 		return err
 	}
 	bad := fbverify.NoField // the first scalar field that fails its checks
-	if hit {
-	} else {
-		clean := true
+	if !hit {
+		ext := int64(4)
 		if fo := w.Slot(&t, 0); fo != 0 {
-			if fo+1 > t.Size() {
-				clean = false
-				if bad == fbverify.NoField && !w.ScalarIn(&t, fo, 1) {
-					bad = 0
-				}
+			ext = max(ext, fo+1)
+			if !w.ScalarIn(&t, fo, 1) && bad == fbverify.NoField {
+				bad = 0
 			}
 		}
 		if fo := w.Slot(&t, 1); fo != 0 {
-			if fo+4 > t.Size() || fo&3 != 0 {
-				clean = false
-				if bad == fbverify.NoField && !w.ScalarIn(&t, fo, 4) {
-					bad = 1
-				}
+			ext = max(ext, fo+4)
+			if !w.ScalarIn(&t, fo, 4) && bad == fbverify.NoField {
+				bad = 1
 			}
 		}
 		if fo := w.Slot(&t, 2); fo != 0 {
-			if fo+1 > t.Size() {
-				clean = false
-				if bad == fbverify.NoField && !w.ScalarIn(&t, fo, 1) {
-					bad = 2
-				}
+			ext = max(ext, fo+1)
+			if !w.ScalarIn(&t, fo, 1) && bad == fbverify.NoField {
+				bad = 2
 			}
 		}
-		if clean {
-			w.Learn(&t, &m.Memo, false)
+		if bad == fbverify.NoField {
+			w.Learn(&t, &m.Memo, ext, false)
 		}
 	}
 	if bad != fbverify.NoField {
@@ -863,19 +809,16 @@ func verifyLeakyReluAttrs(w *fbverify.Walk, pos int64, m *memoLeakyReluAttrs) er
 		return err
 	}
 	bad := fbverify.NoField // the first scalar field that fails its checks
-	if hit {
-	} else {
-		clean := true
+	if !hit {
+		ext := int64(4)
 		if fo := w.Slot(&t, 0); fo != 0 {
-			if fo+4 > t.Size() || fo&3 != 0 {
-				clean = false
-				if bad == fbverify.NoField && !w.ScalarIn(&t, fo, 4) {
-					bad = 0
-				}
+			ext = max(ext, fo+4)
+			if !w.ScalarIn(&t, fo, 4) && bad == fbverify.NoField {
+				bad = 0
 			}
 		}
-		if clean {
-			w.Learn(&t, &m.Memo, false)
+		if bad == fbverify.NoField {
+			w.Learn(&t, &m.Memo, ext, false)
 		}
 	}
 	if bad != fbverify.NoField {
@@ -904,27 +847,22 @@ func verifyLSTMAttrs(w *fbverify.Walk, pos int64, m *memoLSTMAttrs) error {
 		return err
 	}
 	bad := fbverify.NoField // the first scalar field that fails its checks
-	if hit {
-	} else {
-		clean := true
+	if !hit {
+		ext := int64(4)
 		if fo := w.Slot(&t, 0); fo != 0 {
-			if fo+1 > t.Size() {
-				clean = false
-				if bad == fbverify.NoField && !w.ScalarIn(&t, fo, 1) {
-					bad = 0
-				}
+			ext = max(ext, fo+1)
+			if !w.ScalarIn(&t, fo, 1) && bad == fbverify.NoField {
+				bad = 0
 			}
 		}
 		if fo := w.Slot(&t, 1); fo != 0 {
-			if fo+4 > t.Size() || fo&3 != 0 {
-				clean = false
-				if bad == fbverify.NoField && !w.ScalarIn(&t, fo, 4) {
-					bad = 1
-				}
+			ext = max(ext, fo+4)
+			if !w.ScalarIn(&t, fo, 4) && bad == fbverify.NoField {
+				bad = 1
 			}
 		}
-		if clean {
-			w.Learn(&t, &m.Memo, false)
+		if bad == fbverify.NoField {
+			w.Learn(&t, &m.Memo, ext, false)
 		}
 	}
 	if bad != fbverify.NoField {
@@ -962,27 +900,24 @@ func verifyMaxPoolAttrs(w *fbverify.Walk, pos int64, m *memoMaxPoolAttrs) error 
 		fo2 = int64(m.s2)
 		fo3 = int64(m.s3)
 	} else {
-		clean := true
+		ext := int64(4)
 		if fo := w.Slot(&t, 1); fo != 0 {
-			if fo+1 > t.Size() {
-				clean = false
-				if bad == fbverify.NoField && !w.ScalarIn(&t, fo, 1) {
-					bad = 1
-				}
+			ext = max(ext, fo+1)
+			if !w.ScalarIn(&t, fo, 1) && bad == fbverify.NoField {
+				bad = 1
 			}
 		}
 		if fo := w.Slot(&t, 4); fo != 0 {
-			if fo+1 > t.Size() {
-				clean = false
-				if bad == fbverify.NoField && !w.ScalarIn(&t, fo, 1) {
-					bad = 4
-				}
+			ext = max(ext, fo+1)
+			if !w.ScalarIn(&t, fo, 1) && bad == fbverify.NoField {
+				bad = 4
 			}
 		}
 		fo0 = w.Slot(&t, 0)
 		fo2 = w.Slot(&t, 2)
 		fo3 = w.Slot(&t, 3)
-		if clean && w.Learn(&t, &m.Memo, false) {
+		if bad == fbverify.NoField {
+			w.Learn(&t, &m.Memo, ext, false)
 			m.s0 = uint16(fo0)
 			m.s2 = uint16(fo2)
 			m.s3 = uint16(fo3)
@@ -1064,25 +999,22 @@ func verifyReduceMeanAttrs(w *fbverify.Walk, pos int64, m *memoReduceMeanAttrs) 
 	if hit {
 		fo0 = int64(m.s0)
 	} else {
-		clean := true
+		ext := int64(4)
 		if fo := w.Slot(&t, 1); fo != 0 {
-			if fo+1 > t.Size() {
-				clean = false
-				if bad == fbverify.NoField && !w.ScalarIn(&t, fo, 1) {
-					bad = 1
-				}
+			ext = max(ext, fo+1)
+			if !w.ScalarIn(&t, fo, 1) && bad == fbverify.NoField {
+				bad = 1
 			}
 		}
 		if fo := w.Slot(&t, 2); fo != 0 {
-			if fo+1 > t.Size() {
-				clean = false
-				if bad == fbverify.NoField && !w.ScalarIn(&t, fo, 1) {
-					bad = 2
-				}
+			ext = max(ext, fo+1)
+			if !w.ScalarIn(&t, fo, 1) && bad == fbverify.NoField {
+				bad = 2
 			}
 		}
 		fo0 = w.Slot(&t, 0)
-		if clean && w.Learn(&t, &m.Memo, false) {
+		if bad == fbverify.NoField {
+			w.Learn(&t, &m.Memo, ext, false)
 			m.s0 = uint16(fo0)
 		}
 	}
@@ -1125,19 +1057,16 @@ func verifyReshapeAttrs(w *fbverify.Walk, pos int64, m *memoReshapeAttrs) error 
 		return err
 	}
 	bad := fbverify.NoField // the first scalar field that fails its checks
-	if hit {
-	} else {
-		clean := true
+	if !hit {
+		ext := int64(4)
 		if fo := w.Slot(&t, 0); fo != 0 {
-			if fo+1 > t.Size() {
-				clean = false
-				if bad == fbverify.NoField && !w.ScalarIn(&t, fo, 1) {
-					bad = 0
-				}
+			ext = max(ext, fo+1)
+			if !w.ScalarIn(&t, fo, 1) && bad == fbverify.NoField {
+				bad = 0
 			}
 		}
-		if clean {
-			w.Learn(&t, &m.Memo, false)
+		if bad == fbverify.NoField {
+			w.Learn(&t, &m.Memo, ext, false)
 		}
 	}
 	if bad != fbverify.NoField {
@@ -1166,35 +1095,28 @@ func verifyResizeAttrs(w *fbverify.Walk, pos int64, m *memoResizeAttrs) error {
 		return err
 	}
 	bad := fbverify.NoField // the first scalar field that fails its checks
-	if hit {
-	} else {
-		clean := true
+	if !hit {
+		ext := int64(4)
 		if fo := w.Slot(&t, 0); fo != 0 {
-			if fo+1 > t.Size() {
-				clean = false
-				if bad == fbverify.NoField && !w.ScalarIn(&t, fo, 1) {
-					bad = 0
-				}
+			ext = max(ext, fo+1)
+			if !w.ScalarIn(&t, fo, 1) && bad == fbverify.NoField {
+				bad = 0
 			}
 		}
 		if fo := w.Slot(&t, 1); fo != 0 {
-			if fo+1 > t.Size() {
-				clean = false
-				if bad == fbverify.NoField && !w.ScalarIn(&t, fo, 1) {
-					bad = 1
-				}
+			ext = max(ext, fo+1)
+			if !w.ScalarIn(&t, fo, 1) && bad == fbverify.NoField {
+				bad = 1
 			}
 		}
 		if fo := w.Slot(&t, 2); fo != 0 {
-			if fo+1 > t.Size() {
-				clean = false
-				if bad == fbverify.NoField && !w.ScalarIn(&t, fo, 1) {
-					bad = 2
-				}
+			ext = max(ext, fo+1)
+			if !w.ScalarIn(&t, fo, 1) && bad == fbverify.NoField {
+				bad = 2
 			}
 		}
-		if clean {
-			w.Learn(&t, &m.Memo, false)
+		if bad == fbverify.NoField {
+			w.Learn(&t, &m.Memo, ext, false)
 		}
 	}
 	if bad != fbverify.NoField {
@@ -1223,27 +1145,22 @@ func verifySplitAttrs(w *fbverify.Walk, pos int64, m *memoSplitAttrs) error {
 		return err
 	}
 	bad := fbverify.NoField // the first scalar field that fails its checks
-	if hit {
-	} else {
-		clean := true
+	if !hit {
+		ext := int64(4)
 		if fo := w.Slot(&t, 0); fo != 0 {
-			if fo+4 > t.Size() || fo&3 != 0 {
-				clean = false
-				if bad == fbverify.NoField && !w.ScalarIn(&t, fo, 4) {
-					bad = 0
-				}
+			ext = max(ext, fo+4)
+			if !w.ScalarIn(&t, fo, 4) && bad == fbverify.NoField {
+				bad = 0
 			}
 		}
 		if fo := w.Slot(&t, 1); fo != 0 {
-			if fo+4 > t.Size() || fo&3 != 0 {
-				clean = false
-				if bad == fbverify.NoField && !w.ScalarIn(&t, fo, 4) {
-					bad = 1
-				}
+			ext = max(ext, fo+4)
+			if !w.ScalarIn(&t, fo, 4) && bad == fbverify.NoField {
+				bad = 1
 			}
 		}
-		if clean {
-			w.Learn(&t, &m.Memo, false)
+		if bad == fbverify.NoField {
+			w.Learn(&t, &m.Memo, ext, false)
 		}
 	}
 	if bad != fbverify.NoField {
@@ -1272,19 +1189,16 @@ func verifySoftmaxAttrs(w *fbverify.Walk, pos int64, m *memoSoftmaxAttrs) error 
 		return err
 	}
 	bad := fbverify.NoField // the first scalar field that fails its checks
-	if hit {
-	} else {
-		clean := true
+	if !hit {
+		ext := int64(4)
 		if fo := w.Slot(&t, 0); fo != 0 {
-			if fo+4 > t.Size() || fo&3 != 0 {
-				clean = false
-				if bad == fbverify.NoField && !w.ScalarIn(&t, fo, 4) {
-					bad = 0
-				}
+			ext = max(ext, fo+4)
+			if !w.ScalarIn(&t, fo, 4) && bad == fbverify.NoField {
+				bad = 0
 			}
 		}
-		if clean {
-			w.Learn(&t, &m.Memo, false)
+		if bad == fbverify.NoField {
+			w.Learn(&t, &m.Memo, ext, false)
 		}
 	}
 	if bad != fbverify.NoField {
@@ -1318,9 +1232,8 @@ func verifyTransposeAttrs(w *fbverify.Walk, pos int64, m *memoTransposeAttrs) er
 		fo0 = int64(m.s0)
 	} else {
 		fo0 = w.Slot(&t, 0)
-		if true && w.Learn(&t, &m.Memo, false) {
-			m.s0 = uint16(fo0)
-		}
+		w.Learn(&t, &m.Memo, 4, false)
+		m.s0 = uint16(fo0)
 	}
 	if fo := fo0; fo != 0 {
 		q, ok := w.RefAt(&t, fo)
@@ -1358,19 +1271,16 @@ func verifyModAttrs(w *fbverify.Walk, pos int64, m *memoModAttrs) error {
 		return err
 	}
 	bad := fbverify.NoField // the first scalar field that fails its checks
-	if hit {
-	} else {
-		clean := true
+	if !hit {
+		ext := int64(4)
 		if fo := w.Slot(&t, 0); fo != 0 {
-			if fo+1 > t.Size() {
-				clean = false
-				if bad == fbverify.NoField && !w.ScalarIn(&t, fo, 1) {
-					bad = 0
-				}
+			ext = max(ext, fo+1)
+			if !w.ScalarIn(&t, fo, 1) && bad == fbverify.NoField {
+				bad = 0
 			}
 		}
-		if clean {
-			w.Learn(&t, &m.Memo, false)
+		if bad == fbverify.NoField {
+			w.Learn(&t, &m.Memo, ext, false)
 		}
 	}
 	if bad != fbverify.NoField {
@@ -1399,27 +1309,22 @@ func verifyScatterElementsAttrs(w *fbverify.Walk, pos int64, m *memoScatterEleme
 		return err
 	}
 	bad := fbverify.NoField // the first scalar field that fails its checks
-	if hit {
-	} else {
-		clean := true
+	if !hit {
+		ext := int64(4)
 		if fo := w.Slot(&t, 0); fo != 0 {
-			if fo+4 > t.Size() || fo&3 != 0 {
-				clean = false
-				if bad == fbverify.NoField && !w.ScalarIn(&t, fo, 4) {
-					bad = 0
-				}
+			ext = max(ext, fo+4)
+			if !w.ScalarIn(&t, fo, 4) && bad == fbverify.NoField {
+				bad = 0
 			}
 		}
 		if fo := w.Slot(&t, 1); fo != 0 {
-			if fo+1 > t.Size() {
-				clean = false
-				if bad == fbverify.NoField && !w.ScalarIn(&t, fo, 1) {
-					bad = 1
-				}
+			ext = max(ext, fo+1)
+			if !w.ScalarIn(&t, fo, 1) && bad == fbverify.NoField {
+				bad = 1
 			}
 		}
-		if clean {
-			w.Learn(&t, &m.Memo, false)
+		if bad == fbverify.NoField {
+			w.Learn(&t, &m.Memo, ext, false)
 		}
 	}
 	if bad != fbverify.NoField {
@@ -1448,19 +1353,16 @@ func verifyOneHotAttrs(w *fbverify.Walk, pos int64, m *memoOneHotAttrs) error {
 		return err
 	}
 	bad := fbverify.NoField // the first scalar field that fails its checks
-	if hit {
-	} else {
-		clean := true
+	if !hit {
+		ext := int64(4)
 		if fo := w.Slot(&t, 0); fo != 0 {
-			if fo+4 > t.Size() || fo&3 != 0 {
-				clean = false
-				if bad == fbverify.NoField && !w.ScalarIn(&t, fo, 4) {
-					bad = 0
-				}
+			ext = max(ext, fo+4)
+			if !w.ScalarIn(&t, fo, 4) && bad == fbverify.NoField {
+				bad = 0
 			}
 		}
-		if clean {
-			w.Learn(&t, &m.Memo, false)
+		if bad == fbverify.NoField {
+			w.Learn(&t, &m.Memo, ext, false)
 		}
 	}
 	if bad != fbverify.NoField {
@@ -1489,35 +1391,28 @@ func verifyTopKAttrs(w *fbverify.Walk, pos int64, m *memoTopKAttrs) error {
 		return err
 	}
 	bad := fbverify.NoField // the first scalar field that fails its checks
-	if hit {
-	} else {
-		clean := true
+	if !hit {
+		ext := int64(4)
 		if fo := w.Slot(&t, 0); fo != 0 {
-			if fo+4 > t.Size() || fo&3 != 0 {
-				clean = false
-				if bad == fbverify.NoField && !w.ScalarIn(&t, fo, 4) {
-					bad = 0
-				}
+			ext = max(ext, fo+4)
+			if !w.ScalarIn(&t, fo, 4) && bad == fbverify.NoField {
+				bad = 0
 			}
 		}
 		if fo := w.Slot(&t, 1); fo != 0 {
-			if fo+1 > t.Size() {
-				clean = false
-				if bad == fbverify.NoField && !w.ScalarIn(&t, fo, 1) {
-					bad = 1
-				}
+			ext = max(ext, fo+1)
+			if !w.ScalarIn(&t, fo, 1) && bad == fbverify.NoField {
+				bad = 1
 			}
 		}
 		if fo := w.Slot(&t, 2); fo != 0 {
-			if fo+1 > t.Size() {
-				clean = false
-				if bad == fbverify.NoField && !w.ScalarIn(&t, fo, 1) {
-					bad = 2
-				}
+			ext = max(ext, fo+1)
+			if !w.ScalarIn(&t, fo, 1) && bad == fbverify.NoField {
+				bad = 2
 			}
 		}
-		if clean {
-			w.Learn(&t, &m.Memo, false)
+		if bad == fbverify.NoField {
+			w.Learn(&t, &m.Memo, ext, false)
 		}
 	}
 	if bad != fbverify.NoField {
@@ -1546,27 +1441,22 @@ func verifyHardSigmoidAttrs(w *fbverify.Walk, pos int64, m *memoHardSigmoidAttrs
 		return err
 	}
 	bad := fbverify.NoField // the first scalar field that fails its checks
-	if hit {
-	} else {
-		clean := true
+	if !hit {
+		ext := int64(4)
 		if fo := w.Slot(&t, 0); fo != 0 {
-			if fo+4 > t.Size() || fo&3 != 0 {
-				clean = false
-				if bad == fbverify.NoField && !w.ScalarIn(&t, fo, 4) {
-					bad = 0
-				}
+			ext = max(ext, fo+4)
+			if !w.ScalarIn(&t, fo, 4) && bad == fbverify.NoField {
+				bad = 0
 			}
 		}
 		if fo := w.Slot(&t, 1); fo != 0 {
-			if fo+4 > t.Size() || fo&3 != 0 {
-				clean = false
-				if bad == fbverify.NoField && !w.ScalarIn(&t, fo, 4) {
-					bad = 1
-				}
+			ext = max(ext, fo+4)
+			if !w.ScalarIn(&t, fo, 4) && bad == fbverify.NoField {
+				bad = 1
 			}
 		}
-		if clean {
-			w.Learn(&t, &m.Memo, false)
+		if bad == fbverify.NoField {
+			w.Learn(&t, &m.Memo, ext, false)
 		}
 	}
 	if bad != fbverify.NoField {
@@ -1595,19 +1485,16 @@ func verifyTriluAttrs(w *fbverify.Walk, pos int64, m *memoTriluAttrs) error {
 		return err
 	}
 	bad := fbverify.NoField // the first scalar field that fails its checks
-	if hit {
-	} else {
-		clean := true
+	if !hit {
+		ext := int64(4)
 		if fo := w.Slot(&t, 0); fo != 0 {
-			if fo+1 > t.Size() {
-				clean = false
-				if bad == fbverify.NoField && !w.ScalarIn(&t, fo, 1) {
-					bad = 0
-				}
+			ext = max(ext, fo+1)
+			if !w.ScalarIn(&t, fo, 1) && bad == fbverify.NoField {
+				bad = 0
 			}
 		}
-		if clean {
-			w.Learn(&t, &m.Memo, false)
+		if bad == fbverify.NoField {
+			w.Learn(&t, &m.Memo, ext, false)
 		}
 	}
 	if bad != fbverify.NoField {
@@ -1636,19 +1523,16 @@ func verifyScatterNDAttrs(w *fbverify.Walk, pos int64, m *memoScatterNDAttrs) er
 		return err
 	}
 	bad := fbverify.NoField // the first scalar field that fails its checks
-	if hit {
-	} else {
-		clean := true
+	if !hit {
+		ext := int64(4)
 		if fo := w.Slot(&t, 0); fo != 0 {
-			if fo+1 > t.Size() {
-				clean = false
-				if bad == fbverify.NoField && !w.ScalarIn(&t, fo, 1) {
-					bad = 0
-				}
+			ext = max(ext, fo+1)
+			if !w.ScalarIn(&t, fo, 1) && bad == fbverify.NoField {
+				bad = 0
 			}
 		}
-		if clean {
-			w.Learn(&t, &m.Memo, false)
+		if bad == fbverify.NoField {
+			w.Learn(&t, &m.Memo, ext, false)
 		}
 	}
 	if bad != fbverify.NoField {
@@ -1677,19 +1561,16 @@ func verifyNonMaxSuppressionAttrs(w *fbverify.Walk, pos int64, m *memoNonMaxSupp
 		return err
 	}
 	bad := fbverify.NoField // the first scalar field that fails its checks
-	if hit {
-	} else {
-		clean := true
+	if !hit {
+		ext := int64(4)
 		if fo := w.Slot(&t, 0); fo != 0 {
-			if fo+1 > t.Size() {
-				clean = false
-				if bad == fbverify.NoField && !w.ScalarIn(&t, fo, 1) {
-					bad = 0
-				}
+			ext = max(ext, fo+1)
+			if !w.ScalarIn(&t, fo, 1) && bad == fbverify.NoField {
+				bad = 0
 			}
 		}
-		if clean {
-			w.Learn(&t, &m.Memo, false)
+		if bad == fbverify.NoField {
+			w.Learn(&t, &m.Memo, ext, false)
 		}
 	}
 	if bad != fbverify.NoField {
@@ -1718,27 +1599,22 @@ func verifyLayerNormalizationAttrs(w *fbverify.Walk, pos int64, m *memoLayerNorm
 		return err
 	}
 	bad := fbverify.NoField // the first scalar field that fails its checks
-	if hit {
-	} else {
-		clean := true
+	if !hit {
+		ext := int64(4)
 		if fo := w.Slot(&t, 0); fo != 0 {
-			if fo+4 > t.Size() || fo&3 != 0 {
-				clean = false
-				if bad == fbverify.NoField && !w.ScalarIn(&t, fo, 4) {
-					bad = 0
-				}
+			ext = max(ext, fo+4)
+			if !w.ScalarIn(&t, fo, 4) && bad == fbverify.NoField {
+				bad = 0
 			}
 		}
 		if fo := w.Slot(&t, 1); fo != 0 {
-			if fo+4 > t.Size() || fo&3 != 0 {
-				clean = false
-				if bad == fbverify.NoField && !w.ScalarIn(&t, fo, 4) {
-					bad = 1
-				}
+			ext = max(ext, fo+4)
+			if !w.ScalarIn(&t, fo, 4) && bad == fbverify.NoField {
+				bad = 1
 			}
 		}
-		if clean {
-			w.Learn(&t, &m.Memo, false)
+		if bad == fbverify.NoField {
+			w.Learn(&t, &m.Memo, ext, false)
 		}
 	}
 	if bad != fbverify.NoField {
@@ -1772,33 +1648,28 @@ func verifyRandomUniformAttrs(w *fbverify.Walk, pos int64, m *memoRandomUniformA
 	if hit {
 		fo0 = int64(m.s0)
 	} else {
-		clean := true
+		ext := int64(4)
 		if fo := w.Slot(&t, 1); fo != 0 {
-			if fo+4 > t.Size() || fo&3 != 0 {
-				clean = false
-				if bad == fbverify.NoField && !w.ScalarIn(&t, fo, 4) {
-					bad = 1
-				}
+			ext = max(ext, fo+4)
+			if !w.ScalarIn(&t, fo, 4) && bad == fbverify.NoField {
+				bad = 1
 			}
 		}
 		if fo := w.Slot(&t, 2); fo != 0 {
-			if fo+4 > t.Size() || fo&3 != 0 {
-				clean = false
-				if bad == fbverify.NoField && !w.ScalarIn(&t, fo, 4) {
-					bad = 2
-				}
+			ext = max(ext, fo+4)
+			if !w.ScalarIn(&t, fo, 4) && bad == fbverify.NoField {
+				bad = 2
 			}
 		}
 		if fo := w.Slot(&t, 3); fo != 0 {
-			if fo+4 > t.Size() || fo&3 != 0 {
-				clean = false
-				if bad == fbverify.NoField && !w.ScalarIn(&t, fo, 4) {
-					bad = 3
-				}
+			ext = max(ext, fo+4)
+			if !w.ScalarIn(&t, fo, 4) && bad == fbverify.NoField {
+				bad = 3
 			}
 		}
 		fo0 = w.Slot(&t, 0)
-		if clean && w.Learn(&t, &m.Memo, false) {
+		if bad == fbverify.NoField {
+			w.Learn(&t, &m.Memo, ext, false)
 			m.s0 = uint16(fo0)
 		}
 	}
@@ -1841,19 +1712,16 @@ func verifyEluAttrs(w *fbverify.Walk, pos int64, m *memoEluAttrs) error {
 		return err
 	}
 	bad := fbverify.NoField // the first scalar field that fails its checks
-	if hit {
-	} else {
-		clean := true
+	if !hit {
+		ext := int64(4)
 		if fo := w.Slot(&t, 0); fo != 0 {
-			if fo+4 > t.Size() || fo&3 != 0 {
-				clean = false
-				if bad == fbverify.NoField && !w.ScalarIn(&t, fo, 4) {
-					bad = 0
-				}
+			ext = max(ext, fo+4)
+			if !w.ScalarIn(&t, fo, 4) && bad == fbverify.NoField {
+				bad = 0
 			}
 		}
-		if clean {
-			w.Learn(&t, &m.Memo, false)
+		if bad == fbverify.NoField {
+			w.Learn(&t, &m.Memo, ext, false)
 		}
 	}
 	if bad != fbverify.NoField {
@@ -1882,35 +1750,28 @@ func verifyRandomUniformLikeAttrs(w *fbverify.Walk, pos int64, m *memoRandomUnif
 		return err
 	}
 	bad := fbverify.NoField // the first scalar field that fails its checks
-	if hit {
-	} else {
-		clean := true
+	if !hit {
+		ext := int64(4)
 		if fo := w.Slot(&t, 0); fo != 0 {
-			if fo+4 > t.Size() || fo&3 != 0 {
-				clean = false
-				if bad == fbverify.NoField && !w.ScalarIn(&t, fo, 4) {
-					bad = 0
-				}
+			ext = max(ext, fo+4)
+			if !w.ScalarIn(&t, fo, 4) && bad == fbverify.NoField {
+				bad = 0
 			}
 		}
 		if fo := w.Slot(&t, 1); fo != 0 {
-			if fo+4 > t.Size() || fo&3 != 0 {
-				clean = false
-				if bad == fbverify.NoField && !w.ScalarIn(&t, fo, 4) {
-					bad = 1
-				}
+			ext = max(ext, fo+4)
+			if !w.ScalarIn(&t, fo, 4) && bad == fbverify.NoField {
+				bad = 1
 			}
 		}
 		if fo := w.Slot(&t, 2); fo != 0 {
-			if fo+4 > t.Size() || fo&3 != 0 {
-				clean = false
-				if bad == fbverify.NoField && !w.ScalarIn(&t, fo, 4) {
-					bad = 2
-				}
+			ext = max(ext, fo+4)
+			if !w.ScalarIn(&t, fo, 4) && bad == fbverify.NoField {
+				bad = 2
 			}
 		}
-		if clean {
-			w.Learn(&t, &m.Memo, false)
+		if bad == fbverify.NoField {
+			w.Learn(&t, &m.Memo, ext, false)
 		}
 	}
 	if bad != fbverify.NoField {
@@ -1944,33 +1805,28 @@ func verifyRandomNormalAttrs(w *fbverify.Walk, pos int64, m *memoRandomNormalAtt
 	if hit {
 		fo3 = int64(m.s3)
 	} else {
-		clean := true
+		ext := int64(4)
 		if fo := w.Slot(&t, 0); fo != 0 {
-			if fo+4 > t.Size() || fo&3 != 0 {
-				clean = false
-				if bad == fbverify.NoField && !w.ScalarIn(&t, fo, 4) {
-					bad = 0
-				}
+			ext = max(ext, fo+4)
+			if !w.ScalarIn(&t, fo, 4) && bad == fbverify.NoField {
+				bad = 0
 			}
 		}
 		if fo := w.Slot(&t, 1); fo != 0 {
-			if fo+4 > t.Size() || fo&3 != 0 {
-				clean = false
-				if bad == fbverify.NoField && !w.ScalarIn(&t, fo, 4) {
-					bad = 1
-				}
+			ext = max(ext, fo+4)
+			if !w.ScalarIn(&t, fo, 4) && bad == fbverify.NoField {
+				bad = 1
 			}
 		}
 		if fo := w.Slot(&t, 2); fo != 0 {
-			if fo+4 > t.Size() || fo&3 != 0 {
-				clean = false
-				if bad == fbverify.NoField && !w.ScalarIn(&t, fo, 4) {
-					bad = 2
-				}
+			ext = max(ext, fo+4)
+			if !w.ScalarIn(&t, fo, 4) && bad == fbverify.NoField {
+				bad = 2
 			}
 		}
 		fo3 = w.Slot(&t, 3)
-		if clean && w.Learn(&t, &m.Memo, false) {
+		if bad == fbverify.NoField {
+			w.Learn(&t, &m.Memo, ext, false)
 			m.s3 = uint16(fo3)
 		}
 	}
@@ -2016,35 +1872,28 @@ func verifyRandomNormalLikeAttrs(w *fbverify.Walk, pos int64, m *memoRandomNorma
 		return err
 	}
 	bad := fbverify.NoField // the first scalar field that fails its checks
-	if hit {
-	} else {
-		clean := true
+	if !hit {
+		ext := int64(4)
 		if fo := w.Slot(&t, 0); fo != 0 {
-			if fo+4 > t.Size() || fo&3 != 0 {
-				clean = false
-				if bad == fbverify.NoField && !w.ScalarIn(&t, fo, 4) {
-					bad = 0
-				}
+			ext = max(ext, fo+4)
+			if !w.ScalarIn(&t, fo, 4) && bad == fbverify.NoField {
+				bad = 0
 			}
 		}
 		if fo := w.Slot(&t, 1); fo != 0 {
-			if fo+4 > t.Size() || fo&3 != 0 {
-				clean = false
-				if bad == fbverify.NoField && !w.ScalarIn(&t, fo, 4) {
-					bad = 1
-				}
+			ext = max(ext, fo+4)
+			if !w.ScalarIn(&t, fo, 4) && bad == fbverify.NoField {
+				bad = 1
 			}
 		}
 		if fo := w.Slot(&t, 2); fo != 0 {
-			if fo+4 > t.Size() || fo&3 != 0 {
-				clean = false
-				if bad == fbverify.NoField && !w.ScalarIn(&t, fo, 4) {
-					bad = 2
-				}
+			ext = max(ext, fo+4)
+			if !w.ScalarIn(&t, fo, 4) && bad == fbverify.NoField {
+				bad = 2
 			}
 		}
-		if clean {
-			w.Learn(&t, &m.Memo, false)
+		if bad == fbverify.NoField {
+			w.Learn(&t, &m.Memo, ext, false)
 		}
 	}
 	if bad != fbverify.NoField {
@@ -2073,19 +1922,16 @@ func verifyGatherNDAttrs(w *fbverify.Walk, pos int64, m *memoGatherNDAttrs) erro
 		return err
 	}
 	bad := fbverify.NoField // the first scalar field that fails its checks
-	if hit {
-	} else {
-		clean := true
+	if !hit {
+		ext := int64(4)
 		if fo := w.Slot(&t, 0); fo != 0 {
-			if fo+4 > t.Size() || fo&3 != 0 {
-				clean = false
-				if bad == fbverify.NoField && !w.ScalarIn(&t, fo, 4) {
-					bad = 0
-				}
+			ext = max(ext, fo+4)
+			if !w.ScalarIn(&t, fo, 4) && bad == fbverify.NoField {
+				bad = 0
 			}
 		}
-		if clean {
-			w.Learn(&t, &m.Memo, false)
+		if bad == fbverify.NoField {
+			w.Learn(&t, &m.Memo, ext, false)
 		}
 	}
 	if bad != fbverify.NoField {
@@ -2114,19 +1960,16 @@ func verifyGeluAttrs(w *fbverify.Walk, pos int64, m *memoGeluAttrs) error {
 		return err
 	}
 	bad := fbverify.NoField // the first scalar field that fails its checks
-	if hit {
-	} else {
-		clean := true
+	if !hit {
+		ext := int64(4)
 		if fo := w.Slot(&t, 0); fo != 0 {
-			if fo+1 > t.Size() {
-				clean = false
-				if bad == fbverify.NoField && !w.ScalarIn(&t, fo, 1) {
-					bad = 0
-				}
+			ext = max(ext, fo+1)
+			if !w.ScalarIn(&t, fo, 1) && bad == fbverify.NoField {
+				bad = 0
 			}
 		}
-		if clean {
-			w.Learn(&t, &m.Memo, false)
+		if bad == fbverify.NoField {
+			w.Learn(&t, &m.Memo, ext, false)
 		}
 	}
 	if bad != fbverify.NoField {
@@ -2160,9 +2003,8 @@ func verifyEinsumAttrs(w *fbverify.Walk, pos int64, m *memoEinsumAttrs) error {
 		fo0 = int64(m.s0)
 	} else {
 		fo0 = w.Slot(&t, 0)
-		if true && w.Learn(&t, &m.Memo, false) {
-			m.s0 = uint16(fo0)
-		}
+		w.Learn(&t, &m.Memo, 4, false)
+		m.s0 = uint16(fo0)
 	}
 	if fo := fo0; fo != 0 {
 		q, ok := w.RefAt(&t, fo)
@@ -2207,10 +2049,9 @@ func verifyIfAttrs(w *fbverify.Walk, pos int64, m *memoIfAttrs) error {
 	} else {
 		fo0 = w.Slot(&t, 0)
 		fo1 = w.Slot(&t, 1)
-		if true && w.Learn(&t, &m.Memo, false) {
-			m.s0 = uint16(fo0)
-			m.s1 = uint16(fo1)
-		}
+		w.Learn(&t, &m.Memo, 4, false)
+		m.s0 = uint16(fo0)
+		m.s1 = uint16(fo1)
 	}
 	if fo := fo0; fo != 0 {
 		q, ok := w.RefAt(&t, fo)
@@ -2261,19 +2102,16 @@ func verifyPadAttrs(w *fbverify.Walk, pos int64, m *memoPadAttrs) error {
 		return err
 	}
 	bad := fbverify.NoField // the first scalar field that fails its checks
-	if hit {
-	} else {
-		clean := true
+	if !hit {
+		ext := int64(4)
 		if fo := w.Slot(&t, 0); fo != 0 {
-			if fo+1 > t.Size() {
-				clean = false
-				if bad == fbverify.NoField && !w.ScalarIn(&t, fo, 1) {
-					bad = 0
-				}
+			ext = max(ext, fo+1)
+			if !w.ScalarIn(&t, fo, 1) && bad == fbverify.NoField {
+				bad = 0
 			}
 		}
-		if clean {
-			w.Learn(&t, &m.Memo, false)
+		if bad == fbverify.NoField {
+			w.Learn(&t, &m.Memo, ext, false)
 		}
 	}
 	if bad != fbverify.NoField {
@@ -2302,19 +2140,16 @@ func verifyDequantizeLinearAttrs(w *fbverify.Walk, pos int64, m *memoDequantizeL
 		return err
 	}
 	bad := fbverify.NoField // the first scalar field that fails its checks
-	if hit {
-	} else {
-		clean := true
+	if !hit {
+		ext := int64(4)
 		if fo := w.Slot(&t, 0); fo != 0 {
-			if fo+4 > t.Size() || fo&3 != 0 {
-				clean = false
-				if bad == fbverify.NoField && !w.ScalarIn(&t, fo, 4) {
-					bad = 0
-				}
+			ext = max(ext, fo+4)
+			if !w.ScalarIn(&t, fo, 4) && bad == fbverify.NoField {
+				bad = 0
 			}
 		}
-		if clean {
-			w.Learn(&t, &m.Memo, false)
+		if bad == fbverify.NoField {
+			w.Learn(&t, &m.Memo, ext, false)
 		}
 	}
 	if bad != fbverify.NoField {
@@ -2343,27 +2178,22 @@ func verifyQuantizeLinearAttrs(w *fbverify.Walk, pos int64, m *memoQuantizeLinea
 		return err
 	}
 	bad := fbverify.NoField // the first scalar field that fails its checks
-	if hit {
-	} else {
-		clean := true
+	if !hit {
+		ext := int64(4)
 		if fo := w.Slot(&t, 0); fo != 0 {
-			if fo+4 > t.Size() || fo&3 != 0 {
-				clean = false
-				if bad == fbverify.NoField && !w.ScalarIn(&t, fo, 4) {
-					bad = 0
-				}
+			ext = max(ext, fo+4)
+			if !w.ScalarIn(&t, fo, 4) && bad == fbverify.NoField {
+				bad = 0
 			}
 		}
 		if fo := w.Slot(&t, 1); fo != 0 {
-			if fo+1 > t.Size() {
-				clean = false
-				if bad == fbverify.NoField && !w.ScalarIn(&t, fo, 1) {
-					bad = 1
-				}
+			ext = max(ext, fo+1)
+			if !w.ScalarIn(&t, fo, 1) && bad == fbverify.NoField {
+				bad = 1
 			}
 		}
-		if clean {
-			w.Learn(&t, &m.Memo, false)
+		if bad == fbverify.NoField {
+			w.Learn(&t, &m.Memo, ext, false)
 		}
 	}
 	if bad != fbverify.NoField {
@@ -2392,27 +2222,22 @@ func verifyDepthToSpaceAttrs(w *fbverify.Walk, pos int64, m *memoDepthToSpaceAtt
 		return err
 	}
 	bad := fbverify.NoField // the first scalar field that fails its checks
-	if hit {
-	} else {
-		clean := true
+	if !hit {
+		ext := int64(4)
 		if fo := w.Slot(&t, 0); fo != 0 {
-			if fo+1 > t.Size() {
-				clean = false
-				if bad == fbverify.NoField && !w.ScalarIn(&t, fo, 1) {
-					bad = 0
-				}
+			ext = max(ext, fo+1)
+			if !w.ScalarIn(&t, fo, 1) && bad == fbverify.NoField {
+				bad = 0
 			}
 		}
 		if fo := w.Slot(&t, 1); fo != 0 {
-			if fo+4 > t.Size() || fo&3 != 0 {
-				clean = false
-				if bad == fbverify.NoField && !w.ScalarIn(&t, fo, 4) {
-					bad = 1
-				}
+			ext = max(ext, fo+4)
+			if !w.ScalarIn(&t, fo, 4) && bad == fbverify.NoField {
+				bad = 1
 			}
 		}
-		if clean {
-			w.Learn(&t, &m.Memo, false)
+		if bad == fbverify.NoField {
+			w.Learn(&t, &m.Memo, ext, false)
 		}
 	}
 	if bad != fbverify.NoField {
@@ -2446,27 +2271,22 @@ func verifyShapeAttrs(w *fbverify.Walk, pos int64, m *memoShapeAttrs) error {
 		return err
 	}
 	bad := fbverify.NoField // the first scalar field that fails its checks
-	if hit {
-	} else {
-		clean := true
+	if !hit {
+		ext := int64(4)
 		if fo := w.Slot(&t, 0); fo != 0 {
-			if fo+4 > t.Size() || fo&3 != 0 {
-				clean = false
-				if bad == fbverify.NoField && !w.ScalarIn(&t, fo, 4) {
-					bad = 0
-				}
+			ext = max(ext, fo+4)
+			if !w.ScalarIn(&t, fo, 4) && bad == fbverify.NoField {
+				bad = 0
 			}
 		}
 		if fo := w.Slot(&t, 1); fo != 0 {
-			if fo+4 > t.Size() || fo&3 != 0 {
-				clean = false
-				if bad == fbverify.NoField && !w.ScalarIn(&t, fo, 4) {
-					bad = 1
-				}
+			ext = max(ext, fo+4)
+			if !w.ScalarIn(&t, fo, 4) && bad == fbverify.NoField {
+				bad = 1
 			}
 		}
-		if clean {
-			w.Learn(&t, &m.Memo, false)
+		if bad == fbverify.NoField {
+			w.Learn(&t, &m.Memo, ext, false)
 		}
 	}
 	if bad != fbverify.NoField {
@@ -2495,19 +2315,16 @@ func verifyDropoutAttrs(w *fbverify.Walk, pos int64, m *memoDropoutAttrs) error 
 		return err
 	}
 	bad := fbverify.NoField // the first scalar field that fails its checks
-	if hit {
-	} else {
-		clean := true
+	if !hit {
+		ext := int64(4)
 		if fo := w.Slot(&t, 0); fo != 0 {
-			if fo+4 > t.Size() || fo&3 != 0 {
-				clean = false
-				if bad == fbverify.NoField && !w.ScalarIn(&t, fo, 4) {
-					bad = 0
-				}
+			ext = max(ext, fo+4)
+			if !w.ScalarIn(&t, fo, 4) && bad == fbverify.NoField {
+				bad = 0
 			}
 		}
-		if clean {
-			w.Learn(&t, &m.Memo, false)
+		if bad == fbverify.NoField {
+			w.Learn(&t, &m.Memo, ext, false)
 		}
 	}
 	if bad != fbverify.NoField {
@@ -2536,27 +2353,22 @@ func verifyEyeLikeAttrs(w *fbverify.Walk, pos int64, m *memoEyeLikeAttrs) error 
 		return err
 	}
 	bad := fbverify.NoField // the first scalar field that fails its checks
-	if hit {
-	} else {
-		clean := true
+	if !hit {
+		ext := int64(4)
 		if fo := w.Slot(&t, 0); fo != 0 {
-			if fo+1 > t.Size() {
-				clean = false
-				if bad == fbverify.NoField && !w.ScalarIn(&t, fo, 1) {
-					bad = 0
-				}
+			ext = max(ext, fo+1)
+			if !w.ScalarIn(&t, fo, 1) && bad == fbverify.NoField {
+				bad = 0
 			}
 		}
 		if fo := w.Slot(&t, 1); fo != 0 {
-			if fo+4 > t.Size() || fo&3 != 0 {
-				clean = false
-				if bad == fbverify.NoField && !w.ScalarIn(&t, fo, 4) {
-					bad = 1
-				}
+			ext = max(ext, fo+4)
+			if !w.ScalarIn(&t, fo, 4) && bad == fbverify.NoField {
+				bad = 1
 			}
 		}
-		if clean {
-			w.Learn(&t, &m.Memo, false)
+		if bad == fbverify.NoField {
+			w.Learn(&t, &m.Memo, ext, false)
 		}
 	}
 	if bad != fbverify.NoField {
@@ -2596,9 +2408,8 @@ func verifyLoopAttrs(w *fbverify.Walk, pos int64, m *memoLoopAttrs) error {
 		fo0 = int64(m.s0)
 	} else {
 		fo0 = w.Slot(&t, 0)
-		if true && w.Learn(&t, &m.Memo, false) {
-			m.s0 = uint16(fo0)
-		}
+		w.Learn(&t, &m.Memo, 4, false)
+		m.s0 = uint16(fo0)
 	}
 	if fo := fo0; fo != 0 {
 		q, ok := w.RefAt(&t, fo)
@@ -2636,19 +2447,16 @@ func verifySequenceEmptyAttrs(w *fbverify.Walk, pos int64, m *memoSequenceEmptyA
 		return err
 	}
 	bad := fbverify.NoField // the first scalar field that fails its checks
-	if hit {
-	} else {
-		clean := true
+	if !hit {
+		ext := int64(4)
 		if fo := w.Slot(&t, 0); fo != 0 {
-			if fo+1 > t.Size() {
-				clean = false
-				if bad == fbverify.NoField && !w.ScalarIn(&t, fo, 1) {
-					bad = 0
-				}
+			ext = max(ext, fo+1)
+			if !w.ScalarIn(&t, fo, 1) && bad == fbverify.NoField {
+				bad = 0
 			}
 		}
-		if clean {
-			w.Learn(&t, &m.Memo, false)
+		if bad == fbverify.NoField {
+			w.Learn(&t, &m.Memo, ext, false)
 		}
 	}
 	if bad != fbverify.NoField {
@@ -2677,27 +2485,22 @@ func verifyConcatFromSequenceAttrs(w *fbverify.Walk, pos int64, m *memoConcatFro
 		return err
 	}
 	bad := fbverify.NoField // the first scalar field that fails its checks
-	if hit {
-	} else {
-		clean := true
+	if !hit {
+		ext := int64(4)
 		if fo := w.Slot(&t, 0); fo != 0 {
-			if fo+4 > t.Size() || fo&3 != 0 {
-				clean = false
-				if bad == fbverify.NoField && !w.ScalarIn(&t, fo, 4) {
-					bad = 0
-				}
+			ext = max(ext, fo+4)
+			if !w.ScalarIn(&t, fo, 4) && bad == fbverify.NoField {
+				bad = 0
 			}
 		}
 		if fo := w.Slot(&t, 1); fo != 0 {
-			if fo+1 > t.Size() {
-				clean = false
-				if bad == fbverify.NoField && !w.ScalarIn(&t, fo, 1) {
-					bad = 1
-				}
+			ext = max(ext, fo+1)
+			if !w.ScalarIn(&t, fo, 1) && bad == fbverify.NoField {
+				bad = 1
 			}
 		}
-		if clean {
-			w.Learn(&t, &m.Memo, false)
+		if bad == fbverify.NoField {
+			w.Learn(&t, &m.Memo, ext, false)
 		}
 	}
 	if bad != fbverify.NoField {
@@ -2726,27 +2529,22 @@ func verifySplitToSequenceAttrs(w *fbverify.Walk, pos int64, m *memoSplitToSeque
 		return err
 	}
 	bad := fbverify.NoField // the first scalar field that fails its checks
-	if hit {
-	} else {
-		clean := true
+	if !hit {
+		ext := int64(4)
 		if fo := w.Slot(&t, 0); fo != 0 {
-			if fo+4 > t.Size() || fo&3 != 0 {
-				clean = false
-				if bad == fbverify.NoField && !w.ScalarIn(&t, fo, 4) {
-					bad = 0
-				}
+			ext = max(ext, fo+4)
+			if !w.ScalarIn(&t, fo, 4) && bad == fbverify.NoField {
+				bad = 0
 			}
 		}
 		if fo := w.Slot(&t, 1); fo != 0 {
-			if fo+1 > t.Size() {
-				clean = false
-				if bad == fbverify.NoField && !w.ScalarIn(&t, fo, 1) {
-					bad = 1
-				}
+			ext = max(ext, fo+1)
+			if !w.ScalarIn(&t, fo, 1) && bad == fbverify.NoField {
+				bad = 1
 			}
 		}
-		if clean {
-			w.Learn(&t, &m.Memo, false)
+		if bad == fbverify.NoField {
+			w.Learn(&t, &m.Memo, ext, false)
 		}
 	}
 	if bad != fbverify.NoField {
@@ -2775,19 +2573,16 @@ func verifyGridSampleAttrs(w *fbverify.Walk, pos int64, m *memoGridSampleAttrs) 
 		return err
 	}
 	bad := fbverify.NoField // the first scalar field that fails its checks
-	if hit {
-	} else {
-		clean := true
+	if !hit {
+		ext := int64(4)
 		if fo := w.Slot(&t, 0); fo != 0 {
-			if fo+1 > t.Size() {
-				clean = false
-				if bad == fbverify.NoField && !w.ScalarIn(&t, fo, 1) {
-					bad = 0
-				}
+			ext = max(ext, fo+1)
+			if !w.ScalarIn(&t, fo, 1) && bad == fbverify.NoField {
+				bad = 0
 			}
 		}
-		if clean {
-			w.Learn(&t, &m.Memo, false)
+		if bad == fbverify.NoField {
+			w.Learn(&t, &m.Memo, ext, false)
 		}
 	}
 	if bad != fbverify.NoField {
@@ -2816,19 +2611,16 @@ func verifySTFTAttrs(w *fbverify.Walk, pos int64, m *memoSTFTAttrs) error {
 		return err
 	}
 	bad := fbverify.NoField // the first scalar field that fails its checks
-	if hit {
-	} else {
-		clean := true
+	if !hit {
+		ext := int64(4)
 		if fo := w.Slot(&t, 0); fo != 0 {
-			if fo+1 > t.Size() {
-				clean = false
-				if bad == fbverify.NoField && !w.ScalarIn(&t, fo, 1) {
-					bad = 0
-				}
+			ext = max(ext, fo+1)
+			if !w.ScalarIn(&t, fo, 1) && bad == fbverify.NoField {
+				bad = 0
 			}
 		}
-		if clean {
-			w.Learn(&t, &m.Memo, false)
+		if bad == fbverify.NoField {
+			w.Learn(&t, &m.Memo, ext, false)
 		}
 	}
 	if bad != fbverify.NoField {
@@ -2918,20 +2710,19 @@ func verifyOperatorNode(w *fbverify.Walk, pos int64, m *memoOperatorNode) error 
 		fo3 = int64(m.s3)
 		fo4 = int64(m.s4)
 	} else {
-		clean := true
+		ext := int64(4)
 		if fo := w.Slot(&t, 0); fo != 0 {
-			if fo+1 > t.Size() {
-				clean = false
-				if bad == fbverify.NoField && !w.ScalarIn(&t, fo, 1) {
-					bad = 0
-				}
+			ext = max(ext, fo+1)
+			if !w.ScalarIn(&t, fo, 1) && bad == fbverify.NoField {
+				bad = 0
 			}
 		}
 		fo1 = w.Slot(&t, 1)
 		fo2 = w.Slot(&t, 2)
 		fo3 = w.Slot(&t, 3)
 		fo4 = w.Slot(&t, 4)
-		if clean && w.Learn(&t, &m.Memo, false) {
+		if bad == fbverify.NoField {
+			w.Learn(&t, &m.Memo, ext, false)
 			m.s1 = uint16(fo1)
 			m.s2 = uint16(fo2)
 			m.s3 = uint16(fo3)
@@ -3143,9 +2934,8 @@ func verifyFloatData(w *fbverify.Walk, pos int64, m *memoFloatData) error {
 		fo0 = int64(m.s0)
 	} else {
 		fo0 = w.Slot(&t, 0)
-		if true && w.Learn(&t, &m.Memo, false) {
-			m.s0 = uint16(fo0)
-		}
+		w.Learn(&t, &m.Memo, 4, false)
+		m.s0 = uint16(fo0)
 	}
 	if fo := fo0; fo != 0 {
 		q, ok := w.RefAt(&t, fo)
@@ -3190,9 +2980,8 @@ func verifyInt32Data(w *fbverify.Walk, pos int64, m *memoInt32Data) error {
 		fo0 = int64(m.s0)
 	} else {
 		fo0 = w.Slot(&t, 0)
-		if true && w.Learn(&t, &m.Memo, false) {
-			m.s0 = uint16(fo0)
-		}
+		w.Learn(&t, &m.Memo, 4, false)
+		m.s0 = uint16(fo0)
 	}
 	if fo := fo0; fo != 0 {
 		q, ok := w.RefAt(&t, fo)
@@ -3237,9 +3026,8 @@ func verifyInt8Data(w *fbverify.Walk, pos int64, m *memoInt8Data) error {
 		fo0 = int64(m.s0)
 	} else {
 		fo0 = w.Slot(&t, 0)
-		if true && w.Learn(&t, &m.Memo, false) {
-			m.s0 = uint16(fo0)
-		}
+		w.Learn(&t, &m.Memo, 4, false)
+		m.s0 = uint16(fo0)
 	}
 	if fo := fo0; fo != 0 {
 		q, ok := w.RefAt(&t, fo)
@@ -3284,9 +3072,8 @@ func verifyUInt8Data(w *fbverify.Walk, pos int64, m *memoUInt8Data) error {
 		fo0 = int64(m.s0)
 	} else {
 		fo0 = w.Slot(&t, 0)
-		if true && w.Learn(&t, &m.Memo, false) {
-			m.s0 = uint16(fo0)
-		}
+		w.Learn(&t, &m.Memo, 4, false)
+		m.s0 = uint16(fo0)
 	}
 	if fo := fo0; fo != 0 {
 		q, ok := w.RefAt(&t, fo)
@@ -3339,28 +3126,25 @@ func verifyConstantNode(w *fbverify.Walk, pos int64, m *memoConstantNode) error 
 		fo1 = int64(m.s1)
 		fo2 = int64(m.s2)
 	} else {
-		clean, has8 := true, false
+		ext, has8 := int64(4), false
 		if fo := w.Slot(&t, 3); fo != 0 {
-			if fo+2 > t.Size() || fo&1 != 0 {
-				clean = false
-				if bad == fbverify.NoField && !w.ScalarIn(&t, fo, 2) {
-					bad = 3
-				}
+			ext = max(ext, fo+2)
+			if !w.ScalarIn(&t, fo, 2) && bad == fbverify.NoField {
+				bad = 3
 			}
 		}
 		if fo := w.Slot(&t, 4); fo != 0 {
 			has8 = true
-			if fo+8 > t.Size() || (t.Pos()+fo)&7 != 0 {
-				clean = false
-				if bad == fbverify.NoField && !w.ScalarIn(&t, fo, 8) {
-					bad = 4
-				}
+			ext = max(ext, fo+8)
+			if !w.ScalarIn(&t, fo, 8) && bad == fbverify.NoField {
+				bad = 4
 			}
 		}
 		fo0 = w.Slot(&t, 0)
 		fo1 = w.Slot(&t, 1)
 		fo2 = w.Slot(&t, 2)
-		if clean && w.Learn(&t, &m.Memo, has8) {
+		if bad == fbverify.NoField {
+			w.Learn(&t, &m.Memo, ext, has8)
 			m.s0 = uint16(fo0)
 			m.s1 = uint16(fo1)
 			m.s2 = uint16(fo2)
@@ -3431,17 +3215,16 @@ func verifyDim(w *fbverify.Walk, pos int64, m *memoDim) error {
 	if hit {
 		fo1 = int64(m.s1)
 	} else {
-		clean := true
+		ext := int64(4)
 		if fo := w.Slot(&t, 0); fo != 0 {
-			if fo+4 > t.Size() || fo&3 != 0 {
-				clean = false
-				if bad == fbverify.NoField && !w.ScalarIn(&t, fo, 4) {
-					bad = 0
-				}
+			ext = max(ext, fo+4)
+			if !w.ScalarIn(&t, fo, 4) && bad == fbverify.NoField {
+				bad = 0
 			}
 		}
 		fo1 = w.Slot(&t, 1)
-		if clean && w.Learn(&t, &m.Memo, false) {
+		if bad == fbverify.NoField {
+			w.Learn(&t, &m.Memo, ext, false)
 			m.s1 = uint16(fo1)
 		}
 	}
@@ -3477,7 +3260,8 @@ func VerifyValueNode(w *fbverify.Walk, pos int64) error {
 // of the tables it verifies in place.
 type memoValueNode struct {
 	fbverify.Memo
-	s0 uint16
+	s0   uint16
+	mDim memoDim
 }
 
 func verifyValueNode(w *fbverify.Walk, pos int64, m *memoValueNode) error {
@@ -3490,17 +3274,16 @@ func verifyValueNode(w *fbverify.Walk, pos int64, m *memoValueNode) error {
 	if hit {
 		fo0 = int64(m.s0)
 	} else {
-		clean := true
+		ext := int64(4)
 		if fo := w.Slot(&t, 1); fo != 0 {
-			if fo+1 > t.Size() {
-				clean = false
-				if bad == fbverify.NoField && !w.ScalarIn(&t, fo, 1) {
-					bad = 1
-				}
+			ext = max(ext, fo+1)
+			if !w.ScalarIn(&t, fo, 1) && bad == fbverify.NoField {
+				bad = 1
 			}
 		}
 		fo0 = w.Slot(&t, 0)
-		if clean && w.Learn(&t, &m.Memo, false) {
+		if bad == fbverify.NoField {
+			w.Learn(&t, &m.Memo, ext, false)
 			m.s0 = uint16(fo0)
 		}
 	}
@@ -3518,7 +3301,6 @@ func verifyValueNode(w *fbverify.Walk, pos int64, m *memoValueNode) error {
 			}
 		}
 		{
-			var me memoDim
 			for i := int64(0); i < n; i++ {
 				var err error
 				e, ok := w.DerefAt(start + 4*i)
@@ -3526,7 +3308,7 @@ func verifyValueNode(w *fbverify.Walk, pos int64, m *memoValueNode) error {
 					e, err = w.Deref(start + 4*i)
 				}
 				if err == nil {
-					err = verifyDim(w, e, &me)
+					err = verifyDim(w, e, &m.mDim)
 				}
 				if err != nil {
 					return w.At(w.At(err, "", int(i)), "shape", -1)
@@ -3574,11 +3356,10 @@ func verifyNode(w *fbverify.Walk, pos int64, m *memoNode) error {
 		fo0 = w.Slot(&t, 0)
 		fo1 = w.Slot(&t, 1)
 		fo2 = w.Slot(&t, 2)
-		if true && w.Learn(&t, &m.Memo, false) {
-			m.s0 = uint16(fo0)
-			m.s1 = uint16(fo1)
-			m.s2 = uint16(fo2)
-		}
+		w.Learn(&t, &m.Memo, 4, false)
+		m.s0 = uint16(fo0)
+		m.s1 = uint16(fo1)
+		m.s2 = uint16(fo2)
 	}
 	if fo := fo0; fo != 0 {
 		q, ok := w.RefAt(&t, fo)
@@ -3623,10 +3404,11 @@ func VerifyGraph(w *fbverify.Walk, pos int64) error {
 // of the tables it verifies in place.
 type memoGraph struct {
 	fbverify.Memo
-	s0 uint16
-	s1 uint16
-	s2 uint16
-	s3 uint16
+	s0    uint16
+	s1    uint16
+	s2    uint16
+	s3    uint16
+	mNode memoNode
 }
 
 func verifyGraph(w *fbverify.Walk, pos int64, m *memoGraph) error {
@@ -3645,12 +3427,11 @@ func verifyGraph(w *fbverify.Walk, pos int64, m *memoGraph) error {
 		fo1 = w.Slot(&t, 1)
 		fo2 = w.Slot(&t, 2)
 		fo3 = w.Slot(&t, 3)
-		if true && w.Learn(&t, &m.Memo, false) {
-			m.s0 = uint16(fo0)
-			m.s1 = uint16(fo1)
-			m.s2 = uint16(fo2)
-			m.s3 = uint16(fo3)
-		}
+		w.Learn(&t, &m.Memo, 4, false)
+		m.s0 = uint16(fo0)
+		m.s1 = uint16(fo1)
+		m.s2 = uint16(fo2)
+		m.s3 = uint16(fo3)
 	}
 	if fo := fo0; fo != 0 {
 		q, ok := w.RefAt(&t, fo)
@@ -3666,7 +3447,6 @@ func verifyGraph(w *fbverify.Walk, pos int64, m *memoGraph) error {
 			}
 		}
 		{
-			var me memoNode
 			for i := int64(0); i < n; i++ {
 				var err error
 				e, ok := w.DerefAt(start + 4*i)
@@ -3674,7 +3454,7 @@ func verifyGraph(w *fbverify.Walk, pos int64, m *memoGraph) error {
 					e, err = w.Deref(start + 4*i)
 				}
 				if err == nil {
-					err = verifyNode(w, e, &me)
+					err = verifyNode(w, e, &m.mNode)
 				}
 				if err != nil {
 					return w.At(w.At(err, "", int(i)), "nodes", -1)
@@ -3770,16 +3550,15 @@ func verifyMetadata(w *fbverify.Walk, pos int64, m *memoMetadata) error {
 		fo5 = w.Slot(&t, 5)
 		fo6 = w.Slot(&t, 6)
 		fo7 = w.Slot(&t, 7)
-		if true && w.Learn(&t, &m.Memo, false) {
-			m.s0 = uint16(fo0)
-			m.s1 = uint16(fo1)
-			m.s2 = uint16(fo2)
-			m.s3 = uint16(fo3)
-			m.s4 = uint16(fo4)
-			m.s5 = uint16(fo5)
-			m.s6 = uint16(fo6)
-			m.s7 = uint16(fo7)
-		}
+		w.Learn(&t, &m.Memo, 4, false)
+		m.s0 = uint16(fo0)
+		m.s1 = uint16(fo1)
+		m.s2 = uint16(fo2)
+		m.s3 = uint16(fo3)
+		m.s4 = uint16(fo4)
+		m.s5 = uint16(fo5)
+		m.s6 = uint16(fo6)
+		m.s7 = uint16(fo7)
 	}
 	if fo := fo0; fo != 0 {
 		q, ok := w.RefAt(&t, fo)
@@ -3901,18 +3680,17 @@ func verifyModel(w *fbverify.Walk, pos int64, m *memoModel) error {
 		fo1 = int64(m.s1)
 		fo2 = int64(m.s2)
 	} else {
-		clean := true
+		ext := int64(4)
 		if fo := w.Slot(&t, 0); fo != 0 {
-			if fo+4 > t.Size() || fo&3 != 0 {
-				clean = false
-				if bad == fbverify.NoField && !w.ScalarIn(&t, fo, 4) {
-					bad = 0
-				}
+			ext = max(ext, fo+4)
+			if !w.ScalarIn(&t, fo, 4) && bad == fbverify.NoField {
+				bad = 0
 			}
 		}
 		fo1 = w.Slot(&t, 1)
 		fo2 = w.Slot(&t, 2)
-		if clean && w.Learn(&t, &m.Memo, false) {
+		if bad == fbverify.NoField {
+			w.Learn(&t, &m.Memo, ext, false)
 			m.s1 = uint16(fo1)
 			m.s2 = uint16(fo2)
 		}

@@ -28,9 +28,8 @@ func verifyCustomQuantization(w *fbverify.Walk, pos int64, m *memoCustomQuantiza
 		fo0 = int64(m.s0)
 	} else {
 		fo0 = w.Slot(&t, 0)
-		if true && w.Learn(&t, &m.Memo, false) {
-			m.s0 = uint16(fo0)
-		}
+		w.Learn(&t, &m.Memo, 4, false)
+		m.s0 = uint16(fo0)
 	}
 	if fo := fo0; fo != 0 {
 		q, ok := w.RefAt(&t, fo)
@@ -73,33 +72,28 @@ func verifyBlockwiseQuantization(w *fbverify.Walk, pos int64, m *memoBlockwiseQu
 	if hit {
 		fo3 = int64(m.s3)
 	} else {
-		clean := true
+		ext := int64(4)
 		if fo := w.Slot(&t, 0); fo != 0 {
-			if fo+4 > t.Size() || fo&3 != 0 {
-				clean = false
-				if bad == fbverify.NoField && !w.ScalarIn(&t, fo, 4) {
-					bad = 0
-				}
+			ext = max(ext, fo+4)
+			if !w.ScalarIn(&t, fo, 4) && bad == fbverify.NoField {
+				bad = 0
 			}
 		}
 		if fo := w.Slot(&t, 1); fo != 0 {
-			if fo+4 > t.Size() || fo&3 != 0 {
-				clean = false
-				if bad == fbverify.NoField && !w.ScalarIn(&t, fo, 4) {
-					bad = 1
-				}
+			ext = max(ext, fo+4)
+			if !w.ScalarIn(&t, fo, 4) && bad == fbverify.NoField {
+				bad = 1
 			}
 		}
 		if fo := w.Slot(&t, 2); fo != 0 {
-			if fo+4 > t.Size() || fo&3 != 0 {
-				clean = false
-				if bad == fbverify.NoField && !w.ScalarIn(&t, fo, 4) {
-					bad = 2
-				}
+			ext = max(ext, fo+4)
+			if !w.ScalarIn(&t, fo, 4) && bad == fbverify.NoField {
+				bad = 2
 			}
 		}
 		fo3 = w.Slot(&t, 3)
-		if clean && w.Learn(&t, &m.Memo, false) {
+		if bad == fbverify.NoField {
+			w.Learn(&t, &m.Memo, ext, false)
 			m.s3 = uint16(fo3)
 		}
 	}
@@ -163,13 +157,11 @@ func verifyQuantizationParameters(w *fbverify.Walk, pos int64, m *memoQuantizati
 		fo4 = int64(m.s4)
 		fo5 = int64(m.s5)
 	} else {
-		clean := true
+		ext := int64(4)
 		if fo := w.Slot(&t, 6); fo != 0 {
-			if fo+4 > t.Size() || fo&3 != 0 {
-				clean = false
-				if bad == fbverify.NoField && !w.ScalarIn(&t, fo, 4) {
-					bad = 6
-				}
+			ext = max(ext, fo+4)
+			if !w.ScalarIn(&t, fo, 4) && bad == fbverify.NoField {
+				bad = 6
 			}
 		}
 		fo0 = w.Slot(&t, 0)
@@ -178,7 +170,8 @@ func verifyQuantizationParameters(w *fbverify.Walk, pos int64, m *memoQuantizati
 		fo3 = w.Slot(&t, 3)
 		fo4 = w.Slot(&t, 4)
 		fo5 = w.Slot(&t, 5)
-		if clean && w.Learn(&t, &m.Memo, false) {
+		if bad == fbverify.NoField {
+			w.Learn(&t, &m.Memo, ext, false)
 			m.s0 = uint16(fo0)
 			m.s1 = uint16(fo1)
 			m.s2 = uint16(fo2)
@@ -285,9 +278,8 @@ func verifyInt32Vector(w *fbverify.Walk, pos int64, m *memoInt32Vector) error {
 		fo0 = int64(m.s0)
 	} else {
 		fo0 = w.Slot(&t, 0)
-		if true && w.Learn(&t, &m.Memo, false) {
-			m.s0 = uint16(fo0)
-		}
+		w.Learn(&t, &m.Memo, 4, false)
+		m.s0 = uint16(fo0)
 	}
 	if fo := fo0; fo != 0 {
 		q, ok := w.RefAt(&t, fo)
@@ -330,9 +322,8 @@ func verifyUint16Vector(w *fbverify.Walk, pos int64, m *memoUint16Vector) error 
 		fo0 = int64(m.s0)
 	} else {
 		fo0 = w.Slot(&t, 0)
-		if true && w.Learn(&t, &m.Memo, false) {
-			m.s0 = uint16(fo0)
-		}
+		w.Learn(&t, &m.Memo, 4, false)
+		m.s0 = uint16(fo0)
 	}
 	if fo := fo0; fo != 0 {
 		q, ok := w.RefAt(&t, fo)
@@ -375,9 +366,8 @@ func verifyUint8Vector(w *fbverify.Walk, pos int64, m *memoUint8Vector) error {
 		fo0 = int64(m.s0)
 	} else {
 		fo0 = w.Slot(&t, 0)
-		if true && w.Learn(&t, &m.Memo, false) {
-			m.s0 = uint16(fo0)
-		}
+		w.Learn(&t, &m.Memo, 4, false)
+		m.s0 = uint16(fo0)
 	}
 	if fo := fo0; fo != 0 {
 		q, ok := w.RefAt(&t, fo)
@@ -429,28 +419,25 @@ func verifyDimensionMetadata(w *fbverify.Walk, pos int64, m *memoDimensionMetada
 		fo4 = int64(m.s4)
 		fo5 = int64(m.s5)
 	} else {
-		clean := true
+		ext := int64(4)
 		if fo := w.Slot(&t, 0); fo != 0 {
-			if fo+1 > t.Size() {
-				clean = false
-				if bad == fbverify.NoField && !w.ScalarIn(&t, fo, 1) {
-					bad = 0
-				}
+			ext = max(ext, fo+1)
+			if !w.ScalarIn(&t, fo, 1) && bad == fbverify.NoField {
+				bad = 0
 			}
 		}
 		if fo := w.Slot(&t, 1); fo != 0 {
-			if fo+4 > t.Size() || fo&3 != 0 {
-				clean = false
-				if bad == fbverify.NoField && !w.ScalarIn(&t, fo, 4) {
-					bad = 1
-				}
+			ext = max(ext, fo+4)
+			if !w.ScalarIn(&t, fo, 4) && bad == fbverify.NoField {
+				bad = 1
 			}
 		}
 		fo2 = w.Slot(&t, 2)
 		fo3 = w.Slot(&t, 3)
 		fo4 = w.Slot(&t, 4)
 		fo5 = w.Slot(&t, 5)
-		if clean && w.Learn(&t, &m.Memo, false) {
+		if bad == fbverify.NoField {
+			w.Learn(&t, &m.Memo, ext, false)
 			m.s2 = uint16(fo2)
 			m.s3 = uint16(fo3)
 			m.s4 = uint16(fo4)
@@ -511,9 +498,10 @@ func VerifySparsityParameters(w *fbverify.Walk, pos int64) error {
 // of the tables it verifies in place.
 type memoSparsityParameters struct {
 	fbverify.Memo
-	s0 uint16
-	s1 uint16
-	s2 uint16
+	s0                 uint16
+	s1                 uint16
+	s2                 uint16
+	mDimensionMetadata memoDimensionMetadata
 }
 
 func verifySparsityParameters(w *fbverify.Walk, pos int64, m *memoSparsityParameters) error {
@@ -530,11 +518,10 @@ func verifySparsityParameters(w *fbverify.Walk, pos int64, m *memoSparsityParame
 		fo0 = w.Slot(&t, 0)
 		fo1 = w.Slot(&t, 1)
 		fo2 = w.Slot(&t, 2)
-		if true && w.Learn(&t, &m.Memo, false) {
-			m.s0 = uint16(fo0)
-			m.s1 = uint16(fo1)
-			m.s2 = uint16(fo2)
-		}
+		w.Learn(&t, &m.Memo, 4, false)
+		m.s0 = uint16(fo0)
+		m.s1 = uint16(fo1)
+		m.s2 = uint16(fo2)
 	}
 	if fo := fo0; fo != 0 {
 		q, ok := w.RefAt(&t, fo)
@@ -576,7 +563,6 @@ func verifySparsityParameters(w *fbverify.Walk, pos int64, m *memoSparsityParame
 			}
 		}
 		{
-			var me memoDimensionMetadata
 			for i := int64(0); i < n; i++ {
 				var err error
 				e, ok := w.DerefAt(start + 4*i)
@@ -584,7 +570,7 @@ func verifySparsityParameters(w *fbverify.Walk, pos int64, m *memoSparsityParame
 					e, err = w.Deref(start + 4*i)
 				}
 				if err == nil {
-					err = verifyDimensionMetadata(w, e, &me)
+					err = verifyDimensionMetadata(w, e, &m.mDimensionMetadata)
 				}
 				if err != nil {
 					return w.At(w.At(err, "", int(i)), "dim_metadata", -1)
@@ -620,25 +606,22 @@ func verifyVariantSubType(w *fbverify.Walk, pos int64, m *memoVariantSubType) er
 	if hit {
 		fo0 = int64(m.s0)
 	} else {
-		clean := true
+		ext := int64(4)
 		if fo := w.Slot(&t, 1); fo != 0 {
-			if fo+1 > t.Size() {
-				clean = false
-				if bad == fbverify.NoField && !w.ScalarIn(&t, fo, 1) {
-					bad = 1
-				}
+			ext = max(ext, fo+1)
+			if !w.ScalarIn(&t, fo, 1) && bad == fbverify.NoField {
+				bad = 1
 			}
 		}
 		if fo := w.Slot(&t, 2); fo != 0 {
-			if fo+1 > t.Size() {
-				clean = false
-				if bad == fbverify.NoField && !w.ScalarIn(&t, fo, 1) {
-					bad = 2
-				}
+			ext = max(ext, fo+1)
+			if !w.ScalarIn(&t, fo, 1) && bad == fbverify.NoField {
+				bad = 2
 			}
 		}
 		fo0 = w.Slot(&t, 0)
-		if clean && w.Learn(&t, &m.Memo, false) {
+		if bad == fbverify.NoField {
+			w.Learn(&t, &m.Memo, ext, false)
 			m.s0 = uint16(fo0)
 		}
 	}
@@ -681,6 +664,7 @@ type memoTensor struct {
 	s9                      uint16
 	mQuantizationParameters memoQuantizationParameters
 	mSparsityParameters     memoSparsityParameters
+	mVariantSubType         memoVariantSubType
 }
 
 func verifyTensor(w *fbverify.Walk, pos int64, m *memoTensor) error {
@@ -698,45 +682,35 @@ func verifyTensor(w *fbverify.Walk, pos int64, m *memoTensor) error {
 		fo7 = int64(m.s7)
 		fo9 = int64(m.s9)
 	} else {
-		clean := true
+		ext := int64(4)
 		if fo := w.Slot(&t, 1); fo != 0 {
-			if fo+1 > t.Size() {
-				clean = false
-				if bad == fbverify.NoField && !w.ScalarIn(&t, fo, 1) {
-					bad = 1
-				}
+			ext = max(ext, fo+1)
+			if !w.ScalarIn(&t, fo, 1) && bad == fbverify.NoField {
+				bad = 1
 			}
 		}
 		if fo := w.Slot(&t, 2); fo != 0 {
-			if fo+4 > t.Size() || fo&3 != 0 {
-				clean = false
-				if bad == fbverify.NoField && !w.ScalarIn(&t, fo, 4) {
-					bad = 2
-				}
+			ext = max(ext, fo+4)
+			if !w.ScalarIn(&t, fo, 4) && bad == fbverify.NoField {
+				bad = 2
 			}
 		}
 		if fo := w.Slot(&t, 5); fo != 0 {
-			if fo+1 > t.Size() {
-				clean = false
-				if bad == fbverify.NoField && !w.ScalarIn(&t, fo, 1) {
-					bad = 5
-				}
+			ext = max(ext, fo+1)
+			if !w.ScalarIn(&t, fo, 1) && bad == fbverify.NoField {
+				bad = 5
 			}
 		}
 		if fo := w.Slot(&t, 8); fo != 0 {
-			if fo+1 > t.Size() {
-				clean = false
-				if bad == fbverify.NoField && !w.ScalarIn(&t, fo, 1) {
-					bad = 8
-				}
+			ext = max(ext, fo+1)
+			if !w.ScalarIn(&t, fo, 1) && bad == fbverify.NoField {
+				bad = 8
 			}
 		}
 		if fo := w.Slot(&t, 10); fo != 0 {
-			if fo+4 > t.Size() || fo&3 != 0 {
-				clean = false
-				if bad == fbverify.NoField && !w.ScalarIn(&t, fo, 4) {
-					bad = 10
-				}
+			ext = max(ext, fo+4)
+			if !w.ScalarIn(&t, fo, 4) && bad == fbverify.NoField {
+				bad = 10
 			}
 		}
 		fo0 = w.Slot(&t, 0)
@@ -745,7 +719,8 @@ func verifyTensor(w *fbverify.Walk, pos int64, m *memoTensor) error {
 		fo6 = w.Slot(&t, 6)
 		fo7 = w.Slot(&t, 7)
 		fo9 = w.Slot(&t, 9)
-		if clean && w.Learn(&t, &m.Memo, false) {
+		if bad == fbverify.NoField {
+			w.Learn(&t, &m.Memo, ext, false)
 			m.s0 = uint16(fo0)
 			m.s3 = uint16(fo3)
 			m.s4 = uint16(fo4)
@@ -846,7 +821,6 @@ func verifyTensor(w *fbverify.Walk, pos int64, m *memoTensor) error {
 			}
 		}
 		{
-			var me memoVariantSubType
 			for i := int64(0); i < n; i++ {
 				var err error
 				e, ok := w.DerefAt(start + 4*i)
@@ -854,7 +828,7 @@ func verifyTensor(w *fbverify.Walk, pos int64, m *memoTensor) error {
 					e, err = w.Deref(start + 4*i)
 				}
 				if err == nil {
-					err = verifyVariantSubType(w, e, &me)
+					err = verifyVariantSubType(w, e, &m.mVariantSubType)
 				}
 				if err != nil {
 					return w.At(w.At(err, "", int(i)), "variant_tensors", -1)
@@ -891,19 +865,16 @@ func verifyCallOptions(w *fbverify.Walk, pos int64, m *memoCallOptions) error {
 		return err
 	}
 	bad := fbverify.NoField // the first scalar field that fails its checks
-	if hit {
-	} else {
-		clean := true
+	if !hit {
+		ext := int64(4)
 		if fo := w.Slot(&t, 0); fo != 0 {
-			if fo+4 > t.Size() || fo&3 != 0 {
-				clean = false
-				if bad == fbverify.NoField && !w.ScalarIn(&t, fo, 4) {
-					bad = 0
-				}
+			ext = max(ext, fo+4)
+			if !w.ScalarIn(&t, fo, 4) && bad == fbverify.NoField {
+				bad = 0
 			}
 		}
-		if clean {
-			w.Learn(&t, &m.Memo, false)
+		if bad == fbverify.NoField {
+			w.Learn(&t, &m.Memo, ext, false)
 		}
 	}
 	if bad != fbverify.NoField {
@@ -932,27 +903,22 @@ func verifyIfOptions(w *fbverify.Walk, pos int64, m *memoIfOptions) error {
 		return err
 	}
 	bad := fbverify.NoField // the first scalar field that fails its checks
-	if hit {
-	} else {
-		clean := true
+	if !hit {
+		ext := int64(4)
 		if fo := w.Slot(&t, 0); fo != 0 {
-			if fo+4 > t.Size() || fo&3 != 0 {
-				clean = false
-				if bad == fbverify.NoField && !w.ScalarIn(&t, fo, 4) {
-					bad = 0
-				}
+			ext = max(ext, fo+4)
+			if !w.ScalarIn(&t, fo, 4) && bad == fbverify.NoField {
+				bad = 0
 			}
 		}
 		if fo := w.Slot(&t, 1); fo != 0 {
-			if fo+4 > t.Size() || fo&3 != 0 {
-				clean = false
-				if bad == fbverify.NoField && !w.ScalarIn(&t, fo, 4) {
-					bad = 1
-				}
+			ext = max(ext, fo+4)
+			if !w.ScalarIn(&t, fo, 4) && bad == fbverify.NoField {
+				bad = 1
 			}
 		}
-		if clean {
-			w.Learn(&t, &m.Memo, false)
+		if bad == fbverify.NoField {
+			w.Learn(&t, &m.Memo, ext, false)
 		}
 	}
 	if bad != fbverify.NoField {
@@ -981,27 +947,22 @@ func verifyWhileOptions(w *fbverify.Walk, pos int64, m *memoWhileOptions) error 
 		return err
 	}
 	bad := fbverify.NoField // the first scalar field that fails its checks
-	if hit {
-	} else {
-		clean := true
+	if !hit {
+		ext := int64(4)
 		if fo := w.Slot(&t, 0); fo != 0 {
-			if fo+4 > t.Size() || fo&3 != 0 {
-				clean = false
-				if bad == fbverify.NoField && !w.ScalarIn(&t, fo, 4) {
-					bad = 0
-				}
+			ext = max(ext, fo+4)
+			if !w.ScalarIn(&t, fo, 4) && bad == fbverify.NoField {
+				bad = 0
 			}
 		}
 		if fo := w.Slot(&t, 1); fo != 0 {
-			if fo+4 > t.Size() || fo&3 != 0 {
-				clean = false
-				if bad == fbverify.NoField && !w.ScalarIn(&t, fo, 4) {
-					bad = 1
-				}
+			ext = max(ext, fo+4)
+			if !w.ScalarIn(&t, fo, 4) && bad == fbverify.NoField {
+				bad = 1
 			}
 		}
-		if clean {
-			w.Learn(&t, &m.Memo, false)
+		if bad == fbverify.NoField {
+			w.Learn(&t, &m.Memo, ext, false)
 		}
 	}
 	if bad != fbverify.NoField {
@@ -1030,19 +991,16 @@ func verifyCallOnceOptions(w *fbverify.Walk, pos int64, m *memoCallOnceOptions) 
 		return err
 	}
 	bad := fbverify.NoField // the first scalar field that fails its checks
-	if hit {
-	} else {
-		clean := true
+	if !hit {
+		ext := int64(4)
 		if fo := w.Slot(&t, 0); fo != 0 {
-			if fo+4 > t.Size() || fo&3 != 0 {
-				clean = false
-				if bad == fbverify.NoField && !w.ScalarIn(&t, fo, 4) {
-					bad = 0
-				}
+			ext = max(ext, fo+4)
+			if !w.ScalarIn(&t, fo, 4) && bad == fbverify.NoField {
+				bad = 0
 			}
 		}
-		if clean {
-			w.Learn(&t, &m.Memo, false)
+		if bad == fbverify.NoField {
+			w.Learn(&t, &m.Memo, ext, false)
 		}
 	}
 	if bad != fbverify.NoField {
@@ -1078,34 +1036,29 @@ func verifyStableHLOCompositeOptions(w *fbverify.Walk, pos int64, m *memoStableH
 		fo0 = int64(m.s0)
 		fo2 = int64(m.s2)
 	} else {
-		clean := true
+		ext := int64(4)
 		if fo := w.Slot(&t, 1); fo != 0 {
-			if fo+4 > t.Size() || fo&3 != 0 {
-				clean = false
-				if bad == fbverify.NoField && !w.ScalarIn(&t, fo, 4) {
-					bad = 1
-				}
+			ext = max(ext, fo+4)
+			if !w.ScalarIn(&t, fo, 4) && bad == fbverify.NoField {
+				bad = 1
 			}
 		}
 		if fo := w.Slot(&t, 3); fo != 0 {
-			if fo+1 > t.Size() {
-				clean = false
-				if bad == fbverify.NoField && !w.ScalarIn(&t, fo, 1) {
-					bad = 3
-				}
+			ext = max(ext, fo+1)
+			if !w.ScalarIn(&t, fo, 1) && bad == fbverify.NoField {
+				bad = 3
 			}
 		}
 		if fo := w.Slot(&t, 4); fo != 0 {
-			if fo+4 > t.Size() || fo&3 != 0 {
-				clean = false
-				if bad == fbverify.NoField && !w.ScalarIn(&t, fo, 4) {
-					bad = 4
-				}
+			ext = max(ext, fo+4)
+			if !w.ScalarIn(&t, fo, 4) && bad == fbverify.NoField {
+				bad = 4
 			}
 		}
 		fo0 = w.Slot(&t, 0)
 		fo2 = w.Slot(&t, 2)
-		if clean && w.Learn(&t, &m.Memo, false) {
+		if bad == fbverify.NoField {
+			w.Learn(&t, &m.Memo, ext, false)
 			m.s0 = uint16(fo0)
 			m.s2 = uint16(fo2)
 		}
@@ -1168,33 +1121,28 @@ func verifyOperatorCode(w *fbverify.Walk, pos int64, m *memoOperatorCode) error 
 	if hit {
 		fo1 = int64(m.s1)
 	} else {
-		clean := true
+		ext := int64(4)
 		if fo := w.Slot(&t, 0); fo != 0 {
-			if fo+1 > t.Size() {
-				clean = false
-				if bad == fbverify.NoField && !w.ScalarIn(&t, fo, 1) {
-					bad = 0
-				}
+			ext = max(ext, fo+1)
+			if !w.ScalarIn(&t, fo, 1) && bad == fbverify.NoField {
+				bad = 0
 			}
 		}
 		if fo := w.Slot(&t, 2); fo != 0 {
-			if fo+4 > t.Size() || fo&3 != 0 {
-				clean = false
-				if bad == fbverify.NoField && !w.ScalarIn(&t, fo, 4) {
-					bad = 2
-				}
+			ext = max(ext, fo+4)
+			if !w.ScalarIn(&t, fo, 4) && bad == fbverify.NoField {
+				bad = 2
 			}
 		}
 		if fo := w.Slot(&t, 3); fo != 0 {
-			if fo+4 > t.Size() || fo&3 != 0 {
-				clean = false
-				if bad == fbverify.NoField && !w.ScalarIn(&t, fo, 4) {
-					bad = 3
-				}
+			ext = max(ext, fo+4)
+			if !w.ScalarIn(&t, fo, 4) && bad == fbverify.NoField {
+				bad = 3
 			}
 		}
 		fo1 = w.Slot(&t, 1)
-		if clean && w.Learn(&t, &m.Memo, false) {
+		if bad == fbverify.NoField {
+			w.Learn(&t, &m.Memo, ext, false)
 			m.s1 = uint16(fo1)
 		}
 	}
@@ -1259,47 +1207,37 @@ func verifyOperator(w *fbverify.Walk, pos int64, m *memoOperator) error {
 		fo11 = int64(m.s11)
 		fo12 = int64(m.s12)
 	} else {
-		clean, has8 := true, false
+		ext, has8 := int64(4), false
 		if fo := w.Slot(&t, 0); fo != 0 {
-			if fo+4 > t.Size() || fo&3 != 0 {
-				clean = false
-				if bad == fbverify.NoField && !w.ScalarIn(&t, fo, 4) {
-					bad = 0
-				}
+			ext = max(ext, fo+4)
+			if !w.ScalarIn(&t, fo, 4) && bad == fbverify.NoField {
+				bad = 0
 			}
 		}
 		if fo := w.Slot(&t, 6); fo != 0 {
-			if fo+1 > t.Size() {
-				clean = false
-				if bad == fbverify.NoField && !w.ScalarIn(&t, fo, 1) {
-					bad = 6
-				}
+			ext = max(ext, fo+1)
+			if !w.ScalarIn(&t, fo, 1) && bad == fbverify.NoField {
+				bad = 6
 			}
 		}
 		if fo := w.Slot(&t, 9); fo != 0 {
 			has8 = true
-			if fo+8 > t.Size() || (t.Pos()+fo)&7 != 0 {
-				clean = false
-				if bad == fbverify.NoField && !w.ScalarIn(&t, fo, 8) {
-					bad = 9
-				}
+			ext = max(ext, fo+8)
+			if !w.ScalarIn(&t, fo, 8) && bad == fbverify.NoField {
+				bad = 9
 			}
 		}
 		if fo := w.Slot(&t, 10); fo != 0 {
 			has8 = true
-			if fo+8 > t.Size() || (t.Pos()+fo)&7 != 0 {
-				clean = false
-				if bad == fbverify.NoField && !w.ScalarIn(&t, fo, 8) {
-					bad = 10
-				}
+			ext = max(ext, fo+8)
+			if !w.ScalarIn(&t, fo, 8) && bad == fbverify.NoField {
+				bad = 10
 			}
 		}
 		if fo := w.Slot(&t, 13); fo != 0 {
-			if fo+4 > t.Size() || fo&3 != 0 {
-				clean = false
-				if bad == fbverify.NoField && !w.ScalarIn(&t, fo, 4) {
-					bad = 13
-				}
+			ext = max(ext, fo+4)
+			if !w.ScalarIn(&t, fo, 4) && bad == fbverify.NoField {
+				bad = 13
 			}
 		}
 		fo1 = w.Slot(&t, 1)
@@ -1311,7 +1249,8 @@ func verifyOperator(w *fbverify.Walk, pos int64, m *memoOperator) error {
 		fo8 = w.Slot(&t, 8)
 		fo11 = w.Slot(&t, 11)
 		fo12 = w.Slot(&t, 12)
-		if clean && w.Learn(&t, &m.Memo, has8) {
+		if bad == fbverify.NoField {
+			w.Learn(&t, &m.Memo, ext, has8)
 			m.s1 = uint16(fo1)
 			m.s2 = uint16(fo2)
 			m.s3 = uint16(fo3)
@@ -1743,11 +1682,13 @@ func VerifySubGraph(w *fbverify.Walk, pos int64) error {
 // of the tables it verifies in place.
 type memoSubGraph struct {
 	fbverify.Memo
-	s0 uint16
-	s1 uint16
-	s2 uint16
-	s3 uint16
-	s4 uint16
+	s0        uint16
+	s1        uint16
+	s2        uint16
+	s3        uint16
+	s4        uint16
+	mTensor   memoTensor
+	mOperator memoOperator
 }
 
 func verifySubGraph(w *fbverify.Walk, pos int64, m *memoSubGraph) error {
@@ -1764,13 +1705,11 @@ func verifySubGraph(w *fbverify.Walk, pos int64, m *memoSubGraph) error {
 		fo3 = int64(m.s3)
 		fo4 = int64(m.s4)
 	} else {
-		clean := true
+		ext := int64(4)
 		if fo := w.Slot(&t, 5); fo != 0 {
-			if fo+4 > t.Size() || fo&3 != 0 {
-				clean = false
-				if bad == fbverify.NoField && !w.ScalarIn(&t, fo, 4) {
-					bad = 5
-				}
+			ext = max(ext, fo+4)
+			if !w.ScalarIn(&t, fo, 4) && bad == fbverify.NoField {
+				bad = 5
 			}
 		}
 		fo0 = w.Slot(&t, 0)
@@ -1778,7 +1717,8 @@ func verifySubGraph(w *fbverify.Walk, pos int64, m *memoSubGraph) error {
 		fo2 = w.Slot(&t, 2)
 		fo3 = w.Slot(&t, 3)
 		fo4 = w.Slot(&t, 4)
-		if clean && w.Learn(&t, &m.Memo, false) {
+		if bad == fbverify.NoField {
+			w.Learn(&t, &m.Memo, ext, false)
 			m.s0 = uint16(fo0)
 			m.s1 = uint16(fo1)
 			m.s2 = uint16(fo2)
@@ -1800,7 +1740,6 @@ func verifySubGraph(w *fbverify.Walk, pos int64, m *memoSubGraph) error {
 			}
 		}
 		{
-			var me memoTensor
 			for i := int64(0); i < n; i++ {
 				var err error
 				e, ok := w.DerefAt(start + 4*i)
@@ -1808,7 +1747,7 @@ func verifySubGraph(w *fbverify.Walk, pos int64, m *memoSubGraph) error {
 					e, err = w.Deref(start + 4*i)
 				}
 				if err == nil {
-					err = verifyTensor(w, e, &me)
+					err = verifyTensor(w, e, &m.mTensor)
 				}
 				if err != nil {
 					return w.At(w.At(err, "", int(i)), "tensors", -1)
@@ -1856,7 +1795,6 @@ func verifySubGraph(w *fbverify.Walk, pos int64, m *memoSubGraph) error {
 			}
 		}
 		if !w.Lazy() {
-			var me memoOperator
 			for i := int64(0); i < n; i++ {
 				var err error
 				e, ok := w.DerefAt(start + 4*i)
@@ -1864,7 +1802,7 @@ func verifySubGraph(w *fbverify.Walk, pos int64, m *memoSubGraph) error {
 					e, err = w.Deref(start + 4*i)
 				}
 				if err == nil {
-					err = verifyOperator(w, e, &me)
+					err = verifyOperator(w, e, &m.mOperator)
 				}
 				if err != nil {
 					return w.At(w.At(err, "", int(i)), "operators", -1)
@@ -1917,27 +1855,24 @@ func verifyBuffer(w *fbverify.Walk, pos int64, m *memoBuffer) error {
 	if hit {
 		fo0 = int64(m.s0)
 	} else {
-		clean, has8 := true, false
+		ext, has8 := int64(4), false
 		if fo := w.Slot(&t, 1); fo != 0 {
 			has8 = true
-			if fo+8 > t.Size() || (t.Pos()+fo)&7 != 0 {
-				clean = false
-				if bad == fbverify.NoField && !w.ScalarIn(&t, fo, 8) {
-					bad = 1
-				}
+			ext = max(ext, fo+8)
+			if !w.ScalarIn(&t, fo, 8) && bad == fbverify.NoField {
+				bad = 1
 			}
 		}
 		if fo := w.Slot(&t, 2); fo != 0 {
 			has8 = true
-			if fo+8 > t.Size() || (t.Pos()+fo)&7 != 0 {
-				clean = false
-				if bad == fbverify.NoField && !w.ScalarIn(&t, fo, 8) {
-					bad = 2
-				}
+			ext = max(ext, fo+8)
+			if !w.ScalarIn(&t, fo, 8) && bad == fbverify.NoField {
+				bad = 2
 			}
 		}
 		fo0 = w.Slot(&t, 0)
-		if clean && w.Learn(&t, &m.Memo, has8) {
+		if bad == fbverify.NoField {
+			w.Learn(&t, &m.Memo, ext, has8)
 			m.s0 = uint16(fo0)
 		}
 	}
@@ -1988,9 +1923,8 @@ func verifyExternalBufferGroup(w *fbverify.Walk, pos int64, m *memoExternalBuffe
 		fo0 = int64(m.s0)
 	} else {
 		fo0 = w.Slot(&t, 0)
-		if true && w.Learn(&t, &m.Memo, false) {
-			m.s0 = uint16(fo0)
-		}
+		w.Learn(&t, &m.Memo, 4, false)
+		m.s0 = uint16(fo0)
 	}
 	if fo := fo0; fo != 0 {
 		q, ok := w.RefAt(&t, fo)
@@ -2031,43 +1965,36 @@ func verifyExternalBuffer(w *fbverify.Walk, pos int64, m *memoExternalBuffer) er
 	if hit {
 		fo4 = int64(m.s4)
 	} else {
-		clean, has8 := true, false
+		ext, has8 := int64(4), false
 		if fo := w.Slot(&t, 0); fo != 0 {
-			if fo+4 > t.Size() || fo&3 != 0 {
-				clean = false
-				if bad == fbverify.NoField && !w.ScalarIn(&t, fo, 4) {
-					bad = 0
-				}
+			ext = max(ext, fo+4)
+			if !w.ScalarIn(&t, fo, 4) && bad == fbverify.NoField {
+				bad = 0
 			}
 		}
 		if fo := w.Slot(&t, 1); fo != 0 {
-			if fo+4 > t.Size() || fo&3 != 0 {
-				clean = false
-				if bad == fbverify.NoField && !w.ScalarIn(&t, fo, 4) {
-					bad = 1
-				}
+			ext = max(ext, fo+4)
+			if !w.ScalarIn(&t, fo, 4) && bad == fbverify.NoField {
+				bad = 1
 			}
 		}
 		if fo := w.Slot(&t, 2); fo != 0 {
 			has8 = true
-			if fo+8 > t.Size() || (t.Pos()+fo)&7 != 0 {
-				clean = false
-				if bad == fbverify.NoField && !w.ScalarIn(&t, fo, 8) {
-					bad = 2
-				}
+			ext = max(ext, fo+8)
+			if !w.ScalarIn(&t, fo, 8) && bad == fbverify.NoField {
+				bad = 2
 			}
 		}
 		if fo := w.Slot(&t, 3); fo != 0 {
 			has8 = true
-			if fo+8 > t.Size() || (t.Pos()+fo)&7 != 0 {
-				clean = false
-				if bad == fbverify.NoField && !w.ScalarIn(&t, fo, 8) {
-					bad = 3
-				}
+			ext = max(ext, fo+8)
+			if !w.ScalarIn(&t, fo, 8) && bad == fbverify.NoField {
+				bad = 3
 			}
 		}
 		fo4 = w.Slot(&t, 4)
-		if clean && w.Learn(&t, &m.Memo, has8) {
+		if bad == fbverify.NoField {
+			w.Learn(&t, &m.Memo, ext, has8)
 			m.s4 = uint16(fo4)
 		}
 	}
@@ -2116,17 +2043,16 @@ func verifyMetadata(w *fbverify.Walk, pos int64, m *memoMetadata) error {
 	if hit {
 		fo0 = int64(m.s0)
 	} else {
-		clean := true
+		ext := int64(4)
 		if fo := w.Slot(&t, 1); fo != 0 {
-			if fo+4 > t.Size() || fo&3 != 0 {
-				clean = false
-				if bad == fbverify.NoField && !w.ScalarIn(&t, fo, 4) {
-					bad = 1
-				}
+			ext = max(ext, fo+4)
+			if !w.ScalarIn(&t, fo, 4) && bad == fbverify.NoField {
+				bad = 1
 			}
 		}
 		fo0 = w.Slot(&t, 0)
-		if clean && w.Learn(&t, &m.Memo, false) {
+		if bad == fbverify.NoField {
+			w.Learn(&t, &m.Memo, ext, false)
 			m.s0 = uint16(fo0)
 		}
 	}
@@ -2172,17 +2098,16 @@ func verifyTensorMap(w *fbverify.Walk, pos int64, m *memoTensorMap) error {
 	if hit {
 		fo0 = int64(m.s0)
 	} else {
-		clean := true
+		ext := int64(4)
 		if fo := w.Slot(&t, 1); fo != 0 {
-			if fo+4 > t.Size() || fo&3 != 0 {
-				clean = false
-				if bad == fbverify.NoField && !w.ScalarIn(&t, fo, 4) {
-					bad = 1
-				}
+			ext = max(ext, fo+4)
+			if !w.ScalarIn(&t, fo, 4) && bad == fbverify.NoField {
+				bad = 1
 			}
 		}
 		fo0 = w.Slot(&t, 0)
-		if clean && w.Learn(&t, &m.Memo, false) {
+		if bad == fbverify.NoField {
+			w.Learn(&t, &m.Memo, ext, false)
 			m.s0 = uint16(fo0)
 		}
 	}
@@ -2215,9 +2140,10 @@ func VerifySignatureDef(w *fbverify.Walk, pos int64) error {
 // of the tables it verifies in place.
 type memoSignatureDef struct {
 	fbverify.Memo
-	s0 uint16
-	s1 uint16
-	s2 uint16
+	s0         uint16
+	s1         uint16
+	s2         uint16
+	mTensorMap memoTensorMap
 }
 
 func verifySignatureDef(w *fbverify.Walk, pos int64, m *memoSignatureDef) error {
@@ -2232,19 +2158,18 @@ func verifySignatureDef(w *fbverify.Walk, pos int64, m *memoSignatureDef) error 
 		fo1 = int64(m.s1)
 		fo2 = int64(m.s2)
 	} else {
-		clean := true
+		ext := int64(4)
 		if fo := w.Slot(&t, 4); fo != 0 {
-			if fo+4 > t.Size() || fo&3 != 0 {
-				clean = false
-				if bad == fbverify.NoField && !w.ScalarIn(&t, fo, 4) {
-					bad = 4
-				}
+			ext = max(ext, fo+4)
+			if !w.ScalarIn(&t, fo, 4) && bad == fbverify.NoField {
+				bad = 4
 			}
 		}
 		fo0 = w.Slot(&t, 0)
 		fo1 = w.Slot(&t, 1)
 		fo2 = w.Slot(&t, 2)
-		if clean && w.Learn(&t, &m.Memo, false) {
+		if bad == fbverify.NoField {
+			w.Learn(&t, &m.Memo, ext, false)
 			m.s0 = uint16(fo0)
 			m.s1 = uint16(fo1)
 			m.s2 = uint16(fo2)
@@ -2264,7 +2189,6 @@ func verifySignatureDef(w *fbverify.Walk, pos int64, m *memoSignatureDef) error 
 			}
 		}
 		{
-			var me memoTensorMap
 			for i := int64(0); i < n; i++ {
 				var err error
 				e, ok := w.DerefAt(start + 4*i)
@@ -2272,7 +2196,7 @@ func verifySignatureDef(w *fbverify.Walk, pos int64, m *memoSignatureDef) error 
 					e, err = w.Deref(start + 4*i)
 				}
 				if err == nil {
-					err = verifyTensorMap(w, e, &me)
+					err = verifyTensorMap(w, e, &m.mTensorMap)
 				}
 				if err != nil {
 					return w.At(w.At(err, "", int(i)), "inputs", -1)
@@ -2294,7 +2218,6 @@ func verifySignatureDef(w *fbverify.Walk, pos int64, m *memoSignatureDef) error 
 			}
 		}
 		{
-			var me memoTensorMap
 			for i := int64(0); i < n; i++ {
 				var err error
 				e, ok := w.DerefAt(start + 4*i)
@@ -2302,7 +2225,7 @@ func verifySignatureDef(w *fbverify.Walk, pos int64, m *memoSignatureDef) error 
 					e, err = w.Deref(start + 4*i)
 				}
 				if err == nil {
-					err = verifyTensorMap(w, e, &me)
+					err = verifyTensorMap(w, e, &m.mTensorMap)
 				}
 				if err != nil {
 					return w.At(w.At(err, "", int(i)), "outputs", -1)
@@ -2339,15 +2262,22 @@ func VerifyModel(w *fbverify.Walk, pos int64) error {
 // of the tables it verifies in place.
 type memoModel struct {
 	fbverify.Memo
-	s1 uint16
-	s2 uint16
-	s3 uint16
-	s4 uint16
-	s5 uint16
-	s6 uint16
-	s7 uint16
-	s8 uint16
-	s9 uint16
+	s1                   uint16
+	s2                   uint16
+	s3                   uint16
+	s4                   uint16
+	s5                   uint16
+	s6                   uint16
+	s7                   uint16
+	s8                   uint16
+	s9                   uint16
+	mOperatorCode        memoOperatorCode
+	mSubGraph            memoSubGraph
+	mBuffer              memoBuffer
+	mMetadata            memoMetadata
+	mSignatureDef        memoSignatureDef
+	mExternalBufferGroup memoExternalBufferGroup
+	mExternalBuffer      memoExternalBuffer
 }
 
 func verifyModel(w *fbverify.Walk, pos int64, m *memoModel) error {
@@ -2368,13 +2298,11 @@ func verifyModel(w *fbverify.Walk, pos int64, m *memoModel) error {
 		fo8 = int64(m.s8)
 		fo9 = int64(m.s9)
 	} else {
-		clean := true
+		ext := int64(4)
 		if fo := w.Slot(&t, 0); fo != 0 {
-			if fo+4 > t.Size() || fo&3 != 0 {
-				clean = false
-				if bad == fbverify.NoField && !w.ScalarIn(&t, fo, 4) {
-					bad = 0
-				}
+			ext = max(ext, fo+4)
+			if !w.ScalarIn(&t, fo, 4) && bad == fbverify.NoField {
+				bad = 0
 			}
 		}
 		fo1 = w.Slot(&t, 1)
@@ -2386,7 +2314,8 @@ func verifyModel(w *fbverify.Walk, pos int64, m *memoModel) error {
 		fo7 = w.Slot(&t, 7)
 		fo8 = w.Slot(&t, 8)
 		fo9 = w.Slot(&t, 9)
-		if clean && w.Learn(&t, &m.Memo, false) {
+		if bad == fbverify.NoField {
+			w.Learn(&t, &m.Memo, ext, false)
 			m.s1 = uint16(fo1)
 			m.s2 = uint16(fo2)
 			m.s3 = uint16(fo3)
@@ -2415,7 +2344,6 @@ func verifyModel(w *fbverify.Walk, pos int64, m *memoModel) error {
 			}
 		}
 		{
-			var me memoOperatorCode
 			for i := int64(0); i < n; i++ {
 				var err error
 				e, ok := w.DerefAt(start + 4*i)
@@ -2423,7 +2351,7 @@ func verifyModel(w *fbverify.Walk, pos int64, m *memoModel) error {
 					e, err = w.Deref(start + 4*i)
 				}
 				if err == nil {
-					err = verifyOperatorCode(w, e, &me)
+					err = verifyOperatorCode(w, e, &m.mOperatorCode)
 				}
 				if err != nil {
 					return w.At(w.At(err, "", int(i)), "operator_codes", -1)
@@ -2448,7 +2376,6 @@ func verifyModel(w *fbverify.Walk, pos int64, m *memoModel) error {
 			}
 		}
 		{
-			var me memoSubGraph
 			for i := int64(0); i < n; i++ {
 				var err error
 				e, ok := w.DerefAt(start + 4*i)
@@ -2456,7 +2383,7 @@ func verifyModel(w *fbverify.Walk, pos int64, m *memoModel) error {
 					e, err = w.Deref(start + 4*i)
 				}
 				if err == nil {
-					err = verifySubGraph(w, e, &me)
+					err = verifySubGraph(w, e, &m.mSubGraph)
 				}
 				if err != nil {
 					return w.At(w.At(err, "", int(i)), "subgraphs", -1)
@@ -2495,7 +2422,6 @@ func verifyModel(w *fbverify.Walk, pos int64, m *memoModel) error {
 			}
 		}
 		{
-			var me memoBuffer
 			for i := int64(0); i < n; i++ {
 				var err error
 				e, ok := w.DerefAt(start + 4*i)
@@ -2503,7 +2429,7 @@ func verifyModel(w *fbverify.Walk, pos int64, m *memoModel) error {
 					e, err = w.Deref(start + 4*i)
 				}
 				if err == nil {
-					err = verifyBuffer(w, e, &me)
+					err = verifyBuffer(w, e, &m.mBuffer)
 				}
 				if err != nil {
 					return w.At(w.At(err, "", int(i)), "buffers", -1)
@@ -2544,7 +2470,6 @@ func verifyModel(w *fbverify.Walk, pos int64, m *memoModel) error {
 			}
 		}
 		{
-			var me memoMetadata
 			for i := int64(0); i < n; i++ {
 				var err error
 				e, ok := w.DerefAt(start + 4*i)
@@ -2552,7 +2477,7 @@ func verifyModel(w *fbverify.Walk, pos int64, m *memoModel) error {
 					e, err = w.Deref(start + 4*i)
 				}
 				if err == nil {
-					err = verifyMetadata(w, e, &me)
+					err = verifyMetadata(w, e, &m.mMetadata)
 				}
 				if err != nil {
 					return w.At(w.At(err, "", int(i)), "metadata", -1)
@@ -2577,7 +2502,6 @@ func verifyModel(w *fbverify.Walk, pos int64, m *memoModel) error {
 			}
 		}
 		{
-			var me memoSignatureDef
 			for i := int64(0); i < n; i++ {
 				var err error
 				e, ok := w.DerefAt(start + 4*i)
@@ -2585,7 +2509,7 @@ func verifyModel(w *fbverify.Walk, pos int64, m *memoModel) error {
 					e, err = w.Deref(start + 4*i)
 				}
 				if err == nil {
-					err = verifySignatureDef(w, e, &me)
+					err = verifySignatureDef(w, e, &m.mSignatureDef)
 				}
 				if err != nil {
 					return w.At(w.At(err, "", int(i)), "signature_defs", -1)
@@ -2610,7 +2534,6 @@ func verifyModel(w *fbverify.Walk, pos int64, m *memoModel) error {
 			}
 		}
 		{
-			var me memoExternalBufferGroup
 			for i := int64(0); i < n; i++ {
 				var err error
 				e, ok := w.DerefAt(start + 4*i)
@@ -2618,7 +2541,7 @@ func verifyModel(w *fbverify.Walk, pos int64, m *memoModel) error {
 					e, err = w.Deref(start + 4*i)
 				}
 				if err == nil {
-					err = verifyExternalBufferGroup(w, e, &me)
+					err = verifyExternalBufferGroup(w, e, &m.mExternalBufferGroup)
 				}
 				if err != nil {
 					return w.At(w.At(err, "", int(i)), "external_buffer_groups", -1)
@@ -2643,7 +2566,6 @@ func verifyModel(w *fbverify.Walk, pos int64, m *memoModel) error {
 			}
 		}
 		{
-			var me memoExternalBuffer
 			for i := int64(0); i < n; i++ {
 				var err error
 				e, ok := w.DerefAt(start + 4*i)
@@ -2651,7 +2573,7 @@ func verifyModel(w *fbverify.Walk, pos int64, m *memoModel) error {
 					e, err = w.Deref(start + 4*i)
 				}
 				if err == nil {
-					err = verifyExternalBuffer(w, e, &me)
+					err = verifyExternalBuffer(w, e, &m.mExternalBuffer)
 				}
 				if err != nil {
 					return w.At(w.At(err, "", int(i)), "external_buffers", -1)
@@ -2690,33 +2612,28 @@ func verifyMultiAxisQuantization(w *fbverify.Walk, pos int64, m *memoMultiAxisQu
 	if hit {
 		fo3 = int64(m.s3)
 	} else {
-		clean := true
+		ext := int64(4)
 		if fo := w.Slot(&t, 0); fo != 0 {
-			if fo+4 > t.Size() || fo&3 != 0 {
-				clean = false
-				if bad == fbverify.NoField && !w.ScalarIn(&t, fo, 4) {
-					bad = 0
-				}
+			ext = max(ext, fo+4)
+			if !w.ScalarIn(&t, fo, 4) && bad == fbverify.NoField {
+				bad = 0
 			}
 		}
 		if fo := w.Slot(&t, 1); fo != 0 {
-			if fo+4 > t.Size() || fo&3 != 0 {
-				clean = false
-				if bad == fbverify.NoField && !w.ScalarIn(&t, fo, 4) {
-					bad = 1
-				}
+			ext = max(ext, fo+4)
+			if !w.ScalarIn(&t, fo, 4) && bad == fbverify.NoField {
+				bad = 1
 			}
 		}
 		if fo := w.Slot(&t, 2); fo != 0 {
-			if fo+4 > t.Size() || fo&3 != 0 {
-				clean = false
-				if bad == fbverify.NoField && !w.ScalarIn(&t, fo, 4) {
-					bad = 2
-				}
+			ext = max(ext, fo+4)
+			if !w.ScalarIn(&t, fo, 4) && bad == fbverify.NoField {
+				bad = 2
 			}
 		}
 		fo3 = w.Slot(&t, 3)
-		if clean && w.Learn(&t, &m.Memo, false) {
+		if bad == fbverify.NoField {
+			w.Learn(&t, &m.Memo, ext, false)
 			m.s3 = uint16(fo3)
 		}
 	}
@@ -2762,67 +2679,52 @@ func verifyConv2DOptions(w *fbverify.Walk, pos int64, m *memoConv2DOptions) erro
 		return err
 	}
 	bad := fbverify.NoField // the first scalar field that fails its checks
-	if hit {
-	} else {
-		clean := true
+	if !hit {
+		ext := int64(4)
 		if fo := w.Slot(&t, 0); fo != 0 {
-			if fo+1 > t.Size() {
-				clean = false
-				if bad == fbverify.NoField && !w.ScalarIn(&t, fo, 1) {
-					bad = 0
-				}
+			ext = max(ext, fo+1)
+			if !w.ScalarIn(&t, fo, 1) && bad == fbverify.NoField {
+				bad = 0
 			}
 		}
 		if fo := w.Slot(&t, 1); fo != 0 {
-			if fo+4 > t.Size() || fo&3 != 0 {
-				clean = false
-				if bad == fbverify.NoField && !w.ScalarIn(&t, fo, 4) {
-					bad = 1
-				}
+			ext = max(ext, fo+4)
+			if !w.ScalarIn(&t, fo, 4) && bad == fbverify.NoField {
+				bad = 1
 			}
 		}
 		if fo := w.Slot(&t, 2); fo != 0 {
-			if fo+4 > t.Size() || fo&3 != 0 {
-				clean = false
-				if bad == fbverify.NoField && !w.ScalarIn(&t, fo, 4) {
-					bad = 2
-				}
+			ext = max(ext, fo+4)
+			if !w.ScalarIn(&t, fo, 4) && bad == fbverify.NoField {
+				bad = 2
 			}
 		}
 		if fo := w.Slot(&t, 3); fo != 0 {
-			if fo+1 > t.Size() {
-				clean = false
-				if bad == fbverify.NoField && !w.ScalarIn(&t, fo, 1) {
-					bad = 3
-				}
+			ext = max(ext, fo+1)
+			if !w.ScalarIn(&t, fo, 1) && bad == fbverify.NoField {
+				bad = 3
 			}
 		}
 		if fo := w.Slot(&t, 4); fo != 0 {
-			if fo+4 > t.Size() || fo&3 != 0 {
-				clean = false
-				if bad == fbverify.NoField && !w.ScalarIn(&t, fo, 4) {
-					bad = 4
-				}
+			ext = max(ext, fo+4)
+			if !w.ScalarIn(&t, fo, 4) && bad == fbverify.NoField {
+				bad = 4
 			}
 		}
 		if fo := w.Slot(&t, 5); fo != 0 {
-			if fo+4 > t.Size() || fo&3 != 0 {
-				clean = false
-				if bad == fbverify.NoField && !w.ScalarIn(&t, fo, 4) {
-					bad = 5
-				}
+			ext = max(ext, fo+4)
+			if !w.ScalarIn(&t, fo, 4) && bad == fbverify.NoField {
+				bad = 5
 			}
 		}
 		if fo := w.Slot(&t, 6); fo != 0 {
-			if fo+1 > t.Size() {
-				clean = false
-				if bad == fbverify.NoField && !w.ScalarIn(&t, fo, 1) {
-					bad = 6
-				}
+			ext = max(ext, fo+1)
+			if !w.ScalarIn(&t, fo, 1) && bad == fbverify.NoField {
+				bad = 6
 			}
 		}
-		if clean {
-			w.Learn(&t, &m.Memo, false)
+		if bad == fbverify.NoField {
+			w.Learn(&t, &m.Memo, ext, false)
 		}
 	}
 	if bad != fbverify.NoField {
@@ -2851,67 +2753,52 @@ func verifyDepthwiseConv2DOptions(w *fbverify.Walk, pos int64, m *memoDepthwiseC
 		return err
 	}
 	bad := fbverify.NoField // the first scalar field that fails its checks
-	if hit {
-	} else {
-		clean := true
+	if !hit {
+		ext := int64(4)
 		if fo := w.Slot(&t, 0); fo != 0 {
-			if fo+1 > t.Size() {
-				clean = false
-				if bad == fbverify.NoField && !w.ScalarIn(&t, fo, 1) {
-					bad = 0
-				}
+			ext = max(ext, fo+1)
+			if !w.ScalarIn(&t, fo, 1) && bad == fbverify.NoField {
+				bad = 0
 			}
 		}
 		if fo := w.Slot(&t, 1); fo != 0 {
-			if fo+4 > t.Size() || fo&3 != 0 {
-				clean = false
-				if bad == fbverify.NoField && !w.ScalarIn(&t, fo, 4) {
-					bad = 1
-				}
+			ext = max(ext, fo+4)
+			if !w.ScalarIn(&t, fo, 4) && bad == fbverify.NoField {
+				bad = 1
 			}
 		}
 		if fo := w.Slot(&t, 2); fo != 0 {
-			if fo+4 > t.Size() || fo&3 != 0 {
-				clean = false
-				if bad == fbverify.NoField && !w.ScalarIn(&t, fo, 4) {
-					bad = 2
-				}
+			ext = max(ext, fo+4)
+			if !w.ScalarIn(&t, fo, 4) && bad == fbverify.NoField {
+				bad = 2
 			}
 		}
 		if fo := w.Slot(&t, 3); fo != 0 {
-			if fo+4 > t.Size() || fo&3 != 0 {
-				clean = false
-				if bad == fbverify.NoField && !w.ScalarIn(&t, fo, 4) {
-					bad = 3
-				}
+			ext = max(ext, fo+4)
+			if !w.ScalarIn(&t, fo, 4) && bad == fbverify.NoField {
+				bad = 3
 			}
 		}
 		if fo := w.Slot(&t, 4); fo != 0 {
-			if fo+1 > t.Size() {
-				clean = false
-				if bad == fbverify.NoField && !w.ScalarIn(&t, fo, 1) {
-					bad = 4
-				}
+			ext = max(ext, fo+1)
+			if !w.ScalarIn(&t, fo, 1) && bad == fbverify.NoField {
+				bad = 4
 			}
 		}
 		if fo := w.Slot(&t, 5); fo != 0 {
-			if fo+4 > t.Size() || fo&3 != 0 {
-				clean = false
-				if bad == fbverify.NoField && !w.ScalarIn(&t, fo, 4) {
-					bad = 5
-				}
+			ext = max(ext, fo+4)
+			if !w.ScalarIn(&t, fo, 4) && bad == fbverify.NoField {
+				bad = 5
 			}
 		}
 		if fo := w.Slot(&t, 6); fo != 0 {
-			if fo+4 > t.Size() || fo&3 != 0 {
-				clean = false
-				if bad == fbverify.NoField && !w.ScalarIn(&t, fo, 4) {
-					bad = 6
-				}
+			ext = max(ext, fo+4)
+			if !w.ScalarIn(&t, fo, 4) && bad == fbverify.NoField {
+				bad = 6
 			}
 		}
-		if clean {
-			w.Learn(&t, &m.Memo, false)
+		if bad == fbverify.NoField {
+			w.Learn(&t, &m.Memo, ext, false)
 		}
 	}
 	if bad != fbverify.NoField {
@@ -2947,18 +2834,17 @@ func verifyConcatEmbeddingsOptions(w *fbverify.Walk, pos int64, m *memoConcatEmb
 		fo1 = int64(m.s1)
 		fo2 = int64(m.s2)
 	} else {
-		clean := true
+		ext := int64(4)
 		if fo := w.Slot(&t, 0); fo != 0 {
-			if fo+4 > t.Size() || fo&3 != 0 {
-				clean = false
-				if bad == fbverify.NoField && !w.ScalarIn(&t, fo, 4) {
-					bad = 0
-				}
+			ext = max(ext, fo+4)
+			if !w.ScalarIn(&t, fo, 4) && bad == fbverify.NoField {
+				bad = 0
 			}
 		}
 		fo1 = w.Slot(&t, 1)
 		fo2 = w.Slot(&t, 2)
-		if clean && w.Learn(&t, &m.Memo, false) {
+		if bad == fbverify.NoField {
+			w.Learn(&t, &m.Memo, ext, false)
 			m.s1 = uint16(fo1)
 			m.s2 = uint16(fo2)
 		}
@@ -3021,19 +2907,16 @@ func verifyLSHProjectionOptions(w *fbverify.Walk, pos int64, m *memoLSHProjectio
 		return err
 	}
 	bad := fbverify.NoField // the first scalar field that fails its checks
-	if hit {
-	} else {
-		clean := true
+	if !hit {
+		ext := int64(4)
 		if fo := w.Slot(&t, 0); fo != 0 {
-			if fo+1 > t.Size() {
-				clean = false
-				if bad == fbverify.NoField && !w.ScalarIn(&t, fo, 1) {
-					bad = 0
-				}
+			ext = max(ext, fo+1)
+			if !w.ScalarIn(&t, fo, 1) && bad == fbverify.NoField {
+				bad = 0
 			}
 		}
-		if clean {
-			w.Learn(&t, &m.Memo, false)
+		if bad == fbverify.NoField {
+			w.Learn(&t, &m.Memo, ext, false)
 		}
 	}
 	if bad != fbverify.NoField {
@@ -3062,59 +2945,46 @@ func verifyPool2DOptions(w *fbverify.Walk, pos int64, m *memoPool2DOptions) erro
 		return err
 	}
 	bad := fbverify.NoField // the first scalar field that fails its checks
-	if hit {
-	} else {
-		clean := true
+	if !hit {
+		ext := int64(4)
 		if fo := w.Slot(&t, 0); fo != 0 {
-			if fo+1 > t.Size() {
-				clean = false
-				if bad == fbverify.NoField && !w.ScalarIn(&t, fo, 1) {
-					bad = 0
-				}
+			ext = max(ext, fo+1)
+			if !w.ScalarIn(&t, fo, 1) && bad == fbverify.NoField {
+				bad = 0
 			}
 		}
 		if fo := w.Slot(&t, 1); fo != 0 {
-			if fo+4 > t.Size() || fo&3 != 0 {
-				clean = false
-				if bad == fbverify.NoField && !w.ScalarIn(&t, fo, 4) {
-					bad = 1
-				}
+			ext = max(ext, fo+4)
+			if !w.ScalarIn(&t, fo, 4) && bad == fbverify.NoField {
+				bad = 1
 			}
 		}
 		if fo := w.Slot(&t, 2); fo != 0 {
-			if fo+4 > t.Size() || fo&3 != 0 {
-				clean = false
-				if bad == fbverify.NoField && !w.ScalarIn(&t, fo, 4) {
-					bad = 2
-				}
+			ext = max(ext, fo+4)
+			if !w.ScalarIn(&t, fo, 4) && bad == fbverify.NoField {
+				bad = 2
 			}
 		}
 		if fo := w.Slot(&t, 3); fo != 0 {
-			if fo+4 > t.Size() || fo&3 != 0 {
-				clean = false
-				if bad == fbverify.NoField && !w.ScalarIn(&t, fo, 4) {
-					bad = 3
-				}
+			ext = max(ext, fo+4)
+			if !w.ScalarIn(&t, fo, 4) && bad == fbverify.NoField {
+				bad = 3
 			}
 		}
 		if fo := w.Slot(&t, 4); fo != 0 {
-			if fo+4 > t.Size() || fo&3 != 0 {
-				clean = false
-				if bad == fbverify.NoField && !w.ScalarIn(&t, fo, 4) {
-					bad = 4
-				}
+			ext = max(ext, fo+4)
+			if !w.ScalarIn(&t, fo, 4) && bad == fbverify.NoField {
+				bad = 4
 			}
 		}
 		if fo := w.Slot(&t, 5); fo != 0 {
-			if fo+1 > t.Size() {
-				clean = false
-				if bad == fbverify.NoField && !w.ScalarIn(&t, fo, 1) {
-					bad = 5
-				}
+			ext = max(ext, fo+1)
+			if !w.ScalarIn(&t, fo, 1) && bad == fbverify.NoField {
+				bad = 5
 			}
 		}
-		if clean {
-			w.Learn(&t, &m.Memo, false)
+		if bad == fbverify.NoField {
+			w.Learn(&t, &m.Memo, ext, false)
 		}
 	}
 	if bad != fbverify.NoField {
@@ -3143,35 +3013,28 @@ func verifySVDFOptions(w *fbverify.Walk, pos int64, m *memoSVDFOptions) error {
 		return err
 	}
 	bad := fbverify.NoField // the first scalar field that fails its checks
-	if hit {
-	} else {
-		clean := true
+	if !hit {
+		ext := int64(4)
 		if fo := w.Slot(&t, 0); fo != 0 {
-			if fo+4 > t.Size() || fo&3 != 0 {
-				clean = false
-				if bad == fbverify.NoField && !w.ScalarIn(&t, fo, 4) {
-					bad = 0
-				}
+			ext = max(ext, fo+4)
+			if !w.ScalarIn(&t, fo, 4) && bad == fbverify.NoField {
+				bad = 0
 			}
 		}
 		if fo := w.Slot(&t, 1); fo != 0 {
-			if fo+1 > t.Size() {
-				clean = false
-				if bad == fbverify.NoField && !w.ScalarIn(&t, fo, 1) {
-					bad = 1
-				}
+			ext = max(ext, fo+1)
+			if !w.ScalarIn(&t, fo, 1) && bad == fbverify.NoField {
+				bad = 1
 			}
 		}
 		if fo := w.Slot(&t, 2); fo != 0 {
-			if fo+1 > t.Size() {
-				clean = false
-				if bad == fbverify.NoField && !w.ScalarIn(&t, fo, 1) {
-					bad = 2
-				}
+			ext = max(ext, fo+1)
+			if !w.ScalarIn(&t, fo, 1) && bad == fbverify.NoField {
+				bad = 2
 			}
 		}
-		if clean {
-			w.Learn(&t, &m.Memo, false)
+		if bad == fbverify.NoField {
+			w.Learn(&t, &m.Memo, ext, false)
 		}
 	}
 	if bad != fbverify.NoField {
@@ -3200,27 +3063,22 @@ func verifyRNNOptions(w *fbverify.Walk, pos int64, m *memoRNNOptions) error {
 		return err
 	}
 	bad := fbverify.NoField // the first scalar field that fails its checks
-	if hit {
-	} else {
-		clean := true
+	if !hit {
+		ext := int64(4)
 		if fo := w.Slot(&t, 0); fo != 0 {
-			if fo+1 > t.Size() {
-				clean = false
-				if bad == fbverify.NoField && !w.ScalarIn(&t, fo, 1) {
-					bad = 0
-				}
+			ext = max(ext, fo+1)
+			if !w.ScalarIn(&t, fo, 1) && bad == fbverify.NoField {
+				bad = 0
 			}
 		}
 		if fo := w.Slot(&t, 1); fo != 0 {
-			if fo+1 > t.Size() {
-				clean = false
-				if bad == fbverify.NoField && !w.ScalarIn(&t, fo, 1) {
-					bad = 1
-				}
+			ext = max(ext, fo+1)
+			if !w.ScalarIn(&t, fo, 1) && bad == fbverify.NoField {
+				bad = 1
 			}
 		}
-		if clean {
-			w.Learn(&t, &m.Memo, false)
+		if bad == fbverify.NoField {
+			w.Learn(&t, &m.Memo, ext, false)
 		}
 	}
 	if bad != fbverify.NoField {
@@ -3254,49 +3112,40 @@ func verifyFullyConnectedOptions(w *fbverify.Walk, pos int64, m *memoFullyConnec
 	if hit {
 		fo5 = int64(m.s5)
 	} else {
-		clean := true
+		ext := int64(4)
 		if fo := w.Slot(&t, 0); fo != 0 {
-			if fo+1 > t.Size() {
-				clean = false
-				if bad == fbverify.NoField && !w.ScalarIn(&t, fo, 1) {
-					bad = 0
-				}
+			ext = max(ext, fo+1)
+			if !w.ScalarIn(&t, fo, 1) && bad == fbverify.NoField {
+				bad = 0
 			}
 		}
 		if fo := w.Slot(&t, 1); fo != 0 {
-			if fo+1 > t.Size() {
-				clean = false
-				if bad == fbverify.NoField && !w.ScalarIn(&t, fo, 1) {
-					bad = 1
-				}
+			ext = max(ext, fo+1)
+			if !w.ScalarIn(&t, fo, 1) && bad == fbverify.NoField {
+				bad = 1
 			}
 		}
 		if fo := w.Slot(&t, 2); fo != 0 {
-			if fo+1 > t.Size() {
-				clean = false
-				if bad == fbverify.NoField && !w.ScalarIn(&t, fo, 1) {
-					bad = 2
-				}
+			ext = max(ext, fo+1)
+			if !w.ScalarIn(&t, fo, 1) && bad == fbverify.NoField {
+				bad = 2
 			}
 		}
 		if fo := w.Slot(&t, 3); fo != 0 {
-			if fo+1 > t.Size() {
-				clean = false
-				if bad == fbverify.NoField && !w.ScalarIn(&t, fo, 1) {
-					bad = 3
-				}
+			ext = max(ext, fo+1)
+			if !w.ScalarIn(&t, fo, 1) && bad == fbverify.NoField {
+				bad = 3
 			}
 		}
 		if fo := w.Slot(&t, 4); fo != 0 {
-			if fo+1 > t.Size() {
-				clean = false
-				if bad == fbverify.NoField && !w.ScalarIn(&t, fo, 1) {
-					bad = 4
-				}
+			ext = max(ext, fo+1)
+			if !w.ScalarIn(&t, fo, 1) && bad == fbverify.NoField {
+				bad = 4
 			}
 		}
 		fo5 = w.Slot(&t, 5)
-		if clean && w.Learn(&t, &m.Memo, false) {
+		if bad == fbverify.NoField {
+			w.Learn(&t, &m.Memo, ext, false)
 			m.s5 = uint16(fo5)
 		}
 	}
@@ -3342,19 +3191,16 @@ func verifySoftmaxOptions(w *fbverify.Walk, pos int64, m *memoSoftmaxOptions) er
 		return err
 	}
 	bad := fbverify.NoField // the first scalar field that fails its checks
-	if hit {
-	} else {
-		clean := true
+	if !hit {
+		ext := int64(4)
 		if fo := w.Slot(&t, 0); fo != 0 {
-			if fo+4 > t.Size() || fo&3 != 0 {
-				clean = false
-				if bad == fbverify.NoField && !w.ScalarIn(&t, fo, 4) {
-					bad = 0
-				}
+			ext = max(ext, fo+4)
+			if !w.ScalarIn(&t, fo, 4) && bad == fbverify.NoField {
+				bad = 0
 			}
 		}
-		if clean {
-			w.Learn(&t, &m.Memo, false)
+		if bad == fbverify.NoField {
+			w.Learn(&t, &m.Memo, ext, false)
 		}
 	}
 	if bad != fbverify.NoField {
@@ -3383,27 +3229,22 @@ func verifyConcatenationOptions(w *fbverify.Walk, pos int64, m *memoConcatenatio
 		return err
 	}
 	bad := fbverify.NoField // the first scalar field that fails its checks
-	if hit {
-	} else {
-		clean := true
+	if !hit {
+		ext := int64(4)
 		if fo := w.Slot(&t, 0); fo != 0 {
-			if fo+4 > t.Size() || fo&3 != 0 {
-				clean = false
-				if bad == fbverify.NoField && !w.ScalarIn(&t, fo, 4) {
-					bad = 0
-				}
+			ext = max(ext, fo+4)
+			if !w.ScalarIn(&t, fo, 4) && bad == fbverify.NoField {
+				bad = 0
 			}
 		}
 		if fo := w.Slot(&t, 1); fo != 0 {
-			if fo+1 > t.Size() {
-				clean = false
-				if bad == fbverify.NoField && !w.ScalarIn(&t, fo, 1) {
-					bad = 1
-				}
+			ext = max(ext, fo+1)
+			if !w.ScalarIn(&t, fo, 1) && bad == fbverify.NoField {
+				bad = 1
 			}
 		}
-		if clean {
-			w.Learn(&t, &m.Memo, false)
+		if bad == fbverify.NoField {
+			w.Learn(&t, &m.Memo, ext, false)
 		}
 	}
 	if bad != fbverify.NoField {
@@ -3432,27 +3273,22 @@ func verifyAddOptions(w *fbverify.Walk, pos int64, m *memoAddOptions) error {
 		return err
 	}
 	bad := fbverify.NoField // the first scalar field that fails its checks
-	if hit {
-	} else {
-		clean := true
+	if !hit {
+		ext := int64(4)
 		if fo := w.Slot(&t, 0); fo != 0 {
-			if fo+1 > t.Size() {
-				clean = false
-				if bad == fbverify.NoField && !w.ScalarIn(&t, fo, 1) {
-					bad = 0
-				}
+			ext = max(ext, fo+1)
+			if !w.ScalarIn(&t, fo, 1) && bad == fbverify.NoField {
+				bad = 0
 			}
 		}
 		if fo := w.Slot(&t, 1); fo != 0 {
-			if fo+1 > t.Size() {
-				clean = false
-				if bad == fbverify.NoField && !w.ScalarIn(&t, fo, 1) {
-					bad = 1
-				}
+			ext = max(ext, fo+1)
+			if !w.ScalarIn(&t, fo, 1) && bad == fbverify.NoField {
+				bad = 1
 			}
 		}
-		if clean {
-			w.Learn(&t, &m.Memo, false)
+		if bad == fbverify.NoField {
+			w.Learn(&t, &m.Memo, ext, false)
 		}
 	}
 	if bad != fbverify.NoField {
@@ -3481,19 +3317,16 @@ func verifyL2NormOptions(w *fbverify.Walk, pos int64, m *memoL2NormOptions) erro
 		return err
 	}
 	bad := fbverify.NoField // the first scalar field that fails its checks
-	if hit {
-	} else {
-		clean := true
+	if !hit {
+		ext := int64(4)
 		if fo := w.Slot(&t, 0); fo != 0 {
-			if fo+1 > t.Size() {
-				clean = false
-				if bad == fbverify.NoField && !w.ScalarIn(&t, fo, 1) {
-					bad = 0
-				}
+			ext = max(ext, fo+1)
+			if !w.ScalarIn(&t, fo, 1) && bad == fbverify.NoField {
+				bad = 0
 			}
 		}
-		if clean {
-			w.Learn(&t, &m.Memo, false)
+		if bad == fbverify.NoField {
+			w.Learn(&t, &m.Memo, ext, false)
 		}
 	}
 	if bad != fbverify.NoField {
@@ -3522,43 +3355,34 @@ func verifyLocalResponseNormalizationOptions(w *fbverify.Walk, pos int64, m *mem
 		return err
 	}
 	bad := fbverify.NoField // the first scalar field that fails its checks
-	if hit {
-	} else {
-		clean := true
+	if !hit {
+		ext := int64(4)
 		if fo := w.Slot(&t, 0); fo != 0 {
-			if fo+4 > t.Size() || fo&3 != 0 {
-				clean = false
-				if bad == fbverify.NoField && !w.ScalarIn(&t, fo, 4) {
-					bad = 0
-				}
+			ext = max(ext, fo+4)
+			if !w.ScalarIn(&t, fo, 4) && bad == fbverify.NoField {
+				bad = 0
 			}
 		}
 		if fo := w.Slot(&t, 1); fo != 0 {
-			if fo+4 > t.Size() || fo&3 != 0 {
-				clean = false
-				if bad == fbverify.NoField && !w.ScalarIn(&t, fo, 4) {
-					bad = 1
-				}
+			ext = max(ext, fo+4)
+			if !w.ScalarIn(&t, fo, 4) && bad == fbverify.NoField {
+				bad = 1
 			}
 		}
 		if fo := w.Slot(&t, 2); fo != 0 {
-			if fo+4 > t.Size() || fo&3 != 0 {
-				clean = false
-				if bad == fbverify.NoField && !w.ScalarIn(&t, fo, 4) {
-					bad = 2
-				}
+			ext = max(ext, fo+4)
+			if !w.ScalarIn(&t, fo, 4) && bad == fbverify.NoField {
+				bad = 2
 			}
 		}
 		if fo := w.Slot(&t, 3); fo != 0 {
-			if fo+4 > t.Size() || fo&3 != 0 {
-				clean = false
-				if bad == fbverify.NoField && !w.ScalarIn(&t, fo, 4) {
-					bad = 3
-				}
+			ext = max(ext, fo+4)
+			if !w.ScalarIn(&t, fo, 4) && bad == fbverify.NoField {
+				bad = 3
 			}
 		}
-		if clean {
-			w.Learn(&t, &m.Memo, false)
+		if bad == fbverify.NoField {
+			w.Learn(&t, &m.Memo, ext, false)
 		}
 	}
 	if bad != fbverify.NoField {
@@ -3587,51 +3411,40 @@ func verifyLSTMOptions(w *fbverify.Walk, pos int64, m *memoLSTMOptions) error {
 		return err
 	}
 	bad := fbverify.NoField // the first scalar field that fails its checks
-	if hit {
-	} else {
-		clean := true
+	if !hit {
+		ext := int64(4)
 		if fo := w.Slot(&t, 0); fo != 0 {
-			if fo+1 > t.Size() {
-				clean = false
-				if bad == fbverify.NoField && !w.ScalarIn(&t, fo, 1) {
-					bad = 0
-				}
+			ext = max(ext, fo+1)
+			if !w.ScalarIn(&t, fo, 1) && bad == fbverify.NoField {
+				bad = 0
 			}
 		}
 		if fo := w.Slot(&t, 1); fo != 0 {
-			if fo+4 > t.Size() || fo&3 != 0 {
-				clean = false
-				if bad == fbverify.NoField && !w.ScalarIn(&t, fo, 4) {
-					bad = 1
-				}
+			ext = max(ext, fo+4)
+			if !w.ScalarIn(&t, fo, 4) && bad == fbverify.NoField {
+				bad = 1
 			}
 		}
 		if fo := w.Slot(&t, 2); fo != 0 {
-			if fo+4 > t.Size() || fo&3 != 0 {
-				clean = false
-				if bad == fbverify.NoField && !w.ScalarIn(&t, fo, 4) {
-					bad = 2
-				}
+			ext = max(ext, fo+4)
+			if !w.ScalarIn(&t, fo, 4) && bad == fbverify.NoField {
+				bad = 2
 			}
 		}
 		if fo := w.Slot(&t, 3); fo != 0 {
-			if fo+1 > t.Size() {
-				clean = false
-				if bad == fbverify.NoField && !w.ScalarIn(&t, fo, 1) {
-					bad = 3
-				}
+			ext = max(ext, fo+1)
+			if !w.ScalarIn(&t, fo, 1) && bad == fbverify.NoField {
+				bad = 3
 			}
 		}
 		if fo := w.Slot(&t, 4); fo != 0 {
-			if fo+1 > t.Size() {
-				clean = false
-				if bad == fbverify.NoField && !w.ScalarIn(&t, fo, 1) {
-					bad = 4
-				}
+			ext = max(ext, fo+1)
+			if !w.ScalarIn(&t, fo, 1) && bad == fbverify.NoField {
+				bad = 4
 			}
 		}
-		if clean {
-			w.Learn(&t, &m.Memo, false)
+		if bad == fbverify.NoField {
+			w.Learn(&t, &m.Memo, ext, false)
 		}
 	}
 	if bad != fbverify.NoField {
@@ -3660,27 +3473,22 @@ func verifyResizeBilinearOptions(w *fbverify.Walk, pos int64, m *memoResizeBilin
 		return err
 	}
 	bad := fbverify.NoField // the first scalar field that fails its checks
-	if hit {
-	} else {
-		clean := true
+	if !hit {
+		ext := int64(4)
 		if fo := w.Slot(&t, 2); fo != 0 {
-			if fo+1 > t.Size() {
-				clean = false
-				if bad == fbverify.NoField && !w.ScalarIn(&t, fo, 1) {
-					bad = 2
-				}
+			ext = max(ext, fo+1)
+			if !w.ScalarIn(&t, fo, 1) && bad == fbverify.NoField {
+				bad = 2
 			}
 		}
 		if fo := w.Slot(&t, 3); fo != 0 {
-			if fo+1 > t.Size() {
-				clean = false
-				if bad == fbverify.NoField && !w.ScalarIn(&t, fo, 1) {
-					bad = 3
-				}
+			ext = max(ext, fo+1)
+			if !w.ScalarIn(&t, fo, 1) && bad == fbverify.NoField {
+				bad = 3
 			}
 		}
-		if clean {
-			w.Learn(&t, &m.Memo, false)
+		if bad == fbverify.NoField {
+			w.Learn(&t, &m.Memo, ext, false)
 		}
 	}
 	if bad != fbverify.NoField {
@@ -3714,9 +3522,8 @@ func verifyReshapeOptions(w *fbverify.Walk, pos int64, m *memoReshapeOptions) er
 		fo0 = int64(m.s0)
 	} else {
 		fo0 = w.Slot(&t, 0)
-		if true && w.Learn(&t, &m.Memo, false) {
-			m.s0 = uint16(fo0)
-		}
+		w.Learn(&t, &m.Memo, 4, false)
+		m.s0 = uint16(fo0)
 	}
 	if fo := fo0; fo != 0 {
 		q, ok := w.RefAt(&t, fo)
@@ -3754,35 +3561,28 @@ func verifySkipGramOptions(w *fbverify.Walk, pos int64, m *memoSkipGramOptions) 
 		return err
 	}
 	bad := fbverify.NoField // the first scalar field that fails its checks
-	if hit {
-	} else {
-		clean := true
+	if !hit {
+		ext := int64(4)
 		if fo := w.Slot(&t, 0); fo != 0 {
-			if fo+4 > t.Size() || fo&3 != 0 {
-				clean = false
-				if bad == fbverify.NoField && !w.ScalarIn(&t, fo, 4) {
-					bad = 0
-				}
+			ext = max(ext, fo+4)
+			if !w.ScalarIn(&t, fo, 4) && bad == fbverify.NoField {
+				bad = 0
 			}
 		}
 		if fo := w.Slot(&t, 1); fo != 0 {
-			if fo+4 > t.Size() || fo&3 != 0 {
-				clean = false
-				if bad == fbverify.NoField && !w.ScalarIn(&t, fo, 4) {
-					bad = 1
-				}
+			ext = max(ext, fo+4)
+			if !w.ScalarIn(&t, fo, 4) && bad == fbverify.NoField {
+				bad = 1
 			}
 		}
 		if fo := w.Slot(&t, 2); fo != 0 {
-			if fo+1 > t.Size() {
-				clean = false
-				if bad == fbverify.NoField && !w.ScalarIn(&t, fo, 1) {
-					bad = 2
-				}
+			ext = max(ext, fo+1)
+			if !w.ScalarIn(&t, fo, 1) && bad == fbverify.NoField {
+				bad = 2
 			}
 		}
-		if clean {
-			w.Learn(&t, &m.Memo, false)
+		if bad == fbverify.NoField {
+			w.Learn(&t, &m.Memo, ext, false)
 		}
 	}
 	if bad != fbverify.NoField {
@@ -3811,19 +3611,16 @@ func verifySpaceToDepthOptions(w *fbverify.Walk, pos int64, m *memoSpaceToDepthO
 		return err
 	}
 	bad := fbverify.NoField // the first scalar field that fails its checks
-	if hit {
-	} else {
-		clean := true
+	if !hit {
+		ext := int64(4)
 		if fo := w.Slot(&t, 0); fo != 0 {
-			if fo+4 > t.Size() || fo&3 != 0 {
-				clean = false
-				if bad == fbverify.NoField && !w.ScalarIn(&t, fo, 4) {
-					bad = 0
-				}
+			ext = max(ext, fo+4)
+			if !w.ScalarIn(&t, fo, 4) && bad == fbverify.NoField {
+				bad = 0
 			}
 		}
-		if clean {
-			w.Learn(&t, &m.Memo, false)
+		if bad == fbverify.NoField {
+			w.Learn(&t, &m.Memo, ext, false)
 		}
 	}
 	if bad != fbverify.NoField {
@@ -3852,19 +3649,16 @@ func verifyEmbeddingLookupSparseOptions(w *fbverify.Walk, pos int64, m *memoEmbe
 		return err
 	}
 	bad := fbverify.NoField // the first scalar field that fails its checks
-	if hit {
-	} else {
-		clean := true
+	if !hit {
+		ext := int64(4)
 		if fo := w.Slot(&t, 0); fo != 0 {
-			if fo+1 > t.Size() {
-				clean = false
-				if bad == fbverify.NoField && !w.ScalarIn(&t, fo, 1) {
-					bad = 0
-				}
+			ext = max(ext, fo+1)
+			if !w.ScalarIn(&t, fo, 1) && bad == fbverify.NoField {
+				bad = 0
 			}
 		}
-		if clean {
-			w.Learn(&t, &m.Memo, false)
+		if bad == fbverify.NoField {
+			w.Learn(&t, &m.Memo, ext, false)
 		}
 	}
 	if bad != fbverify.NoField {
@@ -3893,19 +3687,16 @@ func verifyMulOptions(w *fbverify.Walk, pos int64, m *memoMulOptions) error {
 		return err
 	}
 	bad := fbverify.NoField // the first scalar field that fails its checks
-	if hit {
-	} else {
-		clean := true
+	if !hit {
+		ext := int64(4)
 		if fo := w.Slot(&t, 0); fo != 0 {
-			if fo+1 > t.Size() {
-				clean = false
-				if bad == fbverify.NoField && !w.ScalarIn(&t, fo, 1) {
-					bad = 0
-				}
+			ext = max(ext, fo+1)
+			if !w.ScalarIn(&t, fo, 1) && bad == fbverify.NoField {
+				bad = 0
 			}
 		}
-		if clean {
-			w.Learn(&t, &m.Memo, false)
+		if bad == fbverify.NoField {
+			w.Learn(&t, &m.Memo, ext, false)
 		}
 	}
 	if bad != fbverify.NoField {
@@ -3939,27 +3730,22 @@ func verifyGatherOptions(w *fbverify.Walk, pos int64, m *memoGatherOptions) erro
 		return err
 	}
 	bad := fbverify.NoField // the first scalar field that fails its checks
-	if hit {
-	} else {
-		clean := true
+	if !hit {
+		ext := int64(4)
 		if fo := w.Slot(&t, 0); fo != 0 {
-			if fo+4 > t.Size() || fo&3 != 0 {
-				clean = false
-				if bad == fbverify.NoField && !w.ScalarIn(&t, fo, 4) {
-					bad = 0
-				}
+			ext = max(ext, fo+4)
+			if !w.ScalarIn(&t, fo, 4) && bad == fbverify.NoField {
+				bad = 0
 			}
 		}
 		if fo := w.Slot(&t, 1); fo != 0 {
-			if fo+4 > t.Size() || fo&3 != 0 {
-				clean = false
-				if bad == fbverify.NoField && !w.ScalarIn(&t, fo, 4) {
-					bad = 1
-				}
+			ext = max(ext, fo+4)
+			if !w.ScalarIn(&t, fo, 4) && bad == fbverify.NoField {
+				bad = 1
 			}
 		}
-		if clean {
-			w.Learn(&t, &m.Memo, false)
+		if bad == fbverify.NoField {
+			w.Learn(&t, &m.Memo, ext, false)
 		}
 	}
 	if bad != fbverify.NoField {
@@ -4003,19 +3789,16 @@ func verifyReducerOptions(w *fbverify.Walk, pos int64, m *memoReducerOptions) er
 		return err
 	}
 	bad := fbverify.NoField // the first scalar field that fails its checks
-	if hit {
-	} else {
-		clean := true
+	if !hit {
+		ext := int64(4)
 		if fo := w.Slot(&t, 0); fo != 0 {
-			if fo+1 > t.Size() {
-				clean = false
-				if bad == fbverify.NoField && !w.ScalarIn(&t, fo, 1) {
-					bad = 0
-				}
+			ext = max(ext, fo+1)
+			if !w.ScalarIn(&t, fo, 1) && bad == fbverify.NoField {
+				bad = 0
 			}
 		}
-		if clean {
-			w.Learn(&t, &m.Memo, false)
+		if bad == fbverify.NoField {
+			w.Learn(&t, &m.Memo, ext, false)
 		}
 	}
 	if bad != fbverify.NoField {
@@ -4044,27 +3827,22 @@ func verifySubOptions(w *fbverify.Walk, pos int64, m *memoSubOptions) error {
 		return err
 	}
 	bad := fbverify.NoField // the first scalar field that fails its checks
-	if hit {
-	} else {
-		clean := true
+	if !hit {
+		ext := int64(4)
 		if fo := w.Slot(&t, 0); fo != 0 {
-			if fo+1 > t.Size() {
-				clean = false
-				if bad == fbverify.NoField && !w.ScalarIn(&t, fo, 1) {
-					bad = 0
-				}
+			ext = max(ext, fo+1)
+			if !w.ScalarIn(&t, fo, 1) && bad == fbverify.NoField {
+				bad = 0
 			}
 		}
 		if fo := w.Slot(&t, 1); fo != 0 {
-			if fo+1 > t.Size() {
-				clean = false
-				if bad == fbverify.NoField && !w.ScalarIn(&t, fo, 1) {
-					bad = 1
-				}
+			ext = max(ext, fo+1)
+			if !w.ScalarIn(&t, fo, 1) && bad == fbverify.NoField {
+				bad = 1
 			}
 		}
-		if clean {
-			w.Learn(&t, &m.Memo, false)
+		if bad == fbverify.NoField {
+			w.Learn(&t, &m.Memo, ext, false)
 		}
 	}
 	if bad != fbverify.NoField {
@@ -4093,19 +3871,16 @@ func verifyDivOptions(w *fbverify.Walk, pos int64, m *memoDivOptions) error {
 		return err
 	}
 	bad := fbverify.NoField // the first scalar field that fails its checks
-	if hit {
-	} else {
-		clean := true
+	if !hit {
+		ext := int64(4)
 		if fo := w.Slot(&t, 0); fo != 0 {
-			if fo+1 > t.Size() {
-				clean = false
-				if bad == fbverify.NoField && !w.ScalarIn(&t, fo, 1) {
-					bad = 0
-				}
+			ext = max(ext, fo+1)
+			if !w.ScalarIn(&t, fo, 1) && bad == fbverify.NoField {
+				bad = 0
 			}
 		}
-		if clean {
-			w.Learn(&t, &m.Memo, false)
+		if bad == fbverify.NoField {
+			w.Learn(&t, &m.Memo, ext, false)
 		}
 	}
 	if bad != fbverify.NoField {
@@ -4139,9 +3914,8 @@ func verifySqueezeOptions(w *fbverify.Walk, pos int64, m *memoSqueezeOptions) er
 		fo0 = int64(m.s0)
 	} else {
 		fo0 = w.Slot(&t, 0)
-		if true && w.Learn(&t, &m.Memo, false) {
-			m.s0 = uint16(fo0)
-		}
+		w.Learn(&t, &m.Memo, 4, false)
+		m.s0 = uint16(fo0)
 	}
 	if fo := fo0; fo != 0 {
 		q, ok := w.RefAt(&t, fo)
@@ -4179,35 +3953,28 @@ func verifySequenceRNNOptions(w *fbverify.Walk, pos int64, m *memoSequenceRNNOpt
 		return err
 	}
 	bad := fbverify.NoField // the first scalar field that fails its checks
-	if hit {
-	} else {
-		clean := true
+	if !hit {
+		ext := int64(4)
 		if fo := w.Slot(&t, 0); fo != 0 {
-			if fo+1 > t.Size() {
-				clean = false
-				if bad == fbverify.NoField && !w.ScalarIn(&t, fo, 1) {
-					bad = 0
-				}
+			ext = max(ext, fo+1)
+			if !w.ScalarIn(&t, fo, 1) && bad == fbverify.NoField {
+				bad = 0
 			}
 		}
 		if fo := w.Slot(&t, 1); fo != 0 {
-			if fo+1 > t.Size() {
-				clean = false
-				if bad == fbverify.NoField && !w.ScalarIn(&t, fo, 1) {
-					bad = 1
-				}
+			ext = max(ext, fo+1)
+			if !w.ScalarIn(&t, fo, 1) && bad == fbverify.NoField {
+				bad = 1
 			}
 		}
 		if fo := w.Slot(&t, 2); fo != 0 {
-			if fo+1 > t.Size() {
-				clean = false
-				if bad == fbverify.NoField && !w.ScalarIn(&t, fo, 1) {
-					bad = 2
-				}
+			ext = max(ext, fo+1)
+			if !w.ScalarIn(&t, fo, 1) && bad == fbverify.NoField {
+				bad = 2
 			}
 		}
-		if clean {
-			w.Learn(&t, &m.Memo, false)
+		if bad == fbverify.NoField {
+			w.Learn(&t, &m.Memo, ext, false)
 		}
 	}
 	if bad != fbverify.NoField {
@@ -4236,59 +4003,46 @@ func verifyStridedSliceOptions(w *fbverify.Walk, pos int64, m *memoStridedSliceO
 		return err
 	}
 	bad := fbverify.NoField // the first scalar field that fails its checks
-	if hit {
-	} else {
-		clean := true
+	if !hit {
+		ext := int64(4)
 		if fo := w.Slot(&t, 0); fo != 0 {
-			if fo+4 > t.Size() || fo&3 != 0 {
-				clean = false
-				if bad == fbverify.NoField && !w.ScalarIn(&t, fo, 4) {
-					bad = 0
-				}
+			ext = max(ext, fo+4)
+			if !w.ScalarIn(&t, fo, 4) && bad == fbverify.NoField {
+				bad = 0
 			}
 		}
 		if fo := w.Slot(&t, 1); fo != 0 {
-			if fo+4 > t.Size() || fo&3 != 0 {
-				clean = false
-				if bad == fbverify.NoField && !w.ScalarIn(&t, fo, 4) {
-					bad = 1
-				}
+			ext = max(ext, fo+4)
+			if !w.ScalarIn(&t, fo, 4) && bad == fbverify.NoField {
+				bad = 1
 			}
 		}
 		if fo := w.Slot(&t, 2); fo != 0 {
-			if fo+4 > t.Size() || fo&3 != 0 {
-				clean = false
-				if bad == fbverify.NoField && !w.ScalarIn(&t, fo, 4) {
-					bad = 2
-				}
+			ext = max(ext, fo+4)
+			if !w.ScalarIn(&t, fo, 4) && bad == fbverify.NoField {
+				bad = 2
 			}
 		}
 		if fo := w.Slot(&t, 3); fo != 0 {
-			if fo+4 > t.Size() || fo&3 != 0 {
-				clean = false
-				if bad == fbverify.NoField && !w.ScalarIn(&t, fo, 4) {
-					bad = 3
-				}
+			ext = max(ext, fo+4)
+			if !w.ScalarIn(&t, fo, 4) && bad == fbverify.NoField {
+				bad = 3
 			}
 		}
 		if fo := w.Slot(&t, 4); fo != 0 {
-			if fo+4 > t.Size() || fo&3 != 0 {
-				clean = false
-				if bad == fbverify.NoField && !w.ScalarIn(&t, fo, 4) {
-					bad = 4
-				}
+			ext = max(ext, fo+4)
+			if !w.ScalarIn(&t, fo, 4) && bad == fbverify.NoField {
+				bad = 4
 			}
 		}
 		if fo := w.Slot(&t, 5); fo != 0 {
-			if fo+1 > t.Size() {
-				clean = false
-				if bad == fbverify.NoField && !w.ScalarIn(&t, fo, 1) {
-					bad = 5
-				}
+			ext = max(ext, fo+1)
+			if !w.ScalarIn(&t, fo, 1) && bad == fbverify.NoField {
+				bad = 5
 			}
 		}
-		if clean {
-			w.Learn(&t, &m.Memo, false)
+		if bad == fbverify.NoField {
+			w.Learn(&t, &m.Memo, ext, false)
 		}
 	}
 	if bad != fbverify.NoField {
@@ -4327,19 +4081,16 @@ func verifySplitOptions(w *fbverify.Walk, pos int64, m *memoSplitOptions) error 
 		return err
 	}
 	bad := fbverify.NoField // the first scalar field that fails its checks
-	if hit {
-	} else {
-		clean := true
+	if !hit {
+		ext := int64(4)
 		if fo := w.Slot(&t, 0); fo != 0 {
-			if fo+4 > t.Size() || fo&3 != 0 {
-				clean = false
-				if bad == fbverify.NoField && !w.ScalarIn(&t, fo, 4) {
-					bad = 0
-				}
+			ext = max(ext, fo+4)
+			if !w.ScalarIn(&t, fo, 4) && bad == fbverify.NoField {
+				bad = 0
 			}
 		}
-		if clean {
-			w.Learn(&t, &m.Memo, false)
+		if bad == fbverify.NoField {
+			w.Learn(&t, &m.Memo, ext, false)
 		}
 	}
 	if bad != fbverify.NoField {
@@ -4373,27 +4124,22 @@ func verifyCastOptions(w *fbverify.Walk, pos int64, m *memoCastOptions) error {
 		return err
 	}
 	bad := fbverify.NoField // the first scalar field that fails its checks
-	if hit {
-	} else {
-		clean := true
+	if !hit {
+		ext := int64(4)
 		if fo := w.Slot(&t, 0); fo != 0 {
-			if fo+1 > t.Size() {
-				clean = false
-				if bad == fbverify.NoField && !w.ScalarIn(&t, fo, 1) {
-					bad = 0
-				}
+			ext = max(ext, fo+1)
+			if !w.ScalarIn(&t, fo, 1) && bad == fbverify.NoField {
+				bad = 0
 			}
 		}
 		if fo := w.Slot(&t, 1); fo != 0 {
-			if fo+1 > t.Size() {
-				clean = false
-				if bad == fbverify.NoField && !w.ScalarIn(&t, fo, 1) {
-					bad = 1
-				}
+			ext = max(ext, fo+1)
+			if !w.ScalarIn(&t, fo, 1) && bad == fbverify.NoField {
+				bad = 1
 			}
 		}
-		if clean {
-			w.Learn(&t, &m.Memo, false)
+		if bad == fbverify.NoField {
+			w.Learn(&t, &m.Memo, ext, false)
 		}
 	}
 	if bad != fbverify.NoField {
@@ -4432,19 +4178,16 @@ func verifyArgMaxOptions(w *fbverify.Walk, pos int64, m *memoArgMaxOptions) erro
 		return err
 	}
 	bad := fbverify.NoField // the first scalar field that fails its checks
-	if hit {
-	} else {
-		clean := true
+	if !hit {
+		ext := int64(4)
 		if fo := w.Slot(&t, 0); fo != 0 {
-			if fo+1 > t.Size() {
-				clean = false
-				if bad == fbverify.NoField && !w.ScalarIn(&t, fo, 1) {
-					bad = 0
-				}
+			ext = max(ext, fo+1)
+			if !w.ScalarIn(&t, fo, 1) && bad == fbverify.NoField {
+				bad = 0
 			}
 		}
-		if clean {
-			w.Learn(&t, &m.Memo, false)
+		if bad == fbverify.NoField {
+			w.Learn(&t, &m.Memo, ext, false)
 		}
 	}
 	if bad != fbverify.NoField {
@@ -4513,51 +4256,40 @@ func verifyTransposeConvOptions(w *fbverify.Walk, pos int64, m *memoTransposeCon
 		return err
 	}
 	bad := fbverify.NoField // the first scalar field that fails its checks
-	if hit {
-	} else {
-		clean := true
+	if !hit {
+		ext := int64(4)
 		if fo := w.Slot(&t, 0); fo != 0 {
-			if fo+1 > t.Size() {
-				clean = false
-				if bad == fbverify.NoField && !w.ScalarIn(&t, fo, 1) {
-					bad = 0
-				}
+			ext = max(ext, fo+1)
+			if !w.ScalarIn(&t, fo, 1) && bad == fbverify.NoField {
+				bad = 0
 			}
 		}
 		if fo := w.Slot(&t, 1); fo != 0 {
-			if fo+4 > t.Size() || fo&3 != 0 {
-				clean = false
-				if bad == fbverify.NoField && !w.ScalarIn(&t, fo, 4) {
-					bad = 1
-				}
+			ext = max(ext, fo+4)
+			if !w.ScalarIn(&t, fo, 4) && bad == fbverify.NoField {
+				bad = 1
 			}
 		}
 		if fo := w.Slot(&t, 2); fo != 0 {
-			if fo+4 > t.Size() || fo&3 != 0 {
-				clean = false
-				if bad == fbverify.NoField && !w.ScalarIn(&t, fo, 4) {
-					bad = 2
-				}
+			ext = max(ext, fo+4)
+			if !w.ScalarIn(&t, fo, 4) && bad == fbverify.NoField {
+				bad = 2
 			}
 		}
 		if fo := w.Slot(&t, 3); fo != 0 {
-			if fo+1 > t.Size() {
-				clean = false
-				if bad == fbverify.NoField && !w.ScalarIn(&t, fo, 1) {
-					bad = 3
-				}
+			ext = max(ext, fo+1)
+			if !w.ScalarIn(&t, fo, 1) && bad == fbverify.NoField {
+				bad = 3
 			}
 		}
 		if fo := w.Slot(&t, 4); fo != 0 {
-			if fo+1 > t.Size() {
-				clean = false
-				if bad == fbverify.NoField && !w.ScalarIn(&t, fo, 1) {
-					bad = 4
-				}
+			ext = max(ext, fo+1)
+			if !w.ScalarIn(&t, fo, 1) && bad == fbverify.NoField {
+				bad = 4
 			}
 		}
-		if clean {
-			w.Learn(&t, &m.Memo, false)
+		if bad == fbverify.NoField {
+			w.Learn(&t, &m.Memo, ext, false)
 		}
 	}
 	if bad != fbverify.NoField {
@@ -4586,19 +4318,16 @@ func verifySparseToDenseOptions(w *fbverify.Walk, pos int64, m *memoSparseToDens
 		return err
 	}
 	bad := fbverify.NoField // the first scalar field that fails its checks
-	if hit {
-	} else {
-		clean := true
+	if !hit {
+		ext := int64(4)
 		if fo := w.Slot(&t, 0); fo != 0 {
-			if fo+1 > t.Size() {
-				clean = false
-				if bad == fbverify.NoField && !w.ScalarIn(&t, fo, 1) {
-					bad = 0
-				}
+			ext = max(ext, fo+1)
+			if !w.ScalarIn(&t, fo, 1) && bad == fbverify.NoField {
+				bad = 0
 			}
 		}
-		if clean {
-			w.Learn(&t, &m.Memo, false)
+		if bad == fbverify.NoField {
+			w.Learn(&t, &m.Memo, ext, false)
 		}
 	}
 	if bad != fbverify.NoField {
@@ -4647,19 +4376,16 @@ func verifyShapeOptions(w *fbverify.Walk, pos int64, m *memoShapeOptions) error 
 		return err
 	}
 	bad := fbverify.NoField // the first scalar field that fails its checks
-	if hit {
-	} else {
-		clean := true
+	if !hit {
+		ext := int64(4)
 		if fo := w.Slot(&t, 0); fo != 0 {
-			if fo+1 > t.Size() {
-				clean = false
-				if bad == fbverify.NoField && !w.ScalarIn(&t, fo, 1) {
-					bad = 0
-				}
+			ext = max(ext, fo+1)
+			if !w.ScalarIn(&t, fo, 1) && bad == fbverify.NoField {
+				bad = 0
 			}
 		}
-		if clean {
-			w.Learn(&t, &m.Memo, false)
+		if bad == fbverify.NoField {
+			w.Learn(&t, &m.Memo, ext, false)
 		}
 	}
 	if bad != fbverify.NoField {
@@ -4693,19 +4419,16 @@ func verifyArgMinOptions(w *fbverify.Walk, pos int64, m *memoArgMinOptions) erro
 		return err
 	}
 	bad := fbverify.NoField // the first scalar field that fails its checks
-	if hit {
-	} else {
-		clean := true
+	if !hit {
+		ext := int64(4)
 		if fo := w.Slot(&t, 0); fo != 0 {
-			if fo+1 > t.Size() {
-				clean = false
-				if bad == fbverify.NoField && !w.ScalarIn(&t, fo, 1) {
-					bad = 0
-				}
+			ext = max(ext, fo+1)
+			if !w.ScalarIn(&t, fo, 1) && bad == fbverify.NoField {
+				bad = 0
 			}
 		}
-		if clean {
-			w.Learn(&t, &m.Memo, false)
+		if bad == fbverify.NoField {
+			w.Learn(&t, &m.Memo, ext, false)
 		}
 	}
 	if bad != fbverify.NoField {
@@ -4734,43 +4457,34 @@ func verifyFakeQuantOptions(w *fbverify.Walk, pos int64, m *memoFakeQuantOptions
 		return err
 	}
 	bad := fbverify.NoField // the first scalar field that fails its checks
-	if hit {
-	} else {
-		clean := true
+	if !hit {
+		ext := int64(4)
 		if fo := w.Slot(&t, 0); fo != 0 {
-			if fo+4 > t.Size() || fo&3 != 0 {
-				clean = false
-				if bad == fbverify.NoField && !w.ScalarIn(&t, fo, 4) {
-					bad = 0
-				}
+			ext = max(ext, fo+4)
+			if !w.ScalarIn(&t, fo, 4) && bad == fbverify.NoField {
+				bad = 0
 			}
 		}
 		if fo := w.Slot(&t, 1); fo != 0 {
-			if fo+4 > t.Size() || fo&3 != 0 {
-				clean = false
-				if bad == fbverify.NoField && !w.ScalarIn(&t, fo, 4) {
-					bad = 1
-				}
+			ext = max(ext, fo+4)
+			if !w.ScalarIn(&t, fo, 4) && bad == fbverify.NoField {
+				bad = 1
 			}
 		}
 		if fo := w.Slot(&t, 2); fo != 0 {
-			if fo+4 > t.Size() || fo&3 != 0 {
-				clean = false
-				if bad == fbverify.NoField && !w.ScalarIn(&t, fo, 4) {
-					bad = 2
-				}
+			ext = max(ext, fo+4)
+			if !w.ScalarIn(&t, fo, 4) && bad == fbverify.NoField {
+				bad = 2
 			}
 		}
 		if fo := w.Slot(&t, 3); fo != 0 {
-			if fo+1 > t.Size() {
-				clean = false
-				if bad == fbverify.NoField && !w.ScalarIn(&t, fo, 1) {
-					bad = 3
-				}
+			ext = max(ext, fo+1)
+			if !w.ScalarIn(&t, fo, 1) && bad == fbverify.NoField {
+				bad = 3
 			}
 		}
-		if clean {
-			w.Learn(&t, &m.Memo, false)
+		if bad == fbverify.NoField {
+			w.Learn(&t, &m.Memo, ext, false)
 		}
 	}
 	if bad != fbverify.NoField {
@@ -4799,27 +4513,22 @@ func verifyPackOptions(w *fbverify.Walk, pos int64, m *memoPackOptions) error {
 		return err
 	}
 	bad := fbverify.NoField // the first scalar field that fails its checks
-	if hit {
-	} else {
-		clean := true
+	if !hit {
+		ext := int64(4)
 		if fo := w.Slot(&t, 0); fo != 0 {
-			if fo+4 > t.Size() || fo&3 != 0 {
-				clean = false
-				if bad == fbverify.NoField && !w.ScalarIn(&t, fo, 4) {
-					bad = 0
-				}
+			ext = max(ext, fo+4)
+			if !w.ScalarIn(&t, fo, 4) && bad == fbverify.NoField {
+				bad = 0
 			}
 		}
 		if fo := w.Slot(&t, 1); fo != 0 {
-			if fo+4 > t.Size() || fo&3 != 0 {
-				clean = false
-				if bad == fbverify.NoField && !w.ScalarIn(&t, fo, 4) {
-					bad = 1
-				}
+			ext = max(ext, fo+4)
+			if !w.ScalarIn(&t, fo, 4) && bad == fbverify.NoField {
+				bad = 1
 			}
 		}
-		if clean {
-			w.Learn(&t, &m.Memo, false)
+		if bad == fbverify.NoField {
+			w.Learn(&t, &m.Memo, ext, false)
 		}
 	}
 	if bad != fbverify.NoField {
@@ -4853,19 +4562,16 @@ func verifyOneHotOptions(w *fbverify.Walk, pos int64, m *memoOneHotOptions) erro
 		return err
 	}
 	bad := fbverify.NoField // the first scalar field that fails its checks
-	if hit {
-	} else {
-		clean := true
+	if !hit {
+		ext := int64(4)
 		if fo := w.Slot(&t, 0); fo != 0 {
-			if fo+4 > t.Size() || fo&3 != 0 {
-				clean = false
-				if bad == fbverify.NoField && !w.ScalarIn(&t, fo, 4) {
-					bad = 0
-				}
+			ext = max(ext, fo+4)
+			if !w.ScalarIn(&t, fo, 4) && bad == fbverify.NoField {
+				bad = 0
 			}
 		}
-		if clean {
-			w.Learn(&t, &m.Memo, false)
+		if bad == fbverify.NoField {
+			w.Learn(&t, &m.Memo, ext, false)
 		}
 	}
 	if bad != fbverify.NoField {
@@ -4904,27 +4610,22 @@ func verifyUnpackOptions(w *fbverify.Walk, pos int64, m *memoUnpackOptions) erro
 		return err
 	}
 	bad := fbverify.NoField // the first scalar field that fails its checks
-	if hit {
-	} else {
-		clean := true
+	if !hit {
+		ext := int64(4)
 		if fo := w.Slot(&t, 0); fo != 0 {
-			if fo+4 > t.Size() || fo&3 != 0 {
-				clean = false
-				if bad == fbverify.NoField && !w.ScalarIn(&t, fo, 4) {
-					bad = 0
-				}
+			ext = max(ext, fo+4)
+			if !w.ScalarIn(&t, fo, 4) && bad == fbverify.NoField {
+				bad = 0
 			}
 		}
 		if fo := w.Slot(&t, 1); fo != 0 {
-			if fo+4 > t.Size() || fo&3 != 0 {
-				clean = false
-				if bad == fbverify.NoField && !w.ScalarIn(&t, fo, 4) {
-					bad = 1
-				}
+			ext = max(ext, fo+4)
+			if !w.ScalarIn(&t, fo, 4) && bad == fbverify.NoField {
+				bad = 1
 			}
 		}
-		if clean {
-			w.Learn(&t, &m.Memo, false)
+		if bad == fbverify.NoField {
+			w.Learn(&t, &m.Memo, ext, false)
 		}
 	}
 	if bad != fbverify.NoField {
@@ -4973,59 +4674,46 @@ func verifyBidirectionalSequenceLSTMOptions(w *fbverify.Walk, pos int64, m *memo
 		return err
 	}
 	bad := fbverify.NoField // the first scalar field that fails its checks
-	if hit {
-	} else {
-		clean := true
+	if !hit {
+		ext := int64(4)
 		if fo := w.Slot(&t, 0); fo != 0 {
-			if fo+1 > t.Size() {
-				clean = false
-				if bad == fbverify.NoField && !w.ScalarIn(&t, fo, 1) {
-					bad = 0
-				}
+			ext = max(ext, fo+1)
+			if !w.ScalarIn(&t, fo, 1) && bad == fbverify.NoField {
+				bad = 0
 			}
 		}
 		if fo := w.Slot(&t, 1); fo != 0 {
-			if fo+4 > t.Size() || fo&3 != 0 {
-				clean = false
-				if bad == fbverify.NoField && !w.ScalarIn(&t, fo, 4) {
-					bad = 1
-				}
+			ext = max(ext, fo+4)
+			if !w.ScalarIn(&t, fo, 4) && bad == fbverify.NoField {
+				bad = 1
 			}
 		}
 		if fo := w.Slot(&t, 2); fo != 0 {
-			if fo+4 > t.Size() || fo&3 != 0 {
-				clean = false
-				if bad == fbverify.NoField && !w.ScalarIn(&t, fo, 4) {
-					bad = 2
-				}
+			ext = max(ext, fo+4)
+			if !w.ScalarIn(&t, fo, 4) && bad == fbverify.NoField {
+				bad = 2
 			}
 		}
 		if fo := w.Slot(&t, 3); fo != 0 {
-			if fo+1 > t.Size() {
-				clean = false
-				if bad == fbverify.NoField && !w.ScalarIn(&t, fo, 1) {
-					bad = 3
-				}
+			ext = max(ext, fo+1)
+			if !w.ScalarIn(&t, fo, 1) && bad == fbverify.NoField {
+				bad = 3
 			}
 		}
 		if fo := w.Slot(&t, 4); fo != 0 {
-			if fo+1 > t.Size() {
-				clean = false
-				if bad == fbverify.NoField && !w.ScalarIn(&t, fo, 1) {
-					bad = 4
-				}
+			ext = max(ext, fo+1)
+			if !w.ScalarIn(&t, fo, 1) && bad == fbverify.NoField {
+				bad = 4
 			}
 		}
 		if fo := w.Slot(&t, 5); fo != 0 {
-			if fo+1 > t.Size() {
-				clean = false
-				if bad == fbverify.NoField && !w.ScalarIn(&t, fo, 1) {
-					bad = 5
-				}
+			ext = max(ext, fo+1)
+			if !w.ScalarIn(&t, fo, 1) && bad == fbverify.NoField {
+				bad = 5
 			}
 		}
-		if clean {
-			w.Learn(&t, &m.Memo, false)
+		if bad == fbverify.NoField {
+			w.Learn(&t, &m.Memo, ext, false)
 		}
 	}
 	if bad != fbverify.NoField {
@@ -5054,43 +4742,34 @@ func verifyBidirectionalSequenceRNNOptions(w *fbverify.Walk, pos int64, m *memoB
 		return err
 	}
 	bad := fbverify.NoField // the first scalar field that fails its checks
-	if hit {
-	} else {
-		clean := true
+	if !hit {
+		ext := int64(4)
 		if fo := w.Slot(&t, 0); fo != 0 {
-			if fo+1 > t.Size() {
-				clean = false
-				if bad == fbverify.NoField && !w.ScalarIn(&t, fo, 1) {
-					bad = 0
-				}
+			ext = max(ext, fo+1)
+			if !w.ScalarIn(&t, fo, 1) && bad == fbverify.NoField {
+				bad = 0
 			}
 		}
 		if fo := w.Slot(&t, 1); fo != 0 {
-			if fo+1 > t.Size() {
-				clean = false
-				if bad == fbverify.NoField && !w.ScalarIn(&t, fo, 1) {
-					bad = 1
-				}
+			ext = max(ext, fo+1)
+			if !w.ScalarIn(&t, fo, 1) && bad == fbverify.NoField {
+				bad = 1
 			}
 		}
 		if fo := w.Slot(&t, 2); fo != 0 {
-			if fo+1 > t.Size() {
-				clean = false
-				if bad == fbverify.NoField && !w.ScalarIn(&t, fo, 1) {
-					bad = 2
-				}
+			ext = max(ext, fo+1)
+			if !w.ScalarIn(&t, fo, 1) && bad == fbverify.NoField {
+				bad = 2
 			}
 		}
 		if fo := w.Slot(&t, 3); fo != 0 {
-			if fo+1 > t.Size() {
-				clean = false
-				if bad == fbverify.NoField && !w.ScalarIn(&t, fo, 1) {
-					bad = 3
-				}
+			ext = max(ext, fo+1)
+			if !w.ScalarIn(&t, fo, 1) && bad == fbverify.NoField {
+				bad = 3
 			}
 		}
-		if clean {
-			w.Learn(&t, &m.Memo, false)
+		if bad == fbverify.NoField {
+			w.Learn(&t, &m.Memo, ext, false)
 		}
 	}
 	if bad != fbverify.NoField {
@@ -5119,59 +4798,46 @@ func verifyUnidirectionalSequenceLSTMOptions(w *fbverify.Walk, pos int64, m *mem
 		return err
 	}
 	bad := fbverify.NoField // the first scalar field that fails its checks
-	if hit {
-	} else {
-		clean := true
+	if !hit {
+		ext := int64(4)
 		if fo := w.Slot(&t, 0); fo != 0 {
-			if fo+1 > t.Size() {
-				clean = false
-				if bad == fbverify.NoField && !w.ScalarIn(&t, fo, 1) {
-					bad = 0
-				}
+			ext = max(ext, fo+1)
+			if !w.ScalarIn(&t, fo, 1) && bad == fbverify.NoField {
+				bad = 0
 			}
 		}
 		if fo := w.Slot(&t, 1); fo != 0 {
-			if fo+4 > t.Size() || fo&3 != 0 {
-				clean = false
-				if bad == fbverify.NoField && !w.ScalarIn(&t, fo, 4) {
-					bad = 1
-				}
+			ext = max(ext, fo+4)
+			if !w.ScalarIn(&t, fo, 4) && bad == fbverify.NoField {
+				bad = 1
 			}
 		}
 		if fo := w.Slot(&t, 2); fo != 0 {
-			if fo+4 > t.Size() || fo&3 != 0 {
-				clean = false
-				if bad == fbverify.NoField && !w.ScalarIn(&t, fo, 4) {
-					bad = 2
-				}
+			ext = max(ext, fo+4)
+			if !w.ScalarIn(&t, fo, 4) && bad == fbverify.NoField {
+				bad = 2
 			}
 		}
 		if fo := w.Slot(&t, 3); fo != 0 {
-			if fo+1 > t.Size() {
-				clean = false
-				if bad == fbverify.NoField && !w.ScalarIn(&t, fo, 1) {
-					bad = 3
-				}
+			ext = max(ext, fo+1)
+			if !w.ScalarIn(&t, fo, 1) && bad == fbverify.NoField {
+				bad = 3
 			}
 		}
 		if fo := w.Slot(&t, 4); fo != 0 {
-			if fo+1 > t.Size() {
-				clean = false
-				if bad == fbverify.NoField && !w.ScalarIn(&t, fo, 1) {
-					bad = 4
-				}
+			ext = max(ext, fo+1)
+			if !w.ScalarIn(&t, fo, 1) && bad == fbverify.NoField {
+				bad = 4
 			}
 		}
 		if fo := w.Slot(&t, 5); fo != 0 {
-			if fo+1 > t.Size() {
-				clean = false
-				if bad == fbverify.NoField && !w.ScalarIn(&t, fo, 1) {
-					bad = 5
-				}
+			ext = max(ext, fo+1)
+			if !w.ScalarIn(&t, fo, 1) && bad == fbverify.NoField {
+				bad = 5
 			}
 		}
-		if clean {
-			w.Learn(&t, &m.Memo, false)
+		if bad == fbverify.NoField {
+			w.Learn(&t, &m.Memo, ext, false)
 		}
 	}
 	if bad != fbverify.NoField {
@@ -5210,27 +4876,22 @@ func verifyResizeNearestNeighborOptions(w *fbverify.Walk, pos int64, m *memoResi
 		return err
 	}
 	bad := fbverify.NoField // the first scalar field that fails its checks
-	if hit {
-	} else {
-		clean := true
+	if !hit {
+		ext := int64(4)
 		if fo := w.Slot(&t, 0); fo != 0 {
-			if fo+1 > t.Size() {
-				clean = false
-				if bad == fbverify.NoField && !w.ScalarIn(&t, fo, 1) {
-					bad = 0
-				}
+			ext = max(ext, fo+1)
+			if !w.ScalarIn(&t, fo, 1) && bad == fbverify.NoField {
+				bad = 0
 			}
 		}
 		if fo := w.Slot(&t, 1); fo != 0 {
-			if fo+1 > t.Size() {
-				clean = false
-				if bad == fbverify.NoField && !w.ScalarIn(&t, fo, 1) {
-					bad = 1
-				}
+			ext = max(ext, fo+1)
+			if !w.ScalarIn(&t, fo, 1) && bad == fbverify.NoField {
+				bad = 1
 			}
 		}
-		if clean {
-			w.Learn(&t, &m.Memo, false)
+		if bad == fbverify.NoField {
+			w.Learn(&t, &m.Memo, ext, false)
 		}
 	}
 	if bad != fbverify.NoField {
@@ -5259,19 +4920,16 @@ func verifyLeakyReluOptions(w *fbverify.Walk, pos int64, m *memoLeakyReluOptions
 		return err
 	}
 	bad := fbverify.NoField // the first scalar field that fails its checks
-	if hit {
-	} else {
-		clean := true
+	if !hit {
+		ext := int64(4)
 		if fo := w.Slot(&t, 0); fo != 0 {
-			if fo+4 > t.Size() || fo&3 != 0 {
-				clean = false
-				if bad == fbverify.NoField && !w.ScalarIn(&t, fo, 4) {
-					bad = 0
-				}
+			ext = max(ext, fo+4)
+			if !w.ScalarIn(&t, fo, 4) && bad == fbverify.NoField {
+				bad = 0
 			}
 		}
-		if clean {
-			w.Learn(&t, &m.Memo, false)
+		if bad == fbverify.NoField {
+			w.Learn(&t, &m.Memo, ext, false)
 		}
 	}
 	if bad != fbverify.NoField {
@@ -5305,19 +4963,16 @@ func verifyMirrorPadOptions(w *fbverify.Walk, pos int64, m *memoMirrorPadOptions
 		return err
 	}
 	bad := fbverify.NoField // the first scalar field that fails its checks
-	if hit {
-	} else {
-		clean := true
+	if !hit {
+		ext := int64(4)
 		if fo := w.Slot(&t, 0); fo != 0 {
-			if fo+1 > t.Size() {
-				clean = false
-				if bad == fbverify.NoField && !w.ScalarIn(&t, fo, 1) {
-					bad = 0
-				}
+			ext = max(ext, fo+1)
+			if !w.ScalarIn(&t, fo, 1) && bad == fbverify.NoField {
+				bad = 0
 			}
 		}
-		if clean {
-			w.Learn(&t, &m.Memo, false)
+		if bad == fbverify.NoField {
+			w.Learn(&t, &m.Memo, ext, false)
 		}
 	}
 	if bad != fbverify.NoField {
@@ -5351,19 +5006,16 @@ func verifySplitVOptions(w *fbverify.Walk, pos int64, m *memoSplitVOptions) erro
 		return err
 	}
 	bad := fbverify.NoField // the first scalar field that fails its checks
-	if hit {
-	} else {
-		clean := true
+	if !hit {
+		ext := int64(4)
 		if fo := w.Slot(&t, 0); fo != 0 {
-			if fo+4 > t.Size() || fo&3 != 0 {
-				clean = false
-				if bad == fbverify.NoField && !w.ScalarIn(&t, fo, 4) {
-					bad = 0
-				}
+			ext = max(ext, fo+4)
+			if !w.ScalarIn(&t, fo, 4) && bad == fbverify.NoField {
+				bad = 0
 			}
 		}
-		if clean {
-			w.Learn(&t, &m.Memo, false)
+		if bad == fbverify.NoField {
+			w.Learn(&t, &m.Memo, ext, false)
 		}
 	}
 	if bad != fbverify.NoField {
@@ -5392,19 +5044,16 @@ func verifyUniqueOptions(w *fbverify.Walk, pos int64, m *memoUniqueOptions) erro
 		return err
 	}
 	bad := fbverify.NoField // the first scalar field that fails its checks
-	if hit {
-	} else {
-		clean := true
+	if !hit {
+		ext := int64(4)
 		if fo := w.Slot(&t, 0); fo != 0 {
-			if fo+1 > t.Size() {
-				clean = false
-				if bad == fbverify.NoField && !w.ScalarIn(&t, fo, 1) {
-					bad = 0
-				}
+			ext = max(ext, fo+1)
+			if !w.ScalarIn(&t, fo, 1) && bad == fbverify.NoField {
+				bad = 0
 			}
 		}
-		if clean {
-			w.Learn(&t, &m.Memo, false)
+		if bad == fbverify.NoField {
+			w.Learn(&t, &m.Memo, ext, false)
 		}
 	}
 	if bad != fbverify.NoField {
@@ -5463,27 +5112,22 @@ func verifyReverseSequenceOptions(w *fbverify.Walk, pos int64, m *memoReverseSeq
 		return err
 	}
 	bad := fbverify.NoField // the first scalar field that fails its checks
-	if hit {
-	} else {
-		clean := true
+	if !hit {
+		ext := int64(4)
 		if fo := w.Slot(&t, 0); fo != 0 {
-			if fo+4 > t.Size() || fo&3 != 0 {
-				clean = false
-				if bad == fbverify.NoField && !w.ScalarIn(&t, fo, 4) {
-					bad = 0
-				}
+			ext = max(ext, fo+4)
+			if !w.ScalarIn(&t, fo, 4) && bad == fbverify.NoField {
+				bad = 0
 			}
 		}
 		if fo := w.Slot(&t, 1); fo != 0 {
-			if fo+4 > t.Size() || fo&3 != 0 {
-				clean = false
-				if bad == fbverify.NoField && !w.ScalarIn(&t, fo, 4) {
-					bad = 1
-				}
+			ext = max(ext, fo+4)
+			if !w.ScalarIn(&t, fo, 4) && bad == fbverify.NoField {
+				bad = 1
 			}
 		}
-		if clean {
-			w.Learn(&t, &m.Memo, false)
+		if bad == fbverify.NoField {
+			w.Learn(&t, &m.Memo, ext, false)
 		}
 	}
 	if bad != fbverify.NoField {
@@ -5532,19 +5176,16 @@ func verifyDepthToSpaceOptions(w *fbverify.Walk, pos int64, m *memoDepthToSpaceO
 		return err
 	}
 	bad := fbverify.NoField // the first scalar field that fails its checks
-	if hit {
-	} else {
-		clean := true
+	if !hit {
+		ext := int64(4)
 		if fo := w.Slot(&t, 0); fo != 0 {
-			if fo+4 > t.Size() || fo&3 != 0 {
-				clean = false
-				if bad == fbverify.NoField && !w.ScalarIn(&t, fo, 4) {
-					bad = 0
-				}
+			ext = max(ext, fo+4)
+			if !w.ScalarIn(&t, fo, 4) && bad == fbverify.NoField {
+				bad = 0
 			}
 		}
-		if clean {
-			w.Learn(&t, &m.Memo, false)
+		if bad == fbverify.NoField {
+			w.Learn(&t, &m.Memo, ext, false)
 		}
 	}
 	if bad != fbverify.NoField {
@@ -5603,35 +5244,28 @@ func verifyBatchMatMulOptions(w *fbverify.Walk, pos int64, m *memoBatchMatMulOpt
 		return err
 	}
 	bad := fbverify.NoField // the first scalar field that fails its checks
-	if hit {
-	} else {
-		clean := true
+	if !hit {
+		ext := int64(4)
 		if fo := w.Slot(&t, 0); fo != 0 {
-			if fo+1 > t.Size() {
-				clean = false
-				if bad == fbverify.NoField && !w.ScalarIn(&t, fo, 1) {
-					bad = 0
-				}
+			ext = max(ext, fo+1)
+			if !w.ScalarIn(&t, fo, 1) && bad == fbverify.NoField {
+				bad = 0
 			}
 		}
 		if fo := w.Slot(&t, 1); fo != 0 {
-			if fo+1 > t.Size() {
-				clean = false
-				if bad == fbverify.NoField && !w.ScalarIn(&t, fo, 1) {
-					bad = 1
-				}
+			ext = max(ext, fo+1)
+			if !w.ScalarIn(&t, fo, 1) && bad == fbverify.NoField {
+				bad = 1
 			}
 		}
 		if fo := w.Slot(&t, 2); fo != 0 {
-			if fo+1 > t.Size() {
-				clean = false
-				if bad == fbverify.NoField && !w.ScalarIn(&t, fo, 1) {
-					bad = 2
-				}
+			ext = max(ext, fo+1)
+			if !w.ScalarIn(&t, fo, 1) && bad == fbverify.NoField {
+				bad = 2
 			}
 		}
-		if clean {
-			w.Learn(&t, &m.Memo, false)
+		if bad == fbverify.NoField {
+			w.Learn(&t, &m.Memo, ext, false)
 		}
 	}
 	if bad != fbverify.NoField {
@@ -5660,27 +5294,22 @@ func verifyCumsumOptions(w *fbverify.Walk, pos int64, m *memoCumsumOptions) erro
 		return err
 	}
 	bad := fbverify.NoField // the first scalar field that fails its checks
-	if hit {
-	} else {
-		clean := true
+	if !hit {
+		ext := int64(4)
 		if fo := w.Slot(&t, 0); fo != 0 {
-			if fo+1 > t.Size() {
-				clean = false
-				if bad == fbverify.NoField && !w.ScalarIn(&t, fo, 1) {
-					bad = 0
-				}
+			ext = max(ext, fo+1)
+			if !w.ScalarIn(&t, fo, 1) && bad == fbverify.NoField {
+				bad = 0
 			}
 		}
 		if fo := w.Slot(&t, 1); fo != 0 {
-			if fo+1 > t.Size() {
-				clean = false
-				if bad == fbverify.NoField && !w.ScalarIn(&t, fo, 1) {
-					bad = 1
-				}
+			ext = max(ext, fo+1)
+			if !w.ScalarIn(&t, fo, 1) && bad == fbverify.NoField {
+				bad = 1
 			}
 		}
-		if clean {
-			w.Learn(&t, &m.Memo, false)
+		if bad == fbverify.NoField {
+			w.Learn(&t, &m.Memo, ext, false)
 		}
 	}
 	if bad != fbverify.NoField {
@@ -5719,75 +5348,58 @@ func verifyConv3DOptions(w *fbverify.Walk, pos int64, m *memoConv3DOptions) erro
 		return err
 	}
 	bad := fbverify.NoField // the first scalar field that fails its checks
-	if hit {
-	} else {
-		clean := true
+	if !hit {
+		ext := int64(4)
 		if fo := w.Slot(&t, 0); fo != 0 {
-			if fo+1 > t.Size() {
-				clean = false
-				if bad == fbverify.NoField && !w.ScalarIn(&t, fo, 1) {
-					bad = 0
-				}
+			ext = max(ext, fo+1)
+			if !w.ScalarIn(&t, fo, 1) && bad == fbverify.NoField {
+				bad = 0
 			}
 		}
 		if fo := w.Slot(&t, 1); fo != 0 {
-			if fo+4 > t.Size() || fo&3 != 0 {
-				clean = false
-				if bad == fbverify.NoField && !w.ScalarIn(&t, fo, 4) {
-					bad = 1
-				}
+			ext = max(ext, fo+4)
+			if !w.ScalarIn(&t, fo, 4) && bad == fbverify.NoField {
+				bad = 1
 			}
 		}
 		if fo := w.Slot(&t, 2); fo != 0 {
-			if fo+4 > t.Size() || fo&3 != 0 {
-				clean = false
-				if bad == fbverify.NoField && !w.ScalarIn(&t, fo, 4) {
-					bad = 2
-				}
+			ext = max(ext, fo+4)
+			if !w.ScalarIn(&t, fo, 4) && bad == fbverify.NoField {
+				bad = 2
 			}
 		}
 		if fo := w.Slot(&t, 3); fo != 0 {
-			if fo+4 > t.Size() || fo&3 != 0 {
-				clean = false
-				if bad == fbverify.NoField && !w.ScalarIn(&t, fo, 4) {
-					bad = 3
-				}
+			ext = max(ext, fo+4)
+			if !w.ScalarIn(&t, fo, 4) && bad == fbverify.NoField {
+				bad = 3
 			}
 		}
 		if fo := w.Slot(&t, 4); fo != 0 {
-			if fo+1 > t.Size() {
-				clean = false
-				if bad == fbverify.NoField && !w.ScalarIn(&t, fo, 1) {
-					bad = 4
-				}
+			ext = max(ext, fo+1)
+			if !w.ScalarIn(&t, fo, 1) && bad == fbverify.NoField {
+				bad = 4
 			}
 		}
 		if fo := w.Slot(&t, 5); fo != 0 {
-			if fo+4 > t.Size() || fo&3 != 0 {
-				clean = false
-				if bad == fbverify.NoField && !w.ScalarIn(&t, fo, 4) {
-					bad = 5
-				}
+			ext = max(ext, fo+4)
+			if !w.ScalarIn(&t, fo, 4) && bad == fbverify.NoField {
+				bad = 5
 			}
 		}
 		if fo := w.Slot(&t, 6); fo != 0 {
-			if fo+4 > t.Size() || fo&3 != 0 {
-				clean = false
-				if bad == fbverify.NoField && !w.ScalarIn(&t, fo, 4) {
-					bad = 6
-				}
+			ext = max(ext, fo+4)
+			if !w.ScalarIn(&t, fo, 4) && bad == fbverify.NoField {
+				bad = 6
 			}
 		}
 		if fo := w.Slot(&t, 7); fo != 0 {
-			if fo+4 > t.Size() || fo&3 != 0 {
-				clean = false
-				if bad == fbverify.NoField && !w.ScalarIn(&t, fo, 4) {
-					bad = 7
-				}
+			ext = max(ext, fo+4)
+			if !w.ScalarIn(&t, fo, 4) && bad == fbverify.NoField {
+				bad = 7
 			}
 		}
-		if clean {
-			w.Learn(&t, &m.Memo, false)
+		if bad == fbverify.NoField {
+			w.Learn(&t, &m.Memo, ext, false)
 		}
 	}
 	if bad != fbverify.NoField {
@@ -5816,35 +5428,28 @@ func verifyHashtableOptions(w *fbverify.Walk, pos int64, m *memoHashtableOptions
 		return err
 	}
 	bad := fbverify.NoField // the first scalar field that fails its checks
-	if hit {
-	} else {
-		clean := true
+	if !hit {
+		ext := int64(4)
 		if fo := w.Slot(&t, 0); fo != 0 {
-			if fo+4 > t.Size() || fo&3 != 0 {
-				clean = false
-				if bad == fbverify.NoField && !w.ScalarIn(&t, fo, 4) {
-					bad = 0
-				}
+			ext = max(ext, fo+4)
+			if !w.ScalarIn(&t, fo, 4) && bad == fbverify.NoField {
+				bad = 0
 			}
 		}
 		if fo := w.Slot(&t, 1); fo != 0 {
-			if fo+1 > t.Size() {
-				clean = false
-				if bad == fbverify.NoField && !w.ScalarIn(&t, fo, 1) {
-					bad = 1
-				}
+			ext = max(ext, fo+1)
+			if !w.ScalarIn(&t, fo, 1) && bad == fbverify.NoField {
+				bad = 1
 			}
 		}
 		if fo := w.Slot(&t, 2); fo != 0 {
-			if fo+1 > t.Size() {
-				clean = false
-				if bad == fbverify.NoField && !w.ScalarIn(&t, fo, 1) {
-					bad = 2
-				}
+			ext = max(ext, fo+1)
+			if !w.ScalarIn(&t, fo, 1) && bad == fbverify.NoField {
+				bad = 2
 			}
 		}
-		if clean {
-			w.Learn(&t, &m.Memo, false)
+		if bad == fbverify.NoField {
+			w.Learn(&t, &m.Memo, ext, false)
 		}
 	}
 	if bad != fbverify.NoField {
@@ -5896,10 +5501,9 @@ func verifyVarHandleOptions(w *fbverify.Walk, pos int64, m *memoVarHandleOptions
 	} else {
 		fo0 = w.Slot(&t, 0)
 		fo1 = w.Slot(&t, 1)
-		if true && w.Learn(&t, &m.Memo, false) {
-			m.s0 = uint16(fo0)
-			m.s1 = uint16(fo1)
-		}
+		w.Learn(&t, &m.Memo, 4, false)
+		m.s0 = uint16(fo0)
+		m.s1 = uint16(fo1)
 	}
 	if fo := fo0; fo != 0 {
 		q, ok := w.RefAt(&t, fo)
@@ -5956,29 +5560,24 @@ func verifyRandomOptions(w *fbverify.Walk, pos int64, m *memoRandomOptions) erro
 		return err
 	}
 	bad := fbverify.NoField // the first scalar field that fails its checks
-	if hit {
-	} else {
-		clean, has8 := true, false
+	if !hit {
+		ext, has8 := int64(4), false
 		if fo := w.Slot(&t, 0); fo != 0 {
 			has8 = true
-			if fo+8 > t.Size() || (t.Pos()+fo)&7 != 0 {
-				clean = false
-				if bad == fbverify.NoField && !w.ScalarIn(&t, fo, 8) {
-					bad = 0
-				}
+			ext = max(ext, fo+8)
+			if !w.ScalarIn(&t, fo, 8) && bad == fbverify.NoField {
+				bad = 0
 			}
 		}
 		if fo := w.Slot(&t, 1); fo != 0 {
 			has8 = true
-			if fo+8 > t.Size() || (t.Pos()+fo)&7 != 0 {
-				clean = false
-				if bad == fbverify.NoField && !w.ScalarIn(&t, fo, 8) {
-					bad = 1
-				}
+			ext = max(ext, fo+8)
+			if !w.ScalarIn(&t, fo, 8) && bad == fbverify.NoField {
+				bad = 1
 			}
 		}
-		if clean {
-			w.Learn(&t, &m.Memo, has8)
+		if bad == fbverify.NoField {
+			w.Learn(&t, &m.Memo, ext, has8)
 		}
 	}
 	if bad != fbverify.NoField {
@@ -6012,9 +5611,8 @@ func verifyBucketizeOptions(w *fbverify.Walk, pos int64, m *memoBucketizeOptions
 		fo0 = int64(m.s0)
 	} else {
 		fo0 = w.Slot(&t, 0)
-		if true && w.Learn(&t, &m.Memo, false) {
-			m.s0 = uint16(fo0)
-		}
+		w.Learn(&t, &m.Memo, 4, false)
+		m.s0 = uint16(fo0)
 	}
 	if fo := fo0; fo != 0 {
 		q, ok := w.RefAt(&t, fo)
@@ -6052,19 +5650,16 @@ func verifyGeluOptions(w *fbverify.Walk, pos int64, m *memoGeluOptions) error {
 		return err
 	}
 	bad := fbverify.NoField // the first scalar field that fails its checks
-	if hit {
-	} else {
-		clean := true
+	if !hit {
+		ext := int64(4)
 		if fo := w.Slot(&t, 0); fo != 0 {
-			if fo+1 > t.Size() {
-				clean = false
-				if bad == fbverify.NoField && !w.ScalarIn(&t, fo, 1) {
-					bad = 0
-				}
+			ext = max(ext, fo+1)
+			if !w.ScalarIn(&t, fo, 1) && bad == fbverify.NoField {
+				bad = 0
 			}
 		}
-		if clean {
-			w.Learn(&t, &m.Memo, false)
+		if bad == fbverify.NoField {
+			w.Learn(&t, &m.Memo, ext, false)
 		}
 	}
 	if bad != fbverify.NoField {
@@ -6143,20 +5738,17 @@ func verifyStablehloConcatenateOptions(w *fbverify.Walk, pos int64, m *memoStabl
 		return err
 	}
 	bad := fbverify.NoField // the first scalar field that fails its checks
-	if hit {
-	} else {
-		clean, has8 := true, false
+	if !hit {
+		ext, has8 := int64(4), false
 		if fo := w.Slot(&t, 0); fo != 0 {
 			has8 = true
-			if fo+8 > t.Size() || (t.Pos()+fo)&7 != 0 {
-				clean = false
-				if bad == fbverify.NoField && !w.ScalarIn(&t, fo, 8) {
-					bad = 0
-				}
+			ext = max(ext, fo+8)
+			if !w.ScalarIn(&t, fo, 8) && bad == fbverify.NoField {
+				bad = 0
 			}
 		}
-		if clean {
-			w.Learn(&t, &m.Memo, has8)
+		if bad == fbverify.NoField {
+			w.Learn(&t, &m.Memo, ext, has8)
 		}
 	}
 	if bad != fbverify.NoField {
@@ -6190,9 +5782,8 @@ func verifyStablehloBroadcastInDimOptions(w *fbverify.Walk, pos int64, m *memoSt
 		fo0 = int64(m.s0)
 	} else {
 		fo0 = w.Slot(&t, 0)
-		if true && w.Learn(&t, &m.Memo, false) {
-			m.s0 = uint16(fo0)
-		}
+		w.Learn(&t, &m.Memo, 4, false)
+		m.s0 = uint16(fo0)
 	}
 	if fo := fo0; fo != 0 {
 		q, ok := w.RefAt(&t, fo)
@@ -6241,11 +5832,10 @@ func verifyStablehloSliceOptions(w *fbverify.Walk, pos int64, m *memoStablehloSl
 		fo0 = w.Slot(&t, 0)
 		fo1 = w.Slot(&t, 1)
 		fo2 = w.Slot(&t, 2)
-		if true && w.Learn(&t, &m.Memo, false) {
-			m.s0 = uint16(fo0)
-			m.s1 = uint16(fo1)
-			m.s2 = uint16(fo2)
-		}
+		w.Learn(&t, &m.Memo, 4, false)
+		m.s0 = uint16(fo0)
+		m.s1 = uint16(fo1)
+		m.s2 = uint16(fo2)
 	}
 	if fo := fo0; fo != 0 {
 		q, ok := w.RefAt(&t, fo)
@@ -6330,77 +5920,61 @@ func verifyStablehloConvolutionOptions(w *fbverify.Walk, pos int64, m *memoStabl
 		fo13 = int64(m.s13)
 		fo16 = int64(m.s16)
 	} else {
-		clean, has8 := true, false
+		ext, has8 := int64(4), false
 		if fo := w.Slot(&t, 5); fo != 0 {
 			has8 = true
-			if fo+8 > t.Size() || (t.Pos()+fo)&7 != 0 {
-				clean = false
-				if bad == fbverify.NoField && !w.ScalarIn(&t, fo, 8) {
-					bad = 5
-				}
+			ext = max(ext, fo+8)
+			if !w.ScalarIn(&t, fo, 8) && bad == fbverify.NoField {
+				bad = 5
 			}
 		}
 		if fo := w.Slot(&t, 6); fo != 0 {
 			has8 = true
-			if fo+8 > t.Size() || (t.Pos()+fo)&7 != 0 {
-				clean = false
-				if bad == fbverify.NoField && !w.ScalarIn(&t, fo, 8) {
-					bad = 6
-				}
+			ext = max(ext, fo+8)
+			if !w.ScalarIn(&t, fo, 8) && bad == fbverify.NoField {
+				bad = 6
 			}
 		}
 		if fo := w.Slot(&t, 8); fo != 0 {
 			has8 = true
-			if fo+8 > t.Size() || (t.Pos()+fo)&7 != 0 {
-				clean = false
-				if bad == fbverify.NoField && !w.ScalarIn(&t, fo, 8) {
-					bad = 8
-				}
+			ext = max(ext, fo+8)
+			if !w.ScalarIn(&t, fo, 8) && bad == fbverify.NoField {
+				bad = 8
 			}
 		}
 		if fo := w.Slot(&t, 9); fo != 0 {
 			has8 = true
-			if fo+8 > t.Size() || (t.Pos()+fo)&7 != 0 {
-				clean = false
-				if bad == fbverify.NoField && !w.ScalarIn(&t, fo, 8) {
-					bad = 9
-				}
+			ext = max(ext, fo+8)
+			if !w.ScalarIn(&t, fo, 8) && bad == fbverify.NoField {
+				bad = 9
 			}
 		}
 		if fo := w.Slot(&t, 11); fo != 0 {
 			has8 = true
-			if fo+8 > t.Size() || (t.Pos()+fo)&7 != 0 {
-				clean = false
-				if bad == fbverify.NoField && !w.ScalarIn(&t, fo, 8) {
-					bad = 11
-				}
+			ext = max(ext, fo+8)
+			if !w.ScalarIn(&t, fo, 8) && bad == fbverify.NoField {
+				bad = 11
 			}
 		}
 		if fo := w.Slot(&t, 12); fo != 0 {
 			has8 = true
-			if fo+8 > t.Size() || (t.Pos()+fo)&7 != 0 {
-				clean = false
-				if bad == fbverify.NoField && !w.ScalarIn(&t, fo, 8) {
-					bad = 12
-				}
+			ext = max(ext, fo+8)
+			if !w.ScalarIn(&t, fo, 8) && bad == fbverify.NoField {
+				bad = 12
 			}
 		}
 		if fo := w.Slot(&t, 14); fo != 0 {
 			has8 = true
-			if fo+8 > t.Size() || (t.Pos()+fo)&7 != 0 {
-				clean = false
-				if bad == fbverify.NoField && !w.ScalarIn(&t, fo, 8) {
-					bad = 14
-				}
+			ext = max(ext, fo+8)
+			if !w.ScalarIn(&t, fo, 8) && bad == fbverify.NoField {
+				bad = 14
 			}
 		}
 		if fo := w.Slot(&t, 15); fo != 0 {
 			has8 = true
-			if fo+8 > t.Size() || (t.Pos()+fo)&7 != 0 {
-				clean = false
-				if bad == fbverify.NoField && !w.ScalarIn(&t, fo, 8) {
-					bad = 15
-				}
+			ext = max(ext, fo+8)
+			if !w.ScalarIn(&t, fo, 8) && bad == fbverify.NoField {
+				bad = 15
 			}
 		}
 		fo0 = w.Slot(&t, 0)
@@ -6412,7 +5986,8 @@ func verifyStablehloConvolutionOptions(w *fbverify.Walk, pos int64, m *memoStabl
 		fo10 = w.Slot(&t, 10)
 		fo13 = w.Slot(&t, 13)
 		fo16 = w.Slot(&t, 16)
-		if clean && w.Learn(&t, &m.Memo, has8) {
+		if bad == fbverify.NoField {
+			w.Learn(&t, &m.Memo, ext, has8)
 			m.s0 = uint16(fo0)
 			m.s1 = uint16(fo1)
 			m.s2 = uint16(fo2)
@@ -6590,28 +6165,25 @@ func verifyStablehloCustomCallOptions(w *fbverify.Walk, pos int64, m *memoStable
 		fo4 = int64(m.s4)
 		fo5 = int64(m.s5)
 	} else {
-		clean := true
+		ext := int64(4)
 		if fo := w.Slot(&t, 1); fo != 0 {
-			if fo+1 > t.Size() {
-				clean = false
-				if bad == fbverify.NoField && !w.ScalarIn(&t, fo, 1) {
-					bad = 1
-				}
+			ext = max(ext, fo+1)
+			if !w.ScalarIn(&t, fo, 1) && bad == fbverify.NoField {
+				bad = 1
 			}
 		}
 		if fo := w.Slot(&t, 3); fo != 0 {
-			if fo+4 > t.Size() || fo&3 != 0 {
-				clean = false
-				if bad == fbverify.NoField && !w.ScalarIn(&t, fo, 4) {
-					bad = 3
-				}
+			ext = max(ext, fo+4)
+			if !w.ScalarIn(&t, fo, 4) && bad == fbverify.NoField {
+				bad = 3
 			}
 		}
 		fo0 = w.Slot(&t, 0)
 		fo2 = w.Slot(&t, 2)
 		fo4 = w.Slot(&t, 4)
 		fo5 = w.Slot(&t, 5)
-		if clean && w.Learn(&t, &m.Memo, false) {
+		if bad == fbverify.NoField {
+			w.Learn(&t, &m.Memo, ext, false)
 			m.s0 = uint16(fo0)
 			m.s2 = uint16(fo2)
 			m.s4 = uint16(fo4)
@@ -6706,17 +6278,16 @@ func verifyStablehloReduceOptions(w *fbverify.Walk, pos int64, m *memoStablehloR
 	if hit {
 		fo0 = int64(m.s0)
 	} else {
-		clean := true
+		ext := int64(4)
 		if fo := w.Slot(&t, 1); fo != 0 {
-			if fo+4 > t.Size() || fo&3 != 0 {
-				clean = false
-				if bad == fbverify.NoField && !w.ScalarIn(&t, fo, 4) {
-					bad = 1
-				}
+			ext = max(ext, fo+4)
+			if !w.ScalarIn(&t, fo, 4) && bad == fbverify.NoField {
+				bad = 1
 			}
 		}
 		fo0 = w.Slot(&t, 0)
-		if clean && w.Learn(&t, &m.Memo, false) {
+		if bad == fbverify.NoField {
+			w.Learn(&t, &m.Memo, ext, false)
 			m.s0 = uint16(fo0)
 		}
 	}
@@ -6768,44 +6339,37 @@ func verifyStablehloScatterOptions(w *fbverify.Walk, pos int64, m *memoStablehlo
 		fo2 = int64(m.s2)
 		fo3 = int64(m.s3)
 	} else {
-		clean, has8 := true, false
+		ext, has8 := int64(4), false
 		if fo := w.Slot(&t, 0); fo != 0 {
-			if fo+1 > t.Size() {
-				clean = false
-				if bad == fbverify.NoField && !w.ScalarIn(&t, fo, 1) {
-					bad = 0
-				}
+			ext = max(ext, fo+1)
+			if !w.ScalarIn(&t, fo, 1) && bad == fbverify.NoField {
+				bad = 0
 			}
 		}
 		if fo := w.Slot(&t, 4); fo != 0 {
 			has8 = true
-			if fo+8 > t.Size() || (t.Pos()+fo)&7 != 0 {
-				clean = false
-				if bad == fbverify.NoField && !w.ScalarIn(&t, fo, 8) {
-					bad = 4
-				}
+			ext = max(ext, fo+8)
+			if !w.ScalarIn(&t, fo, 8) && bad == fbverify.NoField {
+				bad = 4
 			}
 		}
 		if fo := w.Slot(&t, 5); fo != 0 {
-			if fo+1 > t.Size() {
-				clean = false
-				if bad == fbverify.NoField && !w.ScalarIn(&t, fo, 1) {
-					bad = 5
-				}
+			ext = max(ext, fo+1)
+			if !w.ScalarIn(&t, fo, 1) && bad == fbverify.NoField {
+				bad = 5
 			}
 		}
 		if fo := w.Slot(&t, 6); fo != 0 {
-			if fo+4 > t.Size() || fo&3 != 0 {
-				clean = false
-				if bad == fbverify.NoField && !w.ScalarIn(&t, fo, 4) {
-					bad = 6
-				}
+			ext = max(ext, fo+4)
+			if !w.ScalarIn(&t, fo, 4) && bad == fbverify.NoField {
+				bad = 6
 			}
 		}
 		fo1 = w.Slot(&t, 1)
 		fo2 = w.Slot(&t, 2)
 		fo3 = w.Slot(&t, 3)
-		if clean && w.Learn(&t, &m.Memo, has8) {
+		if bad == fbverify.NoField {
+			w.Learn(&t, &m.Memo, ext, has8)
 			m.s1 = uint16(fo1)
 			m.s2 = uint16(fo2)
 			m.s3 = uint16(fo3)
@@ -6885,27 +6449,22 @@ func verifyStablehloCompareOptions(w *fbverify.Walk, pos int64, m *memoStablehlo
 		return err
 	}
 	bad := fbverify.NoField // the first scalar field that fails its checks
-	if hit {
-	} else {
-		clean := true
+	if !hit {
+		ext := int64(4)
 		if fo := w.Slot(&t, 0); fo != 0 {
-			if fo+4 > t.Size() || fo&3 != 0 {
-				clean = false
-				if bad == fbverify.NoField && !w.ScalarIn(&t, fo, 4) {
-					bad = 0
-				}
+			ext = max(ext, fo+4)
+			if !w.ScalarIn(&t, fo, 4) && bad == fbverify.NoField {
+				bad = 0
 			}
 		}
 		if fo := w.Slot(&t, 1); fo != 0 {
-			if fo+4 > t.Size() || fo&3 != 0 {
-				clean = false
-				if bad == fbverify.NoField && !w.ScalarIn(&t, fo, 4) {
-					bad = 1
-				}
+			ext = max(ext, fo+4)
+			if !w.ScalarIn(&t, fo, 4) && bad == fbverify.NoField {
+				bad = 1
 			}
 		}
-		if clean {
-			w.Learn(&t, &m.Memo, false)
+		if bad == fbverify.NoField {
+			w.Learn(&t, &m.Memo, ext, false)
 		}
 	}
 	if bad != fbverify.NoField {
@@ -6939,9 +6498,8 @@ func verifyStablehloDynamicSliceOptions(w *fbverify.Walk, pos int64, m *memoStab
 		fo0 = int64(m.s0)
 	} else {
 		fo0 = w.Slot(&t, 0)
-		if true && w.Learn(&t, &m.Memo, false) {
-			m.s0 = uint16(fo0)
-		}
+		w.Learn(&t, &m.Memo, 4, false)
+		m.s0 = uint16(fo0)
 	}
 	if fo := fo0; fo != 0 {
 		q, ok := w.RefAt(&t, fo)
@@ -6990,11 +6548,10 @@ func verifyStablehloPadOptions(w *fbverify.Walk, pos int64, m *memoStablehloPadO
 		fo0 = w.Slot(&t, 0)
 		fo1 = w.Slot(&t, 1)
 		fo2 = w.Slot(&t, 2)
-		if true && w.Learn(&t, &m.Memo, false) {
-			m.s0 = uint16(fo0)
-			m.s1 = uint16(fo1)
-			m.s2 = uint16(fo2)
-		}
+		w.Learn(&t, &m.Memo, 4, false)
+		m.s0 = uint16(fo0)
+		m.s1 = uint16(fo1)
+		m.s2 = uint16(fo2)
 	}
 	if fo := fo0; fo != 0 {
 		q, ok := w.RefAt(&t, fo)
@@ -7058,20 +6615,17 @@ func verifyStablehloIotaOptions(w *fbverify.Walk, pos int64, m *memoStablehloIot
 		return err
 	}
 	bad := fbverify.NoField // the first scalar field that fails its checks
-	if hit {
-	} else {
-		clean, has8 := true, false
+	if !hit {
+		ext, has8 := int64(4), false
 		if fo := w.Slot(&t, 0); fo != 0 {
 			has8 = true
-			if fo+8 > t.Size() || (t.Pos()+fo)&7 != 0 {
-				clean = false
-				if bad == fbverify.NoField && !w.ScalarIn(&t, fo, 8) {
-					bad = 0
-				}
+			ext = max(ext, fo+8)
+			if !w.ScalarIn(&t, fo, 8) && bad == fbverify.NoField {
+				bad = 0
 			}
 		}
-		if clean {
-			w.Learn(&t, &m.Memo, has8)
+		if bad == fbverify.NoField {
+			w.Learn(&t, &m.Memo, ext, has8)
 		}
 	}
 	if bad != fbverify.NoField {
@@ -7117,13 +6671,12 @@ func verifyStablehloDotGeneralOptions(w *fbverify.Walk, pos int64, m *memoStable
 		fo2 = w.Slot(&t, 2)
 		fo3 = w.Slot(&t, 3)
 		fo4 = w.Slot(&t, 4)
-		if true && w.Learn(&t, &m.Memo, false) {
-			m.s0 = uint16(fo0)
-			m.s1 = uint16(fo1)
-			m.s2 = uint16(fo2)
-			m.s3 = uint16(fo3)
-			m.s4 = uint16(fo4)
-		}
+		w.Learn(&t, &m.Memo, 4, false)
+		m.s0 = uint16(fo0)
+		m.s1 = uint16(fo1)
+		m.s2 = uint16(fo2)
+		m.s3 = uint16(fo3)
+		m.s4 = uint16(fo4)
 	}
 	if fo := fo0; fo != 0 {
 		q, ok := w.RefAt(&t, fo)
@@ -7226,13 +6779,11 @@ func verifyStablehloReduceWindowOptions(w *fbverify.Walk, pos int64, m *memoStab
 		fo3 = int64(m.s3)
 		fo4 = int64(m.s4)
 	} else {
-		clean := true
+		ext := int64(4)
 		if fo := w.Slot(&t, 5); fo != 0 {
-			if fo+4 > t.Size() || fo&3 != 0 {
-				clean = false
-				if bad == fbverify.NoField && !w.ScalarIn(&t, fo, 4) {
-					bad = 5
-				}
+			ext = max(ext, fo+4)
+			if !w.ScalarIn(&t, fo, 4) && bad == fbverify.NoField {
+				bad = 5
 			}
 		}
 		fo0 = w.Slot(&t, 0)
@@ -7240,7 +6791,8 @@ func verifyStablehloReduceWindowOptions(w *fbverify.Walk, pos int64, m *memoStab
 		fo2 = w.Slot(&t, 2)
 		fo3 = w.Slot(&t, 3)
 		fo4 = w.Slot(&t, 4)
-		if clean && w.Learn(&t, &m.Memo, false) {
+		if bad == fbverify.NoField {
+			w.Learn(&t, &m.Memo, ext, false)
 			m.s0 = uint16(fo0)
 			m.s1 = uint16(fo1)
 			m.s2 = uint16(fo2)
@@ -7339,36 +6891,29 @@ func verifyStablehloSortOptions(w *fbverify.Walk, pos int64, m *memoStablehloSor
 		return err
 	}
 	bad := fbverify.NoField // the first scalar field that fails its checks
-	if hit {
-	} else {
-		clean, has8 := true, false
+	if !hit {
+		ext, has8 := int64(4), false
 		if fo := w.Slot(&t, 0); fo != 0 {
 			has8 = true
-			if fo+8 > t.Size() || (t.Pos()+fo)&7 != 0 {
-				clean = false
-				if bad == fbverify.NoField && !w.ScalarIn(&t, fo, 8) {
-					bad = 0
-				}
+			ext = max(ext, fo+8)
+			if !w.ScalarIn(&t, fo, 8) && bad == fbverify.NoField {
+				bad = 0
 			}
 		}
 		if fo := w.Slot(&t, 1); fo != 0 {
-			if fo+1 > t.Size() {
-				clean = false
-				if bad == fbverify.NoField && !w.ScalarIn(&t, fo, 1) {
-					bad = 1
-				}
+			ext = max(ext, fo+1)
+			if !w.ScalarIn(&t, fo, 1) && bad == fbverify.NoField {
+				bad = 1
 			}
 		}
 		if fo := w.Slot(&t, 2); fo != 0 {
-			if fo+4 > t.Size() || fo&3 != 0 {
-				clean = false
-				if bad == fbverify.NoField && !w.ScalarIn(&t, fo, 4) {
-					bad = 2
-				}
+			ext = max(ext, fo+4)
+			if !w.ScalarIn(&t, fo, 4) && bad == fbverify.NoField {
+				bad = 2
 			}
 		}
-		if clean {
-			w.Learn(&t, &m.Memo, has8)
+		if bad == fbverify.NoField {
+			w.Learn(&t, &m.Memo, ext, has8)
 		}
 	}
 	if bad != fbverify.NoField {
@@ -7397,27 +6942,22 @@ func verifyStablehloWhileOptions(w *fbverify.Walk, pos int64, m *memoStablehloWh
 		return err
 	}
 	bad := fbverify.NoField // the first scalar field that fails its checks
-	if hit {
-	} else {
-		clean := true
+	if !hit {
+		ext := int64(4)
 		if fo := w.Slot(&t, 0); fo != 0 {
-			if fo+4 > t.Size() || fo&3 != 0 {
-				clean = false
-				if bad == fbverify.NoField && !w.ScalarIn(&t, fo, 4) {
-					bad = 0
-				}
+			ext = max(ext, fo+4)
+			if !w.ScalarIn(&t, fo, 4) && bad == fbverify.NoField {
+				bad = 0
 			}
 		}
 		if fo := w.Slot(&t, 1); fo != 0 {
-			if fo+4 > t.Size() || fo&3 != 0 {
-				clean = false
-				if bad == fbverify.NoField && !w.ScalarIn(&t, fo, 4) {
-					bad = 1
-				}
+			ext = max(ext, fo+4)
+			if !w.ScalarIn(&t, fo, 4) && bad == fbverify.NoField {
+				bad = 1
 			}
 		}
-		if clean {
-			w.Learn(&t, &m.Memo, false)
+		if bad == fbverify.NoField {
+			w.Learn(&t, &m.Memo, ext, false)
 		}
 	}
 	if bad != fbverify.NoField {
@@ -7457,29 +6997,26 @@ func verifyStablehloGatherOptions(w *fbverify.Walk, pos int64, m *memoStablehloG
 		fo2 = int64(m.s2)
 		fo4 = int64(m.s4)
 	} else {
-		clean, has8 := true, false
+		ext, has8 := int64(4), false
 		if fo := w.Slot(&t, 3); fo != 0 {
 			has8 = true
-			if fo+8 > t.Size() || (t.Pos()+fo)&7 != 0 {
-				clean = false
-				if bad == fbverify.NoField && !w.ScalarIn(&t, fo, 8) {
-					bad = 3
-				}
+			ext = max(ext, fo+8)
+			if !w.ScalarIn(&t, fo, 8) && bad == fbverify.NoField {
+				bad = 3
 			}
 		}
 		if fo := w.Slot(&t, 5); fo != 0 {
-			if fo+1 > t.Size() {
-				clean = false
-				if bad == fbverify.NoField && !w.ScalarIn(&t, fo, 1) {
-					bad = 5
-				}
+			ext = max(ext, fo+1)
+			if !w.ScalarIn(&t, fo, 1) && bad == fbverify.NoField {
+				bad = 5
 			}
 		}
 		fo0 = w.Slot(&t, 0)
 		fo1 = w.Slot(&t, 1)
 		fo2 = w.Slot(&t, 2)
 		fo4 = w.Slot(&t, 4)
-		if clean && w.Learn(&t, &m.Memo, has8) {
+		if bad == fbverify.NoField {
+			w.Learn(&t, &m.Memo, ext, has8)
 			m.s0 = uint16(fo0)
 			m.s1 = uint16(fo1)
 			m.s2 = uint16(fo2)
@@ -7572,9 +7109,8 @@ func verifyStablehloTransposeOptions(w *fbverify.Walk, pos int64, m *memoStableh
 		fo0 = int64(m.s0)
 	} else {
 		fo0 = w.Slot(&t, 0)
-		if true && w.Learn(&t, &m.Memo, false) {
-			m.s0 = uint16(fo0)
-		}
+		w.Learn(&t, &m.Memo, 4, false)
+		m.s0 = uint16(fo0)
 	}
 	if fo := fo0; fo != 0 {
 		q, ok := w.RefAt(&t, fo)
@@ -7617,19 +7153,16 @@ func verifyStablehloRngBitGeneratorOptions(w *fbverify.Walk, pos int64, m *memoS
 		return err
 	}
 	bad := fbverify.NoField // the first scalar field that fails its checks
-	if hit {
-	} else {
-		clean := true
+	if !hit {
+		ext := int64(4)
 		if fo := w.Slot(&t, 0); fo != 0 {
-			if fo+1 > t.Size() {
-				clean = false
-				if bad == fbverify.NoField && !w.ScalarIn(&t, fo, 1) {
-					bad = 0
-				}
+			ext = max(ext, fo+1)
+			if !w.ScalarIn(&t, fo, 1) && bad == fbverify.NoField {
+				bad = 0
 			}
 		}
-		if clean {
-			w.Learn(&t, &m.Memo, false)
+		if bad == fbverify.NoField {
+			w.Learn(&t, &m.Memo, ext, false)
 		}
 	}
 	if bad != fbverify.NoField {
@@ -7658,19 +7191,16 @@ func verifyReduceWindowOptions(w *fbverify.Walk, pos int64, m *memoReduceWindowO
 		return err
 	}
 	bad := fbverify.NoField // the first scalar field that fails its checks
-	if hit {
-	} else {
-		clean := true
+	if !hit {
+		ext := int64(4)
 		if fo := w.Slot(&t, 0); fo != 0 {
-			if fo+4 > t.Size() || fo&3 != 0 {
-				clean = false
-				if bad == fbverify.NoField && !w.ScalarIn(&t, fo, 4) {
-					bad = 0
-				}
+			ext = max(ext, fo+4)
+			if !w.ScalarIn(&t, fo, 4) && bad == fbverify.NoField {
+				bad = 0
 			}
 		}
-		if clean {
-			w.Learn(&t, &m.Memo, false)
+		if bad == fbverify.NoField {
+			w.Learn(&t, &m.Memo, ext, false)
 		}
 	}
 	if bad != fbverify.NoField {
@@ -7709,9 +7239,8 @@ func verifyStablehloCaseOptions(w *fbverify.Walk, pos int64, m *memoStablehloCas
 		fo0 = int64(m.s0)
 	} else {
 		fo0 = w.Slot(&t, 0)
-		if true && w.Learn(&t, &m.Memo, false) {
-			m.s0 = uint16(fo0)
-		}
+		w.Learn(&t, &m.Memo, 4, false)
+		m.s0 = uint16(fo0)
 	}
 	if fo := fo0; fo != 0 {
 		q, ok := w.RefAt(&t, fo)

@@ -9,6 +9,7 @@ import (
 	"github.com/edgeload/edgeload/internal/fbverify"
 	"github.com/edgeload/edgeload/internal/schema/tflitefb"
 	"github.com/edgeload/edgeload/loader/format"
+	"github.com/edgeload/edgeload/loader/internal/region"
 	"github.com/edgeload/edgeload/mmapfile"
 	"github.com/edgeload/edgeload/segment"
 )
@@ -81,15 +82,21 @@ func (c *collected) visit(kind int, t fbverify.T) {
 // (listing.go, info.go).
 //
 // head, if not empty, is the file's first bytes, already read.
-func parse(mf *mmapfile.File, head []byte) (*Model, error) {
-	c, fb, copies, err := verify(mf, head)
+func parse(mf *mmapfile.File, head []byte) (_ *Model, err error) {
+	c, fb, buf, copies, err := verify(mf, head)
 	if c != nil {
 		defer c.release()
 	}
 	if err != nil {
+		region.Put(buf)
 		return nil, err
 	}
-	m := &Model{mf: mf, fb: fb, walk: c.w}
+	m := &Model{mf: mf, fb: fb, walk: c.w, region: buf}
+	defer func() {
+		if err != nil {
+			region.Put(buf) // nothing refers to it
+		}
+	}()
 	// What the first uses copy out of the FlatBuffer (names, shapes,
 	// index lists) is bounded by what the verifier visited; shared strings
 	// and vectors could make that out of proportion to the file.

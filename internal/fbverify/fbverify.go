@@ -102,7 +102,14 @@ type Walk struct {
 
 // NewWalk starts a verification of buf.
 func NewWalk(buf []byte, opt Options) *Walk {
-	return &Walk{v: newVerifier(buf, opt)}
+	// The walk and its verifier in one allocation.
+	a := &struct {
+		w Walk
+		v verifier
+	}{}
+	a.v = newVerifier(buf, opt)
+	a.w.v = &a.v
+	return &a.w
 }
 
 // Left returns how many more objects the walk may visit within
@@ -120,7 +127,8 @@ func (w *Walk) VectorBytes() int64 { return w.v.vbytes }
 // ones). Format packages use it to tell schema generations apart. It
 // checks only what it reads.
 func RootFieldSlots(buf []byte, opt Options) (int, error) {
-	v := newVerifier(buf, opt)
+	vv := newVerifier(buf, opt)
+	v := &vv
 	if len(buf) < 8 || int64(len(buf)) > MaxSize {
 		return 0, v.fail(0, "FlatBuffer of %d bytes is not of a valid size", len(buf))
 	}
@@ -158,7 +166,7 @@ type verifier struct {
 	err  *format.FormatError
 }
 
-func newVerifier(buf []byte, opt Options) *verifier {
+func newVerifier(buf []byte, opt Options) verifier {
 	if opt.MaxDepth <= 0 {
 		opt.MaxDepth = DefaultMaxDepth
 	}
@@ -169,7 +177,7 @@ func newVerifier(buf []byte, opt Options) *verifier {
 	if maxTables <= 0 {
 		maxTables = math.MaxInt
 	}
-	return &verifier{buf: buf, n: int64(len(buf)), lim4: max(int64(len(buf))-3, 0), opt: opt, maxTables: maxTables}
+	return verifier{buf: buf, n: int64(len(buf)), lim4: max(int64(len(buf))-3, 0), opt: opt, maxTables: maxTables}
 }
 
 // at records, on the way up, that the failing object was field name (idx

@@ -29,6 +29,7 @@ const (
 // once the walk is done (the buffers are verified after the subgraphs).
 type collected struct {
 	w         *fbverify.Walk
+	visitFn   func(kind int, t fbverify.T) // visit, made once for the pooled value
 	buffers   []fbverify.T
 	tensors   []tensorRef
 	subgraphs []fbverify.T
@@ -45,7 +46,11 @@ type tensorRef struct {
 
 // collectedPool keeps the slices of a walk's collection from Open to Open
 // (parse copies what it keeps out of them).
-var collectedPool = sync.Pool{New: func() any { return new(collected) }}
+var collectedPool = sync.Pool{New: func() any {
+	c := new(collected)
+	c.visitFn = c.visit
+	return c
+}}
 
 func newCollected() *collected {
 	c := collectedPool.Get().(*collected)
@@ -286,12 +291,17 @@ func (m *Model) indices() error {
 		}
 		r.Subgraphs(&sg, int(s))
 		nt := int64(sg.TensorsLength())
-		for _, maps := range [2]struct {
-			n   int
-			get func(*tflitefb.TensorMap, int) bool
-		}{{sd.InputsLength(), sd.Inputs}, {sd.OutputsLength(), sd.Outputs}} {
-			for k := range maps.n {
-				maps.get(&tm, k)
+		for _, outputs := range [2]bool{false, true} {
+			n := sd.InputsLength()
+			if outputs {
+				n = sd.OutputsLength()
+			}
+			for k := range n {
+				if outputs {
+					sd.Outputs(&tm, k)
+				} else {
+					sd.Inputs(&tm, k)
+				}
 				if x := tm.TensorIndex(); outOf(int64(x), nt) {
 					return rangeErr(field()+".inputs.tensor_index", pos(&tm), int64(x), nt, "tensor")
 				}

@@ -89,7 +89,7 @@ func verifyRegion(fb []byte, atEOF bool) (c *collected, copies int64, err error)
 	}
 	c = newCollected()
 	c.w = fbverify.NewWalk(fb, verifyOptions(len(fb), atEOF))
-	c.w.SetVisitor(c.visit)
+	c.w.SetVisitor(c.visitFn)
 	// The operators are verified at the first use order, which reads
 	// them (Model.operators).
 	c.w.SetLazy(true)

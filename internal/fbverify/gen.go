@@ -295,7 +295,29 @@ func (w *Walk) VectorAt(pos, elem int64) (start, n int64, ok bool) {
 func (w *Walk) Vector(pos, elem int64) (start, n int64, err error) { return w.v.vector(pos, elem) }
 
 // String checks the string at pos.
-func (w *Walk) String(pos int64) error { return w.v.str(pos) }
+func (w *Walk) String(pos int64) error {
+	if w.StringAt(pos) {
+		return nil
+	}
+	return w.v.str(pos)
+}
+
+// StringAt is String's common case, inline in the generated verifiers: the
+// object limit not reached, the string inside the buffer, its NUL too. It
+// counts the string and reports true; false in any other case, which the
+// caller leaves to String.
+func (w *Walk) StringAt(pos int64) bool {
+	v := w.v
+	if v.objects < v.opt.MaxObjects && pos&3 == 0 && uint64(pos) < uint64(v.lim4) {
+		n := int64(v.u32(pos))
+		if end := pos + 4 + n; end < v.n && v.buf[end] == 0 {
+			v.objects++
+			v.vbytes += n
+			return true
+		}
+	}
+	return false
+}
 
 // DerefAt is Deref's common case, inline in the generated verifiers: the
 // offset at q inside the buffer, its target in it. It returns the target

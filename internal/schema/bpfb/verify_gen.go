@@ -411,8 +411,10 @@ func verifyBundledMethodTestSuite(w *fbverify.Walk, pos int64, m *memoBundledMet
 				return w.At(err, "method_name", -1)
 			}
 		}
-		if err := w.String(q); err != nil {
-			return w.At(err, "method_name", -1)
+		if !w.StringAt(q) {
+			if err := w.String(q); err != nil {
+				return w.At(err, "method_name", -1)
+			}
 		}
 	}
 	if fo := fo1; fo != 0 {

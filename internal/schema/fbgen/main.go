@@ -716,7 +716,12 @@ func (s *schema) gen(b *bytes.Buffer, tb *table) error {
 						call = "verify" + f.typ + "(w, e, &me)"
 					}
 				}
-				p("for i := int64(0); i < n; i++ {\nvar err error\ne, ok := w.DerefAt(start + 4*i)\nif !ok {\ne, err = w.Deref(start + 4*i)\n}\nif err == nil {\nerr = %s\n}\n", call)
+				if f.typ == "string" {
+					// String's common case inline (Walk.StringAt).
+					p("for i := int64(0); i < n; i++ {\nvar err error\ne, ok := w.DerefAt(start + 4*i)\nif !ok {\ne, err = w.Deref(start + 4*i)\n}\nif err == nil && !w.StringAt(e) {\nerr = %s\n}\n", call)
+				} else {
+					p("for i := int64(0); i < n; i++ {\nvar err error\ne, ok := w.DerefAt(start + 4*i)\nif !ok {\ne, err = w.Deref(start + 4*i)\n}\nif err == nil {\nerr = %s\n}\n", call)
+				}
 				p("if err != nil {\nreturn w.At(w.At(err, \"\", int(i)), %q, -1)\n}\n}\n}\n", f.name)
 			case f.vector:
 				sz := s.size(f.typ)
@@ -725,7 +730,7 @@ func (s *schema) gen(b *bytes.Buffer, tb *table) error {
 				}
 				p("if _, _, ok := w.VectorAt(q, %d); !ok {\nif _, _, err := w.Vector(q, %d); err != nil {\nreturn w.At(err, %q, -1)\n}\n}\n", sz, sz, f.name)
 			case f.typ == "string":
-				p("if err := w.String(q); err != nil {\nreturn w.At(err, %q, -1)\n}\n", f.name)
+				p("if !w.StringAt(q) {\nif err := w.String(q); err != nil {\nreturn w.At(err, %q, -1)\n}\n}\n", f.name)
 			default:
 				if f.lazy {
 					// A lazy walk checks only the offset (Ref did): the

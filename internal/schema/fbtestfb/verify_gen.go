@@ -70,8 +70,10 @@ func verifyLeaf(w *fbverify.Walk, pos int64, m *memoLeaf) error {
 				return w.At(err, "name", -1)
 			}
 		}
-		if err := w.String(q); err != nil {
-			return w.At(err, "name", -1)
+		if !w.StringAt(q) {
+			if err := w.String(q); err != nil {
+				return w.At(err, "name", -1)
+			}
 		}
 	}
 	if bad != fbverify.NoField {
@@ -293,7 +295,7 @@ func verifyNode(w *fbverify.Walk, pos int64, m *memoNode) error {
 				if !ok {
 					e, err = w.Deref(start + 4*i)
 				}
-				if err == nil {
+				if err == nil && !w.StringAt(e) {
 					err = w.String(e)
 				}
 				if err != nil {

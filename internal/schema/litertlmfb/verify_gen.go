@@ -38,8 +38,10 @@ func verifyStringValue(w *fbverify.Walk, pos int64, m *memoStringValue) error {
 				return w.At(err, "value", -1)
 			}
 		}
-		if err := w.String(q); err != nil {
-			return w.At(err, "value", -1)
+		if !w.StringAt(q) {
+			if err := w.String(q); err != nil {
+				return w.At(err, "value", -1)
+			}
 		}
 	}
 	w.Leave()
@@ -89,8 +91,10 @@ func verifyKeyValuePair(w *fbverify.Walk, pos int64, m *memoKeyValuePair) error 
 				return w.At(err, "key", -1)
 			}
 		}
-		if err := w.String(q); err != nil {
-			return w.At(err, "key", -1)
+		if !w.StringAt(q) {
+			if err := w.String(q); err != nil {
+				return w.At(err, "key", -1)
+			}
 		}
 	} else {
 		return w.At(w.Missing(&t), "key", -1)

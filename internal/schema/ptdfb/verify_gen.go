@@ -179,8 +179,10 @@ func verifyNamedData(w *fbverify.Walk, pos int64, m *memoNamedData) error {
 				return w.At(err, "key", -1)
 			}
 		}
-		if err := w.String(q); err != nil {
-			return w.At(err, "key", -1)
+		if !w.StringAt(q) {
+			if err := w.String(q); err != nil {
+				return w.At(err, "key", -1)
+			}
 		}
 	} else {
 		return w.At(w.Missing(&t), "key", -1)
@@ -387,8 +389,10 @@ func verifyLegacyTensorMetadata(w *fbverify.Walk, pos int64, m *memoLegacyTensor
 				return w.At(err, "fully_qualified_name", -1)
 			}
 		}
-		if err := w.String(q); err != nil {
-			return w.At(err, "fully_qualified_name", -1)
+		if !w.StringAt(q) {
+			if err := w.String(q); err != nil {
+				return w.At(err, "fully_qualified_name", -1)
+			}
 		}
 	} else {
 		return w.At(w.Missing(&t), "fully_qualified_name", -1)
@@ -476,8 +480,10 @@ func verifyLegacyNamedData(w *fbverify.Walk, pos int64, m *memoLegacyNamedData) 
 				return w.At(err, "key", -1)
 			}
 		}
-		if err := w.String(q); err != nil {
-			return w.At(err, "key", -1)
+		if !w.StringAt(q) {
+			if err := w.String(q); err != nil {
+				return w.At(err, "key", -1)
+			}
 		}
 	} else {
 		return w.At(w.Missing(&t), "key", -1)

@@ -159,8 +159,10 @@ func verifyString(w *fbverify.Walk, pos int64, m *memoString) error {
 				return w.At(err, "string_val", -1)
 			}
 		}
-		if err := w.String(q); err != nil {
-			return w.At(err, "string_val", -1)
+		if !w.StringAt(q) {
+			if err := w.String(q); err != nil {
+				return w.At(err, "string_val", -1)
+			}
 		}
 	}
 	w.Leave()
@@ -503,8 +505,10 @@ func verifyExtraTensorInfo(w *fbverify.Walk, pos int64, m *memoExtraTensorInfo) 
 				return w.At(err, "fully_qualified_name", -1)
 			}
 		}
-		if err := w.String(q); err != nil {
-			return w.At(err, "fully_qualified_name", -1)
+		if !w.StringAt(q) {
+			if err := w.String(q); err != nil {
+				return w.At(err, "fully_qualified_name", -1)
+			}
 		}
 	}
 	if bad != fbverify.NoField {
@@ -782,8 +786,10 @@ func verifyOperator(w *fbverify.Walk, pos int64, m *memoOperator) error {
 				return w.At(err, "name", -1)
 			}
 		}
-		if err := w.String(q); err != nil {
-			return w.At(err, "name", -1)
+		if !w.StringAt(q) {
+			if err := w.String(q); err != nil {
+				return w.At(err, "name", -1)
+			}
 		}
 	}
 	if fo := fo1; fo != 0 {
@@ -793,8 +799,10 @@ func verifyOperator(w *fbverify.Walk, pos int64, m *memoOperator) error {
 				return w.At(err, "overload", -1)
 			}
 		}
-		if err := w.String(q); err != nil {
-			return w.At(err, "overload", -1)
+		if !w.StringAt(q) {
+			if err := w.String(q); err != nil {
+				return w.At(err, "overload", -1)
+			}
 		}
 	}
 	w.Leave()
@@ -1160,8 +1168,10 @@ func verifyFrame(w *fbverify.Walk, pos int64, m *memoFrame) error {
 				return w.At(err, "filename", -1)
 			}
 		}
-		if err := w.String(q); err != nil {
-			return w.At(err, "filename", -1)
+		if !w.StringAt(q) {
+			if err := w.String(q); err != nil {
+				return w.At(err, "filename", -1)
+			}
 		}
 	}
 	if bad < 2 {
@@ -1174,8 +1184,10 @@ func verifyFrame(w *fbverify.Walk, pos int64, m *memoFrame) error {
 				return w.At(err, "name", -1)
 			}
 		}
-		if err := w.String(q); err != nil {
-			return w.At(err, "name", -1)
+		if !w.StringAt(q) {
+			if err := w.String(q); err != nil {
+				return w.At(err, "name", -1)
+			}
 		}
 	}
 	if bad < 3 {
@@ -1188,8 +1200,10 @@ func verifyFrame(w *fbverify.Walk, pos int64, m *memoFrame) error {
 				return w.At(err, "context", -1)
 			}
 		}
-		if err := w.String(q); err != nil {
-			return w.At(err, "context", -1)
+		if !w.StringAt(q) {
+			if err := w.String(q); err != nil {
+				return w.At(err, "context", -1)
+			}
 		}
 	}
 	if bad != fbverify.NoField {
@@ -1393,8 +1407,10 @@ func verifyContainerMetadata(w *fbverify.Walk, pos int64, m *memoContainerMetada
 				return w.At(err, "encoded_inp_str", -1)
 			}
 		}
-		if err := w.String(q); err != nil {
-			return w.At(err, "encoded_inp_str", -1)
+		if !w.StringAt(q) {
+			if err := w.String(q); err != nil {
+				return w.At(err, "encoded_inp_str", -1)
+			}
 		}
 	}
 	if fo := fo1; fo != 0 {
@@ -1404,8 +1420,10 @@ func verifyContainerMetadata(w *fbverify.Walk, pos int64, m *memoContainerMetada
 				return w.At(err, "encoded_out_str", -1)
 			}
 		}
-		if err := w.String(q); err != nil {
-			return w.At(err, "encoded_out_str", -1)
+		if !w.StringAt(q) {
+			if err := w.String(q); err != nil {
+				return w.At(err, "encoded_out_str", -1)
+			}
 		}
 	}
 	w.Leave()
@@ -1450,8 +1468,10 @@ func verifyCompileSpec(w *fbverify.Walk, pos int64, m *memoCompileSpec) error {
 				return w.At(err, "key", -1)
 			}
 		}
-		if err := w.String(q); err != nil {
-			return w.At(err, "key", -1)
+		if !w.StringAt(q) {
+			if err := w.String(q); err != nil {
+				return w.At(err, "key", -1)
+			}
 		}
 	}
 	if fo := fo1; fo != 0 {
@@ -1559,8 +1579,10 @@ func verifyBackendDelegate(w *fbverify.Walk, pos int64, m *memoBackendDelegate) 
 				return w.At(err, "id", -1)
 			}
 		}
-		if err := w.String(q); err != nil {
-			return w.At(err, "id", -1)
+		if !w.StringAt(q) {
+			if err := w.String(q); err != nil {
+				return w.At(err, "id", -1)
+			}
 		}
 	}
 	if fo := fo1; fo != 0 {
@@ -1730,8 +1752,10 @@ func verifyExecutionPlan(w *fbverify.Walk, pos int64, m *memoExecutionPlan) erro
 				return w.At(err, "name", -1)
 			}
 		}
-		if err := w.String(q); err != nil {
-			return w.At(err, "name", -1)
+		if !w.StringAt(q) {
+			if err := w.String(q); err != nil {
+				return w.At(err, "name", -1)
+			}
 		}
 	}
 	if fo := fo1; fo != 0 {
@@ -2144,8 +2168,10 @@ func verifyNamedData(w *fbverify.Walk, pos int64, m *memoNamedData) error {
 				return w.At(err, "key", -1)
 			}
 		}
-		if err := w.String(q); err != nil {
-			return w.At(err, "key", -1)
+		if !w.StringAt(q) {
+			if err := w.String(q); err != nil {
+				return w.At(err, "key", -1)
+			}
 		}
 	}
 	if bad != fbverify.NoField {

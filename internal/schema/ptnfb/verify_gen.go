@@ -122,8 +122,10 @@ func verifyAffineGroup(w *fbverify.Walk, pos int64, m *memoAffineGroup) error {
 				return w.At(err, "scale_data_key", -1)
 			}
 		}
-		if err := w.String(q); err != nil {
-			return w.At(err, "scale_data_key", -1)
+		if !w.StringAt(q) {
+			if err := w.String(q); err != nil {
+				return w.At(err, "scale_data_key", -1)
+			}
 		}
 	} else {
 		return w.At(w.Missing(&t), "scale_data_key", -1)
@@ -138,8 +140,10 @@ func verifyAffineGroup(w *fbverify.Walk, pos int64, m *memoAffineGroup) error {
 				return w.At(err, "zero_point_data_key", -1)
 			}
 		}
-		if err := w.String(q); err != nil {
-			return w.At(err, "zero_point_data_key", -1)
+		if !w.StringAt(q) {
+			if err := w.String(q); err != nil {
+				return w.At(err, "zero_point_data_key", -1)
+			}
 		}
 	}
 	if bad != fbverify.NoField {
@@ -183,8 +187,10 @@ func verifyPackedQuant(w *fbverify.Walk, pos int64, m *memoPackedQuant) error {
 				return w.At(err, "codec", -1)
 			}
 		}
-		if err := w.String(q); err != nil {
-			return w.At(err, "codec", -1)
+		if !w.StringAt(q) {
+			if err := w.String(q); err != nil {
+				return w.At(err, "codec", -1)
+			}
 		}
 	}
 	w.Leave()
@@ -400,8 +406,10 @@ func verifyTensorValue(w *fbverify.Walk, pos int64, m *memoTensorValue) error {
 				return w.At(err, "name", -1)
 			}
 		}
-		if err := w.String(q); err != nil {
-			return w.At(err, "name", -1)
+		if !w.StringAt(q) {
+			if err := w.String(q); err != nil {
+				return w.At(err, "name", -1)
+			}
 		}
 	}
 	if fo := fo1; fo != 0 {
@@ -455,8 +463,10 @@ func verifyTensorArg(w *fbverify.Walk, pos int64, m *memoTensorArg) error {
 				return w.At(err, "name", -1)
 			}
 		}
-		if err := w.String(q); err != nil {
-			return w.At(err, "name", -1)
+		if !w.StringAt(q) {
+			if err := w.String(q); err != nil {
+				return w.At(err, "name", -1)
+			}
 		}
 	} else {
 		return w.At(w.Missing(&t), "name", -1)
@@ -557,7 +567,7 @@ func verifyTensorListArg(w *fbverify.Walk, pos int64, m *memoTensorListArg) erro
 				if !ok {
 					e, err = w.Deref(start + 4*i)
 				}
-				if err == nil {
+				if err == nil && !w.StringAt(e) {
 					err = w.String(e)
 				}
 				if err != nil {
@@ -623,7 +633,7 @@ func verifyOptionalTensorListArg(w *fbverify.Walk, pos int64, m *memoOptionalTen
 				if !ok {
 					e, err = w.Deref(start + 4*i)
 				}
-				if err == nil {
+				if err == nil && !w.StringAt(e) {
 					err = w.String(e)
 				}
 				if err != nil {
@@ -691,8 +701,10 @@ func verifyGraphArg(w *fbverify.Walk, pos int64, m *memoGraphArg) error {
 				return w.At(err, "name", -1)
 			}
 		}
-		if err := w.String(q); err != nil {
-			return w.At(err, "name", -1)
+		if !w.StringAt(q) {
+			if err := w.String(q); err != nil {
+				return w.At(err, "name", -1)
+			}
 		}
 	}
 	if fo := fo1; fo != 0 {
@@ -837,8 +849,10 @@ func verifyNamedArgument(w *fbverify.Walk, pos int64, m *memoNamedArgument) erro
 				return w.At(err, "name", -1)
 			}
 		}
-		if err := w.String(q); err != nil {
-			return w.At(err, "name", -1)
+		if !w.StringAt(q) {
+			if err := w.String(q); err != nil {
+				return w.At(err, "name", -1)
+			}
 		}
 	}
 	if fo := fo1; fo != 0 {
@@ -915,8 +929,10 @@ func verifyNode(w *fbverify.Walk, pos int64, m *memoNode) error {
 				return w.At(err, "name", -1)
 			}
 		}
-		if err := w.String(q); err != nil {
-			return w.At(err, "name", -1)
+		if !w.StringAt(q) {
+			if err := w.String(q); err != nil {
+				return w.At(err, "name", -1)
+			}
 		}
 	}
 	if bad < 2 {
@@ -929,8 +945,10 @@ func verifyNode(w *fbverify.Walk, pos int64, m *memoNode) error {
 				return w.At(err, "target", -1)
 			}
 		}
-		if err := w.String(q); err != nil {
-			return w.At(err, "target", -1)
+		if !w.StringAt(q) {
+			if err := w.String(q); err != nil {
+				return w.At(err, "target", -1)
+			}
 		}
 	}
 	if bad < 3 {
@@ -1065,7 +1083,7 @@ func verifyGraph(w *fbverify.Walk, pos int64, m *memoGraph) error {
 				if !ok {
 					e, err = w.Deref(start + 4*i)
 				}
-				if err == nil {
+				if err == nil && !w.StringAt(e) {
 					err = w.String(e)
 				}
 				if err != nil {
@@ -1094,7 +1112,7 @@ func verifyGraph(w *fbverify.Walk, pos int64, m *memoGraph) error {
 				if !ok {
 					e, err = w.Deref(start + 4*i)
 				}
-				if err == nil {
+				if err == nil && !w.StringAt(e) {
 					err = w.String(e)
 				}
 				if err != nil {
@@ -1195,8 +1213,10 @@ func verifyNamedTensorRef(w *fbverify.Walk, pos int64, m *memoNamedTensorRef) er
 				return w.At(err, "name", -1)
 			}
 		}
-		if err := w.String(q); err != nil {
-			return w.At(err, "name", -1)
+		if !w.StringAt(q) {
+			if err := w.String(q); err != nil {
+				return w.At(err, "name", -1)
+			}
 		}
 	} else {
 		return w.At(w.Missing(&t), "name", -1)
@@ -1208,8 +1228,10 @@ func verifyNamedTensorRef(w *fbverify.Walk, pos int64, m *memoNamedTensorRef) er
 				return w.At(err, "data_key", -1)
 			}
 		}
-		if err := w.String(q); err != nil {
-			return w.At(err, "data_key", -1)
+		if !w.StringAt(q) {
+			if err := w.String(q); err != nil {
+				return w.At(err, "data_key", -1)
+			}
 		}
 	} else {
 		return w.At(w.Missing(&t), "data_key", -1)
@@ -1284,8 +1306,10 @@ func verifyOutputSpec(w *fbverify.Walk, pos int64, m *memoOutputSpec) error {
 				return w.At(err, "name", -1)
 			}
 		}
-		if err := w.String(q); err != nil {
-			return w.At(err, "name", -1)
+		if !w.StringAt(q) {
+			if err := w.String(q); err != nil {
+				return w.At(err, "name", -1)
+			}
 		}
 	}
 	if bad < 2 {
@@ -1298,8 +1322,10 @@ func verifyOutputSpec(w *fbverify.Walk, pos int64, m *memoOutputSpec) error {
 				return w.At(err, "target", -1)
 			}
 		}
-		if err := w.String(q); err != nil {
-			return w.At(err, "target", -1)
+		if !w.StringAt(q) {
+			if err := w.String(q); err != nil {
+				return w.At(err, "target", -1)
+			}
 		}
 	}
 	if bad != fbverify.NoField {
@@ -1347,8 +1373,10 @@ func verifyMutableBufferSpec(w *fbverify.Walk, pos int64, m *memoMutableBufferSp
 				return w.At(err, "name", -1)
 			}
 		}
-		if err := w.String(q); err != nil {
-			return w.At(err, "name", -1)
+		if !w.StringAt(q) {
+			if err := w.String(q); err != nil {
+				return w.At(err, "name", -1)
+			}
 		}
 	} else {
 		return w.At(w.Missing(&t), "name", -1)
@@ -1360,8 +1388,10 @@ func verifyMutableBufferSpec(w *fbverify.Walk, pos int64, m *memoMutableBufferSp
 				return w.At(err, "fqn", -1)
 			}
 		}
-		if err := w.String(q); err != nil {
-			return w.At(err, "fqn", -1)
+		if !w.StringAt(q) {
+			if err := w.String(q); err != nil {
+				return w.At(err, "fqn", -1)
+			}
 		}
 	} else {
 		return w.At(w.Missing(&t), "fqn", -1)
@@ -1424,8 +1454,10 @@ func verifyMethod(w *fbverify.Walk, pos int64, m *memoMethod) error {
 				return w.At(err, "name", -1)
 			}
 		}
-		if err := w.String(q); err != nil {
-			return w.At(err, "name", -1)
+		if !w.StringAt(q) {
+			if err := w.String(q); err != nil {
+				return w.At(err, "name", -1)
+			}
 		}
 	} else {
 		return w.At(w.Missing(&t), "name", -1)
@@ -1575,8 +1607,10 @@ func verifyProgram(w *fbverify.Walk, pos int64, m *memoProgram) error {
 				return w.At(err, "version", -1)
 			}
 		}
-		if err := w.String(q); err != nil {
-			return w.At(err, "version", -1)
+		if !w.StringAt(q) {
+			if err := w.String(q); err != nil {
+				return w.At(err, "version", -1)
+			}
 		}
 	}
 	if fo := fo1; fo != 0 {

@@ -2013,8 +2013,10 @@ func verifyEinsumAttrs(w *fbverify.Walk, pos int64, m *memoEinsumAttrs) error {
 				return w.At(err, "equation", -1)
 			}
 		}
-		if err := w.String(q); err != nil {
-			return w.At(err, "equation", -1)
+		if !w.StringAt(q) {
+			if err := w.String(q); err != nil {
+				return w.At(err, "equation", -1)
+			}
 		}
 	}
 	w.Leave()
@@ -3238,8 +3240,10 @@ func verifyDim(w *fbverify.Walk, pos int64, m *memoDim) error {
 				return w.At(err, "name", -1)
 			}
 		}
-		if err := w.String(q); err != nil {
-			return w.At(err, "name", -1)
+		if !w.StringAt(q) {
+			if err := w.String(q); err != nil {
+				return w.At(err, "name", -1)
+			}
 		}
 	}
 	if bad != fbverify.NoField {
@@ -3368,8 +3372,10 @@ func verifyNode(w *fbverify.Walk, pos int64, m *memoNode) error {
 				return w.At(err, "name", -1)
 			}
 		}
-		if err := w.String(q); err != nil {
-			return w.At(err, "name", -1)
+		if !w.StringAt(q) {
+			if err := w.String(q); err != nil {
+				return w.At(err, "name", -1)
+			}
 		}
 	}
 	if tag, q, err := w.UnionAt(&t, fo1, fo2); err != nil {
@@ -3567,8 +3573,10 @@ func verifyMetadata(w *fbverify.Walk, pos int64, m *memoMetadata) error {
 				return w.At(err, "onnx_hash", -1)
 			}
 		}
-		if err := w.String(q); err != nil {
-			return w.At(err, "onnx_hash", -1)
+		if !w.StringAt(q) {
+			if err := w.String(q); err != nil {
+				return w.At(err, "onnx_hash", -1)
+			}
 		}
 	}
 	if fo := fo1; fo != 0 {
@@ -3578,8 +3586,10 @@ func verifyMetadata(w *fbverify.Walk, pos int64, m *memoMetadata) error {
 				return w.At(err, "description", -1)
 			}
 		}
-		if err := w.String(q); err != nil {
-			return w.At(err, "description", -1)
+		if !w.StringAt(q) {
+			if err := w.String(q); err != nil {
+				return w.At(err, "description", -1)
+			}
 		}
 	}
 	if fo := fo2; fo != 0 {
@@ -3589,8 +3599,10 @@ func verifyMetadata(w *fbverify.Walk, pos int64, m *memoMetadata) error {
 				return w.At(err, "license", -1)
 			}
 		}
-		if err := w.String(q); err != nil {
-			return w.At(err, "license", -1)
+		if !w.StringAt(q) {
+			if err := w.String(q); err != nil {
+				return w.At(err, "license", -1)
+			}
 		}
 	}
 	if fo := fo3; fo != 0 {
@@ -3600,8 +3612,10 @@ func verifyMetadata(w *fbverify.Walk, pos int64, m *memoMetadata) error {
 				return w.At(err, "commit", -1)
 			}
 		}
-		if err := w.String(q); err != nil {
-			return w.At(err, "commit", -1)
+		if !w.StringAt(q) {
+			if err := w.String(q); err != nil {
+				return w.At(err, "commit", -1)
+			}
 		}
 	}
 	if fo := fo4; fo != 0 {
@@ -3611,8 +3625,10 @@ func verifyMetadata(w *fbverify.Walk, pos int64, m *memoMetadata) error {
 				return w.At(err, "code_repository", -1)
 			}
 		}
-		if err := w.String(q); err != nil {
-			return w.At(err, "code_repository", -1)
+		if !w.StringAt(q) {
+			if err := w.String(q); err != nil {
+				return w.At(err, "code_repository", -1)
+			}
 		}
 	}
 	if fo := fo5; fo != 0 {
@@ -3622,8 +3638,10 @@ func verifyMetadata(w *fbverify.Walk, pos int64, m *memoMetadata) error {
 				return w.At(err, "model_repository", -1)
 			}
 		}
-		if err := w.String(q); err != nil {
-			return w.At(err, "model_repository", -1)
+		if !w.StringAt(q) {
+			if err := w.String(q); err != nil {
+				return w.At(err, "model_repository", -1)
+			}
 		}
 	}
 	if fo := fo6; fo != 0 {
@@ -3633,8 +3651,10 @@ func verifyMetadata(w *fbverify.Walk, pos int64, m *memoMetadata) error {
 				return w.At(err, "run_id", -1)
 			}
 		}
-		if err := w.String(q); err != nil {
-			return w.At(err, "run_id", -1)
+		if !w.StringAt(q) {
+			if err := w.String(q); err != nil {
+				return w.At(err, "run_id", -1)
+			}
 		}
 	}
 	if fo := fo7; fo != 0 {
@@ -3644,8 +3664,10 @@ func verifyMetadata(w *fbverify.Walk, pos int64, m *memoMetadata) error {
 				return w.At(err, "run_url", -1)
 			}
 		}
-		if err := w.String(q); err != nil {
-			return w.At(err, "run_url", -1)
+		if !w.StringAt(q) {
+			if err := w.String(q); err != nil {
+				return w.At(err, "run_url", -1)
+			}
 		}
 	}
 	w.Leave()

@@ -752,8 +752,10 @@ func verifyTensor(w *fbverify.Walk, pos int64, m *memoTensor) error {
 				return w.At(err, "name", -1)
 			}
 		}
-		if err := w.String(q); err != nil {
-			return w.At(err, "name", -1)
+		if !w.StringAt(q) {
+			if err := w.String(q); err != nil {
+				return w.At(err, "name", -1)
+			}
 		}
 	}
 	if bad < 4 {
@@ -1070,8 +1072,10 @@ func verifyStableHLOCompositeOptions(w *fbverify.Walk, pos int64, m *memoStableH
 				return w.At(err, "name", -1)
 			}
 		}
-		if err := w.String(q); err != nil {
-			return w.At(err, "name", -1)
+		if !w.StringAt(q) {
+			if err := w.String(q); err != nil {
+				return w.At(err, "name", -1)
+			}
 		}
 	}
 	if bad < 2 {
@@ -1156,8 +1160,10 @@ func verifyOperatorCode(w *fbverify.Walk, pos int64, m *memoOperatorCode) error 
 				return w.At(err, "custom_code", -1)
 			}
 		}
-		if err := w.String(q); err != nil {
-			return w.At(err, "custom_code", -1)
+		if !w.StringAt(q) {
+			if err := w.String(q); err != nil {
+				return w.At(err, "custom_code", -1)
+			}
 		}
 	}
 	if bad != fbverify.NoField {
@@ -1817,8 +1823,10 @@ func verifySubGraph(w *fbverify.Walk, pos int64, m *memoSubGraph) error {
 				return w.At(err, "name", -1)
 			}
 		}
-		if err := w.String(q); err != nil {
-			return w.At(err, "name", -1)
+		if !w.StringAt(q) {
+			if err := w.String(q); err != nil {
+				return w.At(err, "name", -1)
+			}
 		}
 	}
 	if bad != fbverify.NoField {
@@ -1933,8 +1941,10 @@ func verifyExternalBufferGroup(w *fbverify.Walk, pos int64, m *memoExternalBuffe
 				return w.At(err, "name", -1)
 			}
 		}
-		if err := w.String(q); err != nil {
-			return w.At(err, "name", -1)
+		if !w.StringAt(q) {
+			if err := w.String(q); err != nil {
+				return w.At(err, "name", -1)
+			}
 		}
 	}
 	w.Leave()
@@ -2008,8 +2018,10 @@ func verifyExternalBuffer(w *fbverify.Walk, pos int64, m *memoExternalBuffer) er
 				return w.At(err, "packing", -1)
 			}
 		}
-		if err := w.String(q); err != nil {
-			return w.At(err, "packing", -1)
+		if !w.StringAt(q) {
+			if err := w.String(q); err != nil {
+				return w.At(err, "packing", -1)
+			}
 		}
 	}
 	if bad != fbverify.NoField {
@@ -2063,8 +2075,10 @@ func verifyMetadata(w *fbverify.Walk, pos int64, m *memoMetadata) error {
 				return w.At(err, "name", -1)
 			}
 		}
-		if err := w.String(q); err != nil {
-			return w.At(err, "name", -1)
+		if !w.StringAt(q) {
+			if err := w.String(q); err != nil {
+				return w.At(err, "name", -1)
+			}
 		}
 	}
 	if bad != fbverify.NoField {
@@ -2118,8 +2132,10 @@ func verifyTensorMap(w *fbverify.Walk, pos int64, m *memoTensorMap) error {
 				return w.At(err, "name", -1)
 			}
 		}
-		if err := w.String(q); err != nil {
-			return w.At(err, "name", -1)
+		if !w.StringAt(q) {
+			if err := w.String(q); err != nil {
+				return w.At(err, "name", -1)
+			}
 		}
 	}
 	if bad != fbverify.NoField {
@@ -2240,8 +2256,10 @@ func verifySignatureDef(w *fbverify.Walk, pos int64, m *memoSignatureDef) error 
 				return w.At(err, "signature_key", -1)
 			}
 		}
-		if err := w.String(q); err != nil {
-			return w.At(err, "signature_key", -1)
+		if !w.StringAt(q) {
+			if err := w.String(q); err != nil {
+				return w.At(err, "signature_key", -1)
+			}
 		}
 	}
 	if bad != fbverify.NoField {
@@ -2401,8 +2419,10 @@ func verifyModel(w *fbverify.Walk, pos int64, m *memoModel) error {
 				return w.At(err, "description", -1)
 			}
 		}
-		if err := w.String(q); err != nil {
-			return w.At(err, "description", -1)
+		if !w.StringAt(q) {
+			if err := w.String(q); err != nil {
+				return w.At(err, "description", -1)
+			}
 		}
 	}
 	if bad < 4 {
@@ -5512,8 +5532,10 @@ func verifyVarHandleOptions(w *fbverify.Walk, pos int64, m *memoVarHandleOptions
 				return w.At(err, "container", -1)
 			}
 		}
-		if err := w.String(q); err != nil {
-			return w.At(err, "container", -1)
+		if !w.StringAt(q) {
+			if err := w.String(q); err != nil {
+				return w.At(err, "container", -1)
+			}
 		}
 	}
 	if fo := fo1; fo != 0 {
@@ -5523,8 +5545,10 @@ func verifyVarHandleOptions(w *fbverify.Walk, pos int64, m *memoVarHandleOptions
 				return w.At(err, "shared_name", -1)
 			}
 		}
-		if err := w.String(q); err != nil {
-			return w.At(err, "shared_name", -1)
+		if !w.StringAt(q) {
+			if err := w.String(q); err != nil {
+				return w.At(err, "shared_name", -1)
+			}
 		}
 	}
 	w.Leave()
@@ -6197,8 +6221,10 @@ func verifyStablehloCustomCallOptions(w *fbverify.Walk, pos int64, m *memoStable
 				return w.At(err, "call_target_name", -1)
 			}
 		}
-		if err := w.String(q); err != nil {
-			return w.At(err, "call_target_name", -1)
+		if !w.StringAt(q) {
+			if err := w.String(q); err != nil {
+				return w.At(err, "call_target_name", -1)
+			}
 		}
 	}
 	if bad < 2 {
@@ -6211,8 +6237,10 @@ func verifyStablehloCustomCallOptions(w *fbverify.Walk, pos int64, m *memoStable
 				return w.At(err, "backend_config", -1)
 			}
 		}
-		if err := w.String(q); err != nil {
-			return w.At(err, "backend_config", -1)
+		if !w.StringAt(q) {
+			if err := w.String(q); err != nil {
+				return w.At(err, "backend_config", -1)
+			}
 		}
 	}
 	if bad < 4 {

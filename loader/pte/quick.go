@@ -98,7 +98,7 @@ func (b *builder) quickTensor(t int64, nameLen int) bool {
 	if tf.dims != 0 {
 		dims := fbread.Bytes(fb, t+tf.dims, 1)
 		if nd = len(dims); nd > 0 {
-			if nd != ns || !permutation(dims) {
+			if nd != ns || !identity(dims) && !permutation(dims) {
 				return false
 			}
 		}
@@ -135,18 +135,30 @@ func (b *builder) quickTensor(t int64, nameLen int) bool {
 	return true
 }
 
-// permutation reports whether dims is a permutation of 0..len(dims)-1
-// (len(dims) <= 64), as dim orders are: most are 0, 1, 2, ... in order.
+// identity reports whether dims is 0, 1, 2, ..., as most dim orders are,
+// for the common ranks (false for the others: permutation checks them).
+func identity(dims []byte) bool {
+	switch len(dims) {
+	case 1:
+		return dims[0] == 0
+	case 2:
+		return binary.LittleEndian.Uint16(dims) == 0x0100
+	case 3:
+		return binary.LittleEndian.Uint16(dims) == 0x0100 && dims[2] == 2
+	case 4:
+		return binary.LittleEndian.Uint32(dims) == 0x03020100
+	}
+	return false
+}
+
+// permutation reports whether dims is a permutation of 0..len(dims)-1.
 func permutation(dims []byte) bool {
-	in := true
-	for k, d := range dims {
-		in = in && int(d) == k
-	}
-	if in {
-		return true
-	}
 	if len(dims) > 64 {
-		return false
+		in := true
+		for k, d := range dims {
+			in = in && int(d) == k
+		}
+		return in
 	}
 	var seen uint64
 	for _, d := range dims {

@@ -95,21 +95,14 @@ func (v *verifier) finish(err error, root string) error {
 // with [Walk.ElemWith], so that the object limit applies to the whole
 // buffer as in one walk.
 type Walk struct {
-	v     *verifier
+	v     verifier
 	lazy  bool
 	visit func(kind int, t T)
 }
 
 // NewWalk starts a verification of buf.
 func NewWalk(buf []byte, opt Options) *Walk {
-	// The walk and its verifier in one allocation.
-	a := &struct {
-		w Walk
-		v verifier
-	}{}
-	a.v = newVerifier(buf, opt)
-	a.w.v = &a.v
-	return &a.w
+	return &Walk{v: newVerifier(buf, opt)}
 }
 
 // Left returns how many more objects the walk may visit within

@@ -29,7 +29,7 @@ func (w *Walk) SetLazy(lazy bool) { w.lazy = lazy }
 // and enters it: [Walk.Leave] leaves it once its fields are verified (a
 // walk that failed is left as it is: Verify and Elem reset the depth).
 func (w *Walk) Start(pos int64) (T, error) {
-	v := w.v
+	v := &w.v
 	if err := v.enter(pos); err != nil {
 		return T{}, err
 	}
@@ -77,7 +77,7 @@ type Memo struct {
 // its vtable and its scalar fields then pass their checks, which the
 // caller skips.
 func (w *Walk) StartMemo(pos int64, m *Memo) (t T, hit bool, err error) {
-	v := w.v
+	v := &w.v
 	if ext := m.ext; ext != 0 && pos&3 == 0 && uint64(pos) <= uint64(v.n-ext) &&
 		v.objects < v.opt.MaxObjects && v.depth < v.opt.MaxDepth && v.tables < v.maxTables {
 		// ext >= 4: the vtable offset lies in the buffer.
@@ -233,7 +233,7 @@ func (w *Walk) ScalarError(t *T, id int, desc *TableDesc) error {
 // scalarOutside checks a field Scalar did not find aligned in its table's
 // bytes.
 func (w *Walk) scalarOutside(t *T, fo, size int64) error {
-	if v := w.v; (t.pos+fo)&(size-1) != 0 || !v.in(t.pos+fo, size) {
+	if v := &w.v; (t.pos+fo)&(size-1) != 0 || !v.in(t.pos+fo, size) {
 		return v.fieldFail(t.pos, fo, size)
 	}
 	return nil
@@ -242,7 +242,7 @@ func (w *Walk) scalarOutside(t *T, fo, size int64) error {
 // Ref follows the offset field id of t and returns its target; 0 when the
 // field is absent (an error when required).
 func (w *Walk) Ref(t *T, id int, required bool) (int64, error) {
-	v := w.v
+	v := &w.v
 	fo := v.slot(t.vt, t.vtsize, id)
 	if fo == 0 {
 		if required {
@@ -263,7 +263,7 @@ func (w *Walk) Ref(t *T, id int, required bool) (int64, error) {
 // to Ref.
 func (w *Walk) RefAt(t *T, fo int64) (int64, bool) {
 	if fo != 0 && fo+4 <= t.tsize && fo&3 == 0 {
-		v := w.v
+		v := &w.v
 		p := t.pos + fo
 		off := int64(v.u32(p))
 		if q := p + off; off != 0 && q < v.n {
@@ -278,7 +278,7 @@ func (w *Walk) RefAt(t *T, fo int64) (int64, bool) {
 // the vector and returns the position of its first element, its length
 // and true; false in any other case, which the caller leaves to Vector.
 func (w *Walk) VectorAt(pos, elem int64) (start, n int64, ok bool) {
-	v := w.v
+	v := &w.v
 	if v.objects < v.opt.MaxObjects && pos&3 == 0 && uint64(pos) < uint64(v.lim4) {
 		// n < 2^32 and elem < 2^31: the product does not overflow.
 		if n, start = int64(v.u32(pos)), pos+4; uint64(n)*uint64(elem) <= uint64(v.n-start) {
@@ -307,7 +307,7 @@ func (w *Walk) String(pos int64) error {
 // counts the string and reports true; false in any other case, which the
 // caller leaves to String.
 func (w *Walk) StringAt(pos int64) bool {
-	v := w.v
+	v := &w.v
 	if v.objects < v.opt.MaxObjects && pos&3 == 0 && uint64(pos) < uint64(v.lim4) {
 		n := int64(v.u32(pos))
 		if end := pos + 4 + n; end < v.n && v.buf[end] == 0 {
@@ -323,7 +323,7 @@ func (w *Walk) StringAt(pos int64) bool {
 // offset at q inside the buffer, its target in it. It returns the target
 // and true; false in any other case, which the caller leaves to Deref.
 func (w *Walk) DerefAt(q int64) (int64, bool) {
-	v := w.v
+	v := &w.v
 	if uint64(q) < uint64(v.n) && v.n-q >= 4 {
 		off := int64(v.u32(q))
 		if t := q + off; off != 0 && t < v.n {
@@ -349,7 +349,7 @@ func (w *Walk) Union(t *T, id int) (tag int, pos int64, err error) {
 // UnionAt is [Walk.Union] with the table offsets of the union's tag (to)
 // and value (vo) read from t's vtable by the caller (0: absent).
 func (w *Walk) UnionAt(t *T, to, vo int64) (tag int, pos int64, err error) {
-	v := w.v
+	v := &w.v
 	// The common case: tag and value inside the table's own bytes (which
 	// lie in the buffer), the value aligned and its target in the buffer.
 	if to != 0 && vo != 0 && to < t.tsize && vo+4 <= t.tsize && vo&3 == 0 {
@@ -367,7 +367,7 @@ func (w *Walk) UnionAt(t *T, to, vo int64) (tag int, pos int64, err error) {
 
 // union is Union for any case but the common one.
 func (w *Walk) union(t *T, to, vo int64) (tag int, pos int64, err error) {
-	v := w.v
+	v := &w.v
 	if to != 0 {
 		if !v.in(t.pos+to, 1) {
 			return 0, 0, v.fail(t.pos+to, "union tag lies outside the FlatBuffer (want it before %#x)", v.opt.Base+v.n)
@@ -394,7 +394,7 @@ func (w *Walk) union(t *T, to, vo int64) (tag int, pos int64, err error) {
 // UnknownTag is the error of a union tag past the n-1 known members of
 // union field id of t.
 func (w *Walk) UnknownTag(t *T, id, tag, n int) error {
-	v := w.v
+	v := &w.v
 	return v.fail(t.pos+v.slot(t.vt, t.vtsize, id), "unknown union tag %d (known: 1..%d)", tag, n-1)
 }
 
@@ -418,7 +418,7 @@ func (w *Walk) Finish(err error, root string) error {
 // Verify verifies the buffer from its root table with verify, the
 // generated verifier of the root type named name.
 func (w *Walk) Verify(name string, verify func(*Walk, int64) error) error {
-	v := w.v
+	v := &w.v
 	v.depth = 0
 	if int64(len(v.buf)) > MaxSize {
 		return v.fail(0, "FlatBuffer of %d bytes exceeds the 2 GiB FlatBuffer limit", len(v.buf))
@@ -439,7 +439,7 @@ func (w *Walk) Verify(name string, verify func(*Walk, int64) error) error {
 // followed in 64-bit arithmetic. depth is the table's nesting depth (the
 // root table's is 1). It returns the table's position.
 func (w *Walk) Elem(start int64, i int, name string, verify func(*Walk, int64) error, depth int) (int64, error) {
-	v := w.v
+	v := &w.v
 	v.depth = depth - 1
 	pos, err := v.elemDeref(start + 4*int64(i))
 	if err == nil {

@@ -105,6 +105,10 @@ func NewWalk(buf []byte, opt Options) *Walk {
 	return &Walk{v: newVerifier(buf, opt)}
 }
 
+// Reset makes w a new verification of buf, as NewWalk does, in place (a
+// caller can keep the walk in a value of its own, one allocation less).
+func (w *Walk) Reset(buf []byte, opt Options) { *w = Walk{v: newVerifier(buf, opt)} }
+
 // Left returns how many more objects the walk may visit within
 // Options.MaxObjects (negative once it has visited more).
 func (w *Walk) Left() int { return w.v.opt.MaxObjects - w.v.objects }

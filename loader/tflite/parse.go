@@ -88,7 +88,8 @@ func (c *collected) visit(kind int, t fbverify.T) {
 //
 // head, if not empty, is the file's first bytes, already read.
 func parse(mf *mmapfile.File, head []byte) (_ *Model, err error) {
-	c, fb, buf, copies, err := verify(mf, head)
+	m := &Model{mf: mf}
+	c, fb, buf, copies, err := verify(mf, head, &m.walkVal)
 	if c != nil {
 		defer c.release()
 	}
@@ -96,7 +97,7 @@ func parse(mf *mmapfile.File, head []byte) (_ *Model, err error) {
 		region.Put(buf)
 		return nil, err
 	}
-	m := &Model{mf: mf, fb: fb, walk: c.w, region: buf}
+	m.fb, m.walk, m.region = fb, c.w, buf
 	defer func() {
 		if err != nil {
 			region.Put(buf) // nothing refers to it

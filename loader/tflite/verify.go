@@ -41,7 +41,7 @@ const firstRegion = 4 << 20
 // a pooled buffer (buf) the model keeps until Close: its tables are then
 // read from it, and the mapping, which only the tensors' views point into,
 // is not touched.
-func verify(mf *mmapfile.File, head []byte) (c *collected, fb []byte, buf *[]byte, copies int64, err error) {
+func verify(mf *mmapfile.File, head []byte, w *fbverify.Walk) (c *collected, fb []byte, buf *[]byte, copies int64, err error) {
 	size := mf.Len()
 	if size < 8 {
 		return nil, nil, nil, 0, format.Wrapf(format.ErrTruncated, formatName, "", 0,
@@ -55,7 +55,7 @@ func verify(mf *mmapfile.File, head []byte) (c *collected, fb []byte, buf *[]byt
 		if err != nil {
 			return nil, nil, nil, 0, format.Wrapf(format.ErrTruncated, formatName, "", 0, "reading the %d-byte file: %v", size, err)
 		}
-		c, copies, err = verifyRegion(fb, true)
+		c, copies, err = verifyRegion(fb, true, w)
 		return c, fb, buf, copies, err
 	}
 	limit := min(size, int64(fbverify.MaxSize))
@@ -64,7 +64,7 @@ func verify(mf *mmapfile.File, head []byte) (c *collected, fb []byte, buf *[]byt
 		if err != nil {
 			return nil, nil, nil, 0, format.Wrapf(format.ErrTruncated, formatName, "", 0, "viewing the FlatBuffer region [0, %d): %v", n, err)
 		}
-		c, copies, err = verifyRegion(fb, n == size)
+		c, copies, err = verifyRegion(fb, n == size, w)
 		if err == nil || n == limit {
 			return c, fb, nil, copies, err
 		}
@@ -80,15 +80,16 @@ func verify(mf *mmapfile.File, head []byte) (c *collected, fb []byte, buf *[]byt
 const smallFile = 64 << 10
 
 // verifyRegion verifies the FlatBuffer region fb (the whole file when
-// atEOF) and returns what its walk collected and the bytes of strings and
+// atEOF) with w and returns what its walk collected and the bytes of strings and
 // vectors it reached.
-func verifyRegion(fb []byte, atEOF bool) (c *collected, copies int64, err error) {
+func verifyRegion(fb []byte, atEOF bool, w *fbverify.Walk) (c *collected, copies int64, err error) {
 	if string(fb[4:8]) != Identifier {
 		return nil, 0, format.Wrapf(format.ErrUnknownFormat, formatName, "file_identifier", 4,
 			"identifier %q, want %q", fb[4:8], Identifier)
 	}
 	c = newCollected()
-	c.w = fbverify.NewWalk(fb, verifyOptions(len(fb), atEOF))
+	w.Reset(fb, verifyOptions(len(fb), atEOF))
+	c.w = w
 	c.w.SetVisitor(c.visitFn)
 	// The operators are verified at the first use order, which reads
 	// them (Model.operators).

@@ -54,7 +54,7 @@ git archive "$BEFORE" | tar -x -C "$BIN/before"
   echo "g++: $(g++ --version | head -n 1)"
   echo "flatc: $(flatc --version)"
 } >"$out/machine.txt"
-echo "BIN=$BIN GEN=$GEN BEFORE=$BEFORE ROUNDS=$ROUNDS PAIRROUNDS=$PAIRROUNDS PAIRS=$PAIRS N=$N PART=$PART bash bench/results/2026-11-27-open-speed/run.sh $1" >"$out/command.txt"
+echo "BIN=$BIN GEN=$GEN BEFORE=$BEFORE ROUNDS=$ROUNDS PAIRROUNDS=$PAIRROUNDS PAIRS=$PAIRS N=$N PART=$PART bash bench/results/2026-11-27-open-speed/run.sh ${1:-}" >"$out/command.txt"
 
 # The load average every 10 s: the machine is shared.
 (while :; do echo "$(date -u +%T) $(cut -d' ' -f1-3 /proc/loadavg)"; sleep 10; done) >>"$out/load.txt" &

@@ -377,7 +377,11 @@ func (m *Model) Close() error {
 	if m == nil || m.closed.Swap(true) {
 		return nil
 	}
-	errs := []error{m.impl.Close()}
+	err := m.impl.Close()
+	if len(m.data)+len(m.dataMaps) == 0 {
+		return errors.Join(err, m.mf.Close())
+	}
+	errs := []error{err}
 	for _, d := range m.data {
 		errs = append(errs, d.Close())
 	}

@@ -95,15 +95,19 @@ func (v *verifier) finish(err error, root string) error {
 // with [Walk.ElemWith], so that the object limit applies to the whole
 // buffer as in one walk.
 type Walk struct {
-	v     *verifier
+	v     verifier
 	lazy  bool
-	visit func(kind int, t *T)
+	visit func(kind int, t T)
 }
 
 // NewWalk starts a verification of buf.
 func NewWalk(buf []byte, opt Options) *Walk {
 	return &Walk{v: newVerifier(buf, opt)}
 }
+
+// Reset makes w a new verification of buf, as NewWalk does, in place (a
+// caller can keep the walk in a value of its own, one allocation less).
+func (w *Walk) Reset(buf []byte, opt Options) { *w = Walk{v: newVerifier(buf, opt)} }
 
 // Left returns how many more objects the walk may visit within
 // Options.MaxObjects (negative once it has visited more).
@@ -120,7 +124,8 @@ func (w *Walk) VectorBytes() int64 { return w.v.vbytes }
 // ones). Format packages use it to tell schema generations apart. It
 // checks only what it reads.
 func RootFieldSlots(buf []byte, opt Options) (int, error) {
-	v := newVerifier(buf, opt)
+	vv := newVerifier(buf, opt)
+	v := &vv
 	if len(buf) < 8 || int64(len(buf)) > MaxSize {
 		return 0, v.fail(0, "FlatBuffer of %d bytes is not of a valid size", len(buf))
 	}
@@ -149,21 +154,27 @@ type verifier struct {
 	depth   int
 	objects int
 	tables  int
-	vbytes  int64 // the bytes of the vectors and strings visited
+	// maxTables is Options.MaxTables, or the largest int when that is 0.
+	maxTables int
+	vbytes    int64 // the bytes of the vectors and strings visited
 	// path is filled only on failure, innermost frame first, as the error
 	// returns through the walk; err is the error it belongs to.
 	path []frame
 	err  *format.FormatError
 }
 
-func newVerifier(buf []byte, opt Options) *verifier {
+func newVerifier(buf []byte, opt Options) verifier {
 	if opt.MaxDepth <= 0 {
 		opt.MaxDepth = DefaultMaxDepth
 	}
 	if opt.MaxObjects <= 0 {
 		opt.MaxObjects = len(buf)/2 + 1024
 	}
-	return &verifier{buf: buf, n: int64(len(buf)), lim4: max(int64(len(buf))-3, 0), opt: opt}
+	maxTables := opt.MaxTables
+	if maxTables <= 0 {
+		maxTables = math.MaxInt
+	}
+	return verifier{buf: buf, n: int64(len(buf)), lim4: max(int64(len(buf))-3, 0), opt: opt, maxTables: maxTables}
 }
 
 // at records, on the way up, that the failing object was field name (idx

@@ -1,6 +1,9 @@
 package fbverify
 
-import "encoding/binary"
+import (
+	"encoding/binary"
+	"math"
+)
 
 // The steps the verifiers generated from the project's .fbs files
 // (internal/schema/fbgen) are made of: each checks one table, field,
@@ -26,14 +29,14 @@ func (w *Walk) SetLazy(lazy bool) { w.lazy = lazy }
 // and enters it: [Walk.Leave] leaves it once its fields are verified (a
 // walk that failed is left as it is: Verify and Elem reset the depth).
 func (w *Walk) Start(pos int64) (T, error) {
-	v := w.v
+	v := &w.v
 	if err := v.enter(pos); err != nil {
 		return T{}, err
 	}
 	if v.depth >= v.opt.MaxDepth {
 		return T{}, v.fail(pos, "tables nested more than %d deep (want at most %d levels)", v.opt.MaxDepth, v.opt.MaxDepth)
 	}
-	if v.tables++; v.opt.MaxTables > 0 && v.tables > v.opt.MaxTables {
+	if v.tables++; v.tables > v.maxTables {
 		return T{}, v.fail(pos, "more than %d tables (want at most %d, counting a shared table at each visit)", v.opt.MaxTables, v.opt.MaxTables)
 	}
 	// vtable's checks, without a call.
@@ -53,6 +56,57 @@ func (w *Walk) Start(pos int64) (T, error) {
 	return T{}, v.vtableFail(pos)
 }
 
+// A Memo is what a generated verifier keeps of the last vtable its table
+// type had whose table passed its scalar fields' checks: a table at
+// another position with that vtable (as a writer shares one among the
+// elements of a vector) passes the same checks when its scalar fields lie
+// in the buffer too (it lies far enough from the end) and, when they
+// include an 8-byte field, at the same position modulo 8.
+// [Walk.StartMemo] then skips them, and the vtable's.
+type Memo struct {
+	vt, vtsize int64
+	ts         int64 // the table size the vtable records (0: none)
+	ext        int64 // the end of the furthest scalar field (at least 4); 0: nothing learned
+	p8         int64 // the table's position mod 8, -1 when no 8-byte field is present
+}
+
+// StartMemo is [Walk.Start] for a table whose type's verifier keeps m. It
+// reports hit when the table at pos has the vtable m remembers, its scalar
+// fields, as far as m's table had them, lie in the buffer and, when they
+// include an 8-byte field, the table lies at the same position modulo 8:
+// its vtable and its scalar fields then pass their checks, which the
+// caller skips.
+func (w *Walk) StartMemo(pos int64, m *Memo) (t T, hit bool, err error) {
+	v := &w.v
+	if ext := m.ext; ext != 0 && pos&3 == 0 && uint64(pos) <= uint64(v.n-ext) &&
+		v.objects < v.opt.MaxObjects && v.depth < v.opt.MaxDepth && v.tables < v.maxTables {
+		// ext >= 4: the vtable offset lies in the buffer.
+		if vt := pos - int64(int32(v.u32(pos))); vt == m.vt && (m.p8 < 0 || pos&7 == m.p8) {
+			v.objects++
+			v.tables++
+			v.depth++
+			return T{pos, vt, m.vtsize, min(m.ts, v.n-pos)}, true, nil
+		}
+	}
+	t, err = w.Start(pos)
+	return t, false, err
+}
+
+// Learn makes m remember the vtable of t, a table whose scalar fields the
+// caller found in the buffer and aligned, the furthest ending at table
+// offset ext (at least 4), one of them of 8 bytes when has8.
+func (w *Walk) Learn(t *T, m *Memo, ext int64, has8 bool) {
+	var ts int64
+	if t.vtsize >= 4 {
+		ts = w.v.u16(t.vt + 2)
+	}
+	p8 := int64(-1)
+	if has8 {
+		p8 = t.pos & 7
+	}
+	*m = Memo{t.vt, t.vtsize, ts, max(ext, 4), p8}
+}
+
 // Slots returns the number of field slots of t's vtable.
 func (t *T) Slots() int { return int((t.vtsize - 4) / 2) }
 
@@ -63,13 +117,14 @@ func (t *T) Slots() int { return int((t.vtsize - 4) / 2) }
 // the walk's [Walk.Uint8], [Walk.Uint32], [Walk.Uint64] and [Walk.Vec], which
 // use the vtable the walk found. A walk that fails may have told some
 // tables before.
-func (w *Walk) SetVisitor(visit func(kind int, t *T)) { w.visit = visit }
+func (w *Walk) SetVisitor(visit func(kind int, t T)) { w.visit = visit }
 
 // Visiting reports whether the walk has a visitor.
 func (w *Walk) Visiting() bool { return w.visit != nil }
 
-// Visit tells the visitor of table t of the given kind.
-func (w *Walk) Visit(kind int, t *T) { w.visit(kind, t) }
+// Visit tells the visitor of table t of the given kind. (The visitor gets
+// a copy: t stays on its verifier's stack.)
+func (w *Walk) Visit(kind int, t *T) { w.visit(kind, *t) }
 
 // Uint8, Uint32 and Uint64 return scalar field id of t, a table the walk
 // has verified, or def when it is absent.
@@ -152,10 +207,33 @@ func (t *T) Pos() int64 { return t.pos }
 // and its size.
 func (w *Walk) ScalarOutside(t *T, fo, size int64) error { return w.scalarOutside(t, fo, size) }
 
+// NoField is no field id: what a generated verifier's record of the first
+// scalar field that failed its checks holds while none has.
+const NoField = math.MaxInt32
+
+// ScalarIn reports whether the field of size bytes at table offset fo of t
+// lies in the buffer, aligned to its size: the check of a scalar field
+// that does not lie aligned in t's own bytes.
+func (w *Walk) ScalarIn(t *T, fo, size int64) bool {
+	return (t.pos+fo)&(size-1) == 0 && w.v.in(t.pos+fo, size)
+}
+
+// ScalarError is the error of scalar field id of t, which [Walk.ScalarIn]
+// found outside the buffer or misaligned; desc describes t's table type
+// (the field's size and name).
+func (w *Walk) ScalarError(t *T, id int, desc *TableDesc) error {
+	for _, f := range desc.Fields {
+		if f.ID == id {
+			return w.At(w.scalarOutside(t, w.v.slot(t.vt, t.vtsize, id), int64(f.Size)), f.Name, -1)
+		}
+	}
+	panic("fbverify: ScalarError of a field the table's description lacks")
+}
+
 // scalarOutside checks a field Scalar did not find aligned in its table's
 // bytes.
 func (w *Walk) scalarOutside(t *T, fo, size int64) error {
-	if v := w.v; (t.pos+fo)&(size-1) != 0 || !v.in(t.pos+fo, size) {
+	if v := &w.v; (t.pos+fo)&(size-1) != 0 || !v.in(t.pos+fo, size) {
 		return v.fieldFail(t.pos, fo, size)
 	}
 	return nil
@@ -164,7 +242,7 @@ func (w *Walk) scalarOutside(t *T, fo, size int64) error {
 // Ref follows the offset field id of t and returns its target; 0 when the
 // field is absent (an error when required).
 func (w *Walk) Ref(t *T, id int, required bool) (int64, error) {
-	v := w.v
+	v := &w.v
 	fo := v.slot(t.vt, t.vtsize, id)
 	if fo == 0 {
 		if required {
@@ -185,7 +263,7 @@ func (w *Walk) Ref(t *T, id int, required bool) (int64, error) {
 // to Ref.
 func (w *Walk) RefAt(t *T, fo int64) (int64, bool) {
 	if fo != 0 && fo+4 <= t.tsize && fo&3 == 0 {
-		v := w.v
+		v := &w.v
 		p := t.pos + fo
 		off := int64(v.u32(p))
 		if q := p + off; off != 0 && q < v.n {
@@ -200,7 +278,7 @@ func (w *Walk) RefAt(t *T, fo int64) (int64, bool) {
 // the vector and returns the position of its first element, its length
 // and true; false in any other case, which the caller leaves to Vector.
 func (w *Walk) VectorAt(pos, elem int64) (start, n int64, ok bool) {
-	v := w.v
+	v := &w.v
 	if v.objects < v.opt.MaxObjects && pos&3 == 0 && uint64(pos) < uint64(v.lim4) {
 		// n < 2^32 and elem < 2^31: the product does not overflow.
 		if n, start = int64(v.u32(pos)), pos+4; uint64(n)*uint64(elem) <= uint64(v.n-start) {
@@ -217,13 +295,35 @@ func (w *Walk) VectorAt(pos, elem int64) (start, n int64, ok bool) {
 func (w *Walk) Vector(pos, elem int64) (start, n int64, err error) { return w.v.vector(pos, elem) }
 
 // String checks the string at pos.
-func (w *Walk) String(pos int64) error { return w.v.str(pos) }
+func (w *Walk) String(pos int64) error {
+	if w.StringAt(pos) {
+		return nil
+	}
+	return w.v.str(pos)
+}
+
+// StringAt is String's common case, inline in the generated verifiers: the
+// object limit not reached, the string inside the buffer, its NUL too. It
+// counts the string and reports true; false in any other case, which the
+// caller leaves to String.
+func (w *Walk) StringAt(pos int64) bool {
+	v := &w.v
+	if v.objects < v.opt.MaxObjects && pos&3 == 0 && uint64(pos) < uint64(v.lim4) {
+		n := int64(v.u32(pos))
+		if end := pos + 4 + n; end < v.n && v.buf[end] == 0 {
+			v.objects++
+			v.vbytes += n
+			return true
+		}
+	}
+	return false
+}
 
 // DerefAt is Deref's common case, inline in the generated verifiers: the
 // offset at q inside the buffer, its target in it. It returns the target
 // and true; false in any other case, which the caller leaves to Deref.
 func (w *Walk) DerefAt(q int64) (int64, bool) {
-	v := w.v
+	v := &w.v
 	if uint64(q) < uint64(v.n) && v.n-q >= 4 {
 		off := int64(v.u32(q))
 		if t := q + off; off != 0 && t < v.n {
@@ -243,8 +343,13 @@ func (w *Walk) Deref(q int64) (int64, error) { return w.v.elemDeref(q) }
 // for a tag without a value, which only Options.CxxRules accepts). The
 // value's offset is checked whatever the tag.
 func (w *Walk) Union(t *T, id int) (tag int, pos int64, err error) {
-	v := w.v
-	to, vo := v.slot(t.vt, t.vtsize, id), v.slot(t.vt, t.vtsize, id+1)
+	return w.UnionAt(t, w.v.slot(t.vt, t.vtsize, id), w.v.slot(t.vt, t.vtsize, id+1))
+}
+
+// UnionAt is [Walk.Union] with the table offsets of the union's tag (to)
+// and value (vo) read from t's vtable by the caller (0: absent).
+func (w *Walk) UnionAt(t *T, to, vo int64) (tag int, pos int64, err error) {
+	v := &w.v
 	// The common case: tag and value inside the table's own bytes (which
 	// lie in the buffer), the value aligned and its target in the buffer.
 	if to != 0 && vo != 0 && to < t.tsize && vo+4 <= t.tsize && vo&3 == 0 {
@@ -262,7 +367,7 @@ func (w *Walk) Union(t *T, id int) (tag int, pos int64, err error) {
 
 // union is Union for any case but the common one.
 func (w *Walk) union(t *T, to, vo int64) (tag int, pos int64, err error) {
-	v := w.v
+	v := &w.v
 	if to != 0 {
 		if !v.in(t.pos+to, 1) {
 			return 0, 0, v.fail(t.pos+to, "union tag lies outside the FlatBuffer (want it before %#x)", v.opt.Base+v.n)
@@ -289,7 +394,7 @@ func (w *Walk) union(t *T, to, vo int64) (tag int, pos int64, err error) {
 // UnknownTag is the error of a union tag past the n-1 known members of
 // union field id of t.
 func (w *Walk) UnknownTag(t *T, id, tag, n int) error {
-	v := w.v
+	v := &w.v
 	return v.fail(t.pos+v.slot(t.vt, t.vtsize, id), "unknown union tag %d (known: 1..%d)", tag, n-1)
 }
 
@@ -313,7 +418,7 @@ func (w *Walk) Finish(err error, root string) error {
 // Verify verifies the buffer from its root table with verify, the
 // generated verifier of the root type named name.
 func (w *Walk) Verify(name string, verify func(*Walk, int64) error) error {
-	v := w.v
+	v := &w.v
 	v.depth = 0
 	if int64(len(v.buf)) > MaxSize {
 		return v.fail(0, "FlatBuffer of %d bytes exceeds the 2 GiB FlatBuffer limit", len(v.buf))
@@ -334,7 +439,7 @@ func (w *Walk) Verify(name string, verify func(*Walk, int64) error) error {
 // followed in 64-bit arithmetic. depth is the table's nesting depth (the
 // root table's is 1). It returns the table's position.
 func (w *Walk) Elem(start int64, i int, name string, verify func(*Walk, int64) error, depth int) (int64, error) {
-	v := w.v
+	v := &w.v
 	v.depth = depth - 1
 	pos, err := v.elemDeref(start + 4*int64(i))
 	if err == nil {

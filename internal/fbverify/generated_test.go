@@ -1,7 +1,9 @@
 package fbverify_test
 
 import (
+	"crypto/sha256"
 	"encoding/binary"
+	"encoding/hex"
 	"fmt"
 	"testing"
 
@@ -9,7 +11,11 @@ import (
 
 	"github.com/edgeload/edgeload/internal/fbverify"
 	"github.com/edgeload/edgeload/internal/schema/fbtestfb"
+	"github.com/edgeload/edgeload/internal/schema/ptefb"
+	"github.com/edgeload/edgeload/internal/schema/tflitefb"
 	"github.com/edgeload/edgeload/internal/testkit/hostile"
+	"github.com/edgeload/edgeload/internal/testkit/tflitegen"
+	"github.com/edgeload/edgeload/internal/testkit/writer"
 )
 
 // The fields of internal/schema/fbtest.fbs, as the model below reads them.
@@ -282,9 +288,9 @@ func lazyVerify(b []byte, opt fbverify.Options) error {
 	w := fbverify.NewWalk(b, opt)
 	w.SetLazy(true)
 	var nodes []int64
-	w.SetVisitor(func(kind int, t *fbverify.T) {
-		if kind == fbtestfb.VisitNode && w.Has(t, 9) {
-			nodes = append(nodes, t.Pos()+w.Slot(t, 9))
+	w.SetVisitor(func(kind int, t fbverify.T) {
+		if kind == fbtestfb.VisitNode && w.Has(&t, 9) {
+			nodes = append(nodes, t.Pos()+w.Slot(&t, 9))
 		}
 	})
 	if err := w.Verify("Node", fbtestfb.VerifyNode); err != nil {
@@ -315,7 +321,8 @@ func TestVisitor(t *testing.T) {
 		w := fbverify.NewWalk(b, fbverify.Options{Format: "test"})
 		w.SetLazy(c.lazy)
 		var got []string
-		w.SetVisitor(func(kind int, tt *fbverify.T) {
+		w.SetVisitor(func(kind int, t fbverify.T) {
+			tt := &t
 			if kind != fbtestfb.VisitLeaf {
 				return
 			}
@@ -371,7 +378,7 @@ func TestGeneratedAsCxx(t *testing.T) {
 			accepted++
 		}
 	}
-	for _, buf := range [][]byte{validNode(0), validNode(1), validNode(2)} {
+	for _, buf := range [][]byte{validNode(0), validNode(1), validNode(2), validWide(5)} {
 		if !cxxAccepts(buf) {
 			t.Fatal("the model refuses a buffer the Go builder wrote")
 		}
@@ -417,4 +424,223 @@ func TestGeneratedAsCxx(t *testing.T) {
 		}
 	}
 	t.Logf("%d buffers: the C++ model accepts %d, the default options %d", checked, accepted, strict)
+}
+
+// validWide returns a Node whose leaves vector holds n leaves, of three
+// kinds that alternate (every scalar field set, at two positions modulo 8,
+// and none set), so that consecutive elements share vtables or not.
+func validWide(n int) []byte {
+	b := flatbuffers.NewBuilder(256)
+	leaves := make([]flatbuffers.UOffsetT, n)
+	for k := range leaves {
+		leaves[k] = buildLeaf(b, k%3, "")
+		if k%2 == 0 {
+			b.PrependByte(7) // moves the next leaf by a byte (4 once aligned)
+		}
+	}
+	b.StartVector(4, n, 4)
+	for k := n - 1; k >= 0; k-- {
+		b.PrependUOffsetT(leaves[k])
+	}
+	vec := b.EndVector(n)
+	b.StartObject(11)
+	b.PrependUOffsetTSlot(1, vec, 0)
+	b.Finish(b.EndObject())
+	return b.FinishedBytes()
+}
+
+// generatedDigest verifies, with verify (a generated verifier run under
+// the given options), every truncation of buf, every change of one byte,
+// every u16 rewrite at even positions and every u32 rewrite at 4-aligned
+// ones, under the C++ rules and limits, the default options with several
+// object, table and depth limits, and hashes what a caller sees: the
+// error's text (message, offset, field path) and the objects left.
+func generatedDigest(buf []byte, verify func(b []byte, o fbverify.Options) (int, error)) string {
+	h := sha256.New()
+	opts := []fbverify.Options{
+		{Format: "test", CxxRules: true, MaxDepth: 64, MaxTables: 1000000, MaxObjects: 1 << 30},
+		{Format: "test"},
+		{Format: "test", MaxObjects: 5},
+		{Format: "test", MaxObjects: 17},
+		{Format: "test", MaxTables: 3},
+		{Format: "test", MaxDepth: 2},
+	}
+	run := func(b []byte) {
+		for _, o := range opts {
+			left, err := verify(b, o)
+			fmt.Fprintf(h, "%v|%d\n", err, left)
+		}
+	}
+	for i := 0; i <= len(buf); i++ {
+		run(buf[:i])
+	}
+	b := make([]byte, len(buf))
+	for i := range buf {
+		for _, x := range []byte{0, 0xff, buf[i] ^ 0x55, buf[i] + 1, buf[i] ^ 4} {
+			copy(b, buf)
+			b[i] = x
+			run(b)
+		}
+	}
+	for i := 0; i+2 <= len(buf); i += 2 {
+		old := binary.LittleEndian.Uint16(buf[i:])
+		for _, x := range []uint16{0, 3, old + 2, old - 2, old + 4, old - 4} {
+			copy(b, buf)
+			binary.LittleEndian.PutUint16(b[i:], x)
+			run(b)
+		}
+	}
+	for i := 0; i+4 <= len(buf); i += 4 {
+		n, old := len(buf), binary.LittleEndian.Uint32(buf[i:])
+		for _, x := range []uint32{0, old + 4, old - 4, old + 8, old - 8, uint32(n - i), uint32(n - i - 4), 1 << 31, uint32(int32(-i))} {
+			copy(b, buf)
+			binary.LittleEndian.PutUint32(b[i:], x)
+			run(b)
+		}
+	}
+	return hex.EncodeToString(h.Sum(nil))[:16]
+}
+
+// walkWith returns a digest's verify for the generated verifier of the
+// root table named name: a walk (lazy when lazy is true, its lazy parts
+// left unverified) and the objects it left.
+func walkWith(name string, f func(*fbverify.Walk, int64) error, lazy bool) func([]byte, fbverify.Options) (int, error) {
+	return func(b []byte, o fbverify.Options) (int, error) {
+		w := fbverify.NewWalk(b, o)
+		w.SetLazy(lazy)
+		err := w.Verify(name, f)
+		return w.Left(), err
+	}
+}
+
+// TestGeneratedOutcomesUnchanged: the generated verifiers' fast paths
+// (their vtable memos among them) change no outcome, on buffers of
+// fbtest.fbs and of the pte and TFLite schemas. The digests were recorded
+// from the generated verifiers that had none (commit 97ad439): an outcome
+// that differs, in verdict, message, offset, field path or objects
+// counted, changes a digest. Update them only for an intended change of
+// outcome.
+func TestGeneratedOutcomesUnchanged(t *testing.T) {
+	node := walkWith("Node", fbtestfb.VerifyNode, false)
+	lazyNode := func(b []byte, o fbverify.Options) (int, error) { return 0, lazyVerify(b, o) }
+	for _, c := range []struct {
+		name   string
+		buf    []byte
+		verify func([]byte, fbverify.Options) (int, error)
+		want   string
+	}{
+		{"node0", validNode(0), node, "d780a1a16f17e3d7"},
+		{"node2", validNode(2), node, "e935621de85b1ced"},
+		{"node2-lazy", validNode(2), lazyNode, "75122d4fe34815d6"},
+		{"wide7", validWide(7), node, "e93a99be89877597"},
+		{"pte", pteProgram(t), walkWith("Program", ptefb.VerifyProgram, false), "b2aba70de42403a7"},
+		{"pte-lazy", pteProgram(t), walkWith("Program", ptefb.VerifyProgram, true), "27279961bf43acc2"},
+		{"tflite", tfliteModel(), walkWith("Model", tflitefb.VerifyModel, false), "81ef029da378a054"},
+	} {
+		if got := generatedDigest(c.buf, c.verify); got != c.want {
+			t.Errorf("%s: outcome digest %s, want %s", c.name, got, c.want)
+		}
+	}
+}
+
+// pteProgram returns the FlatBuffer of a program of five constants, an
+// activation, an int and a tensor list, and an operator and its
+// instruction.
+func pteProgram(t *testing.T) []byte {
+	m := writer.PTEMethod{Name: "forward", Tensors: []writer.PTETensor{
+		{Kind: writer.PTEConstant, ScalarType: writer.PTEFloat32, Sizes: []int32{2, 3}},
+		{Kind: writer.PTEConstant, ScalarType: writer.PTEFloat32, Sizes: []int32{4}},
+		{Kind: writer.PTEConstant, ScalarType: writer.PTEInt64, Sizes: []int32{1}},
+		{Kind: writer.PTEConstant, ScalarType: writer.PTEFloat32, Sizes: []int32{2, 2}},
+		{Kind: writer.PTEConstant, ScalarType: writer.PTEFloat32, Sizes: []int32{}},
+		{Kind: writer.PTEPlanned, ScalarType: writer.PTEFloat32, Sizes: []int32{3}},
+	}, Values: []writer.PTEValue{{Kind: writer.PTEInt, Int: 3}, {Kind: writer.PTETensorList, Items: []int32{0, 1}}},
+		Inputs: []int32{0}, Outputs: []int32{1}, Operators: []string{"aten::add"}}
+	p := writer.PTE{Methods: []writer.PTEMethod{m}}
+	b, err := p.Bytes()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b[:min(len(b), int(binary.LittleEndian.Uint64(b[16:])))]
+}
+
+// tfliteModel returns a model of two subgraphs whose tensors, buffers (in
+// the large-model layout: offsets and sizes) and operators share vtables
+// or not, with quantization, metadata and a while loop.
+func tfliteModel() []byte {
+	f32 := tflitefb.TensorTypeFLOAT32
+	main := tflitegen.Subgraph{Name: "main", Inputs: []int32{0}, Outputs: []int32{0}, Tensors: []tflitegen.Tensor{
+		{Name: "x", Type: f32, Shape: []int32{1}},
+		{Name: "w1", Type: f32, Shape: []int32{1}, Buffer: 1},
+		{Name: "w2", Type: tflitefb.TensorTypeINT8, Shape: []int32{4}, Buffer: 2, Scale: []float32{0.5}},
+		{Type: f32, Buffer: 3},
+	}, Ops: []tflitegen.Op{
+		{Inputs: []int32{0, 1}, Outputs: []int32{0}},
+		{Inputs: []int32{0}, Outputs: []int32{0}, Kind: "while", Calls: []int32{1, 1}},
+		{Inputs: []int32{0, 2}, Outputs: []int32{0}},
+	}}
+	body := tflitegen.Subgraph{Name: "body", Inputs: []int32{0}, Outputs: []int32{0}, Tensors: []tflitegen.Tensor{
+		{Name: "y", Type: f32, Shape: []int32{1}},
+	}}
+	m := &tflitegen.Model{External: true, Subgraphs: []tflitegen.Subgraph{main, body},
+		Buffers:  []tflitegen.Buffer{{}, {Data: []byte{1, 2, 3, 4}}, {Data: []byte{5, 6, 7, 8}}, {}},
+		Metadata: []tflitegen.Metadata{{Name: "min_runtime_version", Buffer: 3}},
+	}
+	b := m.Bytes()
+	return b
+}
+
+// sharedVTable returns a Node whose leaves are two Leaf tables sharing one
+// vtable (c at table offset 4, d, 8 bytes, at 8; 16 bytes recorded), the
+// first at 48, the second at second; the buffer is n bytes long.
+func sharedVTable(second, n int) []byte {
+	b := make([]byte, n)
+	le := binary.LittleEndian
+	le.PutUint32(b[0:], 16) // root: the Node at 16
+	// The Node's vtable at 8: 8 bytes, a table of 8, leaves at 4.
+	le.PutUint16(b[8:], 8)
+	le.PutUint16(b[10:], 8)
+	le.PutUint16(b[14:], 4)
+	le.PutUint32(b[16:], 16-8)
+	le.PutUint32(b[20:], 4) // leaves: the vector at 24
+	le.PutUint32(b[24:], 2)
+	le.PutUint32(b[28:], 48-28)
+	le.PutUint32(b[32:], uint32(second-32))
+	// The Leaf vtable at 36: 12 bytes, a table of 16, c at 4, d at 8.
+	le.PutUint16(b[36:], 12)
+	le.PutUint16(b[38:], 16)
+	le.PutUint16(b[44:], 4)
+	le.PutUint16(b[46:], 8)
+	for _, at := range []int{48, second} {
+		le.PutUint32(b[at:], uint32(at-36))
+	}
+	return b
+}
+
+// TestMemoSharedVTable: a table that has the vtable of the table before
+// it, which passed its checks, is refused as the C++ Verifier refuses it
+// when its 8-byte field is not aligned or lies past the buffer's end, and
+// accepted otherwise.
+func TestMemoSharedVTable(t *testing.T) {
+	for _, c := range []struct {
+		second, n int
+		ok        bool
+	}{
+		{64, 80, true},
+		{72, 88, true},
+		{68, 84, false}, // d at 76: not 8-aligned
+		{64, 76, false}, // d runs past the end
+		{64, 72, false}, // d starts at the end
+		{72, 84, false},
+	} {
+		b := sharedVTable(c.second, c.n)
+		if cxxAccepts(b) != c.ok {
+			t.Fatalf("second leaf at %d in %d bytes: the C++ model accepts: %v, want %v", c.second, c.n, !c.ok, c.ok)
+		}
+		for _, o := range []fbverify.Options{{Format: "test"}, {Format: "test", CxxRules: true}} {
+			if err := fbverify.NewWalk(b, o).Verify("Node", fbtestfb.VerifyNode); (err == nil) != c.ok {
+				t.Errorf("second leaf at %d in %d bytes: %v, want accepted: %v", c.second, c.n, err, c.ok)
+			}
+		}
+	}
 }

@@ -97,12 +97,13 @@ func parseProgram(mf *mmapfile.File, o options, hdr Header, fb []byte, buf *[]by
 	// Everything but the chains' instructions (lazy in program.fbs),
 	// which each method's first check verifies (Method.check) with the
 	// same walk.
-	walk := fbverify.NewWalk(fb, vo)
+	p := &Program{mf: mf, name: o.name, hdr: hdr, version: 0, fb: fb, region: buf}
+	walk := &p.walk
+	walk.Reset(fb, vo)
 	walk.SetLazy(true)
 	if err := walk.Verify("Program", ptefb.VerifyProgram); err != nil {
 		return nil, err
 	}
-	p := &Program{mf: mf, name: o.name, hdr: hdr, version: 0, fb: fb, region: buf}
 	budget := 4*int64(len(fb)) + 1<<16
 	if o.budget > 0 {
 		budget = o.budget

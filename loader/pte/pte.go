@@ -328,6 +328,7 @@ type Program struct {
 	fb     []byte        // the FlatBuffer region, verified
 	region *[]byte       // the pooled buffer fb was read into, if it was (package region)
 	checks programChecks // what the methods' checks share (check.go)
+	walk   fbverify.Walk // the walk Open verified the program with (checks.walk until Close)
 
 	// The plans are checked at Open and built into Methods by the first
 	// call that needs them (methods.go), with each value's tensor

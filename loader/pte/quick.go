@@ -81,32 +81,25 @@ func (b *builder) quickTensor(t int64, nameLen int) bool {
 	}
 	ns := len(sizes) / 4
 	// The dims' product, as builder.nbytes makes it for a type of one
-	// element a block: over records a product past the file (which a zero
-	// size still makes 0).
-	n, zero, over := uint64(si.size), false, false
+	// element a block, when no dim is negative and no partial product
+	// overflows (bad collects both: a negative dim, sign-extended, has
+	// bits past the 31st); a zero dim makes it 0.
+	n, bad := uint64(si.size), uint64(0)
 	for ; len(sizes) >= 4; sizes = sizes[4:] {
-		s := int32(binary.LittleEndian.Uint32(sizes))
-		if s < 0 {
-			return false
-		}
-		zero = zero || s == 0
-		hi, lo := bits.Mul64(n, uint64(s))
-		over = over || hi != 0
+		s := uint64(int64(int32(binary.LittleEndian.Uint32(sizes))))
+		hi, lo := bits.Mul64(n, s)
+		bad |= hi | s>>31
 		n = lo
+	}
+	if bad != 0 {
+		return false
 	}
 	nd := 0
 	if tf.dims != 0 {
 		dims := fbread.Bytes(fb, t+tf.dims, 1)
 		if nd = len(dims); nd > 0 {
-			if nd != ns || nd > 64 {
+			if nd != ns || !identity(dims) && !permutation(dims) {
 				return false
-			}
-			var seen uint64
-			for _, d := range dims {
-				if int(d) >= nd || seen&(1<<d) != 0 {
-					return false
-				}
-				seen |= 1 << d
 			}
 		}
 	}
@@ -121,9 +114,7 @@ func (b *builder) quickTensor(t int64, nameLen int) bool {
 	case tf.alloc != 0 || b.p.inlineConsts:
 		return false // mutable or inline: builder.tensor
 	}
-	if zero {
-		n = 0
-	} else if over || n > uint64(b.size) {
+	if n > uint64(b.size) {
 		return false
 	}
 	offs := &b.constOffsets
@@ -141,5 +132,40 @@ func (b *builder) quickTensor(t int64, nameLen int) bool {
 	b.budget -= int64(cost)
 	r := b.newRec()
 	r.off, r.nbytes, r.tensor, r.loc, r.dt = b.constOff+int64(off), int64(n), uint32(t), format.LocSegment, si.dt
+	return true
+}
+
+// identity reports whether dims is 0, 1, 2, ..., as most dim orders are,
+// for the common ranks (false for the others: permutation checks them).
+func identity(dims []byte) bool {
+	switch len(dims) {
+	case 1:
+		return dims[0] == 0
+	case 2:
+		return binary.LittleEndian.Uint16(dims) == 0x0100
+	case 3:
+		return binary.LittleEndian.Uint16(dims) == 0x0100 && dims[2] == 2
+	case 4:
+		return binary.LittleEndian.Uint32(dims) == 0x03020100
+	}
+	return false
+}
+
+// permutation reports whether dims is a permutation of 0..len(dims)-1.
+func permutation(dims []byte) bool {
+	if len(dims) > 64 {
+		in := true
+		for k, d := range dims {
+			in = in && int(d) == k
+		}
+		return in
+	}
+	var seen uint64
+	for _, d := range dims {
+		if int(d) >= len(dims) || seen&(1<<d) != 0 {
+			return false
+		}
+		seen |= 1 << d
+	}
 	return true
 }

@@ -3,7 +3,9 @@ package tflite
 import (
 	flatbuffers "github.com/google/flatbuffers/go"
 
+	"github.com/edgeload/edgeload/internal/fbverify"
 	"github.com/edgeload/edgeload/internal/schema/tflitefb"
+	"github.com/edgeload/edgeload/loader/internal/region"
 	"github.com/edgeload/edgeload/mmapfile"
 )
 
@@ -12,7 +14,8 @@ import (
 // compare it with LiteRT's: the walk NewFile makes, and that of the
 // operators it leaves to the first use order.
 func VerifyRegion(mf *mmapfile.File) error {
-	c, fb, _, err := verify(mf, nil)
+	c, fb, buf, _, err := verify(mf, nil, new(fbverify.Walk))
+	defer region.Put(buf)
 	if err != nil {
 		return err
 	}

@@ -19,6 +19,10 @@ func (m *Model) infos() *info {
 }
 
 func (m *Model) buildInfo() *info {
+	defer m.unpin()
+	if !m.pin() {
+		return &info{} // closed: the FlatBuffer is gone
+	}
 	r := &m.root
 	in := &info{description: string(r.Description())}
 	in.opcodes = make([]OperatorCode, r.OperatorCodesLength())

@@ -30,6 +30,11 @@ func (m *Model) listed() *listing {
 
 func (m *Model) buildListing() *listing {
 	l := &listing{subgraphs: make([]Subgraph, m.nsub), tensors: make([]*Tensor, len(m.tensors))}
+	defer m.unpin()
+	if !m.pin() {
+		m.closedListing(l)
+		return l
+	}
 	var sg tflitefb.SubGraph
 	next := 0 // the next listed tensor
 	for i := range l.subgraphs {
@@ -50,6 +55,24 @@ func (m *Model) buildListing() *listing {
 	}
 	m.names(l)
 	return l
+}
+
+// closedListing fills l, for a model closed before its listing was built
+// (its FlatBuffer gone), with what NewFile kept: the listed tensors'
+// places and bytes, no names, shapes or types.
+func (m *Model) closedListing(l *listing) {
+	for i := range l.subgraphs {
+		l.subgraphs[i].Index = i
+	}
+	ts := make([]Tensor, len(m.tensors))
+	for k, c := range m.tensors {
+		t := &ts[k]
+		t.Subgraph, t.Index, t.Buffer, t.Offset = int(c.Subgraph), int(c.Index), c.Buffer, -1
+		d := m.buffers[c.Buffer].Data
+		t.Location, t.Offset, t.NBytes, t.Data = format.LocSegment, d.Offset(), d.Len(), d
+		l.tensors[k] = t
+	}
+	m.names(l)
 }
 
 // int32s copies n int32 elements read by get.

@@ -1,6 +1,7 @@
 package tflite
 
 import (
+	"fmt"
 	"strconv"
 
 	flatbuffers "github.com/google/flatbuffers/go"
@@ -100,6 +101,10 @@ const operatorDepth = 3
 // operators verifies, reads and checks the operators of every subgraph:
 // their tables, operator code, tensor and subgraph indices.
 func (m *Model) operators() ([][]operator, error) {
+	defer m.unpin()
+	if !m.pin() {
+		return nil, fmt.Errorf("tflite: the operators: %w", format.ErrClosed)
+	}
 	r := &m.root
 	nCodes := int64(r.OperatorCodesLength())
 	out := make([][]operator, m.nsub)

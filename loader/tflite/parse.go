@@ -9,6 +9,7 @@ import (
 	"github.com/edgeload/edgeload/internal/fbverify"
 	"github.com/edgeload/edgeload/internal/schema/tflitefb"
 	"github.com/edgeload/edgeload/loader/format"
+	"github.com/edgeload/edgeload/loader/internal/region"
 	"github.com/edgeload/edgeload/mmapfile"
 	"github.com/edgeload/edgeload/segment"
 )
@@ -28,6 +29,7 @@ const (
 // once the walk is done (the buffers are verified after the subgraphs).
 type collected struct {
 	w         *fbverify.Walk
+	visitFn   func(kind int, t fbverify.T) // visit, made once for the pooled value
 	buffers   []fbverify.T
 	tensors   []tensorRef
 	subgraphs []fbverify.T
@@ -44,7 +46,11 @@ type tensorRef struct {
 
 // collectedPool keeps the slices of a walk's collection from Open to Open
 // (parse copies what it keeps out of them).
-var collectedPool = sync.Pool{New: func() any { return new(collected) }}
+var collectedPool = sync.Pool{New: func() any {
+	c := new(collected)
+	c.visitFn = c.visit
+	return c
+}}
 
 func newCollected() *collected {
 	c := collectedPool.Get().(*collected)
@@ -58,17 +64,17 @@ func (c *collected) release() {
 	collectedPool.Put(c)
 }
 
-func (c *collected) visit(kind int, t *fbverify.T) {
+func (c *collected) visit(kind int, t fbverify.T) {
 	switch kind {
 	case tflitefb.VisitBuffer:
-		c.buffers = append(c.buffers, *t)
+		c.buffers = append(c.buffers, t)
 	case tflitefb.VisitTensor:
-		if b := c.w.Uint32(t, tensorBuffer, 0); b != 0 {
-			c.tensors = append(c.tensors, tensorRef{int32(len(c.subgraphs)), c.next, b, *t})
+		if b := c.w.Uint32(&t, tensorBuffer, 0); b != 0 {
+			c.tensors = append(c.tensors, tensorRef{int32(len(c.subgraphs)), c.next, b, t})
 		}
 		c.next++
 	case tflitefb.VisitSubGraph:
-		c.subgraphs = append(c.subgraphs, *t)
+		c.subgraphs = append(c.subgraphs, t)
 		c.next = 0
 	}
 }
@@ -81,15 +87,22 @@ func (c *collected) visit(kind int, t *fbverify.T) {
 // (listing.go, info.go).
 //
 // head, if not empty, is the file's first bytes, already read.
-func parse(mf *mmapfile.File, head []byte) (*Model, error) {
-	c, fb, copies, err := verify(mf, head)
+func parse(mf *mmapfile.File, head []byte) (_ *Model, err error) {
+	m := &Model{mf: mf}
+	c, fb, buf, copies, err := verify(mf, head, &m.walkVal)
 	if c != nil {
 		defer c.release()
 	}
 	if err != nil {
+		region.Put(buf)
 		return nil, err
 	}
-	m := &Model{mf: mf, fb: fb, walk: c.w}
+	m.fb, m.walk, m.region = fb, c.w, buf
+	defer func() {
+		if err != nil {
+			region.Put(buf) // nothing refers to it
+		}
+	}()
 	// What the first uses copy out of the FlatBuffer (names, shapes,
 	// index lists) is bounded by what the verifier visited; shared strings
 	// and vectors could make that out of proportion to the file.
@@ -279,12 +292,17 @@ func (m *Model) indices() error {
 		}
 		r.Subgraphs(&sg, int(s))
 		nt := int64(sg.TensorsLength())
-		for _, maps := range [2]struct {
-			n   int
-			get func(*tflitefb.TensorMap, int) bool
-		}{{sd.InputsLength(), sd.Inputs}, {sd.OutputsLength(), sd.Outputs}} {
-			for k := range maps.n {
-				maps.get(&tm, k)
+		for _, outputs := range [2]bool{false, true} {
+			n := sd.InputsLength()
+			if outputs {
+				n = sd.OutputsLength()
+			}
+			for k := range n {
+				if outputs {
+					sd.Outputs(&tm, k)
+				} else {
+					sd.Inputs(&tm, k)
+				}
 				if x := tm.TensorIndex(); outOf(int64(x), nt) {
 					return rangeErr(field()+".inputs.tensor_index", pos(&tm), int64(x), nt, "tensor")
 				}

@@ -1,10 +1,12 @@
 package tflite
 
 import (
+	"fmt"
 	flatbuffers "github.com/google/flatbuffers/go"
 
 	"github.com/edgeload/edgeload/internal/fbverify"
 	"github.com/edgeload/edgeload/internal/schema/tflitefb"
+	"github.com/edgeload/edgeload/loader/format"
 )
 
 // Quantization is a tensor's QuantizationParameters.
@@ -58,6 +60,10 @@ func (m *Model) Quantization(t *Tensor) (*Quantization, error) {
 	if err := m.verifyParams(); err != nil || !t.Quantized {
 		return nil, err
 	}
+	defer m.unpin()
+	if !m.pin() {
+		return nil, fmt.Errorf("tflite: quantization: %w", format.ErrClosed)
+	}
 	var tt tflitefb.Tensor
 	tt.Init(m.fb, t.table)
 	var q tflitefb.QuantizationParameters
@@ -99,6 +105,10 @@ func (m *Model) Sparsity(t *Tensor) (*Sparsity, error) {
 	if err := m.verifyParams(); err != nil || !t.Sparse {
 		return nil, err
 	}
+	defer m.unpin()
+	if !m.pin() {
+		return nil, fmt.Errorf("tflite: sparsity: %w", format.ErrClosed)
+	}
 	var tt tflitefb.Tensor
 	tt.Init(m.fb, t.table)
 	var s tflitefb.SparsityParameters
@@ -135,6 +145,11 @@ const paramsDepth = 4
 // the same walk, as the walk that is not lazy would at their place.
 func (m *Model) verifyParams() error {
 	m.paramsOnce.Do(func() {
+		defer m.unpin()
+		if !m.pin() {
+			m.paramsErr = fmt.Errorf("tflite: quantization and sparsity: %w", format.ErrClosed)
+			return
+		}
 		m.walkMu.Lock()
 		defer m.walkMu.Unlock()
 		var sg tflitefb.SubGraph

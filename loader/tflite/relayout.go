@@ -41,74 +41,11 @@ func (m *Model) Relayout(o format.RelayoutOptions) (*format.Layout, error) {
 	if err := m.Check(); err != nil {
 		return nil, err
 	}
-	r := m.fb
-	root := r.root()
-	size := m.mf.Len()
-
-	// The Buffer tables that move, by position, with their bytes.
-	tensorBuf := make([]bool, len(m.buffers))
-	for _, t := range m.tensors {
-		tensorBuf[t.Buffer] = true
-	}
-	moved := map[int64]segment.Segment{}
-	bstart, nbuf := r.vector(root, 4)
-	for i := range nbuf {
-		if b := m.buffers[i]; b.Kind == BufferOffset || b.Kind == BufferInline && tensorBuf[i] {
-			moved[r.elem(bstart, i)] = b.Data
-		}
-	}
-	// The operators with large custom options, by position.
-	customs := map[int64]segment.Segment{}
-	sgs, nsg := r.vector(root, 2)
-	for i := range nsg {
-		ops, nops := r.vector(r.elem(sgs, i), 3)
-		for j := range nops {
-			op := r.elem(ops, j)
-			off, n := r.fieldU64(op, 9), r.fieldU64(op, 10)
-			if off <= 1 || n == 0 {
-				continue
-			}
-			at := op + r.slot(op, 9)
-			if err := fileRange("large_custom_options_offset", at, off, n, size); err != nil {
-				return nil, err
-			}
-			d, err := segment.New(m.mf, int64(off), int64(n))
-			if err != nil {
-				return nil, format.Wrapf(format.ErrTruncated, formatName, "large_custom_options_offset", at, "%v", err)
-			}
-			customs[op] = d
-		}
-	}
-
-	// The new FlatBuffer: the moved buffers' offsets and the custom
-	// options' are set once the FlatBuffer's size is known.
-	type patch struct {
-		mark fbcopy.Mark
-		data segment.Segment
-	}
-	var patches []patch
-	c := fbcopy.New(r, fbverify.Options{Format: formatName})
-	c.Edit = func(t *fbcopy.Table) error {
-		switch t.Desc {
-		case tflitefb.BufferDesc:
-			if d, ok := moved[t.Pos]; ok {
-				t.Drop(0)
-				t.SetUint(1, 0)
-				patches = append(patches, patch{t.Track(1), d})
-				t.SetUint(2, uint64(d.Len()))
-			}
-		case tflitefb.OperatorDesc:
-			if d, ok := customs[t.Pos]; ok {
-				t.SetUint(9, 0)
-				patches = append(patches, patch{t.Track(9), d})
-			}
-		}
-		return nil
-	}
-	head, err := c.Copy(tflitefb.ModelDesc, Identifier)
+	head, patches, err := m.copyTables()
 	if err != nil {
-		return nil, format.Errorf(formatName, "", -1, "copying the FlatBuffer: %v", err)
+		return nil, err
 	}
+	size := m.mf.Len()
 
 	// Place the bytes: one copy per distinct source range, on the
 	// boundary, in the order of their old offsets.
@@ -138,7 +75,7 @@ func (m *Model) Relayout(o format.RelayoutOptions) (*format.Layout, error) {
 			placed[k] = at
 			end = at + k.n
 		}
-		le.PutUint64(head[c.Position(p.mark):], uint64(at))
+		le.PutUint64(head[p.at:], uint64(at))
 	}
 	if len(m.AssociatedFiles()) > 0 {
 		pieces, err := m.zipPieces(alignUp(end, 16))
@@ -241,4 +178,89 @@ func (m *Model) zipPieces(at int64) ([]format.Piece, error) {
 		return nil, err
 	}
 	return []format.Piece{{Offset: at, Data: local}, {Offset: newCD, Data: tailSeg}}, nil
+}
+
+// patch is a field of the new FlatBuffer to set to the new offset of
+// data.
+type patch struct {
+	mark fbcopy.Mark
+	at   int64 // the field's position in the new FlatBuffer
+	data segment.Segment
+}
+
+// copyTables copies the model's FlatBuffer for Relayout (the model
+// pinned), with the moved
+// buffers' and the large custom options' offsets left to patch.
+func (m *Model) copyTables() (head []byte, patches []patch, err error) {
+	defer m.unpin()
+	if !m.pin() {
+		return nil, nil, format.ErrClosed
+	}
+	size := m.mf.Len()
+	r := m.fb
+	root := r.root()
+
+	// The Buffer tables that move, by position, with their bytes.
+	tensorBuf := make([]bool, len(m.buffers))
+	for _, t := range m.tensors {
+		tensorBuf[t.Buffer] = true
+	}
+	moved := map[int64]segment.Segment{}
+	bstart, nbuf := r.vector(root, 4)
+	for i := range nbuf {
+		if b := m.buffers[i]; b.Kind == BufferOffset || b.Kind == BufferInline && tensorBuf[i] {
+			moved[r.elem(bstart, i)] = b.Data
+		}
+	}
+	// The operators with large custom options, by position.
+	customs := map[int64]segment.Segment{}
+	sgs, nsg := r.vector(root, 2)
+	for i := range nsg {
+		ops, nops := r.vector(r.elem(sgs, i), 3)
+		for j := range nops {
+			op := r.elem(ops, j)
+			off, n := r.fieldU64(op, 9), r.fieldU64(op, 10)
+			if off <= 1 || n == 0 {
+				continue
+			}
+			at := op + r.slot(op, 9)
+			if err := fileRange("large_custom_options_offset", at, off, n, size); err != nil {
+				return nil, nil, err
+			}
+			d, err := segment.New(m.mf, int64(off), int64(n))
+			if err != nil {
+				return nil, nil, format.Wrapf(format.ErrTruncated, formatName, "large_custom_options_offset", at, "%v", err)
+			}
+			customs[op] = d
+		}
+	}
+
+	// The new FlatBuffer: the moved buffers' offsets and the custom
+	// options' are set once the FlatBuffer's size is known.
+	c := fbcopy.New(r, fbverify.Options{Format: formatName})
+	c.Edit = func(t *fbcopy.Table) error {
+		switch t.Desc {
+		case tflitefb.BufferDesc:
+			if d, ok := moved[t.Pos]; ok {
+				t.Drop(0)
+				t.SetUint(1, 0)
+				patches = append(patches, patch{mark: t.Track(1), data: d})
+				t.SetUint(2, uint64(d.Len()))
+			}
+		case tflitefb.OperatorDesc:
+			if d, ok := customs[t.Pos]; ok {
+				t.SetUint(9, 0)
+				patches = append(patches, patch{mark: t.Track(9), data: d})
+			}
+		}
+		return nil
+	}
+	head, err = c.Copy(tflitefb.ModelDesc, Identifier)
+	if err != nil {
+		return nil, nil, format.Errorf(formatName, "", -1, "copying the FlatBuffer: %v", err)
+	}
+	for i := range patches {
+		patches[i].at = c.Position(patches[i].mark)
+	}
+	return head, patches, nil
 }

@@ -44,6 +44,7 @@ import (
 	"github.com/edgeload/edgeload/internal/fbverify"
 	"github.com/edgeload/edgeload/internal/schema/tflitefb"
 	"github.com/edgeload/edgeload/loader/format"
+	"github.com/edgeload/edgeload/loader/internal/region"
 	"github.com/edgeload/edgeload/mmapfile"
 	"github.com/edgeload/edgeload/segment"
 )
@@ -289,11 +290,18 @@ type AssociatedFile struct {
 // the use order reads, are verified and checked by the first use order
 // (UseOrder, or Check).
 type Model struct {
-	mf     *mmapfile.File
-	fb     reader         // the verified FlatBuffer region [0, len(fb))
-	root   tflitefb.Model // its root table
-	walk   *fbverify.Walk // the walk that verified it, which verifies what it left at first use
-	walkMu sync.Mutex     // guards walk
+	mf      *mmapfile.File
+	fb      reader         // the verified FlatBuffer region [0, len(fb))
+	root    tflitefb.Model // its root table
+	walk    *fbverify.Walk // the walk that verified it (walkVal), which verifies what it left at first use
+	walkVal fbverify.Walk
+	walkMu  sync.Mutex // guards walk
+	// region is the pooled buffer a small file was read into (fb), nil
+	// when fb is a view of the mapping. Close hands it back, so whatever
+	// reads fb (or root) once NewFile has returned pins it first (pin),
+	// and reads nothing once the model is closed.
+	region *[]byte
+	fbMu   sync.RWMutex // held for reading by a pin, for writing by Close
 
 	paramsOnce sync.Once // the quantization and sparsity tables are verified
 	paramsErr  error
@@ -448,11 +456,31 @@ func (m *Model) Check() error {
 	return err
 }
 
-// Close marks the model closed; the mapping is the caller's.
+// Close marks the model closed and hands back the buffer a small file's
+// FlatBuffer was read into; the mapping is the caller's.
 func (m *Model) Close() error {
-	m.closed.Store(true)
+	if m.closed.Swap(true) || m.region == nil {
+		return nil
+	}
+	m.fbMu.Lock() // no pin left: nothing reads the buffer
+	buf := m.region
+	m.region = nil
+	m.fbMu.Unlock()
+	region.Put(buf)
 	return nil
 }
+
+// pin holds the FlatBuffer region against Close and reports whether the
+// model is still open (fb may be read); either way the caller releases it
+// with unpin. A pin is not taken twice by one goroutine (a Close waiting
+// between the two would wait for ever).
+func (m *Model) pin() bool {
+	m.fbMu.RLock()
+	return !m.closed.Load()
+}
+
+// unpin releases a pin.
+func (m *Model) unpin() { m.fbMu.RUnlock() }
 
 // MinRuntimeVersion returns the min_runtime_version metadata (the
 // converter's zero-padded version string), "" when absent.

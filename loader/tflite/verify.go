@@ -8,6 +8,7 @@ import (
 	"github.com/edgeload/edgeload/internal/fbverify"
 	"github.com/edgeload/edgeload/internal/schema/tflitefb"
 	"github.com/edgeload/edgeload/loader/format"
+	"github.com/edgeload/edgeload/loader/internal/region"
 	"github.com/edgeload/edgeload/mmapfile"
 )
 
@@ -37,33 +38,35 @@ const firstRegion = 4 << 20
 //
 // head, if not empty, is the file's first bytes, already read. A file of
 // at most smallFile bytes is read whole (with head, one read at most) into
-// a buffer the model keeps: its tables are then read from it, and the
-// mapping, which only the tensors' views point into, is not touched.
-func verify(mf *mmapfile.File, head []byte) (c *collected, fb []byte, copies int64, err error) {
+// a pooled buffer (buf) the model keeps until Close: its tables are then
+// read from it, and the mapping, which only the tensors' views point into,
+// is not touched.
+func verify(mf *mmapfile.File, head []byte, w *fbverify.Walk) (c *collected, fb []byte, buf *[]byte, copies int64, err error) {
 	size := mf.Len()
 	if size < 8 {
-		return nil, nil, 0, format.Wrapf(format.ErrTruncated, formatName, "", 0,
+		return nil, nil, nil, 0, format.Wrapf(format.ErrTruncated, formatName, "", 0,
 			"file of %d bytes is shorter than the 8-byte FlatBuffer prefix (root offset and %q)", size, Identifier)
 	}
 	if size <= smallFile && mf.Mode() != mmapfile.ModeMemory {
-		fb = make([]byte, size)
-		if k := copy(fb, head); int64(k) < size {
-			if _, err := mf.ReadAt(fb[k:], int64(k)); err != nil {
-				return nil, nil, 0, format.Wrapf(format.ErrTruncated, formatName, "", 0, "reading the %d-byte file: %v", size, err)
-			}
+		h, hbuf, err := region.Head(mf, head)
+		if err == nil {
+			fb, buf, err = region.Range(mf, h, hbuf, 0, size)
 		}
-		c, copies, err = verifyRegion(fb, true)
-		return c, fb, copies, err
+		if err != nil {
+			return nil, nil, nil, 0, format.Wrapf(format.ErrTruncated, formatName, "", 0, "reading the %d-byte file: %v", size, err)
+		}
+		c, copies, err = verifyRegion(fb, true, w)
+		return c, fb, buf, copies, err
 	}
 	limit := min(size, int64(fbverify.MaxSize))
 	for n := min(limit, firstRegion); ; n = min(limit, 4*n) {
 		fb, err := mf.View(0, n)
 		if err != nil {
-			return nil, nil, 0, format.Wrapf(format.ErrTruncated, formatName, "", 0, "viewing the FlatBuffer region [0, %d): %v", n, err)
+			return nil, nil, nil, 0, format.Wrapf(format.ErrTruncated, formatName, "", 0, "viewing the FlatBuffer region [0, %d): %v", n, err)
 		}
-		c, copies, err = verifyRegion(fb, n == size)
+		c, copies, err = verifyRegion(fb, n == size, w)
 		if err == nil || n == limit {
-			return c, fb, copies, err
+			return c, fb, nil, copies, err
 		}
 		if c != nil {
 			c.release()
@@ -77,16 +80,17 @@ func verify(mf *mmapfile.File, head []byte) (c *collected, fb []byte, copies int
 const smallFile = 64 << 10
 
 // verifyRegion verifies the FlatBuffer region fb (the whole file when
-// atEOF) and returns what its walk collected and the bytes of strings and
+// atEOF) with w and returns what its walk collected and the bytes of strings and
 // vectors it reached.
-func verifyRegion(fb []byte, atEOF bool) (c *collected, copies int64, err error) {
+func verifyRegion(fb []byte, atEOF bool, w *fbverify.Walk) (c *collected, copies int64, err error) {
 	if string(fb[4:8]) != Identifier {
 		return nil, 0, format.Wrapf(format.ErrUnknownFormat, formatName, "file_identifier", 4,
 			"identifier %q, want %q", fb[4:8], Identifier)
 	}
 	c = newCollected()
-	c.w = fbverify.NewWalk(fb, verifyOptions(len(fb), atEOF))
-	c.w.SetVisitor(c.visit)
+	w.Reset(fb, verifyOptions(len(fb), atEOF))
+	c.w = w
+	c.w.SetVisitor(c.visitFn)
 	// The operators are verified at the first use order, which reads
 	// them (Model.operators).
 	c.w.SetLazy(true)

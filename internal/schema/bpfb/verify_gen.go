@@ -6,14 +6,38 @@ import "github.com/edgeload/edgeload/internal/fbverify"
 
 // VerifyInt verifies the Int table at pos and everything it refers to.
 func VerifyInt(w *fbverify.Walk, pos int64) error {
-	t, err := w.Start(pos)
+	var m memoInt
+	return verifyInt(w, pos, &m)
+}
+
+// memoInt is what verifyInt keeps from one Int table to the next: the
+// vtable, the table offsets of its offset fields and unions, and the memos
+// of the tables it verifies in place.
+type memoInt struct {
+	fbverify.Memo
+}
+
+func verifyInt(w *fbverify.Walk, pos int64, m *memoInt) error {
+	t, hit, err := w.StartMemo(pos, &m.Memo)
 	if err != nil {
 		return err
 	}
-	if fo := w.Slot(&t, 0); fo != 0 && (fo+8 > t.Size() || (t.Pos()+fo)&7 != 0) {
-		if err := w.ScalarOutside(&t, fo, 8); err != nil {
-			return w.At(err, "int_val", -1)
+	bad := fbverify.NoField // the first scalar field that fails its checks
+	if !hit {
+		ext, has8 := int64(4), false
+		if fo := w.Slot(&t, 0); fo != 0 {
+			has8 = true
+			ext = max(ext, fo+8)
+			if !w.ScalarIn(&t, fo, 8) && bad == fbverify.NoField {
+				bad = 0
+			}
 		}
+		if bad == fbverify.NoField {
+			w.Learn(&t, &m.Memo, ext, has8)
+		}
+	}
+	if bad != fbverify.NoField {
+		return w.ScalarError(&t, bad, IntDesc)
 	}
 	w.Leave()
 	return nil
@@ -21,14 +45,37 @@ func VerifyInt(w *fbverify.Walk, pos int64) error {
 
 // VerifyBool verifies the Bool table at pos and everything it refers to.
 func VerifyBool(w *fbverify.Walk, pos int64) error {
-	t, err := w.Start(pos)
+	var m memoBool
+	return verifyBool(w, pos, &m)
+}
+
+// memoBool is what verifyBool keeps from one Bool table to the next: the
+// vtable, the table offsets of its offset fields and unions, and the memos
+// of the tables it verifies in place.
+type memoBool struct {
+	fbverify.Memo
+}
+
+func verifyBool(w *fbverify.Walk, pos int64, m *memoBool) error {
+	t, hit, err := w.StartMemo(pos, &m.Memo)
 	if err != nil {
 		return err
 	}
-	if fo := w.Slot(&t, 0); fo != 0 && (fo+1 > t.Size()) {
-		if err := w.ScalarOutside(&t, fo, 1); err != nil {
-			return w.At(err, "bool_val", -1)
+	bad := fbverify.NoField // the first scalar field that fails its checks
+	if !hit {
+		ext := int64(4)
+		if fo := w.Slot(&t, 0); fo != 0 {
+			ext = max(ext, fo+1)
+			if !w.ScalarIn(&t, fo, 1) && bad == fbverify.NoField {
+				bad = 0
+			}
 		}
+		if bad == fbverify.NoField {
+			w.Learn(&t, &m.Memo, ext, false)
+		}
+	}
+	if bad != fbverify.NoField {
+		return w.ScalarError(&t, bad, BoolDesc)
 	}
 	w.Leave()
 	return nil
@@ -36,14 +83,38 @@ func VerifyBool(w *fbverify.Walk, pos int64) error {
 
 // VerifyDouble verifies the Double table at pos and everything it refers to.
 func VerifyDouble(w *fbverify.Walk, pos int64) error {
-	t, err := w.Start(pos)
+	var m memoDouble
+	return verifyDouble(w, pos, &m)
+}
+
+// memoDouble is what verifyDouble keeps from one Double table to the next: the
+// vtable, the table offsets of its offset fields and unions, and the memos
+// of the tables it verifies in place.
+type memoDouble struct {
+	fbverify.Memo
+}
+
+func verifyDouble(w *fbverify.Walk, pos int64, m *memoDouble) error {
+	t, hit, err := w.StartMemo(pos, &m.Memo)
 	if err != nil {
 		return err
 	}
-	if fo := w.Slot(&t, 0); fo != 0 && (fo+8 > t.Size() || (t.Pos()+fo)&7 != 0) {
-		if err := w.ScalarOutside(&t, fo, 8); err != nil {
-			return w.At(err, "double_val", -1)
+	bad := fbverify.NoField // the first scalar field that fails its checks
+	if !hit {
+		ext, has8 := int64(4), false
+		if fo := w.Slot(&t, 0); fo != 0 {
+			has8 = true
+			ext = max(ext, fo+8)
+			if !w.ScalarIn(&t, fo, 8) && bad == fbverify.NoField {
+				bad = 0
+			}
 		}
+		if bad == fbverify.NoField {
+			w.Learn(&t, &m.Memo, ext, has8)
+		}
+	}
+	if bad != fbverify.NoField {
+		return w.ScalarError(&t, bad, DoubleDesc)
 	}
 	w.Leave()
 	return nil
@@ -51,59 +122,99 @@ func VerifyDouble(w *fbverify.Walk, pos int64) error {
 
 // VerifyTensor verifies the Tensor table at pos and everything it refers to.
 func VerifyTensor(w *fbverify.Walk, pos int64) error {
-	t, err := w.Start(pos)
+	var m memoTensor
+	return verifyTensor(w, pos, &m)
+}
+
+// memoTensor is what verifyTensor keeps from one Tensor table to the next: the
+// vtable, the table offsets of its offset fields and unions, and the memos
+// of the tables it verifies in place.
+type memoTensor struct {
+	fbverify.Memo
+	s1 uint16
+	s2 uint16
+	s3 uint16
+}
+
+func verifyTensor(w *fbverify.Walk, pos int64, m *memoTensor) error {
+	t, hit, err := w.StartMemo(pos, &m.Memo)
 	if err != nil {
 		return err
 	}
-	if fo := w.Slot(&t, 0); fo != 0 && (fo+1 > t.Size()) {
-		if err := w.ScalarOutside(&t, fo, 1); err != nil {
-			return w.At(err, "scalar_type", -1)
+	var fo1, fo2, fo3 int64
+	bad := fbverify.NoField // the first scalar field that fails its checks
+	if hit {
+		fo1 = int64(m.s1)
+		fo2 = int64(m.s2)
+		fo3 = int64(m.s3)
+	} else {
+		ext := int64(4)
+		if fo := w.Slot(&t, 0); fo != 0 {
+			ext = max(ext, fo+1)
+			if !w.ScalarIn(&t, fo, 1) && bad == fbverify.NoField {
+				bad = 0
+			}
+		}
+		fo1 = w.Slot(&t, 1)
+		fo2 = w.Slot(&t, 2)
+		fo3 = w.Slot(&t, 3)
+		if bad == fbverify.NoField {
+			w.Learn(&t, &m.Memo, ext, false)
+			m.s1 = uint16(fo1)
+			m.s2 = uint16(fo2)
+			m.s3 = uint16(fo3)
 		}
 	}
-	{
-		q, ok := w.RefAt(&t, w.Slot(&t, 1))
+	if bad < 1 {
+		return w.ScalarError(&t, bad, TensorDesc)
+	}
+	if fo := fo1; fo != 0 {
+		q, ok := w.RefAt(&t, fo)
 		if !ok {
 			if q, err = w.Ref(&t, 1, false); err != nil {
 				return w.At(err, "sizes", -1)
 			}
 		}
-		if q != 0 {
-			if _, _, ok := w.VectorAt(q, 4); !ok {
-				if _, _, err := w.Vector(q, 4); err != nil {
-					return w.At(err, "sizes", -1)
-				}
+		if _, _, ok := w.VectorAt(q, 4); !ok {
+			if _, _, err := w.Vector(q, 4); err != nil {
+				return w.At(err, "sizes", -1)
 			}
 		}
 	}
-	{
-		q, ok := w.RefAt(&t, w.Slot(&t, 2))
+	if bad < 2 {
+		return w.ScalarError(&t, bad, TensorDesc)
+	}
+	if fo := fo2; fo != 0 {
+		q, ok := w.RefAt(&t, fo)
 		if !ok {
 			if q, err = w.Ref(&t, 2, false); err != nil {
 				return w.At(err, "data", -1)
 			}
 		}
-		if q != 0 {
-			if _, _, ok := w.VectorAt(q, 1); !ok {
-				if _, _, err := w.Vector(q, 1); err != nil {
-					return w.At(err, "data", -1)
-				}
+		if _, _, ok := w.VectorAt(q, 1); !ok {
+			if _, _, err := w.Vector(q, 1); err != nil {
+				return w.At(err, "data", -1)
 			}
 		}
 	}
-	{
-		q, ok := w.RefAt(&t, w.Slot(&t, 3))
+	if bad < 3 {
+		return w.ScalarError(&t, bad, TensorDesc)
+	}
+	if fo := fo3; fo != 0 {
+		q, ok := w.RefAt(&t, fo)
 		if !ok {
 			if q, err = w.Ref(&t, 3, false); err != nil {
 				return w.At(err, "dim_order", -1)
 			}
 		}
-		if q != 0 {
-			if _, _, ok := w.VectorAt(q, 1); !ok {
-				if _, _, err := w.Vector(q, 1); err != nil {
-					return w.At(err, "dim_order", -1)
-				}
+		if _, _, ok := w.VectorAt(q, 1); !ok {
+			if _, _, err := w.Vector(q, 1); err != nil {
+				return w.At(err, "dim_order", -1)
 			}
 		}
+	}
+	if bad != fbverify.NoField {
+		return w.ScalarError(&t, bad, TensorDesc)
 	}
 	w.Leave()
 	return nil
@@ -111,22 +222,51 @@ func VerifyTensor(w *fbverify.Walk, pos int64) error {
 
 // VerifyValue verifies the Value table at pos and everything it refers to.
 func VerifyValue(w *fbverify.Walk, pos int64) error {
-	t, err := w.Start(pos)
+	var m memoValue
+	return verifyValue(w, pos, &m)
+}
+
+// memoValue is what verifyValue keeps from one Value table to the next: the
+// vtable, the table offsets of its offset fields and unions, and the memos
+// of the tables it verifies in place.
+type memoValue struct {
+	fbverify.Memo
+	s0      uint16
+	s1      uint16
+	mTensor memoTensor
+	mInt    memoInt
+	mBool   memoBool
+	mDouble memoDouble
+}
+
+func verifyValue(w *fbverify.Walk, pos int64, m *memoValue) error {
+	t, hit, err := w.StartMemo(pos, &m.Memo)
 	if err != nil {
 		return err
 	}
-	if tag, q, err := w.Union(&t, 0); err != nil {
+	var fo0, fo1 int64
+	if hit {
+		fo0 = int64(m.s0)
+		fo1 = int64(m.s1)
+	} else {
+		fo0 = w.Slot(&t, 0)
+		fo1 = w.Slot(&t, 1)
+		w.Learn(&t, &m.Memo, 4, false)
+		m.s0 = uint16(fo0)
+		m.s1 = uint16(fo1)
+	}
+	if tag, q, err := w.UnionAt(&t, fo0, fo1); err != nil {
 		return w.At(err, "val", -1)
 	} else if tag != 0 && q != 0 {
 		switch tag {
 		case 1:
-			err = VerifyTensor(w, q)
+			err = verifyTensor(w, q, &m.mTensor)
 		case 2:
-			err = VerifyInt(w, q)
+			err = verifyInt(w, q, &m.mInt)
 		case 3:
-			err = VerifyBool(w, q)
+			err = verifyBool(w, q, &m.mBool)
 		case 4:
-			err = VerifyDouble(w, q)
+			err = verifyDouble(w, q, &m.mDouble)
 		default:
 			err = w.UnknownTag(&t, 0, tag, 5)
 		}
@@ -140,68 +280,90 @@ func VerifyValue(w *fbverify.Walk, pos int64) error {
 
 // VerifyBundledMethodTestCase verifies the BundledMethodTestCase table at pos and everything it refers to.
 func VerifyBundledMethodTestCase(w *fbverify.Walk, pos int64) error {
-	t, err := w.Start(pos)
+	var m memoBundledMethodTestCase
+	return verifyBundledMethodTestCase(w, pos, &m)
+}
+
+// memoBundledMethodTestCase is what verifyBundledMethodTestCase keeps from one BundledMethodTestCase table to the next: the
+// vtable, the table offsets of its offset fields and unions, and the memos
+// of the tables it verifies in place.
+type memoBundledMethodTestCase struct {
+	fbverify.Memo
+	s0     uint16
+	s1     uint16
+	mValue memoValue
+}
+
+func verifyBundledMethodTestCase(w *fbverify.Walk, pos int64, m *memoBundledMethodTestCase) error {
+	t, hit, err := w.StartMemo(pos, &m.Memo)
 	if err != nil {
 		return err
 	}
-	{
-		q, ok := w.RefAt(&t, w.Slot(&t, 0))
+	var fo0, fo1 int64
+	if hit {
+		fo0 = int64(m.s0)
+		fo1 = int64(m.s1)
+	} else {
+		fo0 = w.Slot(&t, 0)
+		fo1 = w.Slot(&t, 1)
+		w.Learn(&t, &m.Memo, 4, false)
+		m.s0 = uint16(fo0)
+		m.s1 = uint16(fo1)
+	}
+	if fo := fo0; fo != 0 {
+		q, ok := w.RefAt(&t, fo)
 		if !ok {
 			if q, err = w.Ref(&t, 0, false); err != nil {
 				return w.At(err, "inputs", -1)
 			}
 		}
-		if q != 0 {
-			start, n, ok := w.VectorAt(q, 4)
-			if !ok {
-				if start, n, err = w.Vector(q, 4); err != nil {
-					return w.At(err, "inputs", -1)
-				}
+		start, n, ok := w.VectorAt(q, 4)
+		if !ok {
+			if start, n, err = w.Vector(q, 4); err != nil {
+				return w.At(err, "inputs", -1)
 			}
-			{
-				for i := int64(0); i < n; i++ {
-					var err error
-					e, ok := w.DerefAt(start + 4*i)
-					if !ok {
-						e, err = w.Deref(start + 4*i)
-					}
-					if err == nil {
-						err = VerifyValue(w, e)
-					}
-					if err != nil {
-						return w.At(w.At(err, "", int(i)), "inputs", -1)
-					}
+		}
+		{
+			for i := int64(0); i < n; i++ {
+				var err error
+				e, ok := w.DerefAt(start + 4*i)
+				if !ok {
+					e, err = w.Deref(start + 4*i)
+				}
+				if err == nil {
+					err = verifyValue(w, e, &m.mValue)
+				}
+				if err != nil {
+					return w.At(w.At(err, "", int(i)), "inputs", -1)
 				}
 			}
 		}
 	}
-	{
-		q, ok := w.RefAt(&t, w.Slot(&t, 1))
+	if fo := fo1; fo != 0 {
+		q, ok := w.RefAt(&t, fo)
 		if !ok {
 			if q, err = w.Ref(&t, 1, false); err != nil {
 				return w.At(err, "expected_outputs", -1)
 			}
 		}
-		if q != 0 {
-			start, n, ok := w.VectorAt(q, 4)
-			if !ok {
-				if start, n, err = w.Vector(q, 4); err != nil {
-					return w.At(err, "expected_outputs", -1)
-				}
+		start, n, ok := w.VectorAt(q, 4)
+		if !ok {
+			if start, n, err = w.Vector(q, 4); err != nil {
+				return w.At(err, "expected_outputs", -1)
 			}
-			{
-				for i := int64(0); i < n; i++ {
-					var err error
-					e, ok := w.DerefAt(start + 4*i)
-					if !ok {
-						e, err = w.Deref(start + 4*i)
-					}
-					if err == nil {
-						err = VerifyValue(w, e)
-					}
-					if err != nil {
-						return w.At(w.At(err, "", int(i)), "expected_outputs", -1)
-					}
+		}
+		{
+			for i := int64(0); i < n; i++ {
+				var err error
+				e, ok := w.DerefAt(start + 4*i)
+				if !ok {
+					e, err = w.Deref(start + 4*i)
+				}
+				if err == nil {
+					err = verifyValue(w, e, &m.mValue)
+				}
+				if err != nil {
+					return w.At(w.At(err, "", int(i)), "expected_outputs", -1)
 				}
 			}
 		}
@@ -212,50 +374,74 @@ func VerifyBundledMethodTestCase(w *fbverify.Walk, pos int64) error {
 
 // VerifyBundledMethodTestSuite verifies the BundledMethodTestSuite table at pos and everything it refers to.
 func VerifyBundledMethodTestSuite(w *fbverify.Walk, pos int64) error {
-	t, err := w.Start(pos)
+	var m memoBundledMethodTestSuite
+	return verifyBundledMethodTestSuite(w, pos, &m)
+}
+
+// memoBundledMethodTestSuite is what verifyBundledMethodTestSuite keeps from one BundledMethodTestSuite table to the next: the
+// vtable, the table offsets of its offset fields and unions, and the memos
+// of the tables it verifies in place.
+type memoBundledMethodTestSuite struct {
+	fbverify.Memo
+	s0                     uint16
+	s1                     uint16
+	mBundledMethodTestCase memoBundledMethodTestCase
+}
+
+func verifyBundledMethodTestSuite(w *fbverify.Walk, pos int64, m *memoBundledMethodTestSuite) error {
+	t, hit, err := w.StartMemo(pos, &m.Memo)
 	if err != nil {
 		return err
 	}
-	{
-		q, ok := w.RefAt(&t, w.Slot(&t, 0))
+	var fo0, fo1 int64
+	if hit {
+		fo0 = int64(m.s0)
+		fo1 = int64(m.s1)
+	} else {
+		fo0 = w.Slot(&t, 0)
+		fo1 = w.Slot(&t, 1)
+		w.Learn(&t, &m.Memo, 4, false)
+		m.s0 = uint16(fo0)
+		m.s1 = uint16(fo1)
+	}
+	if fo := fo0; fo != 0 {
+		q, ok := w.RefAt(&t, fo)
 		if !ok {
 			if q, err = w.Ref(&t, 0, false); err != nil {
 				return w.At(err, "method_name", -1)
 			}
 		}
-		if q != 0 {
+		if !w.StringAt(q) {
 			if err := w.String(q); err != nil {
 				return w.At(err, "method_name", -1)
 			}
 		}
 	}
-	{
-		q, ok := w.RefAt(&t, w.Slot(&t, 1))
+	if fo := fo1; fo != 0 {
+		q, ok := w.RefAt(&t, fo)
 		if !ok {
 			if q, err = w.Ref(&t, 1, false); err != nil {
 				return w.At(err, "test_cases", -1)
 			}
 		}
-		if q != 0 {
-			start, n, ok := w.VectorAt(q, 4)
-			if !ok {
-				if start, n, err = w.Vector(q, 4); err != nil {
-					return w.At(err, "test_cases", -1)
-				}
+		start, n, ok := w.VectorAt(q, 4)
+		if !ok {
+			if start, n, err = w.Vector(q, 4); err != nil {
+				return w.At(err, "test_cases", -1)
 			}
-			{
-				for i := int64(0); i < n; i++ {
-					var err error
-					e, ok := w.DerefAt(start + 4*i)
-					if !ok {
-						e, err = w.Deref(start + 4*i)
-					}
-					if err == nil {
-						err = VerifyBundledMethodTestCase(w, e)
-					}
-					if err != nil {
-						return w.At(w.At(err, "", int(i)), "test_cases", -1)
-					}
+		}
+		{
+			for i := int64(0); i < n; i++ {
+				var err error
+				e, ok := w.DerefAt(start + 4*i)
+				if !ok {
+					e, err = w.Deref(start + 4*i)
+				}
+				if err == nil {
+					err = verifyBundledMethodTestCase(w, e, &m.mBundledMethodTestCase)
+				}
+				if err != nil {
+					return w.At(w.At(err, "", int(i)), "test_cases", -1)
 				}
 			}
 		}
@@ -266,60 +452,98 @@ func VerifyBundledMethodTestSuite(w *fbverify.Walk, pos int64) error {
 
 // VerifyBundledProgram verifies the BundledProgram table at pos and everything it refers to.
 func VerifyBundledProgram(w *fbverify.Walk, pos int64) error {
-	t, err := w.Start(pos)
+	var m memoBundledProgram
+	return verifyBundledProgram(w, pos, &m)
+}
+
+// memoBundledProgram is what verifyBundledProgram keeps from one BundledProgram table to the next: the
+// vtable, the table offsets of its offset fields and unions, and the memos
+// of the tables it verifies in place.
+type memoBundledProgram struct {
+	fbverify.Memo
+	s1                      uint16
+	s2                      uint16
+	mBundledMethodTestSuite memoBundledMethodTestSuite
+}
+
+func verifyBundledProgram(w *fbverify.Walk, pos int64, m *memoBundledProgram) error {
+	t, hit, err := w.StartMemo(pos, &m.Memo)
 	if err != nil {
 		return err
 	}
-	if fo := w.Slot(&t, 0); fo != 0 && (fo+4 > t.Size() || fo&3 != 0) {
-		if err := w.ScalarOutside(&t, fo, 4); err != nil {
-			return w.At(err, "version", -1)
+	var fo1, fo2 int64
+	bad := fbverify.NoField // the first scalar field that fails its checks
+	if hit {
+		fo1 = int64(m.s1)
+		fo2 = int64(m.s2)
+	} else {
+		ext := int64(4)
+		if fo := w.Slot(&t, 0); fo != 0 {
+			ext = max(ext, fo+4)
+			if !w.ScalarIn(&t, fo, 4) && bad == fbverify.NoField {
+				bad = 0
+			}
+		}
+		fo1 = w.Slot(&t, 1)
+		fo2 = w.Slot(&t, 2)
+		if bad == fbverify.NoField {
+			w.Learn(&t, &m.Memo, ext, false)
+			m.s1 = uint16(fo1)
+			m.s2 = uint16(fo2)
 		}
 	}
-	{
-		q, ok := w.RefAt(&t, w.Slot(&t, 1))
+	if bad < 1 {
+		return w.ScalarError(&t, bad, BundledProgramDesc)
+	}
+	if fo := fo1; fo != 0 {
+		q, ok := w.RefAt(&t, fo)
 		if !ok {
 			if q, err = w.Ref(&t, 1, false); err != nil {
 				return w.At(err, "method_test_suites", -1)
 			}
 		}
-		if q != 0 {
-			start, n, ok := w.VectorAt(q, 4)
-			if !ok {
-				if start, n, err = w.Vector(q, 4); err != nil {
-					return w.At(err, "method_test_suites", -1)
-				}
+		start, n, ok := w.VectorAt(q, 4)
+		if !ok {
+			if start, n, err = w.Vector(q, 4); err != nil {
+				return w.At(err, "method_test_suites", -1)
 			}
-			{
-				for i := int64(0); i < n; i++ {
-					var err error
-					e, ok := w.DerefAt(start + 4*i)
-					if !ok {
-						e, err = w.Deref(start + 4*i)
-					}
-					if err == nil {
-						err = VerifyBundledMethodTestSuite(w, e)
-					}
-					if err != nil {
-						return w.At(w.At(err, "", int(i)), "method_test_suites", -1)
-					}
+		}
+		{
+			for i := int64(0); i < n; i++ {
+				var err error
+				e, ok := w.DerefAt(start + 4*i)
+				if !ok {
+					e, err = w.Deref(start + 4*i)
+				}
+				if err == nil {
+					err = verifyBundledMethodTestSuite(w, e, &m.mBundledMethodTestSuite)
+				}
+				if err != nil {
+					return w.At(w.At(err, "", int(i)), "method_test_suites", -1)
 				}
 			}
 		}
 	}
-	{
-		q, ok := w.RefAt(&t, w.Slot(&t, 2))
+	if bad < 2 {
+		return w.ScalarError(&t, bad, BundledProgramDesc)
+	}
+	if fo := fo2; fo != 0 {
+		q, ok := w.RefAt(&t, fo)
 		if !ok {
 			if q, err = w.Ref(&t, 2, true); err != nil {
 				return w.At(err, "program", -1)
 			}
 		}
-		if q != 0 {
-			if _, _, ok := w.VectorAt(q, 1); !ok {
-				if _, _, err := w.Vector(q, 1); err != nil {
-					return w.At(err, "program", -1)
-				}
+		if _, _, ok := w.VectorAt(q, 1); !ok {
+			if _, _, err := w.Vector(q, 1); err != nil {
+				return w.At(err, "program", -1)
 			}
 		}
+	} else {
+		return w.At(w.Missing(&t), "program", -1)
+	}
+	if bad != fbverify.NoField {
+		return w.ScalarError(&t, bad, BundledProgramDesc)
 	}
 	w.Leave()
 	return nil

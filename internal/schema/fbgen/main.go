@@ -472,19 +472,117 @@ func (s *schema) genDescs(b *bytes.Buffer) error {
 	return nil
 }
 
+// bare reports whether the table has no field the verifier reads: its
+// verifier checks the table alone (fbverify.Walk.Bare), with no memo.
+func bare(tb *table) bool {
+	return !slices.ContainsFunc(tb.fields, func(f field) bool { return !f.depr })
+}
+
+// maxEmbedMembers is the largest union whose members' memos a table's
+// memo holds: the members of a larger union (TFLite's builtin options) are
+// verified with memos of their own, made at each call.
+const maxEmbedMembers = 16
+
+// embedded returns the table types whose memos the memo of tb holds, in
+// the order of its fields: the types of its table fields, the elements of
+// its vectors of tables and the members of its unions (of at most
+// maxEmbedMembers), but none that can reach tb (a memo cannot hold
+// itself). So the memos of a root type's verifier hold those of most
+// tables below it, and a vector's elements are verified with the memo
+// they left in the vector before, of the same parent or another.
+func (s *schema) embedded(tb *table) []string {
+	var out []string
+	for _, c := range s.children(tb) {
+		if !slices.Contains(out, c) && !s.reaches(c, tb.name, map[string]bool{}) {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// children returns the types of tb's table fields, the elements of its
+// vectors of tables and its union members, whose memos its memo may hold.
+func (s *schema) children(tb *table) []string {
+	var out []string
+	for _, f := range tb.fields {
+		switch {
+		case f.depr:
+		case s.byName[f.typ] != nil:
+			if !bare(s.byName[f.typ]) {
+				out = append(out, f.typ)
+			}
+		case f.vector:
+		case s.unions[f.typ] != nil && len(s.unions[f.typ]) <= maxEmbedMembers:
+			for _, m := range s.unions[f.typ] {
+				if t := s.byName[m.name]; t != nil && !bare(t) {
+					out = append(out, m.name)
+				}
+			}
+		}
+	}
+	return out
+}
+
+// reaches reports whether the memo of table type from could hold one of
+// type to, directly or through the memos it holds.
+func (s *schema) reaches(from, to string, seen map[string]bool) bool {
+	if from == to {
+		return true
+	}
+	if seen[from] {
+		return false
+	}
+	seen[from] = true
+	for _, c := range s.children(s.byName[from]) {
+		if s.reaches(c, to, seen) {
+			return true
+		}
+	}
+	return false
+}
+
+// call returns the call that verifies the table of type typ at q, with the
+// memo at memo ("" for none: a memo of its own).
+func (s *schema) call(typ, memo string) string {
+	if bare(s.byName[typ]) || memo == "" {
+		return "Verify" + typ + "(w, q)"
+	}
+	return "verify" + typ + "(w, q, " + memo + ")"
+}
+
+// A table's verifier, verify<X>, keeps a memo of the vtable a table of its
+// type last had (fbverify.Memo), which lives on the stack of its caller:
+// in the memo of the table that holds X tables (embedded), or, where that
+// would make a memo hold itself, in Verify<X> or the loop over a vector of
+// X. It enters the table with
+// fbverify.Walk.StartMemo: when the table has the memo's vtable, it reads
+// the table offsets of its offset fields and unions from the memo and
+// checks no scalar field; otherwise it reads them from the vtable and
+// checks that every scalar field lies in the table's own bytes, aligned
+// (any that does not is checked against the buffer, and the first that
+// fails there is reported once the fields before it are verified, so that
+// the problem reported is the first in id order).
 func (s *schema) gen(b *bytes.Buffer, tb *table) error {
 	p := func(format string, args ...any) { fmt.Fprintf(b, format, args...) }
 	p("// Verify%s verifies the %s table at pos and everything it refers to.\n", tb.name, tb.name)
 	p("func Verify%s(w *fbverify.Walk, pos int64) error {\n", tb.name)
-	if !slices.ContainsFunc(tb.fields, func(f field) bool { return !f.depr }) {
+	if bare(tb) {
 		p("return w.Bare(pos)\n}\n\n")
 		return nil
 	}
-	// t stays on the stack: it is passed to no indirect call. The table is
-	// left on success only: a walk that failed is not walked on (Verify
-	// and Elem reset the depth). Nested tables, vector elements and union
-	// members are verified by direct calls of their verifiers.
-	p("t, err := w.Start(pos)\nif err != nil {\nreturn err\n}\n")
+	p("var m memo%s\nreturn verify%s(w, pos, &m)\n}\n\n", tb.name, tb.name)
+
+	// The fields' ids (a union takes two), the scalar fields and the
+	// slots of the offset fields and unions (the memo keeps those).
+	type sfield struct {
+		f   field
+		id  int
+		typ string // "string", "vector", "table", "union", or "scalar"
+		sz  int
+	}
+	var fields []sfield
+	var slots []int
+	has8, scalars := false, false
 	id := 0
 	for _, f := range tb.fields {
 		fid := id
@@ -495,110 +593,230 @@ func (s *schema) gen(b *bytes.Buffer, tb *table) error {
 		if f.depr {
 			continue
 		}
-		// Offset fields: Ref's common case inline (Walk.RefAt), Ref for
-		// any other (an absent field, an error); so for vectors
-		// (Walk.VectorAt, Walk.Vector).
-		ref := func() {
-			p("{\nq, ok := w.RefAt(&t, w.Slot(&t, %d))\nif !ok {\nif q, err = w.Ref(&t, %d, %v); err != nil {\nreturn w.At(err, %q, -1)\n}\n}\nif q != 0 {\n", fid, fid, f.required, f.name)
-		}
+		sf := sfield{f: f, id: fid}
 		switch {
-		case f.vector && (f.typ == "string" || s.byName[f.typ] != nil):
-			verify := "nil"
-			if f.typ != "string" {
-				verify = "Verify" + f.typ
-			}
-			ref()
-			p("start, n, ok := w.VectorAt(q, 4)\nif !ok {\nif start, n, err = w.Vector(q, 4); err != nil {\nreturn w.At(err, %q, -1)\n}\n}\n", f.name)
-			if f.lazy {
-				p("if !w.Lazy() {\n")
-			} else {
-				p("{\n")
-			}
-			call := "w.String(e)"
-			if verify != "nil" {
-				call = verify + "(w, e)"
-			}
-			p("for i := int64(0); i < n; i++ {\nvar err error\ne, ok := w.DerefAt(start + 4*i)\nif !ok {\ne, err = w.Deref(start + 4*i)\n}\nif err == nil {\nerr = %s\n}\n", call)
-			p("if err != nil {\nreturn w.At(w.At(err, \"\", int(i)), %q, -1)\n}\n}\n}\n}\n}\n", f.name)
-			continue
 		case f.vector:
-			sz := s.size(f.typ)
-			if sz == 0 {
-				return fmt.Errorf("field %s: vector of %s", f.name, f.typ)
-			}
-			ref()
-			p("if _, _, ok := w.VectorAt(q, %d); !ok {\nif _, _, err := w.Vector(q, %d); err != nil {\nreturn w.At(err, %q, -1)\n}\n}\n}\n}\n", sz, sz, f.name)
-			continue
+			sf.typ = "vector"
 		case f.typ == "string":
-			ref()
-			p("if err := w.String(q); err != nil {\nreturn w.At(err, %q, -1)\n}\n}\n}\n", f.name)
-			continue
+			sf.typ = "string"
 		case s.byName[f.typ] != nil:
-			ref()
-			if f.lazy {
-				// A lazy walk checks only the offset (Ref did): the
-				// caller verifies the table later (Walk.Elem at the
-				// field's position).
-				p("if !w.Lazy() {\nif err := Verify%s(w, q); err != nil {\nreturn w.At(err, %q, -1)\n}\n}\n}\n}\n", f.typ, f.name)
-			} else {
-				p("if err := Verify%s(w, q); err != nil {\nreturn w.At(err, %q, -1)\n}\n}\n}\n", f.typ, f.name)
-			}
-			continue
+			sf.typ = "table"
 		case s.unions[f.typ] != nil:
-			ms := s.unions[f.typ]
-			for _, m := range ms {
-				if s.byName[m.name] == nil {
-					return fmt.Errorf("union %s: member %s is not a table", f.typ, m.name)
+			sf.typ = "union"
+		default:
+			sf.typ, sf.sz = "scalar", s.size(f.typ)
+			if sf.sz == 0 {
+				return fmt.Errorf("field %s: unknown type %s", f.name, f.typ)
+			}
+			scalars = true
+			has8 = has8 || sf.sz == 8
+		}
+		switch sf.typ {
+		case "scalar":
+		case "union":
+			slots = append(slots, fid, fid+1)
+		default:
+			slots = append(slots, fid)
+		}
+		fields = append(fields, sf)
+	}
+	emb := s.embedded(tb)
+	memoOf := func(typ string) string {
+		if slices.Contains(emb, typ) {
+			return "&m.m" + typ
+		}
+		return ""
+	}
+
+	p("// memo%s is what verify%s keeps from one %s table to the next: the\n// vtable, the table offsets of its offset fields and unions, and the memos\n// of the tables it verifies in place.\n", tb.name, tb.name, tb.name)
+	p("type memo%s struct {\nfbverify.Memo\n", tb.name)
+	for _, id := range slots {
+		p("s%d uint16\n", id)
+	}
+	for _, c := range emb {
+		p("m%s memo%s\n", c, c)
+	}
+	p("}\n\n")
+
+	// refs writes the checks of the offset fields and unions, in field
+	// order, with the table offset of field id given by fo(id).
+	// refs writes the checks of the offset fields and unions, in field
+	// order, with the table offset of field id given by fo(id); before
+	// each, the error of a scalar field that comes before it and failed.
+	refs := func(fo func(int) string) error {
+		scalarSeen := false
+		for _, sf := range fields {
+			f, fid := sf.f, sf.id
+			if sf.typ == "scalar" {
+				scalarSeen = true
+				continue
+			}
+			if scalarSeen {
+				p("if bad < %d {\nreturn w.ScalarError(&t, bad, %sDesc)\n}\n", fid, tb.name)
+			}
+			if sf.typ == "union" {
+				ms := s.unions[f.typ]
+				for _, m := range ms {
+					if s.byName[m.name] == nil {
+						return fmt.Errorf("union %s: member %s is not a table", f.typ, m.name)
+					}
 				}
+				switch {
+				case f.open && f.opaque:
+					return fmt.Errorf("field %s: (open) and (opaque) exclude each other", f.name)
+				case explicit(ms) && !f.open && !f.opaque:
+					return fmt.Errorf("field %s: union %s has explicit tags: want the field (open) or (opaque)", f.name, f.typ)
+				}
+				// UnionField's steps, with a direct call per member.
+				// (A tag without a value, which only
+				// fbverify.Options.CxxRules accepts, has nothing to
+				// verify.)
+				p("if tag, q, err := w.UnionAt(&t, %s, %s); err != nil {\nreturn w.At(err, %q, -1)\n} else if tag != 0 && q != 0 {\nswitch tag {\n", fo(fid), fo(fid+1), f.name)
+				for _, m := range ms {
+					p("case %d:\nerr = %s\n", m.tag, s.call(m.name, memoOf(m.name)))
+				}
+				switch {
+				case f.opaque:
+					// a tag the schema leaves out: only its offset,
+					// which Union checked, is the verifier's business
+				case f.open:
+					p("default:\nerr = w.Bare(q)\n")
+				default:
+					p("default:\nerr = w.UnknownTag(&t, %d, tag, %d)\n", fid, len(ms)+1)
+				}
+				p("}\nif err != nil {\nreturn w.At(err, %q, -1)\n}\n}", f.name)
+				if f.required {
+					p(" else {\nreturn w.At(w.Missing(&t), %q, -1)\n}\n", f.name)
+				} else {
+					p("\n")
+				}
+				continue
 			}
+			// Offset fields: Ref's common case inline (Walk.RefAt), Ref
+			// for any other (an error); so for vectors (Walk.VectorAt,
+			// Walk.Vector).
+			p("if fo := %s; fo != 0 {\nq, ok := w.RefAt(&t, fo)\nif !ok {\nif q, err = w.Ref(&t, %d, %v); err != nil {\nreturn w.At(err, %q, -1)\n}\n}\n", fo(fid), fid, f.required, f.name)
 			switch {
-			case f.open && f.opaque:
-				return fmt.Errorf("field %s: (open) and (opaque) exclude each other", f.name)
-			case explicit(ms) && !f.open && !f.opaque:
-				return fmt.Errorf("field %s: union %s has explicit tags: want the field (open) or (opaque)", f.name, f.typ)
-			}
-			// UnionField's steps, with a direct call per member.
-			// (A tag without a value, which only fbverify.Options.CxxRules
-			// accepts, has nothing to verify.)
-			p("if tag, q, err := w.Union(&t, %d); err != nil {\nreturn w.At(err, %q, -1)\n} else if tag != 0 && q != 0 {\nswitch tag {\n", fid, f.name)
-			for _, m := range ms {
-				p("case %d:\nerr = Verify%s(w, q)\n", m.tag, m.name)
-			}
-			switch {
-			case f.opaque:
-				// a tag the schema leaves out: only its offset, which
-				// Union checked, is the verifier's business
-			case f.open:
-				p("default:\nerr = w.Bare(q)\n")
+			case f.vector && (f.typ == "string" || s.byName[f.typ] != nil):
+				p("start, n, ok := w.VectorAt(q, 4)\nif !ok {\nif start, n, err = w.Vector(q, 4); err != nil {\nreturn w.At(err, %q, -1)\n}\n}\n", f.name)
+				if f.lazy {
+					p("if !w.Lazy() {\n")
+				} else {
+					p("{\n")
+				}
+				call := "w.String(e)"
+				if f.typ != "string" {
+					switch memo := memoOf(f.typ); {
+					case bare(s.byName[f.typ]):
+						call = "Verify" + f.typ + "(w, e)"
+					case memo != "":
+						call = "verify" + f.typ + "(w, e, " + memo + ")"
+					default:
+						p("var me memo%s\n", f.typ)
+						call = "verify" + f.typ + "(w, e, &me)"
+					}
+				}
+				if f.typ == "string" {
+					// String's common case inline (Walk.StringAt).
+					p("for i := int64(0); i < n; i++ {\nvar err error\ne, ok := w.DerefAt(start + 4*i)\nif !ok {\ne, err = w.Deref(start + 4*i)\n}\nif err == nil && !w.StringAt(e) {\nerr = %s\n}\n", call)
+				} else {
+					p("for i := int64(0); i < n; i++ {\nvar err error\ne, ok := w.DerefAt(start + 4*i)\nif !ok {\ne, err = w.Deref(start + 4*i)\n}\nif err == nil {\nerr = %s\n}\n", call)
+				}
+				p("if err != nil {\nreturn w.At(w.At(err, \"\", int(i)), %q, -1)\n}\n}\n}\n", f.name)
+			case f.vector:
+				sz := s.size(f.typ)
+				if sz == 0 {
+					return fmt.Errorf("field %s: vector of %s", f.name, f.typ)
+				}
+				p("if _, _, ok := w.VectorAt(q, %d); !ok {\nif _, _, err := w.Vector(q, %d); err != nil {\nreturn w.At(err, %q, -1)\n}\n}\n", sz, sz, f.name)
+			case f.typ == "string":
+				p("if !w.StringAt(q) {\nif err := w.String(q); err != nil {\nreturn w.At(err, %q, -1)\n}\n}\n", f.name)
 			default:
-				p("default:\nerr = w.UnknownTag(&t, %d, tag, %d)\n", fid, len(ms)+1)
+				if f.lazy {
+					// A lazy walk checks only the offset (Ref did): the
+					// caller verifies the table later (Walk.Elem at the
+					// field's position).
+					p("if !w.Lazy() {\n")
+				} else {
+					p("{\n")
+				}
+				p("if err := %s; err != nil {\nreturn w.At(err, %q, -1)\n}\n}\n", s.call(f.typ, memoOf(f.typ)), f.name)
 			}
-			p("}\nif err != nil {\nreturn w.At(err, %q, -1)\n}\n}", f.name)
+			p("}")
 			if f.required {
 				p(" else {\nreturn w.At(w.Missing(&t), %q, -1)\n}\n", f.name)
 			} else {
 				p("\n")
 			}
-			continue
-		default:
-			sz := s.size(f.typ)
-			if sz == 0 {
-				return fmt.Errorf("field %s: unknown type %s", f.name, f.typ)
-			}
-			// Scalar's steps inline: the common case, an aligned field
-			// inside the table's own bytes, costs a vtable read, a
-			// comparison and an alignment test (the table is 4-aligned).
-			var misaligned string
-			switch sz {
-			case 2:
-				misaligned = " || fo&1 != 0"
-			case 4:
-				misaligned = " || fo&3 != 0"
-			case 8:
-				misaligned = " || (t.Pos()+fo)&7 != 0"
-			}
-			p("if fo := w.Slot(&t, %d); fo != 0 && (fo+%d > t.Size()%s) {\nif err := w.ScalarOutside(&t, fo, %d); err != nil {\nreturn w.At(err, %q, -1)\n}\n}\n", fid, sz, misaligned, sz, f.name)
 		}
+		return nil
+	}
+	p("func verify%s(w *fbverify.Walk, pos int64, m *memo%s) error {\n", tb.name, tb.name)
+	p("t, hit, err := w.StartMemo(pos, &m.Memo)\nif err != nil {\nreturn err\n}\n")
+	fo := func(id int) string { return "fo" + strconv.Itoa(id) }
+	if len(slots) > 0 {
+		var names []string
+		for _, id := range slots {
+			names = append(names, fo(id))
+		}
+		p("var %s int64\n", strings.Join(names, ", "))
+	}
+	if scalars {
+		p("bad := fbverify.NoField // the first scalar field that fails its checks\n")
+	}
+	if len(slots) > 0 {
+		p("if hit {\n")
+		for _, id := range slots {
+			p("%s = int64(m.s%d)\n", fo(id), id)
+		}
+		p("} else {\n")
+	} else {
+		p("if !hit {\n")
+	}
+	learn8 := "false"
+	if scalars {
+		if has8 {
+			p("ext, has8 := int64(4), false\n")
+			learn8 = "has8"
+		} else {
+			p("ext := int64(4)\n")
+		}
+		for _, sf := range fields {
+			if sf.typ != "scalar" {
+				continue
+			}
+			p("if fo := w.Slot(&t, %d); fo != 0 {\n", sf.id)
+			if sf.sz == 8 {
+				p("has8 = true\n")
+			}
+			p("ext = max(ext, fo+%d)\nif !w.ScalarIn(&t, fo, %d) && bad == fbverify.NoField {\nbad = %d\n}\n}\n", sf.sz, sf.sz, sf.id)
+		}
+	}
+	for _, id := range slots {
+		p("%s = w.Slot(&t, %d)\n", fo(id), id)
+	}
+	ext := "4"
+	if scalars {
+		ext = "ext"
+		p("if bad == fbverify.NoField {\n")
+	}
+	if len(slots) > 0 {
+		p("w.Learn(&t, &m.Memo, %s, %s)\n", ext, learn8)
+		for _, id := range slots {
+			p("m.s%d = uint16(%s)\n", id, fo(id))
+		}
+	} else {
+		p("w.Learn(&t, &m.Memo, %s, %s)\n", ext, learn8)
+	}
+	if scalars {
+		p("}\n")
+	}
+	p("}\n")
+	if err := refs(fo); err != nil {
+		return err
+	}
+	if scalars {
+		p("if bad != fbverify.NoField {\nreturn w.ScalarError(&t, bad, %sDesc)\n}\n", tb.name)
 	}
 	if tb.visit {
 		p("if w.Visiting() {\nw.Visit(Visit%s, &t)\n}\n", tb.name)

@@ -6,42 +6,78 @@ import "github.com/edgeload/edgeload/internal/fbverify"
 
 // VerifyLeaf verifies the Leaf table at pos and everything it refers to.
 func VerifyLeaf(w *fbverify.Walk, pos int64) error {
-	t, err := w.Start(pos)
+	var m memoLeaf
+	return verifyLeaf(w, pos, &m)
+}
+
+// memoLeaf is what verifyLeaf keeps from one Leaf table to the next: the
+// vtable, the table offsets of its offset fields and unions, and the memos
+// of the tables it verifies in place.
+type memoLeaf struct {
+	fbverify.Memo
+	s4 uint16
+}
+
+func verifyLeaf(w *fbverify.Walk, pos int64, m *memoLeaf) error {
+	t, hit, err := w.StartMemo(pos, &m.Memo)
 	if err != nil {
 		return err
 	}
-	if fo := w.Slot(&t, 0); fo != 0 && (fo+1 > t.Size()) {
-		if err := w.ScalarOutside(&t, fo, 1); err != nil {
-			return w.At(err, "a", -1)
+	var fo4 int64
+	bad := fbverify.NoField // the first scalar field that fails its checks
+	if hit {
+		fo4 = int64(m.s4)
+	} else {
+		ext, has8 := int64(4), false
+		if fo := w.Slot(&t, 0); fo != 0 {
+			ext = max(ext, fo+1)
+			if !w.ScalarIn(&t, fo, 1) && bad == fbverify.NoField {
+				bad = 0
+			}
+		}
+		if fo := w.Slot(&t, 1); fo != 0 {
+			ext = max(ext, fo+2)
+			if !w.ScalarIn(&t, fo, 2) && bad == fbverify.NoField {
+				bad = 1
+			}
+		}
+		if fo := w.Slot(&t, 2); fo != 0 {
+			ext = max(ext, fo+4)
+			if !w.ScalarIn(&t, fo, 4) && bad == fbverify.NoField {
+				bad = 2
+			}
+		}
+		if fo := w.Slot(&t, 3); fo != 0 {
+			has8 = true
+			ext = max(ext, fo+8)
+			if !w.ScalarIn(&t, fo, 8) && bad == fbverify.NoField {
+				bad = 3
+			}
+		}
+		fo4 = w.Slot(&t, 4)
+		if bad == fbverify.NoField {
+			w.Learn(&t, &m.Memo, ext, has8)
+			m.s4 = uint16(fo4)
 		}
 	}
-	if fo := w.Slot(&t, 1); fo != 0 && (fo+2 > t.Size() || fo&1 != 0) {
-		if err := w.ScalarOutside(&t, fo, 2); err != nil {
-			return w.At(err, "b", -1)
-		}
+	if bad < 4 {
+		return w.ScalarError(&t, bad, LeafDesc)
 	}
-	if fo := w.Slot(&t, 2); fo != 0 && (fo+4 > t.Size() || fo&3 != 0) {
-		if err := w.ScalarOutside(&t, fo, 4); err != nil {
-			return w.At(err, "c", -1)
-		}
-	}
-	if fo := w.Slot(&t, 3); fo != 0 && (fo+8 > t.Size() || (t.Pos()+fo)&7 != 0) {
-		if err := w.ScalarOutside(&t, fo, 8); err != nil {
-			return w.At(err, "d", -1)
-		}
-	}
-	{
-		q, ok := w.RefAt(&t, w.Slot(&t, 4))
+	if fo := fo4; fo != 0 {
+		q, ok := w.RefAt(&t, fo)
 		if !ok {
 			if q, err = w.Ref(&t, 4, false); err != nil {
 				return w.At(err, "name", -1)
 			}
 		}
-		if q != 0 {
+		if !w.StringAt(q) {
 			if err := w.String(q); err != nil {
 				return w.At(err, "name", -1)
 			}
 		}
+	}
+	if bad != fbverify.NoField {
+		return w.ScalarError(&t, bad, LeafDesc)
 	}
 	if w.Visiting() {
 		w.Visit(VisitLeaf, &t)
@@ -52,110 +88,183 @@ func VerifyLeaf(w *fbverify.Walk, pos int64) error {
 
 // VerifyNode verifies the Node table at pos and everything it refers to.
 func VerifyNode(w *fbverify.Walk, pos int64) error {
-	t, err := w.Start(pos)
+	var m memoNode
+	return verifyNode(w, pos, &m)
+}
+
+// memoNode is what verifyNode keeps from one Node table to the next: the
+// vtable, the table offsets of its offset fields and unions, and the memos
+// of the tables it verifies in place.
+type memoNode struct {
+	fbverify.Memo
+	s1    uint16
+	s2    uint16
+	s3    uint16
+	s4    uint16
+	s5    uint16
+	s6    uint16
+	s7    uint16
+	s8    uint16
+	s9    uint16
+	s10   uint16
+	mLeaf memoLeaf
+}
+
+func verifyNode(w *fbverify.Walk, pos int64, m *memoNode) error {
+	t, hit, err := w.StartMemo(pos, &m.Memo)
 	if err != nil {
 		return err
 	}
-	if fo := w.Slot(&t, 0); fo != 0 && (fo+4 > t.Size() || fo&3 != 0) {
-		if err := w.ScalarOutside(&t, fo, 4); err != nil {
-			return w.At(err, "id", -1)
+	var fo1, fo2, fo3, fo4, fo5, fo6, fo7, fo8, fo9, fo10 int64
+	bad := fbverify.NoField // the first scalar field that fails its checks
+	if hit {
+		fo1 = int64(m.s1)
+		fo2 = int64(m.s2)
+		fo3 = int64(m.s3)
+		fo4 = int64(m.s4)
+		fo5 = int64(m.s5)
+		fo6 = int64(m.s6)
+		fo7 = int64(m.s7)
+		fo8 = int64(m.s8)
+		fo9 = int64(m.s9)
+		fo10 = int64(m.s10)
+	} else {
+		ext := int64(4)
+		if fo := w.Slot(&t, 0); fo != 0 {
+			ext = max(ext, fo+4)
+			if !w.ScalarIn(&t, fo, 4) && bad == fbverify.NoField {
+				bad = 0
+			}
+		}
+		fo1 = w.Slot(&t, 1)
+		fo2 = w.Slot(&t, 2)
+		fo3 = w.Slot(&t, 3)
+		fo4 = w.Slot(&t, 4)
+		fo5 = w.Slot(&t, 5)
+		fo6 = w.Slot(&t, 6)
+		fo7 = w.Slot(&t, 7)
+		fo8 = w.Slot(&t, 8)
+		fo9 = w.Slot(&t, 9)
+		fo10 = w.Slot(&t, 10)
+		if bad == fbverify.NoField {
+			w.Learn(&t, &m.Memo, ext, false)
+			m.s1 = uint16(fo1)
+			m.s2 = uint16(fo2)
+			m.s3 = uint16(fo3)
+			m.s4 = uint16(fo4)
+			m.s5 = uint16(fo5)
+			m.s6 = uint16(fo6)
+			m.s7 = uint16(fo7)
+			m.s8 = uint16(fo8)
+			m.s9 = uint16(fo9)
+			m.s10 = uint16(fo10)
 		}
 	}
-	{
-		q, ok := w.RefAt(&t, w.Slot(&t, 1))
+	if bad < 1 {
+		return w.ScalarError(&t, bad, NodeDesc)
+	}
+	if fo := fo1; fo != 0 {
+		q, ok := w.RefAt(&t, fo)
 		if !ok {
 			if q, err = w.Ref(&t, 1, false); err != nil {
 				return w.At(err, "leaves", -1)
 			}
 		}
-		if q != 0 {
-			start, n, ok := w.VectorAt(q, 4)
-			if !ok {
-				if start, n, err = w.Vector(q, 4); err != nil {
-					return w.At(err, "leaves", -1)
-				}
+		start, n, ok := w.VectorAt(q, 4)
+		if !ok {
+			if start, n, err = w.Vector(q, 4); err != nil {
+				return w.At(err, "leaves", -1)
 			}
-			{
-				for i := int64(0); i < n; i++ {
-					var err error
-					e, ok := w.DerefAt(start + 4*i)
-					if !ok {
-						e, err = w.Deref(start + 4*i)
-					}
-					if err == nil {
-						err = VerifyLeaf(w, e)
-					}
-					if err != nil {
-						return w.At(w.At(err, "", int(i)), "leaves", -1)
-					}
+		}
+		{
+			for i := int64(0); i < n; i++ {
+				var err error
+				e, ok := w.DerefAt(start + 4*i)
+				if !ok {
+					e, err = w.Deref(start + 4*i)
+				}
+				if err == nil {
+					err = verifyLeaf(w, e, &m.mLeaf)
+				}
+				if err != nil {
+					return w.At(w.At(err, "", int(i)), "leaves", -1)
 				}
 			}
 		}
 	}
-	{
-		q, ok := w.RefAt(&t, w.Slot(&t, 2))
+	if bad < 2 {
+		return w.ScalarError(&t, bad, NodeDesc)
+	}
+	if fo := fo2; fo != 0 {
+		q, ok := w.RefAt(&t, fo)
 		if !ok {
 			if q, err = w.Ref(&t, 2, false); err != nil {
 				return w.At(err, "floats", -1)
 			}
 		}
-		if q != 0 {
-			if _, _, ok := w.VectorAt(q, 4); !ok {
-				if _, _, err := w.Vector(q, 4); err != nil {
-					return w.At(err, "floats", -1)
-				}
+		if _, _, ok := w.VectorAt(q, 4); !ok {
+			if _, _, err := w.Vector(q, 4); err != nil {
+				return w.At(err, "floats", -1)
 			}
 		}
 	}
-	{
-		q, ok := w.RefAt(&t, w.Slot(&t, 3))
+	if bad < 3 {
+		return w.ScalarError(&t, bad, NodeDesc)
+	}
+	if fo := fo3; fo != 0 {
+		q, ok := w.RefAt(&t, fo)
 		if !ok {
 			if q, err = w.Ref(&t, 3, false); err != nil {
 				return w.At(err, "longs", -1)
 			}
 		}
-		if q != 0 {
-			if _, _, ok := w.VectorAt(q, 8); !ok {
-				if _, _, err := w.Vector(q, 8); err != nil {
-					return w.At(err, "longs", -1)
-				}
+		if _, _, ok := w.VectorAt(q, 8); !ok {
+			if _, _, err := w.Vector(q, 8); err != nil {
+				return w.At(err, "longs", -1)
 			}
 		}
 	}
-	{
-		q, ok := w.RefAt(&t, w.Slot(&t, 4))
+	if bad < 4 {
+		return w.ScalarError(&t, bad, NodeDesc)
+	}
+	if fo := fo4; fo != 0 {
+		q, ok := w.RefAt(&t, fo)
 		if !ok {
 			if q, err = w.Ref(&t, 4, false); err != nil {
 				return w.At(err, "bytes", -1)
 			}
 		}
-		if q != 0 {
-			if _, _, ok := w.VectorAt(q, 1); !ok {
-				if _, _, err := w.Vector(q, 1); err != nil {
-					return w.At(err, "bytes", -1)
-				}
+		if _, _, ok := w.VectorAt(q, 1); !ok {
+			if _, _, err := w.Vector(q, 1); err != nil {
+				return w.At(err, "bytes", -1)
 			}
 		}
 	}
-	{
-		q, ok := w.RefAt(&t, w.Slot(&t, 5))
+	if bad < 5 {
+		return w.ScalarError(&t, bad, NodeDesc)
+	}
+	if fo := fo5; fo != 0 {
+		q, ok := w.RefAt(&t, fo)
 		if !ok {
 			if q, err = w.Ref(&t, 5, false); err != nil {
 				return w.At(err, "child", -1)
 			}
 		}
-		if q != 0 {
+		{
 			if err := VerifyNode(w, q); err != nil {
 				return w.At(err, "child", -1)
 			}
 		}
 	}
-	if tag, q, err := w.Union(&t, 6); err != nil {
+	if bad < 6 {
+		return w.ScalarError(&t, bad, NodeDesc)
+	}
+	if tag, q, err := w.UnionAt(&t, fo6, fo7); err != nil {
 		return w.At(err, "member", -1)
 	} else if tag != 0 && q != 0 {
 		switch tag {
 		case 1:
-			err = VerifyLeaf(w, q)
+			err = verifyLeaf(w, q, &m.mLeaf)
 		case 2:
 			err = VerifyNode(w, q)
 		}
@@ -163,66 +272,72 @@ func VerifyNode(w *fbverify.Walk, pos int64) error {
 			return w.At(err, "member", -1)
 		}
 	}
-	{
-		q, ok := w.RefAt(&t, w.Slot(&t, 8))
+	if bad < 8 {
+		return w.ScalarError(&t, bad, NodeDesc)
+	}
+	if fo := fo8; fo != 0 {
+		q, ok := w.RefAt(&t, fo)
 		if !ok {
 			if q, err = w.Ref(&t, 8, false); err != nil {
 				return w.At(err, "names", -1)
 			}
 		}
-		if q != 0 {
-			start, n, ok := w.VectorAt(q, 4)
-			if !ok {
-				if start, n, err = w.Vector(q, 4); err != nil {
-					return w.At(err, "names", -1)
-				}
+		start, n, ok := w.VectorAt(q, 4)
+		if !ok {
+			if start, n, err = w.Vector(q, 4); err != nil {
+				return w.At(err, "names", -1)
 			}
-			{
-				for i := int64(0); i < n; i++ {
-					var err error
-					e, ok := w.DerefAt(start + 4*i)
-					if !ok {
-						e, err = w.Deref(start + 4*i)
-					}
-					if err == nil {
-						err = w.String(e)
-					}
-					if err != nil {
-						return w.At(w.At(err, "", int(i)), "names", -1)
-					}
+		}
+		{
+			for i := int64(0); i < n; i++ {
+				var err error
+				e, ok := w.DerefAt(start + 4*i)
+				if !ok {
+					e, err = w.Deref(start + 4*i)
+				}
+				if err == nil && !w.StringAt(e) {
+					err = w.String(e)
+				}
+				if err != nil {
+					return w.At(w.At(err, "", int(i)), "names", -1)
 				}
 			}
 		}
 	}
-	{
-		q, ok := w.RefAt(&t, w.Slot(&t, 9))
+	if bad < 9 {
+		return w.ScalarError(&t, bad, NodeDesc)
+	}
+	if fo := fo9; fo != 0 {
+		q, ok := w.RefAt(&t, fo)
 		if !ok {
 			if q, err = w.Ref(&t, 9, false); err != nil {
 				return w.At(err, "leaf", -1)
 			}
 		}
-		if q != 0 {
-			if !w.Lazy() {
-				if err := VerifyLeaf(w, q); err != nil {
-					return w.At(err, "leaf", -1)
-				}
+		if !w.Lazy() {
+			if err := verifyLeaf(w, q, &m.mLeaf); err != nil {
+				return w.At(err, "leaf", -1)
 			}
 		}
 	}
-	{
-		q, ok := w.RefAt(&t, w.Slot(&t, 10))
+	if bad < 10 {
+		return w.ScalarError(&t, bad, NodeDesc)
+	}
+	if fo := fo10; fo != 0 {
+		q, ok := w.RefAt(&t, fo)
 		if !ok {
 			if q, err = w.Ref(&t, 10, false); err != nil {
 				return w.At(err, "shorts", -1)
 			}
 		}
-		if q != 0 {
-			if _, _, ok := w.VectorAt(q, 2); !ok {
-				if _, _, err := w.Vector(q, 2); err != nil {
-					return w.At(err, "shorts", -1)
-				}
+		if _, _, ok := w.VectorAt(q, 2); !ok {
+			if _, _, err := w.Vector(q, 2); err != nil {
+				return w.At(err, "shorts", -1)
 			}
 		}
+	}
+	if bad != fbverify.NoField {
+		return w.ScalarError(&t, bad, NodeDesc)
 	}
 	if w.Visiting() {
 		w.Visit(VisitNode, &t)

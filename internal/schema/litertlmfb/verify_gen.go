@@ -6,18 +6,39 @@ import "github.com/edgeload/edgeload/internal/fbverify"
 
 // VerifyStringValue verifies the StringValue table at pos and everything it refers to.
 func VerifyStringValue(w *fbverify.Walk, pos int64) error {
-	t, err := w.Start(pos)
+	var m memoStringValue
+	return verifyStringValue(w, pos, &m)
+}
+
+// memoStringValue is what verifyStringValue keeps from one StringValue table to the next: the
+// vtable, the table offsets of its offset fields and unions, and the memos
+// of the tables it verifies in place.
+type memoStringValue struct {
+	fbverify.Memo
+	s0 uint16
+}
+
+func verifyStringValue(w *fbverify.Walk, pos int64, m *memoStringValue) error {
+	t, hit, err := w.StartMemo(pos, &m.Memo)
 	if err != nil {
 		return err
 	}
-	{
-		q, ok := w.RefAt(&t, w.Slot(&t, 0))
+	var fo0 int64
+	if hit {
+		fo0 = int64(m.s0)
+	} else {
+		fo0 = w.Slot(&t, 0)
+		w.Learn(&t, &m.Memo, 4, false)
+		m.s0 = uint16(fo0)
+	}
+	if fo := fo0; fo != 0 {
+		q, ok := w.RefAt(&t, fo)
 		if !ok {
 			if q, err = w.Ref(&t, 0, false); err != nil {
 				return w.At(err, "value", -1)
 			}
 		}
-		if q != 0 {
+		if !w.StringAt(q) {
 			if err := w.String(q); err != nil {
 				return w.At(err, "value", -1)
 			}
@@ -29,29 +50,61 @@ func VerifyStringValue(w *fbverify.Walk, pos int64) error {
 
 // VerifyKeyValuePair verifies the KeyValuePair table at pos and everything it refers to.
 func VerifyKeyValuePair(w *fbverify.Walk, pos int64) error {
-	t, err := w.Start(pos)
+	var m memoKeyValuePair
+	return verifyKeyValuePair(w, pos, &m)
+}
+
+// memoKeyValuePair is what verifyKeyValuePair keeps from one KeyValuePair table to the next: the
+// vtable, the table offsets of its offset fields and unions, and the memos
+// of the tables it verifies in place.
+type memoKeyValuePair struct {
+	fbverify.Memo
+	s0           uint16
+	s1           uint16
+	s2           uint16
+	mStringValue memoStringValue
+}
+
+func verifyKeyValuePair(w *fbverify.Walk, pos int64, m *memoKeyValuePair) error {
+	t, hit, err := w.StartMemo(pos, &m.Memo)
 	if err != nil {
 		return err
 	}
-	{
-		q, ok := w.RefAt(&t, w.Slot(&t, 0))
+	var fo0, fo1, fo2 int64
+	if hit {
+		fo0 = int64(m.s0)
+		fo1 = int64(m.s1)
+		fo2 = int64(m.s2)
+	} else {
+		fo0 = w.Slot(&t, 0)
+		fo1 = w.Slot(&t, 1)
+		fo2 = w.Slot(&t, 2)
+		w.Learn(&t, &m.Memo, 4, false)
+		m.s0 = uint16(fo0)
+		m.s1 = uint16(fo1)
+		m.s2 = uint16(fo2)
+	}
+	if fo := fo0; fo != 0 {
+		q, ok := w.RefAt(&t, fo)
 		if !ok {
 			if q, err = w.Ref(&t, 0, true); err != nil {
 				return w.At(err, "key", -1)
 			}
 		}
-		if q != 0 {
+		if !w.StringAt(q) {
 			if err := w.String(q); err != nil {
 				return w.At(err, "key", -1)
 			}
 		}
+	} else {
+		return w.At(w.Missing(&t), "key", -1)
 	}
-	if tag, q, err := w.Union(&t, 1); err != nil {
+	if tag, q, err := w.UnionAt(&t, fo1, fo2); err != nil {
 		return w.At(err, "value", -1)
 	} else if tag != 0 && q != 0 {
 		switch tag {
 		case 9:
-			err = VerifyStringValue(w, q)
+			err = verifyStringValue(w, q, &m.mStringValue)
 		}
 		if err != nil {
 			return w.At(err, "value", -1)
@@ -63,37 +116,57 @@ func VerifyKeyValuePair(w *fbverify.Walk, pos int64) error {
 
 // VerifySystemMetadata verifies the SystemMetadata table at pos and everything it refers to.
 func VerifySystemMetadata(w *fbverify.Walk, pos int64) error {
-	t, err := w.Start(pos)
+	var m memoSystemMetadata
+	return verifySystemMetadata(w, pos, &m)
+}
+
+// memoSystemMetadata is what verifySystemMetadata keeps from one SystemMetadata table to the next: the
+// vtable, the table offsets of its offset fields and unions, and the memos
+// of the tables it verifies in place.
+type memoSystemMetadata struct {
+	fbverify.Memo
+	s0            uint16
+	mKeyValuePair memoKeyValuePair
+}
+
+func verifySystemMetadata(w *fbverify.Walk, pos int64, m *memoSystemMetadata) error {
+	t, hit, err := w.StartMemo(pos, &m.Memo)
 	if err != nil {
 		return err
 	}
-	{
-		q, ok := w.RefAt(&t, w.Slot(&t, 0))
+	var fo0 int64
+	if hit {
+		fo0 = int64(m.s0)
+	} else {
+		fo0 = w.Slot(&t, 0)
+		w.Learn(&t, &m.Memo, 4, false)
+		m.s0 = uint16(fo0)
+	}
+	if fo := fo0; fo != 0 {
+		q, ok := w.RefAt(&t, fo)
 		if !ok {
 			if q, err = w.Ref(&t, 0, false); err != nil {
 				return w.At(err, "entries", -1)
 			}
 		}
-		if q != 0 {
-			start, n, ok := w.VectorAt(q, 4)
-			if !ok {
-				if start, n, err = w.Vector(q, 4); err != nil {
-					return w.At(err, "entries", -1)
-				}
+		start, n, ok := w.VectorAt(q, 4)
+		if !ok {
+			if start, n, err = w.Vector(q, 4); err != nil {
+				return w.At(err, "entries", -1)
 			}
-			{
-				for i := int64(0); i < n; i++ {
-					var err error
-					e, ok := w.DerefAt(start + 4*i)
-					if !ok {
-						e, err = w.Deref(start + 4*i)
-					}
-					if err == nil {
-						err = VerifyKeyValuePair(w, e)
-					}
-					if err != nil {
-						return w.At(w.At(err, "", int(i)), "entries", -1)
-					}
+		}
+		{
+			for i := int64(0); i < n; i++ {
+				var err error
+				e, ok := w.DerefAt(start + 4*i)
+				if !ok {
+					e, err = w.Deref(start + 4*i)
+				}
+				if err == nil {
+					err = verifyKeyValuePair(w, e, &m.mKeyValuePair)
+				}
+				if err != nil {
+					return w.At(w.At(err, "", int(i)), "entries", -1)
 				}
 			}
 		}
@@ -104,55 +177,87 @@ func VerifySystemMetadata(w *fbverify.Walk, pos int64) error {
 
 // VerifySectionObject verifies the SectionObject table at pos and everything it refers to.
 func VerifySectionObject(w *fbverify.Walk, pos int64) error {
-	t, err := w.Start(pos)
+	var m memoSectionObject
+	return verifySectionObject(w, pos, &m)
+}
+
+// memoSectionObject is what verifySectionObject keeps from one SectionObject table to the next: the
+// vtable, the table offsets of its offset fields and unions, and the memos
+// of the tables it verifies in place.
+type memoSectionObject struct {
+	fbverify.Memo
+	s0            uint16
+	mKeyValuePair memoKeyValuePair
+}
+
+func verifySectionObject(w *fbverify.Walk, pos int64, m *memoSectionObject) error {
+	t, hit, err := w.StartMemo(pos, &m.Memo)
 	if err != nil {
 		return err
 	}
-	{
-		q, ok := w.RefAt(&t, w.Slot(&t, 0))
+	var fo0 int64
+	bad := fbverify.NoField // the first scalar field that fails its checks
+	if hit {
+		fo0 = int64(m.s0)
+	} else {
+		ext, has8 := int64(4), false
+		if fo := w.Slot(&t, 1); fo != 0 {
+			has8 = true
+			ext = max(ext, fo+8)
+			if !w.ScalarIn(&t, fo, 8) && bad == fbverify.NoField {
+				bad = 1
+			}
+		}
+		if fo := w.Slot(&t, 2); fo != 0 {
+			has8 = true
+			ext = max(ext, fo+8)
+			if !w.ScalarIn(&t, fo, 8) && bad == fbverify.NoField {
+				bad = 2
+			}
+		}
+		if fo := w.Slot(&t, 3); fo != 0 {
+			ext = max(ext, fo+1)
+			if !w.ScalarIn(&t, fo, 1) && bad == fbverify.NoField {
+				bad = 3
+			}
+		}
+		fo0 = w.Slot(&t, 0)
+		if bad == fbverify.NoField {
+			w.Learn(&t, &m.Memo, ext, has8)
+			m.s0 = uint16(fo0)
+		}
+	}
+	if fo := fo0; fo != 0 {
+		q, ok := w.RefAt(&t, fo)
 		if !ok {
 			if q, err = w.Ref(&t, 0, false); err != nil {
 				return w.At(err, "items", -1)
 			}
 		}
-		if q != 0 {
-			start, n, ok := w.VectorAt(q, 4)
-			if !ok {
-				if start, n, err = w.Vector(q, 4); err != nil {
-					return w.At(err, "items", -1)
-				}
-			}
-			{
-				for i := int64(0); i < n; i++ {
-					var err error
-					e, ok := w.DerefAt(start + 4*i)
-					if !ok {
-						e, err = w.Deref(start + 4*i)
-					}
-					if err == nil {
-						err = VerifyKeyValuePair(w, e)
-					}
-					if err != nil {
-						return w.At(w.At(err, "", int(i)), "items", -1)
-					}
-				}
+		start, n, ok := w.VectorAt(q, 4)
+		if !ok {
+			if start, n, err = w.Vector(q, 4); err != nil {
+				return w.At(err, "items", -1)
 			}
 		}
-	}
-	if fo := w.Slot(&t, 1); fo != 0 && (fo+8 > t.Size() || (t.Pos()+fo)&7 != 0) {
-		if err := w.ScalarOutside(&t, fo, 8); err != nil {
-			return w.At(err, "begin_offset", -1)
+		{
+			for i := int64(0); i < n; i++ {
+				var err error
+				e, ok := w.DerefAt(start + 4*i)
+				if !ok {
+					e, err = w.Deref(start + 4*i)
+				}
+				if err == nil {
+					err = verifyKeyValuePair(w, e, &m.mKeyValuePair)
+				}
+				if err != nil {
+					return w.At(w.At(err, "", int(i)), "items", -1)
+				}
+			}
 		}
 	}
-	if fo := w.Slot(&t, 2); fo != 0 && (fo+8 > t.Size() || (t.Pos()+fo)&7 != 0) {
-		if err := w.ScalarOutside(&t, fo, 8); err != nil {
-			return w.At(err, "end_offset", -1)
-		}
-	}
-	if fo := w.Slot(&t, 3); fo != 0 && (fo+1 > t.Size()) {
-		if err := w.ScalarOutside(&t, fo, 1); err != nil {
-			return w.At(err, "data_type", -1)
-		}
+	if bad != fbverify.NoField {
+		return w.ScalarError(&t, bad, SectionObjectDesc)
 	}
 	w.Leave()
 	return nil
@@ -160,37 +265,57 @@ func VerifySectionObject(w *fbverify.Walk, pos int64) error {
 
 // VerifySectionMetadata verifies the SectionMetadata table at pos and everything it refers to.
 func VerifySectionMetadata(w *fbverify.Walk, pos int64) error {
-	t, err := w.Start(pos)
+	var m memoSectionMetadata
+	return verifySectionMetadata(w, pos, &m)
+}
+
+// memoSectionMetadata is what verifySectionMetadata keeps from one SectionMetadata table to the next: the
+// vtable, the table offsets of its offset fields and unions, and the memos
+// of the tables it verifies in place.
+type memoSectionMetadata struct {
+	fbverify.Memo
+	s0             uint16
+	mSectionObject memoSectionObject
+}
+
+func verifySectionMetadata(w *fbverify.Walk, pos int64, m *memoSectionMetadata) error {
+	t, hit, err := w.StartMemo(pos, &m.Memo)
 	if err != nil {
 		return err
 	}
-	{
-		q, ok := w.RefAt(&t, w.Slot(&t, 0))
+	var fo0 int64
+	if hit {
+		fo0 = int64(m.s0)
+	} else {
+		fo0 = w.Slot(&t, 0)
+		w.Learn(&t, &m.Memo, 4, false)
+		m.s0 = uint16(fo0)
+	}
+	if fo := fo0; fo != 0 {
+		q, ok := w.RefAt(&t, fo)
 		if !ok {
 			if q, err = w.Ref(&t, 0, false); err != nil {
 				return w.At(err, "objects", -1)
 			}
 		}
-		if q != 0 {
-			start, n, ok := w.VectorAt(q, 4)
-			if !ok {
-				if start, n, err = w.Vector(q, 4); err != nil {
-					return w.At(err, "objects", -1)
-				}
+		start, n, ok := w.VectorAt(q, 4)
+		if !ok {
+			if start, n, err = w.Vector(q, 4); err != nil {
+				return w.At(err, "objects", -1)
 			}
-			{
-				for i := int64(0); i < n; i++ {
-					var err error
-					e, ok := w.DerefAt(start + 4*i)
-					if !ok {
-						e, err = w.Deref(start + 4*i)
-					}
-					if err == nil {
-						err = VerifySectionObject(w, e)
-					}
-					if err != nil {
-						return w.At(w.At(err, "", int(i)), "objects", -1)
-					}
+		}
+		{
+			for i := int64(0); i < n; i++ {
+				var err error
+				e, ok := w.DerefAt(start + 4*i)
+				if !ok {
+					e, err = w.Deref(start + 4*i)
+				}
+				if err == nil {
+					err = verifySectionObject(w, e, &m.mSectionObject)
+				}
+				if err != nil {
+					return w.At(w.At(err, "", int(i)), "objects", -1)
 				}
 			}
 		}
@@ -201,32 +326,59 @@ func VerifySectionMetadata(w *fbverify.Walk, pos int64) error {
 
 // VerifyLiteRTLMMetaData verifies the LiteRTLMMetaData table at pos and everything it refers to.
 func VerifyLiteRTLMMetaData(w *fbverify.Walk, pos int64) error {
-	t, err := w.Start(pos)
+	var m memoLiteRTLMMetaData
+	return verifyLiteRTLMMetaData(w, pos, &m)
+}
+
+// memoLiteRTLMMetaData is what verifyLiteRTLMMetaData keeps from one LiteRTLMMetaData table to the next: the
+// vtable, the table offsets of its offset fields and unions, and the memos
+// of the tables it verifies in place.
+type memoLiteRTLMMetaData struct {
+	fbverify.Memo
+	s0               uint16
+	s1               uint16
+	mSystemMetadata  memoSystemMetadata
+	mSectionMetadata memoSectionMetadata
+}
+
+func verifyLiteRTLMMetaData(w *fbverify.Walk, pos int64, m *memoLiteRTLMMetaData) error {
+	t, hit, err := w.StartMemo(pos, &m.Memo)
 	if err != nil {
 		return err
 	}
-	{
-		q, ok := w.RefAt(&t, w.Slot(&t, 0))
+	var fo0, fo1 int64
+	if hit {
+		fo0 = int64(m.s0)
+		fo1 = int64(m.s1)
+	} else {
+		fo0 = w.Slot(&t, 0)
+		fo1 = w.Slot(&t, 1)
+		w.Learn(&t, &m.Memo, 4, false)
+		m.s0 = uint16(fo0)
+		m.s1 = uint16(fo1)
+	}
+	if fo := fo0; fo != 0 {
+		q, ok := w.RefAt(&t, fo)
 		if !ok {
 			if q, err = w.Ref(&t, 0, false); err != nil {
 				return w.At(err, "system_metadata", -1)
 			}
 		}
-		if q != 0 {
-			if err := VerifySystemMetadata(w, q); err != nil {
+		{
+			if err := verifySystemMetadata(w, q, &m.mSystemMetadata); err != nil {
 				return w.At(err, "system_metadata", -1)
 			}
 		}
 	}
-	{
-		q, ok := w.RefAt(&t, w.Slot(&t, 1))
+	if fo := fo1; fo != 0 {
+		q, ok := w.RefAt(&t, fo)
 		if !ok {
 			if q, err = w.Ref(&t, 1, false); err != nil {
 				return w.At(err, "section_metadata", -1)
 			}
 		}
-		if q != 0 {
-			if err := VerifySectionMetadata(w, q); err != nil {
+		{
+			if err := verifySectionMetadata(w, q, &m.mSectionMetadata); err != nil {
 				return w.At(err, "section_metadata", -1)
 			}
 		}

@@ -6,19 +6,45 @@ import "github.com/edgeload/edgeload/internal/fbverify"
 
 // VerifyDataSegment verifies the DataSegment table at pos and everything it refers to.
 func VerifyDataSegment(w *fbverify.Walk, pos int64) error {
-	t, err := w.Start(pos)
+	var m memoDataSegment
+	return verifyDataSegment(w, pos, &m)
+}
+
+// memoDataSegment is what verifyDataSegment keeps from one DataSegment table to the next: the
+// vtable, the table offsets of its offset fields and unions, and the memos
+// of the tables it verifies in place.
+type memoDataSegment struct {
+	fbverify.Memo
+}
+
+func verifyDataSegment(w *fbverify.Walk, pos int64, m *memoDataSegment) error {
+	t, hit, err := w.StartMemo(pos, &m.Memo)
 	if err != nil {
 		return err
 	}
-	if fo := w.Slot(&t, 0); fo != 0 && (fo+8 > t.Size() || (t.Pos()+fo)&7 != 0) {
-		if err := w.ScalarOutside(&t, fo, 8); err != nil {
-			return w.At(err, "offset", -1)
+	bad := fbverify.NoField // the first scalar field that fails its checks
+	if !hit {
+		ext, has8 := int64(4), false
+		if fo := w.Slot(&t, 0); fo != 0 {
+			has8 = true
+			ext = max(ext, fo+8)
+			if !w.ScalarIn(&t, fo, 8) && bad == fbverify.NoField {
+				bad = 0
+			}
+		}
+		if fo := w.Slot(&t, 1); fo != 0 {
+			has8 = true
+			ext = max(ext, fo+8)
+			if !w.ScalarIn(&t, fo, 8) && bad == fbverify.NoField {
+				bad = 1
+			}
+		}
+		if bad == fbverify.NoField {
+			w.Learn(&t, &m.Memo, ext, has8)
 		}
 	}
-	if fo := w.Slot(&t, 1); fo != 0 && (fo+8 > t.Size() || (t.Pos()+fo)&7 != 0) {
-		if err := w.ScalarOutside(&t, fo, 8); err != nil {
-			return w.At(err, "size", -1)
-		}
+	if bad != fbverify.NoField {
+		return w.ScalarError(&t, bad, DataSegmentDesc)
 	}
 	w.Leave()
 	return nil
@@ -26,44 +52,79 @@ func VerifyDataSegment(w *fbverify.Walk, pos int64) error {
 
 // VerifyTensorLayout verifies the TensorLayout table at pos and everything it refers to.
 func VerifyTensorLayout(w *fbverify.Walk, pos int64) error {
-	t, err := w.Start(pos)
+	var m memoTensorLayout
+	return verifyTensorLayout(w, pos, &m)
+}
+
+// memoTensorLayout is what verifyTensorLayout keeps from one TensorLayout table to the next: the
+// vtable, the table offsets of its offset fields and unions, and the memos
+// of the tables it verifies in place.
+type memoTensorLayout struct {
+	fbverify.Memo
+	s1 uint16
+	s2 uint16
+}
+
+func verifyTensorLayout(w *fbverify.Walk, pos int64, m *memoTensorLayout) error {
+	t, hit, err := w.StartMemo(pos, &m.Memo)
 	if err != nil {
 		return err
 	}
-	if fo := w.Slot(&t, 0); fo != 0 && (fo+1 > t.Size()) {
-		if err := w.ScalarOutside(&t, fo, 1); err != nil {
-			return w.At(err, "scalar_type", -1)
+	var fo1, fo2 int64
+	bad := fbverify.NoField // the first scalar field that fails its checks
+	if hit {
+		fo1 = int64(m.s1)
+		fo2 = int64(m.s2)
+	} else {
+		ext := int64(4)
+		if fo := w.Slot(&t, 0); fo != 0 {
+			ext = max(ext, fo+1)
+			if !w.ScalarIn(&t, fo, 1) && bad == fbverify.NoField {
+				bad = 0
+			}
+		}
+		fo1 = w.Slot(&t, 1)
+		fo2 = w.Slot(&t, 2)
+		if bad == fbverify.NoField {
+			w.Learn(&t, &m.Memo, ext, false)
+			m.s1 = uint16(fo1)
+			m.s2 = uint16(fo2)
 		}
 	}
-	{
-		q, ok := w.RefAt(&t, w.Slot(&t, 1))
+	if bad < 1 {
+		return w.ScalarError(&t, bad, TensorLayoutDesc)
+	}
+	if fo := fo1; fo != 0 {
+		q, ok := w.RefAt(&t, fo)
 		if !ok {
 			if q, err = w.Ref(&t, 1, false); err != nil {
 				return w.At(err, "sizes", -1)
 			}
 		}
-		if q != 0 {
-			if _, _, ok := w.VectorAt(q, 4); !ok {
-				if _, _, err := w.Vector(q, 4); err != nil {
-					return w.At(err, "sizes", -1)
-				}
+		if _, _, ok := w.VectorAt(q, 4); !ok {
+			if _, _, err := w.Vector(q, 4); err != nil {
+				return w.At(err, "sizes", -1)
 			}
 		}
 	}
-	{
-		q, ok := w.RefAt(&t, w.Slot(&t, 2))
+	if bad < 2 {
+		return w.ScalarError(&t, bad, TensorLayoutDesc)
+	}
+	if fo := fo2; fo != 0 {
+		q, ok := w.RefAt(&t, fo)
 		if !ok {
 			if q, err = w.Ref(&t, 2, false); err != nil {
 				return w.At(err, "dim_order", -1)
 			}
 		}
-		if q != 0 {
-			if _, _, ok := w.VectorAt(q, 1); !ok {
-				if _, _, err := w.Vector(q, 1); err != nil {
-					return w.At(err, "dim_order", -1)
-				}
+		if _, _, ok := w.VectorAt(q, 1); !ok {
+			if _, _, err := w.Vector(q, 1); err != nil {
+				return w.At(err, "dim_order", -1)
 			}
 		}
+	}
+	if bad != fbverify.NoField {
+		return w.ScalarError(&t, bad, TensorLayoutDesc)
 	}
 	w.Leave()
 	return nil
@@ -71,40 +132,79 @@ func VerifyTensorLayout(w *fbverify.Walk, pos int64) error {
 
 // VerifyNamedData verifies the NamedData table at pos and everything it refers to.
 func VerifyNamedData(w *fbverify.Walk, pos int64) error {
-	t, err := w.Start(pos)
+	var m memoNamedData
+	return verifyNamedData(w, pos, &m)
+}
+
+// memoNamedData is what verifyNamedData keeps from one NamedData table to the next: the
+// vtable, the table offsets of its offset fields and unions, and the memos
+// of the tables it verifies in place.
+type memoNamedData struct {
+	fbverify.Memo
+	s0            uint16
+	s2            uint16
+	mTensorLayout memoTensorLayout
+}
+
+func verifyNamedData(w *fbverify.Walk, pos int64, m *memoNamedData) error {
+	t, hit, err := w.StartMemo(pos, &m.Memo)
 	if err != nil {
 		return err
 	}
-	{
-		q, ok := w.RefAt(&t, w.Slot(&t, 0))
+	var fo0, fo2 int64
+	bad := fbverify.NoField // the first scalar field that fails its checks
+	if hit {
+		fo0 = int64(m.s0)
+		fo2 = int64(m.s2)
+	} else {
+		ext := int64(4)
+		if fo := w.Slot(&t, 1); fo != 0 {
+			ext = max(ext, fo+4)
+			if !w.ScalarIn(&t, fo, 4) && bad == fbverify.NoField {
+				bad = 1
+			}
+		}
+		fo0 = w.Slot(&t, 0)
+		fo2 = w.Slot(&t, 2)
+		if bad == fbverify.NoField {
+			w.Learn(&t, &m.Memo, ext, false)
+			m.s0 = uint16(fo0)
+			m.s2 = uint16(fo2)
+		}
+	}
+	if fo := fo0; fo != 0 {
+		q, ok := w.RefAt(&t, fo)
 		if !ok {
 			if q, err = w.Ref(&t, 0, true); err != nil {
 				return w.At(err, "key", -1)
 			}
 		}
-		if q != 0 {
+		if !w.StringAt(q) {
 			if err := w.String(q); err != nil {
 				return w.At(err, "key", -1)
 			}
 		}
+	} else {
+		return w.At(w.Missing(&t), "key", -1)
 	}
-	if fo := w.Slot(&t, 1); fo != 0 && (fo+4 > t.Size() || fo&3 != 0) {
-		if err := w.ScalarOutside(&t, fo, 4); err != nil {
-			return w.At(err, "segment_index", -1)
-		}
+	if bad < 2 {
+		return w.ScalarError(&t, bad, NamedDataDesc)
 	}
-	{
-		q, ok := w.RefAt(&t, w.Slot(&t, 2))
+	if fo := fo2; fo != 0 {
+		q, ok := w.RefAt(&t, fo)
 		if !ok {
 			if q, err = w.Ref(&t, 2, false); err != nil {
 				return w.At(err, "tensor_layout", -1)
 			}
 		}
-		if q != 0 {
-			if err := VerifyTensorLayout(w, q); err != nil {
+		{
+			if err := verifyTensorLayout(w, q, &m.mTensorLayout); err != nil {
 				return w.At(err, "tensor_layout", -1)
 			}
 		}
+	}
+	if bad != fbverify.NoField {
+		return w.ScalarError(&t, bad, NamedDataDesc)
 	}
 	w.Leave()
 	return nil
@@ -112,76 +212,113 @@ func VerifyNamedData(w *fbverify.Walk, pos int64) error {
 
 // VerifyFlatTensor verifies the FlatTensor table at pos and everything it refers to.
 func VerifyFlatTensor(w *fbverify.Walk, pos int64) error {
-	t, err := w.Start(pos)
+	var m memoFlatTensor
+	return verifyFlatTensor(w, pos, &m)
+}
+
+// memoFlatTensor is what verifyFlatTensor keeps from one FlatTensor table to the next: the
+// vtable, the table offsets of its offset fields and unions, and the memos
+// of the tables it verifies in place.
+type memoFlatTensor struct {
+	fbverify.Memo
+	s1           uint16
+	s2           uint16
+	mDataSegment memoDataSegment
+	mNamedData   memoNamedData
+}
+
+func verifyFlatTensor(w *fbverify.Walk, pos int64, m *memoFlatTensor) error {
+	t, hit, err := w.StartMemo(pos, &m.Memo)
 	if err != nil {
 		return err
 	}
-	if fo := w.Slot(&t, 0); fo != 0 && (fo+4 > t.Size() || fo&3 != 0) {
-		if err := w.ScalarOutside(&t, fo, 4); err != nil {
-			return w.At(err, "version", -1)
+	var fo1, fo2 int64
+	bad := fbverify.NoField // the first scalar field that fails its checks
+	if hit {
+		fo1 = int64(m.s1)
+		fo2 = int64(m.s2)
+	} else {
+		ext := int64(4)
+		if fo := w.Slot(&t, 0); fo != 0 {
+			ext = max(ext, fo+4)
+			if !w.ScalarIn(&t, fo, 4) && bad == fbverify.NoField {
+				bad = 0
+			}
+		}
+		fo1 = w.Slot(&t, 1)
+		fo2 = w.Slot(&t, 2)
+		if bad == fbverify.NoField {
+			w.Learn(&t, &m.Memo, ext, false)
+			m.s1 = uint16(fo1)
+			m.s2 = uint16(fo2)
 		}
 	}
-	{
-		q, ok := w.RefAt(&t, w.Slot(&t, 1))
+	if bad < 1 {
+		return w.ScalarError(&t, bad, FlatTensorDesc)
+	}
+	if fo := fo1; fo != 0 {
+		q, ok := w.RefAt(&t, fo)
 		if !ok {
 			if q, err = w.Ref(&t, 1, false); err != nil {
 				return w.At(err, "segments", -1)
 			}
 		}
-		if q != 0 {
-			start, n, ok := w.VectorAt(q, 4)
-			if !ok {
-				if start, n, err = w.Vector(q, 4); err != nil {
-					return w.At(err, "segments", -1)
-				}
+		start, n, ok := w.VectorAt(q, 4)
+		if !ok {
+			if start, n, err = w.Vector(q, 4); err != nil {
+				return w.At(err, "segments", -1)
 			}
-			{
-				for i := int64(0); i < n; i++ {
-					var err error
-					e, ok := w.DerefAt(start + 4*i)
-					if !ok {
-						e, err = w.Deref(start + 4*i)
-					}
-					if err == nil {
-						err = VerifyDataSegment(w, e)
-					}
-					if err != nil {
-						return w.At(w.At(err, "", int(i)), "segments", -1)
-					}
+		}
+		{
+			for i := int64(0); i < n; i++ {
+				var err error
+				e, ok := w.DerefAt(start + 4*i)
+				if !ok {
+					e, err = w.Deref(start + 4*i)
+				}
+				if err == nil {
+					err = verifyDataSegment(w, e, &m.mDataSegment)
+				}
+				if err != nil {
+					return w.At(w.At(err, "", int(i)), "segments", -1)
 				}
 			}
 		}
 	}
-	{
-		q, ok := w.RefAt(&t, w.Slot(&t, 2))
+	if bad < 2 {
+		return w.ScalarError(&t, bad, FlatTensorDesc)
+	}
+	if fo := fo2; fo != 0 {
+		q, ok := w.RefAt(&t, fo)
 		if !ok {
 			if q, err = w.Ref(&t, 2, false); err != nil {
 				return w.At(err, "named_data", -1)
 			}
 		}
-		if q != 0 {
-			start, n, ok := w.VectorAt(q, 4)
-			if !ok {
-				if start, n, err = w.Vector(q, 4); err != nil {
-					return w.At(err, "named_data", -1)
-				}
+		start, n, ok := w.VectorAt(q, 4)
+		if !ok {
+			if start, n, err = w.Vector(q, 4); err != nil {
+				return w.At(err, "named_data", -1)
 			}
-			{
-				for i := int64(0); i < n; i++ {
-					var err error
-					e, ok := w.DerefAt(start + 4*i)
-					if !ok {
-						e, err = w.Deref(start + 4*i)
-					}
-					if err == nil {
-						err = VerifyNamedData(w, e)
-					}
-					if err != nil {
-						return w.At(w.At(err, "", int(i)), "named_data", -1)
-					}
+		}
+		{
+			for i := int64(0); i < n; i++ {
+				var err error
+				e, ok := w.DerefAt(start + 4*i)
+				if !ok {
+					e, err = w.Deref(start + 4*i)
+				}
+				if err == nil {
+					err = verifyNamedData(w, e, &m.mNamedData)
+				}
+				if err != nil {
+					return w.At(w.At(err, "", int(i)), "named_data", -1)
 				}
 			}
 		}
+	}
+	if bad != fbverify.NoField {
+		return w.ScalarError(&t, bad, FlatTensorDesc)
 	}
 	w.Leave()
 	return nil
@@ -189,67 +326,111 @@ func VerifyFlatTensor(w *fbverify.Walk, pos int64) error {
 
 // VerifyLegacyTensorMetadata verifies the LegacyTensorMetadata table at pos and everything it refers to.
 func VerifyLegacyTensorMetadata(w *fbverify.Walk, pos int64) error {
-	t, err := w.Start(pos)
+	var m memoLegacyTensorMetadata
+	return verifyLegacyTensorMetadata(w, pos, &m)
+}
+
+// memoLegacyTensorMetadata is what verifyLegacyTensorMetadata keeps from one LegacyTensorMetadata table to the next: the
+// vtable, the table offsets of its offset fields and unions, and the memos
+// of the tables it verifies in place.
+type memoLegacyTensorMetadata struct {
+	fbverify.Memo
+	s0 uint16
+	s2 uint16
+	s3 uint16
+}
+
+func verifyLegacyTensorMetadata(w *fbverify.Walk, pos int64, m *memoLegacyTensorMetadata) error {
+	t, hit, err := w.StartMemo(pos, &m.Memo)
 	if err != nil {
 		return err
 	}
-	{
-		q, ok := w.RefAt(&t, w.Slot(&t, 0))
+	var fo0, fo2, fo3 int64
+	bad := fbverify.NoField // the first scalar field that fails its checks
+	if hit {
+		fo0 = int64(m.s0)
+		fo2 = int64(m.s2)
+		fo3 = int64(m.s3)
+	} else {
+		ext, has8 := int64(4), false
+		if fo := w.Slot(&t, 1); fo != 0 {
+			ext = max(ext, fo+1)
+			if !w.ScalarIn(&t, fo, 1) && bad == fbverify.NoField {
+				bad = 1
+			}
+		}
+		if fo := w.Slot(&t, 4); fo != 0 {
+			ext = max(ext, fo+4)
+			if !w.ScalarIn(&t, fo, 4) && bad == fbverify.NoField {
+				bad = 4
+			}
+		}
+		if fo := w.Slot(&t, 5); fo != 0 {
+			has8 = true
+			ext = max(ext, fo+8)
+			if !w.ScalarIn(&t, fo, 8) && bad == fbverify.NoField {
+				bad = 5
+			}
+		}
+		fo0 = w.Slot(&t, 0)
+		fo2 = w.Slot(&t, 2)
+		fo3 = w.Slot(&t, 3)
+		if bad == fbverify.NoField {
+			w.Learn(&t, &m.Memo, ext, has8)
+			m.s0 = uint16(fo0)
+			m.s2 = uint16(fo2)
+			m.s3 = uint16(fo3)
+		}
+	}
+	if fo := fo0; fo != 0 {
+		q, ok := w.RefAt(&t, fo)
 		if !ok {
 			if q, err = w.Ref(&t, 0, true); err != nil {
 				return w.At(err, "fully_qualified_name", -1)
 			}
 		}
-		if q != 0 {
+		if !w.StringAt(q) {
 			if err := w.String(q); err != nil {
 				return w.At(err, "fully_qualified_name", -1)
 			}
 		}
+	} else {
+		return w.At(w.Missing(&t), "fully_qualified_name", -1)
 	}
-	if fo := w.Slot(&t, 1); fo != 0 && (fo+1 > t.Size()) {
-		if err := w.ScalarOutside(&t, fo, 1); err != nil {
-			return w.At(err, "scalar_type", -1)
-		}
+	if bad < 2 {
+		return w.ScalarError(&t, bad, LegacyTensorMetadataDesc)
 	}
-	{
-		q, ok := w.RefAt(&t, w.Slot(&t, 2))
+	if fo := fo2; fo != 0 {
+		q, ok := w.RefAt(&t, fo)
 		if !ok {
 			if q, err = w.Ref(&t, 2, false); err != nil {
 				return w.At(err, "sizes", -1)
 			}
 		}
-		if q != 0 {
-			if _, _, ok := w.VectorAt(q, 4); !ok {
-				if _, _, err := w.Vector(q, 4); err != nil {
-					return w.At(err, "sizes", -1)
-				}
+		if _, _, ok := w.VectorAt(q, 4); !ok {
+			if _, _, err := w.Vector(q, 4); err != nil {
+				return w.At(err, "sizes", -1)
 			}
 		}
 	}
-	{
-		q, ok := w.RefAt(&t, w.Slot(&t, 3))
+	if bad < 3 {
+		return w.ScalarError(&t, bad, LegacyTensorMetadataDesc)
+	}
+	if fo := fo3; fo != 0 {
+		q, ok := w.RefAt(&t, fo)
 		if !ok {
 			if q, err = w.Ref(&t, 3, false); err != nil {
 				return w.At(err, "dim_order", -1)
 			}
 		}
-		if q != 0 {
-			if _, _, ok := w.VectorAt(q, 1); !ok {
-				if _, _, err := w.Vector(q, 1); err != nil {
-					return w.At(err, "dim_order", -1)
-				}
+		if _, _, ok := w.VectorAt(q, 1); !ok {
+			if _, _, err := w.Vector(q, 1); err != nil {
+				return w.At(err, "dim_order", -1)
 			}
 		}
 	}
-	if fo := w.Slot(&t, 4); fo != 0 && (fo+4 > t.Size() || fo&3 != 0) {
-		if err := w.ScalarOutside(&t, fo, 4); err != nil {
-			return w.At(err, "segment_index", -1)
-		}
-	}
-	if fo := w.Slot(&t, 5); fo != 0 && (fo+8 > t.Size() || (t.Pos()+fo)&7 != 0) {
-		if err := w.ScalarOutside(&t, fo, 8); err != nil {
-			return w.At(err, "offset", -1)
-		}
+	if bad != fbverify.NoField {
+		return w.ScalarError(&t, bad, LegacyTensorMetadataDesc)
 	}
 	w.Leave()
 	return nil
@@ -257,27 +438,58 @@ func VerifyLegacyTensorMetadata(w *fbverify.Walk, pos int64) error {
 
 // VerifyLegacyNamedData verifies the LegacyNamedData table at pos and everything it refers to.
 func VerifyLegacyNamedData(w *fbverify.Walk, pos int64) error {
-	t, err := w.Start(pos)
+	var m memoLegacyNamedData
+	return verifyLegacyNamedData(w, pos, &m)
+}
+
+// memoLegacyNamedData is what verifyLegacyNamedData keeps from one LegacyNamedData table to the next: the
+// vtable, the table offsets of its offset fields and unions, and the memos
+// of the tables it verifies in place.
+type memoLegacyNamedData struct {
+	fbverify.Memo
+	s0 uint16
+}
+
+func verifyLegacyNamedData(w *fbverify.Walk, pos int64, m *memoLegacyNamedData) error {
+	t, hit, err := w.StartMemo(pos, &m.Memo)
 	if err != nil {
 		return err
 	}
-	{
-		q, ok := w.RefAt(&t, w.Slot(&t, 0))
+	var fo0 int64
+	bad := fbverify.NoField // the first scalar field that fails its checks
+	if hit {
+		fo0 = int64(m.s0)
+	} else {
+		ext := int64(4)
+		if fo := w.Slot(&t, 1); fo != 0 {
+			ext = max(ext, fo+4)
+			if !w.ScalarIn(&t, fo, 4) && bad == fbverify.NoField {
+				bad = 1
+			}
+		}
+		fo0 = w.Slot(&t, 0)
+		if bad == fbverify.NoField {
+			w.Learn(&t, &m.Memo, ext, false)
+			m.s0 = uint16(fo0)
+		}
+	}
+	if fo := fo0; fo != 0 {
+		q, ok := w.RefAt(&t, fo)
 		if !ok {
 			if q, err = w.Ref(&t, 0, true); err != nil {
 				return w.At(err, "key", -1)
 			}
 		}
-		if q != 0 {
+		if !w.StringAt(q) {
 			if err := w.String(q); err != nil {
 				return w.At(err, "key", -1)
 			}
 		}
+	} else {
+		return w.At(w.Missing(&t), "key", -1)
 	}
-	if fo := w.Slot(&t, 1); fo != 0 && (fo+4 > t.Size() || fo&3 != 0) {
-		if err := w.ScalarOutside(&t, fo, 4); err != nil {
-			return w.At(err, "segment_index", -1)
-		}
+	if bad != fbverify.NoField {
+		return w.ScalarError(&t, bad, LegacyNamedDataDesc)
 	}
 	w.Leave()
 	return nil
@@ -285,112 +497,156 @@ func VerifyLegacyNamedData(w *fbverify.Walk, pos int64) error {
 
 // VerifyLegacyFlatTensor verifies the LegacyFlatTensor table at pos and everything it refers to.
 func VerifyLegacyFlatTensor(w *fbverify.Walk, pos int64) error {
-	t, err := w.Start(pos)
+	var m memoLegacyFlatTensor
+	return verifyLegacyFlatTensor(w, pos, &m)
+}
+
+// memoLegacyFlatTensor is what verifyLegacyFlatTensor keeps from one LegacyFlatTensor table to the next: the
+// vtable, the table offsets of its offset fields and unions, and the memos
+// of the tables it verifies in place.
+type memoLegacyFlatTensor struct {
+	fbverify.Memo
+	s2                    uint16
+	s3                    uint16
+	s4                    uint16
+	mLegacyTensorMetadata memoLegacyTensorMetadata
+	mDataSegment          memoDataSegment
+	mLegacyNamedData      memoLegacyNamedData
+}
+
+func verifyLegacyFlatTensor(w *fbverify.Walk, pos int64, m *memoLegacyFlatTensor) error {
+	t, hit, err := w.StartMemo(pos, &m.Memo)
 	if err != nil {
 		return err
 	}
-	if fo := w.Slot(&t, 0); fo != 0 && (fo+4 > t.Size() || fo&3 != 0) {
-		if err := w.ScalarOutside(&t, fo, 4); err != nil {
-			return w.At(err, "version", -1)
+	var fo2, fo3, fo4 int64
+	bad := fbverify.NoField // the first scalar field that fails its checks
+	if hit {
+		fo2 = int64(m.s2)
+		fo3 = int64(m.s3)
+		fo4 = int64(m.s4)
+	} else {
+		ext := int64(4)
+		if fo := w.Slot(&t, 0); fo != 0 {
+			ext = max(ext, fo+4)
+			if !w.ScalarIn(&t, fo, 4) && bad == fbverify.NoField {
+				bad = 0
+			}
+		}
+		if fo := w.Slot(&t, 1); fo != 0 {
+			ext = max(ext, fo+4)
+			if !w.ScalarIn(&t, fo, 4) && bad == fbverify.NoField {
+				bad = 1
+			}
+		}
+		fo2 = w.Slot(&t, 2)
+		fo3 = w.Slot(&t, 3)
+		fo4 = w.Slot(&t, 4)
+		if bad == fbverify.NoField {
+			w.Learn(&t, &m.Memo, ext, false)
+			m.s2 = uint16(fo2)
+			m.s3 = uint16(fo3)
+			m.s4 = uint16(fo4)
 		}
 	}
-	if fo := w.Slot(&t, 1); fo != 0 && (fo+4 > t.Size() || fo&3 != 0) {
-		if err := w.ScalarOutside(&t, fo, 4); err != nil {
-			return w.At(err, "tensor_alignment", -1)
-		}
+	if bad < 2 {
+		return w.ScalarError(&t, bad, LegacyFlatTensorDesc)
 	}
-	{
-		q, ok := w.RefAt(&t, w.Slot(&t, 2))
+	if fo := fo2; fo != 0 {
+		q, ok := w.RefAt(&t, fo)
 		if !ok {
 			if q, err = w.Ref(&t, 2, false); err != nil {
 				return w.At(err, "tensors", -1)
 			}
 		}
-		if q != 0 {
-			start, n, ok := w.VectorAt(q, 4)
-			if !ok {
-				if start, n, err = w.Vector(q, 4); err != nil {
-					return w.At(err, "tensors", -1)
-				}
+		start, n, ok := w.VectorAt(q, 4)
+		if !ok {
+			if start, n, err = w.Vector(q, 4); err != nil {
+				return w.At(err, "tensors", -1)
 			}
-			{
-				for i := int64(0); i < n; i++ {
-					var err error
-					e, ok := w.DerefAt(start + 4*i)
-					if !ok {
-						e, err = w.Deref(start + 4*i)
-					}
-					if err == nil {
-						err = VerifyLegacyTensorMetadata(w, e)
-					}
-					if err != nil {
-						return w.At(w.At(err, "", int(i)), "tensors", -1)
-					}
+		}
+		{
+			for i := int64(0); i < n; i++ {
+				var err error
+				e, ok := w.DerefAt(start + 4*i)
+				if !ok {
+					e, err = w.Deref(start + 4*i)
+				}
+				if err == nil {
+					err = verifyLegacyTensorMetadata(w, e, &m.mLegacyTensorMetadata)
+				}
+				if err != nil {
+					return w.At(w.At(err, "", int(i)), "tensors", -1)
 				}
 			}
 		}
 	}
-	{
-		q, ok := w.RefAt(&t, w.Slot(&t, 3))
+	if bad < 3 {
+		return w.ScalarError(&t, bad, LegacyFlatTensorDesc)
+	}
+	if fo := fo3; fo != 0 {
+		q, ok := w.RefAt(&t, fo)
 		if !ok {
 			if q, err = w.Ref(&t, 3, false); err != nil {
 				return w.At(err, "segments", -1)
 			}
 		}
-		if q != 0 {
-			start, n, ok := w.VectorAt(q, 4)
-			if !ok {
-				if start, n, err = w.Vector(q, 4); err != nil {
-					return w.At(err, "segments", -1)
-				}
+		start, n, ok := w.VectorAt(q, 4)
+		if !ok {
+			if start, n, err = w.Vector(q, 4); err != nil {
+				return w.At(err, "segments", -1)
 			}
-			{
-				for i := int64(0); i < n; i++ {
-					var err error
-					e, ok := w.DerefAt(start + 4*i)
-					if !ok {
-						e, err = w.Deref(start + 4*i)
-					}
-					if err == nil {
-						err = VerifyDataSegment(w, e)
-					}
-					if err != nil {
-						return w.At(w.At(err, "", int(i)), "segments", -1)
-					}
+		}
+		{
+			for i := int64(0); i < n; i++ {
+				var err error
+				e, ok := w.DerefAt(start + 4*i)
+				if !ok {
+					e, err = w.Deref(start + 4*i)
+				}
+				if err == nil {
+					err = verifyDataSegment(w, e, &m.mDataSegment)
+				}
+				if err != nil {
+					return w.At(w.At(err, "", int(i)), "segments", -1)
 				}
 			}
 		}
 	}
-	{
-		q, ok := w.RefAt(&t, w.Slot(&t, 4))
+	if bad < 4 {
+		return w.ScalarError(&t, bad, LegacyFlatTensorDesc)
+	}
+	if fo := fo4; fo != 0 {
+		q, ok := w.RefAt(&t, fo)
 		if !ok {
 			if q, err = w.Ref(&t, 4, false); err != nil {
 				return w.At(err, "named_data", -1)
 			}
 		}
-		if q != 0 {
-			start, n, ok := w.VectorAt(q, 4)
-			if !ok {
-				if start, n, err = w.Vector(q, 4); err != nil {
-					return w.At(err, "named_data", -1)
-				}
+		start, n, ok := w.VectorAt(q, 4)
+		if !ok {
+			if start, n, err = w.Vector(q, 4); err != nil {
+				return w.At(err, "named_data", -1)
 			}
-			{
-				for i := int64(0); i < n; i++ {
-					var err error
-					e, ok := w.DerefAt(start + 4*i)
-					if !ok {
-						e, err = w.Deref(start + 4*i)
-					}
-					if err == nil {
-						err = VerifyLegacyNamedData(w, e)
-					}
-					if err != nil {
-						return w.At(w.At(err, "", int(i)), "named_data", -1)
-					}
+		}
+		{
+			for i := int64(0); i < n; i++ {
+				var err error
+				e, ok := w.DerefAt(start + 4*i)
+				if !ok {
+					e, err = w.Deref(start + 4*i)
+				}
+				if err == nil {
+					err = verifyLegacyNamedData(w, e, &m.mLegacyNamedData)
+				}
+				if err != nil {
+					return w.At(w.At(err, "", int(i)), "named_data", -1)
 				}
 			}
 		}
+	}
+	if bad != fbverify.NoField {
+		return w.ScalarError(&t, bad, LegacyFlatTensorDesc)
 	}
 	w.Leave()
 	return nil

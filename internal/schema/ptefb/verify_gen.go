@@ -11,14 +11,38 @@ func VerifyNull(w *fbverify.Walk, pos int64) error {
 
 // VerifyInt verifies the Int table at pos and everything it refers to.
 func VerifyInt(w *fbverify.Walk, pos int64) error {
-	t, err := w.Start(pos)
+	var m memoInt
+	return verifyInt(w, pos, &m)
+}
+
+// memoInt is what verifyInt keeps from one Int table to the next: the
+// vtable, the table offsets of its offset fields and unions, and the memos
+// of the tables it verifies in place.
+type memoInt struct {
+	fbverify.Memo
+}
+
+func verifyInt(w *fbverify.Walk, pos int64, m *memoInt) error {
+	t, hit, err := w.StartMemo(pos, &m.Memo)
 	if err != nil {
 		return err
 	}
-	if fo := w.Slot(&t, 0); fo != 0 && (fo+8 > t.Size() || (t.Pos()+fo)&7 != 0) {
-		if err := w.ScalarOutside(&t, fo, 8); err != nil {
-			return w.At(err, "int_val", -1)
+	bad := fbverify.NoField // the first scalar field that fails its checks
+	if !hit {
+		ext, has8 := int64(4), false
+		if fo := w.Slot(&t, 0); fo != 0 {
+			has8 = true
+			ext = max(ext, fo+8)
+			if !w.ScalarIn(&t, fo, 8) && bad == fbverify.NoField {
+				bad = 0
+			}
 		}
+		if bad == fbverify.NoField {
+			w.Learn(&t, &m.Memo, ext, has8)
+		}
+	}
+	if bad != fbverify.NoField {
+		return w.ScalarError(&t, bad, IntDesc)
 	}
 	w.Leave()
 	return nil
@@ -26,14 +50,37 @@ func VerifyInt(w *fbverify.Walk, pos int64) error {
 
 // VerifyBool verifies the Bool table at pos and everything it refers to.
 func VerifyBool(w *fbverify.Walk, pos int64) error {
-	t, err := w.Start(pos)
+	var m memoBool
+	return verifyBool(w, pos, &m)
+}
+
+// memoBool is what verifyBool keeps from one Bool table to the next: the
+// vtable, the table offsets of its offset fields and unions, and the memos
+// of the tables it verifies in place.
+type memoBool struct {
+	fbverify.Memo
+}
+
+func verifyBool(w *fbverify.Walk, pos int64, m *memoBool) error {
+	t, hit, err := w.StartMemo(pos, &m.Memo)
 	if err != nil {
 		return err
 	}
-	if fo := w.Slot(&t, 0); fo != 0 && (fo+1 > t.Size()) {
-		if err := w.ScalarOutside(&t, fo, 1); err != nil {
-			return w.At(err, "bool_val", -1)
+	bad := fbverify.NoField // the first scalar field that fails its checks
+	if !hit {
+		ext := int64(4)
+		if fo := w.Slot(&t, 0); fo != 0 {
+			ext = max(ext, fo+1)
+			if !w.ScalarIn(&t, fo, 1) && bad == fbverify.NoField {
+				bad = 0
+			}
 		}
+		if bad == fbverify.NoField {
+			w.Learn(&t, &m.Memo, ext, false)
+		}
+	}
+	if bad != fbverify.NoField {
+		return w.ScalarError(&t, bad, BoolDesc)
 	}
 	w.Leave()
 	return nil
@@ -41,14 +88,38 @@ func VerifyBool(w *fbverify.Walk, pos int64) error {
 
 // VerifyDouble verifies the Double table at pos and everything it refers to.
 func VerifyDouble(w *fbverify.Walk, pos int64) error {
-	t, err := w.Start(pos)
+	var m memoDouble
+	return verifyDouble(w, pos, &m)
+}
+
+// memoDouble is what verifyDouble keeps from one Double table to the next: the
+// vtable, the table offsets of its offset fields and unions, and the memos
+// of the tables it verifies in place.
+type memoDouble struct {
+	fbverify.Memo
+}
+
+func verifyDouble(w *fbverify.Walk, pos int64, m *memoDouble) error {
+	t, hit, err := w.StartMemo(pos, &m.Memo)
 	if err != nil {
 		return err
 	}
-	if fo := w.Slot(&t, 0); fo != 0 && (fo+8 > t.Size() || (t.Pos()+fo)&7 != 0) {
-		if err := w.ScalarOutside(&t, fo, 8); err != nil {
-			return w.At(err, "double_val", -1)
+	bad := fbverify.NoField // the first scalar field that fails its checks
+	if !hit {
+		ext, has8 := int64(4), false
+		if fo := w.Slot(&t, 0); fo != 0 {
+			has8 = true
+			ext = max(ext, fo+8)
+			if !w.ScalarIn(&t, fo, 8) && bad == fbverify.NoField {
+				bad = 0
+			}
 		}
+		if bad == fbverify.NoField {
+			w.Learn(&t, &m.Memo, ext, has8)
+		}
+	}
+	if bad != fbverify.NoField {
+		return w.ScalarError(&t, bad, DoubleDesc)
 	}
 	w.Leave()
 	return nil
@@ -56,18 +127,39 @@ func VerifyDouble(w *fbverify.Walk, pos int64) error {
 
 // VerifyString verifies the String table at pos and everything it refers to.
 func VerifyString(w *fbverify.Walk, pos int64) error {
-	t, err := w.Start(pos)
+	var m memoString
+	return verifyString(w, pos, &m)
+}
+
+// memoString is what verifyString keeps from one String table to the next: the
+// vtable, the table offsets of its offset fields and unions, and the memos
+// of the tables it verifies in place.
+type memoString struct {
+	fbverify.Memo
+	s0 uint16
+}
+
+func verifyString(w *fbverify.Walk, pos int64, m *memoString) error {
+	t, hit, err := w.StartMemo(pos, &m.Memo)
 	if err != nil {
 		return err
 	}
-	{
-		q, ok := w.RefAt(&t, w.Slot(&t, 0))
+	var fo0 int64
+	if hit {
+		fo0 = int64(m.s0)
+	} else {
+		fo0 = w.Slot(&t, 0)
+		w.Learn(&t, &m.Memo, 4, false)
+		m.s0 = uint16(fo0)
+	}
+	if fo := fo0; fo != 0 {
+		q, ok := w.RefAt(&t, fo)
 		if !ok {
 			if q, err = w.Ref(&t, 0, false); err != nil {
 				return w.At(err, "string_val", -1)
 			}
 		}
-		if q != 0 {
+		if !w.StringAt(q) {
 			if err := w.String(q); err != nil {
 				return w.At(err, "string_val", -1)
 			}
@@ -79,22 +171,41 @@ func VerifyString(w *fbverify.Walk, pos int64) error {
 
 // VerifyIntList verifies the IntList table at pos and everything it refers to.
 func VerifyIntList(w *fbverify.Walk, pos int64) error {
-	t, err := w.Start(pos)
+	var m memoIntList
+	return verifyIntList(w, pos, &m)
+}
+
+// memoIntList is what verifyIntList keeps from one IntList table to the next: the
+// vtable, the table offsets of its offset fields and unions, and the memos
+// of the tables it verifies in place.
+type memoIntList struct {
+	fbverify.Memo
+	s0 uint16
+}
+
+func verifyIntList(w *fbverify.Walk, pos int64, m *memoIntList) error {
+	t, hit, err := w.StartMemo(pos, &m.Memo)
 	if err != nil {
 		return err
 	}
-	{
-		q, ok := w.RefAt(&t, w.Slot(&t, 0))
+	var fo0 int64
+	if hit {
+		fo0 = int64(m.s0)
+	} else {
+		fo0 = w.Slot(&t, 0)
+		w.Learn(&t, &m.Memo, 4, false)
+		m.s0 = uint16(fo0)
+	}
+	if fo := fo0; fo != 0 {
+		q, ok := w.RefAt(&t, fo)
 		if !ok {
 			if q, err = w.Ref(&t, 0, false); err != nil {
 				return w.At(err, "items", -1)
 			}
 		}
-		if q != 0 {
-			if _, _, ok := w.VectorAt(q, 8); !ok {
-				if _, _, err := w.Vector(q, 8); err != nil {
-					return w.At(err, "items", -1)
-				}
+		if _, _, ok := w.VectorAt(q, 8); !ok {
+			if _, _, err := w.Vector(q, 8); err != nil {
+				return w.At(err, "items", -1)
 			}
 		}
 	}
@@ -104,22 +215,41 @@ func VerifyIntList(w *fbverify.Walk, pos int64) error {
 
 // VerifyDoubleList verifies the DoubleList table at pos and everything it refers to.
 func VerifyDoubleList(w *fbverify.Walk, pos int64) error {
-	t, err := w.Start(pos)
+	var m memoDoubleList
+	return verifyDoubleList(w, pos, &m)
+}
+
+// memoDoubleList is what verifyDoubleList keeps from one DoubleList table to the next: the
+// vtable, the table offsets of its offset fields and unions, and the memos
+// of the tables it verifies in place.
+type memoDoubleList struct {
+	fbverify.Memo
+	s0 uint16
+}
+
+func verifyDoubleList(w *fbverify.Walk, pos int64, m *memoDoubleList) error {
+	t, hit, err := w.StartMemo(pos, &m.Memo)
 	if err != nil {
 		return err
 	}
-	{
-		q, ok := w.RefAt(&t, w.Slot(&t, 0))
+	var fo0 int64
+	if hit {
+		fo0 = int64(m.s0)
+	} else {
+		fo0 = w.Slot(&t, 0)
+		w.Learn(&t, &m.Memo, 4, false)
+		m.s0 = uint16(fo0)
+	}
+	if fo := fo0; fo != 0 {
+		q, ok := w.RefAt(&t, fo)
 		if !ok {
 			if q, err = w.Ref(&t, 0, false); err != nil {
 				return w.At(err, "items", -1)
 			}
 		}
-		if q != 0 {
-			if _, _, ok := w.VectorAt(q, 8); !ok {
-				if _, _, err := w.Vector(q, 8); err != nil {
-					return w.At(err, "items", -1)
-				}
+		if _, _, ok := w.VectorAt(q, 8); !ok {
+			if _, _, err := w.Vector(q, 8); err != nil {
+				return w.At(err, "items", -1)
 			}
 		}
 	}
@@ -129,22 +259,41 @@ func VerifyDoubleList(w *fbverify.Walk, pos int64) error {
 
 // VerifyBoolList verifies the BoolList table at pos and everything it refers to.
 func VerifyBoolList(w *fbverify.Walk, pos int64) error {
-	t, err := w.Start(pos)
+	var m memoBoolList
+	return verifyBoolList(w, pos, &m)
+}
+
+// memoBoolList is what verifyBoolList keeps from one BoolList table to the next: the
+// vtable, the table offsets of its offset fields and unions, and the memos
+// of the tables it verifies in place.
+type memoBoolList struct {
+	fbverify.Memo
+	s0 uint16
+}
+
+func verifyBoolList(w *fbverify.Walk, pos int64, m *memoBoolList) error {
+	t, hit, err := w.StartMemo(pos, &m.Memo)
 	if err != nil {
 		return err
 	}
-	{
-		q, ok := w.RefAt(&t, w.Slot(&t, 0))
+	var fo0 int64
+	if hit {
+		fo0 = int64(m.s0)
+	} else {
+		fo0 = w.Slot(&t, 0)
+		w.Learn(&t, &m.Memo, 4, false)
+		m.s0 = uint16(fo0)
+	}
+	if fo := fo0; fo != 0 {
+		q, ok := w.RefAt(&t, fo)
 		if !ok {
 			if q, err = w.Ref(&t, 0, false); err != nil {
 				return w.At(err, "items", -1)
 			}
 		}
-		if q != 0 {
-			if _, _, ok := w.VectorAt(q, 1); !ok {
-				if _, _, err := w.Vector(q, 1); err != nil {
-					return w.At(err, "items", -1)
-				}
+		if _, _, ok := w.VectorAt(q, 1); !ok {
+			if _, _, err := w.Vector(q, 1); err != nil {
+				return w.At(err, "items", -1)
 			}
 		}
 	}
@@ -154,22 +303,41 @@ func VerifyBoolList(w *fbverify.Walk, pos int64) error {
 
 // VerifyTensorList verifies the TensorList table at pos and everything it refers to.
 func VerifyTensorList(w *fbverify.Walk, pos int64) error {
-	t, err := w.Start(pos)
+	var m memoTensorList
+	return verifyTensorList(w, pos, &m)
+}
+
+// memoTensorList is what verifyTensorList keeps from one TensorList table to the next: the
+// vtable, the table offsets of its offset fields and unions, and the memos
+// of the tables it verifies in place.
+type memoTensorList struct {
+	fbverify.Memo
+	s0 uint16
+}
+
+func verifyTensorList(w *fbverify.Walk, pos int64, m *memoTensorList) error {
+	t, hit, err := w.StartMemo(pos, &m.Memo)
 	if err != nil {
 		return err
 	}
-	{
-		q, ok := w.RefAt(&t, w.Slot(&t, 0))
+	var fo0 int64
+	if hit {
+		fo0 = int64(m.s0)
+	} else {
+		fo0 = w.Slot(&t, 0)
+		w.Learn(&t, &m.Memo, 4, false)
+		m.s0 = uint16(fo0)
+	}
+	if fo := fo0; fo != 0 {
+		q, ok := w.RefAt(&t, fo)
 		if !ok {
 			if q, err = w.Ref(&t, 0, false); err != nil {
 				return w.At(err, "items", -1)
 			}
 		}
-		if q != 0 {
-			if _, _, ok := w.VectorAt(q, 4); !ok {
-				if _, _, err := w.Vector(q, 4); err != nil {
-					return w.At(err, "items", -1)
-				}
+		if _, _, ok := w.VectorAt(q, 4); !ok {
+			if _, _, err := w.Vector(q, 4); err != nil {
+				return w.At(err, "items", -1)
 			}
 		}
 	}
@@ -179,22 +347,41 @@ func VerifyTensorList(w *fbverify.Walk, pos int64) error {
 
 // VerifyOptionalTensorList verifies the OptionalTensorList table at pos and everything it refers to.
 func VerifyOptionalTensorList(w *fbverify.Walk, pos int64) error {
-	t, err := w.Start(pos)
+	var m memoOptionalTensorList
+	return verifyOptionalTensorList(w, pos, &m)
+}
+
+// memoOptionalTensorList is what verifyOptionalTensorList keeps from one OptionalTensorList table to the next: the
+// vtable, the table offsets of its offset fields and unions, and the memos
+// of the tables it verifies in place.
+type memoOptionalTensorList struct {
+	fbverify.Memo
+	s0 uint16
+}
+
+func verifyOptionalTensorList(w *fbverify.Walk, pos int64, m *memoOptionalTensorList) error {
+	t, hit, err := w.StartMemo(pos, &m.Memo)
 	if err != nil {
 		return err
 	}
-	{
-		q, ok := w.RefAt(&t, w.Slot(&t, 0))
+	var fo0 int64
+	if hit {
+		fo0 = int64(m.s0)
+	} else {
+		fo0 = w.Slot(&t, 0)
+		w.Learn(&t, &m.Memo, 4, false)
+		m.s0 = uint16(fo0)
+	}
+	if fo := fo0; fo != 0 {
+		q, ok := w.RefAt(&t, fo)
 		if !ok {
 			if q, err = w.Ref(&t, 0, false); err != nil {
 				return w.At(err, "items", -1)
 			}
 		}
-		if q != 0 {
-			if _, _, ok := w.VectorAt(q, 4); !ok {
-				if _, _, err := w.Vector(q, 4); err != nil {
-					return w.At(err, "items", -1)
-				}
+		if _, _, ok := w.VectorAt(q, 4); !ok {
+			if _, _, err := w.Vector(q, 4); err != nil {
+				return w.At(err, "items", -1)
 			}
 		}
 	}
@@ -204,24 +391,49 @@ func VerifyOptionalTensorList(w *fbverify.Walk, pos int64) error {
 
 // VerifyAllocationDetails verifies the AllocationDetails table at pos and everything it refers to.
 func VerifyAllocationDetails(w *fbverify.Walk, pos int64) error {
-	t, err := w.Start(pos)
+	var m memoAllocationDetails
+	return verifyAllocationDetails(w, pos, &m)
+}
+
+// memoAllocationDetails is what verifyAllocationDetails keeps from one AllocationDetails table to the next: the
+// vtable, the table offsets of its offset fields and unions, and the memos
+// of the tables it verifies in place.
+type memoAllocationDetails struct {
+	fbverify.Memo
+}
+
+func verifyAllocationDetails(w *fbverify.Walk, pos int64, m *memoAllocationDetails) error {
+	t, hit, err := w.StartMemo(pos, &m.Memo)
 	if err != nil {
 		return err
 	}
-	if fo := w.Slot(&t, 0); fo != 0 && (fo+4 > t.Size() || fo&3 != 0) {
-		if err := w.ScalarOutside(&t, fo, 4); err != nil {
-			return w.At(err, "memory_id", -1)
+	bad := fbverify.NoField // the first scalar field that fails its checks
+	if !hit {
+		ext := int64(4)
+		if fo := w.Slot(&t, 0); fo != 0 {
+			ext = max(ext, fo+4)
+			if !w.ScalarIn(&t, fo, 4) && bad == fbverify.NoField {
+				bad = 0
+			}
+		}
+		if fo := w.Slot(&t, 1); fo != 0 {
+			ext = max(ext, fo+4)
+			if !w.ScalarIn(&t, fo, 4) && bad == fbverify.NoField {
+				bad = 1
+			}
+		}
+		if fo := w.Slot(&t, 2); fo != 0 {
+			ext = max(ext, fo+4)
+			if !w.ScalarIn(&t, fo, 4) && bad == fbverify.NoField {
+				bad = 2
+			}
+		}
+		if bad == fbverify.NoField {
+			w.Learn(&t, &m.Memo, ext, false)
 		}
 	}
-	if fo := w.Slot(&t, 1); fo != 0 && (fo+4 > t.Size() || fo&3 != 0) {
-		if err := w.ScalarOutside(&t, fo, 4); err != nil {
-			return w.At(err, "memory_offset_low", -1)
-		}
-	}
-	if fo := w.Slot(&t, 2); fo != 0 && (fo+4 > t.Size() || fo&3 != 0) {
-		if err := w.ScalarOutside(&t, fo, 4); err != nil {
-			return w.At(err, "memory_offset_high", -1)
-		}
+	if bad != fbverify.NoField {
+		return w.ScalarError(&t, bad, AllocationDetailsDesc)
 	}
 	w.Leave()
 	return nil
@@ -229,42 +441,78 @@ func VerifyAllocationDetails(w *fbverify.Walk, pos int64) error {
 
 // VerifyExtraTensorInfo verifies the ExtraTensorInfo table at pos and everything it refers to.
 func VerifyExtraTensorInfo(w *fbverify.Walk, pos int64) error {
-	t, err := w.Start(pos)
+	var m memoExtraTensorInfo
+	return verifyExtraTensorInfo(w, pos, &m)
+}
+
+// memoExtraTensorInfo is what verifyExtraTensorInfo keeps from one ExtraTensorInfo table to the next: the
+// vtable, the table offsets of its offset fields and unions, and the memos
+// of the tables it verifies in place.
+type memoExtraTensorInfo struct {
+	fbverify.Memo
+	s1 uint16
+}
+
+func verifyExtraTensorInfo(w *fbverify.Walk, pos int64, m *memoExtraTensorInfo) error {
+	t, hit, err := w.StartMemo(pos, &m.Memo)
 	if err != nil {
 		return err
 	}
-	if fo := w.Slot(&t, 0); fo != 0 && (fo+8 > t.Size() || (t.Pos()+fo)&7 != 0) {
-		if err := w.ScalarOutside(&t, fo, 8); err != nil {
-			return w.At(err, "mutable_data_segments_idx", -1)
+	var fo1 int64
+	bad := fbverify.NoField // the first scalar field that fails its checks
+	if hit {
+		fo1 = int64(m.s1)
+	} else {
+		ext, has8 := int64(4), false
+		if fo := w.Slot(&t, 0); fo != 0 {
+			has8 = true
+			ext = max(ext, fo+8)
+			if !w.ScalarIn(&t, fo, 8) && bad == fbverify.NoField {
+				bad = 0
+			}
+		}
+		if fo := w.Slot(&t, 2); fo != 0 {
+			ext = max(ext, fo+1)
+			if !w.ScalarIn(&t, fo, 1) && bad == fbverify.NoField {
+				bad = 2
+			}
+		}
+		if fo := w.Slot(&t, 3); fo != 0 {
+			ext = max(ext, fo+1)
+			if !w.ScalarIn(&t, fo, 1) && bad == fbverify.NoField {
+				bad = 3
+			}
+		}
+		if fo := w.Slot(&t, 4); fo != 0 {
+			ext = max(ext, fo+1)
+			if !w.ScalarIn(&t, fo, 1) && bad == fbverify.NoField {
+				bad = 4
+			}
+		}
+		fo1 = w.Slot(&t, 1)
+		if bad == fbverify.NoField {
+			w.Learn(&t, &m.Memo, ext, has8)
+			m.s1 = uint16(fo1)
 		}
 	}
-	{
-		q, ok := w.RefAt(&t, w.Slot(&t, 1))
+	if bad < 1 {
+		return w.ScalarError(&t, bad, ExtraTensorInfoDesc)
+	}
+	if fo := fo1; fo != 0 {
+		q, ok := w.RefAt(&t, fo)
 		if !ok {
 			if q, err = w.Ref(&t, 1, false); err != nil {
 				return w.At(err, "fully_qualified_name", -1)
 			}
 		}
-		if q != 0 {
+		if !w.StringAt(q) {
 			if err := w.String(q); err != nil {
 				return w.At(err, "fully_qualified_name", -1)
 			}
 		}
 	}
-	if fo := w.Slot(&t, 2); fo != 0 && (fo+1 > t.Size()) {
-		if err := w.ScalarOutside(&t, fo, 1); err != nil {
-			return w.At(err, "location", -1)
-		}
-	}
-	if fo := w.Slot(&t, 3); fo != 0 && (fo+1 > t.Size()) {
-		if err := w.ScalarOutside(&t, fo, 1); err != nil {
-			return w.At(err, "device_type", -1)
-		}
-	}
-	if fo := w.Slot(&t, 4); fo != 0 && (fo+1 > t.Size()) {
-		if err := w.ScalarOutside(&t, fo, 1); err != nil {
-			return w.At(err, "device_index", -1)
-		}
+	if bad != fbverify.NoField {
+		return w.ScalarError(&t, bad, ExtraTensorInfoDesc)
 	}
 	w.Leave()
 	return nil
@@ -272,95 +520,151 @@ func VerifyExtraTensorInfo(w *fbverify.Walk, pos int64) error {
 
 // VerifyTensor verifies the Tensor table at pos and everything it refers to.
 func VerifyTensor(w *fbverify.Walk, pos int64) error {
-	t, err := w.Start(pos)
+	var m memoTensor
+	return verifyTensor(w, pos, &m)
+}
+
+// memoTensor is what verifyTensor keeps from one Tensor table to the next: the
+// vtable, the table offsets of its offset fields and unions, and the memos
+// of the tables it verifies in place.
+type memoTensor struct {
+	fbverify.Memo
+	s2                 uint16
+	s3                 uint16
+	s6                 uint16
+	s9                 uint16
+	mAllocationDetails memoAllocationDetails
+	mExtraTensorInfo   memoExtraTensorInfo
+}
+
+func verifyTensor(w *fbverify.Walk, pos int64, m *memoTensor) error {
+	t, hit, err := w.StartMemo(pos, &m.Memo)
 	if err != nil {
 		return err
 	}
-	if fo := w.Slot(&t, 0); fo != 0 && (fo+1 > t.Size()) {
-		if err := w.ScalarOutside(&t, fo, 1); err != nil {
-			return w.At(err, "scalar_type", -1)
+	var fo2, fo3, fo6, fo9 int64
+	bad := fbverify.NoField // the first scalar field that fails its checks
+	if hit {
+		fo2 = int64(m.s2)
+		fo3 = int64(m.s3)
+		fo6 = int64(m.s6)
+		fo9 = int64(m.s9)
+	} else {
+		ext := int64(4)
+		if fo := w.Slot(&t, 0); fo != 0 {
+			ext = max(ext, fo+1)
+			if !w.ScalarIn(&t, fo, 1) && bad == fbverify.NoField {
+				bad = 0
+			}
+		}
+		if fo := w.Slot(&t, 1); fo != 0 {
+			ext = max(ext, fo+4)
+			if !w.ScalarIn(&t, fo, 4) && bad == fbverify.NoField {
+				bad = 1
+			}
+		}
+		if fo := w.Slot(&t, 4); fo != 0 {
+			ext = max(ext, fo+1)
+			if !w.ScalarIn(&t, fo, 1) && bad == fbverify.NoField {
+				bad = 4
+			}
+		}
+		if fo := w.Slot(&t, 5); fo != 0 {
+			ext = max(ext, fo+4)
+			if !w.ScalarIn(&t, fo, 4) && bad == fbverify.NoField {
+				bad = 5
+			}
+		}
+		if fo := w.Slot(&t, 7); fo != 0 {
+			ext = max(ext, fo+1)
+			if !w.ScalarIn(&t, fo, 1) && bad == fbverify.NoField {
+				bad = 7
+			}
+		}
+		if fo := w.Slot(&t, 8); fo != 0 {
+			ext = max(ext, fo+1)
+			if !w.ScalarIn(&t, fo, 1) && bad == fbverify.NoField {
+				bad = 8
+			}
+		}
+		fo2 = w.Slot(&t, 2)
+		fo3 = w.Slot(&t, 3)
+		fo6 = w.Slot(&t, 6)
+		fo9 = w.Slot(&t, 9)
+		if bad == fbverify.NoField {
+			w.Learn(&t, &m.Memo, ext, false)
+			m.s2 = uint16(fo2)
+			m.s3 = uint16(fo3)
+			m.s6 = uint16(fo6)
+			m.s9 = uint16(fo9)
 		}
 	}
-	if fo := w.Slot(&t, 1); fo != 0 && (fo+4 > t.Size() || fo&3 != 0) {
-		if err := w.ScalarOutside(&t, fo, 4); err != nil {
-			return w.At(err, "storage_offset", -1)
-		}
+	if bad < 2 {
+		return w.ScalarError(&t, bad, TensorDesc)
 	}
-	{
-		q, ok := w.RefAt(&t, w.Slot(&t, 2))
+	if fo := fo2; fo != 0 {
+		q, ok := w.RefAt(&t, fo)
 		if !ok {
 			if q, err = w.Ref(&t, 2, false); err != nil {
 				return w.At(err, "sizes", -1)
 			}
 		}
-		if q != 0 {
-			if _, _, ok := w.VectorAt(q, 4); !ok {
-				if _, _, err := w.Vector(q, 4); err != nil {
-					return w.At(err, "sizes", -1)
-				}
+		if _, _, ok := w.VectorAt(q, 4); !ok {
+			if _, _, err := w.Vector(q, 4); err != nil {
+				return w.At(err, "sizes", -1)
 			}
 		}
 	}
-	{
-		q, ok := w.RefAt(&t, w.Slot(&t, 3))
+	if bad < 3 {
+		return w.ScalarError(&t, bad, TensorDesc)
+	}
+	if fo := fo3; fo != 0 {
+		q, ok := w.RefAt(&t, fo)
 		if !ok {
 			if q, err = w.Ref(&t, 3, false); err != nil {
 				return w.At(err, "dim_order", -1)
 			}
 		}
-		if q != 0 {
-			if _, _, ok := w.VectorAt(q, 1); !ok {
-				if _, _, err := w.Vector(q, 1); err != nil {
-					return w.At(err, "dim_order", -1)
-				}
+		if _, _, ok := w.VectorAt(q, 1); !ok {
+			if _, _, err := w.Vector(q, 1); err != nil {
+				return w.At(err, "dim_order", -1)
 			}
 		}
 	}
-	if fo := w.Slot(&t, 4); fo != 0 && (fo+1 > t.Size()) {
-		if err := w.ScalarOutside(&t, fo, 1); err != nil {
-			return w.At(err, "requires_grad", -1)
-		}
+	if bad < 6 {
+		return w.ScalarError(&t, bad, TensorDesc)
 	}
-	if fo := w.Slot(&t, 5); fo != 0 && (fo+4 > t.Size() || fo&3 != 0) {
-		if err := w.ScalarOutside(&t, fo, 4); err != nil {
-			return w.At(err, "data_buffer_idx", -1)
-		}
-	}
-	{
-		q, ok := w.RefAt(&t, w.Slot(&t, 6))
+	if fo := fo6; fo != 0 {
+		q, ok := w.RefAt(&t, fo)
 		if !ok {
 			if q, err = w.Ref(&t, 6, false); err != nil {
 				return w.At(err, "allocation_info", -1)
 			}
 		}
-		if q != 0 {
-			if err := VerifyAllocationDetails(w, q); err != nil {
+		{
+			if err := verifyAllocationDetails(w, q, &m.mAllocationDetails); err != nil {
 				return w.At(err, "allocation_info", -1)
 			}
 		}
 	}
-	if fo := w.Slot(&t, 7); fo != 0 && (fo+1 > t.Size()) {
-		if err := w.ScalarOutside(&t, fo, 1); err != nil {
-			return w.At(err, "layout", -1)
-		}
+	if bad < 9 {
+		return w.ScalarError(&t, bad, TensorDesc)
 	}
-	if fo := w.Slot(&t, 8); fo != 0 && (fo+1 > t.Size()) {
-		if err := w.ScalarOutside(&t, fo, 1); err != nil {
-			return w.At(err, "shape_dynamism", -1)
-		}
-	}
-	{
-		q, ok := w.RefAt(&t, w.Slot(&t, 9))
+	if fo := fo9; fo != 0 {
+		q, ok := w.RefAt(&t, fo)
 		if !ok {
 			if q, err = w.Ref(&t, 9, false); err != nil {
 				return w.At(err, "extra_tensor_info", -1)
 			}
 		}
-		if q != 0 {
-			if err := VerifyExtraTensorInfo(w, q); err != nil {
+		{
+			if err := verifyExtraTensorInfo(w, q, &m.mExtraTensorInfo); err != nil {
 				return w.At(err, "extra_tensor_info", -1)
 			}
 		}
+	}
+	if bad != fbverify.NoField {
+		return w.ScalarError(&t, bad, TensorDesc)
 	}
 	w.Leave()
 	return nil
@@ -368,36 +672,71 @@ func VerifyTensor(w *fbverify.Walk, pos int64) error {
 
 // VerifyEValue verifies the EValue table at pos and everything it refers to.
 func VerifyEValue(w *fbverify.Walk, pos int64) error {
-	t, err := w.Start(pos)
+	var m memoEValue
+	return verifyEValue(w, pos, &m)
+}
+
+// memoEValue is what verifyEValue keeps from one EValue table to the next: the
+// vtable, the table offsets of its offset fields and unions, and the memos
+// of the tables it verifies in place.
+type memoEValue struct {
+	fbverify.Memo
+	s0                  uint16
+	s1                  uint16
+	mInt                memoInt
+	mBool               memoBool
+	mDouble             memoDouble
+	mTensor             memoTensor
+	mString             memoString
+	mIntList            memoIntList
+	mDoubleList         memoDoubleList
+	mBoolList           memoBoolList
+	mTensorList         memoTensorList
+	mOptionalTensorList memoOptionalTensorList
+}
+
+func verifyEValue(w *fbverify.Walk, pos int64, m *memoEValue) error {
+	t, hit, err := w.StartMemo(pos, &m.Memo)
 	if err != nil {
 		return err
 	}
-	if tag, q, err := w.Union(&t, 0); err != nil {
+	var fo0, fo1 int64
+	if hit {
+		fo0 = int64(m.s0)
+		fo1 = int64(m.s1)
+	} else {
+		fo0 = w.Slot(&t, 0)
+		fo1 = w.Slot(&t, 1)
+		w.Learn(&t, &m.Memo, 4, false)
+		m.s0 = uint16(fo0)
+		m.s1 = uint16(fo1)
+	}
+	if tag, q, err := w.UnionAt(&t, fo0, fo1); err != nil {
 		return w.At(err, "val", -1)
 	} else if tag != 0 && q != 0 {
 		switch tag {
 		case 1:
 			err = VerifyNull(w, q)
 		case 2:
-			err = VerifyInt(w, q)
+			err = verifyInt(w, q, &m.mInt)
 		case 3:
-			err = VerifyBool(w, q)
+			err = verifyBool(w, q, &m.mBool)
 		case 4:
-			err = VerifyDouble(w, q)
+			err = verifyDouble(w, q, &m.mDouble)
 		case 5:
-			err = VerifyTensor(w, q)
+			err = verifyTensor(w, q, &m.mTensor)
 		case 6:
-			err = VerifyString(w, q)
+			err = verifyString(w, q, &m.mString)
 		case 7:
-			err = VerifyIntList(w, q)
+			err = verifyIntList(w, q, &m.mIntList)
 		case 8:
-			err = VerifyDoubleList(w, q)
+			err = verifyDoubleList(w, q, &m.mDoubleList)
 		case 9:
-			err = VerifyBoolList(w, q)
+			err = verifyBoolList(w, q, &m.mBoolList)
 		case 10:
-			err = VerifyTensorList(w, q)
+			err = verifyTensorList(w, q, &m.mTensorList)
 		case 11:
-			err = VerifyOptionalTensorList(w, q)
+			err = verifyOptionalTensorList(w, q, &m.mOptionalTensorList)
 		default:
 			err = w.UnknownTag(&t, 0, tag, 12)
 		}
@@ -411,31 +750,56 @@ func VerifyEValue(w *fbverify.Walk, pos int64) error {
 
 // VerifyOperator verifies the Operator table at pos and everything it refers to.
 func VerifyOperator(w *fbverify.Walk, pos int64) error {
-	t, err := w.Start(pos)
+	var m memoOperator
+	return verifyOperator(w, pos, &m)
+}
+
+// memoOperator is what verifyOperator keeps from one Operator table to the next: the
+// vtable, the table offsets of its offset fields and unions, and the memos
+// of the tables it verifies in place.
+type memoOperator struct {
+	fbverify.Memo
+	s0 uint16
+	s1 uint16
+}
+
+func verifyOperator(w *fbverify.Walk, pos int64, m *memoOperator) error {
+	t, hit, err := w.StartMemo(pos, &m.Memo)
 	if err != nil {
 		return err
 	}
-	{
-		q, ok := w.RefAt(&t, w.Slot(&t, 0))
+	var fo0, fo1 int64
+	if hit {
+		fo0 = int64(m.s0)
+		fo1 = int64(m.s1)
+	} else {
+		fo0 = w.Slot(&t, 0)
+		fo1 = w.Slot(&t, 1)
+		w.Learn(&t, &m.Memo, 4, false)
+		m.s0 = uint16(fo0)
+		m.s1 = uint16(fo1)
+	}
+	if fo := fo0; fo != 0 {
+		q, ok := w.RefAt(&t, fo)
 		if !ok {
 			if q, err = w.Ref(&t, 0, false); err != nil {
 				return w.At(err, "name", -1)
 			}
 		}
-		if q != 0 {
+		if !w.StringAt(q) {
 			if err := w.String(q); err != nil {
 				return w.At(err, "name", -1)
 			}
 		}
 	}
-	{
-		q, ok := w.RefAt(&t, w.Slot(&t, 1))
+	if fo := fo1; fo != 0 {
+		q, ok := w.RefAt(&t, fo)
 		if !ok {
 			if q, err = w.Ref(&t, 1, false); err != nil {
 				return w.At(err, "overload", -1)
 			}
 		}
-		if q != 0 {
+		if !w.StringAt(q) {
 			if err := w.String(q); err != nil {
 				return w.At(err, "overload", -1)
 			}
@@ -447,29 +811,59 @@ func VerifyOperator(w *fbverify.Walk, pos int64) error {
 
 // VerifyKernelCall verifies the KernelCall table at pos and everything it refers to.
 func VerifyKernelCall(w *fbverify.Walk, pos int64) error {
-	t, err := w.Start(pos)
+	var m memoKernelCall
+	return verifyKernelCall(w, pos, &m)
+}
+
+// memoKernelCall is what verifyKernelCall keeps from one KernelCall table to the next: the
+// vtable, the table offsets of its offset fields and unions, and the memos
+// of the tables it verifies in place.
+type memoKernelCall struct {
+	fbverify.Memo
+	s1 uint16
+}
+
+func verifyKernelCall(w *fbverify.Walk, pos int64, m *memoKernelCall) error {
+	t, hit, err := w.StartMemo(pos, &m.Memo)
 	if err != nil {
 		return err
 	}
-	if fo := w.Slot(&t, 0); fo != 0 && (fo+4 > t.Size() || fo&3 != 0) {
-		if err := w.ScalarOutside(&t, fo, 4); err != nil {
-			return w.At(err, "op_index", -1)
+	var fo1 int64
+	bad := fbverify.NoField // the first scalar field that fails its checks
+	if hit {
+		fo1 = int64(m.s1)
+	} else {
+		ext := int64(4)
+		if fo := w.Slot(&t, 0); fo != 0 {
+			ext = max(ext, fo+4)
+			if !w.ScalarIn(&t, fo, 4) && bad == fbverify.NoField {
+				bad = 0
+			}
+		}
+		fo1 = w.Slot(&t, 1)
+		if bad == fbverify.NoField {
+			w.Learn(&t, &m.Memo, ext, false)
+			m.s1 = uint16(fo1)
 		}
 	}
-	{
-		q, ok := w.RefAt(&t, w.Slot(&t, 1))
+	if bad < 1 {
+		return w.ScalarError(&t, bad, KernelCallDesc)
+	}
+	if fo := fo1; fo != 0 {
+		q, ok := w.RefAt(&t, fo)
 		if !ok {
 			if q, err = w.Ref(&t, 1, false); err != nil {
 				return w.At(err, "args", -1)
 			}
 		}
-		if q != 0 {
-			if _, _, ok := w.VectorAt(q, 4); !ok {
-				if _, _, err := w.Vector(q, 4); err != nil {
-					return w.At(err, "args", -1)
-				}
+		if _, _, ok := w.VectorAt(q, 4); !ok {
+			if _, _, err := w.Vector(q, 4); err != nil {
+				return w.At(err, "args", -1)
 			}
 		}
+	}
+	if bad != fbverify.NoField {
+		return w.ScalarError(&t, bad, KernelCallDesc)
 	}
 	w.Leave()
 	return nil
@@ -477,29 +871,59 @@ func VerifyKernelCall(w *fbverify.Walk, pos int64) error {
 
 // VerifyDelegateCall verifies the DelegateCall table at pos and everything it refers to.
 func VerifyDelegateCall(w *fbverify.Walk, pos int64) error {
-	t, err := w.Start(pos)
+	var m memoDelegateCall
+	return verifyDelegateCall(w, pos, &m)
+}
+
+// memoDelegateCall is what verifyDelegateCall keeps from one DelegateCall table to the next: the
+// vtable, the table offsets of its offset fields and unions, and the memos
+// of the tables it verifies in place.
+type memoDelegateCall struct {
+	fbverify.Memo
+	s1 uint16
+}
+
+func verifyDelegateCall(w *fbverify.Walk, pos int64, m *memoDelegateCall) error {
+	t, hit, err := w.StartMemo(pos, &m.Memo)
 	if err != nil {
 		return err
 	}
-	if fo := w.Slot(&t, 0); fo != 0 && (fo+4 > t.Size() || fo&3 != 0) {
-		if err := w.ScalarOutside(&t, fo, 4); err != nil {
-			return w.At(err, "delegate_index", -1)
+	var fo1 int64
+	bad := fbverify.NoField // the first scalar field that fails its checks
+	if hit {
+		fo1 = int64(m.s1)
+	} else {
+		ext := int64(4)
+		if fo := w.Slot(&t, 0); fo != 0 {
+			ext = max(ext, fo+4)
+			if !w.ScalarIn(&t, fo, 4) && bad == fbverify.NoField {
+				bad = 0
+			}
+		}
+		fo1 = w.Slot(&t, 1)
+		if bad == fbverify.NoField {
+			w.Learn(&t, &m.Memo, ext, false)
+			m.s1 = uint16(fo1)
 		}
 	}
-	{
-		q, ok := w.RefAt(&t, w.Slot(&t, 1))
+	if bad < 1 {
+		return w.ScalarError(&t, bad, DelegateCallDesc)
+	}
+	if fo := fo1; fo != 0 {
+		q, ok := w.RefAt(&t, fo)
 		if !ok {
 			if q, err = w.Ref(&t, 1, false); err != nil {
 				return w.At(err, "args", -1)
 			}
 		}
-		if q != 0 {
-			if _, _, ok := w.VectorAt(q, 4); !ok {
-				if _, _, err := w.Vector(q, 4); err != nil {
-					return w.At(err, "args", -1)
-				}
+		if _, _, ok := w.VectorAt(q, 4); !ok {
+			if _, _, err := w.Vector(q, 4); err != nil {
+				return w.At(err, "args", -1)
 			}
 		}
+	}
+	if bad != fbverify.NoField {
+		return w.ScalarError(&t, bad, DelegateCallDesc)
 	}
 	w.Leave()
 	return nil
@@ -507,19 +931,43 @@ func VerifyDelegateCall(w *fbverify.Walk, pos int64) error {
 
 // VerifyMoveCall verifies the MoveCall table at pos and everything it refers to.
 func VerifyMoveCall(w *fbverify.Walk, pos int64) error {
-	t, err := w.Start(pos)
+	var m memoMoveCall
+	return verifyMoveCall(w, pos, &m)
+}
+
+// memoMoveCall is what verifyMoveCall keeps from one MoveCall table to the next: the
+// vtable, the table offsets of its offset fields and unions, and the memos
+// of the tables it verifies in place.
+type memoMoveCall struct {
+	fbverify.Memo
+}
+
+func verifyMoveCall(w *fbverify.Walk, pos int64, m *memoMoveCall) error {
+	t, hit, err := w.StartMemo(pos, &m.Memo)
 	if err != nil {
 		return err
 	}
-	if fo := w.Slot(&t, 0); fo != 0 && (fo+4 > t.Size() || fo&3 != 0) {
-		if err := w.ScalarOutside(&t, fo, 4); err != nil {
-			return w.At(err, "move_from", -1)
+	bad := fbverify.NoField // the first scalar field that fails its checks
+	if !hit {
+		ext := int64(4)
+		if fo := w.Slot(&t, 0); fo != 0 {
+			ext = max(ext, fo+4)
+			if !w.ScalarIn(&t, fo, 4) && bad == fbverify.NoField {
+				bad = 0
+			}
+		}
+		if fo := w.Slot(&t, 1); fo != 0 {
+			ext = max(ext, fo+4)
+			if !w.ScalarIn(&t, fo, 4) && bad == fbverify.NoField {
+				bad = 1
+			}
+		}
+		if bad == fbverify.NoField {
+			w.Learn(&t, &m.Memo, ext, false)
 		}
 	}
-	if fo := w.Slot(&t, 1); fo != 0 && (fo+4 > t.Size() || fo&3 != 0) {
-		if err := w.ScalarOutside(&t, fo, 4); err != nil {
-			return w.At(err, "move_to", -1)
-		}
+	if bad != fbverify.NoField {
+		return w.ScalarError(&t, bad, MoveCallDesc)
 	}
 	w.Leave()
 	return nil
@@ -527,19 +975,43 @@ func VerifyMoveCall(w *fbverify.Walk, pos int64) error {
 
 // VerifyJumpFalseCall verifies the JumpFalseCall table at pos and everything it refers to.
 func VerifyJumpFalseCall(w *fbverify.Walk, pos int64) error {
-	t, err := w.Start(pos)
+	var m memoJumpFalseCall
+	return verifyJumpFalseCall(w, pos, &m)
+}
+
+// memoJumpFalseCall is what verifyJumpFalseCall keeps from one JumpFalseCall table to the next: the
+// vtable, the table offsets of its offset fields and unions, and the memos
+// of the tables it verifies in place.
+type memoJumpFalseCall struct {
+	fbverify.Memo
+}
+
+func verifyJumpFalseCall(w *fbverify.Walk, pos int64, m *memoJumpFalseCall) error {
+	t, hit, err := w.StartMemo(pos, &m.Memo)
 	if err != nil {
 		return err
 	}
-	if fo := w.Slot(&t, 0); fo != 0 && (fo+4 > t.Size() || fo&3 != 0) {
-		if err := w.ScalarOutside(&t, fo, 4); err != nil {
-			return w.At(err, "cond_value_index", -1)
+	bad := fbverify.NoField // the first scalar field that fails its checks
+	if !hit {
+		ext := int64(4)
+		if fo := w.Slot(&t, 0); fo != 0 {
+			ext = max(ext, fo+4)
+			if !w.ScalarIn(&t, fo, 4) && bad == fbverify.NoField {
+				bad = 0
+			}
+		}
+		if fo := w.Slot(&t, 1); fo != 0 {
+			ext = max(ext, fo+4)
+			if !w.ScalarIn(&t, fo, 4) && bad == fbverify.NoField {
+				bad = 1
+			}
+		}
+		if bad == fbverify.NoField {
+			w.Learn(&t, &m.Memo, ext, false)
 		}
 	}
-	if fo := w.Slot(&t, 1); fo != 0 && (fo+4 > t.Size() || fo&3 != 0) {
-		if err := w.ScalarOutside(&t, fo, 4); err != nil {
-			return w.At(err, "destination_instruction", -1)
-		}
+	if bad != fbverify.NoField {
+		return w.ScalarError(&t, bad, JumpFalseCallDesc)
 	}
 	w.Leave()
 	return nil
@@ -547,14 +1019,37 @@ func VerifyJumpFalseCall(w *fbverify.Walk, pos int64) error {
 
 // VerifyFreeCall verifies the FreeCall table at pos and everything it refers to.
 func VerifyFreeCall(w *fbverify.Walk, pos int64) error {
-	t, err := w.Start(pos)
+	var m memoFreeCall
+	return verifyFreeCall(w, pos, &m)
+}
+
+// memoFreeCall is what verifyFreeCall keeps from one FreeCall table to the next: the
+// vtable, the table offsets of its offset fields and unions, and the memos
+// of the tables it verifies in place.
+type memoFreeCall struct {
+	fbverify.Memo
+}
+
+func verifyFreeCall(w *fbverify.Walk, pos int64, m *memoFreeCall) error {
+	t, hit, err := w.StartMemo(pos, &m.Memo)
 	if err != nil {
 		return err
 	}
-	if fo := w.Slot(&t, 0); fo != 0 && (fo+4 > t.Size() || fo&3 != 0) {
-		if err := w.ScalarOutside(&t, fo, 4); err != nil {
-			return w.At(err, "value_index", -1)
+	bad := fbverify.NoField // the first scalar field that fails its checks
+	if !hit {
+		ext := int64(4)
+		if fo := w.Slot(&t, 0); fo != 0 {
+			ext = max(ext, fo+4)
+			if !w.ScalarIn(&t, fo, 4) && bad == fbverify.NoField {
+				bad = 0
+			}
 		}
+		if bad == fbverify.NoField {
+			w.Learn(&t, &m.Memo, ext, false)
+		}
+	}
+	if bad != fbverify.NoField {
+		return w.ScalarError(&t, bad, FreeCallDesc)
 	}
 	w.Leave()
 	return nil
@@ -562,24 +1057,54 @@ func VerifyFreeCall(w *fbverify.Walk, pos int64) error {
 
 // VerifyInstruction verifies the Instruction table at pos and everything it refers to.
 func VerifyInstruction(w *fbverify.Walk, pos int64) error {
-	t, err := w.Start(pos)
+	var m memoInstruction
+	return verifyInstruction(w, pos, &m)
+}
+
+// memoInstruction is what verifyInstruction keeps from one Instruction table to the next: the
+// vtable, the table offsets of its offset fields and unions, and the memos
+// of the tables it verifies in place.
+type memoInstruction struct {
+	fbverify.Memo
+	s0             uint16
+	s1             uint16
+	mKernelCall    memoKernelCall
+	mDelegateCall  memoDelegateCall
+	mMoveCall      memoMoveCall
+	mJumpFalseCall memoJumpFalseCall
+	mFreeCall      memoFreeCall
+}
+
+func verifyInstruction(w *fbverify.Walk, pos int64, m *memoInstruction) error {
+	t, hit, err := w.StartMemo(pos, &m.Memo)
 	if err != nil {
 		return err
 	}
-	if tag, q, err := w.Union(&t, 0); err != nil {
+	var fo0, fo1 int64
+	if hit {
+		fo0 = int64(m.s0)
+		fo1 = int64(m.s1)
+	} else {
+		fo0 = w.Slot(&t, 0)
+		fo1 = w.Slot(&t, 1)
+		w.Learn(&t, &m.Memo, 4, false)
+		m.s0 = uint16(fo0)
+		m.s1 = uint16(fo1)
+	}
+	if tag, q, err := w.UnionAt(&t, fo0, fo1); err != nil {
 		return w.At(err, "instr_args", -1)
 	} else if tag != 0 && q != 0 {
 		switch tag {
 		case 1:
-			err = VerifyKernelCall(w, q)
+			err = verifyKernelCall(w, q, &m.mKernelCall)
 		case 2:
-			err = VerifyDelegateCall(w, q)
+			err = verifyDelegateCall(w, q, &m.mDelegateCall)
 		case 3:
-			err = VerifyMoveCall(w, q)
+			err = verifyMoveCall(w, q, &m.mMoveCall)
 		case 4:
-			err = VerifyJumpFalseCall(w, q)
+			err = verifyJumpFalseCall(w, q, &m.mJumpFalseCall)
 		case 5:
-			err = VerifyFreeCall(w, q)
+			err = verifyFreeCall(w, q, &m.mFreeCall)
 		default:
 			err = w.UnknownTag(&t, 0, tag, 6)
 		}
@@ -593,53 +1118,96 @@ func VerifyInstruction(w *fbverify.Walk, pos int64) error {
 
 // VerifyFrame verifies the Frame table at pos and everything it refers to.
 func VerifyFrame(w *fbverify.Walk, pos int64) error {
-	t, err := w.Start(pos)
+	var m memoFrame
+	return verifyFrame(w, pos, &m)
+}
+
+// memoFrame is what verifyFrame keeps from one Frame table to the next: the
+// vtable, the table offsets of its offset fields and unions, and the memos
+// of the tables it verifies in place.
+type memoFrame struct {
+	fbverify.Memo
+	s0 uint16
+	s2 uint16
+	s3 uint16
+}
+
+func verifyFrame(w *fbverify.Walk, pos int64, m *memoFrame) error {
+	t, hit, err := w.StartMemo(pos, &m.Memo)
 	if err != nil {
 		return err
 	}
-	{
-		q, ok := w.RefAt(&t, w.Slot(&t, 0))
+	var fo0, fo2, fo3 int64
+	bad := fbverify.NoField // the first scalar field that fails its checks
+	if hit {
+		fo0 = int64(m.s0)
+		fo2 = int64(m.s2)
+		fo3 = int64(m.s3)
+	} else {
+		ext := int64(4)
+		if fo := w.Slot(&t, 1); fo != 0 {
+			ext = max(ext, fo+4)
+			if !w.ScalarIn(&t, fo, 4) && bad == fbverify.NoField {
+				bad = 1
+			}
+		}
+		fo0 = w.Slot(&t, 0)
+		fo2 = w.Slot(&t, 2)
+		fo3 = w.Slot(&t, 3)
+		if bad == fbverify.NoField {
+			w.Learn(&t, &m.Memo, ext, false)
+			m.s0 = uint16(fo0)
+			m.s2 = uint16(fo2)
+			m.s3 = uint16(fo3)
+		}
+	}
+	if fo := fo0; fo != 0 {
+		q, ok := w.RefAt(&t, fo)
 		if !ok {
 			if q, err = w.Ref(&t, 0, false); err != nil {
 				return w.At(err, "filename", -1)
 			}
 		}
-		if q != 0 {
+		if !w.StringAt(q) {
 			if err := w.String(q); err != nil {
 				return w.At(err, "filename", -1)
 			}
 		}
 	}
-	if fo := w.Slot(&t, 1); fo != 0 && (fo+4 > t.Size() || fo&3 != 0) {
-		if err := w.ScalarOutside(&t, fo, 4); err != nil {
-			return w.At(err, "lineno", -1)
-		}
+	if bad < 2 {
+		return w.ScalarError(&t, bad, FrameDesc)
 	}
-	{
-		q, ok := w.RefAt(&t, w.Slot(&t, 2))
+	if fo := fo2; fo != 0 {
+		q, ok := w.RefAt(&t, fo)
 		if !ok {
 			if q, err = w.Ref(&t, 2, false); err != nil {
 				return w.At(err, "name", -1)
 			}
 		}
-		if q != 0 {
+		if !w.StringAt(q) {
 			if err := w.String(q); err != nil {
 				return w.At(err, "name", -1)
 			}
 		}
 	}
-	{
-		q, ok := w.RefAt(&t, w.Slot(&t, 3))
+	if bad < 3 {
+		return w.ScalarError(&t, bad, FrameDesc)
+	}
+	if fo := fo3; fo != 0 {
+		q, ok := w.RefAt(&t, fo)
 		if !ok {
 			if q, err = w.Ref(&t, 3, false); err != nil {
 				return w.At(err, "context", -1)
 			}
 		}
-		if q != 0 {
+		if !w.StringAt(q) {
 			if err := w.String(q); err != nil {
 				return w.At(err, "context", -1)
 			}
 		}
+	}
+	if bad != fbverify.NoField {
+		return w.ScalarError(&t, bad, FrameDesc)
 	}
 	w.Leave()
 	return nil
@@ -647,37 +1215,57 @@ func VerifyFrame(w *fbverify.Walk, pos int64) error {
 
 // VerifyFrameList verifies the FrameList table at pos and everything it refers to.
 func VerifyFrameList(w *fbverify.Walk, pos int64) error {
-	t, err := w.Start(pos)
+	var m memoFrameList
+	return verifyFrameList(w, pos, &m)
+}
+
+// memoFrameList is what verifyFrameList keeps from one FrameList table to the next: the
+// vtable, the table offsets of its offset fields and unions, and the memos
+// of the tables it verifies in place.
+type memoFrameList struct {
+	fbverify.Memo
+	s0     uint16
+	mFrame memoFrame
+}
+
+func verifyFrameList(w *fbverify.Walk, pos int64, m *memoFrameList) error {
+	t, hit, err := w.StartMemo(pos, &m.Memo)
 	if err != nil {
 		return err
 	}
-	{
-		q, ok := w.RefAt(&t, w.Slot(&t, 0))
+	var fo0 int64
+	if hit {
+		fo0 = int64(m.s0)
+	} else {
+		fo0 = w.Slot(&t, 0)
+		w.Learn(&t, &m.Memo, 4, false)
+		m.s0 = uint16(fo0)
+	}
+	if fo := fo0; fo != 0 {
+		q, ok := w.RefAt(&t, fo)
 		if !ok {
 			if q, err = w.Ref(&t, 0, false); err != nil {
 				return w.At(err, "items", -1)
 			}
 		}
-		if q != 0 {
-			start, n, ok := w.VectorAt(q, 4)
-			if !ok {
-				if start, n, err = w.Vector(q, 4); err != nil {
-					return w.At(err, "items", -1)
-				}
+		start, n, ok := w.VectorAt(q, 4)
+		if !ok {
+			if start, n, err = w.Vector(q, 4); err != nil {
+				return w.At(err, "items", -1)
 			}
-			{
-				for i := int64(0); i < n; i++ {
-					var err error
-					e, ok := w.DerefAt(start + 4*i)
-					if !ok {
-						e, err = w.Deref(start + 4*i)
-					}
-					if err == nil {
-						err = VerifyFrame(w, e)
-					}
-					if err != nil {
-						return w.At(w.At(err, "", int(i)), "items", -1)
-					}
+		}
+		{
+			for i := int64(0); i < n; i++ {
+				var err error
+				e, ok := w.DerefAt(start + 4*i)
+				if !ok {
+					e, err = w.Deref(start + 4*i)
+				}
+				if err == nil {
+					err = verifyFrame(w, e, &m.mFrame)
+				}
+				if err != nil {
+					return w.At(w.At(err, "", int(i)), "items", -1)
 				}
 			}
 		}
@@ -688,67 +1276,91 @@ func VerifyFrameList(w *fbverify.Walk, pos int64) error {
 
 // VerifyChain verifies the Chain table at pos and everything it refers to.
 func VerifyChain(w *fbverify.Walk, pos int64) error {
-	t, err := w.Start(pos)
+	var m memoChain
+	return verifyChain(w, pos, &m)
+}
+
+// memoChain is what verifyChain keeps from one Chain table to the next: the
+// vtable, the table offsets of its offset fields and unions, and the memos
+// of the tables it verifies in place.
+type memoChain struct {
+	fbverify.Memo
+	s0           uint16
+	s1           uint16
+	s2           uint16
+	mInstruction memoInstruction
+}
+
+func verifyChain(w *fbverify.Walk, pos int64, m *memoChain) error {
+	t, hit, err := w.StartMemo(pos, &m.Memo)
 	if err != nil {
 		return err
 	}
-	{
-		q, ok := w.RefAt(&t, w.Slot(&t, 0))
+	var fo0, fo1, fo2 int64
+	if hit {
+		fo0 = int64(m.s0)
+		fo1 = int64(m.s1)
+		fo2 = int64(m.s2)
+	} else {
+		fo0 = w.Slot(&t, 0)
+		fo1 = w.Slot(&t, 1)
+		fo2 = w.Slot(&t, 2)
+		w.Learn(&t, &m.Memo, 4, false)
+		m.s0 = uint16(fo0)
+		m.s1 = uint16(fo1)
+		m.s2 = uint16(fo2)
+	}
+	if fo := fo0; fo != 0 {
+		q, ok := w.RefAt(&t, fo)
 		if !ok {
 			if q, err = w.Ref(&t, 0, false); err != nil {
 				return w.At(err, "inputs", -1)
 			}
 		}
-		if q != 0 {
-			if _, _, ok := w.VectorAt(q, 4); !ok {
-				if _, _, err := w.Vector(q, 4); err != nil {
-					return w.At(err, "inputs", -1)
-				}
+		if _, _, ok := w.VectorAt(q, 4); !ok {
+			if _, _, err := w.Vector(q, 4); err != nil {
+				return w.At(err, "inputs", -1)
 			}
 		}
 	}
-	{
-		q, ok := w.RefAt(&t, w.Slot(&t, 1))
+	if fo := fo1; fo != 0 {
+		q, ok := w.RefAt(&t, fo)
 		if !ok {
 			if q, err = w.Ref(&t, 1, false); err != nil {
 				return w.At(err, "outputs", -1)
 			}
 		}
-		if q != 0 {
-			if _, _, ok := w.VectorAt(q, 4); !ok {
-				if _, _, err := w.Vector(q, 4); err != nil {
-					return w.At(err, "outputs", -1)
-				}
+		if _, _, ok := w.VectorAt(q, 4); !ok {
+			if _, _, err := w.Vector(q, 4); err != nil {
+				return w.At(err, "outputs", -1)
 			}
 		}
 	}
-	{
-		q, ok := w.RefAt(&t, w.Slot(&t, 2))
+	if fo := fo2; fo != 0 {
+		q, ok := w.RefAt(&t, fo)
 		if !ok {
 			if q, err = w.Ref(&t, 2, false); err != nil {
 				return w.At(err, "instructions", -1)
 			}
 		}
-		if q != 0 {
-			start, n, ok := w.VectorAt(q, 4)
-			if !ok {
-				if start, n, err = w.Vector(q, 4); err != nil {
-					return w.At(err, "instructions", -1)
-				}
+		start, n, ok := w.VectorAt(q, 4)
+		if !ok {
+			if start, n, err = w.Vector(q, 4); err != nil {
+				return w.At(err, "instructions", -1)
 			}
-			if !w.Lazy() {
-				for i := int64(0); i < n; i++ {
-					var err error
-					e, ok := w.DerefAt(start + 4*i)
-					if !ok {
-						e, err = w.Deref(start + 4*i)
-					}
-					if err == nil {
-						err = VerifyInstruction(w, e)
-					}
-					if err != nil {
-						return w.At(w.At(err, "", int(i)), "instructions", -1)
-					}
+		}
+		if !w.Lazy() {
+			for i := int64(0); i < n; i++ {
+				var err error
+				e, ok := w.DerefAt(start + 4*i)
+				if !ok {
+					e, err = w.Deref(start + 4*i)
+				}
+				if err == nil {
+					err = verifyInstruction(w, e, &m.mInstruction)
+				}
+				if err != nil {
+					return w.At(w.At(err, "", int(i)), "instructions", -1)
 				}
 			}
 		}
@@ -759,31 +1371,56 @@ func VerifyChain(w *fbverify.Walk, pos int64) error {
 
 // VerifyContainerMetadata verifies the ContainerMetadata table at pos and everything it refers to.
 func VerifyContainerMetadata(w *fbverify.Walk, pos int64) error {
-	t, err := w.Start(pos)
+	var m memoContainerMetadata
+	return verifyContainerMetadata(w, pos, &m)
+}
+
+// memoContainerMetadata is what verifyContainerMetadata keeps from one ContainerMetadata table to the next: the
+// vtable, the table offsets of its offset fields and unions, and the memos
+// of the tables it verifies in place.
+type memoContainerMetadata struct {
+	fbverify.Memo
+	s0 uint16
+	s1 uint16
+}
+
+func verifyContainerMetadata(w *fbverify.Walk, pos int64, m *memoContainerMetadata) error {
+	t, hit, err := w.StartMemo(pos, &m.Memo)
 	if err != nil {
 		return err
 	}
-	{
-		q, ok := w.RefAt(&t, w.Slot(&t, 0))
+	var fo0, fo1 int64
+	if hit {
+		fo0 = int64(m.s0)
+		fo1 = int64(m.s1)
+	} else {
+		fo0 = w.Slot(&t, 0)
+		fo1 = w.Slot(&t, 1)
+		w.Learn(&t, &m.Memo, 4, false)
+		m.s0 = uint16(fo0)
+		m.s1 = uint16(fo1)
+	}
+	if fo := fo0; fo != 0 {
+		q, ok := w.RefAt(&t, fo)
 		if !ok {
 			if q, err = w.Ref(&t, 0, false); err != nil {
 				return w.At(err, "encoded_inp_str", -1)
 			}
 		}
-		if q != 0 {
+		if !w.StringAt(q) {
 			if err := w.String(q); err != nil {
 				return w.At(err, "encoded_inp_str", -1)
 			}
 		}
 	}
-	{
-		q, ok := w.RefAt(&t, w.Slot(&t, 1))
+	if fo := fo1; fo != 0 {
+		q, ok := w.RefAt(&t, fo)
 		if !ok {
 			if q, err = w.Ref(&t, 1, false); err != nil {
 				return w.At(err, "encoded_out_str", -1)
 			}
 		}
-		if q != 0 {
+		if !w.StringAt(q) {
 			if err := w.String(q); err != nil {
 				return w.At(err, "encoded_out_str", -1)
 			}
@@ -795,35 +1432,58 @@ func VerifyContainerMetadata(w *fbverify.Walk, pos int64) error {
 
 // VerifyCompileSpec verifies the CompileSpec table at pos and everything it refers to.
 func VerifyCompileSpec(w *fbverify.Walk, pos int64) error {
-	t, err := w.Start(pos)
+	var m memoCompileSpec
+	return verifyCompileSpec(w, pos, &m)
+}
+
+// memoCompileSpec is what verifyCompileSpec keeps from one CompileSpec table to the next: the
+// vtable, the table offsets of its offset fields and unions, and the memos
+// of the tables it verifies in place.
+type memoCompileSpec struct {
+	fbverify.Memo
+	s0 uint16
+	s1 uint16
+}
+
+func verifyCompileSpec(w *fbverify.Walk, pos int64, m *memoCompileSpec) error {
+	t, hit, err := w.StartMemo(pos, &m.Memo)
 	if err != nil {
 		return err
 	}
-	{
-		q, ok := w.RefAt(&t, w.Slot(&t, 0))
+	var fo0, fo1 int64
+	if hit {
+		fo0 = int64(m.s0)
+		fo1 = int64(m.s1)
+	} else {
+		fo0 = w.Slot(&t, 0)
+		fo1 = w.Slot(&t, 1)
+		w.Learn(&t, &m.Memo, 4, false)
+		m.s0 = uint16(fo0)
+		m.s1 = uint16(fo1)
+	}
+	if fo := fo0; fo != 0 {
+		q, ok := w.RefAt(&t, fo)
 		if !ok {
 			if q, err = w.Ref(&t, 0, false); err != nil {
 				return w.At(err, "key", -1)
 			}
 		}
-		if q != 0 {
+		if !w.StringAt(q) {
 			if err := w.String(q); err != nil {
 				return w.At(err, "key", -1)
 			}
 		}
 	}
-	{
-		q, ok := w.RefAt(&t, w.Slot(&t, 1))
+	if fo := fo1; fo != 0 {
+		q, ok := w.RefAt(&t, fo)
 		if !ok {
 			if q, err = w.Ref(&t, 1, false); err != nil {
 				return w.At(err, "value", -1)
 			}
 		}
-		if q != 0 {
-			if _, _, ok := w.VectorAt(q, 1); !ok {
-				if _, _, err := w.Vector(q, 1); err != nil {
-					return w.At(err, "value", -1)
-				}
+		if _, _, ok := w.VectorAt(q, 1); !ok {
+			if _, _, err := w.Vector(q, 1); err != nil {
+				return w.At(err, "value", -1)
 			}
 		}
 	}
@@ -833,19 +1493,43 @@ func VerifyCompileSpec(w *fbverify.Walk, pos int64) error {
 
 // VerifyBackendDelegateDataReference verifies the BackendDelegateDataReference table at pos and everything it refers to.
 func VerifyBackendDelegateDataReference(w *fbverify.Walk, pos int64) error {
-	t, err := w.Start(pos)
+	var m memoBackendDelegateDataReference
+	return verifyBackendDelegateDataReference(w, pos, &m)
+}
+
+// memoBackendDelegateDataReference is what verifyBackendDelegateDataReference keeps from one BackendDelegateDataReference table to the next: the
+// vtable, the table offsets of its offset fields and unions, and the memos
+// of the tables it verifies in place.
+type memoBackendDelegateDataReference struct {
+	fbverify.Memo
+}
+
+func verifyBackendDelegateDataReference(w *fbverify.Walk, pos int64, m *memoBackendDelegateDataReference) error {
+	t, hit, err := w.StartMemo(pos, &m.Memo)
 	if err != nil {
 		return err
 	}
-	if fo := w.Slot(&t, 0); fo != 0 && (fo+1 > t.Size()) {
-		if err := w.ScalarOutside(&t, fo, 1); err != nil {
-			return w.At(err, "location", -1)
+	bad := fbverify.NoField // the first scalar field that fails its checks
+	if !hit {
+		ext := int64(4)
+		if fo := w.Slot(&t, 0); fo != 0 {
+			ext = max(ext, fo+1)
+			if !w.ScalarIn(&t, fo, 1) && bad == fbverify.NoField {
+				bad = 0
+			}
+		}
+		if fo := w.Slot(&t, 1); fo != 0 {
+			ext = max(ext, fo+4)
+			if !w.ScalarIn(&t, fo, 4) && bad == fbverify.NoField {
+				bad = 1
+			}
+		}
+		if bad == fbverify.NoField {
+			w.Learn(&t, &m.Memo, ext, false)
 		}
 	}
-	if fo := w.Slot(&t, 1); fo != 0 && (fo+4 > t.Size() || fo&3 != 0) {
-		if err := w.ScalarOutside(&t, fo, 4); err != nil {
-			return w.At(err, "index", -1)
-		}
+	if bad != fbverify.NoField {
+		return w.ScalarError(&t, bad, BackendDelegateDataReferenceDesc)
 	}
 	w.Leave()
 	return nil
@@ -853,63 +1537,92 @@ func VerifyBackendDelegateDataReference(w *fbverify.Walk, pos int64) error {
 
 // VerifyBackendDelegate verifies the BackendDelegate table at pos and everything it refers to.
 func VerifyBackendDelegate(w *fbverify.Walk, pos int64) error {
-	t, err := w.Start(pos)
+	var m memoBackendDelegate
+	return verifyBackendDelegate(w, pos, &m)
+}
+
+// memoBackendDelegate is what verifyBackendDelegate keeps from one BackendDelegate table to the next: the
+// vtable, the table offsets of its offset fields and unions, and the memos
+// of the tables it verifies in place.
+type memoBackendDelegate struct {
+	fbverify.Memo
+	s0                            uint16
+	s1                            uint16
+	s2                            uint16
+	mBackendDelegateDataReference memoBackendDelegateDataReference
+	mCompileSpec                  memoCompileSpec
+}
+
+func verifyBackendDelegate(w *fbverify.Walk, pos int64, m *memoBackendDelegate) error {
+	t, hit, err := w.StartMemo(pos, &m.Memo)
 	if err != nil {
 		return err
 	}
-	{
-		q, ok := w.RefAt(&t, w.Slot(&t, 0))
+	var fo0, fo1, fo2 int64
+	if hit {
+		fo0 = int64(m.s0)
+		fo1 = int64(m.s1)
+		fo2 = int64(m.s2)
+	} else {
+		fo0 = w.Slot(&t, 0)
+		fo1 = w.Slot(&t, 1)
+		fo2 = w.Slot(&t, 2)
+		w.Learn(&t, &m.Memo, 4, false)
+		m.s0 = uint16(fo0)
+		m.s1 = uint16(fo1)
+		m.s2 = uint16(fo2)
+	}
+	if fo := fo0; fo != 0 {
+		q, ok := w.RefAt(&t, fo)
 		if !ok {
 			if q, err = w.Ref(&t, 0, false); err != nil {
 				return w.At(err, "id", -1)
 			}
 		}
-		if q != 0 {
+		if !w.StringAt(q) {
 			if err := w.String(q); err != nil {
 				return w.At(err, "id", -1)
 			}
 		}
 	}
-	{
-		q, ok := w.RefAt(&t, w.Slot(&t, 1))
+	if fo := fo1; fo != 0 {
+		q, ok := w.RefAt(&t, fo)
 		if !ok {
 			if q, err = w.Ref(&t, 1, false); err != nil {
 				return w.At(err, "processed", -1)
 			}
 		}
-		if q != 0 {
-			if err := VerifyBackendDelegateDataReference(w, q); err != nil {
+		{
+			if err := verifyBackendDelegateDataReference(w, q, &m.mBackendDelegateDataReference); err != nil {
 				return w.At(err, "processed", -1)
 			}
 		}
 	}
-	{
-		q, ok := w.RefAt(&t, w.Slot(&t, 2))
+	if fo := fo2; fo != 0 {
+		q, ok := w.RefAt(&t, fo)
 		if !ok {
 			if q, err = w.Ref(&t, 2, false); err != nil {
 				return w.At(err, "compile_specs", -1)
 			}
 		}
-		if q != 0 {
-			start, n, ok := w.VectorAt(q, 4)
-			if !ok {
-				if start, n, err = w.Vector(q, 4); err != nil {
-					return w.At(err, "compile_specs", -1)
-				}
+		start, n, ok := w.VectorAt(q, 4)
+		if !ok {
+			if start, n, err = w.Vector(q, 4); err != nil {
+				return w.At(err, "compile_specs", -1)
 			}
-			{
-				for i := int64(0); i < n; i++ {
-					var err error
-					e, ok := w.DerefAt(start + 4*i)
-					if !ok {
-						e, err = w.Deref(start + 4*i)
-					}
-					if err == nil {
-						err = VerifyCompileSpec(w, e)
-					}
-					if err != nil {
-						return w.At(w.At(err, "", int(i)), "compile_specs", -1)
-					}
+		}
+		{
+			for i := int64(0); i < n; i++ {
+				var err error
+				e, ok := w.DerefAt(start + 4*i)
+				if !ok {
+					e, err = w.Deref(start + 4*i)
+				}
+				if err == nil {
+					err = verifyCompileSpec(w, e, &m.mCompileSpec)
+				}
+				if err != nil {
+					return w.At(w.At(err, "", int(i)), "compile_specs", -1)
 				}
 			}
 		}
@@ -920,24 +1633,49 @@ func VerifyBackendDelegate(w *fbverify.Walk, pos int64) error {
 
 // VerifyNonConstBufferDevice verifies the NonConstBufferDevice table at pos and everything it refers to.
 func VerifyNonConstBufferDevice(w *fbverify.Walk, pos int64) error {
-	t, err := w.Start(pos)
+	var m memoNonConstBufferDevice
+	return verifyNonConstBufferDevice(w, pos, &m)
+}
+
+// memoNonConstBufferDevice is what verifyNonConstBufferDevice keeps from one NonConstBufferDevice table to the next: the
+// vtable, the table offsets of its offset fields and unions, and the memos
+// of the tables it verifies in place.
+type memoNonConstBufferDevice struct {
+	fbverify.Memo
+}
+
+func verifyNonConstBufferDevice(w *fbverify.Walk, pos int64, m *memoNonConstBufferDevice) error {
+	t, hit, err := w.StartMemo(pos, &m.Memo)
 	if err != nil {
 		return err
 	}
-	if fo := w.Slot(&t, 0); fo != 0 && (fo+4 > t.Size() || fo&3 != 0) {
-		if err := w.ScalarOutside(&t, fo, 4); err != nil {
-			return w.At(err, "buffer_idx", -1)
+	bad := fbverify.NoField // the first scalar field that fails its checks
+	if !hit {
+		ext := int64(4)
+		if fo := w.Slot(&t, 0); fo != 0 {
+			ext = max(ext, fo+4)
+			if !w.ScalarIn(&t, fo, 4) && bad == fbverify.NoField {
+				bad = 0
+			}
+		}
+		if fo := w.Slot(&t, 1); fo != 0 {
+			ext = max(ext, fo+1)
+			if !w.ScalarIn(&t, fo, 1) && bad == fbverify.NoField {
+				bad = 1
+			}
+		}
+		if fo := w.Slot(&t, 2); fo != 0 {
+			ext = max(ext, fo+1)
+			if !w.ScalarIn(&t, fo, 1) && bad == fbverify.NoField {
+				bad = 2
+			}
+		}
+		if bad == fbverify.NoField {
+			w.Learn(&t, &m.Memo, ext, false)
 		}
 	}
-	if fo := w.Slot(&t, 1); fo != 0 && (fo+1 > t.Size()) {
-		if err := w.ScalarOutside(&t, fo, 1); err != nil {
-			return w.At(err, "device_type", -1)
-		}
-	}
-	if fo := w.Slot(&t, 2); fo != 0 && (fo+1 > t.Size()) {
-		if err := w.ScalarOutside(&t, fo, 1); err != nil {
-			return w.At(err, "device_index", -1)
-		}
+	if bad != fbverify.NoField {
+		return w.ScalarError(&t, bad, NonConstBufferDeviceDesc)
 	}
 	w.Leave()
 	return nil
@@ -945,202 +1683,246 @@ func VerifyNonConstBufferDevice(w *fbverify.Walk, pos int64) error {
 
 // VerifyExecutionPlan verifies the ExecutionPlan table at pos and everything it refers to.
 func VerifyExecutionPlan(w *fbverify.Walk, pos int64) error {
-	t, err := w.Start(pos)
+	var m memoExecutionPlan
+	return verifyExecutionPlan(w, pos, &m)
+}
+
+// memoExecutionPlan is what verifyExecutionPlan keeps from one ExecutionPlan table to the next: the
+// vtable, the table offsets of its offset fields and unions, and the memos
+// of the tables it verifies in place.
+type memoExecutionPlan struct {
+	fbverify.Memo
+	s0                 uint16
+	s1                 uint16
+	s2                 uint16
+	s3                 uint16
+	s4                 uint16
+	s5                 uint16
+	s6                 uint16
+	s7                 uint16
+	s8                 uint16
+	mContainerMetadata memoContainerMetadata
+	mEValue            memoEValue
+	mChain             memoChain
+	mOperator          memoOperator
+	mBackendDelegate   memoBackendDelegate
+}
+
+func verifyExecutionPlan(w *fbverify.Walk, pos int64, m *memoExecutionPlan) error {
+	t, hit, err := w.StartMemo(pos, &m.Memo)
 	if err != nil {
 		return err
 	}
-	{
-		q, ok := w.RefAt(&t, w.Slot(&t, 0))
+	var fo0, fo1, fo2, fo3, fo4, fo5, fo6, fo7, fo8 int64
+	if hit {
+		fo0 = int64(m.s0)
+		fo1 = int64(m.s1)
+		fo2 = int64(m.s2)
+		fo3 = int64(m.s3)
+		fo4 = int64(m.s4)
+		fo5 = int64(m.s5)
+		fo6 = int64(m.s6)
+		fo7 = int64(m.s7)
+		fo8 = int64(m.s8)
+	} else {
+		fo0 = w.Slot(&t, 0)
+		fo1 = w.Slot(&t, 1)
+		fo2 = w.Slot(&t, 2)
+		fo3 = w.Slot(&t, 3)
+		fo4 = w.Slot(&t, 4)
+		fo5 = w.Slot(&t, 5)
+		fo6 = w.Slot(&t, 6)
+		fo7 = w.Slot(&t, 7)
+		fo8 = w.Slot(&t, 8)
+		w.Learn(&t, &m.Memo, 4, false)
+		m.s0 = uint16(fo0)
+		m.s1 = uint16(fo1)
+		m.s2 = uint16(fo2)
+		m.s3 = uint16(fo3)
+		m.s4 = uint16(fo4)
+		m.s5 = uint16(fo5)
+		m.s6 = uint16(fo6)
+		m.s7 = uint16(fo7)
+		m.s8 = uint16(fo8)
+	}
+	if fo := fo0; fo != 0 {
+		q, ok := w.RefAt(&t, fo)
 		if !ok {
 			if q, err = w.Ref(&t, 0, false); err != nil {
 				return w.At(err, "name", -1)
 			}
 		}
-		if q != 0 {
+		if !w.StringAt(q) {
 			if err := w.String(q); err != nil {
 				return w.At(err, "name", -1)
 			}
 		}
 	}
-	{
-		q, ok := w.RefAt(&t, w.Slot(&t, 1))
+	if fo := fo1; fo != 0 {
+		q, ok := w.RefAt(&t, fo)
 		if !ok {
 			if q, err = w.Ref(&t, 1, false); err != nil {
 				return w.At(err, "container_meta_type", -1)
 			}
 		}
-		if q != 0 {
-			if err := VerifyContainerMetadata(w, q); err != nil {
+		{
+			if err := verifyContainerMetadata(w, q, &m.mContainerMetadata); err != nil {
 				return w.At(err, "container_meta_type", -1)
 			}
 		}
 	}
-	{
-		q, ok := w.RefAt(&t, w.Slot(&t, 2))
+	if fo := fo2; fo != 0 {
+		q, ok := w.RefAt(&t, fo)
 		if !ok {
 			if q, err = w.Ref(&t, 2, false); err != nil {
 				return w.At(err, "values", -1)
 			}
 		}
-		if q != 0 {
-			start, n, ok := w.VectorAt(q, 4)
-			if !ok {
-				if start, n, err = w.Vector(q, 4); err != nil {
-					return w.At(err, "values", -1)
-				}
+		start, n, ok := w.VectorAt(q, 4)
+		if !ok {
+			if start, n, err = w.Vector(q, 4); err != nil {
+				return w.At(err, "values", -1)
 			}
-			{
-				for i := int64(0); i < n; i++ {
-					var err error
-					e, ok := w.DerefAt(start + 4*i)
-					if !ok {
-						e, err = w.Deref(start + 4*i)
-					}
-					if err == nil {
-						err = VerifyEValue(w, e)
-					}
-					if err != nil {
-						return w.At(w.At(err, "", int(i)), "values", -1)
-					}
+		}
+		{
+			for i := int64(0); i < n; i++ {
+				var err error
+				e, ok := w.DerefAt(start + 4*i)
+				if !ok {
+					e, err = w.Deref(start + 4*i)
+				}
+				if err == nil {
+					err = verifyEValue(w, e, &m.mEValue)
+				}
+				if err != nil {
+					return w.At(w.At(err, "", int(i)), "values", -1)
 				}
 			}
 		}
 	}
-	{
-		q, ok := w.RefAt(&t, w.Slot(&t, 3))
+	if fo := fo3; fo != 0 {
+		q, ok := w.RefAt(&t, fo)
 		if !ok {
 			if q, err = w.Ref(&t, 3, false); err != nil {
 				return w.At(err, "inputs", -1)
 			}
 		}
-		if q != 0 {
-			if _, _, ok := w.VectorAt(q, 4); !ok {
-				if _, _, err := w.Vector(q, 4); err != nil {
-					return w.At(err, "inputs", -1)
-				}
+		if _, _, ok := w.VectorAt(q, 4); !ok {
+			if _, _, err := w.Vector(q, 4); err != nil {
+				return w.At(err, "inputs", -1)
 			}
 		}
 	}
-	{
-		q, ok := w.RefAt(&t, w.Slot(&t, 4))
+	if fo := fo4; fo != 0 {
+		q, ok := w.RefAt(&t, fo)
 		if !ok {
 			if q, err = w.Ref(&t, 4, false); err != nil {
 				return w.At(err, "outputs", -1)
 			}
 		}
-		if q != 0 {
-			if _, _, ok := w.VectorAt(q, 4); !ok {
-				if _, _, err := w.Vector(q, 4); err != nil {
-					return w.At(err, "outputs", -1)
-				}
+		if _, _, ok := w.VectorAt(q, 4); !ok {
+			if _, _, err := w.Vector(q, 4); err != nil {
+				return w.At(err, "outputs", -1)
 			}
 		}
 	}
-	{
-		q, ok := w.RefAt(&t, w.Slot(&t, 5))
+	if fo := fo5; fo != 0 {
+		q, ok := w.RefAt(&t, fo)
 		if !ok {
 			if q, err = w.Ref(&t, 5, false); err != nil {
 				return w.At(err, "chains", -1)
 			}
 		}
-		if q != 0 {
-			start, n, ok := w.VectorAt(q, 4)
-			if !ok {
-				if start, n, err = w.Vector(q, 4); err != nil {
-					return w.At(err, "chains", -1)
-				}
+		start, n, ok := w.VectorAt(q, 4)
+		if !ok {
+			if start, n, err = w.Vector(q, 4); err != nil {
+				return w.At(err, "chains", -1)
 			}
-			{
-				for i := int64(0); i < n; i++ {
-					var err error
-					e, ok := w.DerefAt(start + 4*i)
-					if !ok {
-						e, err = w.Deref(start + 4*i)
-					}
-					if err == nil {
-						err = VerifyChain(w, e)
-					}
-					if err != nil {
-						return w.At(w.At(err, "", int(i)), "chains", -1)
-					}
+		}
+		{
+			for i := int64(0); i < n; i++ {
+				var err error
+				e, ok := w.DerefAt(start + 4*i)
+				if !ok {
+					e, err = w.Deref(start + 4*i)
+				}
+				if err == nil {
+					err = verifyChain(w, e, &m.mChain)
+				}
+				if err != nil {
+					return w.At(w.At(err, "", int(i)), "chains", -1)
 				}
 			}
 		}
 	}
-	{
-		q, ok := w.RefAt(&t, w.Slot(&t, 6))
+	if fo := fo6; fo != 0 {
+		q, ok := w.RefAt(&t, fo)
 		if !ok {
 			if q, err = w.Ref(&t, 6, false); err != nil {
 				return w.At(err, "operators", -1)
 			}
 		}
-		if q != 0 {
-			start, n, ok := w.VectorAt(q, 4)
-			if !ok {
-				if start, n, err = w.Vector(q, 4); err != nil {
-					return w.At(err, "operators", -1)
-				}
+		start, n, ok := w.VectorAt(q, 4)
+		if !ok {
+			if start, n, err = w.Vector(q, 4); err != nil {
+				return w.At(err, "operators", -1)
 			}
-			{
-				for i := int64(0); i < n; i++ {
-					var err error
-					e, ok := w.DerefAt(start + 4*i)
-					if !ok {
-						e, err = w.Deref(start + 4*i)
-					}
-					if err == nil {
-						err = VerifyOperator(w, e)
-					}
-					if err != nil {
-						return w.At(w.At(err, "", int(i)), "operators", -1)
-					}
+		}
+		{
+			for i := int64(0); i < n; i++ {
+				var err error
+				e, ok := w.DerefAt(start + 4*i)
+				if !ok {
+					e, err = w.Deref(start + 4*i)
+				}
+				if err == nil {
+					err = verifyOperator(w, e, &m.mOperator)
+				}
+				if err != nil {
+					return w.At(w.At(err, "", int(i)), "operators", -1)
 				}
 			}
 		}
 	}
-	{
-		q, ok := w.RefAt(&t, w.Slot(&t, 7))
+	if fo := fo7; fo != 0 {
+		q, ok := w.RefAt(&t, fo)
 		if !ok {
 			if q, err = w.Ref(&t, 7, false); err != nil {
 				return w.At(err, "delegates", -1)
 			}
 		}
-		if q != 0 {
-			start, n, ok := w.VectorAt(q, 4)
-			if !ok {
-				if start, n, err = w.Vector(q, 4); err != nil {
-					return w.At(err, "delegates", -1)
-				}
+		start, n, ok := w.VectorAt(q, 4)
+		if !ok {
+			if start, n, err = w.Vector(q, 4); err != nil {
+				return w.At(err, "delegates", -1)
 			}
-			{
-				for i := int64(0); i < n; i++ {
-					var err error
-					e, ok := w.DerefAt(start + 4*i)
-					if !ok {
-						e, err = w.Deref(start + 4*i)
-					}
-					if err == nil {
-						err = VerifyBackendDelegate(w, e)
-					}
-					if err != nil {
-						return w.At(w.At(err, "", int(i)), "delegates", -1)
-					}
+		}
+		{
+			for i := int64(0); i < n; i++ {
+				var err error
+				e, ok := w.DerefAt(start + 4*i)
+				if !ok {
+					e, err = w.Deref(start + 4*i)
+				}
+				if err == nil {
+					err = verifyBackendDelegate(w, e, &m.mBackendDelegate)
+				}
+				if err != nil {
+					return w.At(w.At(err, "", int(i)), "delegates", -1)
 				}
 			}
 		}
 	}
-	{
-		q, ok := w.RefAt(&t, w.Slot(&t, 8))
+	if fo := fo8; fo != 0 {
+		q, ok := w.RefAt(&t, fo)
 		if !ok {
 			if q, err = w.Ref(&t, 8, false); err != nil {
 				return w.At(err, "non_const_buffer_sizes", -1)
 			}
 		}
-		if q != 0 {
-			if _, _, ok := w.VectorAt(q, 8); !ok {
-				if _, _, err := w.Vector(q, 8); err != nil {
-					return w.At(err, "non_const_buffer_sizes", -1)
-				}
+		if _, _, ok := w.VectorAt(q, 8); !ok {
+			if _, _, err := w.Vector(q, 8); err != nil {
+				return w.At(err, "non_const_buffer_sizes", -1)
 			}
 		}
 	}
@@ -1150,22 +1932,41 @@ func VerifyExecutionPlan(w *fbverify.Walk, pos int64) error {
 
 // VerifyBuffer verifies the Buffer table at pos and everything it refers to.
 func VerifyBuffer(w *fbverify.Walk, pos int64) error {
-	t, err := w.Start(pos)
+	var m memoBuffer
+	return verifyBuffer(w, pos, &m)
+}
+
+// memoBuffer is what verifyBuffer keeps from one Buffer table to the next: the
+// vtable, the table offsets of its offset fields and unions, and the memos
+// of the tables it verifies in place.
+type memoBuffer struct {
+	fbverify.Memo
+	s0 uint16
+}
+
+func verifyBuffer(w *fbverify.Walk, pos int64, m *memoBuffer) error {
+	t, hit, err := w.StartMemo(pos, &m.Memo)
 	if err != nil {
 		return err
 	}
-	{
-		q, ok := w.RefAt(&t, w.Slot(&t, 0))
+	var fo0 int64
+	if hit {
+		fo0 = int64(m.s0)
+	} else {
+		fo0 = w.Slot(&t, 0)
+		w.Learn(&t, &m.Memo, 4, false)
+		m.s0 = uint16(fo0)
+	}
+	if fo := fo0; fo != 0 {
+		q, ok := w.RefAt(&t, fo)
 		if !ok {
 			if q, err = w.Ref(&t, 0, false); err != nil {
 				return w.At(err, "storage", -1)
 			}
 		}
-		if q != 0 {
-			if _, _, ok := w.VectorAt(q, 1); !ok {
-				if _, _, err := w.Vector(q, 1); err != nil {
-					return w.At(err, "storage", -1)
-				}
+		if _, _, ok := w.VectorAt(q, 1); !ok {
+			if _, _, err := w.Vector(q, 1); err != nil {
+				return w.At(err, "storage", -1)
 			}
 		}
 	}
@@ -1175,22 +1976,41 @@ func VerifyBuffer(w *fbverify.Walk, pos int64) error {
 
 // VerifyBackendDelegateInlineData verifies the BackendDelegateInlineData table at pos and everything it refers to.
 func VerifyBackendDelegateInlineData(w *fbverify.Walk, pos int64) error {
-	t, err := w.Start(pos)
+	var m memoBackendDelegateInlineData
+	return verifyBackendDelegateInlineData(w, pos, &m)
+}
+
+// memoBackendDelegateInlineData is what verifyBackendDelegateInlineData keeps from one BackendDelegateInlineData table to the next: the
+// vtable, the table offsets of its offset fields and unions, and the memos
+// of the tables it verifies in place.
+type memoBackendDelegateInlineData struct {
+	fbverify.Memo
+	s0 uint16
+}
+
+func verifyBackendDelegateInlineData(w *fbverify.Walk, pos int64, m *memoBackendDelegateInlineData) error {
+	t, hit, err := w.StartMemo(pos, &m.Memo)
 	if err != nil {
 		return err
 	}
-	{
-		q, ok := w.RefAt(&t, w.Slot(&t, 0))
+	var fo0 int64
+	if hit {
+		fo0 = int64(m.s0)
+	} else {
+		fo0 = w.Slot(&t, 0)
+		w.Learn(&t, &m.Memo, 4, false)
+		m.s0 = uint16(fo0)
+	}
+	if fo := fo0; fo != 0 {
+		q, ok := w.RefAt(&t, fo)
 		if !ok {
 			if q, err = w.Ref(&t, 0, false); err != nil {
 				return w.At(err, "data", -1)
 			}
 		}
-		if q != 0 {
-			if _, _, ok := w.VectorAt(q, 1); !ok {
-				if _, _, err := w.Vector(q, 1); err != nil {
-					return w.At(err, "data", -1)
-				}
+		if _, _, ok := w.VectorAt(q, 1); !ok {
+			if _, _, err := w.Vector(q, 1); err != nil {
+				return w.At(err, "data", -1)
 			}
 		}
 	}
@@ -1200,19 +2020,45 @@ func VerifyBackendDelegateInlineData(w *fbverify.Walk, pos int64) error {
 
 // VerifyDataSegment verifies the DataSegment table at pos and everything it refers to.
 func VerifyDataSegment(w *fbverify.Walk, pos int64) error {
-	t, err := w.Start(pos)
+	var m memoDataSegment
+	return verifyDataSegment(w, pos, &m)
+}
+
+// memoDataSegment is what verifyDataSegment keeps from one DataSegment table to the next: the
+// vtable, the table offsets of its offset fields and unions, and the memos
+// of the tables it verifies in place.
+type memoDataSegment struct {
+	fbverify.Memo
+}
+
+func verifyDataSegment(w *fbverify.Walk, pos int64, m *memoDataSegment) error {
+	t, hit, err := w.StartMemo(pos, &m.Memo)
 	if err != nil {
 		return err
 	}
-	if fo := w.Slot(&t, 0); fo != 0 && (fo+8 > t.Size() || (t.Pos()+fo)&7 != 0) {
-		if err := w.ScalarOutside(&t, fo, 8); err != nil {
-			return w.At(err, "offset", -1)
+	bad := fbverify.NoField // the first scalar field that fails its checks
+	if !hit {
+		ext, has8 := int64(4), false
+		if fo := w.Slot(&t, 0); fo != 0 {
+			has8 = true
+			ext = max(ext, fo+8)
+			if !w.ScalarIn(&t, fo, 8) && bad == fbverify.NoField {
+				bad = 0
+			}
+		}
+		if fo := w.Slot(&t, 1); fo != 0 {
+			has8 = true
+			ext = max(ext, fo+8)
+			if !w.ScalarIn(&t, fo, 8) && bad == fbverify.NoField {
+				bad = 1
+			}
+		}
+		if bad == fbverify.NoField {
+			w.Learn(&t, &m.Memo, ext, has8)
 		}
 	}
-	if fo := w.Slot(&t, 1); fo != 0 && (fo+8 > t.Size() || (t.Pos()+fo)&7 != 0) {
-		if err := w.ScalarOutside(&t, fo, 8); err != nil {
-			return w.At(err, "size", -1)
-		}
+	if bad != fbverify.NoField {
+		return w.ScalarError(&t, bad, DataSegmentDesc)
 	}
 	w.Leave()
 	return nil
@@ -1220,29 +2066,59 @@ func VerifyDataSegment(w *fbverify.Walk, pos int64) error {
 
 // VerifySubsegmentOffsets verifies the SubsegmentOffsets table at pos and everything it refers to.
 func VerifySubsegmentOffsets(w *fbverify.Walk, pos int64) error {
-	t, err := w.Start(pos)
+	var m memoSubsegmentOffsets
+	return verifySubsegmentOffsets(w, pos, &m)
+}
+
+// memoSubsegmentOffsets is what verifySubsegmentOffsets keeps from one SubsegmentOffsets table to the next: the
+// vtable, the table offsets of its offset fields and unions, and the memos
+// of the tables it verifies in place.
+type memoSubsegmentOffsets struct {
+	fbverify.Memo
+	s1 uint16
+}
+
+func verifySubsegmentOffsets(w *fbverify.Walk, pos int64, m *memoSubsegmentOffsets) error {
+	t, hit, err := w.StartMemo(pos, &m.Memo)
 	if err != nil {
 		return err
 	}
-	if fo := w.Slot(&t, 0); fo != 0 && (fo+4 > t.Size() || fo&3 != 0) {
-		if err := w.ScalarOutside(&t, fo, 4); err != nil {
-			return w.At(err, "segment_index", -1)
+	var fo1 int64
+	bad := fbverify.NoField // the first scalar field that fails its checks
+	if hit {
+		fo1 = int64(m.s1)
+	} else {
+		ext := int64(4)
+		if fo := w.Slot(&t, 0); fo != 0 {
+			ext = max(ext, fo+4)
+			if !w.ScalarIn(&t, fo, 4) && bad == fbverify.NoField {
+				bad = 0
+			}
+		}
+		fo1 = w.Slot(&t, 1)
+		if bad == fbverify.NoField {
+			w.Learn(&t, &m.Memo, ext, false)
+			m.s1 = uint16(fo1)
 		}
 	}
-	{
-		q, ok := w.RefAt(&t, w.Slot(&t, 1))
+	if bad < 1 {
+		return w.ScalarError(&t, bad, SubsegmentOffsetsDesc)
+	}
+	if fo := fo1; fo != 0 {
+		q, ok := w.RefAt(&t, fo)
 		if !ok {
 			if q, err = w.Ref(&t, 1, false); err != nil {
 				return w.At(err, "offsets", -1)
 			}
 		}
-		if q != 0 {
-			if _, _, ok := w.VectorAt(q, 8); !ok {
-				if _, _, err := w.Vector(q, 8); err != nil {
-					return w.At(err, "offsets", -1)
-				}
+		if _, _, ok := w.VectorAt(q, 8); !ok {
+			if _, _, err := w.Vector(q, 8); err != nil {
+				return w.At(err, "offsets", -1)
 			}
 		}
+	}
+	if bad != fbverify.NoField {
+		return w.ScalarError(&t, bad, SubsegmentOffsetsDesc)
 	}
 	w.Leave()
 	return nil
@@ -1250,27 +2126,56 @@ func VerifySubsegmentOffsets(w *fbverify.Walk, pos int64) error {
 
 // VerifyNamedData verifies the NamedData table at pos and everything it refers to.
 func VerifyNamedData(w *fbverify.Walk, pos int64) error {
-	t, err := w.Start(pos)
+	var m memoNamedData
+	return verifyNamedData(w, pos, &m)
+}
+
+// memoNamedData is what verifyNamedData keeps from one NamedData table to the next: the
+// vtable, the table offsets of its offset fields and unions, and the memos
+// of the tables it verifies in place.
+type memoNamedData struct {
+	fbverify.Memo
+	s0 uint16
+}
+
+func verifyNamedData(w *fbverify.Walk, pos int64, m *memoNamedData) error {
+	t, hit, err := w.StartMemo(pos, &m.Memo)
 	if err != nil {
 		return err
 	}
-	{
-		q, ok := w.RefAt(&t, w.Slot(&t, 0))
+	var fo0 int64
+	bad := fbverify.NoField // the first scalar field that fails its checks
+	if hit {
+		fo0 = int64(m.s0)
+	} else {
+		ext := int64(4)
+		if fo := w.Slot(&t, 1); fo != 0 {
+			ext = max(ext, fo+4)
+			if !w.ScalarIn(&t, fo, 4) && bad == fbverify.NoField {
+				bad = 1
+			}
+		}
+		fo0 = w.Slot(&t, 0)
+		if bad == fbverify.NoField {
+			w.Learn(&t, &m.Memo, ext, false)
+			m.s0 = uint16(fo0)
+		}
+	}
+	if fo := fo0; fo != 0 {
+		q, ok := w.RefAt(&t, fo)
 		if !ok {
 			if q, err = w.Ref(&t, 0, false); err != nil {
 				return w.At(err, "key", -1)
 			}
 		}
-		if q != 0 {
+		if !w.StringAt(q) {
 			if err := w.String(q); err != nil {
 				return w.At(err, "key", -1)
 			}
 		}
 	}
-	if fo := w.Slot(&t, 1); fo != 0 && (fo+4 > t.Size() || fo&3 != 0) {
-		if err := w.ScalarOutside(&t, fo, 4); err != nil {
-			return w.At(err, "segment_index", -1)
-		}
+	if bad != fbverify.NoField {
+		return w.ScalarError(&t, bad, NamedDataDesc)
 	}
 	w.Leave()
 	return nil
@@ -1278,213 +2183,281 @@ func VerifyNamedData(w *fbverify.Walk, pos int64) error {
 
 // VerifyProgram verifies the Program table at pos and everything it refers to.
 func VerifyProgram(w *fbverify.Walk, pos int64) error {
-	t, err := w.Start(pos)
+	var m memoProgram
+	return verifyProgram(w, pos, &m)
+}
+
+// memoProgram is what verifyProgram keeps from one Program table to the next: the
+// vtable, the table offsets of its offset fields and unions, and the memos
+// of the tables it verifies in place.
+type memoProgram struct {
+	fbverify.Memo
+	s1                         uint16
+	s2                         uint16
+	s3                         uint16
+	s4                         uint16
+	s5                         uint16
+	s6                         uint16
+	s7                         uint16
+	mExecutionPlan             memoExecutionPlan
+	mBuffer                    memoBuffer
+	mBackendDelegateInlineData memoBackendDelegateInlineData
+	mDataSegment               memoDataSegment
+	mSubsegmentOffsets         memoSubsegmentOffsets
+	mNamedData                 memoNamedData
+}
+
+func verifyProgram(w *fbverify.Walk, pos int64, m *memoProgram) error {
+	t, hit, err := w.StartMemo(pos, &m.Memo)
 	if err != nil {
 		return err
 	}
-	if fo := w.Slot(&t, 0); fo != 0 && (fo+4 > t.Size() || fo&3 != 0) {
-		if err := w.ScalarOutside(&t, fo, 4); err != nil {
-			return w.At(err, "version", -1)
+	var fo1, fo2, fo3, fo4, fo5, fo6, fo7 int64
+	bad := fbverify.NoField // the first scalar field that fails its checks
+	if hit {
+		fo1 = int64(m.s1)
+		fo2 = int64(m.s2)
+		fo3 = int64(m.s3)
+		fo4 = int64(m.s4)
+		fo5 = int64(m.s5)
+		fo6 = int64(m.s6)
+		fo7 = int64(m.s7)
+	} else {
+		ext := int64(4)
+		if fo := w.Slot(&t, 0); fo != 0 {
+			ext = max(ext, fo+4)
+			if !w.ScalarIn(&t, fo, 4) && bad == fbverify.NoField {
+				bad = 0
+			}
+		}
+		fo1 = w.Slot(&t, 1)
+		fo2 = w.Slot(&t, 2)
+		fo3 = w.Slot(&t, 3)
+		fo4 = w.Slot(&t, 4)
+		fo5 = w.Slot(&t, 5)
+		fo6 = w.Slot(&t, 6)
+		fo7 = w.Slot(&t, 7)
+		if bad == fbverify.NoField {
+			w.Learn(&t, &m.Memo, ext, false)
+			m.s1 = uint16(fo1)
+			m.s2 = uint16(fo2)
+			m.s3 = uint16(fo3)
+			m.s4 = uint16(fo4)
+			m.s5 = uint16(fo5)
+			m.s6 = uint16(fo6)
+			m.s7 = uint16(fo7)
 		}
 	}
-	{
-		q, ok := w.RefAt(&t, w.Slot(&t, 1))
+	if bad < 1 {
+		return w.ScalarError(&t, bad, ProgramDesc)
+	}
+	if fo := fo1; fo != 0 {
+		q, ok := w.RefAt(&t, fo)
 		if !ok {
 			if q, err = w.Ref(&t, 1, false); err != nil {
 				return w.At(err, "execution_plan", -1)
 			}
 		}
-		if q != 0 {
-			start, n, ok := w.VectorAt(q, 4)
-			if !ok {
-				if start, n, err = w.Vector(q, 4); err != nil {
-					return w.At(err, "execution_plan", -1)
-				}
+		start, n, ok := w.VectorAt(q, 4)
+		if !ok {
+			if start, n, err = w.Vector(q, 4); err != nil {
+				return w.At(err, "execution_plan", -1)
 			}
-			{
-				for i := int64(0); i < n; i++ {
-					var err error
-					e, ok := w.DerefAt(start + 4*i)
-					if !ok {
-						e, err = w.Deref(start + 4*i)
-					}
-					if err == nil {
-						err = VerifyExecutionPlan(w, e)
-					}
-					if err != nil {
-						return w.At(w.At(err, "", int(i)), "execution_plan", -1)
-					}
+		}
+		{
+			for i := int64(0); i < n; i++ {
+				var err error
+				e, ok := w.DerefAt(start + 4*i)
+				if !ok {
+					e, err = w.Deref(start + 4*i)
+				}
+				if err == nil {
+					err = verifyExecutionPlan(w, e, &m.mExecutionPlan)
+				}
+				if err != nil {
+					return w.At(w.At(err, "", int(i)), "execution_plan", -1)
 				}
 			}
 		}
 	}
-	{
-		q, ok := w.RefAt(&t, w.Slot(&t, 2))
+	if bad < 2 {
+		return w.ScalarError(&t, bad, ProgramDesc)
+	}
+	if fo := fo2; fo != 0 {
+		q, ok := w.RefAt(&t, fo)
 		if !ok {
 			if q, err = w.Ref(&t, 2, false); err != nil {
 				return w.At(err, "constant_buffer", -1)
 			}
 		}
-		if q != 0 {
-			start, n, ok := w.VectorAt(q, 4)
-			if !ok {
-				if start, n, err = w.Vector(q, 4); err != nil {
-					return w.At(err, "constant_buffer", -1)
-				}
+		start, n, ok := w.VectorAt(q, 4)
+		if !ok {
+			if start, n, err = w.Vector(q, 4); err != nil {
+				return w.At(err, "constant_buffer", -1)
 			}
-			{
-				for i := int64(0); i < n; i++ {
-					var err error
-					e, ok := w.DerefAt(start + 4*i)
-					if !ok {
-						e, err = w.Deref(start + 4*i)
-					}
-					if err == nil {
-						err = VerifyBuffer(w, e)
-					}
-					if err != nil {
-						return w.At(w.At(err, "", int(i)), "constant_buffer", -1)
-					}
+		}
+		{
+			for i := int64(0); i < n; i++ {
+				var err error
+				e, ok := w.DerefAt(start + 4*i)
+				if !ok {
+					e, err = w.Deref(start + 4*i)
+				}
+				if err == nil {
+					err = verifyBuffer(w, e, &m.mBuffer)
+				}
+				if err != nil {
+					return w.At(w.At(err, "", int(i)), "constant_buffer", -1)
 				}
 			}
 		}
 	}
-	{
-		q, ok := w.RefAt(&t, w.Slot(&t, 3))
+	if bad < 3 {
+		return w.ScalarError(&t, bad, ProgramDesc)
+	}
+	if fo := fo3; fo != 0 {
+		q, ok := w.RefAt(&t, fo)
 		if !ok {
 			if q, err = w.Ref(&t, 3, false); err != nil {
 				return w.At(err, "backend_delegate_data", -1)
 			}
 		}
-		if q != 0 {
-			start, n, ok := w.VectorAt(q, 4)
-			if !ok {
-				if start, n, err = w.Vector(q, 4); err != nil {
-					return w.At(err, "backend_delegate_data", -1)
-				}
+		start, n, ok := w.VectorAt(q, 4)
+		if !ok {
+			if start, n, err = w.Vector(q, 4); err != nil {
+				return w.At(err, "backend_delegate_data", -1)
 			}
-			{
-				for i := int64(0); i < n; i++ {
-					var err error
-					e, ok := w.DerefAt(start + 4*i)
-					if !ok {
-						e, err = w.Deref(start + 4*i)
-					}
-					if err == nil {
-						err = VerifyBackendDelegateInlineData(w, e)
-					}
-					if err != nil {
-						return w.At(w.At(err, "", int(i)), "backend_delegate_data", -1)
-					}
+		}
+		{
+			for i := int64(0); i < n; i++ {
+				var err error
+				e, ok := w.DerefAt(start + 4*i)
+				if !ok {
+					e, err = w.Deref(start + 4*i)
+				}
+				if err == nil {
+					err = verifyBackendDelegateInlineData(w, e, &m.mBackendDelegateInlineData)
+				}
+				if err != nil {
+					return w.At(w.At(err, "", int(i)), "backend_delegate_data", -1)
 				}
 			}
 		}
 	}
-	{
-		q, ok := w.RefAt(&t, w.Slot(&t, 4))
+	if bad < 4 {
+		return w.ScalarError(&t, bad, ProgramDesc)
+	}
+	if fo := fo4; fo != 0 {
+		q, ok := w.RefAt(&t, fo)
 		if !ok {
 			if q, err = w.Ref(&t, 4, false); err != nil {
 				return w.At(err, "segments", -1)
 			}
 		}
-		if q != 0 {
-			start, n, ok := w.VectorAt(q, 4)
-			if !ok {
-				if start, n, err = w.Vector(q, 4); err != nil {
-					return w.At(err, "segments", -1)
-				}
+		start, n, ok := w.VectorAt(q, 4)
+		if !ok {
+			if start, n, err = w.Vector(q, 4); err != nil {
+				return w.At(err, "segments", -1)
 			}
-			{
-				for i := int64(0); i < n; i++ {
-					var err error
-					e, ok := w.DerefAt(start + 4*i)
-					if !ok {
-						e, err = w.Deref(start + 4*i)
-					}
-					if err == nil {
-						err = VerifyDataSegment(w, e)
-					}
-					if err != nil {
-						return w.At(w.At(err, "", int(i)), "segments", -1)
-					}
+		}
+		{
+			for i := int64(0); i < n; i++ {
+				var err error
+				e, ok := w.DerefAt(start + 4*i)
+				if !ok {
+					e, err = w.Deref(start + 4*i)
+				}
+				if err == nil {
+					err = verifyDataSegment(w, e, &m.mDataSegment)
+				}
+				if err != nil {
+					return w.At(w.At(err, "", int(i)), "segments", -1)
 				}
 			}
 		}
 	}
-	{
-		q, ok := w.RefAt(&t, w.Slot(&t, 5))
+	if bad < 5 {
+		return w.ScalarError(&t, bad, ProgramDesc)
+	}
+	if fo := fo5; fo != 0 {
+		q, ok := w.RefAt(&t, fo)
 		if !ok {
 			if q, err = w.Ref(&t, 5, false); err != nil {
 				return w.At(err, "constant_segment", -1)
 			}
 		}
-		if q != 0 {
-			if err := VerifySubsegmentOffsets(w, q); err != nil {
+		{
+			if err := verifySubsegmentOffsets(w, q, &m.mSubsegmentOffsets); err != nil {
 				return w.At(err, "constant_segment", -1)
 			}
 		}
 	}
-	{
-		q, ok := w.RefAt(&t, w.Slot(&t, 6))
+	if bad < 6 {
+		return w.ScalarError(&t, bad, ProgramDesc)
+	}
+	if fo := fo6; fo != 0 {
+		q, ok := w.RefAt(&t, fo)
 		if !ok {
 			if q, err = w.Ref(&t, 6, false); err != nil {
 				return w.At(err, "mutable_data_segments", -1)
 			}
 		}
-		if q != 0 {
-			start, n, ok := w.VectorAt(q, 4)
-			if !ok {
-				if start, n, err = w.Vector(q, 4); err != nil {
-					return w.At(err, "mutable_data_segments", -1)
-				}
+		start, n, ok := w.VectorAt(q, 4)
+		if !ok {
+			if start, n, err = w.Vector(q, 4); err != nil {
+				return w.At(err, "mutable_data_segments", -1)
 			}
-			{
-				for i := int64(0); i < n; i++ {
-					var err error
-					e, ok := w.DerefAt(start + 4*i)
-					if !ok {
-						e, err = w.Deref(start + 4*i)
-					}
-					if err == nil {
-						err = VerifySubsegmentOffsets(w, e)
-					}
-					if err != nil {
-						return w.At(w.At(err, "", int(i)), "mutable_data_segments", -1)
-					}
+		}
+		{
+			for i := int64(0); i < n; i++ {
+				var err error
+				e, ok := w.DerefAt(start + 4*i)
+				if !ok {
+					e, err = w.Deref(start + 4*i)
+				}
+				if err == nil {
+					err = verifySubsegmentOffsets(w, e, &m.mSubsegmentOffsets)
+				}
+				if err != nil {
+					return w.At(w.At(err, "", int(i)), "mutable_data_segments", -1)
 				}
 			}
 		}
 	}
-	{
-		q, ok := w.RefAt(&t, w.Slot(&t, 7))
+	if bad < 7 {
+		return w.ScalarError(&t, bad, ProgramDesc)
+	}
+	if fo := fo7; fo != 0 {
+		q, ok := w.RefAt(&t, fo)
 		if !ok {
 			if q, err = w.Ref(&t, 7, false); err != nil {
 				return w.At(err, "named_data", -1)
 			}
 		}
-		if q != 0 {
-			start, n, ok := w.VectorAt(q, 4)
-			if !ok {
-				if start, n, err = w.Vector(q, 4); err != nil {
-					return w.At(err, "named_data", -1)
-				}
+		start, n, ok := w.VectorAt(q, 4)
+		if !ok {
+			if start, n, err = w.Vector(q, 4); err != nil {
+				return w.At(err, "named_data", -1)
 			}
-			{
-				for i := int64(0); i < n; i++ {
-					var err error
-					e, ok := w.DerefAt(start + 4*i)
-					if !ok {
-						e, err = w.Deref(start + 4*i)
-					}
-					if err == nil {
-						err = VerifyNamedData(w, e)
-					}
-					if err != nil {
-						return w.At(w.At(err, "", int(i)), "named_data", -1)
-					}
+		}
+		{
+			for i := int64(0); i < n; i++ {
+				var err error
+				e, ok := w.DerefAt(start + 4*i)
+				if !ok {
+					e, err = w.Deref(start + 4*i)
+				}
+				if err == nil {
+					err = verifyNamedData(w, e, &m.mNamedData)
+				}
+				if err != nil {
+					return w.At(w.At(err, "", int(i)), "named_data", -1)
 				}
 			}
 		}
+	}
+	if bad != fbverify.NoField {
+		return w.ScalarError(&t, bad, ProgramDesc)
 	}
 	w.Leave()
 	return nil

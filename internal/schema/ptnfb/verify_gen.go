@@ -6,19 +6,45 @@ import "github.com/edgeload/edgeload/internal/fbverify"
 
 // VerifyDim verifies the Dim table at pos and everything it refers to.
 func VerifyDim(w *fbverify.Walk, pos int64) error {
-	t, err := w.Start(pos)
+	var m memoDim
+	return verifyDim(w, pos, &m)
+}
+
+// memoDim is what verifyDim keeps from one Dim table to the next: the
+// vtable, the table offsets of its offset fields and unions, and the memos
+// of the tables it verifies in place.
+type memoDim struct {
+	fbverify.Memo
+}
+
+func verifyDim(w *fbverify.Walk, pos int64, m *memoDim) error {
+	t, hit, err := w.StartMemo(pos, &m.Memo)
 	if err != nil {
 		return err
 	}
-	if fo := w.Slot(&t, 0); fo != 0 && (fo+8 > t.Size() || (t.Pos()+fo)&7 != 0) {
-		if err := w.ScalarOutside(&t, fo, 8); err != nil {
-			return w.At(err, "min", -1)
+	bad := fbverify.NoField // the first scalar field that fails its checks
+	if !hit {
+		ext, has8 := int64(4), false
+		if fo := w.Slot(&t, 0); fo != 0 {
+			has8 = true
+			ext = max(ext, fo+8)
+			if !w.ScalarIn(&t, fo, 8) && bad == fbverify.NoField {
+				bad = 0
+			}
+		}
+		if fo := w.Slot(&t, 1); fo != 0 {
+			has8 = true
+			ext = max(ext, fo+8)
+			if !w.ScalarIn(&t, fo, 8) && bad == fbverify.NoField {
+				bad = 1
+			}
+		}
+		if bad == fbverify.NoField {
+			w.Learn(&t, &m.Memo, ext, has8)
 		}
 	}
-	if fo := w.Slot(&t, 1); fo != 0 && (fo+8 > t.Size() || (t.Pos()+fo)&7 != 0) {
-		if err := w.ScalarOutside(&t, fo, 8); err != nil {
-			return w.At(err, "max", -1)
-		}
+	if bad != fbverify.NoField {
+		return w.ScalarError(&t, bad, DimDesc)
 	}
 	w.Leave()
 	return nil
@@ -26,60 +52,102 @@ func VerifyDim(w *fbverify.Walk, pos int64) error {
 
 // VerifyAffineGroup verifies the AffineGroup table at pos and everything it refers to.
 func VerifyAffineGroup(w *fbverify.Walk, pos int64) error {
-	t, err := w.Start(pos)
+	var m memoAffineGroup
+	return verifyAffineGroup(w, pos, &m)
+}
+
+// memoAffineGroup is what verifyAffineGroup keeps from one AffineGroup table to the next: the
+// vtable, the table offsets of its offset fields and unions, and the memos
+// of the tables it verifies in place.
+type memoAffineGroup struct {
+	fbverify.Memo
+	s0 uint16
+	s5 uint16
+}
+
+func verifyAffineGroup(w *fbverify.Walk, pos int64, m *memoAffineGroup) error {
+	t, hit, err := w.StartMemo(pos, &m.Memo)
 	if err != nil {
 		return err
 	}
-	{
-		q, ok := w.RefAt(&t, w.Slot(&t, 0))
+	var fo0, fo5 int64
+	bad := fbverify.NoField // the first scalar field that fails its checks
+	if hit {
+		fo0 = int64(m.s0)
+		fo5 = int64(m.s5)
+	} else {
+		ext := int64(4)
+		if fo := w.Slot(&t, 1); fo != 0 {
+			ext = max(ext, fo+1)
+			if !w.ScalarIn(&t, fo, 1) && bad == fbverify.NoField {
+				bad = 1
+			}
+		}
+		if fo := w.Slot(&t, 2); fo != 0 {
+			ext = max(ext, fo+4)
+			if !w.ScalarIn(&t, fo, 4) && bad == fbverify.NoField {
+				bad = 2
+			}
+		}
+		if fo := w.Slot(&t, 3); fo != 0 {
+			ext = max(ext, fo+4)
+			if !w.ScalarIn(&t, fo, 4) && bad == fbverify.NoField {
+				bad = 3
+			}
+		}
+		if fo := w.Slot(&t, 4); fo != 0 {
+			ext = max(ext, fo+4)
+			if !w.ScalarIn(&t, fo, 4) && bad == fbverify.NoField {
+				bad = 4
+			}
+		}
+		if fo := w.Slot(&t, 6); fo != 0 {
+			ext = max(ext, fo+1)
+			if !w.ScalarIn(&t, fo, 1) && bad == fbverify.NoField {
+				bad = 6
+			}
+		}
+		fo0 = w.Slot(&t, 0)
+		fo5 = w.Slot(&t, 5)
+		if bad == fbverify.NoField {
+			w.Learn(&t, &m.Memo, ext, false)
+			m.s0 = uint16(fo0)
+			m.s5 = uint16(fo5)
+		}
+	}
+	if fo := fo0; fo != 0 {
+		q, ok := w.RefAt(&t, fo)
 		if !ok {
 			if q, err = w.Ref(&t, 0, true); err != nil {
 				return w.At(err, "scale_data_key", -1)
 			}
 		}
-		if q != 0 {
+		if !w.StringAt(q) {
 			if err := w.String(q); err != nil {
 				return w.At(err, "scale_data_key", -1)
 			}
 		}
+	} else {
+		return w.At(w.Missing(&t), "scale_data_key", -1)
 	}
-	if fo := w.Slot(&t, 1); fo != 0 && (fo+1 > t.Size()) {
-		if err := w.ScalarOutside(&t, fo, 1); err != nil {
-			return w.At(err, "scale_dtype", -1)
-		}
+	if bad < 5 {
+		return w.ScalarError(&t, bad, AffineGroupDesc)
 	}
-	if fo := w.Slot(&t, 2); fo != 0 && (fo+4 > t.Size() || fo&3 != 0) {
-		if err := w.ScalarOutside(&t, fo, 4); err != nil {
-			return w.At(err, "quant_min", -1)
-		}
-	}
-	if fo := w.Slot(&t, 3); fo != 0 && (fo+4 > t.Size() || fo&3 != 0) {
-		if err := w.ScalarOutside(&t, fo, 4); err != nil {
-			return w.At(err, "quant_max", -1)
-		}
-	}
-	if fo := w.Slot(&t, 4); fo != 0 && (fo+4 > t.Size() || fo&3 != 0) {
-		if err := w.ScalarOutside(&t, fo, 4); err != nil {
-			return w.At(err, "group_size", -1)
-		}
-	}
-	{
-		q, ok := w.RefAt(&t, w.Slot(&t, 5))
+	if fo := fo5; fo != 0 {
+		q, ok := w.RefAt(&t, fo)
 		if !ok {
 			if q, err = w.Ref(&t, 5, false); err != nil {
 				return w.At(err, "zero_point_data_key", -1)
 			}
 		}
-		if q != 0 {
+		if !w.StringAt(q) {
 			if err := w.String(q); err != nil {
 				return w.At(err, "zero_point_data_key", -1)
 			}
 		}
 	}
-	if fo := w.Slot(&t, 6); fo != 0 && (fo+1 > t.Size()) {
-		if err := w.ScalarOutside(&t, fo, 1); err != nil {
-			return w.At(err, "zero_point_dtype", -1)
-		}
+	if bad != fbverify.NoField {
+		return w.ScalarError(&t, bad, AffineGroupDesc)
 	}
 	w.Leave()
 	return nil
@@ -87,18 +155,39 @@ func VerifyAffineGroup(w *fbverify.Walk, pos int64) error {
 
 // VerifyPackedQuant verifies the PackedQuant table at pos and everything it refers to.
 func VerifyPackedQuant(w *fbverify.Walk, pos int64) error {
-	t, err := w.Start(pos)
+	var m memoPackedQuant
+	return verifyPackedQuant(w, pos, &m)
+}
+
+// memoPackedQuant is what verifyPackedQuant keeps from one PackedQuant table to the next: the
+// vtable, the table offsets of its offset fields and unions, and the memos
+// of the tables it verifies in place.
+type memoPackedQuant struct {
+	fbverify.Memo
+	s0 uint16
+}
+
+func verifyPackedQuant(w *fbverify.Walk, pos int64, m *memoPackedQuant) error {
+	t, hit, err := w.StartMemo(pos, &m.Memo)
 	if err != nil {
 		return err
 	}
-	{
-		q, ok := w.RefAt(&t, w.Slot(&t, 0))
+	var fo0 int64
+	if hit {
+		fo0 = int64(m.s0)
+	} else {
+		fo0 = w.Slot(&t, 0)
+		w.Learn(&t, &m.Memo, 4, false)
+		m.s0 = uint16(fo0)
+	}
+	if fo := fo0; fo != 0 {
+		q, ok := w.RefAt(&t, fo)
 		if !ok {
 			if q, err = w.Ref(&t, 0, false); err != nil {
 				return w.At(err, "codec", -1)
 			}
 		}
-		if q != 0 {
+		if !w.StringAt(q) {
 			if err := w.String(q); err != nil {
 				return w.At(err, "codec", -1)
 			}
@@ -110,18 +199,45 @@ func VerifyPackedQuant(w *fbverify.Walk, pos int64) error {
 
 // VerifyQuantSpec verifies the QuantSpec table at pos and everything it refers to.
 func VerifyQuantSpec(w *fbverify.Walk, pos int64) error {
-	t, err := w.Start(pos)
+	var m memoQuantSpec
+	return verifyQuantSpec(w, pos, &m)
+}
+
+// memoQuantSpec is what verifyQuantSpec keeps from one QuantSpec table to the next: the
+// vtable, the table offsets of its offset fields and unions, and the memos
+// of the tables it verifies in place.
+type memoQuantSpec struct {
+	fbverify.Memo
+	s0           uint16
+	s1           uint16
+	mAffineGroup memoAffineGroup
+	mPackedQuant memoPackedQuant
+}
+
+func verifyQuantSpec(w *fbverify.Walk, pos int64, m *memoQuantSpec) error {
+	t, hit, err := w.StartMemo(pos, &m.Memo)
 	if err != nil {
 		return err
 	}
-	if tag, q, err := w.Union(&t, 0); err != nil {
+	var fo0, fo1 int64
+	if hit {
+		fo0 = int64(m.s0)
+		fo1 = int64(m.s1)
+	} else {
+		fo0 = w.Slot(&t, 0)
+		fo1 = w.Slot(&t, 1)
+		w.Learn(&t, &m.Memo, 4, false)
+		m.s0 = uint16(fo0)
+		m.s1 = uint16(fo1)
+	}
+	if tag, q, err := w.UnionAt(&t, fo0, fo1); err != nil {
 		return w.At(err, "scheme", -1)
 	} else if tag != 0 && q != 0 {
 		switch tag {
 		case 1:
-			err = VerifyAffineGroup(w, q)
+			err = verifyAffineGroup(w, q, &m.mAffineGroup)
 		case 2:
-			err = VerifyPackedQuant(w, q)
+			err = verifyPackedQuant(w, q, &m.mPackedQuant)
 		default:
 			err = w.Bare(q)
 		}
@@ -135,73 +251,117 @@ func VerifyQuantSpec(w *fbverify.Walk, pos int64) error {
 
 // VerifyTensorMeta verifies the TensorMeta table at pos and everything it refers to.
 func VerifyTensorMeta(w *fbverify.Walk, pos int64) error {
-	t, err := w.Start(pos)
+	var m memoTensorMeta
+	return verifyTensorMeta(w, pos, &m)
+}
+
+// memoTensorMeta is what verifyTensorMeta keeps from one TensorMeta table to the next: the
+// vtable, the table offsets of its offset fields and unions, and the memos
+// of the tables it verifies in place.
+type memoTensorMeta struct {
+	fbverify.Memo
+	s1         uint16
+	s2         uint16
+	s3         uint16
+	mDim       memoDim
+	mQuantSpec memoQuantSpec
+}
+
+func verifyTensorMeta(w *fbverify.Walk, pos int64, m *memoTensorMeta) error {
+	t, hit, err := w.StartMemo(pos, &m.Memo)
 	if err != nil {
 		return err
 	}
-	if fo := w.Slot(&t, 0); fo != 0 && (fo+1 > t.Size()) {
-		if err := w.ScalarOutside(&t, fo, 1); err != nil {
-			return w.At(err, "dtype", -1)
+	var fo1, fo2, fo3 int64
+	bad := fbverify.NoField // the first scalar field that fails its checks
+	if hit {
+		fo1 = int64(m.s1)
+		fo2 = int64(m.s2)
+		fo3 = int64(m.s3)
+	} else {
+		ext := int64(4)
+		if fo := w.Slot(&t, 0); fo != 0 {
+			ext = max(ext, fo+1)
+			if !w.ScalarIn(&t, fo, 1) && bad == fbverify.NoField {
+				bad = 0
+			}
+		}
+		fo1 = w.Slot(&t, 1)
+		fo2 = w.Slot(&t, 2)
+		fo3 = w.Slot(&t, 3)
+		if bad == fbverify.NoField {
+			w.Learn(&t, &m.Memo, ext, false)
+			m.s1 = uint16(fo1)
+			m.s2 = uint16(fo2)
+			m.s3 = uint16(fo3)
 		}
 	}
-	{
-		q, ok := w.RefAt(&t, w.Slot(&t, 1))
+	if bad < 1 {
+		return w.ScalarError(&t, bad, TensorMetaDesc)
+	}
+	if fo := fo1; fo != 0 {
+		q, ok := w.RefAt(&t, fo)
 		if !ok {
 			if q, err = w.Ref(&t, 1, false); err != nil {
 				return w.At(err, "sizes", -1)
 			}
 		}
-		if q != 0 {
-			start, n, ok := w.VectorAt(q, 4)
-			if !ok {
-				if start, n, err = w.Vector(q, 4); err != nil {
-					return w.At(err, "sizes", -1)
-				}
+		start, n, ok := w.VectorAt(q, 4)
+		if !ok {
+			if start, n, err = w.Vector(q, 4); err != nil {
+				return w.At(err, "sizes", -1)
 			}
-			{
-				for i := int64(0); i < n; i++ {
-					var err error
-					e, ok := w.DerefAt(start + 4*i)
-					if !ok {
-						e, err = w.Deref(start + 4*i)
-					}
-					if err == nil {
-						err = VerifyDim(w, e)
-					}
-					if err != nil {
-						return w.At(w.At(err, "", int(i)), "sizes", -1)
-					}
+		}
+		{
+			for i := int64(0); i < n; i++ {
+				var err error
+				e, ok := w.DerefAt(start + 4*i)
+				if !ok {
+					e, err = w.Deref(start + 4*i)
+				}
+				if err == nil {
+					err = verifyDim(w, e, &m.mDim)
+				}
+				if err != nil {
+					return w.At(w.At(err, "", int(i)), "sizes", -1)
 				}
 			}
 		}
 	}
-	{
-		q, ok := w.RefAt(&t, w.Slot(&t, 2))
+	if bad < 2 {
+		return w.ScalarError(&t, bad, TensorMetaDesc)
+	}
+	if fo := fo2; fo != 0 {
+		q, ok := w.RefAt(&t, fo)
 		if !ok {
 			if q, err = w.Ref(&t, 2, false); err != nil {
 				return w.At(err, "dim_order", -1)
 			}
 		}
-		if q != 0 {
-			if _, _, ok := w.VectorAt(q, 4); !ok {
-				if _, _, err := w.Vector(q, 4); err != nil {
-					return w.At(err, "dim_order", -1)
-				}
+		if _, _, ok := w.VectorAt(q, 4); !ok {
+			if _, _, err := w.Vector(q, 4); err != nil {
+				return w.At(err, "dim_order", -1)
 			}
 		}
 	}
-	{
-		q, ok := w.RefAt(&t, w.Slot(&t, 3))
+	if bad < 3 {
+		return w.ScalarError(&t, bad, TensorMetaDesc)
+	}
+	if fo := fo3; fo != 0 {
+		q, ok := w.RefAt(&t, fo)
 		if !ok {
 			if q, err = w.Ref(&t, 3, false); err != nil {
 				return w.At(err, "quant", -1)
 			}
 		}
-		if q != 0 {
-			if err := VerifyQuantSpec(w, q); err != nil {
+		{
+			if err := verifyQuantSpec(w, q, &m.mQuantSpec); err != nil {
 				return w.At(err, "quant", -1)
 			}
 		}
+	}
+	if bad != fbverify.NoField {
+		return w.ScalarError(&t, bad, TensorMetaDesc)
 	}
 	w.Leave()
 	return nil
@@ -209,32 +369,58 @@ func VerifyTensorMeta(w *fbverify.Walk, pos int64) error {
 
 // VerifyTensorValue verifies the TensorValue table at pos and everything it refers to.
 func VerifyTensorValue(w *fbverify.Walk, pos int64) error {
-	t, err := w.Start(pos)
+	var m memoTensorValue
+	return verifyTensorValue(w, pos, &m)
+}
+
+// memoTensorValue is what verifyTensorValue keeps from one TensorValue table to the next: the
+// vtable, the table offsets of its offset fields and unions, and the memos
+// of the tables it verifies in place.
+type memoTensorValue struct {
+	fbverify.Memo
+	s0          uint16
+	s1          uint16
+	mTensorMeta memoTensorMeta
+}
+
+func verifyTensorValue(w *fbverify.Walk, pos int64, m *memoTensorValue) error {
+	t, hit, err := w.StartMemo(pos, &m.Memo)
 	if err != nil {
 		return err
 	}
-	{
-		q, ok := w.RefAt(&t, w.Slot(&t, 0))
+	var fo0, fo1 int64
+	if hit {
+		fo0 = int64(m.s0)
+		fo1 = int64(m.s1)
+	} else {
+		fo0 = w.Slot(&t, 0)
+		fo1 = w.Slot(&t, 1)
+		w.Learn(&t, &m.Memo, 4, false)
+		m.s0 = uint16(fo0)
+		m.s1 = uint16(fo1)
+	}
+	if fo := fo0; fo != 0 {
+		q, ok := w.RefAt(&t, fo)
 		if !ok {
 			if q, err = w.Ref(&t, 0, false); err != nil {
 				return w.At(err, "name", -1)
 			}
 		}
-		if q != 0 {
+		if !w.StringAt(q) {
 			if err := w.String(q); err != nil {
 				return w.At(err, "name", -1)
 			}
 		}
 	}
-	{
-		q, ok := w.RefAt(&t, w.Slot(&t, 1))
+	if fo := fo1; fo != 0 {
+		q, ok := w.RefAt(&t, fo)
 		if !ok {
 			if q, err = w.Ref(&t, 1, false); err != nil {
 				return w.At(err, "meta", -1)
 			}
 		}
-		if q != 0 {
-			if err := VerifyTensorMeta(w, q); err != nil {
+		{
+			if err := verifyTensorMeta(w, q, &m.mTensorMeta); err != nil {
 				return w.At(err, "meta", -1)
 			}
 		}
@@ -245,22 +431,45 @@ func VerifyTensorValue(w *fbverify.Walk, pos int64) error {
 
 // VerifyTensorArg verifies the TensorArg table at pos and everything it refers to.
 func VerifyTensorArg(w *fbverify.Walk, pos int64) error {
-	t, err := w.Start(pos)
+	var m memoTensorArg
+	return verifyTensorArg(w, pos, &m)
+}
+
+// memoTensorArg is what verifyTensorArg keeps from one TensorArg table to the next: the
+// vtable, the table offsets of its offset fields and unions, and the memos
+// of the tables it verifies in place.
+type memoTensorArg struct {
+	fbverify.Memo
+	s0 uint16
+}
+
+func verifyTensorArg(w *fbverify.Walk, pos int64, m *memoTensorArg) error {
+	t, hit, err := w.StartMemo(pos, &m.Memo)
 	if err != nil {
 		return err
 	}
-	{
-		q, ok := w.RefAt(&t, w.Slot(&t, 0))
+	var fo0 int64
+	if hit {
+		fo0 = int64(m.s0)
+	} else {
+		fo0 = w.Slot(&t, 0)
+		w.Learn(&t, &m.Memo, 4, false)
+		m.s0 = uint16(fo0)
+	}
+	if fo := fo0; fo != 0 {
+		q, ok := w.RefAt(&t, fo)
 		if !ok {
 			if q, err = w.Ref(&t, 0, true); err != nil {
 				return w.At(err, "name", -1)
 			}
 		}
-		if q != 0 {
+		if !w.StringAt(q) {
 			if err := w.String(q); err != nil {
 				return w.At(err, "name", -1)
 			}
 		}
+	} else {
+		return w.At(w.Missing(&t), "name", -1)
 	}
 	w.Leave()
 	return nil
@@ -313,40 +522,61 @@ func VerifyBoolListArg(w *fbverify.Walk, pos int64) error {
 
 // VerifyTensorListArg verifies the TensorListArg table at pos and everything it refers to.
 func VerifyTensorListArg(w *fbverify.Walk, pos int64) error {
-	t, err := w.Start(pos)
+	var m memoTensorListArg
+	return verifyTensorListArg(w, pos, &m)
+}
+
+// memoTensorListArg is what verifyTensorListArg keeps from one TensorListArg table to the next: the
+// vtable, the table offsets of its offset fields and unions, and the memos
+// of the tables it verifies in place.
+type memoTensorListArg struct {
+	fbverify.Memo
+	s0 uint16
+}
+
+func verifyTensorListArg(w *fbverify.Walk, pos int64, m *memoTensorListArg) error {
+	t, hit, err := w.StartMemo(pos, &m.Memo)
 	if err != nil {
 		return err
 	}
-	{
-		q, ok := w.RefAt(&t, w.Slot(&t, 0))
+	var fo0 int64
+	if hit {
+		fo0 = int64(m.s0)
+	} else {
+		fo0 = w.Slot(&t, 0)
+		w.Learn(&t, &m.Memo, 4, false)
+		m.s0 = uint16(fo0)
+	}
+	if fo := fo0; fo != 0 {
+		q, ok := w.RefAt(&t, fo)
 		if !ok {
 			if q, err = w.Ref(&t, 0, true); err != nil {
 				return w.At(err, "names", -1)
 			}
 		}
-		if q != 0 {
-			start, n, ok := w.VectorAt(q, 4)
-			if !ok {
-				if start, n, err = w.Vector(q, 4); err != nil {
-					return w.At(err, "names", -1)
-				}
+		start, n, ok := w.VectorAt(q, 4)
+		if !ok {
+			if start, n, err = w.Vector(q, 4); err != nil {
+				return w.At(err, "names", -1)
 			}
-			{
-				for i := int64(0); i < n; i++ {
-					var err error
-					e, ok := w.DerefAt(start + 4*i)
-					if !ok {
-						e, err = w.Deref(start + 4*i)
-					}
-					if err == nil {
-						err = w.String(e)
-					}
-					if err != nil {
-						return w.At(w.At(err, "", int(i)), "names", -1)
-					}
+		}
+		{
+			for i := int64(0); i < n; i++ {
+				var err error
+				e, ok := w.DerefAt(start + 4*i)
+				if !ok {
+					e, err = w.Deref(start + 4*i)
+				}
+				if err == nil && !w.StringAt(e) {
+					err = w.String(e)
+				}
+				if err != nil {
+					return w.At(w.At(err, "", int(i)), "names", -1)
 				}
 			}
 		}
+	} else {
+		return w.At(w.Missing(&t), "names", -1)
 	}
 	w.Leave()
 	return nil
@@ -354,55 +584,80 @@ func VerifyTensorListArg(w *fbverify.Walk, pos int64) error {
 
 // VerifyOptionalTensorListArg verifies the OptionalTensorListArg table at pos and everything it refers to.
 func VerifyOptionalTensorListArg(w *fbverify.Walk, pos int64) error {
-	t, err := w.Start(pos)
+	var m memoOptionalTensorListArg
+	return verifyOptionalTensorListArg(w, pos, &m)
+}
+
+// memoOptionalTensorListArg is what verifyOptionalTensorListArg keeps from one OptionalTensorListArg table to the next: the
+// vtable, the table offsets of its offset fields and unions, and the memos
+// of the tables it verifies in place.
+type memoOptionalTensorListArg struct {
+	fbverify.Memo
+	s0 uint16
+	s1 uint16
+}
+
+func verifyOptionalTensorListArg(w *fbverify.Walk, pos int64, m *memoOptionalTensorListArg) error {
+	t, hit, err := w.StartMemo(pos, &m.Memo)
 	if err != nil {
 		return err
 	}
-	{
-		q, ok := w.RefAt(&t, w.Slot(&t, 0))
+	var fo0, fo1 int64
+	if hit {
+		fo0 = int64(m.s0)
+		fo1 = int64(m.s1)
+	} else {
+		fo0 = w.Slot(&t, 0)
+		fo1 = w.Slot(&t, 1)
+		w.Learn(&t, &m.Memo, 4, false)
+		m.s0 = uint16(fo0)
+		m.s1 = uint16(fo1)
+	}
+	if fo := fo0; fo != 0 {
+		q, ok := w.RefAt(&t, fo)
 		if !ok {
 			if q, err = w.Ref(&t, 0, true); err != nil {
 				return w.At(err, "names", -1)
 			}
 		}
-		if q != 0 {
-			start, n, ok := w.VectorAt(q, 4)
-			if !ok {
-				if start, n, err = w.Vector(q, 4); err != nil {
-					return w.At(err, "names", -1)
-				}
+		start, n, ok := w.VectorAt(q, 4)
+		if !ok {
+			if start, n, err = w.Vector(q, 4); err != nil {
+				return w.At(err, "names", -1)
 			}
-			{
-				for i := int64(0); i < n; i++ {
-					var err error
-					e, ok := w.DerefAt(start + 4*i)
-					if !ok {
-						e, err = w.Deref(start + 4*i)
-					}
-					if err == nil {
-						err = w.String(e)
-					}
-					if err != nil {
-						return w.At(w.At(err, "", int(i)), "names", -1)
-					}
+		}
+		{
+			for i := int64(0); i < n; i++ {
+				var err error
+				e, ok := w.DerefAt(start + 4*i)
+				if !ok {
+					e, err = w.Deref(start + 4*i)
+				}
+				if err == nil && !w.StringAt(e) {
+					err = w.String(e)
+				}
+				if err != nil {
+					return w.At(w.At(err, "", int(i)), "names", -1)
 				}
 			}
 		}
+	} else {
+		return w.At(w.Missing(&t), "names", -1)
 	}
-	{
-		q, ok := w.RefAt(&t, w.Slot(&t, 1))
+	if fo := fo1; fo != 0 {
+		q, ok := w.RefAt(&t, fo)
 		if !ok {
 			if q, err = w.Ref(&t, 1, true); err != nil {
 				return w.At(err, "has_value", -1)
 			}
 		}
-		if q != 0 {
-			if _, _, ok := w.VectorAt(q, 1); !ok {
-				if _, _, err := w.Vector(q, 1); err != nil {
-					return w.At(err, "has_value", -1)
-				}
+		if _, _, ok := w.VectorAt(q, 1); !ok {
+			if _, _, err := w.Vector(q, 1); err != nil {
+				return w.At(err, "has_value", -1)
 			}
 		}
+	} else {
+		return w.At(w.Missing(&t), "has_value", -1)
 	}
 	w.Leave()
 	return nil
@@ -410,35 +665,62 @@ func VerifyOptionalTensorListArg(w *fbverify.Walk, pos int64) error {
 
 // VerifyGraphArg verifies the GraphArg table at pos and everything it refers to.
 func VerifyGraphArg(w *fbverify.Walk, pos int64) error {
-	t, err := w.Start(pos)
+	var m memoGraphArg
+	return verifyGraphArg(w, pos, &m)
+}
+
+// memoGraphArg is what verifyGraphArg keeps from one GraphArg table to the next: the
+// vtable, the table offsets of its offset fields and unions, and the memos
+// of the tables it verifies in place.
+type memoGraphArg struct {
+	fbverify.Memo
+	s0 uint16
+	s1 uint16
+}
+
+func verifyGraphArg(w *fbverify.Walk, pos int64, m *memoGraphArg) error {
+	t, hit, err := w.StartMemo(pos, &m.Memo)
 	if err != nil {
 		return err
 	}
-	{
-		q, ok := w.RefAt(&t, w.Slot(&t, 0))
+	var fo0, fo1 int64
+	if hit {
+		fo0 = int64(m.s0)
+		fo1 = int64(m.s1)
+	} else {
+		fo0 = w.Slot(&t, 0)
+		fo1 = w.Slot(&t, 1)
+		w.Learn(&t, &m.Memo, 4, false)
+		m.s0 = uint16(fo0)
+		m.s1 = uint16(fo1)
+	}
+	if fo := fo0; fo != 0 {
+		q, ok := w.RefAt(&t, fo)
 		if !ok {
 			if q, err = w.Ref(&t, 0, false); err != nil {
 				return w.At(err, "name", -1)
 			}
 		}
-		if q != 0 {
+		if !w.StringAt(q) {
 			if err := w.String(q); err != nil {
 				return w.At(err, "name", -1)
 			}
 		}
 	}
-	{
-		q, ok := w.RefAt(&t, w.Slot(&t, 1))
+	if fo := fo1; fo != 0 {
+		q, ok := w.RefAt(&t, fo)
 		if !ok {
 			if q, err = w.Ref(&t, 1, true); err != nil {
 				return w.At(err, "graph", -1)
 			}
 		}
-		if q != 0 {
+		{
 			if err := VerifyGraph(w, q); err != nil {
 				return w.At(err, "graph", -1)
 			}
 		}
+	} else {
+		return w.At(w.Missing(&t), "graph", -1)
 	}
 	w.Leave()
 	return nil
@@ -446,16 +728,44 @@ func VerifyGraphArg(w *fbverify.Walk, pos int64) error {
 
 // VerifyArgument verifies the Argument table at pos and everything it refers to.
 func VerifyArgument(w *fbverify.Walk, pos int64) error {
-	t, err := w.Start(pos)
+	var m memoArgument
+	return verifyArgument(w, pos, &m)
+}
+
+// memoArgument is what verifyArgument keeps from one Argument table to the next: the
+// vtable, the table offsets of its offset fields and unions, and the memos
+// of the tables it verifies in place.
+type memoArgument struct {
+	fbverify.Memo
+	s0                     uint16
+	s1                     uint16
+	mTensorArg             memoTensorArg
+	mTensorListArg         memoTensorListArg
+	mOptionalTensorListArg memoOptionalTensorListArg
+}
+
+func verifyArgument(w *fbverify.Walk, pos int64, m *memoArgument) error {
+	t, hit, err := w.StartMemo(pos, &m.Memo)
 	if err != nil {
 		return err
 	}
-	if tag, q, err := w.Union(&t, 0); err != nil {
+	var fo0, fo1 int64
+	if hit {
+		fo0 = int64(m.s0)
+		fo1 = int64(m.s1)
+	} else {
+		fo0 = w.Slot(&t, 0)
+		fo1 = w.Slot(&t, 1)
+		w.Learn(&t, &m.Memo, 4, false)
+		m.s0 = uint16(fo0)
+		m.s1 = uint16(fo1)
+	}
+	if tag, q, err := w.UnionAt(&t, fo0, fo1); err != nil {
 		return w.At(err, "value", -1)
 	} else if tag != 0 && q != 0 {
 		switch tag {
 		case 1:
-			err = VerifyTensorArg(w, q)
+			err = verifyTensorArg(w, q, &m.mTensorArg)
 		case 2:
 			err = VerifyNoneArg(w, q)
 		case 3:
@@ -475,9 +785,9 @@ func VerifyArgument(w *fbverify.Walk, pos int64) error {
 		case 10:
 			err = VerifyBoolListArg(w, q)
 		case 11:
-			err = VerifyTensorListArg(w, q)
+			err = verifyTensorListArg(w, q, &m.mTensorListArg)
 		case 12:
-			err = VerifyOptionalTensorListArg(w, q)
+			err = verifyOptionalTensorListArg(w, q, &m.mOptionalTensorListArg)
 		case 13:
 			err = VerifyGraphArg(w, q)
 		default:
@@ -493,40 +803,75 @@ func VerifyArgument(w *fbverify.Walk, pos int64) error {
 
 // VerifyNamedArgument verifies the NamedArgument table at pos and everything it refers to.
 func VerifyNamedArgument(w *fbverify.Walk, pos int64) error {
-	t, err := w.Start(pos)
+	var m memoNamedArgument
+	return verifyNamedArgument(w, pos, &m)
+}
+
+// memoNamedArgument is what verifyNamedArgument keeps from one NamedArgument table to the next: the
+// vtable, the table offsets of its offset fields and unions, and the memos
+// of the tables it verifies in place.
+type memoNamedArgument struct {
+	fbverify.Memo
+	s0 uint16
+	s1 uint16
+}
+
+func verifyNamedArgument(w *fbverify.Walk, pos int64, m *memoNamedArgument) error {
+	t, hit, err := w.StartMemo(pos, &m.Memo)
 	if err != nil {
 		return err
 	}
-	{
-		q, ok := w.RefAt(&t, w.Slot(&t, 0))
+	var fo0, fo1 int64
+	bad := fbverify.NoField // the first scalar field that fails its checks
+	if hit {
+		fo0 = int64(m.s0)
+		fo1 = int64(m.s1)
+	} else {
+		ext := int64(4)
+		if fo := w.Slot(&t, 2); fo != 0 {
+			ext = max(ext, fo+1)
+			if !w.ScalarIn(&t, fo, 1) && bad == fbverify.NoField {
+				bad = 2
+			}
+		}
+		fo0 = w.Slot(&t, 0)
+		fo1 = w.Slot(&t, 1)
+		if bad == fbverify.NoField {
+			w.Learn(&t, &m.Memo, ext, false)
+			m.s0 = uint16(fo0)
+			m.s1 = uint16(fo1)
+		}
+	}
+	if fo := fo0; fo != 0 {
+		q, ok := w.RefAt(&t, fo)
 		if !ok {
 			if q, err = w.Ref(&t, 0, false); err != nil {
 				return w.At(err, "name", -1)
 			}
 		}
-		if q != 0 {
+		if !w.StringAt(q) {
 			if err := w.String(q); err != nil {
 				return w.At(err, "name", -1)
 			}
 		}
 	}
-	{
-		q, ok := w.RefAt(&t, w.Slot(&t, 1))
+	if fo := fo1; fo != 0 {
+		q, ok := w.RefAt(&t, fo)
 		if !ok {
 			if q, err = w.Ref(&t, 1, true); err != nil {
 				return w.At(err, "arg", -1)
 			}
 		}
-		if q != 0 {
+		{
 			if err := VerifyArgument(w, q); err != nil {
 				return w.At(err, "arg", -1)
 			}
 		}
+	} else {
+		return w.At(w.Missing(&t), "arg", -1)
 	}
-	if fo := w.Slot(&t, 2); fo != 0 && (fo+1 > t.Size()) {
-		if err := w.ScalarOutside(&t, fo, 1); err != nil {
-			return w.At(err, "mutated", -1)
-		}
+	if bad != fbverify.NoField {
+		return w.ScalarError(&t, bad, NamedArgumentDesc)
 	}
 	w.Leave()
 	return nil
@@ -534,71 +879,113 @@ func VerifyNamedArgument(w *fbverify.Walk, pos int64) error {
 
 // VerifyNode verifies the Node table at pos and everything it refers to.
 func VerifyNode(w *fbverify.Walk, pos int64) error {
-	t, err := w.Start(pos)
+	var m memoNode
+	return verifyNode(w, pos, &m)
+}
+
+// memoNode is what verifyNode keeps from one Node table to the next: the
+// vtable, the table offsets of its offset fields and unions, and the memos
+// of the tables it verifies in place.
+type memoNode struct {
+	fbverify.Memo
+	s0 uint16
+	s2 uint16
+	s3 uint16
+}
+
+func verifyNode(w *fbverify.Walk, pos int64, m *memoNode) error {
+	t, hit, err := w.StartMemo(pos, &m.Memo)
 	if err != nil {
 		return err
 	}
-	{
-		q, ok := w.RefAt(&t, w.Slot(&t, 0))
+	var fo0, fo2, fo3 int64
+	bad := fbverify.NoField // the first scalar field that fails its checks
+	if hit {
+		fo0 = int64(m.s0)
+		fo2 = int64(m.s2)
+		fo3 = int64(m.s3)
+	} else {
+		ext := int64(4)
+		if fo := w.Slot(&t, 1); fo != 0 {
+			ext = max(ext, fo+1)
+			if !w.ScalarIn(&t, fo, 1) && bad == fbverify.NoField {
+				bad = 1
+			}
+		}
+		fo0 = w.Slot(&t, 0)
+		fo2 = w.Slot(&t, 2)
+		fo3 = w.Slot(&t, 3)
+		if bad == fbverify.NoField {
+			w.Learn(&t, &m.Memo, ext, false)
+			m.s0 = uint16(fo0)
+			m.s2 = uint16(fo2)
+			m.s3 = uint16(fo3)
+		}
+	}
+	if fo := fo0; fo != 0 {
+		q, ok := w.RefAt(&t, fo)
 		if !ok {
 			if q, err = w.Ref(&t, 0, false); err != nil {
 				return w.At(err, "name", -1)
 			}
 		}
-		if q != 0 {
+		if !w.StringAt(q) {
 			if err := w.String(q); err != nil {
 				return w.At(err, "name", -1)
 			}
 		}
 	}
-	if fo := w.Slot(&t, 1); fo != 0 && (fo+1 > t.Size()) {
-		if err := w.ScalarOutside(&t, fo, 1); err != nil {
-			return w.At(err, "op_kind", -1)
-		}
+	if bad < 2 {
+		return w.ScalarError(&t, bad, NodeDesc)
 	}
-	{
-		q, ok := w.RefAt(&t, w.Slot(&t, 2))
+	if fo := fo2; fo != 0 {
+		q, ok := w.RefAt(&t, fo)
 		if !ok {
 			if q, err = w.Ref(&t, 2, false); err != nil {
 				return w.At(err, "target", -1)
 			}
 		}
-		if q != 0 {
+		if !w.StringAt(q) {
 			if err := w.String(q); err != nil {
 				return w.At(err, "target", -1)
 			}
 		}
 	}
-	{
-		q, ok := w.RefAt(&t, w.Slot(&t, 3))
+	if bad < 3 {
+		return w.ScalarError(&t, bad, NodeDesc)
+	}
+	if fo := fo3; fo != 0 {
+		q, ok := w.RefAt(&t, fo)
 		if !ok {
 			if q, err = w.Ref(&t, 3, false); err != nil {
 				return w.At(err, "inputs", -1)
 			}
 		}
-		if q != 0 {
-			start, n, ok := w.VectorAt(q, 4)
-			if !ok {
-				if start, n, err = w.Vector(q, 4); err != nil {
-					return w.At(err, "inputs", -1)
-				}
+		start, n, ok := w.VectorAt(q, 4)
+		if !ok {
+			if start, n, err = w.Vector(q, 4); err != nil {
+				return w.At(err, "inputs", -1)
 			}
-			{
-				for i := int64(0); i < n; i++ {
-					var err error
-					e, ok := w.DerefAt(start + 4*i)
-					if !ok {
-						e, err = w.Deref(start + 4*i)
-					}
-					if err == nil {
-						err = VerifyNamedArgument(w, e)
-					}
-					if err != nil {
-						return w.At(w.At(err, "", int(i)), "inputs", -1)
-					}
+		}
+		{
+			var me memoNamedArgument
+			for i := int64(0); i < n; i++ {
+				var err error
+				e, ok := w.DerefAt(start + 4*i)
+				if !ok {
+					e, err = w.Deref(start + 4*i)
+				}
+				if err == nil {
+					err = verifyNamedArgument(w, e, &me)
+				}
+				if err != nil {
+					return w.At(w.At(err, "", int(i)), "inputs", -1)
 				}
 			}
 		}
+	}
+	if bad != fbverify.NoField {
+		return w.ScalarError(&t, bad, NodeDesc)
 	}
 	w.Leave()
 	return nil
@@ -606,130 +993,159 @@ func VerifyNode(w *fbverify.Walk, pos int64) error {
 
 // VerifyGraph verifies the Graph table at pos and everything it refers to.
 func VerifyGraph(w *fbverify.Walk, pos int64) error {
-	t, err := w.Start(pos)
+	var m memoGraph
+	return verifyGraph(w, pos, &m)
+}
+
+// memoGraph is what verifyGraph keeps from one Graph table to the next: the
+// vtable, the table offsets of its offset fields and unions, and the memos
+// of the tables it verifies in place.
+type memoGraph struct {
+	fbverify.Memo
+	s0           uint16
+	s1           uint16
+	s2           uint16
+	s3           uint16
+	mTensorValue memoTensorValue
+}
+
+func verifyGraph(w *fbverify.Walk, pos int64, m *memoGraph) error {
+	t, hit, err := w.StartMemo(pos, &m.Memo)
 	if err != nil {
 		return err
 	}
-	{
-		q, ok := w.RefAt(&t, w.Slot(&t, 0))
+	var fo0, fo1, fo2, fo3 int64
+	if hit {
+		fo0 = int64(m.s0)
+		fo1 = int64(m.s1)
+		fo2 = int64(m.s2)
+		fo3 = int64(m.s3)
+	} else {
+		fo0 = w.Slot(&t, 0)
+		fo1 = w.Slot(&t, 1)
+		fo2 = w.Slot(&t, 2)
+		fo3 = w.Slot(&t, 3)
+		w.Learn(&t, &m.Memo, 4, false)
+		m.s0 = uint16(fo0)
+		m.s1 = uint16(fo1)
+		m.s2 = uint16(fo2)
+		m.s3 = uint16(fo3)
+	}
+	if fo := fo0; fo != 0 {
+		q, ok := w.RefAt(&t, fo)
 		if !ok {
 			if q, err = w.Ref(&t, 0, true); err != nil {
 				return w.At(err, "nodes", -1)
 			}
 		}
-		if q != 0 {
-			start, n, ok := w.VectorAt(q, 4)
-			if !ok {
-				if start, n, err = w.Vector(q, 4); err != nil {
-					return w.At(err, "nodes", -1)
-				}
+		start, n, ok := w.VectorAt(q, 4)
+		if !ok {
+			if start, n, err = w.Vector(q, 4); err != nil {
+				return w.At(err, "nodes", -1)
 			}
-			{
-				for i := int64(0); i < n; i++ {
-					var err error
-					e, ok := w.DerefAt(start + 4*i)
-					if !ok {
-						e, err = w.Deref(start + 4*i)
-					}
-					if err == nil {
-						err = VerifyNode(w, e)
-					}
-					if err != nil {
-						return w.At(w.At(err, "", int(i)), "nodes", -1)
-					}
+		}
+		{
+			var me memoNode
+			for i := int64(0); i < n; i++ {
+				var err error
+				e, ok := w.DerefAt(start + 4*i)
+				if !ok {
+					e, err = w.Deref(start + 4*i)
+				}
+				if err == nil {
+					err = verifyNode(w, e, &me)
+				}
+				if err != nil {
+					return w.At(w.At(err, "", int(i)), "nodes", -1)
 				}
 			}
 		}
+	} else {
+		return w.At(w.Missing(&t), "nodes", -1)
 	}
-	{
-		q, ok := w.RefAt(&t, w.Slot(&t, 1))
+	if fo := fo1; fo != 0 {
+		q, ok := w.RefAt(&t, fo)
 		if !ok {
 			if q, err = w.Ref(&t, 1, false); err != nil {
 				return w.At(err, "inputs", -1)
 			}
 		}
-		if q != 0 {
-			start, n, ok := w.VectorAt(q, 4)
-			if !ok {
-				if start, n, err = w.Vector(q, 4); err != nil {
-					return w.At(err, "inputs", -1)
-				}
+		start, n, ok := w.VectorAt(q, 4)
+		if !ok {
+			if start, n, err = w.Vector(q, 4); err != nil {
+				return w.At(err, "inputs", -1)
 			}
-			{
-				for i := int64(0); i < n; i++ {
-					var err error
-					e, ok := w.DerefAt(start + 4*i)
-					if !ok {
-						e, err = w.Deref(start + 4*i)
-					}
-					if err == nil {
-						err = w.String(e)
-					}
-					if err != nil {
-						return w.At(w.At(err, "", int(i)), "inputs", -1)
-					}
+		}
+		{
+			for i := int64(0); i < n; i++ {
+				var err error
+				e, ok := w.DerefAt(start + 4*i)
+				if !ok {
+					e, err = w.Deref(start + 4*i)
+				}
+				if err == nil && !w.StringAt(e) {
+					err = w.String(e)
+				}
+				if err != nil {
+					return w.At(w.At(err, "", int(i)), "inputs", -1)
 				}
 			}
 		}
 	}
-	{
-		q, ok := w.RefAt(&t, w.Slot(&t, 2))
+	if fo := fo2; fo != 0 {
+		q, ok := w.RefAt(&t, fo)
 		if !ok {
 			if q, err = w.Ref(&t, 2, false); err != nil {
 				return w.At(err, "outputs", -1)
 			}
 		}
-		if q != 0 {
-			start, n, ok := w.VectorAt(q, 4)
-			if !ok {
-				if start, n, err = w.Vector(q, 4); err != nil {
-					return w.At(err, "outputs", -1)
-				}
+		start, n, ok := w.VectorAt(q, 4)
+		if !ok {
+			if start, n, err = w.Vector(q, 4); err != nil {
+				return w.At(err, "outputs", -1)
 			}
-			{
-				for i := int64(0); i < n; i++ {
-					var err error
-					e, ok := w.DerefAt(start + 4*i)
-					if !ok {
-						e, err = w.Deref(start + 4*i)
-					}
-					if err == nil {
-						err = w.String(e)
-					}
-					if err != nil {
-						return w.At(w.At(err, "", int(i)), "outputs", -1)
-					}
+		}
+		{
+			for i := int64(0); i < n; i++ {
+				var err error
+				e, ok := w.DerefAt(start + 4*i)
+				if !ok {
+					e, err = w.Deref(start + 4*i)
+				}
+				if err == nil && !w.StringAt(e) {
+					err = w.String(e)
+				}
+				if err != nil {
+					return w.At(w.At(err, "", int(i)), "outputs", -1)
 				}
 			}
 		}
 	}
-	{
-		q, ok := w.RefAt(&t, w.Slot(&t, 3))
+	if fo := fo3; fo != 0 {
+		q, ok := w.RefAt(&t, fo)
 		if !ok {
 			if q, err = w.Ref(&t, 3, false); err != nil {
 				return w.At(err, "tensor_values", -1)
 			}
 		}
-		if q != 0 {
-			start, n, ok := w.VectorAt(q, 4)
-			if !ok {
-				if start, n, err = w.Vector(q, 4); err != nil {
-					return w.At(err, "tensor_values", -1)
-				}
+		start, n, ok := w.VectorAt(q, 4)
+		if !ok {
+			if start, n, err = w.Vector(q, 4); err != nil {
+				return w.At(err, "tensor_values", -1)
 			}
-			{
-				for i := int64(0); i < n; i++ {
-					var err error
-					e, ok := w.DerefAt(start + 4*i)
-					if !ok {
-						e, err = w.Deref(start + 4*i)
-					}
-					if err == nil {
-						err = VerifyTensorValue(w, e)
-					}
-					if err != nil {
-						return w.At(w.At(err, "", int(i)), "tensor_values", -1)
-					}
+		}
+		{
+			for i := int64(0); i < n; i++ {
+				var err error
+				e, ok := w.DerefAt(start + 4*i)
+				if !ok {
+					e, err = w.Deref(start + 4*i)
+				}
+				if err == nil {
+					err = verifyTensorValue(w, e, &m.mTensorValue)
+				}
+				if err != nil {
+					return w.At(w.At(err, "", int(i)), "tensor_values", -1)
 				}
 			}
 		}
@@ -740,58 +1156,103 @@ func VerifyGraph(w *fbverify.Walk, pos int64) error {
 
 // VerifyNamedTensorRef verifies the NamedTensorRef table at pos and everything it refers to.
 func VerifyNamedTensorRef(w *fbverify.Walk, pos int64) error {
-	t, err := w.Start(pos)
+	var m memoNamedTensorRef
+	return verifyNamedTensorRef(w, pos, &m)
+}
+
+// memoNamedTensorRef is what verifyNamedTensorRef keeps from one NamedTensorRef table to the next: the
+// vtable, the table offsets of its offset fields and unions, and the memos
+// of the tables it verifies in place.
+type memoNamedTensorRef struct {
+	fbverify.Memo
+	s0          uint16
+	s1          uint16
+	s2          uint16
+	mTensorMeta memoTensorMeta
+}
+
+func verifyNamedTensorRef(w *fbverify.Walk, pos int64, m *memoNamedTensorRef) error {
+	t, hit, err := w.StartMemo(pos, &m.Memo)
 	if err != nil {
 		return err
 	}
-	{
-		q, ok := w.RefAt(&t, w.Slot(&t, 0))
+	var fo0, fo1, fo2 int64
+	bad := fbverify.NoField // the first scalar field that fails its checks
+	if hit {
+		fo0 = int64(m.s0)
+		fo1 = int64(m.s1)
+		fo2 = int64(m.s2)
+	} else {
+		ext := int64(4)
+		if fo := w.Slot(&t, 3); fo != 0 {
+			ext = max(ext, fo+1)
+			if !w.ScalarIn(&t, fo, 1) && bad == fbverify.NoField {
+				bad = 3
+			}
+		}
+		if fo := w.Slot(&t, 4); fo != 0 {
+			ext = max(ext, fo+1)
+			if !w.ScalarIn(&t, fo, 1) && bad == fbverify.NoField {
+				bad = 4
+			}
+		}
+		fo0 = w.Slot(&t, 0)
+		fo1 = w.Slot(&t, 1)
+		fo2 = w.Slot(&t, 2)
+		if bad == fbverify.NoField {
+			w.Learn(&t, &m.Memo, ext, false)
+			m.s0 = uint16(fo0)
+			m.s1 = uint16(fo1)
+			m.s2 = uint16(fo2)
+		}
+	}
+	if fo := fo0; fo != 0 {
+		q, ok := w.RefAt(&t, fo)
 		if !ok {
 			if q, err = w.Ref(&t, 0, true); err != nil {
 				return w.At(err, "name", -1)
 			}
 		}
-		if q != 0 {
+		if !w.StringAt(q) {
 			if err := w.String(q); err != nil {
 				return w.At(err, "name", -1)
 			}
 		}
+	} else {
+		return w.At(w.Missing(&t), "name", -1)
 	}
-	{
-		q, ok := w.RefAt(&t, w.Slot(&t, 1))
+	if fo := fo1; fo != 0 {
+		q, ok := w.RefAt(&t, fo)
 		if !ok {
 			if q, err = w.Ref(&t, 1, true); err != nil {
 				return w.At(err, "data_key", -1)
 			}
 		}
-		if q != 0 {
+		if !w.StringAt(q) {
 			if err := w.String(q); err != nil {
 				return w.At(err, "data_key", -1)
 			}
 		}
+	} else {
+		return w.At(w.Missing(&t), "data_key", -1)
 	}
-	{
-		q, ok := w.RefAt(&t, w.Slot(&t, 2))
+	if fo := fo2; fo != 0 {
+		q, ok := w.RefAt(&t, fo)
 		if !ok {
 			if q, err = w.Ref(&t, 2, true); err != nil {
 				return w.At(err, "meta", -1)
 			}
 		}
-		if q != 0 {
-			if err := VerifyTensorMeta(w, q); err != nil {
+		{
+			if err := verifyTensorMeta(w, q, &m.mTensorMeta); err != nil {
 				return w.At(err, "meta", -1)
 			}
 		}
+	} else {
+		return w.At(w.Missing(&t), "meta", -1)
 	}
-	if fo := w.Slot(&t, 3); fo != 0 && (fo+1 > t.Size()) {
-		if err := w.ScalarOutside(&t, fo, 1); err != nil {
-			return w.At(err, "kind", -1)
-		}
-	}
-	if fo := w.Slot(&t, 4); fo != 0 && (fo+1 > t.Size()) {
-		if err := w.ScalarOutside(&t, fo, 1); err != nil {
-			return w.At(err, "mutated", -1)
-		}
+	if bad != fbverify.NoField {
+		return w.ScalarError(&t, bad, NamedTensorRefDesc)
 	}
 	w.Leave()
 	return nil
@@ -799,40 +1260,76 @@ func VerifyNamedTensorRef(w *fbverify.Walk, pos int64) error {
 
 // VerifyOutputSpec verifies the OutputSpec table at pos and everything it refers to.
 func VerifyOutputSpec(w *fbverify.Walk, pos int64) error {
-	t, err := w.Start(pos)
+	var m memoOutputSpec
+	return verifyOutputSpec(w, pos, &m)
+}
+
+// memoOutputSpec is what verifyOutputSpec keeps from one OutputSpec table to the next: the
+// vtable, the table offsets of its offset fields and unions, and the memos
+// of the tables it verifies in place.
+type memoOutputSpec struct {
+	fbverify.Memo
+	s0 uint16
+	s2 uint16
+}
+
+func verifyOutputSpec(w *fbverify.Walk, pos int64, m *memoOutputSpec) error {
+	t, hit, err := w.StartMemo(pos, &m.Memo)
 	if err != nil {
 		return err
 	}
-	{
-		q, ok := w.RefAt(&t, w.Slot(&t, 0))
+	var fo0, fo2 int64
+	bad := fbverify.NoField // the first scalar field that fails its checks
+	if hit {
+		fo0 = int64(m.s0)
+		fo2 = int64(m.s2)
+	} else {
+		ext := int64(4)
+		if fo := w.Slot(&t, 1); fo != 0 {
+			ext = max(ext, fo+1)
+			if !w.ScalarIn(&t, fo, 1) && bad == fbverify.NoField {
+				bad = 1
+			}
+		}
+		fo0 = w.Slot(&t, 0)
+		fo2 = w.Slot(&t, 2)
+		if bad == fbverify.NoField {
+			w.Learn(&t, &m.Memo, ext, false)
+			m.s0 = uint16(fo0)
+			m.s2 = uint16(fo2)
+		}
+	}
+	if fo := fo0; fo != 0 {
+		q, ok := w.RefAt(&t, fo)
 		if !ok {
 			if q, err = w.Ref(&t, 0, false); err != nil {
 				return w.At(err, "name", -1)
 			}
 		}
-		if q != 0 {
+		if !w.StringAt(q) {
 			if err := w.String(q); err != nil {
 				return w.At(err, "name", -1)
 			}
 		}
 	}
-	if fo := w.Slot(&t, 1); fo != 0 && (fo+1 > t.Size()) {
-		if err := w.ScalarOutside(&t, fo, 1); err != nil {
-			return w.At(err, "kind", -1)
-		}
+	if bad < 2 {
+		return w.ScalarError(&t, bad, OutputSpecDesc)
 	}
-	{
-		q, ok := w.RefAt(&t, w.Slot(&t, 2))
+	if fo := fo2; fo != 0 {
+		q, ok := w.RefAt(&t, fo)
 		if !ok {
 			if q, err = w.Ref(&t, 2, false); err != nil {
 				return w.At(err, "target", -1)
 			}
 		}
-		if q != 0 {
+		if !w.StringAt(q) {
 			if err := w.String(q); err != nil {
 				return w.At(err, "target", -1)
 			}
 		}
+	}
+	if bad != fbverify.NoField {
+		return w.ScalarError(&t, bad, OutputSpecDesc)
 	}
 	w.Leave()
 	return nil
@@ -840,35 +1337,64 @@ func VerifyOutputSpec(w *fbverify.Walk, pos int64) error {
 
 // VerifyMutableBufferSpec verifies the MutableBufferSpec table at pos and everything it refers to.
 func VerifyMutableBufferSpec(w *fbverify.Walk, pos int64) error {
-	t, err := w.Start(pos)
+	var m memoMutableBufferSpec
+	return verifyMutableBufferSpec(w, pos, &m)
+}
+
+// memoMutableBufferSpec is what verifyMutableBufferSpec keeps from one MutableBufferSpec table to the next: the
+// vtable, the table offsets of its offset fields and unions, and the memos
+// of the tables it verifies in place.
+type memoMutableBufferSpec struct {
+	fbverify.Memo
+	s0 uint16
+	s1 uint16
+}
+
+func verifyMutableBufferSpec(w *fbverify.Walk, pos int64, m *memoMutableBufferSpec) error {
+	t, hit, err := w.StartMemo(pos, &m.Memo)
 	if err != nil {
 		return err
 	}
-	{
-		q, ok := w.RefAt(&t, w.Slot(&t, 0))
+	var fo0, fo1 int64
+	if hit {
+		fo0 = int64(m.s0)
+		fo1 = int64(m.s1)
+	} else {
+		fo0 = w.Slot(&t, 0)
+		fo1 = w.Slot(&t, 1)
+		w.Learn(&t, &m.Memo, 4, false)
+		m.s0 = uint16(fo0)
+		m.s1 = uint16(fo1)
+	}
+	if fo := fo0; fo != 0 {
+		q, ok := w.RefAt(&t, fo)
 		if !ok {
 			if q, err = w.Ref(&t, 0, true); err != nil {
 				return w.At(err, "name", -1)
 			}
 		}
-		if q != 0 {
+		if !w.StringAt(q) {
 			if err := w.String(q); err != nil {
 				return w.At(err, "name", -1)
 			}
 		}
+	} else {
+		return w.At(w.Missing(&t), "name", -1)
 	}
-	{
-		q, ok := w.RefAt(&t, w.Slot(&t, 1))
+	if fo := fo1; fo != 0 {
+		q, ok := w.RefAt(&t, fo)
 		if !ok {
 			if q, err = w.Ref(&t, 1, true); err != nil {
 				return w.At(err, "fqn", -1)
 			}
 		}
-		if q != 0 {
+		if !w.StringAt(q) {
 			if err := w.String(q); err != nil {
 				return w.At(err, "fqn", -1)
 			}
 		}
+	} else {
+		return w.At(w.Missing(&t), "fqn", -1)
 	}
 	w.Leave()
 	return nil
@@ -876,125 +1402,164 @@ func VerifyMutableBufferSpec(w *fbverify.Walk, pos int64) error {
 
 // VerifyMethod verifies the Method table at pos and everything it refers to.
 func VerifyMethod(w *fbverify.Walk, pos int64) error {
-	t, err := w.Start(pos)
+	var m memoMethod
+	return verifyMethod(w, pos, &m)
+}
+
+// memoMethod is what verifyMethod keeps from one Method table to the next: the
+// vtable, the table offsets of its offset fields and unions, and the memos
+// of the tables it verifies in place.
+type memoMethod struct {
+	fbverify.Memo
+	s0                 uint16
+	s1                 uint16
+	s2                 uint16
+	s3                 uint16
+	s4                 uint16
+	mGraph             memoGraph
+	mNamedTensorRef    memoNamedTensorRef
+	mOutputSpec        memoOutputSpec
+	mMutableBufferSpec memoMutableBufferSpec
+}
+
+func verifyMethod(w *fbverify.Walk, pos int64, m *memoMethod) error {
+	t, hit, err := w.StartMemo(pos, &m.Memo)
 	if err != nil {
 		return err
 	}
-	{
-		q, ok := w.RefAt(&t, w.Slot(&t, 0))
+	var fo0, fo1, fo2, fo3, fo4 int64
+	if hit {
+		fo0 = int64(m.s0)
+		fo1 = int64(m.s1)
+		fo2 = int64(m.s2)
+		fo3 = int64(m.s3)
+		fo4 = int64(m.s4)
+	} else {
+		fo0 = w.Slot(&t, 0)
+		fo1 = w.Slot(&t, 1)
+		fo2 = w.Slot(&t, 2)
+		fo3 = w.Slot(&t, 3)
+		fo4 = w.Slot(&t, 4)
+		w.Learn(&t, &m.Memo, 4, false)
+		m.s0 = uint16(fo0)
+		m.s1 = uint16(fo1)
+		m.s2 = uint16(fo2)
+		m.s3 = uint16(fo3)
+		m.s4 = uint16(fo4)
+	}
+	if fo := fo0; fo != 0 {
+		q, ok := w.RefAt(&t, fo)
 		if !ok {
 			if q, err = w.Ref(&t, 0, true); err != nil {
 				return w.At(err, "name", -1)
 			}
 		}
-		if q != 0 {
+		if !w.StringAt(q) {
 			if err := w.String(q); err != nil {
 				return w.At(err, "name", -1)
 			}
 		}
+	} else {
+		return w.At(w.Missing(&t), "name", -1)
 	}
-	{
-		q, ok := w.RefAt(&t, w.Slot(&t, 1))
+	if fo := fo1; fo != 0 {
+		q, ok := w.RefAt(&t, fo)
 		if !ok {
 			if q, err = w.Ref(&t, 1, true); err != nil {
 				return w.At(err, "graph", -1)
 			}
 		}
-		if q != 0 {
-			if err := VerifyGraph(w, q); err != nil {
+		{
+			if err := verifyGraph(w, q, &m.mGraph); err != nil {
 				return w.At(err, "graph", -1)
 			}
 		}
+	} else {
+		return w.At(w.Missing(&t), "graph", -1)
 	}
-	{
-		q, ok := w.RefAt(&t, w.Slot(&t, 2))
+	if fo := fo2; fo != 0 {
+		q, ok := w.RefAt(&t, fo)
 		if !ok {
 			if q, err = w.Ref(&t, 2, false); err != nil {
 				return w.At(err, "constants", -1)
 			}
 		}
-		if q != 0 {
-			start, n, ok := w.VectorAt(q, 4)
-			if !ok {
-				if start, n, err = w.Vector(q, 4); err != nil {
-					return w.At(err, "constants", -1)
-				}
+		start, n, ok := w.VectorAt(q, 4)
+		if !ok {
+			if start, n, err = w.Vector(q, 4); err != nil {
+				return w.At(err, "constants", -1)
 			}
-			{
-				for i := int64(0); i < n; i++ {
-					var err error
-					e, ok := w.DerefAt(start + 4*i)
-					if !ok {
-						e, err = w.Deref(start + 4*i)
-					}
-					if err == nil {
-						err = VerifyNamedTensorRef(w, e)
-					}
-					if err != nil {
-						return w.At(w.At(err, "", int(i)), "constants", -1)
-					}
+		}
+		{
+			for i := int64(0); i < n; i++ {
+				var err error
+				e, ok := w.DerefAt(start + 4*i)
+				if !ok {
+					e, err = w.Deref(start + 4*i)
+				}
+				if err == nil {
+					err = verifyNamedTensorRef(w, e, &m.mNamedTensorRef)
+				}
+				if err != nil {
+					return w.At(w.At(err, "", int(i)), "constants", -1)
 				}
 			}
 		}
 	}
-	{
-		q, ok := w.RefAt(&t, w.Slot(&t, 3))
+	if fo := fo3; fo != 0 {
+		q, ok := w.RefAt(&t, fo)
 		if !ok {
 			if q, err = w.Ref(&t, 3, false); err != nil {
 				return w.At(err, "output_specs", -1)
 			}
 		}
-		if q != 0 {
-			start, n, ok := w.VectorAt(q, 4)
-			if !ok {
-				if start, n, err = w.Vector(q, 4); err != nil {
-					return w.At(err, "output_specs", -1)
-				}
+		start, n, ok := w.VectorAt(q, 4)
+		if !ok {
+			if start, n, err = w.Vector(q, 4); err != nil {
+				return w.At(err, "output_specs", -1)
 			}
-			{
-				for i := int64(0); i < n; i++ {
-					var err error
-					e, ok := w.DerefAt(start + 4*i)
-					if !ok {
-						e, err = w.Deref(start + 4*i)
-					}
-					if err == nil {
-						err = VerifyOutputSpec(w, e)
-					}
-					if err != nil {
-						return w.At(w.At(err, "", int(i)), "output_specs", -1)
-					}
+		}
+		{
+			for i := int64(0); i < n; i++ {
+				var err error
+				e, ok := w.DerefAt(start + 4*i)
+				if !ok {
+					e, err = w.Deref(start + 4*i)
+				}
+				if err == nil {
+					err = verifyOutputSpec(w, e, &m.mOutputSpec)
+				}
+				if err != nil {
+					return w.At(w.At(err, "", int(i)), "output_specs", -1)
 				}
 			}
 		}
 	}
-	{
-		q, ok := w.RefAt(&t, w.Slot(&t, 4))
+	if fo := fo4; fo != 0 {
+		q, ok := w.RefAt(&t, fo)
 		if !ok {
 			if q, err = w.Ref(&t, 4, false); err != nil {
 				return w.At(err, "mutable_buffers", -1)
 			}
 		}
-		if q != 0 {
-			start, n, ok := w.VectorAt(q, 4)
-			if !ok {
-				if start, n, err = w.Vector(q, 4); err != nil {
-					return w.At(err, "mutable_buffers", -1)
-				}
+		start, n, ok := w.VectorAt(q, 4)
+		if !ok {
+			if start, n, err = w.Vector(q, 4); err != nil {
+				return w.At(err, "mutable_buffers", -1)
 			}
-			{
-				for i := int64(0); i < n; i++ {
-					var err error
-					e, ok := w.DerefAt(start + 4*i)
-					if !ok {
-						e, err = w.Deref(start + 4*i)
-					}
-					if err == nil {
-						err = VerifyMutableBufferSpec(w, e)
-					}
-					if err != nil {
-						return w.At(w.At(err, "", int(i)), "mutable_buffers", -1)
-					}
+		}
+		{
+			for i := int64(0); i < n; i++ {
+				var err error
+				e, ok := w.DerefAt(start + 4*i)
+				if !ok {
+					e, err = w.Deref(start + 4*i)
+				}
+				if err == nil {
+					err = verifyMutableBufferSpec(w, e, &m.mMutableBufferSpec)
+				}
+				if err != nil {
+					return w.At(w.At(err, "", int(i)), "mutable_buffers", -1)
 				}
 			}
 		}
@@ -1005,53 +1570,79 @@ func VerifyMethod(w *fbverify.Walk, pos int64) error {
 
 // VerifyProgram verifies the Program table at pos and everything it refers to.
 func VerifyProgram(w *fbverify.Walk, pos int64) error {
-	t, err := w.Start(pos)
+	var m memoProgram
+	return verifyProgram(w, pos, &m)
+}
+
+// memoProgram is what verifyProgram keeps from one Program table to the next: the
+// vtable, the table offsets of its offset fields and unions, and the memos
+// of the tables it verifies in place.
+type memoProgram struct {
+	fbverify.Memo
+	s0      uint16
+	s1      uint16
+	mMethod memoMethod
+}
+
+func verifyProgram(w *fbverify.Walk, pos int64, m *memoProgram) error {
+	t, hit, err := w.StartMemo(pos, &m.Memo)
 	if err != nil {
 		return err
 	}
-	{
-		q, ok := w.RefAt(&t, w.Slot(&t, 0))
+	var fo0, fo1 int64
+	if hit {
+		fo0 = int64(m.s0)
+		fo1 = int64(m.s1)
+	} else {
+		fo0 = w.Slot(&t, 0)
+		fo1 = w.Slot(&t, 1)
+		w.Learn(&t, &m.Memo, 4, false)
+		m.s0 = uint16(fo0)
+		m.s1 = uint16(fo1)
+	}
+	if fo := fo0; fo != 0 {
+		q, ok := w.RefAt(&t, fo)
 		if !ok {
 			if q, err = w.Ref(&t, 0, false); err != nil {
 				return w.At(err, "version", -1)
 			}
 		}
-		if q != 0 {
+		if !w.StringAt(q) {
 			if err := w.String(q); err != nil {
 				return w.At(err, "version", -1)
 			}
 		}
 	}
-	{
-		q, ok := w.RefAt(&t, w.Slot(&t, 1))
+	if fo := fo1; fo != 0 {
+		q, ok := w.RefAt(&t, fo)
 		if !ok {
 			if q, err = w.Ref(&t, 1, true); err != nil {
 				return w.At(err, "methods", -1)
 			}
 		}
-		if q != 0 {
-			start, n, ok := w.VectorAt(q, 4)
-			if !ok {
-				if start, n, err = w.Vector(q, 4); err != nil {
-					return w.At(err, "methods", -1)
-				}
+		start, n, ok := w.VectorAt(q, 4)
+		if !ok {
+			if start, n, err = w.Vector(q, 4); err != nil {
+				return w.At(err, "methods", -1)
 			}
-			{
-				for i := int64(0); i < n; i++ {
-					var err error
-					e, ok := w.DerefAt(start + 4*i)
-					if !ok {
-						e, err = w.Deref(start + 4*i)
-					}
-					if err == nil {
-						err = VerifyMethod(w, e)
-					}
-					if err != nil {
-						return w.At(w.At(err, "", int(i)), "methods", -1)
-					}
+		}
+		{
+			for i := int64(0); i < n; i++ {
+				var err error
+				e, ok := w.DerefAt(start + 4*i)
+				if !ok {
+					e, err = w.Deref(start + 4*i)
+				}
+				if err == nil {
+					err = verifyMethod(w, e, &m.mMethod)
+				}
+				if err != nil {
+					return w.At(w.At(err, "", int(i)), "methods", -1)
 				}
 			}
 		}
+	} else {
+		return w.At(w.Missing(&t), "methods", -1)
 	}
 	w.Leave()
 	return nil

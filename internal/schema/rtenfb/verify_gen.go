@@ -6,14 +6,37 @@ import "github.com/edgeload/edgeload/internal/fbverify"
 
 // VerifyIntScalar verifies the IntScalar table at pos and everything it refers to.
 func VerifyIntScalar(w *fbverify.Walk, pos int64) error {
-	t, err := w.Start(pos)
+	var m memoIntScalar
+	return verifyIntScalar(w, pos, &m)
+}
+
+// memoIntScalar is what verifyIntScalar keeps from one IntScalar table to the next: the
+// vtable, the table offsets of its offset fields and unions, and the memos
+// of the tables it verifies in place.
+type memoIntScalar struct {
+	fbverify.Memo
+}
+
+func verifyIntScalar(w *fbverify.Walk, pos int64, m *memoIntScalar) error {
+	t, hit, err := w.StartMemo(pos, &m.Memo)
 	if err != nil {
 		return err
 	}
-	if fo := w.Slot(&t, 0); fo != 0 && (fo+4 > t.Size() || fo&3 != 0) {
-		if err := w.ScalarOutside(&t, fo, 4); err != nil {
-			return w.At(err, "value", -1)
+	bad := fbverify.NoField // the first scalar field that fails its checks
+	if !hit {
+		ext := int64(4)
+		if fo := w.Slot(&t, 0); fo != 0 {
+			ext = max(ext, fo+4)
+			if !w.ScalarIn(&t, fo, 4) && bad == fbverify.NoField {
+				bad = 0
+			}
 		}
+		if bad == fbverify.NoField {
+			w.Learn(&t, &m.Memo, ext, false)
+		}
+	}
+	if bad != fbverify.NoField {
+		return w.ScalarError(&t, bad, IntScalarDesc)
 	}
 	w.Leave()
 	return nil
@@ -21,14 +44,37 @@ func VerifyIntScalar(w *fbverify.Walk, pos int64) error {
 
 // VerifyFloatScalar verifies the FloatScalar table at pos and everything it refers to.
 func VerifyFloatScalar(w *fbverify.Walk, pos int64) error {
-	t, err := w.Start(pos)
+	var m memoFloatScalar
+	return verifyFloatScalar(w, pos, &m)
+}
+
+// memoFloatScalar is what verifyFloatScalar keeps from one FloatScalar table to the next: the
+// vtable, the table offsets of its offset fields and unions, and the memos
+// of the tables it verifies in place.
+type memoFloatScalar struct {
+	fbverify.Memo
+}
+
+func verifyFloatScalar(w *fbverify.Walk, pos int64, m *memoFloatScalar) error {
+	t, hit, err := w.StartMemo(pos, &m.Memo)
 	if err != nil {
 		return err
 	}
-	if fo := w.Slot(&t, 0); fo != 0 && (fo+4 > t.Size() || fo&3 != 0) {
-		if err := w.ScalarOutside(&t, fo, 4); err != nil {
-			return w.At(err, "value", -1)
+	bad := fbverify.NoField // the first scalar field that fails its checks
+	if !hit {
+		ext := int64(4)
+		if fo := w.Slot(&t, 0); fo != 0 {
+			ext = max(ext, fo+4)
+			if !w.ScalarIn(&t, fo, 4) && bad == fbverify.NoField {
+				bad = 0
+			}
 		}
+		if bad == fbverify.NoField {
+			w.Learn(&t, &m.Memo, ext, false)
+		}
+	}
+	if bad != fbverify.NoField {
+		return w.ScalarError(&t, bad, FloatScalarDesc)
 	}
 	w.Leave()
 	return nil
@@ -36,19 +82,43 @@ func VerifyFloatScalar(w *fbverify.Walk, pos int64) error {
 
 // VerifyArgMaxAttrs verifies the ArgMaxAttrs table at pos and everything it refers to.
 func VerifyArgMaxAttrs(w *fbverify.Walk, pos int64) error {
-	t, err := w.Start(pos)
+	var m memoArgMaxAttrs
+	return verifyArgMaxAttrs(w, pos, &m)
+}
+
+// memoArgMaxAttrs is what verifyArgMaxAttrs keeps from one ArgMaxAttrs table to the next: the
+// vtable, the table offsets of its offset fields and unions, and the memos
+// of the tables it verifies in place.
+type memoArgMaxAttrs struct {
+	fbverify.Memo
+}
+
+func verifyArgMaxAttrs(w *fbverify.Walk, pos int64, m *memoArgMaxAttrs) error {
+	t, hit, err := w.StartMemo(pos, &m.Memo)
 	if err != nil {
 		return err
 	}
-	if fo := w.Slot(&t, 0); fo != 0 && (fo+4 > t.Size() || fo&3 != 0) {
-		if err := w.ScalarOutside(&t, fo, 4); err != nil {
-			return w.At(err, "axis", -1)
+	bad := fbverify.NoField // the first scalar field that fails its checks
+	if !hit {
+		ext := int64(4)
+		if fo := w.Slot(&t, 0); fo != 0 {
+			ext = max(ext, fo+4)
+			if !w.ScalarIn(&t, fo, 4) && bad == fbverify.NoField {
+				bad = 0
+			}
+		}
+		if fo := w.Slot(&t, 1); fo != 0 {
+			ext = max(ext, fo+1)
+			if !w.ScalarIn(&t, fo, 1) && bad == fbverify.NoField {
+				bad = 1
+			}
+		}
+		if bad == fbverify.NoField {
+			w.Learn(&t, &m.Memo, ext, false)
 		}
 	}
-	if fo := w.Slot(&t, 1); fo != 0 && (fo+1 > t.Size()) {
-		if err := w.ScalarOutside(&t, fo, 1); err != nil {
-			return w.At(err, "keep_dims", -1)
-		}
+	if bad != fbverify.NoField {
+		return w.ScalarError(&t, bad, ArgMaxAttrsDesc)
 	}
 	w.Leave()
 	return nil
@@ -56,69 +126,108 @@ func VerifyArgMaxAttrs(w *fbverify.Walk, pos int64) error {
 
 // VerifyAveragePoolAttrs verifies the AveragePoolAttrs table at pos and everything it refers to.
 func VerifyAveragePoolAttrs(w *fbverify.Walk, pos int64) error {
-	t, err := w.Start(pos)
+	var m memoAveragePoolAttrs
+	return verifyAveragePoolAttrs(w, pos, &m)
+}
+
+// memoAveragePoolAttrs is what verifyAveragePoolAttrs keeps from one AveragePoolAttrs table to the next: the
+// vtable, the table offsets of its offset fields and unions, and the memos
+// of the tables it verifies in place.
+type memoAveragePoolAttrs struct {
+	fbverify.Memo
+	s0 uint16
+	s2 uint16
+	s3 uint16
+}
+
+func verifyAveragePoolAttrs(w *fbverify.Walk, pos int64, m *memoAveragePoolAttrs) error {
+	t, hit, err := w.StartMemo(pos, &m.Memo)
 	if err != nil {
 		return err
 	}
-	{
-		q, ok := w.RefAt(&t, w.Slot(&t, 0))
+	var fo0, fo2, fo3 int64
+	bad := fbverify.NoField // the first scalar field that fails its checks
+	if hit {
+		fo0 = int64(m.s0)
+		fo2 = int64(m.s2)
+		fo3 = int64(m.s3)
+	} else {
+		ext := int64(4)
+		if fo := w.Slot(&t, 1); fo != 0 {
+			ext = max(ext, fo+1)
+			if !w.ScalarIn(&t, fo, 1) && bad == fbverify.NoField {
+				bad = 1
+			}
+		}
+		if fo := w.Slot(&t, 4); fo != 0 {
+			ext = max(ext, fo+1)
+			if !w.ScalarIn(&t, fo, 1) && bad == fbverify.NoField {
+				bad = 4
+			}
+		}
+		if fo := w.Slot(&t, 5); fo != 0 {
+			ext = max(ext, fo+1)
+			if !w.ScalarIn(&t, fo, 1) && bad == fbverify.NoField {
+				bad = 5
+			}
+		}
+		fo0 = w.Slot(&t, 0)
+		fo2 = w.Slot(&t, 2)
+		fo3 = w.Slot(&t, 3)
+		if bad == fbverify.NoField {
+			w.Learn(&t, &m.Memo, ext, false)
+			m.s0 = uint16(fo0)
+			m.s2 = uint16(fo2)
+			m.s3 = uint16(fo3)
+		}
+	}
+	if fo := fo0; fo != 0 {
+		q, ok := w.RefAt(&t, fo)
 		if !ok {
 			if q, err = w.Ref(&t, 0, false); err != nil {
 				return w.At(err, "kernel_size", -1)
 			}
 		}
-		if q != 0 {
-			if _, _, ok := w.VectorAt(q, 4); !ok {
-				if _, _, err := w.Vector(q, 4); err != nil {
-					return w.At(err, "kernel_size", -1)
-				}
+		if _, _, ok := w.VectorAt(q, 4); !ok {
+			if _, _, err := w.Vector(q, 4); err != nil {
+				return w.At(err, "kernel_size", -1)
 			}
 		}
 	}
-	if fo := w.Slot(&t, 1); fo != 0 && (fo+1 > t.Size()) {
-		if err := w.ScalarOutside(&t, fo, 1); err != nil {
-			return w.At(err, "auto_pad", -1)
-		}
+	if bad < 2 {
+		return w.ScalarError(&t, bad, AveragePoolAttrsDesc)
 	}
-	{
-		q, ok := w.RefAt(&t, w.Slot(&t, 2))
+	if fo := fo2; fo != 0 {
+		q, ok := w.RefAt(&t, fo)
 		if !ok {
 			if q, err = w.Ref(&t, 2, false); err != nil {
 				return w.At(err, "pads", -1)
 			}
 		}
-		if q != 0 {
-			if _, _, ok := w.VectorAt(q, 4); !ok {
-				if _, _, err := w.Vector(q, 4); err != nil {
-					return w.At(err, "pads", -1)
-				}
+		if _, _, ok := w.VectorAt(q, 4); !ok {
+			if _, _, err := w.Vector(q, 4); err != nil {
+				return w.At(err, "pads", -1)
 			}
 		}
 	}
-	{
-		q, ok := w.RefAt(&t, w.Slot(&t, 3))
+	if bad < 3 {
+		return w.ScalarError(&t, bad, AveragePoolAttrsDesc)
+	}
+	if fo := fo3; fo != 0 {
+		q, ok := w.RefAt(&t, fo)
 		if !ok {
 			if q, err = w.Ref(&t, 3, false); err != nil {
 				return w.At(err, "strides", -1)
 			}
 		}
-		if q != 0 {
-			if _, _, ok := w.VectorAt(q, 4); !ok {
-				if _, _, err := w.Vector(q, 4); err != nil {
-					return w.At(err, "strides", -1)
-				}
+		if _, _, ok := w.VectorAt(q, 4); !ok {
+			if _, _, err := w.Vector(q, 4); err != nil {
+				return w.At(err, "strides", -1)
 			}
 		}
 	}
-	if fo := w.Slot(&t, 4); fo != 0 && (fo+1 > t.Size()) {
-		if err := w.ScalarOutside(&t, fo, 1); err != nil {
-			return w.At(err, "count_include_pad", -1)
-		}
-	}
-	if fo := w.Slot(&t, 5); fo != 0 && (fo+1 > t.Size()) {
-		if err := w.ScalarOutside(&t, fo, 1); err != nil {
-			return w.At(err, "ceil_mode", -1)
-		}
+	if bad != fbverify.NoField {
+		return w.ScalarError(&t, bad, AveragePoolAttrsDesc)
 	}
 	w.Leave()
 	return nil
@@ -126,14 +235,37 @@ func VerifyAveragePoolAttrs(w *fbverify.Walk, pos int64) error {
 
 // VerifyBatchNormalizationAttrs verifies the BatchNormalizationAttrs table at pos and everything it refers to.
 func VerifyBatchNormalizationAttrs(w *fbverify.Walk, pos int64) error {
-	t, err := w.Start(pos)
+	var m memoBatchNormalizationAttrs
+	return verifyBatchNormalizationAttrs(w, pos, &m)
+}
+
+// memoBatchNormalizationAttrs is what verifyBatchNormalizationAttrs keeps from one BatchNormalizationAttrs table to the next: the
+// vtable, the table offsets of its offset fields and unions, and the memos
+// of the tables it verifies in place.
+type memoBatchNormalizationAttrs struct {
+	fbverify.Memo
+}
+
+func verifyBatchNormalizationAttrs(w *fbverify.Walk, pos int64, m *memoBatchNormalizationAttrs) error {
+	t, hit, err := w.StartMemo(pos, &m.Memo)
 	if err != nil {
 		return err
 	}
-	if fo := w.Slot(&t, 0); fo != 0 && (fo+4 > t.Size() || fo&3 != 0) {
-		if err := w.ScalarOutside(&t, fo, 4); err != nil {
-			return w.At(err, "epsilon", -1)
+	bad := fbverify.NoField // the first scalar field that fails its checks
+	if !hit {
+		ext := int64(4)
+		if fo := w.Slot(&t, 0); fo != 0 {
+			ext = max(ext, fo+4)
+			if !w.ScalarIn(&t, fo, 4) && bad == fbverify.NoField {
+				bad = 0
+			}
 		}
+		if bad == fbverify.NoField {
+			w.Learn(&t, &m.Memo, ext, false)
+		}
+	}
+	if bad != fbverify.NoField {
+		return w.ScalarError(&t, bad, BatchNormalizationAttrsDesc)
 	}
 	w.Leave()
 	return nil
@@ -141,14 +273,37 @@ func VerifyBatchNormalizationAttrs(w *fbverify.Walk, pos int64) error {
 
 // VerifyCastAttrs verifies the CastAttrs table at pos and everything it refers to.
 func VerifyCastAttrs(w *fbverify.Walk, pos int64) error {
-	t, err := w.Start(pos)
+	var m memoCastAttrs
+	return verifyCastAttrs(w, pos, &m)
+}
+
+// memoCastAttrs is what verifyCastAttrs keeps from one CastAttrs table to the next: the
+// vtable, the table offsets of its offset fields and unions, and the memos
+// of the tables it verifies in place.
+type memoCastAttrs struct {
+	fbverify.Memo
+}
+
+func verifyCastAttrs(w *fbverify.Walk, pos int64, m *memoCastAttrs) error {
+	t, hit, err := w.StartMemo(pos, &m.Memo)
 	if err != nil {
 		return err
 	}
-	if fo := w.Slot(&t, 0); fo != 0 && (fo+1 > t.Size()) {
-		if err := w.ScalarOutside(&t, fo, 1); err != nil {
-			return w.At(err, "to", -1)
+	bad := fbverify.NoField // the first scalar field that fails its checks
+	if !hit {
+		ext := int64(4)
+		if fo := w.Slot(&t, 0); fo != 0 {
+			ext = max(ext, fo+1)
+			if !w.ScalarIn(&t, fo, 1) && bad == fbverify.NoField {
+				bad = 0
+			}
 		}
+		if bad == fbverify.NoField {
+			w.Learn(&t, &m.Memo, ext, false)
+		}
+	}
+	if bad != fbverify.NoField {
+		return w.ScalarError(&t, bad, CastAttrsDesc)
 	}
 	w.Leave()
 	return nil
@@ -156,14 +311,37 @@ func VerifyCastAttrs(w *fbverify.Walk, pos int64) error {
 
 // VerifyConcatAttrs verifies the ConcatAttrs table at pos and everything it refers to.
 func VerifyConcatAttrs(w *fbverify.Walk, pos int64) error {
-	t, err := w.Start(pos)
+	var m memoConcatAttrs
+	return verifyConcatAttrs(w, pos, &m)
+}
+
+// memoConcatAttrs is what verifyConcatAttrs keeps from one ConcatAttrs table to the next: the
+// vtable, the table offsets of its offset fields and unions, and the memos
+// of the tables it verifies in place.
+type memoConcatAttrs struct {
+	fbverify.Memo
+}
+
+func verifyConcatAttrs(w *fbverify.Walk, pos int64, m *memoConcatAttrs) error {
+	t, hit, err := w.StartMemo(pos, &m.Memo)
 	if err != nil {
 		return err
 	}
-	if fo := w.Slot(&t, 0); fo != 0 && (fo+4 > t.Size() || fo&3 != 0) {
-		if err := w.ScalarOutside(&t, fo, 4); err != nil {
-			return w.At(err, "axis", -1)
+	bad := fbverify.NoField // the first scalar field that fails its checks
+	if !hit {
+		ext := int64(4)
+		if fo := w.Slot(&t, 0); fo != 0 {
+			ext = max(ext, fo+4)
+			if !w.ScalarIn(&t, fo, 4) && bad == fbverify.NoField {
+				bad = 0
+			}
 		}
+		if bad == fbverify.NoField {
+			w.Learn(&t, &m.Memo, ext, false)
+		}
+	}
+	if bad != fbverify.NoField {
+		return w.ScalarError(&t, bad, ConcatAttrsDesc)
 	}
 	w.Leave()
 	return nil
@@ -171,18 +349,45 @@ func VerifyConcatAttrs(w *fbverify.Walk, pos int64) error {
 
 // VerifyConstantOfShapeAttrs verifies the ConstantOfShapeAttrs table at pos and everything it refers to.
 func VerifyConstantOfShapeAttrs(w *fbverify.Walk, pos int64) error {
-	t, err := w.Start(pos)
+	var m memoConstantOfShapeAttrs
+	return verifyConstantOfShapeAttrs(w, pos, &m)
+}
+
+// memoConstantOfShapeAttrs is what verifyConstantOfShapeAttrs keeps from one ConstantOfShapeAttrs table to the next: the
+// vtable, the table offsets of its offset fields and unions, and the memos
+// of the tables it verifies in place.
+type memoConstantOfShapeAttrs struct {
+	fbverify.Memo
+	s0           uint16
+	s1           uint16
+	mIntScalar   memoIntScalar
+	mFloatScalar memoFloatScalar
+}
+
+func verifyConstantOfShapeAttrs(w *fbverify.Walk, pos int64, m *memoConstantOfShapeAttrs) error {
+	t, hit, err := w.StartMemo(pos, &m.Memo)
 	if err != nil {
 		return err
 	}
-	if tag, q, err := w.Union(&t, 0); err != nil {
+	var fo0, fo1 int64
+	if hit {
+		fo0 = int64(m.s0)
+		fo1 = int64(m.s1)
+	} else {
+		fo0 = w.Slot(&t, 0)
+		fo1 = w.Slot(&t, 1)
+		w.Learn(&t, &m.Memo, 4, false)
+		m.s0 = uint16(fo0)
+		m.s1 = uint16(fo1)
+	}
+	if tag, q, err := w.UnionAt(&t, fo0, fo1); err != nil {
 		return w.At(err, "value", -1)
 	} else if tag != 0 && q != 0 {
 		switch tag {
 		case 1:
-			err = VerifyIntScalar(w, q)
+			err = verifyIntScalar(w, q, &m.mIntScalar)
 		case 2:
-			err = VerifyFloatScalar(w, q)
+			err = verifyFloatScalar(w, q, &m.mFloatScalar)
 		default:
 			err = w.UnknownTag(&t, 0, tag, 3)
 		}
@@ -196,64 +401,105 @@ func VerifyConstantOfShapeAttrs(w *fbverify.Walk, pos int64) error {
 
 // VerifyConvAttrs verifies the ConvAttrs table at pos and everything it refers to.
 func VerifyConvAttrs(w *fbverify.Walk, pos int64) error {
-	t, err := w.Start(pos)
+	var m memoConvAttrs
+	return verifyConvAttrs(w, pos, &m)
+}
+
+// memoConvAttrs is what verifyConvAttrs keeps from one ConvAttrs table to the next: the
+// vtable, the table offsets of its offset fields and unions, and the memos
+// of the tables it verifies in place.
+type memoConvAttrs struct {
+	fbverify.Memo
+	s1 uint16
+	s3 uint16
+	s4 uint16
+}
+
+func verifyConvAttrs(w *fbverify.Walk, pos int64, m *memoConvAttrs) error {
+	t, hit, err := w.StartMemo(pos, &m.Memo)
 	if err != nil {
 		return err
 	}
-	if fo := w.Slot(&t, 0); fo != 0 && (fo+1 > t.Size()) {
-		if err := w.ScalarOutside(&t, fo, 1); err != nil {
-			return w.At(err, "auto_pad", -1)
+	var fo1, fo3, fo4 int64
+	bad := fbverify.NoField // the first scalar field that fails its checks
+	if hit {
+		fo1 = int64(m.s1)
+		fo3 = int64(m.s3)
+		fo4 = int64(m.s4)
+	} else {
+		ext := int64(4)
+		if fo := w.Slot(&t, 0); fo != 0 {
+			ext = max(ext, fo+1)
+			if !w.ScalarIn(&t, fo, 1) && bad == fbverify.NoField {
+				bad = 0
+			}
+		}
+		if fo := w.Slot(&t, 2); fo != 0 {
+			ext = max(ext, fo+4)
+			if !w.ScalarIn(&t, fo, 4) && bad == fbverify.NoField {
+				bad = 2
+			}
+		}
+		fo1 = w.Slot(&t, 1)
+		fo3 = w.Slot(&t, 3)
+		fo4 = w.Slot(&t, 4)
+		if bad == fbverify.NoField {
+			w.Learn(&t, &m.Memo, ext, false)
+			m.s1 = uint16(fo1)
+			m.s3 = uint16(fo3)
+			m.s4 = uint16(fo4)
 		}
 	}
-	{
-		q, ok := w.RefAt(&t, w.Slot(&t, 1))
+	if bad < 1 {
+		return w.ScalarError(&t, bad, ConvAttrsDesc)
+	}
+	if fo := fo1; fo != 0 {
+		q, ok := w.RefAt(&t, fo)
 		if !ok {
 			if q, err = w.Ref(&t, 1, false); err != nil {
 				return w.At(err, "pads", -1)
 			}
 		}
-		if q != 0 {
-			if _, _, ok := w.VectorAt(q, 4); !ok {
-				if _, _, err := w.Vector(q, 4); err != nil {
-					return w.At(err, "pads", -1)
-				}
+		if _, _, ok := w.VectorAt(q, 4); !ok {
+			if _, _, err := w.Vector(q, 4); err != nil {
+				return w.At(err, "pads", -1)
 			}
 		}
 	}
-	if fo := w.Slot(&t, 2); fo != 0 && (fo+4 > t.Size() || fo&3 != 0) {
-		if err := w.ScalarOutside(&t, fo, 4); err != nil {
-			return w.At(err, "groups", -1)
-		}
+	if bad < 3 {
+		return w.ScalarError(&t, bad, ConvAttrsDesc)
 	}
-	{
-		q, ok := w.RefAt(&t, w.Slot(&t, 3))
+	if fo := fo3; fo != 0 {
+		q, ok := w.RefAt(&t, fo)
 		if !ok {
 			if q, err = w.Ref(&t, 3, false); err != nil {
 				return w.At(err, "strides", -1)
 			}
 		}
-		if q != 0 {
-			if _, _, ok := w.VectorAt(q, 4); !ok {
-				if _, _, err := w.Vector(q, 4); err != nil {
-					return w.At(err, "strides", -1)
-				}
+		if _, _, ok := w.VectorAt(q, 4); !ok {
+			if _, _, err := w.Vector(q, 4); err != nil {
+				return w.At(err, "strides", -1)
 			}
 		}
 	}
-	{
-		q, ok := w.RefAt(&t, w.Slot(&t, 4))
+	if bad < 4 {
+		return w.ScalarError(&t, bad, ConvAttrsDesc)
+	}
+	if fo := fo4; fo != 0 {
+		q, ok := w.RefAt(&t, fo)
 		if !ok {
 			if q, err = w.Ref(&t, 4, false); err != nil {
 				return w.At(err, "dilations", -1)
 			}
 		}
-		if q != 0 {
-			if _, _, ok := w.VectorAt(q, 4); !ok {
-				if _, _, err := w.Vector(q, 4); err != nil {
-					return w.At(err, "dilations", -1)
-				}
+		if _, _, ok := w.VectorAt(q, 4); !ok {
+			if _, _, err := w.Vector(q, 4); err != nil {
+				return w.At(err, "dilations", -1)
 			}
 		}
+	}
+	if bad != fbverify.NoField {
+		return w.ScalarError(&t, bad, ConvAttrsDesc)
 	}
 	w.Leave()
 	return nil
@@ -261,64 +507,102 @@ func VerifyConvAttrs(w *fbverify.Walk, pos int64) error {
 
 // VerifyConvTransposeAttrs verifies the ConvTransposeAttrs table at pos and everything it refers to.
 func VerifyConvTransposeAttrs(w *fbverify.Walk, pos int64) error {
-	t, err := w.Start(pos)
+	var m memoConvTransposeAttrs
+	return verifyConvTransposeAttrs(w, pos, &m)
+}
+
+// memoConvTransposeAttrs is what verifyConvTransposeAttrs keeps from one ConvTransposeAttrs table to the next: the
+// vtable, the table offsets of its offset fields and unions, and the memos
+// of the tables it verifies in place.
+type memoConvTransposeAttrs struct {
+	fbverify.Memo
+	s0 uint16
+	s2 uint16
+	s4 uint16
+}
+
+func verifyConvTransposeAttrs(w *fbverify.Walk, pos int64, m *memoConvTransposeAttrs) error {
+	t, hit, err := w.StartMemo(pos, &m.Memo)
 	if err != nil {
 		return err
 	}
-	{
-		q, ok := w.RefAt(&t, w.Slot(&t, 0))
+	var fo0, fo2, fo4 int64
+	bad := fbverify.NoField // the first scalar field that fails its checks
+	if hit {
+		fo0 = int64(m.s0)
+		fo2 = int64(m.s2)
+		fo4 = int64(m.s4)
+	} else {
+		ext := int64(4)
+		if fo := w.Slot(&t, 1); fo != 0 {
+			ext = max(ext, fo+1)
+			if !w.ScalarIn(&t, fo, 1) && bad == fbverify.NoField {
+				bad = 1
+			}
+		}
+		if fo := w.Slot(&t, 3); fo != 0 {
+			ext = max(ext, fo+4)
+			if !w.ScalarIn(&t, fo, 4) && bad == fbverify.NoField {
+				bad = 3
+			}
+		}
+		fo0 = w.Slot(&t, 0)
+		fo2 = w.Slot(&t, 2)
+		fo4 = w.Slot(&t, 4)
+		if bad == fbverify.NoField {
+			w.Learn(&t, &m.Memo, ext, false)
+			m.s0 = uint16(fo0)
+			m.s2 = uint16(fo2)
+			m.s4 = uint16(fo4)
+		}
+	}
+	if fo := fo0; fo != 0 {
+		q, ok := w.RefAt(&t, fo)
 		if !ok {
 			if q, err = w.Ref(&t, 0, false); err != nil {
 				return w.At(err, "strides", -1)
 			}
 		}
-		if q != 0 {
-			if _, _, ok := w.VectorAt(q, 4); !ok {
-				if _, _, err := w.Vector(q, 4); err != nil {
-					return w.At(err, "strides", -1)
-				}
+		if _, _, ok := w.VectorAt(q, 4); !ok {
+			if _, _, err := w.Vector(q, 4); err != nil {
+				return w.At(err, "strides", -1)
 			}
 		}
 	}
-	if fo := w.Slot(&t, 1); fo != 0 && (fo+1 > t.Size()) {
-		if err := w.ScalarOutside(&t, fo, 1); err != nil {
-			return w.At(err, "auto_pad", -1)
-		}
+	if bad < 2 {
+		return w.ScalarError(&t, bad, ConvTransposeAttrsDesc)
 	}
-	{
-		q, ok := w.RefAt(&t, w.Slot(&t, 2))
+	if fo := fo2; fo != 0 {
+		q, ok := w.RefAt(&t, fo)
 		if !ok {
 			if q, err = w.Ref(&t, 2, false); err != nil {
 				return w.At(err, "pads", -1)
 			}
 		}
-		if q != 0 {
-			if _, _, ok := w.VectorAt(q, 4); !ok {
-				if _, _, err := w.Vector(q, 4); err != nil {
-					return w.At(err, "pads", -1)
-				}
+		if _, _, ok := w.VectorAt(q, 4); !ok {
+			if _, _, err := w.Vector(q, 4); err != nil {
+				return w.At(err, "pads", -1)
 			}
 		}
 	}
-	if fo := w.Slot(&t, 3); fo != 0 && (fo+4 > t.Size() || fo&3 != 0) {
-		if err := w.ScalarOutside(&t, fo, 4); err != nil {
-			return w.At(err, "groups", -1)
-		}
+	if bad < 4 {
+		return w.ScalarError(&t, bad, ConvTransposeAttrsDesc)
 	}
-	{
-		q, ok := w.RefAt(&t, w.Slot(&t, 4))
+	if fo := fo4; fo != 0 {
+		q, ok := w.RefAt(&t, fo)
 		if !ok {
 			if q, err = w.Ref(&t, 4, false); err != nil {
 				return w.At(err, "output_padding", -1)
 			}
 		}
-		if q != 0 {
-			if _, _, ok := w.VectorAt(q, 4); !ok {
-				if _, _, err := w.Vector(q, 4); err != nil {
-					return w.At(err, "output_padding", -1)
-				}
+		if _, _, ok := w.VectorAt(q, 4); !ok {
+			if _, _, err := w.Vector(q, 4); err != nil {
+				return w.At(err, "output_padding", -1)
 			}
 		}
+	}
+	if bad != fbverify.NoField {
+		return w.ScalarError(&t, bad, ConvTransposeAttrsDesc)
 	}
 	w.Leave()
 	return nil
@@ -326,14 +610,37 @@ func VerifyConvTransposeAttrs(w *fbverify.Walk, pos int64) error {
 
 // VerifyFlattenAttrs verifies the FlattenAttrs table at pos and everything it refers to.
 func VerifyFlattenAttrs(w *fbverify.Walk, pos int64) error {
-	t, err := w.Start(pos)
+	var m memoFlattenAttrs
+	return verifyFlattenAttrs(w, pos, &m)
+}
+
+// memoFlattenAttrs is what verifyFlattenAttrs keeps from one FlattenAttrs table to the next: the
+// vtable, the table offsets of its offset fields and unions, and the memos
+// of the tables it verifies in place.
+type memoFlattenAttrs struct {
+	fbverify.Memo
+}
+
+func verifyFlattenAttrs(w *fbverify.Walk, pos int64, m *memoFlattenAttrs) error {
+	t, hit, err := w.StartMemo(pos, &m.Memo)
 	if err != nil {
 		return err
 	}
-	if fo := w.Slot(&t, 0); fo != 0 && (fo+4 > t.Size() || fo&3 != 0) {
-		if err := w.ScalarOutside(&t, fo, 4); err != nil {
-			return w.At(err, "axis", -1)
+	bad := fbverify.NoField // the first scalar field that fails its checks
+	if !hit {
+		ext := int64(4)
+		if fo := w.Slot(&t, 0); fo != 0 {
+			ext = max(ext, fo+4)
+			if !w.ScalarIn(&t, fo, 4) && bad == fbverify.NoField {
+				bad = 0
+			}
 		}
+		if bad == fbverify.NoField {
+			w.Learn(&t, &m.Memo, ext, false)
+		}
+	}
+	if bad != fbverify.NoField {
+		return w.ScalarError(&t, bad, FlattenAttrsDesc)
 	}
 	w.Leave()
 	return nil
@@ -341,14 +648,37 @@ func VerifyFlattenAttrs(w *fbverify.Walk, pos int64) error {
 
 // VerifyGatherAttrs verifies the GatherAttrs table at pos and everything it refers to.
 func VerifyGatherAttrs(w *fbverify.Walk, pos int64) error {
-	t, err := w.Start(pos)
+	var m memoGatherAttrs
+	return verifyGatherAttrs(w, pos, &m)
+}
+
+// memoGatherAttrs is what verifyGatherAttrs keeps from one GatherAttrs table to the next: the
+// vtable, the table offsets of its offset fields and unions, and the memos
+// of the tables it verifies in place.
+type memoGatherAttrs struct {
+	fbverify.Memo
+}
+
+func verifyGatherAttrs(w *fbverify.Walk, pos int64, m *memoGatherAttrs) error {
+	t, hit, err := w.StartMemo(pos, &m.Memo)
 	if err != nil {
 		return err
 	}
-	if fo := w.Slot(&t, 0); fo != 0 && (fo+4 > t.Size() || fo&3 != 0) {
-		if err := w.ScalarOutside(&t, fo, 4); err != nil {
-			return w.At(err, "axis", -1)
+	bad := fbverify.NoField // the first scalar field that fails its checks
+	if !hit {
+		ext := int64(4)
+		if fo := w.Slot(&t, 0); fo != 0 {
+			ext = max(ext, fo+4)
+			if !w.ScalarIn(&t, fo, 4) && bad == fbverify.NoField {
+				bad = 0
+			}
 		}
+		if bad == fbverify.NoField {
+			w.Learn(&t, &m.Memo, ext, false)
+		}
+	}
+	if bad != fbverify.NoField {
+		return w.ScalarError(&t, bad, GatherAttrsDesc)
 	}
 	w.Leave()
 	return nil
@@ -356,29 +686,55 @@ func VerifyGatherAttrs(w *fbverify.Walk, pos int64) error {
 
 // VerifyGemmAttrs verifies the GemmAttrs table at pos and everything it refers to.
 func VerifyGemmAttrs(w *fbverify.Walk, pos int64) error {
-	t, err := w.Start(pos)
+	var m memoGemmAttrs
+	return verifyGemmAttrs(w, pos, &m)
+}
+
+// memoGemmAttrs is what verifyGemmAttrs keeps from one GemmAttrs table to the next: the
+// vtable, the table offsets of its offset fields and unions, and the memos
+// of the tables it verifies in place.
+type memoGemmAttrs struct {
+	fbverify.Memo
+}
+
+func verifyGemmAttrs(w *fbverify.Walk, pos int64, m *memoGemmAttrs) error {
+	t, hit, err := w.StartMemo(pos, &m.Memo)
 	if err != nil {
 		return err
 	}
-	if fo := w.Slot(&t, 0); fo != 0 && (fo+4 > t.Size() || fo&3 != 0) {
-		if err := w.ScalarOutside(&t, fo, 4); err != nil {
-			return w.At(err, "alpha", -1)
+	bad := fbverify.NoField // the first scalar field that fails its checks
+	if !hit {
+		ext := int64(4)
+		if fo := w.Slot(&t, 0); fo != 0 {
+			ext = max(ext, fo+4)
+			if !w.ScalarIn(&t, fo, 4) && bad == fbverify.NoField {
+				bad = 0
+			}
+		}
+		if fo := w.Slot(&t, 1); fo != 0 {
+			ext = max(ext, fo+4)
+			if !w.ScalarIn(&t, fo, 4) && bad == fbverify.NoField {
+				bad = 1
+			}
+		}
+		if fo := w.Slot(&t, 2); fo != 0 {
+			ext = max(ext, fo+1)
+			if !w.ScalarIn(&t, fo, 1) && bad == fbverify.NoField {
+				bad = 2
+			}
+		}
+		if fo := w.Slot(&t, 3); fo != 0 {
+			ext = max(ext, fo+1)
+			if !w.ScalarIn(&t, fo, 1) && bad == fbverify.NoField {
+				bad = 3
+			}
+		}
+		if bad == fbverify.NoField {
+			w.Learn(&t, &m.Memo, ext, false)
 		}
 	}
-	if fo := w.Slot(&t, 1); fo != 0 && (fo+4 > t.Size() || fo&3 != 0) {
-		if err := w.ScalarOutside(&t, fo, 4); err != nil {
-			return w.At(err, "beta", -1)
-		}
-	}
-	if fo := w.Slot(&t, 2); fo != 0 && (fo+1 > t.Size()) {
-		if err := w.ScalarOutside(&t, fo, 1); err != nil {
-			return w.At(err, "transpose_a", -1)
-		}
-	}
-	if fo := w.Slot(&t, 3); fo != 0 && (fo+1 > t.Size()) {
-		if err := w.ScalarOutside(&t, fo, 1); err != nil {
-			return w.At(err, "transpose_b", -1)
-		}
+	if bad != fbverify.NoField {
+		return w.ScalarError(&t, bad, GemmAttrsDesc)
 	}
 	w.Leave()
 	return nil
@@ -386,24 +742,49 @@ func VerifyGemmAttrs(w *fbverify.Walk, pos int64) error {
 
 // VerifyGRUAttrs verifies the GRUAttrs table at pos and everything it refers to.
 func VerifyGRUAttrs(w *fbverify.Walk, pos int64) error {
-	t, err := w.Start(pos)
+	var m memoGRUAttrs
+	return verifyGRUAttrs(w, pos, &m)
+}
+
+// memoGRUAttrs is what verifyGRUAttrs keeps from one GRUAttrs table to the next: the
+// vtable, the table offsets of its offset fields and unions, and the memos
+// of the tables it verifies in place.
+type memoGRUAttrs struct {
+	fbverify.Memo
+}
+
+func verifyGRUAttrs(w *fbverify.Walk, pos int64, m *memoGRUAttrs) error {
+	t, hit, err := w.StartMemo(pos, &m.Memo)
 	if err != nil {
 		return err
 	}
-	if fo := w.Slot(&t, 0); fo != 0 && (fo+1 > t.Size()) {
-		if err := w.ScalarOutside(&t, fo, 1); err != nil {
-			return w.At(err, "direction", -1)
+	bad := fbverify.NoField // the first scalar field that fails its checks
+	if !hit {
+		ext := int64(4)
+		if fo := w.Slot(&t, 0); fo != 0 {
+			ext = max(ext, fo+1)
+			if !w.ScalarIn(&t, fo, 1) && bad == fbverify.NoField {
+				bad = 0
+			}
+		}
+		if fo := w.Slot(&t, 1); fo != 0 {
+			ext = max(ext, fo+4)
+			if !w.ScalarIn(&t, fo, 4) && bad == fbverify.NoField {
+				bad = 1
+			}
+		}
+		if fo := w.Slot(&t, 2); fo != 0 {
+			ext = max(ext, fo+1)
+			if !w.ScalarIn(&t, fo, 1) && bad == fbverify.NoField {
+				bad = 2
+			}
+		}
+		if bad == fbverify.NoField {
+			w.Learn(&t, &m.Memo, ext, false)
 		}
 	}
-	if fo := w.Slot(&t, 1); fo != 0 && (fo+4 > t.Size() || fo&3 != 0) {
-		if err := w.ScalarOutside(&t, fo, 4); err != nil {
-			return w.At(err, "hidden_size", -1)
-		}
-	}
-	if fo := w.Slot(&t, 2); fo != 0 && (fo+1 > t.Size()) {
-		if err := w.ScalarOutside(&t, fo, 1); err != nil {
-			return w.At(err, "linear_before_reset", -1)
-		}
+	if bad != fbverify.NoField {
+		return w.ScalarError(&t, bad, GRUAttrsDesc)
 	}
 	w.Leave()
 	return nil
@@ -411,14 +792,37 @@ func VerifyGRUAttrs(w *fbverify.Walk, pos int64) error {
 
 // VerifyLeakyReluAttrs verifies the LeakyReluAttrs table at pos and everything it refers to.
 func VerifyLeakyReluAttrs(w *fbverify.Walk, pos int64) error {
-	t, err := w.Start(pos)
+	var m memoLeakyReluAttrs
+	return verifyLeakyReluAttrs(w, pos, &m)
+}
+
+// memoLeakyReluAttrs is what verifyLeakyReluAttrs keeps from one LeakyReluAttrs table to the next: the
+// vtable, the table offsets of its offset fields and unions, and the memos
+// of the tables it verifies in place.
+type memoLeakyReluAttrs struct {
+	fbverify.Memo
+}
+
+func verifyLeakyReluAttrs(w *fbverify.Walk, pos int64, m *memoLeakyReluAttrs) error {
+	t, hit, err := w.StartMemo(pos, &m.Memo)
 	if err != nil {
 		return err
 	}
-	if fo := w.Slot(&t, 0); fo != 0 && (fo+4 > t.Size() || fo&3 != 0) {
-		if err := w.ScalarOutside(&t, fo, 4); err != nil {
-			return w.At(err, "alpha", -1)
+	bad := fbverify.NoField // the first scalar field that fails its checks
+	if !hit {
+		ext := int64(4)
+		if fo := w.Slot(&t, 0); fo != 0 {
+			ext = max(ext, fo+4)
+			if !w.ScalarIn(&t, fo, 4) && bad == fbverify.NoField {
+				bad = 0
+			}
 		}
+		if bad == fbverify.NoField {
+			w.Learn(&t, &m.Memo, ext, false)
+		}
+	}
+	if bad != fbverify.NoField {
+		return w.ScalarError(&t, bad, LeakyReluAttrsDesc)
 	}
 	w.Leave()
 	return nil
@@ -426,19 +830,43 @@ func VerifyLeakyReluAttrs(w *fbverify.Walk, pos int64) error {
 
 // VerifyLSTMAttrs verifies the LSTMAttrs table at pos and everything it refers to.
 func VerifyLSTMAttrs(w *fbverify.Walk, pos int64) error {
-	t, err := w.Start(pos)
+	var m memoLSTMAttrs
+	return verifyLSTMAttrs(w, pos, &m)
+}
+
+// memoLSTMAttrs is what verifyLSTMAttrs keeps from one LSTMAttrs table to the next: the
+// vtable, the table offsets of its offset fields and unions, and the memos
+// of the tables it verifies in place.
+type memoLSTMAttrs struct {
+	fbverify.Memo
+}
+
+func verifyLSTMAttrs(w *fbverify.Walk, pos int64, m *memoLSTMAttrs) error {
+	t, hit, err := w.StartMemo(pos, &m.Memo)
 	if err != nil {
 		return err
 	}
-	if fo := w.Slot(&t, 0); fo != 0 && (fo+1 > t.Size()) {
-		if err := w.ScalarOutside(&t, fo, 1); err != nil {
-			return w.At(err, "direction", -1)
+	bad := fbverify.NoField // the first scalar field that fails its checks
+	if !hit {
+		ext := int64(4)
+		if fo := w.Slot(&t, 0); fo != 0 {
+			ext = max(ext, fo+1)
+			if !w.ScalarIn(&t, fo, 1) && bad == fbverify.NoField {
+				bad = 0
+			}
+		}
+		if fo := w.Slot(&t, 1); fo != 0 {
+			ext = max(ext, fo+4)
+			if !w.ScalarIn(&t, fo, 4) && bad == fbverify.NoField {
+				bad = 1
+			}
+		}
+		if bad == fbverify.NoField {
+			w.Learn(&t, &m.Memo, ext, false)
 		}
 	}
-	if fo := w.Slot(&t, 1); fo != 0 && (fo+4 > t.Size() || fo&3 != 0) {
-		if err := w.ScalarOutside(&t, fo, 4); err != nil {
-			return w.At(err, "hidden_size", -1)
-		}
+	if bad != fbverify.NoField {
+		return w.ScalarError(&t, bad, LSTMAttrsDesc)
 	}
 	w.Leave()
 	return nil
@@ -446,64 +874,102 @@ func VerifyLSTMAttrs(w *fbverify.Walk, pos int64) error {
 
 // VerifyMaxPoolAttrs verifies the MaxPoolAttrs table at pos and everything it refers to.
 func VerifyMaxPoolAttrs(w *fbverify.Walk, pos int64) error {
-	t, err := w.Start(pos)
+	var m memoMaxPoolAttrs
+	return verifyMaxPoolAttrs(w, pos, &m)
+}
+
+// memoMaxPoolAttrs is what verifyMaxPoolAttrs keeps from one MaxPoolAttrs table to the next: the
+// vtable, the table offsets of its offset fields and unions, and the memos
+// of the tables it verifies in place.
+type memoMaxPoolAttrs struct {
+	fbverify.Memo
+	s0 uint16
+	s2 uint16
+	s3 uint16
+}
+
+func verifyMaxPoolAttrs(w *fbverify.Walk, pos int64, m *memoMaxPoolAttrs) error {
+	t, hit, err := w.StartMemo(pos, &m.Memo)
 	if err != nil {
 		return err
 	}
-	{
-		q, ok := w.RefAt(&t, w.Slot(&t, 0))
+	var fo0, fo2, fo3 int64
+	bad := fbverify.NoField // the first scalar field that fails its checks
+	if hit {
+		fo0 = int64(m.s0)
+		fo2 = int64(m.s2)
+		fo3 = int64(m.s3)
+	} else {
+		ext := int64(4)
+		if fo := w.Slot(&t, 1); fo != 0 {
+			ext = max(ext, fo+1)
+			if !w.ScalarIn(&t, fo, 1) && bad == fbverify.NoField {
+				bad = 1
+			}
+		}
+		if fo := w.Slot(&t, 4); fo != 0 {
+			ext = max(ext, fo+1)
+			if !w.ScalarIn(&t, fo, 1) && bad == fbverify.NoField {
+				bad = 4
+			}
+		}
+		fo0 = w.Slot(&t, 0)
+		fo2 = w.Slot(&t, 2)
+		fo3 = w.Slot(&t, 3)
+		if bad == fbverify.NoField {
+			w.Learn(&t, &m.Memo, ext, false)
+			m.s0 = uint16(fo0)
+			m.s2 = uint16(fo2)
+			m.s3 = uint16(fo3)
+		}
+	}
+	if fo := fo0; fo != 0 {
+		q, ok := w.RefAt(&t, fo)
 		if !ok {
 			if q, err = w.Ref(&t, 0, false); err != nil {
 				return w.At(err, "kernel_size", -1)
 			}
 		}
-		if q != 0 {
-			if _, _, ok := w.VectorAt(q, 4); !ok {
-				if _, _, err := w.Vector(q, 4); err != nil {
-					return w.At(err, "kernel_size", -1)
-				}
+		if _, _, ok := w.VectorAt(q, 4); !ok {
+			if _, _, err := w.Vector(q, 4); err != nil {
+				return w.At(err, "kernel_size", -1)
 			}
 		}
 	}
-	if fo := w.Slot(&t, 1); fo != 0 && (fo+1 > t.Size()) {
-		if err := w.ScalarOutside(&t, fo, 1); err != nil {
-			return w.At(err, "auto_pad", -1)
-		}
+	if bad < 2 {
+		return w.ScalarError(&t, bad, MaxPoolAttrsDesc)
 	}
-	{
-		q, ok := w.RefAt(&t, w.Slot(&t, 2))
+	if fo := fo2; fo != 0 {
+		q, ok := w.RefAt(&t, fo)
 		if !ok {
 			if q, err = w.Ref(&t, 2, false); err != nil {
 				return w.At(err, "pads", -1)
 			}
 		}
-		if q != 0 {
-			if _, _, ok := w.VectorAt(q, 4); !ok {
-				if _, _, err := w.Vector(q, 4); err != nil {
-					return w.At(err, "pads", -1)
-				}
+		if _, _, ok := w.VectorAt(q, 4); !ok {
+			if _, _, err := w.Vector(q, 4); err != nil {
+				return w.At(err, "pads", -1)
 			}
 		}
 	}
-	{
-		q, ok := w.RefAt(&t, w.Slot(&t, 3))
+	if bad < 3 {
+		return w.ScalarError(&t, bad, MaxPoolAttrsDesc)
+	}
+	if fo := fo3; fo != 0 {
+		q, ok := w.RefAt(&t, fo)
 		if !ok {
 			if q, err = w.Ref(&t, 3, false); err != nil {
 				return w.At(err, "strides", -1)
 			}
 		}
-		if q != 0 {
-			if _, _, ok := w.VectorAt(q, 4); !ok {
-				if _, _, err := w.Vector(q, 4); err != nil {
-					return w.At(err, "strides", -1)
-				}
+		if _, _, ok := w.VectorAt(q, 4); !ok {
+			if _, _, err := w.Vector(q, 4); err != nil {
+				return w.At(err, "strides", -1)
 			}
 		}
 	}
-	if fo := w.Slot(&t, 4); fo != 0 && (fo+1 > t.Size()) {
-		if err := w.ScalarOutside(&t, fo, 1); err != nil {
-			return w.At(err, "ceil_mode", -1)
-		}
+	if bad != fbverify.NoField {
+		return w.ScalarError(&t, bad, MaxPoolAttrsDesc)
 	}
 	w.Leave()
 	return nil
@@ -511,34 +977,62 @@ func VerifyMaxPoolAttrs(w *fbverify.Walk, pos int64) error {
 
 // VerifyReduceMeanAttrs verifies the ReduceMeanAttrs table at pos and everything it refers to.
 func VerifyReduceMeanAttrs(w *fbverify.Walk, pos int64) error {
-	t, err := w.Start(pos)
+	var m memoReduceMeanAttrs
+	return verifyReduceMeanAttrs(w, pos, &m)
+}
+
+// memoReduceMeanAttrs is what verifyReduceMeanAttrs keeps from one ReduceMeanAttrs table to the next: the
+// vtable, the table offsets of its offset fields and unions, and the memos
+// of the tables it verifies in place.
+type memoReduceMeanAttrs struct {
+	fbverify.Memo
+	s0 uint16
+}
+
+func verifyReduceMeanAttrs(w *fbverify.Walk, pos int64, m *memoReduceMeanAttrs) error {
+	t, hit, err := w.StartMemo(pos, &m.Memo)
 	if err != nil {
 		return err
 	}
-	{
-		q, ok := w.RefAt(&t, w.Slot(&t, 0))
+	var fo0 int64
+	bad := fbverify.NoField // the first scalar field that fails its checks
+	if hit {
+		fo0 = int64(m.s0)
+	} else {
+		ext := int64(4)
+		if fo := w.Slot(&t, 1); fo != 0 {
+			ext = max(ext, fo+1)
+			if !w.ScalarIn(&t, fo, 1) && bad == fbverify.NoField {
+				bad = 1
+			}
+		}
+		if fo := w.Slot(&t, 2); fo != 0 {
+			ext = max(ext, fo+1)
+			if !w.ScalarIn(&t, fo, 1) && bad == fbverify.NoField {
+				bad = 2
+			}
+		}
+		fo0 = w.Slot(&t, 0)
+		if bad == fbverify.NoField {
+			w.Learn(&t, &m.Memo, ext, false)
+			m.s0 = uint16(fo0)
+		}
+	}
+	if fo := fo0; fo != 0 {
+		q, ok := w.RefAt(&t, fo)
 		if !ok {
 			if q, err = w.Ref(&t, 0, false); err != nil {
 				return w.At(err, "axes", -1)
 			}
 		}
-		if q != 0 {
-			if _, _, ok := w.VectorAt(q, 4); !ok {
-				if _, _, err := w.Vector(q, 4); err != nil {
-					return w.At(err, "axes", -1)
-				}
+		if _, _, ok := w.VectorAt(q, 4); !ok {
+			if _, _, err := w.Vector(q, 4); err != nil {
+				return w.At(err, "axes", -1)
 			}
 		}
 	}
-	if fo := w.Slot(&t, 1); fo != 0 && (fo+1 > t.Size()) {
-		if err := w.ScalarOutside(&t, fo, 1); err != nil {
-			return w.At(err, "keep_dims", -1)
-		}
-	}
-	if fo := w.Slot(&t, 2); fo != 0 && (fo+1 > t.Size()) {
-		if err := w.ScalarOutside(&t, fo, 1); err != nil {
-			return w.At(err, "noop_with_empty_axes", -1)
-		}
+	if bad != fbverify.NoField {
+		return w.ScalarError(&t, bad, ReduceMeanAttrsDesc)
 	}
 	w.Leave()
 	return nil
@@ -546,14 +1040,37 @@ func VerifyReduceMeanAttrs(w *fbverify.Walk, pos int64) error {
 
 // VerifyReshapeAttrs verifies the ReshapeAttrs table at pos and everything it refers to.
 func VerifyReshapeAttrs(w *fbverify.Walk, pos int64) error {
-	t, err := w.Start(pos)
+	var m memoReshapeAttrs
+	return verifyReshapeAttrs(w, pos, &m)
+}
+
+// memoReshapeAttrs is what verifyReshapeAttrs keeps from one ReshapeAttrs table to the next: the
+// vtable, the table offsets of its offset fields and unions, and the memos
+// of the tables it verifies in place.
+type memoReshapeAttrs struct {
+	fbverify.Memo
+}
+
+func verifyReshapeAttrs(w *fbverify.Walk, pos int64, m *memoReshapeAttrs) error {
+	t, hit, err := w.StartMemo(pos, &m.Memo)
 	if err != nil {
 		return err
 	}
-	if fo := w.Slot(&t, 0); fo != 0 && (fo+1 > t.Size()) {
-		if err := w.ScalarOutside(&t, fo, 1); err != nil {
-			return w.At(err, "allow_zero", -1)
+	bad := fbverify.NoField // the first scalar field that fails its checks
+	if !hit {
+		ext := int64(4)
+		if fo := w.Slot(&t, 0); fo != 0 {
+			ext = max(ext, fo+1)
+			if !w.ScalarIn(&t, fo, 1) && bad == fbverify.NoField {
+				bad = 0
+			}
 		}
+		if bad == fbverify.NoField {
+			w.Learn(&t, &m.Memo, ext, false)
+		}
+	}
+	if bad != fbverify.NoField {
+		return w.ScalarError(&t, bad, ReshapeAttrsDesc)
 	}
 	w.Leave()
 	return nil
@@ -561,24 +1078,49 @@ func VerifyReshapeAttrs(w *fbverify.Walk, pos int64) error {
 
 // VerifyResizeAttrs verifies the ResizeAttrs table at pos and everything it refers to.
 func VerifyResizeAttrs(w *fbverify.Walk, pos int64) error {
-	t, err := w.Start(pos)
+	var m memoResizeAttrs
+	return verifyResizeAttrs(w, pos, &m)
+}
+
+// memoResizeAttrs is what verifyResizeAttrs keeps from one ResizeAttrs table to the next: the
+// vtable, the table offsets of its offset fields and unions, and the memos
+// of the tables it verifies in place.
+type memoResizeAttrs struct {
+	fbverify.Memo
+}
+
+func verifyResizeAttrs(w *fbverify.Walk, pos int64, m *memoResizeAttrs) error {
+	t, hit, err := w.StartMemo(pos, &m.Memo)
 	if err != nil {
 		return err
 	}
-	if fo := w.Slot(&t, 0); fo != 0 && (fo+1 > t.Size()) {
-		if err := w.ScalarOutside(&t, fo, 1); err != nil {
-			return w.At(err, "mode", -1)
+	bad := fbverify.NoField // the first scalar field that fails its checks
+	if !hit {
+		ext := int64(4)
+		if fo := w.Slot(&t, 0); fo != 0 {
+			ext = max(ext, fo+1)
+			if !w.ScalarIn(&t, fo, 1) && bad == fbverify.NoField {
+				bad = 0
+			}
+		}
+		if fo := w.Slot(&t, 1); fo != 0 {
+			ext = max(ext, fo+1)
+			if !w.ScalarIn(&t, fo, 1) && bad == fbverify.NoField {
+				bad = 1
+			}
+		}
+		if fo := w.Slot(&t, 2); fo != 0 {
+			ext = max(ext, fo+1)
+			if !w.ScalarIn(&t, fo, 1) && bad == fbverify.NoField {
+				bad = 2
+			}
+		}
+		if bad == fbverify.NoField {
+			w.Learn(&t, &m.Memo, ext, false)
 		}
 	}
-	if fo := w.Slot(&t, 1); fo != 0 && (fo+1 > t.Size()) {
-		if err := w.ScalarOutside(&t, fo, 1); err != nil {
-			return w.At(err, "coord_mode", -1)
-		}
-	}
-	if fo := w.Slot(&t, 2); fo != 0 && (fo+1 > t.Size()) {
-		if err := w.ScalarOutside(&t, fo, 1); err != nil {
-			return w.At(err, "nearest_mode", -1)
-		}
+	if bad != fbverify.NoField {
+		return w.ScalarError(&t, bad, ResizeAttrsDesc)
 	}
 	w.Leave()
 	return nil
@@ -586,19 +1128,43 @@ func VerifyResizeAttrs(w *fbverify.Walk, pos int64) error {
 
 // VerifySplitAttrs verifies the SplitAttrs table at pos and everything it refers to.
 func VerifySplitAttrs(w *fbverify.Walk, pos int64) error {
-	t, err := w.Start(pos)
+	var m memoSplitAttrs
+	return verifySplitAttrs(w, pos, &m)
+}
+
+// memoSplitAttrs is what verifySplitAttrs keeps from one SplitAttrs table to the next: the
+// vtable, the table offsets of its offset fields and unions, and the memos
+// of the tables it verifies in place.
+type memoSplitAttrs struct {
+	fbverify.Memo
+}
+
+func verifySplitAttrs(w *fbverify.Walk, pos int64, m *memoSplitAttrs) error {
+	t, hit, err := w.StartMemo(pos, &m.Memo)
 	if err != nil {
 		return err
 	}
-	if fo := w.Slot(&t, 0); fo != 0 && (fo+4 > t.Size() || fo&3 != 0) {
-		if err := w.ScalarOutside(&t, fo, 4); err != nil {
-			return w.At(err, "axis", -1)
+	bad := fbverify.NoField // the first scalar field that fails its checks
+	if !hit {
+		ext := int64(4)
+		if fo := w.Slot(&t, 0); fo != 0 {
+			ext = max(ext, fo+4)
+			if !w.ScalarIn(&t, fo, 4) && bad == fbverify.NoField {
+				bad = 0
+			}
+		}
+		if fo := w.Slot(&t, 1); fo != 0 {
+			ext = max(ext, fo+4)
+			if !w.ScalarIn(&t, fo, 4) && bad == fbverify.NoField {
+				bad = 1
+			}
+		}
+		if bad == fbverify.NoField {
+			w.Learn(&t, &m.Memo, ext, false)
 		}
 	}
-	if fo := w.Slot(&t, 1); fo != 0 && (fo+4 > t.Size() || fo&3 != 0) {
-		if err := w.ScalarOutside(&t, fo, 4); err != nil {
-			return w.At(err, "num_outputs", -1)
-		}
+	if bad != fbverify.NoField {
+		return w.ScalarError(&t, bad, SplitAttrsDesc)
 	}
 	w.Leave()
 	return nil
@@ -606,14 +1172,37 @@ func VerifySplitAttrs(w *fbverify.Walk, pos int64) error {
 
 // VerifySoftmaxAttrs verifies the SoftmaxAttrs table at pos and everything it refers to.
 func VerifySoftmaxAttrs(w *fbverify.Walk, pos int64) error {
-	t, err := w.Start(pos)
+	var m memoSoftmaxAttrs
+	return verifySoftmaxAttrs(w, pos, &m)
+}
+
+// memoSoftmaxAttrs is what verifySoftmaxAttrs keeps from one SoftmaxAttrs table to the next: the
+// vtable, the table offsets of its offset fields and unions, and the memos
+// of the tables it verifies in place.
+type memoSoftmaxAttrs struct {
+	fbverify.Memo
+}
+
+func verifySoftmaxAttrs(w *fbverify.Walk, pos int64, m *memoSoftmaxAttrs) error {
+	t, hit, err := w.StartMemo(pos, &m.Memo)
 	if err != nil {
 		return err
 	}
-	if fo := w.Slot(&t, 0); fo != 0 && (fo+4 > t.Size() || fo&3 != 0) {
-		if err := w.ScalarOutside(&t, fo, 4); err != nil {
-			return w.At(err, "axis", -1)
+	bad := fbverify.NoField // the first scalar field that fails its checks
+	if !hit {
+		ext := int64(4)
+		if fo := w.Slot(&t, 0); fo != 0 {
+			ext = max(ext, fo+4)
+			if !w.ScalarIn(&t, fo, 4) && bad == fbverify.NoField {
+				bad = 0
+			}
 		}
+		if bad == fbverify.NoField {
+			w.Learn(&t, &m.Memo, ext, false)
+		}
+	}
+	if bad != fbverify.NoField {
+		return w.ScalarError(&t, bad, SoftmaxAttrsDesc)
 	}
 	w.Leave()
 	return nil
@@ -621,22 +1210,41 @@ func VerifySoftmaxAttrs(w *fbverify.Walk, pos int64) error {
 
 // VerifyTransposeAttrs verifies the TransposeAttrs table at pos and everything it refers to.
 func VerifyTransposeAttrs(w *fbverify.Walk, pos int64) error {
-	t, err := w.Start(pos)
+	var m memoTransposeAttrs
+	return verifyTransposeAttrs(w, pos, &m)
+}
+
+// memoTransposeAttrs is what verifyTransposeAttrs keeps from one TransposeAttrs table to the next: the
+// vtable, the table offsets of its offset fields and unions, and the memos
+// of the tables it verifies in place.
+type memoTransposeAttrs struct {
+	fbverify.Memo
+	s0 uint16
+}
+
+func verifyTransposeAttrs(w *fbverify.Walk, pos int64, m *memoTransposeAttrs) error {
+	t, hit, err := w.StartMemo(pos, &m.Memo)
 	if err != nil {
 		return err
 	}
-	{
-		q, ok := w.RefAt(&t, w.Slot(&t, 0))
+	var fo0 int64
+	if hit {
+		fo0 = int64(m.s0)
+	} else {
+		fo0 = w.Slot(&t, 0)
+		w.Learn(&t, &m.Memo, 4, false)
+		m.s0 = uint16(fo0)
+	}
+	if fo := fo0; fo != 0 {
+		q, ok := w.RefAt(&t, fo)
 		if !ok {
 			if q, err = w.Ref(&t, 0, false); err != nil {
 				return w.At(err, "perm", -1)
 			}
 		}
-		if q != 0 {
-			if _, _, ok := w.VectorAt(q, 4); !ok {
-				if _, _, err := w.Vector(q, 4); err != nil {
-					return w.At(err, "perm", -1)
-				}
+		if _, _, ok := w.VectorAt(q, 4); !ok {
+			if _, _, err := w.Vector(q, 4); err != nil {
+				return w.At(err, "perm", -1)
 			}
 		}
 	}
@@ -646,14 +1254,37 @@ func VerifyTransposeAttrs(w *fbverify.Walk, pos int64) error {
 
 // VerifyModAttrs verifies the ModAttrs table at pos and everything it refers to.
 func VerifyModAttrs(w *fbverify.Walk, pos int64) error {
-	t, err := w.Start(pos)
+	var m memoModAttrs
+	return verifyModAttrs(w, pos, &m)
+}
+
+// memoModAttrs is what verifyModAttrs keeps from one ModAttrs table to the next: the
+// vtable, the table offsets of its offset fields and unions, and the memos
+// of the tables it verifies in place.
+type memoModAttrs struct {
+	fbverify.Memo
+}
+
+func verifyModAttrs(w *fbverify.Walk, pos int64, m *memoModAttrs) error {
+	t, hit, err := w.StartMemo(pos, &m.Memo)
 	if err != nil {
 		return err
 	}
-	if fo := w.Slot(&t, 0); fo != 0 && (fo+1 > t.Size()) {
-		if err := w.ScalarOutside(&t, fo, 1); err != nil {
-			return w.At(err, "fmod", -1)
+	bad := fbverify.NoField // the first scalar field that fails its checks
+	if !hit {
+		ext := int64(4)
+		if fo := w.Slot(&t, 0); fo != 0 {
+			ext = max(ext, fo+1)
+			if !w.ScalarIn(&t, fo, 1) && bad == fbverify.NoField {
+				bad = 0
+			}
 		}
+		if bad == fbverify.NoField {
+			w.Learn(&t, &m.Memo, ext, false)
+		}
+	}
+	if bad != fbverify.NoField {
+		return w.ScalarError(&t, bad, ModAttrsDesc)
 	}
 	w.Leave()
 	return nil
@@ -661,19 +1292,43 @@ func VerifyModAttrs(w *fbverify.Walk, pos int64) error {
 
 // VerifyScatterElementsAttrs verifies the ScatterElementsAttrs table at pos and everything it refers to.
 func VerifyScatterElementsAttrs(w *fbverify.Walk, pos int64) error {
-	t, err := w.Start(pos)
+	var m memoScatterElementsAttrs
+	return verifyScatterElementsAttrs(w, pos, &m)
+}
+
+// memoScatterElementsAttrs is what verifyScatterElementsAttrs keeps from one ScatterElementsAttrs table to the next: the
+// vtable, the table offsets of its offset fields and unions, and the memos
+// of the tables it verifies in place.
+type memoScatterElementsAttrs struct {
+	fbverify.Memo
+}
+
+func verifyScatterElementsAttrs(w *fbverify.Walk, pos int64, m *memoScatterElementsAttrs) error {
+	t, hit, err := w.StartMemo(pos, &m.Memo)
 	if err != nil {
 		return err
 	}
-	if fo := w.Slot(&t, 0); fo != 0 && (fo+4 > t.Size() || fo&3 != 0) {
-		if err := w.ScalarOutside(&t, fo, 4); err != nil {
-			return w.At(err, "axis", -1)
+	bad := fbverify.NoField // the first scalar field that fails its checks
+	if !hit {
+		ext := int64(4)
+		if fo := w.Slot(&t, 0); fo != 0 {
+			ext = max(ext, fo+4)
+			if !w.ScalarIn(&t, fo, 4) && bad == fbverify.NoField {
+				bad = 0
+			}
+		}
+		if fo := w.Slot(&t, 1); fo != 0 {
+			ext = max(ext, fo+1)
+			if !w.ScalarIn(&t, fo, 1) && bad == fbverify.NoField {
+				bad = 1
+			}
+		}
+		if bad == fbverify.NoField {
+			w.Learn(&t, &m.Memo, ext, false)
 		}
 	}
-	if fo := w.Slot(&t, 1); fo != 0 && (fo+1 > t.Size()) {
-		if err := w.ScalarOutside(&t, fo, 1); err != nil {
-			return w.At(err, "reduction", -1)
-		}
+	if bad != fbverify.NoField {
+		return w.ScalarError(&t, bad, ScatterElementsAttrsDesc)
 	}
 	w.Leave()
 	return nil
@@ -681,14 +1336,37 @@ func VerifyScatterElementsAttrs(w *fbverify.Walk, pos int64) error {
 
 // VerifyOneHotAttrs verifies the OneHotAttrs table at pos and everything it refers to.
 func VerifyOneHotAttrs(w *fbverify.Walk, pos int64) error {
-	t, err := w.Start(pos)
+	var m memoOneHotAttrs
+	return verifyOneHotAttrs(w, pos, &m)
+}
+
+// memoOneHotAttrs is what verifyOneHotAttrs keeps from one OneHotAttrs table to the next: the
+// vtable, the table offsets of its offset fields and unions, and the memos
+// of the tables it verifies in place.
+type memoOneHotAttrs struct {
+	fbverify.Memo
+}
+
+func verifyOneHotAttrs(w *fbverify.Walk, pos int64, m *memoOneHotAttrs) error {
+	t, hit, err := w.StartMemo(pos, &m.Memo)
 	if err != nil {
 		return err
 	}
-	if fo := w.Slot(&t, 0); fo != 0 && (fo+4 > t.Size() || fo&3 != 0) {
-		if err := w.ScalarOutside(&t, fo, 4); err != nil {
-			return w.At(err, "axis", -1)
+	bad := fbverify.NoField // the first scalar field that fails its checks
+	if !hit {
+		ext := int64(4)
+		if fo := w.Slot(&t, 0); fo != 0 {
+			ext = max(ext, fo+4)
+			if !w.ScalarIn(&t, fo, 4) && bad == fbverify.NoField {
+				bad = 0
+			}
 		}
+		if bad == fbverify.NoField {
+			w.Learn(&t, &m.Memo, ext, false)
+		}
+	}
+	if bad != fbverify.NoField {
+		return w.ScalarError(&t, bad, OneHotAttrsDesc)
 	}
 	w.Leave()
 	return nil
@@ -696,24 +1374,49 @@ func VerifyOneHotAttrs(w *fbverify.Walk, pos int64) error {
 
 // VerifyTopKAttrs verifies the TopKAttrs table at pos and everything it refers to.
 func VerifyTopKAttrs(w *fbverify.Walk, pos int64) error {
-	t, err := w.Start(pos)
+	var m memoTopKAttrs
+	return verifyTopKAttrs(w, pos, &m)
+}
+
+// memoTopKAttrs is what verifyTopKAttrs keeps from one TopKAttrs table to the next: the
+// vtable, the table offsets of its offset fields and unions, and the memos
+// of the tables it verifies in place.
+type memoTopKAttrs struct {
+	fbverify.Memo
+}
+
+func verifyTopKAttrs(w *fbverify.Walk, pos int64, m *memoTopKAttrs) error {
+	t, hit, err := w.StartMemo(pos, &m.Memo)
 	if err != nil {
 		return err
 	}
-	if fo := w.Slot(&t, 0); fo != 0 && (fo+4 > t.Size() || fo&3 != 0) {
-		if err := w.ScalarOutside(&t, fo, 4); err != nil {
-			return w.At(err, "axis", -1)
+	bad := fbverify.NoField // the first scalar field that fails its checks
+	if !hit {
+		ext := int64(4)
+		if fo := w.Slot(&t, 0); fo != 0 {
+			ext = max(ext, fo+4)
+			if !w.ScalarIn(&t, fo, 4) && bad == fbverify.NoField {
+				bad = 0
+			}
+		}
+		if fo := w.Slot(&t, 1); fo != 0 {
+			ext = max(ext, fo+1)
+			if !w.ScalarIn(&t, fo, 1) && bad == fbverify.NoField {
+				bad = 1
+			}
+		}
+		if fo := w.Slot(&t, 2); fo != 0 {
+			ext = max(ext, fo+1)
+			if !w.ScalarIn(&t, fo, 1) && bad == fbverify.NoField {
+				bad = 2
+			}
+		}
+		if bad == fbverify.NoField {
+			w.Learn(&t, &m.Memo, ext, false)
 		}
 	}
-	if fo := w.Slot(&t, 1); fo != 0 && (fo+1 > t.Size()) {
-		if err := w.ScalarOutside(&t, fo, 1); err != nil {
-			return w.At(err, "largest", -1)
-		}
-	}
-	if fo := w.Slot(&t, 2); fo != 0 && (fo+1 > t.Size()) {
-		if err := w.ScalarOutside(&t, fo, 1); err != nil {
-			return w.At(err, "sorted", -1)
-		}
+	if bad != fbverify.NoField {
+		return w.ScalarError(&t, bad, TopKAttrsDesc)
 	}
 	w.Leave()
 	return nil
@@ -721,19 +1424,43 @@ func VerifyTopKAttrs(w *fbverify.Walk, pos int64) error {
 
 // VerifyHardSigmoidAttrs verifies the HardSigmoidAttrs table at pos and everything it refers to.
 func VerifyHardSigmoidAttrs(w *fbverify.Walk, pos int64) error {
-	t, err := w.Start(pos)
+	var m memoHardSigmoidAttrs
+	return verifyHardSigmoidAttrs(w, pos, &m)
+}
+
+// memoHardSigmoidAttrs is what verifyHardSigmoidAttrs keeps from one HardSigmoidAttrs table to the next: the
+// vtable, the table offsets of its offset fields and unions, and the memos
+// of the tables it verifies in place.
+type memoHardSigmoidAttrs struct {
+	fbverify.Memo
+}
+
+func verifyHardSigmoidAttrs(w *fbverify.Walk, pos int64, m *memoHardSigmoidAttrs) error {
+	t, hit, err := w.StartMemo(pos, &m.Memo)
 	if err != nil {
 		return err
 	}
-	if fo := w.Slot(&t, 0); fo != 0 && (fo+4 > t.Size() || fo&3 != 0) {
-		if err := w.ScalarOutside(&t, fo, 4); err != nil {
-			return w.At(err, "alpha", -1)
+	bad := fbverify.NoField // the first scalar field that fails its checks
+	if !hit {
+		ext := int64(4)
+		if fo := w.Slot(&t, 0); fo != 0 {
+			ext = max(ext, fo+4)
+			if !w.ScalarIn(&t, fo, 4) && bad == fbverify.NoField {
+				bad = 0
+			}
+		}
+		if fo := w.Slot(&t, 1); fo != 0 {
+			ext = max(ext, fo+4)
+			if !w.ScalarIn(&t, fo, 4) && bad == fbverify.NoField {
+				bad = 1
+			}
+		}
+		if bad == fbverify.NoField {
+			w.Learn(&t, &m.Memo, ext, false)
 		}
 	}
-	if fo := w.Slot(&t, 1); fo != 0 && (fo+4 > t.Size() || fo&3 != 0) {
-		if err := w.ScalarOutside(&t, fo, 4); err != nil {
-			return w.At(err, "beta", -1)
-		}
+	if bad != fbverify.NoField {
+		return w.ScalarError(&t, bad, HardSigmoidAttrsDesc)
 	}
 	w.Leave()
 	return nil
@@ -741,14 +1468,37 @@ func VerifyHardSigmoidAttrs(w *fbverify.Walk, pos int64) error {
 
 // VerifyTriluAttrs verifies the TriluAttrs table at pos and everything it refers to.
 func VerifyTriluAttrs(w *fbverify.Walk, pos int64) error {
-	t, err := w.Start(pos)
+	var m memoTriluAttrs
+	return verifyTriluAttrs(w, pos, &m)
+}
+
+// memoTriluAttrs is what verifyTriluAttrs keeps from one TriluAttrs table to the next: the
+// vtable, the table offsets of its offset fields and unions, and the memos
+// of the tables it verifies in place.
+type memoTriluAttrs struct {
+	fbverify.Memo
+}
+
+func verifyTriluAttrs(w *fbverify.Walk, pos int64, m *memoTriluAttrs) error {
+	t, hit, err := w.StartMemo(pos, &m.Memo)
 	if err != nil {
 		return err
 	}
-	if fo := w.Slot(&t, 0); fo != 0 && (fo+1 > t.Size()) {
-		if err := w.ScalarOutside(&t, fo, 1); err != nil {
-			return w.At(err, "upper", -1)
+	bad := fbverify.NoField // the first scalar field that fails its checks
+	if !hit {
+		ext := int64(4)
+		if fo := w.Slot(&t, 0); fo != 0 {
+			ext = max(ext, fo+1)
+			if !w.ScalarIn(&t, fo, 1) && bad == fbverify.NoField {
+				bad = 0
+			}
 		}
+		if bad == fbverify.NoField {
+			w.Learn(&t, &m.Memo, ext, false)
+		}
+	}
+	if bad != fbverify.NoField {
+		return w.ScalarError(&t, bad, TriluAttrsDesc)
 	}
 	w.Leave()
 	return nil
@@ -756,14 +1506,37 @@ func VerifyTriluAttrs(w *fbverify.Walk, pos int64) error {
 
 // VerifyScatterNDAttrs verifies the ScatterNDAttrs table at pos and everything it refers to.
 func VerifyScatterNDAttrs(w *fbverify.Walk, pos int64) error {
-	t, err := w.Start(pos)
+	var m memoScatterNDAttrs
+	return verifyScatterNDAttrs(w, pos, &m)
+}
+
+// memoScatterNDAttrs is what verifyScatterNDAttrs keeps from one ScatterNDAttrs table to the next: the
+// vtable, the table offsets of its offset fields and unions, and the memos
+// of the tables it verifies in place.
+type memoScatterNDAttrs struct {
+	fbverify.Memo
+}
+
+func verifyScatterNDAttrs(w *fbverify.Walk, pos int64, m *memoScatterNDAttrs) error {
+	t, hit, err := w.StartMemo(pos, &m.Memo)
 	if err != nil {
 		return err
 	}
-	if fo := w.Slot(&t, 0); fo != 0 && (fo+1 > t.Size()) {
-		if err := w.ScalarOutside(&t, fo, 1); err != nil {
-			return w.At(err, "reduction", -1)
+	bad := fbverify.NoField // the first scalar field that fails its checks
+	if !hit {
+		ext := int64(4)
+		if fo := w.Slot(&t, 0); fo != 0 {
+			ext = max(ext, fo+1)
+			if !w.ScalarIn(&t, fo, 1) && bad == fbverify.NoField {
+				bad = 0
+			}
 		}
+		if bad == fbverify.NoField {
+			w.Learn(&t, &m.Memo, ext, false)
+		}
+	}
+	if bad != fbverify.NoField {
+		return w.ScalarError(&t, bad, ScatterNDAttrsDesc)
 	}
 	w.Leave()
 	return nil
@@ -771,14 +1544,37 @@ func VerifyScatterNDAttrs(w *fbverify.Walk, pos int64) error {
 
 // VerifyNonMaxSuppressionAttrs verifies the NonMaxSuppressionAttrs table at pos and everything it refers to.
 func VerifyNonMaxSuppressionAttrs(w *fbverify.Walk, pos int64) error {
-	t, err := w.Start(pos)
+	var m memoNonMaxSuppressionAttrs
+	return verifyNonMaxSuppressionAttrs(w, pos, &m)
+}
+
+// memoNonMaxSuppressionAttrs is what verifyNonMaxSuppressionAttrs keeps from one NonMaxSuppressionAttrs table to the next: the
+// vtable, the table offsets of its offset fields and unions, and the memos
+// of the tables it verifies in place.
+type memoNonMaxSuppressionAttrs struct {
+	fbverify.Memo
+}
+
+func verifyNonMaxSuppressionAttrs(w *fbverify.Walk, pos int64, m *memoNonMaxSuppressionAttrs) error {
+	t, hit, err := w.StartMemo(pos, &m.Memo)
 	if err != nil {
 		return err
 	}
-	if fo := w.Slot(&t, 0); fo != 0 && (fo+1 > t.Size()) {
-		if err := w.ScalarOutside(&t, fo, 1); err != nil {
-			return w.At(err, "box_order", -1)
+	bad := fbverify.NoField // the first scalar field that fails its checks
+	if !hit {
+		ext := int64(4)
+		if fo := w.Slot(&t, 0); fo != 0 {
+			ext = max(ext, fo+1)
+			if !w.ScalarIn(&t, fo, 1) && bad == fbverify.NoField {
+				bad = 0
+			}
 		}
+		if bad == fbverify.NoField {
+			w.Learn(&t, &m.Memo, ext, false)
+		}
+	}
+	if bad != fbverify.NoField {
+		return w.ScalarError(&t, bad, NonMaxSuppressionAttrsDesc)
 	}
 	w.Leave()
 	return nil
@@ -786,19 +1582,43 @@ func VerifyNonMaxSuppressionAttrs(w *fbverify.Walk, pos int64) error {
 
 // VerifyLayerNormalizationAttrs verifies the LayerNormalizationAttrs table at pos and everything it refers to.
 func VerifyLayerNormalizationAttrs(w *fbverify.Walk, pos int64) error {
-	t, err := w.Start(pos)
+	var m memoLayerNormalizationAttrs
+	return verifyLayerNormalizationAttrs(w, pos, &m)
+}
+
+// memoLayerNormalizationAttrs is what verifyLayerNormalizationAttrs keeps from one LayerNormalizationAttrs table to the next: the
+// vtable, the table offsets of its offset fields and unions, and the memos
+// of the tables it verifies in place.
+type memoLayerNormalizationAttrs struct {
+	fbverify.Memo
+}
+
+func verifyLayerNormalizationAttrs(w *fbverify.Walk, pos int64, m *memoLayerNormalizationAttrs) error {
+	t, hit, err := w.StartMemo(pos, &m.Memo)
 	if err != nil {
 		return err
 	}
-	if fo := w.Slot(&t, 0); fo != 0 && (fo+4 > t.Size() || fo&3 != 0) {
-		if err := w.ScalarOutside(&t, fo, 4); err != nil {
-			return w.At(err, "axis", -1)
+	bad := fbverify.NoField // the first scalar field that fails its checks
+	if !hit {
+		ext := int64(4)
+		if fo := w.Slot(&t, 0); fo != 0 {
+			ext = max(ext, fo+4)
+			if !w.ScalarIn(&t, fo, 4) && bad == fbverify.NoField {
+				bad = 0
+			}
+		}
+		if fo := w.Slot(&t, 1); fo != 0 {
+			ext = max(ext, fo+4)
+			if !w.ScalarIn(&t, fo, 4) && bad == fbverify.NoField {
+				bad = 1
+			}
+		}
+		if bad == fbverify.NoField {
+			w.Learn(&t, &m.Memo, ext, false)
 		}
 	}
-	if fo := w.Slot(&t, 1); fo != 0 && (fo+4 > t.Size() || fo&3 != 0) {
-		if err := w.ScalarOutside(&t, fo, 4); err != nil {
-			return w.At(err, "epsilon", -1)
-		}
+	if bad != fbverify.NoField {
+		return w.ScalarError(&t, bad, LayerNormalizationAttrsDesc)
 	}
 	w.Leave()
 	return nil
@@ -806,39 +1626,68 @@ func VerifyLayerNormalizationAttrs(w *fbverify.Walk, pos int64) error {
 
 // VerifyRandomUniformAttrs verifies the RandomUniformAttrs table at pos and everything it refers to.
 func VerifyRandomUniformAttrs(w *fbverify.Walk, pos int64) error {
-	t, err := w.Start(pos)
+	var m memoRandomUniformAttrs
+	return verifyRandomUniformAttrs(w, pos, &m)
+}
+
+// memoRandomUniformAttrs is what verifyRandomUniformAttrs keeps from one RandomUniformAttrs table to the next: the
+// vtable, the table offsets of its offset fields and unions, and the memos
+// of the tables it verifies in place.
+type memoRandomUniformAttrs struct {
+	fbverify.Memo
+	s0 uint16
+}
+
+func verifyRandomUniformAttrs(w *fbverify.Walk, pos int64, m *memoRandomUniformAttrs) error {
+	t, hit, err := w.StartMemo(pos, &m.Memo)
 	if err != nil {
 		return err
 	}
-	{
-		q, ok := w.RefAt(&t, w.Slot(&t, 0))
+	var fo0 int64
+	bad := fbverify.NoField // the first scalar field that fails its checks
+	if hit {
+		fo0 = int64(m.s0)
+	} else {
+		ext := int64(4)
+		if fo := w.Slot(&t, 1); fo != 0 {
+			ext = max(ext, fo+4)
+			if !w.ScalarIn(&t, fo, 4) && bad == fbverify.NoField {
+				bad = 1
+			}
+		}
+		if fo := w.Slot(&t, 2); fo != 0 {
+			ext = max(ext, fo+4)
+			if !w.ScalarIn(&t, fo, 4) && bad == fbverify.NoField {
+				bad = 2
+			}
+		}
+		if fo := w.Slot(&t, 3); fo != 0 {
+			ext = max(ext, fo+4)
+			if !w.ScalarIn(&t, fo, 4) && bad == fbverify.NoField {
+				bad = 3
+			}
+		}
+		fo0 = w.Slot(&t, 0)
+		if bad == fbverify.NoField {
+			w.Learn(&t, &m.Memo, ext, false)
+			m.s0 = uint16(fo0)
+		}
+	}
+	if fo := fo0; fo != 0 {
+		q, ok := w.RefAt(&t, fo)
 		if !ok {
 			if q, err = w.Ref(&t, 0, false); err != nil {
 				return w.At(err, "shape", -1)
 			}
 		}
-		if q != 0 {
-			if _, _, ok := w.VectorAt(q, 4); !ok {
-				if _, _, err := w.Vector(q, 4); err != nil {
-					return w.At(err, "shape", -1)
-				}
+		if _, _, ok := w.VectorAt(q, 4); !ok {
+			if _, _, err := w.Vector(q, 4); err != nil {
+				return w.At(err, "shape", -1)
 			}
 		}
 	}
-	if fo := w.Slot(&t, 1); fo != 0 && (fo+4 > t.Size() || fo&3 != 0) {
-		if err := w.ScalarOutside(&t, fo, 4); err != nil {
-			return w.At(err, "high", -1)
-		}
-	}
-	if fo := w.Slot(&t, 2); fo != 0 && (fo+4 > t.Size() || fo&3 != 0) {
-		if err := w.ScalarOutside(&t, fo, 4); err != nil {
-			return w.At(err, "low", -1)
-		}
-	}
-	if fo := w.Slot(&t, 3); fo != 0 && (fo+4 > t.Size() || fo&3 != 0) {
-		if err := w.ScalarOutside(&t, fo, 4); err != nil {
-			return w.At(err, "seed", -1)
-		}
+	if bad != fbverify.NoField {
+		return w.ScalarError(&t, bad, RandomUniformAttrsDesc)
 	}
 	w.Leave()
 	return nil
@@ -846,14 +1695,37 @@ func VerifyRandomUniformAttrs(w *fbverify.Walk, pos int64) error {
 
 // VerifyEluAttrs verifies the EluAttrs table at pos and everything it refers to.
 func VerifyEluAttrs(w *fbverify.Walk, pos int64) error {
-	t, err := w.Start(pos)
+	var m memoEluAttrs
+	return verifyEluAttrs(w, pos, &m)
+}
+
+// memoEluAttrs is what verifyEluAttrs keeps from one EluAttrs table to the next: the
+// vtable, the table offsets of its offset fields and unions, and the memos
+// of the tables it verifies in place.
+type memoEluAttrs struct {
+	fbverify.Memo
+}
+
+func verifyEluAttrs(w *fbverify.Walk, pos int64, m *memoEluAttrs) error {
+	t, hit, err := w.StartMemo(pos, &m.Memo)
 	if err != nil {
 		return err
 	}
-	if fo := w.Slot(&t, 0); fo != 0 && (fo+4 > t.Size() || fo&3 != 0) {
-		if err := w.ScalarOutside(&t, fo, 4); err != nil {
-			return w.At(err, "alpha", -1)
+	bad := fbverify.NoField // the first scalar field that fails its checks
+	if !hit {
+		ext := int64(4)
+		if fo := w.Slot(&t, 0); fo != 0 {
+			ext = max(ext, fo+4)
+			if !w.ScalarIn(&t, fo, 4) && bad == fbverify.NoField {
+				bad = 0
+			}
 		}
+		if bad == fbverify.NoField {
+			w.Learn(&t, &m.Memo, ext, false)
+		}
+	}
+	if bad != fbverify.NoField {
+		return w.ScalarError(&t, bad, EluAttrsDesc)
 	}
 	w.Leave()
 	return nil
@@ -861,24 +1733,49 @@ func VerifyEluAttrs(w *fbverify.Walk, pos int64) error {
 
 // VerifyRandomUniformLikeAttrs verifies the RandomUniformLikeAttrs table at pos and everything it refers to.
 func VerifyRandomUniformLikeAttrs(w *fbverify.Walk, pos int64) error {
-	t, err := w.Start(pos)
+	var m memoRandomUniformLikeAttrs
+	return verifyRandomUniformLikeAttrs(w, pos, &m)
+}
+
+// memoRandomUniformLikeAttrs is what verifyRandomUniformLikeAttrs keeps from one RandomUniformLikeAttrs table to the next: the
+// vtable, the table offsets of its offset fields and unions, and the memos
+// of the tables it verifies in place.
+type memoRandomUniformLikeAttrs struct {
+	fbverify.Memo
+}
+
+func verifyRandomUniformLikeAttrs(w *fbverify.Walk, pos int64, m *memoRandomUniformLikeAttrs) error {
+	t, hit, err := w.StartMemo(pos, &m.Memo)
 	if err != nil {
 		return err
 	}
-	if fo := w.Slot(&t, 0); fo != 0 && (fo+4 > t.Size() || fo&3 != 0) {
-		if err := w.ScalarOutside(&t, fo, 4); err != nil {
-			return w.At(err, "high", -1)
+	bad := fbverify.NoField // the first scalar field that fails its checks
+	if !hit {
+		ext := int64(4)
+		if fo := w.Slot(&t, 0); fo != 0 {
+			ext = max(ext, fo+4)
+			if !w.ScalarIn(&t, fo, 4) && bad == fbverify.NoField {
+				bad = 0
+			}
+		}
+		if fo := w.Slot(&t, 1); fo != 0 {
+			ext = max(ext, fo+4)
+			if !w.ScalarIn(&t, fo, 4) && bad == fbverify.NoField {
+				bad = 1
+			}
+		}
+		if fo := w.Slot(&t, 2); fo != 0 {
+			ext = max(ext, fo+4)
+			if !w.ScalarIn(&t, fo, 4) && bad == fbverify.NoField {
+				bad = 2
+			}
+		}
+		if bad == fbverify.NoField {
+			w.Learn(&t, &m.Memo, ext, false)
 		}
 	}
-	if fo := w.Slot(&t, 1); fo != 0 && (fo+4 > t.Size() || fo&3 != 0) {
-		if err := w.ScalarOutside(&t, fo, 4); err != nil {
-			return w.At(err, "low", -1)
-		}
-	}
-	if fo := w.Slot(&t, 2); fo != 0 && (fo+4 > t.Size() || fo&3 != 0) {
-		if err := w.ScalarOutside(&t, fo, 4); err != nil {
-			return w.At(err, "seed", -1)
-		}
+	if bad != fbverify.NoField {
+		return w.ScalarError(&t, bad, RandomUniformLikeAttrsDesc)
 	}
 	w.Leave()
 	return nil
@@ -886,39 +1783,71 @@ func VerifyRandomUniformLikeAttrs(w *fbverify.Walk, pos int64) error {
 
 // VerifyRandomNormalAttrs verifies the RandomNormalAttrs table at pos and everything it refers to.
 func VerifyRandomNormalAttrs(w *fbverify.Walk, pos int64) error {
-	t, err := w.Start(pos)
+	var m memoRandomNormalAttrs
+	return verifyRandomNormalAttrs(w, pos, &m)
+}
+
+// memoRandomNormalAttrs is what verifyRandomNormalAttrs keeps from one RandomNormalAttrs table to the next: the
+// vtable, the table offsets of its offset fields and unions, and the memos
+// of the tables it verifies in place.
+type memoRandomNormalAttrs struct {
+	fbverify.Memo
+	s3 uint16
+}
+
+func verifyRandomNormalAttrs(w *fbverify.Walk, pos int64, m *memoRandomNormalAttrs) error {
+	t, hit, err := w.StartMemo(pos, &m.Memo)
 	if err != nil {
 		return err
 	}
-	if fo := w.Slot(&t, 0); fo != 0 && (fo+4 > t.Size() || fo&3 != 0) {
-		if err := w.ScalarOutside(&t, fo, 4); err != nil {
-			return w.At(err, "mean", -1)
+	var fo3 int64
+	bad := fbverify.NoField // the first scalar field that fails its checks
+	if hit {
+		fo3 = int64(m.s3)
+	} else {
+		ext := int64(4)
+		if fo := w.Slot(&t, 0); fo != 0 {
+			ext = max(ext, fo+4)
+			if !w.ScalarIn(&t, fo, 4) && bad == fbverify.NoField {
+				bad = 0
+			}
+		}
+		if fo := w.Slot(&t, 1); fo != 0 {
+			ext = max(ext, fo+4)
+			if !w.ScalarIn(&t, fo, 4) && bad == fbverify.NoField {
+				bad = 1
+			}
+		}
+		if fo := w.Slot(&t, 2); fo != 0 {
+			ext = max(ext, fo+4)
+			if !w.ScalarIn(&t, fo, 4) && bad == fbverify.NoField {
+				bad = 2
+			}
+		}
+		fo3 = w.Slot(&t, 3)
+		if bad == fbverify.NoField {
+			w.Learn(&t, &m.Memo, ext, false)
+			m.s3 = uint16(fo3)
 		}
 	}
-	if fo := w.Slot(&t, 1); fo != 0 && (fo+4 > t.Size() || fo&3 != 0) {
-		if err := w.ScalarOutside(&t, fo, 4); err != nil {
-			return w.At(err, "scale", -1)
-		}
+	if bad < 3 {
+		return w.ScalarError(&t, bad, RandomNormalAttrsDesc)
 	}
-	if fo := w.Slot(&t, 2); fo != 0 && (fo+4 > t.Size() || fo&3 != 0) {
-		if err := w.ScalarOutside(&t, fo, 4); err != nil {
-			return w.At(err, "seed", -1)
-		}
-	}
-	{
-		q, ok := w.RefAt(&t, w.Slot(&t, 3))
+	if fo := fo3; fo != 0 {
+		q, ok := w.RefAt(&t, fo)
 		if !ok {
 			if q, err = w.Ref(&t, 3, false); err != nil {
 				return w.At(err, "shape", -1)
 			}
 		}
-		if q != 0 {
-			if _, _, ok := w.VectorAt(q, 4); !ok {
-				if _, _, err := w.Vector(q, 4); err != nil {
-					return w.At(err, "shape", -1)
-				}
+		if _, _, ok := w.VectorAt(q, 4); !ok {
+			if _, _, err := w.Vector(q, 4); err != nil {
+				return w.At(err, "shape", -1)
 			}
 		}
+	}
+	if bad != fbverify.NoField {
+		return w.ScalarError(&t, bad, RandomNormalAttrsDesc)
 	}
 	w.Leave()
 	return nil
@@ -926,24 +1855,49 @@ func VerifyRandomNormalAttrs(w *fbverify.Walk, pos int64) error {
 
 // VerifyRandomNormalLikeAttrs verifies the RandomNormalLikeAttrs table at pos and everything it refers to.
 func VerifyRandomNormalLikeAttrs(w *fbverify.Walk, pos int64) error {
-	t, err := w.Start(pos)
+	var m memoRandomNormalLikeAttrs
+	return verifyRandomNormalLikeAttrs(w, pos, &m)
+}
+
+// memoRandomNormalLikeAttrs is what verifyRandomNormalLikeAttrs keeps from one RandomNormalLikeAttrs table to the next: the
+// vtable, the table offsets of its offset fields and unions, and the memos
+// of the tables it verifies in place.
+type memoRandomNormalLikeAttrs struct {
+	fbverify.Memo
+}
+
+func verifyRandomNormalLikeAttrs(w *fbverify.Walk, pos int64, m *memoRandomNormalLikeAttrs) error {
+	t, hit, err := w.StartMemo(pos, &m.Memo)
 	if err != nil {
 		return err
 	}
-	if fo := w.Slot(&t, 0); fo != 0 && (fo+4 > t.Size() || fo&3 != 0) {
-		if err := w.ScalarOutside(&t, fo, 4); err != nil {
-			return w.At(err, "mean", -1)
+	bad := fbverify.NoField // the first scalar field that fails its checks
+	if !hit {
+		ext := int64(4)
+		if fo := w.Slot(&t, 0); fo != 0 {
+			ext = max(ext, fo+4)
+			if !w.ScalarIn(&t, fo, 4) && bad == fbverify.NoField {
+				bad = 0
+			}
+		}
+		if fo := w.Slot(&t, 1); fo != 0 {
+			ext = max(ext, fo+4)
+			if !w.ScalarIn(&t, fo, 4) && bad == fbverify.NoField {
+				bad = 1
+			}
+		}
+		if fo := w.Slot(&t, 2); fo != 0 {
+			ext = max(ext, fo+4)
+			if !w.ScalarIn(&t, fo, 4) && bad == fbverify.NoField {
+				bad = 2
+			}
+		}
+		if bad == fbverify.NoField {
+			w.Learn(&t, &m.Memo, ext, false)
 		}
 	}
-	if fo := w.Slot(&t, 1); fo != 0 && (fo+4 > t.Size() || fo&3 != 0) {
-		if err := w.ScalarOutside(&t, fo, 4); err != nil {
-			return w.At(err, "scale", -1)
-		}
-	}
-	if fo := w.Slot(&t, 2); fo != 0 && (fo+4 > t.Size() || fo&3 != 0) {
-		if err := w.ScalarOutside(&t, fo, 4); err != nil {
-			return w.At(err, "seed", -1)
-		}
+	if bad != fbverify.NoField {
+		return w.ScalarError(&t, bad, RandomNormalLikeAttrsDesc)
 	}
 	w.Leave()
 	return nil
@@ -951,14 +1905,37 @@ func VerifyRandomNormalLikeAttrs(w *fbverify.Walk, pos int64) error {
 
 // VerifyGatherNDAttrs verifies the GatherNDAttrs table at pos and everything it refers to.
 func VerifyGatherNDAttrs(w *fbverify.Walk, pos int64) error {
-	t, err := w.Start(pos)
+	var m memoGatherNDAttrs
+	return verifyGatherNDAttrs(w, pos, &m)
+}
+
+// memoGatherNDAttrs is what verifyGatherNDAttrs keeps from one GatherNDAttrs table to the next: the
+// vtable, the table offsets of its offset fields and unions, and the memos
+// of the tables it verifies in place.
+type memoGatherNDAttrs struct {
+	fbverify.Memo
+}
+
+func verifyGatherNDAttrs(w *fbverify.Walk, pos int64, m *memoGatherNDAttrs) error {
+	t, hit, err := w.StartMemo(pos, &m.Memo)
 	if err != nil {
 		return err
 	}
-	if fo := w.Slot(&t, 0); fo != 0 && (fo+4 > t.Size() || fo&3 != 0) {
-		if err := w.ScalarOutside(&t, fo, 4); err != nil {
-			return w.At(err, "batch_dims", -1)
+	bad := fbverify.NoField // the first scalar field that fails its checks
+	if !hit {
+		ext := int64(4)
+		if fo := w.Slot(&t, 0); fo != 0 {
+			ext = max(ext, fo+4)
+			if !w.ScalarIn(&t, fo, 4) && bad == fbverify.NoField {
+				bad = 0
+			}
 		}
+		if bad == fbverify.NoField {
+			w.Learn(&t, &m.Memo, ext, false)
+		}
+	}
+	if bad != fbverify.NoField {
+		return w.ScalarError(&t, bad, GatherNDAttrsDesc)
 	}
 	w.Leave()
 	return nil
@@ -966,14 +1943,37 @@ func VerifyGatherNDAttrs(w *fbverify.Walk, pos int64) error {
 
 // VerifyGeluAttrs verifies the GeluAttrs table at pos and everything it refers to.
 func VerifyGeluAttrs(w *fbverify.Walk, pos int64) error {
-	t, err := w.Start(pos)
+	var m memoGeluAttrs
+	return verifyGeluAttrs(w, pos, &m)
+}
+
+// memoGeluAttrs is what verifyGeluAttrs keeps from one GeluAttrs table to the next: the
+// vtable, the table offsets of its offset fields and unions, and the memos
+// of the tables it verifies in place.
+type memoGeluAttrs struct {
+	fbverify.Memo
+}
+
+func verifyGeluAttrs(w *fbverify.Walk, pos int64, m *memoGeluAttrs) error {
+	t, hit, err := w.StartMemo(pos, &m.Memo)
 	if err != nil {
 		return err
 	}
-	if fo := w.Slot(&t, 0); fo != 0 && (fo+1 > t.Size()) {
-		if err := w.ScalarOutside(&t, fo, 1); err != nil {
-			return w.At(err, "approximate", -1)
+	bad := fbverify.NoField // the first scalar field that fails its checks
+	if !hit {
+		ext := int64(4)
+		if fo := w.Slot(&t, 0); fo != 0 {
+			ext = max(ext, fo+1)
+			if !w.ScalarIn(&t, fo, 1) && bad == fbverify.NoField {
+				bad = 0
+			}
 		}
+		if bad == fbverify.NoField {
+			w.Learn(&t, &m.Memo, ext, false)
+		}
+	}
+	if bad != fbverify.NoField {
+		return w.ScalarError(&t, bad, GeluAttrsDesc)
 	}
 	w.Leave()
 	return nil
@@ -981,18 +1981,39 @@ func VerifyGeluAttrs(w *fbverify.Walk, pos int64) error {
 
 // VerifyEinsumAttrs verifies the EinsumAttrs table at pos and everything it refers to.
 func VerifyEinsumAttrs(w *fbverify.Walk, pos int64) error {
-	t, err := w.Start(pos)
+	var m memoEinsumAttrs
+	return verifyEinsumAttrs(w, pos, &m)
+}
+
+// memoEinsumAttrs is what verifyEinsumAttrs keeps from one EinsumAttrs table to the next: the
+// vtable, the table offsets of its offset fields and unions, and the memos
+// of the tables it verifies in place.
+type memoEinsumAttrs struct {
+	fbverify.Memo
+	s0 uint16
+}
+
+func verifyEinsumAttrs(w *fbverify.Walk, pos int64, m *memoEinsumAttrs) error {
+	t, hit, err := w.StartMemo(pos, &m.Memo)
 	if err != nil {
 		return err
 	}
-	{
-		q, ok := w.RefAt(&t, w.Slot(&t, 0))
+	var fo0 int64
+	if hit {
+		fo0 = int64(m.s0)
+	} else {
+		fo0 = w.Slot(&t, 0)
+		w.Learn(&t, &m.Memo, 4, false)
+		m.s0 = uint16(fo0)
+	}
+	if fo := fo0; fo != 0 {
+		q, ok := w.RefAt(&t, fo)
 		if !ok {
 			if q, err = w.Ref(&t, 0, false); err != nil {
 				return w.At(err, "equation", -1)
 			}
 		}
-		if q != 0 {
+		if !w.StringAt(q) {
 			if err := w.String(q); err != nil {
 				return w.At(err, "equation", -1)
 			}
@@ -1004,32 +2025,58 @@ func VerifyEinsumAttrs(w *fbverify.Walk, pos int64) error {
 
 // VerifyIfAttrs verifies the IfAttrs table at pos and everything it refers to.
 func VerifyIfAttrs(w *fbverify.Walk, pos int64) error {
-	t, err := w.Start(pos)
+	var m memoIfAttrs
+	return verifyIfAttrs(w, pos, &m)
+}
+
+// memoIfAttrs is what verifyIfAttrs keeps from one IfAttrs table to the next: the
+// vtable, the table offsets of its offset fields and unions, and the memos
+// of the tables it verifies in place.
+type memoIfAttrs struct {
+	fbverify.Memo
+	s0     uint16
+	s1     uint16
+	mGraph memoGraph
+}
+
+func verifyIfAttrs(w *fbverify.Walk, pos int64, m *memoIfAttrs) error {
+	t, hit, err := w.StartMemo(pos, &m.Memo)
 	if err != nil {
 		return err
 	}
-	{
-		q, ok := w.RefAt(&t, w.Slot(&t, 0))
+	var fo0, fo1 int64
+	if hit {
+		fo0 = int64(m.s0)
+		fo1 = int64(m.s1)
+	} else {
+		fo0 = w.Slot(&t, 0)
+		fo1 = w.Slot(&t, 1)
+		w.Learn(&t, &m.Memo, 4, false)
+		m.s0 = uint16(fo0)
+		m.s1 = uint16(fo1)
+	}
+	if fo := fo0; fo != 0 {
+		q, ok := w.RefAt(&t, fo)
 		if !ok {
 			if q, err = w.Ref(&t, 0, false); err != nil {
 				return w.At(err, "then_branch", -1)
 			}
 		}
-		if q != 0 {
-			if err := VerifyGraph(w, q); err != nil {
+		{
+			if err := verifyGraph(w, q, &m.mGraph); err != nil {
 				return w.At(err, "then_branch", -1)
 			}
 		}
 	}
-	{
-		q, ok := w.RefAt(&t, w.Slot(&t, 1))
+	if fo := fo1; fo != 0 {
+		q, ok := w.RefAt(&t, fo)
 		if !ok {
 			if q, err = w.Ref(&t, 1, false); err != nil {
 				return w.At(err, "else_branch", -1)
 			}
 		}
-		if q != 0 {
-			if err := VerifyGraph(w, q); err != nil {
+		{
+			if err := verifyGraph(w, q, &m.mGraph); err != nil {
 				return w.At(err, "else_branch", -1)
 			}
 		}
@@ -1040,14 +2087,37 @@ func VerifyIfAttrs(w *fbverify.Walk, pos int64) error {
 
 // VerifyPadAttrs verifies the PadAttrs table at pos and everything it refers to.
 func VerifyPadAttrs(w *fbverify.Walk, pos int64) error {
-	t, err := w.Start(pos)
+	var m memoPadAttrs
+	return verifyPadAttrs(w, pos, &m)
+}
+
+// memoPadAttrs is what verifyPadAttrs keeps from one PadAttrs table to the next: the
+// vtable, the table offsets of its offset fields and unions, and the memos
+// of the tables it verifies in place.
+type memoPadAttrs struct {
+	fbverify.Memo
+}
+
+func verifyPadAttrs(w *fbverify.Walk, pos int64, m *memoPadAttrs) error {
+	t, hit, err := w.StartMemo(pos, &m.Memo)
 	if err != nil {
 		return err
 	}
-	if fo := w.Slot(&t, 0); fo != 0 && (fo+1 > t.Size()) {
-		if err := w.ScalarOutside(&t, fo, 1); err != nil {
-			return w.At(err, "mode", -1)
+	bad := fbverify.NoField // the first scalar field that fails its checks
+	if !hit {
+		ext := int64(4)
+		if fo := w.Slot(&t, 0); fo != 0 {
+			ext = max(ext, fo+1)
+			if !w.ScalarIn(&t, fo, 1) && bad == fbverify.NoField {
+				bad = 0
+			}
 		}
+		if bad == fbverify.NoField {
+			w.Learn(&t, &m.Memo, ext, false)
+		}
+	}
+	if bad != fbverify.NoField {
+		return w.ScalarError(&t, bad, PadAttrsDesc)
 	}
 	w.Leave()
 	return nil
@@ -1055,14 +2125,37 @@ func VerifyPadAttrs(w *fbverify.Walk, pos int64) error {
 
 // VerifyDequantizeLinearAttrs verifies the DequantizeLinearAttrs table at pos and everything it refers to.
 func VerifyDequantizeLinearAttrs(w *fbverify.Walk, pos int64) error {
-	t, err := w.Start(pos)
+	var m memoDequantizeLinearAttrs
+	return verifyDequantizeLinearAttrs(w, pos, &m)
+}
+
+// memoDequantizeLinearAttrs is what verifyDequantizeLinearAttrs keeps from one DequantizeLinearAttrs table to the next: the
+// vtable, the table offsets of its offset fields and unions, and the memos
+// of the tables it verifies in place.
+type memoDequantizeLinearAttrs struct {
+	fbverify.Memo
+}
+
+func verifyDequantizeLinearAttrs(w *fbverify.Walk, pos int64, m *memoDequantizeLinearAttrs) error {
+	t, hit, err := w.StartMemo(pos, &m.Memo)
 	if err != nil {
 		return err
 	}
-	if fo := w.Slot(&t, 0); fo != 0 && (fo+4 > t.Size() || fo&3 != 0) {
-		if err := w.ScalarOutside(&t, fo, 4); err != nil {
-			return w.At(err, "axis", -1)
+	bad := fbverify.NoField // the first scalar field that fails its checks
+	if !hit {
+		ext := int64(4)
+		if fo := w.Slot(&t, 0); fo != 0 {
+			ext = max(ext, fo+4)
+			if !w.ScalarIn(&t, fo, 4) && bad == fbverify.NoField {
+				bad = 0
+			}
 		}
+		if bad == fbverify.NoField {
+			w.Learn(&t, &m.Memo, ext, false)
+		}
+	}
+	if bad != fbverify.NoField {
+		return w.ScalarError(&t, bad, DequantizeLinearAttrsDesc)
 	}
 	w.Leave()
 	return nil
@@ -1070,19 +2163,43 @@ func VerifyDequantizeLinearAttrs(w *fbverify.Walk, pos int64) error {
 
 // VerifyQuantizeLinearAttrs verifies the QuantizeLinearAttrs table at pos and everything it refers to.
 func VerifyQuantizeLinearAttrs(w *fbverify.Walk, pos int64) error {
-	t, err := w.Start(pos)
+	var m memoQuantizeLinearAttrs
+	return verifyQuantizeLinearAttrs(w, pos, &m)
+}
+
+// memoQuantizeLinearAttrs is what verifyQuantizeLinearAttrs keeps from one QuantizeLinearAttrs table to the next: the
+// vtable, the table offsets of its offset fields and unions, and the memos
+// of the tables it verifies in place.
+type memoQuantizeLinearAttrs struct {
+	fbverify.Memo
+}
+
+func verifyQuantizeLinearAttrs(w *fbverify.Walk, pos int64, m *memoQuantizeLinearAttrs) error {
+	t, hit, err := w.StartMemo(pos, &m.Memo)
 	if err != nil {
 		return err
 	}
-	if fo := w.Slot(&t, 0); fo != 0 && (fo+4 > t.Size() || fo&3 != 0) {
-		if err := w.ScalarOutside(&t, fo, 4); err != nil {
-			return w.At(err, "axis", -1)
+	bad := fbverify.NoField // the first scalar field that fails its checks
+	if !hit {
+		ext := int64(4)
+		if fo := w.Slot(&t, 0); fo != 0 {
+			ext = max(ext, fo+4)
+			if !w.ScalarIn(&t, fo, 4) && bad == fbverify.NoField {
+				bad = 0
+			}
+		}
+		if fo := w.Slot(&t, 1); fo != 0 {
+			ext = max(ext, fo+1)
+			if !w.ScalarIn(&t, fo, 1) && bad == fbverify.NoField {
+				bad = 1
+			}
+		}
+		if bad == fbverify.NoField {
+			w.Learn(&t, &m.Memo, ext, false)
 		}
 	}
-	if fo := w.Slot(&t, 1); fo != 0 && (fo+1 > t.Size()) {
-		if err := w.ScalarOutside(&t, fo, 1); err != nil {
-			return w.At(err, "output_dtype", -1)
-		}
+	if bad != fbverify.NoField {
+		return w.ScalarError(&t, bad, QuantizeLinearAttrsDesc)
 	}
 	w.Leave()
 	return nil
@@ -1090,19 +2207,43 @@ func VerifyQuantizeLinearAttrs(w *fbverify.Walk, pos int64) error {
 
 // VerifyDepthToSpaceAttrs verifies the DepthToSpaceAttrs table at pos and everything it refers to.
 func VerifyDepthToSpaceAttrs(w *fbverify.Walk, pos int64) error {
-	t, err := w.Start(pos)
+	var m memoDepthToSpaceAttrs
+	return verifyDepthToSpaceAttrs(w, pos, &m)
+}
+
+// memoDepthToSpaceAttrs is what verifyDepthToSpaceAttrs keeps from one DepthToSpaceAttrs table to the next: the
+// vtable, the table offsets of its offset fields and unions, and the memos
+// of the tables it verifies in place.
+type memoDepthToSpaceAttrs struct {
+	fbverify.Memo
+}
+
+func verifyDepthToSpaceAttrs(w *fbverify.Walk, pos int64, m *memoDepthToSpaceAttrs) error {
+	t, hit, err := w.StartMemo(pos, &m.Memo)
 	if err != nil {
 		return err
 	}
-	if fo := w.Slot(&t, 0); fo != 0 && (fo+1 > t.Size()) {
-		if err := w.ScalarOutside(&t, fo, 1); err != nil {
-			return w.At(err, "mode", -1)
+	bad := fbverify.NoField // the first scalar field that fails its checks
+	if !hit {
+		ext := int64(4)
+		if fo := w.Slot(&t, 0); fo != 0 {
+			ext = max(ext, fo+1)
+			if !w.ScalarIn(&t, fo, 1) && bad == fbverify.NoField {
+				bad = 0
+			}
+		}
+		if fo := w.Slot(&t, 1); fo != 0 {
+			ext = max(ext, fo+4)
+			if !w.ScalarIn(&t, fo, 4) && bad == fbverify.NoField {
+				bad = 1
+			}
+		}
+		if bad == fbverify.NoField {
+			w.Learn(&t, &m.Memo, ext, false)
 		}
 	}
-	if fo := w.Slot(&t, 1); fo != 0 && (fo+4 > t.Size() || fo&3 != 0) {
-		if err := w.ScalarOutside(&t, fo, 4); err != nil {
-			return w.At(err, "block_size", -1)
-		}
+	if bad != fbverify.NoField {
+		return w.ScalarError(&t, bad, DepthToSpaceAttrsDesc)
 	}
 	w.Leave()
 	return nil
@@ -1115,19 +2256,43 @@ func VerifyCastLikeAttrs(w *fbverify.Walk, pos int64) error {
 
 // VerifyShapeAttrs verifies the ShapeAttrs table at pos and everything it refers to.
 func VerifyShapeAttrs(w *fbverify.Walk, pos int64) error {
-	t, err := w.Start(pos)
+	var m memoShapeAttrs
+	return verifyShapeAttrs(w, pos, &m)
+}
+
+// memoShapeAttrs is what verifyShapeAttrs keeps from one ShapeAttrs table to the next: the
+// vtable, the table offsets of its offset fields and unions, and the memos
+// of the tables it verifies in place.
+type memoShapeAttrs struct {
+	fbverify.Memo
+}
+
+func verifyShapeAttrs(w *fbverify.Walk, pos int64, m *memoShapeAttrs) error {
+	t, hit, err := w.StartMemo(pos, &m.Memo)
 	if err != nil {
 		return err
 	}
-	if fo := w.Slot(&t, 0); fo != 0 && (fo+4 > t.Size() || fo&3 != 0) {
-		if err := w.ScalarOutside(&t, fo, 4); err != nil {
-			return w.At(err, "start", -1)
+	bad := fbverify.NoField // the first scalar field that fails its checks
+	if !hit {
+		ext := int64(4)
+		if fo := w.Slot(&t, 0); fo != 0 {
+			ext = max(ext, fo+4)
+			if !w.ScalarIn(&t, fo, 4) && bad == fbverify.NoField {
+				bad = 0
+			}
+		}
+		if fo := w.Slot(&t, 1); fo != 0 {
+			ext = max(ext, fo+4)
+			if !w.ScalarIn(&t, fo, 4) && bad == fbverify.NoField {
+				bad = 1
+			}
+		}
+		if bad == fbverify.NoField {
+			w.Learn(&t, &m.Memo, ext, false)
 		}
 	}
-	if fo := w.Slot(&t, 1); fo != 0 && (fo+4 > t.Size() || fo&3 != 0) {
-		if err := w.ScalarOutside(&t, fo, 4); err != nil {
-			return w.At(err, "end", -1)
-		}
+	if bad != fbverify.NoField {
+		return w.ScalarError(&t, bad, ShapeAttrsDesc)
 	}
 	w.Leave()
 	return nil
@@ -1135,14 +2300,37 @@ func VerifyShapeAttrs(w *fbverify.Walk, pos int64) error {
 
 // VerifyDropoutAttrs verifies the DropoutAttrs table at pos and everything it refers to.
 func VerifyDropoutAttrs(w *fbverify.Walk, pos int64) error {
-	t, err := w.Start(pos)
+	var m memoDropoutAttrs
+	return verifyDropoutAttrs(w, pos, &m)
+}
+
+// memoDropoutAttrs is what verifyDropoutAttrs keeps from one DropoutAttrs table to the next: the
+// vtable, the table offsets of its offset fields and unions, and the memos
+// of the tables it verifies in place.
+type memoDropoutAttrs struct {
+	fbverify.Memo
+}
+
+func verifyDropoutAttrs(w *fbverify.Walk, pos int64, m *memoDropoutAttrs) error {
+	t, hit, err := w.StartMemo(pos, &m.Memo)
 	if err != nil {
 		return err
 	}
-	if fo := w.Slot(&t, 0); fo != 0 && (fo+4 > t.Size() || fo&3 != 0) {
-		if err := w.ScalarOutside(&t, fo, 4); err != nil {
-			return w.At(err, "seed", -1)
+	bad := fbverify.NoField // the first scalar field that fails its checks
+	if !hit {
+		ext := int64(4)
+		if fo := w.Slot(&t, 0); fo != 0 {
+			ext = max(ext, fo+4)
+			if !w.ScalarIn(&t, fo, 4) && bad == fbverify.NoField {
+				bad = 0
+			}
 		}
+		if bad == fbverify.NoField {
+			w.Learn(&t, &m.Memo, ext, false)
+		}
+	}
+	if bad != fbverify.NoField {
+		return w.ScalarError(&t, bad, DropoutAttrsDesc)
 	}
 	w.Leave()
 	return nil
@@ -1150,19 +2338,43 @@ func VerifyDropoutAttrs(w *fbverify.Walk, pos int64) error {
 
 // VerifyEyeLikeAttrs verifies the EyeLikeAttrs table at pos and everything it refers to.
 func VerifyEyeLikeAttrs(w *fbverify.Walk, pos int64) error {
-	t, err := w.Start(pos)
+	var m memoEyeLikeAttrs
+	return verifyEyeLikeAttrs(w, pos, &m)
+}
+
+// memoEyeLikeAttrs is what verifyEyeLikeAttrs keeps from one EyeLikeAttrs table to the next: the
+// vtable, the table offsets of its offset fields and unions, and the memos
+// of the tables it verifies in place.
+type memoEyeLikeAttrs struct {
+	fbverify.Memo
+}
+
+func verifyEyeLikeAttrs(w *fbverify.Walk, pos int64, m *memoEyeLikeAttrs) error {
+	t, hit, err := w.StartMemo(pos, &m.Memo)
 	if err != nil {
 		return err
 	}
-	if fo := w.Slot(&t, 0); fo != 0 && (fo+1 > t.Size()) {
-		if err := w.ScalarOutside(&t, fo, 1); err != nil {
-			return w.At(err, "dtype", -1)
+	bad := fbverify.NoField // the first scalar field that fails its checks
+	if !hit {
+		ext := int64(4)
+		if fo := w.Slot(&t, 0); fo != 0 {
+			ext = max(ext, fo+1)
+			if !w.ScalarIn(&t, fo, 1) && bad == fbverify.NoField {
+				bad = 0
+			}
+		}
+		if fo := w.Slot(&t, 1); fo != 0 {
+			ext = max(ext, fo+4)
+			if !w.ScalarIn(&t, fo, 4) && bad == fbverify.NoField {
+				bad = 1
+			}
+		}
+		if bad == fbverify.NoField {
+			w.Learn(&t, &m.Memo, ext, false)
 		}
 	}
-	if fo := w.Slot(&t, 1); fo != 0 && (fo+4 > t.Size() || fo&3 != 0) {
-		if err := w.ScalarOutside(&t, fo, 4); err != nil {
-			return w.At(err, "k", -1)
-		}
+	if bad != fbverify.NoField {
+		return w.ScalarError(&t, bad, EyeLikeAttrsDesc)
 	}
 	w.Leave()
 	return nil
@@ -1175,19 +2387,41 @@ func VerifyIsInfAttrs(w *fbverify.Walk, pos int64) error {
 
 // VerifyLoopAttrs verifies the LoopAttrs table at pos and everything it refers to.
 func VerifyLoopAttrs(w *fbverify.Walk, pos int64) error {
-	t, err := w.Start(pos)
+	var m memoLoopAttrs
+	return verifyLoopAttrs(w, pos, &m)
+}
+
+// memoLoopAttrs is what verifyLoopAttrs keeps from one LoopAttrs table to the next: the
+// vtable, the table offsets of its offset fields and unions, and the memos
+// of the tables it verifies in place.
+type memoLoopAttrs struct {
+	fbverify.Memo
+	s0     uint16
+	mGraph memoGraph
+}
+
+func verifyLoopAttrs(w *fbverify.Walk, pos int64, m *memoLoopAttrs) error {
+	t, hit, err := w.StartMemo(pos, &m.Memo)
 	if err != nil {
 		return err
 	}
-	{
-		q, ok := w.RefAt(&t, w.Slot(&t, 0))
+	var fo0 int64
+	if hit {
+		fo0 = int64(m.s0)
+	} else {
+		fo0 = w.Slot(&t, 0)
+		w.Learn(&t, &m.Memo, 4, false)
+		m.s0 = uint16(fo0)
+	}
+	if fo := fo0; fo != 0 {
+		q, ok := w.RefAt(&t, fo)
 		if !ok {
 			if q, err = w.Ref(&t, 0, false); err != nil {
 				return w.At(err, "body", -1)
 			}
 		}
-		if q != 0 {
-			if err := VerifyGraph(w, q); err != nil {
+		{
+			if err := verifyGraph(w, q, &m.mGraph); err != nil {
 				return w.At(err, "body", -1)
 			}
 		}
@@ -1198,14 +2432,37 @@ func VerifyLoopAttrs(w *fbverify.Walk, pos int64) error {
 
 // VerifySequenceEmptyAttrs verifies the SequenceEmptyAttrs table at pos and everything it refers to.
 func VerifySequenceEmptyAttrs(w *fbverify.Walk, pos int64) error {
-	t, err := w.Start(pos)
+	var m memoSequenceEmptyAttrs
+	return verifySequenceEmptyAttrs(w, pos, &m)
+}
+
+// memoSequenceEmptyAttrs is what verifySequenceEmptyAttrs keeps from one SequenceEmptyAttrs table to the next: the
+// vtable, the table offsets of its offset fields and unions, and the memos
+// of the tables it verifies in place.
+type memoSequenceEmptyAttrs struct {
+	fbverify.Memo
+}
+
+func verifySequenceEmptyAttrs(w *fbverify.Walk, pos int64, m *memoSequenceEmptyAttrs) error {
+	t, hit, err := w.StartMemo(pos, &m.Memo)
 	if err != nil {
 		return err
 	}
-	if fo := w.Slot(&t, 0); fo != 0 && (fo+1 > t.Size()) {
-		if err := w.ScalarOutside(&t, fo, 1); err != nil {
-			return w.At(err, "dtype", -1)
+	bad := fbverify.NoField // the first scalar field that fails its checks
+	if !hit {
+		ext := int64(4)
+		if fo := w.Slot(&t, 0); fo != 0 {
+			ext = max(ext, fo+1)
+			if !w.ScalarIn(&t, fo, 1) && bad == fbverify.NoField {
+				bad = 0
+			}
 		}
+		if bad == fbverify.NoField {
+			w.Learn(&t, &m.Memo, ext, false)
+		}
+	}
+	if bad != fbverify.NoField {
+		return w.ScalarError(&t, bad, SequenceEmptyAttrsDesc)
 	}
 	w.Leave()
 	return nil
@@ -1213,19 +2470,43 @@ func VerifySequenceEmptyAttrs(w *fbverify.Walk, pos int64) error {
 
 // VerifyConcatFromSequenceAttrs verifies the ConcatFromSequenceAttrs table at pos and everything it refers to.
 func VerifyConcatFromSequenceAttrs(w *fbverify.Walk, pos int64) error {
-	t, err := w.Start(pos)
+	var m memoConcatFromSequenceAttrs
+	return verifyConcatFromSequenceAttrs(w, pos, &m)
+}
+
+// memoConcatFromSequenceAttrs is what verifyConcatFromSequenceAttrs keeps from one ConcatFromSequenceAttrs table to the next: the
+// vtable, the table offsets of its offset fields and unions, and the memos
+// of the tables it verifies in place.
+type memoConcatFromSequenceAttrs struct {
+	fbverify.Memo
+}
+
+func verifyConcatFromSequenceAttrs(w *fbverify.Walk, pos int64, m *memoConcatFromSequenceAttrs) error {
+	t, hit, err := w.StartMemo(pos, &m.Memo)
 	if err != nil {
 		return err
 	}
-	if fo := w.Slot(&t, 0); fo != 0 && (fo+4 > t.Size() || fo&3 != 0) {
-		if err := w.ScalarOutside(&t, fo, 4); err != nil {
-			return w.At(err, "axis", -1)
+	bad := fbverify.NoField // the first scalar field that fails its checks
+	if !hit {
+		ext := int64(4)
+		if fo := w.Slot(&t, 0); fo != 0 {
+			ext = max(ext, fo+4)
+			if !w.ScalarIn(&t, fo, 4) && bad == fbverify.NoField {
+				bad = 0
+			}
+		}
+		if fo := w.Slot(&t, 1); fo != 0 {
+			ext = max(ext, fo+1)
+			if !w.ScalarIn(&t, fo, 1) && bad == fbverify.NoField {
+				bad = 1
+			}
+		}
+		if bad == fbverify.NoField {
+			w.Learn(&t, &m.Memo, ext, false)
 		}
 	}
-	if fo := w.Slot(&t, 1); fo != 0 && (fo+1 > t.Size()) {
-		if err := w.ScalarOutside(&t, fo, 1); err != nil {
-			return w.At(err, "new_axis", -1)
-		}
+	if bad != fbverify.NoField {
+		return w.ScalarError(&t, bad, ConcatFromSequenceAttrsDesc)
 	}
 	w.Leave()
 	return nil
@@ -1233,19 +2514,43 @@ func VerifyConcatFromSequenceAttrs(w *fbverify.Walk, pos int64) error {
 
 // VerifySplitToSequenceAttrs verifies the SplitToSequenceAttrs table at pos and everything it refers to.
 func VerifySplitToSequenceAttrs(w *fbverify.Walk, pos int64) error {
-	t, err := w.Start(pos)
+	var m memoSplitToSequenceAttrs
+	return verifySplitToSequenceAttrs(w, pos, &m)
+}
+
+// memoSplitToSequenceAttrs is what verifySplitToSequenceAttrs keeps from one SplitToSequenceAttrs table to the next: the
+// vtable, the table offsets of its offset fields and unions, and the memos
+// of the tables it verifies in place.
+type memoSplitToSequenceAttrs struct {
+	fbverify.Memo
+}
+
+func verifySplitToSequenceAttrs(w *fbverify.Walk, pos int64, m *memoSplitToSequenceAttrs) error {
+	t, hit, err := w.StartMemo(pos, &m.Memo)
 	if err != nil {
 		return err
 	}
-	if fo := w.Slot(&t, 0); fo != 0 && (fo+4 > t.Size() || fo&3 != 0) {
-		if err := w.ScalarOutside(&t, fo, 4); err != nil {
-			return w.At(err, "axis", -1)
+	bad := fbverify.NoField // the first scalar field that fails its checks
+	if !hit {
+		ext := int64(4)
+		if fo := w.Slot(&t, 0); fo != 0 {
+			ext = max(ext, fo+4)
+			if !w.ScalarIn(&t, fo, 4) && bad == fbverify.NoField {
+				bad = 0
+			}
+		}
+		if fo := w.Slot(&t, 1); fo != 0 {
+			ext = max(ext, fo+1)
+			if !w.ScalarIn(&t, fo, 1) && bad == fbverify.NoField {
+				bad = 1
+			}
+		}
+		if bad == fbverify.NoField {
+			w.Learn(&t, &m.Memo, ext, false)
 		}
 	}
-	if fo := w.Slot(&t, 1); fo != 0 && (fo+1 > t.Size()) {
-		if err := w.ScalarOutside(&t, fo, 1); err != nil {
-			return w.At(err, "keep_dims", -1)
-		}
+	if bad != fbverify.NoField {
+		return w.ScalarError(&t, bad, SplitToSequenceAttrsDesc)
 	}
 	w.Leave()
 	return nil
@@ -1253,14 +2558,37 @@ func VerifySplitToSequenceAttrs(w *fbverify.Walk, pos int64) error {
 
 // VerifyGridSampleAttrs verifies the GridSampleAttrs table at pos and everything it refers to.
 func VerifyGridSampleAttrs(w *fbverify.Walk, pos int64) error {
-	t, err := w.Start(pos)
+	var m memoGridSampleAttrs
+	return verifyGridSampleAttrs(w, pos, &m)
+}
+
+// memoGridSampleAttrs is what verifyGridSampleAttrs keeps from one GridSampleAttrs table to the next: the
+// vtable, the table offsets of its offset fields and unions, and the memos
+// of the tables it verifies in place.
+type memoGridSampleAttrs struct {
+	fbverify.Memo
+}
+
+func verifyGridSampleAttrs(w *fbverify.Walk, pos int64, m *memoGridSampleAttrs) error {
+	t, hit, err := w.StartMemo(pos, &m.Memo)
 	if err != nil {
 		return err
 	}
-	if fo := w.Slot(&t, 0); fo != 0 && (fo+1 > t.Size()) {
-		if err := w.ScalarOutside(&t, fo, 1); err != nil {
-			return w.At(err, "align_corners", -1)
+	bad := fbverify.NoField // the first scalar field that fails its checks
+	if !hit {
+		ext := int64(4)
+		if fo := w.Slot(&t, 0); fo != 0 {
+			ext = max(ext, fo+1)
+			if !w.ScalarIn(&t, fo, 1) && bad == fbverify.NoField {
+				bad = 0
+			}
 		}
+		if bad == fbverify.NoField {
+			w.Learn(&t, &m.Memo, ext, false)
+		}
+	}
+	if bad != fbverify.NoField {
+		return w.ScalarError(&t, bad, GridSampleAttrsDesc)
 	}
 	w.Leave()
 	return nil
@@ -1268,14 +2596,37 @@ func VerifyGridSampleAttrs(w *fbverify.Walk, pos int64) error {
 
 // VerifySTFTAttrs verifies the STFTAttrs table at pos and everything it refers to.
 func VerifySTFTAttrs(w *fbverify.Walk, pos int64) error {
-	t, err := w.Start(pos)
+	var m memoSTFTAttrs
+	return verifySTFTAttrs(w, pos, &m)
+}
+
+// memoSTFTAttrs is what verifySTFTAttrs keeps from one STFTAttrs table to the next: the
+// vtable, the table offsets of its offset fields and unions, and the memos
+// of the tables it verifies in place.
+type memoSTFTAttrs struct {
+	fbverify.Memo
+}
+
+func verifySTFTAttrs(w *fbverify.Walk, pos int64, m *memoSTFTAttrs) error {
+	t, hit, err := w.StartMemo(pos, &m.Memo)
 	if err != nil {
 		return err
 	}
-	if fo := w.Slot(&t, 0); fo != 0 && (fo+1 > t.Size()) {
-		if err := w.ScalarOutside(&t, fo, 1); err != nil {
-			return w.At(err, "onesided", -1)
+	bad := fbverify.NoField // the first scalar field that fails its checks
+	if !hit {
+		ext := int64(4)
+		if fo := w.Slot(&t, 0); fo != 0 {
+			ext = max(ext, fo+1)
+			if !w.ScalarIn(&t, fo, 1) && bad == fbverify.NoField {
+				bad = 0
+			}
 		}
+		if bad == fbverify.NoField {
+			w.Learn(&t, &m.Memo, ext, false)
+		}
+	}
+	if bad != fbverify.NoField {
+		return w.ScalarError(&t, bad, STFTAttrsDesc)
 	}
 	w.Leave()
 	return nil
@@ -1333,16 +2684,57 @@ func VerifyShrinkAttrs(w *fbverify.Walk, pos int64) error {
 
 // VerifyOperatorNode verifies the OperatorNode table at pos and everything it refers to.
 func VerifyOperatorNode(w *fbverify.Walk, pos int64) error {
-	t, err := w.Start(pos)
+	var m memoOperatorNode
+	return verifyOperatorNode(w, pos, &m)
+}
+
+// memoOperatorNode is what verifyOperatorNode keeps from one OperatorNode table to the next: the
+// vtable, the table offsets of its offset fields and unions, and the memos
+// of the tables it verifies in place.
+type memoOperatorNode struct {
+	fbverify.Memo
+	s1 uint16
+	s2 uint16
+	s3 uint16
+	s4 uint16
+}
+
+func verifyOperatorNode(w *fbverify.Walk, pos int64, m *memoOperatorNode) error {
+	t, hit, err := w.StartMemo(pos, &m.Memo)
 	if err != nil {
 		return err
 	}
-	if fo := w.Slot(&t, 0); fo != 0 && (fo+1 > t.Size()) {
-		if err := w.ScalarOutside(&t, fo, 1); err != nil {
-			return w.At(err, "type", -1)
+	var fo1, fo2, fo3, fo4 int64
+	bad := fbverify.NoField // the first scalar field that fails its checks
+	if hit {
+		fo1 = int64(m.s1)
+		fo2 = int64(m.s2)
+		fo3 = int64(m.s3)
+		fo4 = int64(m.s4)
+	} else {
+		ext := int64(4)
+		if fo := w.Slot(&t, 0); fo != 0 {
+			ext = max(ext, fo+1)
+			if !w.ScalarIn(&t, fo, 1) && bad == fbverify.NoField {
+				bad = 0
+			}
+		}
+		fo1 = w.Slot(&t, 1)
+		fo2 = w.Slot(&t, 2)
+		fo3 = w.Slot(&t, 3)
+		fo4 = w.Slot(&t, 4)
+		if bad == fbverify.NoField {
+			w.Learn(&t, &m.Memo, ext, false)
+			m.s1 = uint16(fo1)
+			m.s2 = uint16(fo2)
+			m.s3 = uint16(fo3)
+			m.s4 = uint16(fo4)
 		}
 	}
-	if tag, q, err := w.Union(&t, 1); err != nil {
+	if bad < 1 {
+		return w.ScalarError(&t, bad, OperatorNodeDesc)
+	}
+	if tag, q, err := w.UnionAt(&t, fo1, fo2); err != nil {
 		return w.At(err, "attrs", -1)
 	} else if tag != 0 && q != 0 {
 		switch tag {
@@ -1481,35 +2873,40 @@ func VerifyOperatorNode(w *fbverify.Walk, pos int64) error {
 			return w.At(err, "attrs", -1)
 		}
 	}
-	{
-		q, ok := w.RefAt(&t, w.Slot(&t, 3))
+	if bad < 3 {
+		return w.ScalarError(&t, bad, OperatorNodeDesc)
+	}
+	if fo := fo3; fo != 0 {
+		q, ok := w.RefAt(&t, fo)
 		if !ok {
 			if q, err = w.Ref(&t, 3, false); err != nil {
 				return w.At(err, "inputs", -1)
 			}
 		}
-		if q != 0 {
-			if _, _, ok := w.VectorAt(q, 4); !ok {
-				if _, _, err := w.Vector(q, 4); err != nil {
-					return w.At(err, "inputs", -1)
-				}
+		if _, _, ok := w.VectorAt(q, 4); !ok {
+			if _, _, err := w.Vector(q, 4); err != nil {
+				return w.At(err, "inputs", -1)
 			}
 		}
 	}
-	{
-		q, ok := w.RefAt(&t, w.Slot(&t, 4))
+	if bad < 4 {
+		return w.ScalarError(&t, bad, OperatorNodeDesc)
+	}
+	if fo := fo4; fo != 0 {
+		q, ok := w.RefAt(&t, fo)
 		if !ok {
 			if q, err = w.Ref(&t, 4, false); err != nil {
 				return w.At(err, "outputs", -1)
 			}
 		}
-		if q != 0 {
-			if _, _, ok := w.VectorAt(q, 4); !ok {
-				if _, _, err := w.Vector(q, 4); err != nil {
-					return w.At(err, "outputs", -1)
-				}
+		if _, _, ok := w.VectorAt(q, 4); !ok {
+			if _, _, err := w.Vector(q, 4); err != nil {
+				return w.At(err, "outputs", -1)
 			}
 		}
+	}
+	if bad != fbverify.NoField {
+		return w.ScalarError(&t, bad, OperatorNodeDesc)
 	}
 	w.Leave()
 	return nil
@@ -1517,24 +2914,45 @@ func VerifyOperatorNode(w *fbverify.Walk, pos int64) error {
 
 // VerifyFloatData verifies the FloatData table at pos and everything it refers to.
 func VerifyFloatData(w *fbverify.Walk, pos int64) error {
-	t, err := w.Start(pos)
+	var m memoFloatData
+	return verifyFloatData(w, pos, &m)
+}
+
+// memoFloatData is what verifyFloatData keeps from one FloatData table to the next: the
+// vtable, the table offsets of its offset fields and unions, and the memos
+// of the tables it verifies in place.
+type memoFloatData struct {
+	fbverify.Memo
+	s0 uint16
+}
+
+func verifyFloatData(w *fbverify.Walk, pos int64, m *memoFloatData) error {
+	t, hit, err := w.StartMemo(pos, &m.Memo)
 	if err != nil {
 		return err
 	}
-	{
-		q, ok := w.RefAt(&t, w.Slot(&t, 0))
+	var fo0 int64
+	if hit {
+		fo0 = int64(m.s0)
+	} else {
+		fo0 = w.Slot(&t, 0)
+		w.Learn(&t, &m.Memo, 4, false)
+		m.s0 = uint16(fo0)
+	}
+	if fo := fo0; fo != 0 {
+		q, ok := w.RefAt(&t, fo)
 		if !ok {
 			if q, err = w.Ref(&t, 0, true); err != nil {
 				return w.At(err, "data", -1)
 			}
 		}
-		if q != 0 {
-			if _, _, ok := w.VectorAt(q, 4); !ok {
-				if _, _, err := w.Vector(q, 4); err != nil {
-					return w.At(err, "data", -1)
-				}
+		if _, _, ok := w.VectorAt(q, 4); !ok {
+			if _, _, err := w.Vector(q, 4); err != nil {
+				return w.At(err, "data", -1)
 			}
 		}
+	} else {
+		return w.At(w.Missing(&t), "data", -1)
 	}
 	w.Leave()
 	return nil
@@ -1542,24 +2960,45 @@ func VerifyFloatData(w *fbverify.Walk, pos int64) error {
 
 // VerifyInt32Data verifies the Int32Data table at pos and everything it refers to.
 func VerifyInt32Data(w *fbverify.Walk, pos int64) error {
-	t, err := w.Start(pos)
+	var m memoInt32Data
+	return verifyInt32Data(w, pos, &m)
+}
+
+// memoInt32Data is what verifyInt32Data keeps from one Int32Data table to the next: the
+// vtable, the table offsets of its offset fields and unions, and the memos
+// of the tables it verifies in place.
+type memoInt32Data struct {
+	fbverify.Memo
+	s0 uint16
+}
+
+func verifyInt32Data(w *fbverify.Walk, pos int64, m *memoInt32Data) error {
+	t, hit, err := w.StartMemo(pos, &m.Memo)
 	if err != nil {
 		return err
 	}
-	{
-		q, ok := w.RefAt(&t, w.Slot(&t, 0))
+	var fo0 int64
+	if hit {
+		fo0 = int64(m.s0)
+	} else {
+		fo0 = w.Slot(&t, 0)
+		w.Learn(&t, &m.Memo, 4, false)
+		m.s0 = uint16(fo0)
+	}
+	if fo := fo0; fo != 0 {
+		q, ok := w.RefAt(&t, fo)
 		if !ok {
 			if q, err = w.Ref(&t, 0, true); err != nil {
 				return w.At(err, "data", -1)
 			}
 		}
-		if q != 0 {
-			if _, _, ok := w.VectorAt(q, 4); !ok {
-				if _, _, err := w.Vector(q, 4); err != nil {
-					return w.At(err, "data", -1)
-				}
+		if _, _, ok := w.VectorAt(q, 4); !ok {
+			if _, _, err := w.Vector(q, 4); err != nil {
+				return w.At(err, "data", -1)
 			}
 		}
+	} else {
+		return w.At(w.Missing(&t), "data", -1)
 	}
 	w.Leave()
 	return nil
@@ -1567,24 +3006,45 @@ func VerifyInt32Data(w *fbverify.Walk, pos int64) error {
 
 // VerifyInt8Data verifies the Int8Data table at pos and everything it refers to.
 func VerifyInt8Data(w *fbverify.Walk, pos int64) error {
-	t, err := w.Start(pos)
+	var m memoInt8Data
+	return verifyInt8Data(w, pos, &m)
+}
+
+// memoInt8Data is what verifyInt8Data keeps from one Int8Data table to the next: the
+// vtable, the table offsets of its offset fields and unions, and the memos
+// of the tables it verifies in place.
+type memoInt8Data struct {
+	fbverify.Memo
+	s0 uint16
+}
+
+func verifyInt8Data(w *fbverify.Walk, pos int64, m *memoInt8Data) error {
+	t, hit, err := w.StartMemo(pos, &m.Memo)
 	if err != nil {
 		return err
 	}
-	{
-		q, ok := w.RefAt(&t, w.Slot(&t, 0))
+	var fo0 int64
+	if hit {
+		fo0 = int64(m.s0)
+	} else {
+		fo0 = w.Slot(&t, 0)
+		w.Learn(&t, &m.Memo, 4, false)
+		m.s0 = uint16(fo0)
+	}
+	if fo := fo0; fo != 0 {
+		q, ok := w.RefAt(&t, fo)
 		if !ok {
 			if q, err = w.Ref(&t, 0, true); err != nil {
 				return w.At(err, "data", -1)
 			}
 		}
-		if q != 0 {
-			if _, _, ok := w.VectorAt(q, 1); !ok {
-				if _, _, err := w.Vector(q, 1); err != nil {
-					return w.At(err, "data", -1)
-				}
+		if _, _, ok := w.VectorAt(q, 1); !ok {
+			if _, _, err := w.Vector(q, 1); err != nil {
+				return w.At(err, "data", -1)
 			}
 		}
+	} else {
+		return w.At(w.Missing(&t), "data", -1)
 	}
 	w.Leave()
 	return nil
@@ -1592,24 +3052,45 @@ func VerifyInt8Data(w *fbverify.Walk, pos int64) error {
 
 // VerifyUInt8Data verifies the UInt8Data table at pos and everything it refers to.
 func VerifyUInt8Data(w *fbverify.Walk, pos int64) error {
-	t, err := w.Start(pos)
+	var m memoUInt8Data
+	return verifyUInt8Data(w, pos, &m)
+}
+
+// memoUInt8Data is what verifyUInt8Data keeps from one UInt8Data table to the next: the
+// vtable, the table offsets of its offset fields and unions, and the memos
+// of the tables it verifies in place.
+type memoUInt8Data struct {
+	fbverify.Memo
+	s0 uint16
+}
+
+func verifyUInt8Data(w *fbverify.Walk, pos int64, m *memoUInt8Data) error {
+	t, hit, err := w.StartMemo(pos, &m.Memo)
 	if err != nil {
 		return err
 	}
-	{
-		q, ok := w.RefAt(&t, w.Slot(&t, 0))
+	var fo0 int64
+	if hit {
+		fo0 = int64(m.s0)
+	} else {
+		fo0 = w.Slot(&t, 0)
+		w.Learn(&t, &m.Memo, 4, false)
+		m.s0 = uint16(fo0)
+	}
+	if fo := fo0; fo != 0 {
+		q, ok := w.RefAt(&t, fo)
 		if !ok {
 			if q, err = w.Ref(&t, 0, true); err != nil {
 				return w.At(err, "data", -1)
 			}
 		}
-		if q != 0 {
-			if _, _, ok := w.VectorAt(q, 1); !ok {
-				if _, _, err := w.Vector(q, 1); err != nil {
-					return w.At(err, "data", -1)
-				}
+		if _, _, ok := w.VectorAt(q, 1); !ok {
+			if _, _, err := w.Vector(q, 1); err != nil {
+				return w.At(err, "data", -1)
 			}
 		}
+	} else {
+		return w.At(w.Missing(&t), "data", -1)
 	}
 	w.Leave()
 	return nil
@@ -1617,37 +3098,87 @@ func VerifyUInt8Data(w *fbverify.Walk, pos int64) error {
 
 // VerifyConstantNode verifies the ConstantNode table at pos and everything it refers to.
 func VerifyConstantNode(w *fbverify.Walk, pos int64) error {
-	t, err := w.Start(pos)
+	var m memoConstantNode
+	return verifyConstantNode(w, pos, &m)
+}
+
+// memoConstantNode is what verifyConstantNode keeps from one ConstantNode table to the next: the
+// vtable, the table offsets of its offset fields and unions, and the memos
+// of the tables it verifies in place.
+type memoConstantNode struct {
+	fbverify.Memo
+	s0         uint16
+	s1         uint16
+	s2         uint16
+	mFloatData memoFloatData
+	mInt32Data memoInt32Data
+	mInt8Data  memoInt8Data
+	mUInt8Data memoUInt8Data
+}
+
+func verifyConstantNode(w *fbverify.Walk, pos int64, m *memoConstantNode) error {
+	t, hit, err := w.StartMemo(pos, &m.Memo)
 	if err != nil {
 		return err
 	}
-	{
-		q, ok := w.RefAt(&t, w.Slot(&t, 0))
+	var fo0, fo1, fo2 int64
+	bad := fbverify.NoField // the first scalar field that fails its checks
+	if hit {
+		fo0 = int64(m.s0)
+		fo1 = int64(m.s1)
+		fo2 = int64(m.s2)
+	} else {
+		ext, has8 := int64(4), false
+		if fo := w.Slot(&t, 3); fo != 0 {
+			ext = max(ext, fo+2)
+			if !w.ScalarIn(&t, fo, 2) && bad == fbverify.NoField {
+				bad = 3
+			}
+		}
+		if fo := w.Slot(&t, 4); fo != 0 {
+			has8 = true
+			ext = max(ext, fo+8)
+			if !w.ScalarIn(&t, fo, 8) && bad == fbverify.NoField {
+				bad = 4
+			}
+		}
+		fo0 = w.Slot(&t, 0)
+		fo1 = w.Slot(&t, 1)
+		fo2 = w.Slot(&t, 2)
+		if bad == fbverify.NoField {
+			w.Learn(&t, &m.Memo, ext, has8)
+			m.s0 = uint16(fo0)
+			m.s1 = uint16(fo1)
+			m.s2 = uint16(fo2)
+		}
+	}
+	if fo := fo0; fo != 0 {
+		q, ok := w.RefAt(&t, fo)
 		if !ok {
 			if q, err = w.Ref(&t, 0, true); err != nil {
 				return w.At(err, "shape", -1)
 			}
 		}
-		if q != 0 {
-			if _, _, ok := w.VectorAt(q, 4); !ok {
-				if _, _, err := w.Vector(q, 4); err != nil {
-					return w.At(err, "shape", -1)
-				}
+		if _, _, ok := w.VectorAt(q, 4); !ok {
+			if _, _, err := w.Vector(q, 4); err != nil {
+				return w.At(err, "shape", -1)
 			}
 		}
+	} else {
+		return w.At(w.Missing(&t), "shape", -1)
 	}
-	if tag, q, err := w.Union(&t, 1); err != nil {
+	if tag, q, err := w.UnionAt(&t, fo1, fo2); err != nil {
 		return w.At(err, "data", -1)
 	} else if tag != 0 && q != 0 {
 		switch tag {
 		case 1:
-			err = VerifyFloatData(w, q)
+			err = verifyFloatData(w, q, &m.mFloatData)
 		case 2:
-			err = VerifyInt32Data(w, q)
+			err = verifyInt32Data(w, q, &m.mInt32Data)
 		case 3:
-			err = VerifyInt8Data(w, q)
+			err = verifyInt8Data(w, q, &m.mInt8Data)
 		case 4:
-			err = VerifyUInt8Data(w, q)
+			err = verifyUInt8Data(w, q, &m.mUInt8Data)
 		default:
 			err = w.UnknownTag(&t, 1, tag, 5)
 		}
@@ -1655,15 +3186,8 @@ func VerifyConstantNode(w *fbverify.Walk, pos int64) error {
 			return w.At(err, "data", -1)
 		}
 	}
-	if fo := w.Slot(&t, 3); fo != 0 && (fo+2 > t.Size() || fo&1 != 0) {
-		if err := w.ScalarOutside(&t, fo, 2); err != nil {
-			return w.At(err, "dtype", -1)
-		}
-	}
-	if fo := w.Slot(&t, 4); fo != 0 && (fo+8 > t.Size() || (t.Pos()+fo)&7 != 0) {
-		if err := w.ScalarOutside(&t, fo, 8); err != nil {
-			return w.At(err, "data_offset", -1)
-		}
+	if bad != fbverify.NoField {
+		return w.ScalarError(&t, bad, ConstantNodeDesc)
 	}
 	w.Leave()
 	return nil
@@ -1671,27 +3195,59 @@ func VerifyConstantNode(w *fbverify.Walk, pos int64) error {
 
 // VerifyDim verifies the Dim table at pos and everything it refers to.
 func VerifyDim(w *fbverify.Walk, pos int64) error {
-	t, err := w.Start(pos)
+	var m memoDim
+	return verifyDim(w, pos, &m)
+}
+
+// memoDim is what verifyDim keeps from one Dim table to the next: the
+// vtable, the table offsets of its offset fields and unions, and the memos
+// of the tables it verifies in place.
+type memoDim struct {
+	fbverify.Memo
+	s1 uint16
+}
+
+func verifyDim(w *fbverify.Walk, pos int64, m *memoDim) error {
+	t, hit, err := w.StartMemo(pos, &m.Memo)
 	if err != nil {
 		return err
 	}
-	if fo := w.Slot(&t, 0); fo != 0 && (fo+4 > t.Size() || fo&3 != 0) {
-		if err := w.ScalarOutside(&t, fo, 4); err != nil {
-			return w.At(err, "value", -1)
+	var fo1 int64
+	bad := fbverify.NoField // the first scalar field that fails its checks
+	if hit {
+		fo1 = int64(m.s1)
+	} else {
+		ext := int64(4)
+		if fo := w.Slot(&t, 0); fo != 0 {
+			ext = max(ext, fo+4)
+			if !w.ScalarIn(&t, fo, 4) && bad == fbverify.NoField {
+				bad = 0
+			}
+		}
+		fo1 = w.Slot(&t, 1)
+		if bad == fbverify.NoField {
+			w.Learn(&t, &m.Memo, ext, false)
+			m.s1 = uint16(fo1)
 		}
 	}
-	{
-		q, ok := w.RefAt(&t, w.Slot(&t, 1))
+	if bad < 1 {
+		return w.ScalarError(&t, bad, DimDesc)
+	}
+	if fo := fo1; fo != 0 {
+		q, ok := w.RefAt(&t, fo)
 		if !ok {
 			if q, err = w.Ref(&t, 1, false); err != nil {
 				return w.At(err, "name", -1)
 			}
 		}
-		if q != 0 {
+		if !w.StringAt(q) {
 			if err := w.String(q); err != nil {
 				return w.At(err, "name", -1)
 			}
 		}
+	}
+	if bad != fbverify.NoField {
+		return w.ScalarError(&t, bad, DimDesc)
 	}
 	w.Leave()
 	return nil
@@ -1699,45 +3255,73 @@ func VerifyDim(w *fbverify.Walk, pos int64) error {
 
 // VerifyValueNode verifies the ValueNode table at pos and everything it refers to.
 func VerifyValueNode(w *fbverify.Walk, pos int64) error {
-	t, err := w.Start(pos)
+	var m memoValueNode
+	return verifyValueNode(w, pos, &m)
+}
+
+// memoValueNode is what verifyValueNode keeps from one ValueNode table to the next: the
+// vtable, the table offsets of its offset fields and unions, and the memos
+// of the tables it verifies in place.
+type memoValueNode struct {
+	fbverify.Memo
+	s0   uint16
+	mDim memoDim
+}
+
+func verifyValueNode(w *fbverify.Walk, pos int64, m *memoValueNode) error {
+	t, hit, err := w.StartMemo(pos, &m.Memo)
 	if err != nil {
 		return err
 	}
-	{
-		q, ok := w.RefAt(&t, w.Slot(&t, 0))
+	var fo0 int64
+	bad := fbverify.NoField // the first scalar field that fails its checks
+	if hit {
+		fo0 = int64(m.s0)
+	} else {
+		ext := int64(4)
+		if fo := w.Slot(&t, 1); fo != 0 {
+			ext = max(ext, fo+1)
+			if !w.ScalarIn(&t, fo, 1) && bad == fbverify.NoField {
+				bad = 1
+			}
+		}
+		fo0 = w.Slot(&t, 0)
+		if bad == fbverify.NoField {
+			w.Learn(&t, &m.Memo, ext, false)
+			m.s0 = uint16(fo0)
+		}
+	}
+	if fo := fo0; fo != 0 {
+		q, ok := w.RefAt(&t, fo)
 		if !ok {
 			if q, err = w.Ref(&t, 0, false); err != nil {
 				return w.At(err, "shape", -1)
 			}
 		}
-		if q != 0 {
-			start, n, ok := w.VectorAt(q, 4)
-			if !ok {
-				if start, n, err = w.Vector(q, 4); err != nil {
-					return w.At(err, "shape", -1)
-				}
+		start, n, ok := w.VectorAt(q, 4)
+		if !ok {
+			if start, n, err = w.Vector(q, 4); err != nil {
+				return w.At(err, "shape", -1)
 			}
-			{
-				for i := int64(0); i < n; i++ {
-					var err error
-					e, ok := w.DerefAt(start + 4*i)
-					if !ok {
-						e, err = w.Deref(start + 4*i)
-					}
-					if err == nil {
-						err = VerifyDim(w, e)
-					}
-					if err != nil {
-						return w.At(w.At(err, "", int(i)), "shape", -1)
-					}
+		}
+		{
+			for i := int64(0); i < n; i++ {
+				var err error
+				e, ok := w.DerefAt(start + 4*i)
+				if !ok {
+					e, err = w.Deref(start + 4*i)
+				}
+				if err == nil {
+					err = verifyDim(w, e, &m.mDim)
+				}
+				if err != nil {
+					return w.At(w.At(err, "", int(i)), "shape", -1)
 				}
 			}
 		}
 	}
-	if fo := w.Slot(&t, 1); fo != 0 && (fo+1 > t.Size()) {
-		if err := w.ScalarOutside(&t, fo, 1); err != nil {
-			return w.At(err, "dtype", -1)
-		}
+	if bad != fbverify.NoField {
+		return w.ScalarError(&t, bad, ValueNodeDesc)
 	}
 	w.Leave()
 	return nil
@@ -1745,33 +3329,65 @@ func VerifyValueNode(w *fbverify.Walk, pos int64) error {
 
 // VerifyNode verifies the Node table at pos and everything it refers to.
 func VerifyNode(w *fbverify.Walk, pos int64) error {
-	t, err := w.Start(pos)
+	var m memoNode
+	return verifyNode(w, pos, &m)
+}
+
+// memoNode is what verifyNode keeps from one Node table to the next: the
+// vtable, the table offsets of its offset fields and unions, and the memos
+// of the tables it verifies in place.
+type memoNode struct {
+	fbverify.Memo
+	s0            uint16
+	s1            uint16
+	s2            uint16
+	mOperatorNode memoOperatorNode
+	mConstantNode memoConstantNode
+	mValueNode    memoValueNode
+}
+
+func verifyNode(w *fbverify.Walk, pos int64, m *memoNode) error {
+	t, hit, err := w.StartMemo(pos, &m.Memo)
 	if err != nil {
 		return err
 	}
-	{
-		q, ok := w.RefAt(&t, w.Slot(&t, 0))
+	var fo0, fo1, fo2 int64
+	if hit {
+		fo0 = int64(m.s0)
+		fo1 = int64(m.s1)
+		fo2 = int64(m.s2)
+	} else {
+		fo0 = w.Slot(&t, 0)
+		fo1 = w.Slot(&t, 1)
+		fo2 = w.Slot(&t, 2)
+		w.Learn(&t, &m.Memo, 4, false)
+		m.s0 = uint16(fo0)
+		m.s1 = uint16(fo1)
+		m.s2 = uint16(fo2)
+	}
+	if fo := fo0; fo != 0 {
+		q, ok := w.RefAt(&t, fo)
 		if !ok {
 			if q, err = w.Ref(&t, 0, false); err != nil {
 				return w.At(err, "name", -1)
 			}
 		}
-		if q != 0 {
+		if !w.StringAt(q) {
 			if err := w.String(q); err != nil {
 				return w.At(err, "name", -1)
 			}
 		}
 	}
-	if tag, q, err := w.Union(&t, 1); err != nil {
+	if tag, q, err := w.UnionAt(&t, fo1, fo2); err != nil {
 		return w.At(err, "data", -1)
 	} else if tag != 0 && q != 0 {
 		switch tag {
 		case 1:
-			err = VerifyOperatorNode(w, q)
+			err = verifyOperatorNode(w, q, &m.mOperatorNode)
 		case 2:
-			err = VerifyConstantNode(w, q)
+			err = verifyConstantNode(w, q, &m.mConstantNode)
 		case 3:
-			err = VerifyValueNode(w, q)
+			err = verifyValueNode(w, q, &m.mValueNode)
 		default:
 			err = w.UnknownTag(&t, 1, tag, 4)
 		}
@@ -1785,83 +3401,109 @@ func VerifyNode(w *fbverify.Walk, pos int64) error {
 
 // VerifyGraph verifies the Graph table at pos and everything it refers to.
 func VerifyGraph(w *fbverify.Walk, pos int64) error {
-	t, err := w.Start(pos)
+	var m memoGraph
+	return verifyGraph(w, pos, &m)
+}
+
+// memoGraph is what verifyGraph keeps from one Graph table to the next: the
+// vtable, the table offsets of its offset fields and unions, and the memos
+// of the tables it verifies in place.
+type memoGraph struct {
+	fbverify.Memo
+	s0    uint16
+	s1    uint16
+	s2    uint16
+	s3    uint16
+	mNode memoNode
+}
+
+func verifyGraph(w *fbverify.Walk, pos int64, m *memoGraph) error {
+	t, hit, err := w.StartMemo(pos, &m.Memo)
 	if err != nil {
 		return err
 	}
-	{
-		q, ok := w.RefAt(&t, w.Slot(&t, 0))
+	var fo0, fo1, fo2, fo3 int64
+	if hit {
+		fo0 = int64(m.s0)
+		fo1 = int64(m.s1)
+		fo2 = int64(m.s2)
+		fo3 = int64(m.s3)
+	} else {
+		fo0 = w.Slot(&t, 0)
+		fo1 = w.Slot(&t, 1)
+		fo2 = w.Slot(&t, 2)
+		fo3 = w.Slot(&t, 3)
+		w.Learn(&t, &m.Memo, 4, false)
+		m.s0 = uint16(fo0)
+		m.s1 = uint16(fo1)
+		m.s2 = uint16(fo2)
+		m.s3 = uint16(fo3)
+	}
+	if fo := fo0; fo != 0 {
+		q, ok := w.RefAt(&t, fo)
 		if !ok {
 			if q, err = w.Ref(&t, 0, false); err != nil {
 				return w.At(err, "nodes", -1)
 			}
 		}
-		if q != 0 {
-			start, n, ok := w.VectorAt(q, 4)
-			if !ok {
-				if start, n, err = w.Vector(q, 4); err != nil {
-					return w.At(err, "nodes", -1)
-				}
+		start, n, ok := w.VectorAt(q, 4)
+		if !ok {
+			if start, n, err = w.Vector(q, 4); err != nil {
+				return w.At(err, "nodes", -1)
 			}
-			{
-				for i := int64(0); i < n; i++ {
-					var err error
-					e, ok := w.DerefAt(start + 4*i)
-					if !ok {
-						e, err = w.Deref(start + 4*i)
-					}
-					if err == nil {
-						err = VerifyNode(w, e)
-					}
-					if err != nil {
-						return w.At(w.At(err, "", int(i)), "nodes", -1)
-					}
+		}
+		{
+			for i := int64(0); i < n; i++ {
+				var err error
+				e, ok := w.DerefAt(start + 4*i)
+				if !ok {
+					e, err = w.Deref(start + 4*i)
+				}
+				if err == nil {
+					err = verifyNode(w, e, &m.mNode)
+				}
+				if err != nil {
+					return w.At(w.At(err, "", int(i)), "nodes", -1)
 				}
 			}
 		}
 	}
-	{
-		q, ok := w.RefAt(&t, w.Slot(&t, 1))
+	if fo := fo1; fo != 0 {
+		q, ok := w.RefAt(&t, fo)
 		if !ok {
 			if q, err = w.Ref(&t, 1, false); err != nil {
 				return w.At(err, "inputs", -1)
 			}
 		}
-		if q != 0 {
-			if _, _, ok := w.VectorAt(q, 4); !ok {
-				if _, _, err := w.Vector(q, 4); err != nil {
-					return w.At(err, "inputs", -1)
-				}
+		if _, _, ok := w.VectorAt(q, 4); !ok {
+			if _, _, err := w.Vector(q, 4); err != nil {
+				return w.At(err, "inputs", -1)
 			}
 		}
 	}
-	{
-		q, ok := w.RefAt(&t, w.Slot(&t, 2))
+	if fo := fo2; fo != 0 {
+		q, ok := w.RefAt(&t, fo)
 		if !ok {
 			if q, err = w.Ref(&t, 2, false); err != nil {
 				return w.At(err, "outputs", -1)
 			}
 		}
-		if q != 0 {
-			if _, _, ok := w.VectorAt(q, 4); !ok {
-				if _, _, err := w.Vector(q, 4); err != nil {
-					return w.At(err, "outputs", -1)
-				}
+		if _, _, ok := w.VectorAt(q, 4); !ok {
+			if _, _, err := w.Vector(q, 4); err != nil {
+				return w.At(err, "outputs", -1)
 			}
 		}
 	}
-	{
-		q, ok := w.RefAt(&t, w.Slot(&t, 3))
+	if fo := fo3; fo != 0 {
+		q, ok := w.RefAt(&t, fo)
 		if !ok {
 			if q, err = w.Ref(&t, 3, false); err != nil {
 				return w.At(err, "captures", -1)
 			}
 		}
-		if q != 0 {
-			if _, _, ok := w.VectorAt(q, 4); !ok {
-				if _, _, err := w.Vector(q, 4); err != nil {
-					return w.At(err, "captures", -1)
-				}
+		if _, _, ok := w.VectorAt(q, 4); !ok {
+			if _, _, err := w.Vector(q, 4); err != nil {
+				return w.At(err, "captures", -1)
 			}
 		}
 	}
@@ -1871,109 +3513,158 @@ func VerifyGraph(w *fbverify.Walk, pos int64) error {
 
 // VerifyMetadata verifies the Metadata table at pos and everything it refers to.
 func VerifyMetadata(w *fbverify.Walk, pos int64) error {
-	t, err := w.Start(pos)
+	var m memoMetadata
+	return verifyMetadata(w, pos, &m)
+}
+
+// memoMetadata is what verifyMetadata keeps from one Metadata table to the next: the
+// vtable, the table offsets of its offset fields and unions, and the memos
+// of the tables it verifies in place.
+type memoMetadata struct {
+	fbverify.Memo
+	s0 uint16
+	s1 uint16
+	s2 uint16
+	s3 uint16
+	s4 uint16
+	s5 uint16
+	s6 uint16
+	s7 uint16
+}
+
+func verifyMetadata(w *fbverify.Walk, pos int64, m *memoMetadata) error {
+	t, hit, err := w.StartMemo(pos, &m.Memo)
 	if err != nil {
 		return err
 	}
-	{
-		q, ok := w.RefAt(&t, w.Slot(&t, 0))
+	var fo0, fo1, fo2, fo3, fo4, fo5, fo6, fo7 int64
+	if hit {
+		fo0 = int64(m.s0)
+		fo1 = int64(m.s1)
+		fo2 = int64(m.s2)
+		fo3 = int64(m.s3)
+		fo4 = int64(m.s4)
+		fo5 = int64(m.s5)
+		fo6 = int64(m.s6)
+		fo7 = int64(m.s7)
+	} else {
+		fo0 = w.Slot(&t, 0)
+		fo1 = w.Slot(&t, 1)
+		fo2 = w.Slot(&t, 2)
+		fo3 = w.Slot(&t, 3)
+		fo4 = w.Slot(&t, 4)
+		fo5 = w.Slot(&t, 5)
+		fo6 = w.Slot(&t, 6)
+		fo7 = w.Slot(&t, 7)
+		w.Learn(&t, &m.Memo, 4, false)
+		m.s0 = uint16(fo0)
+		m.s1 = uint16(fo1)
+		m.s2 = uint16(fo2)
+		m.s3 = uint16(fo3)
+		m.s4 = uint16(fo4)
+		m.s5 = uint16(fo5)
+		m.s6 = uint16(fo6)
+		m.s7 = uint16(fo7)
+	}
+	if fo := fo0; fo != 0 {
+		q, ok := w.RefAt(&t, fo)
 		if !ok {
 			if q, err = w.Ref(&t, 0, false); err != nil {
 				return w.At(err, "onnx_hash", -1)
 			}
 		}
-		if q != 0 {
+		if !w.StringAt(q) {
 			if err := w.String(q); err != nil {
 				return w.At(err, "onnx_hash", -1)
 			}
 		}
 	}
-	{
-		q, ok := w.RefAt(&t, w.Slot(&t, 1))
+	if fo := fo1; fo != 0 {
+		q, ok := w.RefAt(&t, fo)
 		if !ok {
 			if q, err = w.Ref(&t, 1, false); err != nil {
 				return w.At(err, "description", -1)
 			}
 		}
-		if q != 0 {
+		if !w.StringAt(q) {
 			if err := w.String(q); err != nil {
 				return w.At(err, "description", -1)
 			}
 		}
 	}
-	{
-		q, ok := w.RefAt(&t, w.Slot(&t, 2))
+	if fo := fo2; fo != 0 {
+		q, ok := w.RefAt(&t, fo)
 		if !ok {
 			if q, err = w.Ref(&t, 2, false); err != nil {
 				return w.At(err, "license", -1)
 			}
 		}
-		if q != 0 {
+		if !w.StringAt(q) {
 			if err := w.String(q); err != nil {
 				return w.At(err, "license", -1)
 			}
 		}
 	}
-	{
-		q, ok := w.RefAt(&t, w.Slot(&t, 3))
+	if fo := fo3; fo != 0 {
+		q, ok := w.RefAt(&t, fo)
 		if !ok {
 			if q, err = w.Ref(&t, 3, false); err != nil {
 				return w.At(err, "commit", -1)
 			}
 		}
-		if q != 0 {
+		if !w.StringAt(q) {
 			if err := w.String(q); err != nil {
 				return w.At(err, "commit", -1)
 			}
 		}
 	}
-	{
-		q, ok := w.RefAt(&t, w.Slot(&t, 4))
+	if fo := fo4; fo != 0 {
+		q, ok := w.RefAt(&t, fo)
 		if !ok {
 			if q, err = w.Ref(&t, 4, false); err != nil {
 				return w.At(err, "code_repository", -1)
 			}
 		}
-		if q != 0 {
+		if !w.StringAt(q) {
 			if err := w.String(q); err != nil {
 				return w.At(err, "code_repository", -1)
 			}
 		}
 	}
-	{
-		q, ok := w.RefAt(&t, w.Slot(&t, 5))
+	if fo := fo5; fo != 0 {
+		q, ok := w.RefAt(&t, fo)
 		if !ok {
 			if q, err = w.Ref(&t, 5, false); err != nil {
 				return w.At(err, "model_repository", -1)
 			}
 		}
-		if q != 0 {
+		if !w.StringAt(q) {
 			if err := w.String(q); err != nil {
 				return w.At(err, "model_repository", -1)
 			}
 		}
 	}
-	{
-		q, ok := w.RefAt(&t, w.Slot(&t, 6))
+	if fo := fo6; fo != 0 {
+		q, ok := w.RefAt(&t, fo)
 		if !ok {
 			if q, err = w.Ref(&t, 6, false); err != nil {
 				return w.At(err, "run_id", -1)
 			}
 		}
-		if q != 0 {
+		if !w.StringAt(q) {
 			if err := w.String(q); err != nil {
 				return w.At(err, "run_id", -1)
 			}
 		}
 	}
-	{
-		q, ok := w.RefAt(&t, w.Slot(&t, 7))
+	if fo := fo7; fo != 0 {
+		q, ok := w.RefAt(&t, fo)
 		if !ok {
 			if q, err = w.Ref(&t, 7, false); err != nil {
 				return w.At(err, "run_url", -1)
 			}
 		}
-		if q != 0 {
+		if !w.StringAt(q) {
 			if err := w.String(q); err != nil {
 				return w.At(err, "run_url", -1)
 			}
@@ -1985,40 +3676,83 @@ func VerifyMetadata(w *fbverify.Walk, pos int64) error {
 
 // VerifyModel verifies the Model table at pos and everything it refers to.
 func VerifyModel(w *fbverify.Walk, pos int64) error {
-	t, err := w.Start(pos)
+	var m memoModel
+	return verifyModel(w, pos, &m)
+}
+
+// memoModel is what verifyModel keeps from one Model table to the next: the
+// vtable, the table offsets of its offset fields and unions, and the memos
+// of the tables it verifies in place.
+type memoModel struct {
+	fbverify.Memo
+	s1        uint16
+	s2        uint16
+	mGraph    memoGraph
+	mMetadata memoMetadata
+}
+
+func verifyModel(w *fbverify.Walk, pos int64, m *memoModel) error {
+	t, hit, err := w.StartMemo(pos, &m.Memo)
 	if err != nil {
 		return err
 	}
-	if fo := w.Slot(&t, 0); fo != 0 && (fo+4 > t.Size() || fo&3 != 0) {
-		if err := w.ScalarOutside(&t, fo, 4); err != nil {
-			return w.At(err, "schema_version", -1)
+	var fo1, fo2 int64
+	bad := fbverify.NoField // the first scalar field that fails its checks
+	if hit {
+		fo1 = int64(m.s1)
+		fo2 = int64(m.s2)
+	} else {
+		ext := int64(4)
+		if fo := w.Slot(&t, 0); fo != 0 {
+			ext = max(ext, fo+4)
+			if !w.ScalarIn(&t, fo, 4) && bad == fbverify.NoField {
+				bad = 0
+			}
+		}
+		fo1 = w.Slot(&t, 1)
+		fo2 = w.Slot(&t, 2)
+		if bad == fbverify.NoField {
+			w.Learn(&t, &m.Memo, ext, false)
+			m.s1 = uint16(fo1)
+			m.s2 = uint16(fo2)
 		}
 	}
-	{
-		q, ok := w.RefAt(&t, w.Slot(&t, 1))
+	if bad < 1 {
+		return w.ScalarError(&t, bad, ModelDesc)
+	}
+	if fo := fo1; fo != 0 {
+		q, ok := w.RefAt(&t, fo)
 		if !ok {
 			if q, err = w.Ref(&t, 1, true); err != nil {
 				return w.At(err, "graph", -1)
 			}
 		}
-		if q != 0 {
-			if err := VerifyGraph(w, q); err != nil {
+		{
+			if err := verifyGraph(w, q, &m.mGraph); err != nil {
 				return w.At(err, "graph", -1)
 			}
 		}
+	} else {
+		return w.At(w.Missing(&t), "graph", -1)
 	}
-	{
-		q, ok := w.RefAt(&t, w.Slot(&t, 2))
+	if bad < 2 {
+		return w.ScalarError(&t, bad, ModelDesc)
+	}
+	if fo := fo2; fo != 0 {
+		q, ok := w.RefAt(&t, fo)
 		if !ok {
 			if q, err = w.Ref(&t, 2, false); err != nil {
 				return w.At(err, "metadata", -1)
 			}
 		}
-		if q != 0 {
-			if err := VerifyMetadata(w, q); err != nil {
+		{
+			if err := verifyMetadata(w, q, &m.mMetadata); err != nil {
 				return w.At(err, "metadata", -1)
 			}
 		}
+	}
+	if bad != fbverify.NoField {
+		return w.ScalarError(&t, bad, ModelDesc)
 	}
 	w.Leave()
 	return nil

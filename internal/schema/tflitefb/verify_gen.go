@@ -6,22 +6,41 @@ import "github.com/edgeload/edgeload/internal/fbverify"
 
 // VerifyCustomQuantization verifies the CustomQuantization table at pos and everything it refers to.
 func VerifyCustomQuantization(w *fbverify.Walk, pos int64) error {
-	t, err := w.Start(pos)
+	var m memoCustomQuantization
+	return verifyCustomQuantization(w, pos, &m)
+}
+
+// memoCustomQuantization is what verifyCustomQuantization keeps from one CustomQuantization table to the next: the
+// vtable, the table offsets of its offset fields and unions, and the memos
+// of the tables it verifies in place.
+type memoCustomQuantization struct {
+	fbverify.Memo
+	s0 uint16
+}
+
+func verifyCustomQuantization(w *fbverify.Walk, pos int64, m *memoCustomQuantization) error {
+	t, hit, err := w.StartMemo(pos, &m.Memo)
 	if err != nil {
 		return err
 	}
-	{
-		q, ok := w.RefAt(&t, w.Slot(&t, 0))
+	var fo0 int64
+	if hit {
+		fo0 = int64(m.s0)
+	} else {
+		fo0 = w.Slot(&t, 0)
+		w.Learn(&t, &m.Memo, 4, false)
+		m.s0 = uint16(fo0)
+	}
+	if fo := fo0; fo != 0 {
+		q, ok := w.RefAt(&t, fo)
 		if !ok {
 			if q, err = w.Ref(&t, 0, false); err != nil {
 				return w.At(err, "custom", -1)
 			}
 		}
-		if q != 0 {
-			if _, _, ok := w.VectorAt(q, 1); !ok {
-				if _, _, err := w.Vector(q, 1); err != nil {
-					return w.At(err, "custom", -1)
-				}
+		if _, _, ok := w.VectorAt(q, 1); !ok {
+			if _, _, err := w.Vector(q, 1); err != nil {
+				return w.At(err, "custom", -1)
 			}
 		}
 	}
@@ -31,39 +50,71 @@ func VerifyCustomQuantization(w *fbverify.Walk, pos int64) error {
 
 // VerifyBlockwiseQuantization verifies the BlockwiseQuantization table at pos and everything it refers to.
 func VerifyBlockwiseQuantization(w *fbverify.Walk, pos int64) error {
-	t, err := w.Start(pos)
+	var m memoBlockwiseQuantization
+	return verifyBlockwiseQuantization(w, pos, &m)
+}
+
+// memoBlockwiseQuantization is what verifyBlockwiseQuantization keeps from one BlockwiseQuantization table to the next: the
+// vtable, the table offsets of its offset fields and unions, and the memos
+// of the tables it verifies in place.
+type memoBlockwiseQuantization struct {
+	fbverify.Memo
+	s3 uint16
+}
+
+func verifyBlockwiseQuantization(w *fbverify.Walk, pos int64, m *memoBlockwiseQuantization) error {
+	t, hit, err := w.StartMemo(pos, &m.Memo)
 	if err != nil {
 		return err
 	}
-	if fo := w.Slot(&t, 0); fo != 0 && (fo+4 > t.Size() || fo&3 != 0) {
-		if err := w.ScalarOutside(&t, fo, 4); err != nil {
-			return w.At(err, "scales", -1)
+	var fo3 int64
+	bad := fbverify.NoField // the first scalar field that fails its checks
+	if hit {
+		fo3 = int64(m.s3)
+	} else {
+		ext := int64(4)
+		if fo := w.Slot(&t, 0); fo != 0 {
+			ext = max(ext, fo+4)
+			if !w.ScalarIn(&t, fo, 4) && bad == fbverify.NoField {
+				bad = 0
+			}
+		}
+		if fo := w.Slot(&t, 1); fo != 0 {
+			ext = max(ext, fo+4)
+			if !w.ScalarIn(&t, fo, 4) && bad == fbverify.NoField {
+				bad = 1
+			}
+		}
+		if fo := w.Slot(&t, 2); fo != 0 {
+			ext = max(ext, fo+4)
+			if !w.ScalarIn(&t, fo, 4) && bad == fbverify.NoField {
+				bad = 2
+			}
+		}
+		fo3 = w.Slot(&t, 3)
+		if bad == fbverify.NoField {
+			w.Learn(&t, &m.Memo, ext, false)
+			m.s3 = uint16(fo3)
 		}
 	}
-	if fo := w.Slot(&t, 1); fo != 0 && (fo+4 > t.Size() || fo&3 != 0) {
-		if err := w.ScalarOutside(&t, fo, 4); err != nil {
-			return w.At(err, "zero_points", -1)
-		}
+	if bad < 3 {
+		return w.ScalarError(&t, bad, BlockwiseQuantizationDesc)
 	}
-	if fo := w.Slot(&t, 2); fo != 0 && (fo+4 > t.Size() || fo&3 != 0) {
-		if err := w.ScalarOutside(&t, fo, 4); err != nil {
-			return w.At(err, "block_size", -1)
-		}
-	}
-	{
-		q, ok := w.RefAt(&t, w.Slot(&t, 3))
+	if fo := fo3; fo != 0 {
+		q, ok := w.RefAt(&t, fo)
 		if !ok {
 			if q, err = w.Ref(&t, 3, false); err != nil {
 				return w.At(err, "block_shape", -1)
 			}
 		}
-		if q != 0 {
-			if _, _, ok := w.VectorAt(q, 4); !ok {
-				if _, _, err := w.Vector(q, 4); err != nil {
-					return w.At(err, "block_shape", -1)
-				}
+		if _, _, ok := w.VectorAt(q, 4); !ok {
+			if _, _, err := w.Vector(q, 4); err != nil {
+				return w.At(err, "block_shape", -1)
 			}
 		}
+	}
+	if bad != fbverify.NoField {
+		return w.ScalarError(&t, bad, BlockwiseQuantizationDesc)
 	}
 	w.Leave()
 	return nil
@@ -71,89 +122,133 @@ func VerifyBlockwiseQuantization(w *fbverify.Walk, pos int64) error {
 
 // VerifyQuantizationParameters verifies the QuantizationParameters table at pos and everything it refers to.
 func VerifyQuantizationParameters(w *fbverify.Walk, pos int64) error {
-	t, err := w.Start(pos)
+	var m memoQuantizationParameters
+	return verifyQuantizationParameters(w, pos, &m)
+}
+
+// memoQuantizationParameters is what verifyQuantizationParameters keeps from one QuantizationParameters table to the next: the
+// vtable, the table offsets of its offset fields and unions, and the memos
+// of the tables it verifies in place.
+type memoQuantizationParameters struct {
+	fbverify.Memo
+	s0                     uint16
+	s1                     uint16
+	s2                     uint16
+	s3                     uint16
+	s4                     uint16
+	s5                     uint16
+	mCustomQuantization    memoCustomQuantization
+	mBlockwiseQuantization memoBlockwiseQuantization
+	mMultiAxisQuantization memoMultiAxisQuantization
+}
+
+func verifyQuantizationParameters(w *fbverify.Walk, pos int64, m *memoQuantizationParameters) error {
+	t, hit, err := w.StartMemo(pos, &m.Memo)
 	if err != nil {
 		return err
 	}
-	{
-		q, ok := w.RefAt(&t, w.Slot(&t, 0))
+	var fo0, fo1, fo2, fo3, fo4, fo5 int64
+	bad := fbverify.NoField // the first scalar field that fails its checks
+	if hit {
+		fo0 = int64(m.s0)
+		fo1 = int64(m.s1)
+		fo2 = int64(m.s2)
+		fo3 = int64(m.s3)
+		fo4 = int64(m.s4)
+		fo5 = int64(m.s5)
+	} else {
+		ext := int64(4)
+		if fo := w.Slot(&t, 6); fo != 0 {
+			ext = max(ext, fo+4)
+			if !w.ScalarIn(&t, fo, 4) && bad == fbverify.NoField {
+				bad = 6
+			}
+		}
+		fo0 = w.Slot(&t, 0)
+		fo1 = w.Slot(&t, 1)
+		fo2 = w.Slot(&t, 2)
+		fo3 = w.Slot(&t, 3)
+		fo4 = w.Slot(&t, 4)
+		fo5 = w.Slot(&t, 5)
+		if bad == fbverify.NoField {
+			w.Learn(&t, &m.Memo, ext, false)
+			m.s0 = uint16(fo0)
+			m.s1 = uint16(fo1)
+			m.s2 = uint16(fo2)
+			m.s3 = uint16(fo3)
+			m.s4 = uint16(fo4)
+			m.s5 = uint16(fo5)
+		}
+	}
+	if fo := fo0; fo != 0 {
+		q, ok := w.RefAt(&t, fo)
 		if !ok {
 			if q, err = w.Ref(&t, 0, false); err != nil {
 				return w.At(err, "min", -1)
 			}
 		}
-		if q != 0 {
-			if _, _, ok := w.VectorAt(q, 4); !ok {
-				if _, _, err := w.Vector(q, 4); err != nil {
-					return w.At(err, "min", -1)
-				}
+		if _, _, ok := w.VectorAt(q, 4); !ok {
+			if _, _, err := w.Vector(q, 4); err != nil {
+				return w.At(err, "min", -1)
 			}
 		}
 	}
-	{
-		q, ok := w.RefAt(&t, w.Slot(&t, 1))
+	if fo := fo1; fo != 0 {
+		q, ok := w.RefAt(&t, fo)
 		if !ok {
 			if q, err = w.Ref(&t, 1, false); err != nil {
 				return w.At(err, "max", -1)
 			}
 		}
-		if q != 0 {
-			if _, _, ok := w.VectorAt(q, 4); !ok {
-				if _, _, err := w.Vector(q, 4); err != nil {
-					return w.At(err, "max", -1)
-				}
+		if _, _, ok := w.VectorAt(q, 4); !ok {
+			if _, _, err := w.Vector(q, 4); err != nil {
+				return w.At(err, "max", -1)
 			}
 		}
 	}
-	{
-		q, ok := w.RefAt(&t, w.Slot(&t, 2))
+	if fo := fo2; fo != 0 {
+		q, ok := w.RefAt(&t, fo)
 		if !ok {
 			if q, err = w.Ref(&t, 2, false); err != nil {
 				return w.At(err, "scale", -1)
 			}
 		}
-		if q != 0 {
-			if _, _, ok := w.VectorAt(q, 4); !ok {
-				if _, _, err := w.Vector(q, 4); err != nil {
-					return w.At(err, "scale", -1)
-				}
+		if _, _, ok := w.VectorAt(q, 4); !ok {
+			if _, _, err := w.Vector(q, 4); err != nil {
+				return w.At(err, "scale", -1)
 			}
 		}
 	}
-	{
-		q, ok := w.RefAt(&t, w.Slot(&t, 3))
+	if fo := fo3; fo != 0 {
+		q, ok := w.RefAt(&t, fo)
 		if !ok {
 			if q, err = w.Ref(&t, 3, false); err != nil {
 				return w.At(err, "zero_point", -1)
 			}
 		}
-		if q != 0 {
-			if _, _, ok := w.VectorAt(q, 8); !ok {
-				if _, _, err := w.Vector(q, 8); err != nil {
-					return w.At(err, "zero_point", -1)
-				}
+		if _, _, ok := w.VectorAt(q, 8); !ok {
+			if _, _, err := w.Vector(q, 8); err != nil {
+				return w.At(err, "zero_point", -1)
 			}
 		}
 	}
-	if tag, q, err := w.Union(&t, 4); err != nil {
+	if tag, q, err := w.UnionAt(&t, fo4, fo5); err != nil {
 		return w.At(err, "details", -1)
 	} else if tag != 0 && q != 0 {
 		switch tag {
 		case 1:
-			err = VerifyCustomQuantization(w, q)
+			err = verifyCustomQuantization(w, q, &m.mCustomQuantization)
 		case 2:
-			err = VerifyBlockwiseQuantization(w, q)
+			err = verifyBlockwiseQuantization(w, q, &m.mBlockwiseQuantization)
 		case 3:
-			err = VerifyMultiAxisQuantization(w, q)
+			err = verifyMultiAxisQuantization(w, q, &m.mMultiAxisQuantization)
 		}
 		if err != nil {
 			return w.At(err, "details", -1)
 		}
 	}
-	if fo := w.Slot(&t, 6); fo != 0 && (fo+4 > t.Size() || fo&3 != 0) {
-		if err := w.ScalarOutside(&t, fo, 4); err != nil {
-			return w.At(err, "quantized_dimension", -1)
-		}
+	if bad != fbverify.NoField {
+		return w.ScalarError(&t, bad, QuantizationParametersDesc)
 	}
 	w.Leave()
 	return nil
@@ -161,22 +256,41 @@ func VerifyQuantizationParameters(w *fbverify.Walk, pos int64) error {
 
 // VerifyInt32Vector verifies the Int32Vector table at pos and everything it refers to.
 func VerifyInt32Vector(w *fbverify.Walk, pos int64) error {
-	t, err := w.Start(pos)
+	var m memoInt32Vector
+	return verifyInt32Vector(w, pos, &m)
+}
+
+// memoInt32Vector is what verifyInt32Vector keeps from one Int32Vector table to the next: the
+// vtable, the table offsets of its offset fields and unions, and the memos
+// of the tables it verifies in place.
+type memoInt32Vector struct {
+	fbverify.Memo
+	s0 uint16
+}
+
+func verifyInt32Vector(w *fbverify.Walk, pos int64, m *memoInt32Vector) error {
+	t, hit, err := w.StartMemo(pos, &m.Memo)
 	if err != nil {
 		return err
 	}
-	{
-		q, ok := w.RefAt(&t, w.Slot(&t, 0))
+	var fo0 int64
+	if hit {
+		fo0 = int64(m.s0)
+	} else {
+		fo0 = w.Slot(&t, 0)
+		w.Learn(&t, &m.Memo, 4, false)
+		m.s0 = uint16(fo0)
+	}
+	if fo := fo0; fo != 0 {
+		q, ok := w.RefAt(&t, fo)
 		if !ok {
 			if q, err = w.Ref(&t, 0, false); err != nil {
 				return w.At(err, "values", -1)
 			}
 		}
-		if q != 0 {
-			if _, _, ok := w.VectorAt(q, 4); !ok {
-				if _, _, err := w.Vector(q, 4); err != nil {
-					return w.At(err, "values", -1)
-				}
+		if _, _, ok := w.VectorAt(q, 4); !ok {
+			if _, _, err := w.Vector(q, 4); err != nil {
+				return w.At(err, "values", -1)
 			}
 		}
 	}
@@ -186,22 +300,41 @@ func VerifyInt32Vector(w *fbverify.Walk, pos int64) error {
 
 // VerifyUint16Vector verifies the Uint16Vector table at pos and everything it refers to.
 func VerifyUint16Vector(w *fbverify.Walk, pos int64) error {
-	t, err := w.Start(pos)
+	var m memoUint16Vector
+	return verifyUint16Vector(w, pos, &m)
+}
+
+// memoUint16Vector is what verifyUint16Vector keeps from one Uint16Vector table to the next: the
+// vtable, the table offsets of its offset fields and unions, and the memos
+// of the tables it verifies in place.
+type memoUint16Vector struct {
+	fbverify.Memo
+	s0 uint16
+}
+
+func verifyUint16Vector(w *fbverify.Walk, pos int64, m *memoUint16Vector) error {
+	t, hit, err := w.StartMemo(pos, &m.Memo)
 	if err != nil {
 		return err
 	}
-	{
-		q, ok := w.RefAt(&t, w.Slot(&t, 0))
+	var fo0 int64
+	if hit {
+		fo0 = int64(m.s0)
+	} else {
+		fo0 = w.Slot(&t, 0)
+		w.Learn(&t, &m.Memo, 4, false)
+		m.s0 = uint16(fo0)
+	}
+	if fo := fo0; fo != 0 {
+		q, ok := w.RefAt(&t, fo)
 		if !ok {
 			if q, err = w.Ref(&t, 0, false); err != nil {
 				return w.At(err, "values", -1)
 			}
 		}
-		if q != 0 {
-			if _, _, ok := w.VectorAt(q, 2); !ok {
-				if _, _, err := w.Vector(q, 2); err != nil {
-					return w.At(err, "values", -1)
-				}
+		if _, _, ok := w.VectorAt(q, 2); !ok {
+			if _, _, err := w.Vector(q, 2); err != nil {
+				return w.At(err, "values", -1)
 			}
 		}
 	}
@@ -211,22 +344,41 @@ func VerifyUint16Vector(w *fbverify.Walk, pos int64) error {
 
 // VerifyUint8Vector verifies the Uint8Vector table at pos and everything it refers to.
 func VerifyUint8Vector(w *fbverify.Walk, pos int64) error {
-	t, err := w.Start(pos)
+	var m memoUint8Vector
+	return verifyUint8Vector(w, pos, &m)
+}
+
+// memoUint8Vector is what verifyUint8Vector keeps from one Uint8Vector table to the next: the
+// vtable, the table offsets of its offset fields and unions, and the memos
+// of the tables it verifies in place.
+type memoUint8Vector struct {
+	fbverify.Memo
+	s0 uint16
+}
+
+func verifyUint8Vector(w *fbverify.Walk, pos int64, m *memoUint8Vector) error {
+	t, hit, err := w.StartMemo(pos, &m.Memo)
 	if err != nil {
 		return err
 	}
-	{
-		q, ok := w.RefAt(&t, w.Slot(&t, 0))
+	var fo0 int64
+	if hit {
+		fo0 = int64(m.s0)
+	} else {
+		fo0 = w.Slot(&t, 0)
+		w.Learn(&t, &m.Memo, 4, false)
+		m.s0 = uint16(fo0)
+	}
+	if fo := fo0; fo != 0 {
+		q, ok := w.RefAt(&t, fo)
 		if !ok {
 			if q, err = w.Ref(&t, 0, false); err != nil {
 				return w.At(err, "values", -1)
 			}
 		}
-		if q != 0 {
-			if _, _, ok := w.VectorAt(q, 1); !ok {
-				if _, _, err := w.Vector(q, 1); err != nil {
-					return w.At(err, "values", -1)
-				}
+		if _, _, ok := w.VectorAt(q, 1); !ok {
+			if _, _, err := w.Vector(q, 1); err != nil {
+				return w.At(err, "values", -1)
 			}
 		}
 	}
@@ -236,49 +388,100 @@ func VerifyUint8Vector(w *fbverify.Walk, pos int64) error {
 
 // VerifyDimensionMetadata verifies the DimensionMetadata table at pos and everything it refers to.
 func VerifyDimensionMetadata(w *fbverify.Walk, pos int64) error {
-	t, err := w.Start(pos)
+	var m memoDimensionMetadata
+	return verifyDimensionMetadata(w, pos, &m)
+}
+
+// memoDimensionMetadata is what verifyDimensionMetadata keeps from one DimensionMetadata table to the next: the
+// vtable, the table offsets of its offset fields and unions, and the memos
+// of the tables it verifies in place.
+type memoDimensionMetadata struct {
+	fbverify.Memo
+	s2            uint16
+	s3            uint16
+	s4            uint16
+	s5            uint16
+	mInt32Vector  memoInt32Vector
+	mUint16Vector memoUint16Vector
+	mUint8Vector  memoUint8Vector
+}
+
+func verifyDimensionMetadata(w *fbverify.Walk, pos int64, m *memoDimensionMetadata) error {
+	t, hit, err := w.StartMemo(pos, &m.Memo)
 	if err != nil {
 		return err
 	}
-	if fo := w.Slot(&t, 0); fo != 0 && (fo+1 > t.Size()) {
-		if err := w.ScalarOutside(&t, fo, 1); err != nil {
-			return w.At(err, "format", -1)
+	var fo2, fo3, fo4, fo5 int64
+	bad := fbverify.NoField // the first scalar field that fails its checks
+	if hit {
+		fo2 = int64(m.s2)
+		fo3 = int64(m.s3)
+		fo4 = int64(m.s4)
+		fo5 = int64(m.s5)
+	} else {
+		ext := int64(4)
+		if fo := w.Slot(&t, 0); fo != 0 {
+			ext = max(ext, fo+1)
+			if !w.ScalarIn(&t, fo, 1) && bad == fbverify.NoField {
+				bad = 0
+			}
+		}
+		if fo := w.Slot(&t, 1); fo != 0 {
+			ext = max(ext, fo+4)
+			if !w.ScalarIn(&t, fo, 4) && bad == fbverify.NoField {
+				bad = 1
+			}
+		}
+		fo2 = w.Slot(&t, 2)
+		fo3 = w.Slot(&t, 3)
+		fo4 = w.Slot(&t, 4)
+		fo5 = w.Slot(&t, 5)
+		if bad == fbverify.NoField {
+			w.Learn(&t, &m.Memo, ext, false)
+			m.s2 = uint16(fo2)
+			m.s3 = uint16(fo3)
+			m.s4 = uint16(fo4)
+			m.s5 = uint16(fo5)
 		}
 	}
-	if fo := w.Slot(&t, 1); fo != 0 && (fo+4 > t.Size() || fo&3 != 0) {
-		if err := w.ScalarOutside(&t, fo, 4); err != nil {
-			return w.At(err, "dense_size", -1)
-		}
+	if bad < 2 {
+		return w.ScalarError(&t, bad, DimensionMetadataDesc)
 	}
-	if tag, q, err := w.Union(&t, 2); err != nil {
+	if tag, q, err := w.UnionAt(&t, fo2, fo3); err != nil {
 		return w.At(err, "array_segments", -1)
 	} else if tag != 0 && q != 0 {
 		switch tag {
 		case 1:
-			err = VerifyInt32Vector(w, q)
+			err = verifyInt32Vector(w, q, &m.mInt32Vector)
 		case 2:
-			err = VerifyUint16Vector(w, q)
+			err = verifyUint16Vector(w, q, &m.mUint16Vector)
 		case 3:
-			err = VerifyUint8Vector(w, q)
+			err = verifyUint8Vector(w, q, &m.mUint8Vector)
 		}
 		if err != nil {
 			return w.At(err, "array_segments", -1)
 		}
 	}
-	if tag, q, err := w.Union(&t, 4); err != nil {
+	if bad < 4 {
+		return w.ScalarError(&t, bad, DimensionMetadataDesc)
+	}
+	if tag, q, err := w.UnionAt(&t, fo4, fo5); err != nil {
 		return w.At(err, "array_indices", -1)
 	} else if tag != 0 && q != 0 {
 		switch tag {
 		case 1:
-			err = VerifyInt32Vector(w, q)
+			err = verifyInt32Vector(w, q, &m.mInt32Vector)
 		case 2:
-			err = VerifyUint16Vector(w, q)
+			err = verifyUint16Vector(w, q, &m.mUint16Vector)
 		case 3:
-			err = VerifyUint8Vector(w, q)
+			err = verifyUint8Vector(w, q, &m.mUint8Vector)
 		}
 		if err != nil {
 			return w.At(err, "array_indices", -1)
 		}
+	}
+	if bad != fbverify.NoField {
+		return w.ScalarError(&t, bad, DimensionMetadataDesc)
 	}
 	w.Leave()
 	return nil
@@ -286,67 +489,91 @@ func VerifyDimensionMetadata(w *fbverify.Walk, pos int64) error {
 
 // VerifySparsityParameters verifies the SparsityParameters table at pos and everything it refers to.
 func VerifySparsityParameters(w *fbverify.Walk, pos int64) error {
-	t, err := w.Start(pos)
+	var m memoSparsityParameters
+	return verifySparsityParameters(w, pos, &m)
+}
+
+// memoSparsityParameters is what verifySparsityParameters keeps from one SparsityParameters table to the next: the
+// vtable, the table offsets of its offset fields and unions, and the memos
+// of the tables it verifies in place.
+type memoSparsityParameters struct {
+	fbverify.Memo
+	s0                 uint16
+	s1                 uint16
+	s2                 uint16
+	mDimensionMetadata memoDimensionMetadata
+}
+
+func verifySparsityParameters(w *fbverify.Walk, pos int64, m *memoSparsityParameters) error {
+	t, hit, err := w.StartMemo(pos, &m.Memo)
 	if err != nil {
 		return err
 	}
-	{
-		q, ok := w.RefAt(&t, w.Slot(&t, 0))
+	var fo0, fo1, fo2 int64
+	if hit {
+		fo0 = int64(m.s0)
+		fo1 = int64(m.s1)
+		fo2 = int64(m.s2)
+	} else {
+		fo0 = w.Slot(&t, 0)
+		fo1 = w.Slot(&t, 1)
+		fo2 = w.Slot(&t, 2)
+		w.Learn(&t, &m.Memo, 4, false)
+		m.s0 = uint16(fo0)
+		m.s1 = uint16(fo1)
+		m.s2 = uint16(fo2)
+	}
+	if fo := fo0; fo != 0 {
+		q, ok := w.RefAt(&t, fo)
 		if !ok {
 			if q, err = w.Ref(&t, 0, false); err != nil {
 				return w.At(err, "traversal_order", -1)
 			}
 		}
-		if q != 0 {
-			if _, _, ok := w.VectorAt(q, 4); !ok {
-				if _, _, err := w.Vector(q, 4); err != nil {
-					return w.At(err, "traversal_order", -1)
-				}
+		if _, _, ok := w.VectorAt(q, 4); !ok {
+			if _, _, err := w.Vector(q, 4); err != nil {
+				return w.At(err, "traversal_order", -1)
 			}
 		}
 	}
-	{
-		q, ok := w.RefAt(&t, w.Slot(&t, 1))
+	if fo := fo1; fo != 0 {
+		q, ok := w.RefAt(&t, fo)
 		if !ok {
 			if q, err = w.Ref(&t, 1, false); err != nil {
 				return w.At(err, "block_map", -1)
 			}
 		}
-		if q != 0 {
-			if _, _, ok := w.VectorAt(q, 4); !ok {
-				if _, _, err := w.Vector(q, 4); err != nil {
-					return w.At(err, "block_map", -1)
-				}
+		if _, _, ok := w.VectorAt(q, 4); !ok {
+			if _, _, err := w.Vector(q, 4); err != nil {
+				return w.At(err, "block_map", -1)
 			}
 		}
 	}
-	{
-		q, ok := w.RefAt(&t, w.Slot(&t, 2))
+	if fo := fo2; fo != 0 {
+		q, ok := w.RefAt(&t, fo)
 		if !ok {
 			if q, err = w.Ref(&t, 2, false); err != nil {
 				return w.At(err, "dim_metadata", -1)
 			}
 		}
-		if q != 0 {
-			start, n, ok := w.VectorAt(q, 4)
-			if !ok {
-				if start, n, err = w.Vector(q, 4); err != nil {
-					return w.At(err, "dim_metadata", -1)
-				}
+		start, n, ok := w.VectorAt(q, 4)
+		if !ok {
+			if start, n, err = w.Vector(q, 4); err != nil {
+				return w.At(err, "dim_metadata", -1)
 			}
-			{
-				for i := int64(0); i < n; i++ {
-					var err error
-					e, ok := w.DerefAt(start + 4*i)
-					if !ok {
-						e, err = w.Deref(start + 4*i)
-					}
-					if err == nil {
-						err = VerifyDimensionMetadata(w, e)
-					}
-					if err != nil {
-						return w.At(w.At(err, "", int(i)), "dim_metadata", -1)
-					}
+		}
+		{
+			for i := int64(0); i < n; i++ {
+				var err error
+				e, ok := w.DerefAt(start + 4*i)
+				if !ok {
+					e, err = w.Deref(start + 4*i)
+				}
+				if err == nil {
+					err = verifyDimensionMetadata(w, e, &m.mDimensionMetadata)
+				}
+				if err != nil {
+					return w.At(w.At(err, "", int(i)), "dim_metadata", -1)
 				}
 			}
 		}
@@ -357,34 +584,62 @@ func VerifySparsityParameters(w *fbverify.Walk, pos int64) error {
 
 // VerifyVariantSubType verifies the VariantSubType table at pos and everything it refers to.
 func VerifyVariantSubType(w *fbverify.Walk, pos int64) error {
-	t, err := w.Start(pos)
+	var m memoVariantSubType
+	return verifyVariantSubType(w, pos, &m)
+}
+
+// memoVariantSubType is what verifyVariantSubType keeps from one VariantSubType table to the next: the
+// vtable, the table offsets of its offset fields and unions, and the memos
+// of the tables it verifies in place.
+type memoVariantSubType struct {
+	fbverify.Memo
+	s0 uint16
+}
+
+func verifyVariantSubType(w *fbverify.Walk, pos int64, m *memoVariantSubType) error {
+	t, hit, err := w.StartMemo(pos, &m.Memo)
 	if err != nil {
 		return err
 	}
-	{
-		q, ok := w.RefAt(&t, w.Slot(&t, 0))
+	var fo0 int64
+	bad := fbverify.NoField // the first scalar field that fails its checks
+	if hit {
+		fo0 = int64(m.s0)
+	} else {
+		ext := int64(4)
+		if fo := w.Slot(&t, 1); fo != 0 {
+			ext = max(ext, fo+1)
+			if !w.ScalarIn(&t, fo, 1) && bad == fbverify.NoField {
+				bad = 1
+			}
+		}
+		if fo := w.Slot(&t, 2); fo != 0 {
+			ext = max(ext, fo+1)
+			if !w.ScalarIn(&t, fo, 1) && bad == fbverify.NoField {
+				bad = 2
+			}
+		}
+		fo0 = w.Slot(&t, 0)
+		if bad == fbverify.NoField {
+			w.Learn(&t, &m.Memo, ext, false)
+			m.s0 = uint16(fo0)
+		}
+	}
+	if fo := fo0; fo != 0 {
+		q, ok := w.RefAt(&t, fo)
 		if !ok {
 			if q, err = w.Ref(&t, 0, false); err != nil {
 				return w.At(err, "shape", -1)
 			}
 		}
-		if q != 0 {
-			if _, _, ok := w.VectorAt(q, 4); !ok {
-				if _, _, err := w.Vector(q, 4); err != nil {
-					return w.At(err, "shape", -1)
-				}
+		if _, _, ok := w.VectorAt(q, 4); !ok {
+			if _, _, err := w.Vector(q, 4); err != nil {
+				return w.At(err, "shape", -1)
 			}
 		}
 	}
-	if fo := w.Slot(&t, 1); fo != 0 && (fo+1 > t.Size()) {
-		if err := w.ScalarOutside(&t, fo, 1); err != nil {
-			return w.At(err, "type", -1)
-		}
-	}
-	if fo := w.Slot(&t, 2); fo != 0 && (fo+1 > t.Size()) {
-		if err := w.ScalarOutside(&t, fo, 1); err != nil {
-			return w.At(err, "has_rank", -1)
-		}
+	if bad != fbverify.NoField {
+		return w.ScalarError(&t, bad, VariantSubTypeDesc)
 	}
 	w.Leave()
 	return nil
@@ -392,138 +647,199 @@ func VerifyVariantSubType(w *fbverify.Walk, pos int64) error {
 
 // VerifyTensor verifies the Tensor table at pos and everything it refers to.
 func VerifyTensor(w *fbverify.Walk, pos int64) error {
-	t, err := w.Start(pos)
+	var m memoTensor
+	return verifyTensor(w, pos, &m)
+}
+
+// memoTensor is what verifyTensor keeps from one Tensor table to the next: the
+// vtable, the table offsets of its offset fields and unions, and the memos
+// of the tables it verifies in place.
+type memoTensor struct {
+	fbverify.Memo
+	s0                      uint16
+	s3                      uint16
+	s4                      uint16
+	s6                      uint16
+	s7                      uint16
+	s9                      uint16
+	mQuantizationParameters memoQuantizationParameters
+	mSparsityParameters     memoSparsityParameters
+	mVariantSubType         memoVariantSubType
+}
+
+func verifyTensor(w *fbverify.Walk, pos int64, m *memoTensor) error {
+	t, hit, err := w.StartMemo(pos, &m.Memo)
 	if err != nil {
 		return err
 	}
-	{
-		q, ok := w.RefAt(&t, w.Slot(&t, 0))
+	var fo0, fo3, fo4, fo6, fo7, fo9 int64
+	bad := fbverify.NoField // the first scalar field that fails its checks
+	if hit {
+		fo0 = int64(m.s0)
+		fo3 = int64(m.s3)
+		fo4 = int64(m.s4)
+		fo6 = int64(m.s6)
+		fo7 = int64(m.s7)
+		fo9 = int64(m.s9)
+	} else {
+		ext := int64(4)
+		if fo := w.Slot(&t, 1); fo != 0 {
+			ext = max(ext, fo+1)
+			if !w.ScalarIn(&t, fo, 1) && bad == fbverify.NoField {
+				bad = 1
+			}
+		}
+		if fo := w.Slot(&t, 2); fo != 0 {
+			ext = max(ext, fo+4)
+			if !w.ScalarIn(&t, fo, 4) && bad == fbverify.NoField {
+				bad = 2
+			}
+		}
+		if fo := w.Slot(&t, 5); fo != 0 {
+			ext = max(ext, fo+1)
+			if !w.ScalarIn(&t, fo, 1) && bad == fbverify.NoField {
+				bad = 5
+			}
+		}
+		if fo := w.Slot(&t, 8); fo != 0 {
+			ext = max(ext, fo+1)
+			if !w.ScalarIn(&t, fo, 1) && bad == fbverify.NoField {
+				bad = 8
+			}
+		}
+		if fo := w.Slot(&t, 10); fo != 0 {
+			ext = max(ext, fo+4)
+			if !w.ScalarIn(&t, fo, 4) && bad == fbverify.NoField {
+				bad = 10
+			}
+		}
+		fo0 = w.Slot(&t, 0)
+		fo3 = w.Slot(&t, 3)
+		fo4 = w.Slot(&t, 4)
+		fo6 = w.Slot(&t, 6)
+		fo7 = w.Slot(&t, 7)
+		fo9 = w.Slot(&t, 9)
+		if bad == fbverify.NoField {
+			w.Learn(&t, &m.Memo, ext, false)
+			m.s0 = uint16(fo0)
+			m.s3 = uint16(fo3)
+			m.s4 = uint16(fo4)
+			m.s6 = uint16(fo6)
+			m.s7 = uint16(fo7)
+			m.s9 = uint16(fo9)
+		}
+	}
+	if fo := fo0; fo != 0 {
+		q, ok := w.RefAt(&t, fo)
 		if !ok {
 			if q, err = w.Ref(&t, 0, false); err != nil {
 				return w.At(err, "shape", -1)
 			}
 		}
-		if q != 0 {
-			if _, _, ok := w.VectorAt(q, 4); !ok {
-				if _, _, err := w.Vector(q, 4); err != nil {
-					return w.At(err, "shape", -1)
-				}
+		if _, _, ok := w.VectorAt(q, 4); !ok {
+			if _, _, err := w.Vector(q, 4); err != nil {
+				return w.At(err, "shape", -1)
 			}
 		}
 	}
-	if fo := w.Slot(&t, 1); fo != 0 && (fo+1 > t.Size()) {
-		if err := w.ScalarOutside(&t, fo, 1); err != nil {
-			return w.At(err, "type", -1)
-		}
+	if bad < 3 {
+		return w.ScalarError(&t, bad, TensorDesc)
 	}
-	if fo := w.Slot(&t, 2); fo != 0 && (fo+4 > t.Size() || fo&3 != 0) {
-		if err := w.ScalarOutside(&t, fo, 4); err != nil {
-			return w.At(err, "buffer", -1)
-		}
-	}
-	{
-		q, ok := w.RefAt(&t, w.Slot(&t, 3))
+	if fo := fo3; fo != 0 {
+		q, ok := w.RefAt(&t, fo)
 		if !ok {
 			if q, err = w.Ref(&t, 3, false); err != nil {
 				return w.At(err, "name", -1)
 			}
 		}
-		if q != 0 {
+		if !w.StringAt(q) {
 			if err := w.String(q); err != nil {
 				return w.At(err, "name", -1)
 			}
 		}
 	}
-	{
-		q, ok := w.RefAt(&t, w.Slot(&t, 4))
+	if bad < 4 {
+		return w.ScalarError(&t, bad, TensorDesc)
+	}
+	if fo := fo4; fo != 0 {
+		q, ok := w.RefAt(&t, fo)
 		if !ok {
 			if q, err = w.Ref(&t, 4, false); err != nil {
 				return w.At(err, "quantization", -1)
 			}
 		}
-		if q != 0 {
-			if !w.Lazy() {
-				if err := VerifyQuantizationParameters(w, q); err != nil {
-					return w.At(err, "quantization", -1)
-				}
+		if !w.Lazy() {
+			if err := verifyQuantizationParameters(w, q, &m.mQuantizationParameters); err != nil {
+				return w.At(err, "quantization", -1)
 			}
 		}
 	}
-	if fo := w.Slot(&t, 5); fo != 0 && (fo+1 > t.Size()) {
-		if err := w.ScalarOutside(&t, fo, 1); err != nil {
-			return w.At(err, "is_variable", -1)
-		}
+	if bad < 6 {
+		return w.ScalarError(&t, bad, TensorDesc)
 	}
-	{
-		q, ok := w.RefAt(&t, w.Slot(&t, 6))
+	if fo := fo6; fo != 0 {
+		q, ok := w.RefAt(&t, fo)
 		if !ok {
 			if q, err = w.Ref(&t, 6, false); err != nil {
 				return w.At(err, "sparsity", -1)
 			}
 		}
-		if q != 0 {
-			if !w.Lazy() {
-				if err := VerifySparsityParameters(w, q); err != nil {
-					return w.At(err, "sparsity", -1)
-				}
+		if !w.Lazy() {
+			if err := verifySparsityParameters(w, q, &m.mSparsityParameters); err != nil {
+				return w.At(err, "sparsity", -1)
 			}
 		}
 	}
-	{
-		q, ok := w.RefAt(&t, w.Slot(&t, 7))
+	if bad < 7 {
+		return w.ScalarError(&t, bad, TensorDesc)
+	}
+	if fo := fo7; fo != 0 {
+		q, ok := w.RefAt(&t, fo)
 		if !ok {
 			if q, err = w.Ref(&t, 7, false); err != nil {
 				return w.At(err, "shape_signature", -1)
 			}
 		}
-		if q != 0 {
-			if _, _, ok := w.VectorAt(q, 4); !ok {
-				if _, _, err := w.Vector(q, 4); err != nil {
-					return w.At(err, "shape_signature", -1)
-				}
+		if _, _, ok := w.VectorAt(q, 4); !ok {
+			if _, _, err := w.Vector(q, 4); err != nil {
+				return w.At(err, "shape_signature", -1)
 			}
 		}
 	}
-	if fo := w.Slot(&t, 8); fo != 0 && (fo+1 > t.Size()) {
-		if err := w.ScalarOutside(&t, fo, 1); err != nil {
-			return w.At(err, "has_rank", -1)
-		}
+	if bad < 9 {
+		return w.ScalarError(&t, bad, TensorDesc)
 	}
-	{
-		q, ok := w.RefAt(&t, w.Slot(&t, 9))
+	if fo := fo9; fo != 0 {
+		q, ok := w.RefAt(&t, fo)
 		if !ok {
 			if q, err = w.Ref(&t, 9, false); err != nil {
 				return w.At(err, "variant_tensors", -1)
 			}
 		}
-		if q != 0 {
-			start, n, ok := w.VectorAt(q, 4)
-			if !ok {
-				if start, n, err = w.Vector(q, 4); err != nil {
-					return w.At(err, "variant_tensors", -1)
-				}
+		start, n, ok := w.VectorAt(q, 4)
+		if !ok {
+			if start, n, err = w.Vector(q, 4); err != nil {
+				return w.At(err, "variant_tensors", -1)
 			}
-			{
-				for i := int64(0); i < n; i++ {
-					var err error
-					e, ok := w.DerefAt(start + 4*i)
-					if !ok {
-						e, err = w.Deref(start + 4*i)
-					}
-					if err == nil {
-						err = VerifyVariantSubType(w, e)
-					}
-					if err != nil {
-						return w.At(w.At(err, "", int(i)), "variant_tensors", -1)
-					}
+		}
+		{
+			for i := int64(0); i < n; i++ {
+				var err error
+				e, ok := w.DerefAt(start + 4*i)
+				if !ok {
+					e, err = w.Deref(start + 4*i)
+				}
+				if err == nil {
+					err = verifyVariantSubType(w, e, &m.mVariantSubType)
+				}
+				if err != nil {
+					return w.At(w.At(err, "", int(i)), "variant_tensors", -1)
 				}
 			}
 		}
 	}
-	if fo := w.Slot(&t, 10); fo != 0 && (fo+4 > t.Size() || fo&3 != 0) {
-		if err := w.ScalarOutside(&t, fo, 4); err != nil {
-			return w.At(err, "external_buffer", -1)
-		}
+	if bad != fbverify.NoField {
+		return w.ScalarError(&t, bad, TensorDesc)
 	}
 	if w.Visiting() {
 		w.Visit(VisitTensor, &t)
@@ -534,14 +850,37 @@ func VerifyTensor(w *fbverify.Walk, pos int64) error {
 
 // VerifyCallOptions verifies the CallOptions table at pos and everything it refers to.
 func VerifyCallOptions(w *fbverify.Walk, pos int64) error {
-	t, err := w.Start(pos)
+	var m memoCallOptions
+	return verifyCallOptions(w, pos, &m)
+}
+
+// memoCallOptions is what verifyCallOptions keeps from one CallOptions table to the next: the
+// vtable, the table offsets of its offset fields and unions, and the memos
+// of the tables it verifies in place.
+type memoCallOptions struct {
+	fbverify.Memo
+}
+
+func verifyCallOptions(w *fbverify.Walk, pos int64, m *memoCallOptions) error {
+	t, hit, err := w.StartMemo(pos, &m.Memo)
 	if err != nil {
 		return err
 	}
-	if fo := w.Slot(&t, 0); fo != 0 && (fo+4 > t.Size() || fo&3 != 0) {
-		if err := w.ScalarOutside(&t, fo, 4); err != nil {
-			return w.At(err, "subgraph", -1)
+	bad := fbverify.NoField // the first scalar field that fails its checks
+	if !hit {
+		ext := int64(4)
+		if fo := w.Slot(&t, 0); fo != 0 {
+			ext = max(ext, fo+4)
+			if !w.ScalarIn(&t, fo, 4) && bad == fbverify.NoField {
+				bad = 0
+			}
 		}
+		if bad == fbverify.NoField {
+			w.Learn(&t, &m.Memo, ext, false)
+		}
+	}
+	if bad != fbverify.NoField {
+		return w.ScalarError(&t, bad, CallOptionsDesc)
 	}
 	w.Leave()
 	return nil
@@ -549,19 +888,43 @@ func VerifyCallOptions(w *fbverify.Walk, pos int64) error {
 
 // VerifyIfOptions verifies the IfOptions table at pos and everything it refers to.
 func VerifyIfOptions(w *fbverify.Walk, pos int64) error {
-	t, err := w.Start(pos)
+	var m memoIfOptions
+	return verifyIfOptions(w, pos, &m)
+}
+
+// memoIfOptions is what verifyIfOptions keeps from one IfOptions table to the next: the
+// vtable, the table offsets of its offset fields and unions, and the memos
+// of the tables it verifies in place.
+type memoIfOptions struct {
+	fbverify.Memo
+}
+
+func verifyIfOptions(w *fbverify.Walk, pos int64, m *memoIfOptions) error {
+	t, hit, err := w.StartMemo(pos, &m.Memo)
 	if err != nil {
 		return err
 	}
-	if fo := w.Slot(&t, 0); fo != 0 && (fo+4 > t.Size() || fo&3 != 0) {
-		if err := w.ScalarOutside(&t, fo, 4); err != nil {
-			return w.At(err, "then_subgraph_index", -1)
+	bad := fbverify.NoField // the first scalar field that fails its checks
+	if !hit {
+		ext := int64(4)
+		if fo := w.Slot(&t, 0); fo != 0 {
+			ext = max(ext, fo+4)
+			if !w.ScalarIn(&t, fo, 4) && bad == fbverify.NoField {
+				bad = 0
+			}
+		}
+		if fo := w.Slot(&t, 1); fo != 0 {
+			ext = max(ext, fo+4)
+			if !w.ScalarIn(&t, fo, 4) && bad == fbverify.NoField {
+				bad = 1
+			}
+		}
+		if bad == fbverify.NoField {
+			w.Learn(&t, &m.Memo, ext, false)
 		}
 	}
-	if fo := w.Slot(&t, 1); fo != 0 && (fo+4 > t.Size() || fo&3 != 0) {
-		if err := w.ScalarOutside(&t, fo, 4); err != nil {
-			return w.At(err, "else_subgraph_index", -1)
-		}
+	if bad != fbverify.NoField {
+		return w.ScalarError(&t, bad, IfOptionsDesc)
 	}
 	w.Leave()
 	return nil
@@ -569,19 +932,43 @@ func VerifyIfOptions(w *fbverify.Walk, pos int64) error {
 
 // VerifyWhileOptions verifies the WhileOptions table at pos and everything it refers to.
 func VerifyWhileOptions(w *fbverify.Walk, pos int64) error {
-	t, err := w.Start(pos)
+	var m memoWhileOptions
+	return verifyWhileOptions(w, pos, &m)
+}
+
+// memoWhileOptions is what verifyWhileOptions keeps from one WhileOptions table to the next: the
+// vtable, the table offsets of its offset fields and unions, and the memos
+// of the tables it verifies in place.
+type memoWhileOptions struct {
+	fbverify.Memo
+}
+
+func verifyWhileOptions(w *fbverify.Walk, pos int64, m *memoWhileOptions) error {
+	t, hit, err := w.StartMemo(pos, &m.Memo)
 	if err != nil {
 		return err
 	}
-	if fo := w.Slot(&t, 0); fo != 0 && (fo+4 > t.Size() || fo&3 != 0) {
-		if err := w.ScalarOutside(&t, fo, 4); err != nil {
-			return w.At(err, "cond_subgraph_index", -1)
+	bad := fbverify.NoField // the first scalar field that fails its checks
+	if !hit {
+		ext := int64(4)
+		if fo := w.Slot(&t, 0); fo != 0 {
+			ext = max(ext, fo+4)
+			if !w.ScalarIn(&t, fo, 4) && bad == fbverify.NoField {
+				bad = 0
+			}
+		}
+		if fo := w.Slot(&t, 1); fo != 0 {
+			ext = max(ext, fo+4)
+			if !w.ScalarIn(&t, fo, 4) && bad == fbverify.NoField {
+				bad = 1
+			}
+		}
+		if bad == fbverify.NoField {
+			w.Learn(&t, &m.Memo, ext, false)
 		}
 	}
-	if fo := w.Slot(&t, 1); fo != 0 && (fo+4 > t.Size() || fo&3 != 0) {
-		if err := w.ScalarOutside(&t, fo, 4); err != nil {
-			return w.At(err, "body_subgraph_index", -1)
-		}
+	if bad != fbverify.NoField {
+		return w.ScalarError(&t, bad, WhileOptionsDesc)
 	}
 	w.Leave()
 	return nil
@@ -589,14 +976,37 @@ func VerifyWhileOptions(w *fbverify.Walk, pos int64) error {
 
 // VerifyCallOnceOptions verifies the CallOnceOptions table at pos and everything it refers to.
 func VerifyCallOnceOptions(w *fbverify.Walk, pos int64) error {
-	t, err := w.Start(pos)
+	var m memoCallOnceOptions
+	return verifyCallOnceOptions(w, pos, &m)
+}
+
+// memoCallOnceOptions is what verifyCallOnceOptions keeps from one CallOnceOptions table to the next: the
+// vtable, the table offsets of its offset fields and unions, and the memos
+// of the tables it verifies in place.
+type memoCallOnceOptions struct {
+	fbverify.Memo
+}
+
+func verifyCallOnceOptions(w *fbverify.Walk, pos int64, m *memoCallOnceOptions) error {
+	t, hit, err := w.StartMemo(pos, &m.Memo)
 	if err != nil {
 		return err
 	}
-	if fo := w.Slot(&t, 0); fo != 0 && (fo+4 > t.Size() || fo&3 != 0) {
-		if err := w.ScalarOutside(&t, fo, 4); err != nil {
-			return w.At(err, "init_subgraph_index", -1)
+	bad := fbverify.NoField // the first scalar field that fails its checks
+	if !hit {
+		ext := int64(4)
+		if fo := w.Slot(&t, 0); fo != 0 {
+			ext = max(ext, fo+4)
+			if !w.ScalarIn(&t, fo, 4) && bad == fbverify.NoField {
+				bad = 0
+			}
 		}
+		if bad == fbverify.NoField {
+			w.Learn(&t, &m.Memo, ext, false)
+		}
+	}
+	if bad != fbverify.NoField {
+		return w.ScalarError(&t, bad, CallOnceOptionsDesc)
 	}
 	w.Leave()
 	return nil
@@ -604,52 +1014,88 @@ func VerifyCallOnceOptions(w *fbverify.Walk, pos int64) error {
 
 // VerifyStableHLOCompositeOptions verifies the StableHLOCompositeOptions table at pos and everything it refers to.
 func VerifyStableHLOCompositeOptions(w *fbverify.Walk, pos int64) error {
-	t, err := w.Start(pos)
+	var m memoStableHLOCompositeOptions
+	return verifyStableHLOCompositeOptions(w, pos, &m)
+}
+
+// memoStableHLOCompositeOptions is what verifyStableHLOCompositeOptions keeps from one StableHLOCompositeOptions table to the next: the
+// vtable, the table offsets of its offset fields and unions, and the memos
+// of the tables it verifies in place.
+type memoStableHLOCompositeOptions struct {
+	fbverify.Memo
+	s0 uint16
+	s2 uint16
+}
+
+func verifyStableHLOCompositeOptions(w *fbverify.Walk, pos int64, m *memoStableHLOCompositeOptions) error {
+	t, hit, err := w.StartMemo(pos, &m.Memo)
 	if err != nil {
 		return err
 	}
-	{
-		q, ok := w.RefAt(&t, w.Slot(&t, 0))
+	var fo0, fo2 int64
+	bad := fbverify.NoField // the first scalar field that fails its checks
+	if hit {
+		fo0 = int64(m.s0)
+		fo2 = int64(m.s2)
+	} else {
+		ext := int64(4)
+		if fo := w.Slot(&t, 1); fo != 0 {
+			ext = max(ext, fo+4)
+			if !w.ScalarIn(&t, fo, 4) && bad == fbverify.NoField {
+				bad = 1
+			}
+		}
+		if fo := w.Slot(&t, 3); fo != 0 {
+			ext = max(ext, fo+1)
+			if !w.ScalarIn(&t, fo, 1) && bad == fbverify.NoField {
+				bad = 3
+			}
+		}
+		if fo := w.Slot(&t, 4); fo != 0 {
+			ext = max(ext, fo+4)
+			if !w.ScalarIn(&t, fo, 4) && bad == fbverify.NoField {
+				bad = 4
+			}
+		}
+		fo0 = w.Slot(&t, 0)
+		fo2 = w.Slot(&t, 2)
+		if bad == fbverify.NoField {
+			w.Learn(&t, &m.Memo, ext, false)
+			m.s0 = uint16(fo0)
+			m.s2 = uint16(fo2)
+		}
+	}
+	if fo := fo0; fo != 0 {
+		q, ok := w.RefAt(&t, fo)
 		if !ok {
 			if q, err = w.Ref(&t, 0, false); err != nil {
 				return w.At(err, "name", -1)
 			}
 		}
-		if q != 0 {
+		if !w.StringAt(q) {
 			if err := w.String(q); err != nil {
 				return w.At(err, "name", -1)
 			}
 		}
 	}
-	if fo := w.Slot(&t, 1); fo != 0 && (fo+4 > t.Size() || fo&3 != 0) {
-		if err := w.ScalarOutside(&t, fo, 4); err != nil {
-			return w.At(err, "decomposition_subgraph_index", -1)
-		}
+	if bad < 2 {
+		return w.ScalarError(&t, bad, StableHLOCompositeOptionsDesc)
 	}
-	{
-		q, ok := w.RefAt(&t, w.Slot(&t, 2))
+	if fo := fo2; fo != 0 {
+		q, ok := w.RefAt(&t, fo)
 		if !ok {
 			if q, err = w.Ref(&t, 2, false); err != nil {
 				return w.At(err, "composite_attributes", -1)
 			}
 		}
-		if q != 0 {
-			if _, _, ok := w.VectorAt(q, 1); !ok {
-				if _, _, err := w.Vector(q, 1); err != nil {
-					return w.At(err, "composite_attributes", -1)
-				}
+		if _, _, ok := w.VectorAt(q, 1); !ok {
+			if _, _, err := w.Vector(q, 1); err != nil {
+				return w.At(err, "composite_attributes", -1)
 			}
 		}
 	}
-	if fo := w.Slot(&t, 3); fo != 0 && (fo+1 > t.Size()) {
-		if err := w.ScalarOutside(&t, fo, 1); err != nil {
-			return w.At(err, "composite_attributes_format", -1)
-		}
-	}
-	if fo := w.Slot(&t, 4); fo != 0 && (fo+4 > t.Size() || fo&3 != 0) {
-		if err := w.ScalarOutside(&t, fo, 4); err != nil {
-			return w.At(err, "version", -1)
-		}
+	if bad != fbverify.NoField {
+		return w.ScalarError(&t, bad, StableHLOCompositeOptionsDesc)
 	}
 	w.Leave()
 	return nil
@@ -657,37 +1103,71 @@ func VerifyStableHLOCompositeOptions(w *fbverify.Walk, pos int64) error {
 
 // VerifyOperatorCode verifies the OperatorCode table at pos and everything it refers to.
 func VerifyOperatorCode(w *fbverify.Walk, pos int64) error {
-	t, err := w.Start(pos)
+	var m memoOperatorCode
+	return verifyOperatorCode(w, pos, &m)
+}
+
+// memoOperatorCode is what verifyOperatorCode keeps from one OperatorCode table to the next: the
+// vtable, the table offsets of its offset fields and unions, and the memos
+// of the tables it verifies in place.
+type memoOperatorCode struct {
+	fbverify.Memo
+	s1 uint16
+}
+
+func verifyOperatorCode(w *fbverify.Walk, pos int64, m *memoOperatorCode) error {
+	t, hit, err := w.StartMemo(pos, &m.Memo)
 	if err != nil {
 		return err
 	}
-	if fo := w.Slot(&t, 0); fo != 0 && (fo+1 > t.Size()) {
-		if err := w.ScalarOutside(&t, fo, 1); err != nil {
-			return w.At(err, "deprecated_builtin_code", -1)
+	var fo1 int64
+	bad := fbverify.NoField // the first scalar field that fails its checks
+	if hit {
+		fo1 = int64(m.s1)
+	} else {
+		ext := int64(4)
+		if fo := w.Slot(&t, 0); fo != 0 {
+			ext = max(ext, fo+1)
+			if !w.ScalarIn(&t, fo, 1) && bad == fbverify.NoField {
+				bad = 0
+			}
+		}
+		if fo := w.Slot(&t, 2); fo != 0 {
+			ext = max(ext, fo+4)
+			if !w.ScalarIn(&t, fo, 4) && bad == fbverify.NoField {
+				bad = 2
+			}
+		}
+		if fo := w.Slot(&t, 3); fo != 0 {
+			ext = max(ext, fo+4)
+			if !w.ScalarIn(&t, fo, 4) && bad == fbverify.NoField {
+				bad = 3
+			}
+		}
+		fo1 = w.Slot(&t, 1)
+		if bad == fbverify.NoField {
+			w.Learn(&t, &m.Memo, ext, false)
+			m.s1 = uint16(fo1)
 		}
 	}
-	{
-		q, ok := w.RefAt(&t, w.Slot(&t, 1))
+	if bad < 1 {
+		return w.ScalarError(&t, bad, OperatorCodeDesc)
+	}
+	if fo := fo1; fo != 0 {
+		q, ok := w.RefAt(&t, fo)
 		if !ok {
 			if q, err = w.Ref(&t, 1, false); err != nil {
 				return w.At(err, "custom_code", -1)
 			}
 		}
-		if q != 0 {
+		if !w.StringAt(q) {
 			if err := w.String(q); err != nil {
 				return w.At(err, "custom_code", -1)
 			}
 		}
 	}
-	if fo := w.Slot(&t, 2); fo != 0 && (fo+4 > t.Size() || fo&3 != 0) {
-		if err := w.ScalarOutside(&t, fo, 4); err != nil {
-			return w.At(err, "version", -1)
-		}
-	}
-	if fo := w.Slot(&t, 3); fo != 0 && (fo+4 > t.Size() || fo&3 != 0) {
-		if err := w.ScalarOutside(&t, fo, 4); err != nil {
-			return w.At(err, "builtin_code", -1)
-		}
+	if bad != fbverify.NoField {
+		return w.ScalarError(&t, bad, OperatorCodeDesc)
 	}
 	w.Leave()
 	return nil
@@ -695,46 +1175,135 @@ func VerifyOperatorCode(w *fbverify.Walk, pos int64) error {
 
 // VerifyOperator verifies the Operator table at pos and everything it refers to.
 func VerifyOperator(w *fbverify.Walk, pos int64) error {
-	t, err := w.Start(pos)
+	var m memoOperator
+	return verifyOperator(w, pos, &m)
+}
+
+// memoOperator is what verifyOperator keeps from one Operator table to the next: the
+// vtable, the table offsets of its offset fields and unions, and the memos
+// of the tables it verifies in place.
+type memoOperator struct {
+	fbverify.Memo
+	s1  uint16
+	s2  uint16
+	s3  uint16
+	s4  uint16
+	s5  uint16
+	s7  uint16
+	s8  uint16
+	s11 uint16
+	s12 uint16
+}
+
+func verifyOperator(w *fbverify.Walk, pos int64, m *memoOperator) error {
+	t, hit, err := w.StartMemo(pos, &m.Memo)
 	if err != nil {
 		return err
 	}
-	if fo := w.Slot(&t, 0); fo != 0 && (fo+4 > t.Size() || fo&3 != 0) {
-		if err := w.ScalarOutside(&t, fo, 4); err != nil {
-			return w.At(err, "opcode_index", -1)
+	var fo1, fo2, fo3, fo4, fo5, fo7, fo8, fo11, fo12 int64
+	bad := fbverify.NoField // the first scalar field that fails its checks
+	if hit {
+		fo1 = int64(m.s1)
+		fo2 = int64(m.s2)
+		fo3 = int64(m.s3)
+		fo4 = int64(m.s4)
+		fo5 = int64(m.s5)
+		fo7 = int64(m.s7)
+		fo8 = int64(m.s8)
+		fo11 = int64(m.s11)
+		fo12 = int64(m.s12)
+	} else {
+		ext, has8 := int64(4), false
+		if fo := w.Slot(&t, 0); fo != 0 {
+			ext = max(ext, fo+4)
+			if !w.ScalarIn(&t, fo, 4) && bad == fbverify.NoField {
+				bad = 0
+			}
+		}
+		if fo := w.Slot(&t, 6); fo != 0 {
+			ext = max(ext, fo+1)
+			if !w.ScalarIn(&t, fo, 1) && bad == fbverify.NoField {
+				bad = 6
+			}
+		}
+		if fo := w.Slot(&t, 9); fo != 0 {
+			has8 = true
+			ext = max(ext, fo+8)
+			if !w.ScalarIn(&t, fo, 8) && bad == fbverify.NoField {
+				bad = 9
+			}
+		}
+		if fo := w.Slot(&t, 10); fo != 0 {
+			has8 = true
+			ext = max(ext, fo+8)
+			if !w.ScalarIn(&t, fo, 8) && bad == fbverify.NoField {
+				bad = 10
+			}
+		}
+		if fo := w.Slot(&t, 13); fo != 0 {
+			ext = max(ext, fo+4)
+			if !w.ScalarIn(&t, fo, 4) && bad == fbverify.NoField {
+				bad = 13
+			}
+		}
+		fo1 = w.Slot(&t, 1)
+		fo2 = w.Slot(&t, 2)
+		fo3 = w.Slot(&t, 3)
+		fo4 = w.Slot(&t, 4)
+		fo5 = w.Slot(&t, 5)
+		fo7 = w.Slot(&t, 7)
+		fo8 = w.Slot(&t, 8)
+		fo11 = w.Slot(&t, 11)
+		fo12 = w.Slot(&t, 12)
+		if bad == fbverify.NoField {
+			w.Learn(&t, &m.Memo, ext, has8)
+			m.s1 = uint16(fo1)
+			m.s2 = uint16(fo2)
+			m.s3 = uint16(fo3)
+			m.s4 = uint16(fo4)
+			m.s5 = uint16(fo5)
+			m.s7 = uint16(fo7)
+			m.s8 = uint16(fo8)
+			m.s11 = uint16(fo11)
+			m.s12 = uint16(fo12)
 		}
 	}
-	{
-		q, ok := w.RefAt(&t, w.Slot(&t, 1))
+	if bad < 1 {
+		return w.ScalarError(&t, bad, OperatorDesc)
+	}
+	if fo := fo1; fo != 0 {
+		q, ok := w.RefAt(&t, fo)
 		if !ok {
 			if q, err = w.Ref(&t, 1, false); err != nil {
 				return w.At(err, "inputs", -1)
 			}
 		}
-		if q != 0 {
-			if _, _, ok := w.VectorAt(q, 4); !ok {
-				if _, _, err := w.Vector(q, 4); err != nil {
-					return w.At(err, "inputs", -1)
-				}
+		if _, _, ok := w.VectorAt(q, 4); !ok {
+			if _, _, err := w.Vector(q, 4); err != nil {
+				return w.At(err, "inputs", -1)
 			}
 		}
 	}
-	{
-		q, ok := w.RefAt(&t, w.Slot(&t, 2))
+	if bad < 2 {
+		return w.ScalarError(&t, bad, OperatorDesc)
+	}
+	if fo := fo2; fo != 0 {
+		q, ok := w.RefAt(&t, fo)
 		if !ok {
 			if q, err = w.Ref(&t, 2, false); err != nil {
 				return w.At(err, "outputs", -1)
 			}
 		}
-		if q != 0 {
-			if _, _, ok := w.VectorAt(q, 4); !ok {
-				if _, _, err := w.Vector(q, 4); err != nil {
-					return w.At(err, "outputs", -1)
-				}
+		if _, _, ok := w.VectorAt(q, 4); !ok {
+			if _, _, err := w.Vector(q, 4); err != nil {
+				return w.At(err, "outputs", -1)
 			}
 		}
 	}
-	if tag, q, err := w.Union(&t, 3); err != nil {
+	if bad < 3 {
+		return w.ScalarError(&t, bad, OperatorDesc)
+	}
+	if tag, q, err := w.UnionAt(&t, fo3, fo4); err != nil {
 		return w.At(err, "builtin_options", -1)
 	} else if tag != 0 && q != 0 {
 		switch tag {
@@ -995,67 +1564,58 @@ func VerifyOperator(w *fbverify.Walk, pos int64) error {
 			return w.At(err, "builtin_options", -1)
 		}
 	}
-	{
-		q, ok := w.RefAt(&t, w.Slot(&t, 5))
+	if bad < 5 {
+		return w.ScalarError(&t, bad, OperatorDesc)
+	}
+	if fo := fo5; fo != 0 {
+		q, ok := w.RefAt(&t, fo)
 		if !ok {
 			if q, err = w.Ref(&t, 5, false); err != nil {
 				return w.At(err, "custom_options", -1)
 			}
 		}
-		if q != 0 {
-			if _, _, ok := w.VectorAt(q, 1); !ok {
-				if _, _, err := w.Vector(q, 1); err != nil {
-					return w.At(err, "custom_options", -1)
-				}
+		if _, _, ok := w.VectorAt(q, 1); !ok {
+			if _, _, err := w.Vector(q, 1); err != nil {
+				return w.At(err, "custom_options", -1)
 			}
 		}
 	}
-	if fo := w.Slot(&t, 6); fo != 0 && (fo+1 > t.Size()) {
-		if err := w.ScalarOutside(&t, fo, 1); err != nil {
-			return w.At(err, "custom_options_format", -1)
-		}
+	if bad < 7 {
+		return w.ScalarError(&t, bad, OperatorDesc)
 	}
-	{
-		q, ok := w.RefAt(&t, w.Slot(&t, 7))
+	if fo := fo7; fo != 0 {
+		q, ok := w.RefAt(&t, fo)
 		if !ok {
 			if q, err = w.Ref(&t, 7, false); err != nil {
 				return w.At(err, "mutating_variable_inputs", -1)
 			}
 		}
-		if q != 0 {
-			if _, _, ok := w.VectorAt(q, 1); !ok {
-				if _, _, err := w.Vector(q, 1); err != nil {
-					return w.At(err, "mutating_variable_inputs", -1)
-				}
+		if _, _, ok := w.VectorAt(q, 1); !ok {
+			if _, _, err := w.Vector(q, 1); err != nil {
+				return w.At(err, "mutating_variable_inputs", -1)
 			}
 		}
 	}
-	{
-		q, ok := w.RefAt(&t, w.Slot(&t, 8))
+	if bad < 8 {
+		return w.ScalarError(&t, bad, OperatorDesc)
+	}
+	if fo := fo8; fo != 0 {
+		q, ok := w.RefAt(&t, fo)
 		if !ok {
 			if q, err = w.Ref(&t, 8, false); err != nil {
 				return w.At(err, "intermediates", -1)
 			}
 		}
-		if q != 0 {
-			if _, _, ok := w.VectorAt(q, 4); !ok {
-				if _, _, err := w.Vector(q, 4); err != nil {
-					return w.At(err, "intermediates", -1)
-				}
+		if _, _, ok := w.VectorAt(q, 4); !ok {
+			if _, _, err := w.Vector(q, 4); err != nil {
+				return w.At(err, "intermediates", -1)
 			}
 		}
 	}
-	if fo := w.Slot(&t, 9); fo != 0 && (fo+8 > t.Size() || (t.Pos()+fo)&7 != 0) {
-		if err := w.ScalarOutside(&t, fo, 8); err != nil {
-			return w.At(err, "large_custom_options_offset", -1)
-		}
+	if bad < 11 {
+		return w.ScalarError(&t, bad, OperatorDesc)
 	}
-	if fo := w.Slot(&t, 10); fo != 0 && (fo+8 > t.Size() || (t.Pos()+fo)&7 != 0) {
-		if err := w.ScalarOutside(&t, fo, 8); err != nil {
-			return w.At(err, "large_custom_options_size", -1)
-		}
-	}
-	if tag, q, err := w.Union(&t, 11); err != nil {
+	if tag, q, err := w.UnionAt(&t, fo11, fo12); err != nil {
 		return w.At(err, "builtin_options_2", -1)
 	} else if tag != 0 && q != 0 {
 		switch tag {
@@ -1110,10 +1670,8 @@ func VerifyOperator(w *fbverify.Walk, pos int64) error {
 			return w.At(err, "builtin_options_2", -1)
 		}
 	}
-	if fo := w.Slot(&t, 13); fo != 0 && (fo+4 > t.Size() || fo&3 != 0) {
-		if err := w.ScalarOutside(&t, fo, 4); err != nil {
-			return w.At(err, "debug_metadata_index", -1)
-		}
+	if bad != fbverify.NoField {
+		return w.ScalarError(&t, bad, OperatorDesc)
 	}
 	w.Leave()
 	return nil
@@ -1121,119 +1679,158 @@ func VerifyOperator(w *fbverify.Walk, pos int64) error {
 
 // VerifySubGraph verifies the SubGraph table at pos and everything it refers to.
 func VerifySubGraph(w *fbverify.Walk, pos int64) error {
-	t, err := w.Start(pos)
+	var m memoSubGraph
+	return verifySubGraph(w, pos, &m)
+}
+
+// memoSubGraph is what verifySubGraph keeps from one SubGraph table to the next: the
+// vtable, the table offsets of its offset fields and unions, and the memos
+// of the tables it verifies in place.
+type memoSubGraph struct {
+	fbverify.Memo
+	s0        uint16
+	s1        uint16
+	s2        uint16
+	s3        uint16
+	s4        uint16
+	mTensor   memoTensor
+	mOperator memoOperator
+}
+
+func verifySubGraph(w *fbverify.Walk, pos int64, m *memoSubGraph) error {
+	t, hit, err := w.StartMemo(pos, &m.Memo)
 	if err != nil {
 		return err
 	}
-	{
-		q, ok := w.RefAt(&t, w.Slot(&t, 0))
+	var fo0, fo1, fo2, fo3, fo4 int64
+	bad := fbverify.NoField // the first scalar field that fails its checks
+	if hit {
+		fo0 = int64(m.s0)
+		fo1 = int64(m.s1)
+		fo2 = int64(m.s2)
+		fo3 = int64(m.s3)
+		fo4 = int64(m.s4)
+	} else {
+		ext := int64(4)
+		if fo := w.Slot(&t, 5); fo != 0 {
+			ext = max(ext, fo+4)
+			if !w.ScalarIn(&t, fo, 4) && bad == fbverify.NoField {
+				bad = 5
+			}
+		}
+		fo0 = w.Slot(&t, 0)
+		fo1 = w.Slot(&t, 1)
+		fo2 = w.Slot(&t, 2)
+		fo3 = w.Slot(&t, 3)
+		fo4 = w.Slot(&t, 4)
+		if bad == fbverify.NoField {
+			w.Learn(&t, &m.Memo, ext, false)
+			m.s0 = uint16(fo0)
+			m.s1 = uint16(fo1)
+			m.s2 = uint16(fo2)
+			m.s3 = uint16(fo3)
+			m.s4 = uint16(fo4)
+		}
+	}
+	if fo := fo0; fo != 0 {
+		q, ok := w.RefAt(&t, fo)
 		if !ok {
 			if q, err = w.Ref(&t, 0, false); err != nil {
 				return w.At(err, "tensors", -1)
 			}
 		}
-		if q != 0 {
-			start, n, ok := w.VectorAt(q, 4)
-			if !ok {
-				if start, n, err = w.Vector(q, 4); err != nil {
-					return w.At(err, "tensors", -1)
-				}
+		start, n, ok := w.VectorAt(q, 4)
+		if !ok {
+			if start, n, err = w.Vector(q, 4); err != nil {
+				return w.At(err, "tensors", -1)
 			}
-			{
-				for i := int64(0); i < n; i++ {
-					var err error
-					e, ok := w.DerefAt(start + 4*i)
-					if !ok {
-						e, err = w.Deref(start + 4*i)
-					}
-					if err == nil {
-						err = VerifyTensor(w, e)
-					}
-					if err != nil {
-						return w.At(w.At(err, "", int(i)), "tensors", -1)
-					}
+		}
+		{
+			for i := int64(0); i < n; i++ {
+				var err error
+				e, ok := w.DerefAt(start + 4*i)
+				if !ok {
+					e, err = w.Deref(start + 4*i)
+				}
+				if err == nil {
+					err = verifyTensor(w, e, &m.mTensor)
+				}
+				if err != nil {
+					return w.At(w.At(err, "", int(i)), "tensors", -1)
 				}
 			}
 		}
 	}
-	{
-		q, ok := w.RefAt(&t, w.Slot(&t, 1))
+	if fo := fo1; fo != 0 {
+		q, ok := w.RefAt(&t, fo)
 		if !ok {
 			if q, err = w.Ref(&t, 1, false); err != nil {
 				return w.At(err, "inputs", -1)
 			}
 		}
-		if q != 0 {
-			if _, _, ok := w.VectorAt(q, 4); !ok {
-				if _, _, err := w.Vector(q, 4); err != nil {
-					return w.At(err, "inputs", -1)
-				}
+		if _, _, ok := w.VectorAt(q, 4); !ok {
+			if _, _, err := w.Vector(q, 4); err != nil {
+				return w.At(err, "inputs", -1)
 			}
 		}
 	}
-	{
-		q, ok := w.RefAt(&t, w.Slot(&t, 2))
+	if fo := fo2; fo != 0 {
+		q, ok := w.RefAt(&t, fo)
 		if !ok {
 			if q, err = w.Ref(&t, 2, false); err != nil {
 				return w.At(err, "outputs", -1)
 			}
 		}
-		if q != 0 {
-			if _, _, ok := w.VectorAt(q, 4); !ok {
-				if _, _, err := w.Vector(q, 4); err != nil {
-					return w.At(err, "outputs", -1)
-				}
+		if _, _, ok := w.VectorAt(q, 4); !ok {
+			if _, _, err := w.Vector(q, 4); err != nil {
+				return w.At(err, "outputs", -1)
 			}
 		}
 	}
-	{
-		q, ok := w.RefAt(&t, w.Slot(&t, 3))
+	if fo := fo3; fo != 0 {
+		q, ok := w.RefAt(&t, fo)
 		if !ok {
 			if q, err = w.Ref(&t, 3, false); err != nil {
 				return w.At(err, "operators", -1)
 			}
 		}
-		if q != 0 {
-			start, n, ok := w.VectorAt(q, 4)
-			if !ok {
-				if start, n, err = w.Vector(q, 4); err != nil {
-					return w.At(err, "operators", -1)
-				}
+		start, n, ok := w.VectorAt(q, 4)
+		if !ok {
+			if start, n, err = w.Vector(q, 4); err != nil {
+				return w.At(err, "operators", -1)
 			}
-			if !w.Lazy() {
-				for i := int64(0); i < n; i++ {
-					var err error
-					e, ok := w.DerefAt(start + 4*i)
-					if !ok {
-						e, err = w.Deref(start + 4*i)
-					}
-					if err == nil {
-						err = VerifyOperator(w, e)
-					}
-					if err != nil {
-						return w.At(w.At(err, "", int(i)), "operators", -1)
-					}
+		}
+		if !w.Lazy() {
+			for i := int64(0); i < n; i++ {
+				var err error
+				e, ok := w.DerefAt(start + 4*i)
+				if !ok {
+					e, err = w.Deref(start + 4*i)
+				}
+				if err == nil {
+					err = verifyOperator(w, e, &m.mOperator)
+				}
+				if err != nil {
+					return w.At(w.At(err, "", int(i)), "operators", -1)
 				}
 			}
 		}
 	}
-	{
-		q, ok := w.RefAt(&t, w.Slot(&t, 4))
+	if fo := fo4; fo != 0 {
+		q, ok := w.RefAt(&t, fo)
 		if !ok {
 			if q, err = w.Ref(&t, 4, false); err != nil {
 				return w.At(err, "name", -1)
 			}
 		}
-		if q != 0 {
+		if !w.StringAt(q) {
 			if err := w.String(q); err != nil {
 				return w.At(err, "name", -1)
 			}
 		}
 	}
-	if fo := w.Slot(&t, 5); fo != 0 && (fo+4 > t.Size() || fo&3 != 0) {
-		if err := w.ScalarOutside(&t, fo, 4); err != nil {
-			return w.At(err, "debug_metadata_index", -1)
-		}
+	if bad != fbverify.NoField {
+		return w.ScalarError(&t, bad, SubGraphDesc)
 	}
 	if w.Visiting() {
 		w.Visit(VisitSubGraph, &t)
@@ -1244,34 +1841,64 @@ func VerifySubGraph(w *fbverify.Walk, pos int64) error {
 
 // VerifyBuffer verifies the Buffer table at pos and everything it refers to.
 func VerifyBuffer(w *fbverify.Walk, pos int64) error {
-	t, err := w.Start(pos)
+	var m memoBuffer
+	return verifyBuffer(w, pos, &m)
+}
+
+// memoBuffer is what verifyBuffer keeps from one Buffer table to the next: the
+// vtable, the table offsets of its offset fields and unions, and the memos
+// of the tables it verifies in place.
+type memoBuffer struct {
+	fbverify.Memo
+	s0 uint16
+}
+
+func verifyBuffer(w *fbverify.Walk, pos int64, m *memoBuffer) error {
+	t, hit, err := w.StartMemo(pos, &m.Memo)
 	if err != nil {
 		return err
 	}
-	{
-		q, ok := w.RefAt(&t, w.Slot(&t, 0))
+	var fo0 int64
+	bad := fbverify.NoField // the first scalar field that fails its checks
+	if hit {
+		fo0 = int64(m.s0)
+	} else {
+		ext, has8 := int64(4), false
+		if fo := w.Slot(&t, 1); fo != 0 {
+			has8 = true
+			ext = max(ext, fo+8)
+			if !w.ScalarIn(&t, fo, 8) && bad == fbverify.NoField {
+				bad = 1
+			}
+		}
+		if fo := w.Slot(&t, 2); fo != 0 {
+			has8 = true
+			ext = max(ext, fo+8)
+			if !w.ScalarIn(&t, fo, 8) && bad == fbverify.NoField {
+				bad = 2
+			}
+		}
+		fo0 = w.Slot(&t, 0)
+		if bad == fbverify.NoField {
+			w.Learn(&t, &m.Memo, ext, has8)
+			m.s0 = uint16(fo0)
+		}
+	}
+	if fo := fo0; fo != 0 {
+		q, ok := w.RefAt(&t, fo)
 		if !ok {
 			if q, err = w.Ref(&t, 0, false); err != nil {
 				return w.At(err, "data", -1)
 			}
 		}
-		if q != 0 {
-			if _, _, ok := w.VectorAt(q, 1); !ok {
-				if _, _, err := w.Vector(q, 1); err != nil {
-					return w.At(err, "data", -1)
-				}
+		if _, _, ok := w.VectorAt(q, 1); !ok {
+			if _, _, err := w.Vector(q, 1); err != nil {
+				return w.At(err, "data", -1)
 			}
 		}
 	}
-	if fo := w.Slot(&t, 1); fo != 0 && (fo+8 > t.Size() || (t.Pos()+fo)&7 != 0) {
-		if err := w.ScalarOutside(&t, fo, 8); err != nil {
-			return w.At(err, "offset", -1)
-		}
-	}
-	if fo := w.Slot(&t, 2); fo != 0 && (fo+8 > t.Size() || (t.Pos()+fo)&7 != 0) {
-		if err := w.ScalarOutside(&t, fo, 8); err != nil {
-			return w.At(err, "size", -1)
-		}
+	if bad != fbverify.NoField {
+		return w.ScalarError(&t, bad, BufferDesc)
 	}
 	if w.Visiting() {
 		w.Visit(VisitBuffer, &t)
@@ -1282,18 +1909,39 @@ func VerifyBuffer(w *fbverify.Walk, pos int64) error {
 
 // VerifyExternalBufferGroup verifies the ExternalBufferGroup table at pos and everything it refers to.
 func VerifyExternalBufferGroup(w *fbverify.Walk, pos int64) error {
-	t, err := w.Start(pos)
+	var m memoExternalBufferGroup
+	return verifyExternalBufferGroup(w, pos, &m)
+}
+
+// memoExternalBufferGroup is what verifyExternalBufferGroup keeps from one ExternalBufferGroup table to the next: the
+// vtable, the table offsets of its offset fields and unions, and the memos
+// of the tables it verifies in place.
+type memoExternalBufferGroup struct {
+	fbverify.Memo
+	s0 uint16
+}
+
+func verifyExternalBufferGroup(w *fbverify.Walk, pos int64, m *memoExternalBufferGroup) error {
+	t, hit, err := w.StartMemo(pos, &m.Memo)
 	if err != nil {
 		return err
 	}
-	{
-		q, ok := w.RefAt(&t, w.Slot(&t, 0))
+	var fo0 int64
+	if hit {
+		fo0 = int64(m.s0)
+	} else {
+		fo0 = w.Slot(&t, 0)
+		w.Learn(&t, &m.Memo, 4, false)
+		m.s0 = uint16(fo0)
+	}
+	if fo := fo0; fo != 0 {
+		q, ok := w.RefAt(&t, fo)
 		if !ok {
 			if q, err = w.Ref(&t, 0, false); err != nil {
 				return w.At(err, "name", -1)
 			}
 		}
-		if q != 0 {
+		if !w.StringAt(q) {
 			if err := w.String(q); err != nil {
 				return w.At(err, "name", -1)
 			}
@@ -1305,42 +1953,79 @@ func VerifyExternalBufferGroup(w *fbverify.Walk, pos int64) error {
 
 // VerifyExternalBuffer verifies the ExternalBuffer table at pos and everything it refers to.
 func VerifyExternalBuffer(w *fbverify.Walk, pos int64) error {
-	t, err := w.Start(pos)
+	var m memoExternalBuffer
+	return verifyExternalBuffer(w, pos, &m)
+}
+
+// memoExternalBuffer is what verifyExternalBuffer keeps from one ExternalBuffer table to the next: the
+// vtable, the table offsets of its offset fields and unions, and the memos
+// of the tables it verifies in place.
+type memoExternalBuffer struct {
+	fbverify.Memo
+	s4 uint16
+}
+
+func verifyExternalBuffer(w *fbverify.Walk, pos int64, m *memoExternalBuffer) error {
+	t, hit, err := w.StartMemo(pos, &m.Memo)
 	if err != nil {
 		return err
 	}
-	if fo := w.Slot(&t, 0); fo != 0 && (fo+4 > t.Size() || fo&3 != 0) {
-		if err := w.ScalarOutside(&t, fo, 4); err != nil {
-			return w.At(err, "id", -1)
+	var fo4 int64
+	bad := fbverify.NoField // the first scalar field that fails its checks
+	if hit {
+		fo4 = int64(m.s4)
+	} else {
+		ext, has8 := int64(4), false
+		if fo := w.Slot(&t, 0); fo != 0 {
+			ext = max(ext, fo+4)
+			if !w.ScalarIn(&t, fo, 4) && bad == fbverify.NoField {
+				bad = 0
+			}
+		}
+		if fo := w.Slot(&t, 1); fo != 0 {
+			ext = max(ext, fo+4)
+			if !w.ScalarIn(&t, fo, 4) && bad == fbverify.NoField {
+				bad = 1
+			}
+		}
+		if fo := w.Slot(&t, 2); fo != 0 {
+			has8 = true
+			ext = max(ext, fo+8)
+			if !w.ScalarIn(&t, fo, 8) && bad == fbverify.NoField {
+				bad = 2
+			}
+		}
+		if fo := w.Slot(&t, 3); fo != 0 {
+			has8 = true
+			ext = max(ext, fo+8)
+			if !w.ScalarIn(&t, fo, 8) && bad == fbverify.NoField {
+				bad = 3
+			}
+		}
+		fo4 = w.Slot(&t, 4)
+		if bad == fbverify.NoField {
+			w.Learn(&t, &m.Memo, ext, has8)
+			m.s4 = uint16(fo4)
 		}
 	}
-	if fo := w.Slot(&t, 1); fo != 0 && (fo+4 > t.Size() || fo&3 != 0) {
-		if err := w.ScalarOutside(&t, fo, 4); err != nil {
-			return w.At(err, "group", -1)
-		}
+	if bad < 4 {
+		return w.ScalarError(&t, bad, ExternalBufferDesc)
 	}
-	if fo := w.Slot(&t, 2); fo != 0 && (fo+8 > t.Size() || (t.Pos()+fo)&7 != 0) {
-		if err := w.ScalarOutside(&t, fo, 8); err != nil {
-			return w.At(err, "offset", -1)
-		}
-	}
-	if fo := w.Slot(&t, 3); fo != 0 && (fo+8 > t.Size() || (t.Pos()+fo)&7 != 0) {
-		if err := w.ScalarOutside(&t, fo, 8); err != nil {
-			return w.At(err, "length", -1)
-		}
-	}
-	{
-		q, ok := w.RefAt(&t, w.Slot(&t, 4))
+	if fo := fo4; fo != 0 {
+		q, ok := w.RefAt(&t, fo)
 		if !ok {
 			if q, err = w.Ref(&t, 4, false); err != nil {
 				return w.At(err, "packing", -1)
 			}
 		}
-		if q != 0 {
+		if !w.StringAt(q) {
 			if err := w.String(q); err != nil {
 				return w.At(err, "packing", -1)
 			}
 		}
+	}
+	if bad != fbverify.NoField {
+		return w.ScalarError(&t, bad, ExternalBufferDesc)
 	}
 	w.Leave()
 	return nil
@@ -1348,27 +2033,56 @@ func VerifyExternalBuffer(w *fbverify.Walk, pos int64) error {
 
 // VerifyMetadata verifies the Metadata table at pos and everything it refers to.
 func VerifyMetadata(w *fbverify.Walk, pos int64) error {
-	t, err := w.Start(pos)
+	var m memoMetadata
+	return verifyMetadata(w, pos, &m)
+}
+
+// memoMetadata is what verifyMetadata keeps from one Metadata table to the next: the
+// vtable, the table offsets of its offset fields and unions, and the memos
+// of the tables it verifies in place.
+type memoMetadata struct {
+	fbverify.Memo
+	s0 uint16
+}
+
+func verifyMetadata(w *fbverify.Walk, pos int64, m *memoMetadata) error {
+	t, hit, err := w.StartMemo(pos, &m.Memo)
 	if err != nil {
 		return err
 	}
-	{
-		q, ok := w.RefAt(&t, w.Slot(&t, 0))
+	var fo0 int64
+	bad := fbverify.NoField // the first scalar field that fails its checks
+	if hit {
+		fo0 = int64(m.s0)
+	} else {
+		ext := int64(4)
+		if fo := w.Slot(&t, 1); fo != 0 {
+			ext = max(ext, fo+4)
+			if !w.ScalarIn(&t, fo, 4) && bad == fbverify.NoField {
+				bad = 1
+			}
+		}
+		fo0 = w.Slot(&t, 0)
+		if bad == fbverify.NoField {
+			w.Learn(&t, &m.Memo, ext, false)
+			m.s0 = uint16(fo0)
+		}
+	}
+	if fo := fo0; fo != 0 {
+		q, ok := w.RefAt(&t, fo)
 		if !ok {
 			if q, err = w.Ref(&t, 0, false); err != nil {
 				return w.At(err, "name", -1)
 			}
 		}
-		if q != 0 {
+		if !w.StringAt(q) {
 			if err := w.String(q); err != nil {
 				return w.At(err, "name", -1)
 			}
 		}
 	}
-	if fo := w.Slot(&t, 1); fo != 0 && (fo+4 > t.Size() || fo&3 != 0) {
-		if err := w.ScalarOutside(&t, fo, 4); err != nil {
-			return w.At(err, "buffer", -1)
-		}
+	if bad != fbverify.NoField {
+		return w.ScalarError(&t, bad, MetadataDesc)
 	}
 	w.Leave()
 	return nil
@@ -1376,27 +2090,56 @@ func VerifyMetadata(w *fbverify.Walk, pos int64) error {
 
 // VerifyTensorMap verifies the TensorMap table at pos and everything it refers to.
 func VerifyTensorMap(w *fbverify.Walk, pos int64) error {
-	t, err := w.Start(pos)
+	var m memoTensorMap
+	return verifyTensorMap(w, pos, &m)
+}
+
+// memoTensorMap is what verifyTensorMap keeps from one TensorMap table to the next: the
+// vtable, the table offsets of its offset fields and unions, and the memos
+// of the tables it verifies in place.
+type memoTensorMap struct {
+	fbverify.Memo
+	s0 uint16
+}
+
+func verifyTensorMap(w *fbverify.Walk, pos int64, m *memoTensorMap) error {
+	t, hit, err := w.StartMemo(pos, &m.Memo)
 	if err != nil {
 		return err
 	}
-	{
-		q, ok := w.RefAt(&t, w.Slot(&t, 0))
+	var fo0 int64
+	bad := fbverify.NoField // the first scalar field that fails its checks
+	if hit {
+		fo0 = int64(m.s0)
+	} else {
+		ext := int64(4)
+		if fo := w.Slot(&t, 1); fo != 0 {
+			ext = max(ext, fo+4)
+			if !w.ScalarIn(&t, fo, 4) && bad == fbverify.NoField {
+				bad = 1
+			}
+		}
+		fo0 = w.Slot(&t, 0)
+		if bad == fbverify.NoField {
+			w.Learn(&t, &m.Memo, ext, false)
+			m.s0 = uint16(fo0)
+		}
+	}
+	if fo := fo0; fo != 0 {
+		q, ok := w.RefAt(&t, fo)
 		if !ok {
 			if q, err = w.Ref(&t, 0, false); err != nil {
 				return w.At(err, "name", -1)
 			}
 		}
-		if q != 0 {
+		if !w.StringAt(q) {
 			if err := w.String(q); err != nil {
 				return w.At(err, "name", -1)
 			}
 		}
 	}
-	if fo := w.Slot(&t, 1); fo != 0 && (fo+4 > t.Size() || fo&3 != 0) {
-		if err := w.ScalarOutside(&t, fo, 4); err != nil {
-			return w.At(err, "tensor_index", -1)
-		}
+	if bad != fbverify.NoField {
+		return w.ScalarError(&t, bad, TensorMapDesc)
 	}
 	w.Leave()
 	return nil
@@ -1404,89 +2147,123 @@ func VerifyTensorMap(w *fbverify.Walk, pos int64) error {
 
 // VerifySignatureDef verifies the SignatureDef table at pos and everything it refers to.
 func VerifySignatureDef(w *fbverify.Walk, pos int64) error {
-	t, err := w.Start(pos)
+	var m memoSignatureDef
+	return verifySignatureDef(w, pos, &m)
+}
+
+// memoSignatureDef is what verifySignatureDef keeps from one SignatureDef table to the next: the
+// vtable, the table offsets of its offset fields and unions, and the memos
+// of the tables it verifies in place.
+type memoSignatureDef struct {
+	fbverify.Memo
+	s0         uint16
+	s1         uint16
+	s2         uint16
+	mTensorMap memoTensorMap
+}
+
+func verifySignatureDef(w *fbverify.Walk, pos int64, m *memoSignatureDef) error {
+	t, hit, err := w.StartMemo(pos, &m.Memo)
 	if err != nil {
 		return err
 	}
-	{
-		q, ok := w.RefAt(&t, w.Slot(&t, 0))
+	var fo0, fo1, fo2 int64
+	bad := fbverify.NoField // the first scalar field that fails its checks
+	if hit {
+		fo0 = int64(m.s0)
+		fo1 = int64(m.s1)
+		fo2 = int64(m.s2)
+	} else {
+		ext := int64(4)
+		if fo := w.Slot(&t, 4); fo != 0 {
+			ext = max(ext, fo+4)
+			if !w.ScalarIn(&t, fo, 4) && bad == fbverify.NoField {
+				bad = 4
+			}
+		}
+		fo0 = w.Slot(&t, 0)
+		fo1 = w.Slot(&t, 1)
+		fo2 = w.Slot(&t, 2)
+		if bad == fbverify.NoField {
+			w.Learn(&t, &m.Memo, ext, false)
+			m.s0 = uint16(fo0)
+			m.s1 = uint16(fo1)
+			m.s2 = uint16(fo2)
+		}
+	}
+	if fo := fo0; fo != 0 {
+		q, ok := w.RefAt(&t, fo)
 		if !ok {
 			if q, err = w.Ref(&t, 0, false); err != nil {
 				return w.At(err, "inputs", -1)
 			}
 		}
-		if q != 0 {
-			start, n, ok := w.VectorAt(q, 4)
-			if !ok {
-				if start, n, err = w.Vector(q, 4); err != nil {
-					return w.At(err, "inputs", -1)
-				}
+		start, n, ok := w.VectorAt(q, 4)
+		if !ok {
+			if start, n, err = w.Vector(q, 4); err != nil {
+				return w.At(err, "inputs", -1)
 			}
-			{
-				for i := int64(0); i < n; i++ {
-					var err error
-					e, ok := w.DerefAt(start + 4*i)
-					if !ok {
-						e, err = w.Deref(start + 4*i)
-					}
-					if err == nil {
-						err = VerifyTensorMap(w, e)
-					}
-					if err != nil {
-						return w.At(w.At(err, "", int(i)), "inputs", -1)
-					}
+		}
+		{
+			for i := int64(0); i < n; i++ {
+				var err error
+				e, ok := w.DerefAt(start + 4*i)
+				if !ok {
+					e, err = w.Deref(start + 4*i)
+				}
+				if err == nil {
+					err = verifyTensorMap(w, e, &m.mTensorMap)
+				}
+				if err != nil {
+					return w.At(w.At(err, "", int(i)), "inputs", -1)
 				}
 			}
 		}
 	}
-	{
-		q, ok := w.RefAt(&t, w.Slot(&t, 1))
+	if fo := fo1; fo != 0 {
+		q, ok := w.RefAt(&t, fo)
 		if !ok {
 			if q, err = w.Ref(&t, 1, false); err != nil {
 				return w.At(err, "outputs", -1)
 			}
 		}
-		if q != 0 {
-			start, n, ok := w.VectorAt(q, 4)
-			if !ok {
-				if start, n, err = w.Vector(q, 4); err != nil {
-					return w.At(err, "outputs", -1)
-				}
+		start, n, ok := w.VectorAt(q, 4)
+		if !ok {
+			if start, n, err = w.Vector(q, 4); err != nil {
+				return w.At(err, "outputs", -1)
 			}
-			{
-				for i := int64(0); i < n; i++ {
-					var err error
-					e, ok := w.DerefAt(start + 4*i)
-					if !ok {
-						e, err = w.Deref(start + 4*i)
-					}
-					if err == nil {
-						err = VerifyTensorMap(w, e)
-					}
-					if err != nil {
-						return w.At(w.At(err, "", int(i)), "outputs", -1)
-					}
+		}
+		{
+			for i := int64(0); i < n; i++ {
+				var err error
+				e, ok := w.DerefAt(start + 4*i)
+				if !ok {
+					e, err = w.Deref(start + 4*i)
+				}
+				if err == nil {
+					err = verifyTensorMap(w, e, &m.mTensorMap)
+				}
+				if err != nil {
+					return w.At(w.At(err, "", int(i)), "outputs", -1)
 				}
 			}
 		}
 	}
-	{
-		q, ok := w.RefAt(&t, w.Slot(&t, 2))
+	if fo := fo2; fo != 0 {
+		q, ok := w.RefAt(&t, fo)
 		if !ok {
 			if q, err = w.Ref(&t, 2, false); err != nil {
 				return w.At(err, "signature_key", -1)
 			}
 		}
-		if q != 0 {
+		if !w.StringAt(q) {
 			if err := w.String(q); err != nil {
 				return w.At(err, "signature_key", -1)
 			}
 		}
 	}
-	if fo := w.Slot(&t, 4); fo != 0 && (fo+4 > t.Size() || fo&3 != 0) {
-		if err := w.ScalarOutside(&t, fo, 4); err != nil {
-			return w.At(err, "subgraph_index", -1)
-		}
+	if bad != fbverify.NoField {
+		return w.ScalarError(&t, bad, SignatureDefDesc)
 	}
 	w.Leave()
 	return nil
@@ -1494,259 +2271,338 @@ func VerifySignatureDef(w *fbverify.Walk, pos int64) error {
 
 // VerifyModel verifies the Model table at pos and everything it refers to.
 func VerifyModel(w *fbverify.Walk, pos int64) error {
-	t, err := w.Start(pos)
+	var m memoModel
+	return verifyModel(w, pos, &m)
+}
+
+// memoModel is what verifyModel keeps from one Model table to the next: the
+// vtable, the table offsets of its offset fields and unions, and the memos
+// of the tables it verifies in place.
+type memoModel struct {
+	fbverify.Memo
+	s1                   uint16
+	s2                   uint16
+	s3                   uint16
+	s4                   uint16
+	s5                   uint16
+	s6                   uint16
+	s7                   uint16
+	s8                   uint16
+	s9                   uint16
+	mOperatorCode        memoOperatorCode
+	mSubGraph            memoSubGraph
+	mBuffer              memoBuffer
+	mMetadata            memoMetadata
+	mSignatureDef        memoSignatureDef
+	mExternalBufferGroup memoExternalBufferGroup
+	mExternalBuffer      memoExternalBuffer
+}
+
+func verifyModel(w *fbverify.Walk, pos int64, m *memoModel) error {
+	t, hit, err := w.StartMemo(pos, &m.Memo)
 	if err != nil {
 		return err
 	}
-	if fo := w.Slot(&t, 0); fo != 0 && (fo+4 > t.Size() || fo&3 != 0) {
-		if err := w.ScalarOutside(&t, fo, 4); err != nil {
-			return w.At(err, "version", -1)
+	var fo1, fo2, fo3, fo4, fo5, fo6, fo7, fo8, fo9 int64
+	bad := fbverify.NoField // the first scalar field that fails its checks
+	if hit {
+		fo1 = int64(m.s1)
+		fo2 = int64(m.s2)
+		fo3 = int64(m.s3)
+		fo4 = int64(m.s4)
+		fo5 = int64(m.s5)
+		fo6 = int64(m.s6)
+		fo7 = int64(m.s7)
+		fo8 = int64(m.s8)
+		fo9 = int64(m.s9)
+	} else {
+		ext := int64(4)
+		if fo := w.Slot(&t, 0); fo != 0 {
+			ext = max(ext, fo+4)
+			if !w.ScalarIn(&t, fo, 4) && bad == fbverify.NoField {
+				bad = 0
+			}
+		}
+		fo1 = w.Slot(&t, 1)
+		fo2 = w.Slot(&t, 2)
+		fo3 = w.Slot(&t, 3)
+		fo4 = w.Slot(&t, 4)
+		fo5 = w.Slot(&t, 5)
+		fo6 = w.Slot(&t, 6)
+		fo7 = w.Slot(&t, 7)
+		fo8 = w.Slot(&t, 8)
+		fo9 = w.Slot(&t, 9)
+		if bad == fbverify.NoField {
+			w.Learn(&t, &m.Memo, ext, false)
+			m.s1 = uint16(fo1)
+			m.s2 = uint16(fo2)
+			m.s3 = uint16(fo3)
+			m.s4 = uint16(fo4)
+			m.s5 = uint16(fo5)
+			m.s6 = uint16(fo6)
+			m.s7 = uint16(fo7)
+			m.s8 = uint16(fo8)
+			m.s9 = uint16(fo9)
 		}
 	}
-	{
-		q, ok := w.RefAt(&t, w.Slot(&t, 1))
+	if bad < 1 {
+		return w.ScalarError(&t, bad, ModelDesc)
+	}
+	if fo := fo1; fo != 0 {
+		q, ok := w.RefAt(&t, fo)
 		if !ok {
 			if q, err = w.Ref(&t, 1, false); err != nil {
 				return w.At(err, "operator_codes", -1)
 			}
 		}
-		if q != 0 {
-			start, n, ok := w.VectorAt(q, 4)
-			if !ok {
-				if start, n, err = w.Vector(q, 4); err != nil {
-					return w.At(err, "operator_codes", -1)
-				}
+		start, n, ok := w.VectorAt(q, 4)
+		if !ok {
+			if start, n, err = w.Vector(q, 4); err != nil {
+				return w.At(err, "operator_codes", -1)
 			}
-			{
-				for i := int64(0); i < n; i++ {
-					var err error
-					e, ok := w.DerefAt(start + 4*i)
-					if !ok {
-						e, err = w.Deref(start + 4*i)
-					}
-					if err == nil {
-						err = VerifyOperatorCode(w, e)
-					}
-					if err != nil {
-						return w.At(w.At(err, "", int(i)), "operator_codes", -1)
-					}
+		}
+		{
+			for i := int64(0); i < n; i++ {
+				var err error
+				e, ok := w.DerefAt(start + 4*i)
+				if !ok {
+					e, err = w.Deref(start + 4*i)
+				}
+				if err == nil {
+					err = verifyOperatorCode(w, e, &m.mOperatorCode)
+				}
+				if err != nil {
+					return w.At(w.At(err, "", int(i)), "operator_codes", -1)
 				}
 			}
 		}
 	}
-	{
-		q, ok := w.RefAt(&t, w.Slot(&t, 2))
+	if bad < 2 {
+		return w.ScalarError(&t, bad, ModelDesc)
+	}
+	if fo := fo2; fo != 0 {
+		q, ok := w.RefAt(&t, fo)
 		if !ok {
 			if q, err = w.Ref(&t, 2, false); err != nil {
 				return w.At(err, "subgraphs", -1)
 			}
 		}
-		if q != 0 {
-			start, n, ok := w.VectorAt(q, 4)
-			if !ok {
-				if start, n, err = w.Vector(q, 4); err != nil {
-					return w.At(err, "subgraphs", -1)
-				}
+		start, n, ok := w.VectorAt(q, 4)
+		if !ok {
+			if start, n, err = w.Vector(q, 4); err != nil {
+				return w.At(err, "subgraphs", -1)
 			}
-			{
-				for i := int64(0); i < n; i++ {
-					var err error
-					e, ok := w.DerefAt(start + 4*i)
-					if !ok {
-						e, err = w.Deref(start + 4*i)
-					}
-					if err == nil {
-						err = VerifySubGraph(w, e)
-					}
-					if err != nil {
-						return w.At(w.At(err, "", int(i)), "subgraphs", -1)
-					}
+		}
+		{
+			for i := int64(0); i < n; i++ {
+				var err error
+				e, ok := w.DerefAt(start + 4*i)
+				if !ok {
+					e, err = w.Deref(start + 4*i)
+				}
+				if err == nil {
+					err = verifySubGraph(w, e, &m.mSubGraph)
+				}
+				if err != nil {
+					return w.At(w.At(err, "", int(i)), "subgraphs", -1)
 				}
 			}
 		}
 	}
-	{
-		q, ok := w.RefAt(&t, w.Slot(&t, 3))
+	if bad < 3 {
+		return w.ScalarError(&t, bad, ModelDesc)
+	}
+	if fo := fo3; fo != 0 {
+		q, ok := w.RefAt(&t, fo)
 		if !ok {
 			if q, err = w.Ref(&t, 3, false); err != nil {
 				return w.At(err, "description", -1)
 			}
 		}
-		if q != 0 {
+		if !w.StringAt(q) {
 			if err := w.String(q); err != nil {
 				return w.At(err, "description", -1)
 			}
 		}
 	}
-	{
-		q, ok := w.RefAt(&t, w.Slot(&t, 4))
+	if bad < 4 {
+		return w.ScalarError(&t, bad, ModelDesc)
+	}
+	if fo := fo4; fo != 0 {
+		q, ok := w.RefAt(&t, fo)
 		if !ok {
 			if q, err = w.Ref(&t, 4, false); err != nil {
 				return w.At(err, "buffers", -1)
 			}
 		}
-		if q != 0 {
-			start, n, ok := w.VectorAt(q, 4)
-			if !ok {
-				if start, n, err = w.Vector(q, 4); err != nil {
-					return w.At(err, "buffers", -1)
-				}
+		start, n, ok := w.VectorAt(q, 4)
+		if !ok {
+			if start, n, err = w.Vector(q, 4); err != nil {
+				return w.At(err, "buffers", -1)
 			}
-			{
-				for i := int64(0); i < n; i++ {
-					var err error
-					e, ok := w.DerefAt(start + 4*i)
-					if !ok {
-						e, err = w.Deref(start + 4*i)
-					}
-					if err == nil {
-						err = VerifyBuffer(w, e)
-					}
-					if err != nil {
-						return w.At(w.At(err, "", int(i)), "buffers", -1)
-					}
+		}
+		{
+			for i := int64(0); i < n; i++ {
+				var err error
+				e, ok := w.DerefAt(start + 4*i)
+				if !ok {
+					e, err = w.Deref(start + 4*i)
+				}
+				if err == nil {
+					err = verifyBuffer(w, e, &m.mBuffer)
+				}
+				if err != nil {
+					return w.At(w.At(err, "", int(i)), "buffers", -1)
 				}
 			}
 		}
 	}
-	{
-		q, ok := w.RefAt(&t, w.Slot(&t, 5))
+	if bad < 5 {
+		return w.ScalarError(&t, bad, ModelDesc)
+	}
+	if fo := fo5; fo != 0 {
+		q, ok := w.RefAt(&t, fo)
 		if !ok {
 			if q, err = w.Ref(&t, 5, false); err != nil {
 				return w.At(err, "metadata_buffer", -1)
 			}
 		}
-		if q != 0 {
-			if _, _, ok := w.VectorAt(q, 4); !ok {
-				if _, _, err := w.Vector(q, 4); err != nil {
-					return w.At(err, "metadata_buffer", -1)
-				}
+		if _, _, ok := w.VectorAt(q, 4); !ok {
+			if _, _, err := w.Vector(q, 4); err != nil {
+				return w.At(err, "metadata_buffer", -1)
 			}
 		}
 	}
-	{
-		q, ok := w.RefAt(&t, w.Slot(&t, 6))
+	if bad < 6 {
+		return w.ScalarError(&t, bad, ModelDesc)
+	}
+	if fo := fo6; fo != 0 {
+		q, ok := w.RefAt(&t, fo)
 		if !ok {
 			if q, err = w.Ref(&t, 6, false); err != nil {
 				return w.At(err, "metadata", -1)
 			}
 		}
-		if q != 0 {
-			start, n, ok := w.VectorAt(q, 4)
-			if !ok {
-				if start, n, err = w.Vector(q, 4); err != nil {
-					return w.At(err, "metadata", -1)
-				}
+		start, n, ok := w.VectorAt(q, 4)
+		if !ok {
+			if start, n, err = w.Vector(q, 4); err != nil {
+				return w.At(err, "metadata", -1)
 			}
-			{
-				for i := int64(0); i < n; i++ {
-					var err error
-					e, ok := w.DerefAt(start + 4*i)
-					if !ok {
-						e, err = w.Deref(start + 4*i)
-					}
-					if err == nil {
-						err = VerifyMetadata(w, e)
-					}
-					if err != nil {
-						return w.At(w.At(err, "", int(i)), "metadata", -1)
-					}
+		}
+		{
+			for i := int64(0); i < n; i++ {
+				var err error
+				e, ok := w.DerefAt(start + 4*i)
+				if !ok {
+					e, err = w.Deref(start + 4*i)
+				}
+				if err == nil {
+					err = verifyMetadata(w, e, &m.mMetadata)
+				}
+				if err != nil {
+					return w.At(w.At(err, "", int(i)), "metadata", -1)
 				}
 			}
 		}
 	}
-	{
-		q, ok := w.RefAt(&t, w.Slot(&t, 7))
+	if bad < 7 {
+		return w.ScalarError(&t, bad, ModelDesc)
+	}
+	if fo := fo7; fo != 0 {
+		q, ok := w.RefAt(&t, fo)
 		if !ok {
 			if q, err = w.Ref(&t, 7, false); err != nil {
 				return w.At(err, "signature_defs", -1)
 			}
 		}
-		if q != 0 {
-			start, n, ok := w.VectorAt(q, 4)
-			if !ok {
-				if start, n, err = w.Vector(q, 4); err != nil {
-					return w.At(err, "signature_defs", -1)
-				}
+		start, n, ok := w.VectorAt(q, 4)
+		if !ok {
+			if start, n, err = w.Vector(q, 4); err != nil {
+				return w.At(err, "signature_defs", -1)
 			}
-			{
-				for i := int64(0); i < n; i++ {
-					var err error
-					e, ok := w.DerefAt(start + 4*i)
-					if !ok {
-						e, err = w.Deref(start + 4*i)
-					}
-					if err == nil {
-						err = VerifySignatureDef(w, e)
-					}
-					if err != nil {
-						return w.At(w.At(err, "", int(i)), "signature_defs", -1)
-					}
+		}
+		{
+			for i := int64(0); i < n; i++ {
+				var err error
+				e, ok := w.DerefAt(start + 4*i)
+				if !ok {
+					e, err = w.Deref(start + 4*i)
+				}
+				if err == nil {
+					err = verifySignatureDef(w, e, &m.mSignatureDef)
+				}
+				if err != nil {
+					return w.At(w.At(err, "", int(i)), "signature_defs", -1)
 				}
 			}
 		}
 	}
-	{
-		q, ok := w.RefAt(&t, w.Slot(&t, 8))
+	if bad < 8 {
+		return w.ScalarError(&t, bad, ModelDesc)
+	}
+	if fo := fo8; fo != 0 {
+		q, ok := w.RefAt(&t, fo)
 		if !ok {
 			if q, err = w.Ref(&t, 8, false); err != nil {
 				return w.At(err, "external_buffer_groups", -1)
 			}
 		}
-		if q != 0 {
-			start, n, ok := w.VectorAt(q, 4)
-			if !ok {
-				if start, n, err = w.Vector(q, 4); err != nil {
-					return w.At(err, "external_buffer_groups", -1)
-				}
+		start, n, ok := w.VectorAt(q, 4)
+		if !ok {
+			if start, n, err = w.Vector(q, 4); err != nil {
+				return w.At(err, "external_buffer_groups", -1)
 			}
-			{
-				for i := int64(0); i < n; i++ {
-					var err error
-					e, ok := w.DerefAt(start + 4*i)
-					if !ok {
-						e, err = w.Deref(start + 4*i)
-					}
-					if err == nil {
-						err = VerifyExternalBufferGroup(w, e)
-					}
-					if err != nil {
-						return w.At(w.At(err, "", int(i)), "external_buffer_groups", -1)
-					}
+		}
+		{
+			for i := int64(0); i < n; i++ {
+				var err error
+				e, ok := w.DerefAt(start + 4*i)
+				if !ok {
+					e, err = w.Deref(start + 4*i)
+				}
+				if err == nil {
+					err = verifyExternalBufferGroup(w, e, &m.mExternalBufferGroup)
+				}
+				if err != nil {
+					return w.At(w.At(err, "", int(i)), "external_buffer_groups", -1)
 				}
 			}
 		}
 	}
-	{
-		q, ok := w.RefAt(&t, w.Slot(&t, 9))
+	if bad < 9 {
+		return w.ScalarError(&t, bad, ModelDesc)
+	}
+	if fo := fo9; fo != 0 {
+		q, ok := w.RefAt(&t, fo)
 		if !ok {
 			if q, err = w.Ref(&t, 9, false); err != nil {
 				return w.At(err, "external_buffers", -1)
 			}
 		}
-		if q != 0 {
-			start, n, ok := w.VectorAt(q, 4)
-			if !ok {
-				if start, n, err = w.Vector(q, 4); err != nil {
-					return w.At(err, "external_buffers", -1)
-				}
+		start, n, ok := w.VectorAt(q, 4)
+		if !ok {
+			if start, n, err = w.Vector(q, 4); err != nil {
+				return w.At(err, "external_buffers", -1)
 			}
-			{
-				for i := int64(0); i < n; i++ {
-					var err error
-					e, ok := w.DerefAt(start + 4*i)
-					if !ok {
-						e, err = w.Deref(start + 4*i)
-					}
-					if err == nil {
-						err = VerifyExternalBuffer(w, e)
-					}
-					if err != nil {
-						return w.At(w.At(err, "", int(i)), "external_buffers", -1)
-					}
+		}
+		{
+			for i := int64(0); i < n; i++ {
+				var err error
+				e, ok := w.DerefAt(start + 4*i)
+				if !ok {
+					e, err = w.Deref(start + 4*i)
+				}
+				if err == nil {
+					err = verifyExternalBuffer(w, e, &m.mExternalBuffer)
+				}
+				if err != nil {
+					return w.At(w.At(err, "", int(i)), "external_buffers", -1)
 				}
 			}
 		}
+	}
+	if bad != fbverify.NoField {
+		return w.ScalarError(&t, bad, ModelDesc)
 	}
 	w.Leave()
 	return nil
@@ -1754,39 +2610,71 @@ func VerifyModel(w *fbverify.Walk, pos int64) error {
 
 // VerifyMultiAxisQuantization verifies the MultiAxisQuantization table at pos and everything it refers to.
 func VerifyMultiAxisQuantization(w *fbverify.Walk, pos int64) error {
-	t, err := w.Start(pos)
+	var m memoMultiAxisQuantization
+	return verifyMultiAxisQuantization(w, pos, &m)
+}
+
+// memoMultiAxisQuantization is what verifyMultiAxisQuantization keeps from one MultiAxisQuantization table to the next: the
+// vtable, the table offsets of its offset fields and unions, and the memos
+// of the tables it verifies in place.
+type memoMultiAxisQuantization struct {
+	fbverify.Memo
+	s3 uint16
+}
+
+func verifyMultiAxisQuantization(w *fbverify.Walk, pos int64, m *memoMultiAxisQuantization) error {
+	t, hit, err := w.StartMemo(pos, &m.Memo)
 	if err != nil {
 		return err
 	}
-	if fo := w.Slot(&t, 0); fo != 0 && (fo+4 > t.Size() || fo&3 != 0) {
-		if err := w.ScalarOutside(&t, fo, 4); err != nil {
-			return w.At(err, "scales", -1)
+	var fo3 int64
+	bad := fbverify.NoField // the first scalar field that fails its checks
+	if hit {
+		fo3 = int64(m.s3)
+	} else {
+		ext := int64(4)
+		if fo := w.Slot(&t, 0); fo != 0 {
+			ext = max(ext, fo+4)
+			if !w.ScalarIn(&t, fo, 4) && bad == fbverify.NoField {
+				bad = 0
+			}
+		}
+		if fo := w.Slot(&t, 1); fo != 0 {
+			ext = max(ext, fo+4)
+			if !w.ScalarIn(&t, fo, 4) && bad == fbverify.NoField {
+				bad = 1
+			}
+		}
+		if fo := w.Slot(&t, 2); fo != 0 {
+			ext = max(ext, fo+4)
+			if !w.ScalarIn(&t, fo, 4) && bad == fbverify.NoField {
+				bad = 2
+			}
+		}
+		fo3 = w.Slot(&t, 3)
+		if bad == fbverify.NoField {
+			w.Learn(&t, &m.Memo, ext, false)
+			m.s3 = uint16(fo3)
 		}
 	}
-	if fo := w.Slot(&t, 1); fo != 0 && (fo+4 > t.Size() || fo&3 != 0) {
-		if err := w.ScalarOutside(&t, fo, 4); err != nil {
-			return w.At(err, "zero_points", -1)
-		}
+	if bad < 3 {
+		return w.ScalarError(&t, bad, MultiAxisQuantizationDesc)
 	}
-	if fo := w.Slot(&t, 2); fo != 0 && (fo+4 > t.Size() || fo&3 != 0) {
-		if err := w.ScalarOutside(&t, fo, 4); err != nil {
-			return w.At(err, "block_size", -1)
-		}
-	}
-	{
-		q, ok := w.RefAt(&t, w.Slot(&t, 3))
+	if fo := fo3; fo != 0 {
+		q, ok := w.RefAt(&t, fo)
 		if !ok {
 			if q, err = w.Ref(&t, 3, false); err != nil {
 				return w.At(err, "quantized_dimensions", -1)
 			}
 		}
-		if q != 0 {
-			if _, _, ok := w.VectorAt(q, 4); !ok {
-				if _, _, err := w.Vector(q, 4); err != nil {
-					return w.At(err, "quantized_dimensions", -1)
-				}
+		if _, _, ok := w.VectorAt(q, 4); !ok {
+			if _, _, err := w.Vector(q, 4); err != nil {
+				return w.At(err, "quantized_dimensions", -1)
 			}
 		}
+	}
+	if bad != fbverify.NoField {
+		return w.ScalarError(&t, bad, MultiAxisQuantizationDesc)
 	}
 	w.Leave()
 	return nil
@@ -1794,44 +2682,73 @@ func VerifyMultiAxisQuantization(w *fbverify.Walk, pos int64) error {
 
 // VerifyConv2DOptions verifies the Conv2DOptions table at pos and everything it refers to.
 func VerifyConv2DOptions(w *fbverify.Walk, pos int64) error {
-	t, err := w.Start(pos)
+	var m memoConv2DOptions
+	return verifyConv2DOptions(w, pos, &m)
+}
+
+// memoConv2DOptions is what verifyConv2DOptions keeps from one Conv2DOptions table to the next: the
+// vtable, the table offsets of its offset fields and unions, and the memos
+// of the tables it verifies in place.
+type memoConv2DOptions struct {
+	fbverify.Memo
+}
+
+func verifyConv2DOptions(w *fbverify.Walk, pos int64, m *memoConv2DOptions) error {
+	t, hit, err := w.StartMemo(pos, &m.Memo)
 	if err != nil {
 		return err
 	}
-	if fo := w.Slot(&t, 0); fo != 0 && (fo+1 > t.Size()) {
-		if err := w.ScalarOutside(&t, fo, 1); err != nil {
-			return w.At(err, "padding", -1)
+	bad := fbverify.NoField // the first scalar field that fails its checks
+	if !hit {
+		ext := int64(4)
+		if fo := w.Slot(&t, 0); fo != 0 {
+			ext = max(ext, fo+1)
+			if !w.ScalarIn(&t, fo, 1) && bad == fbverify.NoField {
+				bad = 0
+			}
+		}
+		if fo := w.Slot(&t, 1); fo != 0 {
+			ext = max(ext, fo+4)
+			if !w.ScalarIn(&t, fo, 4) && bad == fbverify.NoField {
+				bad = 1
+			}
+		}
+		if fo := w.Slot(&t, 2); fo != 0 {
+			ext = max(ext, fo+4)
+			if !w.ScalarIn(&t, fo, 4) && bad == fbverify.NoField {
+				bad = 2
+			}
+		}
+		if fo := w.Slot(&t, 3); fo != 0 {
+			ext = max(ext, fo+1)
+			if !w.ScalarIn(&t, fo, 1) && bad == fbverify.NoField {
+				bad = 3
+			}
+		}
+		if fo := w.Slot(&t, 4); fo != 0 {
+			ext = max(ext, fo+4)
+			if !w.ScalarIn(&t, fo, 4) && bad == fbverify.NoField {
+				bad = 4
+			}
+		}
+		if fo := w.Slot(&t, 5); fo != 0 {
+			ext = max(ext, fo+4)
+			if !w.ScalarIn(&t, fo, 4) && bad == fbverify.NoField {
+				bad = 5
+			}
+		}
+		if fo := w.Slot(&t, 6); fo != 0 {
+			ext = max(ext, fo+1)
+			if !w.ScalarIn(&t, fo, 1) && bad == fbverify.NoField {
+				bad = 6
+			}
+		}
+		if bad == fbverify.NoField {
+			w.Learn(&t, &m.Memo, ext, false)
 		}
 	}
-	if fo := w.Slot(&t, 1); fo != 0 && (fo+4 > t.Size() || fo&3 != 0) {
-		if err := w.ScalarOutside(&t, fo, 4); err != nil {
-			return w.At(err, "stride_w", -1)
-		}
-	}
-	if fo := w.Slot(&t, 2); fo != 0 && (fo+4 > t.Size() || fo&3 != 0) {
-		if err := w.ScalarOutside(&t, fo, 4); err != nil {
-			return w.At(err, "stride_h", -1)
-		}
-	}
-	if fo := w.Slot(&t, 3); fo != 0 && (fo+1 > t.Size()) {
-		if err := w.ScalarOutside(&t, fo, 1); err != nil {
-			return w.At(err, "fused_activation_function", -1)
-		}
-	}
-	if fo := w.Slot(&t, 4); fo != 0 && (fo+4 > t.Size() || fo&3 != 0) {
-		if err := w.ScalarOutside(&t, fo, 4); err != nil {
-			return w.At(err, "dilation_w_factor", -1)
-		}
-	}
-	if fo := w.Slot(&t, 5); fo != 0 && (fo+4 > t.Size() || fo&3 != 0) {
-		if err := w.ScalarOutside(&t, fo, 4); err != nil {
-			return w.At(err, "dilation_h_factor", -1)
-		}
-	}
-	if fo := w.Slot(&t, 6); fo != 0 && (fo+1 > t.Size()) {
-		if err := w.ScalarOutside(&t, fo, 1); err != nil {
-			return w.At(err, "quantized_bias_type", -1)
-		}
+	if bad != fbverify.NoField {
+		return w.ScalarError(&t, bad, Conv2DOptionsDesc)
 	}
 	w.Leave()
 	return nil
@@ -1839,44 +2756,73 @@ func VerifyConv2DOptions(w *fbverify.Walk, pos int64) error {
 
 // VerifyDepthwiseConv2DOptions verifies the DepthwiseConv2DOptions table at pos and everything it refers to.
 func VerifyDepthwiseConv2DOptions(w *fbverify.Walk, pos int64) error {
-	t, err := w.Start(pos)
+	var m memoDepthwiseConv2DOptions
+	return verifyDepthwiseConv2DOptions(w, pos, &m)
+}
+
+// memoDepthwiseConv2DOptions is what verifyDepthwiseConv2DOptions keeps from one DepthwiseConv2DOptions table to the next: the
+// vtable, the table offsets of its offset fields and unions, and the memos
+// of the tables it verifies in place.
+type memoDepthwiseConv2DOptions struct {
+	fbverify.Memo
+}
+
+func verifyDepthwiseConv2DOptions(w *fbverify.Walk, pos int64, m *memoDepthwiseConv2DOptions) error {
+	t, hit, err := w.StartMemo(pos, &m.Memo)
 	if err != nil {
 		return err
 	}
-	if fo := w.Slot(&t, 0); fo != 0 && (fo+1 > t.Size()) {
-		if err := w.ScalarOutside(&t, fo, 1); err != nil {
-			return w.At(err, "padding", -1)
+	bad := fbverify.NoField // the first scalar field that fails its checks
+	if !hit {
+		ext := int64(4)
+		if fo := w.Slot(&t, 0); fo != 0 {
+			ext = max(ext, fo+1)
+			if !w.ScalarIn(&t, fo, 1) && bad == fbverify.NoField {
+				bad = 0
+			}
+		}
+		if fo := w.Slot(&t, 1); fo != 0 {
+			ext = max(ext, fo+4)
+			if !w.ScalarIn(&t, fo, 4) && bad == fbverify.NoField {
+				bad = 1
+			}
+		}
+		if fo := w.Slot(&t, 2); fo != 0 {
+			ext = max(ext, fo+4)
+			if !w.ScalarIn(&t, fo, 4) && bad == fbverify.NoField {
+				bad = 2
+			}
+		}
+		if fo := w.Slot(&t, 3); fo != 0 {
+			ext = max(ext, fo+4)
+			if !w.ScalarIn(&t, fo, 4) && bad == fbverify.NoField {
+				bad = 3
+			}
+		}
+		if fo := w.Slot(&t, 4); fo != 0 {
+			ext = max(ext, fo+1)
+			if !w.ScalarIn(&t, fo, 1) && bad == fbverify.NoField {
+				bad = 4
+			}
+		}
+		if fo := w.Slot(&t, 5); fo != 0 {
+			ext = max(ext, fo+4)
+			if !w.ScalarIn(&t, fo, 4) && bad == fbverify.NoField {
+				bad = 5
+			}
+		}
+		if fo := w.Slot(&t, 6); fo != 0 {
+			ext = max(ext, fo+4)
+			if !w.ScalarIn(&t, fo, 4) && bad == fbverify.NoField {
+				bad = 6
+			}
+		}
+		if bad == fbverify.NoField {
+			w.Learn(&t, &m.Memo, ext, false)
 		}
 	}
-	if fo := w.Slot(&t, 1); fo != 0 && (fo+4 > t.Size() || fo&3 != 0) {
-		if err := w.ScalarOutside(&t, fo, 4); err != nil {
-			return w.At(err, "stride_w", -1)
-		}
-	}
-	if fo := w.Slot(&t, 2); fo != 0 && (fo+4 > t.Size() || fo&3 != 0) {
-		if err := w.ScalarOutside(&t, fo, 4); err != nil {
-			return w.At(err, "stride_h", -1)
-		}
-	}
-	if fo := w.Slot(&t, 3); fo != 0 && (fo+4 > t.Size() || fo&3 != 0) {
-		if err := w.ScalarOutside(&t, fo, 4); err != nil {
-			return w.At(err, "depth_multiplier", -1)
-		}
-	}
-	if fo := w.Slot(&t, 4); fo != 0 && (fo+1 > t.Size()) {
-		if err := w.ScalarOutside(&t, fo, 1); err != nil {
-			return w.At(err, "fused_activation_function", -1)
-		}
-	}
-	if fo := w.Slot(&t, 5); fo != 0 && (fo+4 > t.Size() || fo&3 != 0) {
-		if err := w.ScalarOutside(&t, fo, 4); err != nil {
-			return w.At(err, "dilation_w_factor", -1)
-		}
-	}
-	if fo := w.Slot(&t, 6); fo != 0 && (fo+4 > t.Size() || fo&3 != 0) {
-		if err := w.ScalarOutside(&t, fo, 4); err != nil {
-			return w.At(err, "dilation_h_factor", -1)
-		}
+	if bad != fbverify.NoField {
+		return w.ScalarError(&t, bad, DepthwiseConv2DOptionsDesc)
 	}
 	w.Leave()
 	return nil
@@ -1884,44 +2830,79 @@ func VerifyDepthwiseConv2DOptions(w *fbverify.Walk, pos int64) error {
 
 // VerifyConcatEmbeddingsOptions verifies the ConcatEmbeddingsOptions table at pos and everything it refers to.
 func VerifyConcatEmbeddingsOptions(w *fbverify.Walk, pos int64) error {
-	t, err := w.Start(pos)
+	var m memoConcatEmbeddingsOptions
+	return verifyConcatEmbeddingsOptions(w, pos, &m)
+}
+
+// memoConcatEmbeddingsOptions is what verifyConcatEmbeddingsOptions keeps from one ConcatEmbeddingsOptions table to the next: the
+// vtable, the table offsets of its offset fields and unions, and the memos
+// of the tables it verifies in place.
+type memoConcatEmbeddingsOptions struct {
+	fbverify.Memo
+	s1 uint16
+	s2 uint16
+}
+
+func verifyConcatEmbeddingsOptions(w *fbverify.Walk, pos int64, m *memoConcatEmbeddingsOptions) error {
+	t, hit, err := w.StartMemo(pos, &m.Memo)
 	if err != nil {
 		return err
 	}
-	if fo := w.Slot(&t, 0); fo != 0 && (fo+4 > t.Size() || fo&3 != 0) {
-		if err := w.ScalarOutside(&t, fo, 4); err != nil {
-			return w.At(err, "num_channels", -1)
+	var fo1, fo2 int64
+	bad := fbverify.NoField // the first scalar field that fails its checks
+	if hit {
+		fo1 = int64(m.s1)
+		fo2 = int64(m.s2)
+	} else {
+		ext := int64(4)
+		if fo := w.Slot(&t, 0); fo != 0 {
+			ext = max(ext, fo+4)
+			if !w.ScalarIn(&t, fo, 4) && bad == fbverify.NoField {
+				bad = 0
+			}
+		}
+		fo1 = w.Slot(&t, 1)
+		fo2 = w.Slot(&t, 2)
+		if bad == fbverify.NoField {
+			w.Learn(&t, &m.Memo, ext, false)
+			m.s1 = uint16(fo1)
+			m.s2 = uint16(fo2)
 		}
 	}
-	{
-		q, ok := w.RefAt(&t, w.Slot(&t, 1))
+	if bad < 1 {
+		return w.ScalarError(&t, bad, ConcatEmbeddingsOptionsDesc)
+	}
+	if fo := fo1; fo != 0 {
+		q, ok := w.RefAt(&t, fo)
 		if !ok {
 			if q, err = w.Ref(&t, 1, false); err != nil {
 				return w.At(err, "num_columns_per_channel", -1)
 			}
 		}
-		if q != 0 {
-			if _, _, ok := w.VectorAt(q, 4); !ok {
-				if _, _, err := w.Vector(q, 4); err != nil {
-					return w.At(err, "num_columns_per_channel", -1)
-				}
+		if _, _, ok := w.VectorAt(q, 4); !ok {
+			if _, _, err := w.Vector(q, 4); err != nil {
+				return w.At(err, "num_columns_per_channel", -1)
 			}
 		}
 	}
-	{
-		q, ok := w.RefAt(&t, w.Slot(&t, 2))
+	if bad < 2 {
+		return w.ScalarError(&t, bad, ConcatEmbeddingsOptionsDesc)
+	}
+	if fo := fo2; fo != 0 {
+		q, ok := w.RefAt(&t, fo)
 		if !ok {
 			if q, err = w.Ref(&t, 2, false); err != nil {
 				return w.At(err, "embedding_dim_per_channel", -1)
 			}
 		}
-		if q != 0 {
-			if _, _, ok := w.VectorAt(q, 4); !ok {
-				if _, _, err := w.Vector(q, 4); err != nil {
-					return w.At(err, "embedding_dim_per_channel", -1)
-				}
+		if _, _, ok := w.VectorAt(q, 4); !ok {
+			if _, _, err := w.Vector(q, 4); err != nil {
+				return w.At(err, "embedding_dim_per_channel", -1)
 			}
 		}
+	}
+	if bad != fbverify.NoField {
+		return w.ScalarError(&t, bad, ConcatEmbeddingsOptionsDesc)
 	}
 	w.Leave()
 	return nil
@@ -1929,14 +2910,37 @@ func VerifyConcatEmbeddingsOptions(w *fbverify.Walk, pos int64) error {
 
 // VerifyLSHProjectionOptions verifies the LSHProjectionOptions table at pos and everything it refers to.
 func VerifyLSHProjectionOptions(w *fbverify.Walk, pos int64) error {
-	t, err := w.Start(pos)
+	var m memoLSHProjectionOptions
+	return verifyLSHProjectionOptions(w, pos, &m)
+}
+
+// memoLSHProjectionOptions is what verifyLSHProjectionOptions keeps from one LSHProjectionOptions table to the next: the
+// vtable, the table offsets of its offset fields and unions, and the memos
+// of the tables it verifies in place.
+type memoLSHProjectionOptions struct {
+	fbverify.Memo
+}
+
+func verifyLSHProjectionOptions(w *fbverify.Walk, pos int64, m *memoLSHProjectionOptions) error {
+	t, hit, err := w.StartMemo(pos, &m.Memo)
 	if err != nil {
 		return err
 	}
-	if fo := w.Slot(&t, 0); fo != 0 && (fo+1 > t.Size()) {
-		if err := w.ScalarOutside(&t, fo, 1); err != nil {
-			return w.At(err, "type", -1)
+	bad := fbverify.NoField // the first scalar field that fails its checks
+	if !hit {
+		ext := int64(4)
+		if fo := w.Slot(&t, 0); fo != 0 {
+			ext = max(ext, fo+1)
+			if !w.ScalarIn(&t, fo, 1) && bad == fbverify.NoField {
+				bad = 0
+			}
 		}
+		if bad == fbverify.NoField {
+			w.Learn(&t, &m.Memo, ext, false)
+		}
+	}
+	if bad != fbverify.NoField {
+		return w.ScalarError(&t, bad, LSHProjectionOptionsDesc)
 	}
 	w.Leave()
 	return nil
@@ -1944,39 +2948,67 @@ func VerifyLSHProjectionOptions(w *fbverify.Walk, pos int64) error {
 
 // VerifyPool2DOptions verifies the Pool2DOptions table at pos and everything it refers to.
 func VerifyPool2DOptions(w *fbverify.Walk, pos int64) error {
-	t, err := w.Start(pos)
+	var m memoPool2DOptions
+	return verifyPool2DOptions(w, pos, &m)
+}
+
+// memoPool2DOptions is what verifyPool2DOptions keeps from one Pool2DOptions table to the next: the
+// vtable, the table offsets of its offset fields and unions, and the memos
+// of the tables it verifies in place.
+type memoPool2DOptions struct {
+	fbverify.Memo
+}
+
+func verifyPool2DOptions(w *fbverify.Walk, pos int64, m *memoPool2DOptions) error {
+	t, hit, err := w.StartMemo(pos, &m.Memo)
 	if err != nil {
 		return err
 	}
-	if fo := w.Slot(&t, 0); fo != 0 && (fo+1 > t.Size()) {
-		if err := w.ScalarOutside(&t, fo, 1); err != nil {
-			return w.At(err, "padding", -1)
+	bad := fbverify.NoField // the first scalar field that fails its checks
+	if !hit {
+		ext := int64(4)
+		if fo := w.Slot(&t, 0); fo != 0 {
+			ext = max(ext, fo+1)
+			if !w.ScalarIn(&t, fo, 1) && bad == fbverify.NoField {
+				bad = 0
+			}
+		}
+		if fo := w.Slot(&t, 1); fo != 0 {
+			ext = max(ext, fo+4)
+			if !w.ScalarIn(&t, fo, 4) && bad == fbverify.NoField {
+				bad = 1
+			}
+		}
+		if fo := w.Slot(&t, 2); fo != 0 {
+			ext = max(ext, fo+4)
+			if !w.ScalarIn(&t, fo, 4) && bad == fbverify.NoField {
+				bad = 2
+			}
+		}
+		if fo := w.Slot(&t, 3); fo != 0 {
+			ext = max(ext, fo+4)
+			if !w.ScalarIn(&t, fo, 4) && bad == fbverify.NoField {
+				bad = 3
+			}
+		}
+		if fo := w.Slot(&t, 4); fo != 0 {
+			ext = max(ext, fo+4)
+			if !w.ScalarIn(&t, fo, 4) && bad == fbverify.NoField {
+				bad = 4
+			}
+		}
+		if fo := w.Slot(&t, 5); fo != 0 {
+			ext = max(ext, fo+1)
+			if !w.ScalarIn(&t, fo, 1) && bad == fbverify.NoField {
+				bad = 5
+			}
+		}
+		if bad == fbverify.NoField {
+			w.Learn(&t, &m.Memo, ext, false)
 		}
 	}
-	if fo := w.Slot(&t, 1); fo != 0 && (fo+4 > t.Size() || fo&3 != 0) {
-		if err := w.ScalarOutside(&t, fo, 4); err != nil {
-			return w.At(err, "stride_w", -1)
-		}
-	}
-	if fo := w.Slot(&t, 2); fo != 0 && (fo+4 > t.Size() || fo&3 != 0) {
-		if err := w.ScalarOutside(&t, fo, 4); err != nil {
-			return w.At(err, "stride_h", -1)
-		}
-	}
-	if fo := w.Slot(&t, 3); fo != 0 && (fo+4 > t.Size() || fo&3 != 0) {
-		if err := w.ScalarOutside(&t, fo, 4); err != nil {
-			return w.At(err, "filter_width", -1)
-		}
-	}
-	if fo := w.Slot(&t, 4); fo != 0 && (fo+4 > t.Size() || fo&3 != 0) {
-		if err := w.ScalarOutside(&t, fo, 4); err != nil {
-			return w.At(err, "filter_height", -1)
-		}
-	}
-	if fo := w.Slot(&t, 5); fo != 0 && (fo+1 > t.Size()) {
-		if err := w.ScalarOutside(&t, fo, 1); err != nil {
-			return w.At(err, "fused_activation_function", -1)
-		}
+	if bad != fbverify.NoField {
+		return w.ScalarError(&t, bad, Pool2DOptionsDesc)
 	}
 	w.Leave()
 	return nil
@@ -1984,24 +3016,49 @@ func VerifyPool2DOptions(w *fbverify.Walk, pos int64) error {
 
 // VerifySVDFOptions verifies the SVDFOptions table at pos and everything it refers to.
 func VerifySVDFOptions(w *fbverify.Walk, pos int64) error {
-	t, err := w.Start(pos)
+	var m memoSVDFOptions
+	return verifySVDFOptions(w, pos, &m)
+}
+
+// memoSVDFOptions is what verifySVDFOptions keeps from one SVDFOptions table to the next: the
+// vtable, the table offsets of its offset fields and unions, and the memos
+// of the tables it verifies in place.
+type memoSVDFOptions struct {
+	fbverify.Memo
+}
+
+func verifySVDFOptions(w *fbverify.Walk, pos int64, m *memoSVDFOptions) error {
+	t, hit, err := w.StartMemo(pos, &m.Memo)
 	if err != nil {
 		return err
 	}
-	if fo := w.Slot(&t, 0); fo != 0 && (fo+4 > t.Size() || fo&3 != 0) {
-		if err := w.ScalarOutside(&t, fo, 4); err != nil {
-			return w.At(err, "rank", -1)
+	bad := fbverify.NoField // the first scalar field that fails its checks
+	if !hit {
+		ext := int64(4)
+		if fo := w.Slot(&t, 0); fo != 0 {
+			ext = max(ext, fo+4)
+			if !w.ScalarIn(&t, fo, 4) && bad == fbverify.NoField {
+				bad = 0
+			}
+		}
+		if fo := w.Slot(&t, 1); fo != 0 {
+			ext = max(ext, fo+1)
+			if !w.ScalarIn(&t, fo, 1) && bad == fbverify.NoField {
+				bad = 1
+			}
+		}
+		if fo := w.Slot(&t, 2); fo != 0 {
+			ext = max(ext, fo+1)
+			if !w.ScalarIn(&t, fo, 1) && bad == fbverify.NoField {
+				bad = 2
+			}
+		}
+		if bad == fbverify.NoField {
+			w.Learn(&t, &m.Memo, ext, false)
 		}
 	}
-	if fo := w.Slot(&t, 1); fo != 0 && (fo+1 > t.Size()) {
-		if err := w.ScalarOutside(&t, fo, 1); err != nil {
-			return w.At(err, "fused_activation_function", -1)
-		}
-	}
-	if fo := w.Slot(&t, 2); fo != 0 && (fo+1 > t.Size()) {
-		if err := w.ScalarOutside(&t, fo, 1); err != nil {
-			return w.At(err, "asymmetric_quantize_inputs", -1)
-		}
+	if bad != fbverify.NoField {
+		return w.ScalarError(&t, bad, SVDFOptionsDesc)
 	}
 	w.Leave()
 	return nil
@@ -2009,19 +3066,43 @@ func VerifySVDFOptions(w *fbverify.Walk, pos int64) error {
 
 // VerifyRNNOptions verifies the RNNOptions table at pos and everything it refers to.
 func VerifyRNNOptions(w *fbverify.Walk, pos int64) error {
-	t, err := w.Start(pos)
+	var m memoRNNOptions
+	return verifyRNNOptions(w, pos, &m)
+}
+
+// memoRNNOptions is what verifyRNNOptions keeps from one RNNOptions table to the next: the
+// vtable, the table offsets of its offset fields and unions, and the memos
+// of the tables it verifies in place.
+type memoRNNOptions struct {
+	fbverify.Memo
+}
+
+func verifyRNNOptions(w *fbverify.Walk, pos int64, m *memoRNNOptions) error {
+	t, hit, err := w.StartMemo(pos, &m.Memo)
 	if err != nil {
 		return err
 	}
-	if fo := w.Slot(&t, 0); fo != 0 && (fo+1 > t.Size()) {
-		if err := w.ScalarOutside(&t, fo, 1); err != nil {
-			return w.At(err, "fused_activation_function", -1)
+	bad := fbverify.NoField // the first scalar field that fails its checks
+	if !hit {
+		ext := int64(4)
+		if fo := w.Slot(&t, 0); fo != 0 {
+			ext = max(ext, fo+1)
+			if !w.ScalarIn(&t, fo, 1) && bad == fbverify.NoField {
+				bad = 0
+			}
+		}
+		if fo := w.Slot(&t, 1); fo != 0 {
+			ext = max(ext, fo+1)
+			if !w.ScalarIn(&t, fo, 1) && bad == fbverify.NoField {
+				bad = 1
+			}
+		}
+		if bad == fbverify.NoField {
+			w.Learn(&t, &m.Memo, ext, false)
 		}
 	}
-	if fo := w.Slot(&t, 1); fo != 0 && (fo+1 > t.Size()) {
-		if err := w.ScalarOutside(&t, fo, 1); err != nil {
-			return w.At(err, "asymmetric_quantize_inputs", -1)
-		}
+	if bad != fbverify.NoField {
+		return w.ScalarError(&t, bad, RNNOptionsDesc)
 	}
 	w.Leave()
 	return nil
@@ -2029,49 +3110,83 @@ func VerifyRNNOptions(w *fbverify.Walk, pos int64) error {
 
 // VerifyFullyConnectedOptions verifies the FullyConnectedOptions table at pos and everything it refers to.
 func VerifyFullyConnectedOptions(w *fbverify.Walk, pos int64) error {
-	t, err := w.Start(pos)
+	var m memoFullyConnectedOptions
+	return verifyFullyConnectedOptions(w, pos, &m)
+}
+
+// memoFullyConnectedOptions is what verifyFullyConnectedOptions keeps from one FullyConnectedOptions table to the next: the
+// vtable, the table offsets of its offset fields and unions, and the memos
+// of the tables it verifies in place.
+type memoFullyConnectedOptions struct {
+	fbverify.Memo
+	s5 uint16
+}
+
+func verifyFullyConnectedOptions(w *fbverify.Walk, pos int64, m *memoFullyConnectedOptions) error {
+	t, hit, err := w.StartMemo(pos, &m.Memo)
 	if err != nil {
 		return err
 	}
-	if fo := w.Slot(&t, 0); fo != 0 && (fo+1 > t.Size()) {
-		if err := w.ScalarOutside(&t, fo, 1); err != nil {
-			return w.At(err, "fused_activation_function", -1)
+	var fo5 int64
+	bad := fbverify.NoField // the first scalar field that fails its checks
+	if hit {
+		fo5 = int64(m.s5)
+	} else {
+		ext := int64(4)
+		if fo := w.Slot(&t, 0); fo != 0 {
+			ext = max(ext, fo+1)
+			if !w.ScalarIn(&t, fo, 1) && bad == fbverify.NoField {
+				bad = 0
+			}
+		}
+		if fo := w.Slot(&t, 1); fo != 0 {
+			ext = max(ext, fo+1)
+			if !w.ScalarIn(&t, fo, 1) && bad == fbverify.NoField {
+				bad = 1
+			}
+		}
+		if fo := w.Slot(&t, 2); fo != 0 {
+			ext = max(ext, fo+1)
+			if !w.ScalarIn(&t, fo, 1) && bad == fbverify.NoField {
+				bad = 2
+			}
+		}
+		if fo := w.Slot(&t, 3); fo != 0 {
+			ext = max(ext, fo+1)
+			if !w.ScalarIn(&t, fo, 1) && bad == fbverify.NoField {
+				bad = 3
+			}
+		}
+		if fo := w.Slot(&t, 4); fo != 0 {
+			ext = max(ext, fo+1)
+			if !w.ScalarIn(&t, fo, 1) && bad == fbverify.NoField {
+				bad = 4
+			}
+		}
+		fo5 = w.Slot(&t, 5)
+		if bad == fbverify.NoField {
+			w.Learn(&t, &m.Memo, ext, false)
+			m.s5 = uint16(fo5)
 		}
 	}
-	if fo := w.Slot(&t, 1); fo != 0 && (fo+1 > t.Size()) {
-		if err := w.ScalarOutside(&t, fo, 1); err != nil {
-			return w.At(err, "weights_format", -1)
-		}
+	if bad < 5 {
+		return w.ScalarError(&t, bad, FullyConnectedOptionsDesc)
 	}
-	if fo := w.Slot(&t, 2); fo != 0 && (fo+1 > t.Size()) {
-		if err := w.ScalarOutside(&t, fo, 1); err != nil {
-			return w.At(err, "keep_num_dims", -1)
-		}
-	}
-	if fo := w.Slot(&t, 3); fo != 0 && (fo+1 > t.Size()) {
-		if err := w.ScalarOutside(&t, fo, 1); err != nil {
-			return w.At(err, "asymmetric_quantize_inputs", -1)
-		}
-	}
-	if fo := w.Slot(&t, 4); fo != 0 && (fo+1 > t.Size()) {
-		if err := w.ScalarOutside(&t, fo, 1); err != nil {
-			return w.At(err, "quantized_bias_type", -1)
-		}
-	}
-	{
-		q, ok := w.RefAt(&t, w.Slot(&t, 5))
+	if fo := fo5; fo != 0 {
+		q, ok := w.RefAt(&t, fo)
 		if !ok {
 			if q, err = w.Ref(&t, 5, false); err != nil {
 				return w.At(err, "quant_spec", -1)
 			}
 		}
-		if q != 0 {
-			if _, _, ok := w.VectorAt(q, 1); !ok {
-				if _, _, err := w.Vector(q, 1); err != nil {
-					return w.At(err, "quant_spec", -1)
-				}
+		if _, _, ok := w.VectorAt(q, 1); !ok {
+			if _, _, err := w.Vector(q, 1); err != nil {
+				return w.At(err, "quant_spec", -1)
 			}
 		}
+	}
+	if bad != fbverify.NoField {
+		return w.ScalarError(&t, bad, FullyConnectedOptionsDesc)
 	}
 	w.Leave()
 	return nil
@@ -2079,14 +3194,37 @@ func VerifyFullyConnectedOptions(w *fbverify.Walk, pos int64) error {
 
 // VerifySoftmaxOptions verifies the SoftmaxOptions table at pos and everything it refers to.
 func VerifySoftmaxOptions(w *fbverify.Walk, pos int64) error {
-	t, err := w.Start(pos)
+	var m memoSoftmaxOptions
+	return verifySoftmaxOptions(w, pos, &m)
+}
+
+// memoSoftmaxOptions is what verifySoftmaxOptions keeps from one SoftmaxOptions table to the next: the
+// vtable, the table offsets of its offset fields and unions, and the memos
+// of the tables it verifies in place.
+type memoSoftmaxOptions struct {
+	fbverify.Memo
+}
+
+func verifySoftmaxOptions(w *fbverify.Walk, pos int64, m *memoSoftmaxOptions) error {
+	t, hit, err := w.StartMemo(pos, &m.Memo)
 	if err != nil {
 		return err
 	}
-	if fo := w.Slot(&t, 0); fo != 0 && (fo+4 > t.Size() || fo&3 != 0) {
-		if err := w.ScalarOutside(&t, fo, 4); err != nil {
-			return w.At(err, "beta", -1)
+	bad := fbverify.NoField // the first scalar field that fails its checks
+	if !hit {
+		ext := int64(4)
+		if fo := w.Slot(&t, 0); fo != 0 {
+			ext = max(ext, fo+4)
+			if !w.ScalarIn(&t, fo, 4) && bad == fbverify.NoField {
+				bad = 0
+			}
 		}
+		if bad == fbverify.NoField {
+			w.Learn(&t, &m.Memo, ext, false)
+		}
+	}
+	if bad != fbverify.NoField {
+		return w.ScalarError(&t, bad, SoftmaxOptionsDesc)
 	}
 	w.Leave()
 	return nil
@@ -2094,19 +3232,43 @@ func VerifySoftmaxOptions(w *fbverify.Walk, pos int64) error {
 
 // VerifyConcatenationOptions verifies the ConcatenationOptions table at pos and everything it refers to.
 func VerifyConcatenationOptions(w *fbverify.Walk, pos int64) error {
-	t, err := w.Start(pos)
+	var m memoConcatenationOptions
+	return verifyConcatenationOptions(w, pos, &m)
+}
+
+// memoConcatenationOptions is what verifyConcatenationOptions keeps from one ConcatenationOptions table to the next: the
+// vtable, the table offsets of its offset fields and unions, and the memos
+// of the tables it verifies in place.
+type memoConcatenationOptions struct {
+	fbverify.Memo
+}
+
+func verifyConcatenationOptions(w *fbverify.Walk, pos int64, m *memoConcatenationOptions) error {
+	t, hit, err := w.StartMemo(pos, &m.Memo)
 	if err != nil {
 		return err
 	}
-	if fo := w.Slot(&t, 0); fo != 0 && (fo+4 > t.Size() || fo&3 != 0) {
-		if err := w.ScalarOutside(&t, fo, 4); err != nil {
-			return w.At(err, "axis", -1)
+	bad := fbverify.NoField // the first scalar field that fails its checks
+	if !hit {
+		ext := int64(4)
+		if fo := w.Slot(&t, 0); fo != 0 {
+			ext = max(ext, fo+4)
+			if !w.ScalarIn(&t, fo, 4) && bad == fbverify.NoField {
+				bad = 0
+			}
+		}
+		if fo := w.Slot(&t, 1); fo != 0 {
+			ext = max(ext, fo+1)
+			if !w.ScalarIn(&t, fo, 1) && bad == fbverify.NoField {
+				bad = 1
+			}
+		}
+		if bad == fbverify.NoField {
+			w.Learn(&t, &m.Memo, ext, false)
 		}
 	}
-	if fo := w.Slot(&t, 1); fo != 0 && (fo+1 > t.Size()) {
-		if err := w.ScalarOutside(&t, fo, 1); err != nil {
-			return w.At(err, "fused_activation_function", -1)
-		}
+	if bad != fbverify.NoField {
+		return w.ScalarError(&t, bad, ConcatenationOptionsDesc)
 	}
 	w.Leave()
 	return nil
@@ -2114,19 +3276,43 @@ func VerifyConcatenationOptions(w *fbverify.Walk, pos int64) error {
 
 // VerifyAddOptions verifies the AddOptions table at pos and everything it refers to.
 func VerifyAddOptions(w *fbverify.Walk, pos int64) error {
-	t, err := w.Start(pos)
+	var m memoAddOptions
+	return verifyAddOptions(w, pos, &m)
+}
+
+// memoAddOptions is what verifyAddOptions keeps from one AddOptions table to the next: the
+// vtable, the table offsets of its offset fields and unions, and the memos
+// of the tables it verifies in place.
+type memoAddOptions struct {
+	fbverify.Memo
+}
+
+func verifyAddOptions(w *fbverify.Walk, pos int64, m *memoAddOptions) error {
+	t, hit, err := w.StartMemo(pos, &m.Memo)
 	if err != nil {
 		return err
 	}
-	if fo := w.Slot(&t, 0); fo != 0 && (fo+1 > t.Size()) {
-		if err := w.ScalarOutside(&t, fo, 1); err != nil {
-			return w.At(err, "fused_activation_function", -1)
+	bad := fbverify.NoField // the first scalar field that fails its checks
+	if !hit {
+		ext := int64(4)
+		if fo := w.Slot(&t, 0); fo != 0 {
+			ext = max(ext, fo+1)
+			if !w.ScalarIn(&t, fo, 1) && bad == fbverify.NoField {
+				bad = 0
+			}
+		}
+		if fo := w.Slot(&t, 1); fo != 0 {
+			ext = max(ext, fo+1)
+			if !w.ScalarIn(&t, fo, 1) && bad == fbverify.NoField {
+				bad = 1
+			}
+		}
+		if bad == fbverify.NoField {
+			w.Learn(&t, &m.Memo, ext, false)
 		}
 	}
-	if fo := w.Slot(&t, 1); fo != 0 && (fo+1 > t.Size()) {
-		if err := w.ScalarOutside(&t, fo, 1); err != nil {
-			return w.At(err, "pot_scale_int16", -1)
-		}
+	if bad != fbverify.NoField {
+		return w.ScalarError(&t, bad, AddOptionsDesc)
 	}
 	w.Leave()
 	return nil
@@ -2134,14 +3320,37 @@ func VerifyAddOptions(w *fbverify.Walk, pos int64) error {
 
 // VerifyL2NormOptions verifies the L2NormOptions table at pos and everything it refers to.
 func VerifyL2NormOptions(w *fbverify.Walk, pos int64) error {
-	t, err := w.Start(pos)
+	var m memoL2NormOptions
+	return verifyL2NormOptions(w, pos, &m)
+}
+
+// memoL2NormOptions is what verifyL2NormOptions keeps from one L2NormOptions table to the next: the
+// vtable, the table offsets of its offset fields and unions, and the memos
+// of the tables it verifies in place.
+type memoL2NormOptions struct {
+	fbverify.Memo
+}
+
+func verifyL2NormOptions(w *fbverify.Walk, pos int64, m *memoL2NormOptions) error {
+	t, hit, err := w.StartMemo(pos, &m.Memo)
 	if err != nil {
 		return err
 	}
-	if fo := w.Slot(&t, 0); fo != 0 && (fo+1 > t.Size()) {
-		if err := w.ScalarOutside(&t, fo, 1); err != nil {
-			return w.At(err, "fused_activation_function", -1)
+	bad := fbverify.NoField // the first scalar field that fails its checks
+	if !hit {
+		ext := int64(4)
+		if fo := w.Slot(&t, 0); fo != 0 {
+			ext = max(ext, fo+1)
+			if !w.ScalarIn(&t, fo, 1) && bad == fbverify.NoField {
+				bad = 0
+			}
 		}
+		if bad == fbverify.NoField {
+			w.Learn(&t, &m.Memo, ext, false)
+		}
+	}
+	if bad != fbverify.NoField {
+		return w.ScalarError(&t, bad, L2NormOptionsDesc)
 	}
 	w.Leave()
 	return nil
@@ -2149,29 +3358,55 @@ func VerifyL2NormOptions(w *fbverify.Walk, pos int64) error {
 
 // VerifyLocalResponseNormalizationOptions verifies the LocalResponseNormalizationOptions table at pos and everything it refers to.
 func VerifyLocalResponseNormalizationOptions(w *fbverify.Walk, pos int64) error {
-	t, err := w.Start(pos)
+	var m memoLocalResponseNormalizationOptions
+	return verifyLocalResponseNormalizationOptions(w, pos, &m)
+}
+
+// memoLocalResponseNormalizationOptions is what verifyLocalResponseNormalizationOptions keeps from one LocalResponseNormalizationOptions table to the next: the
+// vtable, the table offsets of its offset fields and unions, and the memos
+// of the tables it verifies in place.
+type memoLocalResponseNormalizationOptions struct {
+	fbverify.Memo
+}
+
+func verifyLocalResponseNormalizationOptions(w *fbverify.Walk, pos int64, m *memoLocalResponseNormalizationOptions) error {
+	t, hit, err := w.StartMemo(pos, &m.Memo)
 	if err != nil {
 		return err
 	}
-	if fo := w.Slot(&t, 0); fo != 0 && (fo+4 > t.Size() || fo&3 != 0) {
-		if err := w.ScalarOutside(&t, fo, 4); err != nil {
-			return w.At(err, "radius", -1)
+	bad := fbverify.NoField // the first scalar field that fails its checks
+	if !hit {
+		ext := int64(4)
+		if fo := w.Slot(&t, 0); fo != 0 {
+			ext = max(ext, fo+4)
+			if !w.ScalarIn(&t, fo, 4) && bad == fbverify.NoField {
+				bad = 0
+			}
+		}
+		if fo := w.Slot(&t, 1); fo != 0 {
+			ext = max(ext, fo+4)
+			if !w.ScalarIn(&t, fo, 4) && bad == fbverify.NoField {
+				bad = 1
+			}
+		}
+		if fo := w.Slot(&t, 2); fo != 0 {
+			ext = max(ext, fo+4)
+			if !w.ScalarIn(&t, fo, 4) && bad == fbverify.NoField {
+				bad = 2
+			}
+		}
+		if fo := w.Slot(&t, 3); fo != 0 {
+			ext = max(ext, fo+4)
+			if !w.ScalarIn(&t, fo, 4) && bad == fbverify.NoField {
+				bad = 3
+			}
+		}
+		if bad == fbverify.NoField {
+			w.Learn(&t, &m.Memo, ext, false)
 		}
 	}
-	if fo := w.Slot(&t, 1); fo != 0 && (fo+4 > t.Size() || fo&3 != 0) {
-		if err := w.ScalarOutside(&t, fo, 4); err != nil {
-			return w.At(err, "bias", -1)
-		}
-	}
-	if fo := w.Slot(&t, 2); fo != 0 && (fo+4 > t.Size() || fo&3 != 0) {
-		if err := w.ScalarOutside(&t, fo, 4); err != nil {
-			return w.At(err, "alpha", -1)
-		}
-	}
-	if fo := w.Slot(&t, 3); fo != 0 && (fo+4 > t.Size() || fo&3 != 0) {
-		if err := w.ScalarOutside(&t, fo, 4); err != nil {
-			return w.At(err, "beta", -1)
-		}
+	if bad != fbverify.NoField {
+		return w.ScalarError(&t, bad, LocalResponseNormalizationOptionsDesc)
 	}
 	w.Leave()
 	return nil
@@ -2179,34 +3414,61 @@ func VerifyLocalResponseNormalizationOptions(w *fbverify.Walk, pos int64) error 
 
 // VerifyLSTMOptions verifies the LSTMOptions table at pos and everything it refers to.
 func VerifyLSTMOptions(w *fbverify.Walk, pos int64) error {
-	t, err := w.Start(pos)
+	var m memoLSTMOptions
+	return verifyLSTMOptions(w, pos, &m)
+}
+
+// memoLSTMOptions is what verifyLSTMOptions keeps from one LSTMOptions table to the next: the
+// vtable, the table offsets of its offset fields and unions, and the memos
+// of the tables it verifies in place.
+type memoLSTMOptions struct {
+	fbverify.Memo
+}
+
+func verifyLSTMOptions(w *fbverify.Walk, pos int64, m *memoLSTMOptions) error {
+	t, hit, err := w.StartMemo(pos, &m.Memo)
 	if err != nil {
 		return err
 	}
-	if fo := w.Slot(&t, 0); fo != 0 && (fo+1 > t.Size()) {
-		if err := w.ScalarOutside(&t, fo, 1); err != nil {
-			return w.At(err, "fused_activation_function", -1)
+	bad := fbverify.NoField // the first scalar field that fails its checks
+	if !hit {
+		ext := int64(4)
+		if fo := w.Slot(&t, 0); fo != 0 {
+			ext = max(ext, fo+1)
+			if !w.ScalarIn(&t, fo, 1) && bad == fbverify.NoField {
+				bad = 0
+			}
+		}
+		if fo := w.Slot(&t, 1); fo != 0 {
+			ext = max(ext, fo+4)
+			if !w.ScalarIn(&t, fo, 4) && bad == fbverify.NoField {
+				bad = 1
+			}
+		}
+		if fo := w.Slot(&t, 2); fo != 0 {
+			ext = max(ext, fo+4)
+			if !w.ScalarIn(&t, fo, 4) && bad == fbverify.NoField {
+				bad = 2
+			}
+		}
+		if fo := w.Slot(&t, 3); fo != 0 {
+			ext = max(ext, fo+1)
+			if !w.ScalarIn(&t, fo, 1) && bad == fbverify.NoField {
+				bad = 3
+			}
+		}
+		if fo := w.Slot(&t, 4); fo != 0 {
+			ext = max(ext, fo+1)
+			if !w.ScalarIn(&t, fo, 1) && bad == fbverify.NoField {
+				bad = 4
+			}
+		}
+		if bad == fbverify.NoField {
+			w.Learn(&t, &m.Memo, ext, false)
 		}
 	}
-	if fo := w.Slot(&t, 1); fo != 0 && (fo+4 > t.Size() || fo&3 != 0) {
-		if err := w.ScalarOutside(&t, fo, 4); err != nil {
-			return w.At(err, "cell_clip", -1)
-		}
-	}
-	if fo := w.Slot(&t, 2); fo != 0 && (fo+4 > t.Size() || fo&3 != 0) {
-		if err := w.ScalarOutside(&t, fo, 4); err != nil {
-			return w.At(err, "proj_clip", -1)
-		}
-	}
-	if fo := w.Slot(&t, 3); fo != 0 && (fo+1 > t.Size()) {
-		if err := w.ScalarOutside(&t, fo, 1); err != nil {
-			return w.At(err, "kernel_type", -1)
-		}
-	}
-	if fo := w.Slot(&t, 4); fo != 0 && (fo+1 > t.Size()) {
-		if err := w.ScalarOutside(&t, fo, 1); err != nil {
-			return w.At(err, "asymmetric_quantize_inputs", -1)
-		}
+	if bad != fbverify.NoField {
+		return w.ScalarError(&t, bad, LSTMOptionsDesc)
 	}
 	w.Leave()
 	return nil
@@ -2214,19 +3476,43 @@ func VerifyLSTMOptions(w *fbverify.Walk, pos int64) error {
 
 // VerifyResizeBilinearOptions verifies the ResizeBilinearOptions table at pos and everything it refers to.
 func VerifyResizeBilinearOptions(w *fbverify.Walk, pos int64) error {
-	t, err := w.Start(pos)
+	var m memoResizeBilinearOptions
+	return verifyResizeBilinearOptions(w, pos, &m)
+}
+
+// memoResizeBilinearOptions is what verifyResizeBilinearOptions keeps from one ResizeBilinearOptions table to the next: the
+// vtable, the table offsets of its offset fields and unions, and the memos
+// of the tables it verifies in place.
+type memoResizeBilinearOptions struct {
+	fbverify.Memo
+}
+
+func verifyResizeBilinearOptions(w *fbverify.Walk, pos int64, m *memoResizeBilinearOptions) error {
+	t, hit, err := w.StartMemo(pos, &m.Memo)
 	if err != nil {
 		return err
 	}
-	if fo := w.Slot(&t, 2); fo != 0 && (fo+1 > t.Size()) {
-		if err := w.ScalarOutside(&t, fo, 1); err != nil {
-			return w.At(err, "align_corners", -1)
+	bad := fbverify.NoField // the first scalar field that fails its checks
+	if !hit {
+		ext := int64(4)
+		if fo := w.Slot(&t, 2); fo != 0 {
+			ext = max(ext, fo+1)
+			if !w.ScalarIn(&t, fo, 1) && bad == fbverify.NoField {
+				bad = 2
+			}
+		}
+		if fo := w.Slot(&t, 3); fo != 0 {
+			ext = max(ext, fo+1)
+			if !w.ScalarIn(&t, fo, 1) && bad == fbverify.NoField {
+				bad = 3
+			}
+		}
+		if bad == fbverify.NoField {
+			w.Learn(&t, &m.Memo, ext, false)
 		}
 	}
-	if fo := w.Slot(&t, 3); fo != 0 && (fo+1 > t.Size()) {
-		if err := w.ScalarOutside(&t, fo, 1); err != nil {
-			return w.At(err, "half_pixel_centers", -1)
-		}
+	if bad != fbverify.NoField {
+		return w.ScalarError(&t, bad, ResizeBilinearOptionsDesc)
 	}
 	w.Leave()
 	return nil
@@ -2234,22 +3520,41 @@ func VerifyResizeBilinearOptions(w *fbverify.Walk, pos int64) error {
 
 // VerifyReshapeOptions verifies the ReshapeOptions table at pos and everything it refers to.
 func VerifyReshapeOptions(w *fbverify.Walk, pos int64) error {
-	t, err := w.Start(pos)
+	var m memoReshapeOptions
+	return verifyReshapeOptions(w, pos, &m)
+}
+
+// memoReshapeOptions is what verifyReshapeOptions keeps from one ReshapeOptions table to the next: the
+// vtable, the table offsets of its offset fields and unions, and the memos
+// of the tables it verifies in place.
+type memoReshapeOptions struct {
+	fbverify.Memo
+	s0 uint16
+}
+
+func verifyReshapeOptions(w *fbverify.Walk, pos int64, m *memoReshapeOptions) error {
+	t, hit, err := w.StartMemo(pos, &m.Memo)
 	if err != nil {
 		return err
 	}
-	{
-		q, ok := w.RefAt(&t, w.Slot(&t, 0))
+	var fo0 int64
+	if hit {
+		fo0 = int64(m.s0)
+	} else {
+		fo0 = w.Slot(&t, 0)
+		w.Learn(&t, &m.Memo, 4, false)
+		m.s0 = uint16(fo0)
+	}
+	if fo := fo0; fo != 0 {
+		q, ok := w.RefAt(&t, fo)
 		if !ok {
 			if q, err = w.Ref(&t, 0, false); err != nil {
 				return w.At(err, "new_shape", -1)
 			}
 		}
-		if q != 0 {
-			if _, _, ok := w.VectorAt(q, 4); !ok {
-				if _, _, err := w.Vector(q, 4); err != nil {
-					return w.At(err, "new_shape", -1)
-				}
+		if _, _, ok := w.VectorAt(q, 4); !ok {
+			if _, _, err := w.Vector(q, 4); err != nil {
+				return w.At(err, "new_shape", -1)
 			}
 		}
 	}
@@ -2259,24 +3564,49 @@ func VerifyReshapeOptions(w *fbverify.Walk, pos int64) error {
 
 // VerifySkipGramOptions verifies the SkipGramOptions table at pos and everything it refers to.
 func VerifySkipGramOptions(w *fbverify.Walk, pos int64) error {
-	t, err := w.Start(pos)
+	var m memoSkipGramOptions
+	return verifySkipGramOptions(w, pos, &m)
+}
+
+// memoSkipGramOptions is what verifySkipGramOptions keeps from one SkipGramOptions table to the next: the
+// vtable, the table offsets of its offset fields and unions, and the memos
+// of the tables it verifies in place.
+type memoSkipGramOptions struct {
+	fbverify.Memo
+}
+
+func verifySkipGramOptions(w *fbverify.Walk, pos int64, m *memoSkipGramOptions) error {
+	t, hit, err := w.StartMemo(pos, &m.Memo)
 	if err != nil {
 		return err
 	}
-	if fo := w.Slot(&t, 0); fo != 0 && (fo+4 > t.Size() || fo&3 != 0) {
-		if err := w.ScalarOutside(&t, fo, 4); err != nil {
-			return w.At(err, "ngram_size", -1)
+	bad := fbverify.NoField // the first scalar field that fails its checks
+	if !hit {
+		ext := int64(4)
+		if fo := w.Slot(&t, 0); fo != 0 {
+			ext = max(ext, fo+4)
+			if !w.ScalarIn(&t, fo, 4) && bad == fbverify.NoField {
+				bad = 0
+			}
+		}
+		if fo := w.Slot(&t, 1); fo != 0 {
+			ext = max(ext, fo+4)
+			if !w.ScalarIn(&t, fo, 4) && bad == fbverify.NoField {
+				bad = 1
+			}
+		}
+		if fo := w.Slot(&t, 2); fo != 0 {
+			ext = max(ext, fo+1)
+			if !w.ScalarIn(&t, fo, 1) && bad == fbverify.NoField {
+				bad = 2
+			}
+		}
+		if bad == fbverify.NoField {
+			w.Learn(&t, &m.Memo, ext, false)
 		}
 	}
-	if fo := w.Slot(&t, 1); fo != 0 && (fo+4 > t.Size() || fo&3 != 0) {
-		if err := w.ScalarOutside(&t, fo, 4); err != nil {
-			return w.At(err, "max_skip_size", -1)
-		}
-	}
-	if fo := w.Slot(&t, 2); fo != 0 && (fo+1 > t.Size()) {
-		if err := w.ScalarOutside(&t, fo, 1); err != nil {
-			return w.At(err, "include_all_ngrams", -1)
-		}
+	if bad != fbverify.NoField {
+		return w.ScalarError(&t, bad, SkipGramOptionsDesc)
 	}
 	w.Leave()
 	return nil
@@ -2284,14 +3614,37 @@ func VerifySkipGramOptions(w *fbverify.Walk, pos int64) error {
 
 // VerifySpaceToDepthOptions verifies the SpaceToDepthOptions table at pos and everything it refers to.
 func VerifySpaceToDepthOptions(w *fbverify.Walk, pos int64) error {
-	t, err := w.Start(pos)
+	var m memoSpaceToDepthOptions
+	return verifySpaceToDepthOptions(w, pos, &m)
+}
+
+// memoSpaceToDepthOptions is what verifySpaceToDepthOptions keeps from one SpaceToDepthOptions table to the next: the
+// vtable, the table offsets of its offset fields and unions, and the memos
+// of the tables it verifies in place.
+type memoSpaceToDepthOptions struct {
+	fbverify.Memo
+}
+
+func verifySpaceToDepthOptions(w *fbverify.Walk, pos int64, m *memoSpaceToDepthOptions) error {
+	t, hit, err := w.StartMemo(pos, &m.Memo)
 	if err != nil {
 		return err
 	}
-	if fo := w.Slot(&t, 0); fo != 0 && (fo+4 > t.Size() || fo&3 != 0) {
-		if err := w.ScalarOutside(&t, fo, 4); err != nil {
-			return w.At(err, "block_size", -1)
+	bad := fbverify.NoField // the first scalar field that fails its checks
+	if !hit {
+		ext := int64(4)
+		if fo := w.Slot(&t, 0); fo != 0 {
+			ext = max(ext, fo+4)
+			if !w.ScalarIn(&t, fo, 4) && bad == fbverify.NoField {
+				bad = 0
+			}
 		}
+		if bad == fbverify.NoField {
+			w.Learn(&t, &m.Memo, ext, false)
+		}
+	}
+	if bad != fbverify.NoField {
+		return w.ScalarError(&t, bad, SpaceToDepthOptionsDesc)
 	}
 	w.Leave()
 	return nil
@@ -2299,14 +3652,37 @@ func VerifySpaceToDepthOptions(w *fbverify.Walk, pos int64) error {
 
 // VerifyEmbeddingLookupSparseOptions verifies the EmbeddingLookupSparseOptions table at pos and everything it refers to.
 func VerifyEmbeddingLookupSparseOptions(w *fbverify.Walk, pos int64) error {
-	t, err := w.Start(pos)
+	var m memoEmbeddingLookupSparseOptions
+	return verifyEmbeddingLookupSparseOptions(w, pos, &m)
+}
+
+// memoEmbeddingLookupSparseOptions is what verifyEmbeddingLookupSparseOptions keeps from one EmbeddingLookupSparseOptions table to the next: the
+// vtable, the table offsets of its offset fields and unions, and the memos
+// of the tables it verifies in place.
+type memoEmbeddingLookupSparseOptions struct {
+	fbverify.Memo
+}
+
+func verifyEmbeddingLookupSparseOptions(w *fbverify.Walk, pos int64, m *memoEmbeddingLookupSparseOptions) error {
+	t, hit, err := w.StartMemo(pos, &m.Memo)
 	if err != nil {
 		return err
 	}
-	if fo := w.Slot(&t, 0); fo != 0 && (fo+1 > t.Size()) {
-		if err := w.ScalarOutside(&t, fo, 1); err != nil {
-			return w.At(err, "combiner", -1)
+	bad := fbverify.NoField // the first scalar field that fails its checks
+	if !hit {
+		ext := int64(4)
+		if fo := w.Slot(&t, 0); fo != 0 {
+			ext = max(ext, fo+1)
+			if !w.ScalarIn(&t, fo, 1) && bad == fbverify.NoField {
+				bad = 0
+			}
 		}
+		if bad == fbverify.NoField {
+			w.Learn(&t, &m.Memo, ext, false)
+		}
+	}
+	if bad != fbverify.NoField {
+		return w.ScalarError(&t, bad, EmbeddingLookupSparseOptionsDesc)
 	}
 	w.Leave()
 	return nil
@@ -2314,14 +3690,37 @@ func VerifyEmbeddingLookupSparseOptions(w *fbverify.Walk, pos int64) error {
 
 // VerifyMulOptions verifies the MulOptions table at pos and everything it refers to.
 func VerifyMulOptions(w *fbverify.Walk, pos int64) error {
-	t, err := w.Start(pos)
+	var m memoMulOptions
+	return verifyMulOptions(w, pos, &m)
+}
+
+// memoMulOptions is what verifyMulOptions keeps from one MulOptions table to the next: the
+// vtable, the table offsets of its offset fields and unions, and the memos
+// of the tables it verifies in place.
+type memoMulOptions struct {
+	fbverify.Memo
+}
+
+func verifyMulOptions(w *fbverify.Walk, pos int64, m *memoMulOptions) error {
+	t, hit, err := w.StartMemo(pos, &m.Memo)
 	if err != nil {
 		return err
 	}
-	if fo := w.Slot(&t, 0); fo != 0 && (fo+1 > t.Size()) {
-		if err := w.ScalarOutside(&t, fo, 1); err != nil {
-			return w.At(err, "fused_activation_function", -1)
+	bad := fbverify.NoField // the first scalar field that fails its checks
+	if !hit {
+		ext := int64(4)
+		if fo := w.Slot(&t, 0); fo != 0 {
+			ext = max(ext, fo+1)
+			if !w.ScalarIn(&t, fo, 1) && bad == fbverify.NoField {
+				bad = 0
+			}
 		}
+		if bad == fbverify.NoField {
+			w.Learn(&t, &m.Memo, ext, false)
+		}
+	}
+	if bad != fbverify.NoField {
+		return w.ScalarError(&t, bad, MulOptionsDesc)
 	}
 	w.Leave()
 	return nil
@@ -2334,19 +3733,43 @@ func VerifyPadOptions(w *fbverify.Walk, pos int64) error {
 
 // VerifyGatherOptions verifies the GatherOptions table at pos and everything it refers to.
 func VerifyGatherOptions(w *fbverify.Walk, pos int64) error {
-	t, err := w.Start(pos)
+	var m memoGatherOptions
+	return verifyGatherOptions(w, pos, &m)
+}
+
+// memoGatherOptions is what verifyGatherOptions keeps from one GatherOptions table to the next: the
+// vtable, the table offsets of its offset fields and unions, and the memos
+// of the tables it verifies in place.
+type memoGatherOptions struct {
+	fbverify.Memo
+}
+
+func verifyGatherOptions(w *fbverify.Walk, pos int64, m *memoGatherOptions) error {
+	t, hit, err := w.StartMemo(pos, &m.Memo)
 	if err != nil {
 		return err
 	}
-	if fo := w.Slot(&t, 0); fo != 0 && (fo+4 > t.Size() || fo&3 != 0) {
-		if err := w.ScalarOutside(&t, fo, 4); err != nil {
-			return w.At(err, "axis", -1)
+	bad := fbverify.NoField // the first scalar field that fails its checks
+	if !hit {
+		ext := int64(4)
+		if fo := w.Slot(&t, 0); fo != 0 {
+			ext = max(ext, fo+4)
+			if !w.ScalarIn(&t, fo, 4) && bad == fbverify.NoField {
+				bad = 0
+			}
+		}
+		if fo := w.Slot(&t, 1); fo != 0 {
+			ext = max(ext, fo+4)
+			if !w.ScalarIn(&t, fo, 4) && bad == fbverify.NoField {
+				bad = 1
+			}
+		}
+		if bad == fbverify.NoField {
+			w.Learn(&t, &m.Memo, ext, false)
 		}
 	}
-	if fo := w.Slot(&t, 1); fo != 0 && (fo+4 > t.Size() || fo&3 != 0) {
-		if err := w.ScalarOutside(&t, fo, 4); err != nil {
-			return w.At(err, "batch_dims", -1)
-		}
+	if bad != fbverify.NoField {
+		return w.ScalarError(&t, bad, GatherOptionsDesc)
 	}
 	w.Leave()
 	return nil
@@ -2369,14 +3792,37 @@ func VerifyTransposeOptions(w *fbverify.Walk, pos int64) error {
 
 // VerifyReducerOptions verifies the ReducerOptions table at pos and everything it refers to.
 func VerifyReducerOptions(w *fbverify.Walk, pos int64) error {
-	t, err := w.Start(pos)
+	var m memoReducerOptions
+	return verifyReducerOptions(w, pos, &m)
+}
+
+// memoReducerOptions is what verifyReducerOptions keeps from one ReducerOptions table to the next: the
+// vtable, the table offsets of its offset fields and unions, and the memos
+// of the tables it verifies in place.
+type memoReducerOptions struct {
+	fbverify.Memo
+}
+
+func verifyReducerOptions(w *fbverify.Walk, pos int64, m *memoReducerOptions) error {
+	t, hit, err := w.StartMemo(pos, &m.Memo)
 	if err != nil {
 		return err
 	}
-	if fo := w.Slot(&t, 0); fo != 0 && (fo+1 > t.Size()) {
-		if err := w.ScalarOutside(&t, fo, 1); err != nil {
-			return w.At(err, "keep_dims", -1)
+	bad := fbverify.NoField // the first scalar field that fails its checks
+	if !hit {
+		ext := int64(4)
+		if fo := w.Slot(&t, 0); fo != 0 {
+			ext = max(ext, fo+1)
+			if !w.ScalarIn(&t, fo, 1) && bad == fbverify.NoField {
+				bad = 0
+			}
 		}
+		if bad == fbverify.NoField {
+			w.Learn(&t, &m.Memo, ext, false)
+		}
+	}
+	if bad != fbverify.NoField {
+		return w.ScalarError(&t, bad, ReducerOptionsDesc)
 	}
 	w.Leave()
 	return nil
@@ -2384,19 +3830,43 @@ func VerifyReducerOptions(w *fbverify.Walk, pos int64) error {
 
 // VerifySubOptions verifies the SubOptions table at pos and everything it refers to.
 func VerifySubOptions(w *fbverify.Walk, pos int64) error {
-	t, err := w.Start(pos)
+	var m memoSubOptions
+	return verifySubOptions(w, pos, &m)
+}
+
+// memoSubOptions is what verifySubOptions keeps from one SubOptions table to the next: the
+// vtable, the table offsets of its offset fields and unions, and the memos
+// of the tables it verifies in place.
+type memoSubOptions struct {
+	fbverify.Memo
+}
+
+func verifySubOptions(w *fbverify.Walk, pos int64, m *memoSubOptions) error {
+	t, hit, err := w.StartMemo(pos, &m.Memo)
 	if err != nil {
 		return err
 	}
-	if fo := w.Slot(&t, 0); fo != 0 && (fo+1 > t.Size()) {
-		if err := w.ScalarOutside(&t, fo, 1); err != nil {
-			return w.At(err, "fused_activation_function", -1)
+	bad := fbverify.NoField // the first scalar field that fails its checks
+	if !hit {
+		ext := int64(4)
+		if fo := w.Slot(&t, 0); fo != 0 {
+			ext = max(ext, fo+1)
+			if !w.ScalarIn(&t, fo, 1) && bad == fbverify.NoField {
+				bad = 0
+			}
+		}
+		if fo := w.Slot(&t, 1); fo != 0 {
+			ext = max(ext, fo+1)
+			if !w.ScalarIn(&t, fo, 1) && bad == fbverify.NoField {
+				bad = 1
+			}
+		}
+		if bad == fbverify.NoField {
+			w.Learn(&t, &m.Memo, ext, false)
 		}
 	}
-	if fo := w.Slot(&t, 1); fo != 0 && (fo+1 > t.Size()) {
-		if err := w.ScalarOutside(&t, fo, 1); err != nil {
-			return w.At(err, "pot_scale_int16", -1)
-		}
+	if bad != fbverify.NoField {
+		return w.ScalarError(&t, bad, SubOptionsDesc)
 	}
 	w.Leave()
 	return nil
@@ -2404,14 +3874,37 @@ func VerifySubOptions(w *fbverify.Walk, pos int64) error {
 
 // VerifyDivOptions verifies the DivOptions table at pos and everything it refers to.
 func VerifyDivOptions(w *fbverify.Walk, pos int64) error {
-	t, err := w.Start(pos)
+	var m memoDivOptions
+	return verifyDivOptions(w, pos, &m)
+}
+
+// memoDivOptions is what verifyDivOptions keeps from one DivOptions table to the next: the
+// vtable, the table offsets of its offset fields and unions, and the memos
+// of the tables it verifies in place.
+type memoDivOptions struct {
+	fbverify.Memo
+}
+
+func verifyDivOptions(w *fbverify.Walk, pos int64, m *memoDivOptions) error {
+	t, hit, err := w.StartMemo(pos, &m.Memo)
 	if err != nil {
 		return err
 	}
-	if fo := w.Slot(&t, 0); fo != 0 && (fo+1 > t.Size()) {
-		if err := w.ScalarOutside(&t, fo, 1); err != nil {
-			return w.At(err, "fused_activation_function", -1)
+	bad := fbverify.NoField // the first scalar field that fails its checks
+	if !hit {
+		ext := int64(4)
+		if fo := w.Slot(&t, 0); fo != 0 {
+			ext = max(ext, fo+1)
+			if !w.ScalarIn(&t, fo, 1) && bad == fbverify.NoField {
+				bad = 0
+			}
 		}
+		if bad == fbverify.NoField {
+			w.Learn(&t, &m.Memo, ext, false)
+		}
+	}
+	if bad != fbverify.NoField {
+		return w.ScalarError(&t, bad, DivOptionsDesc)
 	}
 	w.Leave()
 	return nil
@@ -2419,22 +3912,41 @@ func VerifyDivOptions(w *fbverify.Walk, pos int64) error {
 
 // VerifySqueezeOptions verifies the SqueezeOptions table at pos and everything it refers to.
 func VerifySqueezeOptions(w *fbverify.Walk, pos int64) error {
-	t, err := w.Start(pos)
+	var m memoSqueezeOptions
+	return verifySqueezeOptions(w, pos, &m)
+}
+
+// memoSqueezeOptions is what verifySqueezeOptions keeps from one SqueezeOptions table to the next: the
+// vtable, the table offsets of its offset fields and unions, and the memos
+// of the tables it verifies in place.
+type memoSqueezeOptions struct {
+	fbverify.Memo
+	s0 uint16
+}
+
+func verifySqueezeOptions(w *fbverify.Walk, pos int64, m *memoSqueezeOptions) error {
+	t, hit, err := w.StartMemo(pos, &m.Memo)
 	if err != nil {
 		return err
 	}
-	{
-		q, ok := w.RefAt(&t, w.Slot(&t, 0))
+	var fo0 int64
+	if hit {
+		fo0 = int64(m.s0)
+	} else {
+		fo0 = w.Slot(&t, 0)
+		w.Learn(&t, &m.Memo, 4, false)
+		m.s0 = uint16(fo0)
+	}
+	if fo := fo0; fo != 0 {
+		q, ok := w.RefAt(&t, fo)
 		if !ok {
 			if q, err = w.Ref(&t, 0, false); err != nil {
 				return w.At(err, "squeeze_dims", -1)
 			}
 		}
-		if q != 0 {
-			if _, _, ok := w.VectorAt(q, 4); !ok {
-				if _, _, err := w.Vector(q, 4); err != nil {
-					return w.At(err, "squeeze_dims", -1)
-				}
+		if _, _, ok := w.VectorAt(q, 4); !ok {
+			if _, _, err := w.Vector(q, 4); err != nil {
+				return w.At(err, "squeeze_dims", -1)
 			}
 		}
 	}
@@ -2444,24 +3956,49 @@ func VerifySqueezeOptions(w *fbverify.Walk, pos int64) error {
 
 // VerifySequenceRNNOptions verifies the SequenceRNNOptions table at pos and everything it refers to.
 func VerifySequenceRNNOptions(w *fbverify.Walk, pos int64) error {
-	t, err := w.Start(pos)
+	var m memoSequenceRNNOptions
+	return verifySequenceRNNOptions(w, pos, &m)
+}
+
+// memoSequenceRNNOptions is what verifySequenceRNNOptions keeps from one SequenceRNNOptions table to the next: the
+// vtable, the table offsets of its offset fields and unions, and the memos
+// of the tables it verifies in place.
+type memoSequenceRNNOptions struct {
+	fbverify.Memo
+}
+
+func verifySequenceRNNOptions(w *fbverify.Walk, pos int64, m *memoSequenceRNNOptions) error {
+	t, hit, err := w.StartMemo(pos, &m.Memo)
 	if err != nil {
 		return err
 	}
-	if fo := w.Slot(&t, 0); fo != 0 && (fo+1 > t.Size()) {
-		if err := w.ScalarOutside(&t, fo, 1); err != nil {
-			return w.At(err, "time_major", -1)
+	bad := fbverify.NoField // the first scalar field that fails its checks
+	if !hit {
+		ext := int64(4)
+		if fo := w.Slot(&t, 0); fo != 0 {
+			ext = max(ext, fo+1)
+			if !w.ScalarIn(&t, fo, 1) && bad == fbverify.NoField {
+				bad = 0
+			}
+		}
+		if fo := w.Slot(&t, 1); fo != 0 {
+			ext = max(ext, fo+1)
+			if !w.ScalarIn(&t, fo, 1) && bad == fbverify.NoField {
+				bad = 1
+			}
+		}
+		if fo := w.Slot(&t, 2); fo != 0 {
+			ext = max(ext, fo+1)
+			if !w.ScalarIn(&t, fo, 1) && bad == fbverify.NoField {
+				bad = 2
+			}
+		}
+		if bad == fbverify.NoField {
+			w.Learn(&t, &m.Memo, ext, false)
 		}
 	}
-	if fo := w.Slot(&t, 1); fo != 0 && (fo+1 > t.Size()) {
-		if err := w.ScalarOutside(&t, fo, 1); err != nil {
-			return w.At(err, "fused_activation_function", -1)
-		}
-	}
-	if fo := w.Slot(&t, 2); fo != 0 && (fo+1 > t.Size()) {
-		if err := w.ScalarOutside(&t, fo, 1); err != nil {
-			return w.At(err, "asymmetric_quantize_inputs", -1)
-		}
+	if bad != fbverify.NoField {
+		return w.ScalarError(&t, bad, SequenceRNNOptionsDesc)
 	}
 	w.Leave()
 	return nil
@@ -2469,39 +4006,67 @@ func VerifySequenceRNNOptions(w *fbverify.Walk, pos int64) error {
 
 // VerifyStridedSliceOptions verifies the StridedSliceOptions table at pos and everything it refers to.
 func VerifyStridedSliceOptions(w *fbverify.Walk, pos int64) error {
-	t, err := w.Start(pos)
+	var m memoStridedSliceOptions
+	return verifyStridedSliceOptions(w, pos, &m)
+}
+
+// memoStridedSliceOptions is what verifyStridedSliceOptions keeps from one StridedSliceOptions table to the next: the
+// vtable, the table offsets of its offset fields and unions, and the memos
+// of the tables it verifies in place.
+type memoStridedSliceOptions struct {
+	fbverify.Memo
+}
+
+func verifyStridedSliceOptions(w *fbverify.Walk, pos int64, m *memoStridedSliceOptions) error {
+	t, hit, err := w.StartMemo(pos, &m.Memo)
 	if err != nil {
 		return err
 	}
-	if fo := w.Slot(&t, 0); fo != 0 && (fo+4 > t.Size() || fo&3 != 0) {
-		if err := w.ScalarOutside(&t, fo, 4); err != nil {
-			return w.At(err, "begin_mask", -1)
+	bad := fbverify.NoField // the first scalar field that fails its checks
+	if !hit {
+		ext := int64(4)
+		if fo := w.Slot(&t, 0); fo != 0 {
+			ext = max(ext, fo+4)
+			if !w.ScalarIn(&t, fo, 4) && bad == fbverify.NoField {
+				bad = 0
+			}
+		}
+		if fo := w.Slot(&t, 1); fo != 0 {
+			ext = max(ext, fo+4)
+			if !w.ScalarIn(&t, fo, 4) && bad == fbverify.NoField {
+				bad = 1
+			}
+		}
+		if fo := w.Slot(&t, 2); fo != 0 {
+			ext = max(ext, fo+4)
+			if !w.ScalarIn(&t, fo, 4) && bad == fbverify.NoField {
+				bad = 2
+			}
+		}
+		if fo := w.Slot(&t, 3); fo != 0 {
+			ext = max(ext, fo+4)
+			if !w.ScalarIn(&t, fo, 4) && bad == fbverify.NoField {
+				bad = 3
+			}
+		}
+		if fo := w.Slot(&t, 4); fo != 0 {
+			ext = max(ext, fo+4)
+			if !w.ScalarIn(&t, fo, 4) && bad == fbverify.NoField {
+				bad = 4
+			}
+		}
+		if fo := w.Slot(&t, 5); fo != 0 {
+			ext = max(ext, fo+1)
+			if !w.ScalarIn(&t, fo, 1) && bad == fbverify.NoField {
+				bad = 5
+			}
+		}
+		if bad == fbverify.NoField {
+			w.Learn(&t, &m.Memo, ext, false)
 		}
 	}
-	if fo := w.Slot(&t, 1); fo != 0 && (fo+4 > t.Size() || fo&3 != 0) {
-		if err := w.ScalarOutside(&t, fo, 4); err != nil {
-			return w.At(err, "end_mask", -1)
-		}
-	}
-	if fo := w.Slot(&t, 2); fo != 0 && (fo+4 > t.Size() || fo&3 != 0) {
-		if err := w.ScalarOutside(&t, fo, 4); err != nil {
-			return w.At(err, "ellipsis_mask", -1)
-		}
-	}
-	if fo := w.Slot(&t, 3); fo != 0 && (fo+4 > t.Size() || fo&3 != 0) {
-		if err := w.ScalarOutside(&t, fo, 4); err != nil {
-			return w.At(err, "new_axis_mask", -1)
-		}
-	}
-	if fo := w.Slot(&t, 4); fo != 0 && (fo+4 > t.Size() || fo&3 != 0) {
-		if err := w.ScalarOutside(&t, fo, 4); err != nil {
-			return w.At(err, "shrink_axis_mask", -1)
-		}
-	}
-	if fo := w.Slot(&t, 5); fo != 0 && (fo+1 > t.Size()) {
-		if err := w.ScalarOutside(&t, fo, 1); err != nil {
-			return w.At(err, "offset", -1)
-		}
+	if bad != fbverify.NoField {
+		return w.ScalarError(&t, bad, StridedSliceOptionsDesc)
 	}
 	w.Leave()
 	return nil
@@ -2519,14 +4084,37 @@ func VerifyTopKV2Options(w *fbverify.Walk, pos int64) error {
 
 // VerifySplitOptions verifies the SplitOptions table at pos and everything it refers to.
 func VerifySplitOptions(w *fbverify.Walk, pos int64) error {
-	t, err := w.Start(pos)
+	var m memoSplitOptions
+	return verifySplitOptions(w, pos, &m)
+}
+
+// memoSplitOptions is what verifySplitOptions keeps from one SplitOptions table to the next: the
+// vtable, the table offsets of its offset fields and unions, and the memos
+// of the tables it verifies in place.
+type memoSplitOptions struct {
+	fbverify.Memo
+}
+
+func verifySplitOptions(w *fbverify.Walk, pos int64, m *memoSplitOptions) error {
+	t, hit, err := w.StartMemo(pos, &m.Memo)
 	if err != nil {
 		return err
 	}
-	if fo := w.Slot(&t, 0); fo != 0 && (fo+4 > t.Size() || fo&3 != 0) {
-		if err := w.ScalarOutside(&t, fo, 4); err != nil {
-			return w.At(err, "num_splits", -1)
+	bad := fbverify.NoField // the first scalar field that fails its checks
+	if !hit {
+		ext := int64(4)
+		if fo := w.Slot(&t, 0); fo != 0 {
+			ext = max(ext, fo+4)
+			if !w.ScalarIn(&t, fo, 4) && bad == fbverify.NoField {
+				bad = 0
+			}
 		}
+		if bad == fbverify.NoField {
+			w.Learn(&t, &m.Memo, ext, false)
+		}
+	}
+	if bad != fbverify.NoField {
+		return w.ScalarError(&t, bad, SplitOptionsDesc)
 	}
 	w.Leave()
 	return nil
@@ -2539,19 +4127,43 @@ func VerifyLogSoftmaxOptions(w *fbverify.Walk, pos int64) error {
 
 // VerifyCastOptions verifies the CastOptions table at pos and everything it refers to.
 func VerifyCastOptions(w *fbverify.Walk, pos int64) error {
-	t, err := w.Start(pos)
+	var m memoCastOptions
+	return verifyCastOptions(w, pos, &m)
+}
+
+// memoCastOptions is what verifyCastOptions keeps from one CastOptions table to the next: the
+// vtable, the table offsets of its offset fields and unions, and the memos
+// of the tables it verifies in place.
+type memoCastOptions struct {
+	fbverify.Memo
+}
+
+func verifyCastOptions(w *fbverify.Walk, pos int64, m *memoCastOptions) error {
+	t, hit, err := w.StartMemo(pos, &m.Memo)
 	if err != nil {
 		return err
 	}
-	if fo := w.Slot(&t, 0); fo != 0 && (fo+1 > t.Size()) {
-		if err := w.ScalarOutside(&t, fo, 1); err != nil {
-			return w.At(err, "in_data_type", -1)
+	bad := fbverify.NoField // the first scalar field that fails its checks
+	if !hit {
+		ext := int64(4)
+		if fo := w.Slot(&t, 0); fo != 0 {
+			ext = max(ext, fo+1)
+			if !w.ScalarIn(&t, fo, 1) && bad == fbverify.NoField {
+				bad = 0
+			}
+		}
+		if fo := w.Slot(&t, 1); fo != 0 {
+			ext = max(ext, fo+1)
+			if !w.ScalarIn(&t, fo, 1) && bad == fbverify.NoField {
+				bad = 1
+			}
+		}
+		if bad == fbverify.NoField {
+			w.Learn(&t, &m.Memo, ext, false)
 		}
 	}
-	if fo := w.Slot(&t, 1); fo != 0 && (fo+1 > t.Size()) {
-		if err := w.ScalarOutside(&t, fo, 1); err != nil {
-			return w.At(err, "out_data_type", -1)
-		}
+	if bad != fbverify.NoField {
+		return w.ScalarError(&t, bad, CastOptionsDesc)
 	}
 	w.Leave()
 	return nil
@@ -2569,14 +4181,37 @@ func VerifyMaximumMinimumOptions(w *fbverify.Walk, pos int64) error {
 
 // VerifyArgMaxOptions verifies the ArgMaxOptions table at pos and everything it refers to.
 func VerifyArgMaxOptions(w *fbverify.Walk, pos int64) error {
-	t, err := w.Start(pos)
+	var m memoArgMaxOptions
+	return verifyArgMaxOptions(w, pos, &m)
+}
+
+// memoArgMaxOptions is what verifyArgMaxOptions keeps from one ArgMaxOptions table to the next: the
+// vtable, the table offsets of its offset fields and unions, and the memos
+// of the tables it verifies in place.
+type memoArgMaxOptions struct {
+	fbverify.Memo
+}
+
+func verifyArgMaxOptions(w *fbverify.Walk, pos int64, m *memoArgMaxOptions) error {
+	t, hit, err := w.StartMemo(pos, &m.Memo)
 	if err != nil {
 		return err
 	}
-	if fo := w.Slot(&t, 0); fo != 0 && (fo+1 > t.Size()) {
-		if err := w.ScalarOutside(&t, fo, 1); err != nil {
-			return w.At(err, "output_type", -1)
+	bad := fbverify.NoField // the first scalar field that fails its checks
+	if !hit {
+		ext := int64(4)
+		if fo := w.Slot(&t, 0); fo != 0 {
+			ext = max(ext, fo+1)
+			if !w.ScalarIn(&t, fo, 1) && bad == fbverify.NoField {
+				bad = 0
+			}
 		}
+		if bad == fbverify.NoField {
+			w.Learn(&t, &m.Memo, ext, false)
+		}
+	}
+	if bad != fbverify.NoField {
+		return w.ScalarError(&t, bad, ArgMaxOptionsDesc)
 	}
 	w.Leave()
 	return nil
@@ -2624,34 +4259,61 @@ func VerifySliceOptions(w *fbverify.Walk, pos int64) error {
 
 // VerifyTransposeConvOptions verifies the TransposeConvOptions table at pos and everything it refers to.
 func VerifyTransposeConvOptions(w *fbverify.Walk, pos int64) error {
-	t, err := w.Start(pos)
+	var m memoTransposeConvOptions
+	return verifyTransposeConvOptions(w, pos, &m)
+}
+
+// memoTransposeConvOptions is what verifyTransposeConvOptions keeps from one TransposeConvOptions table to the next: the
+// vtable, the table offsets of its offset fields and unions, and the memos
+// of the tables it verifies in place.
+type memoTransposeConvOptions struct {
+	fbverify.Memo
+}
+
+func verifyTransposeConvOptions(w *fbverify.Walk, pos int64, m *memoTransposeConvOptions) error {
+	t, hit, err := w.StartMemo(pos, &m.Memo)
 	if err != nil {
 		return err
 	}
-	if fo := w.Slot(&t, 0); fo != 0 && (fo+1 > t.Size()) {
-		if err := w.ScalarOutside(&t, fo, 1); err != nil {
-			return w.At(err, "padding", -1)
+	bad := fbverify.NoField // the first scalar field that fails its checks
+	if !hit {
+		ext := int64(4)
+		if fo := w.Slot(&t, 0); fo != 0 {
+			ext = max(ext, fo+1)
+			if !w.ScalarIn(&t, fo, 1) && bad == fbverify.NoField {
+				bad = 0
+			}
+		}
+		if fo := w.Slot(&t, 1); fo != 0 {
+			ext = max(ext, fo+4)
+			if !w.ScalarIn(&t, fo, 4) && bad == fbverify.NoField {
+				bad = 1
+			}
+		}
+		if fo := w.Slot(&t, 2); fo != 0 {
+			ext = max(ext, fo+4)
+			if !w.ScalarIn(&t, fo, 4) && bad == fbverify.NoField {
+				bad = 2
+			}
+		}
+		if fo := w.Slot(&t, 3); fo != 0 {
+			ext = max(ext, fo+1)
+			if !w.ScalarIn(&t, fo, 1) && bad == fbverify.NoField {
+				bad = 3
+			}
+		}
+		if fo := w.Slot(&t, 4); fo != 0 {
+			ext = max(ext, fo+1)
+			if !w.ScalarIn(&t, fo, 1) && bad == fbverify.NoField {
+				bad = 4
+			}
+		}
+		if bad == fbverify.NoField {
+			w.Learn(&t, &m.Memo, ext, false)
 		}
 	}
-	if fo := w.Slot(&t, 1); fo != 0 && (fo+4 > t.Size() || fo&3 != 0) {
-		if err := w.ScalarOutside(&t, fo, 4); err != nil {
-			return w.At(err, "stride_w", -1)
-		}
-	}
-	if fo := w.Slot(&t, 2); fo != 0 && (fo+4 > t.Size() || fo&3 != 0) {
-		if err := w.ScalarOutside(&t, fo, 4); err != nil {
-			return w.At(err, "stride_h", -1)
-		}
-	}
-	if fo := w.Slot(&t, 3); fo != 0 && (fo+1 > t.Size()) {
-		if err := w.ScalarOutside(&t, fo, 1); err != nil {
-			return w.At(err, "fused_activation_function", -1)
-		}
-	}
-	if fo := w.Slot(&t, 4); fo != 0 && (fo+1 > t.Size()) {
-		if err := w.ScalarOutside(&t, fo, 1); err != nil {
-			return w.At(err, "quantized_bias_type", -1)
-		}
+	if bad != fbverify.NoField {
+		return w.ScalarError(&t, bad, TransposeConvOptionsDesc)
 	}
 	w.Leave()
 	return nil
@@ -2659,14 +4321,37 @@ func VerifyTransposeConvOptions(w *fbverify.Walk, pos int64) error {
 
 // VerifySparseToDenseOptions verifies the SparseToDenseOptions table at pos and everything it refers to.
 func VerifySparseToDenseOptions(w *fbverify.Walk, pos int64) error {
-	t, err := w.Start(pos)
+	var m memoSparseToDenseOptions
+	return verifySparseToDenseOptions(w, pos, &m)
+}
+
+// memoSparseToDenseOptions is what verifySparseToDenseOptions keeps from one SparseToDenseOptions table to the next: the
+// vtable, the table offsets of its offset fields and unions, and the memos
+// of the tables it verifies in place.
+type memoSparseToDenseOptions struct {
+	fbverify.Memo
+}
+
+func verifySparseToDenseOptions(w *fbverify.Walk, pos int64, m *memoSparseToDenseOptions) error {
+	t, hit, err := w.StartMemo(pos, &m.Memo)
 	if err != nil {
 		return err
 	}
-	if fo := w.Slot(&t, 0); fo != 0 && (fo+1 > t.Size()) {
-		if err := w.ScalarOutside(&t, fo, 1); err != nil {
-			return w.At(err, "validate_indices", -1)
+	bad := fbverify.NoField // the first scalar field that fails its checks
+	if !hit {
+		ext := int64(4)
+		if fo := w.Slot(&t, 0); fo != 0 {
+			ext = max(ext, fo+1)
+			if !w.ScalarIn(&t, fo, 1) && bad == fbverify.NoField {
+				bad = 0
+			}
 		}
+		if bad == fbverify.NoField {
+			w.Learn(&t, &m.Memo, ext, false)
+		}
+	}
+	if bad != fbverify.NoField {
+		return w.ScalarError(&t, bad, SparseToDenseOptionsDesc)
 	}
 	w.Leave()
 	return nil
@@ -2694,14 +4379,37 @@ func VerifyNotEqualOptions(w *fbverify.Walk, pos int64) error {
 
 // VerifyShapeOptions verifies the ShapeOptions table at pos and everything it refers to.
 func VerifyShapeOptions(w *fbverify.Walk, pos int64) error {
-	t, err := w.Start(pos)
+	var m memoShapeOptions
+	return verifyShapeOptions(w, pos, &m)
+}
+
+// memoShapeOptions is what verifyShapeOptions keeps from one ShapeOptions table to the next: the
+// vtable, the table offsets of its offset fields and unions, and the memos
+// of the tables it verifies in place.
+type memoShapeOptions struct {
+	fbverify.Memo
+}
+
+func verifyShapeOptions(w *fbverify.Walk, pos int64, m *memoShapeOptions) error {
+	t, hit, err := w.StartMemo(pos, &m.Memo)
 	if err != nil {
 		return err
 	}
-	if fo := w.Slot(&t, 0); fo != 0 && (fo+1 > t.Size()) {
-		if err := w.ScalarOutside(&t, fo, 1); err != nil {
-			return w.At(err, "out_type", -1)
+	bad := fbverify.NoField // the first scalar field that fails its checks
+	if !hit {
+		ext := int64(4)
+		if fo := w.Slot(&t, 0); fo != 0 {
+			ext = max(ext, fo+1)
+			if !w.ScalarIn(&t, fo, 1) && bad == fbverify.NoField {
+				bad = 0
+			}
 		}
+		if bad == fbverify.NoField {
+			w.Learn(&t, &m.Memo, ext, false)
+		}
+	}
+	if bad != fbverify.NoField {
+		return w.ScalarError(&t, bad, ShapeOptionsDesc)
 	}
 	w.Leave()
 	return nil
@@ -2714,14 +4422,37 @@ func VerifyPowOptions(w *fbverify.Walk, pos int64) error {
 
 // VerifyArgMinOptions verifies the ArgMinOptions table at pos and everything it refers to.
 func VerifyArgMinOptions(w *fbverify.Walk, pos int64) error {
-	t, err := w.Start(pos)
+	var m memoArgMinOptions
+	return verifyArgMinOptions(w, pos, &m)
+}
+
+// memoArgMinOptions is what verifyArgMinOptions keeps from one ArgMinOptions table to the next: the
+// vtable, the table offsets of its offset fields and unions, and the memos
+// of the tables it verifies in place.
+type memoArgMinOptions struct {
+	fbverify.Memo
+}
+
+func verifyArgMinOptions(w *fbverify.Walk, pos int64, m *memoArgMinOptions) error {
+	t, hit, err := w.StartMemo(pos, &m.Memo)
 	if err != nil {
 		return err
 	}
-	if fo := w.Slot(&t, 0); fo != 0 && (fo+1 > t.Size()) {
-		if err := w.ScalarOutside(&t, fo, 1); err != nil {
-			return w.At(err, "output_type", -1)
+	bad := fbverify.NoField // the first scalar field that fails its checks
+	if !hit {
+		ext := int64(4)
+		if fo := w.Slot(&t, 0); fo != 0 {
+			ext = max(ext, fo+1)
+			if !w.ScalarIn(&t, fo, 1) && bad == fbverify.NoField {
+				bad = 0
+			}
 		}
+		if bad == fbverify.NoField {
+			w.Learn(&t, &m.Memo, ext, false)
+		}
+	}
+	if bad != fbverify.NoField {
+		return w.ScalarError(&t, bad, ArgMinOptionsDesc)
 	}
 	w.Leave()
 	return nil
@@ -2729,29 +4460,55 @@ func VerifyArgMinOptions(w *fbverify.Walk, pos int64) error {
 
 // VerifyFakeQuantOptions verifies the FakeQuantOptions table at pos and everything it refers to.
 func VerifyFakeQuantOptions(w *fbverify.Walk, pos int64) error {
-	t, err := w.Start(pos)
+	var m memoFakeQuantOptions
+	return verifyFakeQuantOptions(w, pos, &m)
+}
+
+// memoFakeQuantOptions is what verifyFakeQuantOptions keeps from one FakeQuantOptions table to the next: the
+// vtable, the table offsets of its offset fields and unions, and the memos
+// of the tables it verifies in place.
+type memoFakeQuantOptions struct {
+	fbverify.Memo
+}
+
+func verifyFakeQuantOptions(w *fbverify.Walk, pos int64, m *memoFakeQuantOptions) error {
+	t, hit, err := w.StartMemo(pos, &m.Memo)
 	if err != nil {
 		return err
 	}
-	if fo := w.Slot(&t, 0); fo != 0 && (fo+4 > t.Size() || fo&3 != 0) {
-		if err := w.ScalarOutside(&t, fo, 4); err != nil {
-			return w.At(err, "min", -1)
+	bad := fbverify.NoField // the first scalar field that fails its checks
+	if !hit {
+		ext := int64(4)
+		if fo := w.Slot(&t, 0); fo != 0 {
+			ext = max(ext, fo+4)
+			if !w.ScalarIn(&t, fo, 4) && bad == fbverify.NoField {
+				bad = 0
+			}
+		}
+		if fo := w.Slot(&t, 1); fo != 0 {
+			ext = max(ext, fo+4)
+			if !w.ScalarIn(&t, fo, 4) && bad == fbverify.NoField {
+				bad = 1
+			}
+		}
+		if fo := w.Slot(&t, 2); fo != 0 {
+			ext = max(ext, fo+4)
+			if !w.ScalarIn(&t, fo, 4) && bad == fbverify.NoField {
+				bad = 2
+			}
+		}
+		if fo := w.Slot(&t, 3); fo != 0 {
+			ext = max(ext, fo+1)
+			if !w.ScalarIn(&t, fo, 1) && bad == fbverify.NoField {
+				bad = 3
+			}
+		}
+		if bad == fbverify.NoField {
+			w.Learn(&t, &m.Memo, ext, false)
 		}
 	}
-	if fo := w.Slot(&t, 1); fo != 0 && (fo+4 > t.Size() || fo&3 != 0) {
-		if err := w.ScalarOutside(&t, fo, 4); err != nil {
-			return w.At(err, "max", -1)
-		}
-	}
-	if fo := w.Slot(&t, 2); fo != 0 && (fo+4 > t.Size() || fo&3 != 0) {
-		if err := w.ScalarOutside(&t, fo, 4); err != nil {
-			return w.At(err, "num_bits", -1)
-		}
-	}
-	if fo := w.Slot(&t, 3); fo != 0 && (fo+1 > t.Size()) {
-		if err := w.ScalarOutside(&t, fo, 1); err != nil {
-			return w.At(err, "narrow_range", -1)
-		}
+	if bad != fbverify.NoField {
+		return w.ScalarError(&t, bad, FakeQuantOptionsDesc)
 	}
 	w.Leave()
 	return nil
@@ -2759,19 +4516,43 @@ func VerifyFakeQuantOptions(w *fbverify.Walk, pos int64) error {
 
 // VerifyPackOptions verifies the PackOptions table at pos and everything it refers to.
 func VerifyPackOptions(w *fbverify.Walk, pos int64) error {
-	t, err := w.Start(pos)
+	var m memoPackOptions
+	return verifyPackOptions(w, pos, &m)
+}
+
+// memoPackOptions is what verifyPackOptions keeps from one PackOptions table to the next: the
+// vtable, the table offsets of its offset fields and unions, and the memos
+// of the tables it verifies in place.
+type memoPackOptions struct {
+	fbverify.Memo
+}
+
+func verifyPackOptions(w *fbverify.Walk, pos int64, m *memoPackOptions) error {
+	t, hit, err := w.StartMemo(pos, &m.Memo)
 	if err != nil {
 		return err
 	}
-	if fo := w.Slot(&t, 0); fo != 0 && (fo+4 > t.Size() || fo&3 != 0) {
-		if err := w.ScalarOutside(&t, fo, 4); err != nil {
-			return w.At(err, "values_count", -1)
+	bad := fbverify.NoField // the first scalar field that fails its checks
+	if !hit {
+		ext := int64(4)
+		if fo := w.Slot(&t, 0); fo != 0 {
+			ext = max(ext, fo+4)
+			if !w.ScalarIn(&t, fo, 4) && bad == fbverify.NoField {
+				bad = 0
+			}
+		}
+		if fo := w.Slot(&t, 1); fo != 0 {
+			ext = max(ext, fo+4)
+			if !w.ScalarIn(&t, fo, 4) && bad == fbverify.NoField {
+				bad = 1
+			}
+		}
+		if bad == fbverify.NoField {
+			w.Learn(&t, &m.Memo, ext, false)
 		}
 	}
-	if fo := w.Slot(&t, 1); fo != 0 && (fo+4 > t.Size() || fo&3 != 0) {
-		if err := w.ScalarOutside(&t, fo, 4); err != nil {
-			return w.At(err, "axis", -1)
-		}
+	if bad != fbverify.NoField {
+		return w.ScalarError(&t, bad, PackOptionsDesc)
 	}
 	w.Leave()
 	return nil
@@ -2784,14 +4565,37 @@ func VerifyLogicalOrOptions(w *fbverify.Walk, pos int64) error {
 
 // VerifyOneHotOptions verifies the OneHotOptions table at pos and everything it refers to.
 func VerifyOneHotOptions(w *fbverify.Walk, pos int64) error {
-	t, err := w.Start(pos)
+	var m memoOneHotOptions
+	return verifyOneHotOptions(w, pos, &m)
+}
+
+// memoOneHotOptions is what verifyOneHotOptions keeps from one OneHotOptions table to the next: the
+// vtable, the table offsets of its offset fields and unions, and the memos
+// of the tables it verifies in place.
+type memoOneHotOptions struct {
+	fbverify.Memo
+}
+
+func verifyOneHotOptions(w *fbverify.Walk, pos int64, m *memoOneHotOptions) error {
+	t, hit, err := w.StartMemo(pos, &m.Memo)
 	if err != nil {
 		return err
 	}
-	if fo := w.Slot(&t, 0); fo != 0 && (fo+4 > t.Size() || fo&3 != 0) {
-		if err := w.ScalarOutside(&t, fo, 4); err != nil {
-			return w.At(err, "axis", -1)
+	bad := fbverify.NoField // the first scalar field that fails its checks
+	if !hit {
+		ext := int64(4)
+		if fo := w.Slot(&t, 0); fo != 0 {
+			ext = max(ext, fo+4)
+			if !w.ScalarIn(&t, fo, 4) && bad == fbverify.NoField {
+				bad = 0
+			}
 		}
+		if bad == fbverify.NoField {
+			w.Learn(&t, &m.Memo, ext, false)
+		}
+	}
+	if bad != fbverify.NoField {
+		return w.ScalarError(&t, bad, OneHotOptionsDesc)
 	}
 	w.Leave()
 	return nil
@@ -2809,19 +4613,43 @@ func VerifyLogicalNotOptions(w *fbverify.Walk, pos int64) error {
 
 // VerifyUnpackOptions verifies the UnpackOptions table at pos and everything it refers to.
 func VerifyUnpackOptions(w *fbverify.Walk, pos int64) error {
-	t, err := w.Start(pos)
+	var m memoUnpackOptions
+	return verifyUnpackOptions(w, pos, &m)
+}
+
+// memoUnpackOptions is what verifyUnpackOptions keeps from one UnpackOptions table to the next: the
+// vtable, the table offsets of its offset fields and unions, and the memos
+// of the tables it verifies in place.
+type memoUnpackOptions struct {
+	fbverify.Memo
+}
+
+func verifyUnpackOptions(w *fbverify.Walk, pos int64, m *memoUnpackOptions) error {
+	t, hit, err := w.StartMemo(pos, &m.Memo)
 	if err != nil {
 		return err
 	}
-	if fo := w.Slot(&t, 0); fo != 0 && (fo+4 > t.Size() || fo&3 != 0) {
-		if err := w.ScalarOutside(&t, fo, 4); err != nil {
-			return w.At(err, "num", -1)
+	bad := fbverify.NoField // the first scalar field that fails its checks
+	if !hit {
+		ext := int64(4)
+		if fo := w.Slot(&t, 0); fo != 0 {
+			ext = max(ext, fo+4)
+			if !w.ScalarIn(&t, fo, 4) && bad == fbverify.NoField {
+				bad = 0
+			}
+		}
+		if fo := w.Slot(&t, 1); fo != 0 {
+			ext = max(ext, fo+4)
+			if !w.ScalarIn(&t, fo, 4) && bad == fbverify.NoField {
+				bad = 1
+			}
+		}
+		if bad == fbverify.NoField {
+			w.Learn(&t, &m.Memo, ext, false)
 		}
 	}
-	if fo := w.Slot(&t, 1); fo != 0 && (fo+4 > t.Size() || fo&3 != 0) {
-		if err := w.ScalarOutside(&t, fo, 4); err != nil {
-			return w.At(err, "axis", -1)
-		}
+	if bad != fbverify.NoField {
+		return w.ScalarError(&t, bad, UnpackOptionsDesc)
 	}
 	w.Leave()
 	return nil
@@ -2849,39 +4677,67 @@ func VerifyFillOptions(w *fbverify.Walk, pos int64) error {
 
 // VerifyBidirectionalSequenceLSTMOptions verifies the BidirectionalSequenceLSTMOptions table at pos and everything it refers to.
 func VerifyBidirectionalSequenceLSTMOptions(w *fbverify.Walk, pos int64) error {
-	t, err := w.Start(pos)
+	var m memoBidirectionalSequenceLSTMOptions
+	return verifyBidirectionalSequenceLSTMOptions(w, pos, &m)
+}
+
+// memoBidirectionalSequenceLSTMOptions is what verifyBidirectionalSequenceLSTMOptions keeps from one BidirectionalSequenceLSTMOptions table to the next: the
+// vtable, the table offsets of its offset fields and unions, and the memos
+// of the tables it verifies in place.
+type memoBidirectionalSequenceLSTMOptions struct {
+	fbverify.Memo
+}
+
+func verifyBidirectionalSequenceLSTMOptions(w *fbverify.Walk, pos int64, m *memoBidirectionalSequenceLSTMOptions) error {
+	t, hit, err := w.StartMemo(pos, &m.Memo)
 	if err != nil {
 		return err
 	}
-	if fo := w.Slot(&t, 0); fo != 0 && (fo+1 > t.Size()) {
-		if err := w.ScalarOutside(&t, fo, 1); err != nil {
-			return w.At(err, "fused_activation_function", -1)
+	bad := fbverify.NoField // the first scalar field that fails its checks
+	if !hit {
+		ext := int64(4)
+		if fo := w.Slot(&t, 0); fo != 0 {
+			ext = max(ext, fo+1)
+			if !w.ScalarIn(&t, fo, 1) && bad == fbverify.NoField {
+				bad = 0
+			}
+		}
+		if fo := w.Slot(&t, 1); fo != 0 {
+			ext = max(ext, fo+4)
+			if !w.ScalarIn(&t, fo, 4) && bad == fbverify.NoField {
+				bad = 1
+			}
+		}
+		if fo := w.Slot(&t, 2); fo != 0 {
+			ext = max(ext, fo+4)
+			if !w.ScalarIn(&t, fo, 4) && bad == fbverify.NoField {
+				bad = 2
+			}
+		}
+		if fo := w.Slot(&t, 3); fo != 0 {
+			ext = max(ext, fo+1)
+			if !w.ScalarIn(&t, fo, 1) && bad == fbverify.NoField {
+				bad = 3
+			}
+		}
+		if fo := w.Slot(&t, 4); fo != 0 {
+			ext = max(ext, fo+1)
+			if !w.ScalarIn(&t, fo, 1) && bad == fbverify.NoField {
+				bad = 4
+			}
+		}
+		if fo := w.Slot(&t, 5); fo != 0 {
+			ext = max(ext, fo+1)
+			if !w.ScalarIn(&t, fo, 1) && bad == fbverify.NoField {
+				bad = 5
+			}
+		}
+		if bad == fbverify.NoField {
+			w.Learn(&t, &m.Memo, ext, false)
 		}
 	}
-	if fo := w.Slot(&t, 1); fo != 0 && (fo+4 > t.Size() || fo&3 != 0) {
-		if err := w.ScalarOutside(&t, fo, 4); err != nil {
-			return w.At(err, "cell_clip", -1)
-		}
-	}
-	if fo := w.Slot(&t, 2); fo != 0 && (fo+4 > t.Size() || fo&3 != 0) {
-		if err := w.ScalarOutside(&t, fo, 4); err != nil {
-			return w.At(err, "proj_clip", -1)
-		}
-	}
-	if fo := w.Slot(&t, 3); fo != 0 && (fo+1 > t.Size()) {
-		if err := w.ScalarOutside(&t, fo, 1); err != nil {
-			return w.At(err, "merge_outputs", -1)
-		}
-	}
-	if fo := w.Slot(&t, 4); fo != 0 && (fo+1 > t.Size()) {
-		if err := w.ScalarOutside(&t, fo, 1); err != nil {
-			return w.At(err, "time_major", -1)
-		}
-	}
-	if fo := w.Slot(&t, 5); fo != 0 && (fo+1 > t.Size()) {
-		if err := w.ScalarOutside(&t, fo, 1); err != nil {
-			return w.At(err, "asymmetric_quantize_inputs", -1)
-		}
+	if bad != fbverify.NoField {
+		return w.ScalarError(&t, bad, BidirectionalSequenceLSTMOptionsDesc)
 	}
 	w.Leave()
 	return nil
@@ -2889,29 +4745,55 @@ func VerifyBidirectionalSequenceLSTMOptions(w *fbverify.Walk, pos int64) error {
 
 // VerifyBidirectionalSequenceRNNOptions verifies the BidirectionalSequenceRNNOptions table at pos and everything it refers to.
 func VerifyBidirectionalSequenceRNNOptions(w *fbverify.Walk, pos int64) error {
-	t, err := w.Start(pos)
+	var m memoBidirectionalSequenceRNNOptions
+	return verifyBidirectionalSequenceRNNOptions(w, pos, &m)
+}
+
+// memoBidirectionalSequenceRNNOptions is what verifyBidirectionalSequenceRNNOptions keeps from one BidirectionalSequenceRNNOptions table to the next: the
+// vtable, the table offsets of its offset fields and unions, and the memos
+// of the tables it verifies in place.
+type memoBidirectionalSequenceRNNOptions struct {
+	fbverify.Memo
+}
+
+func verifyBidirectionalSequenceRNNOptions(w *fbverify.Walk, pos int64, m *memoBidirectionalSequenceRNNOptions) error {
+	t, hit, err := w.StartMemo(pos, &m.Memo)
 	if err != nil {
 		return err
 	}
-	if fo := w.Slot(&t, 0); fo != 0 && (fo+1 > t.Size()) {
-		if err := w.ScalarOutside(&t, fo, 1); err != nil {
-			return w.At(err, "time_major", -1)
+	bad := fbverify.NoField // the first scalar field that fails its checks
+	if !hit {
+		ext := int64(4)
+		if fo := w.Slot(&t, 0); fo != 0 {
+			ext = max(ext, fo+1)
+			if !w.ScalarIn(&t, fo, 1) && bad == fbverify.NoField {
+				bad = 0
+			}
+		}
+		if fo := w.Slot(&t, 1); fo != 0 {
+			ext = max(ext, fo+1)
+			if !w.ScalarIn(&t, fo, 1) && bad == fbverify.NoField {
+				bad = 1
+			}
+		}
+		if fo := w.Slot(&t, 2); fo != 0 {
+			ext = max(ext, fo+1)
+			if !w.ScalarIn(&t, fo, 1) && bad == fbverify.NoField {
+				bad = 2
+			}
+		}
+		if fo := w.Slot(&t, 3); fo != 0 {
+			ext = max(ext, fo+1)
+			if !w.ScalarIn(&t, fo, 1) && bad == fbverify.NoField {
+				bad = 3
+			}
+		}
+		if bad == fbverify.NoField {
+			w.Learn(&t, &m.Memo, ext, false)
 		}
 	}
-	if fo := w.Slot(&t, 1); fo != 0 && (fo+1 > t.Size()) {
-		if err := w.ScalarOutside(&t, fo, 1); err != nil {
-			return w.At(err, "fused_activation_function", -1)
-		}
-	}
-	if fo := w.Slot(&t, 2); fo != 0 && (fo+1 > t.Size()) {
-		if err := w.ScalarOutside(&t, fo, 1); err != nil {
-			return w.At(err, "merge_outputs", -1)
-		}
-	}
-	if fo := w.Slot(&t, 3); fo != 0 && (fo+1 > t.Size()) {
-		if err := w.ScalarOutside(&t, fo, 1); err != nil {
-			return w.At(err, "asymmetric_quantize_inputs", -1)
-		}
+	if bad != fbverify.NoField {
+		return w.ScalarError(&t, bad, BidirectionalSequenceRNNOptionsDesc)
 	}
 	w.Leave()
 	return nil
@@ -2919,39 +4801,67 @@ func VerifyBidirectionalSequenceRNNOptions(w *fbverify.Walk, pos int64) error {
 
 // VerifyUnidirectionalSequenceLSTMOptions verifies the UnidirectionalSequenceLSTMOptions table at pos and everything it refers to.
 func VerifyUnidirectionalSequenceLSTMOptions(w *fbverify.Walk, pos int64) error {
-	t, err := w.Start(pos)
+	var m memoUnidirectionalSequenceLSTMOptions
+	return verifyUnidirectionalSequenceLSTMOptions(w, pos, &m)
+}
+
+// memoUnidirectionalSequenceLSTMOptions is what verifyUnidirectionalSequenceLSTMOptions keeps from one UnidirectionalSequenceLSTMOptions table to the next: the
+// vtable, the table offsets of its offset fields and unions, and the memos
+// of the tables it verifies in place.
+type memoUnidirectionalSequenceLSTMOptions struct {
+	fbverify.Memo
+}
+
+func verifyUnidirectionalSequenceLSTMOptions(w *fbverify.Walk, pos int64, m *memoUnidirectionalSequenceLSTMOptions) error {
+	t, hit, err := w.StartMemo(pos, &m.Memo)
 	if err != nil {
 		return err
 	}
-	if fo := w.Slot(&t, 0); fo != 0 && (fo+1 > t.Size()) {
-		if err := w.ScalarOutside(&t, fo, 1); err != nil {
-			return w.At(err, "fused_activation_function", -1)
+	bad := fbverify.NoField // the first scalar field that fails its checks
+	if !hit {
+		ext := int64(4)
+		if fo := w.Slot(&t, 0); fo != 0 {
+			ext = max(ext, fo+1)
+			if !w.ScalarIn(&t, fo, 1) && bad == fbverify.NoField {
+				bad = 0
+			}
+		}
+		if fo := w.Slot(&t, 1); fo != 0 {
+			ext = max(ext, fo+4)
+			if !w.ScalarIn(&t, fo, 4) && bad == fbverify.NoField {
+				bad = 1
+			}
+		}
+		if fo := w.Slot(&t, 2); fo != 0 {
+			ext = max(ext, fo+4)
+			if !w.ScalarIn(&t, fo, 4) && bad == fbverify.NoField {
+				bad = 2
+			}
+		}
+		if fo := w.Slot(&t, 3); fo != 0 {
+			ext = max(ext, fo+1)
+			if !w.ScalarIn(&t, fo, 1) && bad == fbverify.NoField {
+				bad = 3
+			}
+		}
+		if fo := w.Slot(&t, 4); fo != 0 {
+			ext = max(ext, fo+1)
+			if !w.ScalarIn(&t, fo, 1) && bad == fbverify.NoField {
+				bad = 4
+			}
+		}
+		if fo := w.Slot(&t, 5); fo != 0 {
+			ext = max(ext, fo+1)
+			if !w.ScalarIn(&t, fo, 1) && bad == fbverify.NoField {
+				bad = 5
+			}
+		}
+		if bad == fbverify.NoField {
+			w.Learn(&t, &m.Memo, ext, false)
 		}
 	}
-	if fo := w.Slot(&t, 1); fo != 0 && (fo+4 > t.Size() || fo&3 != 0) {
-		if err := w.ScalarOutside(&t, fo, 4); err != nil {
-			return w.At(err, "cell_clip", -1)
-		}
-	}
-	if fo := w.Slot(&t, 2); fo != 0 && (fo+4 > t.Size() || fo&3 != 0) {
-		if err := w.ScalarOutside(&t, fo, 4); err != nil {
-			return w.At(err, "proj_clip", -1)
-		}
-	}
-	if fo := w.Slot(&t, 3); fo != 0 && (fo+1 > t.Size()) {
-		if err := w.ScalarOutside(&t, fo, 1); err != nil {
-			return w.At(err, "time_major", -1)
-		}
-	}
-	if fo := w.Slot(&t, 4); fo != 0 && (fo+1 > t.Size()) {
-		if err := w.ScalarOutside(&t, fo, 1); err != nil {
-			return w.At(err, "asymmetric_quantize_inputs", -1)
-		}
-	}
-	if fo := w.Slot(&t, 5); fo != 0 && (fo+1 > t.Size()) {
-		if err := w.ScalarOutside(&t, fo, 1); err != nil {
-			return w.At(err, "diagonal_recurrent_tensors", -1)
-		}
+	if bad != fbverify.NoField {
+		return w.ScalarError(&t, bad, UnidirectionalSequenceLSTMOptionsDesc)
 	}
 	w.Leave()
 	return nil
@@ -2969,19 +4879,43 @@ func VerifyRangeOptions(w *fbverify.Walk, pos int64) error {
 
 // VerifyResizeNearestNeighborOptions verifies the ResizeNearestNeighborOptions table at pos and everything it refers to.
 func VerifyResizeNearestNeighborOptions(w *fbverify.Walk, pos int64) error {
-	t, err := w.Start(pos)
+	var m memoResizeNearestNeighborOptions
+	return verifyResizeNearestNeighborOptions(w, pos, &m)
+}
+
+// memoResizeNearestNeighborOptions is what verifyResizeNearestNeighborOptions keeps from one ResizeNearestNeighborOptions table to the next: the
+// vtable, the table offsets of its offset fields and unions, and the memos
+// of the tables it verifies in place.
+type memoResizeNearestNeighborOptions struct {
+	fbverify.Memo
+}
+
+func verifyResizeNearestNeighborOptions(w *fbverify.Walk, pos int64, m *memoResizeNearestNeighborOptions) error {
+	t, hit, err := w.StartMemo(pos, &m.Memo)
 	if err != nil {
 		return err
 	}
-	if fo := w.Slot(&t, 0); fo != 0 && (fo+1 > t.Size()) {
-		if err := w.ScalarOutside(&t, fo, 1); err != nil {
-			return w.At(err, "align_corners", -1)
+	bad := fbverify.NoField // the first scalar field that fails its checks
+	if !hit {
+		ext := int64(4)
+		if fo := w.Slot(&t, 0); fo != 0 {
+			ext = max(ext, fo+1)
+			if !w.ScalarIn(&t, fo, 1) && bad == fbverify.NoField {
+				bad = 0
+			}
+		}
+		if fo := w.Slot(&t, 1); fo != 0 {
+			ext = max(ext, fo+1)
+			if !w.ScalarIn(&t, fo, 1) && bad == fbverify.NoField {
+				bad = 1
+			}
+		}
+		if bad == fbverify.NoField {
+			w.Learn(&t, &m.Memo, ext, false)
 		}
 	}
-	if fo := w.Slot(&t, 1); fo != 0 && (fo+1 > t.Size()) {
-		if err := w.ScalarOutside(&t, fo, 1); err != nil {
-			return w.At(err, "half_pixel_centers", -1)
-		}
+	if bad != fbverify.NoField {
+		return w.ScalarError(&t, bad, ResizeNearestNeighborOptionsDesc)
 	}
 	w.Leave()
 	return nil
@@ -2989,14 +4923,37 @@ func VerifyResizeNearestNeighborOptions(w *fbverify.Walk, pos int64) error {
 
 // VerifyLeakyReluOptions verifies the LeakyReluOptions table at pos and everything it refers to.
 func VerifyLeakyReluOptions(w *fbverify.Walk, pos int64) error {
-	t, err := w.Start(pos)
+	var m memoLeakyReluOptions
+	return verifyLeakyReluOptions(w, pos, &m)
+}
+
+// memoLeakyReluOptions is what verifyLeakyReluOptions keeps from one LeakyReluOptions table to the next: the
+// vtable, the table offsets of its offset fields and unions, and the memos
+// of the tables it verifies in place.
+type memoLeakyReluOptions struct {
+	fbverify.Memo
+}
+
+func verifyLeakyReluOptions(w *fbverify.Walk, pos int64, m *memoLeakyReluOptions) error {
+	t, hit, err := w.StartMemo(pos, &m.Memo)
 	if err != nil {
 		return err
 	}
-	if fo := w.Slot(&t, 0); fo != 0 && (fo+4 > t.Size() || fo&3 != 0) {
-		if err := w.ScalarOutside(&t, fo, 4); err != nil {
-			return w.At(err, "alpha", -1)
+	bad := fbverify.NoField // the first scalar field that fails its checks
+	if !hit {
+		ext := int64(4)
+		if fo := w.Slot(&t, 0); fo != 0 {
+			ext = max(ext, fo+4)
+			if !w.ScalarIn(&t, fo, 4) && bad == fbverify.NoField {
+				bad = 0
+			}
 		}
+		if bad == fbverify.NoField {
+			w.Learn(&t, &m.Memo, ext, false)
+		}
+	}
+	if bad != fbverify.NoField {
+		return w.ScalarError(&t, bad, LeakyReluOptionsDesc)
 	}
 	w.Leave()
 	return nil
@@ -3009,14 +4966,37 @@ func VerifySquaredDifferenceOptions(w *fbverify.Walk, pos int64) error {
 
 // VerifyMirrorPadOptions verifies the MirrorPadOptions table at pos and everything it refers to.
 func VerifyMirrorPadOptions(w *fbverify.Walk, pos int64) error {
-	t, err := w.Start(pos)
+	var m memoMirrorPadOptions
+	return verifyMirrorPadOptions(w, pos, &m)
+}
+
+// memoMirrorPadOptions is what verifyMirrorPadOptions keeps from one MirrorPadOptions table to the next: the
+// vtable, the table offsets of its offset fields and unions, and the memos
+// of the tables it verifies in place.
+type memoMirrorPadOptions struct {
+	fbverify.Memo
+}
+
+func verifyMirrorPadOptions(w *fbverify.Walk, pos int64, m *memoMirrorPadOptions) error {
+	t, hit, err := w.StartMemo(pos, &m.Memo)
 	if err != nil {
 		return err
 	}
-	if fo := w.Slot(&t, 0); fo != 0 && (fo+1 > t.Size()) {
-		if err := w.ScalarOutside(&t, fo, 1); err != nil {
-			return w.At(err, "mode", -1)
+	bad := fbverify.NoField // the first scalar field that fails its checks
+	if !hit {
+		ext := int64(4)
+		if fo := w.Slot(&t, 0); fo != 0 {
+			ext = max(ext, fo+1)
+			if !w.ScalarIn(&t, fo, 1) && bad == fbverify.NoField {
+				bad = 0
+			}
 		}
+		if bad == fbverify.NoField {
+			w.Learn(&t, &m.Memo, ext, false)
+		}
+	}
+	if bad != fbverify.NoField {
+		return w.ScalarError(&t, bad, MirrorPadOptionsDesc)
 	}
 	w.Leave()
 	return nil
@@ -3029,14 +5009,37 @@ func VerifyAbsOptions(w *fbverify.Walk, pos int64) error {
 
 // VerifySplitVOptions verifies the SplitVOptions table at pos and everything it refers to.
 func VerifySplitVOptions(w *fbverify.Walk, pos int64) error {
-	t, err := w.Start(pos)
+	var m memoSplitVOptions
+	return verifySplitVOptions(w, pos, &m)
+}
+
+// memoSplitVOptions is what verifySplitVOptions keeps from one SplitVOptions table to the next: the
+// vtable, the table offsets of its offset fields and unions, and the memos
+// of the tables it verifies in place.
+type memoSplitVOptions struct {
+	fbverify.Memo
+}
+
+func verifySplitVOptions(w *fbverify.Walk, pos int64, m *memoSplitVOptions) error {
+	t, hit, err := w.StartMemo(pos, &m.Memo)
 	if err != nil {
 		return err
 	}
-	if fo := w.Slot(&t, 0); fo != 0 && (fo+4 > t.Size() || fo&3 != 0) {
-		if err := w.ScalarOutside(&t, fo, 4); err != nil {
-			return w.At(err, "num_splits", -1)
+	bad := fbverify.NoField // the first scalar field that fails its checks
+	if !hit {
+		ext := int64(4)
+		if fo := w.Slot(&t, 0); fo != 0 {
+			ext = max(ext, fo+4)
+			if !w.ScalarIn(&t, fo, 4) && bad == fbverify.NoField {
+				bad = 0
+			}
 		}
+		if bad == fbverify.NoField {
+			w.Learn(&t, &m.Memo, ext, false)
+		}
+	}
+	if bad != fbverify.NoField {
+		return w.ScalarError(&t, bad, SplitVOptionsDesc)
 	}
 	w.Leave()
 	return nil
@@ -3044,14 +5047,37 @@ func VerifySplitVOptions(w *fbverify.Walk, pos int64) error {
 
 // VerifyUniqueOptions verifies the UniqueOptions table at pos and everything it refers to.
 func VerifyUniqueOptions(w *fbverify.Walk, pos int64) error {
-	t, err := w.Start(pos)
+	var m memoUniqueOptions
+	return verifyUniqueOptions(w, pos, &m)
+}
+
+// memoUniqueOptions is what verifyUniqueOptions keeps from one UniqueOptions table to the next: the
+// vtable, the table offsets of its offset fields and unions, and the memos
+// of the tables it verifies in place.
+type memoUniqueOptions struct {
+	fbverify.Memo
+}
+
+func verifyUniqueOptions(w *fbverify.Walk, pos int64, m *memoUniqueOptions) error {
+	t, hit, err := w.StartMemo(pos, &m.Memo)
 	if err != nil {
 		return err
 	}
-	if fo := w.Slot(&t, 0); fo != 0 && (fo+1 > t.Size()) {
-		if err := w.ScalarOutside(&t, fo, 1); err != nil {
-			return w.At(err, "idx_out_type", -1)
+	bad := fbverify.NoField // the first scalar field that fails its checks
+	if !hit {
+		ext := int64(4)
+		if fo := w.Slot(&t, 0); fo != 0 {
+			ext = max(ext, fo+1)
+			if !w.ScalarIn(&t, fo, 1) && bad == fbverify.NoField {
+				bad = 0
+			}
 		}
+		if bad == fbverify.NoField {
+			w.Learn(&t, &m.Memo, ext, false)
+		}
+	}
+	if bad != fbverify.NoField {
+		return w.ScalarError(&t, bad, UniqueOptionsDesc)
 	}
 	w.Leave()
 	return nil
@@ -3089,19 +5115,43 @@ func VerifyRankOptions(w *fbverify.Walk, pos int64) error {
 
 // VerifyReverseSequenceOptions verifies the ReverseSequenceOptions table at pos and everything it refers to.
 func VerifyReverseSequenceOptions(w *fbverify.Walk, pos int64) error {
-	t, err := w.Start(pos)
+	var m memoReverseSequenceOptions
+	return verifyReverseSequenceOptions(w, pos, &m)
+}
+
+// memoReverseSequenceOptions is what verifyReverseSequenceOptions keeps from one ReverseSequenceOptions table to the next: the
+// vtable, the table offsets of its offset fields and unions, and the memos
+// of the tables it verifies in place.
+type memoReverseSequenceOptions struct {
+	fbverify.Memo
+}
+
+func verifyReverseSequenceOptions(w *fbverify.Walk, pos int64, m *memoReverseSequenceOptions) error {
+	t, hit, err := w.StartMemo(pos, &m.Memo)
 	if err != nil {
 		return err
 	}
-	if fo := w.Slot(&t, 0); fo != 0 && (fo+4 > t.Size() || fo&3 != 0) {
-		if err := w.ScalarOutside(&t, fo, 4); err != nil {
-			return w.At(err, "seq_dim", -1)
+	bad := fbverify.NoField // the first scalar field that fails its checks
+	if !hit {
+		ext := int64(4)
+		if fo := w.Slot(&t, 0); fo != 0 {
+			ext = max(ext, fo+4)
+			if !w.ScalarIn(&t, fo, 4) && bad == fbverify.NoField {
+				bad = 0
+			}
+		}
+		if fo := w.Slot(&t, 1); fo != 0 {
+			ext = max(ext, fo+4)
+			if !w.ScalarIn(&t, fo, 4) && bad == fbverify.NoField {
+				bad = 1
+			}
+		}
+		if bad == fbverify.NoField {
+			w.Learn(&t, &m.Memo, ext, false)
 		}
 	}
-	if fo := w.Slot(&t, 1); fo != 0 && (fo+4 > t.Size() || fo&3 != 0) {
-		if err := w.ScalarOutside(&t, fo, 4); err != nil {
-			return w.At(err, "batch_dim", -1)
-		}
+	if bad != fbverify.NoField {
+		return w.ScalarError(&t, bad, ReverseSequenceOptionsDesc)
 	}
 	w.Leave()
 	return nil
@@ -3129,14 +5179,37 @@ func VerifyHardSwishOptions(w *fbverify.Walk, pos int64) error {
 
 // VerifyDepthToSpaceOptions verifies the DepthToSpaceOptions table at pos and everything it refers to.
 func VerifyDepthToSpaceOptions(w *fbverify.Walk, pos int64) error {
-	t, err := w.Start(pos)
+	var m memoDepthToSpaceOptions
+	return verifyDepthToSpaceOptions(w, pos, &m)
+}
+
+// memoDepthToSpaceOptions is what verifyDepthToSpaceOptions keeps from one DepthToSpaceOptions table to the next: the
+// vtable, the table offsets of its offset fields and unions, and the memos
+// of the tables it verifies in place.
+type memoDepthToSpaceOptions struct {
+	fbverify.Memo
+}
+
+func verifyDepthToSpaceOptions(w *fbverify.Walk, pos int64, m *memoDepthToSpaceOptions) error {
+	t, hit, err := w.StartMemo(pos, &m.Memo)
 	if err != nil {
 		return err
 	}
-	if fo := w.Slot(&t, 0); fo != 0 && (fo+4 > t.Size() || fo&3 != 0) {
-		if err := w.ScalarOutside(&t, fo, 4); err != nil {
-			return w.At(err, "block_size", -1)
+	bad := fbverify.NoField // the first scalar field that fails its checks
+	if !hit {
+		ext := int64(4)
+		if fo := w.Slot(&t, 0); fo != 0 {
+			ext = max(ext, fo+4)
+			if !w.ScalarIn(&t, fo, 4) && bad == fbverify.NoField {
+				bad = 0
+			}
 		}
+		if bad == fbverify.NoField {
+			w.Learn(&t, &m.Memo, ext, false)
+		}
+	}
+	if bad != fbverify.NoField {
+		return w.ScalarError(&t, bad, DepthToSpaceOptionsDesc)
 	}
 	w.Leave()
 	return nil
@@ -3174,24 +5247,49 @@ func VerifySegmentSumOptions(w *fbverify.Walk, pos int64) error {
 
 // VerifyBatchMatMulOptions verifies the BatchMatMulOptions table at pos and everything it refers to.
 func VerifyBatchMatMulOptions(w *fbverify.Walk, pos int64) error {
-	t, err := w.Start(pos)
+	var m memoBatchMatMulOptions
+	return verifyBatchMatMulOptions(w, pos, &m)
+}
+
+// memoBatchMatMulOptions is what verifyBatchMatMulOptions keeps from one BatchMatMulOptions table to the next: the
+// vtable, the table offsets of its offset fields and unions, and the memos
+// of the tables it verifies in place.
+type memoBatchMatMulOptions struct {
+	fbverify.Memo
+}
+
+func verifyBatchMatMulOptions(w *fbverify.Walk, pos int64, m *memoBatchMatMulOptions) error {
+	t, hit, err := w.StartMemo(pos, &m.Memo)
 	if err != nil {
 		return err
 	}
-	if fo := w.Slot(&t, 0); fo != 0 && (fo+1 > t.Size()) {
-		if err := w.ScalarOutside(&t, fo, 1); err != nil {
-			return w.At(err, "adj_x", -1)
+	bad := fbverify.NoField // the first scalar field that fails its checks
+	if !hit {
+		ext := int64(4)
+		if fo := w.Slot(&t, 0); fo != 0 {
+			ext = max(ext, fo+1)
+			if !w.ScalarIn(&t, fo, 1) && bad == fbverify.NoField {
+				bad = 0
+			}
+		}
+		if fo := w.Slot(&t, 1); fo != 0 {
+			ext = max(ext, fo+1)
+			if !w.ScalarIn(&t, fo, 1) && bad == fbverify.NoField {
+				bad = 1
+			}
+		}
+		if fo := w.Slot(&t, 2); fo != 0 {
+			ext = max(ext, fo+1)
+			if !w.ScalarIn(&t, fo, 1) && bad == fbverify.NoField {
+				bad = 2
+			}
+		}
+		if bad == fbverify.NoField {
+			w.Learn(&t, &m.Memo, ext, false)
 		}
 	}
-	if fo := w.Slot(&t, 1); fo != 0 && (fo+1 > t.Size()) {
-		if err := w.ScalarOutside(&t, fo, 1); err != nil {
-			return w.At(err, "adj_y", -1)
-		}
-	}
-	if fo := w.Slot(&t, 2); fo != 0 && (fo+1 > t.Size()) {
-		if err := w.ScalarOutside(&t, fo, 1); err != nil {
-			return w.At(err, "asymmetric_quantize_inputs", -1)
-		}
+	if bad != fbverify.NoField {
+		return w.ScalarError(&t, bad, BatchMatMulOptionsDesc)
 	}
 	w.Leave()
 	return nil
@@ -3199,19 +5297,43 @@ func VerifyBatchMatMulOptions(w *fbverify.Walk, pos int64) error {
 
 // VerifyCumsumOptions verifies the CumsumOptions table at pos and everything it refers to.
 func VerifyCumsumOptions(w *fbverify.Walk, pos int64) error {
-	t, err := w.Start(pos)
+	var m memoCumsumOptions
+	return verifyCumsumOptions(w, pos, &m)
+}
+
+// memoCumsumOptions is what verifyCumsumOptions keeps from one CumsumOptions table to the next: the
+// vtable, the table offsets of its offset fields and unions, and the memos
+// of the tables it verifies in place.
+type memoCumsumOptions struct {
+	fbverify.Memo
+}
+
+func verifyCumsumOptions(w *fbverify.Walk, pos int64, m *memoCumsumOptions) error {
+	t, hit, err := w.StartMemo(pos, &m.Memo)
 	if err != nil {
 		return err
 	}
-	if fo := w.Slot(&t, 0); fo != 0 && (fo+1 > t.Size()) {
-		if err := w.ScalarOutside(&t, fo, 1); err != nil {
-			return w.At(err, "exclusive", -1)
+	bad := fbverify.NoField // the first scalar field that fails its checks
+	if !hit {
+		ext := int64(4)
+		if fo := w.Slot(&t, 0); fo != 0 {
+			ext = max(ext, fo+1)
+			if !w.ScalarIn(&t, fo, 1) && bad == fbverify.NoField {
+				bad = 0
+			}
+		}
+		if fo := w.Slot(&t, 1); fo != 0 {
+			ext = max(ext, fo+1)
+			if !w.ScalarIn(&t, fo, 1) && bad == fbverify.NoField {
+				bad = 1
+			}
+		}
+		if bad == fbverify.NoField {
+			w.Learn(&t, &m.Memo, ext, false)
 		}
 	}
-	if fo := w.Slot(&t, 1); fo != 0 && (fo+1 > t.Size()) {
-		if err := w.ScalarOutside(&t, fo, 1); err != nil {
-			return w.At(err, "reverse", -1)
-		}
+	if bad != fbverify.NoField {
+		return w.ScalarError(&t, bad, CumsumOptionsDesc)
 	}
 	w.Leave()
 	return nil
@@ -3229,49 +5351,79 @@ func VerifyRfft2dOptions(w *fbverify.Walk, pos int64) error {
 
 // VerifyConv3DOptions verifies the Conv3DOptions table at pos and everything it refers to.
 func VerifyConv3DOptions(w *fbverify.Walk, pos int64) error {
-	t, err := w.Start(pos)
+	var m memoConv3DOptions
+	return verifyConv3DOptions(w, pos, &m)
+}
+
+// memoConv3DOptions is what verifyConv3DOptions keeps from one Conv3DOptions table to the next: the
+// vtable, the table offsets of its offset fields and unions, and the memos
+// of the tables it verifies in place.
+type memoConv3DOptions struct {
+	fbverify.Memo
+}
+
+func verifyConv3DOptions(w *fbverify.Walk, pos int64, m *memoConv3DOptions) error {
+	t, hit, err := w.StartMemo(pos, &m.Memo)
 	if err != nil {
 		return err
 	}
-	if fo := w.Slot(&t, 0); fo != 0 && (fo+1 > t.Size()) {
-		if err := w.ScalarOutside(&t, fo, 1); err != nil {
-			return w.At(err, "padding", -1)
+	bad := fbverify.NoField // the first scalar field that fails its checks
+	if !hit {
+		ext := int64(4)
+		if fo := w.Slot(&t, 0); fo != 0 {
+			ext = max(ext, fo+1)
+			if !w.ScalarIn(&t, fo, 1) && bad == fbverify.NoField {
+				bad = 0
+			}
+		}
+		if fo := w.Slot(&t, 1); fo != 0 {
+			ext = max(ext, fo+4)
+			if !w.ScalarIn(&t, fo, 4) && bad == fbverify.NoField {
+				bad = 1
+			}
+		}
+		if fo := w.Slot(&t, 2); fo != 0 {
+			ext = max(ext, fo+4)
+			if !w.ScalarIn(&t, fo, 4) && bad == fbverify.NoField {
+				bad = 2
+			}
+		}
+		if fo := w.Slot(&t, 3); fo != 0 {
+			ext = max(ext, fo+4)
+			if !w.ScalarIn(&t, fo, 4) && bad == fbverify.NoField {
+				bad = 3
+			}
+		}
+		if fo := w.Slot(&t, 4); fo != 0 {
+			ext = max(ext, fo+1)
+			if !w.ScalarIn(&t, fo, 1) && bad == fbverify.NoField {
+				bad = 4
+			}
+		}
+		if fo := w.Slot(&t, 5); fo != 0 {
+			ext = max(ext, fo+4)
+			if !w.ScalarIn(&t, fo, 4) && bad == fbverify.NoField {
+				bad = 5
+			}
+		}
+		if fo := w.Slot(&t, 6); fo != 0 {
+			ext = max(ext, fo+4)
+			if !w.ScalarIn(&t, fo, 4) && bad == fbverify.NoField {
+				bad = 6
+			}
+		}
+		if fo := w.Slot(&t, 7); fo != 0 {
+			ext = max(ext, fo+4)
+			if !w.ScalarIn(&t, fo, 4) && bad == fbverify.NoField {
+				bad = 7
+			}
+		}
+		if bad == fbverify.NoField {
+			w.Learn(&t, &m.Memo, ext, false)
 		}
 	}
-	if fo := w.Slot(&t, 1); fo != 0 && (fo+4 > t.Size() || fo&3 != 0) {
-		if err := w.ScalarOutside(&t, fo, 4); err != nil {
-			return w.At(err, "stride_d", -1)
-		}
-	}
-	if fo := w.Slot(&t, 2); fo != 0 && (fo+4 > t.Size() || fo&3 != 0) {
-		if err := w.ScalarOutside(&t, fo, 4); err != nil {
-			return w.At(err, "stride_w", -1)
-		}
-	}
-	if fo := w.Slot(&t, 3); fo != 0 && (fo+4 > t.Size() || fo&3 != 0) {
-		if err := w.ScalarOutside(&t, fo, 4); err != nil {
-			return w.At(err, "stride_h", -1)
-		}
-	}
-	if fo := w.Slot(&t, 4); fo != 0 && (fo+1 > t.Size()) {
-		if err := w.ScalarOutside(&t, fo, 1); err != nil {
-			return w.At(err, "fused_activation_function", -1)
-		}
-	}
-	if fo := w.Slot(&t, 5); fo != 0 && (fo+4 > t.Size() || fo&3 != 0) {
-		if err := w.ScalarOutside(&t, fo, 4); err != nil {
-			return w.At(err, "dilation_d_factor", -1)
-		}
-	}
-	if fo := w.Slot(&t, 6); fo != 0 && (fo+4 > t.Size() || fo&3 != 0) {
-		if err := w.ScalarOutside(&t, fo, 4); err != nil {
-			return w.At(err, "dilation_w_factor", -1)
-		}
-	}
-	if fo := w.Slot(&t, 7); fo != 0 && (fo+4 > t.Size() || fo&3 != 0) {
-		if err := w.ScalarOutside(&t, fo, 4); err != nil {
-			return w.At(err, "dilation_h_factor", -1)
-		}
+	if bad != fbverify.NoField {
+		return w.ScalarError(&t, bad, Conv3DOptionsDesc)
 	}
 	w.Leave()
 	return nil
@@ -3279,24 +5431,49 @@ func VerifyConv3DOptions(w *fbverify.Walk, pos int64) error {
 
 // VerifyHashtableOptions verifies the HashtableOptions table at pos and everything it refers to.
 func VerifyHashtableOptions(w *fbverify.Walk, pos int64) error {
-	t, err := w.Start(pos)
+	var m memoHashtableOptions
+	return verifyHashtableOptions(w, pos, &m)
+}
+
+// memoHashtableOptions is what verifyHashtableOptions keeps from one HashtableOptions table to the next: the
+// vtable, the table offsets of its offset fields and unions, and the memos
+// of the tables it verifies in place.
+type memoHashtableOptions struct {
+	fbverify.Memo
+}
+
+func verifyHashtableOptions(w *fbverify.Walk, pos int64, m *memoHashtableOptions) error {
+	t, hit, err := w.StartMemo(pos, &m.Memo)
 	if err != nil {
 		return err
 	}
-	if fo := w.Slot(&t, 0); fo != 0 && (fo+4 > t.Size() || fo&3 != 0) {
-		if err := w.ScalarOutside(&t, fo, 4); err != nil {
-			return w.At(err, "table_id", -1)
+	bad := fbverify.NoField // the first scalar field that fails its checks
+	if !hit {
+		ext := int64(4)
+		if fo := w.Slot(&t, 0); fo != 0 {
+			ext = max(ext, fo+4)
+			if !w.ScalarIn(&t, fo, 4) && bad == fbverify.NoField {
+				bad = 0
+			}
+		}
+		if fo := w.Slot(&t, 1); fo != 0 {
+			ext = max(ext, fo+1)
+			if !w.ScalarIn(&t, fo, 1) && bad == fbverify.NoField {
+				bad = 1
+			}
+		}
+		if fo := w.Slot(&t, 2); fo != 0 {
+			ext = max(ext, fo+1)
+			if !w.ScalarIn(&t, fo, 1) && bad == fbverify.NoField {
+				bad = 2
+			}
+		}
+		if bad == fbverify.NoField {
+			w.Learn(&t, &m.Memo, ext, false)
 		}
 	}
-	if fo := w.Slot(&t, 1); fo != 0 && (fo+1 > t.Size()) {
-		if err := w.ScalarOutside(&t, fo, 1); err != nil {
-			return w.At(err, "key_dtype", -1)
-		}
-	}
-	if fo := w.Slot(&t, 2); fo != 0 && (fo+1 > t.Size()) {
-		if err := w.ScalarOutside(&t, fo, 1); err != nil {
-			return w.At(err, "value_dtype", -1)
-		}
+	if bad != fbverify.NoField {
+		return w.ScalarError(&t, bad, HashtableOptionsDesc)
 	}
 	w.Leave()
 	return nil
@@ -3319,31 +5496,56 @@ func VerifyHashtableSizeOptions(w *fbverify.Walk, pos int64) error {
 
 // VerifyVarHandleOptions verifies the VarHandleOptions table at pos and everything it refers to.
 func VerifyVarHandleOptions(w *fbverify.Walk, pos int64) error {
-	t, err := w.Start(pos)
+	var m memoVarHandleOptions
+	return verifyVarHandleOptions(w, pos, &m)
+}
+
+// memoVarHandleOptions is what verifyVarHandleOptions keeps from one VarHandleOptions table to the next: the
+// vtable, the table offsets of its offset fields and unions, and the memos
+// of the tables it verifies in place.
+type memoVarHandleOptions struct {
+	fbverify.Memo
+	s0 uint16
+	s1 uint16
+}
+
+func verifyVarHandleOptions(w *fbverify.Walk, pos int64, m *memoVarHandleOptions) error {
+	t, hit, err := w.StartMemo(pos, &m.Memo)
 	if err != nil {
 		return err
 	}
-	{
-		q, ok := w.RefAt(&t, w.Slot(&t, 0))
+	var fo0, fo1 int64
+	if hit {
+		fo0 = int64(m.s0)
+		fo1 = int64(m.s1)
+	} else {
+		fo0 = w.Slot(&t, 0)
+		fo1 = w.Slot(&t, 1)
+		w.Learn(&t, &m.Memo, 4, false)
+		m.s0 = uint16(fo0)
+		m.s1 = uint16(fo1)
+	}
+	if fo := fo0; fo != 0 {
+		q, ok := w.RefAt(&t, fo)
 		if !ok {
 			if q, err = w.Ref(&t, 0, false); err != nil {
 				return w.At(err, "container", -1)
 			}
 		}
-		if q != 0 {
+		if !w.StringAt(q) {
 			if err := w.String(q); err != nil {
 				return w.At(err, "container", -1)
 			}
 		}
 	}
-	{
-		q, ok := w.RefAt(&t, w.Slot(&t, 1))
+	if fo := fo1; fo != 0 {
+		q, ok := w.RefAt(&t, fo)
 		if !ok {
 			if q, err = w.Ref(&t, 1, false); err != nil {
 				return w.At(err, "shared_name", -1)
 			}
 		}
-		if q != 0 {
+		if !w.StringAt(q) {
 			if err := w.String(q); err != nil {
 				return w.At(err, "shared_name", -1)
 			}
@@ -3365,19 +5567,45 @@ func VerifyAssignVariableOptions(w *fbverify.Walk, pos int64) error {
 
 // VerifyRandomOptions verifies the RandomOptions table at pos and everything it refers to.
 func VerifyRandomOptions(w *fbverify.Walk, pos int64) error {
-	t, err := w.Start(pos)
+	var m memoRandomOptions
+	return verifyRandomOptions(w, pos, &m)
+}
+
+// memoRandomOptions is what verifyRandomOptions keeps from one RandomOptions table to the next: the
+// vtable, the table offsets of its offset fields and unions, and the memos
+// of the tables it verifies in place.
+type memoRandomOptions struct {
+	fbverify.Memo
+}
+
+func verifyRandomOptions(w *fbverify.Walk, pos int64, m *memoRandomOptions) error {
+	t, hit, err := w.StartMemo(pos, &m.Memo)
 	if err != nil {
 		return err
 	}
-	if fo := w.Slot(&t, 0); fo != 0 && (fo+8 > t.Size() || (t.Pos()+fo)&7 != 0) {
-		if err := w.ScalarOutside(&t, fo, 8); err != nil {
-			return w.At(err, "seed", -1)
+	bad := fbverify.NoField // the first scalar field that fails its checks
+	if !hit {
+		ext, has8 := int64(4), false
+		if fo := w.Slot(&t, 0); fo != 0 {
+			has8 = true
+			ext = max(ext, fo+8)
+			if !w.ScalarIn(&t, fo, 8) && bad == fbverify.NoField {
+				bad = 0
+			}
+		}
+		if fo := w.Slot(&t, 1); fo != 0 {
+			has8 = true
+			ext = max(ext, fo+8)
+			if !w.ScalarIn(&t, fo, 8) && bad == fbverify.NoField {
+				bad = 1
+			}
+		}
+		if bad == fbverify.NoField {
+			w.Learn(&t, &m.Memo, ext, has8)
 		}
 	}
-	if fo := w.Slot(&t, 1); fo != 0 && (fo+8 > t.Size() || (t.Pos()+fo)&7 != 0) {
-		if err := w.ScalarOutside(&t, fo, 8); err != nil {
-			return w.At(err, "seed2", -1)
-		}
+	if bad != fbverify.NoField {
+		return w.ScalarError(&t, bad, RandomOptionsDesc)
 	}
 	w.Leave()
 	return nil
@@ -3385,22 +5613,41 @@ func VerifyRandomOptions(w *fbverify.Walk, pos int64) error {
 
 // VerifyBucketizeOptions verifies the BucketizeOptions table at pos and everything it refers to.
 func VerifyBucketizeOptions(w *fbverify.Walk, pos int64) error {
-	t, err := w.Start(pos)
+	var m memoBucketizeOptions
+	return verifyBucketizeOptions(w, pos, &m)
+}
+
+// memoBucketizeOptions is what verifyBucketizeOptions keeps from one BucketizeOptions table to the next: the
+// vtable, the table offsets of its offset fields and unions, and the memos
+// of the tables it verifies in place.
+type memoBucketizeOptions struct {
+	fbverify.Memo
+	s0 uint16
+}
+
+func verifyBucketizeOptions(w *fbverify.Walk, pos int64, m *memoBucketizeOptions) error {
+	t, hit, err := w.StartMemo(pos, &m.Memo)
 	if err != nil {
 		return err
 	}
-	{
-		q, ok := w.RefAt(&t, w.Slot(&t, 0))
+	var fo0 int64
+	if hit {
+		fo0 = int64(m.s0)
+	} else {
+		fo0 = w.Slot(&t, 0)
+		w.Learn(&t, &m.Memo, 4, false)
+		m.s0 = uint16(fo0)
+	}
+	if fo := fo0; fo != 0 {
+		q, ok := w.RefAt(&t, fo)
 		if !ok {
 			if q, err = w.Ref(&t, 0, false); err != nil {
 				return w.At(err, "boundaries", -1)
 			}
 		}
-		if q != 0 {
-			if _, _, ok := w.VectorAt(q, 4); !ok {
-				if _, _, err := w.Vector(q, 4); err != nil {
-					return w.At(err, "boundaries", -1)
-				}
+		if _, _, ok := w.VectorAt(q, 4); !ok {
+			if _, _, err := w.Vector(q, 4); err != nil {
+				return w.At(err, "boundaries", -1)
 			}
 		}
 	}
@@ -3410,14 +5657,37 @@ func VerifyBucketizeOptions(w *fbverify.Walk, pos int64) error {
 
 // VerifyGeluOptions verifies the GeluOptions table at pos and everything it refers to.
 func VerifyGeluOptions(w *fbverify.Walk, pos int64) error {
-	t, err := w.Start(pos)
+	var m memoGeluOptions
+	return verifyGeluOptions(w, pos, &m)
+}
+
+// memoGeluOptions is what verifyGeluOptions keeps from one GeluOptions table to the next: the
+// vtable, the table offsets of its offset fields and unions, and the memos
+// of the tables it verifies in place.
+type memoGeluOptions struct {
+	fbverify.Memo
+}
+
+func verifyGeluOptions(w *fbverify.Walk, pos int64, m *memoGeluOptions) error {
+	t, hit, err := w.StartMemo(pos, &m.Memo)
 	if err != nil {
 		return err
 	}
-	if fo := w.Slot(&t, 0); fo != 0 && (fo+1 > t.Size()) {
-		if err := w.ScalarOutside(&t, fo, 1); err != nil {
-			return w.At(err, "approximate", -1)
+	bad := fbverify.NoField // the first scalar field that fails its checks
+	if !hit {
+		ext := int64(4)
+		if fo := w.Slot(&t, 0); fo != 0 {
+			ext = max(ext, fo+1)
+			if !w.ScalarIn(&t, fo, 1) && bad == fbverify.NoField {
+				bad = 0
+			}
 		}
+		if bad == fbverify.NoField {
+			w.Learn(&t, &m.Memo, ext, false)
+		}
+	}
+	if bad != fbverify.NoField {
+		return w.ScalarError(&t, bad, GeluOptionsDesc)
 	}
 	w.Leave()
 	return nil
@@ -3475,14 +5745,38 @@ func VerifyRightShiftOptions(w *fbverify.Walk, pos int64) error {
 
 // VerifyStablehloConcatenateOptions verifies the StablehloConcatenateOptions table at pos and everything it refers to.
 func VerifyStablehloConcatenateOptions(w *fbverify.Walk, pos int64) error {
-	t, err := w.Start(pos)
+	var m memoStablehloConcatenateOptions
+	return verifyStablehloConcatenateOptions(w, pos, &m)
+}
+
+// memoStablehloConcatenateOptions is what verifyStablehloConcatenateOptions keeps from one StablehloConcatenateOptions table to the next: the
+// vtable, the table offsets of its offset fields and unions, and the memos
+// of the tables it verifies in place.
+type memoStablehloConcatenateOptions struct {
+	fbverify.Memo
+}
+
+func verifyStablehloConcatenateOptions(w *fbverify.Walk, pos int64, m *memoStablehloConcatenateOptions) error {
+	t, hit, err := w.StartMemo(pos, &m.Memo)
 	if err != nil {
 		return err
 	}
-	if fo := w.Slot(&t, 0); fo != 0 && (fo+8 > t.Size() || (t.Pos()+fo)&7 != 0) {
-		if err := w.ScalarOutside(&t, fo, 8); err != nil {
-			return w.At(err, "dimension", -1)
+	bad := fbverify.NoField // the first scalar field that fails its checks
+	if !hit {
+		ext, has8 := int64(4), false
+		if fo := w.Slot(&t, 0); fo != 0 {
+			has8 = true
+			ext = max(ext, fo+8)
+			if !w.ScalarIn(&t, fo, 8) && bad == fbverify.NoField {
+				bad = 0
+			}
 		}
+		if bad == fbverify.NoField {
+			w.Learn(&t, &m.Memo, ext, has8)
+		}
+	}
+	if bad != fbverify.NoField {
+		return w.ScalarError(&t, bad, StablehloConcatenateOptionsDesc)
 	}
 	w.Leave()
 	return nil
@@ -3490,22 +5784,41 @@ func VerifyStablehloConcatenateOptions(w *fbverify.Walk, pos int64) error {
 
 // VerifyStablehloBroadcastInDimOptions verifies the StablehloBroadcastInDimOptions table at pos and everything it refers to.
 func VerifyStablehloBroadcastInDimOptions(w *fbverify.Walk, pos int64) error {
-	t, err := w.Start(pos)
+	var m memoStablehloBroadcastInDimOptions
+	return verifyStablehloBroadcastInDimOptions(w, pos, &m)
+}
+
+// memoStablehloBroadcastInDimOptions is what verifyStablehloBroadcastInDimOptions keeps from one StablehloBroadcastInDimOptions table to the next: the
+// vtable, the table offsets of its offset fields and unions, and the memos
+// of the tables it verifies in place.
+type memoStablehloBroadcastInDimOptions struct {
+	fbverify.Memo
+	s0 uint16
+}
+
+func verifyStablehloBroadcastInDimOptions(w *fbverify.Walk, pos int64, m *memoStablehloBroadcastInDimOptions) error {
+	t, hit, err := w.StartMemo(pos, &m.Memo)
 	if err != nil {
 		return err
 	}
-	{
-		q, ok := w.RefAt(&t, w.Slot(&t, 0))
+	var fo0 int64
+	if hit {
+		fo0 = int64(m.s0)
+	} else {
+		fo0 = w.Slot(&t, 0)
+		w.Learn(&t, &m.Memo, 4, false)
+		m.s0 = uint16(fo0)
+	}
+	if fo := fo0; fo != 0 {
+		q, ok := w.RefAt(&t, fo)
 		if !ok {
 			if q, err = w.Ref(&t, 0, false); err != nil {
 				return w.At(err, "broadcast_dimensions", -1)
 			}
 		}
-		if q != 0 {
-			if _, _, ok := w.VectorAt(q, 8); !ok {
-				if _, _, err := w.Vector(q, 8); err != nil {
-					return w.At(err, "broadcast_dimensions", -1)
-				}
+		if _, _, ok := w.VectorAt(q, 8); !ok {
+			if _, _, err := w.Vector(q, 8); err != nil {
+				return w.At(err, "broadcast_dimensions", -1)
 			}
 		}
 	}
@@ -3515,52 +5828,75 @@ func VerifyStablehloBroadcastInDimOptions(w *fbverify.Walk, pos int64) error {
 
 // VerifyStablehloSliceOptions verifies the StablehloSliceOptions table at pos and everything it refers to.
 func VerifyStablehloSliceOptions(w *fbverify.Walk, pos int64) error {
-	t, err := w.Start(pos)
+	var m memoStablehloSliceOptions
+	return verifyStablehloSliceOptions(w, pos, &m)
+}
+
+// memoStablehloSliceOptions is what verifyStablehloSliceOptions keeps from one StablehloSliceOptions table to the next: the
+// vtable, the table offsets of its offset fields and unions, and the memos
+// of the tables it verifies in place.
+type memoStablehloSliceOptions struct {
+	fbverify.Memo
+	s0 uint16
+	s1 uint16
+	s2 uint16
+}
+
+func verifyStablehloSliceOptions(w *fbverify.Walk, pos int64, m *memoStablehloSliceOptions) error {
+	t, hit, err := w.StartMemo(pos, &m.Memo)
 	if err != nil {
 		return err
 	}
-	{
-		q, ok := w.RefAt(&t, w.Slot(&t, 0))
+	var fo0, fo1, fo2 int64
+	if hit {
+		fo0 = int64(m.s0)
+		fo1 = int64(m.s1)
+		fo2 = int64(m.s2)
+	} else {
+		fo0 = w.Slot(&t, 0)
+		fo1 = w.Slot(&t, 1)
+		fo2 = w.Slot(&t, 2)
+		w.Learn(&t, &m.Memo, 4, false)
+		m.s0 = uint16(fo0)
+		m.s1 = uint16(fo1)
+		m.s2 = uint16(fo2)
+	}
+	if fo := fo0; fo != 0 {
+		q, ok := w.RefAt(&t, fo)
 		if !ok {
 			if q, err = w.Ref(&t, 0, false); err != nil {
 				return w.At(err, "start_indices", -1)
 			}
 		}
-		if q != 0 {
-			if _, _, ok := w.VectorAt(q, 8); !ok {
-				if _, _, err := w.Vector(q, 8); err != nil {
-					return w.At(err, "start_indices", -1)
-				}
+		if _, _, ok := w.VectorAt(q, 8); !ok {
+			if _, _, err := w.Vector(q, 8); err != nil {
+				return w.At(err, "start_indices", -1)
 			}
 		}
 	}
-	{
-		q, ok := w.RefAt(&t, w.Slot(&t, 1))
+	if fo := fo1; fo != 0 {
+		q, ok := w.RefAt(&t, fo)
 		if !ok {
 			if q, err = w.Ref(&t, 1, false); err != nil {
 				return w.At(err, "limit_indices", -1)
 			}
 		}
-		if q != 0 {
-			if _, _, ok := w.VectorAt(q, 8); !ok {
-				if _, _, err := w.Vector(q, 8); err != nil {
-					return w.At(err, "limit_indices", -1)
-				}
+		if _, _, ok := w.VectorAt(q, 8); !ok {
+			if _, _, err := w.Vector(q, 8); err != nil {
+				return w.At(err, "limit_indices", -1)
 			}
 		}
 	}
-	{
-		q, ok := w.RefAt(&t, w.Slot(&t, 2))
+	if fo := fo2; fo != 0 {
+		q, ok := w.RefAt(&t, fo)
 		if !ok {
 			if q, err = w.Ref(&t, 2, false); err != nil {
 				return w.At(err, "strides", -1)
 			}
 		}
-		if q != 0 {
-			if _, _, ok := w.VectorAt(q, 8); !ok {
-				if _, _, err := w.Vector(q, 8); err != nil {
-					return w.At(err, "strides", -1)
-				}
+		if _, _, ok := w.VectorAt(q, 8); !ok {
+			if _, _, err := w.Vector(q, 8); err != nil {
+				return w.At(err, "strides", -1)
 			}
 		}
 	}
@@ -3570,184 +5906,254 @@ func VerifyStablehloSliceOptions(w *fbverify.Walk, pos int64) error {
 
 // VerifyStablehloConvolutionOptions verifies the StablehloConvolutionOptions table at pos and everything it refers to.
 func VerifyStablehloConvolutionOptions(w *fbverify.Walk, pos int64) error {
-	t, err := w.Start(pos)
+	var m memoStablehloConvolutionOptions
+	return verifyStablehloConvolutionOptions(w, pos, &m)
+}
+
+// memoStablehloConvolutionOptions is what verifyStablehloConvolutionOptions keeps from one StablehloConvolutionOptions table to the next: the
+// vtable, the table offsets of its offset fields and unions, and the memos
+// of the tables it verifies in place.
+type memoStablehloConvolutionOptions struct {
+	fbverify.Memo
+	s0  uint16
+	s1  uint16
+	s2  uint16
+	s3  uint16
+	s4  uint16
+	s7  uint16
+	s10 uint16
+	s13 uint16
+	s16 uint16
+}
+
+func verifyStablehloConvolutionOptions(w *fbverify.Walk, pos int64, m *memoStablehloConvolutionOptions) error {
+	t, hit, err := w.StartMemo(pos, &m.Memo)
 	if err != nil {
 		return err
 	}
-	{
-		q, ok := w.RefAt(&t, w.Slot(&t, 0))
+	var fo0, fo1, fo2, fo3, fo4, fo7, fo10, fo13, fo16 int64
+	bad := fbverify.NoField // the first scalar field that fails its checks
+	if hit {
+		fo0 = int64(m.s0)
+		fo1 = int64(m.s1)
+		fo2 = int64(m.s2)
+		fo3 = int64(m.s3)
+		fo4 = int64(m.s4)
+		fo7 = int64(m.s7)
+		fo10 = int64(m.s10)
+		fo13 = int64(m.s13)
+		fo16 = int64(m.s16)
+	} else {
+		ext, has8 := int64(4), false
+		if fo := w.Slot(&t, 5); fo != 0 {
+			has8 = true
+			ext = max(ext, fo+8)
+			if !w.ScalarIn(&t, fo, 8) && bad == fbverify.NoField {
+				bad = 5
+			}
+		}
+		if fo := w.Slot(&t, 6); fo != 0 {
+			has8 = true
+			ext = max(ext, fo+8)
+			if !w.ScalarIn(&t, fo, 8) && bad == fbverify.NoField {
+				bad = 6
+			}
+		}
+		if fo := w.Slot(&t, 8); fo != 0 {
+			has8 = true
+			ext = max(ext, fo+8)
+			if !w.ScalarIn(&t, fo, 8) && bad == fbverify.NoField {
+				bad = 8
+			}
+		}
+		if fo := w.Slot(&t, 9); fo != 0 {
+			has8 = true
+			ext = max(ext, fo+8)
+			if !w.ScalarIn(&t, fo, 8) && bad == fbverify.NoField {
+				bad = 9
+			}
+		}
+		if fo := w.Slot(&t, 11); fo != 0 {
+			has8 = true
+			ext = max(ext, fo+8)
+			if !w.ScalarIn(&t, fo, 8) && bad == fbverify.NoField {
+				bad = 11
+			}
+		}
+		if fo := w.Slot(&t, 12); fo != 0 {
+			has8 = true
+			ext = max(ext, fo+8)
+			if !w.ScalarIn(&t, fo, 8) && bad == fbverify.NoField {
+				bad = 12
+			}
+		}
+		if fo := w.Slot(&t, 14); fo != 0 {
+			has8 = true
+			ext = max(ext, fo+8)
+			if !w.ScalarIn(&t, fo, 8) && bad == fbverify.NoField {
+				bad = 14
+			}
+		}
+		if fo := w.Slot(&t, 15); fo != 0 {
+			has8 = true
+			ext = max(ext, fo+8)
+			if !w.ScalarIn(&t, fo, 8) && bad == fbverify.NoField {
+				bad = 15
+			}
+		}
+		fo0 = w.Slot(&t, 0)
+		fo1 = w.Slot(&t, 1)
+		fo2 = w.Slot(&t, 2)
+		fo3 = w.Slot(&t, 3)
+		fo4 = w.Slot(&t, 4)
+		fo7 = w.Slot(&t, 7)
+		fo10 = w.Slot(&t, 10)
+		fo13 = w.Slot(&t, 13)
+		fo16 = w.Slot(&t, 16)
+		if bad == fbverify.NoField {
+			w.Learn(&t, &m.Memo, ext, has8)
+			m.s0 = uint16(fo0)
+			m.s1 = uint16(fo1)
+			m.s2 = uint16(fo2)
+			m.s3 = uint16(fo3)
+			m.s4 = uint16(fo4)
+			m.s7 = uint16(fo7)
+			m.s10 = uint16(fo10)
+			m.s13 = uint16(fo13)
+			m.s16 = uint16(fo16)
+		}
+	}
+	if fo := fo0; fo != 0 {
+		q, ok := w.RefAt(&t, fo)
 		if !ok {
 			if q, err = w.Ref(&t, 0, false); err != nil {
 				return w.At(err, "window_strides", -1)
 			}
 		}
-		if q != 0 {
-			if _, _, ok := w.VectorAt(q, 8); !ok {
-				if _, _, err := w.Vector(q, 8); err != nil {
-					return w.At(err, "window_strides", -1)
-				}
+		if _, _, ok := w.VectorAt(q, 8); !ok {
+			if _, _, err := w.Vector(q, 8); err != nil {
+				return w.At(err, "window_strides", -1)
 			}
 		}
 	}
-	{
-		q, ok := w.RefAt(&t, w.Slot(&t, 1))
+	if fo := fo1; fo != 0 {
+		q, ok := w.RefAt(&t, fo)
 		if !ok {
 			if q, err = w.Ref(&t, 1, false); err != nil {
 				return w.At(err, "padding", -1)
 			}
 		}
-		if q != 0 {
-			if _, _, ok := w.VectorAt(q, 8); !ok {
-				if _, _, err := w.Vector(q, 8); err != nil {
-					return w.At(err, "padding", -1)
-				}
+		if _, _, ok := w.VectorAt(q, 8); !ok {
+			if _, _, err := w.Vector(q, 8); err != nil {
+				return w.At(err, "padding", -1)
 			}
 		}
 	}
-	{
-		q, ok := w.RefAt(&t, w.Slot(&t, 2))
+	if fo := fo2; fo != 0 {
+		q, ok := w.RefAt(&t, fo)
 		if !ok {
 			if q, err = w.Ref(&t, 2, false); err != nil {
 				return w.At(err, "lhs_dilation", -1)
 			}
 		}
-		if q != 0 {
-			if _, _, ok := w.VectorAt(q, 8); !ok {
-				if _, _, err := w.Vector(q, 8); err != nil {
-					return w.At(err, "lhs_dilation", -1)
-				}
+		if _, _, ok := w.VectorAt(q, 8); !ok {
+			if _, _, err := w.Vector(q, 8); err != nil {
+				return w.At(err, "lhs_dilation", -1)
 			}
 		}
 	}
-	{
-		q, ok := w.RefAt(&t, w.Slot(&t, 3))
+	if fo := fo3; fo != 0 {
+		q, ok := w.RefAt(&t, fo)
 		if !ok {
 			if q, err = w.Ref(&t, 3, false); err != nil {
 				return w.At(err, "rhs_dilation", -1)
 			}
 		}
-		if q != 0 {
-			if _, _, ok := w.VectorAt(q, 8); !ok {
-				if _, _, err := w.Vector(q, 8); err != nil {
-					return w.At(err, "rhs_dilation", -1)
-				}
+		if _, _, ok := w.VectorAt(q, 8); !ok {
+			if _, _, err := w.Vector(q, 8); err != nil {
+				return w.At(err, "rhs_dilation", -1)
 			}
 		}
 	}
-	{
-		q, ok := w.RefAt(&t, w.Slot(&t, 4))
+	if fo := fo4; fo != 0 {
+		q, ok := w.RefAt(&t, fo)
 		if !ok {
 			if q, err = w.Ref(&t, 4, false); err != nil {
 				return w.At(err, "window_reversal", -1)
 			}
 		}
-		if q != 0 {
-			if _, _, ok := w.VectorAt(q, 1); !ok {
-				if _, _, err := w.Vector(q, 1); err != nil {
-					return w.At(err, "window_reversal", -1)
-				}
+		if _, _, ok := w.VectorAt(q, 1); !ok {
+			if _, _, err := w.Vector(q, 1); err != nil {
+				return w.At(err, "window_reversal", -1)
 			}
 		}
 	}
-	if fo := w.Slot(&t, 5); fo != 0 && (fo+8 > t.Size() || (t.Pos()+fo)&7 != 0) {
-		if err := w.ScalarOutside(&t, fo, 8); err != nil {
-			return w.At(err, "input_batch_dimension", -1)
-		}
+	if bad < 7 {
+		return w.ScalarError(&t, bad, StablehloConvolutionOptionsDesc)
 	}
-	if fo := w.Slot(&t, 6); fo != 0 && (fo+8 > t.Size() || (t.Pos()+fo)&7 != 0) {
-		if err := w.ScalarOutside(&t, fo, 8); err != nil {
-			return w.At(err, "input_feature_dimension", -1)
-		}
-	}
-	{
-		q, ok := w.RefAt(&t, w.Slot(&t, 7))
+	if fo := fo7; fo != 0 {
+		q, ok := w.RefAt(&t, fo)
 		if !ok {
 			if q, err = w.Ref(&t, 7, false); err != nil {
 				return w.At(err, "input_spatial_dimensions", -1)
 			}
 		}
-		if q != 0 {
-			if _, _, ok := w.VectorAt(q, 8); !ok {
-				if _, _, err := w.Vector(q, 8); err != nil {
-					return w.At(err, "input_spatial_dimensions", -1)
-				}
+		if _, _, ok := w.VectorAt(q, 8); !ok {
+			if _, _, err := w.Vector(q, 8); err != nil {
+				return w.At(err, "input_spatial_dimensions", -1)
 			}
 		}
 	}
-	if fo := w.Slot(&t, 8); fo != 0 && (fo+8 > t.Size() || (t.Pos()+fo)&7 != 0) {
-		if err := w.ScalarOutside(&t, fo, 8); err != nil {
-			return w.At(err, "kernel_input_feature_dimension", -1)
-		}
+	if bad < 10 {
+		return w.ScalarError(&t, bad, StablehloConvolutionOptionsDesc)
 	}
-	if fo := w.Slot(&t, 9); fo != 0 && (fo+8 > t.Size() || (t.Pos()+fo)&7 != 0) {
-		if err := w.ScalarOutside(&t, fo, 8); err != nil {
-			return w.At(err, "kernel_output_feature_dimension", -1)
-		}
-	}
-	{
-		q, ok := w.RefAt(&t, w.Slot(&t, 10))
+	if fo := fo10; fo != 0 {
+		q, ok := w.RefAt(&t, fo)
 		if !ok {
 			if q, err = w.Ref(&t, 10, false); err != nil {
 				return w.At(err, "kernel_spatial_dimensions", -1)
 			}
 		}
-		if q != 0 {
-			if _, _, ok := w.VectorAt(q, 8); !ok {
-				if _, _, err := w.Vector(q, 8); err != nil {
-					return w.At(err, "kernel_spatial_dimensions", -1)
-				}
+		if _, _, ok := w.VectorAt(q, 8); !ok {
+			if _, _, err := w.Vector(q, 8); err != nil {
+				return w.At(err, "kernel_spatial_dimensions", -1)
 			}
 		}
 	}
-	if fo := w.Slot(&t, 11); fo != 0 && (fo+8 > t.Size() || (t.Pos()+fo)&7 != 0) {
-		if err := w.ScalarOutside(&t, fo, 8); err != nil {
-			return w.At(err, "output_batch_dimension", -1)
-		}
+	if bad < 13 {
+		return w.ScalarError(&t, bad, StablehloConvolutionOptionsDesc)
 	}
-	if fo := w.Slot(&t, 12); fo != 0 && (fo+8 > t.Size() || (t.Pos()+fo)&7 != 0) {
-		if err := w.ScalarOutside(&t, fo, 8); err != nil {
-			return w.At(err, "output_feature_dimension", -1)
-		}
-	}
-	{
-		q, ok := w.RefAt(&t, w.Slot(&t, 13))
+	if fo := fo13; fo != 0 {
+		q, ok := w.RefAt(&t, fo)
 		if !ok {
 			if q, err = w.Ref(&t, 13, false); err != nil {
 				return w.At(err, "output_spatial_dimensions", -1)
 			}
 		}
-		if q != 0 {
-			if _, _, ok := w.VectorAt(q, 8); !ok {
-				if _, _, err := w.Vector(q, 8); err != nil {
-					return w.At(err, "output_spatial_dimensions", -1)
-				}
+		if _, _, ok := w.VectorAt(q, 8); !ok {
+			if _, _, err := w.Vector(q, 8); err != nil {
+				return w.At(err, "output_spatial_dimensions", -1)
 			}
 		}
 	}
-	if fo := w.Slot(&t, 14); fo != 0 && (fo+8 > t.Size() || (t.Pos()+fo)&7 != 0) {
-		if err := w.ScalarOutside(&t, fo, 8); err != nil {
-			return w.At(err, "feature_group_count", -1)
-		}
+	if bad < 16 {
+		return w.ScalarError(&t, bad, StablehloConvolutionOptionsDesc)
 	}
-	if fo := w.Slot(&t, 15); fo != 0 && (fo+8 > t.Size() || (t.Pos()+fo)&7 != 0) {
-		if err := w.ScalarOutside(&t, fo, 8); err != nil {
-			return w.At(err, "batch_group_count", -1)
-		}
-	}
-	{
-		q, ok := w.RefAt(&t, w.Slot(&t, 16))
+	if fo := fo16; fo != 0 {
+		q, ok := w.RefAt(&t, fo)
 		if !ok {
 			if q, err = w.Ref(&t, 16, false); err != nil {
 				return w.At(err, "precision_config", -1)
 			}
 		}
-		if q != 0 {
-			if _, _, ok := w.VectorAt(q, 4); !ok {
-				if _, _, err := w.Vector(q, 4); err != nil {
-					return w.At(err, "precision_config", -1)
-				}
+		if _, _, ok := w.VectorAt(q, 4); !ok {
+			if _, _, err := w.Vector(q, 4); err != nil {
+				return w.At(err, "precision_config", -1)
 			}
 		}
+	}
+	if bad != fbverify.NoField {
+		return w.ScalarError(&t, bad, StablehloConvolutionOptionsDesc)
 	}
 	w.Leave()
 	return nil
@@ -3755,75 +6161,122 @@ func VerifyStablehloConvolutionOptions(w *fbverify.Walk, pos int64) error {
 
 // VerifyStablehloCustomCallOptions verifies the StablehloCustomCallOptions table at pos and everything it refers to.
 func VerifyStablehloCustomCallOptions(w *fbverify.Walk, pos int64) error {
-	t, err := w.Start(pos)
+	var m memoStablehloCustomCallOptions
+	return verifyStablehloCustomCallOptions(w, pos, &m)
+}
+
+// memoStablehloCustomCallOptions is what verifyStablehloCustomCallOptions keeps from one StablehloCustomCallOptions table to the next: the
+// vtable, the table offsets of its offset fields and unions, and the memos
+// of the tables it verifies in place.
+type memoStablehloCustomCallOptions struct {
+	fbverify.Memo
+	s0 uint16
+	s2 uint16
+	s4 uint16
+	s5 uint16
+}
+
+func verifyStablehloCustomCallOptions(w *fbverify.Walk, pos int64, m *memoStablehloCustomCallOptions) error {
+	t, hit, err := w.StartMemo(pos, &m.Memo)
 	if err != nil {
 		return err
 	}
-	{
-		q, ok := w.RefAt(&t, w.Slot(&t, 0))
+	var fo0, fo2, fo4, fo5 int64
+	bad := fbverify.NoField // the first scalar field that fails its checks
+	if hit {
+		fo0 = int64(m.s0)
+		fo2 = int64(m.s2)
+		fo4 = int64(m.s4)
+		fo5 = int64(m.s5)
+	} else {
+		ext := int64(4)
+		if fo := w.Slot(&t, 1); fo != 0 {
+			ext = max(ext, fo+1)
+			if !w.ScalarIn(&t, fo, 1) && bad == fbverify.NoField {
+				bad = 1
+			}
+		}
+		if fo := w.Slot(&t, 3); fo != 0 {
+			ext = max(ext, fo+4)
+			if !w.ScalarIn(&t, fo, 4) && bad == fbverify.NoField {
+				bad = 3
+			}
+		}
+		fo0 = w.Slot(&t, 0)
+		fo2 = w.Slot(&t, 2)
+		fo4 = w.Slot(&t, 4)
+		fo5 = w.Slot(&t, 5)
+		if bad == fbverify.NoField {
+			w.Learn(&t, &m.Memo, ext, false)
+			m.s0 = uint16(fo0)
+			m.s2 = uint16(fo2)
+			m.s4 = uint16(fo4)
+			m.s5 = uint16(fo5)
+		}
+	}
+	if fo := fo0; fo != 0 {
+		q, ok := w.RefAt(&t, fo)
 		if !ok {
 			if q, err = w.Ref(&t, 0, false); err != nil {
 				return w.At(err, "call_target_name", -1)
 			}
 		}
-		if q != 0 {
+		if !w.StringAt(q) {
 			if err := w.String(q); err != nil {
 				return w.At(err, "call_target_name", -1)
 			}
 		}
 	}
-	if fo := w.Slot(&t, 1); fo != 0 && (fo+1 > t.Size()) {
-		if err := w.ScalarOutside(&t, fo, 1); err != nil {
-			return w.At(err, "has_side_effect", -1)
-		}
+	if bad < 2 {
+		return w.ScalarError(&t, bad, StablehloCustomCallOptionsDesc)
 	}
-	{
-		q, ok := w.RefAt(&t, w.Slot(&t, 2))
+	if fo := fo2; fo != 0 {
+		q, ok := w.RefAt(&t, fo)
 		if !ok {
 			if q, err = w.Ref(&t, 2, false); err != nil {
 				return w.At(err, "backend_config", -1)
 			}
 		}
-		if q != 0 {
+		if !w.StringAt(q) {
 			if err := w.String(q); err != nil {
 				return w.At(err, "backend_config", -1)
 			}
 		}
 	}
-	if fo := w.Slot(&t, 3); fo != 0 && (fo+4 > t.Size() || fo&3 != 0) {
-		if err := w.ScalarOutside(&t, fo, 4); err != nil {
-			return w.At(err, "api_version", -1)
-		}
+	if bad < 4 {
+		return w.ScalarError(&t, bad, StablehloCustomCallOptionsDesc)
 	}
-	{
-		q, ok := w.RefAt(&t, w.Slot(&t, 4))
+	if fo := fo4; fo != 0 {
+		q, ok := w.RefAt(&t, fo)
 		if !ok {
 			if q, err = w.Ref(&t, 4, false); err != nil {
 				return w.At(err, "called_computations", -1)
 			}
 		}
-		if q != 0 {
-			if _, _, ok := w.VectorAt(q, 4); !ok {
-				if _, _, err := w.Vector(q, 4); err != nil {
-					return w.At(err, "called_computations", -1)
-				}
+		if _, _, ok := w.VectorAt(q, 4); !ok {
+			if _, _, err := w.Vector(q, 4); err != nil {
+				return w.At(err, "called_computations", -1)
 			}
 		}
 	}
-	{
-		q, ok := w.RefAt(&t, w.Slot(&t, 5))
+	if bad < 5 {
+		return w.ScalarError(&t, bad, StablehloCustomCallOptionsDesc)
+	}
+	if fo := fo5; fo != 0 {
+		q, ok := w.RefAt(&t, fo)
 		if !ok {
 			if q, err = w.Ref(&t, 5, false); err != nil {
 				return w.At(err, "custom_attributes", -1)
 			}
 		}
-		if q != 0 {
-			if _, _, ok := w.VectorAt(q, 1); !ok {
-				if _, _, err := w.Vector(q, 1); err != nil {
-					return w.At(err, "custom_attributes", -1)
-				}
+		if _, _, ok := w.VectorAt(q, 1); !ok {
+			if _, _, err := w.Vector(q, 1); err != nil {
+				return w.At(err, "custom_attributes", -1)
 			}
 		}
+	}
+	if bad != fbverify.NoField {
+		return w.ScalarError(&t, bad, StablehloCustomCallOptionsDesc)
 	}
 	w.Leave()
 	return nil
@@ -3831,29 +6284,56 @@ func VerifyStablehloCustomCallOptions(w *fbverify.Walk, pos int64) error {
 
 // VerifyStablehloReduceOptions verifies the StablehloReduceOptions table at pos and everything it refers to.
 func VerifyStablehloReduceOptions(w *fbverify.Walk, pos int64) error {
-	t, err := w.Start(pos)
+	var m memoStablehloReduceOptions
+	return verifyStablehloReduceOptions(w, pos, &m)
+}
+
+// memoStablehloReduceOptions is what verifyStablehloReduceOptions keeps from one StablehloReduceOptions table to the next: the
+// vtable, the table offsets of its offset fields and unions, and the memos
+// of the tables it verifies in place.
+type memoStablehloReduceOptions struct {
+	fbverify.Memo
+	s0 uint16
+}
+
+func verifyStablehloReduceOptions(w *fbverify.Walk, pos int64, m *memoStablehloReduceOptions) error {
+	t, hit, err := w.StartMemo(pos, &m.Memo)
 	if err != nil {
 		return err
 	}
-	{
-		q, ok := w.RefAt(&t, w.Slot(&t, 0))
+	var fo0 int64
+	bad := fbverify.NoField // the first scalar field that fails its checks
+	if hit {
+		fo0 = int64(m.s0)
+	} else {
+		ext := int64(4)
+		if fo := w.Slot(&t, 1); fo != 0 {
+			ext = max(ext, fo+4)
+			if !w.ScalarIn(&t, fo, 4) && bad == fbverify.NoField {
+				bad = 1
+			}
+		}
+		fo0 = w.Slot(&t, 0)
+		if bad == fbverify.NoField {
+			w.Learn(&t, &m.Memo, ext, false)
+			m.s0 = uint16(fo0)
+		}
+	}
+	if fo := fo0; fo != 0 {
+		q, ok := w.RefAt(&t, fo)
 		if !ok {
 			if q, err = w.Ref(&t, 0, false); err != nil {
 				return w.At(err, "dimensions", -1)
 			}
 		}
-		if q != 0 {
-			if _, _, ok := w.VectorAt(q, 8); !ok {
-				if _, _, err := w.Vector(q, 8); err != nil {
-					return w.At(err, "dimensions", -1)
-				}
+		if _, _, ok := w.VectorAt(q, 8); !ok {
+			if _, _, err := w.Vector(q, 8); err != nil {
+				return w.At(err, "dimensions", -1)
 			}
 		}
 	}
-	if fo := w.Slot(&t, 1); fo != 0 && (fo+4 > t.Size() || fo&3 != 0) {
-		if err := w.ScalarOutside(&t, fo, 4); err != nil {
-			return w.At(err, "body_subgraph_index", -1)
-		}
+	if bad != fbverify.NoField {
+		return w.ScalarError(&t, bad, StablehloReduceOptionsDesc)
 	}
 	w.Leave()
 	return nil
@@ -3861,74 +6341,118 @@ func VerifyStablehloReduceOptions(w *fbverify.Walk, pos int64) error {
 
 // VerifyStablehloScatterOptions verifies the StablehloScatterOptions table at pos and everything it refers to.
 func VerifyStablehloScatterOptions(w *fbverify.Walk, pos int64) error {
-	t, err := w.Start(pos)
+	var m memoStablehloScatterOptions
+	return verifyStablehloScatterOptions(w, pos, &m)
+}
+
+// memoStablehloScatterOptions is what verifyStablehloScatterOptions keeps from one StablehloScatterOptions table to the next: the
+// vtable, the table offsets of its offset fields and unions, and the memos
+// of the tables it verifies in place.
+type memoStablehloScatterOptions struct {
+	fbverify.Memo
+	s1 uint16
+	s2 uint16
+	s3 uint16
+}
+
+func verifyStablehloScatterOptions(w *fbverify.Walk, pos int64, m *memoStablehloScatterOptions) error {
+	t, hit, err := w.StartMemo(pos, &m.Memo)
 	if err != nil {
 		return err
 	}
-	if fo := w.Slot(&t, 0); fo != 0 && (fo+1 > t.Size()) {
-		if err := w.ScalarOutside(&t, fo, 1); err != nil {
-			return w.At(err, "indices_are_sorted", -1)
+	var fo1, fo2, fo3 int64
+	bad := fbverify.NoField // the first scalar field that fails its checks
+	if hit {
+		fo1 = int64(m.s1)
+		fo2 = int64(m.s2)
+		fo3 = int64(m.s3)
+	} else {
+		ext, has8 := int64(4), false
+		if fo := w.Slot(&t, 0); fo != 0 {
+			ext = max(ext, fo+1)
+			if !w.ScalarIn(&t, fo, 1) && bad == fbverify.NoField {
+				bad = 0
+			}
+		}
+		if fo := w.Slot(&t, 4); fo != 0 {
+			has8 = true
+			ext = max(ext, fo+8)
+			if !w.ScalarIn(&t, fo, 8) && bad == fbverify.NoField {
+				bad = 4
+			}
+		}
+		if fo := w.Slot(&t, 5); fo != 0 {
+			ext = max(ext, fo+1)
+			if !w.ScalarIn(&t, fo, 1) && bad == fbverify.NoField {
+				bad = 5
+			}
+		}
+		if fo := w.Slot(&t, 6); fo != 0 {
+			ext = max(ext, fo+4)
+			if !w.ScalarIn(&t, fo, 4) && bad == fbverify.NoField {
+				bad = 6
+			}
+		}
+		fo1 = w.Slot(&t, 1)
+		fo2 = w.Slot(&t, 2)
+		fo3 = w.Slot(&t, 3)
+		if bad == fbverify.NoField {
+			w.Learn(&t, &m.Memo, ext, has8)
+			m.s1 = uint16(fo1)
+			m.s2 = uint16(fo2)
+			m.s3 = uint16(fo3)
 		}
 	}
-	{
-		q, ok := w.RefAt(&t, w.Slot(&t, 1))
+	if bad < 1 {
+		return w.ScalarError(&t, bad, StablehloScatterOptionsDesc)
+	}
+	if fo := fo1; fo != 0 {
+		q, ok := w.RefAt(&t, fo)
 		if !ok {
 			if q, err = w.Ref(&t, 1, false); err != nil {
 				return w.At(err, "update_window_dims", -1)
 			}
 		}
-		if q != 0 {
-			if _, _, ok := w.VectorAt(q, 8); !ok {
-				if _, _, err := w.Vector(q, 8); err != nil {
-					return w.At(err, "update_window_dims", -1)
-				}
+		if _, _, ok := w.VectorAt(q, 8); !ok {
+			if _, _, err := w.Vector(q, 8); err != nil {
+				return w.At(err, "update_window_dims", -1)
 			}
 		}
 	}
-	{
-		q, ok := w.RefAt(&t, w.Slot(&t, 2))
+	if bad < 2 {
+		return w.ScalarError(&t, bad, StablehloScatterOptionsDesc)
+	}
+	if fo := fo2; fo != 0 {
+		q, ok := w.RefAt(&t, fo)
 		if !ok {
 			if q, err = w.Ref(&t, 2, false); err != nil {
 				return w.At(err, "inserted_window_dims", -1)
 			}
 		}
-		if q != 0 {
-			if _, _, ok := w.VectorAt(q, 8); !ok {
-				if _, _, err := w.Vector(q, 8); err != nil {
-					return w.At(err, "inserted_window_dims", -1)
-				}
+		if _, _, ok := w.VectorAt(q, 8); !ok {
+			if _, _, err := w.Vector(q, 8); err != nil {
+				return w.At(err, "inserted_window_dims", -1)
 			}
 		}
 	}
-	{
-		q, ok := w.RefAt(&t, w.Slot(&t, 3))
+	if bad < 3 {
+		return w.ScalarError(&t, bad, StablehloScatterOptionsDesc)
+	}
+	if fo := fo3; fo != 0 {
+		q, ok := w.RefAt(&t, fo)
 		if !ok {
 			if q, err = w.Ref(&t, 3, false); err != nil {
 				return w.At(err, "scatter_dims_to_operand_dims", -1)
 			}
 		}
-		if q != 0 {
-			if _, _, ok := w.VectorAt(q, 8); !ok {
-				if _, _, err := w.Vector(q, 8); err != nil {
-					return w.At(err, "scatter_dims_to_operand_dims", -1)
-				}
+		if _, _, ok := w.VectorAt(q, 8); !ok {
+			if _, _, err := w.Vector(q, 8); err != nil {
+				return w.At(err, "scatter_dims_to_operand_dims", -1)
 			}
 		}
 	}
-	if fo := w.Slot(&t, 4); fo != 0 && (fo+8 > t.Size() || (t.Pos()+fo)&7 != 0) {
-		if err := w.ScalarOutside(&t, fo, 8); err != nil {
-			return w.At(err, "index_vector_dim", -1)
-		}
-	}
-	if fo := w.Slot(&t, 5); fo != 0 && (fo+1 > t.Size()) {
-		if err := w.ScalarOutside(&t, fo, 1); err != nil {
-			return w.At(err, "unique_indices", -1)
-		}
-	}
-	if fo := w.Slot(&t, 6); fo != 0 && (fo+4 > t.Size() || fo&3 != 0) {
-		if err := w.ScalarOutside(&t, fo, 4); err != nil {
-			return w.At(err, "update_computation_subgraph_index", -1)
-		}
+	if bad != fbverify.NoField {
+		return w.ScalarError(&t, bad, StablehloScatterOptionsDesc)
 	}
 	w.Leave()
 	return nil
@@ -3936,19 +6460,43 @@ func VerifyStablehloScatterOptions(w *fbverify.Walk, pos int64) error {
 
 // VerifyStablehloCompareOptions verifies the StablehloCompareOptions table at pos and everything it refers to.
 func VerifyStablehloCompareOptions(w *fbverify.Walk, pos int64) error {
-	t, err := w.Start(pos)
+	var m memoStablehloCompareOptions
+	return verifyStablehloCompareOptions(w, pos, &m)
+}
+
+// memoStablehloCompareOptions is what verifyStablehloCompareOptions keeps from one StablehloCompareOptions table to the next: the
+// vtable, the table offsets of its offset fields and unions, and the memos
+// of the tables it verifies in place.
+type memoStablehloCompareOptions struct {
+	fbverify.Memo
+}
+
+func verifyStablehloCompareOptions(w *fbverify.Walk, pos int64, m *memoStablehloCompareOptions) error {
+	t, hit, err := w.StartMemo(pos, &m.Memo)
 	if err != nil {
 		return err
 	}
-	if fo := w.Slot(&t, 0); fo != 0 && (fo+4 > t.Size() || fo&3 != 0) {
-		if err := w.ScalarOutside(&t, fo, 4); err != nil {
-			return w.At(err, "comparison_direction", -1)
+	bad := fbverify.NoField // the first scalar field that fails its checks
+	if !hit {
+		ext := int64(4)
+		if fo := w.Slot(&t, 0); fo != 0 {
+			ext = max(ext, fo+4)
+			if !w.ScalarIn(&t, fo, 4) && bad == fbverify.NoField {
+				bad = 0
+			}
+		}
+		if fo := w.Slot(&t, 1); fo != 0 {
+			ext = max(ext, fo+4)
+			if !w.ScalarIn(&t, fo, 4) && bad == fbverify.NoField {
+				bad = 1
+			}
+		}
+		if bad == fbverify.NoField {
+			w.Learn(&t, &m.Memo, ext, false)
 		}
 	}
-	if fo := w.Slot(&t, 1); fo != 0 && (fo+4 > t.Size() || fo&3 != 0) {
-		if err := w.ScalarOutside(&t, fo, 4); err != nil {
-			return w.At(err, "compare_type", -1)
-		}
+	if bad != fbverify.NoField {
+		return w.ScalarError(&t, bad, StablehloCompareOptionsDesc)
 	}
 	w.Leave()
 	return nil
@@ -3956,22 +6504,41 @@ func VerifyStablehloCompareOptions(w *fbverify.Walk, pos int64) error {
 
 // VerifyStablehloDynamicSliceOptions verifies the StablehloDynamicSliceOptions table at pos and everything it refers to.
 func VerifyStablehloDynamicSliceOptions(w *fbverify.Walk, pos int64) error {
-	t, err := w.Start(pos)
+	var m memoStablehloDynamicSliceOptions
+	return verifyStablehloDynamicSliceOptions(w, pos, &m)
+}
+
+// memoStablehloDynamicSliceOptions is what verifyStablehloDynamicSliceOptions keeps from one StablehloDynamicSliceOptions table to the next: the
+// vtable, the table offsets of its offset fields and unions, and the memos
+// of the tables it verifies in place.
+type memoStablehloDynamicSliceOptions struct {
+	fbverify.Memo
+	s0 uint16
+}
+
+func verifyStablehloDynamicSliceOptions(w *fbverify.Walk, pos int64, m *memoStablehloDynamicSliceOptions) error {
+	t, hit, err := w.StartMemo(pos, &m.Memo)
 	if err != nil {
 		return err
 	}
-	{
-		q, ok := w.RefAt(&t, w.Slot(&t, 0))
+	var fo0 int64
+	if hit {
+		fo0 = int64(m.s0)
+	} else {
+		fo0 = w.Slot(&t, 0)
+		w.Learn(&t, &m.Memo, 4, false)
+		m.s0 = uint16(fo0)
+	}
+	if fo := fo0; fo != 0 {
+		q, ok := w.RefAt(&t, fo)
 		if !ok {
 			if q, err = w.Ref(&t, 0, false); err != nil {
 				return w.At(err, "slice_sizes", -1)
 			}
 		}
-		if q != 0 {
-			if _, _, ok := w.VectorAt(q, 8); !ok {
-				if _, _, err := w.Vector(q, 8); err != nil {
-					return w.At(err, "slice_sizes", -1)
-				}
+		if _, _, ok := w.VectorAt(q, 8); !ok {
+			if _, _, err := w.Vector(q, 8); err != nil {
+				return w.At(err, "slice_sizes", -1)
 			}
 		}
 	}
@@ -3981,52 +6548,75 @@ func VerifyStablehloDynamicSliceOptions(w *fbverify.Walk, pos int64) error {
 
 // VerifyStablehloPadOptions verifies the StablehloPadOptions table at pos and everything it refers to.
 func VerifyStablehloPadOptions(w *fbverify.Walk, pos int64) error {
-	t, err := w.Start(pos)
+	var m memoStablehloPadOptions
+	return verifyStablehloPadOptions(w, pos, &m)
+}
+
+// memoStablehloPadOptions is what verifyStablehloPadOptions keeps from one StablehloPadOptions table to the next: the
+// vtable, the table offsets of its offset fields and unions, and the memos
+// of the tables it verifies in place.
+type memoStablehloPadOptions struct {
+	fbverify.Memo
+	s0 uint16
+	s1 uint16
+	s2 uint16
+}
+
+func verifyStablehloPadOptions(w *fbverify.Walk, pos int64, m *memoStablehloPadOptions) error {
+	t, hit, err := w.StartMemo(pos, &m.Memo)
 	if err != nil {
 		return err
 	}
-	{
-		q, ok := w.RefAt(&t, w.Slot(&t, 0))
+	var fo0, fo1, fo2 int64
+	if hit {
+		fo0 = int64(m.s0)
+		fo1 = int64(m.s1)
+		fo2 = int64(m.s2)
+	} else {
+		fo0 = w.Slot(&t, 0)
+		fo1 = w.Slot(&t, 1)
+		fo2 = w.Slot(&t, 2)
+		w.Learn(&t, &m.Memo, 4, false)
+		m.s0 = uint16(fo0)
+		m.s1 = uint16(fo1)
+		m.s2 = uint16(fo2)
+	}
+	if fo := fo0; fo != 0 {
+		q, ok := w.RefAt(&t, fo)
 		if !ok {
 			if q, err = w.Ref(&t, 0, false); err != nil {
 				return w.At(err, "edge_padding_low", -1)
 			}
 		}
-		if q != 0 {
-			if _, _, ok := w.VectorAt(q, 8); !ok {
-				if _, _, err := w.Vector(q, 8); err != nil {
-					return w.At(err, "edge_padding_low", -1)
-				}
+		if _, _, ok := w.VectorAt(q, 8); !ok {
+			if _, _, err := w.Vector(q, 8); err != nil {
+				return w.At(err, "edge_padding_low", -1)
 			}
 		}
 	}
-	{
-		q, ok := w.RefAt(&t, w.Slot(&t, 1))
+	if fo := fo1; fo != 0 {
+		q, ok := w.RefAt(&t, fo)
 		if !ok {
 			if q, err = w.Ref(&t, 1, false); err != nil {
 				return w.At(err, "edge_padding_high", -1)
 			}
 		}
-		if q != 0 {
-			if _, _, ok := w.VectorAt(q, 8); !ok {
-				if _, _, err := w.Vector(q, 8); err != nil {
-					return w.At(err, "edge_padding_high", -1)
-				}
+		if _, _, ok := w.VectorAt(q, 8); !ok {
+			if _, _, err := w.Vector(q, 8); err != nil {
+				return w.At(err, "edge_padding_high", -1)
 			}
 		}
 	}
-	{
-		q, ok := w.RefAt(&t, w.Slot(&t, 2))
+	if fo := fo2; fo != 0 {
+		q, ok := w.RefAt(&t, fo)
 		if !ok {
 			if q, err = w.Ref(&t, 2, false); err != nil {
 				return w.At(err, "interior_padding", -1)
 			}
 		}
-		if q != 0 {
-			if _, _, ok := w.VectorAt(q, 8); !ok {
-				if _, _, err := w.Vector(q, 8); err != nil {
-					return w.At(err, "interior_padding", -1)
-				}
+		if _, _, ok := w.VectorAt(q, 8); !ok {
+			if _, _, err := w.Vector(q, 8); err != nil {
+				return w.At(err, "interior_padding", -1)
 			}
 		}
 	}
@@ -4036,14 +6626,38 @@ func VerifyStablehloPadOptions(w *fbverify.Walk, pos int64) error {
 
 // VerifyStablehloIotaOptions verifies the StablehloIotaOptions table at pos and everything it refers to.
 func VerifyStablehloIotaOptions(w *fbverify.Walk, pos int64) error {
-	t, err := w.Start(pos)
+	var m memoStablehloIotaOptions
+	return verifyStablehloIotaOptions(w, pos, &m)
+}
+
+// memoStablehloIotaOptions is what verifyStablehloIotaOptions keeps from one StablehloIotaOptions table to the next: the
+// vtable, the table offsets of its offset fields and unions, and the memos
+// of the tables it verifies in place.
+type memoStablehloIotaOptions struct {
+	fbverify.Memo
+}
+
+func verifyStablehloIotaOptions(w *fbverify.Walk, pos int64, m *memoStablehloIotaOptions) error {
+	t, hit, err := w.StartMemo(pos, &m.Memo)
 	if err != nil {
 		return err
 	}
-	if fo := w.Slot(&t, 0); fo != 0 && (fo+8 > t.Size() || (t.Pos()+fo)&7 != 0) {
-		if err := w.ScalarOutside(&t, fo, 8); err != nil {
-			return w.At(err, "iota_dimension", -1)
+	bad := fbverify.NoField // the first scalar field that fails its checks
+	if !hit {
+		ext, has8 := int64(4), false
+		if fo := w.Slot(&t, 0); fo != 0 {
+			has8 = true
+			ext = max(ext, fo+8)
+			if !w.ScalarIn(&t, fo, 8) && bad == fbverify.NoField {
+				bad = 0
+			}
 		}
+		if bad == fbverify.NoField {
+			w.Learn(&t, &m.Memo, ext, has8)
+		}
+	}
+	if bad != fbverify.NoField {
+		return w.ScalarError(&t, bad, StablehloIotaOptionsDesc)
 	}
 	w.Leave()
 	return nil
@@ -4051,82 +6665,109 @@ func VerifyStablehloIotaOptions(w *fbverify.Walk, pos int64) error {
 
 // VerifyStablehloDotGeneralOptions verifies the StablehloDotGeneralOptions table at pos and everything it refers to.
 func VerifyStablehloDotGeneralOptions(w *fbverify.Walk, pos int64) error {
-	t, err := w.Start(pos)
+	var m memoStablehloDotGeneralOptions
+	return verifyStablehloDotGeneralOptions(w, pos, &m)
+}
+
+// memoStablehloDotGeneralOptions is what verifyStablehloDotGeneralOptions keeps from one StablehloDotGeneralOptions table to the next: the
+// vtable, the table offsets of its offset fields and unions, and the memos
+// of the tables it verifies in place.
+type memoStablehloDotGeneralOptions struct {
+	fbverify.Memo
+	s0 uint16
+	s1 uint16
+	s2 uint16
+	s3 uint16
+	s4 uint16
+}
+
+func verifyStablehloDotGeneralOptions(w *fbverify.Walk, pos int64, m *memoStablehloDotGeneralOptions) error {
+	t, hit, err := w.StartMemo(pos, &m.Memo)
 	if err != nil {
 		return err
 	}
-	{
-		q, ok := w.RefAt(&t, w.Slot(&t, 0))
+	var fo0, fo1, fo2, fo3, fo4 int64
+	if hit {
+		fo0 = int64(m.s0)
+		fo1 = int64(m.s1)
+		fo2 = int64(m.s2)
+		fo3 = int64(m.s3)
+		fo4 = int64(m.s4)
+	} else {
+		fo0 = w.Slot(&t, 0)
+		fo1 = w.Slot(&t, 1)
+		fo2 = w.Slot(&t, 2)
+		fo3 = w.Slot(&t, 3)
+		fo4 = w.Slot(&t, 4)
+		w.Learn(&t, &m.Memo, 4, false)
+		m.s0 = uint16(fo0)
+		m.s1 = uint16(fo1)
+		m.s2 = uint16(fo2)
+		m.s3 = uint16(fo3)
+		m.s4 = uint16(fo4)
+	}
+	if fo := fo0; fo != 0 {
+		q, ok := w.RefAt(&t, fo)
 		if !ok {
 			if q, err = w.Ref(&t, 0, false); err != nil {
 				return w.At(err, "lhs_batching_dimensions", -1)
 			}
 		}
-		if q != 0 {
-			if _, _, ok := w.VectorAt(q, 8); !ok {
-				if _, _, err := w.Vector(q, 8); err != nil {
-					return w.At(err, "lhs_batching_dimensions", -1)
-				}
+		if _, _, ok := w.VectorAt(q, 8); !ok {
+			if _, _, err := w.Vector(q, 8); err != nil {
+				return w.At(err, "lhs_batching_dimensions", -1)
 			}
 		}
 	}
-	{
-		q, ok := w.RefAt(&t, w.Slot(&t, 1))
+	if fo := fo1; fo != 0 {
+		q, ok := w.RefAt(&t, fo)
 		if !ok {
 			if q, err = w.Ref(&t, 1, false); err != nil {
 				return w.At(err, "rhs_batching_dimensions", -1)
 			}
 		}
-		if q != 0 {
-			if _, _, ok := w.VectorAt(q, 8); !ok {
-				if _, _, err := w.Vector(q, 8); err != nil {
-					return w.At(err, "rhs_batching_dimensions", -1)
-				}
+		if _, _, ok := w.VectorAt(q, 8); !ok {
+			if _, _, err := w.Vector(q, 8); err != nil {
+				return w.At(err, "rhs_batching_dimensions", -1)
 			}
 		}
 	}
-	{
-		q, ok := w.RefAt(&t, w.Slot(&t, 2))
+	if fo := fo2; fo != 0 {
+		q, ok := w.RefAt(&t, fo)
 		if !ok {
 			if q, err = w.Ref(&t, 2, false); err != nil {
 				return w.At(err, "lhs_contracting_dimensions", -1)
 			}
 		}
-		if q != 0 {
-			if _, _, ok := w.VectorAt(q, 8); !ok {
-				if _, _, err := w.Vector(q, 8); err != nil {
-					return w.At(err, "lhs_contracting_dimensions", -1)
-				}
+		if _, _, ok := w.VectorAt(q, 8); !ok {
+			if _, _, err := w.Vector(q, 8); err != nil {
+				return w.At(err, "lhs_contracting_dimensions", -1)
 			}
 		}
 	}
-	{
-		q, ok := w.RefAt(&t, w.Slot(&t, 3))
+	if fo := fo3; fo != 0 {
+		q, ok := w.RefAt(&t, fo)
 		if !ok {
 			if q, err = w.Ref(&t, 3, false); err != nil {
 				return w.At(err, "rhs_contracting_dimensions", -1)
 			}
 		}
-		if q != 0 {
-			if _, _, ok := w.VectorAt(q, 8); !ok {
-				if _, _, err := w.Vector(q, 8); err != nil {
-					return w.At(err, "rhs_contracting_dimensions", -1)
-				}
+		if _, _, ok := w.VectorAt(q, 8); !ok {
+			if _, _, err := w.Vector(q, 8); err != nil {
+				return w.At(err, "rhs_contracting_dimensions", -1)
 			}
 		}
 	}
-	{
-		q, ok := w.RefAt(&t, w.Slot(&t, 4))
+	if fo := fo4; fo != 0 {
+		q, ok := w.RefAt(&t, fo)
 		if !ok {
 			if q, err = w.Ref(&t, 4, false); err != nil {
 				return w.At(err, "precision_config", -1)
 			}
 		}
-		if q != 0 {
-			if _, _, ok := w.VectorAt(q, 4); !ok {
-				if _, _, err := w.Vector(q, 4); err != nil {
-					return w.At(err, "precision_config", -1)
-				}
+		if _, _, ok := w.VectorAt(q, 4); !ok {
+			if _, _, err := w.Vector(q, 4); err != nil {
+				return w.At(err, "precision_config", -1)
 			}
 		}
 	}
@@ -4136,89 +6777,124 @@ func VerifyStablehloDotGeneralOptions(w *fbverify.Walk, pos int64) error {
 
 // VerifyStablehloReduceWindowOptions verifies the StablehloReduceWindowOptions table at pos and everything it refers to.
 func VerifyStablehloReduceWindowOptions(w *fbverify.Walk, pos int64) error {
-	t, err := w.Start(pos)
+	var m memoStablehloReduceWindowOptions
+	return verifyStablehloReduceWindowOptions(w, pos, &m)
+}
+
+// memoStablehloReduceWindowOptions is what verifyStablehloReduceWindowOptions keeps from one StablehloReduceWindowOptions table to the next: the
+// vtable, the table offsets of its offset fields and unions, and the memos
+// of the tables it verifies in place.
+type memoStablehloReduceWindowOptions struct {
+	fbverify.Memo
+	s0 uint16
+	s1 uint16
+	s2 uint16
+	s3 uint16
+	s4 uint16
+}
+
+func verifyStablehloReduceWindowOptions(w *fbverify.Walk, pos int64, m *memoStablehloReduceWindowOptions) error {
+	t, hit, err := w.StartMemo(pos, &m.Memo)
 	if err != nil {
 		return err
 	}
-	{
-		q, ok := w.RefAt(&t, w.Slot(&t, 0))
+	var fo0, fo1, fo2, fo3, fo4 int64
+	bad := fbverify.NoField // the first scalar field that fails its checks
+	if hit {
+		fo0 = int64(m.s0)
+		fo1 = int64(m.s1)
+		fo2 = int64(m.s2)
+		fo3 = int64(m.s3)
+		fo4 = int64(m.s4)
+	} else {
+		ext := int64(4)
+		if fo := w.Slot(&t, 5); fo != 0 {
+			ext = max(ext, fo+4)
+			if !w.ScalarIn(&t, fo, 4) && bad == fbverify.NoField {
+				bad = 5
+			}
+		}
+		fo0 = w.Slot(&t, 0)
+		fo1 = w.Slot(&t, 1)
+		fo2 = w.Slot(&t, 2)
+		fo3 = w.Slot(&t, 3)
+		fo4 = w.Slot(&t, 4)
+		if bad == fbverify.NoField {
+			w.Learn(&t, &m.Memo, ext, false)
+			m.s0 = uint16(fo0)
+			m.s1 = uint16(fo1)
+			m.s2 = uint16(fo2)
+			m.s3 = uint16(fo3)
+			m.s4 = uint16(fo4)
+		}
+	}
+	if fo := fo0; fo != 0 {
+		q, ok := w.RefAt(&t, fo)
 		if !ok {
 			if q, err = w.Ref(&t, 0, false); err != nil {
 				return w.At(err, "window_dimensions", -1)
 			}
 		}
-		if q != 0 {
-			if _, _, ok := w.VectorAt(q, 8); !ok {
-				if _, _, err := w.Vector(q, 8); err != nil {
-					return w.At(err, "window_dimensions", -1)
-				}
+		if _, _, ok := w.VectorAt(q, 8); !ok {
+			if _, _, err := w.Vector(q, 8); err != nil {
+				return w.At(err, "window_dimensions", -1)
 			}
 		}
 	}
-	{
-		q, ok := w.RefAt(&t, w.Slot(&t, 1))
+	if fo := fo1; fo != 0 {
+		q, ok := w.RefAt(&t, fo)
 		if !ok {
 			if q, err = w.Ref(&t, 1, false); err != nil {
 				return w.At(err, "window_strides", -1)
 			}
 		}
-		if q != 0 {
-			if _, _, ok := w.VectorAt(q, 8); !ok {
-				if _, _, err := w.Vector(q, 8); err != nil {
-					return w.At(err, "window_strides", -1)
-				}
+		if _, _, ok := w.VectorAt(q, 8); !ok {
+			if _, _, err := w.Vector(q, 8); err != nil {
+				return w.At(err, "window_strides", -1)
 			}
 		}
 	}
-	{
-		q, ok := w.RefAt(&t, w.Slot(&t, 2))
+	if fo := fo2; fo != 0 {
+		q, ok := w.RefAt(&t, fo)
 		if !ok {
 			if q, err = w.Ref(&t, 2, false); err != nil {
 				return w.At(err, "base_dilations", -1)
 			}
 		}
-		if q != 0 {
-			if _, _, ok := w.VectorAt(q, 8); !ok {
-				if _, _, err := w.Vector(q, 8); err != nil {
-					return w.At(err, "base_dilations", -1)
-				}
+		if _, _, ok := w.VectorAt(q, 8); !ok {
+			if _, _, err := w.Vector(q, 8); err != nil {
+				return w.At(err, "base_dilations", -1)
 			}
 		}
 	}
-	{
-		q, ok := w.RefAt(&t, w.Slot(&t, 3))
+	if fo := fo3; fo != 0 {
+		q, ok := w.RefAt(&t, fo)
 		if !ok {
 			if q, err = w.Ref(&t, 3, false); err != nil {
 				return w.At(err, "window_dilations", -1)
 			}
 		}
-		if q != 0 {
-			if _, _, ok := w.VectorAt(q, 8); !ok {
-				if _, _, err := w.Vector(q, 8); err != nil {
-					return w.At(err, "window_dilations", -1)
-				}
+		if _, _, ok := w.VectorAt(q, 8); !ok {
+			if _, _, err := w.Vector(q, 8); err != nil {
+				return w.At(err, "window_dilations", -1)
 			}
 		}
 	}
-	{
-		q, ok := w.RefAt(&t, w.Slot(&t, 4))
+	if fo := fo4; fo != 0 {
+		q, ok := w.RefAt(&t, fo)
 		if !ok {
 			if q, err = w.Ref(&t, 4, false); err != nil {
 				return w.At(err, "padding", -1)
 			}
 		}
-		if q != 0 {
-			if _, _, ok := w.VectorAt(q, 8); !ok {
-				if _, _, err := w.Vector(q, 8); err != nil {
-					return w.At(err, "padding", -1)
-				}
+		if _, _, ok := w.VectorAt(q, 8); !ok {
+			if _, _, err := w.Vector(q, 8); err != nil {
+				return w.At(err, "padding", -1)
 			}
 		}
 	}
-	if fo := w.Slot(&t, 5); fo != 0 && (fo+4 > t.Size() || fo&3 != 0) {
-		if err := w.ScalarOutside(&t, fo, 4); err != nil {
-			return w.At(err, "body_subgraph_index", -1)
-		}
+	if bad != fbverify.NoField {
+		return w.ScalarError(&t, bad, StablehloReduceWindowOptionsDesc)
 	}
 	w.Leave()
 	return nil
@@ -4226,24 +6902,50 @@ func VerifyStablehloReduceWindowOptions(w *fbverify.Walk, pos int64) error {
 
 // VerifyStablehloSortOptions verifies the StablehloSortOptions table at pos and everything it refers to.
 func VerifyStablehloSortOptions(w *fbverify.Walk, pos int64) error {
-	t, err := w.Start(pos)
+	var m memoStablehloSortOptions
+	return verifyStablehloSortOptions(w, pos, &m)
+}
+
+// memoStablehloSortOptions is what verifyStablehloSortOptions keeps from one StablehloSortOptions table to the next: the
+// vtable, the table offsets of its offset fields and unions, and the memos
+// of the tables it verifies in place.
+type memoStablehloSortOptions struct {
+	fbverify.Memo
+}
+
+func verifyStablehloSortOptions(w *fbverify.Walk, pos int64, m *memoStablehloSortOptions) error {
+	t, hit, err := w.StartMemo(pos, &m.Memo)
 	if err != nil {
 		return err
 	}
-	if fo := w.Slot(&t, 0); fo != 0 && (fo+8 > t.Size() || (t.Pos()+fo)&7 != 0) {
-		if err := w.ScalarOutside(&t, fo, 8); err != nil {
-			return w.At(err, "dimension", -1)
+	bad := fbverify.NoField // the first scalar field that fails its checks
+	if !hit {
+		ext, has8 := int64(4), false
+		if fo := w.Slot(&t, 0); fo != 0 {
+			has8 = true
+			ext = max(ext, fo+8)
+			if !w.ScalarIn(&t, fo, 8) && bad == fbverify.NoField {
+				bad = 0
+			}
+		}
+		if fo := w.Slot(&t, 1); fo != 0 {
+			ext = max(ext, fo+1)
+			if !w.ScalarIn(&t, fo, 1) && bad == fbverify.NoField {
+				bad = 1
+			}
+		}
+		if fo := w.Slot(&t, 2); fo != 0 {
+			ext = max(ext, fo+4)
+			if !w.ScalarIn(&t, fo, 4) && bad == fbverify.NoField {
+				bad = 2
+			}
+		}
+		if bad == fbverify.NoField {
+			w.Learn(&t, &m.Memo, ext, has8)
 		}
 	}
-	if fo := w.Slot(&t, 1); fo != 0 && (fo+1 > t.Size()) {
-		if err := w.ScalarOutside(&t, fo, 1); err != nil {
-			return w.At(err, "is_stable", -1)
-		}
-	}
-	if fo := w.Slot(&t, 2); fo != 0 && (fo+4 > t.Size() || fo&3 != 0) {
-		if err := w.ScalarOutside(&t, fo, 4); err != nil {
-			return w.At(err, "comparator_subgraph_index", -1)
-		}
+	if bad != fbverify.NoField {
+		return w.ScalarError(&t, bad, StablehloSortOptionsDesc)
 	}
 	w.Leave()
 	return nil
@@ -4251,19 +6953,43 @@ func VerifyStablehloSortOptions(w *fbverify.Walk, pos int64) error {
 
 // VerifyStablehloWhileOptions verifies the StablehloWhileOptions table at pos and everything it refers to.
 func VerifyStablehloWhileOptions(w *fbverify.Walk, pos int64) error {
-	t, err := w.Start(pos)
+	var m memoStablehloWhileOptions
+	return verifyStablehloWhileOptions(w, pos, &m)
+}
+
+// memoStablehloWhileOptions is what verifyStablehloWhileOptions keeps from one StablehloWhileOptions table to the next: the
+// vtable, the table offsets of its offset fields and unions, and the memos
+// of the tables it verifies in place.
+type memoStablehloWhileOptions struct {
+	fbverify.Memo
+}
+
+func verifyStablehloWhileOptions(w *fbverify.Walk, pos int64, m *memoStablehloWhileOptions) error {
+	t, hit, err := w.StartMemo(pos, &m.Memo)
 	if err != nil {
 		return err
 	}
-	if fo := w.Slot(&t, 0); fo != 0 && (fo+4 > t.Size() || fo&3 != 0) {
-		if err := w.ScalarOutside(&t, fo, 4); err != nil {
-			return w.At(err, "cond_subgraph_index", -1)
+	bad := fbverify.NoField // the first scalar field that fails its checks
+	if !hit {
+		ext := int64(4)
+		if fo := w.Slot(&t, 0); fo != 0 {
+			ext = max(ext, fo+4)
+			if !w.ScalarIn(&t, fo, 4) && bad == fbverify.NoField {
+				bad = 0
+			}
+		}
+		if fo := w.Slot(&t, 1); fo != 0 {
+			ext = max(ext, fo+4)
+			if !w.ScalarIn(&t, fo, 4) && bad == fbverify.NoField {
+				bad = 1
+			}
+		}
+		if bad == fbverify.NoField {
+			w.Learn(&t, &m.Memo, ext, false)
 		}
 	}
-	if fo := w.Slot(&t, 1); fo != 0 && (fo+4 > t.Size() || fo&3 != 0) {
-		if err := w.ScalarOutside(&t, fo, 4); err != nil {
-			return w.At(err, "body_subgraph_index", -1)
-		}
+	if bad != fbverify.NoField {
+		return w.ScalarError(&t, bad, StablehloWhileOptionsDesc)
 	}
 	w.Leave()
 	return nil
@@ -4271,79 +6997,117 @@ func VerifyStablehloWhileOptions(w *fbverify.Walk, pos int64) error {
 
 // VerifyStablehloGatherOptions verifies the StablehloGatherOptions table at pos and everything it refers to.
 func VerifyStablehloGatherOptions(w *fbverify.Walk, pos int64) error {
-	t, err := w.Start(pos)
+	var m memoStablehloGatherOptions
+	return verifyStablehloGatherOptions(w, pos, &m)
+}
+
+// memoStablehloGatherOptions is what verifyStablehloGatherOptions keeps from one StablehloGatherOptions table to the next: the
+// vtable, the table offsets of its offset fields and unions, and the memos
+// of the tables it verifies in place.
+type memoStablehloGatherOptions struct {
+	fbverify.Memo
+	s0 uint16
+	s1 uint16
+	s2 uint16
+	s4 uint16
+}
+
+func verifyStablehloGatherOptions(w *fbverify.Walk, pos int64, m *memoStablehloGatherOptions) error {
+	t, hit, err := w.StartMemo(pos, &m.Memo)
 	if err != nil {
 		return err
 	}
-	{
-		q, ok := w.RefAt(&t, w.Slot(&t, 0))
+	var fo0, fo1, fo2, fo4 int64
+	bad := fbverify.NoField // the first scalar field that fails its checks
+	if hit {
+		fo0 = int64(m.s0)
+		fo1 = int64(m.s1)
+		fo2 = int64(m.s2)
+		fo4 = int64(m.s4)
+	} else {
+		ext, has8 := int64(4), false
+		if fo := w.Slot(&t, 3); fo != 0 {
+			has8 = true
+			ext = max(ext, fo+8)
+			if !w.ScalarIn(&t, fo, 8) && bad == fbverify.NoField {
+				bad = 3
+			}
+		}
+		if fo := w.Slot(&t, 5); fo != 0 {
+			ext = max(ext, fo+1)
+			if !w.ScalarIn(&t, fo, 1) && bad == fbverify.NoField {
+				bad = 5
+			}
+		}
+		fo0 = w.Slot(&t, 0)
+		fo1 = w.Slot(&t, 1)
+		fo2 = w.Slot(&t, 2)
+		fo4 = w.Slot(&t, 4)
+		if bad == fbverify.NoField {
+			w.Learn(&t, &m.Memo, ext, has8)
+			m.s0 = uint16(fo0)
+			m.s1 = uint16(fo1)
+			m.s2 = uint16(fo2)
+			m.s4 = uint16(fo4)
+		}
+	}
+	if fo := fo0; fo != 0 {
+		q, ok := w.RefAt(&t, fo)
 		if !ok {
 			if q, err = w.Ref(&t, 0, false); err != nil {
 				return w.At(err, "offset_dims", -1)
 			}
 		}
-		if q != 0 {
-			if _, _, ok := w.VectorAt(q, 8); !ok {
-				if _, _, err := w.Vector(q, 8); err != nil {
-					return w.At(err, "offset_dims", -1)
-				}
+		if _, _, ok := w.VectorAt(q, 8); !ok {
+			if _, _, err := w.Vector(q, 8); err != nil {
+				return w.At(err, "offset_dims", -1)
 			}
 		}
 	}
-	{
-		q, ok := w.RefAt(&t, w.Slot(&t, 1))
+	if fo := fo1; fo != 0 {
+		q, ok := w.RefAt(&t, fo)
 		if !ok {
 			if q, err = w.Ref(&t, 1, false); err != nil {
 				return w.At(err, "collapsed_slice_dims", -1)
 			}
 		}
-		if q != 0 {
-			if _, _, ok := w.VectorAt(q, 8); !ok {
-				if _, _, err := w.Vector(q, 8); err != nil {
-					return w.At(err, "collapsed_slice_dims", -1)
-				}
+		if _, _, ok := w.VectorAt(q, 8); !ok {
+			if _, _, err := w.Vector(q, 8); err != nil {
+				return w.At(err, "collapsed_slice_dims", -1)
 			}
 		}
 	}
-	{
-		q, ok := w.RefAt(&t, w.Slot(&t, 2))
+	if fo := fo2; fo != 0 {
+		q, ok := w.RefAt(&t, fo)
 		if !ok {
 			if q, err = w.Ref(&t, 2, false); err != nil {
 				return w.At(err, "start_index_map", -1)
 			}
 		}
-		if q != 0 {
-			if _, _, ok := w.VectorAt(q, 8); !ok {
-				if _, _, err := w.Vector(q, 8); err != nil {
-					return w.At(err, "start_index_map", -1)
-				}
+		if _, _, ok := w.VectorAt(q, 8); !ok {
+			if _, _, err := w.Vector(q, 8); err != nil {
+				return w.At(err, "start_index_map", -1)
 			}
 		}
 	}
-	if fo := w.Slot(&t, 3); fo != 0 && (fo+8 > t.Size() || (t.Pos()+fo)&7 != 0) {
-		if err := w.ScalarOutside(&t, fo, 8); err != nil {
-			return w.At(err, "index_vector_dim", -1)
-		}
+	if bad < 4 {
+		return w.ScalarError(&t, bad, StablehloGatherOptionsDesc)
 	}
-	{
-		q, ok := w.RefAt(&t, w.Slot(&t, 4))
+	if fo := fo4; fo != 0 {
+		q, ok := w.RefAt(&t, fo)
 		if !ok {
 			if q, err = w.Ref(&t, 4, false); err != nil {
 				return w.At(err, "slice_sizes", -1)
 			}
 		}
-		if q != 0 {
-			if _, _, ok := w.VectorAt(q, 8); !ok {
-				if _, _, err := w.Vector(q, 8); err != nil {
-					return w.At(err, "slice_sizes", -1)
-				}
+		if _, _, ok := w.VectorAt(q, 8); !ok {
+			if _, _, err := w.Vector(q, 8); err != nil {
+				return w.At(err, "slice_sizes", -1)
 			}
 		}
 	}
-	if fo := w.Slot(&t, 5); fo != 0 && (fo+1 > t.Size()) {
-		if err := w.ScalarOutside(&t, fo, 1); err != nil {
-			return w.At(err, "indices_are_sorted", -1)
-		}
+	if bad != fbverify.NoField {
+		return w.ScalarError(&t, bad, StablehloGatherOptionsDesc)
 	}
 	w.Leave()
 	return nil
@@ -4351,22 +7115,41 @@ func VerifyStablehloGatherOptions(w *fbverify.Walk, pos int64) error {
 
 // VerifyStablehloTransposeOptions verifies the StablehloTransposeOptions table at pos and everything it refers to.
 func VerifyStablehloTransposeOptions(w *fbverify.Walk, pos int64) error {
-	t, err := w.Start(pos)
+	var m memoStablehloTransposeOptions
+	return verifyStablehloTransposeOptions(w, pos, &m)
+}
+
+// memoStablehloTransposeOptions is what verifyStablehloTransposeOptions keeps from one StablehloTransposeOptions table to the next: the
+// vtable, the table offsets of its offset fields and unions, and the memos
+// of the tables it verifies in place.
+type memoStablehloTransposeOptions struct {
+	fbverify.Memo
+	s0 uint16
+}
+
+func verifyStablehloTransposeOptions(w *fbverify.Walk, pos int64, m *memoStablehloTransposeOptions) error {
+	t, hit, err := w.StartMemo(pos, &m.Memo)
 	if err != nil {
 		return err
 	}
-	{
-		q, ok := w.RefAt(&t, w.Slot(&t, 0))
+	var fo0 int64
+	if hit {
+		fo0 = int64(m.s0)
+	} else {
+		fo0 = w.Slot(&t, 0)
+		w.Learn(&t, &m.Memo, 4, false)
+		m.s0 = uint16(fo0)
+	}
+	if fo := fo0; fo != 0 {
+		q, ok := w.RefAt(&t, fo)
 		if !ok {
 			if q, err = w.Ref(&t, 0, false); err != nil {
 				return w.At(err, "permutation", -1)
 			}
 		}
-		if q != 0 {
-			if _, _, ok := w.VectorAt(q, 8); !ok {
-				if _, _, err := w.Vector(q, 8); err != nil {
-					return w.At(err, "permutation", -1)
-				}
+		if _, _, ok := w.VectorAt(q, 8); !ok {
+			if _, _, err := w.Vector(q, 8); err != nil {
+				return w.At(err, "permutation", -1)
 			}
 		}
 	}
@@ -4381,14 +7164,37 @@ func VerifyDilateOptions(w *fbverify.Walk, pos int64) error {
 
 // VerifyStablehloRngBitGeneratorOptions verifies the StablehloRngBitGeneratorOptions table at pos and everything it refers to.
 func VerifyStablehloRngBitGeneratorOptions(w *fbverify.Walk, pos int64) error {
-	t, err := w.Start(pos)
+	var m memoStablehloRngBitGeneratorOptions
+	return verifyStablehloRngBitGeneratorOptions(w, pos, &m)
+}
+
+// memoStablehloRngBitGeneratorOptions is what verifyStablehloRngBitGeneratorOptions keeps from one StablehloRngBitGeneratorOptions table to the next: the
+// vtable, the table offsets of its offset fields and unions, and the memos
+// of the tables it verifies in place.
+type memoStablehloRngBitGeneratorOptions struct {
+	fbverify.Memo
+}
+
+func verifyStablehloRngBitGeneratorOptions(w *fbverify.Walk, pos int64, m *memoStablehloRngBitGeneratorOptions) error {
+	t, hit, err := w.StartMemo(pos, &m.Memo)
 	if err != nil {
 		return err
 	}
-	if fo := w.Slot(&t, 0); fo != 0 && (fo+1 > t.Size()) {
-		if err := w.ScalarOutside(&t, fo, 1); err != nil {
-			return w.At(err, "algorithm", -1)
+	bad := fbverify.NoField // the first scalar field that fails its checks
+	if !hit {
+		ext := int64(4)
+		if fo := w.Slot(&t, 0); fo != 0 {
+			ext = max(ext, fo+1)
+			if !w.ScalarIn(&t, fo, 1) && bad == fbverify.NoField {
+				bad = 0
+			}
 		}
+		if bad == fbverify.NoField {
+			w.Learn(&t, &m.Memo, ext, false)
+		}
+	}
+	if bad != fbverify.NoField {
+		return w.ScalarError(&t, bad, StablehloRngBitGeneratorOptionsDesc)
 	}
 	w.Leave()
 	return nil
@@ -4396,14 +7202,37 @@ func VerifyStablehloRngBitGeneratorOptions(w *fbverify.Walk, pos int64) error {
 
 // VerifyReduceWindowOptions verifies the ReduceWindowOptions table at pos and everything it refers to.
 func VerifyReduceWindowOptions(w *fbverify.Walk, pos int64) error {
-	t, err := w.Start(pos)
+	var m memoReduceWindowOptions
+	return verifyReduceWindowOptions(w, pos, &m)
+}
+
+// memoReduceWindowOptions is what verifyReduceWindowOptions keeps from one ReduceWindowOptions table to the next: the
+// vtable, the table offsets of its offset fields and unions, and the memos
+// of the tables it verifies in place.
+type memoReduceWindowOptions struct {
+	fbverify.Memo
+}
+
+func verifyReduceWindowOptions(w *fbverify.Walk, pos int64, m *memoReduceWindowOptions) error {
+	t, hit, err := w.StartMemo(pos, &m.Memo)
 	if err != nil {
 		return err
 	}
-	if fo := w.Slot(&t, 0); fo != 0 && (fo+4 > t.Size() || fo&3 != 0) {
-		if err := w.ScalarOutside(&t, fo, 4); err != nil {
-			return w.At(err, "reduce_function", -1)
+	bad := fbverify.NoField // the first scalar field that fails its checks
+	if !hit {
+		ext := int64(4)
+		if fo := w.Slot(&t, 0); fo != 0 {
+			ext = max(ext, fo+4)
+			if !w.ScalarIn(&t, fo, 4) && bad == fbverify.NoField {
+				bad = 0
+			}
 		}
+		if bad == fbverify.NoField {
+			w.Learn(&t, &m.Memo, ext, false)
+		}
+	}
+	if bad != fbverify.NoField {
+		return w.ScalarError(&t, bad, ReduceWindowOptionsDesc)
 	}
 	w.Leave()
 	return nil
@@ -4416,22 +7245,41 @@ func VerifyStablehloShiftLeftOptions(w *fbverify.Walk, pos int64) error {
 
 // VerifyStablehloCaseOptions verifies the StablehloCaseOptions table at pos and everything it refers to.
 func VerifyStablehloCaseOptions(w *fbverify.Walk, pos int64) error {
-	t, err := w.Start(pos)
+	var m memoStablehloCaseOptions
+	return verifyStablehloCaseOptions(w, pos, &m)
+}
+
+// memoStablehloCaseOptions is what verifyStablehloCaseOptions keeps from one StablehloCaseOptions table to the next: the
+// vtable, the table offsets of its offset fields and unions, and the memos
+// of the tables it verifies in place.
+type memoStablehloCaseOptions struct {
+	fbverify.Memo
+	s0 uint16
+}
+
+func verifyStablehloCaseOptions(w *fbverify.Walk, pos int64, m *memoStablehloCaseOptions) error {
+	t, hit, err := w.StartMemo(pos, &m.Memo)
 	if err != nil {
 		return err
 	}
-	{
-		q, ok := w.RefAt(&t, w.Slot(&t, 0))
+	var fo0 int64
+	if hit {
+		fo0 = int64(m.s0)
+	} else {
+		fo0 = w.Slot(&t, 0)
+		w.Learn(&t, &m.Memo, 4, false)
+		m.s0 = uint16(fo0)
+	}
+	if fo := fo0; fo != 0 {
+		q, ok := w.RefAt(&t, fo)
 		if !ok {
 			if q, err = w.Ref(&t, 0, false); err != nil {
 				return w.At(err, "branch_subgraph_indices", -1)
 			}
 		}
-		if q != 0 {
-			if _, _, ok := w.VectorAt(q, 4); !ok {
-				if _, _, err := w.Vector(q, 4); err != nil {
-					return w.At(err, "branch_subgraph_indices", -1)
-				}
+		if _, _, ok := w.VectorAt(q, 4); !ok {
+			if _, _, err := w.Vector(q, 4); err != nil {
+				return w.At(err, "branch_subgraph_indices", -1)
 			}
 		}
 	}

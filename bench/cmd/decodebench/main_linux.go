@@ -17,6 +17,9 @@
 //
 //	sudo go run ./bench/cmd/decodebench -python VENV/bin/python -svg docs/decode.svg MODEL.gguf
 //
+// With -from RUNS.json it measures nothing and prints the report (and
+// plot) of the runs an earlier -json wrote.
+//
 // Per-token times are the median of the passes after the first (which
 // reads the retained set as well); the table also gives each run's whole
 // wall time. It needs root (cgroups, drop_caches).
@@ -42,6 +45,14 @@ import (
 	"github.com/edgeload/edgeload/internal/sizeflag"
 	"github.com/edgeload/edgeload/internal/testkit/cgroup"
 )
+
+// results is what -json writes and -from reads.
+type results struct {
+	Model     string    `json:"model"`
+	Size      int64     `json:"size"`
+	Bandwidth []float64 `json:"cold_bytes_per_second"`
+	Runs      []run     `json:"runs"`
+}
 
 // run is one decode as the parent saw it.
 type run struct {
@@ -100,9 +111,10 @@ func main() {
 	svg := flag.String("svg", "", "write a plot of per-token time against the limit to `FILE`")
 	out := flag.String("json", "", "write every run as JSON to `FILE`")
 	flag.DurationVar(&c.timeout, "timeout", 30*time.Minute, "the longest a run may take")
+	from := flag.String("from", "", "measure nothing: print the report (and -svg) of the runs a -json `FILE` holds")
 	flag.Parse()
-	if flag.NArg() != 1 {
-		fmt.Fprintln(os.Stderr, "usage: decodebench [flags] MODEL.gguf")
+	if flag.NArg() != 1 && (*from == "" || flag.NArg() != 0) {
+		fmt.Fprintln(os.Stderr, "usage: decodebench [flags] MODEL.gguf | decodebench -from RUNS.json [-svg FILE]")
 		os.Exit(2)
 	}
 	c.model, c.headroom = flag.Arg(0), int64(headroom)
@@ -111,6 +123,18 @@ func main() {
 		p, err := strconv.Atoi(strings.TrimSpace(f))
 		check(err)
 		c.limits = append(c.limits, p)
+	}
+	if *from != "" {
+		b, err := os.ReadFile(*from)
+		check(err)
+		var saved results
+		check(json.Unmarshal(b, &saved))
+		c.model = saved.Model
+		report(os.Stdout, c, saved.Size, saved.Runs, saved.Bandwidth)
+		if *svg != "" {
+			check(plotSVG(*svg, c, saved.Size, saved.Runs, median(saved.Bandwidth)))
+		}
+		return
 	}
 	if c.llama == "" {
 		dir, err := os.MkdirTemp("", "decodebench")
@@ -152,12 +176,7 @@ func main() {
 	}
 	report(os.Stdout, c, size, all, bws)
 	if *out != "" {
-		b, _ := json.MarshalIndent(struct {
-			Model     string    `json:"model"`
-			Size      int64     `json:"size"`
-			Bandwidth []float64 `json:"cold_bytes_per_second"`
-			Runs      []run     `json:"runs"`
-		}{c.model, size, bws, all}, "", "  ")
+		b, _ := json.MarshalIndent(results{c.model, size, bws, all}, "", "  ")
 		check(os.WriteFile(*out, b, 0o644))
 	}
 	if *svg != "" {

@@ -197,7 +197,7 @@ func main() {
 	// With the schedule, one P more than the matmul threads, for the
 	// stream's reader: a read that completes goes on at once instead of
 	// waiting for a matmul goroutine to be preempted (docs/STREAMING.md:
-	// 588 ms a token instead of 690 at the benchmark's 75% limit).
+	// 612 ms a token instead of 690 at the benchmark's 75% limit).
 	if o.mode == "schedule" && runtime.GOMAXPROCS(0) < o.threads+1 {
 		runtime.GOMAXPROCS(o.threads + 1)
 	}

@@ -7,10 +7,10 @@
 //
 // The defaults give a 2.2 GB model (2.1 billion weights, head size 128, four
 // KV heads for twenty query heads, a separate output matrix over a vocabulary
-// of 8192). The tensors are written in the order a forward pass reads them
-// (token_embd, then each block's attn_norm, attn_q, attn_k, attn_v,
+// of 8192). The tensors are written about in the order a forward pass reads
+// them (token_embd, then each block's attn_norm, attn_q, attn_k, attn_v,
 // attn_output, ffn_norm, ffn_gate, ffn_up, ffn_down, then output_norm and
-// output), 32-aligned, with llama.cpp's metadata and a placeholder
+// output; llama.cpp reads attn_v before attn_k), 32-aligned, with llama.cpp's metadata and a placeholder
 // vocabulary (<unk>, <s>, </s>, the 256 byte tokens, then t259, t260, ...),
 // so that llama.cpp loads it too. Every matrix is q8_0: per block of 32 a
 // half-precision scale near 1/(73·sqrt(fan-in)) and 32 random int8 values,

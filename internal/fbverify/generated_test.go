@@ -112,10 +112,13 @@ func (c *cxxModel) vector(v, elem int) (int, bool) {
 	if !c.verifyT(v, 4) {
 		return 0, false
 	}
-	n := c.u32(v)
-	if n >= (1<<31-1)/elem {
+	// The length as C++'s uoffset_t: compared before it becomes an int,
+	// which on a 32-bit platform it would not fit.
+	u := binary.LittleEndian.Uint32(c.b[v:])
+	if uint64(u) >= (1<<31-1)/uint64(elem) {
 		return 0, false
 	}
+	n := int(u)
 	return n, c.verify(v, 4+elem*n)
 }
 

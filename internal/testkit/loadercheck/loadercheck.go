@@ -18,6 +18,7 @@ import (
 	"github.com/edgeload/edgeload/loader/ptd"
 	"github.com/edgeload/edgeload/loader/pte"
 	"github.com/edgeload/edgeload/loader/rten"
+	"github.com/edgeload/edgeload/loader/tflite"
 )
 
 // Model exercises every accessor of a loader.Model and, through loader.As,
@@ -86,6 +87,17 @@ func Model(m *loader.Model) error {
 		if merr := p.VerifyMethods(); merr != nil {
 			if err == nil {
 				return fmt.Errorf("loader: Verify accepts a program whose methods fail their check: %w", merr)
+			}
+			return nil
+		}
+	}
+	if tm, ok := loader.As[*tflite.Model](m); ok {
+		// A TFLite model's operators, quantization and sparsity tables are
+		// verified at first use (Check), not at Open: Verify must reject
+		// the file exactly when they fail.
+		if cerr := tm.Check(); cerr != nil {
+			if err == nil {
+				return fmt.Errorf("loader: Verify accepts a TFLite model whose lazily verified tables fail: %w", cerr)
 			}
 			return nil
 		}

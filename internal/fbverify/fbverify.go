@@ -156,7 +156,11 @@ type verifier struct {
 	tables  int
 	// maxTables is Options.MaxTables, or the largest int when that is 0.
 	maxTables int
-	vbytes    int64 // the bytes of the vectors and strings visited
+	// tabLim is min(MaxObjects, maxTables): below it, as tables never
+	// outnumber objects, another table fits both limits.
+	tabLim   int
+	maxDepth int   // Options.MaxDepth
+	vbytes   int64 // the bytes of the vectors and strings visited
 	// path is filled only on failure, innermost frame first, as the error
 	// returns through the walk; err is the error it belongs to.
 	path []frame
@@ -174,7 +178,7 @@ func newVerifier(buf []byte, opt Options) verifier {
 	if maxTables <= 0 {
 		maxTables = math.MaxInt
 	}
-	return verifier{buf: buf, n: int64(len(buf)), lim4: max(int64(len(buf))-3, 0), opt: opt, maxTables: maxTables}
+	return verifier{buf: buf, n: int64(len(buf)), lim4: max(int64(len(buf))-3, 0), opt: opt, maxTables: maxTables, tabLim: min(opt.MaxObjects, maxTables), maxDepth: opt.MaxDepth}
 }
 
 // at records, on the way up, that the failing object was field name (idx

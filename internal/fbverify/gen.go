@@ -62,34 +62,40 @@ func (w *Walk) Start(pos int64) (T, error) {
 // elements of a vector) passes the same checks when its scalar fields lie
 // in the buffer too (it lies far enough from the end) and, when they
 // include an 8-byte field, at the same position modulo 8.
-// [Walk.StartMemo] then skips them, and the vtable's.
+// [Walk.MemoHit] then skips them, and the vtable's.
 type Memo struct {
 	vt, vtsize int64
 	ts         int64 // the table size the vtable records (0: none)
-	ext        int64 // the end of the furthest scalar field (at least 4); 0: nothing learned
-	p8         int64 // the table's position mod 8, -1 when no 8-byte field is present
+	// lim bounds the positions of the tables whose scalar fields and table
+	// size, as far as m's went (at least 4 bytes), lie in the buffer: pos
+	// < lim (0 while nothing is learned).
+	lim int64
+	// A table at pos is aligned as m's was when pos&mask == sel: mask 3,
+	// or 7 with an 8-byte field.
+	mask, sel int64
 }
 
-// StartMemo is [Walk.Start] for a table whose type's verifier keeps m. It
-// reports hit when the table at pos has the vtable m remembers, its scalar
-// fields, as far as m's table had them, lie in the buffer and, when they
-// include an 8-byte field, the table lies at the same position modulo 8:
-// its vtable and its scalar fields then pass their checks, which the
-// caller skips.
-func (w *Walk) StartMemo(pos int64, m *Memo) (t T, hit bool, err error) {
+// MemoHit starts the table at pos as [Walk.Start] does and reports true
+// when it has the vtable m remembers, its scalar fields and its table
+// size, as far as m's table had them, lie in the buffer and, when its
+// fields include an 8-byte one, it lies at the same position modulo 8: its
+// vtable and its scalar fields then pass their checks, which the caller
+// skips. Otherwise it does nothing and reports false, and the caller calls
+// Walk.Start. It is small enough for the compiler to inline.
+func (w *Walk) MemoHit(pos int64, m *Memo) (t T, hit bool) {
 	v := &w.v
-	if ext := m.ext; ext != 0 && pos&3 == 0 && uint64(pos) <= uint64(v.n-ext) &&
-		v.objects < v.opt.MaxObjects && v.depth < v.opt.MaxDepth && v.tables < v.maxTables {
-		// ext >= 4: the vtable offset lies in the buffer.
-		if vt := pos - int64(int32(v.u32(pos))); vt == m.vt && (m.p8 < 0 || pos&7 == m.p8) {
+	if pos&m.mask == m.sel && uint64(pos) < uint64(m.lim) &&
+		v.objects < v.tabLim && v.depth < v.maxDepth {
+		// 4 bytes at pos lie in the buffer: the vtable offset.
+		if t.vt = pos - int64(int32(binary.LittleEndian.Uint32(v.buf[pos:]))); t.vt == m.vt {
 			v.objects++
 			v.tables++
 			v.depth++
-			return T{pos, vt, m.vtsize, min(m.ts, v.n-pos)}, true, nil
+			t.pos, t.vtsize, t.tsize = pos, m.vtsize, m.ts
+			return t, true
 		}
 	}
-	t, err = w.Start(pos)
-	return t, false, err
+	return
 }
 
 // Learn makes m remember the vtable of t, a table whose scalar fields the
@@ -100,11 +106,11 @@ func (w *Walk) Learn(t *T, m *Memo, ext int64, has8 bool) {
 	if t.vtsize >= 4 {
 		ts = w.v.u16(t.vt + 2)
 	}
-	p8 := int64(-1)
+	mask := int64(3)
 	if has8 {
-		p8 = t.pos & 7
+		mask = 7
 	}
-	*m = Memo{t.vt, t.vtsize, ts, max(ext, 4), p8}
+	*m = Memo{vt: t.vt, vtsize: t.vtsize, ts: ts, lim: max(w.v.n-max(ext, ts, 4)+1, 0), mask: mask, sel: t.pos & mask}
 }
 
 // Slots returns the number of field slots of t's vtable.

@@ -647,3 +647,41 @@ func TestMemoSharedVTable(t *testing.T) {
 		}
 	}
 }
+
+// TestMemoLimits: Leaves that share one vtable (each after the first
+// starts with a memo hit) are held to the table and object limits as any
+// other table.
+func TestMemoLimits(t *testing.T) {
+	const n = 10
+	b := flatbuffers.NewBuilder(256)
+	var leaves [n]flatbuffers.UOffsetT
+	for i := range leaves {
+		b.StartObject(5)
+		b.PrependInt8Slot(0, int8(i+1), 0)
+		leaves[i] = b.EndObject()
+	}
+	b.StartVector(4, n, 4)
+	for i := n - 1; i >= 0; i-- {
+		b.PrependUOffsetT(leaves[i])
+	}
+	vec := b.EndVector(n)
+	b.StartObject(11)
+	b.PrependUOffsetTSlot(1, vec, 0)
+	b.Finish(b.EndObject())
+	buf := b.FinishedBytes()
+	// The Node, the vector and n Leaves: n+1 tables, n+2 objects.
+	for _, c := range []struct {
+		o  fbverify.Options
+		ok bool
+	}{
+		{fbverify.Options{MaxTables: n + 1}, true},
+		{fbverify.Options{MaxTables: n}, false},
+		{fbverify.Options{MaxObjects: n + 2}, true},
+		{fbverify.Options{MaxObjects: n + 1}, false},
+	} {
+		c.o.Format = "test"
+		if err := fbverify.NewWalk(buf, c.o).Verify("Node", fbtestfb.VerifyNode); (err == nil) != c.ok {
+			t.Errorf("%d Leaves, %+v: %v, want accepted: %v", n, c.o, err, c.ok)
+		}
+	}
+}

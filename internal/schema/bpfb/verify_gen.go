@@ -18,9 +18,12 @@ type memoInt struct {
 }
 
 func verifyInt(w *fbverify.Walk, pos int64, m *memoInt) error {
-	t, hit, err := w.StartMemo(pos, &m.Memo)
-	if err != nil {
-		return err
+	t, hit := w.MemoHit(pos, &m.Memo)
+	var err error
+	if !hit {
+		if t, err = w.Start(pos); err != nil {
+			return err
+		}
 	}
 	bad := fbverify.NoField // the first scalar field that fails its checks
 	if !hit {
@@ -57,9 +60,12 @@ type memoBool struct {
 }
 
 func verifyBool(w *fbverify.Walk, pos int64, m *memoBool) error {
-	t, hit, err := w.StartMemo(pos, &m.Memo)
-	if err != nil {
-		return err
+	t, hit := w.MemoHit(pos, &m.Memo)
+	var err error
+	if !hit {
+		if t, err = w.Start(pos); err != nil {
+			return err
+		}
 	}
 	bad := fbverify.NoField // the first scalar field that fails its checks
 	if !hit {
@@ -95,9 +101,12 @@ type memoDouble struct {
 }
 
 func verifyDouble(w *fbverify.Walk, pos int64, m *memoDouble) error {
-	t, hit, err := w.StartMemo(pos, &m.Memo)
-	if err != nil {
-		return err
+	t, hit := w.MemoHit(pos, &m.Memo)
+	var err error
+	if !hit {
+		if t, err = w.Start(pos); err != nil {
+			return err
+		}
 	}
 	bad := fbverify.NoField // the first scalar field that fails its checks
 	if !hit {
@@ -137,9 +146,12 @@ type memoTensor struct {
 }
 
 func verifyTensor(w *fbverify.Walk, pos int64, m *memoTensor) error {
-	t, hit, err := w.StartMemo(pos, &m.Memo)
-	if err != nil {
-		return err
+	t, hit := w.MemoHit(pos, &m.Memo)
+	var err error
+	if !hit {
+		if t, err = w.Start(pos); err != nil {
+			return err
+		}
 	}
 	var fo1, fo2, fo3 int64
 	bad := fbverify.NoField // the first scalar field that fails its checks
@@ -240,9 +252,12 @@ type memoValue struct {
 }
 
 func verifyValue(w *fbverify.Walk, pos int64, m *memoValue) error {
-	t, hit, err := w.StartMemo(pos, &m.Memo)
-	if err != nil {
-		return err
+	t, hit := w.MemoHit(pos, &m.Memo)
+	var err error
+	if !hit {
+		if t, err = w.Start(pos); err != nil {
+			return err
+		}
 	}
 	var fo0, fo1 int64
 	if hit {
@@ -295,9 +310,12 @@ type memoBundledMethodTestCase struct {
 }
 
 func verifyBundledMethodTestCase(w *fbverify.Walk, pos int64, m *memoBundledMethodTestCase) error {
-	t, hit, err := w.StartMemo(pos, &m.Memo)
-	if err != nil {
-		return err
+	t, hit := w.MemoHit(pos, &m.Memo)
+	var err error
+	if !hit {
+		if t, err = w.Start(pos); err != nil {
+			return err
+		}
 	}
 	var fo0, fo1 int64
 	if hit {
@@ -389,9 +407,12 @@ type memoBundledMethodTestSuite struct {
 }
 
 func verifyBundledMethodTestSuite(w *fbverify.Walk, pos int64, m *memoBundledMethodTestSuite) error {
-	t, hit, err := w.StartMemo(pos, &m.Memo)
-	if err != nil {
-		return err
+	t, hit := w.MemoHit(pos, &m.Memo)
+	var err error
+	if !hit {
+		if t, err = w.Start(pos); err != nil {
+			return err
+		}
 	}
 	var fo0, fo1 int64
 	if hit {
@@ -467,9 +488,12 @@ type memoBundledProgram struct {
 }
 
 func verifyBundledProgram(w *fbverify.Walk, pos int64, m *memoBundledProgram) error {
-	t, hit, err := w.StartMemo(pos, &m.Memo)
-	if err != nil {
-		return err
+	t, hit := w.MemoHit(pos, &m.Memo)
+	var err error
+	if !hit {
+		if t, err = w.Start(pos); err != nil {
+			return err
+		}
 	}
 	var fo1, fo2 int64
 	bad := fbverify.NoField // the first scalar field that fails its checks

@@ -555,7 +555,8 @@ func (s *schema) call(typ, memo string) string {
 // in the memo of the table that holds X tables (embedded), or, where that
 // would make a memo hold itself, in Verify<X> or the loop over a vector of
 // X. It enters the table with
-// fbverify.Walk.StartMemo: when the table has the memo's vtable, it reads
+// fbverify.Walk.MemoHit (inlined), or Walk.Start when that misses: when
+// the table has the memo's vtable, it reads
 // the table offsets of its offset fields and unions from the memo and
 // checks no scalar field; otherwise it reads them from the vtable and
 // checks that every scalar field lies in the table's own bytes, aligned
@@ -752,7 +753,7 @@ func (s *schema) gen(b *bytes.Buffer, tb *table) error {
 		return nil
 	}
 	p("func verify%s(w *fbverify.Walk, pos int64, m *memo%s) error {\n", tb.name, tb.name)
-	p("t, hit, err := w.StartMemo(pos, &m.Memo)\nif err != nil {\nreturn err\n}\n")
+	p("t, hit := w.MemoHit(pos, &m.Memo)\nvar err error\nif !hit {\nif t, err = w.Start(pos); err != nil {\nreturn err\n}\n}\n")
 	fo := func(id int) string { return "fo" + strconv.Itoa(id) }
 	if len(slots) > 0 {
 		var names []string

@@ -19,9 +19,12 @@ type memoLeaf struct {
 }
 
 func verifyLeaf(w *fbverify.Walk, pos int64, m *memoLeaf) error {
-	t, hit, err := w.StartMemo(pos, &m.Memo)
-	if err != nil {
-		return err
+	t, hit := w.MemoHit(pos, &m.Memo)
+	var err error
+	if !hit {
+		if t, err = w.Start(pos); err != nil {
+			return err
+		}
 	}
 	var fo4 int64
 	bad := fbverify.NoField // the first scalar field that fails its checks
@@ -111,9 +114,12 @@ type memoNode struct {
 }
 
 func verifyNode(w *fbverify.Walk, pos int64, m *memoNode) error {
-	t, hit, err := w.StartMemo(pos, &m.Memo)
-	if err != nil {
-		return err
+	t, hit := w.MemoHit(pos, &m.Memo)
+	var err error
+	if !hit {
+		if t, err = w.Start(pos); err != nil {
+			return err
+		}
 	}
 	var fo1, fo2, fo3, fo4, fo5, fo6, fo7, fo8, fo9, fo10 int64
 	bad := fbverify.NoField // the first scalar field that fails its checks

@@ -19,9 +19,12 @@ type memoStringValue struct {
 }
 
 func verifyStringValue(w *fbverify.Walk, pos int64, m *memoStringValue) error {
-	t, hit, err := w.StartMemo(pos, &m.Memo)
-	if err != nil {
-		return err
+	t, hit := w.MemoHit(pos, &m.Memo)
+	var err error
+	if !hit {
+		if t, err = w.Start(pos); err != nil {
+			return err
+		}
 	}
 	var fo0 int64
 	if hit {
@@ -66,9 +69,12 @@ type memoKeyValuePair struct {
 }
 
 func verifyKeyValuePair(w *fbverify.Walk, pos int64, m *memoKeyValuePair) error {
-	t, hit, err := w.StartMemo(pos, &m.Memo)
-	if err != nil {
-		return err
+	t, hit := w.MemoHit(pos, &m.Memo)
+	var err error
+	if !hit {
+		if t, err = w.Start(pos); err != nil {
+			return err
+		}
 	}
 	var fo0, fo1, fo2 int64
 	if hit {
@@ -130,9 +136,12 @@ type memoSystemMetadata struct {
 }
 
 func verifySystemMetadata(w *fbverify.Walk, pos int64, m *memoSystemMetadata) error {
-	t, hit, err := w.StartMemo(pos, &m.Memo)
-	if err != nil {
-		return err
+	t, hit := w.MemoHit(pos, &m.Memo)
+	var err error
+	if !hit {
+		if t, err = w.Start(pos); err != nil {
+			return err
+		}
 	}
 	var fo0 int64
 	if hit {
@@ -191,9 +200,12 @@ type memoSectionObject struct {
 }
 
 func verifySectionObject(w *fbverify.Walk, pos int64, m *memoSectionObject) error {
-	t, hit, err := w.StartMemo(pos, &m.Memo)
-	if err != nil {
-		return err
+	t, hit := w.MemoHit(pos, &m.Memo)
+	var err error
+	if !hit {
+		if t, err = w.Start(pos); err != nil {
+			return err
+		}
 	}
 	var fo0 int64
 	bad := fbverify.NoField // the first scalar field that fails its checks
@@ -279,9 +291,12 @@ type memoSectionMetadata struct {
 }
 
 func verifySectionMetadata(w *fbverify.Walk, pos int64, m *memoSectionMetadata) error {
-	t, hit, err := w.StartMemo(pos, &m.Memo)
-	if err != nil {
-		return err
+	t, hit := w.MemoHit(pos, &m.Memo)
+	var err error
+	if !hit {
+		if t, err = w.Start(pos); err != nil {
+			return err
+		}
 	}
 	var fo0 int64
 	if hit {
@@ -342,9 +357,12 @@ type memoLiteRTLMMetaData struct {
 }
 
 func verifyLiteRTLMMetaData(w *fbverify.Walk, pos int64, m *memoLiteRTLMMetaData) error {
-	t, hit, err := w.StartMemo(pos, &m.Memo)
-	if err != nil {
-		return err
+	t, hit := w.MemoHit(pos, &m.Memo)
+	var err error
+	if !hit {
+		if t, err = w.Start(pos); err != nil {
+			return err
+		}
 	}
 	var fo0, fo1 int64
 	if hit {

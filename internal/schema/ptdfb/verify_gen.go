@@ -18,9 +18,12 @@ type memoDataSegment struct {
 }
 
 func verifyDataSegment(w *fbverify.Walk, pos int64, m *memoDataSegment) error {
-	t, hit, err := w.StartMemo(pos, &m.Memo)
-	if err != nil {
-		return err
+	t, hit := w.MemoHit(pos, &m.Memo)
+	var err error
+	if !hit {
+		if t, err = w.Start(pos); err != nil {
+			return err
+		}
 	}
 	bad := fbverify.NoField // the first scalar field that fails its checks
 	if !hit {
@@ -66,9 +69,12 @@ type memoTensorLayout struct {
 }
 
 func verifyTensorLayout(w *fbverify.Walk, pos int64, m *memoTensorLayout) error {
-	t, hit, err := w.StartMemo(pos, &m.Memo)
-	if err != nil {
-		return err
+	t, hit := w.MemoHit(pos, &m.Memo)
+	var err error
+	if !hit {
+		if t, err = w.Start(pos); err != nil {
+			return err
+		}
 	}
 	var fo1, fo2 int64
 	bad := fbverify.NoField // the first scalar field that fails its checks
@@ -147,9 +153,12 @@ type memoNamedData struct {
 }
 
 func verifyNamedData(w *fbverify.Walk, pos int64, m *memoNamedData) error {
-	t, hit, err := w.StartMemo(pos, &m.Memo)
-	if err != nil {
-		return err
+	t, hit := w.MemoHit(pos, &m.Memo)
+	var err error
+	if !hit {
+		if t, err = w.Start(pos); err != nil {
+			return err
+		}
 	}
 	var fo0, fo2 int64
 	bad := fbverify.NoField // the first scalar field that fails its checks
@@ -228,9 +237,12 @@ type memoFlatTensor struct {
 }
 
 func verifyFlatTensor(w *fbverify.Walk, pos int64, m *memoFlatTensor) error {
-	t, hit, err := w.StartMemo(pos, &m.Memo)
-	if err != nil {
-		return err
+	t, hit := w.MemoHit(pos, &m.Memo)
+	var err error
+	if !hit {
+		if t, err = w.Start(pos); err != nil {
+			return err
+		}
 	}
 	var fo1, fo2 int64
 	bad := fbverify.NoField // the first scalar field that fails its checks
@@ -341,9 +353,12 @@ type memoLegacyTensorMetadata struct {
 }
 
 func verifyLegacyTensorMetadata(w *fbverify.Walk, pos int64, m *memoLegacyTensorMetadata) error {
-	t, hit, err := w.StartMemo(pos, &m.Memo)
-	if err != nil {
-		return err
+	t, hit := w.MemoHit(pos, &m.Memo)
+	var err error
+	if !hit {
+		if t, err = w.Start(pos); err != nil {
+			return err
+		}
 	}
 	var fo0, fo2, fo3 int64
 	bad := fbverify.NoField // the first scalar field that fails its checks
@@ -451,9 +466,12 @@ type memoLegacyNamedData struct {
 }
 
 func verifyLegacyNamedData(w *fbverify.Walk, pos int64, m *memoLegacyNamedData) error {
-	t, hit, err := w.StartMemo(pos, &m.Memo)
-	if err != nil {
-		return err
+	t, hit := w.MemoHit(pos, &m.Memo)
+	var err error
+	if !hit {
+		if t, err = w.Start(pos); err != nil {
+			return err
+		}
 	}
 	var fo0 int64
 	bad := fbverify.NoField // the first scalar field that fails its checks
@@ -515,9 +533,12 @@ type memoLegacyFlatTensor struct {
 }
 
 func verifyLegacyFlatTensor(w *fbverify.Walk, pos int64, m *memoLegacyFlatTensor) error {
-	t, hit, err := w.StartMemo(pos, &m.Memo)
-	if err != nil {
-		return err
+	t, hit := w.MemoHit(pos, &m.Memo)
+	var err error
+	if !hit {
+		if t, err = w.Start(pos); err != nil {
+			return err
+		}
 	}
 	var fo2, fo3, fo4 int64
 	bad := fbverify.NoField // the first scalar field that fails its checks

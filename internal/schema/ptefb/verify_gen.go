@@ -23,9 +23,12 @@ type memoInt struct {
 }
 
 func verifyInt(w *fbverify.Walk, pos int64, m *memoInt) error {
-	t, hit, err := w.StartMemo(pos, &m.Memo)
-	if err != nil {
-		return err
+	t, hit := w.MemoHit(pos, &m.Memo)
+	var err error
+	if !hit {
+		if t, err = w.Start(pos); err != nil {
+			return err
+		}
 	}
 	bad := fbverify.NoField // the first scalar field that fails its checks
 	if !hit {
@@ -62,9 +65,12 @@ type memoBool struct {
 }
 
 func verifyBool(w *fbverify.Walk, pos int64, m *memoBool) error {
-	t, hit, err := w.StartMemo(pos, &m.Memo)
-	if err != nil {
-		return err
+	t, hit := w.MemoHit(pos, &m.Memo)
+	var err error
+	if !hit {
+		if t, err = w.Start(pos); err != nil {
+			return err
+		}
 	}
 	bad := fbverify.NoField // the first scalar field that fails its checks
 	if !hit {
@@ -100,9 +106,12 @@ type memoDouble struct {
 }
 
 func verifyDouble(w *fbverify.Walk, pos int64, m *memoDouble) error {
-	t, hit, err := w.StartMemo(pos, &m.Memo)
-	if err != nil {
-		return err
+	t, hit := w.MemoHit(pos, &m.Memo)
+	var err error
+	if !hit {
+		if t, err = w.Start(pos); err != nil {
+			return err
+		}
 	}
 	bad := fbverify.NoField // the first scalar field that fails its checks
 	if !hit {
@@ -140,9 +149,12 @@ type memoString struct {
 }
 
 func verifyString(w *fbverify.Walk, pos int64, m *memoString) error {
-	t, hit, err := w.StartMemo(pos, &m.Memo)
-	if err != nil {
-		return err
+	t, hit := w.MemoHit(pos, &m.Memo)
+	var err error
+	if !hit {
+		if t, err = w.Start(pos); err != nil {
+			return err
+		}
 	}
 	var fo0 int64
 	if hit {
@@ -184,9 +196,12 @@ type memoIntList struct {
 }
 
 func verifyIntList(w *fbverify.Walk, pos int64, m *memoIntList) error {
-	t, hit, err := w.StartMemo(pos, &m.Memo)
-	if err != nil {
-		return err
+	t, hit := w.MemoHit(pos, &m.Memo)
+	var err error
+	if !hit {
+		if t, err = w.Start(pos); err != nil {
+			return err
+		}
 	}
 	var fo0 int64
 	if hit {
@@ -228,9 +243,12 @@ type memoDoubleList struct {
 }
 
 func verifyDoubleList(w *fbverify.Walk, pos int64, m *memoDoubleList) error {
-	t, hit, err := w.StartMemo(pos, &m.Memo)
-	if err != nil {
-		return err
+	t, hit := w.MemoHit(pos, &m.Memo)
+	var err error
+	if !hit {
+		if t, err = w.Start(pos); err != nil {
+			return err
+		}
 	}
 	var fo0 int64
 	if hit {
@@ -272,9 +290,12 @@ type memoBoolList struct {
 }
 
 func verifyBoolList(w *fbverify.Walk, pos int64, m *memoBoolList) error {
-	t, hit, err := w.StartMemo(pos, &m.Memo)
-	if err != nil {
-		return err
+	t, hit := w.MemoHit(pos, &m.Memo)
+	var err error
+	if !hit {
+		if t, err = w.Start(pos); err != nil {
+			return err
+		}
 	}
 	var fo0 int64
 	if hit {
@@ -316,9 +337,12 @@ type memoTensorList struct {
 }
 
 func verifyTensorList(w *fbverify.Walk, pos int64, m *memoTensorList) error {
-	t, hit, err := w.StartMemo(pos, &m.Memo)
-	if err != nil {
-		return err
+	t, hit := w.MemoHit(pos, &m.Memo)
+	var err error
+	if !hit {
+		if t, err = w.Start(pos); err != nil {
+			return err
+		}
 	}
 	var fo0 int64
 	if hit {
@@ -360,9 +384,12 @@ type memoOptionalTensorList struct {
 }
 
 func verifyOptionalTensorList(w *fbverify.Walk, pos int64, m *memoOptionalTensorList) error {
-	t, hit, err := w.StartMemo(pos, &m.Memo)
-	if err != nil {
-		return err
+	t, hit := w.MemoHit(pos, &m.Memo)
+	var err error
+	if !hit {
+		if t, err = w.Start(pos); err != nil {
+			return err
+		}
 	}
 	var fo0 int64
 	if hit {
@@ -403,9 +430,12 @@ type memoAllocationDetails struct {
 }
 
 func verifyAllocationDetails(w *fbverify.Walk, pos int64, m *memoAllocationDetails) error {
-	t, hit, err := w.StartMemo(pos, &m.Memo)
-	if err != nil {
-		return err
+	t, hit := w.MemoHit(pos, &m.Memo)
+	var err error
+	if !hit {
+		if t, err = w.Start(pos); err != nil {
+			return err
+		}
 	}
 	bad := fbverify.NoField // the first scalar field that fails its checks
 	if !hit {
@@ -454,9 +484,12 @@ type memoExtraTensorInfo struct {
 }
 
 func verifyExtraTensorInfo(w *fbverify.Walk, pos int64, m *memoExtraTensorInfo) error {
-	t, hit, err := w.StartMemo(pos, &m.Memo)
-	if err != nil {
-		return err
+	t, hit := w.MemoHit(pos, &m.Memo)
+	var err error
+	if !hit {
+		if t, err = w.Start(pos); err != nil {
+			return err
+		}
 	}
 	var fo1 int64
 	bad := fbverify.NoField // the first scalar field that fails its checks
@@ -538,9 +571,12 @@ type memoTensor struct {
 }
 
 func verifyTensor(w *fbverify.Walk, pos int64, m *memoTensor) error {
-	t, hit, err := w.StartMemo(pos, &m.Memo)
-	if err != nil {
-		return err
+	t, hit := w.MemoHit(pos, &m.Memo)
+	var err error
+	if !hit {
+		if t, err = w.Start(pos); err != nil {
+			return err
+		}
 	}
 	var fo2, fo3, fo6, fo9 int64
 	bad := fbverify.NoField // the first scalar field that fails its checks
@@ -696,9 +732,12 @@ type memoEValue struct {
 }
 
 func verifyEValue(w *fbverify.Walk, pos int64, m *memoEValue) error {
-	t, hit, err := w.StartMemo(pos, &m.Memo)
-	if err != nil {
-		return err
+	t, hit := w.MemoHit(pos, &m.Memo)
+	var err error
+	if !hit {
+		if t, err = w.Start(pos); err != nil {
+			return err
+		}
 	}
 	var fo0, fo1 int64
 	if hit {
@@ -764,9 +803,12 @@ type memoOperator struct {
 }
 
 func verifyOperator(w *fbverify.Walk, pos int64, m *memoOperator) error {
-	t, hit, err := w.StartMemo(pos, &m.Memo)
-	if err != nil {
-		return err
+	t, hit := w.MemoHit(pos, &m.Memo)
+	var err error
+	if !hit {
+		if t, err = w.Start(pos); err != nil {
+			return err
+		}
 	}
 	var fo0, fo1 int64
 	if hit {
@@ -824,9 +866,12 @@ type memoKernelCall struct {
 }
 
 func verifyKernelCall(w *fbverify.Walk, pos int64, m *memoKernelCall) error {
-	t, hit, err := w.StartMemo(pos, &m.Memo)
-	if err != nil {
-		return err
+	t, hit := w.MemoHit(pos, &m.Memo)
+	var err error
+	if !hit {
+		if t, err = w.Start(pos); err != nil {
+			return err
+		}
 	}
 	var fo1 int64
 	bad := fbverify.NoField // the first scalar field that fails its checks
@@ -884,9 +929,12 @@ type memoDelegateCall struct {
 }
 
 func verifyDelegateCall(w *fbverify.Walk, pos int64, m *memoDelegateCall) error {
-	t, hit, err := w.StartMemo(pos, &m.Memo)
-	if err != nil {
-		return err
+	t, hit := w.MemoHit(pos, &m.Memo)
+	var err error
+	if !hit {
+		if t, err = w.Start(pos); err != nil {
+			return err
+		}
 	}
 	var fo1 int64
 	bad := fbverify.NoField // the first scalar field that fails its checks
@@ -943,9 +991,12 @@ type memoMoveCall struct {
 }
 
 func verifyMoveCall(w *fbverify.Walk, pos int64, m *memoMoveCall) error {
-	t, hit, err := w.StartMemo(pos, &m.Memo)
-	if err != nil {
-		return err
+	t, hit := w.MemoHit(pos, &m.Memo)
+	var err error
+	if !hit {
+		if t, err = w.Start(pos); err != nil {
+			return err
+		}
 	}
 	bad := fbverify.NoField // the first scalar field that fails its checks
 	if !hit {
@@ -987,9 +1038,12 @@ type memoJumpFalseCall struct {
 }
 
 func verifyJumpFalseCall(w *fbverify.Walk, pos int64, m *memoJumpFalseCall) error {
-	t, hit, err := w.StartMemo(pos, &m.Memo)
-	if err != nil {
-		return err
+	t, hit := w.MemoHit(pos, &m.Memo)
+	var err error
+	if !hit {
+		if t, err = w.Start(pos); err != nil {
+			return err
+		}
 	}
 	bad := fbverify.NoField // the first scalar field that fails its checks
 	if !hit {
@@ -1031,9 +1085,12 @@ type memoFreeCall struct {
 }
 
 func verifyFreeCall(w *fbverify.Walk, pos int64, m *memoFreeCall) error {
-	t, hit, err := w.StartMemo(pos, &m.Memo)
-	if err != nil {
-		return err
+	t, hit := w.MemoHit(pos, &m.Memo)
+	var err error
+	if !hit {
+		if t, err = w.Start(pos); err != nil {
+			return err
+		}
 	}
 	bad := fbverify.NoField // the first scalar field that fails its checks
 	if !hit {
@@ -1076,9 +1133,12 @@ type memoInstruction struct {
 }
 
 func verifyInstruction(w *fbverify.Walk, pos int64, m *memoInstruction) error {
-	t, hit, err := w.StartMemo(pos, &m.Memo)
-	if err != nil {
-		return err
+	t, hit := w.MemoHit(pos, &m.Memo)
+	var err error
+	if !hit {
+		if t, err = w.Start(pos); err != nil {
+			return err
+		}
 	}
 	var fo0, fo1 int64
 	if hit {
@@ -1133,9 +1193,12 @@ type memoFrame struct {
 }
 
 func verifyFrame(w *fbverify.Walk, pos int64, m *memoFrame) error {
-	t, hit, err := w.StartMemo(pos, &m.Memo)
-	if err != nil {
-		return err
+	t, hit := w.MemoHit(pos, &m.Memo)
+	var err error
+	if !hit {
+		if t, err = w.Start(pos); err != nil {
+			return err
+		}
 	}
 	var fo0, fo2, fo3 int64
 	bad := fbverify.NoField // the first scalar field that fails its checks
@@ -1229,9 +1292,12 @@ type memoFrameList struct {
 }
 
 func verifyFrameList(w *fbverify.Walk, pos int64, m *memoFrameList) error {
-	t, hit, err := w.StartMemo(pos, &m.Memo)
-	if err != nil {
-		return err
+	t, hit := w.MemoHit(pos, &m.Memo)
+	var err error
+	if !hit {
+		if t, err = w.Start(pos); err != nil {
+			return err
+		}
 	}
 	var fo0 int64
 	if hit {
@@ -1292,9 +1358,12 @@ type memoChain struct {
 }
 
 func verifyChain(w *fbverify.Walk, pos int64, m *memoChain) error {
-	t, hit, err := w.StartMemo(pos, &m.Memo)
-	if err != nil {
-		return err
+	t, hit := w.MemoHit(pos, &m.Memo)
+	var err error
+	if !hit {
+		if t, err = w.Start(pos); err != nil {
+			return err
+		}
 	}
 	var fo0, fo1, fo2 int64
 	if hit {
@@ -1385,9 +1454,12 @@ type memoContainerMetadata struct {
 }
 
 func verifyContainerMetadata(w *fbverify.Walk, pos int64, m *memoContainerMetadata) error {
-	t, hit, err := w.StartMemo(pos, &m.Memo)
-	if err != nil {
-		return err
+	t, hit := w.MemoHit(pos, &m.Memo)
+	var err error
+	if !hit {
+		if t, err = w.Start(pos); err != nil {
+			return err
+		}
 	}
 	var fo0, fo1 int64
 	if hit {
@@ -1446,9 +1518,12 @@ type memoCompileSpec struct {
 }
 
 func verifyCompileSpec(w *fbverify.Walk, pos int64, m *memoCompileSpec) error {
-	t, hit, err := w.StartMemo(pos, &m.Memo)
-	if err != nil {
-		return err
+	t, hit := w.MemoHit(pos, &m.Memo)
+	var err error
+	if !hit {
+		if t, err = w.Start(pos); err != nil {
+			return err
+		}
 	}
 	var fo0, fo1 int64
 	if hit {
@@ -1505,9 +1580,12 @@ type memoBackendDelegateDataReference struct {
 }
 
 func verifyBackendDelegateDataReference(w *fbverify.Walk, pos int64, m *memoBackendDelegateDataReference) error {
-	t, hit, err := w.StartMemo(pos, &m.Memo)
-	if err != nil {
-		return err
+	t, hit := w.MemoHit(pos, &m.Memo)
+	var err error
+	if !hit {
+		if t, err = w.Start(pos); err != nil {
+			return err
+		}
 	}
 	bad := fbverify.NoField // the first scalar field that fails its checks
 	if !hit {
@@ -1554,9 +1632,12 @@ type memoBackendDelegate struct {
 }
 
 func verifyBackendDelegate(w *fbverify.Walk, pos int64, m *memoBackendDelegate) error {
-	t, hit, err := w.StartMemo(pos, &m.Memo)
-	if err != nil {
-		return err
+	t, hit := w.MemoHit(pos, &m.Memo)
+	var err error
+	if !hit {
+		if t, err = w.Start(pos); err != nil {
+			return err
+		}
 	}
 	var fo0, fo1, fo2 int64
 	if hit {
@@ -1645,9 +1726,12 @@ type memoNonConstBufferDevice struct {
 }
 
 func verifyNonConstBufferDevice(w *fbverify.Walk, pos int64, m *memoNonConstBufferDevice) error {
-	t, hit, err := w.StartMemo(pos, &m.Memo)
-	if err != nil {
-		return err
+	t, hit := w.MemoHit(pos, &m.Memo)
+	var err error
+	if !hit {
+		if t, err = w.Start(pos); err != nil {
+			return err
+		}
 	}
 	bad := fbverify.NoField // the first scalar field that fails its checks
 	if !hit {
@@ -1709,9 +1793,12 @@ type memoExecutionPlan struct {
 }
 
 func verifyExecutionPlan(w *fbverify.Walk, pos int64, m *memoExecutionPlan) error {
-	t, hit, err := w.StartMemo(pos, &m.Memo)
-	if err != nil {
-		return err
+	t, hit := w.MemoHit(pos, &m.Memo)
+	var err error
+	if !hit {
+		if t, err = w.Start(pos); err != nil {
+			return err
+		}
 	}
 	var fo0, fo1, fo2, fo3, fo4, fo5, fo6, fo7, fo8 int64
 	if hit {
@@ -1945,9 +2032,12 @@ type memoBuffer struct {
 }
 
 func verifyBuffer(w *fbverify.Walk, pos int64, m *memoBuffer) error {
-	t, hit, err := w.StartMemo(pos, &m.Memo)
-	if err != nil {
-		return err
+	t, hit := w.MemoHit(pos, &m.Memo)
+	var err error
+	if !hit {
+		if t, err = w.Start(pos); err != nil {
+			return err
+		}
 	}
 	var fo0 int64
 	if hit {
@@ -1989,9 +2079,12 @@ type memoBackendDelegateInlineData struct {
 }
 
 func verifyBackendDelegateInlineData(w *fbverify.Walk, pos int64, m *memoBackendDelegateInlineData) error {
-	t, hit, err := w.StartMemo(pos, &m.Memo)
-	if err != nil {
-		return err
+	t, hit := w.MemoHit(pos, &m.Memo)
+	var err error
+	if !hit {
+		if t, err = w.Start(pos); err != nil {
+			return err
+		}
 	}
 	var fo0 int64
 	if hit {
@@ -2032,9 +2125,12 @@ type memoDataSegment struct {
 }
 
 func verifyDataSegment(w *fbverify.Walk, pos int64, m *memoDataSegment) error {
-	t, hit, err := w.StartMemo(pos, &m.Memo)
-	if err != nil {
-		return err
+	t, hit := w.MemoHit(pos, &m.Memo)
+	var err error
+	if !hit {
+		if t, err = w.Start(pos); err != nil {
+			return err
+		}
 	}
 	bad := fbverify.NoField // the first scalar field that fails its checks
 	if !hit {
@@ -2079,9 +2175,12 @@ type memoSubsegmentOffsets struct {
 }
 
 func verifySubsegmentOffsets(w *fbverify.Walk, pos int64, m *memoSubsegmentOffsets) error {
-	t, hit, err := w.StartMemo(pos, &m.Memo)
-	if err != nil {
-		return err
+	t, hit := w.MemoHit(pos, &m.Memo)
+	var err error
+	if !hit {
+		if t, err = w.Start(pos); err != nil {
+			return err
+		}
 	}
 	var fo1 int64
 	bad := fbverify.NoField // the first scalar field that fails its checks
@@ -2139,9 +2238,12 @@ type memoNamedData struct {
 }
 
 func verifyNamedData(w *fbverify.Walk, pos int64, m *memoNamedData) error {
-	t, hit, err := w.StartMemo(pos, &m.Memo)
-	if err != nil {
-		return err
+	t, hit := w.MemoHit(pos, &m.Memo)
+	var err error
+	if !hit {
+		if t, err = w.Start(pos); err != nil {
+			return err
+		}
 	}
 	var fo0 int64
 	bad := fbverify.NoField // the first scalar field that fails its checks
@@ -2208,9 +2310,12 @@ type memoProgram struct {
 }
 
 func verifyProgram(w *fbverify.Walk, pos int64, m *memoProgram) error {
-	t, hit, err := w.StartMemo(pos, &m.Memo)
-	if err != nil {
-		return err
+	t, hit := w.MemoHit(pos, &m.Memo)
+	var err error
+	if !hit {
+		if t, err = w.Start(pos); err != nil {
+			return err
+		}
 	}
 	var fo1, fo2, fo3, fo4, fo5, fo6, fo7 int64
 	bad := fbverify.NoField // the first scalar field that fails its checks

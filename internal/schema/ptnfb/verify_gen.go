@@ -18,9 +18,12 @@ type memoDim struct {
 }
 
 func verifyDim(w *fbverify.Walk, pos int64, m *memoDim) error {
-	t, hit, err := w.StartMemo(pos, &m.Memo)
-	if err != nil {
-		return err
+	t, hit := w.MemoHit(pos, &m.Memo)
+	var err error
+	if !hit {
+		if t, err = w.Start(pos); err != nil {
+			return err
+		}
 	}
 	bad := fbverify.NoField // the first scalar field that fails its checks
 	if !hit {
@@ -66,9 +69,12 @@ type memoAffineGroup struct {
 }
 
 func verifyAffineGroup(w *fbverify.Walk, pos int64, m *memoAffineGroup) error {
-	t, hit, err := w.StartMemo(pos, &m.Memo)
-	if err != nil {
-		return err
+	t, hit := w.MemoHit(pos, &m.Memo)
+	var err error
+	if !hit {
+		if t, err = w.Start(pos); err != nil {
+			return err
+		}
 	}
 	var fo0, fo5 int64
 	bad := fbverify.NoField // the first scalar field that fails its checks
@@ -168,9 +174,12 @@ type memoPackedQuant struct {
 }
 
 func verifyPackedQuant(w *fbverify.Walk, pos int64, m *memoPackedQuant) error {
-	t, hit, err := w.StartMemo(pos, &m.Memo)
-	if err != nil {
-		return err
+	t, hit := w.MemoHit(pos, &m.Memo)
+	var err error
+	if !hit {
+		if t, err = w.Start(pos); err != nil {
+			return err
+		}
 	}
 	var fo0 int64
 	if hit {
@@ -215,9 +224,12 @@ type memoQuantSpec struct {
 }
 
 func verifyQuantSpec(w *fbverify.Walk, pos int64, m *memoQuantSpec) error {
-	t, hit, err := w.StartMemo(pos, &m.Memo)
-	if err != nil {
-		return err
+	t, hit := w.MemoHit(pos, &m.Memo)
+	var err error
+	if !hit {
+		if t, err = w.Start(pos); err != nil {
+			return err
+		}
 	}
 	var fo0, fo1 int64
 	if hit {
@@ -268,9 +280,12 @@ type memoTensorMeta struct {
 }
 
 func verifyTensorMeta(w *fbverify.Walk, pos int64, m *memoTensorMeta) error {
-	t, hit, err := w.StartMemo(pos, &m.Memo)
-	if err != nil {
-		return err
+	t, hit := w.MemoHit(pos, &m.Memo)
+	var err error
+	if !hit {
+		if t, err = w.Start(pos); err != nil {
+			return err
+		}
 	}
 	var fo1, fo2, fo3 int64
 	bad := fbverify.NoField // the first scalar field that fails its checks
@@ -384,9 +399,12 @@ type memoTensorValue struct {
 }
 
 func verifyTensorValue(w *fbverify.Walk, pos int64, m *memoTensorValue) error {
-	t, hit, err := w.StartMemo(pos, &m.Memo)
-	if err != nil {
-		return err
+	t, hit := w.MemoHit(pos, &m.Memo)
+	var err error
+	if !hit {
+		if t, err = w.Start(pos); err != nil {
+			return err
+		}
 	}
 	var fo0, fo1 int64
 	if hit {
@@ -444,9 +462,12 @@ type memoTensorArg struct {
 }
 
 func verifyTensorArg(w *fbverify.Walk, pos int64, m *memoTensorArg) error {
-	t, hit, err := w.StartMemo(pos, &m.Memo)
-	if err != nil {
-		return err
+	t, hit := w.MemoHit(pos, &m.Memo)
+	var err error
+	if !hit {
+		if t, err = w.Start(pos); err != nil {
+			return err
+		}
 	}
 	var fo0 int64
 	if hit {
@@ -535,9 +556,12 @@ type memoTensorListArg struct {
 }
 
 func verifyTensorListArg(w *fbverify.Walk, pos int64, m *memoTensorListArg) error {
-	t, hit, err := w.StartMemo(pos, &m.Memo)
-	if err != nil {
-		return err
+	t, hit := w.MemoHit(pos, &m.Memo)
+	var err error
+	if !hit {
+		if t, err = w.Start(pos); err != nil {
+			return err
+		}
 	}
 	var fo0 int64
 	if hit {
@@ -598,9 +622,12 @@ type memoOptionalTensorListArg struct {
 }
 
 func verifyOptionalTensorListArg(w *fbverify.Walk, pos int64, m *memoOptionalTensorListArg) error {
-	t, hit, err := w.StartMemo(pos, &m.Memo)
-	if err != nil {
-		return err
+	t, hit := w.MemoHit(pos, &m.Memo)
+	var err error
+	if !hit {
+		if t, err = w.Start(pos); err != nil {
+			return err
+		}
 	}
 	var fo0, fo1 int64
 	if hit {
@@ -679,9 +706,12 @@ type memoGraphArg struct {
 }
 
 func verifyGraphArg(w *fbverify.Walk, pos int64, m *memoGraphArg) error {
-	t, hit, err := w.StartMemo(pos, &m.Memo)
-	if err != nil {
-		return err
+	t, hit := w.MemoHit(pos, &m.Memo)
+	var err error
+	if !hit {
+		if t, err = w.Start(pos); err != nil {
+			return err
+		}
 	}
 	var fo0, fo1 int64
 	if hit {
@@ -745,9 +775,12 @@ type memoArgument struct {
 }
 
 func verifyArgument(w *fbverify.Walk, pos int64, m *memoArgument) error {
-	t, hit, err := w.StartMemo(pos, &m.Memo)
-	if err != nil {
-		return err
+	t, hit := w.MemoHit(pos, &m.Memo)
+	var err error
+	if !hit {
+		if t, err = w.Start(pos); err != nil {
+			return err
+		}
 	}
 	var fo0, fo1 int64
 	if hit {
@@ -817,9 +850,12 @@ type memoNamedArgument struct {
 }
 
 func verifyNamedArgument(w *fbverify.Walk, pos int64, m *memoNamedArgument) error {
-	t, hit, err := w.StartMemo(pos, &m.Memo)
-	if err != nil {
-		return err
+	t, hit := w.MemoHit(pos, &m.Memo)
+	var err error
+	if !hit {
+		if t, err = w.Start(pos); err != nil {
+			return err
+		}
 	}
 	var fo0, fo1 int64
 	bad := fbverify.NoField // the first scalar field that fails its checks
@@ -894,9 +930,12 @@ type memoNode struct {
 }
 
 func verifyNode(w *fbverify.Walk, pos int64, m *memoNode) error {
-	t, hit, err := w.StartMemo(pos, &m.Memo)
-	if err != nil {
-		return err
+	t, hit := w.MemoHit(pos, &m.Memo)
+	var err error
+	if !hit {
+		if t, err = w.Start(pos); err != nil {
+			return err
+		}
 	}
 	var fo0, fo2, fo3 int64
 	bad := fbverify.NoField // the first scalar field that fails its checks
@@ -1010,9 +1049,12 @@ type memoGraph struct {
 }
 
 func verifyGraph(w *fbverify.Walk, pos int64, m *memoGraph) error {
-	t, hit, err := w.StartMemo(pos, &m.Memo)
-	if err != nil {
-		return err
+	t, hit := w.MemoHit(pos, &m.Memo)
+	var err error
+	if !hit {
+		if t, err = w.Start(pos); err != nil {
+			return err
+		}
 	}
 	var fo0, fo1, fo2, fo3 int64
 	if hit {
@@ -1172,9 +1214,12 @@ type memoNamedTensorRef struct {
 }
 
 func verifyNamedTensorRef(w *fbverify.Walk, pos int64, m *memoNamedTensorRef) error {
-	t, hit, err := w.StartMemo(pos, &m.Memo)
-	if err != nil {
-		return err
+	t, hit := w.MemoHit(pos, &m.Memo)
+	var err error
+	if !hit {
+		if t, err = w.Start(pos); err != nil {
+			return err
+		}
 	}
 	var fo0, fo1, fo2 int64
 	bad := fbverify.NoField // the first scalar field that fails its checks
@@ -1274,9 +1319,12 @@ type memoOutputSpec struct {
 }
 
 func verifyOutputSpec(w *fbverify.Walk, pos int64, m *memoOutputSpec) error {
-	t, hit, err := w.StartMemo(pos, &m.Memo)
-	if err != nil {
-		return err
+	t, hit := w.MemoHit(pos, &m.Memo)
+	var err error
+	if !hit {
+		if t, err = w.Start(pos); err != nil {
+			return err
+		}
 	}
 	var fo0, fo2 int64
 	bad := fbverify.NoField // the first scalar field that fails its checks
@@ -1351,9 +1399,12 @@ type memoMutableBufferSpec struct {
 }
 
 func verifyMutableBufferSpec(w *fbverify.Walk, pos int64, m *memoMutableBufferSpec) error {
-	t, hit, err := w.StartMemo(pos, &m.Memo)
-	if err != nil {
-		return err
+	t, hit := w.MemoHit(pos, &m.Memo)
+	var err error
+	if !hit {
+		if t, err = w.Start(pos); err != nil {
+			return err
+		}
 	}
 	var fo0, fo1 int64
 	if hit {
@@ -1423,9 +1474,12 @@ type memoMethod struct {
 }
 
 func verifyMethod(w *fbverify.Walk, pos int64, m *memoMethod) error {
-	t, hit, err := w.StartMemo(pos, &m.Memo)
-	if err != nil {
-		return err
+	t, hit := w.MemoHit(pos, &m.Memo)
+	var err error
+	if !hit {
+		if t, err = w.Start(pos); err != nil {
+			return err
+		}
 	}
 	var fo0, fo1, fo2, fo3, fo4 int64
 	if hit {
@@ -1585,9 +1639,12 @@ type memoProgram struct {
 }
 
 func verifyProgram(w *fbverify.Walk, pos int64, m *memoProgram) error {
-	t, hit, err := w.StartMemo(pos, &m.Memo)
-	if err != nil {
-		return err
+	t, hit := w.MemoHit(pos, &m.Memo)
+	var err error
+	if !hit {
+		if t, err = w.Start(pos); err != nil {
+			return err
+		}
 	}
 	var fo0, fo1 int64
 	if hit {

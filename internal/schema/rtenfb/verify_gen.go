@@ -18,9 +18,12 @@ type memoIntScalar struct {
 }
 
 func verifyIntScalar(w *fbverify.Walk, pos int64, m *memoIntScalar) error {
-	t, hit, err := w.StartMemo(pos, &m.Memo)
-	if err != nil {
-		return err
+	t, hit := w.MemoHit(pos, &m.Memo)
+	var err error
+	if !hit {
+		if t, err = w.Start(pos); err != nil {
+			return err
+		}
 	}
 	bad := fbverify.NoField // the first scalar field that fails its checks
 	if !hit {
@@ -56,9 +59,12 @@ type memoFloatScalar struct {
 }
 
 func verifyFloatScalar(w *fbverify.Walk, pos int64, m *memoFloatScalar) error {
-	t, hit, err := w.StartMemo(pos, &m.Memo)
-	if err != nil {
-		return err
+	t, hit := w.MemoHit(pos, &m.Memo)
+	var err error
+	if !hit {
+		if t, err = w.Start(pos); err != nil {
+			return err
+		}
 	}
 	bad := fbverify.NoField // the first scalar field that fails its checks
 	if !hit {
@@ -94,9 +100,12 @@ type memoArgMaxAttrs struct {
 }
 
 func verifyArgMaxAttrs(w *fbverify.Walk, pos int64, m *memoArgMaxAttrs) error {
-	t, hit, err := w.StartMemo(pos, &m.Memo)
-	if err != nil {
-		return err
+	t, hit := w.MemoHit(pos, &m.Memo)
+	var err error
+	if !hit {
+		if t, err = w.Start(pos); err != nil {
+			return err
+		}
 	}
 	bad := fbverify.NoField // the first scalar field that fails its checks
 	if !hit {
@@ -141,9 +150,12 @@ type memoAveragePoolAttrs struct {
 }
 
 func verifyAveragePoolAttrs(w *fbverify.Walk, pos int64, m *memoAveragePoolAttrs) error {
-	t, hit, err := w.StartMemo(pos, &m.Memo)
-	if err != nil {
-		return err
+	t, hit := w.MemoHit(pos, &m.Memo)
+	var err error
+	if !hit {
+		if t, err = w.Start(pos); err != nil {
+			return err
+		}
 	}
 	var fo0, fo2, fo3 int64
 	bad := fbverify.NoField // the first scalar field that fails its checks
@@ -247,9 +259,12 @@ type memoBatchNormalizationAttrs struct {
 }
 
 func verifyBatchNormalizationAttrs(w *fbverify.Walk, pos int64, m *memoBatchNormalizationAttrs) error {
-	t, hit, err := w.StartMemo(pos, &m.Memo)
-	if err != nil {
-		return err
+	t, hit := w.MemoHit(pos, &m.Memo)
+	var err error
+	if !hit {
+		if t, err = w.Start(pos); err != nil {
+			return err
+		}
 	}
 	bad := fbverify.NoField // the first scalar field that fails its checks
 	if !hit {
@@ -285,9 +300,12 @@ type memoCastAttrs struct {
 }
 
 func verifyCastAttrs(w *fbverify.Walk, pos int64, m *memoCastAttrs) error {
-	t, hit, err := w.StartMemo(pos, &m.Memo)
-	if err != nil {
-		return err
+	t, hit := w.MemoHit(pos, &m.Memo)
+	var err error
+	if !hit {
+		if t, err = w.Start(pos); err != nil {
+			return err
+		}
 	}
 	bad := fbverify.NoField // the first scalar field that fails its checks
 	if !hit {
@@ -323,9 +341,12 @@ type memoConcatAttrs struct {
 }
 
 func verifyConcatAttrs(w *fbverify.Walk, pos int64, m *memoConcatAttrs) error {
-	t, hit, err := w.StartMemo(pos, &m.Memo)
-	if err != nil {
-		return err
+	t, hit := w.MemoHit(pos, &m.Memo)
+	var err error
+	if !hit {
+		if t, err = w.Start(pos); err != nil {
+			return err
+		}
 	}
 	bad := fbverify.NoField // the first scalar field that fails its checks
 	if !hit {
@@ -365,9 +386,12 @@ type memoConstantOfShapeAttrs struct {
 }
 
 func verifyConstantOfShapeAttrs(w *fbverify.Walk, pos int64, m *memoConstantOfShapeAttrs) error {
-	t, hit, err := w.StartMemo(pos, &m.Memo)
-	if err != nil {
-		return err
+	t, hit := w.MemoHit(pos, &m.Memo)
+	var err error
+	if !hit {
+		if t, err = w.Start(pos); err != nil {
+			return err
+		}
 	}
 	var fo0, fo1 int64
 	if hit {
@@ -416,9 +440,12 @@ type memoConvAttrs struct {
 }
 
 func verifyConvAttrs(w *fbverify.Walk, pos int64, m *memoConvAttrs) error {
-	t, hit, err := w.StartMemo(pos, &m.Memo)
-	if err != nil {
-		return err
+	t, hit := w.MemoHit(pos, &m.Memo)
+	var err error
+	if !hit {
+		if t, err = w.Start(pos); err != nil {
+			return err
+		}
 	}
 	var fo1, fo3, fo4 int64
 	bad := fbverify.NoField // the first scalar field that fails its checks
@@ -522,9 +549,12 @@ type memoConvTransposeAttrs struct {
 }
 
 func verifyConvTransposeAttrs(w *fbverify.Walk, pos int64, m *memoConvTransposeAttrs) error {
-	t, hit, err := w.StartMemo(pos, &m.Memo)
-	if err != nil {
-		return err
+	t, hit := w.MemoHit(pos, &m.Memo)
+	var err error
+	if !hit {
+		if t, err = w.Start(pos); err != nil {
+			return err
+		}
 	}
 	var fo0, fo2, fo4 int64
 	bad := fbverify.NoField // the first scalar field that fails its checks
@@ -622,9 +652,12 @@ type memoFlattenAttrs struct {
 }
 
 func verifyFlattenAttrs(w *fbverify.Walk, pos int64, m *memoFlattenAttrs) error {
-	t, hit, err := w.StartMemo(pos, &m.Memo)
-	if err != nil {
-		return err
+	t, hit := w.MemoHit(pos, &m.Memo)
+	var err error
+	if !hit {
+		if t, err = w.Start(pos); err != nil {
+			return err
+		}
 	}
 	bad := fbverify.NoField // the first scalar field that fails its checks
 	if !hit {
@@ -660,9 +693,12 @@ type memoGatherAttrs struct {
 }
 
 func verifyGatherAttrs(w *fbverify.Walk, pos int64, m *memoGatherAttrs) error {
-	t, hit, err := w.StartMemo(pos, &m.Memo)
-	if err != nil {
-		return err
+	t, hit := w.MemoHit(pos, &m.Memo)
+	var err error
+	if !hit {
+		if t, err = w.Start(pos); err != nil {
+			return err
+		}
 	}
 	bad := fbverify.NoField // the first scalar field that fails its checks
 	if !hit {
@@ -698,9 +734,12 @@ type memoGemmAttrs struct {
 }
 
 func verifyGemmAttrs(w *fbverify.Walk, pos int64, m *memoGemmAttrs) error {
-	t, hit, err := w.StartMemo(pos, &m.Memo)
-	if err != nil {
-		return err
+	t, hit := w.MemoHit(pos, &m.Memo)
+	var err error
+	if !hit {
+		if t, err = w.Start(pos); err != nil {
+			return err
+		}
 	}
 	bad := fbverify.NoField // the first scalar field that fails its checks
 	if !hit {
@@ -754,9 +793,12 @@ type memoGRUAttrs struct {
 }
 
 func verifyGRUAttrs(w *fbverify.Walk, pos int64, m *memoGRUAttrs) error {
-	t, hit, err := w.StartMemo(pos, &m.Memo)
-	if err != nil {
-		return err
+	t, hit := w.MemoHit(pos, &m.Memo)
+	var err error
+	if !hit {
+		if t, err = w.Start(pos); err != nil {
+			return err
+		}
 	}
 	bad := fbverify.NoField // the first scalar field that fails its checks
 	if !hit {
@@ -804,9 +846,12 @@ type memoLeakyReluAttrs struct {
 }
 
 func verifyLeakyReluAttrs(w *fbverify.Walk, pos int64, m *memoLeakyReluAttrs) error {
-	t, hit, err := w.StartMemo(pos, &m.Memo)
-	if err != nil {
-		return err
+	t, hit := w.MemoHit(pos, &m.Memo)
+	var err error
+	if !hit {
+		if t, err = w.Start(pos); err != nil {
+			return err
+		}
 	}
 	bad := fbverify.NoField // the first scalar field that fails its checks
 	if !hit {
@@ -842,9 +887,12 @@ type memoLSTMAttrs struct {
 }
 
 func verifyLSTMAttrs(w *fbverify.Walk, pos int64, m *memoLSTMAttrs) error {
-	t, hit, err := w.StartMemo(pos, &m.Memo)
-	if err != nil {
-		return err
+	t, hit := w.MemoHit(pos, &m.Memo)
+	var err error
+	if !hit {
+		if t, err = w.Start(pos); err != nil {
+			return err
+		}
 	}
 	bad := fbverify.NoField // the first scalar field that fails its checks
 	if !hit {
@@ -889,9 +937,12 @@ type memoMaxPoolAttrs struct {
 }
 
 func verifyMaxPoolAttrs(w *fbverify.Walk, pos int64, m *memoMaxPoolAttrs) error {
-	t, hit, err := w.StartMemo(pos, &m.Memo)
-	if err != nil {
-		return err
+	t, hit := w.MemoHit(pos, &m.Memo)
+	var err error
+	if !hit {
+		if t, err = w.Start(pos); err != nil {
+			return err
+		}
 	}
 	var fo0, fo2, fo3 int64
 	bad := fbverify.NoField // the first scalar field that fails its checks
@@ -990,9 +1041,12 @@ type memoReduceMeanAttrs struct {
 }
 
 func verifyReduceMeanAttrs(w *fbverify.Walk, pos int64, m *memoReduceMeanAttrs) error {
-	t, hit, err := w.StartMemo(pos, &m.Memo)
-	if err != nil {
-		return err
+	t, hit := w.MemoHit(pos, &m.Memo)
+	var err error
+	if !hit {
+		if t, err = w.Start(pos); err != nil {
+			return err
+		}
 	}
 	var fo0 int64
 	bad := fbverify.NoField // the first scalar field that fails its checks
@@ -1052,9 +1106,12 @@ type memoReshapeAttrs struct {
 }
 
 func verifyReshapeAttrs(w *fbverify.Walk, pos int64, m *memoReshapeAttrs) error {
-	t, hit, err := w.StartMemo(pos, &m.Memo)
-	if err != nil {
-		return err
+	t, hit := w.MemoHit(pos, &m.Memo)
+	var err error
+	if !hit {
+		if t, err = w.Start(pos); err != nil {
+			return err
+		}
 	}
 	bad := fbverify.NoField // the first scalar field that fails its checks
 	if !hit {
@@ -1090,9 +1147,12 @@ type memoResizeAttrs struct {
 }
 
 func verifyResizeAttrs(w *fbverify.Walk, pos int64, m *memoResizeAttrs) error {
-	t, hit, err := w.StartMemo(pos, &m.Memo)
-	if err != nil {
-		return err
+	t, hit := w.MemoHit(pos, &m.Memo)
+	var err error
+	if !hit {
+		if t, err = w.Start(pos); err != nil {
+			return err
+		}
 	}
 	bad := fbverify.NoField // the first scalar field that fails its checks
 	if !hit {
@@ -1140,9 +1200,12 @@ type memoSplitAttrs struct {
 }
 
 func verifySplitAttrs(w *fbverify.Walk, pos int64, m *memoSplitAttrs) error {
-	t, hit, err := w.StartMemo(pos, &m.Memo)
-	if err != nil {
-		return err
+	t, hit := w.MemoHit(pos, &m.Memo)
+	var err error
+	if !hit {
+		if t, err = w.Start(pos); err != nil {
+			return err
+		}
 	}
 	bad := fbverify.NoField // the first scalar field that fails its checks
 	if !hit {
@@ -1184,9 +1247,12 @@ type memoSoftmaxAttrs struct {
 }
 
 func verifySoftmaxAttrs(w *fbverify.Walk, pos int64, m *memoSoftmaxAttrs) error {
-	t, hit, err := w.StartMemo(pos, &m.Memo)
-	if err != nil {
-		return err
+	t, hit := w.MemoHit(pos, &m.Memo)
+	var err error
+	if !hit {
+		if t, err = w.Start(pos); err != nil {
+			return err
+		}
 	}
 	bad := fbverify.NoField // the first scalar field that fails its checks
 	if !hit {
@@ -1223,9 +1289,12 @@ type memoTransposeAttrs struct {
 }
 
 func verifyTransposeAttrs(w *fbverify.Walk, pos int64, m *memoTransposeAttrs) error {
-	t, hit, err := w.StartMemo(pos, &m.Memo)
-	if err != nil {
-		return err
+	t, hit := w.MemoHit(pos, &m.Memo)
+	var err error
+	if !hit {
+		if t, err = w.Start(pos); err != nil {
+			return err
+		}
 	}
 	var fo0 int64
 	if hit {
@@ -1266,9 +1335,12 @@ type memoModAttrs struct {
 }
 
 func verifyModAttrs(w *fbverify.Walk, pos int64, m *memoModAttrs) error {
-	t, hit, err := w.StartMemo(pos, &m.Memo)
-	if err != nil {
-		return err
+	t, hit := w.MemoHit(pos, &m.Memo)
+	var err error
+	if !hit {
+		if t, err = w.Start(pos); err != nil {
+			return err
+		}
 	}
 	bad := fbverify.NoField // the first scalar field that fails its checks
 	if !hit {
@@ -1304,9 +1376,12 @@ type memoScatterElementsAttrs struct {
 }
 
 func verifyScatterElementsAttrs(w *fbverify.Walk, pos int64, m *memoScatterElementsAttrs) error {
-	t, hit, err := w.StartMemo(pos, &m.Memo)
-	if err != nil {
-		return err
+	t, hit := w.MemoHit(pos, &m.Memo)
+	var err error
+	if !hit {
+		if t, err = w.Start(pos); err != nil {
+			return err
+		}
 	}
 	bad := fbverify.NoField // the first scalar field that fails its checks
 	if !hit {
@@ -1348,9 +1423,12 @@ type memoOneHotAttrs struct {
 }
 
 func verifyOneHotAttrs(w *fbverify.Walk, pos int64, m *memoOneHotAttrs) error {
-	t, hit, err := w.StartMemo(pos, &m.Memo)
-	if err != nil {
-		return err
+	t, hit := w.MemoHit(pos, &m.Memo)
+	var err error
+	if !hit {
+		if t, err = w.Start(pos); err != nil {
+			return err
+		}
 	}
 	bad := fbverify.NoField // the first scalar field that fails its checks
 	if !hit {
@@ -1386,9 +1464,12 @@ type memoTopKAttrs struct {
 }
 
 func verifyTopKAttrs(w *fbverify.Walk, pos int64, m *memoTopKAttrs) error {
-	t, hit, err := w.StartMemo(pos, &m.Memo)
-	if err != nil {
-		return err
+	t, hit := w.MemoHit(pos, &m.Memo)
+	var err error
+	if !hit {
+		if t, err = w.Start(pos); err != nil {
+			return err
+		}
 	}
 	bad := fbverify.NoField // the first scalar field that fails its checks
 	if !hit {
@@ -1436,9 +1517,12 @@ type memoHardSigmoidAttrs struct {
 }
 
 func verifyHardSigmoidAttrs(w *fbverify.Walk, pos int64, m *memoHardSigmoidAttrs) error {
-	t, hit, err := w.StartMemo(pos, &m.Memo)
-	if err != nil {
-		return err
+	t, hit := w.MemoHit(pos, &m.Memo)
+	var err error
+	if !hit {
+		if t, err = w.Start(pos); err != nil {
+			return err
+		}
 	}
 	bad := fbverify.NoField // the first scalar field that fails its checks
 	if !hit {
@@ -1480,9 +1564,12 @@ type memoTriluAttrs struct {
 }
 
 func verifyTriluAttrs(w *fbverify.Walk, pos int64, m *memoTriluAttrs) error {
-	t, hit, err := w.StartMemo(pos, &m.Memo)
-	if err != nil {
-		return err
+	t, hit := w.MemoHit(pos, &m.Memo)
+	var err error
+	if !hit {
+		if t, err = w.Start(pos); err != nil {
+			return err
+		}
 	}
 	bad := fbverify.NoField // the first scalar field that fails its checks
 	if !hit {
@@ -1518,9 +1605,12 @@ type memoScatterNDAttrs struct {
 }
 
 func verifyScatterNDAttrs(w *fbverify.Walk, pos int64, m *memoScatterNDAttrs) error {
-	t, hit, err := w.StartMemo(pos, &m.Memo)
-	if err != nil {
-		return err
+	t, hit := w.MemoHit(pos, &m.Memo)
+	var err error
+	if !hit {
+		if t, err = w.Start(pos); err != nil {
+			return err
+		}
 	}
 	bad := fbverify.NoField // the first scalar field that fails its checks
 	if !hit {
@@ -1556,9 +1646,12 @@ type memoNonMaxSuppressionAttrs struct {
 }
 
 func verifyNonMaxSuppressionAttrs(w *fbverify.Walk, pos int64, m *memoNonMaxSuppressionAttrs) error {
-	t, hit, err := w.StartMemo(pos, &m.Memo)
-	if err != nil {
-		return err
+	t, hit := w.MemoHit(pos, &m.Memo)
+	var err error
+	if !hit {
+		if t, err = w.Start(pos); err != nil {
+			return err
+		}
 	}
 	bad := fbverify.NoField // the first scalar field that fails its checks
 	if !hit {
@@ -1594,9 +1687,12 @@ type memoLayerNormalizationAttrs struct {
 }
 
 func verifyLayerNormalizationAttrs(w *fbverify.Walk, pos int64, m *memoLayerNormalizationAttrs) error {
-	t, hit, err := w.StartMemo(pos, &m.Memo)
-	if err != nil {
-		return err
+	t, hit := w.MemoHit(pos, &m.Memo)
+	var err error
+	if !hit {
+		if t, err = w.Start(pos); err != nil {
+			return err
+		}
 	}
 	bad := fbverify.NoField // the first scalar field that fails its checks
 	if !hit {
@@ -1639,9 +1735,12 @@ type memoRandomUniformAttrs struct {
 }
 
 func verifyRandomUniformAttrs(w *fbverify.Walk, pos int64, m *memoRandomUniformAttrs) error {
-	t, hit, err := w.StartMemo(pos, &m.Memo)
-	if err != nil {
-		return err
+	t, hit := w.MemoHit(pos, &m.Memo)
+	var err error
+	if !hit {
+		if t, err = w.Start(pos); err != nil {
+			return err
+		}
 	}
 	var fo0 int64
 	bad := fbverify.NoField // the first scalar field that fails its checks
@@ -1707,9 +1806,12 @@ type memoEluAttrs struct {
 }
 
 func verifyEluAttrs(w *fbverify.Walk, pos int64, m *memoEluAttrs) error {
-	t, hit, err := w.StartMemo(pos, &m.Memo)
-	if err != nil {
-		return err
+	t, hit := w.MemoHit(pos, &m.Memo)
+	var err error
+	if !hit {
+		if t, err = w.Start(pos); err != nil {
+			return err
+		}
 	}
 	bad := fbverify.NoField // the first scalar field that fails its checks
 	if !hit {
@@ -1745,9 +1847,12 @@ type memoRandomUniformLikeAttrs struct {
 }
 
 func verifyRandomUniformLikeAttrs(w *fbverify.Walk, pos int64, m *memoRandomUniformLikeAttrs) error {
-	t, hit, err := w.StartMemo(pos, &m.Memo)
-	if err != nil {
-		return err
+	t, hit := w.MemoHit(pos, &m.Memo)
+	var err error
+	if !hit {
+		if t, err = w.Start(pos); err != nil {
+			return err
+		}
 	}
 	bad := fbverify.NoField // the first scalar field that fails its checks
 	if !hit {
@@ -1796,9 +1901,12 @@ type memoRandomNormalAttrs struct {
 }
 
 func verifyRandomNormalAttrs(w *fbverify.Walk, pos int64, m *memoRandomNormalAttrs) error {
-	t, hit, err := w.StartMemo(pos, &m.Memo)
-	if err != nil {
-		return err
+	t, hit := w.MemoHit(pos, &m.Memo)
+	var err error
+	if !hit {
+		if t, err = w.Start(pos); err != nil {
+			return err
+		}
 	}
 	var fo3 int64
 	bad := fbverify.NoField // the first scalar field that fails its checks
@@ -1867,9 +1975,12 @@ type memoRandomNormalLikeAttrs struct {
 }
 
 func verifyRandomNormalLikeAttrs(w *fbverify.Walk, pos int64, m *memoRandomNormalLikeAttrs) error {
-	t, hit, err := w.StartMemo(pos, &m.Memo)
-	if err != nil {
-		return err
+	t, hit := w.MemoHit(pos, &m.Memo)
+	var err error
+	if !hit {
+		if t, err = w.Start(pos); err != nil {
+			return err
+		}
 	}
 	bad := fbverify.NoField // the first scalar field that fails its checks
 	if !hit {
@@ -1917,9 +2028,12 @@ type memoGatherNDAttrs struct {
 }
 
 func verifyGatherNDAttrs(w *fbverify.Walk, pos int64, m *memoGatherNDAttrs) error {
-	t, hit, err := w.StartMemo(pos, &m.Memo)
-	if err != nil {
-		return err
+	t, hit := w.MemoHit(pos, &m.Memo)
+	var err error
+	if !hit {
+		if t, err = w.Start(pos); err != nil {
+			return err
+		}
 	}
 	bad := fbverify.NoField // the first scalar field that fails its checks
 	if !hit {
@@ -1955,9 +2069,12 @@ type memoGeluAttrs struct {
 }
 
 func verifyGeluAttrs(w *fbverify.Walk, pos int64, m *memoGeluAttrs) error {
-	t, hit, err := w.StartMemo(pos, &m.Memo)
-	if err != nil {
-		return err
+	t, hit := w.MemoHit(pos, &m.Memo)
+	var err error
+	if !hit {
+		if t, err = w.Start(pos); err != nil {
+			return err
+		}
 	}
 	bad := fbverify.NoField // the first scalar field that fails its checks
 	if !hit {
@@ -1994,9 +2111,12 @@ type memoEinsumAttrs struct {
 }
 
 func verifyEinsumAttrs(w *fbverify.Walk, pos int64, m *memoEinsumAttrs) error {
-	t, hit, err := w.StartMemo(pos, &m.Memo)
-	if err != nil {
-		return err
+	t, hit := w.MemoHit(pos, &m.Memo)
+	var err error
+	if !hit {
+		if t, err = w.Start(pos); err != nil {
+			return err
+		}
 	}
 	var fo0 int64
 	if hit {
@@ -2040,9 +2160,12 @@ type memoIfAttrs struct {
 }
 
 func verifyIfAttrs(w *fbverify.Walk, pos int64, m *memoIfAttrs) error {
-	t, hit, err := w.StartMemo(pos, &m.Memo)
-	if err != nil {
-		return err
+	t, hit := w.MemoHit(pos, &m.Memo)
+	var err error
+	if !hit {
+		if t, err = w.Start(pos); err != nil {
+			return err
+		}
 	}
 	var fo0, fo1 int64
 	if hit {
@@ -2099,9 +2222,12 @@ type memoPadAttrs struct {
 }
 
 func verifyPadAttrs(w *fbverify.Walk, pos int64, m *memoPadAttrs) error {
-	t, hit, err := w.StartMemo(pos, &m.Memo)
-	if err != nil {
-		return err
+	t, hit := w.MemoHit(pos, &m.Memo)
+	var err error
+	if !hit {
+		if t, err = w.Start(pos); err != nil {
+			return err
+		}
 	}
 	bad := fbverify.NoField // the first scalar field that fails its checks
 	if !hit {
@@ -2137,9 +2263,12 @@ type memoDequantizeLinearAttrs struct {
 }
 
 func verifyDequantizeLinearAttrs(w *fbverify.Walk, pos int64, m *memoDequantizeLinearAttrs) error {
-	t, hit, err := w.StartMemo(pos, &m.Memo)
-	if err != nil {
-		return err
+	t, hit := w.MemoHit(pos, &m.Memo)
+	var err error
+	if !hit {
+		if t, err = w.Start(pos); err != nil {
+			return err
+		}
 	}
 	bad := fbverify.NoField // the first scalar field that fails its checks
 	if !hit {
@@ -2175,9 +2304,12 @@ type memoQuantizeLinearAttrs struct {
 }
 
 func verifyQuantizeLinearAttrs(w *fbverify.Walk, pos int64, m *memoQuantizeLinearAttrs) error {
-	t, hit, err := w.StartMemo(pos, &m.Memo)
-	if err != nil {
-		return err
+	t, hit := w.MemoHit(pos, &m.Memo)
+	var err error
+	if !hit {
+		if t, err = w.Start(pos); err != nil {
+			return err
+		}
 	}
 	bad := fbverify.NoField // the first scalar field that fails its checks
 	if !hit {
@@ -2219,9 +2351,12 @@ type memoDepthToSpaceAttrs struct {
 }
 
 func verifyDepthToSpaceAttrs(w *fbverify.Walk, pos int64, m *memoDepthToSpaceAttrs) error {
-	t, hit, err := w.StartMemo(pos, &m.Memo)
-	if err != nil {
-		return err
+	t, hit := w.MemoHit(pos, &m.Memo)
+	var err error
+	if !hit {
+		if t, err = w.Start(pos); err != nil {
+			return err
+		}
 	}
 	bad := fbverify.NoField // the first scalar field that fails its checks
 	if !hit {
@@ -2268,9 +2403,12 @@ type memoShapeAttrs struct {
 }
 
 func verifyShapeAttrs(w *fbverify.Walk, pos int64, m *memoShapeAttrs) error {
-	t, hit, err := w.StartMemo(pos, &m.Memo)
-	if err != nil {
-		return err
+	t, hit := w.MemoHit(pos, &m.Memo)
+	var err error
+	if !hit {
+		if t, err = w.Start(pos); err != nil {
+			return err
+		}
 	}
 	bad := fbverify.NoField // the first scalar field that fails its checks
 	if !hit {
@@ -2312,9 +2450,12 @@ type memoDropoutAttrs struct {
 }
 
 func verifyDropoutAttrs(w *fbverify.Walk, pos int64, m *memoDropoutAttrs) error {
-	t, hit, err := w.StartMemo(pos, &m.Memo)
-	if err != nil {
-		return err
+	t, hit := w.MemoHit(pos, &m.Memo)
+	var err error
+	if !hit {
+		if t, err = w.Start(pos); err != nil {
+			return err
+		}
 	}
 	bad := fbverify.NoField // the first scalar field that fails its checks
 	if !hit {
@@ -2350,9 +2491,12 @@ type memoEyeLikeAttrs struct {
 }
 
 func verifyEyeLikeAttrs(w *fbverify.Walk, pos int64, m *memoEyeLikeAttrs) error {
-	t, hit, err := w.StartMemo(pos, &m.Memo)
-	if err != nil {
-		return err
+	t, hit := w.MemoHit(pos, &m.Memo)
+	var err error
+	if !hit {
+		if t, err = w.Start(pos); err != nil {
+			return err
+		}
 	}
 	bad := fbverify.NoField // the first scalar field that fails its checks
 	if !hit {
@@ -2401,9 +2545,12 @@ type memoLoopAttrs struct {
 }
 
 func verifyLoopAttrs(w *fbverify.Walk, pos int64, m *memoLoopAttrs) error {
-	t, hit, err := w.StartMemo(pos, &m.Memo)
-	if err != nil {
-		return err
+	t, hit := w.MemoHit(pos, &m.Memo)
+	var err error
+	if !hit {
+		if t, err = w.Start(pos); err != nil {
+			return err
+		}
 	}
 	var fo0 int64
 	if hit {
@@ -2444,9 +2591,12 @@ type memoSequenceEmptyAttrs struct {
 }
 
 func verifySequenceEmptyAttrs(w *fbverify.Walk, pos int64, m *memoSequenceEmptyAttrs) error {
-	t, hit, err := w.StartMemo(pos, &m.Memo)
-	if err != nil {
-		return err
+	t, hit := w.MemoHit(pos, &m.Memo)
+	var err error
+	if !hit {
+		if t, err = w.Start(pos); err != nil {
+			return err
+		}
 	}
 	bad := fbverify.NoField // the first scalar field that fails its checks
 	if !hit {
@@ -2482,9 +2632,12 @@ type memoConcatFromSequenceAttrs struct {
 }
 
 func verifyConcatFromSequenceAttrs(w *fbverify.Walk, pos int64, m *memoConcatFromSequenceAttrs) error {
-	t, hit, err := w.StartMemo(pos, &m.Memo)
-	if err != nil {
-		return err
+	t, hit := w.MemoHit(pos, &m.Memo)
+	var err error
+	if !hit {
+		if t, err = w.Start(pos); err != nil {
+			return err
+		}
 	}
 	bad := fbverify.NoField // the first scalar field that fails its checks
 	if !hit {
@@ -2526,9 +2679,12 @@ type memoSplitToSequenceAttrs struct {
 }
 
 func verifySplitToSequenceAttrs(w *fbverify.Walk, pos int64, m *memoSplitToSequenceAttrs) error {
-	t, hit, err := w.StartMemo(pos, &m.Memo)
-	if err != nil {
-		return err
+	t, hit := w.MemoHit(pos, &m.Memo)
+	var err error
+	if !hit {
+		if t, err = w.Start(pos); err != nil {
+			return err
+		}
 	}
 	bad := fbverify.NoField // the first scalar field that fails its checks
 	if !hit {
@@ -2570,9 +2726,12 @@ type memoGridSampleAttrs struct {
 }
 
 func verifyGridSampleAttrs(w *fbverify.Walk, pos int64, m *memoGridSampleAttrs) error {
-	t, hit, err := w.StartMemo(pos, &m.Memo)
-	if err != nil {
-		return err
+	t, hit := w.MemoHit(pos, &m.Memo)
+	var err error
+	if !hit {
+		if t, err = w.Start(pos); err != nil {
+			return err
+		}
 	}
 	bad := fbverify.NoField // the first scalar field that fails its checks
 	if !hit {
@@ -2608,9 +2767,12 @@ type memoSTFTAttrs struct {
 }
 
 func verifySTFTAttrs(w *fbverify.Walk, pos int64, m *memoSTFTAttrs) error {
-	t, hit, err := w.StartMemo(pos, &m.Memo)
-	if err != nil {
-		return err
+	t, hit := w.MemoHit(pos, &m.Memo)
+	var err error
+	if !hit {
+		if t, err = w.Start(pos); err != nil {
+			return err
+		}
 	}
 	bad := fbverify.NoField // the first scalar field that fails its checks
 	if !hit {
@@ -2700,9 +2862,12 @@ type memoOperatorNode struct {
 }
 
 func verifyOperatorNode(w *fbverify.Walk, pos int64, m *memoOperatorNode) error {
-	t, hit, err := w.StartMemo(pos, &m.Memo)
-	if err != nil {
-		return err
+	t, hit := w.MemoHit(pos, &m.Memo)
+	var err error
+	if !hit {
+		if t, err = w.Start(pos); err != nil {
+			return err
+		}
 	}
 	var fo1, fo2, fo3, fo4 int64
 	bad := fbverify.NoField // the first scalar field that fails its checks
@@ -2927,9 +3092,12 @@ type memoFloatData struct {
 }
 
 func verifyFloatData(w *fbverify.Walk, pos int64, m *memoFloatData) error {
-	t, hit, err := w.StartMemo(pos, &m.Memo)
-	if err != nil {
-		return err
+	t, hit := w.MemoHit(pos, &m.Memo)
+	var err error
+	if !hit {
+		if t, err = w.Start(pos); err != nil {
+			return err
+		}
 	}
 	var fo0 int64
 	if hit {
@@ -2973,9 +3141,12 @@ type memoInt32Data struct {
 }
 
 func verifyInt32Data(w *fbverify.Walk, pos int64, m *memoInt32Data) error {
-	t, hit, err := w.StartMemo(pos, &m.Memo)
-	if err != nil {
-		return err
+	t, hit := w.MemoHit(pos, &m.Memo)
+	var err error
+	if !hit {
+		if t, err = w.Start(pos); err != nil {
+			return err
+		}
 	}
 	var fo0 int64
 	if hit {
@@ -3019,9 +3190,12 @@ type memoInt8Data struct {
 }
 
 func verifyInt8Data(w *fbverify.Walk, pos int64, m *memoInt8Data) error {
-	t, hit, err := w.StartMemo(pos, &m.Memo)
-	if err != nil {
-		return err
+	t, hit := w.MemoHit(pos, &m.Memo)
+	var err error
+	if !hit {
+		if t, err = w.Start(pos); err != nil {
+			return err
+		}
 	}
 	var fo0 int64
 	if hit {
@@ -3065,9 +3239,12 @@ type memoUInt8Data struct {
 }
 
 func verifyUInt8Data(w *fbverify.Walk, pos int64, m *memoUInt8Data) error {
-	t, hit, err := w.StartMemo(pos, &m.Memo)
-	if err != nil {
-		return err
+	t, hit := w.MemoHit(pos, &m.Memo)
+	var err error
+	if !hit {
+		if t, err = w.Start(pos); err != nil {
+			return err
+		}
 	}
 	var fo0 int64
 	if hit {
@@ -3117,9 +3294,12 @@ type memoConstantNode struct {
 }
 
 func verifyConstantNode(w *fbverify.Walk, pos int64, m *memoConstantNode) error {
-	t, hit, err := w.StartMemo(pos, &m.Memo)
-	if err != nil {
-		return err
+	t, hit := w.MemoHit(pos, &m.Memo)
+	var err error
+	if !hit {
+		if t, err = w.Start(pos); err != nil {
+			return err
+		}
 	}
 	var fo0, fo1, fo2 int64
 	bad := fbverify.NoField // the first scalar field that fails its checks
@@ -3208,9 +3388,12 @@ type memoDim struct {
 }
 
 func verifyDim(w *fbverify.Walk, pos int64, m *memoDim) error {
-	t, hit, err := w.StartMemo(pos, &m.Memo)
-	if err != nil {
-		return err
+	t, hit := w.MemoHit(pos, &m.Memo)
+	var err error
+	if !hit {
+		if t, err = w.Start(pos); err != nil {
+			return err
+		}
 	}
 	var fo1 int64
 	bad := fbverify.NoField // the first scalar field that fails its checks
@@ -3269,9 +3452,12 @@ type memoValueNode struct {
 }
 
 func verifyValueNode(w *fbverify.Walk, pos int64, m *memoValueNode) error {
-	t, hit, err := w.StartMemo(pos, &m.Memo)
-	if err != nil {
-		return err
+	t, hit := w.MemoHit(pos, &m.Memo)
+	var err error
+	if !hit {
+		if t, err = w.Start(pos); err != nil {
+			return err
+		}
 	}
 	var fo0 int64
 	bad := fbverify.NoField // the first scalar field that fails its checks
@@ -3347,9 +3533,12 @@ type memoNode struct {
 }
 
 func verifyNode(w *fbverify.Walk, pos int64, m *memoNode) error {
-	t, hit, err := w.StartMemo(pos, &m.Memo)
-	if err != nil {
-		return err
+	t, hit := w.MemoHit(pos, &m.Memo)
+	var err error
+	if !hit {
+		if t, err = w.Start(pos); err != nil {
+			return err
+		}
 	}
 	var fo0, fo1, fo2 int64
 	if hit {
@@ -3418,9 +3607,12 @@ type memoGraph struct {
 }
 
 func verifyGraph(w *fbverify.Walk, pos int64, m *memoGraph) error {
-	t, hit, err := w.StartMemo(pos, &m.Memo)
-	if err != nil {
-		return err
+	t, hit := w.MemoHit(pos, &m.Memo)
+	var err error
+	if !hit {
+		if t, err = w.Start(pos); err != nil {
+			return err
+		}
 	}
 	var fo0, fo1, fo2, fo3 int64
 	if hit {
@@ -3533,9 +3725,12 @@ type memoMetadata struct {
 }
 
 func verifyMetadata(w *fbverify.Walk, pos int64, m *memoMetadata) error {
-	t, hit, err := w.StartMemo(pos, &m.Memo)
-	if err != nil {
-		return err
+	t, hit := w.MemoHit(pos, &m.Memo)
+	var err error
+	if !hit {
+		if t, err = w.Start(pos); err != nil {
+			return err
+		}
 	}
 	var fo0, fo1, fo2, fo3, fo4, fo5, fo6, fo7 int64
 	if hit {
@@ -3692,9 +3887,12 @@ type memoModel struct {
 }
 
 func verifyModel(w *fbverify.Walk, pos int64, m *memoModel) error {
-	t, hit, err := w.StartMemo(pos, &m.Memo)
-	if err != nil {
-		return err
+	t, hit := w.MemoHit(pos, &m.Memo)
+	var err error
+	if !hit {
+		if t, err = w.Start(pos); err != nil {
+			return err
+		}
 	}
 	var fo1, fo2 int64
 	bad := fbverify.NoField // the first scalar field that fails its checks

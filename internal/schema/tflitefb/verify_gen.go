@@ -19,9 +19,12 @@ type memoCustomQuantization struct {
 }
 
 func verifyCustomQuantization(w *fbverify.Walk, pos int64, m *memoCustomQuantization) error {
-	t, hit, err := w.StartMemo(pos, &m.Memo)
-	if err != nil {
-		return err
+	t, hit := w.MemoHit(pos, &m.Memo)
+	var err error
+	if !hit {
+		if t, err = w.Start(pos); err != nil {
+			return err
+		}
 	}
 	var fo0 int64
 	if hit {
@@ -63,9 +66,12 @@ type memoBlockwiseQuantization struct {
 }
 
 func verifyBlockwiseQuantization(w *fbverify.Walk, pos int64, m *memoBlockwiseQuantization) error {
-	t, hit, err := w.StartMemo(pos, &m.Memo)
-	if err != nil {
-		return err
+	t, hit := w.MemoHit(pos, &m.Memo)
+	var err error
+	if !hit {
+		if t, err = w.Start(pos); err != nil {
+			return err
+		}
 	}
 	var fo3 int64
 	bad := fbverify.NoField // the first scalar field that fails its checks
@@ -143,9 +149,12 @@ type memoQuantizationParameters struct {
 }
 
 func verifyQuantizationParameters(w *fbverify.Walk, pos int64, m *memoQuantizationParameters) error {
-	t, hit, err := w.StartMemo(pos, &m.Memo)
-	if err != nil {
-		return err
+	t, hit := w.MemoHit(pos, &m.Memo)
+	var err error
+	if !hit {
+		if t, err = w.Start(pos); err != nil {
+			return err
+		}
 	}
 	var fo0, fo1, fo2, fo3, fo4, fo5 int64
 	bad := fbverify.NoField // the first scalar field that fails its checks
@@ -269,9 +278,12 @@ type memoInt32Vector struct {
 }
 
 func verifyInt32Vector(w *fbverify.Walk, pos int64, m *memoInt32Vector) error {
-	t, hit, err := w.StartMemo(pos, &m.Memo)
-	if err != nil {
-		return err
+	t, hit := w.MemoHit(pos, &m.Memo)
+	var err error
+	if !hit {
+		if t, err = w.Start(pos); err != nil {
+			return err
+		}
 	}
 	var fo0 int64
 	if hit {
@@ -313,9 +325,12 @@ type memoUint16Vector struct {
 }
 
 func verifyUint16Vector(w *fbverify.Walk, pos int64, m *memoUint16Vector) error {
-	t, hit, err := w.StartMemo(pos, &m.Memo)
-	if err != nil {
-		return err
+	t, hit := w.MemoHit(pos, &m.Memo)
+	var err error
+	if !hit {
+		if t, err = w.Start(pos); err != nil {
+			return err
+		}
 	}
 	var fo0 int64
 	if hit {
@@ -357,9 +372,12 @@ type memoUint8Vector struct {
 }
 
 func verifyUint8Vector(w *fbverify.Walk, pos int64, m *memoUint8Vector) error {
-	t, hit, err := w.StartMemo(pos, &m.Memo)
-	if err != nil {
-		return err
+	t, hit := w.MemoHit(pos, &m.Memo)
+	var err error
+	if !hit {
+		if t, err = w.Start(pos); err != nil {
+			return err
+		}
 	}
 	var fo0 int64
 	if hit {
@@ -407,9 +425,12 @@ type memoDimensionMetadata struct {
 }
 
 func verifyDimensionMetadata(w *fbverify.Walk, pos int64, m *memoDimensionMetadata) error {
-	t, hit, err := w.StartMemo(pos, &m.Memo)
-	if err != nil {
-		return err
+	t, hit := w.MemoHit(pos, &m.Memo)
+	var err error
+	if !hit {
+		if t, err = w.Start(pos); err != nil {
+			return err
+		}
 	}
 	var fo2, fo3, fo4, fo5 int64
 	bad := fbverify.NoField // the first scalar field that fails its checks
@@ -505,9 +526,12 @@ type memoSparsityParameters struct {
 }
 
 func verifySparsityParameters(w *fbverify.Walk, pos int64, m *memoSparsityParameters) error {
-	t, hit, err := w.StartMemo(pos, &m.Memo)
-	if err != nil {
-		return err
+	t, hit := w.MemoHit(pos, &m.Memo)
+	var err error
+	if !hit {
+		if t, err = w.Start(pos); err != nil {
+			return err
+		}
 	}
 	var fo0, fo1, fo2 int64
 	if hit {
@@ -597,9 +621,12 @@ type memoVariantSubType struct {
 }
 
 func verifyVariantSubType(w *fbverify.Walk, pos int64, m *memoVariantSubType) error {
-	t, hit, err := w.StartMemo(pos, &m.Memo)
-	if err != nil {
-		return err
+	t, hit := w.MemoHit(pos, &m.Memo)
+	var err error
+	if !hit {
+		if t, err = w.Start(pos); err != nil {
+			return err
+		}
 	}
 	var fo0 int64
 	bad := fbverify.NoField // the first scalar field that fails its checks
@@ -668,9 +695,12 @@ type memoTensor struct {
 }
 
 func verifyTensor(w *fbverify.Walk, pos int64, m *memoTensor) error {
-	t, hit, err := w.StartMemo(pos, &m.Memo)
-	if err != nil {
-		return err
+	t, hit := w.MemoHit(pos, &m.Memo)
+	var err error
+	if !hit {
+		if t, err = w.Start(pos); err != nil {
+			return err
+		}
 	}
 	var fo0, fo3, fo4, fo6, fo7, fo9 int64
 	bad := fbverify.NoField // the first scalar field that fails its checks
@@ -862,9 +892,12 @@ type memoCallOptions struct {
 }
 
 func verifyCallOptions(w *fbverify.Walk, pos int64, m *memoCallOptions) error {
-	t, hit, err := w.StartMemo(pos, &m.Memo)
-	if err != nil {
-		return err
+	t, hit := w.MemoHit(pos, &m.Memo)
+	var err error
+	if !hit {
+		if t, err = w.Start(pos); err != nil {
+			return err
+		}
 	}
 	bad := fbverify.NoField // the first scalar field that fails its checks
 	if !hit {
@@ -900,9 +933,12 @@ type memoIfOptions struct {
 }
 
 func verifyIfOptions(w *fbverify.Walk, pos int64, m *memoIfOptions) error {
-	t, hit, err := w.StartMemo(pos, &m.Memo)
-	if err != nil {
-		return err
+	t, hit := w.MemoHit(pos, &m.Memo)
+	var err error
+	if !hit {
+		if t, err = w.Start(pos); err != nil {
+			return err
+		}
 	}
 	bad := fbverify.NoField // the first scalar field that fails its checks
 	if !hit {
@@ -944,9 +980,12 @@ type memoWhileOptions struct {
 }
 
 func verifyWhileOptions(w *fbverify.Walk, pos int64, m *memoWhileOptions) error {
-	t, hit, err := w.StartMemo(pos, &m.Memo)
-	if err != nil {
-		return err
+	t, hit := w.MemoHit(pos, &m.Memo)
+	var err error
+	if !hit {
+		if t, err = w.Start(pos); err != nil {
+			return err
+		}
 	}
 	bad := fbverify.NoField // the first scalar field that fails its checks
 	if !hit {
@@ -988,9 +1027,12 @@ type memoCallOnceOptions struct {
 }
 
 func verifyCallOnceOptions(w *fbverify.Walk, pos int64, m *memoCallOnceOptions) error {
-	t, hit, err := w.StartMemo(pos, &m.Memo)
-	if err != nil {
-		return err
+	t, hit := w.MemoHit(pos, &m.Memo)
+	var err error
+	if !hit {
+		if t, err = w.Start(pos); err != nil {
+			return err
+		}
 	}
 	bad := fbverify.NoField // the first scalar field that fails its checks
 	if !hit {
@@ -1028,9 +1070,12 @@ type memoStableHLOCompositeOptions struct {
 }
 
 func verifyStableHLOCompositeOptions(w *fbverify.Walk, pos int64, m *memoStableHLOCompositeOptions) error {
-	t, hit, err := w.StartMemo(pos, &m.Memo)
-	if err != nil {
-		return err
+	t, hit := w.MemoHit(pos, &m.Memo)
+	var err error
+	if !hit {
+		if t, err = w.Start(pos); err != nil {
+			return err
+		}
 	}
 	var fo0, fo2 int64
 	bad := fbverify.NoField // the first scalar field that fails its checks
@@ -1116,9 +1161,12 @@ type memoOperatorCode struct {
 }
 
 func verifyOperatorCode(w *fbverify.Walk, pos int64, m *memoOperatorCode) error {
-	t, hit, err := w.StartMemo(pos, &m.Memo)
-	if err != nil {
-		return err
+	t, hit := w.MemoHit(pos, &m.Memo)
+	var err error
+	if !hit {
+		if t, err = w.Start(pos); err != nil {
+			return err
+		}
 	}
 	var fo1 int64
 	bad := fbverify.NoField // the first scalar field that fails its checks
@@ -1196,9 +1244,12 @@ type memoOperator struct {
 }
 
 func verifyOperator(w *fbverify.Walk, pos int64, m *memoOperator) error {
-	t, hit, err := w.StartMemo(pos, &m.Memo)
-	if err != nil {
-		return err
+	t, hit := w.MemoHit(pos, &m.Memo)
+	var err error
+	if !hit {
+		if t, err = w.Start(pos); err != nil {
+			return err
+		}
 	}
 	var fo1, fo2, fo3, fo4, fo5, fo7, fo8, fo11, fo12 int64
 	bad := fbverify.NoField // the first scalar field that fails its checks
@@ -1698,9 +1749,12 @@ type memoSubGraph struct {
 }
 
 func verifySubGraph(w *fbverify.Walk, pos int64, m *memoSubGraph) error {
-	t, hit, err := w.StartMemo(pos, &m.Memo)
-	if err != nil {
-		return err
+	t, hit := w.MemoHit(pos, &m.Memo)
+	var err error
+	if !hit {
+		if t, err = w.Start(pos); err != nil {
+			return err
+		}
 	}
 	var fo0, fo1, fo2, fo3, fo4 int64
 	bad := fbverify.NoField // the first scalar field that fails its checks
@@ -1854,9 +1908,12 @@ type memoBuffer struct {
 }
 
 func verifyBuffer(w *fbverify.Walk, pos int64, m *memoBuffer) error {
-	t, hit, err := w.StartMemo(pos, &m.Memo)
-	if err != nil {
-		return err
+	t, hit := w.MemoHit(pos, &m.Memo)
+	var err error
+	if !hit {
+		if t, err = w.Start(pos); err != nil {
+			return err
+		}
 	}
 	var fo0 int64
 	bad := fbverify.NoField // the first scalar field that fails its checks
@@ -1922,9 +1979,12 @@ type memoExternalBufferGroup struct {
 }
 
 func verifyExternalBufferGroup(w *fbverify.Walk, pos int64, m *memoExternalBufferGroup) error {
-	t, hit, err := w.StartMemo(pos, &m.Memo)
-	if err != nil {
-		return err
+	t, hit := w.MemoHit(pos, &m.Memo)
+	var err error
+	if !hit {
+		if t, err = w.Start(pos); err != nil {
+			return err
+		}
 	}
 	var fo0 int64
 	if hit {
@@ -1966,9 +2026,12 @@ type memoExternalBuffer struct {
 }
 
 func verifyExternalBuffer(w *fbverify.Walk, pos int64, m *memoExternalBuffer) error {
-	t, hit, err := w.StartMemo(pos, &m.Memo)
-	if err != nil {
-		return err
+	t, hit := w.MemoHit(pos, &m.Memo)
+	var err error
+	if !hit {
+		if t, err = w.Start(pos); err != nil {
+			return err
+		}
 	}
 	var fo4 int64
 	bad := fbverify.NoField // the first scalar field that fails its checks
@@ -2046,9 +2109,12 @@ type memoMetadata struct {
 }
 
 func verifyMetadata(w *fbverify.Walk, pos int64, m *memoMetadata) error {
-	t, hit, err := w.StartMemo(pos, &m.Memo)
-	if err != nil {
-		return err
+	t, hit := w.MemoHit(pos, &m.Memo)
+	var err error
+	if !hit {
+		if t, err = w.Start(pos); err != nil {
+			return err
+		}
 	}
 	var fo0 int64
 	bad := fbverify.NoField // the first scalar field that fails its checks
@@ -2103,9 +2169,12 @@ type memoTensorMap struct {
 }
 
 func verifyTensorMap(w *fbverify.Walk, pos int64, m *memoTensorMap) error {
-	t, hit, err := w.StartMemo(pos, &m.Memo)
-	if err != nil {
-		return err
+	t, hit := w.MemoHit(pos, &m.Memo)
+	var err error
+	if !hit {
+		if t, err = w.Start(pos); err != nil {
+			return err
+		}
 	}
 	var fo0 int64
 	bad := fbverify.NoField // the first scalar field that fails its checks
@@ -2163,9 +2232,12 @@ type memoSignatureDef struct {
 }
 
 func verifySignatureDef(w *fbverify.Walk, pos int64, m *memoSignatureDef) error {
-	t, hit, err := w.StartMemo(pos, &m.Memo)
-	if err != nil {
-		return err
+	t, hit := w.MemoHit(pos, &m.Memo)
+	var err error
+	if !hit {
+		if t, err = w.Start(pos); err != nil {
+			return err
+		}
 	}
 	var fo0, fo1, fo2 int64
 	bad := fbverify.NoField // the first scalar field that fails its checks
@@ -2299,9 +2371,12 @@ type memoModel struct {
 }
 
 func verifyModel(w *fbverify.Walk, pos int64, m *memoModel) error {
-	t, hit, err := w.StartMemo(pos, &m.Memo)
-	if err != nil {
-		return err
+	t, hit := w.MemoHit(pos, &m.Memo)
+	var err error
+	if !hit {
+		if t, err = w.Start(pos); err != nil {
+			return err
+		}
 	}
 	var fo1, fo2, fo3, fo4, fo5, fo6, fo7, fo8, fo9 int64
 	bad := fbverify.NoField // the first scalar field that fails its checks
@@ -2623,9 +2698,12 @@ type memoMultiAxisQuantization struct {
 }
 
 func verifyMultiAxisQuantization(w *fbverify.Walk, pos int64, m *memoMultiAxisQuantization) error {
-	t, hit, err := w.StartMemo(pos, &m.Memo)
-	if err != nil {
-		return err
+	t, hit := w.MemoHit(pos, &m.Memo)
+	var err error
+	if !hit {
+		if t, err = w.Start(pos); err != nil {
+			return err
+		}
 	}
 	var fo3 int64
 	bad := fbverify.NoField // the first scalar field that fails its checks
@@ -2694,9 +2772,12 @@ type memoConv2DOptions struct {
 }
 
 func verifyConv2DOptions(w *fbverify.Walk, pos int64, m *memoConv2DOptions) error {
-	t, hit, err := w.StartMemo(pos, &m.Memo)
-	if err != nil {
-		return err
+	t, hit := w.MemoHit(pos, &m.Memo)
+	var err error
+	if !hit {
+		if t, err = w.Start(pos); err != nil {
+			return err
+		}
 	}
 	bad := fbverify.NoField // the first scalar field that fails its checks
 	if !hit {
@@ -2768,9 +2849,12 @@ type memoDepthwiseConv2DOptions struct {
 }
 
 func verifyDepthwiseConv2DOptions(w *fbverify.Walk, pos int64, m *memoDepthwiseConv2DOptions) error {
-	t, hit, err := w.StartMemo(pos, &m.Memo)
-	if err != nil {
-		return err
+	t, hit := w.MemoHit(pos, &m.Memo)
+	var err error
+	if !hit {
+		if t, err = w.Start(pos); err != nil {
+			return err
+		}
 	}
 	bad := fbverify.NoField // the first scalar field that fails its checks
 	if !hit {
@@ -2844,9 +2928,12 @@ type memoConcatEmbeddingsOptions struct {
 }
 
 func verifyConcatEmbeddingsOptions(w *fbverify.Walk, pos int64, m *memoConcatEmbeddingsOptions) error {
-	t, hit, err := w.StartMemo(pos, &m.Memo)
-	if err != nil {
-		return err
+	t, hit := w.MemoHit(pos, &m.Memo)
+	var err error
+	if !hit {
+		if t, err = w.Start(pos); err != nil {
+			return err
+		}
 	}
 	var fo1, fo2 int64
 	bad := fbverify.NoField // the first scalar field that fails its checks
@@ -2922,9 +3009,12 @@ type memoLSHProjectionOptions struct {
 }
 
 func verifyLSHProjectionOptions(w *fbverify.Walk, pos int64, m *memoLSHProjectionOptions) error {
-	t, hit, err := w.StartMemo(pos, &m.Memo)
-	if err != nil {
-		return err
+	t, hit := w.MemoHit(pos, &m.Memo)
+	var err error
+	if !hit {
+		if t, err = w.Start(pos); err != nil {
+			return err
+		}
 	}
 	bad := fbverify.NoField // the first scalar field that fails its checks
 	if !hit {
@@ -2960,9 +3050,12 @@ type memoPool2DOptions struct {
 }
 
 func verifyPool2DOptions(w *fbverify.Walk, pos int64, m *memoPool2DOptions) error {
-	t, hit, err := w.StartMemo(pos, &m.Memo)
-	if err != nil {
-		return err
+	t, hit := w.MemoHit(pos, &m.Memo)
+	var err error
+	if !hit {
+		if t, err = w.Start(pos); err != nil {
+			return err
+		}
 	}
 	bad := fbverify.NoField // the first scalar field that fails its checks
 	if !hit {
@@ -3028,9 +3121,12 @@ type memoSVDFOptions struct {
 }
 
 func verifySVDFOptions(w *fbverify.Walk, pos int64, m *memoSVDFOptions) error {
-	t, hit, err := w.StartMemo(pos, &m.Memo)
-	if err != nil {
-		return err
+	t, hit := w.MemoHit(pos, &m.Memo)
+	var err error
+	if !hit {
+		if t, err = w.Start(pos); err != nil {
+			return err
+		}
 	}
 	bad := fbverify.NoField // the first scalar field that fails its checks
 	if !hit {
@@ -3078,9 +3174,12 @@ type memoRNNOptions struct {
 }
 
 func verifyRNNOptions(w *fbverify.Walk, pos int64, m *memoRNNOptions) error {
-	t, hit, err := w.StartMemo(pos, &m.Memo)
-	if err != nil {
-		return err
+	t, hit := w.MemoHit(pos, &m.Memo)
+	var err error
+	if !hit {
+		if t, err = w.Start(pos); err != nil {
+			return err
+		}
 	}
 	bad := fbverify.NoField // the first scalar field that fails its checks
 	if !hit {
@@ -3123,9 +3222,12 @@ type memoFullyConnectedOptions struct {
 }
 
 func verifyFullyConnectedOptions(w *fbverify.Walk, pos int64, m *memoFullyConnectedOptions) error {
-	t, hit, err := w.StartMemo(pos, &m.Memo)
-	if err != nil {
-		return err
+	t, hit := w.MemoHit(pos, &m.Memo)
+	var err error
+	if !hit {
+		if t, err = w.Start(pos); err != nil {
+			return err
+		}
 	}
 	var fo5 int64
 	bad := fbverify.NoField // the first scalar field that fails its checks
@@ -3206,9 +3308,12 @@ type memoSoftmaxOptions struct {
 }
 
 func verifySoftmaxOptions(w *fbverify.Walk, pos int64, m *memoSoftmaxOptions) error {
-	t, hit, err := w.StartMemo(pos, &m.Memo)
-	if err != nil {
-		return err
+	t, hit := w.MemoHit(pos, &m.Memo)
+	var err error
+	if !hit {
+		if t, err = w.Start(pos); err != nil {
+			return err
+		}
 	}
 	bad := fbverify.NoField // the first scalar field that fails its checks
 	if !hit {
@@ -3244,9 +3349,12 @@ type memoConcatenationOptions struct {
 }
 
 func verifyConcatenationOptions(w *fbverify.Walk, pos int64, m *memoConcatenationOptions) error {
-	t, hit, err := w.StartMemo(pos, &m.Memo)
-	if err != nil {
-		return err
+	t, hit := w.MemoHit(pos, &m.Memo)
+	var err error
+	if !hit {
+		if t, err = w.Start(pos); err != nil {
+			return err
+		}
 	}
 	bad := fbverify.NoField // the first scalar field that fails its checks
 	if !hit {
@@ -3288,9 +3396,12 @@ type memoAddOptions struct {
 }
 
 func verifyAddOptions(w *fbverify.Walk, pos int64, m *memoAddOptions) error {
-	t, hit, err := w.StartMemo(pos, &m.Memo)
-	if err != nil {
-		return err
+	t, hit := w.MemoHit(pos, &m.Memo)
+	var err error
+	if !hit {
+		if t, err = w.Start(pos); err != nil {
+			return err
+		}
 	}
 	bad := fbverify.NoField // the first scalar field that fails its checks
 	if !hit {
@@ -3332,9 +3443,12 @@ type memoL2NormOptions struct {
 }
 
 func verifyL2NormOptions(w *fbverify.Walk, pos int64, m *memoL2NormOptions) error {
-	t, hit, err := w.StartMemo(pos, &m.Memo)
-	if err != nil {
-		return err
+	t, hit := w.MemoHit(pos, &m.Memo)
+	var err error
+	if !hit {
+		if t, err = w.Start(pos); err != nil {
+			return err
+		}
 	}
 	bad := fbverify.NoField // the first scalar field that fails its checks
 	if !hit {
@@ -3370,9 +3484,12 @@ type memoLocalResponseNormalizationOptions struct {
 }
 
 func verifyLocalResponseNormalizationOptions(w *fbverify.Walk, pos int64, m *memoLocalResponseNormalizationOptions) error {
-	t, hit, err := w.StartMemo(pos, &m.Memo)
-	if err != nil {
-		return err
+	t, hit := w.MemoHit(pos, &m.Memo)
+	var err error
+	if !hit {
+		if t, err = w.Start(pos); err != nil {
+			return err
+		}
 	}
 	bad := fbverify.NoField // the first scalar field that fails its checks
 	if !hit {
@@ -3426,9 +3543,12 @@ type memoLSTMOptions struct {
 }
 
 func verifyLSTMOptions(w *fbverify.Walk, pos int64, m *memoLSTMOptions) error {
-	t, hit, err := w.StartMemo(pos, &m.Memo)
-	if err != nil {
-		return err
+	t, hit := w.MemoHit(pos, &m.Memo)
+	var err error
+	if !hit {
+		if t, err = w.Start(pos); err != nil {
+			return err
+		}
 	}
 	bad := fbverify.NoField // the first scalar field that fails its checks
 	if !hit {
@@ -3488,9 +3608,12 @@ type memoResizeBilinearOptions struct {
 }
 
 func verifyResizeBilinearOptions(w *fbverify.Walk, pos int64, m *memoResizeBilinearOptions) error {
-	t, hit, err := w.StartMemo(pos, &m.Memo)
-	if err != nil {
-		return err
+	t, hit := w.MemoHit(pos, &m.Memo)
+	var err error
+	if !hit {
+		if t, err = w.Start(pos); err != nil {
+			return err
+		}
 	}
 	bad := fbverify.NoField // the first scalar field that fails its checks
 	if !hit {
@@ -3533,9 +3656,12 @@ type memoReshapeOptions struct {
 }
 
 func verifyReshapeOptions(w *fbverify.Walk, pos int64, m *memoReshapeOptions) error {
-	t, hit, err := w.StartMemo(pos, &m.Memo)
-	if err != nil {
-		return err
+	t, hit := w.MemoHit(pos, &m.Memo)
+	var err error
+	if !hit {
+		if t, err = w.Start(pos); err != nil {
+			return err
+		}
 	}
 	var fo0 int64
 	if hit {
@@ -3576,9 +3702,12 @@ type memoSkipGramOptions struct {
 }
 
 func verifySkipGramOptions(w *fbverify.Walk, pos int64, m *memoSkipGramOptions) error {
-	t, hit, err := w.StartMemo(pos, &m.Memo)
-	if err != nil {
-		return err
+	t, hit := w.MemoHit(pos, &m.Memo)
+	var err error
+	if !hit {
+		if t, err = w.Start(pos); err != nil {
+			return err
+		}
 	}
 	bad := fbverify.NoField // the first scalar field that fails its checks
 	if !hit {
@@ -3626,9 +3755,12 @@ type memoSpaceToDepthOptions struct {
 }
 
 func verifySpaceToDepthOptions(w *fbverify.Walk, pos int64, m *memoSpaceToDepthOptions) error {
-	t, hit, err := w.StartMemo(pos, &m.Memo)
-	if err != nil {
-		return err
+	t, hit := w.MemoHit(pos, &m.Memo)
+	var err error
+	if !hit {
+		if t, err = w.Start(pos); err != nil {
+			return err
+		}
 	}
 	bad := fbverify.NoField // the first scalar field that fails its checks
 	if !hit {
@@ -3664,9 +3796,12 @@ type memoEmbeddingLookupSparseOptions struct {
 }
 
 func verifyEmbeddingLookupSparseOptions(w *fbverify.Walk, pos int64, m *memoEmbeddingLookupSparseOptions) error {
-	t, hit, err := w.StartMemo(pos, &m.Memo)
-	if err != nil {
-		return err
+	t, hit := w.MemoHit(pos, &m.Memo)
+	var err error
+	if !hit {
+		if t, err = w.Start(pos); err != nil {
+			return err
+		}
 	}
 	bad := fbverify.NoField // the first scalar field that fails its checks
 	if !hit {
@@ -3702,9 +3837,12 @@ type memoMulOptions struct {
 }
 
 func verifyMulOptions(w *fbverify.Walk, pos int64, m *memoMulOptions) error {
-	t, hit, err := w.StartMemo(pos, &m.Memo)
-	if err != nil {
-		return err
+	t, hit := w.MemoHit(pos, &m.Memo)
+	var err error
+	if !hit {
+		if t, err = w.Start(pos); err != nil {
+			return err
+		}
 	}
 	bad := fbverify.NoField // the first scalar field that fails its checks
 	if !hit {
@@ -3745,9 +3883,12 @@ type memoGatherOptions struct {
 }
 
 func verifyGatherOptions(w *fbverify.Walk, pos int64, m *memoGatherOptions) error {
-	t, hit, err := w.StartMemo(pos, &m.Memo)
-	if err != nil {
-		return err
+	t, hit := w.MemoHit(pos, &m.Memo)
+	var err error
+	if !hit {
+		if t, err = w.Start(pos); err != nil {
+			return err
+		}
 	}
 	bad := fbverify.NoField // the first scalar field that fails its checks
 	if !hit {
@@ -3804,9 +3945,12 @@ type memoReducerOptions struct {
 }
 
 func verifyReducerOptions(w *fbverify.Walk, pos int64, m *memoReducerOptions) error {
-	t, hit, err := w.StartMemo(pos, &m.Memo)
-	if err != nil {
-		return err
+	t, hit := w.MemoHit(pos, &m.Memo)
+	var err error
+	if !hit {
+		if t, err = w.Start(pos); err != nil {
+			return err
+		}
 	}
 	bad := fbverify.NoField // the first scalar field that fails its checks
 	if !hit {
@@ -3842,9 +3986,12 @@ type memoSubOptions struct {
 }
 
 func verifySubOptions(w *fbverify.Walk, pos int64, m *memoSubOptions) error {
-	t, hit, err := w.StartMemo(pos, &m.Memo)
-	if err != nil {
-		return err
+	t, hit := w.MemoHit(pos, &m.Memo)
+	var err error
+	if !hit {
+		if t, err = w.Start(pos); err != nil {
+			return err
+		}
 	}
 	bad := fbverify.NoField // the first scalar field that fails its checks
 	if !hit {
@@ -3886,9 +4033,12 @@ type memoDivOptions struct {
 }
 
 func verifyDivOptions(w *fbverify.Walk, pos int64, m *memoDivOptions) error {
-	t, hit, err := w.StartMemo(pos, &m.Memo)
-	if err != nil {
-		return err
+	t, hit := w.MemoHit(pos, &m.Memo)
+	var err error
+	if !hit {
+		if t, err = w.Start(pos); err != nil {
+			return err
+		}
 	}
 	bad := fbverify.NoField // the first scalar field that fails its checks
 	if !hit {
@@ -3925,9 +4075,12 @@ type memoSqueezeOptions struct {
 }
 
 func verifySqueezeOptions(w *fbverify.Walk, pos int64, m *memoSqueezeOptions) error {
-	t, hit, err := w.StartMemo(pos, &m.Memo)
-	if err != nil {
-		return err
+	t, hit := w.MemoHit(pos, &m.Memo)
+	var err error
+	if !hit {
+		if t, err = w.Start(pos); err != nil {
+			return err
+		}
 	}
 	var fo0 int64
 	if hit {
@@ -3968,9 +4121,12 @@ type memoSequenceRNNOptions struct {
 }
 
 func verifySequenceRNNOptions(w *fbverify.Walk, pos int64, m *memoSequenceRNNOptions) error {
-	t, hit, err := w.StartMemo(pos, &m.Memo)
-	if err != nil {
-		return err
+	t, hit := w.MemoHit(pos, &m.Memo)
+	var err error
+	if !hit {
+		if t, err = w.Start(pos); err != nil {
+			return err
+		}
 	}
 	bad := fbverify.NoField // the first scalar field that fails its checks
 	if !hit {
@@ -4018,9 +4174,12 @@ type memoStridedSliceOptions struct {
 }
 
 func verifyStridedSliceOptions(w *fbverify.Walk, pos int64, m *memoStridedSliceOptions) error {
-	t, hit, err := w.StartMemo(pos, &m.Memo)
-	if err != nil {
-		return err
+	t, hit := w.MemoHit(pos, &m.Memo)
+	var err error
+	if !hit {
+		if t, err = w.Start(pos); err != nil {
+			return err
+		}
 	}
 	bad := fbverify.NoField // the first scalar field that fails its checks
 	if !hit {
@@ -4096,9 +4255,12 @@ type memoSplitOptions struct {
 }
 
 func verifySplitOptions(w *fbverify.Walk, pos int64, m *memoSplitOptions) error {
-	t, hit, err := w.StartMemo(pos, &m.Memo)
-	if err != nil {
-		return err
+	t, hit := w.MemoHit(pos, &m.Memo)
+	var err error
+	if !hit {
+		if t, err = w.Start(pos); err != nil {
+			return err
+		}
 	}
 	bad := fbverify.NoField // the first scalar field that fails its checks
 	if !hit {
@@ -4139,9 +4301,12 @@ type memoCastOptions struct {
 }
 
 func verifyCastOptions(w *fbverify.Walk, pos int64, m *memoCastOptions) error {
-	t, hit, err := w.StartMemo(pos, &m.Memo)
-	if err != nil {
-		return err
+	t, hit := w.MemoHit(pos, &m.Memo)
+	var err error
+	if !hit {
+		if t, err = w.Start(pos); err != nil {
+			return err
+		}
 	}
 	bad := fbverify.NoField // the first scalar field that fails its checks
 	if !hit {
@@ -4193,9 +4358,12 @@ type memoArgMaxOptions struct {
 }
 
 func verifyArgMaxOptions(w *fbverify.Walk, pos int64, m *memoArgMaxOptions) error {
-	t, hit, err := w.StartMemo(pos, &m.Memo)
-	if err != nil {
-		return err
+	t, hit := w.MemoHit(pos, &m.Memo)
+	var err error
+	if !hit {
+		if t, err = w.Start(pos); err != nil {
+			return err
+		}
 	}
 	bad := fbverify.NoField // the first scalar field that fails its checks
 	if !hit {
@@ -4271,9 +4439,12 @@ type memoTransposeConvOptions struct {
 }
 
 func verifyTransposeConvOptions(w *fbverify.Walk, pos int64, m *memoTransposeConvOptions) error {
-	t, hit, err := w.StartMemo(pos, &m.Memo)
-	if err != nil {
-		return err
+	t, hit := w.MemoHit(pos, &m.Memo)
+	var err error
+	if !hit {
+		if t, err = w.Start(pos); err != nil {
+			return err
+		}
 	}
 	bad := fbverify.NoField // the first scalar field that fails its checks
 	if !hit {
@@ -4333,9 +4504,12 @@ type memoSparseToDenseOptions struct {
 }
 
 func verifySparseToDenseOptions(w *fbverify.Walk, pos int64, m *memoSparseToDenseOptions) error {
-	t, hit, err := w.StartMemo(pos, &m.Memo)
-	if err != nil {
-		return err
+	t, hit := w.MemoHit(pos, &m.Memo)
+	var err error
+	if !hit {
+		if t, err = w.Start(pos); err != nil {
+			return err
+		}
 	}
 	bad := fbverify.NoField // the first scalar field that fails its checks
 	if !hit {
@@ -4391,9 +4565,12 @@ type memoShapeOptions struct {
 }
 
 func verifyShapeOptions(w *fbverify.Walk, pos int64, m *memoShapeOptions) error {
-	t, hit, err := w.StartMemo(pos, &m.Memo)
-	if err != nil {
-		return err
+	t, hit := w.MemoHit(pos, &m.Memo)
+	var err error
+	if !hit {
+		if t, err = w.Start(pos); err != nil {
+			return err
+		}
 	}
 	bad := fbverify.NoField // the first scalar field that fails its checks
 	if !hit {
@@ -4434,9 +4611,12 @@ type memoArgMinOptions struct {
 }
 
 func verifyArgMinOptions(w *fbverify.Walk, pos int64, m *memoArgMinOptions) error {
-	t, hit, err := w.StartMemo(pos, &m.Memo)
-	if err != nil {
-		return err
+	t, hit := w.MemoHit(pos, &m.Memo)
+	var err error
+	if !hit {
+		if t, err = w.Start(pos); err != nil {
+			return err
+		}
 	}
 	bad := fbverify.NoField // the first scalar field that fails its checks
 	if !hit {
@@ -4472,9 +4652,12 @@ type memoFakeQuantOptions struct {
 }
 
 func verifyFakeQuantOptions(w *fbverify.Walk, pos int64, m *memoFakeQuantOptions) error {
-	t, hit, err := w.StartMemo(pos, &m.Memo)
-	if err != nil {
-		return err
+	t, hit := w.MemoHit(pos, &m.Memo)
+	var err error
+	if !hit {
+		if t, err = w.Start(pos); err != nil {
+			return err
+		}
 	}
 	bad := fbverify.NoField // the first scalar field that fails its checks
 	if !hit {
@@ -4528,9 +4711,12 @@ type memoPackOptions struct {
 }
 
 func verifyPackOptions(w *fbverify.Walk, pos int64, m *memoPackOptions) error {
-	t, hit, err := w.StartMemo(pos, &m.Memo)
-	if err != nil {
-		return err
+	t, hit := w.MemoHit(pos, &m.Memo)
+	var err error
+	if !hit {
+		if t, err = w.Start(pos); err != nil {
+			return err
+		}
 	}
 	bad := fbverify.NoField // the first scalar field that fails its checks
 	if !hit {
@@ -4577,9 +4763,12 @@ type memoOneHotOptions struct {
 }
 
 func verifyOneHotOptions(w *fbverify.Walk, pos int64, m *memoOneHotOptions) error {
-	t, hit, err := w.StartMemo(pos, &m.Memo)
-	if err != nil {
-		return err
+	t, hit := w.MemoHit(pos, &m.Memo)
+	var err error
+	if !hit {
+		if t, err = w.Start(pos); err != nil {
+			return err
+		}
 	}
 	bad := fbverify.NoField // the first scalar field that fails its checks
 	if !hit {
@@ -4625,9 +4814,12 @@ type memoUnpackOptions struct {
 }
 
 func verifyUnpackOptions(w *fbverify.Walk, pos int64, m *memoUnpackOptions) error {
-	t, hit, err := w.StartMemo(pos, &m.Memo)
-	if err != nil {
-		return err
+	t, hit := w.MemoHit(pos, &m.Memo)
+	var err error
+	if !hit {
+		if t, err = w.Start(pos); err != nil {
+			return err
+		}
 	}
 	bad := fbverify.NoField // the first scalar field that fails its checks
 	if !hit {
@@ -4689,9 +4881,12 @@ type memoBidirectionalSequenceLSTMOptions struct {
 }
 
 func verifyBidirectionalSequenceLSTMOptions(w *fbverify.Walk, pos int64, m *memoBidirectionalSequenceLSTMOptions) error {
-	t, hit, err := w.StartMemo(pos, &m.Memo)
-	if err != nil {
-		return err
+	t, hit := w.MemoHit(pos, &m.Memo)
+	var err error
+	if !hit {
+		if t, err = w.Start(pos); err != nil {
+			return err
+		}
 	}
 	bad := fbverify.NoField // the first scalar field that fails its checks
 	if !hit {
@@ -4757,9 +4952,12 @@ type memoBidirectionalSequenceRNNOptions struct {
 }
 
 func verifyBidirectionalSequenceRNNOptions(w *fbverify.Walk, pos int64, m *memoBidirectionalSequenceRNNOptions) error {
-	t, hit, err := w.StartMemo(pos, &m.Memo)
-	if err != nil {
-		return err
+	t, hit := w.MemoHit(pos, &m.Memo)
+	var err error
+	if !hit {
+		if t, err = w.Start(pos); err != nil {
+			return err
+		}
 	}
 	bad := fbverify.NoField // the first scalar field that fails its checks
 	if !hit {
@@ -4813,9 +5011,12 @@ type memoUnidirectionalSequenceLSTMOptions struct {
 }
 
 func verifyUnidirectionalSequenceLSTMOptions(w *fbverify.Walk, pos int64, m *memoUnidirectionalSequenceLSTMOptions) error {
-	t, hit, err := w.StartMemo(pos, &m.Memo)
-	if err != nil {
-		return err
+	t, hit := w.MemoHit(pos, &m.Memo)
+	var err error
+	if !hit {
+		if t, err = w.Start(pos); err != nil {
+			return err
+		}
 	}
 	bad := fbverify.NoField // the first scalar field that fails its checks
 	if !hit {
@@ -4891,9 +5092,12 @@ type memoResizeNearestNeighborOptions struct {
 }
 
 func verifyResizeNearestNeighborOptions(w *fbverify.Walk, pos int64, m *memoResizeNearestNeighborOptions) error {
-	t, hit, err := w.StartMemo(pos, &m.Memo)
-	if err != nil {
-		return err
+	t, hit := w.MemoHit(pos, &m.Memo)
+	var err error
+	if !hit {
+		if t, err = w.Start(pos); err != nil {
+			return err
+		}
 	}
 	bad := fbverify.NoField // the first scalar field that fails its checks
 	if !hit {
@@ -4935,9 +5139,12 @@ type memoLeakyReluOptions struct {
 }
 
 func verifyLeakyReluOptions(w *fbverify.Walk, pos int64, m *memoLeakyReluOptions) error {
-	t, hit, err := w.StartMemo(pos, &m.Memo)
-	if err != nil {
-		return err
+	t, hit := w.MemoHit(pos, &m.Memo)
+	var err error
+	if !hit {
+		if t, err = w.Start(pos); err != nil {
+			return err
+		}
 	}
 	bad := fbverify.NoField // the first scalar field that fails its checks
 	if !hit {
@@ -4978,9 +5185,12 @@ type memoMirrorPadOptions struct {
 }
 
 func verifyMirrorPadOptions(w *fbverify.Walk, pos int64, m *memoMirrorPadOptions) error {
-	t, hit, err := w.StartMemo(pos, &m.Memo)
-	if err != nil {
-		return err
+	t, hit := w.MemoHit(pos, &m.Memo)
+	var err error
+	if !hit {
+		if t, err = w.Start(pos); err != nil {
+			return err
+		}
 	}
 	bad := fbverify.NoField // the first scalar field that fails its checks
 	if !hit {
@@ -5021,9 +5231,12 @@ type memoSplitVOptions struct {
 }
 
 func verifySplitVOptions(w *fbverify.Walk, pos int64, m *memoSplitVOptions) error {
-	t, hit, err := w.StartMemo(pos, &m.Memo)
-	if err != nil {
-		return err
+	t, hit := w.MemoHit(pos, &m.Memo)
+	var err error
+	if !hit {
+		if t, err = w.Start(pos); err != nil {
+			return err
+		}
 	}
 	bad := fbverify.NoField // the first scalar field that fails its checks
 	if !hit {
@@ -5059,9 +5272,12 @@ type memoUniqueOptions struct {
 }
 
 func verifyUniqueOptions(w *fbverify.Walk, pos int64, m *memoUniqueOptions) error {
-	t, hit, err := w.StartMemo(pos, &m.Memo)
-	if err != nil {
-		return err
+	t, hit := w.MemoHit(pos, &m.Memo)
+	var err error
+	if !hit {
+		if t, err = w.Start(pos); err != nil {
+			return err
+		}
 	}
 	bad := fbverify.NoField // the first scalar field that fails its checks
 	if !hit {
@@ -5127,9 +5343,12 @@ type memoReverseSequenceOptions struct {
 }
 
 func verifyReverseSequenceOptions(w *fbverify.Walk, pos int64, m *memoReverseSequenceOptions) error {
-	t, hit, err := w.StartMemo(pos, &m.Memo)
-	if err != nil {
-		return err
+	t, hit := w.MemoHit(pos, &m.Memo)
+	var err error
+	if !hit {
+		if t, err = w.Start(pos); err != nil {
+			return err
+		}
 	}
 	bad := fbverify.NoField // the first scalar field that fails its checks
 	if !hit {
@@ -5191,9 +5410,12 @@ type memoDepthToSpaceOptions struct {
 }
 
 func verifyDepthToSpaceOptions(w *fbverify.Walk, pos int64, m *memoDepthToSpaceOptions) error {
-	t, hit, err := w.StartMemo(pos, &m.Memo)
-	if err != nil {
-		return err
+	t, hit := w.MemoHit(pos, &m.Memo)
+	var err error
+	if !hit {
+		if t, err = w.Start(pos); err != nil {
+			return err
+		}
 	}
 	bad := fbverify.NoField // the first scalar field that fails its checks
 	if !hit {
@@ -5259,9 +5481,12 @@ type memoBatchMatMulOptions struct {
 }
 
 func verifyBatchMatMulOptions(w *fbverify.Walk, pos int64, m *memoBatchMatMulOptions) error {
-	t, hit, err := w.StartMemo(pos, &m.Memo)
-	if err != nil {
-		return err
+	t, hit := w.MemoHit(pos, &m.Memo)
+	var err error
+	if !hit {
+		if t, err = w.Start(pos); err != nil {
+			return err
+		}
 	}
 	bad := fbverify.NoField // the first scalar field that fails its checks
 	if !hit {
@@ -5309,9 +5534,12 @@ type memoCumsumOptions struct {
 }
 
 func verifyCumsumOptions(w *fbverify.Walk, pos int64, m *memoCumsumOptions) error {
-	t, hit, err := w.StartMemo(pos, &m.Memo)
-	if err != nil {
-		return err
+	t, hit := w.MemoHit(pos, &m.Memo)
+	var err error
+	if !hit {
+		if t, err = w.Start(pos); err != nil {
+			return err
+		}
 	}
 	bad := fbverify.NoField // the first scalar field that fails its checks
 	if !hit {
@@ -5363,9 +5591,12 @@ type memoConv3DOptions struct {
 }
 
 func verifyConv3DOptions(w *fbverify.Walk, pos int64, m *memoConv3DOptions) error {
-	t, hit, err := w.StartMemo(pos, &m.Memo)
-	if err != nil {
-		return err
+	t, hit := w.MemoHit(pos, &m.Memo)
+	var err error
+	if !hit {
+		if t, err = w.Start(pos); err != nil {
+			return err
+		}
 	}
 	bad := fbverify.NoField // the first scalar field that fails its checks
 	if !hit {
@@ -5443,9 +5674,12 @@ type memoHashtableOptions struct {
 }
 
 func verifyHashtableOptions(w *fbverify.Walk, pos int64, m *memoHashtableOptions) error {
-	t, hit, err := w.StartMemo(pos, &m.Memo)
-	if err != nil {
-		return err
+	t, hit := w.MemoHit(pos, &m.Memo)
+	var err error
+	if !hit {
+		if t, err = w.Start(pos); err != nil {
+			return err
+		}
 	}
 	bad := fbverify.NoField // the first scalar field that fails its checks
 	if !hit {
@@ -5510,9 +5744,12 @@ type memoVarHandleOptions struct {
 }
 
 func verifyVarHandleOptions(w *fbverify.Walk, pos int64, m *memoVarHandleOptions) error {
-	t, hit, err := w.StartMemo(pos, &m.Memo)
-	if err != nil {
-		return err
+	t, hit := w.MemoHit(pos, &m.Memo)
+	var err error
+	if !hit {
+		if t, err = w.Start(pos); err != nil {
+			return err
+		}
 	}
 	var fo0, fo1 int64
 	if hit {
@@ -5579,9 +5816,12 @@ type memoRandomOptions struct {
 }
 
 func verifyRandomOptions(w *fbverify.Walk, pos int64, m *memoRandomOptions) error {
-	t, hit, err := w.StartMemo(pos, &m.Memo)
-	if err != nil {
-		return err
+	t, hit := w.MemoHit(pos, &m.Memo)
+	var err error
+	if !hit {
+		if t, err = w.Start(pos); err != nil {
+			return err
+		}
 	}
 	bad := fbverify.NoField // the first scalar field that fails its checks
 	if !hit {
@@ -5626,9 +5866,12 @@ type memoBucketizeOptions struct {
 }
 
 func verifyBucketizeOptions(w *fbverify.Walk, pos int64, m *memoBucketizeOptions) error {
-	t, hit, err := w.StartMemo(pos, &m.Memo)
-	if err != nil {
-		return err
+	t, hit := w.MemoHit(pos, &m.Memo)
+	var err error
+	if !hit {
+		if t, err = w.Start(pos); err != nil {
+			return err
+		}
 	}
 	var fo0 int64
 	if hit {
@@ -5669,9 +5912,12 @@ type memoGeluOptions struct {
 }
 
 func verifyGeluOptions(w *fbverify.Walk, pos int64, m *memoGeluOptions) error {
-	t, hit, err := w.StartMemo(pos, &m.Memo)
-	if err != nil {
-		return err
+	t, hit := w.MemoHit(pos, &m.Memo)
+	var err error
+	if !hit {
+		if t, err = w.Start(pos); err != nil {
+			return err
+		}
 	}
 	bad := fbverify.NoField // the first scalar field that fails its checks
 	if !hit {
@@ -5757,9 +6003,12 @@ type memoStablehloConcatenateOptions struct {
 }
 
 func verifyStablehloConcatenateOptions(w *fbverify.Walk, pos int64, m *memoStablehloConcatenateOptions) error {
-	t, hit, err := w.StartMemo(pos, &m.Memo)
-	if err != nil {
-		return err
+	t, hit := w.MemoHit(pos, &m.Memo)
+	var err error
+	if !hit {
+		if t, err = w.Start(pos); err != nil {
+			return err
+		}
 	}
 	bad := fbverify.NoField // the first scalar field that fails its checks
 	if !hit {
@@ -5797,9 +6046,12 @@ type memoStablehloBroadcastInDimOptions struct {
 }
 
 func verifyStablehloBroadcastInDimOptions(w *fbverify.Walk, pos int64, m *memoStablehloBroadcastInDimOptions) error {
-	t, hit, err := w.StartMemo(pos, &m.Memo)
-	if err != nil {
-		return err
+	t, hit := w.MemoHit(pos, &m.Memo)
+	var err error
+	if !hit {
+		if t, err = w.Start(pos); err != nil {
+			return err
+		}
 	}
 	var fo0 int64
 	if hit {
@@ -5843,9 +6095,12 @@ type memoStablehloSliceOptions struct {
 }
 
 func verifyStablehloSliceOptions(w *fbverify.Walk, pos int64, m *memoStablehloSliceOptions) error {
-	t, hit, err := w.StartMemo(pos, &m.Memo)
-	if err != nil {
-		return err
+	t, hit := w.MemoHit(pos, &m.Memo)
+	var err error
+	if !hit {
+		if t, err = w.Start(pos); err != nil {
+			return err
+		}
 	}
 	var fo0, fo1, fo2 int64
 	if hit {
@@ -5927,9 +6182,12 @@ type memoStablehloConvolutionOptions struct {
 }
 
 func verifyStablehloConvolutionOptions(w *fbverify.Walk, pos int64, m *memoStablehloConvolutionOptions) error {
-	t, hit, err := w.StartMemo(pos, &m.Memo)
-	if err != nil {
-		return err
+	t, hit := w.MemoHit(pos, &m.Memo)
+	var err error
+	if !hit {
+		if t, err = w.Start(pos); err != nil {
+			return err
+		}
 	}
 	var fo0, fo1, fo2, fo3, fo4, fo7, fo10, fo13, fo16 int64
 	bad := fbverify.NoField // the first scalar field that fails its checks
@@ -6177,9 +6435,12 @@ type memoStablehloCustomCallOptions struct {
 }
 
 func verifyStablehloCustomCallOptions(w *fbverify.Walk, pos int64, m *memoStablehloCustomCallOptions) error {
-	t, hit, err := w.StartMemo(pos, &m.Memo)
-	if err != nil {
-		return err
+	t, hit := w.MemoHit(pos, &m.Memo)
+	var err error
+	if !hit {
+		if t, err = w.Start(pos); err != nil {
+			return err
+		}
 	}
 	var fo0, fo2, fo4, fo5 int64
 	bad := fbverify.NoField // the first scalar field that fails its checks
@@ -6297,9 +6558,12 @@ type memoStablehloReduceOptions struct {
 }
 
 func verifyStablehloReduceOptions(w *fbverify.Walk, pos int64, m *memoStablehloReduceOptions) error {
-	t, hit, err := w.StartMemo(pos, &m.Memo)
-	if err != nil {
-		return err
+	t, hit := w.MemoHit(pos, &m.Memo)
+	var err error
+	if !hit {
+		if t, err = w.Start(pos); err != nil {
+			return err
+		}
 	}
 	var fo0 int64
 	bad := fbverify.NoField // the first scalar field that fails its checks
@@ -6356,9 +6620,12 @@ type memoStablehloScatterOptions struct {
 }
 
 func verifyStablehloScatterOptions(w *fbverify.Walk, pos int64, m *memoStablehloScatterOptions) error {
-	t, hit, err := w.StartMemo(pos, &m.Memo)
-	if err != nil {
-		return err
+	t, hit := w.MemoHit(pos, &m.Memo)
+	var err error
+	if !hit {
+		if t, err = w.Start(pos); err != nil {
+			return err
+		}
 	}
 	var fo1, fo2, fo3 int64
 	bad := fbverify.NoField // the first scalar field that fails its checks
@@ -6472,9 +6739,12 @@ type memoStablehloCompareOptions struct {
 }
 
 func verifyStablehloCompareOptions(w *fbverify.Walk, pos int64, m *memoStablehloCompareOptions) error {
-	t, hit, err := w.StartMemo(pos, &m.Memo)
-	if err != nil {
-		return err
+	t, hit := w.MemoHit(pos, &m.Memo)
+	var err error
+	if !hit {
+		if t, err = w.Start(pos); err != nil {
+			return err
+		}
 	}
 	bad := fbverify.NoField // the first scalar field that fails its checks
 	if !hit {
@@ -6517,9 +6787,12 @@ type memoStablehloDynamicSliceOptions struct {
 }
 
 func verifyStablehloDynamicSliceOptions(w *fbverify.Walk, pos int64, m *memoStablehloDynamicSliceOptions) error {
-	t, hit, err := w.StartMemo(pos, &m.Memo)
-	if err != nil {
-		return err
+	t, hit := w.MemoHit(pos, &m.Memo)
+	var err error
+	if !hit {
+		if t, err = w.Start(pos); err != nil {
+			return err
+		}
 	}
 	var fo0 int64
 	if hit {
@@ -6563,9 +6836,12 @@ type memoStablehloPadOptions struct {
 }
 
 func verifyStablehloPadOptions(w *fbverify.Walk, pos int64, m *memoStablehloPadOptions) error {
-	t, hit, err := w.StartMemo(pos, &m.Memo)
-	if err != nil {
-		return err
+	t, hit := w.MemoHit(pos, &m.Memo)
+	var err error
+	if !hit {
+		if t, err = w.Start(pos); err != nil {
+			return err
+		}
 	}
 	var fo0, fo1, fo2 int64
 	if hit {
@@ -6638,9 +6914,12 @@ type memoStablehloIotaOptions struct {
 }
 
 func verifyStablehloIotaOptions(w *fbverify.Walk, pos int64, m *memoStablehloIotaOptions) error {
-	t, hit, err := w.StartMemo(pos, &m.Memo)
-	if err != nil {
-		return err
+	t, hit := w.MemoHit(pos, &m.Memo)
+	var err error
+	if !hit {
+		if t, err = w.Start(pos); err != nil {
+			return err
+		}
 	}
 	bad := fbverify.NoField // the first scalar field that fails its checks
 	if !hit {
@@ -6682,9 +6961,12 @@ type memoStablehloDotGeneralOptions struct {
 }
 
 func verifyStablehloDotGeneralOptions(w *fbverify.Walk, pos int64, m *memoStablehloDotGeneralOptions) error {
-	t, hit, err := w.StartMemo(pos, &m.Memo)
-	if err != nil {
-		return err
+	t, hit := w.MemoHit(pos, &m.Memo)
+	var err error
+	if !hit {
+		if t, err = w.Start(pos); err != nil {
+			return err
+		}
 	}
 	var fo0, fo1, fo2, fo3, fo4 int64
 	if hit {
@@ -6794,9 +7076,12 @@ type memoStablehloReduceWindowOptions struct {
 }
 
 func verifyStablehloReduceWindowOptions(w *fbverify.Walk, pos int64, m *memoStablehloReduceWindowOptions) error {
-	t, hit, err := w.StartMemo(pos, &m.Memo)
-	if err != nil {
-		return err
+	t, hit := w.MemoHit(pos, &m.Memo)
+	var err error
+	if !hit {
+		if t, err = w.Start(pos); err != nil {
+			return err
+		}
 	}
 	var fo0, fo1, fo2, fo3, fo4 int64
 	bad := fbverify.NoField // the first scalar field that fails its checks
@@ -6914,9 +7199,12 @@ type memoStablehloSortOptions struct {
 }
 
 func verifyStablehloSortOptions(w *fbverify.Walk, pos int64, m *memoStablehloSortOptions) error {
-	t, hit, err := w.StartMemo(pos, &m.Memo)
-	if err != nil {
-		return err
+	t, hit := w.MemoHit(pos, &m.Memo)
+	var err error
+	if !hit {
+		if t, err = w.Start(pos); err != nil {
+			return err
+		}
 	}
 	bad := fbverify.NoField // the first scalar field that fails its checks
 	if !hit {
@@ -6965,9 +7253,12 @@ type memoStablehloWhileOptions struct {
 }
 
 func verifyStablehloWhileOptions(w *fbverify.Walk, pos int64, m *memoStablehloWhileOptions) error {
-	t, hit, err := w.StartMemo(pos, &m.Memo)
-	if err != nil {
-		return err
+	t, hit := w.MemoHit(pos, &m.Memo)
+	var err error
+	if !hit {
+		if t, err = w.Start(pos); err != nil {
+			return err
+		}
 	}
 	bad := fbverify.NoField // the first scalar field that fails its checks
 	if !hit {
@@ -7013,9 +7304,12 @@ type memoStablehloGatherOptions struct {
 }
 
 func verifyStablehloGatherOptions(w *fbverify.Walk, pos int64, m *memoStablehloGatherOptions) error {
-	t, hit, err := w.StartMemo(pos, &m.Memo)
-	if err != nil {
-		return err
+	t, hit := w.MemoHit(pos, &m.Memo)
+	var err error
+	if !hit {
+		if t, err = w.Start(pos); err != nil {
+			return err
+		}
 	}
 	var fo0, fo1, fo2, fo4 int64
 	bad := fbverify.NoField // the first scalar field that fails its checks
@@ -7128,9 +7422,12 @@ type memoStablehloTransposeOptions struct {
 }
 
 func verifyStablehloTransposeOptions(w *fbverify.Walk, pos int64, m *memoStablehloTransposeOptions) error {
-	t, hit, err := w.StartMemo(pos, &m.Memo)
-	if err != nil {
-		return err
+	t, hit := w.MemoHit(pos, &m.Memo)
+	var err error
+	if !hit {
+		if t, err = w.Start(pos); err != nil {
+			return err
+		}
 	}
 	var fo0 int64
 	if hit {
@@ -7176,9 +7473,12 @@ type memoStablehloRngBitGeneratorOptions struct {
 }
 
 func verifyStablehloRngBitGeneratorOptions(w *fbverify.Walk, pos int64, m *memoStablehloRngBitGeneratorOptions) error {
-	t, hit, err := w.StartMemo(pos, &m.Memo)
-	if err != nil {
-		return err
+	t, hit := w.MemoHit(pos, &m.Memo)
+	var err error
+	if !hit {
+		if t, err = w.Start(pos); err != nil {
+			return err
+		}
 	}
 	bad := fbverify.NoField // the first scalar field that fails its checks
 	if !hit {
@@ -7214,9 +7514,12 @@ type memoReduceWindowOptions struct {
 }
 
 func verifyReduceWindowOptions(w *fbverify.Walk, pos int64, m *memoReduceWindowOptions) error {
-	t, hit, err := w.StartMemo(pos, &m.Memo)
-	if err != nil {
-		return err
+	t, hit := w.MemoHit(pos, &m.Memo)
+	var err error
+	if !hit {
+		if t, err = w.Start(pos); err != nil {
+			return err
+		}
 	}
 	bad := fbverify.NoField // the first scalar field that fails its checks
 	if !hit {
@@ -7258,9 +7561,12 @@ type memoStablehloCaseOptions struct {
 }
 
 func verifyStablehloCaseOptions(w *fbverify.Walk, pos int64, m *memoStablehloCaseOptions) error {
-	t, hit, err := w.StartMemo(pos, &m.Memo)
-	if err != nil {
-		return err
+	t, hit := w.MemoHit(pos, &m.Memo)
+	var err error
+	if !hit {
+		if t, err = w.Start(pos); err != nil {
+			return err
+		}
 	}
 	var fo0 int64
 	if hit {

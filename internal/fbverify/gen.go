@@ -355,20 +355,27 @@ func (w *Walk) Union(t *T, id int) (tag int, pos int64, err error) {
 // UnionAt is [Walk.Union] with the table offsets of the union's tag (to)
 // and value (vo) read from t's vtable by the caller (0: absent).
 func (w *Walk) UnionAt(t *T, to, vo int64) (tag int, pos int64, err error) {
-	v := &w.v
-	// The common case: tag and value inside the table's own bytes (which
-	// lie in the buffer), the value aligned and its target in the buffer.
-	if to != 0 && vo != 0 && to < t.tsize && vo+4 <= t.tsize && vo&3 == 0 {
-		p := t.pos + vo
-		off := int64(v.u32(p))
-		if q := p + off; off != 0 && q < v.n {
-			if tag = int(v.buf[t.pos+to]); tag == 0 {
-				return 0, 0, nil
-			}
-			return tag, q, nil
+	if tag, pos, ok := w.UnionHit(t, to, vo); ok {
+		if tag == 0 {
+			pos = 0
 		}
+		return tag, pos, nil
 	}
 	return w.union(t, to, vo)
+}
+
+// UnionHit is UnionAt's common case, small enough for the compiler to
+// inline: the tag and the value inside t's own bytes, the value aligned
+// and its target in the buffer. It returns the tag, the value's target
+// and true; false in any other case, which the caller leaves to UnionAt.
+func (w *Walk) UnionHit(t *T, to, vo int64) (tag int, pos int64, ok bool) {
+	if to != 0 && vo != 0 && to < t.tsize && vo+4 <= t.tsize && vo&3 == 0 {
+		p := t.pos + vo
+		if q := p + int64(binary.LittleEndian.Uint32(w.v.buf[p:])); q != p && q < w.v.n {
+			return int(w.v.buf[t.pos+to]), q, true
+		}
+	}
+	return 0, 0, false
 }
 
 // union is Union for any case but the common one.

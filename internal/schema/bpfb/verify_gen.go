@@ -270,23 +270,29 @@ func verifyValue(w *fbverify.Walk, pos int64, m *memoValue) error {
 		m.s0 = uint16(fo0)
 		m.s1 = uint16(fo1)
 	}
-	if tag, q, err := w.UnionAt(&t, fo0, fo1); err != nil {
-		return w.At(err, "val", -1)
-	} else if tag != 0 && q != 0 {
-		switch tag {
-		case 1:
-			err = verifyTensor(w, q, &m.mTensor)
-		case 2:
-			err = verifyInt(w, q, &m.mInt)
-		case 3:
-			err = verifyBool(w, q, &m.mBool)
-		case 4:
-			err = verifyDouble(w, q, &m.mDouble)
-		default:
-			err = w.UnknownTag(&t, 0, tag, 5)
+	{
+		tag, q, ok := w.UnionHit(&t, fo0, fo1)
+		if !ok {
+			tag, q, err = w.UnionAt(&t, fo0, fo1)
 		}
 		if err != nil {
 			return w.At(err, "val", -1)
+		} else if tag != 0 && q != 0 {
+			switch tag {
+			case 1:
+				err = verifyTensor(w, q, &m.mTensor)
+			case 2:
+				err = verifyInt(w, q, &m.mInt)
+			case 3:
+				err = verifyBool(w, q, &m.mBool)
+			case 4:
+				err = verifyDouble(w, q, &m.mDouble)
+			default:
+				err = w.UnknownTag(&t, 0, tag, 5)
+			}
+			if err != nil {
+				return w.At(err, "val", -1)
+			}
 		}
 	}
 	w.Leave()

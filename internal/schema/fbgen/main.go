@@ -668,11 +668,11 @@ func (s *schema) gen(b *bytes.Buffer, tb *table) error {
 				case explicit(ms) && !f.open && !f.opaque:
 					return fmt.Errorf("field %s: union %s has explicit tags: want the field (open) or (opaque)", f.name, f.typ)
 				}
-				// UnionField's steps, with a direct call per member.
-				// (A tag without a value, which only
-				// fbverify.Options.CxxRules accepts, has nothing to
-				// verify.)
-				p("if tag, q, err := w.UnionAt(&t, %s, %s); err != nil {\nreturn w.At(err, %q, -1)\n} else if tag != 0 && q != 0 {\nswitch tag {\n", fo(fid), fo(fid+1), f.name)
+				// UnionField's steps, with a direct call per member and
+				// the common case inline (Walk.UnionHit). (A tag without
+				// a value, which only fbverify.Options.CxxRules accepts,
+				// has nothing to verify.)
+				p("{\ntag, q, ok := w.UnionHit(&t, %s, %[2]s)\nif !ok {\ntag, q, err = w.UnionAt(&t, %[1]s, %[2]s)\n}\nif err != nil {\nreturn w.At(err, %[3]q, -1)\n} else if tag != 0 && q != 0 {\nswitch tag {\n", fo(fid), fo(fid+1), f.name)
 				for _, m := range ms {
 					p("case %d:\nerr = %s\n", m.tag, s.call(m.name, memoOf(m.name)))
 				}
@@ -691,6 +691,7 @@ func (s *schema) gen(b *bytes.Buffer, tb *table) error {
 				} else {
 					p("\n")
 				}
+				p("}\n")
 				continue
 			}
 			// Offset fields: Ref's common case inline (Walk.RefAt), Ref

@@ -265,17 +265,23 @@ func verifyNode(w *fbverify.Walk, pos int64, m *memoNode) error {
 	if bad < 6 {
 		return w.ScalarError(&t, bad, NodeDesc)
 	}
-	if tag, q, err := w.UnionAt(&t, fo6, fo7); err != nil {
-		return w.At(err, "member", -1)
-	} else if tag != 0 && q != 0 {
-		switch tag {
-		case 1:
-			err = verifyLeaf(w, q, &m.mLeaf)
-		case 2:
-			err = VerifyNode(w, q)
+	{
+		tag, q, ok := w.UnionHit(&t, fo6, fo7)
+		if !ok {
+			tag, q, err = w.UnionAt(&t, fo6, fo7)
 		}
 		if err != nil {
 			return w.At(err, "member", -1)
+		} else if tag != 0 && q != 0 {
+			switch tag {
+			case 1:
+				err = verifyLeaf(w, q, &m.mLeaf)
+			case 2:
+				err = VerifyNode(w, q)
+			}
+			if err != nil {
+				return w.At(err, "member", -1)
+			}
 		}
 	}
 	if bad < 8 {

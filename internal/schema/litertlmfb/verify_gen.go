@@ -105,15 +105,21 @@ func verifyKeyValuePair(w *fbverify.Walk, pos int64, m *memoKeyValuePair) error 
 	} else {
 		return w.At(w.Missing(&t), "key", -1)
 	}
-	if tag, q, err := w.UnionAt(&t, fo1, fo2); err != nil {
-		return w.At(err, "value", -1)
-	} else if tag != 0 && q != 0 {
-		switch tag {
-		case 9:
-			err = verifyStringValue(w, q, &m.mStringValue)
+	{
+		tag, q, ok := w.UnionHit(&t, fo1, fo2)
+		if !ok {
+			tag, q, err = w.UnionAt(&t, fo1, fo2)
 		}
 		if err != nil {
 			return w.At(err, "value", -1)
+		} else if tag != 0 && q != 0 {
+			switch tag {
+			case 9:
+				err = verifyStringValue(w, q, &m.mStringValue)
+			}
+			if err != nil {
+				return w.At(err, "value", -1)
+			}
 		}
 	}
 	w.Leave()

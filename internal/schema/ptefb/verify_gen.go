@@ -750,37 +750,43 @@ func verifyEValue(w *fbverify.Walk, pos int64, m *memoEValue) error {
 		m.s0 = uint16(fo0)
 		m.s1 = uint16(fo1)
 	}
-	if tag, q, err := w.UnionAt(&t, fo0, fo1); err != nil {
-		return w.At(err, "val", -1)
-	} else if tag != 0 && q != 0 {
-		switch tag {
-		case 1:
-			err = VerifyNull(w, q)
-		case 2:
-			err = verifyInt(w, q, &m.mInt)
-		case 3:
-			err = verifyBool(w, q, &m.mBool)
-		case 4:
-			err = verifyDouble(w, q, &m.mDouble)
-		case 5:
-			err = verifyTensor(w, q, &m.mTensor)
-		case 6:
-			err = verifyString(w, q, &m.mString)
-		case 7:
-			err = verifyIntList(w, q, &m.mIntList)
-		case 8:
-			err = verifyDoubleList(w, q, &m.mDoubleList)
-		case 9:
-			err = verifyBoolList(w, q, &m.mBoolList)
-		case 10:
-			err = verifyTensorList(w, q, &m.mTensorList)
-		case 11:
-			err = verifyOptionalTensorList(w, q, &m.mOptionalTensorList)
-		default:
-			err = w.UnknownTag(&t, 0, tag, 12)
+	{
+		tag, q, ok := w.UnionHit(&t, fo0, fo1)
+		if !ok {
+			tag, q, err = w.UnionAt(&t, fo0, fo1)
 		}
 		if err != nil {
 			return w.At(err, "val", -1)
+		} else if tag != 0 && q != 0 {
+			switch tag {
+			case 1:
+				err = VerifyNull(w, q)
+			case 2:
+				err = verifyInt(w, q, &m.mInt)
+			case 3:
+				err = verifyBool(w, q, &m.mBool)
+			case 4:
+				err = verifyDouble(w, q, &m.mDouble)
+			case 5:
+				err = verifyTensor(w, q, &m.mTensor)
+			case 6:
+				err = verifyString(w, q, &m.mString)
+			case 7:
+				err = verifyIntList(w, q, &m.mIntList)
+			case 8:
+				err = verifyDoubleList(w, q, &m.mDoubleList)
+			case 9:
+				err = verifyBoolList(w, q, &m.mBoolList)
+			case 10:
+				err = verifyTensorList(w, q, &m.mTensorList)
+			case 11:
+				err = verifyOptionalTensorList(w, q, &m.mOptionalTensorList)
+			default:
+				err = w.UnknownTag(&t, 0, tag, 12)
+			}
+			if err != nil {
+				return w.At(err, "val", -1)
+			}
 		}
 	}
 	w.Leave()
@@ -1151,25 +1157,31 @@ func verifyInstruction(w *fbverify.Walk, pos int64, m *memoInstruction) error {
 		m.s0 = uint16(fo0)
 		m.s1 = uint16(fo1)
 	}
-	if tag, q, err := w.UnionAt(&t, fo0, fo1); err != nil {
-		return w.At(err, "instr_args", -1)
-	} else if tag != 0 && q != 0 {
-		switch tag {
-		case 1:
-			err = verifyKernelCall(w, q, &m.mKernelCall)
-		case 2:
-			err = verifyDelegateCall(w, q, &m.mDelegateCall)
-		case 3:
-			err = verifyMoveCall(w, q, &m.mMoveCall)
-		case 4:
-			err = verifyJumpFalseCall(w, q, &m.mJumpFalseCall)
-		case 5:
-			err = verifyFreeCall(w, q, &m.mFreeCall)
-		default:
-			err = w.UnknownTag(&t, 0, tag, 6)
+	{
+		tag, q, ok := w.UnionHit(&t, fo0, fo1)
+		if !ok {
+			tag, q, err = w.UnionAt(&t, fo0, fo1)
 		}
 		if err != nil {
 			return w.At(err, "instr_args", -1)
+		} else if tag != 0 && q != 0 {
+			switch tag {
+			case 1:
+				err = verifyKernelCall(w, q, &m.mKernelCall)
+			case 2:
+				err = verifyDelegateCall(w, q, &m.mDelegateCall)
+			case 3:
+				err = verifyMoveCall(w, q, &m.mMoveCall)
+			case 4:
+				err = verifyJumpFalseCall(w, q, &m.mJumpFalseCall)
+			case 5:
+				err = verifyFreeCall(w, q, &m.mFreeCall)
+			default:
+				err = w.UnknownTag(&t, 0, tag, 6)
+			}
+			if err != nil {
+				return w.At(err, "instr_args", -1)
+			}
 		}
 	}
 	w.Leave()

@@ -242,19 +242,25 @@ func verifyQuantSpec(w *fbverify.Walk, pos int64, m *memoQuantSpec) error {
 		m.s0 = uint16(fo0)
 		m.s1 = uint16(fo1)
 	}
-	if tag, q, err := w.UnionAt(&t, fo0, fo1); err != nil {
-		return w.At(err, "scheme", -1)
-	} else if tag != 0 && q != 0 {
-		switch tag {
-		case 1:
-			err = verifyAffineGroup(w, q, &m.mAffineGroup)
-		case 2:
-			err = verifyPackedQuant(w, q, &m.mPackedQuant)
-		default:
-			err = w.Bare(q)
+	{
+		tag, q, ok := w.UnionHit(&t, fo0, fo1)
+		if !ok {
+			tag, q, err = w.UnionAt(&t, fo0, fo1)
 		}
 		if err != nil {
 			return w.At(err, "scheme", -1)
+		} else if tag != 0 && q != 0 {
+			switch tag {
+			case 1:
+				err = verifyAffineGroup(w, q, &m.mAffineGroup)
+			case 2:
+				err = verifyPackedQuant(w, q, &m.mPackedQuant)
+			default:
+				err = w.Bare(q)
+			}
+			if err != nil {
+				return w.At(err, "scheme", -1)
+			}
 		}
 	}
 	w.Leave()
@@ -793,41 +799,47 @@ func verifyArgument(w *fbverify.Walk, pos int64, m *memoArgument) error {
 		m.s0 = uint16(fo0)
 		m.s1 = uint16(fo1)
 	}
-	if tag, q, err := w.UnionAt(&t, fo0, fo1); err != nil {
-		return w.At(err, "value", -1)
-	} else if tag != 0 && q != 0 {
-		switch tag {
-		case 1:
-			err = verifyTensorArg(w, q, &m.mTensorArg)
-		case 2:
-			err = VerifyNoneArg(w, q)
-		case 3:
-			err = VerifyIntArg(w, q)
-		case 4:
-			err = VerifyFloatArg(w, q)
-		case 5:
-			err = VerifyBoolArg(w, q)
-		case 6:
-			err = VerifyStringArg(w, q)
-		case 7:
-			err = VerifyScalarTypeArg(w, q)
-		case 8:
-			err = VerifyIntListArg(w, q)
-		case 9:
-			err = VerifyFloatListArg(w, q)
-		case 10:
-			err = VerifyBoolListArg(w, q)
-		case 11:
-			err = verifyTensorListArg(w, q, &m.mTensorListArg)
-		case 12:
-			err = verifyOptionalTensorListArg(w, q, &m.mOptionalTensorListArg)
-		case 13:
-			err = VerifyGraphArg(w, q)
-		default:
-			err = w.Bare(q)
+	{
+		tag, q, ok := w.UnionHit(&t, fo0, fo1)
+		if !ok {
+			tag, q, err = w.UnionAt(&t, fo0, fo1)
 		}
 		if err != nil {
 			return w.At(err, "value", -1)
+		} else if tag != 0 && q != 0 {
+			switch tag {
+			case 1:
+				err = verifyTensorArg(w, q, &m.mTensorArg)
+			case 2:
+				err = VerifyNoneArg(w, q)
+			case 3:
+				err = VerifyIntArg(w, q)
+			case 4:
+				err = VerifyFloatArg(w, q)
+			case 5:
+				err = VerifyBoolArg(w, q)
+			case 6:
+				err = VerifyStringArg(w, q)
+			case 7:
+				err = VerifyScalarTypeArg(w, q)
+			case 8:
+				err = VerifyIntListArg(w, q)
+			case 9:
+				err = VerifyFloatListArg(w, q)
+			case 10:
+				err = VerifyBoolListArg(w, q)
+			case 11:
+				err = verifyTensorListArg(w, q, &m.mTensorListArg)
+			case 12:
+				err = verifyOptionalTensorListArg(w, q, &m.mOptionalTensorListArg)
+			case 13:
+				err = VerifyGraphArg(w, q)
+			default:
+				err = w.Bare(q)
+			}
+			if err != nil {
+				return w.At(err, "value", -1)
+			}
 		}
 	}
 	w.Leave()

@@ -404,19 +404,25 @@ func verifyConstantOfShapeAttrs(w *fbverify.Walk, pos int64, m *memoConstantOfSh
 		m.s0 = uint16(fo0)
 		m.s1 = uint16(fo1)
 	}
-	if tag, q, err := w.UnionAt(&t, fo0, fo1); err != nil {
-		return w.At(err, "value", -1)
-	} else if tag != 0 && q != 0 {
-		switch tag {
-		case 1:
-			err = verifyIntScalar(w, q, &m.mIntScalar)
-		case 2:
-			err = verifyFloatScalar(w, q, &m.mFloatScalar)
-		default:
-			err = w.UnknownTag(&t, 0, tag, 3)
+	{
+		tag, q, ok := w.UnionHit(&t, fo0, fo1)
+		if !ok {
+			tag, q, err = w.UnionAt(&t, fo0, fo1)
 		}
 		if err != nil {
 			return w.At(err, "value", -1)
+		} else if tag != 0 && q != 0 {
+			switch tag {
+			case 1:
+				err = verifyIntScalar(w, q, &m.mIntScalar)
+			case 2:
+				err = verifyFloatScalar(w, q, &m.mFloatScalar)
+			default:
+				err = w.UnknownTag(&t, 0, tag, 3)
+			}
+			if err != nil {
+				return w.At(err, "value", -1)
+			}
 		}
 	}
 	w.Leave()
@@ -2899,143 +2905,149 @@ func verifyOperatorNode(w *fbverify.Walk, pos int64, m *memoOperatorNode) error 
 	if bad < 1 {
 		return w.ScalarError(&t, bad, OperatorNodeDesc)
 	}
-	if tag, q, err := w.UnionAt(&t, fo1, fo2); err != nil {
-		return w.At(err, "attrs", -1)
-	} else if tag != 0 && q != 0 {
-		switch tag {
-		case 1:
-			err = VerifyArgMaxAttrs(w, q)
-		case 2:
-			err = VerifyAveragePoolAttrs(w, q)
-		case 3:
-			err = VerifyBatchNormalizationAttrs(w, q)
-		case 4:
-			err = VerifyCastAttrs(w, q)
-		case 5:
-			err = VerifyConcatAttrs(w, q)
-		case 6:
-			err = VerifyConstantOfShapeAttrs(w, q)
-		case 7:
-			err = VerifyConvAttrs(w, q)
-		case 8:
-			err = VerifyConvTransposeAttrs(w, q)
-		case 9:
-			err = VerifyFlattenAttrs(w, q)
-		case 10:
-			err = VerifyGatherAttrs(w, q)
-		case 11:
-			err = VerifyGemmAttrs(w, q)
-		case 12:
-			err = VerifyGRUAttrs(w, q)
-		case 13:
-			err = VerifyLeakyReluAttrs(w, q)
-		case 14:
-			err = VerifyLSTMAttrs(w, q)
-		case 15:
-			err = VerifyMaxPoolAttrs(w, q)
-		case 16:
-			err = VerifyReduceMeanAttrs(w, q)
-		case 17:
-			err = VerifyReshapeAttrs(w, q)
-		case 18:
-			err = VerifyResizeAttrs(w, q)
-		case 19:
-			err = VerifySplitAttrs(w, q)
-		case 20:
-			err = VerifySoftmaxAttrs(w, q)
-		case 21:
-			err = VerifyTransposeAttrs(w, q)
-		case 22:
-			err = VerifyModAttrs(w, q)
-		case 23:
-			err = VerifyScatterElementsAttrs(w, q)
-		case 24:
-			err = VerifyOneHotAttrs(w, q)
-		case 25:
-			err = VerifyTopKAttrs(w, q)
-		case 26:
-			err = VerifyHardSigmoidAttrs(w, q)
-		case 27:
-			err = VerifyTriluAttrs(w, q)
-		case 28:
-			err = VerifyScatterNDAttrs(w, q)
-		case 29:
-			err = VerifyNonMaxSuppressionAttrs(w, q)
-		case 30:
-			err = VerifyLayerNormalizationAttrs(w, q)
-		case 31:
-			err = VerifyRandomUniformAttrs(w, q)
-		case 32:
-			err = VerifyEluAttrs(w, q)
-		case 33:
-			err = VerifyRandomUniformLikeAttrs(w, q)
-		case 34:
-			err = VerifyRandomNormalAttrs(w, q)
-		case 35:
-			err = VerifyRandomNormalLikeAttrs(w, q)
-		case 36:
-			err = VerifyGatherNDAttrs(w, q)
-		case 37:
-			err = VerifyGeluAttrs(w, q)
-		case 38:
-			err = VerifyEinsumAttrs(w, q)
-		case 39:
-			err = VerifyIfAttrs(w, q)
-		case 40:
-			err = VerifyPadAttrs(w, q)
-		case 41:
-			err = VerifyDequantizeLinearAttrs(w, q)
-		case 42:
-			err = VerifyQuantizeLinearAttrs(w, q)
-		case 43:
-			err = VerifyDepthToSpaceAttrs(w, q)
-		case 44:
-			err = VerifyCastLikeAttrs(w, q)
-		case 45:
-			err = VerifyShapeAttrs(w, q)
-		case 46:
-			err = VerifyDropoutAttrs(w, q)
-		case 47:
-			err = VerifyEyeLikeAttrs(w, q)
-		case 48:
-			err = VerifyIsInfAttrs(w, q)
-		case 49:
-			err = VerifyLoopAttrs(w, q)
-		case 50:
-			err = VerifySequenceEmptyAttrs(w, q)
-		case 51:
-			err = VerifyConcatFromSequenceAttrs(w, q)
-		case 52:
-			err = VerifySplitToSequenceAttrs(w, q)
-		case 53:
-			err = VerifyGridSampleAttrs(w, q)
-		case 54:
-			err = VerifySTFTAttrs(w, q)
-		case 55:
-			err = VerifyMultinomialAttrs(w, q)
-		case 56:
-			err = VerifyReverseSequenceAttrs(w, q)
-		case 57:
-			err = VerifyDFTAttrs(w, q)
-		case 58:
-			err = VerifyUpsampleAttrs(w, q)
-		case 59:
-			err = VerifyRotaryEmbeddingAttrs(w, q)
-		case 60:
-			err = VerifyAttentionAttrs(w, q)
-		case 61:
-			err = VerifyCumSumAttrs(w, q)
-		case 62:
-			err = VerifyLpNormalizationAttrs(w, q)
-		case 63:
-			err = VerifySeluAttrs(w, q)
-		case 64:
-			err = VerifyShrinkAttrs(w, q)
-		default:
-			err = w.Bare(q)
+	{
+		tag, q, ok := w.UnionHit(&t, fo1, fo2)
+		if !ok {
+			tag, q, err = w.UnionAt(&t, fo1, fo2)
 		}
 		if err != nil {
 			return w.At(err, "attrs", -1)
+		} else if tag != 0 && q != 0 {
+			switch tag {
+			case 1:
+				err = VerifyArgMaxAttrs(w, q)
+			case 2:
+				err = VerifyAveragePoolAttrs(w, q)
+			case 3:
+				err = VerifyBatchNormalizationAttrs(w, q)
+			case 4:
+				err = VerifyCastAttrs(w, q)
+			case 5:
+				err = VerifyConcatAttrs(w, q)
+			case 6:
+				err = VerifyConstantOfShapeAttrs(w, q)
+			case 7:
+				err = VerifyConvAttrs(w, q)
+			case 8:
+				err = VerifyConvTransposeAttrs(w, q)
+			case 9:
+				err = VerifyFlattenAttrs(w, q)
+			case 10:
+				err = VerifyGatherAttrs(w, q)
+			case 11:
+				err = VerifyGemmAttrs(w, q)
+			case 12:
+				err = VerifyGRUAttrs(w, q)
+			case 13:
+				err = VerifyLeakyReluAttrs(w, q)
+			case 14:
+				err = VerifyLSTMAttrs(w, q)
+			case 15:
+				err = VerifyMaxPoolAttrs(w, q)
+			case 16:
+				err = VerifyReduceMeanAttrs(w, q)
+			case 17:
+				err = VerifyReshapeAttrs(w, q)
+			case 18:
+				err = VerifyResizeAttrs(w, q)
+			case 19:
+				err = VerifySplitAttrs(w, q)
+			case 20:
+				err = VerifySoftmaxAttrs(w, q)
+			case 21:
+				err = VerifyTransposeAttrs(w, q)
+			case 22:
+				err = VerifyModAttrs(w, q)
+			case 23:
+				err = VerifyScatterElementsAttrs(w, q)
+			case 24:
+				err = VerifyOneHotAttrs(w, q)
+			case 25:
+				err = VerifyTopKAttrs(w, q)
+			case 26:
+				err = VerifyHardSigmoidAttrs(w, q)
+			case 27:
+				err = VerifyTriluAttrs(w, q)
+			case 28:
+				err = VerifyScatterNDAttrs(w, q)
+			case 29:
+				err = VerifyNonMaxSuppressionAttrs(w, q)
+			case 30:
+				err = VerifyLayerNormalizationAttrs(w, q)
+			case 31:
+				err = VerifyRandomUniformAttrs(w, q)
+			case 32:
+				err = VerifyEluAttrs(w, q)
+			case 33:
+				err = VerifyRandomUniformLikeAttrs(w, q)
+			case 34:
+				err = VerifyRandomNormalAttrs(w, q)
+			case 35:
+				err = VerifyRandomNormalLikeAttrs(w, q)
+			case 36:
+				err = VerifyGatherNDAttrs(w, q)
+			case 37:
+				err = VerifyGeluAttrs(w, q)
+			case 38:
+				err = VerifyEinsumAttrs(w, q)
+			case 39:
+				err = VerifyIfAttrs(w, q)
+			case 40:
+				err = VerifyPadAttrs(w, q)
+			case 41:
+				err = VerifyDequantizeLinearAttrs(w, q)
+			case 42:
+				err = VerifyQuantizeLinearAttrs(w, q)
+			case 43:
+				err = VerifyDepthToSpaceAttrs(w, q)
+			case 44:
+				err = VerifyCastLikeAttrs(w, q)
+			case 45:
+				err = VerifyShapeAttrs(w, q)
+			case 46:
+				err = VerifyDropoutAttrs(w, q)
+			case 47:
+				err = VerifyEyeLikeAttrs(w, q)
+			case 48:
+				err = VerifyIsInfAttrs(w, q)
+			case 49:
+				err = VerifyLoopAttrs(w, q)
+			case 50:
+				err = VerifySequenceEmptyAttrs(w, q)
+			case 51:
+				err = VerifyConcatFromSequenceAttrs(w, q)
+			case 52:
+				err = VerifySplitToSequenceAttrs(w, q)
+			case 53:
+				err = VerifyGridSampleAttrs(w, q)
+			case 54:
+				err = VerifySTFTAttrs(w, q)
+			case 55:
+				err = VerifyMultinomialAttrs(w, q)
+			case 56:
+				err = VerifyReverseSequenceAttrs(w, q)
+			case 57:
+				err = VerifyDFTAttrs(w, q)
+			case 58:
+				err = VerifyUpsampleAttrs(w, q)
+			case 59:
+				err = VerifyRotaryEmbeddingAttrs(w, q)
+			case 60:
+				err = VerifyAttentionAttrs(w, q)
+			case 61:
+				err = VerifyCumSumAttrs(w, q)
+			case 62:
+				err = VerifyLpNormalizationAttrs(w, q)
+			case 63:
+				err = VerifySeluAttrs(w, q)
+			case 64:
+				err = VerifyShrinkAttrs(w, q)
+			default:
+				err = w.Bare(q)
+			}
+			if err != nil {
+				return w.At(err, "attrs", -1)
+			}
 		}
 	}
 	if bad < 3 {
@@ -3347,23 +3359,29 @@ func verifyConstantNode(w *fbverify.Walk, pos int64, m *memoConstantNode) error 
 	} else {
 		return w.At(w.Missing(&t), "shape", -1)
 	}
-	if tag, q, err := w.UnionAt(&t, fo1, fo2); err != nil {
-		return w.At(err, "data", -1)
-	} else if tag != 0 && q != 0 {
-		switch tag {
-		case 1:
-			err = verifyFloatData(w, q, &m.mFloatData)
-		case 2:
-			err = verifyInt32Data(w, q, &m.mInt32Data)
-		case 3:
-			err = verifyInt8Data(w, q, &m.mInt8Data)
-		case 4:
-			err = verifyUInt8Data(w, q, &m.mUInt8Data)
-		default:
-			err = w.UnknownTag(&t, 1, tag, 5)
+	{
+		tag, q, ok := w.UnionHit(&t, fo1, fo2)
+		if !ok {
+			tag, q, err = w.UnionAt(&t, fo1, fo2)
 		}
 		if err != nil {
 			return w.At(err, "data", -1)
+		} else if tag != 0 && q != 0 {
+			switch tag {
+			case 1:
+				err = verifyFloatData(w, q, &m.mFloatData)
+			case 2:
+				err = verifyInt32Data(w, q, &m.mInt32Data)
+			case 3:
+				err = verifyInt8Data(w, q, &m.mInt8Data)
+			case 4:
+				err = verifyUInt8Data(w, q, &m.mUInt8Data)
+			default:
+				err = w.UnknownTag(&t, 1, tag, 5)
+			}
+			if err != nil {
+				return w.At(err, "data", -1)
+			}
 		}
 	}
 	if bad != fbverify.NoField {
@@ -3567,21 +3585,27 @@ func verifyNode(w *fbverify.Walk, pos int64, m *memoNode) error {
 			}
 		}
 	}
-	if tag, q, err := w.UnionAt(&t, fo1, fo2); err != nil {
-		return w.At(err, "data", -1)
-	} else if tag != 0 && q != 0 {
-		switch tag {
-		case 1:
-			err = verifyOperatorNode(w, q, &m.mOperatorNode)
-		case 2:
-			err = verifyConstantNode(w, q, &m.mConstantNode)
-		case 3:
-			err = verifyValueNode(w, q, &m.mValueNode)
-		default:
-			err = w.UnknownTag(&t, 1, tag, 4)
+	{
+		tag, q, ok := w.UnionHit(&t, fo1, fo2)
+		if !ok {
+			tag, q, err = w.UnionAt(&t, fo1, fo2)
 		}
 		if err != nil {
 			return w.At(err, "data", -1)
+		} else if tag != 0 && q != 0 {
+			switch tag {
+			case 1:
+				err = verifyOperatorNode(w, q, &m.mOperatorNode)
+			case 2:
+				err = verifyConstantNode(w, q, &m.mConstantNode)
+			case 3:
+				err = verifyValueNode(w, q, &m.mValueNode)
+			default:
+				err = w.UnknownTag(&t, 1, tag, 4)
+			}
+			if err != nil {
+				return w.At(err, "data", -1)
+			}
 		}
 	}
 	w.Leave()

@@ -241,19 +241,25 @@ func verifyQuantizationParameters(w *fbverify.Walk, pos int64, m *memoQuantizati
 			}
 		}
 	}
-	if tag, q, err := w.UnionAt(&t, fo4, fo5); err != nil {
-		return w.At(err, "details", -1)
-	} else if tag != 0 && q != 0 {
-		switch tag {
-		case 1:
-			err = verifyCustomQuantization(w, q, &m.mCustomQuantization)
-		case 2:
-			err = verifyBlockwiseQuantization(w, q, &m.mBlockwiseQuantization)
-		case 3:
-			err = verifyMultiAxisQuantization(w, q, &m.mMultiAxisQuantization)
+	{
+		tag, q, ok := w.UnionHit(&t, fo4, fo5)
+		if !ok {
+			tag, q, err = w.UnionAt(&t, fo4, fo5)
 		}
 		if err != nil {
 			return w.At(err, "details", -1)
+		} else if tag != 0 && q != 0 {
+			switch tag {
+			case 1:
+				err = verifyCustomQuantization(w, q, &m.mCustomQuantization)
+			case 2:
+				err = verifyBlockwiseQuantization(w, q, &m.mBlockwiseQuantization)
+			case 3:
+				err = verifyMultiAxisQuantization(w, q, &m.mMultiAxisQuantization)
+			}
+			if err != nil {
+				return w.At(err, "details", -1)
+			}
 		}
 	}
 	if bad != fbverify.NoField {
@@ -468,37 +474,49 @@ func verifyDimensionMetadata(w *fbverify.Walk, pos int64, m *memoDimensionMetada
 	if bad < 2 {
 		return w.ScalarError(&t, bad, DimensionMetadataDesc)
 	}
-	if tag, q, err := w.UnionAt(&t, fo2, fo3); err != nil {
-		return w.At(err, "array_segments", -1)
-	} else if tag != 0 && q != 0 {
-		switch tag {
-		case 1:
-			err = verifyInt32Vector(w, q, &m.mInt32Vector)
-		case 2:
-			err = verifyUint16Vector(w, q, &m.mUint16Vector)
-		case 3:
-			err = verifyUint8Vector(w, q, &m.mUint8Vector)
+	{
+		tag, q, ok := w.UnionHit(&t, fo2, fo3)
+		if !ok {
+			tag, q, err = w.UnionAt(&t, fo2, fo3)
 		}
 		if err != nil {
 			return w.At(err, "array_segments", -1)
+		} else if tag != 0 && q != 0 {
+			switch tag {
+			case 1:
+				err = verifyInt32Vector(w, q, &m.mInt32Vector)
+			case 2:
+				err = verifyUint16Vector(w, q, &m.mUint16Vector)
+			case 3:
+				err = verifyUint8Vector(w, q, &m.mUint8Vector)
+			}
+			if err != nil {
+				return w.At(err, "array_segments", -1)
+			}
 		}
 	}
 	if bad < 4 {
 		return w.ScalarError(&t, bad, DimensionMetadataDesc)
 	}
-	if tag, q, err := w.UnionAt(&t, fo4, fo5); err != nil {
-		return w.At(err, "array_indices", -1)
-	} else if tag != 0 && q != 0 {
-		switch tag {
-		case 1:
-			err = verifyInt32Vector(w, q, &m.mInt32Vector)
-		case 2:
-			err = verifyUint16Vector(w, q, &m.mUint16Vector)
-		case 3:
-			err = verifyUint8Vector(w, q, &m.mUint8Vector)
+	{
+		tag, q, ok := w.UnionHit(&t, fo4, fo5)
+		if !ok {
+			tag, q, err = w.UnionAt(&t, fo4, fo5)
 		}
 		if err != nil {
 			return w.At(err, "array_indices", -1)
+		} else if tag != 0 && q != 0 {
+			switch tag {
+			case 1:
+				err = verifyInt32Vector(w, q, &m.mInt32Vector)
+			case 2:
+				err = verifyUint16Vector(w, q, &m.mUint16Vector)
+			case 3:
+				err = verifyUint8Vector(w, q, &m.mUint8Vector)
+			}
+			if err != nil {
+				return w.At(err, "array_indices", -1)
+			}
 		}
 	}
 	if bad != fbverify.NoField {
@@ -1354,265 +1372,271 @@ func verifyOperator(w *fbverify.Walk, pos int64, m *memoOperator) error {
 	if bad < 3 {
 		return w.ScalarError(&t, bad, OperatorDesc)
 	}
-	if tag, q, err := w.UnionAt(&t, fo3, fo4); err != nil {
-		return w.At(err, "builtin_options", -1)
-	} else if tag != 0 && q != 0 {
-		switch tag {
-		case 1:
-			err = VerifyConv2DOptions(w, q)
-		case 2:
-			err = VerifyDepthwiseConv2DOptions(w, q)
-		case 3:
-			err = VerifyConcatEmbeddingsOptions(w, q)
-		case 4:
-			err = VerifyLSHProjectionOptions(w, q)
-		case 5:
-			err = VerifyPool2DOptions(w, q)
-		case 6:
-			err = VerifySVDFOptions(w, q)
-		case 7:
-			err = VerifyRNNOptions(w, q)
-		case 8:
-			err = VerifyFullyConnectedOptions(w, q)
-		case 9:
-			err = VerifySoftmaxOptions(w, q)
-		case 10:
-			err = VerifyConcatenationOptions(w, q)
-		case 11:
-			err = VerifyAddOptions(w, q)
-		case 12:
-			err = VerifyL2NormOptions(w, q)
-		case 13:
-			err = VerifyLocalResponseNormalizationOptions(w, q)
-		case 14:
-			err = VerifyLSTMOptions(w, q)
-		case 15:
-			err = VerifyResizeBilinearOptions(w, q)
-		case 16:
-			err = VerifyCallOptions(w, q)
-		case 17:
-			err = VerifyReshapeOptions(w, q)
-		case 18:
-			err = VerifySkipGramOptions(w, q)
-		case 19:
-			err = VerifySpaceToDepthOptions(w, q)
-		case 20:
-			err = VerifyEmbeddingLookupSparseOptions(w, q)
-		case 21:
-			err = VerifyMulOptions(w, q)
-		case 22:
-			err = VerifyPadOptions(w, q)
-		case 23:
-			err = VerifyGatherOptions(w, q)
-		case 24:
-			err = VerifyBatchToSpaceNDOptions(w, q)
-		case 25:
-			err = VerifySpaceToBatchNDOptions(w, q)
-		case 26:
-			err = VerifyTransposeOptions(w, q)
-		case 27:
-			err = VerifyReducerOptions(w, q)
-		case 28:
-			err = VerifySubOptions(w, q)
-		case 29:
-			err = VerifyDivOptions(w, q)
-		case 30:
-			err = VerifySqueezeOptions(w, q)
-		case 31:
-			err = VerifySequenceRNNOptions(w, q)
-		case 32:
-			err = VerifyStridedSliceOptions(w, q)
-		case 33:
-			err = VerifyExpOptions(w, q)
-		case 34:
-			err = VerifyTopKV2Options(w, q)
-		case 35:
-			err = VerifySplitOptions(w, q)
-		case 36:
-			err = VerifyLogSoftmaxOptions(w, q)
-		case 37:
-			err = VerifyCastOptions(w, q)
-		case 38:
-			err = VerifyDequantizeOptions(w, q)
-		case 39:
-			err = VerifyMaximumMinimumOptions(w, q)
-		case 40:
-			err = VerifyArgMaxOptions(w, q)
-		case 41:
-			err = VerifyLessOptions(w, q)
-		case 42:
-			err = VerifyNegOptions(w, q)
-		case 43:
-			err = VerifyPadV2Options(w, q)
-		case 44:
-			err = VerifyGreaterOptions(w, q)
-		case 45:
-			err = VerifyGreaterEqualOptions(w, q)
-		case 46:
-			err = VerifyLessEqualOptions(w, q)
-		case 47:
-			err = VerifySelectOptions(w, q)
-		case 48:
-			err = VerifySliceOptions(w, q)
-		case 49:
-			err = VerifyTransposeConvOptions(w, q)
-		case 50:
-			err = VerifySparseToDenseOptions(w, q)
-		case 51:
-			err = VerifyTileOptions(w, q)
-		case 52:
-			err = VerifyExpandDimsOptions(w, q)
-		case 53:
-			err = VerifyEqualOptions(w, q)
-		case 54:
-			err = VerifyNotEqualOptions(w, q)
-		case 55:
-			err = VerifyShapeOptions(w, q)
-		case 56:
-			err = VerifyPowOptions(w, q)
-		case 57:
-			err = VerifyArgMinOptions(w, q)
-		case 58:
-			err = VerifyFakeQuantOptions(w, q)
-		case 59:
-			err = VerifyPackOptions(w, q)
-		case 60:
-			err = VerifyLogicalOrOptions(w, q)
-		case 61:
-			err = VerifyOneHotOptions(w, q)
-		case 62:
-			err = VerifyLogicalAndOptions(w, q)
-		case 63:
-			err = VerifyLogicalNotOptions(w, q)
-		case 64:
-			err = VerifyUnpackOptions(w, q)
-		case 65:
-			err = VerifyFloorDivOptions(w, q)
-		case 66:
-			err = VerifySquareOptions(w, q)
-		case 67:
-			err = VerifyZerosLikeOptions(w, q)
-		case 68:
-			err = VerifyFillOptions(w, q)
-		case 69:
-			err = VerifyBidirectionalSequenceLSTMOptions(w, q)
-		case 70:
-			err = VerifyBidirectionalSequenceRNNOptions(w, q)
-		case 71:
-			err = VerifyUnidirectionalSequenceLSTMOptions(w, q)
-		case 72:
-			err = VerifyFloorModOptions(w, q)
-		case 73:
-			err = VerifyRangeOptions(w, q)
-		case 74:
-			err = VerifyResizeNearestNeighborOptions(w, q)
-		case 75:
-			err = VerifyLeakyReluOptions(w, q)
-		case 76:
-			err = VerifySquaredDifferenceOptions(w, q)
-		case 77:
-			err = VerifyMirrorPadOptions(w, q)
-		case 78:
-			err = VerifyAbsOptions(w, q)
-		case 79:
-			err = VerifySplitVOptions(w, q)
-		case 80:
-			err = VerifyUniqueOptions(w, q)
-		case 81:
-			err = VerifyReverseV2Options(w, q)
-		case 82:
-			err = VerifyAddNOptions(w, q)
-		case 83:
-			err = VerifyGatherNdOptions(w, q)
-		case 84:
-			err = VerifyCosOptions(w, q)
-		case 85:
-			err = VerifyWhereOptions(w, q)
-		case 86:
-			err = VerifyRankOptions(w, q)
-		case 87:
-			err = VerifyReverseSequenceOptions(w, q)
-		case 88:
-			err = VerifyMatrixDiagOptions(w, q)
-		case 89:
-			err = VerifyQuantizeOptions(w, q)
-		case 90:
-			err = VerifyMatrixSetDiagOptions(w, q)
-		case 91:
-			err = VerifyHardSwishOptions(w, q)
-		case 92:
-			err = VerifyIfOptions(w, q)
-		case 93:
-			err = VerifyWhileOptions(w, q)
-		case 94:
-			err = VerifyDepthToSpaceOptions(w, q)
-		case 95:
-			err = VerifyNonMaxSuppressionV4Options(w, q)
-		case 96:
-			err = VerifyNonMaxSuppressionV5Options(w, q)
-		case 97:
-			err = VerifyScatterNdOptions(w, q)
-		case 98:
-			err = VerifySelectV2Options(w, q)
-		case 99:
-			err = VerifyDensifyOptions(w, q)
-		case 100:
-			err = VerifySegmentSumOptions(w, q)
-		case 101:
-			err = VerifyBatchMatMulOptions(w, q)
-		case 102:
-			err = VerifyCumsumOptions(w, q)
-		case 103:
-			err = VerifyCallOnceOptions(w, q)
-		case 104:
-			err = VerifyBroadcastToOptions(w, q)
-		case 105:
-			err = VerifyRfft2dOptions(w, q)
-		case 106:
-			err = VerifyConv3DOptions(w, q)
-		case 107:
-			err = VerifyHashtableOptions(w, q)
-		case 108:
-			err = VerifyHashtableFindOptions(w, q)
-		case 109:
-			err = VerifyHashtableImportOptions(w, q)
-		case 110:
-			err = VerifyHashtableSizeOptions(w, q)
-		case 111:
-			err = VerifyVarHandleOptions(w, q)
-		case 112:
-			err = VerifyReadVariableOptions(w, q)
-		case 113:
-			err = VerifyAssignVariableOptions(w, q)
-		case 114:
-			err = VerifyRandomOptions(w, q)
-		case 115:
-			err = VerifyBucketizeOptions(w, q)
-		case 116:
-			err = VerifyGeluOptions(w, q)
-		case 117:
-			err = VerifyDynamicUpdateSliceOptions(w, q)
-		case 118:
-			err = VerifyUnsortedSegmentProdOptions(w, q)
-		case 119:
-			err = VerifyUnsortedSegmentMaxOptions(w, q)
-		case 120:
-			err = VerifyUnsortedSegmentMinOptions(w, q)
-		case 121:
-			err = VerifyUnsortedSegmentSumOptions(w, q)
-		case 122:
-			err = VerifyATan2Options(w, q)
-		case 123:
-			err = VerifySignOptions(w, q)
-		case 124:
-			err = VerifyBitcastOptions(w, q)
-		case 125:
-			err = VerifyBitwiseXorOptions(w, q)
-		case 126:
-			err = VerifyRightShiftOptions(w, q)
+	{
+		tag, q, ok := w.UnionHit(&t, fo3, fo4)
+		if !ok {
+			tag, q, err = w.UnionAt(&t, fo3, fo4)
 		}
 		if err != nil {
 			return w.At(err, "builtin_options", -1)
+		} else if tag != 0 && q != 0 {
+			switch tag {
+			case 1:
+				err = VerifyConv2DOptions(w, q)
+			case 2:
+				err = VerifyDepthwiseConv2DOptions(w, q)
+			case 3:
+				err = VerifyConcatEmbeddingsOptions(w, q)
+			case 4:
+				err = VerifyLSHProjectionOptions(w, q)
+			case 5:
+				err = VerifyPool2DOptions(w, q)
+			case 6:
+				err = VerifySVDFOptions(w, q)
+			case 7:
+				err = VerifyRNNOptions(w, q)
+			case 8:
+				err = VerifyFullyConnectedOptions(w, q)
+			case 9:
+				err = VerifySoftmaxOptions(w, q)
+			case 10:
+				err = VerifyConcatenationOptions(w, q)
+			case 11:
+				err = VerifyAddOptions(w, q)
+			case 12:
+				err = VerifyL2NormOptions(w, q)
+			case 13:
+				err = VerifyLocalResponseNormalizationOptions(w, q)
+			case 14:
+				err = VerifyLSTMOptions(w, q)
+			case 15:
+				err = VerifyResizeBilinearOptions(w, q)
+			case 16:
+				err = VerifyCallOptions(w, q)
+			case 17:
+				err = VerifyReshapeOptions(w, q)
+			case 18:
+				err = VerifySkipGramOptions(w, q)
+			case 19:
+				err = VerifySpaceToDepthOptions(w, q)
+			case 20:
+				err = VerifyEmbeddingLookupSparseOptions(w, q)
+			case 21:
+				err = VerifyMulOptions(w, q)
+			case 22:
+				err = VerifyPadOptions(w, q)
+			case 23:
+				err = VerifyGatherOptions(w, q)
+			case 24:
+				err = VerifyBatchToSpaceNDOptions(w, q)
+			case 25:
+				err = VerifySpaceToBatchNDOptions(w, q)
+			case 26:
+				err = VerifyTransposeOptions(w, q)
+			case 27:
+				err = VerifyReducerOptions(w, q)
+			case 28:
+				err = VerifySubOptions(w, q)
+			case 29:
+				err = VerifyDivOptions(w, q)
+			case 30:
+				err = VerifySqueezeOptions(w, q)
+			case 31:
+				err = VerifySequenceRNNOptions(w, q)
+			case 32:
+				err = VerifyStridedSliceOptions(w, q)
+			case 33:
+				err = VerifyExpOptions(w, q)
+			case 34:
+				err = VerifyTopKV2Options(w, q)
+			case 35:
+				err = VerifySplitOptions(w, q)
+			case 36:
+				err = VerifyLogSoftmaxOptions(w, q)
+			case 37:
+				err = VerifyCastOptions(w, q)
+			case 38:
+				err = VerifyDequantizeOptions(w, q)
+			case 39:
+				err = VerifyMaximumMinimumOptions(w, q)
+			case 40:
+				err = VerifyArgMaxOptions(w, q)
+			case 41:
+				err = VerifyLessOptions(w, q)
+			case 42:
+				err = VerifyNegOptions(w, q)
+			case 43:
+				err = VerifyPadV2Options(w, q)
+			case 44:
+				err = VerifyGreaterOptions(w, q)
+			case 45:
+				err = VerifyGreaterEqualOptions(w, q)
+			case 46:
+				err = VerifyLessEqualOptions(w, q)
+			case 47:
+				err = VerifySelectOptions(w, q)
+			case 48:
+				err = VerifySliceOptions(w, q)
+			case 49:
+				err = VerifyTransposeConvOptions(w, q)
+			case 50:
+				err = VerifySparseToDenseOptions(w, q)
+			case 51:
+				err = VerifyTileOptions(w, q)
+			case 52:
+				err = VerifyExpandDimsOptions(w, q)
+			case 53:
+				err = VerifyEqualOptions(w, q)
+			case 54:
+				err = VerifyNotEqualOptions(w, q)
+			case 55:
+				err = VerifyShapeOptions(w, q)
+			case 56:
+				err = VerifyPowOptions(w, q)
+			case 57:
+				err = VerifyArgMinOptions(w, q)
+			case 58:
+				err = VerifyFakeQuantOptions(w, q)
+			case 59:
+				err = VerifyPackOptions(w, q)
+			case 60:
+				err = VerifyLogicalOrOptions(w, q)
+			case 61:
+				err = VerifyOneHotOptions(w, q)
+			case 62:
+				err = VerifyLogicalAndOptions(w, q)
+			case 63:
+				err = VerifyLogicalNotOptions(w, q)
+			case 64:
+				err = VerifyUnpackOptions(w, q)
+			case 65:
+				err = VerifyFloorDivOptions(w, q)
+			case 66:
+				err = VerifySquareOptions(w, q)
+			case 67:
+				err = VerifyZerosLikeOptions(w, q)
+			case 68:
+				err = VerifyFillOptions(w, q)
+			case 69:
+				err = VerifyBidirectionalSequenceLSTMOptions(w, q)
+			case 70:
+				err = VerifyBidirectionalSequenceRNNOptions(w, q)
+			case 71:
+				err = VerifyUnidirectionalSequenceLSTMOptions(w, q)
+			case 72:
+				err = VerifyFloorModOptions(w, q)
+			case 73:
+				err = VerifyRangeOptions(w, q)
+			case 74:
+				err = VerifyResizeNearestNeighborOptions(w, q)
+			case 75:
+				err = VerifyLeakyReluOptions(w, q)
+			case 76:
+				err = VerifySquaredDifferenceOptions(w, q)
+			case 77:
+				err = VerifyMirrorPadOptions(w, q)
+			case 78:
+				err = VerifyAbsOptions(w, q)
+			case 79:
+				err = VerifySplitVOptions(w, q)
+			case 80:
+				err = VerifyUniqueOptions(w, q)
+			case 81:
+				err = VerifyReverseV2Options(w, q)
+			case 82:
+				err = VerifyAddNOptions(w, q)
+			case 83:
+				err = VerifyGatherNdOptions(w, q)
+			case 84:
+				err = VerifyCosOptions(w, q)
+			case 85:
+				err = VerifyWhereOptions(w, q)
+			case 86:
+				err = VerifyRankOptions(w, q)
+			case 87:
+				err = VerifyReverseSequenceOptions(w, q)
+			case 88:
+				err = VerifyMatrixDiagOptions(w, q)
+			case 89:
+				err = VerifyQuantizeOptions(w, q)
+			case 90:
+				err = VerifyMatrixSetDiagOptions(w, q)
+			case 91:
+				err = VerifyHardSwishOptions(w, q)
+			case 92:
+				err = VerifyIfOptions(w, q)
+			case 93:
+				err = VerifyWhileOptions(w, q)
+			case 94:
+				err = VerifyDepthToSpaceOptions(w, q)
+			case 95:
+				err = VerifyNonMaxSuppressionV4Options(w, q)
+			case 96:
+				err = VerifyNonMaxSuppressionV5Options(w, q)
+			case 97:
+				err = VerifyScatterNdOptions(w, q)
+			case 98:
+				err = VerifySelectV2Options(w, q)
+			case 99:
+				err = VerifyDensifyOptions(w, q)
+			case 100:
+				err = VerifySegmentSumOptions(w, q)
+			case 101:
+				err = VerifyBatchMatMulOptions(w, q)
+			case 102:
+				err = VerifyCumsumOptions(w, q)
+			case 103:
+				err = VerifyCallOnceOptions(w, q)
+			case 104:
+				err = VerifyBroadcastToOptions(w, q)
+			case 105:
+				err = VerifyRfft2dOptions(w, q)
+			case 106:
+				err = VerifyConv3DOptions(w, q)
+			case 107:
+				err = VerifyHashtableOptions(w, q)
+			case 108:
+				err = VerifyHashtableFindOptions(w, q)
+			case 109:
+				err = VerifyHashtableImportOptions(w, q)
+			case 110:
+				err = VerifyHashtableSizeOptions(w, q)
+			case 111:
+				err = VerifyVarHandleOptions(w, q)
+			case 112:
+				err = VerifyReadVariableOptions(w, q)
+			case 113:
+				err = VerifyAssignVariableOptions(w, q)
+			case 114:
+				err = VerifyRandomOptions(w, q)
+			case 115:
+				err = VerifyBucketizeOptions(w, q)
+			case 116:
+				err = VerifyGeluOptions(w, q)
+			case 117:
+				err = VerifyDynamicUpdateSliceOptions(w, q)
+			case 118:
+				err = VerifyUnsortedSegmentProdOptions(w, q)
+			case 119:
+				err = VerifyUnsortedSegmentMaxOptions(w, q)
+			case 120:
+				err = VerifyUnsortedSegmentMinOptions(w, q)
+			case 121:
+				err = VerifyUnsortedSegmentSumOptions(w, q)
+			case 122:
+				err = VerifyATan2Options(w, q)
+			case 123:
+				err = VerifySignOptions(w, q)
+			case 124:
+				err = VerifyBitcastOptions(w, q)
+			case 125:
+				err = VerifyBitwiseXorOptions(w, q)
+			case 126:
+				err = VerifyRightShiftOptions(w, q)
+			}
+			if err != nil {
+				return w.At(err, "builtin_options", -1)
+			}
 		}
 	}
 	if bad < 5 {
@@ -1666,59 +1690,65 @@ func verifyOperator(w *fbverify.Walk, pos int64, m *memoOperator) error {
 	if bad < 11 {
 		return w.ScalarError(&t, bad, OperatorDesc)
 	}
-	if tag, q, err := w.UnionAt(&t, fo11, fo12); err != nil {
-		return w.At(err, "builtin_options_2", -1)
-	} else if tag != 0 && q != 0 {
-		switch tag {
-		case 1:
-			err = VerifyStablehloConcatenateOptions(w, q)
-		case 2:
-			err = VerifyStablehloBroadcastInDimOptions(w, q)
-		case 3:
-			err = VerifyStablehloSliceOptions(w, q)
-		case 4:
-			err = VerifyStablehloConvolutionOptions(w, q)
-		case 5:
-			err = VerifyStablehloCustomCallOptions(w, q)
-		case 6:
-			err = VerifyStablehloReduceOptions(w, q)
-		case 7:
-			err = VerifyStablehloScatterOptions(w, q)
-		case 8:
-			err = VerifyStablehloCompareOptions(w, q)
-		case 9:
-			err = VerifyStablehloDynamicSliceOptions(w, q)
-		case 10:
-			err = VerifyStablehloPadOptions(w, q)
-		case 11:
-			err = VerifyStablehloIotaOptions(w, q)
-		case 12:
-			err = VerifyStablehloDotGeneralOptions(w, q)
-		case 13:
-			err = VerifyStablehloReduceWindowOptions(w, q)
-		case 14:
-			err = VerifyStablehloSortOptions(w, q)
-		case 15:
-			err = VerifyStablehloWhileOptions(w, q)
-		case 16:
-			err = VerifyStablehloGatherOptions(w, q)
-		case 17:
-			err = VerifyStablehloTransposeOptions(w, q)
-		case 18:
-			err = VerifyDilateOptions(w, q)
-		case 19:
-			err = VerifyStablehloRngBitGeneratorOptions(w, q)
-		case 20:
-			err = VerifyReduceWindowOptions(w, q)
-		case 21:
-			err = VerifyStableHLOCompositeOptions(w, q)
-		case 22:
-			err = VerifyStablehloShiftLeftOptions(w, q)
-		case 23:
-			err = VerifyStablehloCaseOptions(w, q)
+	{
+		tag, q, ok := w.UnionHit(&t, fo11, fo12)
+		if !ok {
+			tag, q, err = w.UnionAt(&t, fo11, fo12)
 		}
 		if err != nil {
 			return w.At(err, "builtin_options_2", -1)
+		} else if tag != 0 && q != 0 {
+			switch tag {
+			case 1:
+				err = VerifyStablehloConcatenateOptions(w, q)
+			case 2:
+				err = VerifyStablehloBroadcastInDimOptions(w, q)
+			case 3:
+				err = VerifyStablehloSliceOptions(w, q)
+			case 4:
+				err = VerifyStablehloConvolutionOptions(w, q)
+			case 5:
+				err = VerifyStablehloCustomCallOptions(w, q)
+			case 6:
+				err = VerifyStablehloReduceOptions(w, q)
+			case 7:
+				err = VerifyStablehloScatterOptions(w, q)
+			case 8:
+				err = VerifyStablehloCompareOptions(w, q)
+			case 9:
+				err = VerifyStablehloDynamicSliceOptions(w, q)
+			case 10:
+				err = VerifyStablehloPadOptions(w, q)
+			case 11:
+				err = VerifyStablehloIotaOptions(w, q)
+			case 12:
+				err = VerifyStablehloDotGeneralOptions(w, q)
+			case 13:
+				err = VerifyStablehloReduceWindowOptions(w, q)
+			case 14:
+				err = VerifyStablehloSortOptions(w, q)
+			case 15:
+				err = VerifyStablehloWhileOptions(w, q)
+			case 16:
+				err = VerifyStablehloGatherOptions(w, q)
+			case 17:
+				err = VerifyStablehloTransposeOptions(w, q)
+			case 18:
+				err = VerifyDilateOptions(w, q)
+			case 19:
+				err = VerifyStablehloRngBitGeneratorOptions(w, q)
+			case 20:
+				err = VerifyReduceWindowOptions(w, q)
+			case 21:
+				err = VerifyStableHLOCompositeOptions(w, q)
+			case 22:
+				err = VerifyStablehloShiftLeftOptions(w, q)
+			case 23:
+				err = VerifyStablehloCaseOptions(w, q)
+			}
+			if err != nil {
+				return w.At(err, "builtin_options_2", -1)
+			}
 		}
 	}
 	if bad != fbverify.NoField {

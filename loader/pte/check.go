@@ -11,11 +11,13 @@ import (
 	"github.com/edgeload/edgeload/internal/fbverify"
 	"github.com/edgeload/edgeload/internal/schema/ptefb"
 	"github.com/edgeload/edgeload/loader/format"
+	"github.com/edgeload/edgeload/loader/internal/fbread"
 )
 
 // Open verifies and checks everything a tensor view depends on; a method's
-// instructions (most of a many-method program's FlatBuffer) are verified
-// and checked by the first call that needs them, once: Method.check.
+// instructions (most of a many-method program's FlatBuffer), its tensors
+// without data in the file and its tensor lists are checked by the first
+// call that needs them, once: Method.check.
 
 // programChecks is what the methods' checks share: the walk Open verified
 // the program with, whose object limit they go on counting against, and
@@ -28,32 +30,43 @@ type programChecks struct {
 	budget int64
 }
 
-// methodCheck is the outcome of a method's check, shared by every copy of
-// the Method (Program.Methods hands out values).
+// methodCheck is the outcome of a method's checks, shared by every copy of
+// the Method (Program.Methods hands out values): of its values, and of its
+// instructions.
 type methodCheck struct {
-	once sync.Once
-	err  error
+	values, instrs       sync.Once
+	valuesErr, instrsErr error
 }
 
-// check verifies and checks the method's instructions the first time it
-// is called, and returns the outcome (nil, or the method's first problem)
-// at every call. It is safe for concurrent use.
+// check checks the method's values and verifies and checks its
+// instructions the first time it is called, and returns the outcome (nil,
+// or the method's first problem) at every call. It is safe for concurrent
+// use.
 func (m *Method) check() error {
+	c := m.check1
+	if err := m.once(&c.values, &c.valuesErr, m.checkValues); err != nil {
+		return err
+	}
+	return m.once(&c.instrs, &c.instrsErr, m.checkInstructions)
+}
+
+// once runs the check f under the checks' lock the first time it is
+// called with o, keeping its outcome in *err, and returns the outcome.
+func (m *Method) once(o *sync.Once, err *error, f func() error) error {
 	p := m.p
 	if p.closed.Load() {
 		return fmt.Errorf("pte: method %q: %w", m.Name, format.ErrClosed)
 	}
-	c := m.check1
-	c.once.Do(func() {
+	o.Do(func() {
 		p.checks.mu.Lock()
 		defer p.checks.mu.Unlock()
 		if p.checks.walk == nil {
-			c.err = fmt.Errorf("pte: method %q: %w", m.Name, format.ErrClosed)
+			*err = fmt.Errorf("pte: method %q: %w", m.Name, format.ErrClosed)
 			return
 		}
-		c.err = m.checkInstructions()
+		*err = f()
 	})
-	return c.err
+	return *err
 }
 
 // close drops the walk, whose buffer goes back to its pool at Close.
@@ -70,6 +83,24 @@ func (p *Program) VerifyMethods() error {
 	ms := p.methodList()
 	for i := range ms {
 		if err := ms[i].check(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// checkValues checks what Open leaves of m's values: the tensors without
+// data in the file and the items of tensor lists.
+func (m *Method) checkValues() error {
+	p := m.p
+	fb, pp := p.fb, int64(m.pos)
+	b := &builder{p: p, fb: fb, budget: p.checks.budget, deferred: true}
+	defer func() { p.checks.budget = b.budget }()
+	fo := b.planF.Of(fb, pp)
+	name := fbread.FieldBytes(fb, pp, fo[planName], 1)
+	vstart, _ := fbread.FieldVector(fb, pp, fo[planValues])
+	for v := range m.nv {
+		if err := b.value(m.Index, name, v, m.nv, fbread.Deref(fb, vstart+4*int64(v))); err != nil {
 			return err
 		}
 	}

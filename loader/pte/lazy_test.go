@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"testing"
 
 	"github.com/edgeload/edgeload/internal/testkit/memstat"
@@ -340,5 +341,54 @@ func TestAppendTensorBytes(t *testing.T) {
 			t.Errorf("%s: AppendTensorBytes after the file's Close: %v, want ErrClosed", how, err)
 		}
 		p.Close()
+	}
+}
+
+// TestBadValueFailsAtFirstUse opens programs whose one problem is a value
+// Open leaves to the method's check (a tensor without data in the file, a
+// tensor list): Open succeeds and hands out the constant tensor, and
+// Value, UseOrder and VerifyMethods return a *format.FormatError naming
+// the value, every time.
+func TestBadValueFailsAtFirstUse(t *testing.T) {
+	planned := writer.PTETensor{Kind: writer.PTEPlanned, ScalarType: writer.PTEFloat32, Sizes: []int32{4}}
+	for _, c := range []struct {
+		name   string
+		bad    writer.PTETensor
+		values []writer.PTEValue
+		field  string
+	}{
+		{"scalar type", writer.PTETensor{Kind: writer.PTEPlanned, ScalarType: 99, Sizes: []int32{4}}, nil, "values[1].val.scalar_type"},
+		{"negative size", writer.PTETensor{Kind: writer.PTEPlanned, ScalarType: writer.PTEFloat32, Sizes: []int32{-4}}, nil, "values[1].val.sizes[0]"},
+		{"dim order", writer.PTETensor{Kind: writer.PTEPlanned, ScalarType: writer.PTEFloat32, Sizes: []int32{4, 4}, DimOrder: []uint8{1, 1}}, nil, "values[1].val.dim_order[1]"},
+		{"list item", planned, []writer.PTEValue{{Kind: writer.PTETensorList, Items: []int32{0, 7}}}, "values[2].val.items[1]"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			w := &writer.PTE{Methods: []writer.PTEMethod{{Name: "forward", Tensors: []writer.PTETensor{
+				{ScalarType: writer.PTEFloat32, Sizes: []int32{2, 2}, Name: "w"}, c.bad,
+			}, Values: c.values}}}
+			b, err := w.Bytes()
+			if err != nil {
+				t.Fatal(err)
+			}
+			p, err := pte.NewFile(mmapfile.NewBytes(b))
+			if err != nil {
+				t.Fatalf("Open: %v, want the check left to the method", err)
+			}
+			defer p.Close()
+			if p.NumTensors() != 1 || p.Tensors()[0].Name != "w" || p.TensorData(0).Len() != 16 {
+				t.Fatalf("tensors %+v, want the constant w alone", p.Tensors())
+			}
+			m, _ := p.Method("forward")
+			for i := 0; i < 2; i++ {
+				_, verr := m.Value(0)
+				_, oerr := p.UseOrder("forward")
+				for what, err := range map[string]error{"Value": verr, "UseOrder": oerr, "VerifyMethods": p.VerifyMethods(), "Check": p.Check()} {
+					var fe *format.FormatError
+					if !errors.As(err, &fe) || !strings.HasSuffix(fe.Field, c.field) {
+						t.Errorf("%s: %v, want a *format.FormatError at …%s", what, err, c.field)
+					}
+				}
+			}
+		})
 	}
 }

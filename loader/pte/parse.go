@@ -146,6 +146,9 @@ type builder struct {
 	constOff, constLen int64
 
 	noQuick bool // options.noQuick
+	// deferred is set for a method's check (Method.check), which checks
+	// what Open leaves: tensors without data in the file, tensor lists.
+	deferred bool
 	// strs holds the named data's keys.
 	strs arena.Strings
 	// names are the names of the plans, while Open checks that none
@@ -562,16 +565,10 @@ func (b *builder) checkMethod(i int, pp int64) error {
 			fo := b.evalueF.Of(fb, pos)
 			vt1, tagAt, valAt = vt+1, fo[0], fo[1]
 		}
-		// Scalars need no check, and most tensors take quickTensor: the
-		// rest goes on to value.
+		// Scalars need no check, lists are checked by the method's check,
+		// and most tensors take quickTensor: the rest goes on to value.
 		if tagAt != 0 && valAt != 0 {
-			switch fb[pos+tagAt] {
-			case tagTensor:
-				if !b.noQuick && b.quickTensor(fbread.Deref(fb, pos+valAt), len(name)) {
-					continue
-				}
-			case tagTensorList, tagOptionalTensorList:
-			default:
+			if fb[pos+tagAt] != tagTensor || !b.noQuick && b.quickTensor(fbread.Deref(fb, pos+valAt), len(name)) {
 				continue
 			}
 		}
@@ -778,8 +775,8 @@ func (b *builder) checkDelegates(pp, fo int64, pf func() string) error {
 }
 
 // value checks value v of plan i (named name, of nv values), the EValue
-// table at pos, and, when it is a tensor whose data the file holds or
-// names, adds it to Program.recs. Nothing is decoded beyond what the
+// table at pos, as tensor does when a tensor, and its items when a tensor
+// list (only in the method's check). Nothing is decoded beyond what the
 // checks need: Method.Value decodes on demand.
 func (b *builder) value(i int, name []byte, v, nv int, pos int64) error {
 	fb := b.fb
@@ -797,6 +794,9 @@ func (b *builder) value(i int, name []byte, v, nv int, pos int64) error {
 		x := b.readTensor(val)
 		return b.tensor(i, name, v, &x)
 	case tagTensorList, tagOptionalTensorList:
+		if !b.deferred {
+			return nil // the method's check
+		}
 		// Value indices; an optional list may hold -1 (no tensor).
 		x := i32Field(flatbuffers.Table{Bytes: fb, Pos: flatbuffers.UOffsetT(val)}, vtListItems)
 		lo := 0
@@ -884,13 +884,20 @@ func (b *builder) readTensor(pos int64) (x rawTensor) {
 }
 
 // tensor checks a tensor value (value v of plan i, named mname) and, when
-// the file holds or names its data, records it (Program.recs): the rec's
+// the file holds or names its data, records it (Program.recs); a tensor
+// without data is checked by the method's check instead. The rec's
 // index is the tensor's in the tensor list. The Tensor values themselves are
 // built by the first call that needs them (Program.all): Open keeps one
 // pointer-free record per tensor. Field paths and names for errors are
 // built only on failure.
 func (b *builder) tensor(i int, mname []byte, v int, x *rawTensor) error {
 	p := b.p
+	external := x.hasETI && x.location == locExternal
+	dbi := x.dbi
+	loc := location(external, dbi, x.planned, p.inlineConsts)
+	if (loc == format.LocNone) != b.deferred {
+		return nil // checked by Open, or left to the method's check
+	}
 	pos := x.pos
 	st := x.scalarType
 	dt, msg := dtypeOf(st)
@@ -922,8 +929,6 @@ func (b *builder) tensor(i int, mname []byte, v int, x *rawTensor) error {
 			seen[d>>6] |= 1 << (d & 63)
 		}
 	}
-	external := x.hasETI && x.location == locExternal
-	dbi := x.dbi
 	fqn := x.fqn
 	if x.hasETI {
 		if !b.spend(len(fqn)) {
@@ -934,7 +939,6 @@ func (b *builder) tensor(i int, mname []byte, v int, x *rawTensor) error {
 				"unknown tensor data location %d (want 0 SEGMENT or 1 EXTERNAL)", loc)
 		}
 	}
-	loc := location(external, dbi, x.planned, p.inlineConsts)
 	if loc == format.LocNone {
 		return nil // no data in the file: nothing of it is kept
 	}

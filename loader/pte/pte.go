@@ -18,8 +18,9 @@
 //
 // NewFile verifies everything but the chains' instructions, which a method
 // verifies the first time they are needed (once; [Program.VerifyMethods]
-// checks every method's), checks every plan, and builds little: one
-// pointer-free record per tensor (tensors.go), from which
+// checks every method's), as it checks its tensor lists and its tensors
+// without data in the file; NewFile checks the rest of every plan, and
+// builds little: one pointer-free record per tensor (tensors.go), from which
 // [Program.TensorData] hands out a tensor's bytes. The methods
 // ([Program.Methods], with the delegates) are built from the checked bytes
 // by the first call that needs them, the tensor list ([Program.Tensors]:
@@ -221,10 +222,10 @@ type Chain struct {
 }
 
 // Method is an execution plan. Its values are decoded on demand from the
-// verified FlatBuffer ([Method.Value]); its instructions are verified and
-// checked the first time they are needed (see [Program.VerifyMethods]);
-// the rest is checked at Open and read into the Method by the first call
-// that needs the methods.
+// verified FlatBuffer ([Method.Value]); its instructions, tensor lists and
+// tensors without data in the file are checked the first time they are
+// needed (see [Program.VerifyMethods]); the rest is checked at Open and
+// read into the Method by the first call that needs the methods.
 type Method struct {
 	Name  string
 	Index int // position in Program.execution_plan

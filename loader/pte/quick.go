@@ -8,11 +8,12 @@ import (
 	"github.com/edgeload/edgeload/loader/internal/fbread"
 )
 
-// Open checks every tensor value (builder.tensor). quickTensor makes the
-// same checks, with the same outcome, for the tensors of most programs: a
-// whole-byte type, a constant in the constant segment or no data in the
-// file, and no extra_tensor_info. Any other tensor, and any that fails a
-// check, goes to builder.tensor, which reports the problem.
+// Open checks every tensor value with data in the file (builder.tensor).
+// quickTensor makes the same checks, with the same outcome, for the
+// tensors of most programs: a whole-byte type, a constant in the constant
+// segment, and no extra_tensor_info; it passes over one without data.
+// Any other tensor, and any that fails a check, goes to builder.tensor,
+// which reports the problem.
 
 // newRec appends a record to b.recs and returns it, for the caller to set
 // each field in place. (A record made whole and then copied would be
@@ -64,8 +65,15 @@ func (b *builder) quickTensor(t int64, nameLen int) bool {
 		fo := b.tensorF.Of(fb, t)
 		*tf = tensorFields{vt + 1, fo[tScalarType], fo[tSizes], fo[tDimOrder], fo[tDataBufferIdx], fo[tAllocationInfo], fo[tExtraInfo]}
 	}
-	if tf.extra != 0 {
+	var dbi uint32
+	if tf.dbi != 0 {
+		dbi = binary.LittleEndian.Uint32(fb[t+tf.dbi:])
+	}
+	switch {
+	case tf.extra != 0:
 		return false
+	case dbi == 0:
+		return true // no data in the file: the method's check checks it
 	}
 	var st uint8
 	if tf.st != 0 {
@@ -103,15 +111,7 @@ func (b *builder) quickTensor(t int64, nameLen int) bool {
 			}
 		}
 	}
-	var dbi uint32
-	if tf.dbi != 0 {
-		dbi = binary.LittleEndian.Uint32(fb[t+tf.dbi:])
-	}
-	switch {
-	case dbi == 0:
-		// No data in the file (location's LocNone).
-		return b.spend(ns + nd)
-	case tf.alloc != 0 || b.p.inlineConsts:
+	if tf.alloc != 0 || b.p.inlineConsts {
 		return false // mutable or inline: builder.tensor
 	}
 	if n > uint64(b.size) {

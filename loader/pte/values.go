@@ -6,7 +6,6 @@ import (
 	flatbuffers "github.com/google/flatbuffers/go"
 
 	"github.com/edgeload/edgeload/internal/schema/ptefb"
-	"github.com/edgeload/edgeload/loader/format"
 )
 
 // NumValues returns the number of values of the plan.
@@ -14,14 +13,16 @@ func (m *Method) NumValues() int { return m.nv }
 
 // Value decodes value i of the plan from the verified FlatBuffer. Lists
 // and tensor values allocate; the result is the caller's. It fails for an
-// index out of range or a closed program.
+// index out of range, a closed program or a method whose values fail the
+// checks Open leaves (tensors without data, tensor lists), which the first
+// Value makes.
 func (m *Method) Value(i int) (Value, error) {
 	p := m.p
 	if i < 0 || i >= m.nv {
 		return Value{}, fmt.Errorf("pte: method %q: value %d out of range (%d values)", m.Name, i, m.nv)
 	}
-	if p.closed.Load() {
-		return Value{}, fmt.Errorf("pte: method %q: %w", m.Name, format.ErrClosed)
+	if err := m.once(&m.check1.values, &m.check1.valuesErr, m.checkValues); err != nil {
+		return Value{}, err
 	}
 	var plan ptefb.ExecutionPlan
 	plan.Init(p.fb, m.pos)
@@ -29,7 +30,7 @@ func (m *Method) Value(i int) (Value, error) {
 	plan.Values(&ev, i)
 	var val Value
 	var tab flatbuffers.Table
-	// Every value was checked at Open; the tag still comes first, since
+	// Every value was checked; the tag still comes first, since
 	// with tag NONE the value offset was never verified.
 	tag := ev.ValType()
 	if tag == ptefb.KernelTypesNONE || !ev.Val(&tab) {
@@ -81,7 +82,7 @@ func (m *Method) Value(i int) (Value, error) {
 	return val, nil
 }
 
-// tensorValue decodes a tensor value that Open checked.
+// tensorValue decodes a tensor value that was checked.
 func (m *Method) tensorValue(x *ptefb.Tensor, v int) *TensorValue {
 	p := m.p
 	tv := &TensorValue{Tensor: int(p.valueTensor[m.Index][v])}

@@ -67,6 +67,15 @@ type Options struct {
 	// starts at the element itself: a table whose vtable has size 0, or an
 	// empty string when the next byte is 0).
 	CxxRules bool
+	// Fetch, when not nil, makes buf a sparse copy of the FlatBuffer: before
+	// the walk first reads bytes, or accepts a table, string or vector whose
+	// bytes its caller reads, it calls Fetch to fill the pages of buf they
+	// lie on ([lo, hi), whole pages of 1<<FetchPageShift bytes clipped to
+	// buf) that it has not filled before. The elements of vectors of 1-byte
+	// elements are left unfilled until [Walk.FetchBytes]; a table's fields
+	// are filled as far as 8 bytes past their offsets (no larger structs).
+	// An error of Fetch ends the walk with that error.
+	Fetch func(lo, hi int64) error
 }
 
 // DefaultMaxDepth is the nesting limit when Options.MaxDepth is 0.
@@ -80,6 +89,9 @@ const MaxSize = math.MaxInt32
 // field was collected frame by frame as the error travelled up (nothing is
 // recorded on the way down, so a good buffer costs no bookkeeping).
 func (v *verifier) finish(err error, root string) error {
+	if err != nil && v.f != nil && v.f.err != nil {
+		return v.f.err
+	}
 	if err == nil || v.err == nil {
 		return err
 	}
@@ -149,7 +161,7 @@ type frame struct {
 type verifier struct {
 	buf     []byte
 	n       int64
-	lim4    int64 // max(n-3, 0): 4 bytes at pos lie in the buffer when uint64(pos) < uint64(lim4)
+	lim4    int64 // max(n-3, 0): 4 bytes at pos lie in the buffer when uint64(pos) < uint64(lim4); 0 under Fetch (no fast path)
 	opt     Options
 	depth   int
 	objects int
@@ -165,6 +177,16 @@ type verifier struct {
 	// returns through the walk; err is the error it belongs to.
 	path []frame
 	err  *format.FormatError
+	f    *fetched // Options.Fetch's record, nil without Fetch
+}
+
+// fetched records a walk's fetches: a bit for each page Options.Fetch
+// filled, its first error, and whether the walk fills the elements of
+// vectors of bytes (Walk.FetchBytes).
+type fetched struct {
+	have  []uint64
+	err   error
+	bytes bool
 }
 
 func newVerifier(buf []byte, opt Options) verifier {
@@ -178,7 +200,83 @@ func newVerifier(buf []byte, opt Options) verifier {
 	if maxTables <= 0 {
 		maxTables = math.MaxInt
 	}
-	return verifier{buf: buf, n: int64(len(buf)), lim4: max(int64(len(buf))-3, 0), opt: opt, maxTables: maxTables, tabLim: min(opt.MaxObjects, maxTables), maxDepth: opt.MaxDepth}
+	v := verifier{buf: buf, n: int64(len(buf)), lim4: max(int64(len(buf))-3, 0), opt: opt, maxTables: maxTables, tabLim: min(opt.MaxObjects, maxTables), maxDepth: opt.MaxDepth}
+	if opt.Fetch != nil {
+		v.f, v.lim4 = &fetched{have: make([]uint64, (len(buf)>>FetchPageShift)/64+1)}, 0
+	}
+	return v
+}
+
+// FetchPageShift is log2 of the size of the pages Options.Fetch fills (a
+// test makes them smaller, down to a byte, to catch a read of a byte the
+// walk did not fetch).
+var FetchPageShift = 12
+
+// need fills the pages of [pos, pos+size), which lies in the buffer, that
+// Options.Fetch has not filled yet; it reports false when Fetch failed.
+// The walk's inlined fast paths (VectorAt, StringAt, DerefAt, StartMemo)
+// are off under Fetch: its reads go through the functions that call need.
+func (v *verifier) need(pos, size int64) bool {
+	return v.f == nil || size <= 0 || v.fetch(pos>>FetchPageShift, (pos+size-1)>>FetchPageShift)
+}
+
+// fetch fills the pages first..last that are missing, each run of them
+// with one call of Options.Fetch.
+func (v *verifier) fetch(first, last int64) bool {
+	f := v.f
+	missing := func(p int64) bool { return f.have[p>>6]&(1<<(p&63)) == 0 }
+	for p := first; p <= last; p++ {
+		if !missing(p) {
+			continue
+		}
+		q := p
+		for q < last && missing(q+1) {
+			q++
+		}
+		if f.err != nil {
+			return false
+		}
+		if f.err = v.opt.Fetch(p<<FetchPageShift, min((q+1)<<FetchPageShift, v.n)); f.err != nil {
+			return false
+		}
+		for ; p <= q; p++ {
+			f.have[p>>6] |= 1 << (p & 63)
+		}
+		p = q
+	}
+	return true
+}
+
+// table fills, under Options.Fetch, what Start reads of the table at pos
+// (its vtable offset, its vtable) and the bytes where its vtable places its
+// fields, its own bytes at least: the scalars a reader reads lie there. It
+// reports false when Fetch failed.
+func (v *verifier) table(pos int64) bool {
+	if pos&3 != 0 || !v.in(pos, 4) {
+		return true // Start fails without reading
+	}
+	if !v.need(pos, 4) {
+		return false
+	}
+	vt := pos - int64(int32(v.u32(pos)))
+	if vt&1 != 0 || !v.in(vt, 2) {
+		return true
+	}
+	if !v.need(vt, 2) {
+		return false
+	}
+	vtsize := v.u16(vt)
+	if vtsize&1 != 0 || !v.in(vt, vtsize) {
+		return true
+	}
+	if !v.need(vt, vtsize) {
+		return false
+	}
+	end := int64(4)
+	for e := int64(2); e+2 <= vtsize; e += 2 {
+		end = max(end, v.u16(vt+e)+8) // the table size (e = 2), the fields
+	}
+	return v.need(pos, min(end, v.n-pos))
 }
 
 // at records, on the way up, that the failing object was field name (idx
@@ -244,7 +342,7 @@ func (v *verifier) u16(pos int64) int64  { return int64(binary.LittleEndian.Uint
 
 // deref follows the unsigned offset stored at pos.
 func (v *verifier) deref(pos int64) (int64, error) {
-	if v.in(pos, 4) {
+	if v.in(pos, 4) && v.need(pos, 4) {
 		off := int64(v.u32(pos))
 		if t := pos + off; off != 0 && t < v.n {
 			return t, nil
@@ -257,7 +355,7 @@ func (v *verifier) deref(pos int64) (int64, error) {
 // or strings: as deref, but an offset of 0 is followed (to pos itself)
 // under Options.CxxRules.
 func (v *verifier) elemDeref(pos int64) (int64, error) {
-	if v.opt.CxxRules && v.in(pos, 4) && v.u32(pos) == 0 {
+	if v.opt.CxxRules && v.in(pos, 4) && v.need(pos, 4) && v.u32(pos) == 0 {
 		return pos, nil
 	}
 	return v.deref(pos)
@@ -294,11 +392,11 @@ func (v *verifier) tooMany(pos int64) error {
 // vtable's position and size, and the table's size as far as it lies in
 // the buffer (0 when the vtable records none).
 func (v *verifier) vtable(pos int64) (vt, vtsize, tsize int64, err error) {
-	if pos&3 == 0 && v.in(pos, 4) {
+	if pos&3 == 0 && v.in(pos, 4) && v.need(pos, 4) {
 		vt = pos - int64(int32(v.u32(pos)))
-		if vt&1 == 0 && v.in(vt, 2) {
+		if vt&1 == 0 && v.in(vt, 2) && v.need(vt, 2) {
 			vtsize = v.u16(vt)
-			if vtsize&1 == 0 && v.in(vt, vtsize) {
+			if vtsize&1 == 0 && v.in(vt, vtsize) && v.need(vt, vtsize) {
 				if vtsize >= 4 {
 					tsize = min(v.u16(vt+2), v.n-pos)
 				}
@@ -358,9 +456,10 @@ func (v *verifier) vector(pos, elem int64) (start, n int64, err error) {
 	if err := v.enter(pos); err != nil {
 		return 0, 0, err
 	}
-	if pos&3 == 0 && v.in(pos, 4) {
+	if pos&3 == 0 && v.in(pos, 4) && v.need(pos, 4) {
 		// n < 2^32 and elem < 2^31: the product does not overflow.
-		if n, start = int64(v.u32(pos)), pos+4; uint64(n)*uint64(elem) <= uint64(v.n-start) {
+		if n, start = int64(v.u32(pos)), pos+4; uint64(n)*uint64(elem) <= uint64(v.n-start) &&
+			(v.f == nil || elem == 1 && !v.f.bytes || v.need(start, n*elem)) {
 			v.vbytes += n * elem
 			return start, n, nil
 		}
@@ -386,7 +485,7 @@ func (v *verifier) str(pos int64) error {
 	if err != nil {
 		return err
 	}
-	if end := start + n; end < v.n && v.buf[end] == 0 {
+	if end := start + n; end < v.n && v.need(start, n+1) && v.buf[end] == 0 {
 		return nil
 	}
 	return v.fail(pos, "string of %d bytes has no NUL terminator (want a 0 byte at %#x)", n, v.opt.Base+start+n)

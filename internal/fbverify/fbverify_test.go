@@ -1,6 +1,7 @@
 package fbverify
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"encoding/binary"
 	"encoding/hex"
@@ -442,14 +443,23 @@ func TestMutations(t *testing.T) {
 	}
 }
 
+// FuzzVerify verifies arbitrary bytes, in place and through Options.Fetch
+// a byte at a time from a copy of poison: both must give the same outcome.
 func FuzzVerify(f *testing.F) {
 	f.Add(valid(0))
 	f.Add(valid(3))
 	f.Add(validList(3, 1))
+	defer func(s int) { FetchPageShift = s }(FetchPageShift)
+	FetchPageShift = 0
 	f.Fuzz(func(t *testing.T, b []byte) {
 		for _, r := range []root{node, list} {
-			_ = Verify(b, r, Options{Format: "test"})
+			err := Verify(b, r, Options{Format: "test"})
 			_ = Verify(b, r, Options{Format: "test", MaxObjects: 9})
+			p := bytes.Repeat([]byte{0xa5}, len(b))
+			fetch := func(lo, hi int64) error { copy(p[lo:hi], b[lo:hi]); return nil }
+			if perr := Verify(p, r, Options{Format: "test", Fetch: fetch}); fmt.Sprint(perr) != fmt.Sprint(err) {
+				t.Fatalf("through Fetch: %v; in place: %v", perr, err)
+			}
 		}
 		_, _ = RootFieldSlots(b, Options{})
 	})
@@ -516,6 +526,28 @@ func TestOutcomesUnchanged(t *testing.T) {
 	} {
 		if got := outcomeDigest(c.buf, c.root); got != c.want {
 			t.Errorf("%s: outcome digest %s, want %s", c.name, got, c.want)
+		}
+	}
+}
+
+// TestFetchNoMemoHit: under Options.Fetch a memo never hits (MemoHit would
+// read a table's header unfetched), where without it the same table hits.
+func TestFetchNoMemoHit(t *testing.T) {
+	b := valid(3)
+	for _, fetch := range []bool{false, true} {
+		opt := Options{Format: "test"}
+		if fetch {
+			opt.Fetch = func(lo, hi int64) error { return nil }
+		}
+		w := NewWalk(b, opt)
+		tt, err := w.Start(int64(binary.LittleEndian.Uint32(b)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var m Memo
+		w.Learn(&tt, &m, 4, false)
+		if _, hit := w.MemoHit(tt.pos, &m); hit == fetch {
+			t.Errorf("with Fetch %v: MemoHit hit %v", fetch, hit)
 		}
 	}
 }

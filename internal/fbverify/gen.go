@@ -17,6 +17,14 @@ type T struct {
 	pos, vt, vtsize, tsize int64
 }
 
+// FetchBytes makes the walk fill the elements of vectors of 1-byte
+// elements it accepts from now on, as those of any other (Options.Fetch).
+func (w *Walk) FetchBytes() {
+	if w.v.f != nil {
+		w.v.f.bytes = true
+	}
+}
+
 // Lazy reports whether the walk leaves the elements of the vectors the
 // schema marks (lazy) to its caller ([Walk.Elem]).
 func (w *Walk) Lazy() bool { return w.lazy }
@@ -38,6 +46,9 @@ func (w *Walk) Start(pos int64) (T, error) {
 	}
 	if v.tables++; v.tables > v.maxTables {
 		return T{}, v.fail(pos, "more than %d tables (want at most %d, counting a shared table at each visit)", v.opt.MaxTables, v.opt.MaxTables)
+	}
+	if v.f != nil && !v.table(pos) {
+		return T{}, v.f.err
 	}
 	// vtable's checks, without a call.
 	if pos&3 == 0 && v.in(pos, 4) {
@@ -110,7 +121,11 @@ func (w *Walk) Learn(t *T, m *Memo, ext int64, has8 bool) {
 	if has8 {
 		mask = 7
 	}
-	*m = Memo{vt: t.vt, vtsize: t.vtsize, ts: ts, lim: max(w.v.n-max(ext, ts, 4)+1, 0), mask: mask, sel: t.pos & mask}
+	lim := max(w.v.n-max(ext, ts, 4)+1, 0)
+	if w.v.f != nil {
+		lim = 0 // no hit under Options.Fetch: Start fetches what it reads
+	}
+	*m = Memo{vt: t.vt, vtsize: t.vtsize, ts: ts, lim: lim, mask: mask, sel: t.pos & mask}
 }
 
 // Slots returns the number of field slots of t's vtable.
@@ -330,7 +345,7 @@ func (w *Walk) StringAt(pos int64) bool {
 // and true; false in any other case, which the caller leaves to Deref.
 func (w *Walk) DerefAt(q int64) (int64, bool) {
 	v := &w.v
-	if uint64(q) < uint64(v.n) && v.n-q >= 4 {
+	if uint64(q) < uint64(v.lim4) {
 		off := int64(v.u32(q))
 		if t := q + off; off != 0 && t < v.n {
 			return t, true

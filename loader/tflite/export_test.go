@@ -5,7 +5,6 @@ import (
 
 	"github.com/edgeload/edgeload/internal/fbverify"
 	"github.com/edgeload/edgeload/internal/schema/tflitefb"
-	"github.com/edgeload/edgeload/loader/internal/region"
 	"github.com/edgeload/edgeload/mmapfile"
 )
 
@@ -14,13 +13,14 @@ import (
 // compare it with LiteRT's: the walk NewFile makes, and that of the
 // operators it leaves to the first use order.
 func VerifyRegion(mf *mmapfile.File) error {
-	c, fb, buf, _, err := verify(mf, nil, new(fbverify.Walk))
-	defer region.Put(buf)
+	c, fb, buf, sparse, _, err := verify(mf, nil, new(fbverify.Walk))
+	m := &Model{fb: fb, region: buf, sparse: sparse}
+	defer m.putRegion()
 	if err != nil {
 		return err
 	}
 	defer c.release()
-	m := &Model{fb: fb, walk: c.w}
+	m.walk = c.w
 	m.root.Init(fb, flatbuffers.GetUOffsetT(fb))
 	m.nsub = m.root.SubgraphsLength()
 	if err := m.verifyParams(); err != nil {
@@ -39,3 +39,17 @@ func VerifyRegion(mf *mmapfile.File) error {
 	}
 	return nil
 }
+
+// PoisonImages puts a buffer of 0xa5 bytes into the pool of the sparse
+// reads' buffers: a sparse read that used a byte it did not fetch would
+// then see it.
+func PoisonImages() {
+	b := make([]byte, sparseFile)
+	for i := range b {
+		b[i] = 0xa5
+	}
+	images.Put(&b)
+}
+
+// Sparse reports whether m's FlatBuffer was read sparsely.
+func Sparse(m *Model) bool { return m.sparse }

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"testing"
 
+	"github.com/edgeload/edgeload/internal/fbverify"
 	"github.com/edgeload/edgeload/internal/testkit/hostile"
 	"github.com/edgeload/edgeload/internal/testkit/tflitegen"
 	"github.com/edgeload/edgeload/loader/format"
@@ -13,9 +14,12 @@ import (
 func tflitegenSample(external bool) []byte { return tflitegen.Sample(external).Bytes() }
 
 // FuzzOpen opens arbitrary bytes: each must give a model that passes
-// exercise or a tflite *format.FormatError. Seeds: the real files and the
-// generated ones.
+// exercise or a tflite *format.FormatError, and the same model or error
+// from a file, read sparsely a byte at a time when it is (compareFile).
+// Seeds: the real files and the generated ones.
 func FuzzOpen(f *testing.F) {
+	defer func(s int) { fbverify.FetchPageShift = s }(fbverify.FetchPageShift)
+	fbverify.FetchPageShift = 0
 	for _, b := range hostile.RealSeeds("tflite") {
 		f.Add(b)
 	}
@@ -23,6 +27,7 @@ func FuzzOpen(f *testing.F) {
 		f.Add(s.Data)
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {
+		compareFile(t, b, true)
 		m, err := open(b)
 		if err != nil {
 			var fe *format.FormatError

@@ -89,7 +89,7 @@ func (c *collected) visit(kind int, t fbverify.T) {
 // head, if not empty, is the file's first bytes, already read.
 func parse(mf *mmapfile.File, head []byte) (_ *Model, err error) {
 	m := &Model{mf: mf}
-	c, fb, buf, copies, err := verify(mf, head, &m.walkVal)
+	c, fb, buf, sparse, copies, err := verify(mf, head, &m.walkVal)
 	if c != nil {
 		defer c.release()
 	}
@@ -97,10 +97,10 @@ func parse(mf *mmapfile.File, head []byte) (_ *Model, err error) {
 		region.Put(buf)
 		return nil, err
 	}
-	m.fb, m.walk, m.region = fb, c.w, buf
+	m.fb, m.walk, m.region, m.sparse = fb, c.w, buf, sparse
 	defer func() {
 		if err != nil {
-			region.Put(buf) // nothing refers to it
+			m.putRegion() // nothing refers to it
 		}
 	}()
 	// What the first uses copy out of the FlatBuffer (names, shapes,

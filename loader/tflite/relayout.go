@@ -198,6 +198,13 @@ func (m *Model) copyTables() (head []byte, patches []patch, err error) {
 	}
 	size := m.mf.Len()
 	r := m.fb
+	if m.sparse { // fbcopy copies the bytes of vectors the walk left unread
+		v, err := m.mf.View(0, int64(len(r)))
+		if err != nil {
+			return nil, nil, format.Wrapf(format.ErrTruncated, formatName, "", 0, "viewing the FlatBuffer: %v", err)
+		}
+		r = v
+	}
 	root := r.root()
 
 	// The Buffer tables that move, by position, with their bytes.

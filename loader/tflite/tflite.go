@@ -301,6 +301,7 @@ type Model struct {
 	// reads fb (or root) once NewFile has returned pins it first (pin),
 	// and reads nothing once the model is closed.
 	region *[]byte
+	sparse bool         // region is a sparse read of the file (verify)
 	fbMu   sync.RWMutex // held for reading by a pin, for writing by Close
 
 	paramsOnce sync.Once // the quantization and sparsity tables are verified
@@ -463,11 +464,19 @@ func (m *Model) Close() error {
 		return nil
 	}
 	m.fbMu.Lock() // no pin left: nothing reads the buffer
-	buf := m.region
-	m.region = nil
+	m.putRegion()
 	m.fbMu.Unlock()
-	region.Put(buf)
 	return nil
+}
+
+// putRegion hands the region back to its pool.
+func (m *Model) putRegion() {
+	if m.sparse {
+		images.Put(m.region)
+	} else {
+		region.Put(m.region)
+	}
+	m.region = nil
 }
 
 // pin holds the FlatBuffer region against Close and reports whether the

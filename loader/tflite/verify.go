@@ -2,6 +2,7 @@ package tflite
 
 import (
 	"encoding/binary"
+	"sync"
 
 	flatbuffers "github.com/google/flatbuffers/go"
 
@@ -40,11 +41,14 @@ const firstRegion = 4 << 20
 // at most smallFile bytes is read whole (with head, one read at most) into
 // a pooled buffer (buf) the model keeps until Close: its tables are then
 // read from it, and the mapping, which only the tensors' views point into,
-// is not touched.
-func verify(mf *mmapfile.File, head []byte, w *fbverify.Walk) (c *collected, fb []byte, buf *[]byte, copies int64, err error) {
+// is not touched. A file of at most sparseFile bytes and sparseBuffers
+// buffers is read into a pooled buffer of its size (sparse true) only as
+// far as the walk reads it (fbverify.Options.Fetch): the pages of its
+// tables, strings and vectors, not the bytes of its constants.
+func verify(mf *mmapfile.File, head []byte, w *fbverify.Walk) (c *collected, fb []byte, buf *[]byte, sparse bool, copies int64, err error) {
 	size := mf.Len()
 	if size < 8 {
-		return nil, nil, nil, 0, format.Wrapf(format.ErrTruncated, formatName, "", 0,
+		return nil, nil, nil, false, 0, format.Wrapf(format.ErrTruncated, formatName, "", 0,
 			"file of %d bytes is shorter than the 8-byte FlatBuffer prefix (root offset and %q)", size, Identifier)
 	}
 	if size <= smallFile && mf.Mode() != mmapfile.ModeMemory {
@@ -53,20 +57,34 @@ func verify(mf *mmapfile.File, head []byte, w *fbverify.Walk) (c *collected, fb 
 			fb, buf, err = region.Range(mf, h, hbuf, 0, size)
 		}
 		if err != nil {
-			return nil, nil, nil, 0, format.Wrapf(format.ErrTruncated, formatName, "", 0, "reading the %d-byte file: %v", size, err)
+			return nil, nil, nil, false, 0, format.Wrapf(format.ErrTruncated, formatName, "", 0, "reading the %d-byte file: %v", size, err)
 		}
-		c, copies, err = verifyRegion(fb, true, w)
-		return c, fb, buf, copies, err
+		c, copies, err = verifyRegion(fb, true, w, nil)
+		return c, fb, buf, false, copies, err
+	}
+	if size <= sparseFile && mf.Mode() != mmapfile.ModeMemory {
+		if len(head) < region.HeadLen {
+			h, hbuf, err := region.Head(mf, head)
+			if err != nil {
+				return nil, nil, nil, false, 0, format.Wrapf(format.ErrTruncated, formatName, "", 0, "reading the file's first page: %v", err)
+			}
+			defer region.Put(hbuf)
+			head = h
+		}
+		if bufferCount(mf, head) <= sparseBuffers {
+			c, fb, buf, copies, err = verifySparse(mf, head, w)
+			return c, fb, buf, true, copies, err
+		}
 	}
 	limit := min(size, int64(fbverify.MaxSize))
 	for n := min(limit, firstRegion); ; n = min(limit, 4*n) {
 		fb, err := mf.View(0, n)
 		if err != nil {
-			return nil, nil, nil, 0, format.Wrapf(format.ErrTruncated, formatName, "", 0, "viewing the FlatBuffer region [0, %d): %v", n, err)
+			return nil, nil, nil, false, 0, format.Wrapf(format.ErrTruncated, formatName, "", 0, "viewing the FlatBuffer region [0, %d): %v", n, err)
 		}
-		c, copies, err = verifyRegion(fb, n == size, w)
+		c, copies, err = verifyRegion(fb, n == size, w, nil)
 		if err == nil || n == limit {
-			return c, fb, nil, copies, err
+			return c, fb, nil, false, copies, err
 		}
 		if c != nil {
 			c.release()
@@ -74,21 +92,108 @@ func verify(mf *mmapfile.File, head []byte, w *fbverify.Walk) (c *collected, fb 
 	}
 }
 
+// verifySparse verifies the FlatBuffer of mf, a file of at most sparseFile
+// bytes whose first page is head, in a pooled buffer of the file's size
+// (buf) that the walk fills as it reads it.
+func verifySparse(mf *mmapfile.File, head []byte, w *fbverify.Walk) (c *collected, fb []byte, buf *[]byte, copies int64, err error) {
+	size := mf.Len()
+	buf, _ = images.Get().(*[]byte)
+	if buf == nil || int64(len(*buf)) < size {
+		b := make([]byte, size)
+		buf = &b
+	}
+	fb = (*buf)[:size:size]
+	fetch := func(lo, hi int64) error {
+		lo += int64(copy(fb[lo:hi], head[min(lo, int64(len(head))):]))
+		if lo < hi {
+			if _, err := mf.ReadAt(fb[lo:hi], lo); err != nil {
+				return format.Wrapf(format.ErrTruncated, formatName, "", lo, "reading bytes [%d, %d) of the FlatBuffer: %v", lo, hi, err)
+			}
+		}
+		return nil
+	}
+	copy(fb, head[:8]) // the identifier, which verifyRegion checks first
+	c, copies, err = verifyRegion(fb, true, w, fetch)
+	head = nil // the walk has read the first page: the first uses' fetches read the file
+	if err != nil {
+		images.Put(buf)
+		buf = nil
+	}
+	return c, fb, buf, copies, err
+}
+
 // smallFile is the size up to which a file is read rather than mapped for
 // its tables: reading costs less than the page faults (and the page-table
 // teardown at Close) of its pages.
 const smallFile = 64 << 10
 
+// sparseFile is the size up to which a file's tables are read into a
+// buffer as the walk reads them rather than through the mapping: the
+// preads of their pages cost less than faulting them in and tearing the
+// page tables down at Close, and the bytes of the constants, most of such
+// a file, are not read.
+const sparseFile = 1 << 20
+
+// sparseBuffers is the most buffers a file read sparsely has: the bytes
+// of each buffer tend to start on a page of their own, which the walk reads
+// for their length, and many preads of a page cost more than the faults of
+// the mapping, each of which maps 16 pages.
+const sparseBuffers = 16
+
+// bufferCount returns the length of Model.buffers, as far as the file's
+// first page (head) tells it, reading the vector's length from mf when it
+// lies past the page; -1 when it cannot tell. It only chooses how verify
+// reads the file: nothing it reads is trusted.
+func bufferCount(mf *mmapfile.File, head []byte) int64 {
+	u32 := func(p int64) int64 {
+		if p < 0 || p > int64(len(head))-4 {
+			return -1
+		}
+		return int64(le.Uint32(head[p:]))
+	}
+	root := u32(0)
+	vto := u32(root)
+	vt := root - int64(int32(vto))
+	if vto < 0 || vt < 0 || vt > int64(len(head))-2 {
+		return -1
+	}
+	const slot = 4 + 2*4 // Model.buffers, id 4
+	if slot+2 > int64(le.Uint16(head[vt:])) || vt+slot+2 > int64(len(head)) {
+		return 0
+	}
+	fo := int64(le.Uint16(head[vt+slot:]))
+	off := u32(root + fo)
+	if fo == 0 || off < 0 {
+		return -1
+	}
+	vec := root + fo + off
+	if n := u32(vec); n >= 0 {
+		return n
+	}
+	var b [4]byte
+	if _, err := mf.ReadAt(b[:], vec); err != nil {
+		return -1
+	}
+	return int64(le.Uint32(b[:]))
+}
+
+// images holds the buffers of sparse reads (verifySparse).
+var images sync.Pool // of *[]byte
+
 // verifyRegion verifies the FlatBuffer region fb (the whole file when
 // atEOF) with w and returns what its walk collected and the bytes of strings and
-// vectors it reached.
-func verifyRegion(fb []byte, atEOF bool, w *fbverify.Walk) (c *collected, copies int64, err error) {
+// vectors it reached. fetch, if not nil, fills fb as the walk reads it
+// (fbverify.Options.Fetch); the walk then fills the bytes of any vector the
+// first uses verify (the custom quantization's among them).
+func verifyRegion(fb []byte, atEOF bool, w *fbverify.Walk, fetch func(lo, hi int64) error) (c *collected, copies int64, err error) {
 	if string(fb[4:8]) != Identifier {
 		return nil, 0, format.Wrapf(format.ErrUnknownFormat, formatName, "file_identifier", 4,
 			"identifier %q, want %q", fb[4:8], Identifier)
 	}
 	c = newCollected()
-	w.Reset(fb, verifyOptions(len(fb), atEOF))
+	opt := verifyOptions(len(fb), atEOF)
+	opt.Fetch = fetch
+	w.Reset(fb, opt)
 	c.w = w
 	c.w.SetVisitor(c.visitFn)
 	// The operators are verified at the first use order, which reads
@@ -96,6 +201,7 @@ func verifyRegion(fb []byte, atEOF bool, w *fbverify.Walk) (c *collected, copies
 	c.w.SetLazy(true)
 	err = c.w.Verify("Model", tflitefb.VerifyModel)
 	c.w.SetVisitor(nil)
+	c.w.FetchBytes()
 	return c, c.w.VectorBytes(), err
 }
 

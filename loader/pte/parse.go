@@ -467,17 +467,18 @@ const maxNameSet = 64
 // at most maxNameSet² comparisons if they did).
 var nameSeed = maphash.Comparable(maphash.MakeSeed(), 0) | 1
 
-// nameHash hashes a name from its length and its first and last 8 bytes.
+// nameHash hashes a name from its length and every 8-byte word of it
+// (names that share their ends, as get_kv_output_0_quant_attr and
+// get_kv_output_1_quant_attr do, would otherwise collide).
 func nameHash(name []byte) uint64 {
-	var a, z uint64
-	if n := len(name); n >= 8 {
-		a, z = binary.LittleEndian.Uint64(name), binary.LittleEndian.Uint64(name[n-8:])
-	} else {
-		for i, c := range name {
-			a |= uint64(c) << (8 * i)
-		}
+	h := uint64(len(name))
+	for ; len(name) >= 8; name = name[8:] {
+		h = bits.RotateLeft64((h^binary.LittleEndian.Uint64(name))*nameSeed, 29)
 	}
-	h := (a ^ bits.RotateLeft64(z, 29) ^ uint64(len(name))) * nameSeed
+	for i, c := range name {
+		h ^= uint64(c) << (8 * i)
+	}
+	h *= nameSeed
 	return h ^ h>>32
 }
 

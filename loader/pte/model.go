@@ -26,7 +26,8 @@ var Format = format.Registration{
 			}
 			data[i] = f
 		}
-		return NewFile(mf, WithHead(c.Head), WithName(c.Name), WithData(data...))
+		// Not NewFile: its options would be a heap allocation an Open.
+		return newProgram(mf, options{head: c.Head, name: c.Name, data: data})
 	},
 }
 

@@ -45,8 +45,11 @@ const (
 )
 
 // newProgram reads the headers and the FlatBuffer region of mf, verifies
-// them and builds the program's indexes.
+// them and builds the program's indexes (named o.name, else mf.Name()).
 func newProgram(mf *mmapfile.File, o options) (*Program, error) {
+	if o.name == "" {
+		o.name = mf.Name()
+	}
 	size := mf.Len()
 	// The first bytes (package region), then the region the headers in
 	// them describe, read into the same pooled buffer when small (only

@@ -199,6 +199,7 @@ type Model struct {
 
 	data     []format.Model   // the linked data files, in option order
 	dataMaps []*mmapfile.File // their mappings
+	cfg      format.Config    // what open gave the format (in the Model: no allocation of its own)
 
 	// tensors is Tensors, built by its first call for a format whose
 	// tensors are not a []format.Tensor already.
@@ -271,7 +272,10 @@ func (m *Model) open(c *config) error {
 	if err != nil {
 		return err
 	}
-	defer region.Put(hbuf)
+	defer func() {
+		m.cfg.Head = nil // the pooled buffer's, which goes back
+		region.Put(hbuf)
+	}()
 	reg, ok := sniff(head)
 	cands := []format.Registration{reg}
 	if !ok {
@@ -294,7 +298,8 @@ func (m *Model) open(c *config) error {
 			return err
 		}
 	}
-	cfg := &format.Config{Head: head, Name: m.name, Data: m.data, Mmap: c.mmap}
+	cfg := &m.cfg
+	*cfg = format.Config{Head: head, Name: m.name, Data: m.data, Mmap: c.mmap}
 	var errs []error
 	for _, r := range cands {
 		impl, err := r.Open(m.mf, cfg)

@@ -199,7 +199,10 @@ type Model struct {
 
 	data     []format.Model   // the linked data files, in option order
 	dataMaps []*mmapfile.File // their mappings
-	cfg      format.Config    // what open gave the format (in the Model: no allocation of its own)
+	// The options and what open gave the format, in the Model: no
+	// allocations of their own.
+	opts config
+	cfg  format.Config
 
 	// tensors is Tensors, built by its first call for a format whose
 	// tensors are not a []format.Tensor already.
@@ -214,13 +217,14 @@ type Model struct {
 // fallback formats (a headerless RTen V1 model); if they fail too, the
 // error wraps ErrUnknownFormat.
 func Open(path string, opts ...Option) (*Model, error) {
-	c := collect(opts)
+	m := new(Model)
+	c := m.collect(opts)
 	mf, err := mmapfile.Open(path, append(c.mmap[:len(c.mmap):len(c.mmap)], c.where...)...)
 	if err != nil {
 		closeAll(c.dataMaps)
 		return nil, err
 	}
-	return newModel(mf, c)
+	return m.init(mf, c)
 }
 
 // New opens the model in mf, which the Model takes: its Close closes mf,
@@ -232,17 +236,18 @@ func New(mf *mmapfile.File, opts ...Option) (*Model, error) {
 	if mf == nil {
 		return nil, os.ErrInvalid
 	}
-	return newModel(mf, collect(opts))
+	m := new(Model)
+	return m.init(mf, m.collect(opts))
 }
 
-func collect(opts []Option) *config {
-	var c config
+// collect applies opts to m's options.
+func (m *Model) collect(opts []Option) *config {
 	for _, o := range opts {
 		if o != nil {
-			o(&c)
+			o(&m.opts)
 		}
 	}
-	return &c
+	return &m.opts
 }
 
 func closeAll(mfs []*mmapfile.File) {
@@ -251,10 +256,10 @@ func closeAll(mfs []*mmapfile.File) {
 	}
 }
 
-// newModel opens the model in mf, closing mf and c's data maps if that
+// init opens the model in mf, closing mf and c's data maps if that
 // fails.
-func newModel(mf *mmapfile.File, c *config) (*Model, error) {
-	m := &Model{name: mf.Name(), mf: mf, dataMaps: c.dataMaps}
+func (m *Model) init(mf *mmapfile.File, c *config) (*Model, error) {
+	m.name, m.mf, m.dataMaps = mf.Name(), mf, c.dataMaps
 	if err := m.open(c); err != nil {
 		for _, d := range m.data {
 			d.Close()

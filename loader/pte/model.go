@@ -26,7 +26,6 @@ var Format = format.Registration{
 			}
 			data[i] = f
 		}
-		// Not NewFile: its options would be a heap allocation an Open.
 		return newProgram(mf, options{head: c.Head, name: c.Name, data: data})
 	},
 }

@@ -470,9 +470,7 @@ const maxNameSet = 64
 // at most maxNameSet² comparisons if they did).
 var nameSeed = maphash.Comparable(maphash.MakeSeed(), 0) | 1
 
-// nameHash hashes a name from its length and every 8-byte word of it
-// (names that share their ends, as get_kv_output_0_quant_attr and
-// get_kv_output_1_quant_attr do, would otherwise collide).
+// nameHash hashes a name from its length and every byte of it.
 func nameHash(name []byte) uint64 {
 	h := uint64(len(name))
 	for ; len(name) >= 8; name = name[8:] {

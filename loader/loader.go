@@ -199,6 +199,8 @@ type Model struct {
 
 	data     []format.Model   // the linked data files, in option order
 	dataMaps []*mmapfile.File // their mappings
+	opts     config           // in the Model, as cfg: not allocations of their own
+	cfg      format.Config    // what open gave the format
 
 	// tensors is Tensors, built by its first call for a format whose
 	// tensors are not a []format.Tensor already.
@@ -213,13 +215,14 @@ type Model struct {
 // fallback formats (a headerless RTen V1 model); if they fail too, the
 // error wraps ErrUnknownFormat.
 func Open(path string, opts ...Option) (*Model, error) {
-	c := collect(opts)
+	m := collect(opts)
+	c := &m.opts
 	mf, err := mmapfile.Open(path, append(c.mmap[:len(c.mmap):len(c.mmap)], c.where...)...)
 	if err != nil {
 		closeAll(c.dataMaps)
 		return nil, err
 	}
-	return newModel(mf, c)
+	return m.init(mf)
 }
 
 // New opens the model in mf, which the Model takes: its Close closes mf,
@@ -231,17 +234,17 @@ func New(mf *mmapfile.File, opts ...Option) (*Model, error) {
 	if mf == nil {
 		return nil, os.ErrInvalid
 	}
-	return newModel(mf, collect(opts))
+	return collect(opts).init(mf)
 }
 
-func collect(opts []Option) *config {
-	var c config
+func collect(opts []Option) *Model {
+	m := new(Model)
 	for _, o := range opts {
 		if o != nil {
-			o(&c)
+			o(&m.opts)
 		}
 	}
-	return &c
+	return m
 }
 
 func closeAll(mfs []*mmapfile.File) {
@@ -250,11 +253,10 @@ func closeAll(mfs []*mmapfile.File) {
 	}
 }
 
-// newModel opens the model in mf, closing mf and c's data maps if that
-// fails.
-func newModel(mf *mmapfile.File, c *config) (*Model, error) {
-	m := &Model{name: mf.Name(), mf: mf, dataMaps: c.dataMaps}
-	if err := m.open(c); err != nil {
+// init opens the model in mf with m's options, closing mf and their data maps on failure.
+func (m *Model) init(mf *mmapfile.File) (*Model, error) {
+	m.name, m.mf, m.dataMaps = mf.Name(), mf, m.opts.dataMaps
+	if err := m.open(&m.opts); err != nil {
 		for _, d := range m.data {
 			d.Close()
 		}
@@ -271,7 +273,7 @@ func (m *Model) open(c *config) error {
 	if err != nil {
 		return err
 	}
-	defer region.Put(hbuf)
+	defer func() { m.cfg.Head = nil; region.Put(hbuf) }() // the pooled buffer goes back
 	reg, ok := sniff(head)
 	cands := []format.Registration{reg}
 	if !ok {
@@ -294,10 +296,10 @@ func (m *Model) open(c *config) error {
 			return err
 		}
 	}
-	cfg := &format.Config{Head: head, Name: m.name, Data: m.data, Mmap: c.mmap}
+	m.cfg = format.Config{Head: head, Name: m.name, Data: m.data, Mmap: c.mmap}
 	var errs []error
 	for _, r := range cands {
-		impl, err := r.Open(m.mf, cfg)
+		impl, err := r.Open(m.mf, &m.cfg)
 		if err == nil {
 			m.format, m.impl = Format(r.Name), impl
 			return nil

@@ -411,6 +411,25 @@ func TestVerifyCountsBytes(t *testing.T) {
 	}
 }
 
+// TestNewAllocs: New of a program in memory (one without tensors)
+// allocates the mapping, the Model and the Program, nothing more.
+func TestNewAllocs(t *testing.T) {
+	data, err := os.ReadFile(testmodels.Path(t, "pte/stories260k-qnn.pte"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := testing.AllocsPerRun(100, func() {
+		m, err := loader.New(mmapfile.NewBytes(data))
+		if err != nil {
+			t.Fatal(err)
+		}
+		m.Close()
+	})
+	if n != 3 {
+		t.Errorf("New allocates %v times, want 3", n)
+	}
+}
+
 // TestTensorAllocs proves that lookups by name allocate nothing.
 func TestTensorAllocs(t *testing.T) {
 	m, err := loader.Open(filepath.Join(testmodels.Root(), "testdata", "tiny.pte"))

@@ -32,8 +32,8 @@ func parseHeader(head []byte, size int64) (Header, error) {
 	}
 	h.RootOffset = binary.LittleEndian.Uint32(head[0:4])
 	id := head[4:8]
-	h.Identifier = string(id)
-	if h.Identifier != Identifier {
+	if h.Identifier = Identifier; string(id) != Identifier { // the constant: no copy to allocate
+		h.Identifier = string(id)
 		if id[0] == 'E' && id[1] == 'T' && isDigit(id[2]) && isDigit(id[3]) {
 			return h, format.Wrapf(format.ErrUnsupportedVersion, formatName, "identifier", 4,
 				"program identifier %q is a version this loader cannot read (want %q)", h.Identifier, Identifier)

@@ -26,7 +26,7 @@ var Format = format.Registration{
 			}
 			data[i] = f
 		}
-		return NewFile(mf, WithHead(c.Head), WithName(c.Name), WithData(data...))
+		return newProgram(mf, options{head: c.Head, name: c.Name, data: data})
 	},
 }
 

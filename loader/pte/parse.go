@@ -45,8 +45,11 @@ const (
 )
 
 // newProgram reads the headers and the FlatBuffer region of mf, verifies
-// them and builds the program's indexes.
+// them and builds the program's indexes (named o.name, else mf.Name()).
 func newProgram(mf *mmapfile.File, o options) (*Program, error) {
+	if o.name == "" {
+		o.name = mf.Name()
+	}
 	size := mf.Len()
 	// The first bytes (package region), then the region the headers in
 	// them describe, read into the same pooled buffer when small (only
@@ -467,17 +470,16 @@ const maxNameSet = 64
 // at most maxNameSet² comparisons if they did).
 var nameSeed = maphash.Comparable(maphash.MakeSeed(), 0) | 1
 
-// nameHash hashes a name from its length and its first and last 8 bytes.
+// nameHash hashes a name from its length and every byte of it.
 func nameHash(name []byte) uint64 {
-	var a, z uint64
-	if n := len(name); n >= 8 {
-		a, z = binary.LittleEndian.Uint64(name), binary.LittleEndian.Uint64(name[n-8:])
-	} else {
-		for i, c := range name {
-			a |= uint64(c) << (8 * i)
-		}
+	h := uint64(len(name))
+	for ; len(name) >= 8; name = name[8:] {
+		h = bits.RotateLeft64((h^binary.LittleEndian.Uint64(name))*nameSeed, 29)
 	}
-	h := (a ^ bits.RotateLeft64(z, 29) ^ uint64(len(name))) * nameSeed
+	for i, c := range name {
+		h ^= uint64(c) << (8 * i)
+	}
+	h *= nameSeed
 	return h ^ h>>32
 }
 

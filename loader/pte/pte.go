@@ -369,11 +369,7 @@ type Program struct {
 // program does not own mf: Close leaves it open, and the caller closes it
 // after the program and every view from it are no longer used.
 func NewFile(mf *mmapfile.File, opts ...Option) (*Program, error) {
-	o := collect(opts)
-	if o.name == "" {
-		o.name = mf.Name()
-	}
-	return newProgram(mf, o)
+	return newProgram(mf, collect(opts))
 }
 
 func collect(opts []Option) options {

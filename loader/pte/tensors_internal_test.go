@@ -14,3 +14,19 @@ func TestTensorRecSize(t *testing.T) {
 		t.Fatalf("tensorRec is %d bytes, want 24", got)
 	}
 }
+
+// TestNameHashWords checks that nameHash reads every byte of a name: names
+// that differ in one byte anywhere (in a middle word, in the last partial
+// one) and share their length and ends hash apart.
+func TestNameHashWords(t *testing.T) {
+	base := []byte("get_kv_output_0_quant_attr_x")
+	seen := map[uint64]int{}
+	for k := range base {
+		name := append([]byte(nil), base...)
+		name[k] ^= 1
+		if j, dup := seen[nameHash(name)]; dup {
+			t.Fatalf("names changed at byte %d and byte %d hash alike", j, k)
+		}
+		seen[nameHash(name)] = k
+	}
+}

@@ -170,9 +170,8 @@ type verifier struct {
 	maxTables int
 	// tabLim is min(MaxObjects, maxTables): below it, as tables never
 	// outnumber objects, another table fits both limits.
-	tabLim   int
-	maxDepth int   // Options.MaxDepth
-	vbytes   int64 // the bytes of the vectors and strings visited
+	tabLim int
+	vbytes int64 // the bytes of the vectors and strings visited
 	// path is filled only on failure, innermost frame first, as the error
 	// returns through the walk; err is the error it belongs to.
 	path []frame
@@ -200,7 +199,7 @@ func newVerifier(buf []byte, opt Options) verifier {
 	if maxTables <= 0 {
 		maxTables = math.MaxInt
 	}
-	v := verifier{buf: buf, n: int64(len(buf)), lim4: max(int64(len(buf))-3, 0), opt: opt, maxTables: maxTables, tabLim: min(opt.MaxObjects, maxTables), maxDepth: opt.MaxDepth}
+	v := verifier{buf: buf, n: int64(len(buf)), lim4: max(int64(len(buf))-3, 0), opt: opt, maxTables: maxTables, tabLim: min(opt.MaxObjects, maxTables)}
 	if opt.Fetch != nil {
 		v.f, v.lim4 = &fetched{have: make([]uint64, (len(buf)>>FetchPageShift)/64+1)}, 0
 	}
@@ -214,7 +213,7 @@ var FetchPageShift = 12
 
 // need fills the pages of [pos, pos+size), which lies in the buffer, that
 // Options.Fetch has not filled yet; it reports false when Fetch failed.
-// The walk's inlined fast paths (VectorAt, StringAt, DerefAt, StartMemo)
+// The walk's inlined fast paths (VectorAt, StringAt, DerefAt, MemoHit)
 // are off under Fetch: its reads go through the functions that call need.
 func (v *verifier) need(pos, size int64) bool {
 	return v.f == nil || size <= 0 || v.fetch(pos>>FetchPageShift, (pos+size-1)>>FetchPageShift)

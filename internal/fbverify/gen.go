@@ -96,7 +96,7 @@ type Memo struct {
 func (w *Walk) MemoHit(pos int64, m *Memo) (t T, hit bool) {
 	v := &w.v
 	if pos&m.mask == m.sel && uint64(pos) < uint64(m.lim) &&
-		v.objects < v.tabLim && v.depth < v.maxDepth {
+		v.objects < v.tabLim && v.depth < v.opt.MaxDepth {
 		// 4 bytes at pos lie in the buffer: the vtable offset.
 		if t.vt = pos - int64(int32(binary.LittleEndian.Uint32(v.buf[pos:]))); t.vt == m.vt {
 			v.objects++

@@ -120,7 +120,7 @@ func (c *Check) Write(p []byte) (int, error) {
 		}
 		k := min(int64(len(p)), c.Ranges[c.next].End-c.at)
 		if !c.ok[c.next] {
-			c.h.Write(p[:k])
+			hashLines(c.h, p[:k])
 		}
 		c.at += k
 		n += int(k)
@@ -237,8 +237,9 @@ func (c *Check) CheckRange(i int, r io.Reader) error {
 }
 
 // CheckSum checks range i against sum, the SHA-256 of its bytes that the
-// caller computed (a reader hashing several ranges at once, each on a core
-// of its own, hands their sums to their Check in turn). Like CheckRange it
+// caller computed, with Sum for one (a reader hashing several ranges at
+// once, each on a core of its own, hands their sums to their Check in
+// turn). Like CheckRange it
 // records range i as proven, or fails the check.
 func (c *Check) CheckSum(i int, sum []byte) error {
 	if c.err != nil {

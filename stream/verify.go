@@ -1,7 +1,6 @@
 package stream
 
 import (
-	"crypto/sha256"
 	"errors"
 	"fmt"
 	"runtime"
@@ -207,15 +206,11 @@ func (s *Stream) advanceProven() {
 // sum.
 func (s *Stream) hashShards(tasks <-chan shardTask) {
 	for t := range tasks {
-		h := sha256.New()
-		err := t.fc.f.Guard(func() {
-			for _, p := range t.pieces {
-				h.Write(p)
-			}
-		})
+		var sum []byte
+		err := t.fc.f.Guard(func() { sum = signing.Sum(t.pieces...) })
 		s.mu.Lock()
 		if err == nil {
-			if err = t.fc.c.CheckSum(t.r, h.Sum(nil)); err != nil {
+			if err = t.fc.c.CheckSum(t.r, sum); err != nil {
 				err = fmt.Errorf("%w: %w", ErrSignature, err)
 			}
 		}

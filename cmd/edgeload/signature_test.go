@@ -5,6 +5,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -216,6 +217,7 @@ func copyFile(t *testing.T, from, to string) {
 // exit 1 with one "edgeload:" line; a flipped weight byte is caught by the
 // stream as it reads, in both serializations.
 func TestStreamSignature(t *testing.T) {
+	procs := runtime.GOMAXPROCS(0)
 	for _, c := range omscases.Cases(t) {
 		t.Run(c.ID, func(t *testing.T) {
 			args := caseArgs(c)
@@ -230,6 +232,9 @@ func TestStreamSignature(t *testing.T) {
 				args = append(args, filepath.Join(model, "addmul-external.pte"))
 			}
 			code, out, errOut := runCmd(args...)
+			if p := runtime.GOMAXPROCS(0); p != procs {
+				t.Fatalf("GOMAXPROCS %d after the stream, %d before", p, procs)
+			}
 			if c.Pass() {
 				if code != exitOK || !strings.Contains(out, "every byte matches the signature") || errOut != "" {
 					t.Fatalf("%q: exit %d, stdout %q, stderr %q; want success (%s)", args, code, out, errOut, c.Expected)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"hash/crc32"
 	"io"
+	"runtime"
 	"strings"
 	"time"
 
@@ -164,6 +165,10 @@ func runStream(c *cli, args []string) int {
 			return exitInvalid
 		}
 		signedBy = signerOf(b, sf)
+		// The stream's reader spends most of its time blocked in reads,
+		// which hold one of the runtime's Ps until the scheduler takes it
+		// back: one P more than the cores keeps them all hashing.
+		defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(runtime.GOMAXPROCS(0) + 1))
 	}
 	r, err := streamModel(m, o)
 	if err != nil {

@@ -3,6 +3,7 @@ package signing
 import (
 	"crypto/sha256"
 	"hash"
+	"sync/atomic"
 )
 
 // lineChunk is how much of a mapping Sum and Check.Write read ahead of
@@ -29,18 +30,17 @@ func Sum(pieces ...[]byte) []byte {
 // hashLines writes p to h a chunk at a time, each chunk's cache lines
 // loaded first.
 func hashLines(h hash.Hash, p []byte) {
+	var x byte
 	for len(p) > 0 {
-		k := min(len(p), lineChunk)
-		c := p[:k]
-		var x byte
+		c := p[:min(len(p), lineChunk)]
 		for i := 0; i < len(c); i += 64 {
 			x += c[i]
 		}
-		sink = x
 		h.Write(c)
-		p = p[k:]
+		p = p[len(c):]
 	}
+	lineSink.Store(uint32(x))
 }
 
-// sink keeps hashLines' loads from being optimized away.
-var sink byte
+// lineSink keeps hashLines' loads from being optimized away.
+var lineSink atomic.Uint32

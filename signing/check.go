@@ -239,8 +239,7 @@ func (c *Check) CheckRange(i int, r io.Reader) error {
 // CheckSum checks range i against sum, the SHA-256 of its bytes that the
 // caller computed, with Sum for one (a reader hashing several ranges at
 // once, each on a core of its own, hands their sums to their Check in
-// turn). Like CheckRange it
-// records range i as proven, or fails the check.
+// turn). Like CheckRange it records range i as proven, or fails the check.
 func (c *Check) CheckSum(i int, sum []byte) error {
 	if c.err != nil {
 		return c.err

@@ -14,33 +14,24 @@ import (
 	"github.com/edgeload/edgeload/loader/internal/fbread"
 )
 
-// Open verifies and checks everything a tensor view depends on; a method's
-// instructions (most of a many-method program's FlatBuffer), its tensors
-// without data in the file and its tensor lists are checked by the first
-// call that needs them, once: Method.check.
-
-// programChecks is what the methods' checks share: the walk Open verified
-// the program with, whose object limit they go on counting against, and
-// what is left of the work budget. Checks run one at a time under mu, so
-// that a hostile file's shared references cost no more than a full
-// verification would, whichever methods are asked for.
+// programChecks is what the methods' checks share, one at a time under mu:
+// the walk Open verified the program with (and its object limit) and what
+// is left of the work budget.
 type programChecks struct {
 	mu     sync.Mutex
 	walk   *fbverify.Walk
 	budget int64
 }
 
-// methodCheck is the outcome of a method's checks, shared by every copy of
-// the Method (Program.Methods hands out values): of its values, and of its
-// instructions.
+// methodCheck is the outcome of a method's checks of its values and its
+// instructions, shared by every copy of the Method.
 type methodCheck struct {
 	values, instrs       sync.Once
 	valuesErr, instrsErr error
 }
 
-// check checks the method's values and verifies and checks its
-// instructions the first time it is called, and returns the outcome (nil,
-// or the method's first problem) at every call. It is safe for concurrent
+// check checks the method's values and instructions the first time it is
+// called, and returns the outcome at every call. It is safe for concurrent
 // use.
 func (m *Method) check() error {
 	c := m.check1

@@ -13,12 +13,6 @@ import (
 	"github.com/edgeload/edgeload/segment"
 )
 
-// Open checks every execution plan (parse.go) and builds none: the Method
-// values, each value's tensor and the delegates are built from the checked
-// bytes by the first call that needs them, all at once. Open charged the
-// work budget for every element built here, so that building cannot fail
-// and stays in proportion to the file.
-
 // methodList returns the methods, building them on first use.
 func (p *Program) methodList() []Method {
 	p.methodsOnce.Do(p.buildMethods)
@@ -46,7 +40,8 @@ type methodBuilder struct {
 }
 
 // buildMethods builds the Method values, the value-to-tensor tables and the
-// delegates. After Close, before they were built, it builds nothing.
+// delegates from the plans Open checked (and charged to the work budget),
+// so it cannot fail. After Close, before they were built, it builds nothing.
 func (p *Program) buildMethods() {
 	if p.closed.Load() {
 		return // fb is gone
@@ -124,9 +119,7 @@ func (b *methodBuilder) method(i int, m *Method, pp int64) {
 }
 
 // valueTensor returns the index in Program.recs of the tensor of the
-// EValue at pos, or -1: Open recorded, in value order, every tensor value
-// whose data the file holds or names. A record whose table is not this
-// value's (which a program of checked bytes never has) gives -1.
+// EValue at pos (Open recorded them in value order), or -1.
 func (b *methodBuilder) valueTensor(pos int64) int32 {
 	t := tensorAt(b.fb, &b.evalueF, pos)
 	if t < 0 {

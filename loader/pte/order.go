@@ -9,23 +9,14 @@ import (
 	"github.com/edgeload/edgeload/loader/format"
 )
 
-// UseOrder returns the indices into Tensors of a method's weights (its
-// constant, mutable and external tensors) in the order the method first
-// uses them: the chains in order, each chain's instructions in order, and
-// in each KernelCall and DelegateCall its arguments in order, a weight
-// counting as used when it is an argument or an item of a TensorList or
-// OptionalTensorList argument. The weights no instruction uses follow, in
-// value order. Each index appears once.
-//
-// With method "" the result is every method's order in turn, in file
-// order; a named method that the program does not have wraps
-// format.ErrNotFound. Delegate blobs, which a backend reads at the
-// method's initialisation before any instruction runs, are not tensors and
-// are not listed (see Method.Delegates).
-//
-// UseOrder decodes the instructions each time it is called (see
-// [Method.Instructions]) and builds no tensor list; it allocates its result
-// and scratch space in proportion to the method's values and instructions.
+// UseOrder returns the indices into Tensors of a method's weights
+// (constant, mutable and external tensors) in the order its instructions
+// first use them: chains, instructions and each KernelCall's or
+// DelegateCall's arguments in order, an item of a TensorList or
+// OptionalTensorList argument counting as used. The weights no instruction
+// uses follow in value order; each index appears once. With method "" it is
+// every method's order in turn; an unknown method wraps format.ErrNotFound.
+// Delegate blobs are not listed (see Method.Delegates).
 func (p *Program) UseOrder(method string) ([]int, error) {
 	if p.closed.Load() {
 		return nil, fmt.Errorf("pte: use order: %w", format.ErrClosed)

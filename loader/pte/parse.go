@@ -166,16 +166,7 @@ func (b *builder) fail(field string, off int64, msg string, args ...any) error {
 	return format.Errorf(formatName, field, off, msg, args...)
 }
 
-// charge spends n units of the work budget on field, at offset off.
-func (b *builder) charge(n int, field string, off int64) error {
-	if !b.spend(n) {
-		return b.overBudget(field, off)
-	}
-	return nil
-}
-
 // spend spends n units of the work budget and reports whether any is left.
-// The hot paths use it to build their field path only on failure.
 func (b *builder) spend(n int) bool {
 	b.budget -= int64(n)
 	return b.budget >= 0
@@ -183,9 +174,7 @@ func (b *builder) spend(n int) bool {
 
 // overBudget is the error of a field, at offset off (its table), that the
 // work budget does not cover.
-func (b *builder) overBudget(field string, off int64) error {
-	return b.fail(field, off, "the program's references are shared so much that reading it would take work out of proportion to its %d bytes", len(b.fb))
-}
+func (b *builder) overBudget(field string, off int64) error { return overBudget(b.p, field, off) }
 
 // verifyVersion verifies the root table and its version field only.
 func verifyVersion(w *fbverify.Walk, pos int64) error {
@@ -291,8 +280,8 @@ func (b *builder) build() error {
 func (b *builder) segments() error {
 	p, root := b.p, b.root
 	n := root.SegmentsLength()
-	if err := b.charge(n, "Program.segments", int64(root.Table().Pos)); err != nil {
-		return err
+	if !b.spend(n) {
+		return b.overBudget("Program.segments", int64(root.Table().Pos))
 	}
 	if n <= len(p.segArr) {
 		p.segments = p.segArr[:n:n]
@@ -397,8 +386,8 @@ func (b *builder) offsets(s *ptefb.SubsegmentOffsets) offsets {
 func (b *builder) namedData() error {
 	p, root := b.p, b.root
 	n := root.NamedDataLength()
-	if err := b.charge(n, "Program.named_data", int64(root.Table().Pos)); err != nil {
-		return err
+	if !b.spend(n) {
+		return b.overBudget("Program.named_data", int64(root.Table().Pos))
 	}
 	p.named = make([]format.NamedData, n)
 	var nd ptefb.NamedData
@@ -518,10 +507,9 @@ func (s *nameSet) repeats(fb []byte, i int, pos int64, name []byte) bool {
 	}
 }
 
-// checkMethod checks execution plan i, the verified table at pp, and
-// records its tensors (Program.recs). It builds nothing else: the Method
-// values are built from the same bytes by their first use (methods.go),
-// and every element they copy is charged to the work budget here.
+// checkMethod checks execution plan i, the verified table at pp, records
+// its tensors (Program.recs) and charges the work budget for every element
+// that building the Method (methods.go) will copy.
 func (b *builder) checkMethod(i int, pp int64) error {
 	fb := b.fb
 	// The field path, for errors only: built when one is reported.
@@ -650,10 +638,7 @@ func (b *builder) indicesOK(v i32s, nv int) bool {
 	return false
 }
 
-// i32s is a vector of int32 (value indices) that the walk has verified:
-// the bytes of its elements, read directly rather than through the
-// generated accessor, which looks the field up in the vtable again for
-// every element.
+// i32s is the bytes of a verified vector of int32 (value indices).
 type i32s []byte
 
 // i32Field returns the [int] vector at field vtable offset vt of t (empty
@@ -681,9 +666,8 @@ func (v i32s) bad(lo, hi int) int {
 }
 
 // checkIndices charges the entries of v to the work budget and checks
-// that each is a value index in [lo, nv), lo being 0, or -1 where an entry
-// may name no value. The error names field()+suffix (built only on
-// failure).
+// that each is a value index in [lo, nv) (lo -1 where an entry may name no
+// value). The error names field()+suffix.
 func (b *builder) checkIndices(v i32s, lo, nv int, field func() string, suffix string, pos int64) error {
 	if !b.spend(v.len()) {
 		return b.overBudget(field()+suffix, pos)
@@ -698,9 +682,8 @@ func (b *builder) checkIndices(v i32s, lo, nv int, field func() string, suffix s
 	return b.fail(idx(field()+suffix, k), pos, "value index %d out of range (the plan has %d values)", v.at(k), nv)
 }
 
-// checkChain checks chain c of plan i, the verified table at pos: its
-// inputs and outputs. Its instructions are checked by the method's first
-// check (Method.check). Field paths are built only on failure.
+// checkChain checks the inputs and outputs of chain c of plan i, the
+// verified table at pos (Method.check checks its instructions).
 func (b *builder) checkChain(pos int64, nv int, i, c int) error {
 	field := func() string { return idx(planField(i)+".chains", c) }
 	cf := b.chainF.Of(b.fb, pos)
@@ -777,9 +760,8 @@ func (b *builder) checkDelegates(pp, fo int64, pf func() string) error {
 }
 
 // value checks value v of plan i (named name, of nv values), the EValue
-// table at pos, as tensor does when a tensor, and its items when a tensor
-// list (only in the method's check). Nothing is decoded beyond what the
-// checks need: Method.Value decodes on demand.
+// table at pos: a tensor as tensor does, a tensor list's items in the
+// method's check.
 func (b *builder) value(i int, name []byte, v, nv int, pos int64) error {
 	fb := b.fb
 	fo := b.evalueF.Of(fb, pos)
@@ -857,9 +839,7 @@ type rawTensor struct {
 }
 
 // readTensor decodes the verified Tensor table at pos, through the vtables
-// the builder decoded last. It returns the record by value: its slices are
-// written to the caller's stack, with no write barrier while the garbage
-// collector marks.
+// the builder decoded last.
 func (b *builder) readTensor(pos int64) (x rawTensor) {
 	fb := b.fb
 	x.pos = pos
@@ -887,11 +867,7 @@ func (b *builder) readTensor(pos int64) (x rawTensor) {
 
 // tensor checks a tensor value (value v of plan i, named mname) and, when
 // the file holds or names its data, records it (Program.recs); a tensor
-// without data is checked by the method's check instead. The rec's
-// index is the tensor's in the tensor list. The Tensor values themselves are
-// built by the first call that needs them (Program.all): Open keeps one
-// pointer-free record per tensor. Field paths and names for errors are
-// built only on failure.
+// without data is left to the method's check.
 func (b *builder) tensor(i int, mname []byte, v int, x *rawTensor) error {
 	p := b.p
 	external := x.hasETI && x.location == locExternal
@@ -1005,13 +981,8 @@ func (b *builder) tensor(i int, mname []byte, v int, x *rawTensor) error {
 		}
 		r.off = ss.Offset() + int64(off)
 	}
-	// A record and, later, a Tensor in the list and an index entry (a few
-	// hundred bytes with a short made-up name) per tensor: charged to the
-	// budget, so that values sharing one tensor table cannot make the list
-	// out of proportion to the file. A made-up
-	// name repeats the method's name, which the file holds once: it is
-	// charged for every tensor that gets one (a file-given name was
-	// charged above).
+	// A record, and later a Tensor and an index entry, per tensor; a
+	// made-up name repeats the method's name, charged each time.
 	cost := tensorCost
 	if len(fqn) == 0 {
 		cost += len(mname) + len("/values/") + 10
@@ -1025,10 +996,7 @@ func (b *builder) tensor(i int, mname []byte, v int, x *rawTensor) error {
 
 // nbytes returns the byte size of a tensor of type dt and the given sizes
 // (none negative; zero reports whether one is 0), as format.Numel does,
-// and false when it exceeds maxBytes or overflows. A type of one element a
-// block (every type but the packed ones) takes the product of its size and
-// the sizes, checked against maxBytes at each step (the sizes being at
-// least 1, a product past it only grows); the packed ones go to Numel.
+// and false when it exceeds maxBytes or overflows.
 func (b *builder) nbytes(sizes i32s, zero bool, dt format.DType, maxBytes int64) (int64, bool) {
 	elems, bsize := dt.Block()
 	if elems != 1 || maxBytes < 0 {
@@ -1057,10 +1025,9 @@ func (b *builder) nbytes(sizes i32s, zero bool, dt format.DType, maxBytes int64)
 	return int64(n), true
 }
 
-// tensorCost is the work budget charged per tensor kept: the budget is
-// 4 units a FlatBuffer byte, so tensors stay under 1/6 of the FlatBuffer's
-// size (a real tensor takes 40 bytes or more of it) and their records,
-// list and index under ~51× (hostile.AllocFactor is 64×).
+// tensorCost is the work budget charged per tensor kept, so that the
+// records, list and index of shared tensor tables stay in proportion to
+// the FlatBuffer (within hostile.AllocFactor).
 const tensorCost = 24
 
 // location says where a tensor's data lives: external (by name), the

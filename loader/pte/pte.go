@@ -1,44 +1,15 @@
-// Package pte reads ExecuTorch program files (.pte) without copying them.
+// Package pte reads ExecuTorch program files (.pte) in place, from an
+// *mmapfile.File the caller owns ([NewFile]). Opening verifies the headers
+// and the FlatBuffer region (every offset, index and byte range) so that
+// no accessor can panic afterwards, and touches no segment data: weights,
+// delegate blobs and named data are zero-copy views, valid until the file
+// holding them is closed.
 //
-// [NewFile] opens a program in an *mmapfile.File the caller owns: a
-// mapping (mmapfile.Open, a section or zip entry through its options),
-// bytes in memory (mmapfile.NewBytes) or an io.ReaderAt
-// (mmapfile.NewReaderAt). Opening reads the 8-byte prefix, the optional "eh00" extended
-// header and the FlatBuffer region [0, program_size) and nothing else: no
-// page of segment data (weights, delegate blobs, named data) is touched
-// until a caller reads a view.
-//
-// Verification always runs before any accessor can: every table, vector,
-// string and union the package reads is checked to lie inside the
-// FlatBuffer region (ptefb.VerifyProgram, generated from program.fbs),
-// then every index (segment_index, data_buffer_idx, delegate and operator
-// indices, value indices of inputs, outputs, lists and instructions) is
-// checked to be in range, and every segment and tensor byte range is
-// checked against the file with overflow-safe 64-bit arithmetic. After NewFile succeeds no accessor can panic.
-//
-// NewFile verifies everything but the chains' instructions, which a method
-// verifies the first time they are needed (once; [Program.VerifyMethods]
-// checks every method's), as it checks its tensor lists and its tensors
-// without data in the file; NewFile checks the rest of every plan, and
-// builds little: one pointer-free record per tensor (tensors.go), from which
-// [Program.TensorData] hands out a tensor's bytes. The methods
-// ([Program.Methods], with the delegates) are built from the checked bytes
-// by the first call that needs them, the tensor list ([Program.Tensors]:
-// names, shapes, dim orders, in three shared arrays) from the records by
-// the first call that needs it, a plan's values are decoded only when
-// asked for ([Method.Value]), and the name indexes are built by the first
-// lookup.
-// Its cost is one pass over the FlatBuffer region and a few dozen
-// allocations, whatever the size of the weights.
-//
-// Tensors whose data lives in the file (constant segment, legacy inline
-// constant_buffer, mutable data segment) carry a zero-copy view of their
-// bytes. External tensors (data in a .ptd file, found by fully-qualified
-// name) have Offset -1 and no data until the program is linked to its data
-// files with [WithData] or [Program.Link].
-//
-// Views are valid until Close of the file that holds the bytes (the
-// program's, or a linked .ptd's).
+// A method's instructions, tensor lists and tensors without data are
+// checked on first use ([Program.VerifyMethods] checks them all); the
+// methods, the tensor list and the name indexes are built by the first call
+// that needs them. External tensors (data in a .ptd file) have Offset -1
+// and no data until linked with [WithData] or [Program.Link].
 package pte
 
 import (
@@ -72,9 +43,7 @@ type options struct {
 	name     string
 	head     []byte // WithHead
 
-	// Limits that tests set to check each bound where it falls: the
-	// object limit (0: fbverify's default) and the work budget (0: the
-	// default).
+	// Limits tests set (0: the default).
 	maxObjects int
 	budget     int64
 	// noQuick turns off the fast paths of the checks (quick.go,
@@ -83,11 +52,8 @@ type options struct {
 }
 
 // WithHead gives NewFile the file's first bytes when the caller has already
-// read them (as a format sniffer has): NewFile then reads only what they do
-// not cover, one system call fewer. They must be the file's own first bytes:
-// NewFile parses the headers and metadata from them as if it had read them
-// (still checking everything it hands out against the file itself). It
-// copies what it uses: head is the caller's again when NewFile returns.
+// read them (as a format sniffer has), so that it reads only the rest. They
+// must be the file's own first bytes; NewFile copies what it uses.
 func WithHead(head []byte) Option {
 	return func(o *options) { o.head = head }
 }
@@ -221,11 +187,9 @@ type Chain struct {
 	Instructions int // number of instructions (verified by the method's first check)
 }
 
-// Method is an execution plan. Its values are decoded on demand from the
-// verified FlatBuffer ([Method.Value]); its instructions, tensor lists and
-// tensors without data in the file are checked the first time they are
-// needed (see [Program.VerifyMethods]); the rest is checked at Open and
-// read into the Method by the first call that needs the methods.
+// Method is an execution plan. Its values are decoded on demand
+// ([Method.Value]); its instructions, tensor lists and tensors without data
+// are checked on first use (see [Program.VerifyMethods]).
 type Method struct {
 	Name  string
 	Index int // position in Program.execution_plan
@@ -331,9 +295,7 @@ type Program struct {
 	checks programChecks // what the methods' checks share (check.go)
 	walk   fbverify.Walk // the walk Open verified the program with (checks.walk until Close)
 
-	// The plans are checked at Open and built into Methods by the first
-	// call that needs them (methods.go), with each value's tensor
-	// (valueTensor) and the delegates.
+	// Built on first use (methods.go, tensors.go).
 	plans        int64 // position of the first execution_plan offset
 	nmethods     int
 	ndelegates   int
@@ -349,8 +311,6 @@ type Program struct {
 	valueTensor  [][]int32       // per method, per value: index into recs or -1
 	inlineConsts bool            // constants are in the legacy constant_buffer (or there are none)
 
-	// The name index is built by the first Tensor call: a program used by
-	// index or by value (TensorAt) never pays for it.
 	indexOnce sync.Once
 	tensorIdx nameindex.Index
 	segments  []segment.Segment
@@ -382,12 +342,11 @@ func collect(opts []Option) options {
 	return o
 }
 
-// Close releases the program. It closes neither its file nor the linked
-// .ptd files: they are the caller's. Views handed out
-// become invalid. Close is idempotent. After Close the tensor list is
-// empty unless it was built before, TensorData returns an empty view and
-// AppendTensorBytes and a method's check ErrClosed (the metadata region
-// goes back to a pool for the next Open, the tensor records are dropped).
+// Close releases the program; its file and the linked .ptd files stay the
+// caller's. Views handed out become invalid. Close is idempotent. After
+// Close the tensor list is empty unless it was built before, TensorData
+// returns an empty view and AppendTensorBytes and a method's check fail
+// with ErrClosed.
 func (p *Program) Close() error {
 	if p == nil || p.closed.Swap(true) {
 		return nil
@@ -421,11 +380,8 @@ func (p *Program) Version() uint32 { return p.version }
 // legacy constant_buffer rather than in a constant segment.
 func (p *Program) Legacy() bool { return p.legacy }
 
-// Methods returns the execution plans in file order. The slice is the
-// program's own: do not modify it. Open checked every plan; the first
-// call (or the first of Method, Delegates, ValueTensor, UseOrder, Tensors
-// and the other calls that need them) builds the Method values from the
-// checked bytes. After Close it is empty unless it was built before.
+// Methods returns the execution plans in file order; do not modify the
+// slice. After Close it is empty unless it was built before.
 func (p *Program) Methods() []Method { return p.methodList() }
 
 // NumMethods returns the number of execution plans (len(Methods())) without
@@ -462,16 +418,13 @@ func (p *Program) methodIndex(name string) (int, bool) {
 
 // Tensors returns every tensor with data in (or named by) the program: for
 // each method in order, each constant, mutable or external tensor value in
-// value order. Do not modify the slice. The first call (or the first of
-// Tensor, TensorAt, External, Link) builds the list; Open verified every
-// tensor already, and TensorData hands out their bytes without it.
+// value order. Do not modify the slice. The first call builds the list.
 func (p *Program) Tensors() []Tensor { return p.all() }
 
 // Tensor returns the tensor with the given name (its fully-qualified name,
-// or "<method>/values/<i>" when it has none). When several values share a
-// name, the first in Tensors order is returned. The first call builds the
-// tensor list and the name index (a hash table of positions, 16-32 bytes a
-// tensor); later calls allocate nothing.
+// or "<method>/values/<i>" when it has none); the first in Tensors order
+// when several share it. The first call builds the tensor list and the name
+// index; later calls allocate nothing.
 func (p *Program) Tensor(name string) (*Tensor, bool) {
 	p.indexOnce.Do(p.buildIndex)
 	i, ok := p.tensorIdx.Lookup(name)

@@ -47,17 +47,12 @@ func fieldID(d *fbverify.TableDesc, name string) int {
 const locationExternal = 1
 
 // Relayout lays the program out anew (format.Relayouter): every segment
-// on o.Align; with o.TensorAlign, every constant (and mutable tensor's
-// initial data) on that boundary inside its segment, unless the segment is
-// also a delegate's blob or named data, which are read whole (tensors
-// whose bytes overlap stay together). With o.DataFile, every constant
-// moves to a new .ptd (the Layout's File) and becomes an EXTERNAL tensor
-// under ExternalName's name, each buffer stored once.
-//
-// The program FlatBuffer is copied table by table (package fbcopy) with
-// the new segment offsets and sub-buffer offsets: every field the schema
-// declares keeps its value, and a table with a field it does not declare
-// is refused. The program is written with a 32-byte "eh00" header.
+// on o.Align; with o.TensorAlign, every constant and mutable tensor's data
+// on that boundary inside its segment, unless the segment is also a
+// delegate's blob or named data. With o.DataFile, every constant moves to
+// a new .ptd and becomes an EXTERNAL tensor under ExternalName's name.
+// The FlatBuffer is copied table by table (package fbcopy), refusing a
+// field the schema does not declare, behind a 32-byte "eh00" header.
 func (p *Program) Relayout(o format.RelayoutOptions) (*format.Layout, error) {
 	root := ptefb.GetRootAsProgram(p.fb, 0)
 	nseg := len(p.segments)

@@ -14,17 +14,9 @@ import (
 	"github.com/edgeload/edgeload/segment"
 )
 
-// Open verifies every tensor and keeps, for each one with data in (or
-// named by) the file, a tensorRec: pointer-free, so the garbage collector
-// never scans it, and enough to hand out the tensor's bytes
-// (Program.TensorData). The Tensor values, with their names, shapes and dim
-// orders, are built from the records (and the verified FlatBuffer) by the
-// first call that needs them: Tensors, Tensor, TensorAt, External or Link.
-
-// tensorRec is what Open keeps of a tensor: 24 bytes (1024 of them stay
-// under the runtime's 32 KiB large-object size), enough for its data
-// (TensorData). The rest is read again from its verified Tensor table when
-// the list is built, and its method and value from Program.valueTensor.
+// tensorRec is what Open keeps of a tensor with data in (or named by) the
+// file: pointer-free and 24 bytes, enough for TensorData. The Tensor values
+// are built from the records and their Tensor tables on first use.
 type tensorRec struct {
 	off    int64  // absolute offset of the data; -1 for an external tensor
 	nbytes int64  //
@@ -33,9 +25,7 @@ type tensorRec struct {
 	dt     format.DType
 }
 
-// recPool holds the record arrays of closed programs for the next Open:
-// memory the cache holds already, which the runtime need not zero, and no
-// garbage for the collector.
+// recPool holds the record arrays of closed programs for the next Open.
 var recPool sync.Pool // of *[]tensorRec
 
 // maxPooledRecs is the most records an array kept in recPool holds.
@@ -92,12 +82,10 @@ type tensorList struct {
 func (p *Program) NumTensors() int { return p.ntensors }
 
 // TensorData returns the bytes of tensor i (Tensors()[i].Data) without
-// building the tensor list: the cheapest way to a data pointer for every
-// weight. The zero Segment for an external tensor not linked to its data.
-// It allocates nothing (for a linked external tensor it builds the list,
-// as Link did). It panics if i is out of range, like an index expression.
-// After Close it returns an empty segment of the program's file (whose
-// Bytes report ErrClosed once the file is closed).
+// building the tensor list; the zero Segment for an external tensor not
+// linked to its data. It panics if i is out of range, like an index
+// expression. After Close it returns an empty segment of the program's
+// file.
 func (p *Program) TensorData(i int) segment.Segment {
 	recs := p.recs
 	if uint(i) >= uint(len(recs)) {
@@ -128,10 +116,7 @@ func (p *Program) closedData(i int) segment.Segment {
 
 // AppendTensorBytes appends the bytes of every tensor, in order, to dst and
 // returns it: element i is TensorData(i).Bytes() (nil for an external
-// tensor not linked to its data). It is the cheapest way to a data pointer
-// for every weight: with the file mapped whole (or in memory) the views are
-// sub-slices of one mapping, taken in one loop, touching nothing; in other
-// modes it takes them one by one. It allocates only when dst has too
+// tensor not linked to its data). It allocates only when dst has too
 // little room. On error (a closed file, a window that cannot be mapped) it
 // returns the views taken so far; after Close, ErrClosed.
 func (p *Program) AppendTensorBytes(dst [][]byte) ([][]byte, error) {
@@ -165,9 +150,7 @@ func (p *Program) AppendTensorBytes(dst [][]byte) ([][]byte, error) {
 }
 
 // fillViews sets out[i] to the bytes of recs[i] in all (the whole file)
-// up to the first external tensor, and returns how many it set. (A loop
-// of its own, with no call in it, keeps its values in registers; inlined,
-// it would share them with the caller's.)
+// up to the first external tensor, and returns how many it set.
 //
 //go:noinline
 func fillViews(out [][]byte, recs []tensorRec, all []byte) int {
@@ -190,8 +173,7 @@ func (p *Program) all() []Tensor {
 }
 
 // buildList makes the Tensor values from the records and their verified
-// Tensor tables: names, shapes and dim orders are copied out of the
-// FlatBuffer into three arrays sized exactly, one allocation each.
+// Tensor tables, with names, shapes and dim orders in three shared arrays.
 func (p *Program) buildList() {
 	if p.closed.Load() {
 		return // fb is gone (Close)
@@ -209,9 +191,6 @@ func (p *Program) buildList() {
 			}
 		}
 	}
-	// Open verified every table and field read here: the reads follow
-	// its offsets without checking them again (and a slip would panic on
-	// a bounds check, not read outside the buffer).
 	var tf, ef fbread.Fields
 	var shapeLen, dimLen, nameLen int64
 	for i := range p.recs {

@@ -143,49 +143,44 @@ func (m *Method) checkInstructions() error {
 				}
 				return nil
 			}
+			// Every union member is a table: x is read as the kind's type.
+			var x ptefb.KernelCall
+			x.Init(tab.Bytes, tab.Pos)
 			switch kind {
 			case ptefb.InstructionArgumentsKernelCall:
-				var kc ptefb.KernelCall
-				kc.Init(tab.Bytes, tab.Pos)
-				if x := kc.OpIndex(); x < 0 || int(x) >= nops {
-					return outOfRange("op_index", ".op_index", x, nops)
+				if op := x.OpIndex(); op < 0 || int(op) >= nops {
+					return outOfRange("op_index", ".op_index", op, nops)
 				}
 				if err := args(); err != nil {
 					return err
 				}
 			case ptefb.InstructionArgumentsDelegateCall:
-				var dc ptefb.DelegateCall
-				dc.Init(tab.Bytes, tab.Pos)
-				if x := dc.DelegateIndex(); x < 0 || int(x) >= ndel {
-					return outOfRange("delegate_index", ".delegate_index", x, ndel)
+				if d := (*ptefb.DelegateCall)(&x).DelegateIndex(); d < 0 || int(d) >= ndel {
+					return outOfRange("delegate_index", ".delegate_index", d, ndel)
 				}
 				if err := args(); err != nil {
 					return err
 				}
 			case ptefb.InstructionArgumentsMoveCall:
-				var mc ptefb.MoveCall
-				mc.Init(tab.Bytes, tab.Pos)
-				if x := mc.MoveFrom(); x < 0 || int(x) >= nv {
-					return outOfRange("value index", ".move_from", x, nv)
+				mc := (*ptefb.MoveCall)(&x)
+				if v := mc.MoveFrom(); v < 0 || int(v) >= nv {
+					return outOfRange("value index", ".move_from", v, nv)
 				}
-				if x := mc.MoveTo(); x < 0 || int(x) >= nv {
-					return outOfRange("value index", ".move_to", x, nv)
+				if v := mc.MoveTo(); v < 0 || int(v) >= nv {
+					return outOfRange("value index", ".move_to", v, nv)
 				}
 			case ptefb.InstructionArgumentsJumpFalseCall:
-				var jc ptefb.JumpFalseCall
-				jc.Init(tab.Bytes, tab.Pos)
-				if x := jc.CondValueIndex(); x < 0 || int(x) >= nv {
-					return outOfRange("value index", ".cond_value_index", x, nv)
+				jc := (*ptefb.JumpFalseCall)(&x)
+				if v := jc.CondValueIndex(); v < 0 || int(v) >= nv {
+					return outOfRange("value index", ".cond_value_index", v, nv)
 				}
 				// Jumping to ni ends the chain.
-				if x := jc.DestinationInstruction(); x < 0 || int(x) >= ni+1 {
-					return outOfRange("destination_instruction", ".destination_instruction", x, ni+1)
+				if d := jc.DestinationInstruction(); d < 0 || int(d) >= ni+1 {
+					return outOfRange("destination_instruction", ".destination_instruction", d, ni+1)
 				}
 			case ptefb.InstructionArgumentsFreeCall:
-				var fc ptefb.FreeCall
-				fc.Init(tab.Bytes, tab.Pos)
-				if x := fc.ValueIndex(); x < 0 || int(x) >= nv {
-					return outOfRange("value index", ".value_index", x, nv)
+				if v := (*ptefb.FreeCall)(&x).ValueIndex(); v < 0 || int(v) >= nv {
+					return outOfRange("value index", ".value_index", v, nv)
 				}
 			}
 		}

@@ -98,32 +98,26 @@ func (m *Method) Instructions(c int) ([]Instruction, error) {
 			continue
 		}
 		start := len(all)
+		// Every union member is a table: x is read as the kind's type.
+		var x ptefb.KernelCall
+		x.Init(tab.Bytes, tab.Pos)
 		switch t {
 		case ptefb.InstructionArgumentsKernelCall:
-			var x ptefb.KernelCall
-			x.Init(tab.Bytes, tab.Pos)
 			ins.Kind, ins.Op = KernelCall, int(x.OpIndex())
 			all = appendI32s(all, i32Field(tab, vtCallArgs))
 		case ptefb.InstructionArgumentsDelegateCall:
-			var x ptefb.DelegateCall
-			x.Init(tab.Bytes, tab.Pos)
-			ins.Kind, ins.Op = DelegateCall, int(x.DelegateIndex())
+			ins.Kind, ins.Op = DelegateCall, int((*ptefb.DelegateCall)(&x).DelegateIndex())
 			all = appendI32s(all, i32Field(tab, vtCallArgs))
 		case ptefb.InstructionArgumentsMoveCall:
-			var x ptefb.MoveCall
-			x.Init(tab.Bytes, tab.Pos)
 			ins.Kind = MoveCall
-			all = append(all, x.MoveFrom(), x.MoveTo())
+			all = append(all, (*ptefb.MoveCall)(&x).MoveFrom(), (*ptefb.MoveCall)(&x).MoveTo())
 		case ptefb.InstructionArgumentsJumpFalseCall:
-			var x ptefb.JumpFalseCall
-			x.Init(tab.Bytes, tab.Pos)
-			ins.Kind, ins.Dest = JumpFalseCall, int(x.DestinationInstruction())
-			all = append(all, x.CondValueIndex())
+			jc := (*ptefb.JumpFalseCall)(&x)
+			ins.Kind, ins.Dest = JumpFalseCall, int(jc.DestinationInstruction())
+			all = append(all, jc.CondValueIndex())
 		case ptefb.InstructionArgumentsFreeCall:
-			var x ptefb.FreeCall
-			x.Init(tab.Bytes, tab.Pos)
 			ins.Kind = FreeCall
-			all = append(all, x.ValueIndex())
+			all = append(all, (*ptefb.FreeCall)(&x).ValueIndex())
 		default:
 			continue // a tag this reader does not know: verification rejects it
 		}

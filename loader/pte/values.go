@@ -37,47 +37,35 @@ func (m *Method) Value(i int) (Value, error) {
 		return val, nil
 	}
 	val.Kind = ValueKind(tag)
+	// Every union member is a table: x is read as the tag's type.
+	var x ptefb.Int
+	x.Init(tab.Bytes, tab.Pos)
 	switch tag {
 	case ptefb.KernelTypesInt:
-		var x ptefb.Int
-		x.Init(tab.Bytes, tab.Pos)
 		val.Int = x.IntVal()
 	case ptefb.KernelTypesBool:
-		var x ptefb.Bool
-		x.Init(tab.Bytes, tab.Pos)
-		val.Bool = x.BoolVal()
+		val.Bool = (*ptefb.Bool)(&x).BoolVal()
 	case ptefb.KernelTypesDouble:
-		var x ptefb.Double
-		x.Init(tab.Bytes, tab.Pos)
-		val.Double = x.DoubleVal()
+		val.Double = (*ptefb.Double)(&x).DoubleVal()
 	case ptefb.KernelTypesString:
-		var x ptefb.String
-		x.Init(tab.Bytes, tab.Pos)
-		val.String = string(x.StringVal())
+		val.String = string((*ptefb.String)(&x).StringVal())
 	case ptefb.KernelTypesIntList:
-		var x ptefb.IntList
-		x.Init(tab.Bytes, tab.Pos)
-		val.Ints = items(x.ItemsLength(), x.Items)
+		l := (*ptefb.IntList)(&x)
+		val.Ints = items(l.ItemsLength(), l.Items)
 	case ptefb.KernelTypesDoubleList:
-		var x ptefb.DoubleList
-		x.Init(tab.Bytes, tab.Pos)
-		val.Doubles = items(x.ItemsLength(), x.Items)
+		l := (*ptefb.DoubleList)(&x)
+		val.Doubles = items(l.ItemsLength(), l.Items)
 	case ptefb.KernelTypesBoolList:
-		var x ptefb.BoolList
-		x.Init(tab.Bytes, tab.Pos)
-		val.Bools = items(x.ItemsLength(), x.Items)
+		l := (*ptefb.BoolList)(&x)
+		val.Bools = items(l.ItemsLength(), l.Items)
 	case ptefb.KernelTypesTensorList:
-		var x ptefb.TensorList
-		x.Init(tab.Bytes, tab.Pos)
-		val.Items = items(x.ItemsLength(), x.Items)
+		l := (*ptefb.TensorList)(&x)
+		val.Items = items(l.ItemsLength(), l.Items)
 	case ptefb.KernelTypesOptionalTensorList:
-		var x ptefb.OptionalTensorList
-		x.Init(tab.Bytes, tab.Pos)
-		val.Items = items(x.ItemsLength(), x.Items)
+		l := (*ptefb.OptionalTensorList)(&x)
+		val.Items = items(l.ItemsLength(), l.Items)
 	case ptefb.KernelTypesTensor:
-		var x ptefb.Tensor
-		x.Init(tab.Bytes, tab.Pos)
-		val.Tensor = m.tensorValue(&x, i)
+		val.Tensor = m.tensorValue((*ptefb.Tensor)(&x), i)
 	}
 	return val, nil
 }

@@ -44,19 +44,12 @@ const (
 	KindDouble             // Value.Double
 )
 
+var kindNames = [...]string{"none", "tensor", "int", "bool", "double"}
+
 // String returns the kind's name, such as "tensor".
 func (k Kind) String() string {
-	switch k {
-	case KindNone:
-		return "none"
-	case KindTensor:
-		return "tensor"
-	case KindInt:
-		return "int"
-	case KindBool:
-		return "bool"
-	case KindDouble:
-		return "double"
+	if int(k) < len(kindNames) {
+		return kindNames[k]
 	}
 	return fmt.Sprintf("Kind(%d)", uint8(k))
 }
@@ -98,14 +91,10 @@ type File struct {
 	suites  []TestSuite
 }
 
-// NewFile reads the bundled program in mf: a mapped file or section of a
-// larger one, bytes in memory (mmapfile.NewBytes) or an io.ReaderAt
-// (mmapfile.NewReaderAt). The File does not own mf: the caller closes it
-// after the File and every view from it are no longer used.
-//
-// A bundle is one FlatBuffer, verified through one view of the whole file:
-// in windowed mode that maps it whole, and a File that copies its views
-// (mmapfile.ModeCopy) reads it whole, program included.
+// NewFile reads the bundled program in mf, which stays the caller's to
+// close after the File and its views are no longer used. A bundle is one
+// FlatBuffer, verified through one view of the whole file (in
+// mmapfile.ModeCopy, a copy of it, program included).
 func NewFile(mf *mmapfile.File) (*File, error) {
 	if mf == nil {
 		return nil, os.ErrInvalid
@@ -206,23 +195,18 @@ func (f *File) values(n int, get func(*bpfb.Value, int) bool, path, name string)
 			continue
 		}
 		vs[k].Kind = kind
+		// Every union member is a table: x is read as the kind's type.
+		var x bpfb.Int
+		x.Init(t.Bytes, t.Pos)
 		switch kind {
 		case KindInt:
-			var x bpfb.Int
-			x.Init(t.Bytes, t.Pos)
 			vs[k].Int = x.IntVal()
 		case KindBool:
-			var x bpfb.Bool
-			x.Init(t.Bytes, t.Pos)
-			vs[k].Bool = x.BoolVal()
+			vs[k].Bool = (*bpfb.Bool)(&x).BoolVal()
 		case KindDouble:
-			var x bpfb.Double
-			x.Init(t.Bytes, t.Pos)
-			vs[k].Double = x.DoubleVal()
+			vs[k].Double = (*bpfb.Double)(&x).DoubleVal()
 		case KindTensor:
-			var x bpfb.Tensor
-			x.Init(t.Bytes, t.Pos)
-			if err := f.tensor(&vs[k].Tensor, &x, fmt.Sprintf("%s[%d].val", path, k), fmt.Sprintf("%s/%d", name, k)); err != nil {
+			if err := f.tensor(&vs[k].Tensor, (*bpfb.Tensor)(&x), fmt.Sprintf("%s[%d].val", path, k), fmt.Sprintf("%s/%d", name, k)); err != nil {
 				return nil, err
 			}
 		}

@@ -2,7 +2,6 @@ package pte
 
 import (
 	"encoding/binary"
-	"fmt"
 	"math"
 
 	"github.com/edgeload/edgeload/internal/fbverify"
@@ -39,7 +38,7 @@ func parseHeader(head []byte, size int64) (Header, error) {
 				"program identifier %q is a version this loader cannot read (want %q)", h.Identifier, Identifier)
 		}
 		return h, format.Wrapf(format.ErrUnknownFormat, formatName, "identifier", 4,
-			"not an ExecuTorch program (identifier %s at offset 4)", quoteBytes(id))
+			"not an ExecuTorch program (identifier %q at offset 4)", id)
 	}
 	h.ProgramSize = size
 	if len(head) < ehStart+4 || string(head[ehStart:ehStart+4]) != ehMagic {
@@ -110,12 +109,6 @@ func parseHeader(head []byte, size int64) (Header, error) {
 		}
 	}
 	return h, nil
-}
-
-// quoteBytes quotes four identifier bytes for an error message: "BP08", or
-// "\x00\x01\x02\x03" when they are not printable.
-func quoteBytes(b []byte) string {
-	return fmt.Sprintf("%q", string(b))
 }
 
 // Put writes h's extended header ("eh00", Length, ProgramSize, SegmentBase

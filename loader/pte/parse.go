@@ -77,7 +77,7 @@ func newProgram(mf *mmapfile.File, o options) (*Program, error) {
 
 // parseProgram verifies the FlatBuffer region fb and builds the program.
 func parseProgram(mf *mmapfile.File, o options, hdr Header, fb []byte, buf *[]byte) (*Program, error) {
-	vo := o.verifyOptions()
+	vo := fbverify.Options{Format: formatName, MaxDepth: o.maxDepth, MaxObjects: o.maxObjects}
 	// Version gate first, verifying only the field it reads: a newer
 	// schema generation is a version problem, not a malformed file. (A
 	// root table whose version field passes the gate's checks, as in

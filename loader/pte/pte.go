@@ -329,17 +329,13 @@ type Program struct {
 // program does not own mf: Close leaves it open, and the caller closes it
 // after the program and every view from it are no longer used.
 func NewFile(mf *mmapfile.File, opts ...Option) (*Program, error) {
-	return newProgram(mf, collect(opts))
-}
-
-func collect(opts []Option) options {
 	var o options
 	for _, f := range opts {
 		if f != nil {
 			f(&o)
 		}
 	}
-	return o
+	return newProgram(mf, o)
 }
 
 // Close releases the program; its file and the linked .ptd files stay the
@@ -426,8 +422,7 @@ func (p *Program) Tensors() []Tensor { return p.all() }
 // when several share it. The first call builds the tensor list and the name
 // index; later calls allocate nothing.
 func (p *Program) Tensor(name string) (*Tensor, bool) {
-	p.indexOnce.Do(p.buildIndex)
-	i, ok := p.tensorIdx.Lookup(name)
+	i, ok := p.Lookup(name)
 	if ts := p.all(); ok && i < len(ts) {
 		return &ts[i], true
 	}
@@ -505,9 +500,4 @@ func (p *Program) External() (total, unresolved int) {
 		}
 	}
 	return total, unresolved
-}
-
-// verifyOptions are the fbverify options for the FlatBuffer region.
-func (o *options) verifyOptions() fbverify.Options {
-	return fbverify.Options{Format: formatName, Base: 0, MaxDepth: o.maxDepth, MaxObjects: o.maxObjects}
 }

@@ -196,11 +196,16 @@ func dataSegments(b *flatbuffers.Builder, segs []relay.Seg) flatbuffers.UOffsetT
 	for i, s := range segs {
 		offs[i] = (&ptefb.DataSegmentT{Offset: uint64(s.Off), Size: uint64(s.Size)}).Pack(b)
 	}
-	b.StartVector(4, len(offs), 4)
-	for i := len(offs) - 1; i >= 0; i-- {
-		b.PrependUOffsetT(offs[i])
+	return vector(b, offs, 4, b.PrependUOffsetT)
+}
+
+// vector writes the vector of xs, of size-byte elements, with prepend.
+func vector[T any](b *flatbuffers.Builder, xs []T, size int, prepend func(T)) flatbuffers.UOffsetT {
+	b.StartVector(size, len(xs), size)
+	for i := len(xs) - 1; i >= 0; i-- {
+		prepend(xs[i])
 	}
-	return b.EndVector(len(offs))
+	return b.EndVector(len(xs))
 }
 
 // subOffsets writes the offsets of the SubsegmentOffsets table t mapped by
@@ -225,11 +230,7 @@ func subOffsets(t *fbcopy.Table, remap map[uint64]uint64, trunc bool) error {
 		offs = offs[:1]
 	}
 	b := t.Copier().B
-	b.StartVector(8, len(offs), 8)
-	for i := len(offs) - 1; i >= 0; i-- {
-		b.PrependUint64(offs[i])
-	}
-	t.SetRef(idSubsegmentOffsets, b.EndVector(len(offs)))
+	t.SetRef(idSubsegmentOffsets, vector(b, offs, 8, b.PrependUint64))
 	return nil
 }
 
@@ -340,12 +341,7 @@ func (e *externals) values(t *fbcopy.Table, k int) error {
 			return err
 		}
 	}
-	b := c.B
-	b.StartVector(4, len(offs), 4)
-	for i := len(offs) - 1; i >= 0; i-- {
-		b.PrependUOffsetT(offs[i])
-	}
-	t.SetRef(idPlanValues, b.EndVector(len(offs)))
+	t.SetRef(idPlanValues, vector(c.B, offs, 4, c.B.PrependUOffsetT))
 	return nil
 }
 

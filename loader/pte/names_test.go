@@ -12,10 +12,10 @@ import (
 	"github.com/edgeload/edgeload/mmapfile"
 )
 
-// TestMethodNames opens programs of 2, 30 and 100 methods (the three ways
-// Open checks that no name repeats: a scan, a table on the stack, a name
-// index) whose names share their length and their first and last 8
-// bytes, so that they differ only inside: each opens, and Method finds
+// TestMethodNames opens programs of 2, 30 and 100 methods (Open checks
+// that no name repeats with a table on the stack in the first two, a name
+// index in the last) whose names share their length and their first and
+// last 8 bytes, so that they differ only inside: each opens, and Method finds
 // every method by name; the same with the last name repeating an earlier
 // one is refused, naming the plan.
 func TestMethodNames(t *testing.T) {

@@ -434,21 +434,11 @@ const (
 // the name of a plan before it (adding it to the names seen when it does
 // not).
 func (b *builder) repeatsName(i int, pos int64, name []byte) bool {
-	p := b.p
-	switch {
-	case p.nmethods > maxNameSet:
-		_, dup := p.methodIdx.Insert(i)
+	if b.p.nmethods > maxNameSet {
+		_, dup := b.p.methodIdx.Insert(i)
 		return dup
-	case p.nmethods > methodScan:
-		return b.names.repeats(b.fb, i, pos, name)
 	}
-	for k := range i {
-		if string(b.names.name(b.fb, k)) == string(name) {
-			return true
-		}
-	}
-	b.names.set(i, pos, int64(len(name)))
-	return false
+	return b.names.repeats(b.fb, i, pos, name)
 }
 
 // maxNameSet is the most plans whose names a nameSet checks.
@@ -479,17 +469,6 @@ type nameSet struct {
 	slots [2 * maxNameSet]uint8               // position+1; 0: empty
 }
 
-// set records the name at fb[pos:pos+n] as the name of position i.
-func (s *nameSet) set(i int, pos, n int64) {
-	s.names[i] = struct{ pos, n uint32 }{uint32(pos), uint32(n)}
-}
-
-// name returns the name of position i.
-func (s *nameSet) name(fb []byte, i int) []byte {
-	e := s.names[i]
-	return fb[e.pos : e.pos+e.n]
-}
-
 // repeats reports whether name, the name of position i (fb[pos:] in the
 // FlatBuffer fb), was added before, and adds it if not.
 func (s *nameSet) repeats(fb []byte, i int, pos int64, name []byte) bool {
@@ -498,10 +477,10 @@ func (s *nameSet) repeats(fb []byte, i int, pos int64, name []byte) bool {
 		k := s.slots[j]
 		if k == 0 {
 			s.slots[j] = uint8(i + 1)
-			s.set(i, pos, int64(len(name)))
+			s.names[i] = struct{ pos, n uint32 }{uint32(pos), uint32(len(name))}
 			return false
 		}
-		if string(s.name(fb, int(k-1))) == string(name) {
+		if e := s.names[k-1]; string(fb[e.pos:e.pos+e.n]) == string(name) {
 			return true
 		}
 	}

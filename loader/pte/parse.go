@@ -805,16 +805,17 @@ const (
 
 // rawTensor is what Open needs of a Tensor table.
 type rawTensor struct {
-	pos        int64
-	scalarType int8
-	sizes      i32s
-	dimOrder   []byte
-	dbi        uint32
-	planned    bool
-	hasETI     bool
-	etiPos     int64
-	fqn        []byte
-	location   int8
+	pos          int64
+	scalarType   int8
+	requiresGrad bool
+	sizes        i32s
+	dimOrder     []byte
+	dbi          uint32
+	planned      bool
+	hasETI       bool
+	etiPos       int64
+	fqn          []byte
+	location     int8
 }
 
 // readTensor decodes the verified Tensor table at pos, through the vtables
@@ -825,6 +826,9 @@ func (b *builder) readTensor(pos int64) (x rawTensor) {
 	fo := b.tensorF.Of(fb, pos)
 	if f := fo[tScalarType]; f != 0 {
 		x.scalarType = int8(fb[pos+f])
+	}
+	if f := fo[tRequiresGrad]; f != 0 {
+		x.requiresGrad = fb[pos+f] != 0
 	}
 	x.sizes = i32s(fbread.FieldBytes(fb, pos, fo[tSizes], 4))
 	x.dimOrder = fbread.FieldBytes(fb, pos, fo[tDimOrder], 1)

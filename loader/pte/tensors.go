@@ -1,7 +1,6 @@
 package pte
 
 import (
-	"encoding/binary"
 	"fmt"
 	"slices"
 	"strconv"
@@ -9,7 +8,6 @@ import (
 	"unsafe"
 
 	"github.com/edgeload/edgeload/loader/format"
-	"github.com/edgeload/edgeload/loader/internal/fbread"
 	"github.com/edgeload/edgeload/mmapfile"
 	"github.com/edgeload/edgeload/segment"
 )
@@ -191,19 +189,16 @@ func (p *Program) buildList() {
 			}
 		}
 	}
-	var tf, ef fbread.Fields
-	var shapeLen, dimLen, nameLen int64
+	b := builder{p: p, fb: fb} // reads the tensor tables
+	var shapeLen, dimLen, nameLen int
 	for i := range p.recs {
-		t := int64(p.recs[i].tensor)
-		fo := tf.Of(fb, t)
-		_, ns := fbread.FieldVector(fb, t, fo[tSizes])
-		_, nd := fbread.FieldVector(fb, t, fo[tDimOrder])
-		shapeLen += ns
-		dimLen += nd
-		if n := int64(len(fqn(fb, t, fo, &ef))); n > 0 {
+		x := b.readTensor(int64(p.recs[i].tensor))
+		shapeLen += x.sizes.len()
+		dimLen += len(x.dimOrder)
+		if n := len(x.fqn); n > 0 {
 			nameLen += n
 		} else {
-			nameLen += int64(len(ms[of[i].m].Name) + len("/values/") + 10)
+			nameLen += len(ms[of[i].m].Name) + len("/values/") + 10
 		}
 	}
 	ts := make([]Tensor, len(p.recs))
@@ -213,26 +208,24 @@ func (p *Program) buildList() {
 	for i := range p.recs {
 		r := &p.recs[i]
 		t := &ts[i]
-		tp := int64(r.tensor)
-		fo := tf.Of(fb, tp)
+		x := b.readTensor(int64(r.tensor))
 		s0 := len(shapes)
-		sp, ns := fbread.FieldVector(fb, tp, fo[tSizes])
-		for k := range ns {
-			shapes = append(shapes, int64(int32(binary.LittleEndian.Uint32(fb[sp+4*k:]))))
+		for k := range x.sizes.len() {
+			shapes = append(shapes, int64(x.sizes.at(k)))
 		}
 		t.Shape = shapes[s0:len(shapes):len(shapes)]
 		if len(t.Shape) == 0 {
 			t.Shape = []int64{} // a scalar: empty, not nil
 		}
-		if dp, nd := fbread.FieldVector(fb, tp, fo[tDimOrder]); nd > 0 {
+		if len(x.dimOrder) > 0 {
 			d0 := len(dims)
-			dims = append(dims, fb[dp:dp+nd]...)
+			dims = append(dims, x.dimOrder...)
 			t.DimOrder = dims[d0:len(dims):len(dims)]
 		}
 		n0 := len(names)
 		m, value := &ms[of[i].m], of[i].v
-		if f := fqn(fb, tp, fo, &ef); len(f) > 0 {
-			names = append(names, f...)
+		if len(x.fqn) > 0 {
+			names = append(names, x.fqn...)
 			t.NameExplicit = true
 		} else {
 			names = append(names, m.Name...)
@@ -245,30 +238,11 @@ func (p *Program) buildList() {
 		t.DType, t.Location, t.NBytes, t.Offset = r.dt, r.loc, r.nbytes, r.off
 		if r.loc != format.LocExternal {
 			t.Data, _ = segment.New(p.mf, r.off, r.nbytes) // checked by Open
-			if f := fo[tDataBufferIdx]; f != 0 {
-				t.DataBufferIndex = binary.LittleEndian.Uint32(fb[tp+f:])
-			}
+			t.DataBufferIndex = x.dbi
 		}
-		if f := fo[tScalarType]; f != 0 {
-			t.ScalarType = int8(fb[tp+f])
-		}
-		if f := fo[tRequiresGrad]; f != 0 {
-			t.RequiresGrad = fb[tp+f] != 0
-		}
+		t.ScalarType, t.RequiresGrad = x.scalarType, x.requiresGrad
 		t.Method, t.Value = m.Name, int(value)
 		t.Segment = p.segmentOf(r.loc)
 	}
 	p.list.tensors = ts
-}
-
-// fqn returns the fully-qualified name of the Tensor table at t (fields
-// fo): its extra_tensor_info's string, nil when it has none.
-func fqn(fb []byte, t int64, fo *[fbread.MaxFields]int64, ef *fbread.Fields) []byte {
-	if fo[tExtraInfo] == 0 {
-		return nil
-	}
-	q := t + fo[tExtraInfo]
-	e := fbread.Deref(fb, q)
-	s, n := fbread.FieldVector(fb, e, ef.Of(fb, e)[etiFQN])
-	return fb[s : s+n]
 }

@@ -22,14 +22,9 @@ func (p *Program) methodList() []Method {
 // methodBuilder copies the plans' strings and slices out of the verified
 // FlatBuffer, in a few shared chunks rather than one allocation each.
 type methodBuilder struct {
-	p  *Program
-	fb []byte
-	// The vtables of the tables a program repeats, decoded once each.
-	planF, metaF, evalueF, opF fbread.Fields
-	tensor                     builder // reads tensor tables (readTensor)
-	nextRec                    int     // the record of the next tensor value
+	builder     // its vtable caches, readTensor and strs
+	nextRec int // the record of the next tensor value
 
-	strs   arena.Strings
 	ints   arena.Slices[int32]
 	int64s arena.Slices[int64]
 	chains arena.Slices[Chain]
@@ -47,8 +42,7 @@ func (p *Program) buildMethods() {
 		return // fb is gone
 	}
 	n := p.nmethods
-	b := &methodBuilder{p: p, fb: p.fb}
-	b.tensor = builder{p: p, fb: p.fb}
+	b := &methodBuilder{builder: builder{p: p, fb: p.fb}}
 	ms := make([]Method, n)
 	checks := make([]methodCheck, n)
 	p.valueTensor = make([][]int32, n)
@@ -125,7 +119,7 @@ func (b *methodBuilder) valueTensor(pos int64) int32 {
 	if t < 0 {
 		return -1
 	}
-	x := b.tensor.readTensor(t)
+	x := b.readTensor(t)
 	external := x.hasETI && x.location == locExternal
 	if location(external, x.dbi, x.planned, b.p.inlineConsts) == format.LocNone {
 		return -1

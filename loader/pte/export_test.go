@@ -21,18 +21,9 @@ import (
 // It also opens data again without the fast path of the tensor checks
 // (quick.go) and checks that the outcome is the same: the error, or the
 // tensor records, the external count and the work budget left.
-//
-// And that versionReadable, which lets Open skip the version gate's walk,
-// admits no FlatBuffer the gate refuses.
 func CheckVerified(data []byte, p *Program, openErr error) error {
 	if err := checkQuick(data, p, openErr); err != nil {
 		return err
-	}
-	if hdr, err := parseHeader(data[:min(len(data), headerPeek)], int64(len(data))); err == nil && hdr.ProgramSize <= int64(len(data)) {
-		fb := data[:hdr.ProgramSize]
-		if gate := fbverify.NewWalk(fb, fbverify.Options{Format: formatName}).Verify("Program", verifyVersion); versionReadable(fb) && gate != nil {
-			return fmt.Errorf("versionReadable admits a FlatBuffer the version gate refuses: %v", gate)
-		}
 	}
 	if openErr != nil {
 		return nil

@@ -78,11 +78,17 @@ func newProgram(mf *mmapfile.File, o options) (*Program, error) {
 // parseProgram verifies the FlatBuffer region fb and builds the program.
 func parseProgram(mf *mmapfile.File, o options, hdr Header, fb []byte, buf *[]byte) (*Program, error) {
 	vo := fbverify.Options{Format: formatName, MaxDepth: o.maxDepth, MaxObjects: o.maxObjects}
-	// Version gate first, verifying only the field it reads: a newer
-	// schema generation is a version problem, not a malformed file. (A
-	// root table whose version field passes the gate's checks, as in
-	// every program, needs no walk of its own.)
-	if !versionReadable(fb) {
+	// Everything but the chains' instructions (lazy in program.fbs),
+	// which each method's first check verifies (Method.check) with the
+	// same walk.
+	p := &Program{mf: mf, name: o.name, hdr: hdr, version: 0, fb: fb, region: buf}
+	walk := &p.walk
+	walk.Reset(fb, vo)
+	walk.SetLazy(true)
+	verr := walk.Verify("Program", ptefb.VerifyProgram)
+	if verr != nil {
+		// A newer schema generation is a version problem, not a malformed
+		// file: its version is read if the walk to it alone passes.
 		if err := fbverify.NewWalk(fb, vo).Verify("Program", verifyVersion); err != nil {
 			return nil, err
 		}
@@ -97,15 +103,8 @@ func parseProgram(mf *mmapfile.File, o options, hdr Header, fb []byte, buf *[]by
 		return nil, format.Wrapf(format.ErrUnsupportedVersion, formatName, "Program.version", off,
 			"program schema version %d is newer than this loader reads (want 0)", v)
 	}
-	// Everything but the chains' instructions (lazy in program.fbs),
-	// which each method's first check verifies (Method.check) with the
-	// same walk.
-	p := &Program{mf: mf, name: o.name, hdr: hdr, version: 0, fb: fb, region: buf}
-	walk := &p.walk
-	walk.Reset(fb, vo)
-	walk.SetLazy(true)
-	if err := walk.Verify("Program", ptefb.VerifyProgram); err != nil {
-		return nil, err
+	if verr != nil {
+		return nil, verr
 	}
 	budget := 4*int64(len(fb)) + 1<<16
 	if o.budget > 0 {
@@ -188,34 +187,6 @@ func verifyVersion(w *fbverify.Walk, pos int64) error {
 		return w.At(err, "version", -1)
 	}
 	return nil
-}
-
-// versionReadable reports whether the root table of fb and its version
-// field pass every check of the version gate (verifyVersion's walk): the
-// buffer's size, the root offset, the table's vtable and the field inside
-// the buffer, each aligned. (Its object and depth limits admit one table.)
-func versionReadable(fb []byte) bool {
-	n := int64(len(fb))
-	if n < 8 || n > fbverify.MaxSize {
-		return false
-	}
-	pos := int64(binary.LittleEndian.Uint32(fb))
-	if pos == 0 || pos >= n || n-pos < 4 || pos%4 != 0 {
-		return false
-	}
-	vt := pos - int64(int32(binary.LittleEndian.Uint32(fb[pos:])))
-	if vt < 0 || vt > n-4 || vt%2 != 0 {
-		return false
-	}
-	vtsize, tsize := int64(binary.LittleEndian.Uint16(fb[vt:])), int64(binary.LittleEndian.Uint16(fb[vt+2:]))
-	if vtsize < 4 || vtsize%2 != 0 || vtsize > n-vt || tsize < 4 || tsize > n-pos {
-		return false
-	}
-	if vtsize < 6 {
-		return true // no version field
-	}
-	fo := int64(binary.LittleEndian.Uint16(fb[vt+4:]))
-	return fo == 0 || (pos+fo+4 <= n && (pos+fo)%4 == 0)
 }
 
 // vecPos returns the file position of the first element of the vector at

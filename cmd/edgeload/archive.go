@@ -23,7 +23,7 @@ type archiveEntry struct {
 // ARCHIVE!/ENTRY argument that opens each stored model. It returns false,
 // writing nothing, when path is no zip archive.
 func inspectArchive(w io.Writer, path string, asJSON bool) (ok bool, err error) {
-	if _, _, inside := splitArchive(path); inside {
+	if _, _, inside := mmapfile.SplitArchivePath(path); inside {
 		return false, nil
 	}
 	mf, err := mmapfile.Open(path)

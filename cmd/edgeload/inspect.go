@@ -192,13 +192,9 @@ func newTable(w io.Writer) *tabwriter.Writer {
 	return tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 }
 
-// section prints a blank line and a section title, with a count when n >= 0.
+// section prints a blank line and a section title with a count.
 func section(w io.Writer, title string, n int) {
-	if n >= 0 {
-		fmt.Fprintf(w, "\n%s (%d)\n", title, n)
-	} else {
-		fmt.Fprintf(w, "\n%s\n", title)
-	}
+	fmt.Fprintf(w, "\n%s (%d)\n", title, n)
 }
 
 // alignName shows a segment's alignment; an empty segment has none to speak

@@ -63,7 +63,6 @@ import (
 	"os"
 	"runtime/debug"
 	"strings"
-	"text/tabwriter"
 
 	_ "github.com/edgeload/edgeload/formats" // the formats the command reads
 	"github.com/edgeload/edgeload/loader/format"
@@ -186,7 +185,7 @@ func usage(w io.Writer) {
 // formatTable writes a line per registered format: its name and what
 // field says of it.
 func formatTable(w io.Writer, field func(format.Registration) string) {
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	tw := newTable(w)
 	for _, r := range format.Registered() {
 		fmt.Fprintf(tw, "  %s\t%s\n", r.Name, field(r))
 	}

@@ -44,6 +44,14 @@ func (p *progress) update(done, total int64) {
 	fmt.Fprintf(p.w, "\r\x1b[Kedgeload: %s: %s of %s (%d%%)", p.label, sizeName(done), sizeName(total), pct)
 }
 
+// updater returns p.update, or nil for a nil progress.
+func (p *progress) updater() func(done, total int64) {
+	if p == nil {
+		return nil
+	}
+	return p.update
+}
+
 // clear erases the line, if it was drawn. A nil progress does nothing.
 func (p *progress) clear() {
 	if p == nil || p.last.IsZero() {

@@ -75,8 +75,12 @@ func (d *direct) read(w *work, at int64) (segment.Segment, error) {
 	return segment.New(d.view, at+skew, w.Data.Len())
 }
 
-// close closes the descriptors and frees the buffer.
+// close closes the descriptors and frees the buffer; a nil direct reader
+// has nothing to close.
 func (d *direct) close() error {
+	if d == nil {
+		return nil
+	}
 	var first error
 	for _, r := range d.r {
 		if err := r.Close(); err != nil && first == nil {
@@ -91,14 +95,6 @@ func (d *direct) close() error {
 		d.buf, d.view = nil, nil
 	}
 	return first
-}
-
-// closeDirect closes the direct reader, if any.
-func (s *Stream) closeDirect() error {
-	if s.direct == nil {
-		return nil
-	}
-	return s.direct.close()
 }
 
 // releaseDirect frees the buffer space of the items the caller has

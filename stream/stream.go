@@ -358,10 +358,11 @@ func New(ctx context.Context, m *loader.Model, opts ...Option) (*Stream, error) 
 	}
 	s.stats.Reader = "mapped"
 	s.limit = budget
-	s.fetch = max(s.grain, kernelWindow(items))
+	ra := kernelWindow(items)
+	s.fetch = max(s.grain, ra)
 	if s.direct != nil {
 		s.stats.Reader = "direct"
-	} else if ra := kernelWindow(items); ra > 0 && raWindows*ra <= budget/2 {
+	} else if ra > 0 && raWindows*ra <= budget/2 {
 		s.limit, s.ra = budget-raWindows*ra, ra
 	} else {
 		// A page cache folio larger than a grain may outlive the release
@@ -376,7 +377,7 @@ func New(ctx context.Context, m *loader.Model, opts ...Option) (*Stream, error) 
 	}
 	s.covers(ws)
 	if err := s.chooseRetained(ws, &c); err != nil {
-		s.closeDirect()
+		s.direct.close()
 		return nil, err
 	}
 	if err := s.checkRoom(ws, multi); err != nil {
@@ -475,7 +476,7 @@ func (s *Stream) checkRoom(ws []work, multi bool) error {
 func (s *Stream) abort() {
 	gone := s.releaseRetained(nil)
 	releaseSpans(gone, s.unusedGrains(gone), s.grain, s.drop)
-	s.closeDirect()
+	s.direct.close()
 }
 
 // plan lists the items of m in the configured order, and says where the
@@ -914,7 +915,7 @@ func (s *Stream) shutdown() {
 	}
 	if s.direct != nil {
 		s.stats.Resident = 0
-		if err := s.closeDirect(); s.relErr == nil {
+		if err := s.direct.close(); s.relErr == nil {
 			s.relErr = err
 		}
 	}

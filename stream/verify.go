@@ -130,31 +130,20 @@ func (s *Stream) hash() {
 		workers.Wait()
 		close(s.hashDone)
 	}()
-	fail := func(err error) {
-		s.mu.Lock()
-		if s.verr == nil {
-			s.verr = err
-		}
-		s.cond.Broadcast()
-		s.mu.Unlock()
-	}
-	for f, fc := range s.checks {
-		if fc.last >= 0 {
-			continue
-		}
-		if err := s.feedTo(fc, f.Len(), tasks); err != nil {
-			fail(err)
-			return
-		}
-		if err := s.closeCheck(fc); err != nil {
-			fail(err)
-			return
+	var err error
+	for _, fc := range s.checks {
+		if fc.last < 0 && err == nil {
+			err = s.feedRest(fc, tasks)
 		}
 	}
 	s.mu.Lock()
-	s.wholeDone = true
+	s.failCheck(err)
+	s.wholeDone = err == nil
 	s.cond.Broadcast()
 	s.mu.Unlock()
+	if err != nil {
+		return
+	}
 	for {
 		s.mu.Lock()
 		for !s.closed && s.ctx.Err() == nil && s.hashed == s.ready {
@@ -179,11 +168,7 @@ func (s *Stream) hash() {
 		}
 		s.mu.Lock()
 		s.hashed++
-		if err != nil {
-			if s.verr == nil {
-				s.verr = err
-			}
-		} else {
+		if s.failCheck(err); err == nil {
 			// With shards, a worker may have checked the item's last
 			// shard before it counted as hashed.
 			s.advanceProven()
@@ -191,6 +176,22 @@ func (s *Stream) hash() {
 		s.cond.Broadcast()
 		s.mu.Unlock()
 	}
+}
+
+// failCheck records err, if any, as the checks' failure unless one came
+// first, with s.mu held.
+func (s *Stream) failCheck(err error) {
+	if err != nil && s.verr == nil {
+		s.verr = err
+	}
+}
+
+// signatureError wraps a check's error in ErrSignature; nil stays nil.
+func signatureError(err error) error {
+	if err == nil {
+		return nil
+	}
+	return fmt.Errorf("%w: %w", ErrSignature, err)
 }
 
 // advanceProven moves s.proven past the items that may be handed out, with
@@ -216,13 +217,9 @@ func (s *Stream) hashShards(tasks <-chan shardTask) {
 		err := t.fc.f.Guard(func() { sum = signing.Sum(t.pieces...) })
 		s.mu.Lock()
 		if err == nil {
-			if err = t.fc.c.CheckSum(t.r, sum); err != nil {
-				err = fmt.Errorf("%w: %w", ErrSignature, err)
-			}
+			err = signatureError(t.fc.c.CheckSum(t.r, sum))
 		}
-		if err != nil && s.verr == nil {
-			s.verr = err
-		}
+		s.failCheck(err)
 		s.pending--
 		s.advanceProven()
 		s.cond.Broadcast()
@@ -251,22 +248,16 @@ func (s *Stream) feed(w *work, data segment.Segment, v int64, tasks chan<- shard
 	if v != fc.last {
 		return nil
 	}
-	if err := s.feedTo(fc, fc.f.Len(), tasks); err != nil {
-		return err
-	}
-	return s.closeCheck(fc)
+	return s.feedRest(fc, tasks)
 }
 
-// closeCheck closes a file's check once all its bytes are in: with
-// shards, when the workers have checked them all (Next does it).
-func (s *Stream) closeCheck(fc *fileCheck) error {
-	if fc.shards {
-		return nil
+// feedRest hands the rest of the file to its check and closes the check
+// (with shards, Next closes it once the workers have checked them all).
+func (s *Stream) feedRest(fc *fileCheck, tasks chan<- shardTask) error {
+	if err := s.feedTo(fc, fc.f.Len(), tasks); err != nil || fc.shards {
+		return err
 	}
-	if err := fc.c.Close(); err != nil {
-		return fmt.Errorf("%w: %w", ErrSignature, err)
-	}
-	return nil
+	return signatureError(fc.c.Close())
 }
 
 // feedTo reads the file's bytes from the cursor up to end and hands them
@@ -304,7 +295,7 @@ func (s *Stream) add(fc *fileCheck, p []byte, view *mmapfile.File, tasks chan<- 
 			write()
 		}
 		if werr != nil {
-			return fmt.Errorf("%w: %w", ErrSignature, werr)
+			return signatureError(werr)
 		}
 		fc.cursor += int64(len(p))
 		return nil
@@ -336,8 +327,7 @@ func (s *Stream) finishChecks() error {
 		if !fc.shards {
 			continue
 		}
-		if err := fc.c.Close(); err != nil {
-			s.verr = fmt.Errorf("%w: %w", ErrSignature, err)
+		if s.verr = signatureError(fc.c.Close()); s.verr != nil {
 			return s.verr
 		}
 	}

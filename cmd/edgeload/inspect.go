@@ -152,7 +152,7 @@ func (in *inspection) writeText(w io.Writer, path string, order bool) error {
 			if t.DataFile != "" {
 				loc += " (" + t.DataFile + ")"
 			}
-			fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\t%d", t.Name, t.DType, shapeName(t.Shape), loc, off, t.NBytes)
+			fmt.Fprintf(tw, "  %s\t%s\t%v\t%s\t%s\t%d", t.Name, t.DType, t.Shape, loc, off, t.NBytes) // a shape as [2 3 4]
 			if in.sums != nil {
 				fmt.Fprintf(tw, "\t%s", t.SHA256)
 			}
@@ -222,18 +222,4 @@ func bytesName(n int64) string {
 		return fmt.Sprint(n)
 	}
 	return fmt.Sprintf("%d (%s)", n, sizeName(n))
-}
-
-// shapeName writes a shape as [2 3 4]; a scalar as [].
-func shapeName(s []int64) string {
-	var b strings.Builder
-	b.WriteByte('[')
-	for i, d := range s {
-		if i > 0 {
-			b.WriteByte(' ')
-		}
-		fmt.Fprint(&b, d)
-	}
-	b.WriteByte(']')
-	return b.String()
 }

@@ -293,7 +293,7 @@ type Stream struct {
 	pass      PassStats   // the current pass
 	history   []PassStats // the finished passes
 	passT0    time.Time
-	readBy    []int64 // bytes read for the items of pass p, at readBy[p%2]
+	readBy    [2]int64 // bytes read for the items of pass p, at readBy[p%2]
 
 	checks   map[*mmapfile.File]*fileCheck // with a signature: each file's check
 	scratch  []byte                        // the checking goroutine's buffer for the bytes between items
@@ -342,14 +342,7 @@ func New(ctx context.Context, m *loader.Model, opts ...Option) (*Stream, error) 
 	}
 	s.stats.Order, s.stats.Passes, s.stats.Budget = orderName, c.passes, budget
 
-	reader := c.reader
-	if reader == ReadAuto {
-		reader = ReadMapped
-		if multi {
-			reader = ReadDirect
-		}
-	}
-	if reader == ReadDirect && len(items) > 0 {
+	if (c.reader == ReadDirect || c.reader == ReadAuto && multi) && len(items) > 0 {
 		d, err := openDirect(items)
 		if err != nil && c.reader == ReadDirect {
 			return nil, fmt.Errorf("stream: %w", err)
@@ -408,7 +401,6 @@ func New(ctx context.Context, m *loader.Model, opts ...Option) (*Stream, error) 
 		}
 	}
 	s.slots = make([]slot, len(s.order))
-	s.readBy = make([]int64, 2)
 	s.cond.L = &s.mu
 	s.stats.Items = len(s.order)
 	for i := range s.order {
@@ -798,10 +790,10 @@ func (s *Stream) Next() (Item, error) {
 	}
 	st := s.stats
 	s.cur++
-	if s.n > 0 && s.cur%s.n == 0 && s.cur > 0 {
-		s.endPass(now)
-	}
-	if s.cur == 0 || (s.n > 0 && s.cur%s.n == 0) {
+	if s.cur == 0 || s.n > 0 && s.cur%s.n == 0 {
+		if s.cur > 0 {
+			s.endPass(now)
+		}
 		s.passT0 = now
 	}
 	if s.direct != nil {

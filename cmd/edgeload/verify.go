@@ -53,7 +53,7 @@ func runVerify(c *cli, args []string) int {
 	}
 	failed := 0
 	for _, path := range pos {
-		p := c.verifyProgress(path)
+		p := c.newProgress("verify " + filepath.Base(path))
 		line, err := verifyFile(path, data, p)
 		p.clear()
 		if err != nil {
@@ -76,7 +76,7 @@ func runVerify(c *cli, args []string) int {
 
 // verifySigned checks a model against its signature and prints one line.
 func verifySigned(c *cli, sf *signatureFlags, model string) int {
-	p := c.verifyProgress(model)
+	p := c.newProgress("verify " + filepath.Base(model))
 	b, res, err := sf.verifySignature(context.Background(), model, p.updater())
 	p.clear()
 	if err != nil {
@@ -106,15 +106,6 @@ func plural(n int, what string) string {
 
 // terminal reports whether w is a terminal (tests replace it).
 var terminal = isTerminal
-
-// verifyProgress returns the progress line of verifying path on stderr, or
-// nil when stderr is not a terminal.
-func (c *cli) verifyProgress(path string) *progress {
-	if !terminal(c.stderr) {
-		return nil
-	}
-	return newProgress(c.stderr, "verify "+filepath.Base(path))
-}
 
 // verifyFile opens and verifies one file and describes the result. With
 // p, it shows the bytes read as it goes (loader.VerifyOptions.Progress).

@@ -3,46 +3,12 @@
 // ahead as far as a byte budget allows, and gives back the memory of the
 // weights the caller has moved past.
 //
-// A stream makes one pass over the order by default. [WithPasses] makes it
-// a decode loop: the order again and again (a language model reads every
-// weight once per token), with a retained set ([WithRetain]) kept resident
-// across passes and everything else read anew each pass, the read-ahead
-// running on into the next pass while the caller computes with the last
-// weights of this one.
-//
-// # Budget
-//
-// The budget bounds the weight bytes a [Stream] holds: retained weights,
-// and the streamed ones read ahead or in use. Mapped pages are counted in
-// grains: aligned blocks of up to 2 MiB, at most an eighth of the budget.
-// A grain that several items cover (tensors that share bytes or a page)
-// counts once, and is released only when no item of any stream in the
-// process still holds it. Grains are aligned in the model's file (a
-// section's offsets count from the section's start): releasing whole grains
-// drops whole page cache folios and whole huge mappings.
-//
-// # Reading
-//
-// Streamed weights are read one of two ways ([WithReader]):
-//
-//   - mapped: the stream maps the weight's pages (madvise POPULATE_READ)
-//     and releases them after use (madvise DONTNEED, and with
-//     [WithDropCache] fadvise DONTNEED). Where the kernel's readahead window
-//     is known (Linux) and two windows fit in half the budget, the stream
-//     lets the kernel read ahead and keeps those windows of the budget free
-//     for it; otherwise it reads exactly the grains it holds.
-//   - direct: the stream reads the weight with direct I/O (O_DIRECT) into a
-//     buffer it allocates once (the budget less the retained weights) and
-//     reuses, around the page cache. Item.Data is then a view of that
-//     buffer.
-//
-// Retained weights are always zero-copy views of the mapping.
-//
-// In a single pass an item larger than half of the room is handed over in
-// windows (consecutive items with the same Tensor, see [Item.Part]), so
-// that the next window is read while one is in use. In passes mode items
-// are whole; a budget that cannot hold the largest streamed weight is an
-// error that names both sizes.
+// A stream makes one pass over the order, handing an item larger than half
+// of its room over in windows ([Item.Part]). [WithPasses] makes it a decode
+// loop: the order again and again, items whole, with a retained set
+// ([WithRetain]) resident across passes. The budget counts mapped pages in
+// aligned grains of up to 2 MiB, a grain once however many items or streams
+// in the process hold it; docs/STREAMING.md says what a caller can rely on.
 package stream
 
 import (
@@ -147,8 +113,11 @@ type PassStats struct {
 	Retained    int64 // bytes of the retained weights
 }
 
-// Reader selects how streamed weights are read; see the package
-// documentation.
+// Reader selects how streamed weights are read: mapped (the stream maps a
+// weight's pages and releases them after use; with a known kernel readahead
+// window it lets the kernel read ahead) or direct (O_DIRECT reads into a
+// buffer allocated once, around the page cache; Item.Data is then a view of
+// that buffer). Retained weights are always views of the mapping.
 type Reader int
 
 // The readers. ReadAuto picks ReadDirect in passes mode where the file

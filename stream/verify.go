@@ -29,11 +29,9 @@ import (
 // the file is found not to match, after the caller has seen the file's
 // items but the last. Checking takes a single pass.
 //
-// The hashing keeps every core busy while the stream's reader spends most
-// of its time blocked in reads, each holding one of the runtime's Ps until
-// the scheduler takes it back: a program checking on every core runs
-// faster with GOMAXPROCS one above its cores, as edgeload stream sets it
-// (docs/SIGNING.md has the numbers).
+// The stream's reader holds a runtime P while blocked in a read: a program
+// checking on every core runs faster with GOMAXPROCS one above its cores,
+// as edgeload stream sets it.
 //
 // A byte handed out was read once, and that read is the one checked; a
 // file that another process changes while it is mapped can still change

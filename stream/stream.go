@@ -653,8 +653,10 @@ func (s *Stream) mappedRead(v int64) bool {
 }
 
 // populate maps the pages of item v and of the next admitted items in its
-// grains (in windowed mode item v alone), and returns the item after the
-// last one it mapped.
+// grains (in windowed mode item v alone; madvise POPULATE_READ), and
+// returns the item after the last one it mapped. When the stream reads
+// exactly, the range is advised random meanwhile, so that a page the
+// readahead has not brought in is read alone.
 func (s *Stream) populate(v, to int64) (int64, error) {
 	w := s.at(v)
 	f, lo, hi := w.Data.File(), w.Data.Offset(), w.Data.Offset()+w.Data.Len()
@@ -663,7 +665,20 @@ func (s *Stream) populate(v, to int64) (int64, error) {
 		d := s.at(j).Data
 		lo, hi = min(lo, d.Offset()), max(hi, d.Offset()+d.Len())
 	}
-	if err := populate(w.Data, lo, hi-lo, s.ra == 0); err != nil {
+	_, err := w.Data.Bytes() // in windowed mode, maps the window
+	if err == nil {
+		if testHookRead != nil {
+			testHookRead("populate", f, lo, hi-lo)
+		}
+		if s.ra == 0 {
+			f.Advise(lo, hi-lo, mmapfile.AdviceRandom)
+		}
+		err = f.Advise(lo, hi-lo, mmapfile.AdvicePopulateRead)
+		if s.ra == 0 {
+			f.Advise(lo, hi-lo, mmapfile.AdviceNormal)
+		}
+	}
+	if err != nil {
 		// A page past the end of the file fails the read; a guarded
 		// touch says whether that is truncation.
 		return v + 1, w.Data.Touch()
@@ -688,28 +703,6 @@ func fetchGrains(sp span, chunk int64) {
 // testHookRead, set by tests, sees every read the stream starts: how
 // ("fetch": WILLNEED, "populate", "direct"), the file and the byte range.
 var testHookRead func(how string, f *mmapfile.File, off, n int64)
-
-// populate maps the pages of d's file covering [off, off+n) into the
-// process (madvise POPULATE_READ), in windowed mode after mapping d's
-// window. When the stream reads exactly, the range is advised random
-// meanwhile, so that a page the readahead has not brought in is read alone
-// (a fault reads far ahead and behind otherwise).
-func populate(d segment.Segment, off, n int64, exact bool) error {
-	if _, err := d.Bytes(); err != nil {
-		return err
-	}
-	f := d.File()
-	if testHookRead != nil {
-		testHookRead("populate", f, off, n)
-	}
-	if !exact {
-		return f.Advise(off, n, mmapfile.AdvicePopulateRead)
-	}
-	f.Advise(off, n, mmapfile.AdviceRandom)
-	err := f.Advise(off, n, mmapfile.AdvicePopulateRead)
-	f.Advise(off, n, mmapfile.AdviceNormal)
-	return err
-}
 
 // kernelWindow returns the largest kernel readahead window of the files
 // the items are in, or 0 when one is unknown or a file is not mapped.

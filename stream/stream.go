@@ -226,7 +226,6 @@ type Stream struct {
 	order    []work
 	n        int64 // len(order)
 	total    int64 // items over all passes; math.MaxInt64 for until Close
-	passes   int
 	limit    int64 // the most the held grains and buffer may take
 	grain    int64
 	ra       int64 // the kernel's readahead window; 0 when the stream reads exactly the grains it holds
@@ -300,7 +299,7 @@ func New(ctx context.Context, m *loader.Model, opts ...Option) (*Stream, error) 
 		return nil, fmt.Errorf("%w: a budget of %s is less than the %s (two pages) the smallest window needs", ErrBudget, format.SizeName(c.budget), format.SizeName(2*ps))
 	}
 	budget := c.budget
-	s := &Stream{drop: c.drop || multi, progress: c.progress, done: make(chan struct{}), cur: -1, grain: ps, passes: c.passes,
+	s := &Stream{drop: c.drop || multi, progress: c.progress, done: make(chan struct{}), cur: -1, grain: ps,
 		count: make(map[grainKey]int32), limbo: make(map[grainKey]bool)}
 	top := int64(maxGrain)
 	if multi {
@@ -470,11 +469,7 @@ func plan(m *loader.Model, c *config) ([]Item, string, error) {
 		groups = m.Groups()
 	}
 	bu, _ := m.Impl().(format.BlobUser)
-	type blob struct {
-		f      *mmapfile.File
-		off, n int64
-	}
-	seen := make(map[blob]bool)
+	seen := make(map[segment.Segment]bool) // a segment shared by blobs once
 	for _, g := range groups {
 		idx, err := m.UseOrder(g)
 		if err != nil {
@@ -482,11 +477,10 @@ func plan(m *loader.Model, c *config) ([]Item, string, error) {
 		}
 		if bu != nil {
 			for _, d := range bu.GroupBlobs(g) {
-				b := blob{d.Data.File(), d.Data.Offset(), d.Data.Len()}
-				if b.f == nil || seen[b] {
+				if d.Data.File() == nil || seen[d.Data] {
 					continue
 				}
-				seen[b] = true
+				seen[d.Data] = true
 				items = append(items, Item{Tensor: -1, Delegate: d.Index, Name: d.Name, Data: d.Data})
 			}
 		}
@@ -507,7 +501,6 @@ func split(ws []work, room, grain int64) []work {
 		it := x.Item
 		f := it.Data.File()
 		if x.retained || x.span.bytes() <= w {
-			x.Parts = 1
 			out = append(out, x)
 			continue
 		}

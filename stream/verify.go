@@ -81,12 +81,14 @@ func (s *Stream) prepareChecks(checks map[*mmapfile.File]*signing.Check, passes 
 		}
 		s.checks[f] = &fileCheck{f: f, c: c, shards: c.Method == signing.SerializeShards, last: -1}
 	}
-	var shard int64
+	// Items wait in the room until their shard matches: it must hold a
+	// shard and the item that ends it.
+	var shard, largest int64
 	for i := range s.order {
-		f := s.order[i].Data.File()
-		fc := s.checks[f]
+		w := &s.order[i]
+		fc := s.checks[w.Data.File()]
 		if fc == nil {
-			return fmt.Errorf("stream: no signed check for %s, which holds %s", f.Name(), s.order[i].Name)
+			return fmt.Errorf("stream: no signed check for %s, which holds %s", w.Data.File().Name(), w.Name)
 		}
 		if fc.last < 0 && fc.shards {
 			for _, r := range fc.c.Ranges {
@@ -94,12 +96,7 @@ func (s *Stream) prepareChecks(checks map[*mmapfile.File]*signing.Check, passes 
 			}
 		}
 		fc.last = int64(i)
-	}
-	// Items wait in the room until their shard matches: it must hold a
-	// shard and the item that ends it.
-	var largest int64
-	for i := range s.order {
-		largest = max(largest, s.room(&s.order[i]))
+		largest = max(largest, s.room(w))
 	}
 	if room := s.limit - s.stats.Retained; shard > 0 && shard+largest > room {
 		return fmt.Errorf("%w: the signature's shards of %s need %s of room in memory (a shard and an item), but the budget of %s leaves %s: give a larger budget or sign with smaller shards",

@@ -126,23 +126,19 @@ func (r *ring) alloc(n int64) (int64, bool) {
 	if n == 0 {
 		return -1, true
 	}
-	at := int64(-1)
-	if len(r.live) == 0 {
-		if n <= r.size {
-			at = 0
-		}
-	} else {
-		tail, head := r.live[0][0], r.live[len(r.live)-1][1]
-		switch {
-		case head > tail && r.size-head >= n:
-			at = head
-		case head > tail && tail >= n:
-			at = 0
-		case head <= tail && tail-head >= n:
-			at = head
-		}
+	// The free space is [head, size) and [0, tail) when the allocations do
+	// not wrap, [head, tail) when they do or there are none.
+	tail, head := r.size, int64(0)
+	if len(r.live) > 0 {
+		tail, head = r.live[0][0], r.live[len(r.live)-1][1]
 	}
-	if at < 0 {
+	var at int64
+	switch {
+	case head > tail && r.size-head >= n, head <= tail && tail-head >= n:
+		at = head
+	case head > tail && tail >= n:
+		at = 0
+	default:
 		return 0, false
 	}
 	r.live = append(r.live, [2]int64{at, at + n})

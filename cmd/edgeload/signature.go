@@ -234,20 +234,15 @@ func (f *signatureFlags) streamChecks(model string, m *loader.Model) (map[*mmapf
 	for _, c := range plan.Files {
 		byName[c.File] = c
 	}
-	name := func(mf *mmapfile.File) string {
-		if root == model {
-			return plan.Files[0].File
-		}
-		rel, err := filepath.Rel(root, mf.Name())
-		if err != nil {
-			return ""
-		}
-		return filepath.ToSlash(rel)
-	}
 	for _, mf := range files {
-		if c := byName[name(mf)]; c != nil {
+		name := plan.Files[0].File
+		if root != model {
+			rel, _ := filepath.Rel(root, mf.Name()) // "" when it cannot be made relative
+			name = filepath.ToSlash(rel)
+		}
+		if c := byName[name]; c != nil {
 			checks[mf] = c
-			delete(byName, name(mf))
+			delete(byName, name)
 		}
 	}
 	// The signed files the stream does not read, whole.

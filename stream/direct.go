@@ -62,8 +62,12 @@ func (d *direct) alloc(order []work, room int64) error {
 }
 
 // read reads item w into the buffer at offset at and returns the view of
-// its bytes there.
+// its bytes there; an item whose read takes no bytes (at is -1) reads
+// nothing.
 func (d *direct) read(w *work, at int64) (segment.Segment, error) {
+	if w.cover == 0 {
+		return segment.Segment{}, nil
+	}
 	r := d.r[w.Data.File()]
 	if testHookRead != nil {
 		testHookRead("direct", w.Data.File(), w.Data.Offset(), w.Data.Len())

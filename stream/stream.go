@@ -595,36 +595,25 @@ func (s *Stream) run() {
 		}
 		var err error
 		var data segment.Segment
-		if j == v {
-			w := s.at(v)
-			switch {
-			case s.direct != nil && !w.retained:
-				data, err = s.direct.read(w, s.slotAt(v))
-				j = v + 1
-			default:
-				if s.ra == 0 {
-					for started = max(started, v); started < to; started++ {
-						if !s.mappedRead(started) {
-							continue
-						}
-						sp := s.at(started).span
-						if sp.f == read.f && sp.start < read.end && read.start <= sp.start {
-							sp.start = min(read.end, sp.end)
-						}
-						fetchGrains(sp, s.fetch)
-						read = s.at(started).span
-					}
+		if j == v && s.direct != nil && !s.at(v).retained {
+			data, err = s.direct.read(s.at(v), s.slotAt(v))
+			j = v + 1
+		} else if j == v {
+			for started = max(started, v); s.ra == 0 && started < to; started++ {
+				if !s.mappedRead(started) {
+					continue
 				}
-				j, err = s.populate(v, to)
+				sp := s.at(started).span
+				if sp.f == read.f && sp.start < read.end && read.start <= sp.start {
+					sp.start = min(read.end, sp.end)
+				}
+				fetchGrains(sp, s.fetch)
+				read = s.at(started).span
 			}
+			j, err = s.populate(v, to)
 		}
 		s.mu.Lock()
-		if err != nil {
-			s.slot(v).err = err
-		}
-		if data.Len() > 0 {
-			s.slot(v).data = data
-		}
+		s.slot(v).err, s.slot(v).data = err, data
 		s.ready = j
 		cpu()
 		s.cond.Broadcast()

@@ -275,19 +275,14 @@ func (s *Stream) feedTo(fc *fileCheck, end int64, tasks chan<- shardTask) error 
 }
 
 // add hands p, the file's bytes at the cursor, to the check: with files it
-// hashes them (from the mapping of view when not nil, guarded against a
-// file truncated under it), with shards it gathers them and sends each
-// shard to the workers once its last byte is in.
+// hashes them (from the mapping of view, guarded against a file truncated
+// under it; a nil view guards as mmapfile.Guard), with shards it gathers
+// them and sends each shard to the workers once its last byte is in.
 func (s *Stream) add(fc *fileCheck, p []byte, view *mmapfile.File, tasks chan<- shardTask) error {
 	if !fc.shards {
 		var werr error
-		write := func() { _, werr = fc.c.Write(p) }
-		if view != nil {
-			if err := view.Guard(write); err != nil {
-				return err // the file shrank under the mapping
-			}
-		} else {
-			write()
+		if err := view.Guard(func() { _, werr = fc.c.Write(p) }); err != nil {
+			return err // the file shrank under the mapping
 		}
 		if werr != nil {
 			return signatureError(werr)

@@ -14,28 +14,18 @@ import (
 
 // WithSignature makes the stream check what it reads against a model's
 // signature (package signing): checks[f] is the signing.Check of file f,
-// for every file the stream's items lie in and any other file of the
-// model to be checked whole (signing.Plan gives them, by the names the
-// signature uses). Goroutines of the stream's own hash every byte of each
-// file: the items' bytes as the stream read them, and the bytes between
-// them, which they read themselves.
+// for every file the stream's items lie in and any other file of the model
+// to be checked whole (signing.Plan gives them). The stream's goroutines
+// hash every byte of each file: the items' bytes as the stream read them,
+// and the bytes between them. Checking takes a single pass.
 //
-// With the shards serialization an item is handed out only once every
-// shard it touches has matched, so no byte of a shard that does not match
-// reaches the caller; shards are hashed on every core, and the room the
-// retained weights leave must hold a whole shard. With the files
-// serialization a file's digest is known only after its last byte: items
-// are handed out as they are read, and Next returns the error the moment
-// the file is found not to match, after the caller has seen the file's
-// items but the last. Checking takes a single pass.
-//
-// The stream's reader holds a runtime P while blocked in a read: a program
-// checking on every core runs faster with GOMAXPROCS one above its cores,
-// as edgeload stream sets it.
-//
-// A byte handed out was read once, and that read is the one checked; a
-// file that another process changes while it is mapped can still change
-// under a view the caller holds.
+// With shards, an item is handed out only once every shard it touches has
+// matched, and the room the retained weights leave must hold a whole shard.
+// With files, items are handed out as they are read, and Next returns the
+// error once the file's digest does not match. A file another process
+// changes while it is mapped can still change under a view the caller
+// holds. docs/SIGNING.md has the details, and why GOMAXPROCS one above the
+// cores speeds checking up.
 func WithSignature(checks map[*mmapfile.File]*signing.Check) Option {
 	return func(c *config) { c.checks = checks }
 }

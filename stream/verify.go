@@ -300,16 +300,10 @@ func (s *Stream) add(fc *fileCheck, p []byte, view *mmapfile.File, tasks chan<- 
 // finishChecks closes the shards checks once every shard is checked, with
 // s.mu held, and returns the first failure.
 func (s *Stream) finishChecks() error {
-	if s.verr != nil {
-		return s.verr
-	}
 	for _, fc := range s.checks {
-		if !fc.shards {
-			continue
-		}
-		if s.verr = signatureError(fc.c.Close()); s.verr != nil {
-			return s.verr
+		if fc.shards && s.verr == nil {
+			s.verr = signatureError(fc.c.Close())
 		}
 	}
-	return nil
+	return s.verr
 }

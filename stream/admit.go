@@ -111,11 +111,18 @@ func (s *Stream) wantRelease() bool {
 	return s.stats.Resident+n > s.limit
 }
 
-// releaseItems gives up items [s.lo, to) and appends the grains no held
-// item covers any more to gone.
+// releaseItems gives up items [s.lo, to): their space in the direct
+// reader's buffer, or their grains, appending those no held item covers any
+// more to gone.
 func (s *Stream) releaseItems(to int64, gone []span) []span {
 	for ; s.lo < to; s.lo++ {
-		if w := s.at(s.lo); !w.retained && s.direct == nil {
+		switch w := s.at(s.lo); {
+		case w.retained:
+		case s.direct != nil:
+			if s.slot(s.lo).at >= 0 {
+				s.direct.ring.free()
+			}
+		default:
 			gone = s.unhold(w.span, gone)
 		}
 	}

@@ -101,21 +101,6 @@ func (d *direct) close() error {
 	return first
 }
 
-// releaseDirect frees the buffer space of the items the caller has
-// finished with, with s.mu held.
-func (s *Stream) releaseDirect() {
-	if s.lo >= s.cur {
-		return
-	}
-	for ; s.lo < s.cur; s.lo++ {
-		if !s.at(s.lo).retained && s.slot(s.lo).at >= 0 {
-			s.direct.ring.free()
-		}
-	}
-	s.freed = s.lo
-	s.cond.Broadcast()
-}
-
 // ring hands out space of a buffer in order and takes it back in the same
 // order.
 type ring struct {

@@ -740,8 +740,10 @@ func (s *Stream) Next() (Item, error) {
 		}
 		s.passT0 = now
 	}
-	if s.direct != nil {
-		s.releaseDirect()
+	if s.direct != nil && s.lo < s.cur {
+		s.releaseItems(s.cur, nil)
+		s.freed = s.lo
+		s.cond.Broadcast()
 	}
 	if s.wantRelease() {
 		s.cond.Broadcast()

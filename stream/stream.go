@@ -12,6 +12,7 @@
 package stream
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -342,7 +343,7 @@ func New(ctx context.Context, m *loader.Model, opts ...Option) (*Stream, error) 
 		return nil, err
 	}
 	if err := s.checkRoom(ws, multi); err != nil {
-		s.abort()
+		s.release(nil)
 		return nil, err
 	}
 	s.order = ws
@@ -352,12 +353,12 @@ func New(ctx context.Context, m *loader.Model, opts ...Option) (*Stream, error) 
 	}
 	if s.direct != nil {
 		if err := s.direct.alloc(s.order, s.limit-s.stats.Retained); err != nil {
-			s.abort()
+			s.release(nil)
 			return nil, fmt.Errorf("stream: %w", err)
 		}
 	}
 	if err := s.prepareChecks(c.checks, c.passes); err != nil {
-		s.abort()
+		s.release(nil)
 		return nil, err
 	}
 	s.n = int64(len(s.order))
@@ -432,11 +433,12 @@ func (s *Stream) checkRoom(ws []work, multi bool) error {
 	return nil
 }
 
-// abort releases what New took before failing.
-func (s *Stream) abort() {
-	gone := s.releaseRetained(nil)
-	releaseSpans(gone, s.unusedGrains(gone), s.grain, s.drop)
-	s.direct.close()
+// release gives up the retained set with the grains in gone, and closes
+// the direct reader; it returns the first error. New calls it when it
+// fails after holding the retained set, shutdown once the stream stops.
+func (s *Stream) release(gone []span) error {
+	gone = s.releaseRetained(gone)
+	return cmp.Or(releaseSpans(gone, s.unusedGrains(gone), s.grain, s.drop), s.direct.close())
 }
 
 // plan lists the items of m in the configured order, and says where the
@@ -843,19 +845,13 @@ func (s *Stream) shutdown() {
 		<-s.hashDone
 	}
 	s.mu.Lock()
-	gone := s.releaseItems(s.hi, nil)
-	gone = s.releaseRetained(gone)
 	s.stopWake()
 	s.cancel()
-	err := releaseSpans(gone, s.unusedGrains(gone), s.grain, s.drop)
-	if s.relErr == nil {
+	if err := s.release(s.releaseItems(s.hi, nil)); s.relErr == nil {
 		s.relErr = err
 	}
 	if s.direct != nil {
 		s.stats.Resident = 0
-		if err := s.direct.close(); s.relErr == nil {
-			s.relErr = err
-		}
 	}
 	s.freed = s.hi
 }

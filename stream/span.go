@@ -34,18 +34,13 @@ type grainKey struct {
 	g int64 // the grain's offset divided by the grain
 }
 
-// uncovered returns the parts of x that no span in others covers, in order.
+// uncovered returns the parts of x that no span in others (spans of x's
+// file that overlap it, as heldIn gives) covers, in order. It sorts others.
 func uncovered(x span, others []span) []span {
-	var in []span
-	for _, o := range others {
-		if o.f == x.f && o.start < x.end && x.start < o.end {
-			in = append(in, o)
-		}
-	}
-	slices.SortFunc(in, func(a, b span) int { return cmp.Compare(a.start, b.start) })
+	slices.SortFunc(others, func(a, b span) int { return cmp.Compare(a.start, b.start) })
 	var out []span
 	at := x.start
-	for _, o := range in {
+	for _, o := range others {
 		if o.start > at {
 			out = append(out, span{f: x.f, start: at, end: min(o.start, x.end)})
 		}

@@ -1,6 +1,7 @@
 package stream
 
 import (
+	"cmp"
 	"fmt"
 
 	"github.com/edgeload/edgeload/mmapfile"
@@ -87,15 +88,11 @@ func (d *direct) close() error {
 	}
 	var first error
 	for _, r := range d.r {
-		if err := r.Close(); err != nil && first == nil {
-			first = err
-		}
+		first = cmp.Or(first, r.Close())
 	}
 	d.r = nil
 	if d.buf != nil {
-		if err := platform.Unmap(d.buf); err != nil && first == nil {
-			first = err
-		}
+		first = cmp.Or(first, platform.Unmap(d.buf))
 		d.buf, d.view = nil, nil
 	}
 	return first

@@ -575,9 +575,7 @@ func (s *Stream) run() {
 			s.mu.Unlock()
 			err := releaseSpans(gone, free, s.grain, s.drop)
 			s.mu.Lock()
-			if s.relErr == nil {
-				s.relErr = err
-			}
+			s.relErr = cmp.Or(s.relErr, err)
 			s.freed = to
 			read = span{}
 			cpu()
@@ -847,9 +845,7 @@ func (s *Stream) shutdown() {
 	s.mu.Lock()
 	s.stopWake()
 	s.cancel()
-	if err := s.release(s.releaseItems(s.hi, nil)); s.relErr == nil {
-		s.relErr = err
-	}
+	s.relErr = cmp.Or(s.relErr, s.release(s.releaseItems(s.hi, nil)))
 	if s.direct != nil {
 		s.stats.Resident = 0
 	}

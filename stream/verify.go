@@ -1,6 +1,7 @@
 package stream
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"runtime"
@@ -122,7 +123,7 @@ func (s *Stream) hash() {
 		}
 	}
 	s.mu.Lock()
-	s.failCheck(err)
+	s.verr = cmp.Or(s.verr, err)
 	s.wholeDone = err == nil
 	s.cond.Broadcast()
 	s.mu.Unlock()
@@ -153,21 +154,14 @@ func (s *Stream) hash() {
 		}
 		s.mu.Lock()
 		s.hashed++
-		if s.failCheck(err); err == nil {
+		s.verr = cmp.Or(s.verr, err)
+		if err == nil {
 			// With shards, a worker may have checked the item's last
 			// shard before it counted as hashed.
 			s.advanceProven()
 		}
 		s.cond.Broadcast()
 		s.mu.Unlock()
-	}
-}
-
-// failCheck records err, if any, as the checks' failure unless one came
-// first, with s.mu held.
-func (s *Stream) failCheck(err error) {
-	if err != nil && s.verr == nil {
-		s.verr = err
 	}
 }
 
@@ -204,7 +198,7 @@ func (s *Stream) hashShards(tasks <-chan shardTask) {
 		if err == nil {
 			err = signatureError(t.fc.c.CheckSum(t.r, sum))
 		}
-		s.failCheck(err)
+		s.verr = cmp.Or(s.verr, err)
 		s.pending--
 		s.advanceProven()
 		s.cond.Broadcast()

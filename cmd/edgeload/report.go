@@ -281,25 +281,20 @@ func (j *jsonOut) list(k string, n int, at func(i int) any) {
 // value writes v, marshalled, at the current depth.
 func (j *jsonOut) value(v any) {
 	b, err := marshal(v)
-	if err != nil {
-		if j.err == nil {
-			j.err = err
-		}
-		return
+	j.err = cmp.Or(j.err, err)
+	if err == nil {
+		j.raw(b)
 	}
-	j.raw(b)
 }
 
 // raw writes a marshalled value at the current depth.
 func (j *jsonOut) raw(b []byte) {
 	j.scratch.Reset()
-	if err := json.Indent(&j.scratch, b, strings.Repeat("  ", len(j.counts)), "  "); err != nil {
-		if j.err == nil {
-			j.err = err
-		}
-		return
+	err := json.Indent(&j.scratch, b, strings.Repeat("  ", len(j.counts)), "  ")
+	j.err = cmp.Or(j.err, err)
+	if err == nil {
+		j.w.Write(j.scratch.Bytes())
 	}
-	j.w.Write(j.scratch.Bytes())
 }
 
 // marshal is json.Marshal without its escaping of <, > and &, which the

@@ -1,14 +1,20 @@
 package stream
 
-// need returns the bytes of the grains of sp that no held item covers.
-func (s *Stream) need(sp span) int64 {
-	var n int64
+// need returns the bytes of the grains of sp that no held item covers, and
+// how many of them a release in progress gives up (s.limbo): admitted again
+// before the release, those stay resident and are not read again.
+func (s *Stream) need(sp span) (n, kept int64) {
 	for at := sp.start; at < sp.end; at += s.grain {
-		if s.count[grainKey{sp.f, at / s.grain}] == 0 {
-			n += s.grainBytes(sp, at)
+		k := grainKey{sp.f, at / s.grain}
+		if s.count[k] == 0 {
+			b := s.grainBytes(sp, at)
+			n += b
+			if s.limbo[k] {
+				kept += b
+			}
 		}
 	}
-	return n
+	return n, kept
 }
 
 // grainBytes returns the bytes of the file's pages in the grain of sp at
@@ -36,23 +42,6 @@ func (s *Stream) hold(sp span) int64 {
 	return n
 }
 
-// kept returns the bytes of the grains of sp that no held item covers but
-// that a release in progress gives up (s.limbo): admitted again before the
-// release, they stay resident and are not read again.
-func (s *Stream) kept(sp span) int64 {
-	var n int64
-	if len(s.limbo) == 0 {
-		return 0
-	}
-	for at := sp.start; at < sp.end; at += s.grain {
-		k := grainKey{sp.f, at / s.grain}
-		if s.count[k] == 0 && s.limbo[k] {
-			n += s.grainBytes(sp, at)
-		}
-	}
-	return n
-}
-
 // unhold counts one held item fewer on each grain of sp and appends the
 // grains no item holds any more to gone.
 func (s *Stream) unhold(sp span, gone []span) []span {
@@ -74,35 +63,30 @@ func (s *Stream) admit() {
 	for s.hi < s.total && s.hi-s.lo < s.n {
 		v := s.hi
 		w := s.at(v)
-		sl := s.slot(v)
+		var read, at int64
 		switch {
 		case w.retained:
-			*sl = slot{}
 			if v < s.n {
-				s.readBy[0] += w.keep
-				s.stats.Read += w.keep
+				read = w.keep
 			}
 		case s.direct != nil:
-			at, ok := s.direct.ring.alloc(w.cover)
-			if !ok {
+			var ok bool
+			if at, ok = s.direct.ring.alloc(w.cover); !ok {
 				return
 			}
-			*sl = slot{at: at}
-			s.readBy[(v/s.n)%2] += w.cover
-			s.stats.Read += w.cover
+			read = w.cover
 			s.stats.Resident = s.stats.Retained + s.direct.ring.touched
 		default:
-			n := s.need(w.span)
+			n, kept := s.need(w.span)
 			if s.hi > s.lo && s.stats.Resident+n > s.limit {
 				return
 			}
-			read := n - s.kept(w.span)
-			s.hold(w.span)
-			*sl = slot{}
-			s.stats.Resident += n
-			s.readBy[(v/s.n)%2] += read
-			s.stats.Read += read
+			s.stats.Resident += s.hold(w.span)
+			read = n - kept
 		}
+		*s.slot(v) = slot{at: at}
+		s.readBy[(v/s.n)%2] += read
+		s.stats.Read += read
 		s.noteResident()
 		s.hi++
 	}
@@ -120,14 +104,25 @@ func (s *Stream) wantRelease() bool {
 		return true
 	}
 	w := s.at(s.hi)
-	return !w.retained && s.stats.Resident+s.need(w.span) > s.limit
+	if w.retained {
+		return false
+	}
+	n, _ := s.need(w.span)
+	return s.stats.Resident+n > s.limit
 }
 
-// releaseItems gives up items [s.lo, to) and appends the grains no held
-// item covers any more to gone.
+// releaseItems gives up items [s.lo, to): their space in the direct
+// reader's buffer, or their grains, appending those no held item covers any
+// more to gone.
 func (s *Stream) releaseItems(to int64, gone []span) []span {
 	for ; s.lo < to; s.lo++ {
-		if w := s.at(s.lo); !w.retained && s.direct == nil {
+		switch w := s.at(s.lo); {
+		case w.retained:
+		case s.direct != nil:
+			if s.slot(s.lo).at >= 0 {
+				s.direct.ring.free()
+			}
+		default:
 			gone = s.unhold(w.span, gone)
 		}
 	}

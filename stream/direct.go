@@ -1,6 +1,7 @@
 package stream
 
 import (
+	"cmp"
 	"fmt"
 
 	"github.com/edgeload/edgeload/mmapfile"
@@ -62,8 +63,12 @@ func (d *direct) alloc(order []work, room int64) error {
 }
 
 // read reads item w into the buffer at offset at and returns the view of
-// its bytes there.
+// its bytes there; an item whose read takes no bytes (at is -1) reads
+// nothing.
 func (d *direct) read(w *work, at int64) (segment.Segment, error) {
+	if w.cover == 0 {
+		return segment.Segment{}, nil
+	}
 	r := d.r[w.Data.File()]
 	if testHookRead != nil {
 		testHookRead("direct", w.Data.File(), w.Data.Offset(), w.Data.Len())
@@ -75,45 +80,22 @@ func (d *direct) read(w *work, at int64) (segment.Segment, error) {
 	return segment.New(d.view, at+skew, w.Data.Len())
 }
 
-// close closes the descriptors and frees the buffer.
+// close closes the descriptors and frees the buffer; a nil direct reader
+// has nothing to close.
 func (d *direct) close() error {
+	if d == nil {
+		return nil
+	}
 	var first error
 	for _, r := range d.r {
-		if err := r.Close(); err != nil && first == nil {
-			first = err
-		}
+		first = cmp.Or(first, r.Close())
 	}
 	d.r = nil
 	if d.buf != nil {
-		if err := platform.Unmap(d.buf); err != nil && first == nil {
-			first = err
-		}
+		first = cmp.Or(first, platform.Unmap(d.buf))
 		d.buf, d.view = nil, nil
 	}
 	return first
-}
-
-// closeDirect closes the direct reader, if any.
-func (s *Stream) closeDirect() error {
-	if s.direct == nil {
-		return nil
-	}
-	return s.direct.close()
-}
-
-// releaseDirect frees the buffer space of the items the caller has
-// finished with, with s.mu held.
-func (s *Stream) releaseDirect() {
-	if s.lo >= s.cur {
-		return
-	}
-	for ; s.lo < s.cur; s.lo++ {
-		if !s.at(s.lo).retained && s.slot(s.lo).at >= 0 {
-			s.direct.ring.free()
-		}
-	}
-	s.freed = s.lo
-	s.cond.Broadcast()
 }
 
 // ring hands out space of a buffer in order and takes it back in the same
@@ -130,23 +112,19 @@ func (r *ring) alloc(n int64) (int64, bool) {
 	if n == 0 {
 		return -1, true
 	}
-	at := int64(-1)
-	if len(r.live) == 0 {
-		if n <= r.size {
-			at = 0
-		}
-	} else {
-		tail, head := r.live[0][0], r.live[len(r.live)-1][1]
-		switch {
-		case head > tail && r.size-head >= n:
-			at = head
-		case head > tail && tail >= n:
-			at = 0
-		case head <= tail && tail-head >= n:
-			at = head
-		}
+	// The free space is [head, size) and [0, tail) when the allocations do
+	// not wrap, [head, tail) when they do or there are none.
+	tail, head := r.size, int64(0)
+	if len(r.live) > 0 {
+		tail, head = r.live[0][0], r.live[len(r.live)-1][1]
 	}
-	if at < 0 {
+	var at int64
+	switch {
+	case head > tail && r.size-head >= n, head <= tail && tail-head >= n:
+		at = head
+	case head > tail && tail >= n:
+		at = 0
+	default:
 		return 0, false
 	}
 	r.live = append(r.live, [2]int64{at, at + n})

@@ -1,6 +1,7 @@
 package stream
 
 import (
+	"cmp"
 	"sync"
 
 	"github.com/edgeload/edgeload/mmapfile"
@@ -54,25 +55,20 @@ func releaseSpans(gone, free []span, grain int64, drop bool) error {
 			delete(holds.m, s.f)
 		}
 	}
-	var firstErr error
-	keep := func(err error) {
-		if err != nil && firstErr == nil {
-			firstErr = err
-		}
-	}
+	var err error // the first
 	for _, s := range free {
 		held := heldIn(s)
 		size := s.f.Len()
 		if s.f.Mode() == mmapfile.ModeWindowed && len(held) == 0 && s.start < size {
-			keep(s.f.Evict(s.start, min(s.end, size)-s.start))
+			err = cmp.Or(err, s.f.Evict(s.start, min(s.end, size)-s.start))
 		}
 		for _, r := range uncovered(s, held) {
 			if end := min(r.end, size); end > r.start {
-				keep(s.f.Release(r.start, end-r.start, drop))
+				err = cmp.Or(err, s.f.Release(r.start, end-r.start, drop))
 			}
 		}
 	}
-	return firstErr
+	return err
 }
 
 // heldIn returns the grains within or overlapping s that some stream holds.

@@ -34,18 +34,13 @@ type grainKey struct {
 	g int64 // the grain's offset divided by the grain
 }
 
-// uncovered returns the parts of x that no span in others covers, in order.
+// uncovered returns the parts of x that no span in others (spans of x's
+// file that overlap it, as heldIn gives) covers, in order. It sorts others.
 func uncovered(x span, others []span) []span {
-	var in []span
-	for _, o := range others {
-		if o.f == x.f && o.start < x.end && x.start < o.end {
-			in = append(in, o)
-		}
-	}
-	slices.SortFunc(in, func(a, b span) int { return cmp.Compare(a.start, b.start) })
+	slices.SortFunc(others, func(a, b span) int { return cmp.Compare(a.start, b.start) })
 	var out []span
 	at := x.start
-	for _, o := range in {
+	for _, o := range others {
 		if o.start > at {
 			out = append(out, span{f: x.f, start: at, end: min(o.start, x.end)})
 		}
@@ -61,28 +56,24 @@ func uncovered(x span, others []span) []span {
 }
 
 // coalesce sorts spans by file (in order of first appearance) and start,
-// and joins those that touch.
+// and joins those that touch, in place.
 func coalesce(spans []span) []span {
-	var out []span
-	for len(spans) > 0 {
-		f := spans[0].f
-		var mine, rest []span
-		for _, s := range spans {
-			if s.f == f {
-				mine = append(mine, s)
-			} else {
-				rest = append(rest, s)
-			}
+	first := make(map[*mmapfile.File]int)
+	for i, s := range spans {
+		if _, ok := first[s.f]; !ok {
+			first[s.f] = i
 		}
-		slices.SortFunc(mine, func(a, b span) int { return cmp.Compare(a.start, b.start) })
-		for _, s := range mine {
-			if n := len(out); n > 0 && out[n-1].f == f && out[n-1].end >= s.start {
-				out[n-1].end = max(out[n-1].end, s.end)
-				continue
-			}
-			out = append(out, s)
+	}
+	slices.SortFunc(spans, func(a, b span) int {
+		return cmp.Or(cmp.Compare(first[a.f], first[b.f]), cmp.Compare(a.start, b.start))
+	})
+	out := spans[:0]
+	for _, s := range spans {
+		if n := len(out); n > 0 && out[n-1].f == s.f && out[n-1].end >= s.start {
+			out[n-1].end = max(out[n-1].end, s.end)
+			continue
 		}
-		spans = rest
+		out = append(out, s)
 	}
 	return out
 }

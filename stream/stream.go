@@ -3,49 +3,16 @@
 // ahead as far as a byte budget allows, and gives back the memory of the
 // weights the caller has moved past.
 //
-// A stream makes one pass over the order by default. [WithPasses] makes it
-// a decode loop: the order again and again (a language model reads every
-// weight once per token), with a retained set ([WithRetain]) kept resident
-// across passes and everything else read anew each pass, the read-ahead
-// running on into the next pass while the caller computes with the last
-// weights of this one.
-//
-// # Budget
-//
-// The budget bounds the weight bytes a [Stream] holds: retained weights,
-// and the streamed ones read ahead or in use. Mapped pages are counted in
-// grains: aligned blocks of up to 2 MiB, at most an eighth of the budget.
-// A grain that several items cover (tensors that share bytes or a page)
-// counts once, and is released only when no item of any stream in the
-// process still holds it. Grains are aligned in the model's file (a
-// section's offsets count from the section's start): releasing whole grains
-// drops whole page cache folios and whole huge mappings.
-//
-// # Reading
-//
-// Streamed weights are read one of two ways ([WithReader]):
-//
-//   - mapped: the stream maps the weight's pages (madvise POPULATE_READ)
-//     and releases them after use (madvise DONTNEED, and with
-//     [WithDropCache] fadvise DONTNEED). Where the kernel's readahead window
-//     is known (Linux) and two windows fit in half the budget, the stream
-//     lets the kernel read ahead and keeps those windows of the budget free
-//     for it; otherwise it reads exactly the grains it holds.
-//   - direct: the stream reads the weight with direct I/O (O_DIRECT) into a
-//     buffer it allocates once (the budget less the retained weights) and
-//     reuses, around the page cache. Item.Data is then a view of that
-//     buffer.
-//
-// Retained weights are always zero-copy views of the mapping.
-//
-// In a single pass an item larger than half of the room is handed over in
-// windows (consecutive items with the same Tensor, see [Item.Part]), so
-// that the next window is read while one is in use. In passes mode items
-// are whole; a budget that cannot hold the largest streamed weight is an
-// error that names both sizes.
+// A stream makes one pass over the order, handing an item larger than half
+// of its room over in windows ([Item.Part]). [WithPasses] makes it a decode
+// loop: the order again and again, items whole, with a retained set
+// ([WithRetain]) resident across passes. The budget counts mapped pages in
+// aligned grains of up to 2 MiB, a grain once however many items or streams
+// in the process hold it; docs/STREAMING.md says what a caller can rely on.
 package stream
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -147,8 +114,11 @@ type PassStats struct {
 	Retained    int64 // bytes of the retained weights
 }
 
-// Reader selects how streamed weights are read; see the package
-// documentation.
+// Reader selects how streamed weights are read: mapped (the stream maps a
+// weight's pages and releases them after use; with a known kernel readahead
+// window it lets the kernel read ahead) or direct (O_DIRECT reads into a
+// buffer allocated once, around the page cache; Item.Data is then a view of
+// that buffer). Retained weights are always views of the mapping.
 type Reader int
 
 // The readers. ReadAuto picks ReadDirect in passes mode where the file
@@ -257,7 +227,6 @@ type Stream struct {
 	order    []work
 	n        int64 // len(order)
 	total    int64 // items over all passes; math.MaxInt64 for until Close
-	passes   int
 	limit    int64 // the most the held grains and buffer may take
 	grain    int64
 	ra       int64 // the kernel's readahead window; 0 when the stream reads exactly the grains it holds
@@ -293,7 +262,7 @@ type Stream struct {
 	pass      PassStats   // the current pass
 	history   []PassStats // the finished passes
 	passT0    time.Time
-	readBy    []int64 // bytes read for the items of pass p, at readBy[p%2]
+	readBy    [2]int64 // bytes read for the items of pass p, at readBy[p%2]
 
 	checks   map[*mmapfile.File]*fileCheck // with a signature: each file's check
 	scratch  []byte                        // the checking goroutine's buffer for the bytes between items
@@ -331,7 +300,7 @@ func New(ctx context.Context, m *loader.Model, opts ...Option) (*Stream, error) 
 		return nil, fmt.Errorf("%w: a budget of %s is less than the %s (two pages) the smallest window needs", ErrBudget, format.SizeName(c.budget), format.SizeName(2*ps))
 	}
 	budget := c.budget
-	s := &Stream{drop: c.drop || multi, progress: c.progress, done: make(chan struct{}), cur: -1, grain: ps, passes: c.passes,
+	s := &Stream{drop: c.drop || multi, progress: c.progress, done: make(chan struct{}), cur: -1, grain: ps,
 		count: make(map[grainKey]int32), limbo: make(map[grainKey]bool)}
 	top := int64(maxGrain)
 	if multi {
@@ -342,14 +311,7 @@ func New(ctx context.Context, m *loader.Model, opts ...Option) (*Stream, error) 
 	}
 	s.stats.Order, s.stats.Passes, s.stats.Budget = orderName, c.passes, budget
 
-	reader := c.reader
-	if reader == ReadAuto {
-		reader = ReadMapped
-		if multi {
-			reader = ReadDirect
-		}
-	}
-	if reader == ReadDirect && len(items) > 0 {
+	if (c.reader == ReadDirect || c.reader == ReadAuto && multi) && len(items) > 0 {
 		d, err := openDirect(items)
 		if err != nil && c.reader == ReadDirect {
 			return nil, fmt.Errorf("stream: %w", err)
@@ -358,10 +320,11 @@ func New(ctx context.Context, m *loader.Model, opts ...Option) (*Stream, error) 
 	}
 	s.stats.Reader = "mapped"
 	s.limit = budget
-	s.fetch = max(s.grain, kernelWindow(items))
+	ra := kernelWindow(items)
+	s.fetch = max(s.grain, ra)
 	if s.direct != nil {
 		s.stats.Reader = "direct"
-	} else if ra := kernelWindow(items); ra > 0 && raWindows*ra <= budget/2 {
+	} else if ra > 0 && raWindows*ra <= budget/2 {
 		s.limit, s.ra = budget-raWindows*ra, ra
 	} else {
 		// A page cache folio larger than a grain may outlive the release
@@ -376,11 +339,11 @@ func New(ctx context.Context, m *loader.Model, opts ...Option) (*Stream, error) 
 	}
 	s.covers(ws)
 	if err := s.chooseRetained(ws, &c); err != nil {
-		s.closeDirect()
+		s.direct.close()
 		return nil, err
 	}
 	if err := s.checkRoom(ws, multi); err != nil {
-		s.abort()
+		s.release(nil)
 		return nil, err
 	}
 	s.order = ws
@@ -390,12 +353,12 @@ func New(ctx context.Context, m *loader.Model, opts ...Option) (*Stream, error) 
 	}
 	if s.direct != nil {
 		if err := s.direct.alloc(s.order, s.limit-s.stats.Retained); err != nil {
-			s.abort()
+			s.release(nil)
 			return nil, fmt.Errorf("stream: %w", err)
 		}
 	}
 	if err := s.prepareChecks(c.checks, c.passes); err != nil {
-		s.abort()
+		s.release(nil)
 		return nil, err
 	}
 	s.n = int64(len(s.order))
@@ -407,7 +370,6 @@ func New(ctx context.Context, m *loader.Model, opts ...Option) (*Stream, error) 
 		}
 	}
 	s.slots = make([]slot, len(s.order))
-	s.readBy = make([]int64, 2)
 	s.cond.L = &s.mu
 	s.stats.Items = len(s.order)
 	for i := range s.order {
@@ -471,11 +433,12 @@ func (s *Stream) checkRoom(ws []work, multi bool) error {
 	return nil
 }
 
-// abort releases what New took before failing.
-func (s *Stream) abort() {
-	gone := s.releaseRetained(nil)
-	releaseSpans(gone, s.unusedGrains(gone), s.grain, s.drop)
-	s.closeDirect()
+// release gives up the retained set with the grains in gone, and closes
+// the direct reader; it returns the first error. New calls it when it
+// fails after holding the retained set, shutdown once the stream stops.
+func (s *Stream) release(gone []span) error {
+	gone = s.releaseRetained(gone)
+	return cmp.Or(releaseSpans(gone, s.unusedGrains(gone), s.grain, s.drop), s.direct.close())
 }
 
 // plan lists the items of m in the configured order, and says where the
@@ -508,11 +471,7 @@ func plan(m *loader.Model, c *config) ([]Item, string, error) {
 		groups = m.Groups()
 	}
 	bu, _ := m.Impl().(format.BlobUser)
-	type blob struct {
-		f      *mmapfile.File
-		off, n int64
-	}
-	seen := make(map[blob]bool)
+	seen := make(map[segment.Segment]bool) // a segment shared by blobs once
 	for _, g := range groups {
 		idx, err := m.UseOrder(g)
 		if err != nil {
@@ -520,11 +479,10 @@ func plan(m *loader.Model, c *config) ([]Item, string, error) {
 		}
 		if bu != nil {
 			for _, d := range bu.GroupBlobs(g) {
-				b := blob{d.Data.File(), d.Data.Offset(), d.Data.Len()}
-				if b.f == nil || seen[b] {
+				if d.Data.File() == nil || seen[d.Data] {
 					continue
 				}
-				seen[b] = true
+				seen[d.Data] = true
 				items = append(items, Item{Tensor: -1, Delegate: d.Index, Name: d.Name, Data: d.Data})
 			}
 		}
@@ -545,7 +503,6 @@ func split(ws []work, room, grain int64) []work {
 		it := x.Item
 		f := it.Data.File()
 		if x.retained || x.span.bytes() <= w {
-			x.Parts = 1
 			out = append(out, x)
 			continue
 		}
@@ -618,9 +575,7 @@ func (s *Stream) run() {
 			s.mu.Unlock()
 			err := releaseSpans(gone, free, s.grain, s.drop)
 			s.mu.Lock()
-			if s.relErr == nil {
-				s.relErr = err
-			}
+			s.relErr = cmp.Or(s.relErr, err)
 			s.freed = to
 			read = span{}
 			cpu()
@@ -640,36 +595,25 @@ func (s *Stream) run() {
 		}
 		var err error
 		var data segment.Segment
-		if j == v {
-			w := s.at(v)
-			switch {
-			case s.direct != nil && !w.retained:
-				data, err = s.direct.read(w, s.slotAt(v))
-				j = v + 1
-			default:
-				if s.ra == 0 {
-					for started = max(started, v); started < to; started++ {
-						if !s.mappedRead(started) {
-							continue
-						}
-						sp := s.at(started).span
-						if sp.f == read.f && sp.start < read.end && read.start <= sp.start {
-							sp.start = min(read.end, sp.end)
-						}
-						fetchGrains(sp, s.fetch)
-						read = s.at(started).span
-					}
+		if j == v && s.direct != nil && !s.at(v).retained {
+			data, err = s.direct.read(s.at(v), s.slotAt(v))
+			j = v + 1
+		} else if j == v {
+			for started = max(started, v); s.ra == 0 && started < to; started++ {
+				if !s.mappedRead(started) {
+					continue
 				}
-				j, err = s.populate(v, to)
+				sp := s.at(started).span
+				if sp.f == read.f && sp.start < read.end && read.start <= sp.start {
+					sp.start = min(read.end, sp.end)
+				}
+				fetchGrains(sp, s.fetch)
+				read = s.at(started).span
 			}
+			j, err = s.populate(v, to)
 		}
 		s.mu.Lock()
-		if err != nil {
-			s.slot(v).err = err
-		}
-		if data.Len() > 0 {
-			s.slot(v).data = data
-		}
+		s.slot(v).err, s.slot(v).data = err, data
 		s.ready = j
 		cpu()
 		s.cond.Broadcast()
@@ -691,8 +635,10 @@ func (s *Stream) mappedRead(v int64) bool {
 }
 
 // populate maps the pages of item v and of the next admitted items in its
-// grains (in windowed mode item v alone), and returns the item after the
-// last one it mapped.
+// grains (in windowed mode item v alone; madvise POPULATE_READ), and
+// returns the item after the last one it mapped. When the stream reads
+// exactly, the range is advised random meanwhile, so that a page the
+// readahead has not brought in is read alone.
 func (s *Stream) populate(v, to int64) (int64, error) {
 	w := s.at(v)
 	f, lo, hi := w.Data.File(), w.Data.Offset(), w.Data.Offset()+w.Data.Len()
@@ -701,7 +647,20 @@ func (s *Stream) populate(v, to int64) (int64, error) {
 		d := s.at(j).Data
 		lo, hi = min(lo, d.Offset()), max(hi, d.Offset()+d.Len())
 	}
-	if err := populate(w.Data, lo, hi-lo, s.ra == 0); err != nil {
+	_, err := w.Data.Bytes() // in windowed mode, maps the window
+	if err == nil {
+		if testHookRead != nil {
+			testHookRead("populate", f, lo, hi-lo)
+		}
+		if s.ra == 0 {
+			f.Advise(lo, hi-lo, mmapfile.AdviceRandom)
+		}
+		err = f.Advise(lo, hi-lo, mmapfile.AdvicePopulateRead)
+		if s.ra == 0 {
+			f.Advise(lo, hi-lo, mmapfile.AdviceNormal)
+		}
+	}
+	if err != nil {
 		// A page past the end of the file fails the read; a guarded
 		// touch says whether that is truncation.
 		return v + 1, w.Data.Touch()
@@ -726,28 +685,6 @@ func fetchGrains(sp span, chunk int64) {
 // testHookRead, set by tests, sees every read the stream starts: how
 // ("fetch": WILLNEED, "populate", "direct"), the file and the byte range.
 var testHookRead func(how string, f *mmapfile.File, off, n int64)
-
-// populate maps the pages of d's file covering [off, off+n) into the
-// process (madvise POPULATE_READ), in windowed mode after mapping d's
-// window. When the stream reads exactly, the range is advised random
-// meanwhile, so that a page the readahead has not brought in is read alone
-// (a fault reads far ahead and behind otherwise).
-func populate(d segment.Segment, off, n int64, exact bool) error {
-	if _, err := d.Bytes(); err != nil {
-		return err
-	}
-	f := d.File()
-	if testHookRead != nil {
-		testHookRead("populate", f, off, n)
-	}
-	if !exact {
-		return f.Advise(off, n, mmapfile.AdvicePopulateRead)
-	}
-	f.Advise(off, n, mmapfile.AdviceRandom)
-	err := f.Advise(off, n, mmapfile.AdvicePopulateRead)
-	f.Advise(off, n, mmapfile.AdviceNormal)
-	return err
-}
 
 // kernelWindow returns the largest kernel readahead window of the files
 // the items are in, or 0 when one is unknown or a file is not mapped.
@@ -797,14 +734,16 @@ func (s *Stream) Next() (Item, error) {
 	}
 	st := s.stats
 	s.cur++
-	if s.n > 0 && s.cur%s.n == 0 && s.cur > 0 {
-		s.endPass(now)
-	}
-	if s.cur == 0 || (s.n > 0 && s.cur%s.n == 0) {
+	if s.cur == 0 || s.n > 0 && s.cur%s.n == 0 {
+		if s.cur > 0 {
+			s.endPass(now)
+		}
 		s.passT0 = now
 	}
-	if s.direct != nil {
-		s.releaseDirect()
+	if s.direct != nil && s.lo < s.cur {
+		s.releaseItems(s.cur, nil)
+		s.freed = s.lo
+		s.cond.Broadcast()
 	}
 	if s.wantRelease() {
 		s.cond.Broadcast()
@@ -904,19 +843,11 @@ func (s *Stream) shutdown() {
 		<-s.hashDone
 	}
 	s.mu.Lock()
-	gone := s.releaseItems(s.hi, nil)
-	gone = s.releaseRetained(gone)
 	s.stopWake()
 	s.cancel()
-	err := releaseSpans(gone, s.unusedGrains(gone), s.grain, s.drop)
-	if s.relErr == nil {
-		s.relErr = err
-	}
+	s.relErr = cmp.Or(s.relErr, s.release(s.releaseItems(s.hi, nil)))
 	if s.direct != nil {
 		s.stats.Resident = 0
-		if err := s.closeDirect(); s.relErr == nil {
-			s.relErr = err
-		}
 	}
 	s.freed = s.hi
 }

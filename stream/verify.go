@@ -1,6 +1,7 @@
 package stream
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"runtime"
@@ -14,30 +15,18 @@ import (
 
 // WithSignature makes the stream check what it reads against a model's
 // signature (package signing): checks[f] is the signing.Check of file f,
-// for every file the stream's items lie in and any other file of the
-// model to be checked whole (signing.Plan gives them, by the names the
-// signature uses). Goroutines of the stream's own hash every byte of each
-// file: the items' bytes as the stream read them, and the bytes between
-// them, which they read themselves.
+// for every file the stream's items lie in and any other file of the model
+// to be checked whole (signing.Plan gives them). The stream's goroutines
+// hash every byte of each file: the items' bytes as the stream read them,
+// and the bytes between them. Checking takes a single pass.
 //
-// With the shards serialization an item is handed out only once every
-// shard it touches has matched, so no byte of a shard that does not match
-// reaches the caller; shards are hashed on every core, and the room the
-// retained weights leave must hold a whole shard. With the files
-// serialization a file's digest is known only after its last byte: items
-// are handed out as they are read, and Next returns the error the moment
-// the file is found not to match, after the caller has seen the file's
-// items but the last. Checking takes a single pass.
-//
-// The hashing keeps every core busy while the stream's reader spends most
-// of its time blocked in reads, each holding one of the runtime's Ps until
-// the scheduler takes it back: a program checking on every core runs
-// faster with GOMAXPROCS one above its cores, as edgeload stream sets it
-// (docs/SIGNING.md has the numbers).
-//
-// A byte handed out was read once, and that read is the one checked; a
-// file that another process changes while it is mapped can still change
-// under a view the caller holds.
+// With shards, an item is handed out only once every shard it touches has
+// matched, and the room the retained weights leave must hold a whole shard.
+// With files, items are handed out as they are read, and Next returns the
+// error once the file's digest does not match. A file another process
+// changes while it is mapped can still change under a view the caller
+// holds. docs/SIGNING.md has the details, and why GOMAXPROCS one above the
+// cores speeds checking up.
 func WithSignature(checks map[*mmapfile.File]*signing.Check) Option {
 	return func(c *config) { c.checks = checks }
 }
@@ -83,12 +72,14 @@ func (s *Stream) prepareChecks(checks map[*mmapfile.File]*signing.Check, passes 
 		}
 		s.checks[f] = &fileCheck{f: f, c: c, shards: c.Method == signing.SerializeShards, last: -1}
 	}
-	var shard int64
+	// Items wait in the room until their shard matches: it must hold a
+	// shard and the item that ends it.
+	var shard, largest int64
 	for i := range s.order {
-		f := s.order[i].Data.File()
-		fc := s.checks[f]
+		w := &s.order[i]
+		fc := s.checks[w.Data.File()]
 		if fc == nil {
-			return fmt.Errorf("stream: no signed check for %s, which holds %s", f.Name(), s.order[i].Name)
+			return fmt.Errorf("stream: no signed check for %s, which holds %s", w.Data.File().Name(), w.Name)
 		}
 		if fc.last < 0 && fc.shards {
 			for _, r := range fc.c.Ranges {
@@ -96,12 +87,7 @@ func (s *Stream) prepareChecks(checks map[*mmapfile.File]*signing.Check, passes 
 			}
 		}
 		fc.last = int64(i)
-	}
-	// Items wait in the room until their shard matches: it must hold a
-	// shard and the item that ends it.
-	var largest int64
-	for i := range s.order {
-		largest = max(largest, s.room(&s.order[i]))
+		largest = max(largest, s.room(w))
 	}
 	if room := s.limit - s.stats.Retained; shard > 0 && shard+largest > room {
 		return fmt.Errorf("%w: the signature's shards of %s need %s of room in memory (a shard and an item), but the budget of %s leaves %s: give a larger budget or sign with smaller shards",
@@ -130,31 +116,20 @@ func (s *Stream) hash() {
 		workers.Wait()
 		close(s.hashDone)
 	}()
-	fail := func(err error) {
-		s.mu.Lock()
-		if s.verr == nil {
-			s.verr = err
-		}
-		s.cond.Broadcast()
-		s.mu.Unlock()
-	}
-	for f, fc := range s.checks {
-		if fc.last >= 0 {
-			continue
-		}
-		if err := s.feedTo(fc, f.Len(), tasks); err != nil {
-			fail(err)
-			return
-		}
-		if err := s.closeCheck(fc); err != nil {
-			fail(err)
-			return
+	var err error
+	for _, fc := range s.checks {
+		if fc.last < 0 && err == nil {
+			err = s.feedRest(fc, tasks)
 		}
 	}
 	s.mu.Lock()
-	s.wholeDone = true
+	s.verr = cmp.Or(s.verr, err)
+	s.wholeDone = err == nil
 	s.cond.Broadcast()
 	s.mu.Unlock()
+	if err != nil {
+		return
+	}
 	for {
 		s.mu.Lock()
 		for !s.closed && s.ctx.Err() == nil && s.hashed == s.ready {
@@ -179,11 +154,8 @@ func (s *Stream) hash() {
 		}
 		s.mu.Lock()
 		s.hashed++
-		if err != nil {
-			if s.verr == nil {
-				s.verr = err
-			}
-		} else {
+		s.verr = cmp.Or(s.verr, err)
+		if err == nil {
 			// With shards, a worker may have checked the item's last
 			// shard before it counted as hashed.
 			s.advanceProven()
@@ -191,6 +163,14 @@ func (s *Stream) hash() {
 		s.cond.Broadcast()
 		s.mu.Unlock()
 	}
+}
+
+// signatureError wraps a check's error in ErrSignature; nil stays nil.
+func signatureError(err error) error {
+	if err == nil {
+		return nil
+	}
+	return fmt.Errorf("%w: %w", ErrSignature, err)
 }
 
 // advanceProven moves s.proven past the items that may be handed out, with
@@ -216,13 +196,9 @@ func (s *Stream) hashShards(tasks <-chan shardTask) {
 		err := t.fc.f.Guard(func() { sum = signing.Sum(t.pieces...) })
 		s.mu.Lock()
 		if err == nil {
-			if err = t.fc.c.CheckSum(t.r, sum); err != nil {
-				err = fmt.Errorf("%w: %w", ErrSignature, err)
-			}
+			err = signatureError(t.fc.c.CheckSum(t.r, sum))
 		}
-		if err != nil && s.verr == nil {
-			s.verr = err
-		}
+		s.verr = cmp.Or(s.verr, err)
 		s.pending--
 		s.advanceProven()
 		s.cond.Broadcast()
@@ -251,22 +227,16 @@ func (s *Stream) feed(w *work, data segment.Segment, v int64, tasks chan<- shard
 	if v != fc.last {
 		return nil
 	}
-	if err := s.feedTo(fc, fc.f.Len(), tasks); err != nil {
-		return err
-	}
-	return s.closeCheck(fc)
+	return s.feedRest(fc, tasks)
 }
 
-// closeCheck closes a file's check once all its bytes are in: with
-// shards, when the workers have checked them all (Next does it).
-func (s *Stream) closeCheck(fc *fileCheck) error {
-	if fc.shards {
-		return nil
+// feedRest hands the rest of the file to its check and closes the check
+// (with shards, Next closes it once the workers have checked them all).
+func (s *Stream) feedRest(fc *fileCheck, tasks chan<- shardTask) error {
+	if err := s.feedTo(fc, fc.f.Len(), tasks); err != nil || fc.shards {
+		return err
 	}
-	if err := fc.c.Close(); err != nil {
-		return fmt.Errorf("%w: %w", ErrSignature, err)
-	}
-	return nil
+	return signatureError(fc.c.Close())
 }
 
 // feedTo reads the file's bytes from the cursor up to end and hands them
@@ -289,22 +259,17 @@ func (s *Stream) feedTo(fc *fileCheck, end int64, tasks chan<- shardTask) error 
 }
 
 // add hands p, the file's bytes at the cursor, to the check: with files it
-// hashes them (from the mapping of view when not nil, guarded against a
-// file truncated under it), with shards it gathers them and sends each
-// shard to the workers once its last byte is in.
+// hashes them (from the mapping of view, guarded against a file truncated
+// under it; a nil view guards as mmapfile.Guard), with shards it gathers
+// them and sends each shard to the workers once its last byte is in.
 func (s *Stream) add(fc *fileCheck, p []byte, view *mmapfile.File, tasks chan<- shardTask) error {
 	if !fc.shards {
 		var werr error
-		write := func() { _, werr = fc.c.Write(p) }
-		if view != nil {
-			if err := view.Guard(write); err != nil {
-				return err // the file shrank under the mapping
-			}
-		} else {
-			write()
+		if err := view.Guard(func() { _, werr = fc.c.Write(p) }); err != nil {
+			return err // the file shrank under the mapping
 		}
 		if werr != nil {
-			return fmt.Errorf("%w: %w", ErrSignature, werr)
+			return signatureError(werr)
 		}
 		fc.cursor += int64(len(p))
 		return nil
@@ -329,17 +294,10 @@ func (s *Stream) add(fc *fileCheck, p []byte, view *mmapfile.File, tasks chan<- 
 // finishChecks closes the shards checks once every shard is checked, with
 // s.mu held, and returns the first failure.
 func (s *Stream) finishChecks() error {
-	if s.verr != nil {
-		return s.verr
-	}
 	for _, fc := range s.checks {
-		if !fc.shards {
-			continue
-		}
-		if err := fc.c.Close(); err != nil {
-			s.verr = fmt.Errorf("%w: %w", ErrSignature, err)
-			return s.verr
+		if fc.shards && s.verr == nil {
+			s.verr = signatureError(fc.c.Close())
 		}
 	}
-	return nil
+	return s.verr
 }

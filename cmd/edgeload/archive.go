@@ -23,7 +23,7 @@ type archiveEntry struct {
 // ARCHIVE!/ENTRY argument that opens each stored model. It returns false,
 // writing nothing, when path is no zip archive.
 func inspectArchive(w io.Writer, path string, asJSON bool) (ok bool, err error) {
-	if _, _, inside := splitArchive(path); inside {
+	if _, _, inside := mmapfile.SplitArchivePath(path); inside {
 		return false, nil
 	}
 	mf, err := mmapfile.Open(path)
@@ -56,13 +56,9 @@ func inspectArchive(w io.Writer, path string, asJSON bool) (ok bool, err error) 
 		}{path, "zip", mf.Len(), list})
 	}
 	ew := &errWriter{w: w}
-	tw := newTable(ew)
-	fmt.Fprintf(tw, "file\t%s\n", path)
-	fmt.Fprintf(tw, "format\tzip archive, not a model: open a model stored in it as ARCHIVE!/ENTRY\n")
-	fmt.Fprintf(tw, "size\t%d bytes (%s)\n", mf.Len(), sizeName(mf.Len()))
-	tw.Flush()
+	fileHeader(ew, path, "zip archive, not a model: open a model stored in it as ARCHIVE!/ENTRY", mf.Len())
 	section(ew, "entries", len(list))
-	tw = newTable(ew)
+	tw := newTable(ew)
 	fmt.Fprintf(tw, "  NAME\tSIZE\tFORMAT\tOPEN AS\n")
 	for i, e := range list {
 		open := e.Open

@@ -115,16 +115,12 @@ func (in *inspection) writeText(w io.Writer, path string, order bool) error {
 	ew := &errWriter{w: w}
 	bw := bufio.NewWriterSize(ew, 64<<10)
 	m := in.m
-	tw := newTable(bw)
-	fmt.Fprintf(tw, "file\t%s\n", path)
-	fmt.Fprintf(tw, "format\t%s\n", m.Format())
-	fmt.Fprintf(tw, "size\t%d bytes (%s)\n", m.Size(), sizeName(m.Size()))
-	tw.Flush()
+	fileHeader(bw, path, m.Format().String(), m.Size())
 	bw.Write(in.text)
 
 	section(bw, "segments", len(in.segments))
 	if len(in.segments) > 0 {
-		tw = newTable(bw)
+		tw := newTable(bw)
 		fmt.Fprintf(tw, "  INDEX\tOFFSET\tSIZE\tALIGN\tHOLDS\n")
 		for _, s := range in.segments {
 			fmt.Fprintf(tw, "  %d\t%d\t%s\t%s\t%s\n", s.Index, s.Offset, bytesName(s.Size), alignName(s), orDash(s.Kind))
@@ -135,7 +131,7 @@ func (in *inspection) writeText(w io.Writer, path string, order bool) error {
 	n := m.NumTensors()
 	section(bw, "tensors", n)
 	if n > 0 {
-		tw = newTable(bw)
+		tw := newTable(bw)
 		head := "  NAME\tDTYPE\tSHAPE\tLOCATION\tOFFSET\tNBYTES"
 		if in.sums != nil {
 			head += "\tSHA256"
@@ -152,7 +148,7 @@ func (in *inspection) writeText(w io.Writer, path string, order bool) error {
 			if t.DataFile != "" {
 				loc += " (" + t.DataFile + ")"
 			}
-			fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\t%d", t.Name, t.DType, shapeName(t.Shape), loc, off, t.NBytes)
+			fmt.Fprintf(tw, "  %s\t%s\t%v\t%s\t%s\t%d", t.Name, t.DType, t.Shape, loc, off, t.NBytes) // a shape as [2 3 4]
 			if in.sums != nil {
 				fmt.Fprintf(tw, "\t%s", t.SHA256)
 			}
@@ -165,7 +161,7 @@ func (in *inspection) writeText(w io.Writer, path string, order bool) error {
 
 	if named := m.NamedData(); len(named) > 0 {
 		section(bw, "named data", len(named))
-		tw = newTable(bw)
+		tw := newTable(bw)
 		fmt.Fprintf(tw, "  KEY\tSEGMENT\tOFFSET\tSIZE\n")
 		for _, nd := range named {
 			fmt.Fprintf(tw, "  %s\t%d\t%d\t%d\n", nd.Key, nd.Segment, nd.Data.Offset(), nd.Data.Len())
@@ -192,13 +188,16 @@ func newTable(w io.Writer) *tabwriter.Writer {
 	return tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 }
 
-// section prints a blank line and a section title, with a count when n >= 0.
+// fileHeader writes the table of a file's path, format and size.
+func fileHeader(w io.Writer, path, format string, size int64) {
+	tw := newTable(w)
+	fmt.Fprintf(tw, "file\t%s\nformat\t%s\nsize\t%d bytes (%s)\n", path, format, size, sizeName(size))
+	tw.Flush()
+}
+
+// section prints a blank line and a section title with a count.
 func section(w io.Writer, title string, n int) {
-	if n >= 0 {
-		fmt.Fprintf(w, "\n%s (%d)\n", title, n)
-	} else {
-		fmt.Fprintf(w, "\n%s\n", title)
-	}
+	fmt.Fprintf(w, "\n%s (%d)\n", title, n)
 }
 
 // alignName shows a segment's alignment; an empty segment has none to speak
@@ -226,18 +225,4 @@ func bytesName(n int64) string {
 		return fmt.Sprint(n)
 	}
 	return fmt.Sprintf("%d (%s)", n, sizeName(n))
-}
-
-// shapeName writes a shape as [2 3 4]; a scalar as [].
-func shapeName(s []int64) string {
-	var b strings.Builder
-	b.WriteByte('[')
-	for i, d := range s {
-		if i > 0 {
-			b.WriteByte(' ')
-		}
-		fmt.Fprint(&b, d)
-	}
-	b.WriteByte(']')
-	return b.String()
 }

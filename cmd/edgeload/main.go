@@ -14,42 +14,16 @@
 //	edgeload version
 //	edgeload help [COMMAND]
 //
-// inspect prints what a file holds: its format and header, its segments
-// with their sizes and alignment, what only its format has (a program's
-// methods and delegates, GGUF metadata, ...), every tensor in an aligned
-// table, named data, and warnings such as segments that are not aligned to
-// the page size. With --json it prints the same as JSON, with absolute file
-// offsets. With --order it adds the weights in the order the model uses
-// them, per method or subgraph (in JSON, always: "use_order").
-//
-// verify runs the full structural verification and reads every tensor and
-// segment, turning a file truncated under the mapping into an error instead
-// of a crash; it prints one line per file. With --signature it checks a
-// model (a file, a folder or ARCHIVE!/ENTRY) against its OpenSSF Model
-// Signing signature instead (package signing): the signature, then every
-// file or shard digest, exit status 0 only when all match.
-//
-// repack rewrites a model file with its segments (and optionally every
-// constant) on page boundaries, or a program's constants moved to a .ptd;
-// with --check it compares two files' tensors by name and SHA-256.
-//
-// resident maps a file and shows, per segment, how much of it is in the
-// page cache, so that one sees what a model costs in RAM.
-//
-// stream reads every weight in the order the model uses it, holding at most
-// --budget bytes (default 64MiB) of weight pages resident, checksums it and
-// reports bytes, tensors, time, throughput and the peak held. With --passes
-// it reads the order again and again as a decode loop does, keeping
-// --retain bytes resident across passes, and prints each pass's
-// statistics; with --signature it checks every byte against the model's
-// OMS signature as it reads.
+// inspect shows what a file holds (--json as JSON, --order with its use
+// orders); verify checks every structure and reads every byte, or with
+// --signature checks a model against its OpenSSF Model Signing signature;
+// repack rewrites a file realigned, externalized or converted (--check
+// compares two); resident shows how much of each segment is in the page
+// cache; stream reads every weight in use order under a memory budget,
+// once or pass after pass. 'edgeload help COMMAND' describes each.
 //
 // Wherever a FILE is accepted (--data included), ARCHIVE!/ENTRY names an
-// entry stored uncompressed in a zip archive or APK, for example
-// app.apk!/assets/model.pte: it is mapped in place and its offsets are
-// relative to the entry; a compressed entry is refused. A bundled program
-// (.bpte) opens as the program it embeds: inspect also lists its method
-// test suites, and verify reads every test tensor.
+// entry stored uncompressed in a zip archive or APK, mapped in place.
 //
 // Exit status: 0 on success, 1 when a file is invalid (with one line on
 // standard error beginning "edgeload: "), 2 for a usage error.
@@ -63,7 +37,6 @@ import (
 	"os"
 	"runtime/debug"
 	"strings"
-	"text/tabwriter"
 
 	_ "github.com/edgeload/edgeload/formats" // the formats the command reads
 	"github.com/edgeload/edgeload/loader/format"
@@ -186,7 +159,7 @@ func usage(w io.Writer) {
 // formatTable writes a line per registered format: its name and what
 // field says of it.
 func formatTable(w io.Writer, field func(format.Registration) string) {
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	tw := newTable(w)
 	for _, r := range format.Registered() {
 		fmt.Fprintf(tw, "  %s\t%s\n", r.Name, field(r))
 	}

@@ -12,7 +12,6 @@ import (
 type progress struct {
 	w     io.Writer
 	label string
-	now   func() time.Time
 	start time.Time
 	last  time.Time // when the line was last drawn; zero before
 }
@@ -26,13 +25,18 @@ const (
 // clock is the time progress lines see (tests replace it).
 var clock = time.Now
 
-func newProgress(w io.Writer, label string) *progress {
-	return &progress{w: w, label: label, now: clock, start: clock()}
+// newProgress returns a progress line on stderr, or nil when stderr is not
+// a terminal.
+func (c *cli) newProgress(label string) *progress {
+	if !terminal(c.stderr) {
+		return nil
+	}
+	return &progress{w: c.stderr, label: label, start: clock()}
 }
 
 // update draws "LABEL: 1.2 GiB of 4.0 GiB (30%)" when it is time to.
 func (p *progress) update(done, total int64) {
-	t := p.now()
+	t := clock()
 	if t.Sub(p.start) < progressAfter || (!p.last.IsZero() && t.Sub(p.last) < progressEvery && done < total) {
 		return
 	}
@@ -42,6 +46,14 @@ func (p *progress) update(done, total int64) {
 		pct = int64(float64(done) / float64(total) * 100)
 	}
 	fmt.Fprintf(p.w, "\r\x1b[Kedgeload: %s: %s of %s (%d%%)", p.label, sizeName(done), sizeName(total), pct)
+}
+
+// updater returns p.update, or nil for a nil progress.
+func (p *progress) updater() func(done, total int64) {
+	if p == nil {
+		return nil
+	}
+	return p.update
 }
 
 // clear erases the line, if it was drawn. A nil progress does nothing.

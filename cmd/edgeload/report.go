@@ -158,51 +158,24 @@ func (in *inspection) writeJSON(w io.Writer) error {
 	j.begin('{')
 	j.member("format", m.Format().String())
 	j.member("file_size", m.Size())
-	j.key("segments")
-	j.begin('[')
-	for _, s := range in.segments {
-		j.elem(s)
-	}
-	j.end(']')
-	j.key("named_data")
-	j.begin('[')
-	for _, nd := range m.NamedData() {
-		j.elem(namedRep{Key: nd.Key, Segment: nd.Segment, Offset: nd.Data.Offset(), Size: nd.Data.Len()})
-	}
-	j.end(']')
-	j.key("tensors")
-	j.begin('[')
-	for i := range m.NumTensors() {
-		if j.failed() {
-			break
-		}
-		j.elem(in.tensorRep(i))
-	}
-	j.end(']')
+	j.list("segments", len(in.segments), func(i int) any { return in.segments[i] })
+	named := m.NamedData()
+	j.list("named_data", len(named), func(i int) any {
+		nd := named[i]
+		return namedRep{Key: nd.Key, Segment: nd.Segment, Offset: nd.Data.Offset(), Size: nd.Data.Len()}
+	})
+	j.list("tensors", m.NumTensors(), func(i int) any { return in.tensorRep(i) })
 	for _, f := range in.fields {
 		j.key(f.key)
 		j.raw(f.value)
 	}
 	if ds := m.DataFiles(); len(ds) > 0 {
-		j.key("data_files")
-		j.begin('[')
-		for _, d := range ds {
-			j.elem(d.MappedFile().Name())
-		}
-		j.end(']')
+		j.list("data_files", len(ds), func(i int) any { return ds[i].MappedFile().Name() })
 	}
 	j.key("use_order")
 	j.begin('{')
 	for _, o := range in.orders {
-		j.key(o.group)
-		j.begin('[')
-		for _, i := range o.order {
-			if j.failed() {
-				break
-			}
-			j.elem(m.TensorAt(i).Name)
-		}
-		j.end(']')
+		j.list(o.group, len(o.order), func(i int) any { return m.TensorAt(o.order[i]).Name })
 	}
 	j.end('}')
 	j.member("warnings", in.warnings)
@@ -293,34 +266,35 @@ func (j *jsonOut) member(k string, v any) {
 	j.value(v)
 }
 
-// elem writes an array element.
-func (j *jsonOut) elem(v any) {
-	j.next()
-	j.value(v)
+// list writes the member k: an array of n elements, the i-th at(i), up to
+// the first failure.
+func (j *jsonOut) list(k string, n int, at func(i int) any) {
+	j.key(k)
+	j.begin('[')
+	for i := 0; i < n && !j.failed(); i++ {
+		j.next()
+		j.value(at(i))
+	}
+	j.end(']')
 }
 
 // value writes v, marshalled, at the current depth.
 func (j *jsonOut) value(v any) {
 	b, err := marshal(v)
-	if err != nil {
-		if j.err == nil {
-			j.err = err
-		}
-		return
+	j.err = cmp.Or(j.err, err)
+	if err == nil {
+		j.raw(b)
 	}
-	j.raw(b)
 }
 
 // raw writes a marshalled value at the current depth.
 func (j *jsonOut) raw(b []byte) {
 	j.scratch.Reset()
-	if err := json.Indent(&j.scratch, b, strings.Repeat("  ", len(j.counts)), "  "); err != nil {
-		if j.err == nil {
-			j.err = err
-		}
-		return
+	err := json.Indent(&j.scratch, b, strings.Repeat("  ", len(j.counts)), "  ")
+	j.err = cmp.Or(j.err, err)
+	if err == nil {
+		j.w.Write(j.scratch.Bytes())
 	}
-	j.w.Write(j.scratch.Bytes())
 }
 
 // marshal is json.Marshal without its escaping of <, > and &, which the

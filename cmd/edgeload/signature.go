@@ -66,8 +66,9 @@ func (f *signatureFlags) usage() string {
 	return ""
 }
 
-// load reads the bundle and the trust material the flags name.
-func (f *signatureFlags) load() (*signing.Bundle, *signing.Trust, error) {
+// verified reads the bundle and the trust material the flags name, and
+// verifies the bundle's signature.
+func (f *signatureFlags) verified() (*signing.Bundle, *signing.Manifest, error) {
 	b, err := signing.ReadBundle(f.sig)
 	if err != nil {
 		return nil, nil, fmt.Errorf("--signature %s: %w", f.sig, err)
@@ -85,37 +86,37 @@ func (f *signatureFlags) load() (*signing.Bundle, *signing.Trust, error) {
 	case f.trustedRoot != "":
 		flagName, file = "trusted-root", f.trustedRoot
 		parse = func(b []byte) (err error) { t.TrustedRoot, err = signing.ParseTrustedRoot(b); return }
-	default:
-		return b, t, nil
 	}
-	data, err := os.ReadFile(file)
-	if err == nil && len(data) > signing.MaxBundleSize {
-		err = errors.New("too large")
+	if parse != nil {
+		data, err := os.ReadFile(file)
+		if err == nil && len(data) > signing.MaxBundleSize {
+			err = errors.New("too large")
+		}
+		if err == nil {
+			err = parse(data)
+		}
+		if err != nil {
+			return nil, nil, fmt.Errorf("--%s %s: %w", flagName, file, err)
+		}
 	}
-	if err == nil {
-		err = parse(data)
-	}
+	m, err := b.Verify(t)
 	if err != nil {
-		return nil, nil, fmt.Errorf("--%s %s: %w", flagName, file, err)
+		return b, nil, noTrustHint(b, err)
 	}
-	return b, t, nil
+	return b, m, nil
 }
 
 // verifySignature checks the model argument (a file, a folder or
 // ARCHIVE!/ENTRY) against the signature the flags name. progress, when
 // not nil, sees the bytes hashed.
 func (f *signatureFlags) verifySignature(ctx context.Context, model string, progress func(done, total int64)) (*signing.Bundle, *signing.Result, error) {
-	b, trust, err := f.load()
+	b, m, err := f.verified()
 	if err != nil {
-		return nil, nil, err
-	}
-	m, err := b.Verify(trust)
-	if err != nil {
-		return b, nil, noTrustHint(b, err)
+		return b, nil, err
 	}
 	opts := &signing.Options{IgnoreUnsigned: f.ignoreUnsigned, Progress: progress}
 	var md *signing.Model
-	if a, e, ok := splitArchive(model); ok {
+	if a, e, ok := mmapfile.SplitArchivePath(model); ok {
 		af, err := os.Open(a)
 		if err != nil {
 			return b, nil, err
@@ -131,8 +132,7 @@ func (f *signatureFlags) verifySignature(ctx context.Context, model string, prog
 		}
 		md = signing.NewFileModel(path.Base(e), io.NewSectionReader(af, off, n), n)
 	} else {
-		ignore := f.inside(model, append([]string{f.sig}, f.ignorePaths...))
-		if md, err = m.Model(model, ignore...); err != nil {
+		if md, err = m.Model(model, f.ignored(model)...); err != nil {
 			return b, nil, err
 		}
 	}
@@ -140,15 +140,15 @@ func (f *signatureFlags) verifySignature(ctx context.Context, model string, prog
 	return b, res, err
 }
 
-// inside returns those of paths that lie inside the folder model, relative
-// to it and "/"-separated.
-func (f *signatureFlags) inside(model string, paths []string) []string {
+// ignored returns the paths a folder model leaves out (the bundle and
+// --ignore-paths) that lie inside it, relative to it and "/"-separated.
+func (f *signatureFlags) ignored(model string) []string {
 	root, err := filepath.Abs(model)
 	if err != nil {
 		return nil
 	}
 	var out []string
-	for _, p := range paths {
+	for _, p := range append([]string{f.sig}, f.ignorePaths...) {
 		abs, err := filepath.Abs(p)
 		if err != nil {
 			continue
@@ -198,13 +198,9 @@ func signerOf(b *signing.Bundle, f *signatureFlags) string {
 // else the folder the file is in; its other files (a checkpoint's index, a
 // config) are checked here, whole, before the stream starts.
 func (f *signatureFlags) streamChecks(model string, m *loader.Model) (map[*mmapfile.File]*signing.Check, *signing.Bundle, error) {
-	b, trust, err := f.load()
+	b, man, err := f.verified()
 	if err != nil {
-		return nil, nil, err
-	}
-	man, err := b.Verify(trust)
-	if err != nil {
-		return nil, b, noTrustHint(b, err)
+		return nil, b, err
 	}
 	files := []*mmapfile.File{m.File()}
 	for _, d := range m.DataFiles() {
@@ -214,7 +210,7 @@ func (f *signatureFlags) streamChecks(model string, m *loader.Model) (map[*mmapf
 		files = append(files, mf.Files()...)
 	}
 	checks := make(map[*mmapfile.File]*signing.Check)
-	if _, e, ok := splitArchive(model); ok {
+	if _, e, ok := mmapfile.SplitArchivePath(model); ok {
 		c, err := man.NewCheck(path.Base(e), m.File().Len())
 		if err != nil {
 			return nil, b, err
@@ -226,7 +222,7 @@ func (f *signatureFlags) streamChecks(model string, m *loader.Model) (map[*mmapf
 	if len(man.Paths()) > 1 {
 		root = filepath.Dir(model)
 	}
-	md, err := man.Model(root, f.inside(root, append([]string{f.sig}, f.ignorePaths...))...)
+	md, err := man.Model(root, f.ignored(root)...)
 	if err != nil {
 		return nil, b, err
 	}
@@ -238,20 +234,15 @@ func (f *signatureFlags) streamChecks(model string, m *loader.Model) (map[*mmapf
 	for _, c := range plan.Files {
 		byName[c.File] = c
 	}
-	name := func(mf *mmapfile.File) string {
-		if root == model {
-			return plan.Files[0].File
-		}
-		rel, err := filepath.Rel(root, mf.Name())
-		if err != nil {
-			return ""
-		}
-		return filepath.ToSlash(rel)
-	}
 	for _, mf := range files {
-		if c := byName[name(mf)]; c != nil {
+		name := plan.Files[0].File
+		if root != model {
+			rel, _ := filepath.Rel(root, mf.Name()) // "" when it cannot be made relative
+			name = filepath.ToSlash(rel)
+		}
+		if c := byName[name]; c != nil {
 			checks[mf] = c
-			delete(byName, name(mf))
+			delete(byName, name)
 		}
 	}
 	// The signed files the stream does not read, whole.

@@ -7,47 +7,33 @@ import (
 	"github.com/edgeload/edgeload/mmapfile"
 )
 
-// splitArchive splits a FILE argument of the form ARCHIVE!/ENTRY
-// (mmapfile.SplitArchivePath).
-func splitArchive(arg string) (archive, entry string, ok bool) {
-	return mmapfile.SplitArchivePath(arg)
-}
-
-// openMapped maps a FILE argument: a file, or an entry stored in a zip
-// archive (ARCHIVE!/ENTRY).
-func openMapped(path string) (*mmapfile.File, error) { return mmapfile.OpenPath(path) }
-
-// openModel opens a FILE argument (a file or ARCHIVE!/ENTRY) with the
-// --data files (each a file or ARCHIVE!/ENTRY).
+// openModel opens a FILE argument (a file or ARCHIVE!/ENTRY, see
+// mmapfile.OpenPath) with the --data files (each a file or ARCHIVE!/ENTRY).
 func openModel(path string, data []string) (*loader.Model, error) {
-	var maps []*mmapfile.File
-	for _, d := range data {
-		mf, err := openMapped(d)
+	maps := make([]*mmapfile.File, 0, len(data)+1)
+	for _, p := range append(data[:len(data):len(data)], path) {
+		mf, err := mmapfile.OpenPath(p)
 		if err != nil {
 			for _, m := range maps {
 				m.Close()
 			}
-			return nil, fmt.Errorf("data file %s: %w", d, err)
+			if len(maps) < len(data) {
+				err = fmt.Errorf("data file %s: %w", p, err)
+			}
+			return nil, err
 		}
 		maps = append(maps, mf)
 	}
-	mf, err := openMapped(path)
-	if err != nil {
-		for _, m := range maps {
-			m.Close()
-		}
-		return nil, err
-	}
-	return loader.New(mf, loader.WithDataFiles(maps...))
+	return loader.New(maps[len(data)], loader.WithDataFiles(maps[:len(data)]...))
 }
 
 // sniffPath sniffs a FILE argument (see loader.Sniff); an archive entry
 // that cannot be located sniffs as Unknown, and opening it then says why.
 func sniffPath(path string) (loader.Format, error) {
-	if _, _, ok := splitArchive(path); !ok {
+	if _, _, ok := mmapfile.SplitArchivePath(path); !ok {
 		return loader.SniffFile(path)
 	}
-	mf, err := openMapped(path)
+	mf, err := mmapfile.OpenPath(path)
 	if err != nil {
 		return loader.Unknown, err
 	}

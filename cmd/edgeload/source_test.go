@@ -14,6 +14,7 @@ import (
 	"github.com/edgeload/edgeload/internal/schema/bpfb"
 	"github.com/edgeload/edgeload/internal/testkit/testmodels"
 	"github.com/edgeload/edgeload/internal/testkit/ziptest"
+	"github.com/edgeload/edgeload/mmapfile"
 )
 
 func writeTemp(t *testing.T, dir, name string, b []byte) string {
@@ -227,9 +228,9 @@ func TestSplitArchive(t *testing.T) {
 		{zp, "", "", false},
 		{filepath.Join(dir, "none.zip") + "!/m.pte", "", "", false},
 	} {
-		a, e, ok := splitArchive(c.arg)
+		a, e, ok := mmapfile.SplitArchivePath(c.arg)
 		if a != c.archive || e != c.entry || ok != c.ok {
-			t.Errorf("splitArchive(%q) = %q, %q, %v; want %q, %q, %v", c.arg, a, e, ok, c.archive, c.entry, c.ok)
+			t.Errorf("mmapfile.SplitArchivePath(%q) = %q, %q, %v; want %q, %q, %v", c.arg, a, e, ok, c.archive, c.entry, c.ok)
 		}
 	}
 }

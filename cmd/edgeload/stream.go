@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"hash/crc32"
 	"io"
@@ -12,8 +13,6 @@ import (
 
 	"github.com/edgeload/edgeload/internal/sizeflag"
 	"github.com/edgeload/edgeload/loader"
-	"github.com/edgeload/edgeload/mmapfile"
-	"github.com/edgeload/edgeload/signing"
 	"github.com/edgeload/edgeload/stream"
 )
 
@@ -69,53 +68,6 @@ type passReport struct {
 	Retained  int64   `json:"retained_bytes"`
 }
 
-// retainValue is the --retain flag: a size, or "auto".
-type retainValue struct{ n int64 }
-
-func (r *retainValue) String() string {
-	if r.n == stream.RetainAuto {
-		return "auto"
-	}
-	return fmt.Sprint(r.n)
-}
-
-func (r *retainValue) Set(s string) error {
-	if s == "auto" {
-		r.n = stream.RetainAuto
-		return nil
-	}
-	n, err := sizeflag.Parse(s)
-	r.n = n
-	return err
-}
-
-// readerValue is the --reader flag.
-type readerValue struct{ r stream.Reader }
-
-func (r *readerValue) String() string { return r.r.String() }
-
-func (r *readerValue) Set(s string) error {
-	for _, x := range []stream.Reader{stream.ReadAuto, stream.ReadMapped, stream.ReadDirect} {
-		if s == x.String() {
-			r.r = x
-			return nil
-		}
-	}
-	return fmt.Errorf("want auto, mapped or direct")
-}
-
-// streamOptions is what streamModel is asked to do.
-type streamOptions struct {
-	budget   int64
-	method   string
-	drop     bool
-	passes   int
-	retain   int64
-	reader   stream.Reader
-	checks   map[*mmapfile.File]*signing.Check
-	progress func(stream.Stats)
-}
-
 func runStream(c *cli, args []string) int {
 	fs := newFlags(lookup("stream"), streamAbout)
 	budget := sizeflag.Value(stream.DefaultBudget)
@@ -126,10 +78,25 @@ func runStream(c *cli, args []string) int {
 	asJSON := fs.Bool("json", false, "print one JSON object")
 	drop := fs.Bool("drop-cache", false, "also drop streamed pages from the page cache (always with --passes)")
 	passes := fs.Int("passes", 1, "read the order `N` times")
-	var retain retainValue
-	fs.Var(&retain, "retain", "keep `SIZE` bytes of weights resident across passes, or auto")
-	var reader readerValue
-	fs.Var(&reader, "reader", "read streamed weights `auto`, mapped or direct")
+	var retain int64
+	fs.Func("retain", "keep `SIZE` bytes of weights resident across passes, or auto", func(s string) (err error) {
+		if s == "auto" {
+			retain = stream.RetainAuto
+			return nil
+		}
+		retain, err = sizeflag.Parse(s)
+		return err
+	})
+	var reader stream.Reader
+	fs.Func("reader", "read streamed weights `auto`, mapped or direct", func(s string) error {
+		for _, r := range []stream.Reader{stream.ReadAuto, stream.ReadMapped, stream.ReadDirect} {
+			if s == r.String() {
+				reader = r
+				return nil
+			}
+		}
+		return errors.New("want auto, mapped or direct")
+	})
 	sf := addSignatureFlags(fs)
 	pos, code, ok := parse(c, fs, args)
 	if !ok {
@@ -156,26 +123,30 @@ func runStream(c *cli, args []string) int {
 		return exitInvalid
 	}
 	defer m.Close()
-	o := streamOptions{budget: int64(budget), method: *method, drop: *drop, passes: *passes, retain: retain.n, reader: reader.r, progress: progressBar(c.stderr)}
-	var signedBy string
+	r := &streamReport{File: pos[0], Method: *method, DropCached: *drop, Passes: *passes}
+	bar := progressBar(c.stderr)
+	opts := []stream.Option{stream.WithBudget(int64(budget)), stream.WithMethod(*method), stream.WithPasses(*passes),
+		stream.WithReader(reader), stream.WithRetain(retain), stream.WithProgress(bar)}
+	if *drop {
+		opts = append(opts, stream.WithDropCache())
+	}
 	if sf.given() {
-		var b *signing.Bundle
-		if o.checks, b, err = sf.streamChecks(pos[0], m); err != nil {
+		checks, b, err := sf.streamChecks(pos[0], m)
+		if err != nil {
 			c.fileError(pos[0], err)
 			return exitInvalid
 		}
-		signedBy = signerOf(b, sf)
+		opts = append(opts, stream.WithSignature(checks))
+		r.SignedBy = signerOf(b, sf)
 		// The stream's reader spends most of its time blocked in reads,
 		// which hold one of the runtime's Ps until the scheduler takes it
 		// back: one P more than the cores keeps them all hashing.
 		defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(runtime.GOMAXPROCS(0) + 1))
 	}
-	r, err := streamModel(m, o)
-	if err != nil {
+	if err := streamModel(m, r, bar, opts...); err != nil {
 		c.errorf("%s: %v", pos[0], err)
 		return exitInvalid
 	}
-	r.File, r.SignedBy = pos[0], signedBy
 	if *asJSON {
 		enc := json.NewEncoder(c.stdout)
 		enc.SetEscapeHTML(false)
@@ -208,29 +179,16 @@ func runStream(c *cli, args []string) int {
 	return exitOK
 }
 
-// streamModel streams every weight of m, o.passes times, and checksums
-// each pass; every pass must give the first one's checksum.
-func streamModel(m *loader.Model, o streamOptions) (*streamReport, error) {
-	opts := []stream.Option{stream.WithBudget(o.budget), stream.WithMethod(o.method), stream.WithPasses(o.passes), stream.WithReader(o.reader)}
-	if o.retain != 0 {
-		opts = append(opts, stream.WithRetain(o.retain))
-	}
-	if o.drop {
-		opts = append(opts, stream.WithDropCache())
-	}
-	if o.checks != nil {
-		opts = append(opts, stream.WithSignature(o.checks))
-	}
-	if o.progress != nil {
-		opts = append(opts, stream.WithProgress(o.progress))
-	}
+// streamModel streams every weight of m with opts, r.Passes times, and
+// fills in r; every pass must give the first one's checksum. bar, when not
+// nil, is the progress bar to clear at the end.
+func streamModel(m *loader.Model, r *streamReport, bar func(stream.Stats), opts ...stream.Option) error {
 	start := time.Now()
 	s, err := stream.New(context.Background(), m, opts...)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	defer s.Close()
-	r := &streamReport{Method: o.method, DropCached: o.drop, Passes: o.passes}
 	h := crc32.New(crc32.MakeTable(crc32.Castagnoli))
 	var first uint32
 	pass := 0
@@ -249,16 +207,16 @@ func streamModel(m *loader.Model, o streamOptions) (*streamReport, error) {
 			break
 		}
 		if err != nil {
-			return nil, err
+			return err
 		}
 		if it.Pass != pass {
 			if err := endPass(); err != nil {
-				return nil, err
+				return err
 			}
 			pass = it.Pass
 		}
 		if err := it.Data.Checksum(h); err != nil {
-			return nil, err
+			return err
 		}
 		if it.Part == it.Parts-1 && it.Pass == 0 {
 			if it.Tensor >= 0 {
@@ -269,14 +227,14 @@ func streamModel(m *loader.Model, o streamOptions) (*streamReport, error) {
 		}
 	}
 	if err := endPass(); err != nil {
-		return nil, err
+		return err
 	}
-	if o.progress != nil {
-		o.progress(stream.Stats{}) // clears the bar
+	if bar != nil {
+		bar(stream.Stats{}) // clears the bar
 	}
 	st := s.Stats()
 	r.Seconds = time.Since(start).Seconds()
-	r.Budget, r.Bytes, r.PeakBytes = st.Budget, st.Bytes*int64(o.passes), st.Peak
+	r.Budget, r.Bytes, r.PeakBytes = st.Budget, st.Bytes*int64(r.Passes), st.Peak
 	r.StreamCPU, r.StreamSys = st.CPU.Seconds(), st.SystemCPU.Seconds()
 	r.Reader, r.Order, r.Retained, r.ReadBytes, r.Stall = st.Reader, st.Order, st.Retained, st.Read, st.Stall.Seconds()
 	for _, p := range s.Passes() {
@@ -287,7 +245,7 @@ func streamModel(m *loader.Model, o streamOptions) (*streamReport, error) {
 		r.MBPerSec = float64(r.Bytes) / r.Seconds / 1e6
 	}
 	r.Checksum = fmt.Sprintf("%08x", first)
-	return r, nil
+	return nil
 }
 
 // progressBar returns a progress callback drawing a bar on w, or nil when w

@@ -6,7 +6,6 @@ import (
 	"io"
 	"path/filepath"
 	"strings"
-	"text/tabwriter"
 
 	"github.com/edgeload/edgeload/loader"
 	"github.com/edgeload/edgeload/segment"
@@ -52,13 +51,9 @@ func runVerify(c *cli, args []string) int {
 	if len(pos) == 0 {
 		return usageError(c, fs, "want at least one FILE")
 	}
-	tty := terminal(c.stderr)
 	failed := 0
 	for _, path := range pos {
-		var p *progress
-		if tty {
-			p = newProgress(c.stderr, "verify "+filepath.Base(path))
-		}
+		p := c.newProgress("verify " + filepath.Base(path))
 		line, err := verifyFile(path, data, p)
 		p.clear()
 		if err != nil {
@@ -81,15 +76,8 @@ func runVerify(c *cli, args []string) int {
 
 // verifySigned checks a model against its signature and prints one line.
 func verifySigned(c *cli, sf *signatureFlags, model string) int {
-	var p *progress
-	if terminal(c.stderr) {
-		p = newProgress(c.stderr, "verify "+filepath.Base(model))
-	}
-	var update func(done, total int64)
-	if p != nil {
-		update = p.update
-	}
-	b, res, err := sf.verifySignature(context.Background(), model, update)
+	p := c.newProgress("verify " + filepath.Base(model))
+	b, res, err := sf.verifySignature(context.Background(), model, p.updater())
 	p.clear()
 	if err != nil {
 		c.fileError(model, err)
@@ -135,11 +123,7 @@ func verifyFile(path string, data []string, p *progress) (string, error) {
 		return "", err
 	}
 	defer m.Close()
-	var vo loader.VerifyOptions
-	if p != nil {
-		vo.Progress = p.update
-	}
-	r, err := m.VerifyWith(vo)
+	r, err := m.VerifyWith(loader.VerifyOptions{Progress: p.updater()})
 	if err != nil {
 		return "", err
 	}
@@ -193,7 +177,7 @@ func runResident(c *cli, args []string) int {
 // printResident writes one bar per segment, and one for the whole file.
 func printResident(w io.Writer, m *loader.Model, width int) error {
 	fmt.Fprintf(w, "%s: %s, %s, %s pages, %s mapping\n", m.Name(), m.Format(), sizeName(m.Size()), sizeName(int64(m.PageSize())), m.Mode())
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	tw := newTable(w)
 	whole, err := segment.New(m.File(), 0, m.Size())
 	if err != nil {
 		return err

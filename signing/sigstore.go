@@ -17,6 +17,7 @@ import (
 	"errors"
 	"fmt"
 	"math/bits"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -379,25 +380,14 @@ func (e *tlogEntry) verifyCheckpoint(k logKey) error {
 // verifyChain checks that leaf chains to a Fulcio root valid at when, and
 // returns the chain.
 func (tr *TrustedRoot) verifyChain(leaf *x509.Certificate, when time.Time) ([]*x509.Certificate, error) {
-	roots, inter := x509.NewCertPool(), x509.NewCertPool()
+	var roots, inter []*x509.Certificate
 	for _, a := range tr.fulcio {
-		if !valid(when, a.start, a.end) {
-			continue
-		}
-		for i, c := range a.certs {
-			if i == len(a.certs)-1 {
-				roots.AddCert(c)
-			} else {
-				inter.AddCert(c)
-			}
+		if valid(when, a.start, a.end) {
+			roots = append(roots, a.certs[len(a.certs)-1])
+			inter = append(inter, a.certs[:len(a.certs)-1]...)
 		}
 	}
-	chains, err := leaf.Verify(x509.VerifyOptions{
-		Roots:         roots,
-		Intermediates: inter,
-		CurrentTime:   when,
-		KeyUsages:     []x509.ExtKeyUsage{x509.ExtKeyUsageCodeSigning},
-	})
+	chains, err := verifyLeaf(leaf, roots, inter, when, x509.ExtKeyUsageCodeSigning)
 	if err != nil {
 		return nil, errorf("sigstore", ErrUntrusted, "the certificate does not chain to a Fulcio root of the trusted root at the signing time %s: %v", when.Format(time.RFC3339), err)
 	}
@@ -456,7 +446,7 @@ func (tr *TrustedRoot) verifySCT(leaf *x509.Certificate, chain []*x509.Certifica
 		return bad("log %x is not a CT log of the trusted root at %s", logID, when.Format(time.RFC3339))
 	}
 	issuer := chain[1]
-	if len(chain) > 2 && slicesContainsOID(issuer.UnknownExtKeyUsage, oidPrecertIssue) {
+	if len(chain) > 2 && slices.ContainsFunc(issuer.UnknownExtKeyUsage, oidPrecertIssue.Equal) {
 		issuer = chain[2]
 	}
 	tbs, err := removeExtension(leaf.RawTBSCertificate, oidSCTList)
@@ -476,15 +466,6 @@ func (tr *TrustedRoot) verifySCT(leaf *x509.Certificate, chain []*x509.Certifica
 		return bad("the signature does not verify with the CT log's key")
 	}
 	return nil
-}
-
-func slicesContainsOID(l []asn1.ObjectIdentifier, o asn1.ObjectIdentifier) bool {
-	for _, x := range l {
-		if x.Equal(o) {
-			return true
-		}
-	}
-	return false
 }
 
 // removeExtension returns the DER TBSCertificate tbs without the extension
@@ -560,10 +541,8 @@ func checkIdentity(c *x509.Certificate, identity, issuer string) error {
 	for _, u := range c.URIs {
 		sans = append(sans, u.String())
 	}
-	for _, s := range sans {
-		if s == identity {
-			return nil
-		}
+	if slices.Contains(sans, identity) {
+		return nil
 	}
 	return errorf("sigstore", ErrUntrusted, "the certificate's identity is %s, not %s", quoteShort(strings.Join(sans, ", ")), quoteShort(identity))
 }

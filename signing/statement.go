@@ -228,10 +228,7 @@ func (m *Manifest) parseResources(pred object) {
 // splitShard splits "path:start:end" at its last two colons.
 func splitShard(name string) (p string, start, end int64, err error) {
 	j := strings.LastIndexByte(name, ':')
-	if j < 0 {
-		return "", 0, 0, fmt.Errorf("shard name %s is not PATH:START:END", quoteShort(name))
-	}
-	i := strings.LastIndexByte(name[:j], ':')
+	i := strings.LastIndexByte(name[:max(j, 0)], ':')
 	if i < 0 {
 		return "", 0, 0, fmt.Errorf("shard name %s is not PATH:START:END", quoteShort(name))
 	}

@@ -91,10 +91,11 @@ func ReadBundle(name string) (*Bundle, error) {
 }
 
 // ParseBundle parses an OMS bundle: the Sigstore bundle JSON, its
-// verification material and its DSSE envelope. It checks their form
-// (media type, payload type, one signing method, base64, certificates that
-// parse) but no signature, and does not read the statement: see
-// Bundle.Verify and Bundle.Statement.
+// verification material and its DSSE envelope. It checks their form (a
+// Sigstore bundle media type, the in-toto payload type, no member outside
+// the schema's in the bundle and its envelope, one signing method, base64,
+// certificates that parse) but no signature, and does not read the
+// statement: see Bundle.Verify and Bundle.Statement.
 func ParseBundle(data []byte) (*Bundle, error) {
 	d := &decoder{op: "bundle"}
 	if len(data) > MaxBundleSize {

@@ -37,13 +37,8 @@ const (
 
 // String returns the method's name as model_signing's commands spell it.
 func (m Method) String() string {
-	switch m {
-	case MethodKey:
-		return "key"
-	case MethodCertificate:
-		return "certificate"
-	case MethodSigstore:
-		return "sigstore"
+	if m >= MethodKey && m <= MethodSigstore {
+		return [...]string{"key", "certificate", "sigstore"}[m-MethodKey]
 	}
 	return fmt.Sprintf("Method(%d)", int(m))
 }

@@ -61,15 +61,10 @@ func (m *Manifest) Model(p string, ignore ...string) (*Model, error) {
 		return nil, &Error{Op: "model", File: p, Msg: "is neither a file nor a folder", Err: ErrUnsigned}
 	}
 	skip := make(map[string]bool)
-	for _, n := range gitNames {
-		skip[n] = true
-	}
-	for _, l := range [][]string{m.Serialization.IgnorePaths, ignore} {
-		for _, q := range l {
-			// an ignore path that names nothing inside the model is dropped
-			if c := path.Clean(q); c != "." && fs.ValidPath(c) {
-				skip[c] = true
-			}
+	for _, q := range slices.Concat(gitNames, m.Serialization.IgnorePaths, ignore) {
+		// an ignore path that names nothing inside the model is dropped
+		if c := path.Clean(q); c != "." && fs.ValidPath(c) {
+			skip[c] = true
 		}
 	}
 	md := &Model{Path: p}

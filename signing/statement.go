@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io/fs"
-	"maps"
 	"math"
 	"slices"
 	"strconv"
@@ -252,5 +251,10 @@ func parseDecimal(s string) (int64, bool) {
 
 // Paths returns the files the manifest signs, sorted.
 func (m *Manifest) Paths() []string {
-	return slices.Sorted(maps.Keys(m.files))
+	out := make([]string, 0, len(m.files))
+	for p := range m.files {
+		out = append(out, p)
+	}
+	slices.Sort(out)
+	return out
 }

@@ -2,7 +2,6 @@ package signing
 
 import (
 	"crypto/x509"
-	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -38,13 +37,8 @@ const (
 
 // String returns the method's name as model_signing's commands spell it.
 func (m Method) String() string {
-	switch m {
-	case MethodKey:
-		return "key"
-	case MethodCertificate:
-		return "certificate"
-	case MethodSigstore:
-		return "sigstore"
+	if m >= MethodKey && m <= MethodSigstore {
+		return [...]string{"key", "certificate", "sigstore"}[m-MethodKey]
 	}
 	return fmt.Sprintf("Method(%d)", int(m))
 }
@@ -92,50 +86,34 @@ func ReadBundle(name string) (*Bundle, error) {
 }
 
 // ParseBundle parses an OMS bundle: the Sigstore bundle JSON, its
-// verification material and its DSSE envelope. It checks their form
-// (media type, payload type, one signing method, base64, certificates that
-// parse) but no signature, and does not read the statement: see
-// Bundle.Verify and Bundle.Statement.
+// verification material and its DSSE envelope. It checks their form (a
+// Sigstore bundle media type, the in-toto payload type, no member outside
+// the schema's in the bundle and its envelope, one signing method, base64,
+// certificates that parse) but no signature, and does not read the
+// statement: see Bundle.Verify and Bundle.Statement.
 func ParseBundle(data []byte) (*Bundle, error) {
-	const op = "bundle"
+	d := &decoder{op: "bundle"}
 	if len(data) > MaxBundleSize {
-		return nil, errorf(op, ErrMalformed, "%d bytes, more than the %d a bundle may have", len(data), MaxBundleSize)
+		return nil, errorf(d.op, ErrMalformed, "%d bytes, more than the %d a bundle may have", len(data), MaxBundleSize)
 	}
-	top, err := parseObject(op, "", data)
-	if err != nil {
-		return nil, err
-	}
-	if err := top.only(op, "", "mediaType", "verificationMaterial", "dsseEnvelope"); err != nil {
-		return nil, err
-	}
-	b := &Bundle{}
-	if b.MediaType, err = top.str(op, "", "mediaType"); err != nil {
-		return nil, err
-	}
+	top := d.object("", data)
+	top.only("mediaType", "verificationMaterial", "dsseEnvelope")
+	b := &Bundle{MediaType: top.str("mediaType")}
 	if !strings.HasPrefix(b.MediaType, bundleMediaPrefix) {
-		return nil, errorf(op, ErrMalformed, "mediaType %s is not a Sigstore bundle's (%s…)", quoteShort(b.MediaType), bundleMediaPrefix)
+		d.fail(ErrMalformed, "mediaType %s is not a Sigstore bundle's (%s…)", quoteShort(b.MediaType), bundleMediaPrefix)
 	}
-	vm, err := top.obj(op, "", "verificationMaterial")
-	if err != nil {
-		return nil, err
-	}
-	if err := b.parseMaterial(vm); err != nil {
-		return nil, err
-	}
-	env, err := top.obj(op, "", "dsseEnvelope")
-	if err != nil {
-		return nil, err
-	}
-	if err := b.parseEnvelope(env); err != nil {
-		return nil, err
+	b.parseMaterial(top.obj("verificationMaterial"))
+	b.parseEnvelope(top.obj("dsseEnvelope"))
+	if d.err != nil {
+		return nil, d.err
 	}
 	return b, nil
 }
 
 // parseMaterial reads verificationMaterial: exactly one of publicKey,
 // x509CertificateChain and certificate says the method.
-func (b *Bundle) parseMaterial(vm object) error {
-	const op, where = "bundle", "verificationMaterial"
+func (b *Bundle) parseMaterial(vm object) {
+	d := vm.d
 	var found []string
 	for _, k := range []string{"publicKey", "x509CertificateChain", "certificate"} {
 		if vm.has(k) {
@@ -143,159 +121,79 @@ func (b *Bundle) parseMaterial(vm object) error {
 		}
 	}
 	if len(found) != 1 {
-		return errorf(op, ErrMalformed, "%s: want one of publicKey, x509CertificateChain and certificate, found %d", where, len(found))
+		d.fail(ErrMalformed, "%s: want one of publicKey, x509CertificateChain and certificate, found %d", vm.where, len(found))
+		return
 	}
 	var entries []json.RawMessage
 	if vm.has("tlogEntries") {
-		var err error
-		if entries, err = vm.list(op, where, "tlogEntries"); err != nil {
-			return err
-		}
+		entries = vm.list("tlogEntries")
 	}
 	switch found[0] {
 	case "publicKey":
 		b.Method = MethodKey
-		pk, err := vm.obj(op, where, "publicKey")
-		if err != nil {
-			return err
-		}
-		if b.KeyHint, err = pk.optStr(op, where+".publicKey", "hint"); err != nil {
-			return err
-		}
-		raw, err := pk.optStr(op, where+".publicKey", "rawBytes")
-		if err != nil {
-			return err
-		}
-		if raw != "" {
-			if b.RawKey, err = decode64(op, where+".publicKey.rawBytes", raw); err != nil {
-				return err
-			}
+		pk := vm.obj("publicKey")
+		b.KeyHint = pk.optStr("hint")
+		if raw := pk.optStr("rawBytes"); raw != "" {
+			b.RawKey = d.decode64(pk.where+".rawBytes", raw)
 		}
 	case "x509CertificateChain":
 		b.Method = MethodCertificate
-		ch, err := vm.obj(op, where, "x509CertificateChain")
-		if err != nil {
-			return err
-		}
-		certs, err := ch.list(op, where+".x509CertificateChain", "certificates")
-		if err != nil {
-			return err
-		}
+		ch := vm.obj("x509CertificateChain")
+		certs := ch.list("certificates")
 		if len(certs) == 0 || len(certs) > maxChain {
-			return errorf(op, ErrMalformed, "%s.x509CertificateChain: %d certificates, want 1 to %d", where, len(certs), maxChain)
+			d.fail(ErrMalformed, "%s: %d certificates, want 1 to %d", ch.where, len(certs), maxChain)
+			return
 		}
 		for i, raw := range certs {
-			c, err := parseCert(op, fmt.Sprintf("%s.x509CertificateChain.certificates[%d]", where, i), raw)
-			if err != nil {
-				return err
-			}
-			b.Certificates = append(b.Certificates, c)
+			b.Certificates = append(b.Certificates, d.cert(fmt.Sprintf("%s.certificates[%d]", ch.where, i), raw))
 		}
 	case "certificate":
 		b.Method = MethodSigstore
-		c, err := parseCert(op, where+".certificate", vm["certificate"])
-		if err != nil {
-			return err
-		}
-		b.Certificates = []*x509.Certificate{c}
-		if len(entries) == 0 {
-			return errorf(op, ErrMalformed, "%s: a Sigstore certificate needs a transparency log entry (tlogEntries)", where)
-		}
-		if len(entries) != 1 {
-			return errorf(op, ErrUnsupported, "%s: %d transparency log entries, want one", where, len(entries))
-		}
-		if b.tlog, err = parseTlogEntry(entries[0]); err != nil {
-			return err
+		b.Certificates = []*x509.Certificate{d.cert(vm.where+".certificate", vm.m["certificate"])}
+		switch {
+		case len(entries) == 0:
+			d.fail(ErrMalformed, "%s: a Sigstore certificate needs a transparency log entry (tlogEntries)", vm.where)
+		case len(entries) != 1:
+			d.fail(ErrUnsupported, "%s: %d transparency log entries, want one", vm.where, len(entries))
+		default:
+			b.tlog = parseTlogEntry(d, entries[0])
 		}
 	}
-	return nil
 }
 
-// parseCert reads {"rawBytes": base64 DER} as a certificate.
-func parseCert(op, where string, raw json.RawMessage) (*x509.Certificate, error) {
-	o, err := parseObject(op, where, raw)
-	if err != nil {
-		return nil, err
-	}
-	s, err := o.str(op, where, "rawBytes")
-	if err != nil {
-		return nil, err
-	}
-	der, err := decode64(op, where+".rawBytes", s)
-	if err != nil {
-		return nil, err
+// cert reads {"rawBytes": base64 DER} as a certificate.
+func (d *decoder) cert(where string, raw json.RawMessage) *x509.Certificate {
+	der := d.object(where, raw).b64("rawBytes")
+	if d.err != nil {
+		return nil
 	}
 	c, err := x509.ParseCertificate(der)
 	if err != nil {
-		return nil, errorf(op, ErrMalformed, "%s: %v", where, err)
+		d.fail(ErrMalformed, "%s: %v", where, err)
 	}
-	return c, nil
+	return c
 }
 
 // parseEnvelope reads the DSSE envelope.
-func (b *Bundle) parseEnvelope(env object) error {
-	const op, where = "bundle", "dsseEnvelope"
-	if err := env.only(op, where, "payload", "payloadType", "signatures"); err != nil {
-		return err
+func (b *Bundle) parseEnvelope(env object) {
+	d := env.d
+	env.only("payload", "payloadType", "signatures")
+	if b.PayloadType = env.str("payloadType"); b.PayloadType != inTotoPayloadType {
+		d.fail(ErrMalformed, "%s.payloadType %s, want %s", env.where, quoteShort(b.PayloadType), inTotoPayloadType)
 	}
-	var err error
-	if b.PayloadType, err = env.str(op, where, "payloadType"); err != nil {
-		return err
-	}
-	if b.PayloadType != inTotoPayloadType {
-		return errorf(op, ErrMalformed, "%s.payloadType %s, want %s", where, quoteShort(b.PayloadType), inTotoPayloadType)
-	}
-	p, err := env.str(op, where, "payload")
-	if err != nil {
-		return err
-	}
-	if b.Payload, err = decode64(op, where+".payload", p); err != nil {
-		return err
-	}
-	sigs, err := env.list(op, where, "signatures")
-	if err != nil {
-		return err
-	}
+	b.Payload = env.b64("payload")
+	sigs := env.list("signatures")
 	if len(sigs) == 0 {
-		return errorf(op, ErrMalformed, "%s.signatures: empty", where)
+		d.fail(ErrMalformed, "%s.signatures: empty", env.where)
 	}
 	for i, raw := range sigs {
-		w := fmt.Sprintf("%s.signatures[%d]", where, i)
-		o, err := parseObject(op, w, raw)
-		if err != nil {
-			return err
-		}
-		if err := o.only(op, w, "sig", "keyid"); err != nil {
-			return err
-		}
-		if _, err := o.optStr(op, w, "keyid"); err != nil {
-			return err
-		}
-		s, err := o.str(op, w, "sig")
-		if err != nil {
-			return err
-		}
-		sig, err := decode64(op, w+".sig", s)
-		if err != nil {
-			return err
-		}
+		o := d.object(fmt.Sprintf("%s.signatures[%d]", env.where, i), raw)
+		o.only("sig", "keyid")
+		o.optStr("keyid")
+		sig := o.b64("sig")
 		if len(sig) == 0 {
-			return errorf(op, ErrMalformed, "%s.sig: empty", w)
+			d.fail(ErrMalformed, "%s.sig: empty", o.where)
 		}
 		b.Signatures = append(b.Signatures, sig)
 	}
-	return nil
-}
-
-// decode64 decodes standard base64, padded or not.
-func decode64(op, where, s string) ([]byte, error) {
-	enc := base64.StdEncoding
-	if len(s)%4 != 0 {
-		enc = base64.RawStdEncoding
-	}
-	b, err := enc.DecodeString(s)
-	if err != nil {
-		return nil, errorf(op, ErrMalformed, "%s: bad base64: %v", where, err)
-	}
-	return b, nil
 }

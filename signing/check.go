@@ -62,11 +62,16 @@ func (m *Manifest) NewCheck(name string, size int64) (*Check, error) {
 
 // newCheck returns the check of f, a file of size bytes shown as name.
 func (m *Manifest) newCheck(f *fileDigests, name string, size int64) (*Check, error) {
-	c := &Check{File: f.path, Size: size, Method: m.Serialization.Method, h: sha256.New(), shown: name}
-	if err := m.ranges(f, name, size, &c.Ranges); err != nil {
-		return nil, err
+	rs := make([]Range, len(f.ranges))
+	for i, r := range f.ranges {
+		rs[i] = Range{r.Start, r.End, r.Digest}
 	}
-	c.ok = make([]bool, len(c.Ranges))
+	if m.Serialization.Method == SerializeFiles {
+		rs[0].End = size
+	} else if end := rs[len(rs)-1].End; end != size {
+		return nil, &Error{Op: "file", File: name, Msg: fmt.Sprintf("digest mismatch: the file is %d bytes, its signed shards cover %d", size, end), Err: ErrDigest}
+	}
+	c := &Check{File: f.path, Size: size, Ranges: rs, Method: m.Serialization.Method, h: sha256.New(), ok: make([]bool, len(rs)), shown: name}
 	c.settle()
 	return c, c.err
 }
@@ -80,27 +85,6 @@ func (m *Manifest) lookup(name string) (*fileDigests, error) {
 		return f, nil
 	}
 	return nil, &Error{Op: "file", File: name, Msg: "not covered by the signature (the model holds it, the signature does not list it)", Err: ErrUnsigned}
-}
-
-// ranges sets out to f's ranges for a file of size bytes (shown as name).
-func (m *Manifest) ranges(f *fileDigests, name string, size int64, out *[]Range) error {
-	rs := make([]Range, len(f.ranges))
-	for i, r := range f.ranges {
-		rs[i] = Range{r.Start, r.End, r.Digest}
-	}
-	if m.Serialization.Method == SerializeFiles {
-		rs[0].End = size
-	} else {
-		var end int64
-		if len(rs) > 0 {
-			end = rs[len(rs)-1].End
-		}
-		if end != size {
-			return &Error{Op: "file", File: name, Msg: fmt.Sprintf("digest mismatch: the file is %d bytes, its signed shards cover %d", size, end), Err: ErrDigest}
-		}
-	}
-	*out = rs
-	return nil
 }
 
 // Write hashes p, the file's next bytes, and checks every range that
@@ -213,14 +197,8 @@ func (c *Check) Proven(off, n int64) bool {
 // matched. It returns the first failure of the check, as Write does, or a
 // read error.
 func (c *Check) CheckRange(i int, r io.Reader) error {
-	if c.err != nil {
-		return c.err
-	}
-	if i < 0 || i >= len(c.Ranges) {
-		return fmt.Errorf("signing: CheckRange: no range %d of %d", i, len(c.Ranges))
-	}
-	if c.ok[i] {
-		return nil
+	if err := c.pending("CheckRange", i); err != nil || c.ok[i] {
+		return err
 	}
 	rg := c.Ranges[i]
 	h := sha256.New()
@@ -231,9 +209,7 @@ func (c *Check) CheckRange(i int, r io.Reader) error {
 		}
 		return err
 	}
-	c.err = compareDigest(c.shown, c.Method, rg, h.Sum(nil))
-	c.prove(i)
-	return c.err
+	return c.CheckSum(i, h.Sum(nil))
 }
 
 // CheckSum checks range i against sum, the SHA-256 of its bytes that the
@@ -241,18 +217,24 @@ func (c *Check) CheckRange(i int, r io.Reader) error {
 // once, each on a core of its own, hands their sums to their Check in
 // turn). Like CheckRange it records range i as proven, or fails the check.
 func (c *Check) CheckSum(i int, sum []byte) error {
-	if c.err != nil {
-		return c.err
-	}
-	if i < 0 || i >= len(c.Ranges) {
-		return fmt.Errorf("signing: CheckSum: no range %d of %d", i, len(c.Ranges))
-	}
-	if c.ok[i] {
-		return nil
+	if err := c.pending("CheckSum", i); err != nil || c.ok[i] {
+		return err
 	}
 	c.err = compareDigest(c.shown, c.Method, c.Ranges[i], sum)
 	c.prove(i)
 	return c.err
+}
+
+// pending returns the check's first failure, or an error when it has no
+// range i.
+func (c *Check) pending(method string, i int) error {
+	if c.err != nil {
+		return c.err
+	}
+	if i < 0 || i >= len(c.Ranges) {
+		return fmt.Errorf("signing: %s: no range %d of %d", method, i, len(c.Ranges))
+	}
+	return nil
 }
 
 // Next returns the range being hashed, so that a reader can end a read

@@ -7,6 +7,7 @@ import (
 	"path"
 	"path/filepath"
 	"slices"
+	"strings"
 	"unicode/utf8"
 )
 
@@ -60,14 +61,10 @@ func (m *Manifest) Model(p string, ignore ...string) (*Model, error) {
 		return nil, &Error{Op: "model", File: p, Msg: "is neither a file nor a folder", Err: ErrUnsigned}
 	}
 	skip := make(map[string]bool)
-	for _, n := range gitNames {
-		skip[n] = true
-	}
-	for _, l := range [][]string{m.Serialization.IgnorePaths, ignore} {
-		for _, q := range l {
-			if c := cleanIgnore(q); c != "" {
-				skip[c] = true
-			}
+	for _, q := range slices.Concat(gitNames, m.Serialization.IgnorePaths, ignore) {
+		// an ignore path that names nothing inside the model is dropped
+		if c := path.Clean(q); c != "." && fs.ValidPath(c) {
+			skip[c] = true
 		}
 	}
 	md := &Model{Path: p}
@@ -77,15 +74,7 @@ func (m *Manifest) Model(p string, ignore ...string) (*Model, error) {
 	if len(md.Files) == 0 {
 		return nil, &Error{Op: "model", File: p, Msg: "holds no file to verify", Err: ErrMissing}
 	}
-	slices.SortFunc(md.Files, func(a, b File) int {
-		switch {
-		case a.Name < b.Name:
-			return -1
-		case a.Name > b.Name:
-			return 1
-		}
-		return 0
-	})
+	slices.SortFunc(md.Files, func(a, b File) int { return strings.Compare(a.Name, b.Name) })
 	return md, nil
 }
 

@@ -17,6 +17,7 @@ import (
 	"errors"
 	"fmt"
 	"math/bits"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -187,99 +188,39 @@ type tlogEntry struct {
 }
 
 // parseTlogEntry reads one verificationMaterial.tlogEntries[] member.
-func parseTlogEntry(raw json.RawMessage) (*tlogEntry, error) {
-	const op, w = "bundle", "tlogEntries[0]"
-	o, err := parseObject(op, w, raw)
-	if err != nil {
-		return nil, err
-	}
-	e := &tlogEntry{}
-	if e.logIndex, err = o.int64Str(op, w, "logIndex"); err != nil {
-		return nil, err
-	}
-	lid, err := o.obj(op, w, "logId")
-	if err != nil {
-		return nil, err
-	}
-	if e.logID, err = b64Field(lid, op, w+".logId", "keyId"); err != nil {
-		return nil, err
-	}
-	kv, err := o.obj(op, w, "kindVersion")
-	if err != nil {
-		return nil, err
-	}
-	if e.kind, err = kv.str(op, w+".kindVersion", "kind"); err != nil {
-		return nil, err
-	}
-	if e.version, err = kv.str(op, w+".kindVersion", "version"); err != nil {
-		return nil, err
-	}
+func parseTlogEntry(d *decoder, raw json.RawMessage) *tlogEntry {
+	o := d.object("tlogEntries[0]", raw)
+	e := &tlogEntry{logIndex: o.integer("logIndex")}
+	e.logID = o.obj("logId").b64("keyId")
+	kv := o.obj("kindVersion")
+	e.kind = kv.str("kind")
+	e.version = kv.str("version")
 	if o.has("integratedTime") {
-		if e.integratedTime, err = o.int64Str(op, w, "integratedTime"); err != nil {
-			return nil, err
-		}
+		e.integratedTime = o.integer("integratedTime")
 	}
 	if o.has("inclusionPromise") {
-		ip, err := o.obj(op, w, "inclusionPromise")
-		if err != nil {
-			return nil, err
-		}
-		if e.set, err = b64Field(ip, op, w+".inclusionPromise", "signedEntryTimestamp"); err != nil {
-			return nil, err
-		}
+		e.set = o.obj("inclusionPromise").b64("signedEntryTimestamp")
 	}
-	if e.body, err = b64Field(o, op, w, "canonicalizedBody"); err != nil {
-		return nil, err
-	}
-	pr, err := o.obj(op, w, "inclusionProof")
-	if err != nil {
-		return nil, err
-	}
-	wp := w + ".inclusionProof"
-	if e.proofIndex, err = pr.int64Str(op, wp, "logIndex"); err != nil {
-		return nil, err
-	}
-	if e.treeSize, err = pr.int64Str(op, wp, "treeSize"); err != nil {
-		return nil, err
-	}
-	if e.rootHash, err = b64Field(pr, op, wp, "rootHash"); err != nil {
-		return nil, err
-	}
-	hs, err := pr.list(op, wp, "hashes")
-	if err != nil {
-		return nil, err
-	}
+	e.body = o.b64("canonicalizedBody")
+	pr := o.obj("inclusionProof")
+	e.proofIndex = pr.integer("logIndex")
+	e.treeSize = pr.integer("treeSize")
+	e.rootHash = pr.b64("rootHash")
+	hs := pr.list("hashes")
 	if len(hs) > 64 {
-		return nil, errorf(op, ErrMalformed, "%s.hashes: %d hashes, more than a 64-bit tree needs", wp, len(hs))
+		d.fail(ErrMalformed, "%s.hashes: %d hashes, more than a 64-bit tree needs", pr.where, len(hs))
+		return e
 	}
 	for i, h := range hs {
+		w := fmt.Sprintf("%s.hashes[%d]", pr.where, i)
 		var s string
-		if err := json.Unmarshal(h, &s); err != nil {
-			return nil, errorf(op, ErrMalformed, "%s.hashes[%d]: want a string", wp, i)
+		if json.Unmarshal(h, &s) != nil {
+			d.fail(ErrMalformed, "%s: want a string", w)
 		}
-		d, err := decode64(op, fmt.Sprintf("%s.hashes[%d]", wp, i), s)
-		if err != nil {
-			return nil, err
-		}
-		e.hashes = append(e.hashes, d)
+		e.hashes = append(e.hashes, d.decode64(w, s))
 	}
-	cp, err := pr.obj(op, wp, "checkpoint")
-	if err != nil {
-		return nil, err
-	}
-	if e.checkpoint, err = cp.str(op, wp+".checkpoint", "envelope"); err != nil {
-		return nil, err
-	}
-	return e, nil
-}
-
-// b64Field returns the base64 string member key of o, decoded.
-func b64Field(o object, op, where, key string) ([]byte, error) {
-	s, err := o.str(op, where, key)
-	if err != nil {
-		return nil, err
-	}
-	return decode64(op, where+"."+key, s)
+	e.checkpoint = pr.obj("checkpoint").str("envelope")
+	return e
 }
 
 // OIDs of the Sigstore certificate profile.
@@ -439,25 +380,14 @@ func (e *tlogEntry) verifyCheckpoint(k logKey) error {
 // verifyChain checks that leaf chains to a Fulcio root valid at when, and
 // returns the chain.
 func (tr *TrustedRoot) verifyChain(leaf *x509.Certificate, when time.Time) ([]*x509.Certificate, error) {
-	roots, inter := x509.NewCertPool(), x509.NewCertPool()
+	var roots, inter []*x509.Certificate
 	for _, a := range tr.fulcio {
-		if !valid(when, a.start, a.end) {
-			continue
-		}
-		for i, c := range a.certs {
-			if i == len(a.certs)-1 {
-				roots.AddCert(c)
-			} else {
-				inter.AddCert(c)
-			}
+		if valid(when, a.start, a.end) {
+			roots = append(roots, a.certs[len(a.certs)-1])
+			inter = append(inter, a.certs[:len(a.certs)-1]...)
 		}
 	}
-	chains, err := leaf.Verify(x509.VerifyOptions{
-		Roots:         roots,
-		Intermediates: inter,
-		CurrentTime:   when,
-		KeyUsages:     []x509.ExtKeyUsage{x509.ExtKeyUsageCodeSigning},
-	})
+	chains, err := verifyLeaf(leaf, roots, inter, when, x509.ExtKeyUsageCodeSigning)
 	if err != nil {
 		return nil, errorf("sigstore", ErrUntrusted, "the certificate does not chain to a Fulcio root of the trusted root at the signing time %s: %v", when.Format(time.RFC3339), err)
 	}
@@ -516,7 +446,7 @@ func (tr *TrustedRoot) verifySCT(leaf *x509.Certificate, chain []*x509.Certifica
 		return bad("log %x is not a CT log of the trusted root at %s", logID, when.Format(time.RFC3339))
 	}
 	issuer := chain[1]
-	if len(chain) > 2 && slicesContainsOID(issuer.UnknownExtKeyUsage, oidPrecertIssue) {
+	if len(chain) > 2 && slices.ContainsFunc(issuer.UnknownExtKeyUsage, oidPrecertIssue.Equal) {
 		issuer = chain[2]
 	}
 	tbs, err := removeExtension(leaf.RawTBSCertificate, oidSCTList)
@@ -536,15 +466,6 @@ func (tr *TrustedRoot) verifySCT(leaf *x509.Certificate, chain []*x509.Certifica
 		return bad("the signature does not verify with the CT log's key")
 	}
 	return nil
-}
-
-func slicesContainsOID(l []asn1.ObjectIdentifier, o asn1.ObjectIdentifier) bool {
-	for _, x := range l {
-		if x.Equal(o) {
-			return true
-		}
-	}
-	return false
 }
 
 // removeExtension returns the DER TBSCertificate tbs without the extension
@@ -620,10 +541,8 @@ func checkIdentity(c *x509.Certificate, identity, issuer string) error {
 	for _, u := range c.URIs {
 		sans = append(sans, u.String())
 	}
-	for _, s := range sans {
-		if s == identity {
-			return nil
-		}
+	if slices.Contains(sans, identity) {
+		return nil
 	}
 	return errorf("sigstore", ErrUntrusted, "the certificate's identity is %s, not %s", quoteShort(strings.Join(sans, ", ")), quoteShort(identity))
 }
@@ -631,52 +550,43 @@ func checkIdentity(c *x509.Certificate, identity, issuer string) error {
 // checkEntryBody checks that the log entry (dsse 0.0.1) records this
 // envelope: its payload's SHA-256, and its signatures with this certificate.
 func (b *Bundle) checkEntryBody() error {
-	const op, w = "sigstore", "log entry body"
+	d := &decoder{op: "sigstore"}
 	bad := func(format string, args ...any) error {
-		return errorf(op, ErrUntrusted, "the log entry does not record this envelope: "+format, args...)
+		return errorf(d.op, ErrUntrusted, "the log entry does not record this envelope: "+format, args...)
 	}
-	body, err := parseObject(op, w, b.tlog.body)
-	if err != nil {
-		return err
+	body := d.object("log entry body", b.tlog.body)
+	if d.err != nil {
+		return d.err
 	}
-	kind, _ := body.optStr(op, w, "kind")
-	ver, _ := body.optStr(op, w, "apiVersion")
+	kind := body.text("kind")
+	ver := body.text("apiVersion")
 	if kind != b.tlog.kind || ver != b.tlog.version {
 		return bad("it is of kind %s %s", quoteShort(kind), quoteShort(ver))
 	}
-	spec, err := body.obj(op, w, "spec")
-	if err != nil {
-		return err
+	spec := body.obj("spec")
+	ph := spec.obj("payloadHash")
+	if d.err != nil {
+		return d.err
 	}
-	ph, err := spec.obj(op, w+".spec", "payloadHash")
-	if err != nil {
-		return err
-	}
-	alg, _ := ph.optStr(op, w, "algorithm")
-	val, _ := ph.optStr(op, w, "value")
+	alg := ph.text("algorithm")
+	val := ph.text("value")
 	sum := sha256.Sum256(b.Payload)
 	if alg != "sha256" || val != hex.EncodeToString(sum[:]) {
 		return bad("payload hash %s:%s, the payload's is sha256:%x", quoteShort(alg), quoteShort(val), sum)
 	}
-	sigs, err := spec.list(op, w+".spec", "signatures")
-	if err != nil {
-		return err
+	sigs := spec.list("signatures")
+	if d.err != nil {
+		return d.err
 	}
 	if len(sigs) != len(b.Signatures) {
 		return bad("%d signatures, the envelope has %d", len(sigs), len(b.Signatures))
 	}
 	for i, raw := range sigs {
-		o, err := parseObject(op, w, raw)
-		if err != nil {
-			return err
-		}
-		sig, err := b64Field(o, op, w, "signature")
-		if err != nil {
-			return err
-		}
-		ver, err := b64Field(o, op, w, "verifier")
-		if err != nil {
-			return err
+		o := d.object(body.where, raw)
+		sig := o.b64("signature")
+		ver := o.b64("verifier")
+		if d.err != nil {
+			return d.err
 		}
 		blk, _ := pem.Decode(ver)
 		if !bytes.Equal(sig, b.Signatures[i]) || blk == nil || !bytes.Equal(blk.Bytes, b.Certificates[0].Raw) {

@@ -9,6 +9,7 @@ import (
 	"encoding/pem"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 )
 
@@ -107,24 +108,11 @@ func (b *Bundle) verifyCertificate(t *Trust) error {
 		return errorf(op, ErrNoTrust, "the bundle is signed with a certificate chain, and no CA certificate was given")
 	}
 	leaf := b.Certificates[0]
-	roots, inter := x509.NewCertPool(), x509.NewCertPool()
-	for _, c := range t.Roots {
-		roots.AddCert(c)
-	}
-	for _, c := range b.Certificates[1:] {
-		inter.AddCert(c)
-	}
 	now := t.Now
 	if now.IsZero() {
 		now = time.Now()
 	}
-	_, err := leaf.Verify(x509.VerifyOptions{
-		Roots:         roots,
-		Intermediates: inter,
-		CurrentTime:   now,
-		KeyUsages:     []x509.ExtKeyUsage{x509.ExtKeyUsageAny},
-	})
-	if err != nil {
+	if _, err := verifyLeaf(leaf, t.Roots, b.Certificates[1:], now, x509.ExtKeyUsageAny); err != nil {
 		var inv x509.CertificateInvalidError
 		if errors.As(err, &inv) && inv.Reason == x509.Expired {
 			return errorf(op, ErrUntrusted, "%s: a certificate of the chain is expired or not yet valid at %s (the leaf is valid from %s to %s)",
@@ -141,15 +129,23 @@ func (b *Bundle) verifyCertificate(t *Trust) error {
 // canSign checks that a leaf certificate may sign: KeyUsage
 // digitalSignature, or ExtKeyUsage codeSigning (model-signing's rule).
 func canSign(c *x509.Certificate) error {
-	if c.KeyUsage&x509.KeyUsageDigitalSignature != 0 {
+	if c.KeyUsage&x509.KeyUsageDigitalSignature != 0 || slices.Contains(c.ExtKeyUsage, x509.ExtKeyUsageCodeSigning) {
 		return nil
 	}
-	for _, u := range c.ExtKeyUsage {
-		if u == x509.ExtKeyUsageCodeSigning {
-			return nil
-		}
-	}
 	return fmt.Errorf("the certificate allows neither digitalSignature (KeyUsage) nor codeSigning (ExtKeyUsage)")
+}
+
+// verifyLeaf checks that leaf chains through inter to one of roots at t,
+// for usage, and returns the chains.
+func verifyLeaf(leaf *x509.Certificate, roots, inter []*x509.Certificate, t time.Time, usage x509.ExtKeyUsage) ([][]*x509.Certificate, error) {
+	rp, ip := x509.NewCertPool(), x509.NewCertPool()
+	for _, c := range roots {
+		rp.AddCert(c)
+	}
+	for _, c := range inter {
+		ip.AddCert(c)
+	}
+	return leaf.Verify(x509.VerifyOptions{Roots: rp, Intermediates: ip, CurrentTime: t, KeyUsages: []x509.ExtKeyUsage{usage}})
 }
 
 // certName names a certificate in errors.

@@ -136,21 +136,19 @@ func (w *Walk) VectorBytes() int64 { return w.v.vbytes }
 // ones). Format packages use it to tell schema generations apart. It
 // checks only what it reads.
 func RootFieldSlots(buf []byte, opt Options) (int, error) {
-	vv := newVerifier(buf, opt)
-	v := &vv
+	w := NewWalk(buf, opt)
 	if len(buf) < 8 || int64(len(buf)) > MaxSize {
-		return 0, v.fail(0, "FlatBuffer of %d bytes is not of a valid size", len(buf))
+		return 0, w.v.fail(0, "FlatBuffer of %d bytes is not of a valid size", len(buf))
 	}
-	pos, err := v.deref(0)
+	pos, err := w.v.deref(0)
 	if err != nil {
 		return 0, err
 	}
-	vt, vtsize, _, err := v.vtable(pos)
+	t, err := w.Start(pos)
 	if err != nil {
 		return 0, err
 	}
-	_ = vt
-	return int(max(vtsize-4, 0) / 2), nil
+	return max(t.Slots(), 0), nil
 }
 
 type frame struct {
@@ -278,25 +276,16 @@ func (v *verifier) table(pos int64) bool {
 	return v.need(pos, min(end, v.n-pos))
 }
 
-// at records, on the way up, that the failing object was field name (idx
-// < 0) or element idx of its parent, and passes err on.
-func (v *verifier) at(err error, name string, idx int) error {
-	v.path = append(v.path, frame{name, idx})
-	return err
-}
-
 func (v *verifier) pathString() string {
 	var b strings.Builder
 	for i, f := range v.path {
-		if i > 0 && f.idx < 0 {
-			b.WriteByte('.')
-		}
-		if f.idx < 0 {
+		switch {
+		case f.idx >= 0:
+			b.WriteString("[" + strconv.Itoa(f.idx) + "]")
+		case i > 0:
+			b.WriteString("." + f.name)
+		default:
 			b.WriteString(f.name)
-		} else {
-			b.WriteByte('[')
-			b.WriteString(strconv.Itoa(f.idx))
-			b.WriteByte(']')
 		}
 	}
 	return b.String()
@@ -385,25 +374,6 @@ func (v *verifier) enter(pos int64) error {
 //go:noinline (keeps enter small enough to inline)
 func (v *verifier) tooMany(pos int64) error {
 	return v.fail(pos, "more than %d tables, vectors and strings visited: shared or looping references (want at most %d in a FlatBuffer of %d bytes)", v.opt.MaxObjects, v.opt.MaxObjects, v.n)
-}
-
-// vtable checks the table header at pos and its vtable, and returns the
-// vtable's position and size, and the table's size as far as it lies in
-// the buffer (0 when the vtable records none).
-func (v *verifier) vtable(pos int64) (vt, vtsize, tsize int64, err error) {
-	if pos&3 == 0 && v.in(pos, 4) && v.need(pos, 4) {
-		vt = pos - int64(int32(v.u32(pos)))
-		if vt&1 == 0 && v.in(vt, 2) && v.need(vt, 2) {
-			vtsize = v.u16(vt)
-			if vtsize&1 == 0 && v.in(vt, vtsize) && v.need(vt, vtsize) {
-				if vtsize >= 4 {
-					tsize = min(v.u16(vt+2), v.n-pos)
-				}
-				return vt, vtsize, tsize, nil
-			}
-		}
-	}
-	return 0, 0, 0, v.vtableFail(pos)
 }
 
 // vtableFail reports what is wrong with the table header at pos or its

@@ -205,7 +205,7 @@ func (w *Walk) Bare(pos int64) error {
 // buffer.
 func (w *Walk) Scalar(t *T, id int, size int64) error {
 	if fo := w.v.slot(t.vt, t.vtsize, id); fo != 0 && (fo+size > t.tsize || (t.pos+fo)&(size-1) != 0) {
-		return w.scalarOutside(t, fo, size)
+		return w.ScalarOutside(t, fo, size)
 	}
 	return nil
 }
@@ -226,7 +226,12 @@ func (t *T) Pos() int64 { return t.pos }
 // ScalarOutside checks field id of t, size bytes at table offset fo, that
 // lies past t's own bytes or is not aligned to its size: against the buffer
 // and its size.
-func (w *Walk) ScalarOutside(t *T, fo, size int64) error { return w.scalarOutside(t, fo, size) }
+func (w *Walk) ScalarOutside(t *T, fo, size int64) error {
+	if v := &w.v; (t.pos+fo)&(size-1) != 0 || !v.in(t.pos+fo, size) {
+		return v.fieldFail(t.pos, fo, size)
+	}
+	return nil
+}
 
 // NoField is no field id: what a generated verifier's record of the first
 // scalar field that failed its checks holds while none has.
@@ -245,19 +250,10 @@ func (w *Walk) ScalarIn(t *T, fo, size int64) bool {
 func (w *Walk) ScalarError(t *T, id int, desc *TableDesc) error {
 	for _, f := range desc.Fields {
 		if f.ID == id {
-			return w.At(w.scalarOutside(t, w.v.slot(t.vt, t.vtsize, id), int64(f.Size)), f.Name, -1)
+			return w.At(w.ScalarOutside(t, w.v.slot(t.vt, t.vtsize, id), int64(f.Size)), f.Name, -1)
 		}
 	}
 	panic("fbverify: ScalarError of a field the table's description lacks")
-}
-
-// scalarOutside checks a field Scalar did not find aligned in its table's
-// bytes.
-func (w *Walk) scalarOutside(t *T, fo, size int64) error {
-	if v := &w.v; (t.pos+fo)&(size-1) != 0 || !v.in(t.pos+fo, size) {
-		return v.fieldFail(t.pos, fo, size)
-	}
-	return nil
 }
 
 // Ref follows the offset field id of t and returns its target; 0 when the
@@ -267,7 +263,7 @@ func (w *Walk) Ref(t *T, id int, required bool) (int64, error) {
 	fo := v.slot(t.vt, t.vtsize, id)
 	if fo == 0 {
 		if required {
-			return 0, v.fail(t.pos, "required field is missing (the schema says it must be present)")
+			return 0, w.Missing(t)
 		}
 		return 0, nil
 	}
@@ -428,7 +424,10 @@ func (w *Walk) UnknownTag(t *T, id, tag, n int) error {
 
 // At records, as the error travels up, that it was met in field name
 // (idx < 0) or in element idx of the vector the field holds.
-func (w *Walk) At(err error, name string, idx int) error { return w.v.at(err, name, idx) }
+func (w *Walk) At(err error, name string, idx int) error {
+	w.v.path = append(w.v.path, frame{name, idx})
+	return err
+}
 
 // Fail is the error of the object at pos, for a walk of the caller's own:
 // At adds the path to it as it returns, Finish completes it.
@@ -525,7 +524,7 @@ func (w *Walk) Elements(start, n int64, verify func(*Walk, int64) error) error {
 			}
 		}
 		if err != nil {
-			return w.v.at(err, "", int(i))
+			return w.At(err, "", int(i))
 		}
 	}
 	return nil

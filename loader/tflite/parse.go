@@ -9,7 +9,6 @@ import (
 	"github.com/edgeload/edgeload/internal/fbverify"
 	"github.com/edgeload/edgeload/internal/schema/tflitefb"
 	"github.com/edgeload/edgeload/loader/format"
-	"github.com/edgeload/edgeload/loader/internal/region"
 	"github.com/edgeload/edgeload/mmapfile"
 	"github.com/edgeload/edgeload/segment"
 )
@@ -89,20 +88,19 @@ func (c *collected) visit(kind int, t fbverify.T) {
 // head, if not empty, is the file's first bytes, already read.
 func parse(mf *mmapfile.File, head []byte) (_ *Model, err error) {
 	m := &Model{mf: mf}
-	c, fb, buf, sparse, copies, err := verify(mf, head, &m.walkVal)
+	defer func() {
+		if err != nil && m.region != nil {
+			m.putRegion() // nothing refers to it
+		}
+	}()
+	c, copies, err := m.verify(head)
 	if c != nil {
 		defer c.release()
 	}
 	if err != nil {
-		region.Put(buf)
 		return nil, err
 	}
-	m.fb, m.walk, m.region, m.sparse = fb, c.w, buf, sparse
-	defer func() {
-		if err != nil {
-			m.putRegion() // nothing refers to it
-		}
-	}()
+	fb := m.fb
 	// What the first uses copy out of the FlatBuffer (names, shapes,
 	// index lists) is bounded by what the verifier visited; shared strings
 	// and vectors could make that out of proportion to the file.

@@ -290,12 +290,11 @@ type AssociatedFile struct {
 // the use order reads, are verified and checked by the first use order
 // (UseOrder, or Check).
 type Model struct {
-	mf      *mmapfile.File
-	fb      reader         // the verified FlatBuffer region [0, len(fb))
-	root    tflitefb.Model // its root table
-	walk    *fbverify.Walk // the walk that verified it (walkVal), which verifies what it left at first use
-	walkVal fbverify.Walk
-	walkMu  sync.Mutex // guards walk
+	mf     *mmapfile.File
+	fb     []byte         // the verified FlatBuffer region [0, len(fb))
+	root   tflitefb.Model // its root table
+	walk   fbverify.Walk  // the walk that verified it, which verifies what it left at first use
+	walkMu sync.Mutex     // guards walk
 	// region is the pooled buffer a small file was read into (fb), nil
 	// when fb is a view of the mapping. Close hands it back, so whatever
 	// reads fb (or root) once NewFile has returned pins it first (pin),

@@ -144,29 +144,24 @@ func (m *Model) buffersOf(c *collected) error {
 	for i := range c.buffers {
 		t := &c.buffers[i]
 		ds, dn, _ := w.Vec(t, bufferData)
-		if dn > 0 {
-			if off := w.Uint64(t, bufferOffset, 0); off > 1 {
-				return format.Errorf(formatName, "Model.buffers["+strconv.Itoa(i)+"]", t.Pos(), "buffer has both %d bytes of data and offset %d (want one or the other: runtimes disagree on which wins)", dn, off)
-			}
-			d, err := segment.New(m.mf, ds, dn)
-			if err != nil {
-				return format.Wrapf(format.ErrTruncated, formatName, "Model.buffers["+strconv.Itoa(i)+"]", t.Pos(), "%v", err)
-			}
-			m.buffers[i] = Buffer{Kind: BufferInline, Data: d}
-			continue
-		}
 		off, n := w.Uint64(t, bufferOffset, 0), w.Uint64(t, bufferSize, 0)
-		if off <= 1 || n == 0 {
+		kind := BufferInline
+		switch {
+		case dn > 0 && off > 1:
+			return format.Errorf(formatName, "Model.buffers["+strconv.Itoa(i)+"]", t.Pos(), "buffer has both %d bytes of data and offset %d (want one or the other: runtimes disagree on which wins)", dn, off)
+		case dn > 0:
+		case off <= 1 || n == 0:
 			continue
-		}
-		if outOfFile(off, n, size) {
+		case outOfFile(off, n, size):
 			return fileRange("Model.buffers["+strconv.Itoa(i)+"].offset", t.Pos(), off, n, size)
+		default:
+			ds, dn, kind = int64(off), int64(n), BufferOffset
 		}
-		d, err := segment.New(m.mf, int64(off), int64(n))
+		d, err := segment.New(m.mf, ds, dn)
 		if err != nil {
 			return format.Wrapf(format.ErrTruncated, formatName, "Model.buffers["+strconv.Itoa(i)+"]", t.Pos(), "%v", err)
 		}
-		m.buffers[i] = Buffer{Kind: BufferOffset, Data: d}
+		m.buffers[i] = Buffer{Kind: kind, Data: d}
 	}
 	return nil
 }

@@ -35,6 +35,7 @@
 package tflite
 
 import (
+	"bytes"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -497,13 +498,7 @@ func (m *Model) MinRuntimeVersion() string {
 		if md.Name == "min_runtime_version" {
 			b := make([]byte, min(md.Data.Len(), 64))
 			n, _ := md.Data.CopyTo(b)
-			b = b[:n]
-			for i, c := range b {
-				if c == 0 {
-					b = b[:i]
-					break
-				}
-			}
+			b, _, _ = bytes.Cut(b[:n], []byte{0})
 			return string(b)
 		}
 	}

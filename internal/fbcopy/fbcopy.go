@@ -213,15 +213,8 @@ func (t *Table) CopyTable(id int, edit func(*Table) error) error {
 		t.SetRef(id, off)
 		return nil
 	}
-	tag, q, err := t.c.w.Union(&t.t, id)
+	tag, off, err := t.c.member(t, f, edit)
 	if err != nil || tag == 0 {
-		return err
-	}
-	if tag >= len(f.Members) || f.Members[tag] == nil {
-		return t.c.w.Fail(t.Pos, "union member %d, which this copy does not know", tag)
-	}
-	off, err := t.c.table(f.Members[tag], q, edit)
-	if err != nil {
 		return err
 	}
 	t.SetUint(id, uint64(tag))
@@ -371,16 +364,9 @@ func (c *Copier) field(tab *Table, f *fbverify.FieldDesc) error {
 		if val.state != fieldCopy {
 			return fmt.Errorf("the value of union %s is set without its tag", f.Name)
 		}
-		tag, q, err := c.w.Union(t, f.ID)
+		tag, off, err := c.member(tab, f, nil)
 		if err != nil || tag == 0 {
 			o.state, val.state = fieldDrop, fieldDrop
-			return err
-		}
-		if tag >= len(f.Members) || f.Members[tag] == nil {
-			return c.w.Fail(tab.Pos, "union member %d, which this copy does not know", tag)
-		}
-		off, err := c.table(f.Members[tag], q, nil)
-		if err != nil {
 			return err
 		}
 		o.state, o.size, o.v = fieldValue, 1, uint64(tag)
@@ -398,6 +384,20 @@ func (c *Copier) field(tab *Table, f *fbverify.FieldDesc) error {
 	}
 	o.state, o.ref = fieldRef, off
 	return nil
+}
+
+// member copies the value of union field f of tab, with edit applied after
+// Edit, and returns its tag (0: none) and its offset in the copy.
+func (c *Copier) member(tab *Table, f *fbverify.FieldDesc, edit func(*Table) error) (int, flatbuffers.UOffsetT, error) {
+	tag, q, err := c.w.Union(&tab.t, f.ID)
+	if err != nil || tag == 0 {
+		return 0, 0, err
+	}
+	if tag >= len(f.Members) || f.Members[tag] == nil {
+		return 0, 0, c.w.Fail(tab.Pos, "union member %d, which this copy does not know", tag)
+	}
+	off, err := c.table(f.Members[tag], q, edit)
+	return tag, off, err
 }
 
 // object copies the string, vector or table at q that field f points to.

@@ -1,18 +1,11 @@
-// Package fbcopy copies a FlatBuffer into a new one table by table, as the
-// descriptions internal/schema/fbgen writes beside the verifiers say
-// (fbverify.TableDesc): every field the schema declares keeps its
-// presence and its value, and every object several tables share is
-// written once, so that the copy is never much larger than its input
-// whatever the sharing. It verifies every object it reads with package
-// fbverify's steps, the fields the loaders skip included, and refuses a
-// table with a field the schema does not declare, or a union member it
-// does not list, rather than drop it.
-//
-// An edit function sees every table before its fields are copied (Table):
-// it may leave fields out, give scalars new values, or put objects it
-// builds itself with the Builder in their place. That is how the format
-// packages rewrite their metadata: segment offsets, buffers moved out of a
-// FlatBuffer, constants made external.
+// Package fbcopy copies a FlatBuffer table by table, as the descriptions
+// fbgen writes say (fbverify.TableDesc): every declared field keeps its
+// presence and value, and a shared object is written once. It verifies
+// every object it reads and refuses a field or union member the schema
+// does not declare rather than drop it. An edit function sees every table
+// before its fields are copied and may drop fields, set scalars or put
+// objects of its own in their place: that is how the format packages
+// rewrite their metadata.
 package fbcopy
 
 import (

@@ -1,32 +1,17 @@
-// Package fbverify holds the steps of FlatBuffer verification: the
-// verifiers internal/schema/fbgen generates from the project's .fbs files,
-// one straight-line function per table, are made of them. A verification
-// checks, with 64-bit arithmetic, what the C++ Verifier of FlatBuffers
-// (flatbuffers::Verifier with its default options) checks, so that a file
-// its runtime verifies is read here and one it refuses is refused:
-//
-//   - every offset is non-zero, below 2^31 and lands inside the buffer;
-//   - every table starts 4-aligned inside the buffer; its vtable is
-//     2-aligned, of even size and inside the buffer (the table size the
-//     vtable records is not checked: readers never use it);
-//   - every field present lies inside the buffer, aligned to its size;
-//   - vectors and strings start 4-aligned and their lengths fit the
-//     remaining buffer (so a claimed 2^31 elements is an error before
-//     anything is allocated or looped over); strings are NUL-terminated;
-//   - union values are verified as their tag's member (a tag past the
-//     known members as the schema says: refused, or accepted as a table or
-//     an offset); a union's value offset is checked whatever its tag;
-//   - required fields are present;
-//   - nesting depth is bounded, and so is the number of tables and of all
-//     objects visited (a DAG of shared tables cannot make verification
-//     exponential).
-//
-// By default it also refuses two things the C++ Verifier accepts: a union
-// tag without a value, and an element of a vector of tables or strings
-// whose offset is 0; Options.CxxRules accepts them too.
-//
-// What it does not check is meaning: indices, sizes and offsets into the
-// file's segments are the format packages' business.
+// Package fbverify holds the steps of FlatBuffer verification, of which
+// the verifiers internal/schema/fbgen generates (one straight-line function
+// per table) are made. It checks, in 64-bit arithmetic, what the C++
+// flatbuffers::Verifier checks with its default options: offsets non-zero,
+// below 2^31 and inside the buffer; tables, vtables, fields, vectors and
+// strings aligned and inside it (the table size a vtable records is not
+// checked: readers never use it); strings NUL-terminated; union values
+// verified as their tag's member, their offset whatever the tag; required
+// fields present; nesting depth, tables and objects visited bounded (so
+// shared tables cannot make a walk exponential). By default it also
+// refuses a union tag without a value and a zero offset in a vector of
+// tables or strings, which Options.CxxRules accepts. It does not check
+// meaning: indices and offsets into a file's segments are the format
+// packages' business.
 package fbverify
 
 import (
@@ -85,9 +70,8 @@ const DefaultMaxDepth = 128
 // converts positions to int32 when it follows a vtable.
 const MaxSize = math.MaxInt32
 
-// finish completes the error that stopped a walk: the path of the bad
-// field was collected frame by frame as the error travelled up (nothing is
-// recorded on the way down, so a good buffer costs no bookkeeping).
+// finish completes the error that stopped a walk with the path of the bad
+// field, collected frame by frame as the error travelled up.
 func (v *verifier) finish(err error, root string) error {
 	if err != nil && v.f != nil && v.f.err != nil {
 		return v.f.err
@@ -311,12 +295,9 @@ func (v *verifier) failPast(pos int64, msg string, args ...any) error {
 	return err
 }
 
-// The checks a valid buffer passes come first, in a few instructions
-// each; the messages of those that fail are built by functions of their
-// own (derefFail, tooMany, vtableFail, fieldFail, vectorFail), which
-// make the same checks again in the same order, so that the common path
-// keeps few values live across calls (TestOutcomesUnchanged checks that
-// the outcomes are those of the plain checks).
+// The checks below pass in a few instructions; the messages of those that
+// fail are built by functions of their own (derefFail, vtableFail, ...),
+// which make the same checks again in the same order.
 
 // in reports whether [pos, pos+size) lies inside the buffer. (As
 // unsigned numbers a negative pos or size is above any length; with pos

@@ -5,11 +5,6 @@ import (
 	"math"
 )
 
-// The steps the verifiers generated from the project's .fbs files
-// (internal/schema/fbgen) are made of: each checks one table, field,
-// vector, string or union, and reports what is wrong with the field path
-// collected as the error travels up (Walk.At).
-
 // T is a table being verified: its position and vtable, and its size as
 // far as it lies in the buffer (the generated verifiers' fast paths compare
 // a field's end with it; a field past it is checked against the buffer).
@@ -67,13 +62,10 @@ func (w *Walk) Start(pos int64) (T, error) {
 	return T{}, v.vtableFail(pos)
 }
 
-// A Memo is what a generated verifier keeps of the last vtable its table
-// type had whose table passed its scalar fields' checks: a table at
-// another position with that vtable (as a writer shares one among the
-// elements of a vector) passes the same checks when its scalar fields lie
-// in the buffer too (it lies far enough from the end) and, when they
-// include an 8-byte field, at the same position modulo 8.
-// [Walk.MemoHit] then skips them, and the vtable's.
+// A Memo is what a generated verifier keeps of the last vtable of its table
+// type whose table passed its scalar fields' checks: a table elsewhere with
+// that vtable (a writer shares one among a vector's elements) passes them
+// too when it lies far enough from the end, aligned alike.
 type Memo struct {
 	vt, vtsize int64
 	ts         int64 // the table size the vtable records (0: none)
@@ -87,12 +79,9 @@ type Memo struct {
 }
 
 // MemoHit starts the table at pos as [Walk.Start] does and reports true
-// when it has the vtable m remembers, its scalar fields and its table
-// size, as far as m's table had them, lie in the buffer and, when its
-// fields include an 8-byte one, it lies at the same position modulo 8: its
-// vtable and its scalar fields then pass their checks, which the caller
-// skips. Otherwise it does nothing and reports false, and the caller calls
-// Walk.Start. It is small enough for the compiler to inline.
+// when the table's vtable and scalar fields pass their checks as m says
+// (the caller then skips them); otherwise it does nothing and reports
+// false, and the caller calls Walk.Start. It is small enough to inline.
 func (w *Walk) MemoHit(pos int64, m *Memo) (t T, hit bool) {
 	v := &w.v
 	if pos&m.mask == m.sel && uint64(pos) < uint64(m.lim) &&

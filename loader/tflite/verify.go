@@ -13,21 +13,10 @@ import (
 	"github.com/edgeload/edgeload/mmapfile"
 )
 
-// The FlatBuffer's structure is checked by tflitefb.VerifyModel, generated
-// from internal/schema/tflite.fbs (fbgen), which follows every offset with
-// 64-bit arithmetic; this file picks the region it verifies. The model is
-// read through the accessors flatc generates from the same schema
-// (tflitefb), after the verifier has accepted the buffer; the meaning of
-// the values (indices, byte ranges) is checked where they are read,
-// through inRange and fileRange below.
-
-// firstRegion is the length of the FlatBuffer region verified first.
-// The FlatBuffer has no length of its own: it starts at byte 0 and may be
-// followed by appended buffers or a zip archive. A region that does not
-// hold every object is verified again four times longer, up to the whole
-// file or the 2 GiB FlatBuffer limit, so that a large-model file with a
-// small FlatBuffer (the only kind that exceeds 2 GiB) is viewed only as far
-// as its tables go (in windowed mode, on 32-bit systems, that matters).
+// firstRegion is the length of the FlatBuffer region verified first: the
+// FlatBuffer has no length of its own, so a region that does not hold every
+// object is verified again four times longer, up to the whole file or the
+// 2 GiB FlatBuffer limit.
 const firstRegion = 4 << 20
 
 // verify views the FlatBuffer region of m's file (m.fb) and verifies every
@@ -118,21 +107,15 @@ func (m *Model) verifySparse(head []byte) (*collected, int64, error) {
 }
 
 // smallFile is the size up to which a file is read rather than mapped for
-// its tables: reading costs less than the page faults (and the page-table
-// teardown at Close) of its pages.
+// its tables.
 const smallFile = 64 << 10
 
 // sparseFile is the size up to which a file's tables are read into a
-// buffer as the walk reads them rather than through the mapping: the
-// preads of their pages cost less than faulting them in and tearing the
-// page tables down at Close, and the bytes of the constants, most of such
-// a file, are not read.
+// buffer as the walk reads them rather than through the mapping.
 const sparseFile = 1 << 20
 
-// sparseBuffers is the most buffers a file read sparsely has: the bytes
-// of each buffer tend to start on a page of their own, which the walk reads
-// for their length, and many preads of a page cost more than the faults of
-// the mapping, each of which maps 16 pages.
+// sparseBuffers is the most buffers a file read sparsely has: the walk
+// reads a page for each buffer's length.
 const sparseBuffers = 16
 
 // bufferCount returns the length of Model.buffers, as far as the file's

@@ -480,12 +480,8 @@ func bare(tb *table) bool {
 const maxEmbedMembers = 16
 
 // embedded returns the table types whose memos the memo of tb holds, in
-// the order of its fields: the types of its table fields, the elements of
-// its vectors of tables and the members of its unions (of at most
-// maxEmbedMembers), but none that can reach tb (a memo cannot hold
-// itself). So the memos of a root type's verifier hold those of most
-// tables below it, and a vector's elements are verified with the memo
-// they left in the vector before, of the same parent or another.
+// field order (children), but none that can reach tb: a memo cannot hold
+// itself.
 func (s *schema) embedded(tb *table) []string {
 	var out []string
 	for _, c := range s.children(tb) {
@@ -546,19 +542,12 @@ func (s *schema) call(typ, memo, pos string) string {
 	return "verify" + typ + "(w, " + pos + ", " + memo + ")"
 }
 
-// A table's verifier, verify<X>, keeps a memo of the vtable a table of its
-// type last had (fbverify.Memo), which lives on the stack of its caller:
-// in the memo of the table that holds X tables (embedded), or, where that
-// would make a memo hold itself, in Verify<X> or the loop over a vector of
-// X. It enters the table with
-// fbverify.Walk.MemoHit (inlined), or Walk.Start when that misses: when
-// the table has the memo's vtable, it reads
-// the table offsets of its offset fields and unions from the memo and
-// checks no scalar field; otherwise it reads them from the vtable and
-// checks that every scalar field lies in the table's own bytes, aligned
-// (any that does not is checked against the buffer, and the first that
-// fails there is reported once the fields before it are verified, so that
-// the problem reported is the first in id order).
+// gen writes Verify<X> and verify<X>, which keeps a memo of the vtable a
+// table of its type last had (fbverify.Memo) in its caller's memo
+// (embedded), or in Verify<X> or a vector's loop. On a memo hit it reads
+// its offset fields' table offsets from the memo and checks no scalar
+// field; otherwise it reads the vtable and checks every scalar field,
+// reporting the first that fails in id order.
 func (s *schema) gen(b *bytes.Buffer, tb *table) error {
 	p := func(format string, args ...any) { fmt.Fprintf(b, format, args...) }
 	p("// Verify%s verifies the %s table at pos and everything it refers to.\n", tb.name, tb.name)

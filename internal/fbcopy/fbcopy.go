@@ -1,18 +1,11 @@
-// Package fbcopy copies a FlatBuffer into a new one table by table, as the
-// descriptions internal/schema/fbgen writes beside the verifiers say
-// (fbverify.TableDesc): every field the schema declares keeps its
-// presence and its value, and every object several tables share is
-// written once, so that the copy is never much larger than its input
-// whatever the sharing. It verifies every object it reads with package
-// fbverify's steps, the fields the loaders skip included, and refuses a
-// table with a field the schema does not declare, or a union member it
-// does not list, rather than drop it.
-//
-// An edit function sees every table before its fields are copied (Table):
-// it may leave fields out, give scalars new values, or put objects it
-// builds itself with the Builder in their place. That is how the format
-// packages rewrite their metadata: segment offsets, buffers moved out of a
-// FlatBuffer, constants made external.
+// Package fbcopy copies a FlatBuffer table by table, as the descriptions
+// fbgen writes say (fbverify.TableDesc): every declared field keeps its
+// presence and value, and a shared object is written once. It verifies
+// every object it reads and refuses a field or union member the schema
+// does not declare rather than drop it. An edit function sees every table
+// before its fields are copied and may drop fields, set scalars or put
+// objects of its own in their place: that is how the format packages
+// rewrite their metadata.
 package fbcopy
 
 import (
@@ -213,15 +206,8 @@ func (t *Table) CopyTable(id int, edit func(*Table) error) error {
 		t.SetRef(id, off)
 		return nil
 	}
-	tag, q, err := t.c.w.Union(&t.t, id)
+	tag, off, err := t.c.member(t, f, edit)
 	if err != nil || tag == 0 {
-		return err
-	}
-	if tag >= len(f.Members) || f.Members[tag] == nil {
-		return t.c.w.Fail(t.Pos, "union member %d, which this copy does not know", tag)
-	}
-	off, err := t.c.table(f.Members[tag], q, edit)
-	if err != nil {
 		return err
 	}
 	t.SetUint(id, uint64(tag))
@@ -371,16 +357,9 @@ func (c *Copier) field(tab *Table, f *fbverify.FieldDesc) error {
 		if val.state != fieldCopy {
 			return fmt.Errorf("the value of union %s is set without its tag", f.Name)
 		}
-		tag, q, err := c.w.Union(t, f.ID)
+		tag, off, err := c.member(tab, f, nil)
 		if err != nil || tag == 0 {
 			o.state, val.state = fieldDrop, fieldDrop
-			return err
-		}
-		if tag >= len(f.Members) || f.Members[tag] == nil {
-			return c.w.Fail(tab.Pos, "union member %d, which this copy does not know", tag)
-		}
-		off, err := c.table(f.Members[tag], q, nil)
-		if err != nil {
 			return err
 		}
 		o.state, o.size, o.v = fieldValue, 1, uint64(tag)
@@ -398,6 +377,20 @@ func (c *Copier) field(tab *Table, f *fbverify.FieldDesc) error {
 	}
 	o.state, o.ref = fieldRef, off
 	return nil
+}
+
+// member copies the value of union field f of tab, with edit applied after
+// Edit, and returns its tag (0: none) and its offset in the copy.
+func (c *Copier) member(tab *Table, f *fbverify.FieldDesc, edit func(*Table) error) (int, flatbuffers.UOffsetT, error) {
+	tag, q, err := c.w.Union(&tab.t, f.ID)
+	if err != nil || tag == 0 {
+		return 0, 0, err
+	}
+	if tag >= len(f.Members) || f.Members[tag] == nil {
+		return 0, 0, c.w.Fail(tab.Pos, "union member %d, which this copy does not know", tag)
+	}
+	off, err := c.table(f.Members[tag], q, edit)
+	return tag, off, err
 }
 
 // object copies the string, vector or table at q that field f points to.

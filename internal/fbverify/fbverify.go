@@ -1,32 +1,17 @@
-// Package fbverify holds the steps of FlatBuffer verification: the
-// verifiers internal/schema/fbgen generates from the project's .fbs files,
-// one straight-line function per table, are made of them. A verification
-// checks, with 64-bit arithmetic, what the C++ Verifier of FlatBuffers
-// (flatbuffers::Verifier with its default options) checks, so that a file
-// its runtime verifies is read here and one it refuses is refused:
-//
-//   - every offset is non-zero, below 2^31 and lands inside the buffer;
-//   - every table starts 4-aligned inside the buffer; its vtable is
-//     2-aligned, of even size and inside the buffer (the table size the
-//     vtable records is not checked: readers never use it);
-//   - every field present lies inside the buffer, aligned to its size;
-//   - vectors and strings start 4-aligned and their lengths fit the
-//     remaining buffer (so a claimed 2^31 elements is an error before
-//     anything is allocated or looped over); strings are NUL-terminated;
-//   - union values are verified as their tag's member (a tag past the
-//     known members as the schema says: refused, or accepted as a table or
-//     an offset); a union's value offset is checked whatever its tag;
-//   - required fields are present;
-//   - nesting depth is bounded, and so is the number of tables and of all
-//     objects visited (a DAG of shared tables cannot make verification
-//     exponential).
-//
-// By default it also refuses two things the C++ Verifier accepts: a union
-// tag without a value, and an element of a vector of tables or strings
-// whose offset is 0; Options.CxxRules accepts them too.
-//
-// What it does not check is meaning: indices, sizes and offsets into the
-// file's segments are the format packages' business.
+// Package fbverify holds the steps of FlatBuffer verification, of which
+// the verifiers internal/schema/fbgen generates (one straight-line function
+// per table) are made. It checks, in 64-bit arithmetic, what the C++
+// flatbuffers::Verifier checks with its default options: offsets non-zero,
+// below 2^31 and inside the buffer; tables, vtables, fields, vectors and
+// strings aligned and inside it (the table size a vtable records is not
+// checked: readers never use it); strings NUL-terminated; union values
+// verified as their tag's member, their offset whatever the tag; required
+// fields present; nesting depth, tables and objects visited bounded (so
+// shared tables cannot make a walk exponential). By default it also
+// refuses a union tag without a value and a zero offset in a vector of
+// tables or strings, which Options.CxxRules accepts. It does not check
+// meaning: indices and offsets into a file's segments are the format
+// packages' business.
 package fbverify
 
 import (
@@ -85,9 +70,8 @@ const DefaultMaxDepth = 128
 // converts positions to int32 when it follows a vtable.
 const MaxSize = math.MaxInt32
 
-// finish completes the error that stopped a walk: the path of the bad
-// field was collected frame by frame as the error travelled up (nothing is
-// recorded on the way down, so a good buffer costs no bookkeeping).
+// finish completes the error that stopped a walk with the path of the bad
+// field, collected frame by frame as the error travelled up.
 func (v *verifier) finish(err error, root string) error {
 	if err != nil && v.f != nil && v.f.err != nil {
 		return v.f.err
@@ -136,21 +120,19 @@ func (w *Walk) VectorBytes() int64 { return w.v.vbytes }
 // ones). Format packages use it to tell schema generations apart. It
 // checks only what it reads.
 func RootFieldSlots(buf []byte, opt Options) (int, error) {
-	vv := newVerifier(buf, opt)
-	v := &vv
+	w := NewWalk(buf, opt)
 	if len(buf) < 8 || int64(len(buf)) > MaxSize {
-		return 0, v.fail(0, "FlatBuffer of %d bytes is not of a valid size", len(buf))
+		return 0, w.v.fail(0, "FlatBuffer of %d bytes is not of a valid size", len(buf))
 	}
-	pos, err := v.deref(0)
+	pos, err := w.v.deref(0)
 	if err != nil {
 		return 0, err
 	}
-	vt, vtsize, _, err := v.vtable(pos)
+	t, err := w.Start(pos)
 	if err != nil {
 		return 0, err
 	}
-	_ = vt
-	return int(max(vtsize-4, 0) / 2), nil
+	return max(t.Slots(), 0), nil
 }
 
 type frame struct {
@@ -278,25 +260,16 @@ func (v *verifier) table(pos int64) bool {
 	return v.need(pos, min(end, v.n-pos))
 }
 
-// at records, on the way up, that the failing object was field name (idx
-// < 0) or element idx of its parent, and passes err on.
-func (v *verifier) at(err error, name string, idx int) error {
-	v.path = append(v.path, frame{name, idx})
-	return err
-}
-
 func (v *verifier) pathString() string {
 	var b strings.Builder
 	for i, f := range v.path {
-		if i > 0 && f.idx < 0 {
-			b.WriteByte('.')
-		}
-		if f.idx < 0 {
+		switch {
+		case f.idx >= 0:
+			b.WriteString("[" + strconv.Itoa(f.idx) + "]")
+		case i > 0:
+			b.WriteString("." + f.name)
+		default:
 			b.WriteString(f.name)
-		} else {
-			b.WriteByte('[')
-			b.WriteString(strconv.Itoa(f.idx))
-			b.WriteByte(']')
 		}
 	}
 	return b.String()
@@ -322,12 +295,9 @@ func (v *verifier) failPast(pos int64, msg string, args ...any) error {
 	return err
 }
 
-// The checks a valid buffer passes come first, in a few instructions
-// each; the messages of those that fail are built by functions of their
-// own (derefFail, tooMany, vtableFail, fieldFail, vectorFail), which
-// make the same checks again in the same order, so that the common path
-// keeps few values live across calls (TestOutcomesUnchanged checks that
-// the outcomes are those of the plain checks).
+// The checks below pass in a few instructions; the messages of those that
+// fail are built by functions of their own (derefFail, vtableFail, ...),
+// which make the same checks again in the same order.
 
 // in reports whether [pos, pos+size) lies inside the buffer. (As
 // unsigned numbers a negative pos or size is above any length; with pos
@@ -385,25 +355,6 @@ func (v *verifier) enter(pos int64) error {
 //go:noinline (keeps enter small enough to inline)
 func (v *verifier) tooMany(pos int64) error {
 	return v.fail(pos, "more than %d tables, vectors and strings visited: shared or looping references (want at most %d in a FlatBuffer of %d bytes)", v.opt.MaxObjects, v.opt.MaxObjects, v.n)
-}
-
-// vtable checks the table header at pos and its vtable, and returns the
-// vtable's position and size, and the table's size as far as it lies in
-// the buffer (0 when the vtable records none).
-func (v *verifier) vtable(pos int64) (vt, vtsize, tsize int64, err error) {
-	if pos&3 == 0 && v.in(pos, 4) && v.need(pos, 4) {
-		vt = pos - int64(int32(v.u32(pos)))
-		if vt&1 == 0 && v.in(vt, 2) && v.need(vt, 2) {
-			vtsize = v.u16(vt)
-			if vtsize&1 == 0 && v.in(vt, vtsize) && v.need(vt, vtsize) {
-				if vtsize >= 4 {
-					tsize = min(v.u16(vt+2), v.n-pos)
-				}
-				return vt, vtsize, tsize, nil
-			}
-		}
-	}
-	return 0, 0, 0, v.vtableFail(pos)
 }
 
 // vtableFail reports what is wrong with the table header at pos or its

@@ -5,11 +5,6 @@ import (
 	"math"
 )
 
-// The steps the verifiers generated from the project's .fbs files
-// (internal/schema/fbgen) are made of: each checks one table, field,
-// vector, string or union, and reports what is wrong with the field path
-// collected as the error travels up (Walk.At).
-
 // T is a table being verified: its position and vtable, and its size as
 // far as it lies in the buffer (the generated verifiers' fast paths compare
 // a field's end with it; a field past it is checked against the buffer).
@@ -67,13 +62,10 @@ func (w *Walk) Start(pos int64) (T, error) {
 	return T{}, v.vtableFail(pos)
 }
 
-// A Memo is what a generated verifier keeps of the last vtable its table
-// type had whose table passed its scalar fields' checks: a table at
-// another position with that vtable (as a writer shares one among the
-// elements of a vector) passes the same checks when its scalar fields lie
-// in the buffer too (it lies far enough from the end) and, when they
-// include an 8-byte field, at the same position modulo 8.
-// [Walk.MemoHit] then skips them, and the vtable's.
+// A Memo is what a generated verifier keeps of the last vtable of its table
+// type whose table passed its scalar fields' checks: a table elsewhere with
+// that vtable (a writer shares one among a vector's elements) passes them
+// too when it lies far enough from the end, aligned alike.
 type Memo struct {
 	vt, vtsize int64
 	ts         int64 // the table size the vtable records (0: none)
@@ -87,12 +79,9 @@ type Memo struct {
 }
 
 // MemoHit starts the table at pos as [Walk.Start] does and reports true
-// when it has the vtable m remembers, its scalar fields and its table
-// size, as far as m's table had them, lie in the buffer and, when its
-// fields include an 8-byte one, it lies at the same position modulo 8: its
-// vtable and its scalar fields then pass their checks, which the caller
-// skips. Otherwise it does nothing and reports false, and the caller calls
-// Walk.Start. It is small enough for the compiler to inline.
+// when the table's vtable and scalar fields pass their checks as m says
+// (the caller then skips them); otherwise it does nothing and reports
+// false, and the caller calls Walk.Start. It is small enough to inline.
 func (w *Walk) MemoHit(pos int64, m *Memo) (t T, hit bool) {
 	v := &w.v
 	if pos&m.mask == m.sel && uint64(pos) < uint64(m.lim) &&
@@ -205,7 +194,7 @@ func (w *Walk) Bare(pos int64) error {
 // buffer.
 func (w *Walk) Scalar(t *T, id int, size int64) error {
 	if fo := w.v.slot(t.vt, t.vtsize, id); fo != 0 && (fo+size > t.tsize || (t.pos+fo)&(size-1) != 0) {
-		return w.scalarOutside(t, fo, size)
+		return w.ScalarOutside(t, fo, size)
 	}
 	return nil
 }
@@ -226,7 +215,12 @@ func (t *T) Pos() int64 { return t.pos }
 // ScalarOutside checks field id of t, size bytes at table offset fo, that
 // lies past t's own bytes or is not aligned to its size: against the buffer
 // and its size.
-func (w *Walk) ScalarOutside(t *T, fo, size int64) error { return w.scalarOutside(t, fo, size) }
+func (w *Walk) ScalarOutside(t *T, fo, size int64) error {
+	if v := &w.v; (t.pos+fo)&(size-1) != 0 || !v.in(t.pos+fo, size) {
+		return v.fieldFail(t.pos, fo, size)
+	}
+	return nil
+}
 
 // NoField is no field id: what a generated verifier's record of the first
 // scalar field that failed its checks holds while none has.
@@ -245,19 +239,10 @@ func (w *Walk) ScalarIn(t *T, fo, size int64) bool {
 func (w *Walk) ScalarError(t *T, id int, desc *TableDesc) error {
 	for _, f := range desc.Fields {
 		if f.ID == id {
-			return w.At(w.scalarOutside(t, w.v.slot(t.vt, t.vtsize, id), int64(f.Size)), f.Name, -1)
+			return w.At(w.ScalarOutside(t, w.v.slot(t.vt, t.vtsize, id), int64(f.Size)), f.Name, -1)
 		}
 	}
 	panic("fbverify: ScalarError of a field the table's description lacks")
-}
-
-// scalarOutside checks a field Scalar did not find aligned in its table's
-// bytes.
-func (w *Walk) scalarOutside(t *T, fo, size int64) error {
-	if v := &w.v; (t.pos+fo)&(size-1) != 0 || !v.in(t.pos+fo, size) {
-		return v.fieldFail(t.pos, fo, size)
-	}
-	return nil
 }
 
 // Ref follows the offset field id of t and returns its target; 0 when the
@@ -267,7 +252,7 @@ func (w *Walk) Ref(t *T, id int, required bool) (int64, error) {
 	fo := v.slot(t.vt, t.vtsize, id)
 	if fo == 0 {
 		if required {
-			return 0, v.fail(t.pos, "required field is missing (the schema says it must be present)")
+			return 0, w.Missing(t)
 		}
 		return 0, nil
 	}
@@ -428,7 +413,10 @@ func (w *Walk) UnknownTag(t *T, id, tag, n int) error {
 
 // At records, as the error travels up, that it was met in field name
 // (idx < 0) or in element idx of the vector the field holds.
-func (w *Walk) At(err error, name string, idx int) error { return w.v.at(err, name, idx) }
+func (w *Walk) At(err error, name string, idx int) error {
+	w.v.path = append(w.v.path, frame{name, idx})
+	return err
+}
 
 // Fail is the error of the object at pos, for a walk of the caller's own:
 // At adds the path to it as it returns, Finish completes it.
@@ -525,7 +513,7 @@ func (w *Walk) Elements(start, n int64, verify func(*Walk, int64) error) error {
 			}
 		}
 		if err != nil {
-			return w.v.at(err, "", int(i))
+			return w.At(err, "", int(i))
 		}
 	}
 	return nil

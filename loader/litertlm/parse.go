@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strconv"
 
+	flatbuffers "github.com/google/flatbuffers/go"
+
 	"github.com/edgeload/edgeload/internal/fbverify"
 	"github.com/edgeload/edgeload/internal/schema/litertlmfb"
 	"github.com/edgeload/edgeload/loader/format"
@@ -17,56 +19,6 @@ import (
 var le = binary.LittleEndian
 
 const tagStringValue = uint8(litertlmfb.VDataStringValue)
-
-// fb reads a FlatBuffer that litertlmfb.VerifyLiteRTLMMetaData (generated
-// from internal/schema/litertlm.fbs) has verified, positions relative to
-// its start.
-type fb []byte
-
-func (b fb) u32(p int64) uint32 { return le.Uint32(b[p : p+4]) }
-
-func (b fb) slot(t int64, id int) int64 {
-	vt := t - int64(int32(b.u32(t)))
-	vtsize := int64(le.Uint16(b[vt : vt+2]))
-	if e := 4 + 2*int64(id); e+2 <= vtsize {
-		return int64(le.Uint16(b[vt+e : vt+e+2]))
-	}
-	return 0
-}
-
-func (b fb) ref(t int64, id int) int64 {
-	if fo := b.slot(t, id); fo != 0 {
-		return t + fo + int64(b.u32(t+fo))
-	}
-	return 0
-}
-
-func (b fb) vector(t int64, id int) (start, n int64) {
-	if v := b.ref(t, id); v != 0 {
-		return v + 4, int64(b.u32(v))
-	}
-	return 0, 0
-}
-
-func (b fb) str(t int64, id int) string {
-	s, n := b.vector(t, id)
-	return string(b[s : s+n])
-}
-
-func (b fb) scalar(t int64, id, size int) uint64 {
-	fo := b.slot(t, id)
-	if fo == 0 {
-		return 0
-	}
-	p := t + fo
-	switch size {
-	case 1:
-		return uint64(b[p])
-	case 8:
-		return le.Uint64(b[p : p+8])
-	}
-	return uint64(b.u32(p))
-}
 
 func (m *Model) parse() error {
 	size := m.mf.Len()
@@ -97,56 +49,52 @@ func (m *Model) parse() error {
 	if err := fbverify.NewWalk(buf, opt).Verify("LiteRTLMMetaData", litertlmfb.VerifyLiteRTLMMetaData); err != nil {
 		return err
 	}
-	b := fb(buf)
-	root := int64(b.u32(0))
-	// kvs reads a vector of KeyValuePair (string values verified with it).
-	kvs := func(t int64, id int) ([]KeyValue, error) {
-		start, n := b.vector(t, id)
+	root := litertlmfb.GetRootAsLiteRTLMMetaData(buf, 0)
+	// kvs reads n KeyValuePairs (the verifier refuses a tag without a value).
+	kvs := func(n int, get func(*litertlmfb.KeyValuePair, int) bool) []KeyValue {
 		out := make([]KeyValue, n)
+		var kv litertlmfb.KeyValuePair
+		var v flatbuffers.Table
+		var sv litertlmfb.StringValue
 		for i := range out {
-			e := start + 4*int64(i)
-			kv := e + int64(b.u32(e))
-			out[i].Key = b.str(kv, 0)
-			out[i].Tag = uint8(b.scalar(kv, 1, 1))
-			if out[i].Tag != tagStringValue {
-				continue
+			get(&kv, i)
+			out[i] = KeyValue{Key: string(kv.Key()), Tag: uint8(kv.ValueType())}
+			if out[i].Tag == tagStringValue && kv.Value(&v) {
+				sv.Init(v.Bytes, v.Pos)
+				out[i].String = string(sv.Value())
 			}
-			// The verifier refuses a tag without a value.
-			out[i].String = b.str(b.ref(kv, 2), 0)
 		}
-		return out, nil
+		return out
 	}
-	if sys := b.ref(root, 0); sys != 0 {
-		if m.system, err = kvs(sys, 0); err != nil {
-			return err
-		}
+	if sys := root.SystemMetadata(nil); sys != nil {
+		m.system = kvs(sys.EntriesLength(), sys.Entries)
 	}
-	secs := b.ref(root, 1)
-	if secs == 0 {
-		return format.Errorf(formatName, "LiteRTLMMetaData.section_metadata", HeaderSize+root, "no section metadata")
+	secs := root.SectionMetadata(nil)
+	if secs == nil {
+		return format.Errorf(formatName, "LiteRTLMMetaData.section_metadata", HeaderSize+int64(root.Table().Pos), "no section metadata")
 	}
-	start, n := b.vector(secs, 0)
+	n := secs.ObjectsLength()
 	m.sections = make([]Section, n)
 	type span struct{ begin, end uint64 }
 	spans := make([]span, n)
+	var so litertlmfb.SectionObject
 	for i := range m.sections {
-		e := start + 4*int64(i)
-		t := e + int64(b.u32(e))
+		secs.Objects(&so, i)
+		tab := so.Table()
+		t := HeaderSize + int64(tab.Pos)
 		s := &m.sections[i]
-		s.Type = DataType(b.scalar(t, 3, 1))
-		if s.Items, err = kvs(t, 0); err != nil {
-			return err
-		}
-		begin, stop := b.scalar(t, 1, 8), b.scalar(t, 2, 8)
-		s.begin, s.end = HeaderSize+t+b.slot(t, 1), HeaderSize+t+b.slot(t, 2)
+		s.Type = DataType(so.DataType())
+		s.Items = kvs(so.ItemsLength(), so.Items)
+		begin, stop := so.BeginOffset(), so.EndOffset()
+		s.begin, s.end = t+int64(tab.Offset(6)), t+int64(tab.Offset(8)) // begin_offset, end_offset (ids 1, 2)
 		field := func() string { return "SectionMetadata.objects[" + strconv.Itoa(i) + "]" }
 		if begin < end || stop < begin || stop > uint64(size) {
-			return format.Wrapf(format.ErrTruncated, formatName, field(), HeaderSize+t,
+			return format.Wrapf(format.ErrTruncated, formatName, field(), t,
 				"section [%d, %d) outside [%d, %d) (want it after the header, inside the file)", begin, stop, end, size)
 		}
 		spans[i] = span{begin, stop}
 		if s.Data, err = segment.New(m.mf, int64(begin), int64(stop-begin)); err != nil {
-			return format.Wrapf(format.ErrTruncated, formatName, field(), HeaderSize+t, "%v", err)
+			return format.Wrapf(format.ErrTruncated, formatName, field(), t, "%v", err)
 		}
 	}
 	order := make([]int, n)

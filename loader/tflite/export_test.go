@@ -3,7 +3,6 @@ package tflite
 import (
 	flatbuffers "github.com/google/flatbuffers/go"
 
-	"github.com/edgeload/edgeload/internal/fbverify"
 	"github.com/edgeload/edgeload/internal/schema/tflitefb"
 	"github.com/edgeload/edgeload/mmapfile"
 )
@@ -13,15 +12,14 @@ import (
 // compare it with LiteRT's: the walk NewFile makes, and that of the
 // operators it leaves to the first use order.
 func VerifyRegion(mf *mmapfile.File) error {
-	c, fb, buf, sparse, _, err := verify(mf, nil, new(fbverify.Walk))
-	m := &Model{fb: fb, region: buf, sparse: sparse}
+	m := &Model{mf: mf}
+	c, _, err := m.verify(nil)
 	defer m.putRegion()
 	if err != nil {
 		return err
 	}
 	defer c.release()
-	m.walk = c.w
-	m.root.Init(fb, flatbuffers.GetUOffsetT(fb))
+	m.root.Init(m.fb, flatbuffers.GetUOffsetT(m.fb))
 	m.nsub = m.root.SubgraphsLength()
 	if err := m.verifyParams(); err != nil {
 		return err

@@ -42,7 +42,7 @@ func (m *Model) buildListing() *listing {
 		s := &l.subgraphs[i]
 		s.Index = i
 		s.Name = string(sg.Name())
-		s.Inputs, s.Outputs = int32s(sg.InputsLength(), sg.Inputs), int32s(sg.OutputsLength(), sg.Outputs)
+		s.Inputs, s.Outputs = vec[int32](sg.InputsLength(), sg.Inputs), vec[int32](sg.OutputsLength(), sg.Outputs)
 		s.NumOperators = sg.OperatorsLength()
 		s.Tensors = m.subgraphTensors(i, &sg)
 		for next < len(m.tensors) && int(m.tensors[next].Subgraph) == i {
@@ -73,18 +73,6 @@ func (m *Model) closedListing(l *listing) {
 		l.tensors[k] = t
 	}
 	m.names(l)
-}
-
-// int32s copies n int32 elements read by get.
-func int32s(n int, get func(int) int32) []int32 {
-	if n == 0 {
-		return nil
-	}
-	out := make([]int32, n)
-	for k := range out {
-		out[k] = get(k)
-	}
-	return out
 }
 
 // subgraphTensors reads the tensors of subgraph i, their shapes and names
@@ -133,10 +121,7 @@ func (m *Model) subgraphTensors(i int, sg *tflitefb.SubGraph) []Tensor {
 			tt.Shape[k] = int64(t.Shape(k))
 		}
 		if tab.Offset(vtTensorShapeSignature) != 0 {
-			tt.ShapeSignature = int32s(t.ShapeSignatureLength(), t.ShapeSignature)
-			if tt.ShapeSignature == nil {
-				tt.ShapeSignature = []int32{}
-			}
+			tt.ShapeSignature = widen[int32](t.ShapeSignatureLength(), t.ShapeSignature)
 		}
 	}
 	return out

@@ -2,6 +2,7 @@ package tflite
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 
 	flatbuffers "github.com/google/flatbuffers/go"
@@ -32,46 +33,30 @@ type useOrder struct {
 // The first call checks the operators (their operator codes, the tensors
 // they read and write, the subgraphs they name) and returns the error of
 // a bad one, as every later call does.
-func (m *Model) UseOrder(group string) ([]int, error) {
-	o, err := m.useOrder()
-	if err != nil {
-		return nil, err
-	}
-	if group == "" {
-		return o.all, nil
-	}
-	i, err := m.group(group)
-	if err != nil {
-		return nil, err
-	}
-	return o.sub[i], nil
-}
+func (m *Model) UseOrder(group string) ([]int, error) { return m.orderOf(group, false) }
 
 // UsedOrder returns the part of UseOrder(group) that operators read: what
 // is left of it is unused (and left out of the JSON report's use_order).
 // It implements format.UsedOrderer.
-func (m *Model) UsedOrder(group string) ([]int, error) {
+func (m *Model) UsedOrder(group string) ([]int, error) { return m.orderOf(group, true) }
+
+func (m *Model) orderOf(group string, usedOnly bool) ([]int, error) {
 	o, err := m.useOrder()
 	if err != nil {
 		return nil, err
 	}
-	if group == "" {
-		return o.all[:o.nAll:o.nAll], nil
-	}
-	i, err := m.group(group)
-	if err != nil {
-		return nil, err
-	}
-	return o.sub[i][:o.used[i]:o.used[i]], nil
-}
-
-func (m *Model) group(name string) (int, error) {
-	for i, g := range m.Groups() {
-		if g == name {
-			return i, nil
+	order, n := o.all, o.nAll
+	if group != "" {
+		i := slices.Index(m.Groups(), group)
+		if i < 0 {
+			return nil, format.Wrapf(format.ErrNotFound, formatName, "", -1, "no subgraph %q", group)
 		}
+		order, n = o.sub[i], o.used[i]
 	}
-	return 0, format.Wrapf(format.ErrNotFound, formatName, "", -1, "no subgraph %q", name)
+	if usedOnly {
+		return order[:n:n], nil
+	}
+	return order, nil
 }
 
 // Groups returns the subgraphs' group names (Subgraph.Group), in file

@@ -9,7 +9,6 @@ import (
 	"github.com/edgeload/edgeload/internal/fbverify"
 	"github.com/edgeload/edgeload/internal/schema/tflitefb"
 	"github.com/edgeload/edgeload/loader/format"
-	"github.com/edgeload/edgeload/loader/internal/region"
 	"github.com/edgeload/edgeload/mmapfile"
 	"github.com/edgeload/edgeload/segment"
 )
@@ -89,20 +88,19 @@ func (c *collected) visit(kind int, t fbverify.T) {
 // head, if not empty, is the file's first bytes, already read.
 func parse(mf *mmapfile.File, head []byte) (_ *Model, err error) {
 	m := &Model{mf: mf}
-	c, fb, buf, sparse, copies, err := verify(mf, head, &m.walkVal)
+	defer func() {
+		if err != nil && m.region != nil {
+			m.putRegion() // nothing refers to it
+		}
+	}()
+	c, copies, err := m.verify(head)
 	if c != nil {
 		defer c.release()
 	}
 	if err != nil {
-		region.Put(buf)
 		return nil, err
 	}
-	m.fb, m.walk, m.region, m.sparse = fb, c.w, buf, sparse
-	defer func() {
-		if err != nil {
-			m.putRegion() // nothing refers to it
-		}
-	}()
+	fb := m.fb
 	// What the first uses copy out of the FlatBuffer (names, shapes,
 	// index lists) is bounded by what the verifier visited; shared strings
 	// and vectors could make that out of proportion to the file.
@@ -146,29 +144,24 @@ func (m *Model) buffersOf(c *collected) error {
 	for i := range c.buffers {
 		t := &c.buffers[i]
 		ds, dn, _ := w.Vec(t, bufferData)
-		if dn > 0 {
-			if off := w.Uint64(t, bufferOffset, 0); off > 1 {
-				return format.Errorf(formatName, "Model.buffers["+strconv.Itoa(i)+"]", t.Pos(), "buffer has both %d bytes of data and offset %d (want one or the other: runtimes disagree on which wins)", dn, off)
-			}
-			d, err := segment.New(m.mf, ds, dn)
-			if err != nil {
-				return format.Wrapf(format.ErrTruncated, formatName, "Model.buffers["+strconv.Itoa(i)+"]", t.Pos(), "%v", err)
-			}
-			m.buffers[i] = Buffer{Kind: BufferInline, Data: d}
-			continue
-		}
 		off, n := w.Uint64(t, bufferOffset, 0), w.Uint64(t, bufferSize, 0)
-		if off <= 1 || n == 0 {
+		kind := BufferInline
+		switch {
+		case dn > 0 && off > 1:
+			return format.Errorf(formatName, "Model.buffers["+strconv.Itoa(i)+"]", t.Pos(), "buffer has both %d bytes of data and offset %d (want one or the other: runtimes disagree on which wins)", dn, off)
+		case dn > 0:
+		case off <= 1 || n == 0:
 			continue
-		}
-		if outOfFile(off, n, size) {
+		case outOfFile(off, n, size):
 			return fileRange("Model.buffers["+strconv.Itoa(i)+"].offset", t.Pos(), off, n, size)
+		default:
+			ds, dn, kind = int64(off), int64(n), BufferOffset
 		}
-		d, err := segment.New(m.mf, int64(off), int64(n))
+		d, err := segment.New(m.mf, ds, dn)
 		if err != nil {
 			return format.Wrapf(format.ErrTruncated, formatName, "Model.buffers["+strconv.Itoa(i)+"]", t.Pos(), "%v", err)
 		}
-		m.buffers[i] = Buffer{Kind: BufferOffset, Data: d}
+		m.buffers[i] = Buffer{Kind: kind, Data: d}
 	}
 	return nil
 }

@@ -69,16 +69,11 @@ func (m *Model) Quantization(t *Tensor) (*Quantization, error) {
 	var q tflitefb.QuantizationParameters
 	tt.Quantization(&q)
 	out := &Quantization{
-		Min:       float32s(q.MinLength(), q.Min),
-		Max:       float32s(q.MaxLength(), q.Max),
-		Scale:     float32s(q.ScaleLength(), q.Scale),
+		Min:       vec[float32](q.MinLength(), q.Min),
+		Max:       vec[float32](q.MaxLength(), q.Max),
+		Scale:     vec[float32](q.ScaleLength(), q.Scale),
+		ZeroPoint: vec[int64](q.ZeroPointLength(), q.ZeroPoint),
 		Dimension: q.QuantizedDimension(),
-	}
-	if n := q.ZeroPointLength(); n > 0 {
-		out.ZeroPoint = make([]int64, n)
-		for i := range out.ZeroPoint {
-			out.ZeroPoint[i] = q.ZeroPoint(i)
-		}
 	}
 	var d flatbuffers.Table
 	if !q.Details(&d) {
@@ -114,8 +109,8 @@ func (m *Model) Sparsity(t *Tensor) (*Sparsity, error) {
 	var s tflitefb.SparsityParameters
 	tt.Sparsity(&s)
 	out := &Sparsity{
-		TraversalOrder: int32s(s.TraversalOrderLength(), s.TraversalOrder),
-		BlockMap:       int32s(s.BlockMapLength(), s.BlockMap),
+		TraversalOrder: vec[int32](s.TraversalOrderLength(), s.TraversalOrder),
+		BlockMap:       vec[int32](s.BlockMapLength(), s.BlockMap),
 		Dims:           make([]DimensionMetadata, s.DimMetadataLength()),
 	}
 	var d tflitefb.DimensionMetadata
@@ -191,41 +186,40 @@ func elems(t *flatbuffers.Table, vt flatbuffers.VOffsetT) (start flatbuffers.UOf
 // indexVector decodes a SparseIndexVector union value of the given tag,
 // widened to int32; nil for a tag this package does not know.
 func indexVector(tag tflitefb.SparseIndexVector, t *flatbuffers.Table) []int32 {
-	var out []int32
 	switch tag {
 	case tflitefb.SparseIndexVectorInt32Vector:
 		var v tflitefb.Int32Vector
 		v.Init(t.Bytes, t.Pos)
-		out = make([]int32, v.ValuesLength())
-		for i := range out {
-			out[i] = v.Values(i)
-		}
+		return widen[int32](v.ValuesLength(), v.Values)
 	case tflitefb.SparseIndexVectorUint16Vector:
 		var v tflitefb.Uint16Vector
 		v.Init(t.Bytes, t.Pos)
-		out = make([]int32, v.ValuesLength())
-		for i := range out {
-			out[i] = int32(v.Values(i))
-		}
+		return widen[int32](v.ValuesLength(), v.Values)
 	case tflitefb.SparseIndexVectorUint8Vector:
 		var v tflitefb.Uint8Vector
 		v.Init(t.Bytes, t.Pos)
-		out = make([]int32, v.ValuesLength())
-		for i := range out {
-			out[i] = int32(v.Values(i))
-		}
+		return widen[int32](v.ValuesLength(), v.Values)
+	}
+	return nil
+}
+
+type number interface {
+	int32 | int64 | uint16 | uint8 | float32
+}
+
+// widen copies the n elements get reads, as T.
+func widen[T, E number](n int, get func(int) E) []T {
+	out := make([]T, n)
+	for i := range out {
+		out[i] = T(get(i))
 	}
 	return out
 }
 
-// float32s copies n float32 elements read by get.
-func float32s(n int, get func(int) float32) []float32 {
+// vec is widen, but nil when n is 0.
+func vec[T, E number](n int, get func(int) E) []T {
 	if n == 0 {
 		return nil
 	}
-	out := make([]float32, n)
-	for i := range out {
-		out[i] = get(i)
-	}
-	return out
+	return widen[T](n, get)
 }

@@ -6,6 +6,8 @@ import (
 	"math"
 	"slices"
 
+	flatbuffers "github.com/google/flatbuffers/go"
+
 	"github.com/edgeload/edgeload/internal/fbcopy"
 	"github.com/edgeload/edgeload/internal/fbverify"
 	"github.com/edgeload/edgeload/internal/schema/tflitefb"
@@ -205,7 +207,8 @@ func (m *Model) copyTables() (head []byte, patches []patch, err error) {
 		}
 		r = v
 	}
-	root := r.root()
+	var root tflitefb.Model
+	root.Init(r, flatbuffers.GetUOffsetT(r))
 
 	// The Buffer tables that move, by position, with their bytes.
 	tensorBuf := make([]bool, len(m.buffers))
@@ -213,24 +216,27 @@ func (m *Model) copyTables() (head []byte, patches []patch, err error) {
 		tensorBuf[t.Buffer] = true
 	}
 	moved := map[int64]segment.Segment{}
-	bstart, nbuf := r.vector(root, 4)
-	for i := range nbuf {
-		if b := m.buffers[i]; b.Kind == BufferOffset || b.Kind == BufferInline && tensorBuf[i] {
-			moved[r.elem(bstart, i)] = b.Data
+	var buf tflitefb.Buffer
+	for i, b := range m.buffers {
+		if b.Kind == BufferOffset || b.Kind == BufferInline && tensorBuf[i] {
+			root.Buffers(&buf, i)
+			moved[pos(&buf)] = b.Data
 		}
 	}
 	// The operators with large custom options, by position.
 	customs := map[int64]segment.Segment{}
-	sgs, nsg := r.vector(root, 2)
-	for i := range nsg {
-		ops, nops := r.vector(r.elem(sgs, i), 3)
-		for j := range nops {
-			op := r.elem(ops, j)
-			off, n := r.fieldU64(op, 9), r.fieldU64(op, 10)
+	var sg tflitefb.SubGraph
+	var op tflitefb.Operator
+	for i := range root.SubgraphsLength() {
+		root.Subgraphs(&sg, i)
+		for j := range sg.OperatorsLength() {
+			sg.Operators(&op, j)
+			off, n := op.LargeCustomOptionsOffset(), op.LargeCustomOptionsSize()
 			if off <= 1 || n == 0 {
 				continue
 			}
-			at := op + r.slot(op, 9)
+			tab := op.Table()
+			at := pos(&op) + int64(tab.Offset(vtOperatorLargeCustomOptionsOffset))
 			if err := fileRange("large_custom_options_offset", at, off, n, size); err != nil {
 				return nil, nil, err
 			}
@@ -238,7 +244,7 @@ func (m *Model) copyTables() (head []byte, patches []patch, err error) {
 			if err != nil {
 				return nil, nil, format.Wrapf(format.ErrTruncated, formatName, "large_custom_options_offset", at, "%v", err)
 			}
-			customs[op] = d
+			customs[pos(&op)] = d
 		}
 	}
 

@@ -3,18 +3,12 @@
 // bytes in buffers, inline in the FlatBuffer or, in the large-model layout,
 // at Buffer.offset/size from the file start.
 //
-// NewFile verifies the FlatBuffer as LiteRT's Verifier does (the generated
-// verifier of internal/schema/tflite.fbs, every table of LiteRT's schema)
-// and checks every index and byte range it hands out against what it
-// points into; it reads the FlatBuffer region (a small file whole, with
-// one read) and touches no buffer page. The operators and the tensors'
-// quantization and sparsity tables, which only the use order and
-// Quantization and Sparsity read, are verified by their first use, or by
-// Check. Tensors, segments and named data are zero-copy views of the
-// mapping. A *Model implements format.Model (package
-// loader opens it through Format) and format.Reporter; what only TFLite has
-// (subgraphs, buffers, quantization, sparsity, signatures, metadata, the
-// associated files TFLite Support appends) is reached through its methods.
+// NewFile verifies the FlatBuffer as LiteRT's Verifier does and checks
+// every index and byte range it hands out, touching no buffer page; the
+// operators and the tensors' quantization and sparsity tables are verified
+// at first use, or by Check. Tensors, segments and named data are
+// zero-copy views of the mapping. A *Model implements format.Model and
+// format.Reporter; what only TFLite has is reached through its methods.
 //
 // What a Model lists, following shared/spec/FORMATS-tflite.md §5:
 //   - Tensors: every (subgraph, tensor) whose buffer holds bytes, in
@@ -35,6 +29,7 @@
 package tflite
 
 import (
+	"bytes"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -280,22 +275,15 @@ type AssociatedFile struct {
 }
 
 // Model is an opened .tflite model. Its methods are safe for concurrent
-// use; views stay valid until the mapping is closed.
-//
-// NewFile verifies the FlatBuffer and checks everything it hands out, but
-// builds only what a view of every constant needs (the buffers and the
-// constants' buffers); the rest (names, shapes, subgraphs, segments in
-// file order, metadata, the associated files) is built from the verified
-// FlatBuffer by the first call that asks for it. The operators, which only
-// the use order reads, are verified and checked by the first use order
-// (UseOrder, or Check).
+// use; views stay valid until the mapping is closed. NewFile builds only
+// the views of the constants; the rest is built from the verified
+// FlatBuffer by the first call that asks for it.
 type Model struct {
-	mf      *mmapfile.File
-	fb      reader         // the verified FlatBuffer region [0, len(fb))
-	root    tflitefb.Model // its root table
-	walk    *fbverify.Walk // the walk that verified it (walkVal), which verifies what it left at first use
-	walkVal fbverify.Walk
-	walkMu  sync.Mutex // guards walk
+	mf     *mmapfile.File
+	fb     []byte         // the verified FlatBuffer region [0, len(fb))
+	root   tflitefb.Model // its root table
+	walk   fbverify.Walk  // the walk that verified it, which verifies what it left at first use
+	walkMu sync.Mutex     // guards walk
 	// region is the pooled buffer a small file was read into (fb), nil
 	// when fb is a view of the mapping. Close hands it back, so whatever
 	// reads fb (or root) once NewFile has returned pins it first (pin),
@@ -498,13 +486,7 @@ func (m *Model) MinRuntimeVersion() string {
 		if md.Name == "min_runtime_version" {
 			b := make([]byte, min(md.Data.Len(), 64))
 			n, _ := md.Data.CopyTo(b)
-			b = b[:n]
-			for i, c := range b {
-				if c == 0 {
-					b = b[:i]
-					break
-				}
-			}
+			b, _, _ = bytes.Cut(b[:n], []byte{0})
 			return string(b)
 		}
 	}

@@ -13,78 +13,65 @@ import (
 	"github.com/edgeload/edgeload/mmapfile"
 )
 
-// The FlatBuffer's structure is checked by tflitefb.VerifyModel, generated
-// from internal/schema/tflite.fbs (fbgen), which follows every offset with
-// 64-bit arithmetic; this file picks the region it verifies. The model is
-// read through the accessors flatc generates from the same schema
-// (tflitefb), after the verifier has accepted the buffer; the meaning of
-// the values (indices, byte ranges) is checked where they are read,
-// through inRange and fileRange below.
-
-// firstRegion is the length of the FlatBuffer region verified first.
-// The FlatBuffer has no length of its own: it starts at byte 0 and may be
-// followed by appended buffers or a zip archive. A region that does not
-// hold every object is verified again four times longer, up to the whole
-// file or the 2 GiB FlatBuffer limit, so that a large-model file with a
-// small FlatBuffer (the only kind that exceeds 2 GiB) is viewed only as far
-// as its tables go (in windowed mode, on 32-bit systems, that matters).
+// firstRegion is the length of the FlatBuffer region verified first: the
+// FlatBuffer has no length of its own, so a region that does not hold every
+// object is verified again four times longer, up to the whole file or the
+// 2 GiB FlatBuffer limit.
 const firstRegion = 4 << 20
 
-// verify views the FlatBuffer region of mf and verifies every table,
-// vector and string, as LiteRT's Verifier does, the operators' tables
-// aside: those are left to the first use order (Model.operators), which
-// verifies them with the same walk. It returns what the walk
-// collected, the region and the bytes of the strings and vectors the walk
-// reached (as often as it reached them: fbverify.Walk.VectorBytes).
+// verify views the FlatBuffer region of m's file (m.fb) and verifies every
+// table, vector and string, as LiteRT's Verifier does, the operators' and
+// tensor parameters' tables aside: those are left to their first use,
+// which verifies them with the same walk (m.walk). It returns what the
+// walk collected and the bytes of the strings and vectors it reached (as
+// often as it reached them: fbverify.Walk.VectorBytes).
 //
 // head, if not empty, is the file's first bytes, already read. A file of
 // at most smallFile bytes is read whole (with head, one read at most) into
-// a pooled buffer (buf) the model keeps until Close: its tables are then
-// read from it, and the mapping, which only the tensors' views point into,
-// is not touched. A file of at most sparseFile bytes and sparseBuffers
-// buffers is read into a pooled buffer of its size (sparse true) only as
-// far as the walk reads it (fbverify.Options.Fetch): the pages of its
-// tables, strings and vectors, not the bytes of its constants.
-func verify(mf *mmapfile.File, head []byte, w *fbverify.Walk) (c *collected, fb []byte, buf *[]byte, sparse bool, copies int64, err error) {
+// a pooled buffer (m.region) the model keeps until Close: the mapping,
+// which only the tensors' views point into, is not touched. A file of at
+// most sparseFile bytes and sparseBuffers buffers is read into a pooled
+// buffer of its size (m.sparse) only as far as the walk reads it
+// (fbverify.Options.Fetch): the pages of its tables, strings and vectors,
+// not the bytes of its constants. On error the caller puts m.region back.
+func (m *Model) verify(head []byte) (c *collected, copies int64, err error) {
+	mf := m.mf
 	size := mf.Len()
 	if size < 8 {
-		return nil, nil, nil, false, 0, format.Wrapf(format.ErrTruncated, formatName, "", 0,
+		return nil, 0, format.Wrapf(format.ErrTruncated, formatName, "", 0,
 			"file of %d bytes is shorter than the 8-byte FlatBuffer prefix (root offset and %q)", size, Identifier)
 	}
 	if size <= smallFile && mf.Mode() != mmapfile.ModeMemory {
 		h, hbuf, err := region.Head(mf, head)
 		if err == nil {
-			fb, buf, err = region.Range(mf, h, hbuf, 0, size)
+			m.fb, m.region, err = region.Range(mf, h, hbuf, 0, size)
 		}
 		if err != nil {
-			return nil, nil, nil, false, 0, format.Wrapf(format.ErrTruncated, formatName, "", 0, "reading the %d-byte file: %v", size, err)
+			return nil, 0, format.Wrapf(format.ErrTruncated, formatName, "", 0, "reading the %d-byte file: %v", size, err)
 		}
-		c, copies, err = verifyRegion(fb, true, w, nil)
-		return c, fb, buf, false, copies, err
+		return m.verifyRegion(true, nil)
 	}
 	if size <= sparseFile && mf.Mode() != mmapfile.ModeMemory {
 		if len(head) < region.HeadLen {
 			h, hbuf, err := region.Head(mf, head)
 			if err != nil {
-				return nil, nil, nil, false, 0, format.Wrapf(format.ErrTruncated, formatName, "", 0, "reading the file's first page: %v", err)
+				return nil, 0, format.Wrapf(format.ErrTruncated, formatName, "", 0, "reading the file's first page: %v", err)
 			}
 			defer region.Put(hbuf)
 			head = h
 		}
 		if bufferCount(mf, head) <= sparseBuffers {
-			c, fb, buf, copies, err = verifySparse(mf, head, w)
-			return c, fb, buf, true, copies, err
+			return m.verifySparse(head)
 		}
 	}
 	limit := min(size, int64(fbverify.MaxSize))
 	for n := min(limit, firstRegion); ; n = min(limit, 4*n) {
-		fb, err := mf.View(0, n)
-		if err != nil {
-			return nil, nil, nil, false, 0, format.Wrapf(format.ErrTruncated, formatName, "", 0, "viewing the FlatBuffer region [0, %d): %v", n, err)
+		if m.fb, err = mf.View(0, n); err != nil {
+			return nil, 0, format.Wrapf(format.ErrTruncated, formatName, "", 0, "viewing the FlatBuffer region [0, %d): %v", n, err)
 		}
-		c, copies, err = verifyRegion(fb, n == size, w, nil)
+		c, copies, err = m.verifyRegion(n == size, nil)
 		if err == nil || n == limit {
-			return c, fb, nil, false, copies, err
+			return c, copies, err
 		}
 		if c != nil {
 			c.release()
@@ -92,52 +79,43 @@ func verify(mf *mmapfile.File, head []byte, w *fbverify.Walk) (c *collected, fb 
 	}
 }
 
-// verifySparse verifies the FlatBuffer of mf, a file of at most sparseFile
-// bytes whose first page is head, in a pooled buffer of the file's size
-// (buf) that the walk fills as it reads it.
-func verifySparse(mf *mmapfile.File, head []byte, w *fbverify.Walk) (c *collected, fb []byte, buf *[]byte, copies int64, err error) {
-	size := mf.Len()
-	buf, _ = images.Get().(*[]byte)
+// verifySparse verifies the FlatBuffer of m's file, of at most sparseFile
+// bytes and whose first page is head, in a pooled buffer of the file's
+// size that the walk fills as it reads it.
+func (m *Model) verifySparse(head []byte) (*collected, int64, error) {
+	size := m.mf.Len()
+	buf, _ := images.Get().(*[]byte)
 	if buf == nil || int64(len(*buf)) < size {
 		b := make([]byte, size)
 		buf = &b
 	}
-	fb = (*buf)[:size:size]
+	fb := (*buf)[:size:size]
+	m.fb, m.region, m.sparse = fb, buf, true
 	fetch := func(lo, hi int64) error {
 		lo += int64(copy(fb[lo:hi], head[min(lo, int64(len(head))):]))
 		if lo < hi {
-			if _, err := mf.ReadAt(fb[lo:hi], lo); err != nil {
+			if _, err := m.mf.ReadAt(fb[lo:hi], lo); err != nil {
 				return format.Wrapf(format.ErrTruncated, formatName, "", lo, "reading bytes [%d, %d) of the FlatBuffer: %v", lo, hi, err)
 			}
 		}
 		return nil
 	}
 	copy(fb, head[:8]) // the identifier, which verifyRegion checks first
-	c, copies, err = verifyRegion(fb, true, w, fetch)
+	c, copies, err := m.verifyRegion(true, fetch)
 	head = nil // the walk has read the first page: the first uses' fetches read the file
-	if err != nil {
-		images.Put(buf)
-		buf = nil
-	}
-	return c, fb, buf, copies, err
+	return c, copies, err
 }
 
 // smallFile is the size up to which a file is read rather than mapped for
-// its tables: reading costs less than the page faults (and the page-table
-// teardown at Close) of its pages.
+// its tables.
 const smallFile = 64 << 10
 
 // sparseFile is the size up to which a file's tables are read into a
-// buffer as the walk reads them rather than through the mapping: the
-// preads of their pages cost less than faulting them in and tearing the
-// page tables down at Close, and the bytes of the constants, most of such
-// a file, are not read.
+// buffer as the walk reads them rather than through the mapping.
 const sparseFile = 1 << 20
 
-// sparseBuffers is the most buffers a file read sparsely has: the bytes
-// of each buffer tend to start on a page of their own, which the walk reads
-// for their length, and many preads of a page cost more than the faults of
-// the mapping, each of which maps 16 pages.
+// sparseBuffers is the most buffers a file read sparsely has: the walk
+// reads a page for each buffer's length.
 const sparseBuffers = 16
 
 // bufferCount returns the length of Model.buffers, as far as the file's
@@ -180,29 +158,29 @@ func bufferCount(mf *mmapfile.File, head []byte) int64 {
 // images holds the buffers of sparse reads (verifySparse).
 var images sync.Pool // of *[]byte
 
-// verifyRegion verifies the FlatBuffer region fb (the whole file when
-// atEOF) with w and returns what its walk collected and the bytes of strings and
-// vectors it reached. fetch, if not nil, fills fb as the walk reads it
-// (fbverify.Options.Fetch); the walk then fills the bytes of any vector the
-// first uses verify (the custom quantization's among them).
-func verifyRegion(fb []byte, atEOF bool, w *fbverify.Walk, fetch func(lo, hi int64) error) (c *collected, copies int64, err error) {
+// verifyRegion verifies the FlatBuffer region m.fb (the whole file when
+// atEOF) with m.walk and returns what the walk collected and the bytes of
+// strings and vectors it reached. fetch, if not nil, fills m.fb as the walk
+// reads it (fbverify.Options.Fetch); the walk then fills the bytes of any
+// vector the first uses verify (the custom quantization's among them).
+func (m *Model) verifyRegion(atEOF bool, fetch func(lo, hi int64) error) (*collected, int64, error) {
+	fb := m.fb
 	if string(fb[4:8]) != Identifier {
 		return nil, 0, format.Wrapf(format.ErrUnknownFormat, formatName, "file_identifier", 4,
 			"identifier %q, want %q", fb[4:8], Identifier)
 	}
-	c = newCollected()
+	c := newCollected()
 	opt := verifyOptions(len(fb), atEOF)
 	opt.Fetch = fetch
+	w := &m.walk
 	w.Reset(fb, opt)
 	c.w = w
-	c.w.SetVisitor(c.visitFn)
-	// The operators are verified at the first use order, which reads
-	// them (Model.operators).
-	c.w.SetLazy(true)
-	err = c.w.Verify("Model", tflitefb.VerifyModel)
-	c.w.SetVisitor(nil)
-	c.w.FetchBytes()
-	return c, c.w.VectorBytes(), err
+	w.SetVisitor(c.visitFn)
+	w.SetLazy(true) // the operators and tensor parameters: see verify
+	err := w.Verify("Model", tflitefb.VerifyModel)
+	w.SetVisitor(nil)
+	w.FetchBytes()
+	return c, w.VectorBytes(), err
 }
 
 // verifyOptions are the options of the walk over a FlatBuffer region of n
@@ -261,14 +239,15 @@ var le = binary.LittleEndian
 // accessors do not tell apart from an empty vector, and the vectors whose
 // elements a loop steps through (elems).
 const (
-	vtTensorShape          = 4  // Tensor.shape, id 0
-	vtTensorShapeSignature = 18 // Tensor.shape_signature, id 7
-	vtOperatorInputs       = 6  // Operator.inputs, id 1
-	vtOperatorOutputs      = 8  // Operator.outputs, id 2
-	vtSubGraphOperators    = 10 // SubGraph.operators, id 3
-	vtSubGraphTensors      = 4  // SubGraph.tensors, id 0
-	vtTensorQuantization   = 12 // Tensor.quantization, id 4
-	vtTensorSparsity       = 16 // Tensor.sparsity, id 6
+	vtTensorShape                      = 4  // Tensor.shape, id 0
+	vtTensorShapeSignature             = 18 // Tensor.shape_signature, id 7
+	vtOperatorInputs                   = 6  // Operator.inputs, id 1
+	vtOperatorOutputs                  = 8  // Operator.outputs, id 2
+	vtSubGraphOperators                = 10 // SubGraph.operators, id 3
+	vtSubGraphTensors                  = 4  // SubGraph.tensors, id 0
+	vtTensorQuantization               = 12 // Tensor.quantization, id 4
+	vtTensorSparsity                   = 16 // Tensor.sparsity, id 6
+	vtOperatorLargeCustomOptionsOffset = 22 // Operator.large_custom_options_offset, id 9
 )
 
 // elemPos returns the position of element e of the 4-byte vector field vt

@@ -35,6 +35,7 @@ import (
 	"bytes"
 	"fmt"
 	"go/format"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -66,12 +67,14 @@ type field struct {
 	opaque   bool
 	depr     bool
 	align    int // force_align, 0 when not given
+	id       int // the field id (a union takes two: its tag's and id+1)
 }
 
 type table struct {
 	name   string
 	fields []field
 	visit  bool // (visit): the walk's visitor is told of each one verified
+	slots  int  // the number of field ids
 }
 
 // member is a union member and its tag.
@@ -331,12 +334,8 @@ func (s *schema) merge(dir string) error {
 		if err := t.merge(filepath.Dir(path)); err != nil {
 			return err
 		}
-		for k, v := range t.enums {
-			s.enums[k] = v
-		}
-		for k, v := range t.unions {
-			s.unions[k] = v
-		}
+		maps.Copy(s.enums, t.enums)
+		maps.Copy(s.unions, t.unions)
 		for _, tb := range t.tables {
 			if s.byName[tb.name] != nil {
 				return fmt.Errorf("%s: table %s is defined twice", path, tb.name)
@@ -355,6 +354,14 @@ func run(path string) error {
 	}
 	if err := s.merge(filepath.Dir(path)); err != nil {
 		return err
+	}
+	for _, tb := range s.tables {
+		for i := range tb.fields {
+			tb.fields[i].id = tb.slots
+			if tb.slots++; s.unions[tb.fields[i].typ] != nil && !tb.fields[i].vector {
+				tb.slots++
+			}
+		}
 	}
 	var b bytes.Buffer
 	from := filepath.Base(path)
@@ -412,14 +419,7 @@ func (s *schema) genDescs(b *bytes.Buffer) error {
 	p := func(format string, args ...any) { fmt.Fprintf(b, format, args...) }
 	p("// The tables' descriptions (fbverify.TableDesc), XDesc for table X.\nvar (\n")
 	for _, tb := range s.tables {
-		slots := 0
-		for _, f := range tb.fields {
-			slots++
-			if _, ok := s.unions[f.typ]; ok && !f.vector {
-				slots++
-			}
-		}
-		p("%sDesc = &fbverify.TableDesc{Name: %q, Slots: %d}\n", tb.name, tb.name, slots)
+		p("%sDesc = &fbverify.TableDesc{Name: %q, Slots: %d}\n", tb.name, tb.name, tb.slots)
 	}
 	p(")\n\nfunc init() {\n")
 	for _, tb := range s.tables {
@@ -427,10 +427,7 @@ func (s *schema) genDescs(b *bytes.Buffer) error {
 			continue
 		}
 		p("%sDesc.Fields = []fbverify.FieldDesc{\n", tb.name)
-		id := 0
 		for _, f := range tb.fields {
-			fid := id
-			id++
 			var kind, extra string
 			switch {
 			case f.vector && f.typ == "string":
@@ -451,7 +448,6 @@ func (s *schema) genDescs(b *bytes.Buffer) error {
 			case s.byName[f.typ] != nil:
 				kind, extra = "Table", fmt.Sprintf(", Table: %sDesc", f.typ)
 			case s.unions[f.typ] != nil:
-				id++
 				var list []string
 				for _, m := range s.unions[f.typ] {
 					list = append(list, fmt.Sprintf("%d: %sDesc", m.tag, m.name))
@@ -464,7 +460,7 @@ func (s *schema) genDescs(b *bytes.Buffer) error {
 				}
 				kind, extra = "Scalar", fmt.Sprintf(", Size: %d", sz)
 			}
-			p("{Name: %q, ID: %d, Kind: fbverify.Kind%s%s},\n", f.name, fid, kind, extra)
+			p("{Name: %q, ID: %d, Kind: fbverify.Kind%s%s},\n", f.name, f.id, kind, extra)
 		}
 		p("}\n")
 	}
@@ -484,12 +480,8 @@ func bare(tb *table) bool {
 const maxEmbedMembers = 16
 
 // embedded returns the table types whose memos the memo of tb holds, in
-// the order of its fields: the types of its table fields, the elements of
-// its vectors of tables and the members of its unions (of at most
-// maxEmbedMembers), but none that can reach tb (a memo cannot hold
-// itself). So the memos of a root type's verifier hold those of most
-// tables below it, and a vector's elements are verified with the memo
-// they left in the vector before, of the same parent or another.
+// field order (children), but none that can reach tb: a memo cannot hold
+// itself.
 func (s *schema) embedded(tb *table) []string {
 	var out []string
 	for _, c := range s.children(tb) {
@@ -541,28 +533,21 @@ func (s *schema) reaches(from, to string, seen map[string]bool) bool {
 	return false
 }
 
-// call returns the call that verifies the table of type typ at q, with the
-// memo at memo ("" for none: a memo of its own).
-func (s *schema) call(typ, memo string) string {
+// call returns the call that verifies the table of type typ at pos, with
+// the memo at memo ("" for none: a memo of its own).
+func (s *schema) call(typ, memo, pos string) string {
 	if bare(s.byName[typ]) || memo == "" {
-		return "Verify" + typ + "(w, q)"
+		return "Verify" + typ + "(w, " + pos + ")"
 	}
-	return "verify" + typ + "(w, q, " + memo + ")"
+	return "verify" + typ + "(w, " + pos + ", " + memo + ")"
 }
 
-// A table's verifier, verify<X>, keeps a memo of the vtable a table of its
-// type last had (fbverify.Memo), which lives on the stack of its caller:
-// in the memo of the table that holds X tables (embedded), or, where that
-// would make a memo hold itself, in Verify<X> or the loop over a vector of
-// X. It enters the table with
-// fbverify.Walk.MemoHit (inlined), or Walk.Start when that misses: when
-// the table has the memo's vtable, it reads
-// the table offsets of its offset fields and unions from the memo and
-// checks no scalar field; otherwise it reads them from the vtable and
-// checks that every scalar field lies in the table's own bytes, aligned
-// (any that does not is checked against the buffer, and the first that
-// fails there is reported once the fields before it are verified, so that
-// the problem reported is the first in id order).
+// gen writes Verify<X> and verify<X>, which keeps a memo of the vtable a
+// table of its type last had (fbverify.Memo) in its caller's memo
+// (embedded), or in Verify<X> or a vector's loop. On a memo hit it reads
+// its offset fields' table offsets from the memo and checks no scalar
+// field; otherwise it reads the vtable and checks every scalar field,
+// reporting the first that fails in id order.
 func (s *schema) gen(b *bytes.Buffer, tb *table) error {
 	p := func(format string, args ...any) { fmt.Fprintf(b, format, args...) }
 	p("// Verify%s verifies the %s table at pos and everything it refers to.\n", tb.name, tb.name)
@@ -577,24 +562,17 @@ func (s *schema) gen(b *bytes.Buffer, tb *table) error {
 	// slots of the offset fields and unions (the memo keeps those).
 	type sfield struct {
 		f   field
-		id  int
 		typ string // "string", "vector", "table", "union", or "scalar"
 		sz  int
 	}
 	var fields []sfield
 	var slots []int
 	has8, scalars := false, false
-	id := 0
 	for _, f := range tb.fields {
-		fid := id
-		id++
-		if _, ok := s.unions[f.typ]; ok && !f.vector {
-			id++
-		}
 		if f.depr {
 			continue
 		}
-		sf := sfield{f: f, id: fid}
+		sf := sfield{f: f}
 		switch {
 		case f.vector:
 			sf.typ = "vector"
@@ -615,9 +593,9 @@ func (s *schema) gen(b *bytes.Buffer, tb *table) error {
 		switch sf.typ {
 		case "scalar":
 		case "union":
-			slots = append(slots, fid, fid+1)
+			slots = append(slots, f.id, f.id+1)
 		default:
-			slots = append(slots, fid)
+			slots = append(slots, f.id)
 		}
 		fields = append(fields, sf)
 	}
@@ -640,14 +618,12 @@ func (s *schema) gen(b *bytes.Buffer, tb *table) error {
 	p("}\n\n")
 
 	// refs writes the checks of the offset fields and unions, in field
-	// order, with the table offset of field id given by fo(id).
-	// refs writes the checks of the offset fields and unions, in field
 	// order, with the table offset of field id given by fo(id); before
 	// each, the error of a scalar field that comes before it and failed.
 	refs := func(fo func(int) string) error {
 		scalarSeen := false
 		for _, sf := range fields {
-			f, fid := sf.f, sf.id
+			f, fid := sf.f, sf.f.id
 			if sf.typ == "scalar" {
 				scalarSeen = true
 				continue
@@ -674,7 +650,7 @@ func (s *schema) gen(b *bytes.Buffer, tb *table) error {
 				// has nothing to verify.)
 				p("{\ntag, q, ok := w.UnionHit(&t, %s, %[2]s)\nif !ok {\ntag, q, err = w.UnionAt(&t, %[1]s, %[2]s)\n}\nif err != nil {\nreturn w.At(err, %[3]q, -1)\n} else if tag != 0 && q != 0 {\nswitch tag {\n", fo(fid), fo(fid+1), f.name)
 				for _, m := range ms {
-					p("case %d:\nerr = %s\n", m.tag, s.call(m.name, memoOf(m.name)))
+					p("case %d:\nerr = %s\n", m.tag, s.call(m.name, memoOf(m.name), "q"))
 				}
 				switch {
 				case f.opaque:
@@ -708,22 +684,18 @@ func (s *schema) gen(b *bytes.Buffer, tb *table) error {
 				}
 				call := "w.String(e)"
 				if f.typ != "string" {
-					switch memo := memoOf(f.typ); {
-					case bare(s.byName[f.typ]):
-						call = "Verify" + f.typ + "(w, e)"
-					case memo != "":
-						call = "verify" + f.typ + "(w, e, " + memo + ")"
-					default:
+					memo := memoOf(f.typ)
+					if memo == "" && !bare(s.byName[f.typ]) {
 						p("var me memo%s\n", f.typ)
-						call = "verify" + f.typ + "(w, e, &me)"
+						memo = "&me"
 					}
+					call = s.call(f.typ, memo, "e")
 				}
+				cond := "err == nil"
 				if f.typ == "string" {
-					// String's common case inline (Walk.StringAt).
-					p("for i := int64(0); i < n; i++ {\nvar err error\ne, ok := w.DerefAt(start + 4*i)\nif !ok {\ne, err = w.Deref(start + 4*i)\n}\nif err == nil && !w.StringAt(e) {\nerr = %s\n}\n", call)
-				} else {
-					p("for i := int64(0); i < n; i++ {\nvar err error\ne, ok := w.DerefAt(start + 4*i)\nif !ok {\ne, err = w.Deref(start + 4*i)\n}\nif err == nil {\nerr = %s\n}\n", call)
+					cond += " && !w.StringAt(e)" // String's common case inline
 				}
+				p("for i := int64(0); i < n; i++ {\nvar err error\ne, ok := w.DerefAt(start + 4*i)\nif !ok {\ne, err = w.Deref(start + 4*i)\n}\nif %s {\nerr = %s\n}\n", cond, call)
 				p("if err != nil {\nreturn w.At(w.At(err, \"\", int(i)), %q, -1)\n}\n}\n}\n", f.name)
 			case f.vector:
 				sz := s.size(f.typ)
@@ -742,7 +714,7 @@ func (s *schema) gen(b *bytes.Buffer, tb *table) error {
 				} else {
 					p("{\n")
 				}
-				p("if err := %s; err != nil {\nreturn w.At(err, %q, -1)\n}\n}\n", s.call(f.typ, memoOf(f.typ)), f.name)
+				p("if err := %s; err != nil {\nreturn w.At(err, %q, -1)\n}\n}\n", s.call(f.typ, memoOf(f.typ), "q"), f.name)
 			}
 			p("}")
 			if f.required {
@@ -787,11 +759,11 @@ func (s *schema) gen(b *bytes.Buffer, tb *table) error {
 			if sf.typ != "scalar" {
 				continue
 			}
-			p("if fo := w.Slot(&t, %d); fo != 0 {\n", sf.id)
+			p("if fo := w.Slot(&t, %d); fo != 0 {\n", sf.f.id)
 			if sf.sz == 8 {
 				p("has8 = true\n")
 			}
-			p("ext = max(ext, fo+%d)\nif !w.ScalarIn(&t, fo, %d) && bad == fbverify.NoField {\nbad = %d\n}\n}\n", sf.sz, sf.sz, sf.id)
+			p("ext = max(ext, fo+%d)\nif !w.ScalarIn(&t, fo, %d) && bad == fbverify.NoField {\nbad = %d\n}\n}\n", sf.sz, sf.sz, sf.f.id)
 		}
 	}
 	for _, id := range slots {
@@ -802,13 +774,9 @@ func (s *schema) gen(b *bytes.Buffer, tb *table) error {
 		ext = "ext"
 		p("if bad == fbverify.NoField {\n")
 	}
-	if len(slots) > 0 {
-		p("w.Learn(&t, &m.Memo, %s, %s)\n", ext, learn8)
-		for _, id := range slots {
-			p("m.s%d = uint16(%s)\n", id, fo(id))
-		}
-	} else {
-		p("w.Learn(&t, &m.Memo, %s, %s)\n", ext, learn8)
+	p("w.Learn(&t, &m.Memo, %s, %s)\n", ext, learn8)
+	for _, id := range slots {
+		p("m.s%d = uint16(%s)\n", id, fo(id))
 	}
 	if scalars {
 		p("}\n")

@@ -161,50 +161,42 @@ func parseIndex(b []byte) (*weightMap, error) {
 	s := &scanner{b: b, field: "index"}
 	wm := &weightMap{}
 	var names arena.Strings
-	if err := s.expect('{', "index"); err != nil {
+	more, err := s.open('{', '}', "index")
+	if err != nil {
 		return nil, err
 	}
 	var haveMap, haveMeta bool
-	s.ws()
-	if s.peek() == '}' {
-		s.pos++
-	} else {
-		for {
-			s.ws()
-			kpos := s.pos
-			k, err := s.str("index: member name")
-			if err != nil {
-				return nil, err
-			}
-			isMap := string(k) == "weight_map"
-			if isMap || string(k) == "metadata" {
-				have := &haveMeta
-				if isMap {
-					have = &haveMap
-				}
-				if *have {
-					return nil, s.errAt(kpos, "index: member %q appears twice", k)
-				}
-				*have = true
-			}
-			if err := s.expect(':', "index"); err != nil {
-				return nil, err
-			}
+	for more {
+		s.ws()
+		kpos := s.pos
+		k, err := s.str("index: member name")
+		if err != nil {
+			return nil, err
+		}
+		isMap := string(k) == "weight_map"
+		if isMap || string(k) == "metadata" {
+			have := &haveMeta
 			if isMap {
-				err = s.weightMap(wm, &names)
-			} else {
-				err = s.skip(1, "index")
+				have = &haveMap
 			}
-			if err != nil {
-				return nil, err
+			if *have {
+				return nil, s.errAt(kpos, "index: member %q appears twice", k)
 			}
-			more, err := s.more('}', "index")
-			if err != nil {
-				return nil, err
-			}
-			if !more {
-				break
-			}
+			*have = true
+		}
+		if err := s.expect(':', "index"); err != nil {
+			return nil, err
+		}
+		if isMap {
+			err = s.weightMap(wm, &names)
+		} else {
+			err = s.skip(1, "index")
+		}
+		if err != nil {
+			return nil, err
+		}
+		if more, err = s.more('}', "index"); err != nil {
+			return nil, err
 		}
 	}
 	s.ws()
@@ -237,16 +229,12 @@ func parseIndex(b []byte) (*weightMap, error) {
 // weightMap reads the weight_map object into wm.
 func (s *scanner) weightMap(wm *weightMap, names *arena.Strings) error {
 	const ctx = "index.weight_map"
-	if err := s.expect('{', ctx); err != nil {
+	more, err := s.open('{', '}', ctx)
+	if err != nil {
 		return err
 	}
 	files := map[string]int32{}
-	s.ws()
-	if s.peek() == '}' {
-		s.pos++
-		return nil
-	}
-	for {
+	for more {
 		s.ws()
 		k, err := s.str(ctx + ": tensor name")
 		if err != nil {
@@ -276,11 +264,11 @@ func (s *scanner) weightMap(wm *weightMap, names *arena.Strings) error {
 		s.leave()
 		wm.names = append(wm.names, name)
 		wm.shard = append(wm.shard, si)
-		more, err := s.more('}', ctx)
-		if err != nil || !more {
+		if more, err = s.more('}', ctx); err != nil {
 			return err
 		}
 	}
+	return nil
 }
 
 // isLocalName reports whether v names a file in the index's folder: not

@@ -68,10 +68,7 @@ func (s *scanner) what() string {
 	return "byte " + hex2(c)
 }
 
-func hex2(c byte) string {
-	const digits = "0123456789abcdef"
-	return "0x" + string([]byte{digits[c>>4], digits[c&15]})
-}
+func hex2(c byte) string { return fmt.Sprintf("0x%02x", c) }
 
 // ws skips JSON whitespace (space, tab, CR, LF).
 func (s *scanner) ws() {
@@ -101,6 +98,21 @@ func (s *scanner) expect(c byte, ctx string) error {
 	}
 	s.pos++
 	return nil
+}
+
+// open consumes the opening byte c of an object or array, after
+// whitespace, and reports whether an element follows: an empty one is
+// consumed up to its closing byte end.
+func (s *scanner) open(c, end byte, ctx string) (bool, error) {
+	if err := s.expect(c, ctx); err != nil {
+		return false, err
+	}
+	s.ws()
+	if s.peek() == end {
+		s.pos++
+		return false, nil
+	}
+	return true, nil
 }
 
 // more is called after an element of an array or a member of an object:
@@ -287,17 +299,12 @@ func (s *scanner) skip(depth int, ctx string) error {
 		_, err := s.str(ctx)
 		return err
 	case c == '{' || c == '[':
-		s.pos++
 		end := byte('}')
 		if c == '[' {
 			end = ']'
 		}
-		s.ws()
-		if s.peek() == end {
-			s.pos++
-			return nil
-		}
-		for {
+		more, err := s.open(c, end, ctx)
+		for more && err == nil {
 			if c == '{' {
 				if _, err := s.str(ctx); err != nil {
 					return err
@@ -309,11 +316,9 @@ func (s *scanner) skip(depth int, ctx string) error {
 			if err := s.skip(depth+1, ctx); err != nil {
 				return err
 			}
-			more, err := s.more(end, ctx)
-			if err != nil || !more {
-				return err
-			}
+			more, err = s.more(end, ctx)
 		}
+		return err
 	case c == '-' || c >= '0' && c <= '9':
 		return s.number(ctx)
 	default:

@@ -90,21 +90,16 @@ type Model struct {
 // FlatBuffer is read into memory and every Data view is a copy read on
 // demand). The Model does not own f: its Close leaves f open, and f must
 // stay open while the Model and its views are in use.
-func NewFile(f *mmapfile.File, opts ...Option) (*Model, error) {
+func NewFile(f *mmapfile.File, opts ...Option) (m *Model, err error) {
 	var c config
 	for _, o := range opts {
 		o(&c)
 	}
-	return load(f, c)
-}
-
-// load reads the header and the FlatBuffer of f and builds the Model. It
-// runs under mmapfile.Guard: a file truncated under the mapping gives an
-// error, not a SIGBUS.
-func load(f *mmapfile.File, c config) (m *Model, err error) {
 	if c.maxDepth <= 0 {
 		c.maxDepth = DefaultMaxSubgraphDepth
 	}
+	// Under mmapfile.Guard a file truncated under the mapping gives an
+	// error, not a SIGBUS.
 	gerr := mmapfile.Guard(func() { m, err = parse(f, c) })
 	if gerr != nil {
 		return nil, format.Wrapf(format.ErrTruncated, fmtName, "", -1, "reading the model: %v (the file must keep its size while it is open)", gerr)

@@ -205,42 +205,6 @@ func parse(mf *mmapfile.File, c config) (*File, error) {
 	return f, nil
 }
 
-func checkVersion(v uint32, pos int64) error {
-	if v > MaxVersion {
-		return wrapf(format.ErrUnsupportedVersion, "FlatTensor.version", pos,
-			"FlatTensor version %d; want at most %d, the latest this loader reads", v, MaxVersion)
-	}
-	return nil
-}
-
-// segmentAt builds segment i from a verified DataSegment.
-func (f *File) segmentAt(ds *ptdfb.DataSegment, i int) (segment.Segment, error) {
-	off, sz := ds.Offset(), ds.Size()
-	field := func() string { return "FlatTensor.segments[" + strconv.Itoa(i) + "]" } // for errors only
-	base, dataEnd := f.hdr.SegmentBaseOffset, f.hdr.SegmentBaseOffset+f.hdr.SegmentDataSize
-	abs := base + off
-	if abs < base || abs > dataEnd {
-		// abs may have wrapped: say "base + offset", not a wrapped sum
-		return segment.Segment{}, errorf(field()+".offset", fieldPos(ds.Table(), 0),
-			"segment offset %d (from segment_base_offset %d) lies outside the segment data [%d, %d): want at most %d",
-			off, base, base, dataEnd, dataEnd-base)
-	}
-	if sz > dataEnd-abs {
-		return segment.Segment{}, errorf(field()+".size", fieldPos(ds.Table(), 1),
-			"segment [%d, +%d) runs past the end of the segment data at %d (file %d bytes)", abs, sz, dataEnd, f.size)
-	}
-	s, err := segment.New(f.mf, int64(abs), int64(sz))
-	if err != nil {
-		return segment.Segment{}, fmt.Errorf("ptd: %s: %w", field(), err)
-	}
-	return s, nil
-}
-
-func dtypeOf(st int8) (format.DType, bool) {
-	d, msg := executorch.ScalarTypeDType(st)
-	return d, msg == ""
-}
-
 // rawLayout is what a layout is read from, in a verified TensorLayout or
 // TensorMetadata table at pos: its scalar type, the bytes of its sizes and
 // dim_order vectors (nil when absent), and the table offsets of the three
@@ -316,8 +280,8 @@ func (a *store) layout() *Layout {
 // segment si (off < 0), or what follows offset off in it.
 func (f *File) readLayout(src *rawLayout, loc at, key string, si int, off int64, ar *store) (*Layout, int64, error) {
 	st := src.st
-	dt, ok := dtypeOf(st)
-	if !ok {
+	dt, msg := executorch.ScalarTypeDType(st)
+	if msg != "" {
 		return nil, 0, errorf(loc.field(loc.sub+".scalar_type"), src.fieldPos(0),
 			"key %q: scalar type %d is reserved or unknown (want a known ExecuTorch ScalarType: 0-7, 11-17, 22-29)", key, st)
 	}
@@ -400,16 +364,36 @@ func tensorOf(nd *NamedData) format.Tensor {
 	}
 }
 
-func (f *File) readSegments(nseg int, get func(*ptdfb.DataSegment, int) bool) error {
+// readRoot checks the root table's version (at vpos) and reads its nseg
+// segments, each inside the segment data region.
+func (f *File) readRoot(version uint32, vpos int64, nseg int, get func(*ptdfb.DataSegment, int) bool) error {
+	f.version = version
+	if version > MaxVersion {
+		return wrapf(format.ErrUnsupportedVersion, "FlatTensor.version", vpos,
+			"FlatTensor version %d; want at most %d, the latest this loader reads", version, MaxVersion)
+	}
 	f.segs = make([]segment.Segment, nseg)
+	base, dataEnd := f.hdr.SegmentBaseOffset, f.hdr.SegmentBaseOffset+f.hdr.SegmentDataSize
 	var ds ptdfb.DataSegment
 	for i := range nseg {
 		get(&ds, i)
-		s, err := f.segmentAt(&ds, i)
-		if err != nil {
-			return err
+		off, sz := ds.Offset(), ds.Size()
+		field := func() string { return "FlatTensor.segments[" + strconv.Itoa(i) + "]" } // for errors only
+		abs := base + off
+		if abs < base || abs > dataEnd {
+			// abs may have wrapped: say "base + offset", not a wrapped sum
+			return errorf(field()+".offset", fieldPos(ds.Table(), 0),
+				"segment offset %d (from segment_base_offset %d) lies outside the segment data [%d, %d): want at most %d",
+				off, base, base, dataEnd, dataEnd-base)
 		}
-		f.segs[i] = s
+		if sz > dataEnd-abs {
+			return errorf(field()+".size", fieldPos(ds.Table(), 1),
+				"segment [%d, +%d) runs past the end of the segment data at %d (file %d bytes)", abs, sz, dataEnd, f.size)
+		}
+		var err error
+		if f.segs[i], err = segment.New(f.mf, int64(abs), int64(sz)); err != nil {
+			return fmt.Errorf("ptd: %s: %w", field(), err)
+		}
 	}
 	return nil
 }
@@ -423,11 +407,7 @@ func (f *File) segmentIndex(idx uint32, loc at, pos int64, key string) (int, err
 
 func (f *File) readCurrent(fb []byte) error {
 	ft := ptdfb.GetRootAsFlatTensor(fb, 0)
-	f.version = ft.Version()
-	if err := checkVersion(f.version, fieldPos(ft.Table(), 0)); err != nil {
-		return err
-	}
-	if err := f.readSegments(ft.SegmentsLength(), ft.Segments); err != nil {
+	if err := f.readRoot(ft.Version(), fieldPos(ft.Table(), 0), ft.SegmentsLength(), ft.Segments); err != nil {
 		return err
 	}
 	n := ft.NamedDataLength()
@@ -490,12 +470,8 @@ func (f *File) readCurrent(fb []byte) error {
 
 func (f *File) readLegacy(fb []byte) error {
 	ft := ptdfb.GetRootAsLegacyFlatTensor(fb, 0)
-	f.version = ft.Version()
-	if err := checkVersion(f.version, fieldPos(ft.Table(), 0)); err != nil {
-		return err
-	}
 	f.talign = ft.TensorAlignment()
-	if err := f.readSegments(ft.SegmentsLength(), ft.Segments); err != nil {
+	if err := f.readRoot(ft.Version(), fieldPos(ft.Table(), 0), ft.SegmentsLength(), ft.Segments); err != nil {
 		return err
 	}
 	nt, nn := ft.TensorsLength(), ft.NamedDataLength()

@@ -170,16 +170,6 @@ func WithHead(head []byte) Option { return func(c *config) { c.head = head } }
 // default it is the file's, mmapfile.File.Name.
 func WithName(name string) Option { return func(c *config) { c.name = name } }
 
-func newConfig(opts []Option) config {
-	var c config
-	for _, o := range opts {
-		if o != nil {
-			o(&c)
-		}
-	}
-	return c
-}
-
 // NewFile parses the .ptd in mf: a mapped file or section (one mapping may
 // be shared with other readers), bytes in memory (mmapfile.NewBytes) or an
 // io.ReaderAt (mmapfile.NewReaderAt, every view a copy). The File does not
@@ -189,7 +179,12 @@ func NewFile(mf *mmapfile.File, opts ...Option) (*File, error) {
 	if mf == nil {
 		return nil, os.ErrInvalid
 	}
-	c := newConfig(opts)
+	var c config
+	for _, o := range opts {
+		if o != nil {
+			o(&c)
+		}
+	}
 	if c.name == "" {
 		c.name = mf.Name()
 	}

@@ -219,26 +219,17 @@ type rawLayout struct {
 // fieldPos returns the file position errors name for field k of l.
 func (l *rawLayout) fieldPos(k int) int64 { return l.pos + l.fo[k] }
 
-// legacyLayout reads the layout of a legacy TensorMetadata (its fields
-// scalar_type, sizes and dim_order have ids 1, 2 and 3).
-func legacyLayout(tm *ptdfb.LegacyTensorMetadata) rawLayout {
-	t := tm.Table()
-	fb, pos := t.Bytes, int64(t.Pos)
-	l := rawLayout{pos: pos}
-	for k := range l.fo {
-		l.fo[k] = int64(t.Offset(flatbuffers.VOffsetT(4 + 2*(k+1))))
-	}
-	l.readFields(fb)
-	return l
-}
-
-// readFields reads l's fields at the table offsets l.fo.
-func (l *rawLayout) readFields(fb []byte) {
+// rawLayoutAt reads the layout of the verified table at pos, whose
+// scalar_type, sizes and dim_order have ids first to first+2 in its field
+// offsets fo (ids 0-2 in a TensorLayout, 1-3 in a legacy TensorMetadata).
+func rawLayoutAt(fb []byte, pos int64, fo *[fbread.MaxFields]int64, first int) rawLayout {
+	l := rawLayout{pos: pos, fo: [3]int64(fo[first : first+3])}
 	if f := l.fo[0]; f != 0 {
-		l.st = int8(fb[l.pos+f])
+		l.st = int8(fb[pos+f])
 	}
-	l.sizes = fbread.FieldBytes(fb, l.pos, l.fo[1], 4)
-	l.dimOrder = fbread.FieldBytes(fb, l.pos, l.fo[2], 1)
+	l.sizes = fbread.FieldBytes(fb, pos, l.fo[1], 4)
+	l.dimOrder = fbread.FieldBytes(fb, pos, l.fo[2], 1)
+	return l
 }
 
 // at locates an entry for error messages: element i of a root list. The
@@ -443,9 +434,7 @@ func (f *File) readCurrent(fb []byte) error {
 				ar.layouts = make([]Layout, 0, n)
 			}
 			tl := fbread.Deref(fb, nd+fo[2])
-			lf := tlf.Of(fb, tl)
-			raw := rawLayout{pos: tl, fo: [3]int64{lf[0], lf[1], lf[2]}}
-			raw.readFields(fb)
+			raw := rawLayoutAt(fb, tl, tlf.Of(fb, tl), 0)
 			l, nbytes, err := f.readLayout(&raw, loc, key, si, -1, &ar)
 			if err != nil {
 				return err
@@ -499,6 +488,7 @@ func (f *File) readLegacy(fb []byte) error {
 
 	ar.layouts = make([]Layout, 0, nt)
 	var tm ptdfb.LegacyTensorMetadata
+	var tmf fbread.Fields
 	for i := range nt {
 		ft.Tensors(&tm, i)
 		loc := at{list: "tensors", i: i}
@@ -514,7 +504,7 @@ func (f *File) readLegacy(fb []byte) error {
 			return errorf(loc.field(".offset"), fieldPos(t, 5),
 				"key %q: offset %d lies past the end of segment %d (%d bytes)", key, off, si, seg.Len())
 		}
-		raw := legacyLayout(&tm)
+		raw := rawLayoutAt(fb, int64(t.Pos), tmf.Of(fb, int64(t.Pos)), 1)
 		l, nbytes, err := f.readLayout(&raw, loc, key, si, int64(off), &ar)
 		if err != nil {
 			return err

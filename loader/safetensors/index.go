@@ -1,6 +1,7 @@
 package safetensors
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -352,17 +353,15 @@ func (m *Sharded) ReportFields() []format.Field {
 
 // ReportText lists the shards.
 func (m *Sharded) ReportText(w io.Writer) error {
-	if _, err := fmt.Fprintf(w, "sharded checkpoint: %d shards\n", len(m.shards)); err != nil {
-		return err
-	}
+	var b bytes.Buffer
+	fmt.Fprintf(&b, "sharded checkpoint: %d shards\n", len(m.shards))
 	for _, s := range m.shards {
 		f := s.File
-		if _, err := fmt.Fprintf(w, "  %s: %d tensors, header %d bytes, data at %d, %s\n",
-			s.Name, f.NumTensors(), f.hsize, f.DataOffset(), alignmentText(f.tensors)); err != nil {
-			return err
-		}
+		fmt.Fprintf(&b, "  %s: %d tensors, header %d bytes, data at %d, %s\n",
+			s.Name, f.NumTensors(), f.hsize, f.DataOffset(), alignmentText(f.tensors))
 	}
-	return nil
+	_, err := w.Write(b.Bytes())
+	return err
 }
 
 var (

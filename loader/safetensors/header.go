@@ -284,8 +284,5 @@ func checkTiling(es []entry) (uint64, error) {
 }
 
 func cmpEntry(a, b entry) int {
-	if c := cmp.Compare(a.begin, b.begin); c != 0 {
-		return c
-	}
-	return cmp.Compare(a.end, b.end)
+	return cmp.Or(cmp.Compare(a.begin, b.begin), cmp.Compare(a.end, b.end))
 }

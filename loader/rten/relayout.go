@@ -17,18 +17,12 @@ import (
 // V2 model Relayout writes from V1: the converter's.
 const V2TensorAlign = 64
 
-// Relayout lays the model out anew (format.Relayouter). A V2 model: the
-// header, the Model FlatBuffer byte for byte (but for the data_offset of
-// the constants that move) and the tensor data section on o.Align, each
-// tensor on o.TensorAlign when set. A V1 model with o.Upgrade is written
-// as V2: every constant with inline data becomes one with a data_offset
-// and the dtype of its inline data (FloatData: float32, ...), its bytes
-// in the data section on max(V2TensorAlign, o.TensorAlign), in graph
-// order (subgraphs included; a constant several nodes share once), and
-// the rest of the FlatBuffer is copied table by table (package fbcopy),
-// every field with its presence; a table with a field the schema does not
-// declare is refused. A V1 model without o.Upgrade has no section to
-// align: it is copied as it is.
+// Relayout lays the model out anew (format.Relayouter). A V2 model keeps
+// its FlatBuffer (but for moved data_offsets) and puts the tensor data
+// section on o.Align, each tensor on o.TensorAlign when set. A V1 model
+// with o.Upgrade becomes V2, every inline constant moved to the data
+// section on max(V2TensorAlign, o.TensorAlign); without it, it is copied
+// as it is.
 func (m *Model) Relayout(o format.RelayoutOptions) (*format.Layout, error) {
 	if o.DataFile != "" {
 		return nil, fmt.Errorf("rten: an RTen model links no data files to move its constants to")

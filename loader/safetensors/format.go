@@ -11,12 +11,9 @@ import (
 	"github.com/edgeload/edgeload/mmapfile"
 )
 
-// Format registers safetensors with package format at init. Its Sniff
-// accepts both a safetensors file and a sharded checkpoint's index (the two
-// cannot be mistaken: a file's first 8 bytes are a length of at most
-// MaxHeaderSize, so bytes 4 to 7 are zero, which JSON text never has), and
-// its Open opens either: the index with the shards it names, found beside
-// it (Config.Name is the index's path; Config.Mmap maps them).
+// Format registers safetensors with package format at init. It sniffs and
+// opens both a safetensors file and a sharded checkpoint's index, with the
+// shards beside it (Config.Name is the index's path).
 var Format = format.Registration{
 	Name:    formatName,
 	Files:   "Hugging Face and MLX weights (.safetensors, a sharded checkpoint's model.safetensors.index.json)",

@@ -12,6 +12,7 @@ import (
 	"github.com/edgeload/edgeload/loader/format"
 	"github.com/edgeload/edgeload/loader/internal/arena"
 	"github.com/edgeload/edgeload/loader/internal/fbread"
+	"github.com/edgeload/edgeload/mmapfile"
 	"github.com/edgeload/edgeload/segment"
 )
 
@@ -23,7 +24,7 @@ type loader struct {
 	size     int64  // file size
 	hdr      Header
 	maxDepth int
-	newData  func(off, n int64) (segment.Segment, error)
+	mf       *mmapfile.File // the file constants' Data views point into
 
 	consts []Constant
 	owners []*Node             // owners[i] is the node of consts[i]
@@ -472,13 +473,10 @@ func (l *loader) external(k *Constant, off uint64, dt format.DType, hasDType boo
 			w.desc(), nb, off, section, l.hdr.TensorDataOffset)
 	}
 	abs := l.hdr.TensorDataOffset + int64(off)
-	d, err := l.newData(abs, nb)
-	if err != nil {
-		return err
-	}
 	k.DType, k.Location, k.Offset, k.NBytes, k.DataOffset = dt, format.LocSegment, abs, nb, int64(off)
-	k.Data = d
-	return nil
+	var err error
+	k.Data, err = segment.New(l.mf, abs, nb)
+	return err
 }
 
 // inline reads the inline data of k, a table at dataPos of the type tag
@@ -503,14 +501,10 @@ func (l *loader) inline(k *Constant, dataPos flatbuffers.UOffsetT, tag rtenfb.Co
 			"%s: inline data has %d elements; shape %v needs %d (want exactly that many)", w.desc(), cnt, k.Shape, numel)
 	}
 	nb := numel * int64(dt.Size())
-	abs := l.pos(start)
-	d, err := l.newData(abs, nb)
-	if err != nil {
-		return err
-	}
-	k.DType, k.Location, k.Offset, k.NBytes = dt, format.LocInline, abs, nb
-	k.Data = d
-	return nil
+	k.DType, k.Location, k.Offset, k.NBytes = dt, format.LocInline, l.pos(start), nb
+	var err error
+	k.Data, err = segment.New(l.mf, k.Offset, nb)
+	return err
 }
 
 func (l *loader) value(v *rtenfb.ValueNode, w where) (*Value, error) {

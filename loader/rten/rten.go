@@ -132,9 +132,9 @@ func parse(f *mmapfile.File, c config) (*Model, error) {
 	}
 	l := &loader{
 		buf: buf, base: hdr.ModelOffset, size: size, hdr: hdr, maxDepth: c.maxDepth,
-		newData: func(off, n int64) (segment.Segment, error) { return segment.New(f, off, n) },
-		graphs:  make(map[flatbuffers.UOffsetT]*built),
-		budget:  budgetPerByte*int64(len(buf)) + budgetSlack,
+		mf:     f,
+		graphs: make(map[flatbuffers.UOffsetT]*built),
+		budget: budgetPerByte*int64(len(buf)) + budgetSlack,
 	}
 	m := &Model{f: f, hdr: hdr, meta: l.metadata(root)}
 	g, err := l.graph(root.Graph(nil), "graph", "Model.graph", 0)

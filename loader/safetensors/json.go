@@ -179,20 +179,10 @@ func (s *scanner) str(ctx string) ([]byte, error) {
 			}
 			e := s.b[i+1]
 			i += 2
-			switch e {
-			case '"', '\\', '/':
-				s.buf = append(s.buf, e)
-			case 'b':
-				s.buf = append(s.buf, '\b')
-			case 'f':
-				s.buf = append(s.buf, '\f')
-			case 'n':
-				s.buf = append(s.buf, '\n')
-			case 'r':
-				s.buf = append(s.buf, '\r')
-			case 't':
-				s.buf = append(s.buf, '\t')
-			case 'u':
+			switch {
+			case unescape[e] != 0:
+				s.buf = append(s.buf, unescape[e])
+			case e == 'u':
 				r, ok := hex4(s.b, i)
 				if !ok {
 					return nil, s.errAt(i-2, "%s: bad \\u escape", ctx)
@@ -218,26 +208,17 @@ func (s *scanner) str(ctx string) ([]byte, error) {
 	}
 }
 
+// unescape maps the byte after a backslash to the byte it stands for (0:
+// none, or a \u escape).
+var unescape = [256]byte{'"': '"', '\\': '\\', '/': '/', 'b': '\b', 'f': '\f', 'n': '\n', 'r': '\r', 't': '\t'}
+
 // hex4 reads the 4 hex digits at b[i:].
 func hex4(b []byte, i int) (rune, bool) {
 	if i < 0 || i+4 > len(b) {
 		return 0, false
 	}
-	var r rune
-	for _, c := range b[i : i+4] {
-		switch {
-		case c >= '0' && c <= '9':
-			c -= '0'
-		case c >= 'a' && c <= 'f':
-			c -= 'a' - 10
-		case c >= 'A' && c <= 'F':
-			c -= 'A' - 10
-		default:
-			return 0, false
-		}
-		r = r<<4 | rune(c)
-	}
-	return r, true
+	r, err := strconv.ParseUint(string(b[i:i+4]), 16, 32)
+	return rune(r), err == nil
 }
 
 // countElems returns the number of elements of the array whose '[' was

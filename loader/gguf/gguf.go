@@ -136,16 +136,6 @@ type File struct {
 	order     []int
 }
 
-// NewFile reads and checks the GGUF file in mf. The File does not own mf:
-// the caller closes it after the File and every view from it are no
-// longer used.
-func NewFile(mf *mmapfile.File) (*File, error) {
-	if mf == nil {
-		return nil, format.Errorf(formatName, "", -1, "no file")
-	}
-	return parse(mf)
-}
-
 // Version returns the GGUF version (2 or 3).
 func (f *File) Version() uint32 { return f.version }
 

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math"
+	"os"
 	"strconv"
 
 	flatbuffers "github.com/google/flatbuffers/go"
@@ -163,7 +164,24 @@ func fieldPos(t flatbuffers.Table, id int) int64 {
 	return int64(t.Pos) + int64(o)
 }
 
-func parse(mf *mmapfile.File, c config) (*File, error) {
+// NewFile parses the .ptd in mf: a mapped file or section (one mapping may
+// be shared with other readers), bytes in memory (mmapfile.NewBytes) or an
+// io.ReaderAt (mmapfile.NewReaderAt, every view a copy). The File does not
+// own mf: Close leaves it open, and the caller closes it after the File
+// and every view from it are no longer used.
+func NewFile(mf *mmapfile.File, opts ...Option) (*File, error) {
+	if mf == nil {
+		return nil, os.ErrInvalid
+	}
+	var c config
+	for _, o := range opts {
+		if o != nil {
+			o(&c)
+		}
+	}
+	if c.name == "" {
+		c.name = mf.Name()
+	}
 	size := mf.Len()
 	// The first bytes, then the FlatBuffer the header in them describes,
 	// in a pooled buffer when small (package region): what Open keeps is

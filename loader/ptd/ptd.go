@@ -10,7 +10,6 @@ package ptd
 
 import (
 	"encoding/binary"
-	"os"
 	"sync"
 	"sync/atomic"
 
@@ -143,27 +142,6 @@ func WithHead(head []byte) Option { return func(c *config) { c.head = head } }
 // WithName sets the name File.Name reports (and errors may mention); by
 // default it is the file's, mmapfile.File.Name.
 func WithName(name string) Option { return func(c *config) { c.name = name } }
-
-// NewFile parses the .ptd in mf: a mapped file or section (one mapping may
-// be shared with other readers), bytes in memory (mmapfile.NewBytes) or an
-// io.ReaderAt (mmapfile.NewReaderAt, every view a copy). The File does not
-// own mf: Close leaves it open, and the caller closes it after the File
-// and every view from it are no longer used.
-func NewFile(mf *mmapfile.File, opts ...Option) (*File, error) {
-	if mf == nil {
-		return nil, os.ErrInvalid
-	}
-	var c config
-	for _, o := range opts {
-		if o != nil {
-			o(&c)
-		}
-	}
-	if c.name == "" {
-		c.name = mf.Name()
-	}
-	return parse(mf, c)
-}
 
 // Entry returns the entry with the given key: a named_data entry or, in a
 // legacy file, a tensor by fully-qualified name. It allocates nothing.

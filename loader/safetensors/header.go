@@ -255,14 +255,6 @@ func (s *scanner) entry(e *entry, dims *arena.Slices[int64]) error {
 	return nil
 }
 
-// sortEntries puts the entries in data order, by (begin, end), header
-// order breaking ties.
-func sortEntries(es []entry) {
-	if !slices.IsSortedFunc(es, cmpEntry) {
-		slices.SortStableFunc(es, cmpEntry)
-	}
-}
-
 // checkTiling checks that entries in data order tile [0, total) with no
 // gap and no overlap (R10), and returns total.
 func checkTiling(es []entry) (uint64, error) {

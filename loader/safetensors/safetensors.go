@@ -14,6 +14,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"os"
+	"slices"
 	"sync"
 
 	"github.com/edgeload/edgeload/loader/format"
@@ -100,8 +101,10 @@ func newFile(mf *mmapfile.File, known []byte) (*File, error) {
 // the File.
 func build(mf *mmapfile.File, n uint64, h *header) (*File, error) {
 	size := uint64(mf.Len())
-	es := h.entries
-	sortEntries(es)
+	es := h.entries // in data order, by (begin, end), header order breaking ties:
+	if !slices.IsSortedFunc(es, cmpEntry) {
+		slices.SortStableFunc(es, cmpEntry)
+	}
 	dataOff := 8 + n
 	f := &File{mf: mf, hsize: n, meta: h.meta}
 	f.tensors = make([]format.Tensor, len(es))

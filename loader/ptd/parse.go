@@ -223,32 +223,16 @@ func NewFile(mf *mmapfile.File, opts ...Option) (*File, error) {
 	return f, nil
 }
 
-// rawLayout is what a layout is read from, in a verified TensorLayout or
-// TensorMetadata table at pos: its scalar type, the bytes of its sizes and
-// dim_order vectors (nil when absent), and the table offsets of the three
-// fields (0 when absent), for the offsets errors name.
+// rawLayout locates a verified layout: a TensorLayout or legacy
+// TensorMetadata table at pos, and the table offsets of its scalar_type,
+// sizes and dim_order fields (0 when absent).
 type rawLayout struct {
-	pos             int64
-	fo              [3]int64 // scalar_type, sizes, dim_order
-	st              int8
-	sizes, dimOrder []byte
+	pos int64
+	fo  [3]int64
 }
 
 // fieldPos returns the file position errors name for field k of l.
 func (l *rawLayout) fieldPos(k int) int64 { return l.pos + l.fo[k] }
-
-// rawLayoutAt reads the layout of the verified table at pos, whose
-// scalar_type, sizes and dim_order have ids first to first+2 in its field
-// offsets fo (ids 0-2 in a TensorLayout, 1-3 in a legacy TensorMetadata).
-func rawLayoutAt(fb []byte, pos int64, fo *[fbread.MaxFields]int64, first int) rawLayout {
-	l := rawLayout{pos: pos, fo: [3]int64(fo[first : first+3])}
-	if f := l.fo[0]; f != 0 {
-		l.st = int8(fb[pos+f])
-	}
-	l.sizes = fbread.FieldBytes(fb, pos, l.fo[1], 4)
-	l.dimOrder = fbread.FieldBytes(fb, pos, l.fo[2], 1)
-	return l
-}
 
 // at locates an entry for error messages: element i of a root list. The
 // path string is built only when an error needs it.
@@ -285,16 +269,19 @@ func (a *store) layout() *Layout {
 	return &a.layouts[len(a.layouts)-1]
 }
 
-// readLayout reads a verified layout. The data has room bytes: all of
-// segment si (off < 0), or what follows offset off in it.
-func (f *File) readLayout(src *rawLayout, loc at, key string, si int, off int64, ar *store) (*Layout, int64, error) {
-	st := src.st
+// readLayout reads the verified layout src of FlatBuffer fb. The data has
+// room bytes: all of segment si (off < 0), or what follows offset off in it.
+func (f *File) readLayout(fb []byte, src rawLayout, loc at, key string, si int, off int64, ar *store) (*Layout, int64, error) {
+	var st int8
+	if p := src.fo[0]; p != 0 {
+		st = int8(fb[src.pos+p])
+	}
 	dt, msg := executorch.ScalarTypeDType(st)
 	if msg != "" {
 		return nil, 0, errorf(loc.field(loc.sub+".scalar_type"), src.fieldPos(0),
 			"key %q: scalar type %d is reserved or unknown (want a known ExecuTorch ScalarType: 0-7, 11-17, 22-29)", key, st)
 	}
-	sizes := src.sizes
+	sizes := fbread.FieldBytes(fb, src.pos, src.fo[1], 4)
 	n := len(sizes) / 4
 	if ar.budget -= n; ar.budget < 0 {
 		return nil, 0, errorf(loc.field(loc.sub+".sizes"), src.fieldPos(1),
@@ -310,7 +297,7 @@ func (f *File) readLayout(src *rawLayout, loc at, key string, si int, off int64,
 		}
 		l.Sizes[i] = int64(s)
 	}
-	if d := src.dimOrder; len(d) > 0 {
+	if d := fbread.FieldBytes(fb, src.pos, src.fo[2], 1); len(d) > 0 {
 		if len(d) != n {
 			return nil, 0, errorf(loc.field(loc.sub+".dim_order"), src.fieldPos(2),
 				"key %q: dim_order has %d entries for %d dimensions", key, len(d), n)
@@ -452,8 +439,8 @@ func (f *File) readCurrent(fb []byte) error {
 				ar.layouts = make([]Layout, 0, n)
 			}
 			tl := fbread.Deref(fb, nd+fo[2])
-			raw := rawLayoutAt(fb, tl, tlf.Of(fb, tl), 0)
-			l, nbytes, err := f.readLayout(&raw, loc, key, si, -1, &ar)
+			raw := rawLayout{tl, [3]int64(tlf.Of(fb, tl)[0:3])} // ids 0-2
+			l, nbytes, err := f.readLayout(fb, raw, loc, key, si, -1, &ar)
 			if err != nil {
 				return err
 			}
@@ -522,8 +509,8 @@ func (f *File) readLegacy(fb []byte) error {
 			return errorf(loc.field(".offset"), fieldPos(t, 5),
 				"key %q: offset %d lies past the end of segment %d (%d bytes)", key, off, si, seg.Len())
 		}
-		raw := rawLayoutAt(fb, int64(t.Pos), tmf.Of(fb, int64(t.Pos)), 1)
-		l, nbytes, err := f.readLayout(&raw, loc, key, si, int64(off), &ar)
+		raw := rawLayout{int64(t.Pos), [3]int64(tmf.Of(fb, int64(t.Pos))[1:4])} // ids 1-3
+		l, nbytes, err := f.readLayout(fb, raw, loc, key, si, int64(off), &ar)
 		if err != nil {
 			return err
 		}

@@ -257,35 +257,26 @@ func (l *loader) node(np int64, g *Graph, i int, gfield string, depth int) error
 	}
 	node.Name = l.names.Copy(name)
 	w := where{graph: gfield, node: i, name: node.Name}
+	var err error
 	switch kind {
 	case rtenfb.NodeKindOperatorNode:
 		var op rtenfb.OperatorNode
 		op.Init(u.Bytes, u.Pos)
 		node.Kind = KindOperator
-		o, err := l.operator(&op, g, w, depth)
-		if err != nil {
-			return err
-		}
-		node.Op = o
+		node.Op, err = l.operator(&op, g, w, depth)
 	case rtenfb.NodeKindConstantNode:
 		node.Kind = KindConstant
-		if err := l.constant(int64(u.Pos), g, node, w); err != nil {
-			return err
-		}
+		err = l.constant(int64(u.Pos), g, node, w)
 	case rtenfb.NodeKindValueNode:
 		var v rtenfb.ValueNode
 		v.Init(u.Bytes, u.Pos)
 		node.Kind = KindValue
-		val, err := l.value(&v, w)
-		if err != nil {
-			return err
-		}
-		node.Value = val
+		node.Value, err = l.value(&v, w)
 	default: // NONE: fbverify rejects unknown tags
 		return format.Errorf(fmtName, w.field(""), l.pos(ndt.Pos),
 			"%s has no data (NodeKind NONE); want an operator, constant or value", w.desc())
 	}
-	return nil
+	return err
 }
 
 func (l *loader) operator(op *rtenfb.OperatorNode, g *Graph, w where, depth int) (*Operator, error) {

@@ -137,11 +137,9 @@ func parse(f *mmapfile.File, c config) (*Model, error) {
 		budget: budgetPerByte*int64(len(buf)) + budgetSlack,
 	}
 	m := &Model{f: f, hdr: hdr, meta: l.metadata(root)}
-	g, err := l.graph(root.Graph(nil), "graph", "Model.graph", 0)
-	if err != nil {
+	if m.graph, err = l.graph(root.Graph(nil), "graph", "Model.graph", 0); err != nil {
 		return nil, err
 	}
-	m.graph = g
 	m.consts = l.consts
 	for i, n := range l.owners {
 		n.Constant = &m.consts[i]

@@ -46,19 +46,6 @@ func wrapf(sentinel error, field string, off int64, msg string, args ...any) err
 
 func isDigit(c byte) bool { return c >= '0' && c <= '9' }
 
-// checkIdentifier classifies the 4 bytes at offset 4.
-func checkIdentifier(id []byte) error {
-	if string(id) == Identifier {
-		return nil
-	}
-	if id[0] == 'F' && id[1] == 'T' && isDigit(id[2]) && isDigit(id[3]) {
-		return wrapf(format.ErrUnsupportedVersion, "identifier", offIdentifier,
-			"file identifier %q (% x) is a FlatTensor version this loader cannot read; want %q", id, id, Identifier)
-	}
-	return wrapf(format.ErrUnknownFormat, "identifier", offIdentifier,
-		"file identifier %q (% x) is not %q: not a .ptd file", id, id, Identifier)
-}
-
 // parseHeader checks the FH01 header in head, the first bytes of a file of
 // size bytes (at least min(size, headerEnd) of them), against the file
 // size.
@@ -70,8 +57,13 @@ func parseHeader(head []byte, size int64) (Header, error) {
 		return h, wrapf(format.ErrUnknownFormat, "identifier", 0,
 			"file of %d bytes is too short for a FlatBuffer identifier", size)
 	}
-	if err := checkIdentifier(buf[4:8]); err != nil {
-		return h, err
+	if id := buf[4:8]; string(id) != Identifier {
+		if id[0] == 'F' && id[1] == 'T' && isDigit(id[2]) && isDigit(id[3]) {
+			return h, wrapf(format.ErrUnsupportedVersion, "identifier", offIdentifier,
+				"file identifier %q (% x) is a FlatTensor version this loader cannot read; want %q", id, id, Identifier)
+		}
+		return h, wrapf(format.ErrUnknownFormat, "identifier", offIdentifier,
+			"file identifier %q (% x) is not %q: not a .ptd file", id, id, Identifier)
 	}
 	if n < offLength {
 		return h, wrapf(format.ErrTruncated, "header", offMagic,

@@ -214,14 +214,10 @@ func parseIndex(b []byte) (*weightMap, error) {
 		}
 	}
 	// shards in the order of their names
-	order := slices.Clone(wm.files)
-	slices.Sort(order)
-	rank := make(map[string]int32, len(order))
-	for i, f := range order {
-		rank[f] = int32(i)
-	}
+	order := slices.Sorted(slices.Values(wm.files))
 	for i, si := range wm.shard {
-		wm.shard[i] = rank[wm.files[si]]
+		r, _ := slices.BinarySearch(order, wm.files[si])
+		wm.shard[i] = int32(r)
 	}
 	wm.files = order
 	return wm, nil

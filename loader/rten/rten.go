@@ -1,7 +1,7 @@
 // Package rten reads RTen model files (.rten) without copying their weights.
 //
 // A file is V2 (a 32-byte "RTEN" header, the Model FlatBuffer, then a tensor
-// data section) or V1 (no header: the whole file is the FlatBuffer, every
+// data section) or V1 (no header: the whole file is the FlatBuffer, each
 // constant inline). [NewFile] checks the header, the FlatBuffer and the
 // graph as the reference runtime does, touching no page of the tensor data
 // section; every constant is a [Constant] whose Data is a zero-copy view of
@@ -75,7 +75,7 @@ type Model struct {
 // FlatBuffer is read into memory and every Data view is a copy read on
 // demand). The Model does not own f: its Close leaves f open, and f must
 // stay open while the Model and its views are in use.
-func NewFile(f *mmapfile.File, opts ...Option) (m *Model, err error) {
+func NewFile(f *mmapfile.File, opts ...Option) (*Model, error) {
 	var c config
 	for _, o := range opts {
 		o(&c)
@@ -85,6 +85,8 @@ func NewFile(f *mmapfile.File, opts ...Option) (m *Model, err error) {
 	}
 	// Under mmapfile.Guard a file truncated under the mapping gives an
 	// error, not a SIGBUS.
+	var m *Model
+	var err error
 	gerr := mmapfile.Guard(func() { m, err = parse(f, c) })
 	if gerr != nil {
 		return nil, format.Wrapf(format.ErrTruncated, fmtName, "", -1, "reading the model: %v (the file must keep its size while it is open)", gerr)

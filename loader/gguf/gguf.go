@@ -2,21 +2,10 @@
 // endian): the metadata key-value pairs, the tensor infos and the tensors'
 // bytes, as zero-copy views of a mapped file.
 //
-// NewFile reads and checks the header region (the metadata and the tensor
-// infos) and touches no tensor page. Metadata arrays (a vocabulary of
-// 150,000 token strings) are walked once to check them and decoded only
-// when a caller reads them; a tensor lookup by name allocates nothing.
-// Every count, length, offset and size is checked against the file: names
-// unique, ne[0] a multiple of the type's block size, ne[0]×…×ne[3] and the
-// byte size without overflow, every tensor aligned, inside the data
-// section and overlapping no other. Version 1 (32-bit counts), big-endian
-// files and unknown ggml types are refused with errors that say so; every
-// error is a *format.FormatError with Format "gguf".
-//
-// Tensors keep GGUF's file order. Tensor.Shape is outermost first (numpy
-// order, the reverse of GGUF's ne); TensorInfo.NE has the on-disk order.
-// A quantized tensor's Data is its raw blocks: TensorInfo.Block gives the
-// elements and bytes of one block.
+// NewFile checks every count, length, offset and size of the header region
+// against the file and touches no tensor page; metadata arrays are decoded
+// only when read. Tensor.Shape is outermost first (numpy order, the
+// reverse of GGUF's ne); a quantized tensor's Data is its raw blocks.
 //
 // # Use order
 //
@@ -39,12 +28,6 @@
 //
 // Among tensors of one base name, ".weight" comes before ".bias", and any
 // other suffix follows in file order.
-//
-// # Repacking
-//
-// File.Relayout and File.WriteAligned rewrite the file with a new
-// general.alignment and every tensor on that boundary, streaming the
-// tensor bytes; metadata and tensor bytes are unchanged.
 package gguf
 
 import (
@@ -151,16 +134,6 @@ type File struct {
 
 	orderOnce sync.Once
 	order     []int
-}
-
-// NewFile reads and checks the GGUF file in mf. The File does not own mf:
-// the caller closes it after the File and every view from it are no
-// longer used.
-func NewFile(mf *mmapfile.File) (*File, error) {
-	if mf == nil {
-		return nil, format.Errorf(formatName, "", -1, "no file")
-	}
-	return parse(mf)
 }
 
 // Version returns the GGUF version (2 or 3).

@@ -110,7 +110,13 @@ func malformed(field string, off int64, msg string, args ...any) error {
 	return format.Errorf(formatName, field, off, msg, args...)
 }
 
-func parse(mf *mmapfile.File) (*File, error) {
+// NewFile reads and checks the GGUF file in mf. The File does not own mf:
+// the caller closes it after the File and every view from it are no
+// longer used.
+func NewFile(mf *mmapfile.File) (*File, error) {
+	if mf == nil {
+		return nil, format.Errorf(formatName, "", -1, "no file")
+	}
 	f := &File{mf: mf, size: mf.Len()}
 	r := &reader{mf: mf, size: f.size}
 	if !r.need(8) {

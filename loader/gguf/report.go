@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"math"
 	"strconv"
 	"text/tabwriter"
 
@@ -62,21 +61,16 @@ func writeValueJSON(b *bytes.Buffer, v Value) {
 		b.WriteString(strconv.FormatInt(x, 10))
 	case TypeFloat32, TypeFloat64:
 		x, _ := v.AsFloat()
+		var f any = x
 		bitSize := 64
 		if v.Type() == TypeFloat32 {
-			bitSize = 32
+			f, bitSize = float32(x), 32
 		}
-		if math.IsNaN(x) || math.IsInf(x, 0) {
+		if s, err := json.Marshal(f); err == nil {
+			b.Write(s)
+		} else { // NaN and infinities
 			b.WriteString(strconv.Quote(strconv.FormatFloat(x, 'g', -1, bitSize)))
-			return
 		}
-		var s []byte
-		if bitSize == 32 {
-			s, _ = json.Marshal(float32(x))
-		} else {
-			s, _ = json.Marshal(x)
-		}
-		b.Write(s)
 	case TypeBool:
 		x, _ := v.AsBool()
 		b.WriteString(strconv.FormatBool(x))

@@ -53,7 +53,7 @@ func (f *File) Relayout(o format.RelayoutOptions) (*format.Layout, error) {
 	for i := range f.tensors {
 		t := &f.tensors[i]
 		rel[i] = pos
-		pos = alignUp(pos+t.NBytes, align)
+		pos = format.AlignUp(pos+t.NBytes, align)
 		end := t.InfoOffset + 8 + int64(len(t.Name)) + 4 + 8*int64(t.NDims) + 4
 		h = append(h, f.head[t.InfoOffset:end]...)
 		h = binary.LittleEndian.AppendUint64(h, uint64(rel[i]))
@@ -62,20 +62,15 @@ func (f *File) Relayout(o format.RelayoutOptions) (*format.Layout, error) {
 	// none, and no padding.
 	data := int64(len(h))
 	if len(f.tensors) > 0 {
-		data = alignUp(data, align)
+		data = format.AlignUp(data, align)
 		h = append(h, make([]byte, data-int64(len(h)))...)
-	}
-	for i := range rel {
-		rel[i] += data
 	}
 	pieces := make([]format.Piece, len(rel))
 	for i := range rel {
-		pieces[i] = format.Piece{Offset: rel[i], Data: f.tensors[i].Data}
+		pieces[i] = format.Piece{Offset: data + rel[i], Data: f.tensors[i].Data}
 	}
 	return &format.Layout{Head: h, Pieces: pieces, Size: data + pos}, nil
 }
-
-var alignUp = format.AlignUp
 
 // copyChunk is the buffer WriteAligned copies tensor bytes through.
 const copyChunk = 1 << 20

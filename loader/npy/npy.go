@@ -13,6 +13,8 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"strconv"
+	"strings"
 
 	"github.com/edgeload/edgeload/loader/format"
 	"github.com/edgeload/edgeload/mmapfile"
@@ -256,15 +258,12 @@ func (f *File) Relayout(o format.RelayoutOptions) (*format.Layout, error) {
 
 // shapeText writes a shape as a Python tuple: (), (3,), (3, 4).
 func shapeText(shape []int64) string {
-	s := "("
+	dims := make([]string, len(shape))
 	for i, d := range shape {
-		if i > 0 {
-			s += " "
-		}
-		s += fmt.Sprintf("%d,", d)
+		dims[i] = strconv.FormatInt(d, 10)
 	}
-	if len(shape) > 1 {
-		s = s[:len(s)-1]
+	if len(shape) == 1 {
+		return "(" + dims[0] + ",)"
 	}
-	return s + ")"
+	return "(" + strings.Join(dims, ", ") + ")"
 }

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math"
+	"os"
 	"strconv"
 
 	flatbuffers "github.com/google/flatbuffers/go"
@@ -45,19 +46,6 @@ func wrapf(sentinel error, field string, off int64, msg string, args ...any) err
 
 func isDigit(c byte) bool { return c >= '0' && c <= '9' }
 
-// checkIdentifier classifies the 4 bytes at offset 4.
-func checkIdentifier(id []byte) error {
-	if string(id) == Identifier {
-		return nil
-	}
-	if id[0] == 'F' && id[1] == 'T' && isDigit(id[2]) && isDigit(id[3]) {
-		return wrapf(format.ErrUnsupportedVersion, "identifier", offIdentifier,
-			"file identifier %q (% x) is a FlatTensor version this loader cannot read; want %q", id, id, Identifier)
-	}
-	return wrapf(format.ErrUnknownFormat, "identifier", offIdentifier,
-		"file identifier %q (% x) is not %q: not a .ptd file", id, id, Identifier)
-}
-
 // parseHeader checks the FH01 header in head, the first bytes of a file of
 // size bytes (at least min(size, headerEnd) of them), against the file
 // size.
@@ -69,8 +57,13 @@ func parseHeader(head []byte, size int64) (Header, error) {
 		return h, wrapf(format.ErrUnknownFormat, "identifier", 0,
 			"file of %d bytes is too short for a FlatBuffer identifier", size)
 	}
-	if err := checkIdentifier(buf[4:8]); err != nil {
-		return h, err
+	if id := buf[4:8]; string(id) != Identifier {
+		if id[0] == 'F' && id[1] == 'T' && isDigit(id[2]) && isDigit(id[3]) {
+			return h, wrapf(format.ErrUnsupportedVersion, "identifier", offIdentifier,
+				"file identifier %q (% x) is a FlatTensor version this loader cannot read; want %q", id, id, Identifier)
+		}
+		return h, wrapf(format.ErrUnknownFormat, "identifier", offIdentifier,
+			"file identifier %q (% x) is not %q: not a .ptd file", id, id, Identifier)
 	}
 	if n < offLength {
 		return h, wrapf(format.ErrTruncated, "header", offMagic,
@@ -163,7 +156,24 @@ func fieldPos(t flatbuffers.Table, id int) int64 {
 	return int64(t.Pos) + int64(o)
 }
 
-func parse(mf *mmapfile.File, c config) (*File, error) {
+// NewFile parses the .ptd in mf: a mapped file or section (one mapping may
+// be shared with other readers), bytes in memory (mmapfile.NewBytes) or an
+// io.ReaderAt (mmapfile.NewReaderAt, every view a copy). The File does not
+// own mf: Close leaves it open, and the caller closes it after the File
+// and every view from it are no longer used.
+func NewFile(mf *mmapfile.File, opts ...Option) (*File, error) {
+	if mf == nil {
+		return nil, os.ErrInvalid
+	}
+	var c config
+	for _, o := range opts {
+		if o != nil {
+			o(&c)
+		}
+	}
+	if c.name == "" {
+		c.name = mf.Name()
+	}
 	size := mf.Len()
 	// The first bytes, then the FlatBuffer the header in them describes,
 	// in a pooled buffer when small (package region): what Open keeps is
@@ -205,77 +215,16 @@ func parse(mf *mmapfile.File, c config) (*File, error) {
 	return f, nil
 }
 
-func checkVersion(v uint32, pos int64) error {
-	if v > MaxVersion {
-		return wrapf(format.ErrUnsupportedVersion, "FlatTensor.version", pos,
-			"FlatTensor version %d; want at most %d, the latest this loader reads", v, MaxVersion)
-	}
-	return nil
-}
-
-// segmentAt builds segment i from a verified DataSegment.
-func (f *File) segmentAt(ds *ptdfb.DataSegment, i int) (segment.Segment, error) {
-	off, sz := ds.Offset(), ds.Size()
-	field := func() string { return "FlatTensor.segments[" + strconv.Itoa(i) + "]" } // for errors only
-	base, dataEnd := f.hdr.SegmentBaseOffset, f.hdr.SegmentBaseOffset+f.hdr.SegmentDataSize
-	abs := base + off
-	if abs < base || abs > dataEnd {
-		// abs may have wrapped: say "base + offset", not a wrapped sum
-		return segment.Segment{}, errorf(field()+".offset", fieldPos(ds.Table(), 0),
-			"segment offset %d (from segment_base_offset %d) lies outside the segment data [%d, %d): want at most %d",
-			off, base, base, dataEnd, dataEnd-base)
-	}
-	if sz > dataEnd-abs {
-		return segment.Segment{}, errorf(field()+".size", fieldPos(ds.Table(), 1),
-			"segment [%d, +%d) runs past the end of the segment data at %d (file %d bytes)", abs, sz, dataEnd, f.size)
-	}
-	s, err := segment.New(f.mf, int64(abs), int64(sz))
-	if err != nil {
-		return segment.Segment{}, fmt.Errorf("ptd: %s: %w", field(), err)
-	}
-	return s, nil
-}
-
-func dtypeOf(st int8) (format.DType, bool) {
-	d, msg := executorch.ScalarTypeDType(st)
-	return d, msg == ""
-}
-
-// rawLayout is what a layout is read from, in a verified TensorLayout or
-// TensorMetadata table at pos: its scalar type, the bytes of its sizes and
-// dim_order vectors (nil when absent), and the table offsets of the three
-// fields (0 when absent), for the offsets errors name.
+// rawLayout locates a verified layout: a TensorLayout or legacy
+// TensorMetadata table at pos, and the table offsets of its scalar_type,
+// sizes and dim_order fields (0 when absent).
 type rawLayout struct {
-	pos             int64
-	fo              [3]int64 // scalar_type, sizes, dim_order
-	st              int8
-	sizes, dimOrder []byte
+	pos int64
+	fo  [3]int64
 }
 
 // fieldPos returns the file position errors name for field k of l.
 func (l *rawLayout) fieldPos(k int) int64 { return l.pos + l.fo[k] }
-
-// legacyLayout reads the layout of a legacy TensorMetadata (its fields
-// scalar_type, sizes and dim_order have ids 1, 2 and 3).
-func legacyLayout(tm *ptdfb.LegacyTensorMetadata) rawLayout {
-	t := tm.Table()
-	fb, pos := t.Bytes, int64(t.Pos)
-	l := rawLayout{pos: pos}
-	for k := range l.fo {
-		l.fo[k] = int64(t.Offset(flatbuffers.VOffsetT(4 + 2*(k+1))))
-	}
-	l.readFields(fb)
-	return l
-}
-
-// readFields reads l's fields at the table offsets l.fo.
-func (l *rawLayout) readFields(fb []byte) {
-	if f := l.fo[0]; f != 0 {
-		l.st = int8(fb[l.pos+f])
-	}
-	l.sizes = fbread.FieldBytes(fb, l.pos, l.fo[1], 4)
-	l.dimOrder = fbread.FieldBytes(fb, l.pos, l.fo[2], 1)
-}
 
 // at locates an entry for error messages: element i of a root list. The
 // path string is built only when an error needs it.
@@ -312,16 +261,19 @@ func (a *store) layout() *Layout {
 	return &a.layouts[len(a.layouts)-1]
 }
 
-// readLayout reads a verified layout. The data has room bytes: all of
-// segment si (off < 0), or what follows offset off in it.
-func (f *File) readLayout(src *rawLayout, loc at, key string, si int, off int64, ar *store) (*Layout, int64, error) {
-	st := src.st
-	dt, ok := dtypeOf(st)
-	if !ok {
+// readLayout reads the verified layout src of FlatBuffer fb. The data has
+// room bytes: all of segment si (off < 0), or what follows offset off in it.
+func (f *File) readLayout(fb []byte, src rawLayout, loc at, key string, si int, off int64, ar *store) (*Layout, int64, error) {
+	var st int8
+	if p := src.fo[0]; p != 0 {
+		st = int8(fb[src.pos+p])
+	}
+	dt, msg := executorch.ScalarTypeDType(st)
+	if msg != "" {
 		return nil, 0, errorf(loc.field(loc.sub+".scalar_type"), src.fieldPos(0),
 			"key %q: scalar type %d is reserved or unknown (want a known ExecuTorch ScalarType: 0-7, 11-17, 22-29)", key, st)
 	}
-	sizes := src.sizes
+	sizes := fbread.FieldBytes(fb, src.pos, src.fo[1], 4)
 	n := len(sizes) / 4
 	if ar.budget -= n; ar.budget < 0 {
 		return nil, 0, errorf(loc.field(loc.sub+".sizes"), src.fieldPos(1),
@@ -337,7 +289,7 @@ func (f *File) readLayout(src *rawLayout, loc at, key string, si int, off int64,
 		}
 		l.Sizes[i] = int64(s)
 	}
-	if d := src.dimOrder; len(d) > 0 {
+	if d := fbread.FieldBytes(fb, src.pos, src.fo[2], 1); len(d) > 0 {
 		if len(d) != n {
 			return nil, 0, errorf(loc.field(loc.sub+".dim_order"), src.fieldPos(2),
 				"key %q: dim_order has %d entries for %d dimensions", key, len(d), n)
@@ -400,16 +352,36 @@ func tensorOf(nd *NamedData) format.Tensor {
 	}
 }
 
-func (f *File) readSegments(nseg int, get func(*ptdfb.DataSegment, int) bool) error {
+// readRoot checks the root table's version (at vpos) and reads its nseg
+// segments, each inside the segment data region.
+func (f *File) readRoot(version uint32, vpos int64, nseg int, get func(*ptdfb.DataSegment, int) bool) error {
+	f.version = version
+	if version > MaxVersion {
+		return wrapf(format.ErrUnsupportedVersion, "FlatTensor.version", vpos,
+			"FlatTensor version %d; want at most %d, the latest this loader reads", version, MaxVersion)
+	}
 	f.segs = make([]segment.Segment, nseg)
+	base, dataEnd := f.hdr.SegmentBaseOffset, f.hdr.SegmentBaseOffset+f.hdr.SegmentDataSize
 	var ds ptdfb.DataSegment
 	for i := range nseg {
 		get(&ds, i)
-		s, err := f.segmentAt(&ds, i)
-		if err != nil {
-			return err
+		off, sz := ds.Offset(), ds.Size()
+		field := func() string { return "FlatTensor.segments[" + strconv.Itoa(i) + "]" } // for errors only
+		abs := base + off
+		if abs < base || abs > dataEnd {
+			// abs may have wrapped: say "base + offset", not a wrapped sum
+			return errorf(field()+".offset", fieldPos(ds.Table(), 0),
+				"segment offset %d (from segment_base_offset %d) lies outside the segment data [%d, %d): want at most %d",
+				off, base, base, dataEnd, dataEnd-base)
 		}
-		f.segs[i] = s
+		if sz > dataEnd-abs {
+			return errorf(field()+".size", fieldPos(ds.Table(), 1),
+				"segment [%d, +%d) runs past the end of the segment data at %d (file %d bytes)", abs, sz, dataEnd, f.size)
+		}
+		var err error
+		if f.segs[i], err = segment.New(f.mf, int64(abs), int64(sz)); err != nil {
+			return fmt.Errorf("ptd: %s: %w", field(), err)
+		}
 	}
 	return nil
 }
@@ -423,11 +395,7 @@ func (f *File) segmentIndex(idx uint32, loc at, pos int64, key string) (int, err
 
 func (f *File) readCurrent(fb []byte) error {
 	ft := ptdfb.GetRootAsFlatTensor(fb, 0)
-	f.version = ft.Version()
-	if err := checkVersion(f.version, fieldPos(ft.Table(), 0)); err != nil {
-		return err
-	}
-	if err := f.readSegments(ft.SegmentsLength(), ft.Segments); err != nil {
+	if err := f.readRoot(ft.Version(), fieldPos(ft.Table(), 0), ft.SegmentsLength(), ft.Segments); err != nil {
 		return err
 	}
 	n := ft.NamedDataLength()
@@ -463,10 +431,8 @@ func (f *File) readCurrent(fb []byte) error {
 				ar.layouts = make([]Layout, 0, n)
 			}
 			tl := fbread.Deref(fb, nd+fo[2])
-			lf := tlf.Of(fb, tl)
-			raw := rawLayout{pos: tl, fo: [3]int64{lf[0], lf[1], lf[2]}}
-			raw.readFields(fb)
-			l, nbytes, err := f.readLayout(&raw, loc, key, si, -1, &ar)
+			raw := rawLayout{tl, [3]int64(tlf.Of(fb, tl)[0:3])} // ids 0-2
+			l, nbytes, err := f.readLayout(fb, raw, loc, key, si, -1, &ar)
 			if err != nil {
 				return err
 			}
@@ -490,12 +456,8 @@ func (f *File) readCurrent(fb []byte) error {
 
 func (f *File) readLegacy(fb []byte) error {
 	ft := ptdfb.GetRootAsLegacyFlatTensor(fb, 0)
-	f.version = ft.Version()
-	if err := checkVersion(f.version, fieldPos(ft.Table(), 0)); err != nil {
-		return err
-	}
 	f.talign = ft.TensorAlignment()
-	if err := f.readSegments(ft.SegmentsLength(), ft.Segments); err != nil {
+	if err := f.readRoot(ft.Version(), fieldPos(ft.Table(), 0), ft.SegmentsLength(), ft.Segments); err != nil {
 		return err
 	}
 	nt, nn := ft.TensorsLength(), ft.NamedDataLength()
@@ -523,6 +485,7 @@ func (f *File) readLegacy(fb []byte) error {
 
 	ar.layouts = make([]Layout, 0, nt)
 	var tm ptdfb.LegacyTensorMetadata
+	var tmf fbread.Fields
 	for i := range nt {
 		ft.Tensors(&tm, i)
 		loc := at{list: "tensors", i: i}
@@ -538,8 +501,8 @@ func (f *File) readLegacy(fb []byte) error {
 			return errorf(loc.field(".offset"), fieldPos(t, 5),
 				"key %q: offset %d lies past the end of segment %d (%d bytes)", key, off, si, seg.Len())
 		}
-		raw := legacyLayout(&tm)
-		l, nbytes, err := f.readLayout(&raw, loc, key, si, int64(off), &ar)
+		raw := rawLayout{int64(t.Pos), [3]int64(tmf.Of(fb, int64(t.Pos))[1:4])} // ids 1-3
+		l, nbytes, err := f.readLayout(fb, raw, loc, key, si, int64(off), &ar)
 		if err != nil {
 			return err
 		}

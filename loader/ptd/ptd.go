@@ -2,38 +2,14 @@
 // format): a FlatBuffer of keys, tensor layouts and segment offsets behind
 // an FH01 header, followed by the segments that hold the bytes.
 //
-// [NewFile] reads a .ptd from an *mmapfile.File the caller owns; over a
-// mapping it reads only the header and the FlatBuffer and touches no
-// segment page. Every NamedData, Tensor and
-// Segment it hands out is a zero-copy view into that one mapping, so one
-// .ptd can serve the weights of several programs (.pte files) at the cost
-// of one mapping, and Lookup by key allocates nothing.
-//
-// Two layouts carry the same "FT01" identifier: the current one (root
-// FlatTensor: version, segments, named_data with optional TensorLayout)
-// and the January-June 2025 one (root: version, tensor_alignment, tensors
-// of TensorMetadata, segments, named_data). NewFile tells them apart by the
-// root table's vtable (see [File.Legacy]) and reads both.
-//
-// Which accessor lists what:
-//   - [File.NamedData] is the file's named_data list (key, segment, whole
-//     segment view; with its Layout when it has one): the "named_data" of
-//     `edgeload inspect --json`. It is empty for the real legacy file.
-//   - [File.Tensors] is every entry with a layout as a [format.Tensor]: the
-//     named data with a TensorLayout, or a legacy file's tensors list
-//     (each a sub-range of its segment): the JSON's "tensors".
-//   - [File.Lookup] finds both, by key or fully-qualified name.
-//
-// Every error about the file's content is a *format.FormatError naming the
-// field path (e.g. "FlatTensor.named_data[3].tensor_layout.sizes"), the
-// absolute file offset and the key concerned; errors.Is matches the
-// sentinels of package format (ErrUnknownFormat, ErrUnsupportedVersion,
-// ErrTruncated, ErrMalformed).
+// [NewFile] reads only the header and the FlatBuffer; every NamedData,
+// Tensor and Segment it hands out is a zero-copy view of the file. It reads
+// both layouts that carry the "FT01" identifier: the current one and the
+// January-June 2025 one (see [File.Legacy]).
 package ptd
 
 import (
 	"encoding/binary"
-	"os"
 	"sync"
 	"sync/atomic"
 
@@ -159,42 +135,13 @@ type config struct {
 }
 
 // WithHead gives NewFile the file's first bytes when the caller has already
-// read them (as a format sniffer has): NewFile then reads only what they do
-// not cover, one system call fewer. They must be the file's own first bytes:
-// NewFile parses the headers and metadata from them as if it had read them
-// (still checking everything it hands out against the file itself). It
-// copies what it uses: head is the caller's again when NewFile returns.
+// read them (as a format sniffer has), saving a read. They must be the
+// file's own first bytes; NewFile copies what it uses.
 func WithHead(head []byte) Option { return func(c *config) { c.head = head } }
 
 // WithName sets the name File.Name reports (and errors may mention); by
 // default it is the file's, mmapfile.File.Name.
 func WithName(name string) Option { return func(c *config) { c.name = name } }
-
-func newConfig(opts []Option) config {
-	var c config
-	for _, o := range opts {
-		if o != nil {
-			o(&c)
-		}
-	}
-	return c
-}
-
-// NewFile parses the .ptd in mf: a mapped file or section (one mapping may
-// be shared with other readers), bytes in memory (mmapfile.NewBytes) or an
-// io.ReaderAt (mmapfile.NewReaderAt, every view a copy). The File does not
-// own mf: Close leaves it open, and the caller closes it after the File
-// and every view from it are no longer used.
-func NewFile(mf *mmapfile.File, opts ...Option) (*File, error) {
-	if mf == nil {
-		return nil, os.ErrInvalid
-	}
-	c := newConfig(opts)
-	if c.name == "" {
-		c.name = mf.Name()
-	}
-	return parse(mf, c)
-}
 
 // Entry returns the entry with the given key: a named_data entry or, in a
 // legacy file, a tensor by fully-qualified name. It allocates nothing.
@@ -241,18 +188,10 @@ func (f *File) Segments() []segment.Segment { return f.segs[:len(f.segs):len(f.s
 // Header returns the FH01 header.
 func (f *File) Header() Header { return f.hdr }
 
-// Legacy reports whether the file uses the January-June 2025 layout.
-//
-// The rule: a file is legacy when its root table's vtable has more than
-// three field slots, counting up to the last present (non-zero) slot. The
-// current FlatTensor has three fields, so a current file never has a
-// fourth slot; trailing zero slots, which a non-trimming writer may leave,
-// are not counted. The legacy root (version, tensor_alignment, tensors,
-// segments, named_data) has a fourth slot whenever its segments list is
-// present, and the upstream writer always wrote that list (empty or not).
-// A legacy file without segments and named_data would hold no data, and is
-// read as the current layout (where it fails verification or shows no
-// data).
+// Legacy reports whether the file uses the January-June 2025 layout: its
+// root table's vtable has more than the current FlatTensor's three field
+// slots, counting up to the last present one (the legacy writer always
+// wrote the fourth, segments).
 func (f *File) Legacy() bool { return f.legacy }
 
 // Version returns FlatTensor.version.

@@ -1,11 +1,7 @@
 package ptd
 
 import (
-	"bytes"
-	"fmt"
 	"io"
-	"strings"
-	"text/tabwriter"
 
 	"github.com/edgeload/edgeload/loader/format"
 )
@@ -50,19 +46,11 @@ func (f *File) ReportFields() []format.Field {
 // ReportText writes the header under the title "ExecuTorch named data
 // (FlatTensor)", which names the legacy 2025 layout when the file uses it.
 func (f *File) ReportText(w io.Writer) error {
-	var b bytes.Buffer
 	title := "ExecuTorch named data (FlatTensor)"
 	if f.Legacy() {
 		title += ", legacy 2025 layout"
 	}
-	fmt.Fprintf(&b, "\n%s\n", title)
-	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
-	for _, fl := range f.headerFields() {
-		fmt.Fprintf(tw, "  %s\t%v\n", strings.ReplaceAll(fl.Key, "_", " "), fl.Value)
-	}
-	tw.Flush()
-	_, err := w.Write(b.Bytes())
-	return err
+	return f.headerFields().WriteText(w, title)
 }
 
 // SegmentKinds says what each segment holds: "named_data" for one a named

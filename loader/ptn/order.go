@@ -1,6 +1,7 @@
 package ptn
 
 import (
+	"bytes"
 	"fmt"
 	"io"
 	"strconv"
@@ -105,15 +106,12 @@ func (f *File) ReportFields() []format.Field {
 
 // ReportText writes the members and each method's bindings.
 func (f *File) ReportText(w io.Writer) error {
+	var b bytes.Buffer
 	for _, m := range f.members {
-		if _, err := fmt.Fprintf(w, "member %s: %d bytes at %d\n", m.Name, m.Size, m.Offset); err != nil {
-			return err
-		}
+		fmt.Fprintf(&b, "member %s: %d bytes at %d\n", m.Name, m.Size, m.Offset)
 	}
 	if n := len(f.tensors) - f.owners; n > 0 {
-		if _, err := fmt.Fprintf(w, "%d aliases share another key's bytes\n", n); err != nil {
-			return err
-		}
+		fmt.Fprintf(&b, "%d aliases share another key's bytes\n", n)
 	}
 	for i := range f.methods {
 		m := &f.methods[i]
@@ -123,12 +121,11 @@ func (f *File) ReportText(w io.Writer) error {
 				mut++
 			}
 		}
-		if _, err := fmt.Fprintf(w, "method %s: %d constants (%d mutated), %d read by its nodes, %d mutable buffers\n",
-			strconv.Quote(m.Name), len(m.Constants), mut, len(m.reads), len(m.MutableBuffers)); err != nil {
-			return err
-		}
+		fmt.Fprintf(&b, "method %s: %d constants (%d mutated), %d read by its nodes, %d mutable buffers\n",
+			strconv.Quote(m.Name), len(m.Constants), mut, len(m.reads), len(m.MutableBuffers))
 	}
-	return nil
+	_, err := w.Write(b.Bytes())
+	return err
 }
 
 var _ format.Reporter = (*File)(nil)

@@ -1,21 +1,12 @@
-// Package ptn reads ExecuTorch .ptn packages: a zip whose members are
-// stored uncompressed and read in place: program.ptg (an "NPTG"
-// FlatBuffer graph of one or more methods), program.safetensors (the
-// constants, absent when there are none) and aliases.json (keys whose
-// bytes equal another key's, absent when there are none).
+// Package ptn reads ExecuTorch .ptn packages: a zip of stored members,
+// read in place: program.ptg (an "NPTG" FlatBuffer graph of one or more
+// methods), program.safetensors (the constants) and aliases.json (keys
+// whose bytes equal another key's), the last two optional.
 //
-// [NewFile] finds the members through the zip's central directory and
-// each member's local header, parses program.safetensors at its offset
-// (package safetensors applies every rule of that format), applies
-// aliases.json and verifies program.ptg before reading its methods: which
-// constants each method binds, in which order its nodes read them, and its
-// mutable state. Every tensor is a zero-copy view of the package file,
-// its Offset absolute in it; an alias is listed as a tensor of its own
-// name with its owner's bytes. Nothing in a package aligns a tensor: the
-// typed views of package segment copy what is not aligned.
-//
-// Errors about the content are *format.FormatError with Format "ptn"; a
-// compressed or encrypted member wraps ErrCompressed.
+// [NewFile] verifies every member and reads which constants each method
+// binds and in which order its nodes read them. Every tensor is a
+// zero-copy view of the package file; an alias is a tensor of its own name
+// with its owner's bytes.
 package ptn
 
 import (

@@ -30,15 +30,12 @@ const (
 	KindValue    NodeKind = 3 // a runtime value: input, output, capture (Node.Value)
 )
 
+var kindNames = [...]string{KindOperator: "operator", KindConstant: "constant", KindValue: "value"}
+
 // String returns "operator", "constant" or "value".
 func (k NodeKind) String() string {
-	switch k {
-	case KindOperator:
-		return "operator"
-	case KindConstant:
-		return "constant"
-	case KindValue:
-		return "value"
+	if int(k) < len(kindNames) && kindNames[k] != "" {
+		return kindNames[k]
 	}
 	return "NodeKind(" + strconv.Itoa(int(k)) + ")"
 }

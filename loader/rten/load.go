@@ -12,6 +12,7 @@ import (
 	"github.com/edgeload/edgeload/loader/format"
 	"github.com/edgeload/edgeload/loader/internal/arena"
 	"github.com/edgeload/edgeload/loader/internal/fbread"
+	"github.com/edgeload/edgeload/mmapfile"
 	"github.com/edgeload/edgeload/segment"
 )
 
@@ -23,7 +24,7 @@ type loader struct {
 	size     int64  // file size
 	hdr      Header
 	maxDepth int
-	newData  func(off, n int64) (segment.Segment, error)
+	mf       *mmapfile.File // the file constants' Data views point into
 
 	consts []Constant
 	owners []*Node             // owners[i] is the node of consts[i]
@@ -34,7 +35,7 @@ type loader struct {
 	// elements, string bytes, nodes), in units of about 8 bytes: a
 	// FlatBuffer may point many tables at one vector, string or table, and
 	// without a bound a file of kilobytes could make Open allocate
-	// gigabytes (see charge).
+	// gigabytes (see spend).
 	budget   int64
 	graphs   map[flatbuffers.UOffsetT]*built
 	warnings []string
@@ -68,18 +69,10 @@ const (
 	budgetSlack   = 1 << 16
 )
 
-// charge spends n units of the work budget before Open copies n elements
-// (or 8n bytes) out of the FlatBuffer at p, and fails when the file's
-// tables copy out more than its size can hold without sharing.
-func (l *loader) charge(n int, field string, p flatbuffers.UOffsetT) error {
-	if !l.spend(n) {
-		return l.overBudget(field, p)
-	}
-	return nil
-}
-
-// spend is charge for callers that build the field's name only on failure
-// (l.overBudget).
+// spend spends n units of the work budget before Open copies n elements
+// (or 8n bytes) out of the FlatBuffer; it reports false when the file's
+// tables copy out more than its size can hold without sharing, for the
+// caller to return l.overBudget.
 func (l *loader) spend(n int) bool {
 	l.budget -= int64(n)
 	return l.budget >= 0
@@ -107,7 +100,12 @@ func (w where) field(sub string) string {
 }
 
 // desc names the node: `node 12 ("conv1")`.
-func (w where) desc() string { return nodeDesc(w.node, w.name) }
+func (w where) desc() string {
+	if w.name == "" {
+		return "node " + strconv.Itoa(w.node)
+	}
+	return "node " + strconv.Itoa(w.node) + " (" + strconv.Quote(w.name) + ")"
+}
 
 // fieldPos returns the position of field id of a table, or 0 if absent.
 func fieldPos(t *flatbuffers.Table, id int) flatbuffers.UOffsetT {
@@ -128,22 +126,14 @@ func vec(t *flatbuffers.Table, id int) (start flatbuffers.UOffsetT, n int, ok bo
 	return t.Vector(o), t.VectorLen(o), true
 }
 
-// nodeDesc names a node in error messages: `node 12 ("conv1")`.
-func nodeDesc(i int, name string) string {
-	if name == "" {
-		return "node " + strconv.Itoa(i)
-	}
-	return "node " + strconv.Itoa(i) + " (" + strconv.Quote(name) + ")"
-}
-
 // indices reads a [uint] vector of node indices and checks each against n.
 func (l *loader) indices(t *flatbuffers.Table, id int, n int, field, what string) ([]uint32, error) {
 	start, cnt, ok := vec(t, id)
 	if !ok {
 		return nil, nil
 	}
-	if err := l.charge(cnt, field, start); err != nil {
-		return nil, err
+	if !l.spend(cnt) {
+		return nil, l.overBudget(field, start)
 	}
 	out := make([]uint32, cnt)
 	for j := range out {
@@ -199,8 +189,8 @@ func (l *loader) graph(g *rtenfb.Graph, path, field string, depth int) (*Graph, 
 		return b.g, nil
 	}
 	n := g.NodesLength()
-	if err := l.charge(8*n+len(path)/8+8, field+".nodes", tab.Pos); err != nil {
-		return nil, err
+	if !l.spend(8*n + len(path)/8 + 8) {
+		return nil, l.overBudget(field+".nodes", tab.Pos)
 	}
 	out := &Graph{Path: path, Nodes: make([]Node, n)}
 	b := &built{g: out}
@@ -267,35 +257,26 @@ func (l *loader) node(np int64, g *Graph, i int, gfield string, depth int) error
 	}
 	node.Name = l.names.Copy(name)
 	w := where{graph: gfield, node: i, name: node.Name}
+	var err error
 	switch kind {
 	case rtenfb.NodeKindOperatorNode:
 		var op rtenfb.OperatorNode
 		op.Init(u.Bytes, u.Pos)
 		node.Kind = KindOperator
-		o, err := l.operator(&op, g, w, depth)
-		if err != nil {
-			return err
-		}
-		node.Op = o
+		node.Op, err = l.operator(&op, g, w, depth)
 	case rtenfb.NodeKindConstantNode:
 		node.Kind = KindConstant
-		if err := l.constant(int64(u.Pos), g, node, w); err != nil {
-			return err
-		}
+		err = l.constant(int64(u.Pos), g, node, w)
 	case rtenfb.NodeKindValueNode:
 		var v rtenfb.ValueNode
 		v.Init(u.Bytes, u.Pos)
 		node.Kind = KindValue
-		val, err := l.value(&v, w)
-		if err != nil {
-			return err
-		}
-		node.Value = val
+		node.Value, err = l.value(&v, w)
 	default: // NONE: fbverify rejects unknown tags
 		return format.Errorf(fmtName, w.field(""), l.pos(ndt.Pos),
 			"%s has no data (NodeKind NONE); want an operator, constant or value", w.desc())
 	}
-	return nil
+	return err
 }
 
 func (l *loader) operator(op *rtenfb.OperatorNode, g *Graph, w where, depth int) (*Operator, error) {
@@ -353,49 +334,33 @@ func (l *loader) operator(op *rtenfb.OperatorNode, g *Graph, w where, depth int)
 	return o, nil
 }
 
-// dtypes of ConstantNode.dtype (ConstantDataType, u16) and of the inline
-// ConstantData union tags.
-func constDType(v rtenfb.ConstantDataType) format.DType {
-	switch v {
-	case rtenfb.ConstantDataTypeInt32:
-		return format.Int32
-	case rtenfb.ConstantDataTypeFloat32:
-		return format.Float32
-	case rtenfb.ConstantDataTypeInt8:
-		return format.Int8
-	case rtenfb.ConstantDataTypeUInt8:
-		return format.Uint8
+// dtypes maps the values of ConstantDataType (ConstantNode.dtype, u16)
+// and DataType (ValueNode.dtype, u8), which number the types alike.
+var dtypes = [...]format.DType{format.Int32, format.Float32, format.Int8, format.Uint8}
+
+// dtypeOf returns the element type of a ConstantDataType or DataType
+// value, Invalid for an unknown one.
+func dtypeOf(v uint16) format.DType {
+	if int(v) < len(dtypes) {
+		return dtypes[v]
 	}
 	return format.Invalid
 }
 
-func inlineDType(tag rtenfb.ConstantData) format.DType {
-	switch tag {
+// inlineType returns the ConstantDataType of the elements of inline data
+// of union tag t; ok is false for NONE and unknown tags.
+func inlineType(t rtenfb.ConstantData) (rtenfb.ConstantDataType, bool) {
+	switch t {
 	case rtenfb.ConstantDataFloatData:
-		return format.Float32
+		return rtenfb.ConstantDataTypeFloat32, true
 	case rtenfb.ConstantDataInt32Data:
-		return format.Int32
+		return rtenfb.ConstantDataTypeInt32, true
 	case rtenfb.ConstantDataInt8Data:
-		return format.Int8
+		return rtenfb.ConstantDataTypeInt8, true
 	case rtenfb.ConstantDataUInt8Data:
-		return format.Uint8
+		return rtenfb.ConstantDataTypeUInt8, true
 	}
-	return format.Invalid
-}
-
-// valueDType maps ValueNode.dtype (DataType, u8).
-func valueDType(v rtenfb.DataType) format.DType {
-	switch v {
-	case rtenfb.DataTypeInt32:
-		return format.Int32
-	case rtenfb.DataTypeFloat:
-		return format.Float32
-	case rtenfb.DataTypeInt8:
-		return format.Int8
-	case rtenfb.DataTypeUInt8:
-		return format.Uint8
-	}
-	return format.Invalid
+	return 0, false
 }
 
 // constant reads the ConstantNode table at cp, the data of node.
@@ -440,8 +405,8 @@ func (l *loader) constant(cp int64, g *Graph, node *Node, w where) error {
 	}
 	var declared format.DType
 	if dtypePos != 0 {
-		raw := rtenfb.ConstantDataType(tab.GetUint16(dtypePos))
-		if declared = constDType(raw); declared == format.Invalid {
+		raw := tab.GetUint16(dtypePos)
+		if declared = dtypeOf(raw); declared == format.Invalid {
 			return format.Errorf(fmtName, w.field(".dtype"), l.pos(dtypePos),
 				"%s: unknown constant dtype %d (want Int32 0, Float32 1, Int8 2 or UInt8 3)", w.desc(), raw)
 		}
@@ -499,19 +464,19 @@ func (l *loader) external(k *Constant, off uint64, dt format.DType, hasDType boo
 			w.desc(), nb, off, section, l.hdr.TensorDataOffset)
 	}
 	abs := l.hdr.TensorDataOffset + int64(off)
-	d, err := l.newData(abs, nb)
-	if err != nil {
-		return err
-	}
 	k.DType, k.Location, k.Offset, k.NBytes, k.DataOffset = dt, format.LocSegment, abs, nb, int64(off)
-	k.Data = d
-	return nil
+	var err error
+	k.Data, err = segment.New(l.mf, abs, nb)
+	return err
 }
 
 // inline reads the inline data of k, a table at dataPos of the type tag
 // names.
 func (l *loader) inline(k *Constant, dataPos flatbuffers.UOffsetT, tag rtenfb.ConstantData, declared format.DType, w where, gpath string) error {
-	dt := inlineDType(tag)
+	dt := format.Invalid
+	if t, ok := inlineType(tag); ok {
+		dt = dtypeOf(uint16(t))
+	}
 	if declared != format.Invalid && declared != dt {
 		l.warnf("%s in graph %s: dtype says %s but the inline data is %s; using %s", w.desc(), gpath, declared, dt, dt)
 	}
@@ -527,14 +492,10 @@ func (l *loader) inline(k *Constant, dataPos flatbuffers.UOffsetT, tag rtenfb.Co
 			"%s: inline data has %d elements; shape %v needs %d (want exactly that many)", w.desc(), cnt, k.Shape, numel)
 	}
 	nb := numel * int64(dt.Size())
-	abs := l.pos(start)
-	d, err := l.newData(abs, nb)
-	if err != nil {
-		return err
-	}
-	k.DType, k.Location, k.Offset, k.NBytes = dt, format.LocInline, abs, nb
-	k.Data = d
-	return nil
+	k.DType, k.Location, k.Offset, k.NBytes = dt, format.LocInline, l.pos(start), nb
+	var err error
+	k.Data, err = segment.New(l.mf, k.Offset, nb)
+	return err
 }
 
 func (l *loader) value(v *rtenfb.ValueNode, w where) (*Value, error) {
@@ -567,7 +528,7 @@ func (l *loader) value(v *rtenfb.ValueNode, w where) (*Value, error) {
 	if p := fieldPos(&tab, idValueDType); p != 0 {
 		raw := tab.GetByte(p)
 		out.HasDType, out.RawDType = true, raw
-		out.DType = valueDType(rtenfb.DataType(raw))
+		out.DType = dtypeOf(uint16(raw))
 	}
 	return out, nil
 }

@@ -12,9 +12,6 @@ package rten
 // operators is ordered once, at the first. Operators left on a cycle run
 // after the others, in node order, and constants no operator uses follow
 // at the end in the order of Constants. Each index appears once.
-//
-// UseOrder allocates its result and scratch space in proportion to the
-// graphs' nodes.
 func (m *Model) order() []int {
 	o := &orderer{
 		order: make([]int, 0, len(m.consts)),

@@ -17,30 +17,12 @@ import (
 // V2 model Relayout writes from V1: the converter's.
 const V2TensorAlign = 64
 
-// inlineKinds maps a ConstantData tag to its element size and the
-// ConstantDataType a V2 constant declares.
-var inlineKinds = map[rtenfb.ConstantData]struct {
-	elem  int64
-	dtype rtenfb.ConstantDataType
-}{
-	rtenfb.ConstantDataFloatData: {4, rtenfb.ConstantDataTypeFloat32},
-	rtenfb.ConstantDataInt32Data: {4, rtenfb.ConstantDataTypeInt32},
-	rtenfb.ConstantDataInt8Data:  {1, rtenfb.ConstantDataTypeInt8},
-	rtenfb.ConstantDataUInt8Data: {1, rtenfb.ConstantDataTypeUInt8},
-}
-
-// Relayout lays the model out anew (format.Relayouter). A V2 model: the
-// header, the Model FlatBuffer byte for byte (but for the data_offset of
-// the constants that move) and the tensor data section on o.Align, each
-// tensor on o.TensorAlign when set. A V1 model with o.Upgrade is written
-// as V2: every constant with inline data becomes one with a data_offset
-// and the dtype of its inline data (FloatData: float32, ...), its bytes
-// in the data section on max(V2TensorAlign, o.TensorAlign), in graph
-// order (subgraphs included; a constant several nodes share once), and
-// the rest of the FlatBuffer is copied table by table (package fbcopy),
-// every field with its presence; a table with a field the schema does not
-// declare is refused. A V1 model without o.Upgrade has no section to
-// align: it is copied as it is.
+// Relayout lays the model out anew (format.Relayouter). A V2 model keeps
+// its FlatBuffer (but for moved data_offsets) and puts the tensor data
+// section on o.Align, each tensor on o.TensorAlign when set. A V1 model
+// with o.Upgrade becomes V2, every inline constant moved to the data
+// section on max(V2TensorAlign, o.TensorAlign); without it, it is copied
+// as it is.
 func (m *Model) Relayout(o format.RelayoutOptions) (*format.Layout, error) {
 	if o.DataFile != "" {
 		return nil, fmt.Errorf("rten: an RTen model links no data files to move its constants to")
@@ -112,7 +94,7 @@ func upgrade(region segment.Segment, fb []byte, talign int64) ([]byte, relay.Seg
 		if err != nil || tag == 0 {
 			return err // no inline data: kept as it is
 		}
-		kind, ok := inlineKinds[rtenfb.ConstantData(tag)]
+		dtype, ok := inlineType(rtenfb.ConstantData(tag))
 		if !ok {
 			return fmt.Errorf("rten: constant at %d: unknown data type %d", t.Pos, tag)
 		}
@@ -125,14 +107,15 @@ func upgrade(region segment.Segment, fb []byte, talign int64) ([]byte, relay.Seg
 		if err != nil {
 			return err
 		}
-		start, n, err := dt.Vector(idDataData, kind.elem)
+		elem := int64(dtypeOf(uint16(dtype)).Size())
+		start, n, err := dt.Vector(idDataData, elem)
 		if err != nil {
 			return err
 		}
 		if start == 0 {
 			return fmt.Errorf("rten: constant at %d: inline data without its vector", t.Pos)
 		}
-		src, err := region.Sub(start, n*kind.elem)
+		src, err := region.Sub(start, n*elem)
 		if err != nil {
 			return err
 		}
@@ -140,7 +123,7 @@ func upgrade(region segment.Segment, fb []byte, talign int64) ([]byte, relay.Seg
 		data.Pieces = append(data.Pieces, relay.Piece{Src: src, Dst: off})
 		data.Size = off + src.Len()
 		t.Drop(idConstData)
-		t.SetUint(idConstDType, uint64(kind.dtype))
+		t.SetUint(idConstDType, uint64(dtype))
 		t.SetUint(idConstDataOffset, uint64(off))
 		return nil
 	}

@@ -2,9 +2,11 @@ package rten
 
 import (
 	"bytes"
+	"cmp"
 	"fmt"
 	"io"
-	"sort"
+	"maps"
+	"slices"
 	"strings"
 	"text/tabwriter"
 
@@ -132,23 +134,11 @@ func (m *Model) SegmentKinds() []string {
 // opSummary lists operator types by count, most frequent first, as
 // "MatMul×2 Add×1".
 func opSummary(ops map[string]int) string {
-	type kv struct {
-		k string
-		v int
-	}
-	var l []kv
-	for k, v := range ops {
-		l = append(l, kv{k, v})
-	}
-	sort.Slice(l, func(i, j int) bool {
-		if l[i].v != l[j].v {
-			return l[i].v > l[j].v
-		}
-		return l[i].k < l[j].k
-	})
-	parts := make([]string, len(l))
-	for i, e := range l {
-		parts[i] = fmt.Sprintf("%s×%d", e.k, e.v)
+	names := slices.Collect(maps.Keys(ops))
+	slices.SortFunc(names, func(a, b string) int { return cmp.Or(cmp.Compare(ops[b], ops[a]), strings.Compare(a, b)) })
+	parts := make([]string, len(names))
+	for i, k := range names {
+		parts[i] = fmt.Sprintf("%s×%d", k, ops[k])
 	}
 	return strings.Join(parts, " ")
 }

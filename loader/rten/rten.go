@@ -1,23 +1,11 @@
 // Package rten reads RTen model files (.rten) without copying their weights.
 //
-// A file is either V2 (a 32-byte "RTEN" header, the Model FlatBuffer, then a
-// tensor data section) or V1 (no header: the whole file is the FlatBuffer,
-// every constant inline). NewFile validates the header, verifies the FlatBuffer
-// (rtenfb.VerifyModel) and the graph the way the reference runtime
-// does (every node reference in range, every constant's data inside the
-// file), and builds the graph, subgraphs included. It reads the header and
-// the FlatBuffer region only: no page of the tensor data section is touched.
-//
-// Every constant is a [Constant]: a [format.Tensor] whose Data is a
-// zero-copy view of the mapped file, either in the tensor data section
-// (external, Location "segment") or inside the FlatBuffer (inline). Typed
-// views through segment.As reinterpret the bytes when they are aligned for
-// the element type and copy (reporting copied = true) when they are not, as
-// in files whose writer aligned tensors to less than their element size.
-//
-// [NewFile] reads a model from an *mmapfile.File the caller owns (a mapping,
-// a section or zip entry, bytes in memory or an io.ReaderAt). After it
-// succeeds no accessor can panic, whatever the file held.
+// A file is V2 (a 32-byte "RTEN" header, the Model FlatBuffer, then a tensor
+// data section) or V1 (no header: the whole file is the FlatBuffer, each
+// constant inline). [NewFile] checks the header, the FlatBuffer and the
+// graph as the reference runtime does, touching no page of the tensor data
+// section; every constant is a [Constant] whose Data is a zero-copy view of
+// the file, and once NewFile succeeds no accessor can panic.
 package rten
 
 import (
@@ -59,11 +47,8 @@ type config struct {
 }
 
 // WithHead gives NewFile the file's first bytes when the caller has already
-// read them (as a format sniffer has): NewFile then reads only what they do
-// not cover, one system call fewer. They must be the file's own first bytes:
-// NewFile parses the headers and metadata from them as if it had read them
-// (still checking everything it hands out against the file itself). It
-// copies what it uses: head is the caller's again when NewFile returns.
+// read them (as a format sniffer has), saving a read. They must be the
+// file's own first bytes; NewFile copies what it uses.
 func WithHead(head []byte) Option { return func(c *config) { c.head = head } }
 
 // WithMaxSubgraphDepth sets how deeply If/Loop subgraphs may nest before the
@@ -95,16 +80,13 @@ func NewFile(f *mmapfile.File, opts ...Option) (*Model, error) {
 	for _, o := range opts {
 		o(&c)
 	}
-	return load(f, c)
-}
-
-// load reads the header and the FlatBuffer of f and builds the Model. It
-// runs under mmapfile.Guard: a file truncated under the mapping gives an
-// error, not a SIGBUS.
-func load(f *mmapfile.File, c config) (m *Model, err error) {
 	if c.maxDepth <= 0 {
 		c.maxDepth = DefaultMaxSubgraphDepth
 	}
+	// Under mmapfile.Guard a file truncated under the mapping gives an
+	// error, not a SIGBUS.
+	var m *Model
+	var err error
 	gerr := mmapfile.Guard(func() { m, err = parse(f, c) })
 	if gerr != nil {
 		return nil, format.Wrapf(format.ErrTruncated, fmtName, "", -1, "reading the model: %v (the file must keep its size while it is open)", gerr)
@@ -152,16 +134,14 @@ func parse(f *mmapfile.File, c config) (*Model, error) {
 	}
 	l := &loader{
 		buf: buf, base: hdr.ModelOffset, size: size, hdr: hdr, maxDepth: c.maxDepth,
-		newData: func(off, n int64) (segment.Segment, error) { return segment.New(f, off, n) },
-		graphs:  make(map[flatbuffers.UOffsetT]*built),
-		budget:  budgetPerByte*int64(len(buf)) + budgetSlack,
+		mf:     f,
+		graphs: make(map[flatbuffers.UOffsetT]*built),
+		budget: budgetPerByte*int64(len(buf)) + budgetSlack,
 	}
 	m := &Model{f: f, hdr: hdr, meta: l.metadata(root)}
-	g, err := l.graph(root.Graph(nil), "graph", "Model.graph", 0)
-	if err != nil {
+	if m.graph, err = l.graph(root.Graph(nil), "graph", "Model.graph", 0); err != nil {
 		return nil, err
 	}
-	m.graph = g
 	m.consts = l.consts
 	for i, n := range l.owners {
 		n.Constant = &m.consts[i]

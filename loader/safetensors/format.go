@@ -1,6 +1,7 @@
 package safetensors
 
 import (
+	"bytes"
 	"encoding/binary"
 	"fmt"
 	"io"
@@ -10,12 +11,9 @@ import (
 	"github.com/edgeload/edgeload/mmapfile"
 )
 
-// Format registers safetensors with package format at init. Its Sniff
-// accepts both a safetensors file and a sharded checkpoint's index (the two
-// cannot be mistaken: a file's first 8 bytes are a length of at most
-// MaxHeaderSize, so bytes 4 to 7 are zero, which JSON text never has), and
-// its Open opens either: the index with the shards it names, found beside
-// it (Config.Name is the index's path; Config.Mmap maps them).
+// Format registers safetensors with package format at init. It sniffs and
+// opens both a safetensors file and a sharded checkpoint's index, with the
+// shards beside it (Config.Name is the index's path).
 var Format = format.Registration{
 	Name:    formatName,
 	Files:   "Hugging Face and MLX weights (.safetensors, a sharded checkpoint's model.safetensors.index.json)",
@@ -105,12 +103,17 @@ func metaMap(meta []Meta) map[string]string {
 // ReportText writes the header size, where the data buffer starts and
 // how its tensors are aligned, and the metadata.
 func (f *File) ReportText(w io.Writer) error {
-	_, err := fmt.Fprintf(w, "header: %d bytes; data buffer at %d (%d bytes), %s\n",
+	var b bytes.Buffer
+	fmt.Fprintf(&b, "header: %d bytes; data buffer at %d (%d bytes), %s\n",
 		f.hsize, f.DataOffset(), f.segs[0].Len(), alignmentText(f.tensors))
-	if err != nil {
-		return err
+	if f.meta != nil {
+		fmt.Fprintf(&b, "metadata: %d entries\n", len(f.meta))
+		for _, kv := range f.meta {
+			fmt.Fprintf(&b, "  %s = %s\n", strconv.Quote(kv.Key), strconv.Quote(kv.Value))
+		}
 	}
-	return writeMeta(w, f.meta)
+	_, err := w.Write(b.Bytes())
+	return err
 }
 
 // alignmentText says how many tensors do not start at a multiple of their
@@ -126,21 +129,6 @@ func alignmentText(ts []format.Tensor) string {
 		return "every tensor aligned to its element size"
 	}
 	return strconv.Itoa(bad) + " of " + strconv.Itoa(len(ts)) + " tensors not aligned to their element size (typed views copy them)"
-}
-
-func writeMeta(w io.Writer, meta []Meta) error {
-	if meta == nil {
-		return nil
-	}
-	if _, err := fmt.Fprintf(w, "metadata: %d entries\n", len(meta)); err != nil {
-		return err
-	}
-	for _, kv := range meta {
-		if _, err := fmt.Fprintf(w, "  %s = %s\n", strconv.Quote(kv.Key), strconv.Quote(kv.Value)); err != nil {
-			return err
-		}
-	}
-	return nil
 }
 
 var _ format.Reporter = (*File)(nil)

@@ -39,48 +39,40 @@ func parseHeader(b []byte, base int64) (*header, error) {
 	h := &header{entries: make([]entry, 0, len(b)/50+1)}
 	var names arena.Strings
 	var dims arena.Slices[int64]
-	if err := s.expect('{', "header"); err != nil {
+	more, err := s.open('{', '}', "header")
+	if err != nil {
 		return nil, err
 	}
-	s.ws()
-	if s.peek() == '}' {
-		s.pos++
-	} else {
-		for {
-			s.ws()
-			pos := s.base + int64(s.pos)
-			key, err := s.str("header: tensor name")
-			if err != nil {
+	for more {
+		s.ws()
+		pos := s.base + int64(s.pos)
+		key, err := s.str("header: tensor name")
+		if err != nil {
+			return nil, err
+		}
+		if string(key) == metadataKey {
+			if h.hasMeta {
+				return nil, format.Errorf(formatName, "header", pos, "key %q appears twice", metadataKey)
+			}
+			h.hasMeta = true
+			if err := s.expect(':', "header"); err != nil {
 				return nil, err
 			}
-			if string(key) == metadataKey {
-				if h.hasMeta {
-					return nil, format.Errorf(formatName, "header", pos, "key %q appears twice", metadataKey)
-				}
-				h.hasMeta = true
-				if err := s.expect(':', "header"); err != nil {
-					return nil, err
-				}
-				if h.meta, err = s.metadata(&names); err != nil {
-					return nil, err
-				}
-			} else {
-				e := entry{name: names.Copy(key), pos: pos}
-				if err := s.expect(':', "header"); err != nil {
-					return nil, err
-				}
-				if err := s.entry(&e, &dims); err != nil {
-					return nil, err
-				}
-				h.entries = append(h.entries, e)
-			}
-			more, err := s.more('}', "header")
-			if err != nil {
+			if h.meta, err = s.metadata(&names); err != nil {
 				return nil, err
 			}
-			if !more {
-				break
+		} else {
+			e := entry{name: names.Copy(key), pos: pos}
+			if err := s.expect(':', "header"); err != nil {
+				return nil, err
 			}
+			if err := s.entry(&e, &dims); err != nil {
+				return nil, err
+			}
+			h.entries = append(h.entries, e)
+		}
+		if more, err = s.more('}', "header"); err != nil {
+			return nil, err
 		}
 	}
 	s.ws()
@@ -97,16 +89,12 @@ func (s *scanner) metadata(names *arena.Strings) ([]Meta, error) {
 	if s.literal("null") {
 		return nil, nil
 	}
-	if err := s.expect('{', ctx); err != nil {
+	more, err := s.open('{', '}', ctx)
+	if err != nil {
 		return nil, err
 	}
 	meta := []Meta{}
-	s.ws()
-	if s.peek() == '}' {
-		s.pos++
-		return meta, nil
-	}
-	for {
+	for more {
 		s.ws()
 		k, err := s.str(ctx + " key")
 		if err != nil {
@@ -127,131 +115,115 @@ func (s *scanner) metadata(names *arena.Strings) ([]Meta, error) {
 			meta = append(make([]Meta, 0, 2*cap(meta)+4), meta...)
 		}
 		meta = append(meta, Meta{Key: key, Value: names.Copy(v)})
-		more, err := s.more('}', ctx)
-		if err != nil {
+		if more, err = s.more('}', ctx); err != nil {
 			return nil, err
 		}
-		if !more {
-			return meta, nil
-		}
 	}
+	return meta, nil
 }
+
+// members are the members of a tensor entry.
+var members = [...]string{"dtype", "shape", "data_offsets"}
 
 // entry reads a tensor entry's object into e and checks it alone.
 func (s *scanner) entry(e *entry, dims *arena.Slices[int64]) error {
 	const ctx = ""
 	s.enter("header", e.name)
 	defer s.leave()
-	if err := s.expect('{', ctx); err != nil {
+	more, err := s.open('{', '}', ctx)
+	if err != nil {
 		return err
 	}
-	var have [3]bool // dtype, shape, data_offsets
+	var have [len(members)]bool
 	var bitw uint64
 	var dtPos, shapePos, offPos int
-	s.ws()
-	if s.peek() == '}' {
-		s.pos++
-	} else {
-		for {
-			s.ws()
-			kpos := s.pos
-			k, err := s.str(ctx + ": member name")
+	for more {
+		s.ws()
+		kpos := s.pos
+		k, err := s.str(ctx + ": member name")
+		if err != nil {
+			return err
+		}
+		f := slices.Index(members[:], string(k))
+		if f >= 0 {
+			if have[f] {
+				return s.errAt(kpos, "%s: member %q appears twice", ctx, k)
+			}
+			have[f] = true
+		}
+		if err := s.expect(':', ctx); err != nil {
+			return err
+		}
+		s.ws()
+		switch f {
+		case 0:
+			dtPos = s.pos
+			code, err := s.str(ctx + ".dtype")
 			if err != nil {
 				return err
 			}
-			f := -1
-			switch string(k) {
-			case "dtype":
-				f = 0
-			case "shape":
-				f = 1
-			case "data_offsets":
-				f = 2
-			}
-			if f >= 0 {
-				if have[f] {
-					return s.errAt(kpos, "%s: member %q appears twice", ctx, k)
+			var ok bool
+			if e.dt, bitw, ok = lookupCode(code); !ok {
+				if looksLikeCode(code) {
+					return s.wrapAt(format.ErrUnsupportedVersion, dtPos,
+						"%s.dtype: %q is not a dtype code this reader knows (a newer one?)", ctx, code)
 				}
-				have[f] = true
+				return s.errAt(dtPos, "%s.dtype: %q is not a safetensors dtype code (BOOL, U8, F16, BF16, F32, ...)", ctx, code)
 			}
-			if err := s.expect(':', ctx); err != nil {
+		case 1:
+			shapePos = s.pos
+			if err := s.expect('[', ctx+".shape"); err != nil {
 				return err
 			}
-			s.ws()
-			switch f {
-			case 0:
-				dtPos = s.pos
-				code, err := s.str(ctx + ".dtype")
+			// sized before it is read: the slice takes 8 bytes for
+			// each dimension's 2 bytes or more of JSON
+			e.shape = dims.Make(s.countElems())
+			for i := range e.shape {
+				if i > 0 {
+					if err := s.expect(',', ctx+".shape"); err != nil {
+						return err
+					}
+				}
+				d, err := s.u64(ctx + ".shape")
 				if err != nil {
 					return err
 				}
-				var ok bool
-				if e.dt, bitw, ok = lookupCode(code); !ok {
-					if looksLikeCode(code) {
-						return s.wrapAt(format.ErrUnsupportedVersion, dtPos,
-							"%s.dtype: %q is not a dtype code this reader knows (a newer one?)", ctx, code)
-					}
-					return s.errAt(dtPos, "%s.dtype: %q is not a safetensors dtype code (BOOL, U8, F16, BF16, F32, ...)", ctx, code)
+				if d > math.MaxInt64 {
+					return s.errAt(shapePos, "%s.shape: dimension %d is %d, more than this reader represents (2^63-1)", ctx, i, d)
 				}
-			case 1:
-				shapePos = s.pos
-				if err := s.expect('[', ctx+".shape"); err != nil {
-					return err
-				}
-				// sized before it is read: the slice takes 8 bytes for
-				// each dimension's 2 bytes or more of JSON
-				e.shape = dims.Make(s.countElems())
-				for i := range e.shape {
-					if i > 0 {
-						if err := s.expect(',', ctx+".shape"); err != nil {
-							return err
-						}
-					}
-					d, err := s.u64(ctx + ".shape")
-					if err != nil {
-						return err
-					}
-					if d > math.MaxInt64 {
-						return s.errAt(shapePos, "%s.shape: dimension %d is %d, more than this reader represents (2^63-1)", ctx, i, d)
-					}
-					e.shape[i] = int64(d)
-				}
-				if err := s.expect(']', ctx+".shape"); err != nil {
-					return err
-				}
-			case 2:
-				offPos = s.pos
-				if err := s.expect('[', ctx+".data_offsets"); err != nil {
-					return err
-				}
-				if e.begin, err = s.u64(ctx + ".data_offsets[0]"); err != nil {
-					return err
-				}
-				if err := s.expect(',', ctx+".data_offsets: want exactly two offsets"); err != nil {
-					return err
-				}
-				if e.end, err = s.u64(ctx + ".data_offsets[1]"); err != nil {
-					return err
-				}
-				if err := s.expect(']', ctx+".data_offsets: want exactly two offsets"); err != nil {
-					return err
-				}
-			default:
-				// serde ignores the members it does not know
-				if err := s.skip(2, ctx); err != nil {
-					return err
-				}
+				e.shape[i] = int64(d)
 			}
-			more, err := s.more('}', ctx)
-			if err != nil {
+			if err := s.expect(']', ctx+".shape"); err != nil {
 				return err
 			}
-			if !more {
-				break
+		case 2:
+			offPos = s.pos
+			if err := s.expect('[', ctx+".data_offsets"); err != nil {
+				return err
+			}
+			if e.begin, err = s.u64(ctx + ".data_offsets[0]"); err != nil {
+				return err
+			}
+			if err := s.expect(',', ctx+".data_offsets: want exactly two offsets"); err != nil {
+				return err
+			}
+			if e.end, err = s.u64(ctx + ".data_offsets[1]"); err != nil {
+				return err
+			}
+			if err := s.expect(']', ctx+".data_offsets: want exactly two offsets"); err != nil {
+				return err
+			}
+		default:
+			// serde ignores the members it does not know
+			if err := s.skip(2, ctx); err != nil {
+				return err
 			}
 		}
+		if more, err = s.more('}', ctx); err != nil {
+			return err
+		}
 	}
-	for i, name := range [3]string{"dtype", "shape", "data_offsets"} {
+	for i, name := range members {
 		if !have[i] {
 			return s.errAt(int(e.pos-s.base), "%s: member %q missing", ctx, name)
 		}
@@ -283,14 +255,6 @@ func (s *scanner) entry(e *entry, dims *arena.Slices[int64]) error {
 	return nil
 }
 
-// sortEntries puts the entries in data order, by (begin, end), header
-// order breaking ties.
-func sortEntries(es []entry) {
-	if !slices.IsSortedFunc(es, cmpEntry) {
-		slices.SortStableFunc(es, cmpEntry)
-	}
-}
-
 // checkTiling checks that entries in data order tile [0, total) with no
 // gap and no overlap (R10), and returns total.
 func checkTiling(es []entry) (uint64, error) {
@@ -312,8 +276,5 @@ func checkTiling(es []entry) (uint64, error) {
 }
 
 func cmpEntry(a, b entry) int {
-	if c := cmp.Compare(a.begin, b.begin); c != 0 {
-		return c
-	}
-	return cmp.Compare(a.end, b.end)
+	return cmp.Or(cmp.Compare(a.begin, b.begin), cmp.Compare(a.end, b.end))
 }

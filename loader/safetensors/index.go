@@ -1,6 +1,7 @@
 package safetensors
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -161,50 +162,42 @@ func parseIndex(b []byte) (*weightMap, error) {
 	s := &scanner{b: b, field: "index"}
 	wm := &weightMap{}
 	var names arena.Strings
-	if err := s.expect('{', "index"); err != nil {
+	more, err := s.open('{', '}', "index")
+	if err != nil {
 		return nil, err
 	}
 	var haveMap, haveMeta bool
-	s.ws()
-	if s.peek() == '}' {
-		s.pos++
-	} else {
-		for {
-			s.ws()
-			kpos := s.pos
-			k, err := s.str("index: member name")
-			if err != nil {
-				return nil, err
-			}
-			isMap := string(k) == "weight_map"
-			if isMap || string(k) == "metadata" {
-				have := &haveMeta
-				if isMap {
-					have = &haveMap
-				}
-				if *have {
-					return nil, s.errAt(kpos, "index: member %q appears twice", k)
-				}
-				*have = true
-			}
-			if err := s.expect(':', "index"); err != nil {
-				return nil, err
-			}
+	for more {
+		s.ws()
+		kpos := s.pos
+		k, err := s.str("index: member name")
+		if err != nil {
+			return nil, err
+		}
+		isMap := string(k) == "weight_map"
+		if isMap || string(k) == "metadata" {
+			have := &haveMeta
 			if isMap {
-				err = s.weightMap(wm, &names)
-			} else {
-				err = s.skip(1, "index")
+				have = &haveMap
 			}
-			if err != nil {
-				return nil, err
+			if *have {
+				return nil, s.errAt(kpos, "index: member %q appears twice", k)
 			}
-			more, err := s.more('}', "index")
-			if err != nil {
-				return nil, err
-			}
-			if !more {
-				break
-			}
+			*have = true
+		}
+		if err := s.expect(':', "index"); err != nil {
+			return nil, err
+		}
+		if isMap {
+			err = s.weightMap(wm, &names)
+		} else {
+			err = s.skip(1, "index")
+		}
+		if err != nil {
+			return nil, err
+		}
+		if more, err = s.more('}', "index"); err != nil {
+			return nil, err
 		}
 	}
 	s.ws()
@@ -221,14 +214,10 @@ func parseIndex(b []byte) (*weightMap, error) {
 		}
 	}
 	// shards in the order of their names
-	order := slices.Clone(wm.files)
-	slices.Sort(order)
-	rank := make(map[string]int32, len(order))
-	for i, f := range order {
-		rank[f] = int32(i)
-	}
+	order := slices.Sorted(slices.Values(wm.files))
 	for i, si := range wm.shard {
-		wm.shard[i] = rank[wm.files[si]]
+		r, _ := slices.BinarySearch(order, wm.files[si])
+		wm.shard[i] = int32(r)
 	}
 	wm.files = order
 	return wm, nil
@@ -237,16 +226,12 @@ func parseIndex(b []byte) (*weightMap, error) {
 // weightMap reads the weight_map object into wm.
 func (s *scanner) weightMap(wm *weightMap, names *arena.Strings) error {
 	const ctx = "index.weight_map"
-	if err := s.expect('{', ctx); err != nil {
+	more, err := s.open('{', '}', ctx)
+	if err != nil {
 		return err
 	}
 	files := map[string]int32{}
-	s.ws()
-	if s.peek() == '}' {
-		s.pos++
-		return nil
-	}
-	for {
+	for more {
 		s.ws()
 		k, err := s.str(ctx + ": tensor name")
 		if err != nil {
@@ -276,11 +261,11 @@ func (s *scanner) weightMap(wm *weightMap, names *arena.Strings) error {
 		s.leave()
 		wm.names = append(wm.names, name)
 		wm.shard = append(wm.shard, si)
-		more, err := s.more('}', ctx)
-		if err != nil || !more {
+		if more, err = s.more('}', ctx); err != nil {
 			return err
 		}
 	}
+	return nil
 }
 
 // isLocalName reports whether v names a file in the index's folder: not
@@ -364,17 +349,15 @@ func (m *Sharded) ReportFields() []format.Field {
 
 // ReportText lists the shards.
 func (m *Sharded) ReportText(w io.Writer) error {
-	if _, err := fmt.Fprintf(w, "sharded checkpoint: %d shards\n", len(m.shards)); err != nil {
-		return err
-	}
+	var b bytes.Buffer
+	fmt.Fprintf(&b, "sharded checkpoint: %d shards\n", len(m.shards))
 	for _, s := range m.shards {
 		f := s.File
-		if _, err := fmt.Fprintf(w, "  %s: %d tensors, header %d bytes, data at %d, %s\n",
-			s.Name, f.NumTensors(), f.hsize, f.DataOffset(), alignmentText(f.tensors)); err != nil {
-			return err
-		}
+		fmt.Fprintf(&b, "  %s: %d tensors, header %d bytes, data at %d, %s\n",
+			s.Name, f.NumTensors(), f.hsize, f.DataOffset(), alignmentText(f.tensors))
 	}
-	return nil
+	_, err := w.Write(b.Bytes())
+	return err
 }
 
 var (

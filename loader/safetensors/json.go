@@ -68,10 +68,7 @@ func (s *scanner) what() string {
 	return "byte " + hex2(c)
 }
 
-func hex2(c byte) string {
-	const digits = "0123456789abcdef"
-	return "0x" + string([]byte{digits[c>>4], digits[c&15]})
-}
+func hex2(c byte) string { return fmt.Sprintf("0x%02x", c) }
 
 // ws skips JSON whitespace (space, tab, CR, LF).
 func (s *scanner) ws() {
@@ -101,6 +98,21 @@ func (s *scanner) expect(c byte, ctx string) error {
 	}
 	s.pos++
 	return nil
+}
+
+// open consumes the opening byte c of an object or array, after
+// whitespace, and reports whether an element follows: an empty one is
+// consumed up to its closing byte end.
+func (s *scanner) open(c, end byte, ctx string) (bool, error) {
+	if err := s.expect(c, ctx); err != nil {
+		return false, err
+	}
+	s.ws()
+	if s.peek() == end {
+		s.pos++
+		return false, nil
+	}
+	return true, nil
 }
 
 // more is called after an element of an array or a member of an object:
@@ -167,20 +179,10 @@ func (s *scanner) str(ctx string) ([]byte, error) {
 			}
 			e := s.b[i+1]
 			i += 2
-			switch e {
-			case '"', '\\', '/':
-				s.buf = append(s.buf, e)
-			case 'b':
-				s.buf = append(s.buf, '\b')
-			case 'f':
-				s.buf = append(s.buf, '\f')
-			case 'n':
-				s.buf = append(s.buf, '\n')
-			case 'r':
-				s.buf = append(s.buf, '\r')
-			case 't':
-				s.buf = append(s.buf, '\t')
-			case 'u':
+			switch {
+			case unescape[e] != 0:
+				s.buf = append(s.buf, unescape[e])
+			case e == 'u':
 				r, ok := hex4(s.b, i)
 				if !ok {
 					return nil, s.errAt(i-2, "%s: bad \\u escape", ctx)
@@ -206,26 +208,17 @@ func (s *scanner) str(ctx string) ([]byte, error) {
 	}
 }
 
+// unescape maps the byte after a backslash to the byte it stands for (0:
+// none, or a \u escape).
+var unescape = [256]byte{'"': '"', '\\': '\\', '/': '/', 'b': '\b', 'f': '\f', 'n': '\n', 'r': '\r', 't': '\t'}
+
 // hex4 reads the 4 hex digits at b[i:].
 func hex4(b []byte, i int) (rune, bool) {
 	if i < 0 || i+4 > len(b) {
 		return 0, false
 	}
-	var r rune
-	for _, c := range b[i : i+4] {
-		switch {
-		case c >= '0' && c <= '9':
-			c -= '0'
-		case c >= 'a' && c <= 'f':
-			c -= 'a' - 10
-		case c >= 'A' && c <= 'F':
-			c -= 'A' - 10
-		default:
-			return 0, false
-		}
-		r = r<<4 | rune(c)
-	}
-	return r, true
+	r, err := strconv.ParseUint(string(b[i:i+4]), 16, 32)
+	return rune(r), err == nil
 }
 
 // countElems returns the number of elements of the array whose '[' was
@@ -287,17 +280,12 @@ func (s *scanner) skip(depth int, ctx string) error {
 		_, err := s.str(ctx)
 		return err
 	case c == '{' || c == '[':
-		s.pos++
 		end := byte('}')
 		if c == '[' {
 			end = ']'
 		}
-		s.ws()
-		if s.peek() == end {
-			s.pos++
-			return nil
-		}
-		for {
+		more, err := s.open(c, end, ctx)
+		for more && err == nil {
 			if c == '{' {
 				if _, err := s.str(ctx); err != nil {
 					return err
@@ -309,11 +297,9 @@ func (s *scanner) skip(depth int, ctx string) error {
 			if err := s.skip(depth+1, ctx); err != nil {
 				return err
 			}
-			more, err := s.more(end, ctx)
-			if err != nil || !more {
-				return err
-			}
+			more, err = s.more(end, ctx)
 		}
+		return err
 	case c == '-' || c >= '0' && c <= '9':
 		return s.number(ctx)
 	default:

@@ -1,31 +1,20 @@
-// Package safetensors reads safetensors files (an 8-byte little-endian
-// header length, a JSON header, then one data buffer of tensors) and
-// sharded checkpoints (a model.safetensors.index.json naming the shard
-// files beside it), and writes safetensors files (see [Write]).
+// Package safetensors reads safetensors files (an 8-byte header length, a
+// JSON header, then one data buffer of tensors) and sharded checkpoints (a
+// model.safetensors.index.json naming the shards beside it), and writes
+// safetensors files (see [Write]).
 //
-// [NewFile] parses the header of a mapped file once, applying every rule
-// the reference reader (the Rust crate) applies, and refusing duplicate
-// keys, which it does not; after that a tensor is a dtype, a shape and a
-// zero-copy view of its bytes. The header is read by a small scanner of
-// the JSON the format uses, which allocates in proportion to the header and
-// refuses invalid UTF-8. Tensors are listed in file order (the order of
-// their data offsets), which is also their use order: the format records
-// no other.
-//
-// Nothing aligns a tensor: the Rust writer pads the header so that every
-// tensor starts at a multiple of its element size, but other writers (MLX,
-// the 2022 writer) do not. The typed views of package segment copy when a
-// tensor is not aligned for its element type and say so.
-//
-// Every error about the file's content is a *format.FormatError with Format
-// "safetensors", the absolute file offset of the offending bytes and the
-// tensor concerned.
+// [NewFile] parses the header once, applying every rule of the reference
+// reader (the Rust crate) and refusing duplicate keys; after that a tensor
+// is a dtype, a shape and a zero-copy view of its bytes, listed in file
+// order, which is also its use order. Nothing aligns a tensor: the typed
+// views of package segment copy one that is not aligned for its type.
 package safetensors
 
 import (
 	"encoding/binary"
 	"fmt"
 	"os"
+	"slices"
 	"sync"
 
 	"github.com/edgeload/edgeload/loader/format"
@@ -112,8 +101,10 @@ func newFile(mf *mmapfile.File, known []byte) (*File, error) {
 // the File.
 func build(mf *mmapfile.File, n uint64, h *header) (*File, error) {
 	size := uint64(mf.Len())
-	es := h.entries
-	sortEntries(es)
+	es := h.entries // in data order, by (begin, end), header order breaking ties:
+	if !slices.IsSortedFunc(es, cmpEntry) {
+		slices.SortStableFunc(es, cmpEntry)
+	}
 	dataOff := 8 + n
 	f := &File{mf: mf, hsize: n, meta: h.meta}
 	f.tensors = make([]format.Tensor, len(es))

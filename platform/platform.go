@@ -60,23 +60,12 @@ const (
 	AdvicePopulateRead
 )
 
+var adviceNames = [...]string{"Normal", "Random", "Sequential", "WillNeed", "DontNeed", "HugePage", "PopulateRead"}
+
 // String returns the name of the advice, such as "WillNeed".
 func (a Advice) String() string {
-	switch a {
-	case AdviceNormal:
-		return "Normal"
-	case AdviceRandom:
-		return "Random"
-	case AdviceSequential:
-		return "Sequential"
-	case AdviceWillNeed:
-		return "WillNeed"
-	case AdviceDontNeed:
-		return "DontNeed"
-	case AdviceHugePage:
-		return "HugePage"
-	case AdvicePopulateRead:
-		return "PopulateRead"
+	if a >= 0 && int(a) < len(adviceNames) {
+		return adviceNames[a]
 	}
 	return fmt.Sprintf("Advice(%d)", int(a))
 }

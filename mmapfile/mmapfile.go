@@ -119,19 +119,12 @@ const (
 	ModeCopy
 )
 
+var modeNames = [...]string{"auto", "whole", "windowed", "memory", "copy"}
+
 // String returns the lower-case name of the mode, such as "whole".
 func (m Mode) String() string {
-	switch m {
-	case ModeAuto:
-		return "auto"
-	case ModeWhole:
-		return "whole"
-	case ModeWindowed:
-		return "windowed"
-	case ModeMemory:
-		return "memory"
-	case ModeCopy:
-		return "copy"
+	if m >= 0 && int(m) < len(modeNames) {
+		return modeNames[m]
 	}
 	return fmt.Sprintf("Mode(%d)", int(m))
 }
@@ -244,37 +237,7 @@ type File struct {
 //
 // With [WithSection] or [WithZipEntry] the File is a part of the file.
 func Open(path string, opts ...Option) (*File, error) {
-	return openPath(path, opts)
-}
-
-// NewFile maps a file the caller has already opened (for example a
-// descriptor passed by another process, wrapped with [os.NewFile]). The
-// File reads and maps through f but does not own it: Close does not close
-// f, and f must stay open until the File is closed. It is otherwise like
-// Open.
-func NewFile(f *os.File, opts ...Option) (*File, error) {
-	if f == nil {
-		return nil, fmt.Errorf("mmapfile: NewFile of a nil *os.File: %w", os.ErrInvalid)
-	}
-	cfg, err := configure(opts)
-	if err != nil {
-		return nil, err
-	}
-	fi, err := f.Stat()
-	if err != nil {
-		return nil, fmt.Errorf("mmapfile: %w", err)
-	}
-	if !fi.Mode().IsRegular() {
-		return nil, fmt.Errorf("mmapfile: %s is not a regular file", f.Name())
-	}
-	if err := cfg.locate(f, f.Name(), fi.Size()); err != nil {
-		return nil, err
-	}
-	return build(borrowed{f}, f.Name(), fi.Size(), cfg.off, cfg.n, cfg.section, cfg)
-}
-
-func openPath(path string, opts []Option) (*File, error) {
-	cfg, err := configure(opts)
+	cfg, err := configure(config{budget: DefaultBudget}, opts)
 	if err != nil {
 		return nil, err
 	}
@@ -308,13 +271,34 @@ func openPath(path string, opts []Option) (*File, error) {
 	return f, nil
 }
 
-// configure applies opts and checks them.
-func configure(opts []Option) (config, error) {
-	return configureFrom(config{mode: ModeAuto, budget: DefaultBudget}, opts)
+// NewFile maps a file the caller has already opened (for example a
+// descriptor passed by another process, wrapped with [os.NewFile]). The
+// File reads and maps through f but does not own it: Close does not close
+// f, and f must stay open until the File is closed. It is otherwise like
+// Open.
+func NewFile(f *os.File, opts ...Option) (*File, error) {
+	if f == nil {
+		return nil, fmt.Errorf("mmapfile: NewFile of a nil *os.File: %w", os.ErrInvalid)
+	}
+	cfg, err := configure(config{budget: DefaultBudget}, opts)
+	if err != nil {
+		return nil, err
+	}
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, fmt.Errorf("mmapfile: %w", err)
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, fmt.Errorf("mmapfile: %s is not a regular file", f.Name())
+	}
+	if err := cfg.locate(f, f.Name(), fi.Size()); err != nil {
+		return nil, err
+	}
+	return build(borrowed{f}, f.Name(), fi.Size(), cfg.off, cfg.n, cfg.section, cfg)
 }
 
-// configureFrom applies opts to cfg and checks the result.
-func configureFrom(cfg config, opts []Option) (config, error) {
+// configure applies opts to cfg and checks the result.
+func configure(cfg config, opts []Option) (config, error) {
 	for _, o := range opts {
 		if o != nil {
 			o(&cfg)
@@ -407,7 +391,7 @@ func (f *File) Sub(off, n int64, opts ...Option) (*File, error) {
 	if err := f.check("sub", off, n); err != nil {
 		return nil, err
 	}
-	cfg, err := configureFrom(config{mode: f.mode, budget: DefaultBudget, pageSize: int(f.ps)}, opts)
+	cfg, err := configure(config{mode: f.mode, budget: DefaultBudget, pageSize: int(f.ps)}, opts)
 	if err != nil {
 		return nil, err
 	}
@@ -764,14 +748,22 @@ func (f *File) sysRange(start, end int64) (int64, int64) {
 // take effect; other advice applies to the windows already mapped. In
 // ModeMemory and ModeCopy it is a no-op.
 func (f *File) Advise(off, n int64, a Advice) error {
-	if err := f.check("advise", off, n); err != nil {
+	return f.pages("advise", off, n, a == AdviceDontNeed, a == AdviceWillNeed || a == AdvicePopulateRead,
+		func(b []byte) error { return platform.Madvise(b, a) })
+}
+
+// pages calls fn on the mapped pages covering [off, off+n), or with inner
+// only those wholly inside it; in windowed mode, with mapWindow, it maps
+// the range's window first, and fn sees every mapped window's share.
+func (f *File) pages(op string, off, n int64, inner, mapWindow bool, fn func([]byte) error) error {
+	if err := f.check(op, off, n); err != nil {
 		return err
 	}
 	if n == 0 {
 		return nil
 	}
 	var start, end int64
-	if a == AdviceDontNeed {
+	if inner {
 		start, end = f.innerPages(off, n)
 	} else {
 		start, end = coverPages(f.base+off, n, f.ps)
@@ -782,14 +774,14 @@ func (f *File) Advise(off, n int64, a Advice) error {
 	}
 	switch f.mode {
 	case ModeWhole:
-		return platform.Madvise(f.mapped[start-f.mbase:end-f.mbase], a)
+		return fn(f.mapped[start-f.mbase : end-f.mbase])
 	case ModeWindowed:
-		if a == AdviceWillNeed || a == AdvicePopulateRead {
+		if mapWindow {
 			if _, err := f.window(off, n); err != nil {
 				return err
 			}
 		}
-		return f.forWindows(start, end, func(b []byte) error { return platform.Madvise(b, a) })
+		return f.forWindows(start, end, fn)
 	}
 	return nil
 }
@@ -843,44 +835,12 @@ func (f *File) innerPages(off, n int64) (start, end int64) {
 // window first in windowed mode. It commonly fails with EPERM, ENOMEM or
 // EAGAIN under RLIMIT_MEMLOCK; package segment offers a best-effort variant.
 // In ModeMemory and ModeCopy it is a no-op.
-func (f *File) Lock(off, n int64) error {
-	if err := f.check("lock", off, n); err != nil {
-		return err
-	}
-	if n == 0 {
-		return nil
-	}
-	start, end := f.sysRange(coverPages(f.base+off, n, f.ps))
-	switch f.mode {
-	case ModeWhole:
-		return platform.Mlock(f.mapped[start-f.mbase : end-f.mbase])
-	case ModeWindowed:
-		w, err := f.window(off, n)
-		if err != nil {
-			return err
-		}
-		return platform.Mlock(w.data[start-w.start : end-w.start])
-	}
-	return nil
-}
+func (f *File) Lock(off, n int64) error { return f.pages("lock", off, n, false, true, platform.Mlock) }
 
 // Unlock unlocks the pages covering [off, off+n) (munlock). In ModeMemory
 // and ModeCopy it is a no-op.
 func (f *File) Unlock(off, n int64) error {
-	if err := f.check("unlock", off, n); err != nil {
-		return err
-	}
-	if n == 0 {
-		return nil
-	}
-	start, end := f.sysRange(coverPages(f.base+off, n, f.ps))
-	switch f.mode {
-	case ModeWhole:
-		return platform.Munlock(f.mapped[start-f.mbase : end-f.mbase])
-	case ModeWindowed:
-		return f.forWindows(start, end, platform.Munlock)
-	}
-	return nil
+	return f.pages("unlock", off, n, false, false, platform.Munlock)
 }
 
 // residentChunk bounds the span given to one mincore call (and, in windowed
@@ -967,30 +927,18 @@ func (f *File) Close() error {
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	var firstErr error
-	keep := func(err error) {
-		if err != nil && firstErr == nil {
-			firstErr = err
-		}
-	}
+	var err error
 	switch f.mode {
 	case ModeWhole:
-		keep(platform.Unmap(f.mapping))
+		err = platform.Unmap(f.mapping)
 	case ModeWindowed:
-		for k, w := range f.wins {
-			delete(f.wins, k)
-			if !w.unmapped {
-				w.unmapped = true
-				keep(platform.Unmap(w.data))
-			}
-		}
-		f.byStart = nil
+		err = f.unmapWindows(0, math.MaxInt64)
 	}
 	// f.data and f.mapped keep their (now dangling) headers: methods check
 	// the closed flag first, and clearing them would race with a caller that
 	// misuses a File concurrently with Close.
 	if f.fd != nil {
-		keep(f.fd.Close())
+		err = cmp.Or(err, f.fd.Close())
 	}
-	return firstErr
+	return err
 }

@@ -52,6 +52,7 @@ import (
 	"hash"
 	"math"
 	"sync/atomic"
+	"syscall"
 
 	"github.com/edgeload/edgeload/mmapfile"
 	"github.com/edgeload/edgeload/platform"
@@ -146,12 +147,7 @@ func (s Segment) Bytes() ([]byte, error) {
 
 // Prefetch asks the kernel to read the segment's pages in now
 // (MADV_POPULATE_READ, falling back to MADV_WILLNEED).
-func (s Segment) Prefetch() error {
-	if s.f == nil {
-		return nil
-	}
-	return s.f.Advise(s.off, s.n, mmapfile.AdvicePopulateRead)
-}
+func (s Segment) Prefetch() error { return s.Advise(mmapfile.AdvicePopulateRead) }
 
 // Advise gives arbitrary advice about the segment's pages; see
 // [mmapfile.File.Advise].
@@ -209,6 +205,13 @@ func (s Segment) Lock(strict bool) error {
 		return nil
 	}
 	return err
+}
+
+// isLockRefusal reports whether err is one of the refusals a best-effort
+// Lock ignores: EPERM, ENOMEM or EAGAIN.
+func isLockRefusal(err error) bool {
+	var errno syscall.Errno
+	return errors.As(err, &errno) && (errno == syscall.EPERM || errno == syscall.ENOMEM || errno == syscall.EAGAIN)
 }
 
 // Unlock unlocks the segment's pages.

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 
 	_ "github.com/edgeload/edgeload/formats" // repack rewrites every built-in format
 	"github.com/edgeload/edgeload/loader"
@@ -135,16 +136,12 @@ func Repack(in, out string, opts Options) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	inFile := in
-	if a, _, ok := mmapfile.SplitArchivePath(in); ok {
-		inFile = a
-	}
-	inputs := []string{inFile}
-	for _, d := range opts.Data {
-		if a, _, ok := mmapfile.SplitArchivePath(d); ok {
-			d = a
+	var inputs []string // the files read: the model's, its data files'
+	for _, p := range append([]string{in}, opts.Data...) {
+		if a, _, ok := mmapfile.SplitArchivePath(p); ok {
+			p = a
 		}
-		inputs = append(inputs, d)
+		inputs = append(inputs, p)
 	}
 	for _, p := range []string{out, opts.Externalize} {
 		if p == "" {
@@ -209,7 +206,7 @@ func Repack(in, out string, opts Options) (*Result, error) {
 
 	r := &run{opts: &opts, kernelCopy: kernelCopy, inputs: inputs}
 	res := &Result{Format: m.Format()}
-	outs := &outputs{perm: filePerm(inFile), sync: opts.Sync}
+	outs := &outputs{perm: filePerm(inputs[0]), sync: opts.Sync}
 	defer outs.abort()
 	l, err := layout(m, max(align, talign), talign, &opts)
 	if err == nil {
@@ -274,19 +271,10 @@ func layout(m *loader.Model, align, talign int64, opts *Options) (*format.Layout
 	if err != nil {
 		return nil, err
 	}
-	if o.DataFile != "" && !hasLink(l) {
+	if o.DataFile != "" && !slices.ContainsFunc(l.Files, func(f format.LayoutFile) bool { return f.Link }) {
 		return nil, fmt.Errorf("repack: --externalize: %s files have no constants to move to a data file", m.Format())
 	}
 	return l, nil
-}
-
-func hasLink(l *format.Layout) bool {
-	for _, f := range l.Files {
-		if f.Link {
-			return true
-		}
-	}
-	return false
 }
 
 // resolved reports whether every tensor of m has its bytes (an input

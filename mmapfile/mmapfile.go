@@ -1,72 +1,27 @@
 // Package mmapfile maps a file read-only into memory, page-aligned, and hands
 // out zero-copy views of arbitrary byte ranges of it.
 //
-// # Modes
+// A [File] maps the whole file at Open (ModeWhole, the default on 64-bit
+// systems), maps windows on demand (ModeWindowed, for 32-bit address spaces
+// and munmap-level release), serves a byte slice (ModeMemory) or copies out
+// of an [io.ReaderAt] (ModeCopy, where [platform.ZeroCopy] is false), with
+// the same API in each. Opening costs O(1) in the size of the file: no page
+// is touched until a view is used. [WithSection] and [WithZipEntry] open a
+// byte range of a file as a File of its own.
 //
-// A [File] works in one of several modes, with the same API in each:
-//
-//   - ModeWhole maps the entire file once, at Open. A view is a sub-slice of
-//     that mapping; View allocates nothing. This is the default on 64-bit
-//     systems.
-//   - ModeWindowed maps ranges on demand: the first View of a range maps the
-//     pages that cover it (a "window") and caches it by range, so a repeated
-//     View of the same range neither maps again nor allocates. This is for
-//     32-bit address spaces (the default there for files larger than the
-//     budget, 1 GiB; see [WithBudget]) and for callers who want munmap-level
-//     release ([File.Evict]).
-//   - ModeMemory serves views of a byte slice ([NewBytes]).
-//   - ModeCopy copies each view out of an [io.ReaderAt] ([NewReaderAt]); Open
-//     uses it on systems where [platform.ZeroCopy] is false. [File.ZeroCopy]
-//     reports it.
-//
-// Opening costs O(1) in the size of the file: nothing is read and no page is
-// touched until a view is used.
-//
-// # Sections
-//
-// [WithSection] and [WithZipEntry] make [Open] and [NewFile] open a byte
-// range of a file (a model handed over as a descriptor with an offset and
-// a length, or stored in a zip or APK entry) as a File of its own: Len is
-// the range's length, every offset is relative to its start, and nothing
-// outside it can be viewed or read. The mapping starts at the page
-// boundary below the range. [NewFile] maps a file the caller has already
-// opened.
-//
-// # Pages and alignment
-//
-// Ranges need not be page-aligned (real model files align tensors to 128
-// bytes). Underneath, every mapping starts and ends on a page boundary of
-// the run-time page size (4 KiB, 16 KiB and 64 KiB all occur on ARM) and a
-// view is an offset into it. Advice, locking and residency act on the pages
-// that cover a range; Release and DONTNEED act only on the pages wholly
-// inside it, so that a neighbouring range that shares a page is never
-// disturbed (a range that ends at the end of the file owns its last page).
-//
-// # Release
-//
-// [File.Release] drops pages from the process (madvise MADV_DONTNEED) and
-// optionally from the page cache (posix_fadvise POSIX_FADV_DONTNEED). The
-// mapping itself stays: views remain valid and fault their pages back in from
-// the file when touched. Only [File.Evict] in windowed mode and [File.Close]
-// unmap, and they invalidate the views they cover.
-//
-// # Truncation and SIGBUS
+// Ranges need not be page-aligned. Advice, locking and residency act on the
+// pages that cover a range; Release and DONTNEED act only on the pages
+// wholly inside it, so that a neighbouring range that shares a page is never
+// disturbed. [File.Release] keeps the mapping, so views stay valid; only
+// [File.Evict] in windowed mode and [File.Close] unmap.
 //
 // If the file is truncated while mapped, touching a page past the new end
-// raises SIGBUS, which normally kills the process. [File.ReadAt] reads
-// through the descriptor, so a truncated file is a short read reported as
-// [ErrTruncated]; the helpers built on [File.Guard] run with
-// [runtime/debug.SetPanicOnFault] and turn the fault into an error wrapping
-// [ErrTruncated]. Views handed to callers
-// are plain slices and cannot be protected: code that reads them directly
-// while another process may truncate the file should use [File.Guard].
+// raises SIGBUS. [File.ReadAt] reads through the descriptor and reports a
+// short read as [ErrTruncated]; [File.Guard] turns a fault in code that
+// reads views into an error wrapping ErrTruncated.
 //
-// # Concurrency
-//
-// A File is safe for concurrent use by multiple goroutines: View, ReadAt,
-// Advise, Release, Lock and Resident may run at the same time. As with
-// [os.File], calling Close while other calls are still using the File, or
-// touching a view after Close, is a bug in the caller.
+// A File is safe for concurrent use; as with [os.File], calling Close while
+// other calls use it, or touching a view after Close, is a bug.
 package mmapfile
 
 import (
@@ -249,21 +204,11 @@ func Open(path string, opts ...Option) (*File, error) {
 		fd.Close()
 		return nil, fmt.Errorf("mmapfile: %s is not a regular file", path)
 	}
-	if cfg.entry != "" {
-		err := func() error {
-			zf, err := os.Open(path)
-			if err != nil {
-				return err
-			}
-			defer zf.Close()
-			return cfg.locate(zf, path, size)
-		}()
-		if err != nil {
-			fd.Close()
-			return nil, err
-		}
+	err = cfg.locate(fd, path, size)
+	var f *File
+	if err == nil {
+		f, err = build(fd, path, size, cfg.off, cfg.n, cfg.section, cfg)
 	}
-	f, err := build(fd, path, size, cfg.off, cfg.n, cfg.section, cfg)
 	if err != nil {
 		fd.Close()
 		return nil, err
@@ -616,11 +561,8 @@ func (f *File) ReadAt(p []byte, off int64) (int, error) {
 	if f.mode == ModeMemory {
 		n = copy(p[:m], f.data[off:])
 	} else {
-		// Every mode with a file reads through it (pread): no page is
-		// faulted into the mapping (nor left for munmap to tear down at
-		// Close, with a TLB flush on every CPU the process ran on), no
-		// window is created, and a shrunken file shows as a short read,
-		// not SIGBUS.
+		// Through the file (pread): no page is faulted into the mapping, and
+		// a shrunken file shows as a short read, not SIGBUS.
 		n, err = f.readCopy(p[:m], off)
 	}
 	if err != nil {
@@ -734,11 +676,7 @@ func (f *File) shrank() bool {
 // sysRange clamps a page-aligned file span to the addressable mapping.
 func (f *File) sysRange(start, end int64) (int64, int64) {
 	start = max(start, f.mbase)
-	end = min(end, f.limit)
-	if end < start {
-		end = start
-	}
-	return start, end
+	return start, max(start, min(end, f.limit))
 }
 
 // Advise gives advice a about the pages covering [off, off+n); for

@@ -33,6 +33,7 @@ import (
 	"os"
 	"runtime"
 	"runtime/debug"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"unsafe"
@@ -818,10 +819,7 @@ func (f *File) Resident(off, n int64) (resident, total int, err error) {
 			}
 		}
 		need := int((e - s + f.ops - 1) / f.ops)
-		if cap(vec) < need {
-			vec = make([]byte, need)
-		}
-		vec = vec[:need]
+		vec = slices.Grow(vec[:0], need)[:need]
 		err = platform.Mincore(b, vec)
 		if f.mode != ModeWhole {
 			if uerr := platform.Unmap(b); err == nil {
@@ -842,14 +840,7 @@ func (f *File) Resident(off, n int64) (resident, total int, err error) {
 func countResident(vec []byte, per int) int {
 	r := 0
 	for i := 0; i < len(vec); i += per {
-		all := true
-		for _, v := range vec[i:min(i+per, len(vec))] {
-			if v&1 == 0 {
-				all = false
-				break
-			}
-		}
-		if all {
+		if !slices.ContainsFunc(vec[i:min(i+per, len(vec))], func(v byte) bool { return v&1 == 0 }) {
 			r++
 		}
 	}

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"sync"
 
 	_ "github.com/edgeload/edgeload/formats" // repack rewrites every built-in format
 	"github.com/edgeload/edgeload/loader"
@@ -176,33 +177,15 @@ func Repack(in, out string, opts Options) (*Result, error) {
 	// With VerifyBytes, Verify (which reads every byte) runs beside the
 	// rewrite, and so does the summary of the input the output is compared
 	// with: nothing is renamed into place unless both succeed.
-	verified := make(chan error, 1)
-	if !opts.VerifyBytes {
-		verified <- nil
-	} else {
-		go func() {
-			_, err := m.Verify()
-			verified <- err
-		}()
-	}
-	type summary struct {
-		s   *Summary
-		err error
+	var wg sync.WaitGroup
+	var verr, serr error
+	var sum *Summary
+	if opts.VerifyBytes {
+		wg.Go(func() { _, verr = m.Verify() })
 	}
 	digest := keyedDigest()
-	summed := make(chan summary, 1)
-	go func() {
-		s, err := summarize(m, digest)
-		summed <- summary{s, err}
-	}()
-	defer func() {
-		if verified != nil {
-			<-verified
-		}
-		if summed != nil {
-			<-summed
-		}
-	}()
+	wg.Go(func() { sum, serr = summarize(m, digest) })
+	defer wg.Wait()
 
 	r := &run{opts: &opts, kernelCopy: kernelCopy, inputs: inputs}
 	res := &Result{Format: m.Format()}
@@ -215,20 +198,17 @@ func Repack(in, out string, opts Options) (*Result, error) {
 		}
 		err = r.writeLayout(outs, out, res, l)
 	}
-	verr := <-verified
-	verified = nil
-	sum := <-summed
-	summed = nil
+	wg.Wait()
 	if err != nil {
 		return nil, err
 	}
 	if verr != nil {
 		return nil, verr
 	}
-	if sum.err != nil {
-		return nil, sum.err
+	if serr != nil {
+		return nil, serr
 	}
-	if err := readBack(outs, out, &opts, resolved(m), sum.s, digest, res); err != nil {
+	if err := readBack(outs, out, &opts, resolved(m), sum, digest, res); err != nil {
 		return nil, err
 	}
 	if err := outs.commit(); err != nil {

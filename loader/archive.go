@@ -2,6 +2,7 @@ package loader
 
 import (
 	"archive/zip"
+	"cmp"
 	"fmt"
 	"io"
 	"strings"
@@ -77,10 +78,7 @@ func archiveHint(mf *mmapfile.File) string {
 			nested = append(nested, e.Name)
 		}
 	}
-	name := mf.Name()
-	if name == "" {
-		name = "ARCHIVE"
-	}
+	name := cmp.Or(mf.Name(), "ARCHIVE")
 	var hint string
 	if len(models) == 0 {
 		hint = fmt.Sprintf("it is a zip archive of %d files, none of them a stored model; a model stored uncompressed in a zip opens as ARCHIVE!/ENTRY (WithZipEntry)", len(entries))

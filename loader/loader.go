@@ -29,6 +29,7 @@
 package loader
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"io"
@@ -290,7 +291,7 @@ func (m *Model) open(c *config) error {
 			if ok {
 				what = "a " + reg.Name + " file"
 			}
-			return fmt.Errorf("loader: data files apply to models that link them (a .pte program), and %s is %s", displayName(m.name), what)
+			return fmt.Errorf("loader: data files apply to models that link them (a .pte program), and %s is %s", cmp.Or(m.name, "the file"), what)
 		}
 		if err := m.openData(reg.DataFormat, c); err != nil {
 			return err
@@ -315,11 +316,9 @@ func (m *Model) open(c *config) error {
 // unknownFormat builds the error for a file no format accepts; for a zip
 // archive it first says how to open the models stored in it.
 func unknownFormat(mf *mmapfile.File, head []byte, fallback error) error {
-	hint := ""
+	hint := fmt.Sprintf("the file is only %d bytes long", len(head))
 	if len(head) >= 8 {
 		hint = fmt.Sprintf("bytes 0..8 are %q", head[:8])
-	} else {
-		hint = fmt.Sprintf("the file is only %d bytes long", len(head))
 	}
 	if zh := archiveHint(mf); zh != "" {
 		hint = zh + "; " + hint
@@ -335,13 +334,6 @@ func unknownFormat(mf *mmapfile.File, head []byte, fallback error) error {
 	}
 	return fmt.Errorf("%w: %s; no format claims it (%s), and the fallbacks fail too (%v)",
 		ErrUnknownFormat, hint, strings.Join(names, "; "), fallback)
-}
-
-func displayName(name string) string {
-	if name == "" {
-		return "the file"
-	}
-	return name
 }
 
 // openData opens the WithData and WithDataFiles files as models of the
@@ -366,7 +358,7 @@ func (m *Model) openData(want string, c *config) error {
 		}
 		region.Put(hbuf)
 		if err != nil {
-			return fmt.Errorf("data file %s: %w", displayName(mf.Name()), err)
+			return fmt.Errorf("data file %s: %w", cmp.Or(mf.Name(), "the file"), err)
 		}
 		m.data = append(m.data, d)
 	}

@@ -1,72 +1,27 @@
 // Package mmapfile maps a file read-only into memory, page-aligned, and hands
 // out zero-copy views of arbitrary byte ranges of it.
 //
-// # Modes
+// A [File] maps the whole file at Open (ModeWhole, the default on 64-bit
+// systems), maps windows on demand (ModeWindowed, for 32-bit address spaces
+// and munmap-level release), serves a byte slice (ModeMemory) or copies out
+// of an [io.ReaderAt] (ModeCopy, where [platform.ZeroCopy] is false), with
+// the same API in each. Opening costs O(1) in the size of the file: no page
+// is touched until a view is used. [WithSection] and [WithZipEntry] open a
+// byte range of a file as a File of its own.
 //
-// A [File] works in one of several modes, with the same API in each:
-//
-//   - ModeWhole maps the entire file once, at Open. A view is a sub-slice of
-//     that mapping; View allocates nothing. This is the default on 64-bit
-//     systems.
-//   - ModeWindowed maps ranges on demand: the first View of a range maps the
-//     pages that cover it (a "window") and caches it by range, so a repeated
-//     View of the same range neither maps again nor allocates. This is for
-//     32-bit address spaces (the default there for files larger than the
-//     budget, 1 GiB; see [WithBudget]) and for callers who want munmap-level
-//     release ([File.Evict]).
-//   - ModeMemory serves views of a byte slice ([NewBytes]).
-//   - ModeCopy copies each view out of an [io.ReaderAt] ([NewReaderAt]); Open
-//     uses it on systems where [platform.ZeroCopy] is false. [File.ZeroCopy]
-//     reports it.
-//
-// Opening costs O(1) in the size of the file: nothing is read and no page is
-// touched until a view is used.
-//
-// # Sections
-//
-// [WithSection] and [WithZipEntry] make [Open] and [NewFile] open a byte
-// range of a file (a model handed over as a descriptor with an offset and
-// a length, or stored in a zip or APK entry) as a File of its own: Len is
-// the range's length, every offset is relative to its start, and nothing
-// outside it can be viewed or read. The mapping starts at the page
-// boundary below the range. [NewFile] maps a file the caller has already
-// opened.
-//
-// # Pages and alignment
-//
-// Ranges need not be page-aligned (real model files align tensors to 128
-// bytes). Underneath, every mapping starts and ends on a page boundary of
-// the run-time page size (4 KiB, 16 KiB and 64 KiB all occur on ARM) and a
-// view is an offset into it. Advice, locking and residency act on the pages
-// that cover a range; Release and DONTNEED act only on the pages wholly
-// inside it, so that a neighbouring range that shares a page is never
-// disturbed (a range that ends at the end of the file owns its last page).
-//
-// # Release
-//
-// [File.Release] drops pages from the process (madvise MADV_DONTNEED) and
-// optionally from the page cache (posix_fadvise POSIX_FADV_DONTNEED). The
-// mapping itself stays: views remain valid and fault their pages back in from
-// the file when touched. Only [File.Evict] in windowed mode and [File.Close]
-// unmap, and they invalidate the views they cover.
-//
-// # Truncation and SIGBUS
+// Ranges need not be page-aligned. Advice, locking and residency act on the
+// pages that cover a range; Release and DONTNEED act only on the pages
+// wholly inside it, so that a neighbouring range that shares a page is never
+// disturbed. [File.Release] keeps the mapping, so views stay valid; only
+// [File.Evict] in windowed mode and [File.Close] unmap.
 //
 // If the file is truncated while mapped, touching a page past the new end
-// raises SIGBUS, which normally kills the process. [File.ReadAt] reads
-// through the descriptor, so a truncated file is a short read reported as
-// [ErrTruncated]; the helpers built on [File.Guard] run with
-// [runtime/debug.SetPanicOnFault] and turn the fault into an error wrapping
-// [ErrTruncated]. Views handed to callers
-// are plain slices and cannot be protected: code that reads them directly
-// while another process may truncate the file should use [File.Guard].
+// raises SIGBUS. [File.ReadAt] reads through the descriptor and reports a
+// short read as [ErrTruncated]; [File.Guard] turns a fault in code that
+// reads views into an error wrapping ErrTruncated.
 //
-// # Concurrency
-//
-// A File is safe for concurrent use by multiple goroutines: View, ReadAt,
-// Advise, Release, Lock and Resident may run at the same time. As with
-// [os.File], calling Close while other calls are still using the File, or
-// touching a view after Close, is a bug in the caller.
+// A File is safe for concurrent use; as with [os.File], calling Close while
+// other calls use it, or touching a view after Close, is a bug.
 package mmapfile
 
 import (
@@ -78,6 +33,7 @@ import (
 	"os"
 	"runtime"
 	"runtime/debug"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"unsafe"
@@ -119,19 +75,12 @@ const (
 	ModeCopy
 )
 
+var modeNames = [...]string{"auto", "whole", "windowed", "memory", "copy"}
+
 // String returns the lower-case name of the mode, such as "whole".
 func (m Mode) String() string {
-	switch m {
-	case ModeAuto:
-		return "auto"
-	case ModeWhole:
-		return "whole"
-	case ModeWindowed:
-		return "windowed"
-	case ModeMemory:
-		return "memory"
-	case ModeCopy:
-		return "copy"
+	if m >= 0 && int(m) < len(modeNames) {
+		return modeNames[m]
 	}
 	return fmt.Sprintf("Mode(%d)", int(m))
 }
@@ -244,7 +193,28 @@ type File struct {
 //
 // With [WithSection] or [WithZipEntry] the File is a part of the file.
 func Open(path string, opts ...Option) (*File, error) {
-	return openPath(path, opts)
+	cfg, err := configure(config{budget: DefaultBudget}, opts)
+	if err != nil {
+		return nil, err
+	}
+	fd, size, regular, err := platform.OpenFile(path)
+	if err != nil {
+		return nil, err
+	}
+	if !regular {
+		fd.Close()
+		return nil, fmt.Errorf("mmapfile: %s is not a regular file", path)
+	}
+	err = cfg.locate(fd, path, size)
+	var f *File
+	if err == nil {
+		f, err = build(fd, path, size, cfg.off, cfg.n, cfg.section, cfg)
+	}
+	if err != nil {
+		fd.Close()
+		return nil, err
+	}
+	return f, nil
 }
 
 // NewFile maps a file the caller has already opened (for example a
@@ -256,7 +226,7 @@ func NewFile(f *os.File, opts ...Option) (*File, error) {
 	if f == nil {
 		return nil, fmt.Errorf("mmapfile: NewFile of a nil *os.File: %w", os.ErrInvalid)
 	}
-	cfg, err := configure(opts)
+	cfg, err := configure(config{budget: DefaultBudget}, opts)
 	if err != nil {
 		return nil, err
 	}
@@ -273,48 +243,8 @@ func NewFile(f *os.File, opts ...Option) (*File, error) {
 	return build(borrowed{f}, f.Name(), fi.Size(), cfg.off, cfg.n, cfg.section, cfg)
 }
 
-func openPath(path string, opts []Option) (*File, error) {
-	cfg, err := configure(opts)
-	if err != nil {
-		return nil, err
-	}
-	fd, size, regular, err := platform.OpenFile(path)
-	if err != nil {
-		return nil, err
-	}
-	if !regular {
-		fd.Close()
-		return nil, fmt.Errorf("mmapfile: %s is not a regular file", path)
-	}
-	if cfg.entry != "" {
-		err := func() error {
-			zf, err := os.Open(path)
-			if err != nil {
-				return err
-			}
-			defer zf.Close()
-			return cfg.locate(zf, path, size)
-		}()
-		if err != nil {
-			fd.Close()
-			return nil, err
-		}
-	}
-	f, err := build(fd, path, size, cfg.off, cfg.n, cfg.section, cfg)
-	if err != nil {
-		fd.Close()
-		return nil, err
-	}
-	return f, nil
-}
-
-// configure applies opts and checks them.
-func configure(opts []Option) (config, error) {
-	return configureFrom(config{mode: ModeAuto, budget: DefaultBudget}, opts)
-}
-
-// configureFrom applies opts to cfg and checks the result.
-func configureFrom(cfg config, opts []Option) (config, error) {
+// configure applies opts to cfg and checks the result.
+func configure(cfg config, opts []Option) (config, error) {
 	for _, o := range opts {
 		if o != nil {
 			o(&cfg)
@@ -407,7 +337,7 @@ func (f *File) Sub(off, n int64, opts ...Option) (*File, error) {
 	if err := f.check("sub", off, n); err != nil {
 		return nil, err
 	}
-	cfg, err := configureFrom(config{mode: f.mode, budget: DefaultBudget, pageSize: int(f.ps)}, opts)
+	cfg, err := configure(config{mode: f.mode, budget: DefaultBudget, pageSize: int(f.ps)}, opts)
 	if err != nil {
 		return nil, err
 	}
@@ -632,11 +562,8 @@ func (f *File) ReadAt(p []byte, off int64) (int, error) {
 	if f.mode == ModeMemory {
 		n = copy(p[:m], f.data[off:])
 	} else {
-		// Every mode with a file reads through it (pread): no page is
-		// faulted into the mapping (nor left for munmap to tear down at
-		// Close, with a TLB flush on every CPU the process ran on), no
-		// window is created, and a shrunken file shows as a short read,
-		// not SIGBUS.
+		// Through the file (pread): no page is faulted into the mapping, and
+		// a shrunken file shows as a short read, not SIGBUS.
 		n, err = f.readCopy(p[:m], off)
 	}
 	if err != nil {
@@ -750,11 +677,7 @@ func (f *File) shrank() bool {
 // sysRange clamps a page-aligned file span to the addressable mapping.
 func (f *File) sysRange(start, end int64) (int64, int64) {
 	start = max(start, f.mbase)
-	end = min(end, f.limit)
-	if end < start {
-		end = start
-	}
-	return start, end
+	return start, max(start, min(end, f.limit))
 }
 
 // Advise gives advice a about the pages covering [off, off+n); for
@@ -764,14 +687,22 @@ func (f *File) sysRange(start, end int64) (int64, int64) {
 // take effect; other advice applies to the windows already mapped. In
 // ModeMemory and ModeCopy it is a no-op.
 func (f *File) Advise(off, n int64, a Advice) error {
-	if err := f.check("advise", off, n); err != nil {
+	return f.pages("advise", off, n, a == AdviceDontNeed, a == AdviceWillNeed || a == AdvicePopulateRead,
+		func(b []byte) error { return platform.Madvise(b, a) })
+}
+
+// pages calls fn on the mapped pages covering [off, off+n), or with inner
+// only those wholly inside it; in windowed mode, with mapWindow, it maps
+// the range's window first, and fn sees every mapped window's share.
+func (f *File) pages(op string, off, n int64, inner, mapWindow bool, fn func([]byte) error) error {
+	if err := f.check(op, off, n); err != nil {
 		return err
 	}
 	if n == 0 {
 		return nil
 	}
 	var start, end int64
-	if a == AdviceDontNeed {
+	if inner {
 		start, end = f.innerPages(off, n)
 	} else {
 		start, end = coverPages(f.base+off, n, f.ps)
@@ -782,14 +713,14 @@ func (f *File) Advise(off, n int64, a Advice) error {
 	}
 	switch f.mode {
 	case ModeWhole:
-		return platform.Madvise(f.mapped[start-f.mbase:end-f.mbase], a)
+		return fn(f.mapped[start-f.mbase : end-f.mbase])
 	case ModeWindowed:
-		if a == AdviceWillNeed || a == AdvicePopulateRead {
+		if mapWindow {
 			if _, err := f.window(off, n); err != nil {
 				return err
 			}
 		}
-		return f.forWindows(start, end, func(b []byte) error { return platform.Madvise(b, a) })
+		return f.forWindows(start, end, fn)
 	}
 	return nil
 }
@@ -843,44 +774,12 @@ func (f *File) innerPages(off, n int64) (start, end int64) {
 // window first in windowed mode. It commonly fails with EPERM, ENOMEM or
 // EAGAIN under RLIMIT_MEMLOCK; package segment offers a best-effort variant.
 // In ModeMemory and ModeCopy it is a no-op.
-func (f *File) Lock(off, n int64) error {
-	if err := f.check("lock", off, n); err != nil {
-		return err
-	}
-	if n == 0 {
-		return nil
-	}
-	start, end := f.sysRange(coverPages(f.base+off, n, f.ps))
-	switch f.mode {
-	case ModeWhole:
-		return platform.Mlock(f.mapped[start-f.mbase : end-f.mbase])
-	case ModeWindowed:
-		w, err := f.window(off, n)
-		if err != nil {
-			return err
-		}
-		return platform.Mlock(w.data[start-w.start : end-w.start])
-	}
-	return nil
-}
+func (f *File) Lock(off, n int64) error { return f.pages("lock", off, n, false, true, platform.Mlock) }
 
 // Unlock unlocks the pages covering [off, off+n) (munlock). In ModeMemory
 // and ModeCopy it is a no-op.
 func (f *File) Unlock(off, n int64) error {
-	if err := f.check("unlock", off, n); err != nil {
-		return err
-	}
-	if n == 0 {
-		return nil
-	}
-	start, end := f.sysRange(coverPages(f.base+off, n, f.ps))
-	switch f.mode {
-	case ModeWhole:
-		return platform.Munlock(f.mapped[start-f.mbase : end-f.mbase])
-	case ModeWindowed:
-		return f.forWindows(start, end, platform.Munlock)
-	}
-	return nil
+	return f.pages("unlock", off, n, false, false, platform.Munlock)
 }
 
 // residentChunk bounds the span given to one mincore call (and, in windowed
@@ -920,10 +819,7 @@ func (f *File) Resident(off, n int64) (resident, total int, err error) {
 			}
 		}
 		need := int((e - s + f.ops - 1) / f.ops)
-		if cap(vec) < need {
-			vec = make([]byte, need)
-		}
-		vec = vec[:need]
+		vec = slices.Grow(vec[:0], need)[:need]
 		err = platform.Mincore(b, vec)
 		if f.mode != ModeWhole {
 			if uerr := platform.Unmap(b); err == nil {
@@ -944,14 +840,7 @@ func (f *File) Resident(off, n int64) (resident, total int, err error) {
 func countResident(vec []byte, per int) int {
 	r := 0
 	for i := 0; i < len(vec); i += per {
-		all := true
-		for _, v := range vec[i:min(i+per, len(vec))] {
-			if v&1 == 0 {
-				all = false
-				break
-			}
-		}
-		if all {
+		if !slices.ContainsFunc(vec[i:min(i+per, len(vec))], func(v byte) bool { return v&1 == 0 }) {
 			r++
 		}
 	}
@@ -967,30 +856,18 @@ func (f *File) Close() error {
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	var firstErr error
-	keep := func(err error) {
-		if err != nil && firstErr == nil {
-			firstErr = err
-		}
-	}
+	var err error
 	switch f.mode {
 	case ModeWhole:
-		keep(platform.Unmap(f.mapping))
+		err = platform.Unmap(f.mapping)
 	case ModeWindowed:
-		for k, w := range f.wins {
-			delete(f.wins, k)
-			if !w.unmapped {
-				w.unmapped = true
-				keep(platform.Unmap(w.data))
-			}
-		}
-		f.byStart = nil
+		err = f.unmapWindows(0, math.MaxInt64)
 	}
 	// f.data and f.mapped keep their (now dangling) headers: methods check
 	// the closed flag first, and clearing them would race with a caller that
 	// misuses a File concurrently with Close.
 	if f.fd != nil {
-		keep(f.fd.Close())
+		err = cmp.Or(err, f.fd.Close())
 	}
-	return firstErr
+	return err
 }

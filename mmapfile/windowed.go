@@ -78,18 +78,14 @@ func (f *File) forWindows(start, end int64, fn func(b []byte) error) error {
 	if f.closed.Load() {
 		return f.closedErr("window")
 	}
-	var firstErr error
+	var err error
 	for i := f.windowsFrom(start - f.maxWin); i < len(f.byStart) && f.byStart[i].start < end; i++ {
 		w := f.byStart[i]
-		s, e := max(start, w.start), min(end, w.end)
-		if s >= e {
-			continue
-		}
-		if err := fn(w.data[s-w.start : e-w.start]); err != nil && firstErr == nil {
-			firstErr = err
+		if s, e := max(start, w.start), min(end, w.end); s < e {
+			err = cmp.Or(err, fn(w.data[s-w.start:e-w.start]))
 		}
 	}
-	return firstErr
+	return err
 }
 
 // Evict unmaps, in windowed mode, the cached windows that lie wholly inside
@@ -114,7 +110,13 @@ func (f *File) Evict(off, n int64) error {
 	if f.closed.Load() {
 		return f.closedErr("evict")
 	}
-	var firstErr error
+	return f.unmapWindows(start, end)
+}
+
+// unmapWindows unmaps the windows that lie wholly inside the file span
+// [start, end). f.mu must be held.
+func (f *File) unmapWindows(start, end int64) error {
+	var err error
 	for k, w := range f.wins {
 		if w.start < start || w.end > end {
 			continue
@@ -122,11 +124,9 @@ func (f *File) Evict(off, n int64) error {
 		delete(f.wins, k)
 		if !w.unmapped {
 			w.unmapped = true
-			if err := platform.Unmap(w.data); err != nil && firstErr == nil {
-				firstErr = err
-			}
+			err = cmp.Or(err, platform.Unmap(w.data))
 		}
 	}
 	f.byStart = slices.DeleteFunc(f.byStart, func(w *window) bool { return w.unmapped })
-	return firstErr
+	return err
 }

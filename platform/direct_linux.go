@@ -16,14 +16,7 @@ import (
 // an error wrapping [errors.ErrUnsupported].
 func OpenDirect(f File) (*FD, int, error) {
 	path := fmt.Sprintf("/proc/self/fd/%d", f.Fd())
-	var fd int
-	var err error
-	for {
-		fd, err = unix.Open(path, unix.O_RDONLY|unix.O_CLOEXEC|unix.O_DIRECT, 0)
-		if err != unix.EINTR {
-			break
-		}
-	}
+	fd, err := openRetry(path, unix.O_RDONLY|unix.O_CLOEXEC|unix.O_DIRECT)
 	if err != nil {
 		if err == unix.EINVAL || err == unix.EOPNOTSUPP {
 			err = fmt.Errorf("%w (%v)", errUnsupportedDirect, err)

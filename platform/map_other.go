@@ -38,28 +38,16 @@ func Map(f File, off int64, length int) ([]byte, error) {
 
 // Unmap releases a buffer returned by [Map]; here it is garbage collected,
 // so this is a no-op.
-func Unmap(b []byte) error {
-	_ = b
-	return nil
-}
+func Unmap(b []byte) error { return nil }
 
 // Madvise is a no-op on this system: its buffers live on the heap.
-func Madvise(b []byte, a Advice) error {
-	_, _ = b, a
-	return nil
-}
+func Madvise(b []byte, a Advice) error { return nil }
 
 // Mlock is a no-op on this system: its buffers live on the heap.
-func Mlock(b []byte) error {
-	_ = b
-	return nil
-}
+func Mlock(b []byte) error { return nil }
 
 // Munlock is a no-op on this system: its buffers live on the heap.
-func Munlock(b []byte) error {
-	_ = b
-	return nil
-}
+func Munlock(b []byte) error { return nil }
 
 // Alloc returns n bytes of zeroed memory starting on a page boundary; here
 // it lives on the heap and [Unmap] of it is a no-op.

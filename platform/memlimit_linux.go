@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"os"
 	"path"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -65,7 +66,7 @@ func cgroupLimit(root string) (int64, bool) {
 		switch {
 		case parts[1] == "" && dir == "": // v2 (a v1 memory line wins)
 			dir, file = path.Join(root, "sys/fs/cgroup", parts[2]), "memory.max"
-		case hasController(parts[1], "memory"):
+		case slices.Contains(strings.Split(parts[1], ","), "memory"):
 			dir, file = path.Join(root, "sys/fs/cgroup/memory", parts[2]), "memory.limit_in_bytes"
 		}
 	}
@@ -86,15 +87,6 @@ func cgroupLimit(root string) (int64, bool) {
 		}
 	}
 	return best, found
-}
-
-func hasController(list, name string) bool {
-	for c := range strings.SplitSeq(list, ",") {
-		if c == name {
-			return true
-		}
-	}
-	return false
 }
 
 // ResidentSet returns the bytes of memory the process holds now

@@ -29,13 +29,7 @@ var errNegativeOffset = errors.New("negative offset")
 // OpenFile opens the named file read-only and returns it with its size and
 // whether it is a regular file: two system calls (open, fstat).
 func OpenFile(path string) (f *FD, size int64, regular bool, err error) {
-	var fd int
-	for {
-		fd, err = unix.Open(path, unix.O_RDONLY|unix.O_CLOEXEC, 0)
-		if err != unix.EINTR {
-			break
-		}
-	}
+	fd, err := openRetry(path, unix.O_RDONLY|unix.O_CLOEXEC)
 	if err != nil {
 		return nil, 0, false, &os.PathError{Op: "open", Path: path, Err: err}
 	}
@@ -45,6 +39,16 @@ func OpenFile(path string) (f *FD, size int64, regular bool, err error) {
 		return nil, 0, false, &os.PathError{Op: "stat", Path: path, Err: err}
 	}
 	return &FD{fd: fd, name: path}, st.Size, st.Mode&unix.S_IFMT == unix.S_IFREG, nil
+}
+
+// openRetry opens path with flags, again when a signal interrupts it.
+func openRetry(path string, flags int) (int, error) {
+	for {
+		fd, err := unix.Open(path, flags, 0)
+		if err != unix.EINTR {
+			return fd, err
+		}
+	}
 }
 
 // Name returns the name the file was opened with.

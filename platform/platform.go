@@ -10,11 +10,9 @@
 // buffer with plain reads, the advisory calls are no-ops, and ZeroCopy is
 // false so that the upper layers can report that they copy.
 //
-// Every call is a thin wrapper: argument checking beyond what the kernel does
-// and all page arithmetic belong to package mmapfile. Calls that have no
-// equivalent on the running system either degrade to the closest advice
-// (AdvicePopulateRead becomes AdviceWillNeed, AdviceHugePage becomes a no-op)
-// or return an error wrapping [errors.ErrUnsupported] (Mincore).
+// Every call is a thin wrapper: page arithmetic belongs to package mmapfile.
+// A call the running system lacks degrades to the closest advice or returns
+// an error wrapping [errors.ErrUnsupported].
 package platform
 
 import (
@@ -60,23 +58,12 @@ const (
 	AdvicePopulateRead
 )
 
+var adviceNames = [...]string{"Normal", "Random", "Sequential", "WillNeed", "DontNeed", "HugePage", "PopulateRead"}
+
 // String returns the name of the advice, such as "WillNeed".
 func (a Advice) String() string {
-	switch a {
-	case AdviceNormal:
-		return "Normal"
-	case AdviceRandom:
-		return "Random"
-	case AdviceSequential:
-		return "Sequential"
-	case AdviceWillNeed:
-		return "WillNeed"
-	case AdviceDontNeed:
-		return "DontNeed"
-	case AdviceHugePage:
-		return "HugePage"
-	case AdvicePopulateRead:
-		return "PopulateRead"
+	if a >= 0 && int(a) < len(adviceNames) {
+		return adviceNames[a]
 	}
 	return fmt.Sprintf("Advice(%d)", int(a))
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"hash/maphash"
+	"maps"
 	"slices"
 	"strconv"
 
@@ -85,7 +86,7 @@ func summarize(m *loader.Model, digest func(segment.Segment) (string, error)) (*
 		}
 	}
 	// What lies in a segment: tensors, blobs, named data.
-	cov := coverage{}
+	cov := coverage{ids: map[*mmapfile.File]int{}}
 	for i := range m.NumTensors() {
 		cov.add(m.TensorData(i))
 	}
@@ -153,9 +154,6 @@ type coverage struct {
 }
 
 func (c *coverage) id(f *mmapfile.File) int {
-	if c.ids == nil {
-		c.ids = map[*mmapfile.File]int{}
-	}
 	id, ok := c.ids[f]
 	if !ok {
 		id = len(c.ids)
@@ -254,20 +252,6 @@ func closeAll(mfs []*mmapfile.File) {
 	}
 }
 
-// open opens and verifies the model at path (a file or ARCHIVE!/ENTRY),
-// linking a program to the .ptd files in data.
-func open(path string, data []string) (*loader.Model, error) {
-	m, err := openModel(path, data, true)
-	if err != nil {
-		return nil, err
-	}
-	if _, err := m.Verify(); err != nil {
-		m.Close()
-		return nil, err
-	}
-	return m, nil
-}
-
 // Sums opens the model at path (linking a program to the .ptd files in
 // data), verifies it, and returns every tensor's name, dtype, shape and the
 // SHA-256 of its bytes, in the file's tensor order.
@@ -282,11 +266,14 @@ func Sums(path string, data ...string) ([]TensorSum, error) {
 // SummarizeFile opens the model at path (linking a program to the .ptd
 // files in data), verifies it, and summarizes it (Summarize).
 func SummarizeFile(path string, data ...string) (*Summary, error) {
-	m, err := open(path, data)
+	m, err := openModel(path, data, true)
 	if err != nil {
 		return nil, err
 	}
 	defer m.Close()
+	if _, err := m.Verify(); err != nil {
+		return nil, err
+	}
 	return Summarize(m)
 }
 
@@ -361,16 +348,9 @@ func compareBy[T any](a, b []T, name func(T) string, same func(n string, x, y T)
 		return m
 	}
 	ma, mb := byName(a), byName(b)
-	var names []string
-	for n := range ma {
-		names = append(names, n)
-	}
-	for n := range mb {
-		if _, ok := ma[n]; !ok {
-			names = append(names, n)
-		}
-	}
-	slices.SortFunc(names, cmp.Compare)
+	all := maps.Clone(ma)
+	maps.Copy(all, mb)
+	names := slices.Sorted(maps.Keys(all))
 	var diffs []Difference
 	for _, n := range names {
 		ta, tb := ma[n], mb[n]

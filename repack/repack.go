@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
+	"sync"
 
 	_ "github.com/edgeload/edgeload/formats" // repack rewrites every built-in format
 	"github.com/edgeload/edgeload/loader"
@@ -135,16 +137,12 @@ func Repack(in, out string, opts Options) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	inFile := in
-	if a, _, ok := mmapfile.SplitArchivePath(in); ok {
-		inFile = a
-	}
-	inputs := []string{inFile}
-	for _, d := range opts.Data {
-		if a, _, ok := mmapfile.SplitArchivePath(d); ok {
-			d = a
+	var inputs []string // the files read: the model's, its data files'
+	for _, p := range append([]string{in}, opts.Data...) {
+		if a, _, ok := mmapfile.SplitArchivePath(p); ok {
+			p = a
 		}
-		inputs = append(inputs, d)
+		inputs = append(inputs, p)
 	}
 	for _, p := range []string{out, opts.Externalize} {
 		if p == "" {
@@ -179,37 +177,19 @@ func Repack(in, out string, opts Options) (*Result, error) {
 	// With VerifyBytes, Verify (which reads every byte) runs beside the
 	// rewrite, and so does the summary of the input the output is compared
 	// with: nothing is renamed into place unless both succeed.
-	verified := make(chan error, 1)
-	if !opts.VerifyBytes {
-		verified <- nil
-	} else {
-		go func() {
-			_, err := m.Verify()
-			verified <- err
-		}()
-	}
-	type summary struct {
-		s   *Summary
-		err error
+	var wg sync.WaitGroup
+	var verr, serr error
+	var sum *Summary
+	if opts.VerifyBytes {
+		wg.Go(func() { _, verr = m.Verify() })
 	}
 	digest := keyedDigest()
-	summed := make(chan summary, 1)
-	go func() {
-		s, err := summarize(m, digest)
-		summed <- summary{s, err}
-	}()
-	defer func() {
-		if verified != nil {
-			<-verified
-		}
-		if summed != nil {
-			<-summed
-		}
-	}()
+	wg.Go(func() { sum, serr = summarize(m, digest) })
+	defer wg.Wait()
 
 	r := &run{opts: &opts, kernelCopy: kernelCopy, inputs: inputs}
 	res := &Result{Format: m.Format()}
-	outs := &outputs{perm: filePerm(inFile), sync: opts.Sync}
+	outs := &outputs{perm: filePerm(inputs[0]), sync: opts.Sync}
 	defer outs.abort()
 	l, err := layout(m, max(align, talign), talign, &opts)
 	if err == nil {
@@ -218,20 +198,17 @@ func Repack(in, out string, opts Options) (*Result, error) {
 		}
 		err = r.writeLayout(outs, out, res, l)
 	}
-	verr := <-verified
-	verified = nil
-	sum := <-summed
-	summed = nil
+	wg.Wait()
 	if err != nil {
 		return nil, err
 	}
 	if verr != nil {
 		return nil, verr
 	}
-	if sum.err != nil {
-		return nil, sum.err
+	if serr != nil {
+		return nil, serr
 	}
-	if err := readBack(outs, out, &opts, resolved(m), sum.s, digest, res); err != nil {
+	if err := readBack(outs, out, &opts, resolved(m), sum, digest, res); err != nil {
 		return nil, err
 	}
 	if err := outs.commit(); err != nil {
@@ -274,19 +251,10 @@ func layout(m *loader.Model, align, talign int64, opts *Options) (*format.Layout
 	if err != nil {
 		return nil, err
 	}
-	if o.DataFile != "" && !hasLink(l) {
+	if o.DataFile != "" && !slices.ContainsFunc(l.Files, func(f format.LayoutFile) bool { return f.Link }) {
 		return nil, fmt.Errorf("repack: --externalize: %s files have no constants to move to a data file", m.Format())
 	}
 	return l, nil
-}
-
-func hasLink(l *format.Layout) bool {
-	for _, f := range l.Files {
-		if f.Link {
-			return true
-		}
-	}
-	return false
 }
 
 // resolved reports whether every tensor of m has its bytes (an input

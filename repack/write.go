@@ -13,11 +13,19 @@ import (
 // is read back.
 func (r *run) writeLayout(outs *outputs, out string, res *Result, l *format.Layout) error {
 	dir := ""
-	for _, f := range l.Files {
+	dsts := make([]string, len(l.Files))
+	for _, ll := range append([]format.LayoutFile{{Layout: l}}, l.Files...) {
+		for _, p := range ll.Pieces {
+			r.total += p.Data.Len()
+		}
+	}
+	for i, f := range l.Files {
+		dsts[i] = f.Name
 		if !filepath.IsAbs(f.Name) {
 			if f.Name != filepath.Base(f.Name) || f.Name == "." || f.Name == ".." {
 				return fmt.Errorf("%w: output file %q is not a name in the output's directory", errInternal, f.Name)
 			}
+			dsts[i] = filepath.Join(filepath.Dir(out), f.Name)
 			if dir == "" {
 				var err error
 				if dir, err = outs.tempDir(out); err != nil {
@@ -25,19 +33,8 @@ func (r *run) writeLayout(outs *outputs, out string, res *Result, l *format.Layo
 				}
 			}
 		}
-	}
-	for _, ll := range append([]*format.Layout{l}, layouts(l.Files)...) {
-		for _, p := range ll.Pieces {
-			r.total += p.Data.Len()
-		}
-	}
-	for _, f := range l.Files {
-		dst := f.Name
-		if !filepath.IsAbs(dst) {
-			dst = filepath.Join(filepath.Dir(out), f.Name)
-		}
 		for _, in := range r.inputs {
-			if err := notSame(in, dst); err != nil {
+			if err := notSame(in, dsts[i]); err != nil {
 				return err
 			}
 		}
@@ -47,12 +44,12 @@ func (r *run) writeLayout(outs *outputs, out string, res *Result, l *format.Layo
 		return err
 	}
 	res.Size = n
-	for _, f := range l.Files {
-		dst, tdir := f.Name, ""
-		if !filepath.IsAbs(dst) {
-			dst, tdir = filepath.Join(filepath.Dir(out), f.Name), dir
+	for i, f := range l.Files {
+		tdir := ""
+		if !filepath.IsAbs(f.Name) {
+			tdir = dir
 		}
-		n, err := r.writeFile(outs, dst, tdir, f.Layout)
+		n, err := r.writeFile(outs, dsts[i], tdir, f.Layout)
 		if err != nil {
 			return err
 		}
@@ -64,14 +61,6 @@ func (r *run) writeLayout(outs *outputs, out string, res *Result, l *format.Layo
 		}
 	}
 	return nil
-}
-
-func layouts(fs []format.LayoutFile) []*format.Layout {
-	out := make([]*format.Layout, len(fs))
-	for i := range fs {
-		out[i] = fs[i].Layout
-	}
-	return out
 }
 
 // writeFile writes l to a temporary file for dst (in dir when set): its

@@ -47,12 +47,9 @@ func As[T Elem](s Segment) (v []T, copied bool, err error) {
 		}
 	}
 	p := unsafe.Pointer(unsafe.SliceData(b))
-	if littleEndian && s.f.ZeroCopy() && uintptr(p)%align == 0 {
-		return unsafe.Slice((*T)(p), count), false, nil
-	}
-	if !s.f.ZeroCopy() && littleEndian && uintptr(p)%align == 0 {
-		// b is already a private copy (ModeCopy): reuse it.
-		return unsafe.Slice((*T)(p), count), true, nil
+	if littleEndian && uintptr(p)%align == 0 {
+		// A view of the mapping, or (ModeCopy) a private copy already.
+		return unsafe.Slice((*T)(p), count), !s.f.ZeroCopy(), nil
 	}
 	out := make([]T, count)
 	ob := unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(out))), len(b))

@@ -7,39 +7,17 @@
 // [mmapfile.File] they point into, that is until Close (or, in windowed
 // mode, until an Evict that covers them).
 //
-// # Typed views
+// [As] and the typed methods reinterpret the bytes in place when the host is
+// little-endian and the address is aligned for the element type; otherwise
+// they decode a copy and report copied = true. float16 and bfloat16 tensors
+// are returned as their uint16 bit patterns.
 //
-// [As] and the typed methods (Float32, Int8, Uint16, ...) reinterpret the
-// bytes in place when the host is little-endian (the byte order of every
-// format edgeload reads) and the address is aligned for the element type.
-// Otherwise they allocate, decode little-endian, and report copied = true:
-// they never silently misread. float16 and bfloat16 tensors are returned as
-// their uint16 bit patterns.
-//
-// # Release
-//
-// Release drops the pages wholly inside the range from the process (madvise
-// DONTNEED) and, with [DropPageCache], from the page cache. Pages shared with
-// a neighbouring segment stay. Views remain valid: touching them faults the
-// pages back in from the file. Prefetch is the opposite (MADV_POPULATE_READ,
-// or MADV_WILLNEED where the kernel lacks it).
-//
-// Dropping the page cache is coarser than dropping the process's pages: a
-// file system that caches in large folios (ext4 and xfs use folios of up to
-// 2 MiB on recent kernels) drops only folios the range covers wholly, so
-// releasing tensor after tensor with [DropPageCache] can leave a folio that
-// straddles two tensors cached. Streaming readers release "behind" over the
-// range from the previous tensor's start to the current one's end, which
-// covers such folios (bench/memlimit's child does this).
-//
-// # SIGBUS
-//
-// Reading a view of a file that was truncated after it was mapped raises
-// SIGBUS. CopyTo, Checksum, SHA256 and Touch read under
-// [runtime/debug.SetPanicOnFault] (see [mmapfile.File.Guard]) and return an error
-// wrapping [ErrTruncated] instead of crashing the process.
-//
-// # Concurrency
+// Release drops the pages wholly inside the range from the process and, with
+// [DropPageCache], from the page cache; views remain valid. A file system
+// that caches in large folios drops only folios the range covers wholly, so
+// streaming readers release from the previous tensor's start to the current
+// one's end. CopyTo, Checksum, SHA256 and Touch are fault-safe: a file
+// truncated under them gives an error wrapping [ErrTruncated], not SIGBUS.
 //
 // Any number of goroutines may read segments of one file at the same time;
 // Prefetch, Release, Lock and Resident may run beside them.
@@ -52,6 +30,7 @@ import (
 	"hash"
 	"math"
 	"sync/atomic"
+	"syscall"
 
 	"github.com/edgeload/edgeload/mmapfile"
 	"github.com/edgeload/edgeload/platform"
@@ -146,12 +125,7 @@ func (s Segment) Bytes() ([]byte, error) {
 
 // Prefetch asks the kernel to read the segment's pages in now
 // (MADV_POPULATE_READ, falling back to MADV_WILLNEED).
-func (s Segment) Prefetch() error {
-	if s.f == nil {
-		return nil
-	}
-	return s.f.Advise(s.off, s.n, mmapfile.AdvicePopulateRead)
-}
+func (s Segment) Prefetch() error { return s.Advise(mmapfile.AdvicePopulateRead) }
 
 // Advise gives arbitrary advice about the segment's pages; see
 // [mmapfile.File.Advise].
@@ -209,6 +183,13 @@ func (s Segment) Lock(strict bool) error {
 		return nil
 	}
 	return err
+}
+
+// isLockRefusal reports whether err is one of the refusals a best-effort
+// Lock ignores: EPERM, ENOMEM or EAGAIN.
+func isLockRefusal(err error) bool {
+	var errno syscall.Errno
+	return errors.As(err, &errno) && (errno == syscall.EPERM || errno == syscall.ENOMEM || errno == syscall.EAGAIN)
 }
 
 // Unlock unlocks the segment's pages.

@@ -210,17 +210,12 @@ const (
 	LocExternal
 )
 
+var locationNames = [...]string{"none", "segment", "inline", "mutable", "external"}
+
 // String returns "segment", "inline", "mutable", "external" or "none".
 func (l Location) String() string {
-	switch l {
-	case LocSegment:
-		return "segment"
-	case LocInline:
-		return "inline"
-	case LocMutable:
-		return "mutable"
-	case LocExternal:
-		return "external"
+	if int(l) < len(locationNames) {
+		return locationNames[l]
 	}
 	return "none"
 }
@@ -258,11 +253,9 @@ func Numel(dims []int64, d DType, maxBytes int64) (numel, nbytes int64, ok bool)
 	if elems == 0 {
 		return 0, 0, false
 	}
-	// Packed types take whole blocks: ceil(n / elems) of them.
-	blocks := n / uint64(elems)
-	if n%uint64(elems) != 0 {
-		blocks++
-	}
+	// Packed types take whole blocks: ceil(n / elems) of them (n <= maxBytes
+	// cannot overflow).
+	blocks := (n + uint64(elems) - 1) / uint64(elems)
 	if hi, lo := bits.Mul64(blocks, uint64(bsize)); hi != 0 || lo > limit {
 		return 0, 0, false
 	}

@@ -427,46 +427,46 @@ func (c *checker) verifyReads(path string, m *loader.Model, opts []loader.Option
 		c.fail("verify: Verify: %v", err)
 		return
 	}
-	// The views of the mapped model, at their offsets in the file at path:
-	// a section of it (the program inside a bundle) shares its descriptor.
+	for _, v := range fileViews(m) {
+		if !rec.covered(v.off, v.n) {
+			c.fail("verify: Verify does not read every byte of %s, [%d, +%d) of the file", v.what, v.off, v.n)
+		}
+	}
+}
+
+// fileView is a view of the model, at its offset in the file at path.
+type fileView struct {
+	what   string
+	off, n int64
+}
+
+// fileViews lists the views Verify must read (every resolved tensor's,
+// segment's, named data's and auxiliary tensor's) that lie in the model's
+// file: a section of it (the program inside a bundle) shares its
+// descriptor; a data file's or a shard's does not.
+func fileViews(m *loader.Model) []fileView {
 	fd := m.File().Fd()
-	if fd == ^uintptr(0) {
-		return
-	}
-	for _, v := range allViews(m) {
-		if v.s.File() == nil || v.s.File().Fd() != fd {
-			continue // a data file's, a shard's
-		}
-		base, _ := v.s.File().Section()
-		if !rec.covered(base+v.s.Offset(), v.s.Len()) {
-			c.fail("verify: Verify does not read every byte of %s, [%d, +%d) of the file", v.what, base+v.s.Offset(), v.s.Len())
+	var vs []fileView
+	add := func(what string, s segment.Segment) {
+		if fd != ^uintptr(0) && s.File() != nil && s.File().Fd() == fd {
+			base, _ := s.File().Section()
+			vs = append(vs, fileView{what, base + s.Offset(), s.Len()})
 		}
 	}
-}
-
-type namedView struct {
-	what string
-	s    segment.Segment
-}
-
-// allViews lists the views Verify must read: every resolved tensor's,
-// every segment's, every named data's, every auxiliary tensor's.
-func allViews(m *loader.Model) []namedView {
-	var vs []namedView
 	for i := range m.NumTensors() {
 		if t := m.TensorAt(i); t.Resolved() {
-			vs = append(vs, namedView{fmt.Sprintf("tensor %q", t.Name), t.Data})
+			add(fmt.Sprintf("tensor %q", t.Name), t.Data)
 		}
 	}
 	for i, s := range m.Segments() {
-		vs = append(vs, namedView{fmt.Sprintf("segment %d", i), s})
+		add(fmt.Sprintf("segment %d", i), s)
 	}
 	for _, nd := range m.NamedData() {
-		vs = append(vs, namedView{fmt.Sprintf("named data %q", nd.Key), nd.Data})
+		add(fmt.Sprintf("named data %q", nd.Key), nd.Data)
 	}
 	if aux, ok := m.Impl().(format.AuxTensors); ok {
 		for _, t := range aux.AuxTensors() {
-			vs = append(vs, namedView{fmt.Sprintf("auxiliary tensor %q", t.Name), t.Data})
+			add(fmt.Sprintf("auxiliary tensor %q", t.Name), t.Data)
 		}
 	}
 	return vs
@@ -550,14 +550,10 @@ func cuts(size int64, m *loader.Model) []int64 {
 		at = append(at, n)
 	}
 	at = append(at, size/2, size-1)
-	fd := m.File().Fd()
-	for _, v := range allViews(m) {
-		if v.s.File() == nil || v.s.File().Fd() != fd || v.s.Len() == 0 {
-			continue
+	for _, v := range fileViews(m) {
+		if v.n > 0 {
+			at = append(at, v.off, v.off+v.n/2, v.off+v.n-1)
 		}
-		base, _ := v.s.File().Section()
-		off := base + v.s.Offset()
-		at = append(at, off, off+v.s.Len()/2, off+v.s.Len()-1)
 	}
 	at = slices.DeleteFunc(at, func(n int64) bool { return n < 0 || n >= size })
 	slices.Sort(at)

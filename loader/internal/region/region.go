@@ -1,19 +1,12 @@
 // Package region reads the metadata region of a model file (headers and
 // FlatBuffer) for a format package.
 //
-// The region is read once, whole, at Open, and no view handed out points
-// into it: every tensor, segment and blob is a segment of the file. So when
-// it is small it is read with ReadAt (pread) into a pooled buffer instead of
-// through the mapping: from the page cache the copy costs less than the page
-// faults would, and the mapping is then never touched, so munmap at Close
-// has no page to tear down and no other CPU's TLB to flush. A larger
-// region is read in place: copying it would cost more than its faults, and
-// keep a heap copy of it. A File that holds
-// its bytes in memory (mmapfile.NewBytes) is always read in place.
-//
-// A format package reads its first bytes with Head, parses its header from
-// them and gets its region with Range, which reads only what Head did not:
-// one system call for a region within the first page, two otherwise.
+// The region is read once, at Open, and no view handed out points into it.
+// A small region is read with ReadAt into a pooled buffer, so that the
+// mapping is never touched and Close has no page to tear down; a larger one,
+// or one of a File in memory, is read in place. A format package reads its
+// first bytes with Head and its region with Range, which reads only what
+// Head did not.
 package region
 
 import (

@@ -91,7 +91,7 @@ func (p *Program) Relayout(o format.RelayoutOptions) (*format.Layout, error) {
 	}
 	// Segments read whole: delegate blobs and named data.
 	blobs := map[int]bool{}
-	for _, d := range p.delegates {
+	for _, d := range p.Delegates() { // built on first use
 		if d.SegmentIndex >= 0 {
 			blobs[d.SegmentIndex] = true
 		}

@@ -63,3 +63,35 @@ func TestRelayoutOffsetWrap(t *testing.T) {
 		}
 	}
 }
+
+// Relayout builds the methods it reads (their constants, their delegates)
+// when it is the first call after Open: externalizing a freshly opened
+// program gives what it gives after Methods.
+func TestRelayoutFirstCall(t *testing.T) {
+	layout := func(methodsFirst bool) *format.Layout {
+		mf, err := mmapfile.Open("../../testdata/tiny.pte")
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { mf.Close() })
+		p, err := pte.NewFile(mf)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if methodsFirst {
+			p.Methods()
+		}
+		l, err := p.Relayout(format.RelayoutOptions{Align: 64, DataFile: "tiny.ptd"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return l
+	}
+	first, after := layout(false), layout(true)
+	if len(after.Files) != 1 || after.Files[0].Size == 0 {
+		t.Fatalf("after Methods: %d data files", len(after.Files))
+	}
+	if len(first.Files) != 1 || first.Files[0].Size != after.Files[0].Size || first.Size != after.Size || string(first.Head) != string(after.Head) {
+		t.Errorf("first call: %d data files, size %d; after Methods: size %d, data file %d", len(first.Files), first.Size, after.Size, after.Files[0].Size)
+	}
+}

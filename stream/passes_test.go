@@ -260,6 +260,14 @@ func TestBudgetTooSmall(t *testing.T) {
 			}
 		}
 	}
+	// A stream that fails after holding its retained weights gives them up.
+	_, err := New(context.Background(), m, WithPasses(0), WithBudget(128<<10), WithRetainTensors([]int{0}))
+	holds.Lock()
+	nh := len(holds.m)
+	holds.Unlock()
+	if !errors.Is(err, ErrBudget) || nh != 0 {
+		t.Fatalf("retaining tensor 0: %v, %d files still have holds", err, nh)
+	}
 	if _, err := New(context.Background(), m, WithBudget(100)); !errors.Is(err, ErrBudget) || !strings.Contains(err.Error(), "100 B") {
 		t.Fatalf("a budget below two pages: %v", err)
 	}

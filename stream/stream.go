@@ -342,11 +342,11 @@ func New(ctx context.Context, m *loader.Model, opts ...Option) (*Stream, error) 
 		s.direct.close()
 		return nil, err
 	}
+	s.order = ws // release gives up the retained items it lists
 	if err := s.checkRoom(ws, multi); err != nil {
 		s.release(nil)
 		return nil, err
 	}
-	s.order = ws
 	if !multi {
 		s.order = split(ws, s.limit-s.stats.Retained, s.grain)
 		s.covers(s.order)

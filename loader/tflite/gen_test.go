@@ -3,6 +3,7 @@ package tflite_test
 import (
 	"errors"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/edgeload/edgeload/internal/schema/tflitefb"
@@ -170,6 +171,19 @@ func TestRejects(t *testing.T) {
 		var fe *format.FormatError
 		if !errors.As(err, &fe) || fe.Format != "tflite" || !errors.Is(err, c.want) {
 			t.Errorf("%s: %v, want a tflite FormatError wrapping %v", c.name, err, c.want)
+		}
+	}
+	// A subgraph's input or output out of range is named by its field.
+	for _, field := range []string{"inputs", "outputs"} {
+		_, err := open(mutate(func(m *tflitegen.Model) {
+			if field == "inputs" {
+				m.Subgraphs[0].Inputs[0] = 99
+			} else {
+				m.Subgraphs[0].Outputs[0] = 99
+			}
+		}))
+		if !errors.Is(err, format.ErrMalformed) || !strings.Contains(err.Error(), "Model.subgraphs[0]."+field) {
+			t.Errorf("subgraph %s out of range: %v", field, err)
 		}
 	}
 	// Placeholder offsets (<= 1) and size 0 are "no data", not errors.

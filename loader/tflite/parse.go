@@ -174,11 +174,11 @@ func (m *Model) subgraphIO(c *collected) error {
 		t := &c.subgraphs[i]
 		sg.Init(m.fb, flatbuffers.UOffsetT(t.Pos()))
 		nt := int64(sg.TensorsLength())
-		for _, id := range [2]int{subgraphInputs, subgraphOutputs} {
+		for j, id := range [2]int{subgraphInputs, subgraphOutputs} {
 			start, n, _ := c.w.Vec(t, id)
 			for k := range n {
 				if x := int64(int32(flatbuffers.GetUint32(m.fb[start+4*k:]))); outOf(x, nt) {
-					return rangeErr("Model.subgraphs["+strconv.Itoa(i)+"].inputs", start+4*k, x, nt, "tensor")
+					return rangeErr("Model.subgraphs["+strconv.Itoa(i)+"]."+[2]string{"inputs", "outputs"}[j], start+4*k, x, nt, "tensor")
 				}
 			}
 		}

@@ -853,8 +853,12 @@ func (b *builder) tensor(i int, mname []byte, v int, x *rawTensor) error {
 		if nd != ns {
 			return b.fail(valueField(i, v, ".dim_order"), pos, "dim_order has %d entries for %d sizes", nd, ns)
 		}
-		if k := badDim(x.dimOrder); k >= 0 {
-			return b.fail(idx(valueField(i, v, ".dim_order"), k), pos, "dim_order entry %d is not a permutation of 0..%d", x.dimOrder[k], nd-1)
+		var seen [4]uint64 // a bit per dimension (entries are bytes)
+		for k, d := range x.dimOrder {
+			if int(d) >= nd || seen[d>>6]&(1<<(d&63)) != 0 {
+				return b.fail(idx(valueField(i, v, ".dim_order"), k), pos, "dim_order entry %d is not a permutation of 0..%d", d, nd-1)
+			}
+			seen[d>>6] |= 1 << (d & 63)
 		}
 	}
 	fqn := x.fqn

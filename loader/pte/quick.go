@@ -8,6 +8,13 @@ import (
 	"github.com/edgeload/edgeload/loader/internal/fbread"
 )
 
+// Open checks every tensor value with data in the file (builder.tensor).
+// quickTensor makes the same checks, with the same outcome, for the
+// tensors of most programs: a whole-byte type, a constant in the constant
+// segment, and no extra_tensor_info; it passes over one without data.
+// Any other tensor, and any that fails a check, goes to builder.tensor,
+// which reports the problem.
+
 // newRec appends a record to b.recs and returns it, for the caller to set
 // each field in place. (A record made whole and then copied would be
 // written in parts and read back whole, which the processor cannot
@@ -47,12 +54,10 @@ type tensorFields struct {
 	st, sizes, dims, dbi, alloc, extra int64
 }
 
-// quickTensor makes builder.tensor's checks, with the same outcome, for the
-// tensors of most programs (a whole-byte constant in the constant segment,
-// no extra_tensor_info) and passes over one without data: the verified
-// Tensor table at t, a value of a plan whose name is nameLen bytes long. It
-// reports false, having changed nothing, for a tensor it leaves to
-// builder.tensor (any other, and any that fails a check).
+// quickTensor checks the verified Tensor table at t, a value of a plan
+// whose name is nameLen bytes long, and records it when it holds data, as
+// builder.tensor does; it reports false, having changed nothing, for a
+// tensor it leaves to builder.tensor.
 func (b *builder) quickTensor(t int64, nameLen int) bool {
 	fb := b.fb
 	tf := &b.quickF
@@ -101,7 +106,7 @@ func (b *builder) quickTensor(t int64, nameLen int) bool {
 	if tf.dims != 0 {
 		dims := fbread.Bytes(fb, t+tf.dims, 1)
 		if nd = len(dims); nd > 0 {
-			if nd != ns || !identity(dims) && badDim(dims) >= 0 {
+			if nd != ns || !identity(dims) && !permutation(dims) {
 				return false
 			}
 		}
@@ -131,7 +136,7 @@ func (b *builder) quickTensor(t int64, nameLen int) bool {
 }
 
 // identity reports whether dims is 0, 1, 2, ..., as most dim orders are,
-// for the common ranks (false for the others: badDim checks them).
+// for the common ranks (false for the others: permutation checks them).
 func identity(dims []byte) bool {
 	switch len(dims) {
 	case 1:
@@ -146,15 +151,21 @@ func identity(dims []byte) bool {
 	return false
 }
 
-// badDim returns the position of the first entry of dims that makes it not
-// a permutation of 0..len(dims)-1, or -1.
-func badDim(dims []byte) int {
-	var seen [4]uint64 // a bit per dimension (entries are bytes)
-	for k, d := range dims {
-		if int(d) >= len(dims) || seen[d>>6]&(1<<(d&63)) != 0 {
-			return k
+// permutation reports whether dims is a permutation of 0..len(dims)-1.
+func permutation(dims []byte) bool {
+	if len(dims) > 64 {
+		in := true
+		for k, d := range dims {
+			in = in && int(d) == k
 		}
-		seen[d>>6] |= 1 << (d & 63)
+		return in
 	}
-	return -1
+	var seen uint64
+	for _, d := range dims {
+		if int(d) >= len(dims) || seen&(1<<d) != 0 {
+			return false
+		}
+		seen |= 1 << d
+	}
+	return true
 }

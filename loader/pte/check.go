@@ -129,12 +129,8 @@ func (m *Method) checkInstructions() error {
 			}
 			pos := int64(tab.Pos)
 			f := func(suffix string) string { return idx(field()+".instructions", k) + ".instr_args" + suffix }
-			// check reports x when it is not in [0, n).
-			check := func(what, suffix string, x int32, n int) error {
-				if x < 0 || int(x) >= n {
-					return format.Errorf(formatName, f(suffix), pos, "%s %d out of range (%d)", what, x, n)
-				}
-				return nil
+			outOfRange := func(what, suffix string, x int32, n int) error {
+				return format.Errorf(formatName, f(suffix), pos, "%s %d out of range (%d)", what, x, n)
 			}
 			args := func() error {
 				v := i32Field(tab, vtCallArgs)
@@ -152,29 +148,40 @@ func (m *Method) checkInstructions() error {
 			x.Init(tab.Bytes, tab.Pos)
 			switch kind {
 			case ptefb.InstructionArgumentsKernelCall:
-				if err = check("op_index", ".op_index", x.OpIndex(), nops); err == nil {
-					err = args()
+				if op := x.OpIndex(); op < 0 || int(op) >= nops {
+					return outOfRange("op_index", ".op_index", op, nops)
+				}
+				if err := args(); err != nil {
+					return err
 				}
 			case ptefb.InstructionArgumentsDelegateCall:
-				if err = check("delegate_index", ".delegate_index", (*ptefb.DelegateCall)(&x).DelegateIndex(), ndel); err == nil {
-					err = args()
+				if d := (*ptefb.DelegateCall)(&x).DelegateIndex(); d < 0 || int(d) >= ndel {
+					return outOfRange("delegate_index", ".delegate_index", d, ndel)
+				}
+				if err := args(); err != nil {
+					return err
 				}
 			case ptefb.InstructionArgumentsMoveCall:
 				mc := (*ptefb.MoveCall)(&x)
-				if err = check("value index", ".move_from", mc.MoveFrom(), nv); err == nil {
-					err = check("value index", ".move_to", mc.MoveTo(), nv)
+				if v := mc.MoveFrom(); v < 0 || int(v) >= nv {
+					return outOfRange("value index", ".move_from", v, nv)
+				}
+				if v := mc.MoveTo(); v < 0 || int(v) >= nv {
+					return outOfRange("value index", ".move_to", v, nv)
 				}
 			case ptefb.InstructionArgumentsJumpFalseCall:
 				jc := (*ptefb.JumpFalseCall)(&x)
+				if v := jc.CondValueIndex(); v < 0 || int(v) >= nv {
+					return outOfRange("value index", ".cond_value_index", v, nv)
+				}
 				// Jumping to ni ends the chain.
-				if err = check("value index", ".cond_value_index", jc.CondValueIndex(), nv); err == nil {
-					err = check("destination_instruction", ".destination_instruction", jc.DestinationInstruction(), ni+1)
+				if d := jc.DestinationInstruction(); d < 0 || int(d) >= ni+1 {
+					return outOfRange("destination_instruction", ".destination_instruction", d, ni+1)
 				}
 			case ptefb.InstructionArgumentsFreeCall:
-				err = check("value index", ".value_index", (*ptefb.FreeCall)(&x).ValueIndex(), nv)
-			}
-			if err != nil {
-				return err
+				if v := (*ptefb.FreeCall)(&x).ValueIndex(); v < 0 || int(v) >= nv {
+					return outOfRange("value index", ".value_index", v, nv)
+				}
 			}
 		}
 	}

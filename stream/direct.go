@@ -63,11 +63,11 @@ func (d *direct) alloc(order []work, room int64) error {
 }
 
 // read reads item w into the buffer at offset at and returns the view of
-// its bytes there; an item whose read takes no bytes (at is -1) reads
-// nothing.
+// its bytes there; an empty item (no room, at is -1) reads nothing and is
+// its own empty view of the file, as the mapped reader hands it out.
 func (d *direct) read(w *work, at int64) (segment.Segment, error) {
 	if w.cover == 0 {
-		return segment.Segment{}, nil
+		return w.Data, nil
 	}
 	r := d.r[w.Data.File()]
 	if testHookRead != nil {

@@ -50,6 +50,9 @@ func TestEmptyTensorAligned(t *testing.T) {
 				if it.Name == "b" && (len(p) != 4096 || p[4095] != byte(4095*7%256)) {
 					t.Errorf("b: %d bytes, last %d", len(p), p[len(p)-1])
 				}
+				if it.Name == "a" && (len(p) != 0 || it.Data.File() != m.TensorData(0).File()) {
+					t.Errorf("a: %d bytes in %v, want an empty view of the model's file", len(p), it.Data.File())
+				}
 				got = append(got, it.Name)
 			}
 			if strings.Join(got, " ") != "a b" {

@@ -54,6 +54,7 @@ const locationExternal = 1
 // The FlatBuffer is copied table by table (package fbcopy), refusing a
 // field the schema does not declare, behind a 32-byte "eh00" header.
 func (p *Program) Relayout(o format.RelayoutOptions) (*format.Layout, error) {
+	p.methodList() // the methods and delegates read below are built on first use
 	root := ptefb.GetRootAsProgram(p.fb, 0)
 	nseg := len(p.segments)
 	if root.SegmentsLength() != nseg {
@@ -91,7 +92,7 @@ func (p *Program) Relayout(o format.RelayoutOptions) (*format.Layout, error) {
 	}
 	// Segments read whole: delegate blobs and named data.
 	blobs := map[int]bool{}
-	for _, d := range p.Delegates() { // built on first use
+	for _, d := range p.delegates {
 		if d.SegmentIndex >= 0 {
 			blobs[d.SegmentIndex] = true
 		}

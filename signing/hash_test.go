@@ -7,17 +7,20 @@ import (
 )
 
 // TestSum checks Sum against sha256 of the pieces joined, for pieces that
-// end before, at and past a chunk of hashLines.
+// end before, at and past hashLines' pieces and its distance ahead.
 func TestSum(t *testing.T) {
-	data := randBytes(3*lineChunk+100, 5)
+	data := randBytes(3*hashAhead+100, 5)
 	for _, cuts := range [][]int{
 		{},
 		{0},
 		{1},
 		{63, 64, 65},
-		{lineChunk - 1},
-		{lineChunk},
-		{lineChunk + 1, 2 * lineChunk},
+		{hashPiece - 1},
+		{hashPiece, hashPiece + 1},
+		{hashAhead - 1},
+		{hashAhead},
+		{hashAhead + 1, 2 * hashAhead},
+		{hashAhead + hashPiece + 3},
 		{len(data)},
 	} {
 		var pieces [][]byte

@@ -266,6 +266,7 @@ type Stream struct {
 
 	checks   map[*mmapfile.File]*fileCheck // with a signature: each file's check
 	scratch  []byte                        // the checking goroutine's buffer for the bytes between items
+	gapRead  int64                         // bytes the checking goroutine has read from the files itself
 	hashDone chan struct{}                 // closed when the checking goroutine ends
 }
 

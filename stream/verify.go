@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
+	"slices"
 	"sync"
 
 	"github.com/edgeload/edgeload/loader/format"
@@ -212,7 +213,7 @@ func (s *Stream) hashShards(tasks <-chan shardTask) {
 func (s *Stream) feed(w *work, data segment.Segment, v int64, tasks chan<- shardTask) error {
 	fc := s.checks[w.Data.File()]
 	a, b := w.Data.Offset(), w.Data.Offset()+w.Data.Len()
-	if err := s.feedTo(fc, a, tasks); err != nil {
+	if err := s.feedAhead(fc, v, a, tasks); err != nil {
 		return err
 	}
 	if b > fc.cursor {
@@ -228,6 +229,70 @@ func (s *Stream) feed(w *work, data segment.Segment, v int64, tasks chan<- shard
 		return nil
 	}
 	return s.feedRest(fc, tasks)
+}
+
+// aheadItems is how many items past the one being hashed feedAhead looks
+// through for the bytes before it.
+const aheadItems = 64
+
+// feedAhead hands the check the file's bytes from the cursor up to end,
+// the start of item v. Where items after v that the stream has admitted
+// hold them, it waits for their reads and hashes their views (an order
+// that differs from the file's costs no copy and no second read); the
+// rest it reads from the file.
+func (s *Stream) feedAhead(fc *fileCheck, v, end int64, tasks chan<- shardTask) error {
+	if fc.cursor >= end {
+		return nil
+	}
+	type view struct {
+		off  int64
+		data segment.Segment
+	}
+	var ahead []view
+	s.mu.Lock()
+	last := v
+	for u := v + 1; u < s.hi && u <= v+aheadItems; u++ {
+		d := s.at(u).Data
+		if d.File() == fc.f && d.Offset() < end && d.Offset()+d.Len() > fc.cursor {
+			last = u
+		}
+	}
+	for s.ready <= last && !s.closed && s.ctx.Err() == nil {
+		s.cond.Wait()
+	}
+	if s.ready <= last {
+		s.mu.Unlock()
+		return cmp.Or(s.ctx.Err(), errClosed)
+	}
+	for u := v + 1; u <= last; u++ {
+		x := s.at(u)
+		o := x.Data.Offset()
+		if x.Data.File() != fc.f || s.slot(u).err != nil || o >= end || o+x.Data.Len() <= fc.cursor {
+			continue
+		}
+		data := x.Data
+		if s.direct != nil && !x.retained {
+			data = s.slot(u).data
+		}
+		ahead = append(ahead, view{o, data})
+	}
+	s.mu.Unlock()
+	slices.SortFunc(ahead, func(x, y view) int { return cmp.Compare(x.off, y.off) })
+	for _, x := range ahead {
+		if err := s.feedTo(fc, x.off, tasks); err != nil {
+			return err
+		}
+		p, err := x.data.Bytes()
+		if err != nil {
+			return err
+		}
+		if hi := min(end, x.off+int64(len(p))); fc.cursor < hi {
+			if err := s.add(fc, p[fc.cursor-x.off:hi-x.off], x.data.File(), tasks); err != nil {
+				return err
+			}
+		}
+	}
+	return s.feedTo(fc, end, tasks)
 }
 
 // feedRest hands the rest of the file to its check and closes the check
@@ -251,6 +316,7 @@ func (s *Stream) feedTo(fc *fileCheck, end int64, tasks chan<- shardTask) error 
 		if _, err := fc.f.ReadAt(buf, fc.cursor); err != nil {
 			return err
 		}
+		s.gapRead += n
 		if err := s.add(fc, buf, nil, tasks); err != nil {
 			return err
 		}

@@ -87,6 +87,12 @@ func TestSignedStream(t *testing.T) {
 				if n != m.NumTensors() {
 					t.Fatalf("intact model: %d items, %d tensors", n, m.NumTensors())
 				}
+				// The use order is not the file's, but the checks read
+				// from the file only the bytes no tensor holds: the rest
+				// they take from the items read.
+				if gaps := unheld(m); s.gapRead != gaps {
+					t.Errorf("intact model: the checks read %d bytes from the file, want the %d no tensor holds", s.gapRead, gaps)
+				}
 
 				// In file order, so that items lie before the failing shard.
 				byOffset := make([]int, m.NumTensors())
@@ -140,6 +146,25 @@ func TestSignedStream(t *testing.T) {
 			})
 		}
 	}
+}
+
+// unheld returns how many bytes of m's file no tensor holds.
+func unheld(m *loader.Model) int64 {
+	type r struct{ a, b int64 }
+	var rs []r
+	for i := range m.NumTensors() {
+		d := m.TensorData(i)
+		rs = append(rs, r{d.Offset(), d.Offset() + d.Len()})
+	}
+	slices.SortFunc(rs, func(x, y r) int { return cmp.Compare(x.a, y.a) })
+	var held, end int64
+	for _, x := range rs {
+		if x.b > end {
+			held += x.b - max(x.a, end)
+			end = x.b
+		}
+	}
+	return m.Size() - held
 }
 
 // A signature's shards must fit in the room: a budget that cannot hold one

@@ -20,6 +20,11 @@ import (
 // signedStream opens the model at path and streams it checked against the
 // OMS signature sig (signed with ../shared/models/oms/keys/ec-p256).
 func signedStream(t *testing.T, path, sig string, r Reader, opts ...Option) (*loader.Model, *Stream) {
+	return signedStreamMode(t, path, sig, r, mmapfile.ModeAuto, opts...)
+}
+
+// signedStreamMode is signedStream with the model mapped in mode.
+func signedStreamMode(t *testing.T, path, sig string, r Reader, mode mmapfile.Mode, opts ...Option) (*loader.Model, *Stream) {
 	t.Helper()
 	keys := filepath.Join(filepath.Dir(filepath.Dir(sig)), "keys")
 	pem, err := os.ReadFile(filepath.Join(keys, "ec-p256.pub.pem"))
@@ -42,11 +47,14 @@ func signedStream(t *testing.T, path, sig string, r Reader, opts ...Option) (*lo
 	if err != nil {
 		t.Fatal(err)
 	}
-	m, err := loader.Open(path)
+	m, err := loader.Open(path, loader.WithMmapOptions(mmapfile.WithMode(mode)))
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { m.Close() })
+	if mode != mmapfile.ModeAuto && m.File().Mode() != mode {
+		t.Fatalf("mapped %v, want %v", m.File().Mode(), mode)
+	}
 	c, err := man.NewCheck(filepath.Base(path), m.Size())
 	if err != nil {
 		t.Fatal(err)
@@ -66,86 +74,92 @@ func TestSignedStream(t *testing.T) {
 	flipped := filepath.Join(dir, "gguf-flipped", "llama2-tiny-random.gguf")
 	const flip = 1236416                      // the flipped byte (../shared/models/oms/README.md)
 	const shardStart = flip / 100000 * 100000 // the failing shard, of the signature's 100000-byte shards
-	for _, r := range readers {
-		for _, c := range []struct {
-			name, sig string
-		}{{"files", "llama2-tiny-random.gguf.key-files.sig"}, {"shards", "llama2-tiny-random.gguf.key-shards-100000.sig"}} {
-			t.Run(r.String()+"/"+c.name, func(t *testing.T) {
-				sig := filepath.Join(dir, "gguf", c.sig)
-				m, s := signedStream(t, intact, sig, r)
-				n := 0
-				for {
-					_, err := s.Next()
-					if err == io.EOF {
-						break
-					}
-					if err != nil {
-						t.Fatalf("intact model, item %d: %v", n, err)
-					}
-					n++
-				}
-				if n != m.NumTensors() {
-					t.Fatalf("intact model: %d items, %d tensors", n, m.NumTensors())
-				}
-				// The use order is not the file's, but the checks read
-				// from the file only the bytes no tensor holds: the rest
-				// they take from the items read.
-				if gaps := unheld(m); s.gapRead != gaps {
-					t.Errorf("intact model: the checks read %d bytes from the file, want the %d no tensor holds", s.gapRead, gaps)
-				}
-
-				// In file order, so that items lie before the failing shard.
-				byOffset := make([]int, m.NumTensors())
-				for i := range byOffset {
-					byOffset[i] = i
-				}
-				slices.SortFunc(byOffset, func(a, b int) int { return cmp.Compare(m.TensorData(a).Offset(), m.TensorData(b).Offset()) })
-				m, s = signedStream(t, flipped, sig, r, WithOrder(byOffset))
-				var got []Item
-				var err error
-				for {
-					var it Item
-					it, err = s.Next()
-					if err != nil {
-						break
-					}
-					got = append(got, it)
-				}
-				if !errors.Is(err, ErrSignature) {
-					t.Fatalf("flipped model: %v after %d items, want ErrSignature", err, len(got))
-				}
-				var se *signing.Error
-				if !errors.As(err, &se) {
-					t.Fatalf("flipped model: %v names no file or range", err)
-				}
-				switch c.name {
-				case "files":
-					// The verdict comes with the file's last byte: the items
-					// read before it may have been handed out, the last not.
-					if len(got) >= m.NumTensors() {
-						t.Fatalf("files: %d items handed out, the file's last among them", len(got))
-					}
-				case "shards":
-					for _, it := range got {
-						if end := it.Data.Offset() + it.Data.Len(); end > shardStart {
-							t.Fatalf("shards: %s [%d, %d) handed out, past the start of the failing shard at %d", it.Name, it.Data.Offset(), end, shardStart)
-						}
-					}
-					want := 0 // the items wholly before the failing shard
-					for _, i := range byOffset {
-						if d := m.TensorData(i); d.Offset()+d.Len() > shardStart {
-							break
-						}
-						want++
-					}
-					if len(got) != want {
-						t.Fatalf("shards: %d items handed out, want the %d before the failing shard", len(got), want)
-					}
-				}
-				t.Logf("%s: %d items, then %v", c.name, len(got), err)
-			})
+	for _, mode := range []mmapfile.Mode{mmapfile.ModeWhole, mmapfile.ModeWindowed} {
+		for _, r := range readers {
+			for _, c := range []struct {
+				name, sig string
+			}{{"files", "llama2-tiny-random.gguf.key-files.sig"}, {"shards", "llama2-tiny-random.gguf.key-shards-100000.sig"}} {
+				signedStreamCase(t, mode, r, c.name, filepath.Join(dir, "gguf", c.sig), intact, flipped, shardStart)
+			}
 		}
 	}
+}
+
+// signedStreamCase is one case of TestSignedStream.
+func signedStreamCase(t *testing.T, mode mmapfile.Mode, r Reader, name, sig, intact, flipped string, shardStart int64) {
+	t.Run(mode.String()+"/"+r.String()+"/"+name, func(t *testing.T) {
+		m, s := signedStreamMode(t, intact, sig, r, mode)
+		n := 0
+		for {
+			_, err := s.Next()
+			if err == io.EOF {
+				break
+			}
+			if err != nil {
+				t.Fatalf("intact model, item %d: %v", n, err)
+			}
+			n++
+		}
+		if n != m.NumTensors() {
+			t.Fatalf("intact model: %d items, %d tensors", n, m.NumTensors())
+		}
+		// The use order is not the file's, but the checks read
+		// from the file only the bytes no tensor holds: the rest
+		// they take from the items read.
+		if gaps := unheld(m); s.gapRead != gaps {
+			t.Errorf("intact model: the checks read %d bytes from the file, want the %d no tensor holds", s.gapRead, gaps)
+		}
+
+		// In file order, so that items lie before the failing shard.
+		byOffset := make([]int, m.NumTensors())
+		for i := range byOffset {
+			byOffset[i] = i
+		}
+		slices.SortFunc(byOffset, func(a, b int) int { return cmp.Compare(m.TensorData(a).Offset(), m.TensorData(b).Offset()) })
+		m, s = signedStreamMode(t, flipped, sig, r, mode, WithOrder(byOffset))
+		var got []Item
+		var err error
+		for {
+			var it Item
+			it, err = s.Next()
+			if err != nil {
+				break
+			}
+			got = append(got, it)
+		}
+		if !errors.Is(err, ErrSignature) {
+			t.Fatalf("flipped model: %v after %d items, want ErrSignature", err, len(got))
+		}
+		var se *signing.Error
+		if !errors.As(err, &se) {
+			t.Fatalf("flipped model: %v names no file or range", err)
+		}
+		switch name {
+		case "files":
+			// The verdict comes with the file's last byte: the items
+			// read before it may have been handed out, the last not.
+			if len(got) >= m.NumTensors() {
+				t.Fatalf("files: %d items handed out, the file's last among them", len(got))
+			}
+		case "shards":
+			for _, it := range got {
+				if end := it.Data.Offset() + it.Data.Len(); end > shardStart {
+					t.Fatalf("shards: %s [%d, %d) handed out, past the start of the failing shard at %d", it.Name, it.Data.Offset(), end, shardStart)
+				}
+			}
+			want := 0 // the items wholly before the failing shard
+			for _, i := range byOffset {
+				if d := m.TensorData(i); d.Offset()+d.Len() > shardStart {
+					break
+				}
+				want++
+			}
+			if len(got) != want {
+				t.Fatalf("shards: %d items handed out, want the %d before the failing shard", len(got), want)
+			}
+		}
+		t.Logf("%s: %d items, then %v", name, len(got), err)
+	})
 }
 
 // unheld returns how many bytes of m's file no tensor holds.

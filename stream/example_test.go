@@ -6,9 +6,11 @@ import (
 	"hash/crc32"
 	"io"
 	"log"
+	"os"
 
 	_ "github.com/edgeload/edgeload/formats" // every built-in format
 	"github.com/edgeload/edgeload/loader"
+	"github.com/edgeload/edgeload/signing"
 	"github.com/edgeload/edgeload/stream"
 )
 
@@ -83,4 +85,53 @@ func Example_passes() {
 	// pass 0: 4 items, read from the file: true
 	// pass 1: 4 items, read from the file: false
 	// pass 2: 4 items, read from the file: false
+}
+
+// Stream a sharded safetensors checkpoint checked against the signature
+// model-signing made of its folder: an item goes out only once every
+// shard of the signature it touches has matched.
+func Example_signature() {
+	b, err := signing.ReadBundle("../signing/testdata/oms/st-shards.sig")
+	if err != nil {
+		log.Fatal(err)
+	}
+	pem, err := os.ReadFile("../signing/testdata/oms/keys/ec-p384.pub.pem")
+	if err != nil {
+		log.Fatal(err)
+	}
+	key, err := signing.ParsePublicKey(pem)
+	if err != nil {
+		log.Fatal(err)
+	}
+	man, err := b.Verify(&signing.Trust{PublicKey: key}) // the signature itself
+	if err != nil {
+		log.Fatal(err)
+	}
+	m, err := loader.Open("../signing/testdata/oms/models/st-index/model.safetensors.index.json")
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer m.Close()
+	checks, err := stream.SignatureChecks(m, man, nil) // checks config.json and the index whole
+	if err != nil {
+		log.Fatal(err)
+	}
+	s, err := stream.New(context.Background(), m, stream.WithBudget(1<<20), stream.WithSignature(checks))
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer s.Close()
+	n := 0
+	for {
+		_, err := s.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			log.Fatal(err) // errors.Is(err, stream.ErrSignature): the *signing.Error names file and shard
+		}
+		n++
+	}
+	fmt.Println(n, "tensors, every byte of", len(man.Paths()), "files as signed")
+	// Output: 3 tensors, every byte of 4 files as signed
 }

@@ -4,10 +4,14 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
+	"io"
+	"os"
+	"path/filepath"
 	"runtime"
 	"slices"
 	"sync"
 
+	"github.com/edgeload/edgeload/loader"
 	"github.com/edgeload/edgeload/loader/format"
 	"github.com/edgeload/edgeload/mmapfile"
 	"github.com/edgeload/edgeload/segment"
@@ -17,7 +21,7 @@ import (
 // WithSignature makes the stream check what it reads against a model's
 // signature (package signing): checks[f] is the signing.Check of file f,
 // for every file the stream's items lie in and any other file of the model
-// to be checked whole (signing.Plan gives them). The stream's goroutines
+// to be checked whole (SignatureChecks gives them). The stream's goroutines
 // hash every byte of each file: the items' bytes as the stream read them,
 // and the bytes between them. Checking takes a single pass.
 //
@@ -30,6 +34,76 @@ import (
 // cores speeds checking up.
 func WithSignature(checks map[*mmapfile.File]*signing.Check) Option {
 	return func(c *config) { c.checks = checks }
+}
+
+// SignatureChecks returns the checks WithSignature takes to stream m, a
+// model opened from its file, checked against man, a verified signature
+// (signing.Bundle.Verify). The signed model is m's file when man lists one
+// file, else the folder that file is in (a .pte beside its .ptd, a
+// safetensors index beside its shards), listed with opts (nil for none). It
+// matches the model's files to man as signing.Verify does, and reads and
+// checks whole the signed files m does not map (an index, a config).
+func SignatureChecks(m *loader.Model, man *signing.Manifest, opts *signing.Options) (map[*mmapfile.File]*signing.Check, error) {
+	var o signing.Options
+	if opts != nil {
+		o = *opts
+	}
+	root := m.File().Name()
+	if len(man.Paths()) > 1 {
+		root = filepath.Dir(root)
+	}
+	md, err := man.Model(root, o.IgnorePaths...)
+	if err != nil {
+		return nil, err
+	}
+	plan, err := man.Plan(md, &o)
+	if err != nil {
+		return nil, err
+	}
+	byName := make(map[string]*signing.Check)
+	for _, c := range plan.Files {
+		byName[c.File] = c
+	}
+	files := []*mmapfile.File{m.File()}
+	for _, d := range m.DataFiles() {
+		files = append(files, d.MappedFile())
+	}
+	if mf, ok := m.Impl().(format.MultiFile); ok {
+		files = append(files, mf.Files()...)
+	}
+	checks := make(map[*mmapfile.File]*signing.Check)
+	for _, f := range files {
+		name := plan.Files[0].File
+		if root != m.File().Name() {
+			rel, _ := filepath.Rel(root, f.Name()) // "" when it cannot be made relative
+			name = filepath.ToSlash(rel)
+		}
+		if c := byName[name]; c != nil {
+			checks[f] = c
+			delete(byName, name)
+		}
+	}
+	for n, c := range byName {
+		if err := checkWhole(filepath.Join(root, filepath.FromSlash(n)), c); err != nil {
+			return nil, err
+		}
+	}
+	return checks, nil
+}
+
+// checkWhole reads the file at p and checks every range of c.
+func checkWhole(p string, c *signing.Check) error {
+	fd, err := os.Open(p)
+	if err != nil {
+		return err
+	}
+	defer fd.Close()
+	for i, r := range c.Ranges {
+		if err := c.CheckRange(i, io.NewSectionReader(fd, r.Start, r.End-r.Start)); err != nil {
+			return err
+		}
+	}
+	return c.Close()
 }
 
 // ErrSignature is wrapped, with the signing.Error saying which file and

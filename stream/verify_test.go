@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/edgeload/edgeload/internal/testkit/testmodels"
@@ -289,6 +290,97 @@ func TestSignedStreamShardedCheckpoint(t *testing.T) {
 			}
 			if len(got) != want {
 				t.Fatalf("%d items handed out, want %d (%d of the second file)", len(got), want, second)
+			}
+		})
+	}
+}
+
+// SignatureChecks pairs each file the model maps with its check, checks
+// whole the signed files it does not map, and refuses a model whose
+// unmapped file changed or whose folder holds an unsigned file.
+func TestSignatureChecks(t *testing.T) {
+	oms := filepath.Join("..", "signing", "testdata", "oms")
+	b, err := signing.ReadBundle(filepath.Join(oms, "st-shards.sig"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pem, err := os.ReadFile(filepath.Join(oms, "keys", "ec-p384.pub.pem"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	key, err := signing.ParsePublicKey(pem)
+	if err != nil {
+		t.Fatal(err)
+	}
+	man, err := b.Verify(&signing.Trust{PublicKey: key})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name  string
+		edit  func(dir string) error
+		want  error  // nil: the checks are made
+		named string // the file the error names
+	}{
+		{"intact", func(string) error { return nil }, nil, ""},
+		{"config changed", func(dir string) error { // a byte flipped, the size kept
+			p := filepath.Join(dir, "config.json")
+			data, err := os.ReadFile(p)
+			if err != nil {
+				return err
+			}
+			data[len(data)/2] ^= 1
+			return os.WriteFile(p, data, 0o644)
+		}, signing.ErrDigest, "config.json"},
+		{"file added", func(dir string) error {
+			return os.WriteFile(filepath.Join(dir, "README.md"), []byte("# tiny\n"), 0o644)
+		}, signing.ErrUnsigned, "README.md"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			dir := t.TempDir()
+			src := filepath.Join(oms, "models", "st-index")
+			es, err := os.ReadDir(src)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, e := range es {
+				data, err := os.ReadFile(filepath.Join(src, e.Name()))
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := os.WriteFile(filepath.Join(dir, e.Name()), data, 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := c.edit(dir); err != nil {
+				t.Fatal(err)
+			}
+			m, err := loader.Open(filepath.Join(dir, "model.safetensors.index.json"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer m.Close()
+			checks, err := SignatureChecks(m, man, nil)
+			if c.want != nil {
+				if !errors.Is(err, c.want) || !strings.Contains(err.Error(), c.named) {
+					t.Fatalf("%v, want %v naming %s", err, c.want, c.named)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			for f, ck := range checks {
+				if ck.File != filepath.Base(f.Name()) || ck.Size != f.Len() {
+					t.Errorf("%s paired with the check of %s (%d bytes)", f.Name(), ck.File, ck.Size)
+				}
+				got = append(got, ck.File)
+			}
+			slices.Sort(got)
+			want := []string{"model-00001-of-00002.safetensors", "model-00002-of-00002.safetensors", "model.safetensors.index.json"}
+			if !slices.Equal(got, want) {
+				t.Fatalf("checks for %v, want %v", got, want)
 			}
 		})
 	}

@@ -12,9 +12,9 @@ import (
 	"strings"
 
 	"github.com/edgeload/edgeload/loader"
-	"github.com/edgeload/edgeload/loader/format"
 	"github.com/edgeload/edgeload/mmapfile"
 	"github.com/edgeload/edgeload/signing"
+	"github.com/edgeload/edgeload/stream"
 )
 
 // signatureFlags are the flags that check a model against its OMS
@@ -202,69 +202,17 @@ func (f *signatureFlags) streamChecks(model string, m *loader.Model) (map[*mmapf
 	if err != nil {
 		return nil, b, err
 	}
-	files := []*mmapfile.File{m.File()}
-	for _, d := range m.DataFiles() {
-		files = append(files, d.MappedFile())
-	}
-	if mf, ok := m.Impl().(format.MultiFile); ok {
-		files = append(files, mf.Files()...)
-	}
-	checks := make(map[*mmapfile.File]*signing.Check)
 	if _, e, ok := mmapfile.SplitArchivePath(model); ok {
 		c, err := man.NewCheck(path.Base(e), m.File().Len())
 		if err != nil {
 			return nil, b, err
 		}
-		checks[m.File()] = c
-		return checks, b, nil
+		return map[*mmapfile.File]*signing.Check{m.File(): c}, b, nil
 	}
 	root := model
 	if len(man.Paths()) > 1 {
 		root = filepath.Dir(model)
 	}
-	md, err := man.Model(root, f.ignored(root)...)
-	if err != nil {
-		return nil, b, err
-	}
-	plan, err := man.Plan(md, &signing.Options{IgnoreUnsigned: f.ignoreUnsigned})
-	if err != nil {
-		return nil, b, err
-	}
-	byName := make(map[string]*signing.Check)
-	for _, c := range plan.Files {
-		byName[c.File] = c
-	}
-	for _, mf := range files {
-		name := plan.Files[0].File
-		if root != model {
-			rel, _ := filepath.Rel(root, mf.Name()) // "" when it cannot be made relative
-			name = filepath.ToSlash(rel)
-		}
-		if c := byName[name]; c != nil {
-			checks[mf] = c
-			delete(byName, name)
-		}
-	}
-	// The signed files the stream does not read, whole.
-	for n, c := range byName {
-		if err := checkWhole(filepath.Join(root, filepath.FromSlash(n)), c); err != nil {
-			return nil, b, err
-		}
-	}
-	return checks, b, nil
-}
-
-// checkWhole reads the file at p and checks every range of c.
-func checkWhole(p string, c *signing.Check) error {
-	fd, err := os.Open(p)
-	if err != nil {
-		return err
-	}
-	defer fd.Close()
-	for i, r := range c.Ranges {
-		if err := c.CheckRange(i, io.NewSectionReader(fd, r.Start, r.End-r.Start)); err != nil {
-			return err
-		}
-	}
-	return c.Close()
+	checks, err := stream.SignatureChecks(m, man, &signing.Options{IgnorePaths: f.ignored(root), IgnoreUnsigned: f.ignoreUnsigned})
+	return checks, b, err
 }

@@ -73,10 +73,12 @@ func SignatureChecks(m *loader.Model, man *signing.Manifest, opts *signing.Optio
 	}
 	checks := make(map[*mmapfile.File]*signing.Check)
 	for _, f := range files {
-		name := plan.Files[0].File
+		var name string
 		if root != m.File().Name() {
 			rel, _ := filepath.Rel(root, f.Name()) // "" when it cannot be made relative
 			name = filepath.ToSlash(rel)
+		} else if f == m.File() && len(plan.Files) == 1 {
+			name = plan.Files[0].File // the one file signed, under the name it was signed as
 		}
 		if c := byName[name]; c != nil {
 			checks[f] = c

@@ -250,6 +250,9 @@ type Stream struct {
 	verr      error              // the first failure of the checks
 	wholeDone bool               // the files no item lies in are checked
 	pending   int                // shards handed to the hashing workers and not yet checked
+	gathering bool               // with shards: a shard being gathered has some of its bytes, not all
+	readIdle  bool               // the background goroutine waits: nothing admitted to read, no room to admit
+	nextWait  bool               // Next waits for its item
 	lo, hi    int64              // items [lo, hi) are held: admitted and not released
 	ready     int64              // items [0, ready) are read
 	cur       int64              // the item the caller holds, -1 before the first
@@ -554,8 +557,13 @@ func (s *Stream) run() {
 			if s.ready < s.hi {
 				break
 			}
+			if !s.readIdle {
+				s.readIdle = true
+				s.wakeChecks()
+			}
 			s.cond.Wait()
 		}
+		s.readIdle = false
 		if s.closed || s.ctx.Err() != nil {
 			cpu()
 			s.mu.Unlock()
@@ -752,8 +760,13 @@ func (s *Stream) Next() (Item, error) {
 	waited := false
 	for s.ctx.Err() == nil && s.relErr == nil && (s.verr == nil || s.cur < s.proven || s.pending > 0) && s.waiting() {
 		waited = true
+		if !s.nextWait {
+			s.nextWait = true
+			s.wakeChecks()
+		}
 		s.cond.Wait()
 	}
+	s.nextWait = false
 	if waited {
 		d := time.Since(now)
 		s.stats.Stall += d

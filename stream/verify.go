@@ -209,12 +209,22 @@ func (s *Stream) hash() {
 	}
 	for {
 		s.mu.Lock()
-		for !s.closed && s.ctx.Err() == nil && s.hashed == s.ready {
+		for !s.closed && s.ctx.Err() == nil && s.hashed == s.ready && !s.stalled() {
 			s.cond.Wait()
 		}
 		if s.closed || s.ctx.Err() != nil || s.verr != nil {
 			s.mu.Unlock()
 			return
+		}
+		if s.hashed == s.ready {
+			s.gathering = false
+			s.mu.Unlock()
+			err := s.finishShards(tasks)
+			s.mu.Lock()
+			s.verr = cmp.Or(s.verr, err)
+			s.cond.Broadcast()
+			s.mu.Unlock()
+			continue
 		}
 		v := s.hashed
 		w := s.at(v)
@@ -229,8 +239,13 @@ func (s *Stream) hash() {
 		if !failed {
 			err = s.feed(w, data, v, tasks)
 		}
+		gathering := false
+		for _, fc := range s.checks {
+			gathering = gathering || len(fc.pieces) > 0
+		}
 		s.mu.Lock()
 		s.hashed++
+		s.gathering = gathering
 		s.verr = cmp.Or(s.verr, err)
 		if err == nil {
 			// With shards, a worker may have checked the item's last
@@ -240,6 +255,35 @@ func (s *Stream) hash() {
 		s.cond.Broadcast()
 		s.mu.Unlock()
 	}
+}
+
+// stalled reports, with s.mu held, whether the stream would wait forever
+// on its checks: Next waits for an item not yet proven, no shard is being
+// hashed, and the room is full of items held unproven, so that the items
+// after them, whose bytes end the shards being gathered, cannot be read.
+func (s *Stream) stalled() bool {
+	return s.gathering && s.nextWait && s.readIdle && s.pending == 0 && s.proven <= s.cur
+}
+
+// wakeChecks wakes the checking goroutine, with s.mu held, when the stream
+// has stalled.
+func (s *Stream) wakeChecks() {
+	if s.checks != nil && s.stalled() {
+		s.cond.Broadcast()
+	}
+}
+
+// finishShards reads through the files the rest of each shard being
+// gathered and hands it to the workers, when the stream has stalled.
+func (s *Stream) finishShards(tasks chan<- shardTask) error {
+	for _, fc := range s.checks {
+		if len(fc.pieces) > 0 {
+			if err := s.feedTo(fc, fc.c.Ranges[fc.next].End, tasks); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 // signatureError wraps a check's error in ErrSignature; nil stays nil.

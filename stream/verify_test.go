@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/edgeload/edgeload/internal/testkit/testmodels"
 	"github.com/edgeload/edgeload/loader"
@@ -26,6 +27,14 @@ func signedStream(t *testing.T, path, sig string, r Reader, opts ...Option) (*lo
 
 // signedStreamMode is signedStream with the model mapped in mode.
 func signedStreamMode(t *testing.T, path, sig string, r Reader, mode mmapfile.Mode, opts ...Option) (*loader.Model, *Stream) {
+	t.Helper()
+	m, checks := signedModel(t, path, sig, mode)
+	return m, newPasses(t, m, r, append(opts, WithSignature(checks))...)
+}
+
+// signedModel opens the model at path, mapped in mode, and returns it with
+// the check of its file against the OMS signature sig.
+func signedModel(t *testing.T, path, sig string, mode mmapfile.Mode) (*loader.Model, map[*mmapfile.File]*signing.Check) {
 	t.Helper()
 	keys := filepath.Join(filepath.Dir(filepath.Dir(sig)), "keys")
 	pem, err := os.ReadFile(filepath.Join(keys, "ec-p256.pub.pem"))
@@ -60,8 +69,7 @@ func signedStreamMode(t *testing.T, path, sig string, r Reader, mode mmapfile.Mo
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := newPasses(t, m, r, append(opts, WithSignature(map[*mmapfile.File]*signing.Check{m.File(): c}))...)
-	return m, s
+	return m, map[*mmapfile.File]*signing.Check{m.File(): c}
 }
 
 // Streaming checked against a model's real OMS signature: the intact model
@@ -180,6 +188,61 @@ func unheld(m *loader.Model) int64 {
 		}
 	}
 	return m.Size() - held
+}
+
+// Every budget New accepts with a shards signature streams the intact model
+// to the end and the flipped one to ErrSignature: the items held unproven,
+// the item the caller holds and a shard's tail beyond what the room admits
+// must not stall the stream.
+func TestSignedStreamTightBudget(t *testing.T) {
+	dir := testmodels.Path(t, "oms")
+	sig := filepath.Join(dir, "gguf", "llama2-tiny-random.gguf.key-shards-100000.sig")
+	for _, r := range readers {
+		for _, c := range []struct {
+			path string
+			want error
+		}{
+			{filepath.Join(dir, "gguf", "llama2-tiny-random.gguf"), io.EOF},
+			{filepath.Join(dir, "gguf-flipped", "llama2-tiny-random.gguf"), ErrSignature},
+		} {
+			accepted := 0
+			for budget := int64(160 << 10); budget <= 1<<20; budget += 4 << 10 {
+				m, checks := signedModel(t, c.path, sig, mmapfile.ModeAuto)
+				s, err := New(context.Background(), m, WithReader(r), WithBudget(budget), WithSignature(checks))
+				if errors.Is(err, ErrBudget) {
+					continue
+				}
+				if r == ReadDirect && errors.Is(err, errors.ErrUnsupported) {
+					skipUnlessRequired(t, "no direct I/O here: %v", err)
+				}
+				if err != nil {
+					t.Fatal(err)
+				}
+				accepted++
+				done := make(chan error, 1)
+				go func() {
+					for {
+						if _, err := s.Next(); err != nil {
+							done <- err
+							return
+						}
+					}
+				}()
+				select {
+				case err := <-done:
+					if !errors.Is(err, c.want) {
+						t.Errorf("%s, %v reader, budget %d: %v, want %v", c.path, r, budget, err, c.want)
+					}
+				case <-time.After(10 * time.Second):
+					t.Fatalf("%s, %v reader, budget %d: no item for 10 s (stats %+v)", c.path, r, budget, s.Stats())
+				}
+				s.Close()
+			}
+			if accepted == 0 {
+				t.Fatalf("%v reader: no budget accepted", r)
+			}
+		}
+	}
 }
 
 // A signature's shards must fit in the room: a budget that cannot hold one

@@ -36,27 +36,7 @@ func signedStreamMode(t *testing.T, path, sig string, r Reader, mode mmapfile.Mo
 // the check of its file against the OMS signature sig.
 func signedModel(t *testing.T, path, sig string, mode mmapfile.Mode) (*loader.Model, map[*mmapfile.File]*signing.Check) {
 	t.Helper()
-	keys := filepath.Join(filepath.Dir(filepath.Dir(sig)), "keys")
-	pem, err := os.ReadFile(filepath.Join(keys, "ec-p256.pub.pem"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	key, err := signing.ParsePublicKey(pem)
-	if err != nil {
-		t.Fatal(err)
-	}
-	raw, err := os.ReadFile(sig)
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, err := signing.ParseBundle(raw)
-	if err != nil {
-		t.Fatal(err)
-	}
-	man, err := b.Verify(&signing.Trust{PublicKey: key})
-	if err != nil {
-		t.Fatal(err)
-	}
+	man := verifiedManifest(t, sig, filepath.Join(filepath.Dir(filepath.Dir(sig)), "keys", "ec-p256.pub.pem"))
 	m, err := loader.Open(path, loader.WithMmapOptions(mmapfile.WithMode(mode)))
 	if err != nil {
 		t.Fatal(err)
@@ -70,6 +50,55 @@ func signedModel(t *testing.T, path, sig string, mode mmapfile.Mode) (*loader.Mo
 		t.Fatal(err)
 	}
 	return m, map[*mmapfile.File]*signing.Check{m.File(): c}
+}
+
+// verifiedManifest returns the manifest of the OMS signature at sig,
+// verified with the public key at pub.
+func verifiedManifest(t *testing.T, sig, pub string) *signing.Manifest {
+	t.Helper()
+	b, err := signing.ReadBundle(sig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pem, err := os.ReadFile(pub)
+	if err != nil {
+		t.Fatal(err)
+	}
+	key, err := signing.ParsePublicKey(pem)
+	if err != nil {
+		t.Fatal(err)
+	}
+	man, err := b.Verify(&signing.Trust{PublicKey: key})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return man
+}
+
+// checkpointCopy copies signing/testdata/oms/models/st-index, a sharded
+// safetensors checkpoint, into a new folder, with a byte in the middle of
+// the file named flip (if any) flipped, and returns the folder.
+func checkpointCopy(t *testing.T, flip string) string {
+	t.Helper()
+	src := filepath.Join("..", "signing", "testdata", "oms", "models", "st-index")
+	dir := t.TempDir()
+	es, err := os.ReadDir(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range es {
+		b, err := os.ReadFile(filepath.Join(src, e.Name()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if e.Name() == flip {
+			b[len(b)/2] ^= 1
+		}
+		if err := os.WriteFile(filepath.Join(dir, e.Name()), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
 }
 
 // Streaming checked against a model's real OMS signature: the intact model
@@ -270,44 +299,9 @@ func TestSignedStreamBudget(t *testing.T) {
 // second shard file flipped: every item of the first file and those of the
 // second before its failing shard [1000, 2000) are handed out, none after.
 func TestSignedStreamShardedCheckpoint(t *testing.T) {
-	src := filepath.Join("..", "signing", "testdata", "oms", "models", "st-index")
-	dir := t.TempDir()
-	es, err := os.ReadDir(src)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, e := range es {
-		b, err := os.ReadFile(filepath.Join(src, e.Name()))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if e.Name() == "model-00002-of-00002.safetensors" {
-			b[1500] ^= 1
-		}
-		if err := os.WriteFile(filepath.Join(dir, e.Name()), b, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	raw, err := os.ReadFile(filepath.Join("..", "signing", "testdata", "oms", "st-shards.sig"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	pem, err := os.ReadFile(filepath.Join("..", "signing", "testdata", "oms", "keys", "ec-p384.pub.pem"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	key, err := signing.ParsePublicKey(pem)
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, err := signing.ParseBundle(raw)
-	if err != nil {
-		t.Fatal(err)
-	}
-	man, err := b.Verify(&signing.Trust{PublicKey: key})
-	if err != nil {
-		t.Fatal(err)
-	}
+	dir := checkpointCopy(t, "model-00002-of-00002.safetensors")
+	oms := filepath.Join("..", "signing", "testdata", "oms")
+	man := verifiedManifest(t, filepath.Join(oms, "st-shards.sig"), filepath.Join(oms, "keys", "ec-p384.pub.pem"))
 	for _, r := range readers {
 		t.Run(r.String(), func(t *testing.T) {
 			m, err := loader.Open(filepath.Join(dir, "model.safetensors.index.json"))
@@ -363,60 +357,24 @@ func TestSignedStreamShardedCheckpoint(t *testing.T) {
 // unmapped file changed or whose folder holds an unsigned file.
 func TestSignatureChecks(t *testing.T) {
 	oms := filepath.Join("..", "signing", "testdata", "oms")
-	b, err := signing.ReadBundle(filepath.Join(oms, "st-shards.sig"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	pem, err := os.ReadFile(filepath.Join(oms, "keys", "ec-p384.pub.pem"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	key, err := signing.ParsePublicKey(pem)
-	if err != nil {
-		t.Fatal(err)
-	}
-	man, err := b.Verify(&signing.Trust{PublicKey: key})
-	if err != nil {
-		t.Fatal(err)
-	}
+	man := verifiedManifest(t, filepath.Join(oms, "st-shards.sig"), filepath.Join(oms, "keys", "ec-p384.pub.pem"))
 	for _, c := range []struct {
 		name  string
-		edit  func(dir string) error
+		flip  string // a file with a byte flipped, its size kept
+		add   string // a file added
 		want  error  // nil: the checks are made
 		named string // the file the error names
 	}{
-		{"intact", func(string) error { return nil }, nil, ""},
-		{"config changed", func(dir string) error { // a byte flipped, the size kept
-			p := filepath.Join(dir, "config.json")
-			data, err := os.ReadFile(p)
-			if err != nil {
-				return err
-			}
-			data[len(data)/2] ^= 1
-			return os.WriteFile(p, data, 0o644)
-		}, signing.ErrDigest, "config.json"},
-		{"file added", func(dir string) error {
-			return os.WriteFile(filepath.Join(dir, "README.md"), []byte("# tiny\n"), 0o644)
-		}, signing.ErrUnsigned, "README.md"},
+		{"intact", "", "", nil, ""},
+		{"config changed", "config.json", "", signing.ErrDigest, "config.json"},
+		{"file added", "", "README.md", signing.ErrUnsigned, "README.md"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			dir := t.TempDir()
-			src := filepath.Join(oms, "models", "st-index")
-			es, err := os.ReadDir(src)
-			if err != nil {
-				t.Fatal(err)
-			}
-			for _, e := range es {
-				data, err := os.ReadFile(filepath.Join(src, e.Name()))
-				if err != nil {
+			dir := checkpointCopy(t, c.flip)
+			if c.add != "" {
+				if err := os.WriteFile(filepath.Join(dir, c.add), []byte("# tiny\n"), 0o644); err != nil {
 					t.Fatal(err)
 				}
-				if err := os.WriteFile(filepath.Join(dir, e.Name()), data, 0o644); err != nil {
-					t.Fatal(err)
-				}
-			}
-			if err := c.edit(dir); err != nil {
-				t.Fatal(err)
 			}
 			m, err := loader.Open(filepath.Join(dir, "model.safetensors.index.json"))
 			if err != nil {

@@ -531,6 +531,15 @@ func (s *Stream) at(v int64) *work { return &s.order[v%s.n] }
 // slot returns the state of virtual item v.
 func (s *Stream) slot(v int64) *slot { return &s.slots[v%s.n] }
 
+// data returns the bytes of read virtual item v, with s.mu held: its slot's
+// buffer for the direct reader, else its view of the file.
+func (s *Stream) data(v int64) segment.Segment {
+	if w := s.at(v); s.direct == nil || w.retained {
+		return w.Data
+	}
+	return s.slot(v).data
+}
+
 // streamed reports whether virtual item v needs reading: a streamed item,
 // or a retained one in the first pass.
 func (s *Stream) streamed(v int64) bool { return !s.at(v).retained || v < s.n }
@@ -789,10 +798,7 @@ func (s *Stream) Next() (Item, error) {
 	default:
 		w := s.at(s.cur)
 		it = w.Item
-		it.Pass, it.Retained = int(s.cur/s.n), w.retained
-		if s.direct != nil && !w.retained {
-			it.Data = s.slot(s.cur).data
-		}
+		it.Pass, it.Retained, it.Data = int(s.cur/s.n), w.retained, s.data(s.cur)
 	}
 	err := s.err
 	if err != nil {

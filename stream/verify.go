@@ -227,11 +227,7 @@ func (s *Stream) hash() {
 			continue
 		}
 		v := s.hashed
-		w := s.at(v)
-		data := w.Data
-		if s.direct != nil && !w.retained {
-			data = s.slot(v).data
-		}
+		w, data := s.at(v), s.data(v)
 		failed := s.slot(v).err != nil
 		s.mu.Unlock()
 
@@ -368,14 +364,16 @@ func (s *Stream) feedAhead(fc *fileCheck, v, end int64, tasks chan<- shardTask) 
 		off  int64
 		data segment.Segment
 	}
-	var ahead []view
+	var us []int64 // the items after v that hold some of the bytes
 	s.mu.Lock()
-	last := v
 	for u := v + 1; u < s.hi && u <= v+aheadItems; u++ {
-		d := s.at(u).Data
-		if d.File() == fc.f && d.Offset() < end && d.Offset()+d.Len() > fc.cursor {
-			last = u
+		if d := s.at(u).Data; d.File() == fc.f && d.Offset() < end && d.Offset()+d.Len() > fc.cursor {
+			us = append(us, u)
 		}
+	}
+	last := v // read already
+	if len(us) > 0 {
+		last = us[len(us)-1]
 	}
 	for s.ready <= last && !s.closed && s.ctx.Err() == nil {
 		s.cond.Wait()
@@ -384,17 +382,11 @@ func (s *Stream) feedAhead(fc *fileCheck, v, end int64, tasks chan<- shardTask) 
 		s.mu.Unlock()
 		return cmp.Or(s.ctx.Err(), errClosed)
 	}
-	for u := v + 1; u <= last; u++ {
-		x := s.at(u)
-		o := x.Data.Offset()
-		if x.Data.File() != fc.f || s.slot(u).err != nil || o >= end || o+x.Data.Len() <= fc.cursor {
-			continue
+	var ahead []view
+	for _, u := range us {
+		if s.slot(u).err == nil {
+			ahead = append(ahead, view{s.at(u).Data.Offset(), s.data(u)})
 		}
-		data := x.Data
-		if s.direct != nil && !x.retained {
-			data = s.slot(u).data
-		}
-		ahead = append(ahead, view{o, data})
 	}
 	s.mu.Unlock()
 	slices.SortFunc(ahead, func(x, y view) int { return cmp.Compare(x.off, y.off) })
